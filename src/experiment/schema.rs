@@ -1,0 +1,243 @@
+//! The TOML schema as serde reads it. Unknown keys are errors (`deny_unknown_fields`), and
+//! values the validator must locate are `Spanned`.
+
+use super::expr::NumExpr;
+use super::sweep::SweepSpec;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    pub experiment: RawMeta,
+    #[serde(default)]
+    pub sweep: IndexMap<String, Spanned<SweepSpec>>,
+    #[serde(default, rename = "kernel")]
+    pub kernels: Vec<RawKernel>,
+    pub defaults: Option<RawKnobs>,
+    #[serde(default, rename = "variant")]
+    pub variants: Vec<RawKnobs>,
+    pub report: Option<RawReport>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMeta {
+    pub title: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernel {
+    pub name: Spanned<String>,
+    pub source: Spanned<String>,
+    pub entry: Spanned<String>,
+    pub grid: Spanned<Vec<Spanned<NumExpr>>>,
+    pub block: Spanned<Vec<Spanned<NumExpr>>>,
+    pub shared_bytes: Option<Spanned<NumExpr>>,
+    #[serde(default)]
+    pub args: Vec<RawArg>,
+    pub check: Option<Spanned<RawCheck>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArg {
+    pub name: Spanned<String>,
+    pub buffer: Option<Dtype>,
+    pub scalar: Option<Dtype>,
+    pub len: Option<Spanned<NumExpr>>,
+    pub init: Option<Spanned<String>>,
+    pub value: Option<Spanned<NumExpr>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCheck {
+    pub reference: Spanned<String>,
+    pub inputs: Vec<Spanned<String>>,
+    pub output: Spanned<String>,
+    #[serde(default)]
+    pub dims: Vec<Spanned<NumExpr>>,
+    pub tolerance: Option<f64>,
+}
+
+/// The knobs of `[defaults]` and of each `[[variant]]` (only variants have a name).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKnobs {
+    pub name: Option<Spanned<String>>,
+    pub description: Option<String>,
+    pub timer: Option<TimerKind>,
+    pub warmup: Option<Spanned<NumExpr>>,
+    pub warmup_kernel: Option<WarmupKernel>,
+    pub samples: Option<Spanned<NumExpr>>,
+    pub fresh_process: Option<bool>,
+    pub processes: Option<Spanned<NumExpr>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReport {
+    pub baseline: Option<Spanned<String>>,
+    #[serde(default)]
+    pub differences: Vec<Spanned<Vec<Spanned<String>>>>,
+    pub unit: Option<Unit>,
+    pub template: Option<Spanned<String>>,
+    pub floor: Option<bool>,
+    pub floor_samples: Option<u64>,
+    #[serde(default)]
+    pub published: Vec<RawPublished>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPublished {
+    pub variant: Spanned<String>,
+    pub source: String,
+    pub unit: Unit,
+    pub values: Spanned<IndexMap<String, f64>>,
+}
+
+/// How a sample's time is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerKind {
+    /// Host clock around the launch call only: measures the enqueue (the post's "wrong" timer).
+    Host,
+    /// Host clock around the launch and a context synchronize.
+    HostSync,
+    /// CUDA events recorded on the stream before and after the launch.
+    Events,
+}
+
+impl TimerKind {
+    pub const ALL: [TimerKind; 3] = [TimerKind::Host, TimerKind::HostSync, TimerKind::Events];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            TimerKind::Host => "host",
+            TimerKind::HostSync => "host_sync",
+            TimerKind::Events => "events",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            TimerKind::Host => "host timer around the launch call (no sync)",
+            TimerKind::HostSync => "host timer around launch + context synchronize",
+            TimerKind::Events => "CUDA events around the launch",
+        }
+    }
+}
+
+/// What the warm-up launches run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupKernel {
+    /// The measured kernel itself.
+    Same,
+    /// The built-in empty kernel (`kernels/empty.cu`).
+    Empty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dtype {
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    U64,
+}
+
+impl Dtype {
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,
+            Dtype::F64 | Dtype::I64 | Dtype::U64 => 8,
+        }
+    }
+}
+
+/// Time unit for tables; `auto` picks one per value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Ns,
+    Us,
+    Ms,
+    S,
+    Auto,
+}
+
+impl Unit {
+    pub fn ns_per_unit(self) -> f64 {
+        match self {
+            Unit::Ns | Unit::Auto => 1.0,
+            Unit::Us => 1e3,
+            Unit::Ms => 1e6,
+            Unit::S => 1e9,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Ns | Unit::Auto => "ns",
+            Unit::Us => "µs",
+            Unit::Ms => "ms",
+            Unit::S => "s",
+        }
+    }
+}
+
+/// A buffer's initial contents.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Init {
+    /// Uniform random values in [lo, hi): inputs are never zeros.
+    Uniform(f64, f64),
+    /// Written by the kernel: poisoned (NaN / all ones) before a checked launch.
+    Output,
+}
+
+pub fn parse_init(text: &str) -> Result<Init, String> {
+    let t = text.trim();
+    if t == "output" {
+        return Ok(Init::Output);
+    }
+    let bad =
+        || format!("unknown init `{text}`; write \"uniform(lo, hi)\" for inputs or \"output\"");
+    let inner = t
+        .strip_prefix("uniform(")
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(bad)?;
+    let (lo, hi) = inner.split_once(',').ok_or_else(bad)?;
+    let lo: f64 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: f64 = hi.trim().parse().map_err(|_| bad())?;
+    if lo >= hi {
+        return Err(format!("uniform({lo}, {hi}) needs lo < hi"));
+    }
+    if lo == 0.0 && hi <= f64::MIN_POSITIVE {
+        return Err("inputs must not be all zeros".into());
+    }
+    Ok(Init::Uniform(lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_forms() {
+        assert_eq!(
+            parse_init("uniform(0, 100)").unwrap(),
+            Init::Uniform(0.0, 100.0)
+        );
+        assert_eq!(parse_init("output").unwrap(), Init::Output);
+        assert!(parse_init("zeros").is_err());
+        assert!(parse_init("uniform(5, 1)").is_err());
+    }
+}

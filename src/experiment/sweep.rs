@@ -1,0 +1,116 @@
+//! Sweep values: a list, an inclusive range with a step (`256..2048 step 32`), or powers of
+//! two (`2^8..2^12`); several parameters combine as a cartesian product in file order.
+
+use serde::Deserialize;
+
+/// One parameter's values as written in the file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum SweepSpec {
+    List(Vec<i64>),
+    One(i64),
+    Text(String),
+}
+
+const FORMS: &str =
+    "a list `[512, 1024]`, a range `256..2048 step 32` (inclusive), or powers of two `2^8..2^12`";
+
+/// Expands one parameter's spec into its values, in order.
+pub fn expand(spec: &SweepSpec) -> Result<Vec<i64>, String> {
+    let values = match spec {
+        SweepSpec::List(v) => v.clone(),
+        SweepSpec::One(v) => vec![*v],
+        SweepSpec::Text(text) => parse_text(text)?,
+    };
+    if values.is_empty() {
+        return Err(format!("the sweep is empty; write {FORMS}"));
+    }
+    Ok(values)
+}
+
+fn parse_text(text: &str) -> Result<Vec<i64>, String> {
+    let bad = || format!("cannot read sweep `{text}`; write {FORMS}");
+    let (range, step) = match text.split_once("step") {
+        Some((r, s)) => (r.trim(), Some(s.trim().parse::<i64>().map_err(|_| bad())?)),
+        None => (text.trim(), None),
+    };
+    let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
+    if let (Some(lo_exp), Some(hi_exp)) =
+        (lo.trim().strip_prefix("2^"), hi.trim().strip_prefix("2^"))
+    {
+        if step.is_some() {
+            return Err(format!("`{text}`: powers of two take no step"));
+        }
+        let lo: u32 = lo_exp.trim().parse().map_err(|_| bad())?;
+        let hi: u32 = hi_exp.trim().parse().map_err(|_| bad())?;
+        if hi > 62 {
+            return Err(format!("`{text}`: exponent {hi} is too large (at most 62)"));
+        }
+        return Ok((lo..=hi).map(|e| 1i64 << e).collect());
+    }
+    let lo: i64 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: i64 = hi.trim().parse().map_err(|_| bad())?;
+    let step = step.unwrap_or(1);
+    if step <= 0 {
+        return Err(format!("`{text}`: the step must be positive"));
+    }
+    Ok((lo..=hi).step_by(step as usize).collect())
+}
+
+/// The cartesian product of named parameters, the first parameter varying slowest.
+pub fn product(params: &[(String, Vec<i64>)]) -> Vec<Vec<(String, i64)>> {
+    let mut points: Vec<Vec<(String, i64)>> = vec![vec![]];
+    for (name, values) in params {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((name.clone(), *v));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_with_step_is_inclusive() {
+        let v = expand(&SweepSpec::Text("256..2048 step 32".into())).unwrap();
+        assert_eq!(v.first(), Some(&256));
+        assert_eq!(v.last(), Some(&2048));
+        assert_eq!(v.len(), 57);
+    }
+
+    #[test]
+    fn powers_of_two() {
+        assert_eq!(
+            expand(&SweepSpec::Text("2^8..2^10".into())).unwrap(),
+            vec![256, 512, 1024]
+        );
+    }
+
+    #[test]
+    fn empty_and_malformed_sweeps_are_errors() {
+        assert!(expand(&SweepSpec::List(vec![]))
+            .unwrap_err()
+            .contains("empty"));
+        assert!(expand(&SweepSpec::Text("10..5".into()))
+            .unwrap_err()
+            .contains("empty"));
+        assert!(expand(&SweepSpec::Text("1..x".into())).is_err());
+        assert!(expand(&SweepSpec::Text("1..9 step 0".into())).is_err());
+    }
+
+    #[test]
+    fn product_varies_last_parameter_fastest() {
+        let p = product(&[("a".into(), vec![1, 2]), ("b".into(), vec![10, 20])]);
+        let flat: Vec<(i64, i64)> = p.iter().map(|q| (q[0].1, q[1].1)).collect();
+        assert_eq!(flat, vec![(1, 10), (1, 20), (2, 10), (2, 20)]);
+    }
+}

@@ -1,0 +1,110 @@
+//! `runner`: declarative GPU benchmarking-methodology experiments, from a TOML file to a
+//! Markdown report measured on the GPU.
+//!
+//! Data walks one way: experiment -> plan -> (worker) samples -> summary -> report.
+
+mod execute;
+mod experiment;
+mod method;
+mod plan;
+mod protocol;
+mod report;
+mod results;
+mod summary;
+mod system;
+mod telemetry;
+mod worker;
+
+use clap::{Parser, Subcommand};
+use experiment::Experiment;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// What a machine without the CUDA driver is told.
+pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \
+`runner plan EXPERIMENT` shows what a run would do, and `runner report DIR` renders a stored run, without a GPU.";
+
+#[derive(Parser)]
+#[command(
+    name = "runner",
+    version,
+    about = "Runs GPU benchmarking-methodology experiments and writes Markdown reports"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Experiment to run (same as `runner run EXPERIMENT`).
+    experiment: Option<PathBuf>,
+    /// Folder that receives `<experiment name>/`.
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an experiment on the GPU and write its report.
+    Run {
+        experiment: PathBuf,
+        /// Folder that receives `<experiment name>/`.
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+    },
+    /// Show the expanded matrix, sample counts and an estimate of the time; needs no GPU.
+    Plan { experiment: PathBuf },
+    /// Re-render a stored run's report from its samples; needs no GPU.
+    Report {
+        dir: PathBuf,
+        /// Template to render with instead of the experiment's.
+        #[arg(long)]
+        template: Option<PathBuf>,
+    },
+    /// Internal: a worker process (job on stdin, results on stdout).
+    #[command(name = "__worker", hide = true)]
+    Worker,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Worker) => return worker::main(),
+        Some(Command::Run { experiment, out }) => run(&experiment, &out),
+        Some(Command::Plan { experiment }) => plan(&experiment),
+        Some(Command::Report { dir, template }) => {
+            report::render_dir(&dir, template.as_deref()).map(|p| println!("wrote {}", p.display()))
+        }
+        None => match cli.experiment {
+            Some(experiment) => run(&experiment, &cli.out),
+            None => Err(anyhow::anyhow!(
+                "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
+            )),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load(path: &Path) -> anyhow::Result<Experiment> {
+    Experiment::load(path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn run(path: &Path, out: &Path) -> anyhow::Result<()> {
+    let exp = load(path)?;
+    let dir = execute::run(&exp, out)?;
+    let report = report::render_dir(&dir, None)?;
+    println!("wrote {}", report.display());
+    Ok(())
+}
+
+fn plan(path: &Path) -> anyhow::Result<()> {
+    let exp = load(path)?;
+    let plan = plan::Plan::new(&exp).map_err(anyhow::Error::msg)?;
+    let previous = results::previous_wall_times(&Path::new("reports").join(&exp.name));
+    print!("{}", plan::describe(&exp, &plan, &previous));
+    Ok(())
+}

@@ -1,0 +1,395 @@
+//! Experiment -> Plan: every cell (kernel x sweep point x variant, plus the floor cells that
+//! read an empty kernel with each timer) with its knobs evaluated, and the worker processes
+//! that will run them.
+
+use crate::experiment::{self, expr, DeviceFacts, Experiment, Point, TimerKind, WarmupKernel};
+use crate::protocol::Run;
+use serde::Serialize;
+
+/// Warm-up launches before a floor cell's samples.
+pub const FLOOR_WARMUP: u64 = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A kernel of the experiment at a sweep point under a variant.
+    Measure,
+    /// The built-in empty kernel under one timer: what the method itself reads.
+    Floor,
+}
+
+/// A methodology with its numbers fixed for one sweep point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Knobs {
+    pub timer: TimerKind,
+    pub warmup: u64,
+    pub warmup_kernel: WarmupKernel,
+    pub samples: u64,
+    pub fresh_process: bool,
+    pub processes: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub index: usize,
+    /// `matmul/n=512/events`, or `floor/events`.
+    pub id: String,
+    pub role: Role,
+    /// Index into the experiment's kernels; `None` for the built-in empty kernel.
+    pub kernel: Option<usize>,
+    pub kernel_name: String,
+    pub point: Point,
+    pub variant: String,
+    pub knobs: Knobs,
+}
+
+impl Cell {
+    /// The statistic a table shows: the steady samples, or the first launch when a cell
+    /// takes no others (the post's one-launch-per-process programs).
+    pub fn headline_phase(&self) -> &'static str {
+        if self.knobs.samples > 0 {
+            "steady"
+        } else {
+            "first"
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cells: Vec<Cell>,
+}
+
+/// One worker process and the runs it performs, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerJob {
+    pub runs: Vec<Run>,
+}
+
+impl Plan {
+    pub fn new(exp: &Experiment) -> Result<Plan, String> {
+        let mut cells = Vec::new();
+        for (k, kernel) in exp.kernels.iter().enumerate() {
+            for point in exp.points() {
+                for v in &exp.variants {
+                    let scope = experiment::knob_scope(&point);
+                    let int = |e| expr::eval_int(e, &scope);
+                    let m = &v.method;
+                    let knobs = Knobs {
+                        timer: m.timer,
+                        warmup: int(&m.warmup)? as u64,
+                        warmup_kernel: m.warmup_kernel,
+                        samples: int(&m.samples)? as u64,
+                        fresh_process: m.fresh_process,
+                        processes: int(&m.processes)? as u32,
+                    };
+                    let label = point
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    cells.push(Cell {
+                        index: cells.len(),
+                        id: format!("{}/{label}/{}", kernel.name, v.name),
+                        role: Role::Measure,
+                        kernel: Some(k),
+                        kernel_name: kernel.name.clone(),
+                        point: point.clone(),
+                        variant: v.name.clone(),
+                        knobs,
+                    });
+                }
+            }
+        }
+        if exp.report.floor {
+            for timer in TimerKind::ALL {
+                if exp.variants.iter().any(|v| v.method.timer == timer) {
+                    cells.push(Cell {
+                        index: cells.len(),
+                        id: format!("floor/{}", timer.key()),
+                        role: Role::Floor,
+                        kernel: None,
+                        kernel_name: "empty".into(),
+                        point: vec![],
+                        variant: timer.key().into(),
+                        knobs: Knobs {
+                            timer,
+                            warmup: FLOOR_WARMUP,
+                            warmup_kernel: WarmupKernel::Same,
+                            samples: exp.report.floor_samples,
+                            fresh_process: false,
+                            processes: 1,
+                        },
+                    });
+                }
+            }
+        }
+        Ok(Plan { cells })
+    }
+
+    /// Worker processes in the order they run: one shared process for every cell that
+    /// does not ask for a fresh one, then one process per fresh-process run, in plan order.
+    pub fn jobs(&self) -> Vec<WorkerJob> {
+        let shared: Vec<Run> = self
+            .cells
+            .iter()
+            .filter(|c| !c.knobs.fresh_process)
+            .map(|c| Run {
+                cell: c.index,
+                process: 0,
+            })
+            .collect();
+        let mut jobs = Vec::new();
+        if !shared.is_empty() {
+            jobs.push(WorkerJob { runs: shared });
+        }
+        let fresh: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| c.knobs.fresh_process)
+            .collect();
+        let rounds = fresh.iter().map(|c| c.knobs.processes).max().unwrap_or(0);
+        // Round-robin over cells, so slow drift of the GPU spreads evenly over them.
+        for p in 0..rounds {
+            for c in fresh.iter().filter(|c| p < c.knobs.processes) {
+                jobs.push(WorkerJob {
+                    runs: vec![Run {
+                        cell: c.index,
+                        process: p,
+                    }],
+                });
+            }
+        }
+        jobs
+    }
+
+    /// Timed launches in the whole plan (first launches and steady samples).
+    pub fn timed_launches(&self) -> u64 {
+        self.cells
+            .iter()
+            .map(|c| (1 + c.knobs.samples) * c.knobs.processes as u64)
+            .sum()
+    }
+
+    pub fn untimed_launches(&self) -> u64 {
+        self.cells
+            .iter()
+            .map(|c| c.knobs.warmup * c.knobs.processes as u64)
+            .sum()
+    }
+}
+
+/// Seconds a fresh worker process spends before its first cell (CUDA context, NVRTC, module
+/// load), measured on an H100; used only when no earlier run gives real timings.
+const PROCESS_START_S: f64 = 0.4;
+/// A lower bound per launch when a kernel's time is unknown (launch and sync overhead).
+const LAUNCH_FLOOR_S: f64 = 10e-6;
+
+/// The plan as `runner plan` prints it: the matrix, the counts and an estimate of the time,
+/// from `previous` (cell id -> seconds per run, from an earlier run) where it has the cell.
+pub fn describe(
+    exp: &Experiment,
+    plan: &Plan,
+    previous: &std::collections::HashMap<String, f64>,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "{} ({})", exp.title, exp.path.display());
+    for (name, values) in &exp.params {
+        let _ = writeln!(
+            out,
+            "  sweep {name}: {} value(s) {}",
+            values.len(),
+            preview(values)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  kernels: {}",
+        exp.kernels
+            .iter()
+            .map(|k| format!("{} ({})", k.name, k.source))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "\n{:<40} {:<10} {:>8} {:>8} {:>9}  process",
+        "cell", "timer", "warm-up", "samples", "runs"
+    );
+    let (mut known, mut guessed) = (0.0, 0.0);
+    for c in &plan.cells {
+        let k = &c.knobs;
+        let process = if k.fresh_process { "fresh" } else { "shared" };
+        let warm = match k.warmup_kernel {
+            WarmupKernel::Same => k.warmup.to_string(),
+            WarmupKernel::Empty => format!("{}e", k.warmup),
+        };
+        let _ = writeln!(
+            out,
+            "{:<40} {:<10} {:>8} {:>8} {:>9}  {process}",
+            c.id,
+            k.timer.key(),
+            warm,
+            k.samples,
+            k.processes
+        );
+        let runs = k.processes as f64;
+        match previous.get(&c.id) {
+            Some(s) => {
+                known += s * runs
+                    + if k.fresh_process {
+                        PROCESS_START_S * runs
+                    } else {
+                        0.0
+                    }
+            }
+            None => {
+                guessed += runs
+                    * ((1 + k.warmup + k.samples) as f64 * LAUNCH_FLOOR_S
+                        + if k.fresh_process {
+                            PROCESS_START_S
+                        } else {
+                            0.0
+                        })
+            }
+        }
+    }
+    let processes = plan.jobs().len();
+    let _ = writeln!(
+        out,
+        "\n{} cells, {} worker process(es), {} timed launches, {} warm-up launches",
+        plan.cells.len(),
+        processes,
+        plan.timed_launches(),
+        plan.untimed_launches()
+    );
+    let startup = PROCESS_START_S;
+    let total = known + guessed + startup;
+    if guessed == 0.0 {
+        let _ = writeln!(
+            out,
+            "estimated time: {} (from the previous run's cell timings)",
+            seconds(total)
+        );
+    } else if known == 0.0 {
+        let _ = writeln!(out, "estimated time: at least {} (kernel times unknown until a first run; this counts process start-up and launch overhead only)", seconds(total));
+    } else {
+        let _ = writeln!(
+            out,
+            "estimated time: at least {} ({} from the previous run, the rest a lower bound)",
+            seconds(total),
+            seconds(known)
+        );
+    }
+    let _ = writeln!(out, "device facts for expressions are assumed (H100: L2 {} MiB, {} SMs) until the run reads the real device", DeviceFacts::nominal().l2_bytes >> 20, DeviceFacts::nominal().sm_count);
+    out
+}
+
+fn preview(values: &[i64]) -> String {
+    if values.len() <= 8 {
+        format!("{values:?}")
+    } else {
+        format!(
+            "[{}, {}, ..., {}]",
+            values[0],
+            values[1],
+            values[values.len() - 1]
+        )
+    }
+}
+
+fn seconds(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.1} min", s / 60.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn experiment(variants: &str) -> Experiment {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("k.cu"),
+            "extern \"C\" __global__ void k() {}",
+        )
+        .unwrap();
+        let text = format!(
+            r#"
+[experiment]
+title = "t"
+[sweep]
+n = [1, 2]
+m = "10..20 step 10"
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k"
+grid = ["n"]
+block = [1]
+{variants}
+"#
+        );
+        let path = dir.path().join("e.toml");
+        let e = Experiment::parse(Path::new(&path), &text).unwrap();
+        std::mem::forget(dir);
+        e
+    }
+
+    #[test]
+    fn matrix_is_kernel_by_points_by_variants_plus_floor() {
+        let e = experiment("[[variant]]\nname = \"a\"\ntimer = \"host\"\n[[variant]]\nname = \"b\"\nsamples = \"n * 3\"\n");
+        let plan = Plan::new(&e).unwrap();
+        let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "k/n=1 m=10/a",
+                "k/n=1 m=10/b",
+                "k/n=1 m=20/a",
+                "k/n=1 m=20/b",
+                "k/n=2 m=10/a",
+                "k/n=2 m=10/b",
+                "k/n=2 m=20/a",
+                "k/n=2 m=20/b",
+                "floor/host",
+                "floor/events"
+            ]
+        );
+        assert_eq!(plan.cells[1].knobs.samples, 3);
+        assert_eq!(plan.cells[5].knobs.samples, 6);
+        assert_eq!(plan.cells[0].knobs.timer, TimerKind::Host);
+        assert_eq!(plan.jobs().len(), 1);
+    }
+
+    #[test]
+    fn fresh_process_cells_get_one_process_per_run_round_robin() {
+        let e = experiment("[[variant]]\nname = \"cold\"\nfresh_process = true\nprocesses = 2\nsamples = 0\n[[variant]]\nname = \"warm\"\n");
+        let plan = Plan::new(&e).unwrap();
+        let jobs = plan.jobs();
+        // one shared job (4 warm cells + floor), then 4 cold cells x 2 processes
+        assert_eq!(jobs.len(), 1 + 8);
+        assert_eq!(jobs[0].runs.len(), 5);
+        assert_eq!(
+            jobs[1].runs,
+            vec![Run {
+                cell: 0,
+                process: 0
+            }]
+        );
+        assert_eq!(
+            jobs[5].runs,
+            vec![Run {
+                cell: 0,
+                process: 1
+            }]
+        );
+        assert_eq!(plan.cells[0].headline_phase(), "first");
+        assert_eq!(plan.cells[1].headline_phase(), "steady");
+    }
+}

@@ -1,0 +1,141 @@
+//! Messages between the parent and its worker processes: one JSON job on the worker's stdin,
+//! one JSON line per message on its stdout, so finished cells stream back as they complete.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a worker process must run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Job {
+    pub experiment_path: PathBuf,
+    /// The text the parent validated and hashed, so both plan the same matrix.
+    pub experiment_text: String,
+    pub runs: Vec<Run>,
+}
+
+/// One cell in one process (fresh-process cells run once per process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub cell: usize,
+    pub process: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Sent once the device is open.
+    Ready {
+        device: DeviceInfo,
+        startup: Startup,
+    },
+    Cell(Box<CellRecord>),
+    /// The worker cannot run anything (no device, bad job).
+    Fatal {
+        error: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub uuid: String,
+    pub compute_capability: String,
+    pub sm_count: i64,
+    pub l2_bytes: i64,
+    pub mem_bytes: i64,
+    pub sm_clock_max_mhz: i64,
+    pub mem_clock_max_mhz: i64,
+    pub cuda_driver_version: String,
+    pub nvrtc_version: String,
+    /// From NVML, when it is available.
+    pub driver_version: Option<String>,
+}
+
+/// Host-clock durations of a worker's start-up, from process start.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Startup {
+    pub driver_init_ms: f64,
+    pub context_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Failed,
+}
+
+/// The outcome of one cell in one process. Samples travel here and are stored in the CSV;
+/// the rest is stored as one line of `cells.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellRecord {
+    pub cell: usize,
+    pub id: String,
+    pub process: u32,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How the output was checked, or why the check failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+    /// NVRTC and module load of this cell's kernel, when this cell paid for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_load_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_ns: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_start: Option<Telemetry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_end: Option<Telemetry>,
+    /// Host wall time of the whole cell (set-up, warm-up, samples), for estimates.
+    pub wall_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Overhead>,
+}
+
+impl CellRecord {
+    pub fn failed(cell: usize, id: &str, process: u32, error: String) -> Self {
+        CellRecord {
+            cell,
+            id: id.to_string(),
+            process,
+            status: Status::Failed,
+            error: Some(error),
+            check: None,
+            compile_ms: None,
+            module_load_ms: None,
+            first_ns: None,
+            samples_ns: vec![],
+            telemetry_start: None,
+            telemetry_end: None,
+            wall_s: 0.0,
+            overhead: None,
+        }
+    }
+}
+
+/// NVML readings at one moment; each field is absent where NVML could not say.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Telemetry {
+    pub sm_mhz: Option<u32>,
+    pub mem_mhz: Option<u32>,
+    pub power_w: Option<f64>,
+    pub temp_c: Option<u32>,
+    pub pstate: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttle: Vec<String>,
+}
+
+/// Host wall time per sample of the harness's events loop and of a bare cudarc loop doing
+/// the same (empty kernel between two events), measured back to back in one process.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Overhead {
+    pub harness_wall_ns: f64,
+    pub bare_wall_ns: f64,
+    /// The bare loop's own events reading of the empty kernel (median).
+    pub bare_events_median_ns: f64,
+}

@@ -1,0 +1,60 @@
+//! The report: a view of the stored run's statistics, rendered by a minijinja template into
+//! Markdown. It reads only what the run stored, so re-rendering gives the same bytes.
+
+pub mod format;
+mod view;
+
+use crate::results::{Stored, REPORT_FILE, SUMMARY_FILE};
+use anyhow::{Context, Result};
+use minijinja::Environment;
+use std::path::{Path, PathBuf};
+
+/// The default template, also built into the binary for runs outside the project tree.
+pub const DEFAULT_TEMPLATE: &str = "templates/report.md.j2";
+const BUILTIN_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
+
+/// Renders `dir`'s stored run into `report.md` (and `summary.csv`); returns the report's path.
+pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
+    let stored = Stored::load(dir)?;
+    let view = view::View::build(&stored)?;
+    std::fs::write(dir.join(SUMMARY_FILE), view.summary_csv())
+        .with_context(|| format!("cannot write {}", dir.join(SUMMARY_FILE).display()))?;
+    let (name, text) = template_text(&stored, template)?;
+    let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_keep_trailing_newline(true);
+    env.add_template_owned(name.clone(), text)
+        .with_context(|| format!("template {name} does not parse"))?;
+    let out = env
+        .get_template(&name)
+        .expect("just added")
+        .render(&view)
+        .map_err(|e| anyhow::anyhow!("template {name} failed to render: {e:#}"))?;
+    let path = dir.join(REPORT_FILE);
+    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// The template to use: the one asked for, else the experiment's, else the project's
+/// default, else the built-in copy of it.
+fn template_text(stored: &Stored, asked: Option<&Path>) -> Result<(String, String)> {
+    let from_experiment = stored.experiment.report.template.as_ref().map(|t| {
+        stored
+            .experiment
+            .path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(t)
+    });
+    match asked.map(Path::to_path_buf).or(from_experiment) {
+        Some(p) => Ok((
+            p.display().to_string(),
+            std::fs::read_to_string(&p)
+                .with_context(|| format!("cannot read template {}", p.display()))?,
+        )),
+        None => match std::fs::read_to_string(DEFAULT_TEMPLATE) {
+            Ok(t) => Ok((DEFAULT_TEMPLATE.into(), t)),
+            Err(_) => Ok(("built-in report.md.j2".into(), BUILTIN_TEMPLATE.into())),
+        },
+    }
+}

@@ -1,0 +1,526 @@
+//! What a template sees: the stored run turned into tables of formatted values.
+
+use super::format;
+use crate::experiment::{point_label, NumExpr, Unit, WarmupKernel};
+use crate::plan::{Cell, Role};
+use crate::protocol::{CellRecord, Status, Telemetry};
+use crate::results::Stored;
+use crate::summary::{self, Stats};
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+#[derive(Serialize)]
+pub struct View {
+    experiment: ExperimentView,
+    run: Vec<Pair>,
+    system: Vec<Pair>,
+    variants: Vec<VariantView>,
+    tables: Vec<Table>,
+    floor: Vec<FloorRow>,
+    overhead: Option<OverheadView>,
+    stats: Vec<StatRow>,
+    cells: Vec<CellRow>,
+    failures: Vec<FailureRow>,
+    complete: bool,
+    #[serde(skip)]
+    summary: Vec<(String, &'static str, Stats)>,
+}
+
+#[derive(Serialize)]
+struct ExperimentView {
+    name: String,
+    title: String,
+    description: String,
+    path: String,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Pair {
+    key: String,
+    value: String,
+}
+
+fn pair(key: &str, value: impl Into<String>) -> Pair {
+    Pair {
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+#[derive(Serialize)]
+struct VariantView {
+    name: String,
+    description: String,
+    timer: String,
+    method: String,
+    headline: String,
+}
+
+#[derive(Serialize)]
+struct Table {
+    kernel: String,
+    parameters: String,
+    columns: Vec<String>,
+    diff_columns: Vec<String>,
+    published_columns: Vec<String>,
+    rows: Vec<TableRow>,
+}
+
+#[derive(Serialize)]
+struct TableRow {
+    point: String,
+    values: Vec<String>,
+    diffs: Vec<String>,
+    published: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct FloorRow {
+    timer: String,
+    description: String,
+    median: String,
+    p95: String,
+    samples: u64,
+}
+
+#[derive(Serialize)]
+struct OverheadView {
+    harness: String,
+    bare: String,
+    difference: String,
+    bare_events: String,
+}
+
+#[derive(Serialize)]
+struct StatRow {
+    cell: String,
+    phase: String,
+    count: u64,
+    min: String,
+    median: String,
+    mean: String,
+    std: String,
+    p95: String,
+    p99: String,
+    max: String,
+    cv: String,
+    iqr: String,
+}
+
+#[derive(Serialize)]
+struct CellRow {
+    cell: String,
+    runs: String,
+    check: String,
+    compile_ms: String,
+    module_load_ms: String,
+    sm_mhz: String,
+    mem_mhz: String,
+    power_w: String,
+    temp_c: String,
+    throttle: String,
+}
+
+#[derive(Serialize)]
+struct FailureRow {
+    cell: String,
+    process: u32,
+    error: String,
+}
+
+/// Statistics key of a cell's phase.
+fn key(cell: usize, first: bool) -> u32 {
+    (cell as u32) * 2 + u32::from(!first)
+}
+
+impl View {
+    pub fn build(s: &Stored) -> Result<View> {
+        let keys = s
+            .samples
+            .cell
+            .iter()
+            .zip(&s.samples.first)
+            .map(|(c, f)| key(*c as usize, *f))
+            .collect();
+        let stats = summary::summarize(keys, s.samples.time_ns.clone())?;
+        let exp = &s.experiment;
+        let unit = exp.report.unit;
+        let mut by_cell: HashMap<usize, Vec<&CellRecord>> = HashMap::new();
+        for r in &s.records {
+            by_cell.entry(r.cell).or_default().push(r);
+        }
+        let headline = |c: &Cell| stats.get(&key(c.index, c.headline_phase() == "first"));
+        let shown = |c: &Cell| match headline(c) {
+            Some(st) => format::time(st.median, unit),
+            None if by_cell
+                .get(&c.index)
+                .is_some_and(|rs| rs.iter().any(|r| r.status == Status::Failed)) =>
+            {
+                "failed".into()
+            }
+            None => "not run".into(),
+        };
+
+        let variants = exp
+            .variants
+            .iter()
+            .map(|v| {
+                let m = &v.method;
+                let warmup = match (&m.warmup, m.warmup_kernel) {
+                    (NumExpr::Int(0), _) => "no warm-up".to_string(),
+                    (w, WarmupKernel::Same) => {
+                        format!("warm-up {} launches of the same kernel", expr_text(w))
+                    }
+                    (w, WarmupKernel::Empty) => {
+                        format!("warm-up {} launches of an empty kernel", expr_text(w))
+                    }
+                };
+                let process = if m.fresh_process {
+                    format!("a fresh process per run, {} runs", expr_text(&m.processes))
+                } else {
+                    "one shared process".into()
+                };
+                let (samples, headline) = match &m.samples {
+                    NumExpr::Int(0) => (
+                        "first launch only".to_string(),
+                        if m.fresh_process {
+                            "median of the first launch of each process"
+                        } else {
+                            "the first launch"
+                        },
+                    ),
+                    n => (
+                        format!("first launch + {} samples", expr_text(n)),
+                        "median of the samples after the first launch",
+                    ),
+                };
+                VariantView {
+                    name: v.name.clone(),
+                    description: v.description.clone(),
+                    timer: m.timer.describe().into(),
+                    method: format!("{warmup}; {samples}; {process}"),
+                    headline: headline.into(),
+                }
+            })
+            .collect();
+
+        let mut tables = Vec::new();
+        for (k, kernel) in exp.kernels.iter().enumerate() {
+            let cells: Vec<&Cell> = s
+                .plan
+                .cells
+                .iter()
+                .filter(|c| c.kernel == Some(k))
+                .collect();
+            let diffs = &exp.report.differences;
+            let rows = exp
+                .points()
+                .iter()
+                .map(|p| {
+                    let at = |variant: &str| {
+                        cells
+                            .iter()
+                            .find(|c| c.point == *p && c.variant == variant)
+                            .copied()
+                    };
+                    let median = |variant: &str| at(variant).and_then(headline).map(|st| st.median);
+                    let label = point_label(p);
+                    TableRow {
+                        values: exp
+                            .variants
+                            .iter()
+                            .map(|v| at(&v.name).map_or("–".into(), shown))
+                            .collect(),
+                        diffs: diffs
+                            .iter()
+                            .map(|(v, b)| match (median(v), median(b)) {
+                                (Some(v), Some(b)) => format::percent((v - b) / b * 100.0),
+                                _ => "–".into(),
+                            })
+                            .collect(),
+                        published: exp
+                            .report
+                            .published
+                            .iter()
+                            .map(|pb| {
+                                pb.values
+                                    .iter()
+                                    .find(|(l, _)| *l == label)
+                                    .map_or("–".into(), |(_, v)| format::published(*v, pb.unit))
+                            })
+                            .collect(),
+                        point: label,
+                    }
+                })
+                .collect();
+            tables.push(Table {
+                kernel: kernel.name.clone(),
+                parameters: exp
+                    .params
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
+                columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
+                published_columns: exp
+                    .report
+                    .published
+                    .iter()
+                    .map(|p| format!("{}: {}", p.source, p.variant))
+                    .collect(),
+                rows,
+            });
+        }
+
+        let floor = s
+            .plan
+            .cells
+            .iter()
+            .filter(|c| c.role == Role::Floor)
+            .filter_map(|c| {
+                let st = stats.get(&key(c.index, false))?;
+                Some(FloorRow {
+                    timer: c.knobs.timer.key().into(),
+                    description: c.knobs.timer.describe().into(),
+                    median: format::time(st.median, Unit::Auto),
+                    p95: format::time(st.p95, Unit::Auto),
+                    samples: st.count,
+                })
+            })
+            .collect();
+        let overhead = s
+            .records
+            .iter()
+            .find_map(|r| r.overhead.as_ref())
+            .map(|o| OverheadView {
+                harness: format::time(o.harness_wall_ns, Unit::Auto),
+                bare: format::time(o.bare_wall_ns, Unit::Auto),
+                difference: format::time(o.harness_wall_ns - o.bare_wall_ns, Unit::Auto),
+                bare_events: format::time(o.bare_events_median_ns, Unit::Auto),
+            });
+
+        let mut stat_rows = Vec::new();
+        let mut summary = Vec::new();
+        for c in &s.plan.cells {
+            for (first, phase) in [(true, "first"), (false, "steady")] {
+                let Some(st) = stats.get(&key(c.index, first)) else {
+                    continue;
+                };
+                let t = |v: f64| format::time(v, Unit::Auto);
+                stat_rows.push(StatRow {
+                    cell: c.id.clone(),
+                    phase: phase.into(),
+                    count: st.count,
+                    min: t(st.min),
+                    median: t(st.median),
+                    mean: t(st.mean),
+                    std: t(st.std),
+                    p95: t(st.p95),
+                    p99: t(st.p99),
+                    max: t(st.max),
+                    cv: format!("{:.2}%", st.cv * 100.0),
+                    iqr: t(st.iqr),
+                });
+                summary.push((c.id.clone(), phase, *st));
+            }
+        }
+
+        let cells = s
+            .plan
+            .cells
+            .iter()
+            .filter_map(|c| by_cell.get(&c.index).map(|rs| cell_row(c, rs)))
+            .collect();
+        let failures = s
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Failed)
+            .map(|r| FailureRow {
+                cell: r.id.clone(),
+                process: r.process,
+                error: r.error.clone().unwrap_or_default(),
+            })
+            .collect();
+
+        let m = &s.meta;
+        let mut run = vec![
+            pair("experiment file", m.experiment_path.display().to_string()),
+            pair("experiment sha256", m.experiment_sha256.clone()),
+            pair(
+                "git commit",
+                m.git.as_ref().map_or("not a git checkout".into(), |g| {
+                    format!(
+                        "{}{}",
+                        g.commit,
+                        if g.dirty {
+                            " (with uncommitted changes)"
+                        } else {
+                            ""
+                        }
+                    )
+                }),
+            ),
+            pair("runner", m.runner_version.clone()),
+            pair("started (UTC)", m.started_utc.clone()),
+            pair(
+                "finished (UTC)",
+                m.finished_utc
+                    .clone()
+                    .unwrap_or_else(|| "did not finish".into()),
+            ),
+        ];
+        if let Some(st) = &m.startup {
+            run.push(pair(
+                "first worker's CUDA start-up",
+                format!(
+                    "cuInit {:.1} ms, primary context {:.1} ms",
+                    st.driver_init_ms, st.context_ms
+                ),
+            ));
+        }
+        let mut system = Vec::new();
+        if let Some(d) = &m.device {
+            system.extend([
+                pair("GPU", d.name.clone()),
+                pair("compute capability", d.compute_capability.clone()),
+                pair("SMs", d.sm_count.to_string()),
+                pair("L2 cache", format::bytes(d.l2_bytes)),
+                pair("memory", format::bytes(d.mem_bytes)),
+                pair(
+                    "max SM / memory clock",
+                    format!("{} / {} MHz", d.sm_clock_max_mhz, d.mem_clock_max_mhz),
+                ),
+                pair(
+                    "driver",
+                    d.driver_version
+                        .clone()
+                        .unwrap_or_else(|| "unknown (no NVML)".into()),
+                ),
+                pair("CUDA driver API", d.cuda_driver_version.clone()),
+                pair("NVRTC", d.nvrtc_version.clone()),
+            ]);
+        }
+        system.extend([
+            pair(
+                "host CPU",
+                format!("{} ({} cores)", m.host.cpu, m.host.cores),
+            ),
+            pair("OS", format!("{} (kernel {})", m.host.os, m.host.kernel)),
+        ]);
+
+        Ok(View {
+            experiment: ExperimentView {
+                name: exp.name.clone(),
+                title: exp.title.clone(),
+                description: exp.description.trim().to_string(),
+                path: m.experiment_path.display().to_string(),
+                text: exp.text.trim_end().to_string(),
+            },
+            run,
+            system,
+            variants,
+            tables,
+            floor,
+            overhead,
+            stats: stat_rows,
+            cells,
+            failures,
+            complete: m.complete,
+            summary,
+        })
+    }
+
+    /// `summary.csv`: the statistics table in nanoseconds, for other tools.
+    pub fn summary_csv(&self) -> String {
+        let mut out = String::from("cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns\n");
+        for (cell, phase, s) in &self.summary {
+            let _ = writeln!(
+                out,
+                "{cell},{phase},{},{},{},{},{},{},{},{},{},{},{},{}",
+                s.count,
+                s.min,
+                s.median,
+                s.mean,
+                s.std,
+                s.p25,
+                s.p75,
+                s.p95,
+                s.p99,
+                s.max,
+                s.cv,
+                s.iqr
+            );
+        }
+        out
+    }
+}
+
+fn expr_text(e: &NumExpr) -> String {
+    match e {
+        NumExpr::Int(i) => i.to_string(),
+        NumExpr::Float(f) => f.to_string(),
+        NumExpr::Expr(s) => format!("`{s}`"),
+    }
+}
+
+/// One row per cell: its checks, start-up costs and the telemetry range over its runs.
+fn cell_row(c: &Cell, rs: &[&CellRecord]) -> CellRow {
+    let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
+    let runs = if ok == rs.len() {
+        format!("{ok} ok")
+    } else {
+        format!("{ok} ok, {} failed", rs.len() - ok)
+    };
+    let check = rs
+        .iter()
+        .find_map(|r| r.check.clone())
+        .unwrap_or_else(|| "–".into());
+    let median_of = |f: &dyn Fn(&CellRecord) -> Option<f64>| {
+        let mut v: Vec<f64> = rs.iter().filter_map(|r| f(r)).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).map_or("–".into(), |m| format!("{m:.1}"))
+    };
+    let readings: Vec<&Telemetry> = rs
+        .iter()
+        .flat_map(|r| [r.telemetry_start.as_ref(), r.telemetry_end.as_ref()])
+        .flatten()
+        .collect();
+    let range = |f: &dyn Fn(&Telemetry) -> Option<f64>, digits: usize| {
+        let v: Vec<f64> = readings.iter().filter_map(|t| f(t)).collect();
+        let (lo, hi) = (
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        match v.len() {
+            0 => "–".to_string(),
+            _ if lo == hi => format!("{lo:.digits$}"),
+            _ => format!("{lo:.digits$}–{hi:.digits$}"),
+        }
+    };
+    let mut throttle: Vec<String> = readings
+        .iter()
+        .flat_map(|t| t.throttle.iter().cloned())
+        .collect();
+    throttle.sort();
+    throttle.dedup();
+    CellRow {
+        cell: c.id.clone(),
+        runs,
+        check,
+        compile_ms: median_of(&|r| r.compile_ms),
+        module_load_ms: median_of(&|r| r.module_load_ms),
+        sm_mhz: range(&|t| t.sm_mhz.map(f64::from), 0),
+        mem_mhz: range(&|t| t.mem_mhz.map(f64::from), 0),
+        power_w: range(&|t| t.power_w, 0),
+        temp_c: range(&|t| t.temp_c.map(f64::from), 0),
+        throttle: if throttle.is_empty() {
+            "–".into()
+        } else {
+            throttle.join(", ")
+        },
+    }
+}

@@ -1,0 +1,228 @@
+//! A run on disk, in one folder: the experiment as run, the run's metadata, one CSV row per
+//! sample and one JSON line per finished cell. Each cell is appended and flushed the moment
+//! it finishes, so an interrupt or a crash loses no completed cell.
+
+use crate::experiment::Experiment;
+use crate::plan::{Cell, Plan};
+use crate::protocol::{CellRecord, DeviceInfo, Startup};
+use crate::system::{Git, Host};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub const EXPERIMENT_FILE: &str = "experiment.toml";
+pub const RUN_FILE: &str = "run.json";
+pub const SAMPLES_FILE: &str = "samples.csv";
+pub const CELLS_FILE: &str = "cells.jsonl";
+pub const SUMMARY_FILE: &str = "summary.csv";
+pub const REPORT_FILE: &str = "report.md";
+
+/// The run's metadata (`run.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// The experiment file as given, relative to where the runner ran.
+    pub experiment_path: PathBuf,
+    pub experiment_sha256: String,
+    pub git: Option<Git>,
+    pub runner_version: String,
+    pub started_utc: String,
+    pub finished_utc: Option<String>,
+    /// Whether every planned run finished (false after an interrupt or a fatal error).
+    pub complete: bool,
+    pub host: Host,
+    pub device: Option<DeviceInfo>,
+    /// CUDA start-up of the first worker process.
+    pub startup: Option<Startup>,
+}
+
+/// Writes a run as it happens.
+pub struct Writer {
+    dir: PathBuf,
+    samples: BufWriter<File>,
+    cells: BufWriter<File>,
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    Ok(BufWriter::new(File::create(path).with_context(|| {
+        format!("cannot create {}", path.display())
+    })?))
+}
+
+impl Writer {
+    /// Starts a run in `dir`, replacing the files of an earlier run there.
+    pub fn create(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        fs::write(dir.join(EXPERIMENT_FILE), &exp.text)
+            .with_context(|| format!("cannot write into {}", dir.display()))?;
+        let mut samples = create(&dir.join(SAMPLES_FILE))?;
+        let params: Vec<&str> = exp.params.iter().map(|(n, _)| n.as_str()).collect();
+        writeln!(
+            samples,
+            "cell,kernel,variant,timer,{}{}process,phase,index,time_ns",
+            params.join(","),
+            if params.is_empty() { "" } else { "," }
+        )?;
+        samples.flush()?;
+        let writer = Writer {
+            dir: dir.to_path_buf(),
+            samples,
+            cells: create(&dir.join(CELLS_FILE))?,
+        };
+        writer.write_meta(meta)?;
+        Ok(writer)
+    }
+
+    pub fn write_meta(&self, meta: &RunMeta) -> Result<()> {
+        let tmp = self.dir.join(".run.json.tmp");
+        fs::write(&tmp, serde_json::to_string_pretty(meta)? + "\n")?;
+        fs::rename(&tmp, self.dir.join(RUN_FILE))?;
+        Ok(())
+    }
+
+    /// Appends a finished cell: its samples to the CSV, the rest to `cells.jsonl`.
+    pub fn append(&mut self, cell: &Cell, n_params: usize, rec: &CellRecord) -> Result<()> {
+        let mut coords = format!(
+            "{},{},{},{},",
+            cell.id,
+            cell.kernel_name,
+            cell.variant,
+            cell.knobs.timer.key()
+        );
+        for i in 0..n_params {
+            if let Some((_, v)) = cell.point.get(i) {
+                coords += &v.to_string();
+            }
+            coords.push(',');
+        }
+        if let Some(first) = rec.first_ns {
+            writeln!(self.samples, "{coords}{},first,0,{first}", rec.process)?;
+        }
+        for (i, t) in rec.samples_ns.iter().enumerate() {
+            writeln!(self.samples, "{coords}{},steady,{i},{t}", rec.process)?;
+        }
+        self.samples.flush()?;
+        let stored = CellRecord {
+            samples_ns: vec![],
+            ..rec.clone()
+        };
+        writeln!(self.cells, "{}", serde_json::to_string(&stored)?)?;
+        self.cells.flush()?;
+        Ok(())
+    }
+}
+
+/// A run read back from disk.
+pub struct Stored {
+    pub meta: RunMeta,
+    pub experiment: Experiment,
+    pub plan: Plan,
+    pub records: Vec<CellRecord>,
+    pub samples: Samples,
+}
+
+/// The timing columns of `samples.csv`: for each sample its cell index, phase and time.
+#[derive(Default)]
+pub struct Samples {
+    pub cell: Vec<u32>,
+    pub first: Vec<bool>,
+    pub time_ns: Vec<f64>,
+}
+
+impl Stored {
+    pub fn load(dir: &Path) -> Result<Stored> {
+        let read = |name: &str| {
+            fs::read_to_string(dir.join(name)).with_context(|| {
+                format!(
+                    "cannot read {} (is {} a run's folder?)",
+                    dir.join(name).display(),
+                    dir.display()
+                )
+            })
+        };
+        let meta: RunMeta = serde_json::from_str(&read(RUN_FILE)?)
+            .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))?;
+        let text = read(EXPERIMENT_FILE)?;
+        // Parse under the original path, so kernel sources resolve as they did for the run.
+        let experiment = Experiment::parse(&meta.experiment_path, &text)
+            .map_err(|e| anyhow::anyhow!("the stored experiment no longer validates: {e}"))?;
+        let plan = Plan::new(&experiment).map_err(anyhow::Error::msg)?;
+        let records = read(CELLS_FILE)?
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).with_context(|| {
+                    format!(
+                        "{}:{}: malformed cell record",
+                        dir.join(CELLS_FILE).display(),
+                        i + 1
+                    )
+                })
+            })
+            .collect::<Result<Vec<CellRecord>>>()?;
+        let samples = read_samples(&dir.join(SAMPLES_FILE), &plan)?;
+        Ok(Stored {
+            meta,
+            experiment,
+            plan,
+            records,
+            samples,
+        })
+    }
+}
+
+fn read_samples(path: &Path, plan: &Plan) -> Result<Samples> {
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut lines = BufReader::with_capacity(1 << 20, file).lines();
+    let header = lines.next().transpose()?.unwrap_or_default();
+    let cols: Vec<&str> = header.split(',').collect();
+    let find = |name: &str| {
+        cols.iter()
+            .position(|c| *c == name)
+            .with_context(|| format!("{}: no `{name}` column", path.display()))
+    };
+    let (c_cell, c_phase, c_time) = (find("cell")?, find("phase")?, find("time_ns")?);
+    let index: std::collections::HashMap<&str, u32> = plan
+        .cells
+        .iter()
+        .map(|c| (c.id.as_str(), c.index as u32))
+        .collect();
+    let mut s = Samples::default();
+    for (n, line) in lines.enumerate() {
+        let line = line?;
+        let f: Vec<&str> = line.split(',').collect();
+        let at = || format!("{}:{}", path.display(), n + 2);
+        let (Some(cell), Some(phase), Some(time)) = (f.get(c_cell), f.get(c_phase), f.get(c_time))
+        else {
+            bail!("{}: too few fields", at());
+        };
+        let Some(&cell) = index.get(cell) else {
+            bail!("{}: cell `{cell}` is not in the experiment's plan", at())
+        };
+        s.cell.push(cell);
+        s.first.push(*phase == "first");
+        s.time_ns.push(
+            time.parse()
+                .with_context(|| format!("{}: bad time `{time}`", at()))?,
+        );
+    }
+    Ok(s)
+}
+
+/// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
+pub fn previous_wall_times(dir: &Path) -> std::collections::HashMap<String, f64> {
+    let mut sums: std::collections::HashMap<String, (f64, f64)> = Default::default();
+    for line in fs::read_to_string(dir.join(CELLS_FILE))
+        .unwrap_or_default()
+        .lines()
+    {
+        if let Ok(r) = serde_json::from_str::<CellRecord>(line) {
+            let e = sums.entry(r.id).or_default();
+            e.0 += r.wall_s;
+            e.1 += 1.0;
+        }
+    }
+    sums.into_iter().map(|(k, (s, n))| (k, s / n)).collect()
+}

@@ -1,0 +1,92 @@
+//! What the run happened on, apart from the GPU: host CPU and OS, the runner's version, the
+//! experiment's hash and the git state of its checkout.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::process::Command;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Host {
+    pub cpu: String,
+    pub cores: usize,
+    pub os: String,
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Git {
+    pub commit: String,
+    /// Whether the checkout had uncommitted changes when the run started.
+    pub dirty: bool,
+}
+
+pub fn host() -> Host {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or_else(
+            || std::env::consts::ARCH.to_string(),
+            |(_, v)| v.trim().to_string(),
+        );
+    let os = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("PRETTY_NAME="))
+                .map(|l| l["PRETTY_NAME=".len()..].trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_string());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    Host {
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        os,
+        kernel,
+    }
+}
+
+/// The commit checked out where `path` lies, if it is in a git checkout.
+pub fn git(path: &Path) -> Option<Git> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let run = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = run(&["rev-parse", "HEAD"])?;
+    let dirty = !run(&["status", "--porcelain", "--untracked-files=no"])?.is_empty();
+    Some(Git { commit, dirty })
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_of_empty_input() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}

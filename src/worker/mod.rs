@@ -1,0 +1,455 @@
+//! The worker: a process of the same binary that opens the device, runs the cells of its
+//! job in order and streams each finished cell to the parent as one JSON line.
+
+pub mod compile;
+pub mod gpu;
+pub mod reference;
+
+use crate::experiment::{
+    Dtype, Experiment, Init, ResolvedArg, ResolvedLaunch, TimerKind, WarmupKernel,
+};
+use crate::method::{self, timer::Timer};
+use crate::plan::{Cell, Plan, Role};
+use crate::protocol::{CellRecord, Job, Message, Overhead, Startup, Status};
+use crate::telemetry::Sensor;
+use gpu::{cuda_err, DeviceBuffer, Gpu, Launch, Module};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::collections::hash_map::{Entry, HashMap};
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The built-in empty kernel: warm-up with `warmup_kernel = "empty"` and the floor cells.
+pub const EMPTY_SOURCE: &str = include_str!("../../kernels/empty.cu");
+const EMPTY_ENTRY: &str = "empty";
+
+/// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
+pub const EXIT_CONTEXT_LOST: u8 = 3;
+
+fn send(msg: &Message) {
+    let mut out = std::io::stdout().lock();
+    let line = serde_json::to_string(msg).expect("messages serialize");
+    // A parent that went away cannot be told anything; the next write fails the same way.
+    let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+}
+
+fn fatal(error: String) -> ExitCode {
+    send(&Message::Fatal { error });
+    ExitCode::FAILURE
+}
+
+/// Entry point of `runner __worker`: a [`Job`] on stdin, [`Message`]s on stdout.
+pub fn main() -> ExitCode {
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        return fatal(format!("cannot read the job: {e}"));
+    }
+    let job: Job = match serde_json::from_str(&input) {
+        Ok(j) => j,
+        Err(e) => return fatal(format!("malformed job: {e}")),
+    };
+    let exp = match Experiment::parse(&job.experiment_path, &job.experiment_text) {
+        Ok(e) => e,
+        Err(e) => return fatal(e.to_string()),
+    };
+    let plan = match Plan::new(&exp) {
+        Ok(p) => p,
+        Err(e) => return fatal(e),
+    };
+    let (gpu, times) = match Gpu::open(0) {
+        Ok(g) => g,
+        Err(e) => return fatal(e),
+    };
+    let sensor = Sensor::open(&gpu.info.uuid);
+    let mut device = gpu.info.clone();
+    device.driver_version = sensor.driver_version();
+    send(&Message::Ready {
+        device,
+        startup: Startup {
+            driver_init_ms: times.driver_init_ms,
+            context_ms: times.context_ms,
+        },
+    });
+
+    let mut kernels = Kernels::default();
+    for run in job.runs {
+        let cell = &plan.cells[run.cell];
+        let (record, context_lost) = run_cell(&gpu, &sensor, &exp, cell, run.process, &mut kernels);
+        send(&Message::Cell(Box::new(record)));
+        if context_lost {
+            return ExitCode::from(EXIT_CONTEXT_LOST);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// A compiled and loaded kernel, kept for the life of the process.
+struct Loaded {
+    cubin: Vec<u8>,
+    entry: String,
+    _module: Module,
+    func: cudarc::driver::sys::CUfunction,
+}
+
+/// Kernels loaded so far in this process, by experiment index (`None`: the empty kernel).
+#[derive(Default)]
+struct Kernels(HashMap<Option<usize>, Loaded>);
+
+/// What loading a kernel cost the run that loaded it first in its process.
+struct LoadCost {
+    compile_ms: f64,
+    module_load_ms: f64,
+}
+
+impl Kernels {
+    /// The kernel, compiling and loading it on first use (with what that cost).
+    fn get(
+        &mut self,
+        exp: &Experiment,
+        gpu: &Gpu,
+        index: Option<usize>,
+    ) -> Result<(&Loaded, Option<LoadCost>), String> {
+        let slot = match self.0.entry(index) {
+            Entry::Occupied(o) => return Ok((o.into_mut(), None)),
+            Entry::Vacant(v) => v,
+        };
+        let (source, file, entry) = match index {
+            Some(k) => {
+                let k = &exp.kernels[k];
+                (k.source_text.as_str(), k.source.clone(), k.entry.as_str())
+            }
+            None => (EMPTY_SOURCE, "kernels/empty.cu".to_string(), EMPTY_ENTRY),
+        };
+        let compiled = compile::compile(
+            source,
+            &file,
+            entry,
+            (gpu.facts.cc_major, gpu.facts.cc_minor),
+        )?;
+        let t = Instant::now();
+        let module = Module::load(&compiled.image)?;
+        let func = module.function(&compiled.lowered_entry)?;
+        let cost = LoadCost {
+            compile_ms: compiled.compile_ms,
+            module_load_ms: gpu::ms(t),
+        };
+        let loaded = slot.insert(Loaded {
+            cubin: compiled.image,
+            entry: compiled.lowered_entry,
+            _module: module,
+            func,
+        });
+        Ok((loaded, Some(cost)))
+    }
+}
+
+/// A cell's failure, and whether it broke the context.
+struct Failure {
+    message: String,
+    context_lost: bool,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            context_lost: false,
+        }
+    }
+}
+
+fn driver_failure(what: &str, e: cudarc::driver::result::DriverError) -> Failure {
+    Failure {
+        message: cuda_err(what, e),
+        context_lost: gpu::is_sticky(&e),
+    }
+}
+
+fn run_cell(
+    gpu: &Gpu,
+    sensor: &Sensor,
+    exp: &Experiment,
+    cell: &Cell,
+    process: u32,
+    kernels: &mut Kernels,
+) -> (CellRecord, bool) {
+    let t0 = Instant::now();
+    let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
+    let outcome = measure(gpu, sensor, exp, cell, process, kernels, &mut rec);
+    rec.wall_s = t0.elapsed().as_secs_f64();
+    match outcome {
+        Ok(()) => {
+            rec.status = Status::Ok;
+            rec.error = None;
+            (rec, false)
+        }
+        Err(f) => {
+            rec.samples_ns.clear();
+            rec.first_ns = None;
+            rec.error = Some(f.message);
+            // A fault may surface only now; a context that cannot synchronize is lost.
+            let lost = f.context_lost || gpu.synchronize().is_err();
+            (rec, lost)
+        }
+    }
+}
+
+fn measure(
+    gpu: &Gpu,
+    sensor: &Sensor,
+    exp: &Experiment,
+    cell: &Cell,
+    process: u32,
+    kernels: &mut Kernels,
+    rec: &mut CellRecord,
+) -> Result<(), Failure> {
+    let spec = match cell.kernel {
+        Some(k) => exp.kernels[k].resolve(&cell.point, &gpu.facts)?,
+        None => ResolvedLaunch {
+            grid: (1, 1, 1),
+            block: (1, 1, 1),
+            shared_bytes: 0,
+            args: vec![],
+            check_dims: vec![],
+        },
+    };
+    let (loaded, cost) = kernels.get(exp, gpu, cell.kernel)?;
+    if let Some(cost) = cost {
+        rec.compile_ms = Some(cost.compile_ms);
+        rec.module_load_ms = Some(cost.module_load_ms);
+    }
+    let func = loaded.func;
+
+    let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
+    let buffers = Buffers::create(&spec.args, seed)?;
+    let mut launch = Launch::new(
+        func,
+        spec.grid,
+        spec.block,
+        spec.shared_bytes,
+        &buffers.param_values(&spec.args),
+    );
+    let timer = Timer::new(cell.knobs.timer)?;
+    let mut warm = match cell.knobs.warmup_kernel {
+        WarmupKernel::Same => None,
+        WarmupKernel::Empty => Some(Launch::new(
+            kernels.get(exp, gpu, None)?.0.func,
+            (1, 1, 1),
+            (1, 1, 1),
+            0,
+            &[],
+        )),
+    };
+
+    rec.telemetry_start = sensor.read();
+    method::warm_up(gpu, warm.as_mut().unwrap_or(&mut launch), cell.knobs.warmup)?;
+    buffers.poison_outputs()?;
+
+    let first = timer
+        .time(gpu, &mut launch)
+        .map_err(|e| driver_failure("first launch", e))?;
+    rec.check = Some(buffers.check(exp, cell, &spec)?);
+    rec.first_ns = Some(first);
+
+    let n = cell.knobs.samples as usize;
+    let mut samples = Vec::with_capacity(n);
+    let loop_start = Instant::now();
+    for _ in 0..n {
+        samples.push(
+            timer
+                .time(gpu, &mut launch)
+                .map_err(|e| driver_failure("timed launch", e))?,
+        );
+    }
+    let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    rec.telemetry_end = sensor.read();
+    rec.samples_ns = samples;
+
+    if cell.role == Role::Floor && cell.knobs.timer == TimerKind::Events && n > 0 {
+        let (cubin, entry) = {
+            let l = kernels.get(exp, gpu, None)?.0;
+            (l.cubin.clone(), l.entry.clone())
+        };
+        let (bare_wall_ns, bare_events_median_ns) = method::bare::events_loop(&cubin, &entry, n)?;
+        rec.overhead = Some(Overhead {
+            harness_wall_ns,
+            bare_wall_ns,
+            bare_events_median_ns,
+        });
+    }
+    Ok(())
+}
+
+/// FNV-1a: a stable seed from a cell's id, the same on every machine and toolchain.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// A cell's device buffers with the host copies of their initial contents.
+struct Buffers {
+    device: Vec<Option<DeviceBuffer>>,
+    host: Vec<Option<Vec<u8>>>,
+}
+
+impl Buffers {
+    fn create(args: &[ResolvedArg], seed: u64) -> Result<Buffers, String> {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut device = Vec::new();
+        let mut host = Vec::new();
+        for a in args {
+            match a {
+                ResolvedArg::Buffer { dtype, len, init } => {
+                    let bytes = len
+                        .checked_mul(dtype.size())
+                        .ok_or("buffer size overflows")?;
+                    let buf = DeviceBuffer::alloc(bytes)?;
+                    match init {
+                        Init::Uniform(lo, hi) => {
+                            let data = random_bytes(&mut rng, *dtype, *len, *lo, *hi);
+                            buf.upload(&data)?;
+                            host.push(Some(data));
+                        }
+                        Init::Output => {
+                            buf.fill(0xFF)?;
+                            host.push(None);
+                        }
+                    }
+                    device.push(Some(buf));
+                }
+                ResolvedArg::Scalar { .. } => {
+                    device.push(None);
+                    host.push(None);
+                }
+            }
+        }
+        Ok(Buffers { device, host })
+    }
+
+    fn param_values(&self, args: &[ResolvedArg]) -> Vec<Vec<u8>> {
+        args.iter()
+            .zip(&self.device)
+            .map(|(a, d)| match (a, d) {
+                (_, Some(buf)) => buf.ptr.to_ne_bytes().to_vec(),
+                (ResolvedArg::Scalar { dtype, value }, None) => scalar_bytes(*dtype, *value),
+                (ResolvedArg::Buffer { .. }, None) => {
+                    unreachable!("every buffer argument has a device buffer")
+                }
+            })
+            .collect()
+    }
+
+    /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
+    fn poison_outputs(&self) -> Result<(), String> {
+        for (d, h) in self.device.iter().zip(&self.host) {
+            if let (Some(buf), None) = (d, h) {
+                buf.fill(0xFF)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check(
+        &self,
+        exp: &Experiment,
+        cell: &Cell,
+        spec: &ResolvedLaunch,
+    ) -> Result<String, String> {
+        let Some(check) = cell.kernel.and_then(|k| exp.kernels[k].check.as_ref()) else {
+            return Ok("no output to check".into());
+        };
+        let kernel = &exp.kernels[cell.kernel.expect("checked kernels are experiment kernels")];
+        let dtype = |i: usize| match spec.args[i] {
+            ResolvedArg::Buffer { dtype, .. } => dtype,
+            ResolvedArg::Scalar { dtype, .. } => dtype,
+        };
+        let out_bytes = self.device[check.output]
+            .as_ref()
+            .ok_or("the checked output is not a buffer")?
+            .download()?;
+        let inputs: Vec<reference::HostBuffer> = check
+            .inputs
+            .iter()
+            .map(|&i| reference::HostBuffer {
+                name: &kernel.args[i].name,
+                dtype: dtype(i),
+                bytes: self.host[i].as_deref().unwrap_or(&[]),
+            })
+            .collect();
+        let out = reference::HostBuffer {
+            name: &kernel.args[check.output].name,
+            dtype: dtype(check.output),
+            bytes: &out_bytes,
+        };
+        reference::check(
+            &check.reference,
+            &inputs,
+            &out,
+            &spec.check_dims,
+            check.tolerance,
+        )
+    }
+}
+
+fn random_bytes(rng: &mut SmallRng, dtype: Dtype, len: usize, lo: f64, hi: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len * dtype.size());
+    for _ in 0..len {
+        let v = rng.random_range(lo..hi);
+        out.extend_from_slice(&scalar_bytes(
+            dtype,
+            if matches!(dtype, Dtype::F32 | Dtype::F64) {
+                v
+            } else {
+                v.floor()
+            },
+        ));
+    }
+    out
+}
+
+fn scalar_bytes(dtype: Dtype, v: f64) -> Vec<u8> {
+    match dtype {
+        Dtype::F32 => (v as f32).to_ne_bytes().to_vec(),
+        Dtype::F64 => v.to_ne_bytes().to_vec(),
+        Dtype::I32 => (v as i32).to_ne_bytes().to_vec(),
+        Dtype::U32 => (v as u32).to_ne_bytes().to_vec(),
+        Dtype::I64 => (v as i64).to_ne_bytes().to_vec(),
+        Dtype::U64 => (v as u64).to_ne_bytes().to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_are_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
+        assert_ne!(
+            fnv1a(b"matmul/n=512/events#0"),
+            fnv1a(b"matmul/n=512/events#1")
+        );
+    }
+
+    #[test]
+    fn scalars_encode_in_their_dtype() {
+        assert_eq!(
+            scalar_bytes(Dtype::I32, 512.0),
+            512i32.to_ne_bytes().to_vec()
+        );
+        assert_eq!(scalar_bytes(Dtype::F32, 1.5), 1.5f32.to_ne_bytes().to_vec());
+    }
+
+    #[test]
+    fn random_inputs_stay_in_range_and_are_not_zero() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let b = random_bytes(&mut rng, Dtype::F32, 1000, 0.0, 100.0);
+        let v: Vec<f32> = b
+            .chunks(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert!(v.iter().all(|x| (0.0..100.0).contains(x)));
+        assert!(v.iter().filter(|x| **x == 0.0).count() < 2);
+    }
+}

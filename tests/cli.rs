@@ -1,0 +1,100 @@
+//! The CLI without a GPU: the no-driver message, `runner plan` on the shipped experiments,
+//! and `runner report` re-rendering every stored report byte for byte.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+#[test]
+fn run_without_a_driver_says_so_and_points_to_plan_and_report() {
+    if has_driver() {
+        eprintln!("SKIPPED run_without_a_driver_says_so: this machine has a CUDA driver");
+        return;
+    }
+    let out = run(&[
+        "experiments/events.toml",
+        "--out",
+        tempfile::tempdir().unwrap().path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("no CUDA driver"), "{err}");
+    assert!(
+        err.contains("runner plan") && err.contains("runner report"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn has_driver() -> bool {
+    [
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/local/nvidia/lib64/libcuda.so.1",
+        "/usr/lib/libcuda.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+}
+
+#[test]
+fn every_shipped_experiment_plans() {
+    for entry in std::fs::read_dir("experiments").unwrap() {
+        let path = entry.unwrap().path();
+        let out = run(&["plan", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{}: {}", path.display(), stderr(&out));
+        assert!(stdout(&out).contains("cells,"), "{}", stdout(&out));
+    }
+}
+
+/// Snapshot test on real results: each committed report is exactly what `runner report`
+/// renders from its stored samples.
+#[test]
+fn stored_reports_rerender_byte_for_byte() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir("reports").unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("run.json").exists() {
+            continue;
+        }
+        let copy = tempfile::tempdir().unwrap();
+        for f in ["run.json", "experiment.toml", "samples.csv", "cells.jsonl"] {
+            std::fs::copy(dir.join(f), copy.path().join(f)).unwrap();
+        }
+        let out = run(&["report", copy.path().to_str().unwrap()]);
+        assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
+        for f in ["report.md", "summary.csv"] {
+            let want = std::fs::read_to_string(dir.join(f)).unwrap();
+            let got = std::fs::read_to_string(copy.path().join(f)).unwrap();
+            assert!(
+                want == got,
+                "{} differs from its re-rendering",
+                dir.join(f).display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 4,
+        "expected the four spine reports, found {checked}"
+    );
+}
+
+#[test]
+fn report_on_a_folder_without_a_run_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("run.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn no_arguments_is_a_usage_error() {
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no experiment given"),
+        "{}",
+        stderr(&out)
+    );
+}

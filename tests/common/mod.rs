@@ -1,0 +1,85 @@
+//! Helpers for the CLI tests: a scratch folder with experiment files, and the runner binary.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The runner under test: `RUNNER_BIN` if set (to test an installed binary on a GPU
+/// machine), else the one cargo built.
+pub fn runner() -> Command {
+    Command::new(
+        std::env::var_os("RUNNER_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_runner").into()),
+    )
+}
+
+pub fn run(args: &[&str]) -> Output {
+    runner().args(args).output().expect("runner starts")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The project's own kernels folder, found from the working directory (the package root
+/// under `cargo test`, the repository root when a test binary runs elsewhere).
+pub fn kernels_dir() -> PathBuf {
+    std::env::current_dir().unwrap().join("kernels")
+}
+
+/// A valid experiment around the post's matmul; tests replace parts of it.
+pub fn matmul_experiment(kernels: &Path) -> String {
+    format!(
+        r#"[experiment]
+title = "test"
+
+[sweep]
+n = [64, 96]
+
+[[kernel]]
+name = "matmul"
+source = "{}"
+entry = "matMulKernel"
+grid = ["(n + 31) // 32", "(n + 31) // 32"]
+block = [32, 32]
+args = [
+  {{ name = "A", buffer = "f32", len = "n * n", init = "uniform(0, 100)" }},
+  {{ name = "B", buffer = "f32", len = "n * n", init = "uniform(0, 100)" }},
+  {{ name = "C", buffer = "f32", len = "n * n", init = "output" }},
+  {{ name = "m", scalar = "i32", value = "n" }},
+  {{ name = "k", scalar = "i32", value = "n" }},
+  {{ name = "n", scalar = "i32", value = "n" }},
+]
+check = {{ reference = "matmul", inputs = ["A", "B"], output = "C", dims = ["n", "n", "n"] }}
+
+[defaults]
+samples = 20
+warmup = 5
+
+[[variant]]
+name = "events"
+timer = "events"
+
+[[variant]]
+name = "sync"
+timer = "host_sync"
+
+[report]
+baseline = "events"
+"#,
+        kernels.join("matmul.cu").display()
+    )
+}
+
+/// Writes `text` as `name` in a new scratch folder; returns the folder and the file's path.
+pub fn write_experiment(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}

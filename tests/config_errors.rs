@@ -1,0 +1,221 @@
+//! Every kind of bad experiment file gets a clear error naming file, line and column, a
+//! non-zero exit, and no panic. `runner plan` validates without a GPU.
+
+mod common;
+use common::*;
+
+/// Runs `runner plan` on `text` and returns stderr, asserting a clean failure.
+fn plan_error(text: &str) -> String {
+    let (_dir, path) = write_experiment("bad.toml", text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected exit 1, stderr:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "panicked:\n{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        err.contains("bad.toml"),
+        "error does not name the file:\n{err}"
+    );
+    err
+}
+
+fn good() -> String {
+    matmul_experiment(&kernels_dir())
+}
+
+/// The 1-based line of the first occurrence of `needle` in `text`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text[..text.find(needle).expect("needle in text")]
+        .matches('\n')
+        .count()
+        + 1
+}
+
+fn assert_at_line(err: &str, text: &str, needle: &str) {
+    let want = format!("bad.toml:{}:", line_of(text, needle));
+    assert!(err.contains(&want), "expected {want} in:\n{err}");
+}
+
+#[test]
+fn the_valid_experiment_plans() {
+    let (_dir, path) = write_experiment("ok.toml", &good());
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("matmul/n=64/events"), "{text}");
+    assert!(text.contains("floor/host_sync"), "{text}");
+    assert!(text.contains("estimated time"), "{text}");
+}
+
+#[test]
+fn malformed_toml() {
+    let text = good().replace("[sweep]", "[sweep");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "[sweep");
+}
+
+#[test]
+fn unknown_key_lists_the_valid_ones() {
+    let text = good().replace("samples = 20", "samplez = 20");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "samplez");
+    assert!(err.contains("samplez") && err.contains("samples"), "{err}");
+}
+
+#[test]
+fn wrong_type() {
+    let text = good().replace("warmup = 5", "warmup = true");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "warmup = true");
+}
+
+#[test]
+fn unknown_timer_lists_the_timers() {
+    let text = good().replace("timer = \"events\"", "timer = \"evnts\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "evnts");
+    assert!(err.contains("host_sync") && err.contains("events"), "{err}");
+}
+
+#[test]
+fn empty_sweep() {
+    let text = good().replace("n = [64, 96]", "n = []");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "n = []");
+    assert!(err.contains("empty"), "{err}");
+}
+
+#[test]
+fn malformed_range_sweep() {
+    let text = good().replace("n = [64, 96]", "n = \"64..x step 32\"");
+    let err = plan_error(&text);
+    assert!(
+        err.contains("step 32") && err.contains("2^8..2^12"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_kernel_source() {
+    let text = good().replace("matmul.cu", "nope.cu");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "nope.cu");
+    assert!(err.contains("cannot read kernel source"), "{err}");
+}
+
+#[test]
+fn unknown_kernel_entry() {
+    let text = good().replace("entry = \"matMulKernel\"", "entry = \"matmul_kernel\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "matmul_kernel");
+    assert!(err.contains("has no function `matmul_kernel`"), "{err}");
+}
+
+#[test]
+fn unknown_variant_in_report() {
+    let text = good().replace("baseline = \"events\"", "baseline = \"event\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "baseline = \"event\"");
+    assert!(
+        err.contains("unknown variant `event`") && err.contains("events, sync"),
+        "{err}"
+    );
+}
+
+#[test]
+fn expression_with_an_unknown_name() {
+    let text = good().replace(
+        "(n + 31) // 32\", \"(n + 31) // 32\"",
+        "(n + 31) // q\", \"(n + 31) // 32\"",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "// q");
+    assert!(
+        err.contains("l2_bytes") && err.contains("sm_count"),
+        "hint lists the names:\n{err}"
+    );
+}
+
+#[test]
+fn expression_syntax_error() {
+    let text = good().replace(
+        "len = \"n * n\", init = \"output\"",
+        "len = \"n * * n\", init = \"output\"",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "n * * n");
+    assert!(err.contains("cannot parse expression"), "{err}");
+}
+
+#[test]
+fn fractional_expression() {
+    let text = good().replace("samples = 20", "samples = \"n / 7\"");
+    let err = plan_error(&text);
+    assert!(
+        err.contains("not a whole number") && err.contains("//"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_reference() {
+    let text = good().replace("reference = \"matmul\"", "reference = \"gemm\"");
+    let err = plan_error(&text);
+    assert!(
+        err.contains("unknown reference `gemm`") && err.contains("matmul, copy"),
+        "{err}"
+    );
+}
+
+#[test]
+fn output_without_a_check() {
+    let text = good().replace("check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }", "");
+    let err = plan_error(&text);
+    assert!(err.contains("writes `C` but has no check"), "{err}");
+}
+
+#[test]
+fn zero_inputs_are_refused() {
+    let text = good().replacen("init = \"uniform(0, 100)\"", "init = \"zeros\"", 1);
+    let err = plan_error(&text);
+    assert!(err.contains("unknown init `zeros`"), "{err}");
+}
+
+#[test]
+fn processes_without_fresh_process() {
+    let text = good().replace("name = \"sync\"\n", "name = \"sync\"\nprocesses = 4\n");
+    let err = plan_error(&text);
+    assert!(
+        err.contains("processes needs fresh_process = true"),
+        "{err}"
+    );
+}
+
+#[test]
+fn published_value_for_a_missing_point() {
+    let text = good() + "\n[[report.published]]\nvariant = \"sync\"\nsource = \"post\"\nunit = \"ms\"\nvalues = { 65 = 1.0 }\n";
+    let err = plan_error(&text);
+    assert!(err.contains("`65`, which is not a sweep point"), "{err}");
+}
+
+#[test]
+fn no_variants() {
+    let text = good().replace("[[variant]]", "[[nope]]");
+    let err = plan_error(&text);
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn missing_experiment_file() {
+    let out = run(&["plan", "does/not/exist.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("does/not/exist.toml") && err.contains("cannot read"),
+        "{err}"
+    );
+}

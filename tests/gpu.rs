@@ -1,0 +1,106 @@
+//! End-to-end runs on a GPU. They are ignored by default, so every `cargo test` lists them
+//! as "ignored, needs a GPU"; on a GPU machine `cargo test --release -- --include-ignored`
+//! runs them (README), and there they fail if the GPU cannot be used.
+
+mod common;
+use common::*;
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn matmul_runs_checked_and_reported() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("e2e.toml", &matmul_experiment(&kernels_dir()));
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = out_dir.path().join("e2e");
+    let cells = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap();
+    assert_eq!(cells.lines().count(), 4 + 2, "{cells}");
+    assert!(
+        cells.lines().all(|l| l.contains("\"status\":\"ok\"")),
+        "{cells}"
+    );
+    assert!(
+        cells.contains("matmul vs float64: relative error"),
+        "{cells}"
+    );
+    // 2 sizes x 2 variants x (1 first + 20 samples), plus 2 floors x (1 + 1000)
+    let samples = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
+    assert_eq!(samples.lines().count(), 1 + 4 * 21 + 2 * 1001);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("| 64 |") && report.contains("Δ sync vs events"),
+        "{report}"
+    );
+    assert!(report.contains("bare cudarc loop"), "{report}");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_faulting_kernel_fails_its_cell_and_the_others_complete() {
+    let faulty = format!(
+        "\n[[kernel]]\nname = \"faulty\"\nsource = \"{}\"\nentry = \"faulty\"\ngrid = [\"(n + 255) // 256\"]\nblock = [256]\nargs = [\n  {{ name = \"out\", buffer = \"f32\", len = \"n\", init = \"uniform(0, 1)\" }},\n  {{ name = \"n\", scalar = \"i32\", value = \"n\" }},\n]\n",
+        kernels_dir().join("faulty.cu").display()
+    );
+    let text =
+        matmul_experiment(&kernels_dir()).replace("[defaults]", &format!("{faulty}\n[defaults]"));
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("fault.toml", &text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cells = std::fs::read_to_string(out_dir.path().join("fault/cells.jsonl")).unwrap();
+    let failed: Vec<&str> = cells
+        .lines()
+        .filter(|l| l.contains("\"status\":\"failed\""))
+        .collect();
+    assert_eq!(failed.len(), 4, "every faulty cell fails:\n{cells}");
+    assert!(
+        failed
+            .iter()
+            .all(|l| l.contains("faulty/") && l.contains("CUDA_ERROR_ILLEGAL_ADDRESS")),
+        "{cells}"
+    );
+    let ok = cells
+        .lines()
+        .filter(|l| l.contains("\"status\":\"ok\""))
+        .count();
+    assert_eq!(ok, 4 + 2, "matmul and floor cells complete:\n{cells}");
+    let report = std::fs::read_to_string(out_dir.path().join("fault/report.md")).unwrap();
+    assert!(report.contains("## Failed cells"), "{report}");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_compile_error_shows_the_compiler_log_with_line_numbers() {
+    let src = tempfile::tempdir().unwrap();
+    let cu = src.path().join("broken.cu");
+    std::fs::write(
+        &cu,
+        "extern \"C\" __global__ void broken(float *x) {\n    x[0] = undefined_name;\n}\n",
+    )
+    .unwrap();
+    let text = format!(
+        "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"broken\"\nsource = \"{}\"\nentry = \"broken\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(1, 2)\" }}]\n[[variant]]\nname = \"events\"\n",
+        cu.display()
+    );
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("broken.toml", &text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cells = std::fs::read_to_string(out_dir.path().join("broken/cells.jsonl")).unwrap();
+    assert!(
+        cells.contains("broken.cu(2)") && cells.contains("undefined_name"),
+        "{cells}"
+    );
+}
