@@ -18,6 +18,8 @@ pub const SAMPLES_FILE: &str = "samples.csv";
 pub const CELLS_FILE: &str = "cells.jsonl";
 pub const SUMMARY_FILE: &str = "summary.csv";
 pub const REPORT_FILE: &str = "report.md";
+/// Optional, written by a person after reading the run; the report includes it.
+pub const NOTES_FILE: &str = "notes.md";
 
 /// The run's metadata (`run.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +122,7 @@ pub struct Stored {
     pub plan: Plan,
     pub records: Vec<CellRecord>,
     pub samples: Samples,
+    pub notes: Option<String>,
 }
 
 /// The timing columns of `samples.csv`: for each sample its cell index, phase and time.
@@ -163,12 +166,16 @@ impl Stored {
             })
             .collect::<Result<Vec<CellRecord>>>()?;
         let samples = read_samples(&dir.join(SAMPLES_FILE), &plan)?;
+        let notes = fs::read_to_string(dir.join(NOTES_FILE))
+            .ok()
+            .map(|n| n.trim().to_string());
         Ok(Stored {
             meta,
             experiment,
             plan,
             records,
             samples,
+            notes,
         })
     }
 }

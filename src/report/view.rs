@@ -23,6 +23,7 @@ pub struct View {
     stats: Vec<StatRow>,
     cells: Vec<CellRow>,
     failures: Vec<FailureRow>,
+    notes: Option<String>,
     complete: bool,
     #[serde(skip)]
     summary: Vec<(String, &'static str, Stats)>,
@@ -429,6 +430,7 @@ impl View {
             stats: stat_rows,
             cells,
             failures,
+            notes: s.notes.clone(),
             complete: m.complete,
             summary,
         })

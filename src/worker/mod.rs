@@ -241,14 +241,25 @@ fn measure(
         )),
     };
 
-    rec.telemetry_start = sensor.read();
-    method::warm_up(gpu, warm.as_mut().unwrap_or(&mut launch), cell.knobs.warmup)?;
+    // Outputs start poisoned, so only this cell's kernel can make the check pass. Nothing
+    // lies between the warm-up and the first timed launch, as in the post's programs.
     buffers.poison_outputs()?;
-
+    rec.telemetry_start = sensor.read();
+    let mut warmup = cell.knobs.warmup;
+    if warm.is_none() && warmup > 0 {
+        // The first warm-up launch is the checked one: verified before anything is timed.
+        method::warm_up(gpu, &mut launch, 1)?;
+        rec.check = Some(buffers.check(exp, cell, &spec)?);
+        warmup -= 1;
+    }
+    method::warm_up(gpu, warm.as_mut().unwrap_or(&mut launch), warmup)?;
     let first = timer
         .time(gpu, &mut launch)
         .map_err(|e| driver_failure("first launch", e))?;
-    rec.check = Some(buffers.check(exp, cell, &spec)?);
+    if rec.check.is_none() {
+        // No same-kernel warm-up: the first timed launch alone wrote the output.
+        rec.check = Some(buffers.check(exp, cell, &spec)?);
+    }
     rec.first_ns = Some(first);
 
     let n = cell.knobs.samples as usize;
