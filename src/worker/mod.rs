@@ -243,16 +243,21 @@ fn measure(
 
     // Outputs start poisoned, so only this cell's kernel can make the check pass. Nothing
     // lies between the warm-up and the first timed launch, as in the post's programs.
-    buffers.poison_outputs()?;
     rec.telemetry_start = sensor.read();
+    buffers.poison_outputs()?;
     let mut warmup = cell.knobs.warmup;
     if warm.is_none() && warmup > 0 {
         // The first warm-up launch is the checked one: verified before anything is timed.
-        method::warm_up(gpu, &mut launch, 1)?;
+        launch
+            .enqueue()
+            .map_err(|e| driver_failure("checked launch", e))?;
+        gpu.synchronize()
+            .map_err(|e| driver_failure("checked launch", e))?;
         rec.check = Some(buffers.check(exp, cell, &spec)?);
         warmup -= 1;
     }
-    method::warm_up(gpu, warm.as_mut().unwrap_or(&mut launch), warmup)?;
+    let warm_launch = warm.as_mut().unwrap_or(&mut launch);
+    method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
     let first = timer
         .time(gpu, &mut launch)
         .map_err(|e| driver_failure("first launch", e))?;
