@@ -58,8 +58,16 @@ fn stored_reports_rerender_byte_for_byte() {
             continue;
         }
         let copy = tempfile::tempdir().unwrap();
-        for f in ["run.json", "experiment.toml", "samples.csv", "cells.jsonl"] {
-            std::fs::copy(dir.join(f), copy.path().join(f)).unwrap();
+        for f in [
+            "run.json",
+            "experiment.toml",
+            "samples.csv",
+            "cells.jsonl",
+            "notes.md",
+        ] {
+            if dir.join(f).exists() {
+                std::fs::copy(dir.join(f), copy.path().join(f)).unwrap();
+            }
         }
         let out = run(&["report", copy.path().to_str().unwrap()]);
         assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
