@@ -71,10 +71,15 @@ pub fn main() -> ExitCode {
         },
     });
 
-    let mut kernels = Kernels::default();
+    let mut session = Session {
+        gpu: &gpu,
+        sensor: &sensor,
+        exp: &exp,
+        kernels: Kernels::default(),
+    };
     for run in job.runs {
         let cell = &plan.cells[run.cell];
-        let (record, context_lost) = run_cell(&gpu, &sensor, &exp, cell, run.process, &mut kernels);
+        let (record, context_lost) = run_cell(&mut session, cell, run.process);
         send(&Message::Cell(Box::new(record)));
         if context_lost {
             return ExitCode::from(EXIT_CONTEXT_LOST);
@@ -165,17 +170,20 @@ fn driver_failure(what: &str, e: cudarc::driver::result::DriverError) -> Failure
     }
 }
 
-fn run_cell(
-    gpu: &Gpu,
-    sensor: &Sensor,
-    exp: &Experiment,
-    cell: &Cell,
-    process: u32,
-    kernels: &mut Kernels,
-) -> (CellRecord, bool) {
+/// What a worker keeps across the cells of its job.
+struct Session<'a> {
+    gpu: &'a Gpu,
+    sensor: &'a Sensor,
+    exp: &'a Experiment,
+    kernels: Kernels,
+}
+
+/// Runs one cell; the flag says whether the CUDA context is lost.
+fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
+    let gpu = s.gpu;
     let t0 = Instant::now();
     let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
-    let outcome = measure(gpu, sensor, exp, cell, process, kernels, &mut rec);
+    let outcome = measure(s, cell, process, &mut rec);
     rec.wall_s = t0.elapsed().as_secs_f64();
     match outcome {
         Ok(()) => {
@@ -195,14 +203,12 @@ fn run_cell(
 }
 
 fn measure(
-    gpu: &Gpu,
-    sensor: &Sensor,
-    exp: &Experiment,
+    s: &mut Session,
     cell: &Cell,
     process: u32,
-    kernels: &mut Kernels,
     rec: &mut CellRecord,
 ) -> Result<(), Failure> {
+    let (gpu, sensor, exp, kernels) = (s.gpu, s.sensor, s.exp, &mut s.kernels);
     let spec = match cell.kernel {
         Some(k) => exp.kernels[k].resolve(&cell.point, &gpu.facts)?,
         None => ResolvedLaunch {
