@@ -2,7 +2,9 @@
 //! read an empty kernel with each timer) with its knobs evaluated, and the worker processes
 //! that will run them.
 
-use crate::experiment::{self, expr, DeviceFacts, Experiment, Point, TimerKind, WarmupKernel};
+use crate::experiment::{
+    self, expr, Cache, DeviceFacts, Experiment, Point, TimerKind, WarmupKernel,
+};
 use crate::protocol::Run;
 use serde::Serialize;
 
@@ -27,6 +29,7 @@ pub struct Knobs {
     pub samples: u64,
     pub fresh_process: bool,
     pub processes: u32,
+    pub cache: Cache,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -82,6 +85,7 @@ impl Plan {
                         samples: int(&m.samples)? as u64,
                         fresh_process: m.fresh_process,
                         processes: int(&m.processes)? as u32,
+                        cache: m.cache.clone(),
                     };
                     let label = point
                         .iter()
@@ -119,6 +123,7 @@ impl Plan {
                             samples: exp.report.floor_samples,
                             fresh_process: false,
                             processes: 1,
+                            cache: Cache::Hot,
                         },
                     });
                 }
@@ -214,8 +219,8 @@ pub fn describe(
     );
     let _ = writeln!(
         out,
-        "\n{:<40} {:<10} {:>8} {:>8} {:>9}  process",
-        "cell", "timer", "warm-up", "samples", "runs"
+        "\n{:<40} {:<10} {:>8} {:>8} {:>9}  {:<7} cache",
+        "cell", "timer", "warm-up", "samples", "runs", "process"
     );
     let (mut known, mut guessed) = (0.0, 0.0);
     for c in &plan.cells {
@@ -227,12 +232,13 @@ pub fn describe(
         };
         let _ = writeln!(
             out,
-            "{:<40} {:<10} {:>8} {:>8} {:>9}  {process}",
+            "{:<40} {:<10} {:>8} {:>8} {:>9}  {process:<7} {}",
             c.id,
             k.timer.key(),
             warm,
             k.samples,
-            k.processes
+            k.processes,
+            k.cache.describe()
         );
         let runs = k.processes as f64;
         match previous.get(&c.id) {

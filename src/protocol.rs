@@ -87,6 +87,13 @@ pub struct CellRecord {
     pub first_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples_ns: Vec<f64>,
+    /// Host time of each timed launch's start (first, then samples), in µs from the cell's
+    /// start: the clock the telemetry series uses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub starts_us: Vec<f64>,
+    /// NVML readings sampled during the cell (stored in `telemetry.csv`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub telemetry: Vec<TelemetryPoint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry_start: Option<Telemetry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,6 +117,8 @@ impl CellRecord {
             module_load_ms: None,
             first_ns: None,
             samples_ns: vec![],
+            starts_us: vec![],
+            telemetry: vec![],
             telemetry_start: None,
             telemetry_end: None,
             wall_s: 0.0,
@@ -128,6 +137,14 @@ pub struct Telemetry {
     pub pstate: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throttle: Vec<String>,
+}
+
+/// One NVML reading of a sampled series, `t_us` from the cell's start.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TelemetryPoint {
+    pub t_us: f64,
+    #[serde(flatten)]
+    pub reading: Telemetry,
 }
 
 /// Host wall time per sample of the harness's events loop and of a bare cudarc loop doing

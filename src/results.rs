@@ -4,7 +4,7 @@
 
 use crate::experiment::Experiment;
 use crate::plan::{Cell, Plan};
-use crate::protocol::{CellRecord, DeviceInfo, Startup};
+use crate::protocol::{CellRecord, DeviceInfo, Startup, Telemetry, TelemetryPoint};
 use crate::system::{Git, Host};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,7 @@ pub const RUN_FILE: &str = "run.json";
 pub const SAMPLES_FILE: &str = "samples.csv";
 pub const CELLS_FILE: &str = "cells.jsonl";
 pub const SUMMARY_FILE: &str = "summary.csv";
+pub const TELEMETRY_FILE: &str = "telemetry.csv";
 pub const REPORT_FILE: &str = "report.md";
 /// Optional, written by a person after reading the run; the report includes it.
 pub const NOTES_FILE: &str = "notes.md";
@@ -44,6 +45,7 @@ pub struct Writer {
     dir: PathBuf,
     samples: BufWriter<File>,
     cells: BufWriter<File>,
+    telemetry: BufWriter<File>,
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
@@ -62,12 +64,19 @@ impl Writer {
         let params: Vec<&str> = exp.params.iter().map(|(n, _)| n.as_str()).collect();
         writeln!(
             samples,
-            "cell,kernel,variant,timer,{}{}process,phase,index,time_ns",
+            "cell,kernel,variant,timer,{}{}process,phase,index,time_ns,t_us",
             params.join(","),
             if params.is_empty() { "" } else { "," }
         )?;
         samples.flush()?;
+        let mut telemetry = create(&dir.join(TELEMETRY_FILE))?;
+        writeln!(
+            telemetry,
+            "cell,process,t_us,sm_mhz,mem_mhz,power_w,temp_c,pstate,throttle"
+        )?;
+        telemetry.flush()?;
         let writer = Writer {
+            telemetry,
             dir: dir.to_path_buf(),
             samples,
             cells: create(&dir.join(CELLS_FILE))?,
@@ -98,15 +107,50 @@ impl Writer {
             }
             coords.push(',');
         }
+        let start = |i: usize| {
+            rec.starts_us
+                .get(i)
+                .map_or(String::new(), |t| format!("{t:.1}"))
+        };
         if let Some(first) = rec.first_ns {
-            writeln!(self.samples, "{coords}{},first,0,{first}", rec.process)?;
+            writeln!(
+                self.samples,
+                "{coords}{},first,0,{first},{}",
+                rec.process,
+                start(0)
+            )?;
         }
         for (i, t) in rec.samples_ns.iter().enumerate() {
-            writeln!(self.samples, "{coords}{},steady,{i},{t}", rec.process)?;
+            writeln!(
+                self.samples,
+                "{coords}{},steady,{i},{t},{}",
+                rec.process,
+                start(i + 1)
+            )?;
         }
         self.samples.flush()?;
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        for p in &rec.telemetry {
+            let r = &p.reading;
+            writeln!(
+                self.telemetry,
+                "{},{},{:.1},{},{},{},{},{},{}",
+                cell.id,
+                rec.process,
+                p.t_us,
+                opt(r.sm_mhz.map(|v| v.to_string())),
+                opt(r.mem_mhz.map(|v| v.to_string())),
+                opt(r.power_w.map(|v| format!("{v:.3}"))),
+                opt(r.temp_c.map(|v| v.to_string())),
+                opt(r.pstate.clone()),
+                r.throttle.join(";")
+            )?;
+        }
+        self.telemetry.flush()?;
         let stored = CellRecord {
             samples_ns: vec![],
+            starts_us: vec![],
+            telemetry: vec![],
             ..rec.clone()
         };
         writeln!(self.cells, "{}", serde_json::to_string(&stored)?)?;
@@ -122,6 +166,7 @@ pub struct Stored {
     pub plan: Plan,
     pub records: Vec<CellRecord>,
     pub samples: Samples,
+    pub telemetry: Vec<TelemetryRow>,
     pub notes: Option<String>,
 }
 
@@ -129,8 +174,18 @@ pub struct Stored {
 #[derive(Default)]
 pub struct Samples {
     pub cell: Vec<u32>,
+    pub process: Vec<u32>,
     pub first: Vec<bool>,
     pub time_ns: Vec<f64>,
+    /// Host start of each launch, µs from its cell's start (NaN where not recorded).
+    pub start_us: Vec<f64>,
+}
+
+/// A telemetry reading of one cell's run, as `telemetry.csv` stores it.
+pub struct TelemetryRow {
+    pub cell: u32,
+    pub process: u32,
+    pub point: TelemetryPoint,
 }
 
 impl Stored {
@@ -166,6 +221,7 @@ impl Stored {
             })
             .collect::<Result<Vec<CellRecord>>>()?;
         let samples = read_samples(&dir.join(SAMPLES_FILE), &plan)?;
+        let telemetry = read_telemetry(&dir.join(TELEMETRY_FILE), &plan)?;
         let notes = fs::read_to_string(dir.join(NOTES_FILE))
             .ok()
             .map(|n| n.trim().to_string());
@@ -175,6 +231,7 @@ impl Stored {
             plan,
             records,
             samples,
+            telemetry,
             notes,
         })
     }
@@ -191,6 +248,7 @@ fn read_samples(path: &Path, plan: &Plan) -> Result<Samples> {
             .with_context(|| format!("{}: no `{name}` column", path.display()))
     };
     let (c_cell, c_phase, c_time) = (find("cell")?, find("phase")?, find("time_ns")?);
+    let (c_process, c_start) = (find("process")?, find("t_us").ok());
     let index: std::collections::HashMap<&str, u32> = plan
         .cells
         .iter()
@@ -209,6 +267,14 @@ fn read_samples(path: &Path, plan: &Plan) -> Result<Samples> {
             bail!("{}: cell `{cell}` is not in the experiment's plan", at())
         };
         s.cell.push(cell);
+        s.process
+            .push(f.get(c_process).and_then(|p| p.parse().ok()).unwrap_or(0));
+        s.start_us.push(
+            c_start
+                .and_then(|c| f.get(c))
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(f64::NAN),
+        );
         s.first.push(*phase == "first");
         s.time_ns.push(
             time.parse()
@@ -216,6 +282,48 @@ fn read_samples(path: &Path, plan: &Plan) -> Result<Samples> {
         );
     }
     Ok(s)
+}
+
+/// `telemetry.csv`, if the run has one (runs before telemetry sampling have none).
+fn read_telemetry(path: &Path, plan: &Plan) -> Result<Vec<TelemetryRow>> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(vec![]);
+    };
+    let index: std::collections::HashMap<&str, u32> = plan
+        .cells
+        .iter()
+        .map(|c| (c.id.as_str(), c.index as u32))
+        .collect();
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let bad = || anyhow::anyhow!("{}:{}: malformed telemetry row", path.display(), n + 1);
+        if f.len() != 9 {
+            return Err(bad());
+        }
+        let cell = *index.get(f[0]).ok_or_else(bad)?;
+        let num = |s: &str| s.parse::<f64>().ok();
+        rows.push(TelemetryRow {
+            cell,
+            process: f[1].parse().map_err(|_| bad())?,
+            point: TelemetryPoint {
+                t_us: f[2].parse().map_err(|_| bad())?,
+                reading: Telemetry {
+                    sm_mhz: f[3].parse().ok(),
+                    mem_mhz: f[4].parse().ok(),
+                    power_w: num(f[5]),
+                    temp_c: f[6].parse().ok(),
+                    pstate: (!f[7].is_empty()).then(|| f[7].to_string()),
+                    throttle: f[8]
+                        .split(';')
+                        .filter(|t| !t.is_empty())
+                        .map(String::from)
+                        .collect(),
+                },
+            },
+        });
+    }
+    Ok(rows)
 }
 
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.

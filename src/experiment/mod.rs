@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, NumExpr, Scope};
-pub use schema::{Dtype, Init, TimerKind, Unit, WarmupKernel};
+pub use schema::{CacheKind, Dtype, FlushMethod, Init, TimerKind, Unit, WarmupKernel};
 use schema::{RawArg, RawExperiment, RawKernel, RawKnobs, RawReport};
 use toml::Spanned;
 
@@ -29,6 +29,16 @@ pub struct Experiment {
     pub kernels: Vec<Kernel>,
     pub variants: Vec<Variant>,
     pub report: ReportSpec,
+    pub telemetry: TelemetrySpec,
+}
+
+/// NVML sampling during each cell, and when a cell's clocks are flagged.
+#[derive(Debug, Clone)]
+pub struct TelemetrySpec {
+    /// Sampling interval; 0 turns the background sampler off.
+    pub interval_ms: u64,
+    /// A cell is flagged when its SM clock moved by more than this during its timed samples.
+    pub clock_tolerance_pct: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -91,7 +101,43 @@ pub struct Method {
     pub samples: NumExpr,
     pub fresh_process: bool,
     pub processes: NumExpr,
+    pub cache: Cache,
 }
+
+/// The L2 state of each timed launch.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Cache {
+    Hot,
+    /// Evict L2 before every timed launch, outside the timed region, then synchronize.
+    Flush {
+        /// Size of the flush buffer; an expression of sweep parameters and device facts.
+        bytes: NumExpr,
+        method: FlushMethod,
+    },
+}
+
+impl Cache {
+    pub fn describe(&self) -> String {
+        match self {
+            Cache::Hot => "hot".into(),
+            Cache::Flush { bytes, method } => {
+                let m = match method {
+                    FlushMethod::Memset => "memset",
+                    FlushMethod::Kernel => "write kernel",
+                };
+                let b = match bytes {
+                    NumExpr::Expr(e) => e.clone(),
+                    other => format!("{other:?}"),
+                };
+                format!("flush {b} bytes ({m})")
+            }
+        }
+    }
+}
+
+/// The default flush buffer: twice the L2, as the post does.
+pub const DEFAULT_FLUSH_BYTES: &str = "2 * l2_bytes";
 
 #[derive(Debug, Clone)]
 pub struct ReportSpec {
@@ -284,6 +330,18 @@ impl Validator<'_> {
             kernels,
             variants,
             report,
+            telemetry: TelemetrySpec {
+                interval_ms: raw
+                    .telemetry
+                    .as_ref()
+                    .and_then(|t| t.interval_ms)
+                    .unwrap_or(10),
+                clock_tolerance_pct: raw
+                    .telemetry
+                    .as_ref()
+                    .and_then(|t| t.clock_tolerance_pct)
+                    .unwrap_or(1.0),
+            },
         })
     }
 
@@ -557,6 +615,34 @@ impl Validator<'_> {
                 }
             }
         }
+        let flush_bytes = pick(&v.flush_bytes, &d.flush_bytes);
+        let cache = match v.cache.or(d.cache).unwrap_or(CacheKind::Hot) {
+            CacheKind::Hot => Cache::Hot,
+            CacheKind::Flush => {
+                if let Some(e) = &flush_bytes {
+                    for p in points {
+                        let s = scope(p, &DeviceFacts::nominal());
+                        let n = expr::eval_int(e.get_ref(), &s).map_err(|m| {
+                            self.err(e, m)
+                                .with_hint(format!("flush_bytes may use: {}", expr::names(&s)))
+                        })?;
+                        if n <= 0 {
+                            return Err(self.err(e, format!("flush_bytes is {n}, not positive")));
+                        }
+                    }
+                }
+                Cache::Flush {
+                    bytes: flush_bytes.map_or(
+                        NumExpr::Expr(DEFAULT_FLUSH_BYTES.into()),
+                        Spanned::into_inner,
+                    ),
+                    method: v
+                        .flush_method
+                        .or(d.flush_method)
+                        .unwrap_or(FlushMethod::Memset),
+                }
+            }
+        };
         if let (Some(p), false) = (&v.processes, fresh_process) {
             return Err(self
                 .err(p, "processes needs fresh_process = true")
@@ -577,6 +663,7 @@ impl Validator<'_> {
             } else {
                 NumExpr::Int(1)
             },
+            cache,
         })
     }
 

@@ -19,6 +19,14 @@ pub struct RawExperiment {
     #[serde(default, rename = "variant")]
     pub variants: Vec<RawKnobs>,
     pub report: Option<RawReport>,
+    pub telemetry: Option<RawTelemetry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelemetry {
+    pub interval_ms: Option<u64>,
+    pub clock_tolerance_pct: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,6 +84,9 @@ pub struct RawKnobs {
     pub samples: Option<Spanned<NumExpr>>,
     pub fresh_process: Option<bool>,
     pub processes: Option<Spanned<NumExpr>>,
+    pub cache: Option<CacheKind>,
+    pub flush_bytes: Option<Spanned<NumExpr>>,
+    pub flush_method: Option<FlushMethod>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -131,6 +142,26 @@ impl TimerKind {
             TimerKind::Events => "CUDA events around the launch",
         }
     }
+}
+
+/// The L2 state a timed launch starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheKind {
+    /// Whatever the previous launch left in L2 (repeated launches on one input: hot).
+    Hot,
+    /// L2 evicted before every timed launch by writing a buffer larger than L2.
+    Flush,
+}
+
+/// How the flush buffer is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushMethod {
+    /// `cuMemsetD8Async` over the buffer (the post's and seed 001's way).
+    Memset,
+    /// A grid-stride write kernel (`kernels/flush.cu`).
+    Kernel,
 }
 
 /// What the warm-up launches run.

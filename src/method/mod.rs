@@ -2,6 +2,7 @@
 //! and the bare cudarc loop the harness's own overhead is compared against ([`bare`]).
 
 pub mod bare;
+pub mod flush;
 pub mod timer;
 
 use crate::experiment::TimerKind;

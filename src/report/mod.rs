@@ -1,7 +1,9 @@
 //! The report: a view of the stored run's statistics, rendered by a minijinja template into
 //! Markdown. It reads only what the run stored, so re-rendering gives the same bytes.
 
+pub mod clocks;
 pub mod format;
+pub mod plots;
 mod view;
 
 use crate::results::{Stored, REPORT_FILE, SUMMARY_FILE};
@@ -19,6 +21,17 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
     let view = view::View::build(&stored)?;
     std::fs::write(dir.join(SUMMARY_FILE), view.summary_csv())
         .with_context(|| format!("cannot write {}", dir.join(SUMMARY_FILE).display()))?;
+    let plot_dir = dir.join("plots");
+    if plot_dir.exists() {
+        std::fs::remove_dir_all(&plot_dir)
+            .with_context(|| format!("cannot clear {}", plot_dir.display()))?;
+    }
+    for (path, svg) in &view.plot_files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(&plot_dir)
+            .with_context(|| format!("cannot create {}", plot_dir.display()))?;
+        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     let (name, text) = template_text(&stored, template)?;
     let mut env = Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);

@@ -1,9 +1,11 @@
 //! What a template sees: the stored run turned into tables of formatted values.
 
+use super::clocks::{self, ClockSummary, Window};
 use super::format;
-use crate::experiment::{point_label, NumExpr, Unit, WarmupKernel};
+use super::plots::{self, Line};
+use crate::experiment::{point_label, NumExpr, Point, Unit, WarmupKernel};
 use crate::plan::{Cell, Role};
-use crate::protocol::{CellRecord, Status, Telemetry};
+use crate::protocol::{CellRecord, Status, TelemetryPoint};
 use crate::results::Stored;
 use crate::summary::{self, Stats};
 use anyhow::Result;
@@ -24,10 +26,32 @@ pub struct View {
     cells: Vec<CellRow>,
     failures: Vec<FailureRow>,
     notes: Option<String>,
+    clock_tolerance_pct: f64,
     complete: bool,
+    plots: Plots,
     #[serde(skip)]
     summary: Vec<(String, &'static str, Stats)>,
+    /// Plot files to write beside the report: (path relative to it, SVG text).
+    #[serde(skip)]
+    pub plot_files: Vec<(String, String)>,
 }
+
+/// Plots the template may show, by kind; each has a title and a path relative to the report.
+#[derive(Serialize, Default)]
+struct Plots {
+    medians: Vec<PlotRef>,
+    differences: Vec<PlotRef>,
+    series: Vec<PlotRef>,
+}
+
+#[derive(Serialize)]
+struct PlotRef {
+    title: String,
+    path: String,
+}
+
+/// Cells with at least this many timed launches get a time-series plot.
+const SERIES_MIN_SAMPLES: usize = 200;
 
 #[derive(Serialize)]
 struct ExperimentView {
@@ -122,7 +146,9 @@ struct CellRow {
     mem_mhz: String,
     power_w: String,
     temp_c: String,
-    throttle: String,
+    /// Correlation of sample time with the SM clock it ran under (first run).
+    clock_correlation: String,
+    flags: String,
 }
 
 #[derive(Serialize)]
@@ -149,6 +175,26 @@ impl View {
         let stats = summary::summarize(keys, s.samples.time_ns.clone())?;
         let exp = &s.experiment;
         let unit = exp.report.unit;
+        let mut series: Series = HashMap::new();
+        for t in &s.telemetry {
+            series
+                .entry((t.cell, t.process))
+                .or_default()
+                .push(t.point.clone());
+        }
+        let mut launches: HashMap<(u32, u32), Vec<(f64, f64)>> = HashMap::new();
+        for i in 0..s.samples.cell.len() {
+            let key = (s.samples.cell[i], s.samples.process[i]);
+            launches
+                .entry(key)
+                .or_default()
+                .push((s.samples.start_us[i], s.samples.time_ns[i]));
+        }
+        let windows: Windows = launches
+            .iter()
+            .filter_map(|(k, v)| Some((*k, Window::of(v.iter().copied())?)))
+            .collect();
+        let launch_lists = launches;
         let mut by_cell: HashMap<usize, Vec<&CellRecord>> = HashMap::new();
         for r in &s.records {
             by_cell.entry(r.cell).or_default().push(r);
@@ -334,7 +380,17 @@ impl View {
             .plan
             .cells
             .iter()
-            .filter_map(|c| by_cell.get(&c.index).map(|rs| cell_row(c, rs)))
+            .filter_map(|c| {
+                let rs = by_cell.get(&c.index)?;
+                let clocks =
+                    cell_clocks(c, rs, &series, &windows, exp.telemetry.clock_tolerance_pct);
+                let key = (c.index as u32, 0);
+                let r = launch_lists
+                    .get(&key)
+                    .zip(series.get(&key))
+                    .and_then(|(l, s)| clocks::time_clock_correlation(l, s));
+                Some(cell_row(c, rs, &clocks, r))
+            })
             .collect();
         let failures = s
             .records
@@ -413,7 +469,107 @@ impl View {
             pair("OS", format!("{} (kernel {})", m.host.os, m.host.kernel)),
         ]);
 
+        let mut plots = Plots::default();
+        let mut plot_files = Vec::new();
+        let mut add = |list: &mut Vec<PlotRef>, title: String, path: String, svg: String| {
+            if !svg.is_empty() {
+                list.push(PlotRef {
+                    title,
+                    path: path.clone(),
+                });
+                plot_files.push((path, svg));
+            }
+        };
+        if let [(param, _)] = exp.params.as_slice() {
+            for (k, kernel) in exp.kernels.iter().enumerate() {
+                let at = |variant: &str, p: &Point| {
+                    s.plan
+                        .cells
+                        .iter()
+                        .find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
+                        .and_then(headline)
+                        .map(|st| st.median)
+                };
+                let points = exp.points();
+                let medians: Vec<Line> = exp
+                    .variants
+                    .iter()
+                    .map(|v| Line {
+                        name: v.name.clone(),
+                        points: points
+                            .iter()
+                            .filter_map(|p| Some((p[0].1 as f64, at(&v.name, p)? / 1e3)))
+                            .collect(),
+                    })
+                    .collect();
+                let title = format!("{}: median per variant", kernel.name);
+                let svg = plots::lines(&title, param, "median (µs)", &medians)
+                    .map_err(anyhow::Error::msg)?;
+                add(
+                    &mut plots.medians,
+                    title,
+                    format!("plots/{}-median.svg", kernel.name),
+                    svg,
+                );
+                let diffs: Vec<Line> = exp
+                    .report
+                    .differences
+                    .iter()
+                    .map(|(v, b)| Line {
+                        name: format!("{v} vs {b}"),
+                        points: points
+                            .iter()
+                            .filter_map(|p| {
+                                Some((p[0].1 as f64, (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0))
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                let title = format!("{}: relative difference of the medians", kernel.name);
+                let svg = plots::lines(&title, param, "difference (%)", &diffs)
+                    .map_err(anyhow::Error::msg)?;
+                add(
+                    &mut plots.differences,
+                    title,
+                    format!("plots/{}-difference.svg", kernel.name),
+                    svg,
+                );
+            }
+        }
+        for c in &s.plan.cells {
+            let key = (c.index as u32, 0);
+            let Some(launches) = launch_lists
+                .get(&key)
+                .filter(|l| l.len() >= SERIES_MIN_SAMPLES)
+            else {
+                continue;
+            };
+            let samples: Vec<(f64, f64)> = launches
+                .iter()
+                .filter(|(t, _)| t.is_finite())
+                .map(|(t, ns)| (t / 1e6, ns / 1e3))
+                .collect();
+            let clock: Vec<(f64, f64)> = series
+                .get(&key)
+                .map(|pts| {
+                    pts.iter()
+                        .filter_map(|p| Some((p.t_us / 1e6, p.reading.sm_mhz? as f64)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let title = format!("{}: samples and SM clock over time", c.id);
+            let svg = plots::series(&title, &samples, &clock).map_err(anyhow::Error::msg)?;
+            add(
+                &mut plots.series,
+                title,
+                format!("plots/cell-{}.svg", c.index),
+                svg,
+            );
+        }
+
         Ok(View {
+            plots,
+            plot_files,
             experiment: ExperimentView {
                 name: exp.name.clone(),
                 title: exp.title.clone(),
@@ -431,6 +587,7 @@ impl View {
             cells,
             failures,
             notes: s.notes.clone(),
+            clock_tolerance_pct: exp.telemetry.clock_tolerance_pct,
             complete: m.complete,
             summary,
         })
@@ -470,7 +627,12 @@ fn expr_text(e: &NumExpr) -> String {
 }
 
 /// One row per cell: its checks, start-up costs and the telemetry range over its runs.
-fn cell_row(c: &Cell, rs: &[&CellRecord]) -> CellRow {
+fn cell_row(
+    c: &Cell,
+    rs: &[&CellRecord],
+    clocks: &ClockSummary,
+    correlation: Option<f64>,
+) -> CellRow {
     let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
     let runs = if ok == rs.len() {
         format!("{ok} ok")
@@ -486,43 +648,60 @@ fn cell_row(c: &Cell, rs: &[&CellRecord]) -> CellRow {
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).map_or("–".into(), |m| format!("{m:.1}"))
     };
-    let readings: Vec<&Telemetry> = rs
-        .iter()
-        .flat_map(|r| [r.telemetry_start.as_ref(), r.telemetry_end.as_ref()])
-        .flatten()
-        .collect();
-    let range = |f: &dyn Fn(&Telemetry) -> Option<f64>, digits: usize| {
-        let v: Vec<f64> = readings.iter().filter_map(|t| f(t)).collect();
-        let (lo, hi) = (
-            v.iter().copied().fold(f64::INFINITY, f64::min),
-            v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        );
-        match v.len() {
-            0 => "–".to_string(),
-            _ if lo == hi => format!("{lo:.digits$}"),
-            _ => format!("{lo:.digits$}–{hi:.digits$}"),
-        }
+    let range = |r: Option<(u32, u32)>| match r {
+        None => "–".to_string(),
+        Some((lo, hi)) if lo == hi => lo.to_string(),
+        Some((lo, hi)) => format!("{lo}–{hi}"),
     };
-    let mut throttle: Vec<String> = readings
-        .iter()
-        .flat_map(|t| t.throttle.iter().cloned())
-        .collect();
-    throttle.sort();
-    throttle.dedup();
     CellRow {
         cell: c.id.clone(),
         runs,
         check,
         compile_ms: median_of(&|r| r.compile_ms),
         module_load_ms: median_of(&|r| r.module_load_ms),
-        sm_mhz: range(&|t| t.sm_mhz.map(f64::from), 0),
-        mem_mhz: range(&|t| t.mem_mhz.map(f64::from), 0),
-        power_w: range(&|t| t.power_w, 0),
-        temp_c: range(&|t| t.temp_c.map(f64::from), 0),
-        throttle: if throttle.is_empty() {
+        sm_mhz: range(clocks.sm_mhz),
+        mem_mhz: range(clocks.mem_mhz),
+        power_w: clocks
+            .mean_power_w
+            .map_or("–".into(), |p| format!("{p:.0}")),
+        temp_c: clocks.max_temp_c.map_or("–".into(), |t| t.to_string()),
+        clock_correlation: correlation.map_or("–".into(), |r| format!("{r:+.2}")),
+        flags: if clocks.flags.is_empty() {
             "–".into()
         } else {
-            throttle.join(", ")
+            format!("⚠ {}", clocks.flags.join("; "))
         },
     }
 }
+
+/// The readings of a cell's timed launches: the sampled series joined on time, or, for runs
+/// recorded without a sampler, the readings at each run's start and end.
+fn cell_clocks(
+    c: &Cell,
+    rs: &[&CellRecord],
+    series: &Series,
+    windows: &Windows,
+    tolerance_pct: f64,
+) -> ClockSummary {
+    let mut points: Vec<&TelemetryPoint> = Vec::new();
+    for r in rs {
+        let key = (c.index as u32, r.process);
+        if let (Some(s), Some(w)) = (series.get(&key), windows.get(&key)) {
+            points.extend(clocks::during(s, *w));
+        }
+    }
+    if !points.is_empty() {
+        return clocks::summarize(&points, tolerance_pct);
+    }
+    let snapshots: Vec<TelemetryPoint> = rs
+        .iter()
+        .flat_map(|r| [r.telemetry_start.clone(), r.telemetry_end.clone()])
+        .flatten()
+        .map(|reading| TelemetryPoint { t_us: 0.0, reading })
+        .collect();
+    clocks::summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct)
+}
+
+/// Telemetry series and timed-launch windows, by (cell, process).
+type Series = HashMap<(u32, u32), Vec<TelemetryPoint>>;
+type Windows = HashMap<(u32, u32), Window>;

@@ -6,22 +6,27 @@ pub mod gpu;
 pub mod reference;
 
 use crate::experiment::{
-    Dtype, Experiment, Init, ResolvedArg, ResolvedLaunch, TimerKind, WarmupKernel,
+    self, expr, Cache, Dtype, Experiment, FlushMethod, Init, ResolvedArg, ResolvedLaunch,
+    TimerKind, WarmupKernel,
 };
+use crate::method::flush::Flush;
 use crate::method::{self, timer::Timer};
 use crate::plan::{Cell, Plan, Role};
 use crate::protocol::{CellRecord, Job, Message, Overhead, Startup, Status};
-use crate::telemetry::Sensor;
+use crate::telemetry::{Sampler, Sensor};
 use gpu::{cuda_err, DeviceBuffer, Gpu, Launch, Module};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::hash_map::{Entry, HashMap};
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The built-in empty kernel: warm-up with `warmup_kernel = "empty"` and the floor cells.
 pub const EMPTY_SOURCE: &str = include_str!("../../kernels/empty.cu");
 const EMPTY_ENTRY: &str = "empty";
+/// The built-in L2 flush kernel, for `flush_method = "kernel"`.
+const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
+const FLUSH_ENTRY: &str = "flush_l2";
 
 /// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
 pub const EXIT_CONTEXT_LOST: u8 = 3;
@@ -98,7 +103,21 @@ struct Loaded {
 
 /// Kernels loaded so far in this process, by experiment index (`None`: the empty kernel).
 #[derive(Default)]
-struct Kernels(HashMap<Option<usize>, Loaded>);
+struct Kernels(HashMap<KernelKey, Loaded>);
+
+/// Which kernel: one of the experiment's, or a built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum KernelKey {
+    Experiment(usize),
+    Empty,
+    Flush,
+}
+
+impl KernelKey {
+    fn of(cell: &Cell) -> KernelKey {
+        cell.kernel.map_or(KernelKey::Empty, KernelKey::Experiment)
+    }
+}
 
 /// What loading a kernel cost the run that loaded it first in its process.
 struct LoadCost {
@@ -112,18 +131,19 @@ impl Kernels {
         &mut self,
         exp: &Experiment,
         gpu: &Gpu,
-        index: Option<usize>,
+        index: KernelKey,
     ) -> Result<(&Loaded, Option<LoadCost>), String> {
         let slot = match self.0.entry(index) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
         };
         let (source, file, entry) = match index {
-            Some(k) => {
+            KernelKey::Experiment(k) => {
                 let k = &exp.kernels[k];
                 (k.source_text.as_str(), k.source.clone(), k.entry.as_str())
             }
-            None => (EMPTY_SOURCE, "kernels/empty.cu".to_string(), EMPTY_ENTRY),
+            KernelKey::Empty => (EMPTY_SOURCE, "kernels/empty.cu".to_string(), EMPTY_ENTRY),
+            KernelKey::Flush => (FLUSH_SOURCE, "kernels/flush.cu".to_string(), FLUSH_ENTRY),
         };
         let compiled = compile::compile(
             source,
@@ -219,7 +239,7 @@ fn measure(
             check_dims: vec![],
         },
     };
-    let (loaded, cost) = kernels.get(exp, gpu, cell.kernel)?;
+    let (loaded, cost) = kernels.get(exp, gpu, KernelKey::of(cell))?;
     if let Some(cost) = cost {
         rec.compile_ms = Some(cost.compile_ms);
         rec.module_load_ms = Some(cost.module_load_ms);
@@ -239,7 +259,7 @@ fn measure(
     let mut warm = match cell.knobs.warmup_kernel {
         WarmupKernel::Same => None,
         WarmupKernel::Empty => Some(Launch::new(
-            kernels.get(exp, gpu, None)?.0.func,
+            kernels.get(exp, gpu, KernelKey::Empty)?.0.func,
             (1, 1, 1),
             (1, 1, 1),
             0,
@@ -247,9 +267,29 @@ fn measure(
         )),
     };
 
+    let mut flush = match &cell.knobs.cache {
+        Cache::Hot => None,
+        Cache::Flush { bytes, method } => {
+            let bytes = expr::eval_int(bytes, &experiment::scope(&cell.point, &gpu.facts))?;
+            let write_kernel = match method {
+                FlushMethod::Kernel => Some(kernels.get(exp, gpu, KernelKey::Flush)?.0.func),
+                FlushMethod::Memset => None,
+            };
+            Some(Flush::new(
+                bytes as usize,
+                *method,
+                write_kernel,
+                gpu.facts.sm_count,
+            )?)
+        }
+    };
+
     // Outputs start poisoned, so only this cell's kernel can make the check pass. Nothing
-    // lies between the warm-up and the first timed launch, as in the post's programs.
+    // lies between the warm-up and the first timed launch, as in the post's programs (but
+    // an L2 flush, where the cell asks for one).
     rec.telemetry_start = sensor.read();
+    let origin = Instant::now();
+    let sampler = sensor.sample_every(Duration::from_millis(exp.telemetry.interval_ms), origin);
     buffers.poison_outputs()?;
     let mut warmup = cell.knobs.warmup;
     if warm.is_none() && warmup > 0 {
@@ -264,32 +304,40 @@ fn measure(
     }
     let warm_launch = warm.as_mut().unwrap_or(&mut launch);
     method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
-    let first = timer
-        .time(gpu, &mut launch)
-        .map_err(|e| driver_failure("first launch", e))?;
+
+    let n = cell.knobs.samples as usize;
+    let mut starts = Vec::with_capacity(n + 1);
+    // One timed launch: the flush and the start timestamp lie outside the timer's region.
+    let mut timed = |starts: &mut Vec<f64>, what: &str| -> Result<f64, Failure> {
+        if let Some(f) = flush.as_mut() {
+            f.run(gpu).map_err(|e| driver_failure("L2 flush", e))?;
+        }
+        starts.push(origin.elapsed().as_secs_f64() * 1e6);
+        timer
+            .time(gpu, &mut launch)
+            .map_err(|e| driver_failure(what, e))
+    };
+    let first = timed(&mut starts, "first launch")?;
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
         rec.check = Some(buffers.check(exp, cell, &spec)?);
     }
     rec.first_ns = Some(first);
 
-    let n = cell.knobs.samples as usize;
     let mut samples = Vec::with_capacity(n);
     let loop_start = Instant::now();
     for _ in 0..n {
-        samples.push(
-            timer
-                .time(gpu, &mut launch)
-                .map_err(|e| driver_failure("timed launch", e))?,
-        );
+        samples.push(timed(&mut starts, "timed launch")?);
     }
     let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    rec.telemetry = sampler.map(Sampler::finish).unwrap_or_default();
     rec.telemetry_end = sensor.read();
     rec.samples_ns = samples;
+    rec.starts_us = starts;
 
     if cell.role == Role::Floor && cell.knobs.timer == TimerKind::Events && n > 0 {
         let (cubin, entry) = {
-            let l = kernels.get(exp, gpu, None)?.0;
+            let l = kernels.get(exp, gpu, KernelKey::Empty)?.0;
             (l.cubin.clone(), l.entry.clone())
         };
         let (bare_wall_ns, bare_events_median_ns) = method::bare::events_loop(&cubin, &entry, n)?;

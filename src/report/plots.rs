@@ -1,0 +1,207 @@
+//! SVG plots beside the report, drawn with plotters: medians and differences against the
+//! sweep, and each long cell's samples over time with the SM clock they ran under.
+
+use plotters::prelude::*;
+
+/// A named line of (x, y) points.
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+const SIZE: (u32, u32) = (900, 480);
+
+fn bounds(lines: &[Line]) -> Option<((f64, f64), (f64, f64))> {
+    let pts = lines
+        .iter()
+        .flat_map(|l| l.points.iter())
+        .filter(|(x, y)| x.is_finite() && y.is_finite());
+    let (mut x0, mut x1, mut y0, mut y1) = (
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    );
+    for &(x, y) in pts {
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    (x0 <= x1).then_some(((x0, x1.max(x0 + 1.0)), (y0, y1)))
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    format!("cannot draw a plot: {e}")
+}
+
+/// Lines against the sweep; a log y axis when the values span more than a decade.
+pub fn lines(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Result<String, String> {
+    let Some(((x0, x1), (y0, y1))) = bounds(lines) else {
+        return Ok(String::new());
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        let palette = |i: usize| Palette99::pick(i).to_rgba();
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(y_label)
+                    .draw()
+                    .map_err(err)?;
+                for (i, l) in lines.iter().enumerate() {
+                    let color = palette(i);
+                    chart
+                        .draw_series(LineSeries::new(
+                            l.points.iter().copied(),
+                            color.stroke_width(2),
+                        ))
+                        .map_err(err)?
+                        .label(l.name.clone())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(l.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .map_err(err)?;
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(err)?;
+            }};
+        }
+        if y0 > 0.0 && y1 / y0 > 10.0 {
+            draw!(builder
+                .build_cartesian_2d(x0..x1, (y0 * 0.8..y1 * 1.25).log_scale())
+                .map_err(err)?);
+        } else {
+            let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
+            draw!(builder
+                .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+                .map_err(err)?);
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// A cell's samples over time (µs against s) with the SM clock (MHz) on the right axis.
+pub fn series(title: &str, samples: &[(f64, f64)], clock: &[(f64, f64)]) -> Result<String, String> {
+    let all = [Line {
+        name: String::new(),
+        points: samples.to_vec(),
+    }];
+    let Some(((x0, x1), (y0, y1))) = bounds(&all) else {
+        return Ok(String::new());
+    };
+    let x1 = clock.iter().map(|c| c.0).fold(x1, f64::max);
+    let (c0, c1) = clock
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
+            (lo.min(c.1), hi.max(c.1))
+        });
+    let (c0, c1) = if c0 <= c1 {
+        (c0 - 50.0, c1 + 50.0)
+    } else {
+        (0.0, 1.0)
+    };
+    let pad = ((y1 - y0) * 0.05).max(y1 * 0.001).max(1e-9);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .right_y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+            .map_err(err)?
+            .set_secondary_coord(x0..x1, c0..c1);
+        chart
+            .configure_mesh()
+            .x_desc("time since the cell started (s)")
+            .y_desc("sample (µs)")
+            .draw()
+            .map_err(err)?;
+        chart
+            .configure_secondary_axes()
+            .y_desc("SM clock (MHz)")
+            .draw()
+            .map_err(err)?;
+        let blue = Palette99::pick(0).to_rgba();
+        let red = Palette99::pick(1).to_rgba();
+        chart
+            .draw_series(samples.iter().map(|&p| Circle::new(p, 1, blue.filled())))
+            .map_err(err)?
+            .label("sample")
+            .legend(move |(x, y)| Circle::new((x + 9, y), 3, blue.filled()));
+        chart
+            .draw_secondary_series(LineSeries::new(clock.iter().copied(), red.stroke_width(2)))
+            .map_err(err)?
+            .label("SM clock")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], red.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_plot_is_an_svg_with_its_legend() {
+        let l = [Line {
+            name: "events".into(),
+            points: vec![(256.0, 17.0), (512.0, 51.0), (1024.0, 356.0)],
+        }];
+        let svg = lines("matmul", "n", "median (µs)", &l).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("events") && svg.contains("matmul"),
+            "{svg}"
+        );
+        assert_eq!(
+            svg,
+            lines("matmul", "n", "median (µs)", &l).unwrap(),
+            "deterministic"
+        );
+    }
+
+    #[test]
+    fn a_series_plot_has_both_axes() {
+        let svg = series(
+            "cell",
+            &[(0.0, 50.0), (1.0, 51.0)],
+            &[(0.0, 1980.0), (1.0, 1755.0)],
+        )
+        .unwrap();
+        assert!(
+            svg.contains("SM clock (MHz)") && svg.contains("sample (µs)"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn nothing_to_draw_gives_no_plot() {
+        assert_eq!(lines("t", "x", "y", &[]).unwrap(), "");
+    }
+}
