@@ -51,7 +51,7 @@ struct PlotRef {
 }
 
 /// Cells with at least this many timed launches get a time-series plot.
-const SERIES_MIN_SAMPLES: usize = 200;
+const SERIES_MIN_SAMPLES: usize = 2000;
 
 #[derive(Serialize)]
 struct ExperimentView {
