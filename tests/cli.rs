@@ -71,6 +71,8 @@ fn stored_reports_rerender_byte_for_byte() {
         }
         let out = run(&["report", copy.path().to_str().unwrap()]);
         assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
+        let plots = |d: &Path| std::fs::read_dir(d.join("plots")).map_or(0, |r| r.count());
+        assert_eq!(plots(&dir), plots(copy.path()), "{}: plots", dir.display());
         for f in ["report.md", "summary.csv"] {
             let want = std::fs::read_to_string(dir.join(f)).unwrap();
             let got = std::fs::read_to_string(copy.path().join(f)).unwrap();
