@@ -1,7 +1,8 @@
 //! The parent side of a run: starts worker processes for the plan's jobs, stores each cell
 //! the moment a worker reports it, records cells whose worker died, and shows progress.
 
-use crate::experiment::Experiment;
+use crate::clock_lock::{self, ClockLock};
+use crate::experiment::{ClockPolicy, Experiment};
 use crate::plan::Plan;
 use crate::protocol::{CellRecord, Job, Message, Run};
 use crate::results::{RunMeta, Writer};
@@ -15,10 +16,20 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 /// Runs every cell of `exp` and stores the run in `out/<experiment name>/`; returns that folder.
-pub fn run(exp: &Experiment, out: &Path) -> Result<PathBuf> {
+pub fn run(exp: &Experiment, out: &Path, allow_clock_changes: bool) -> Result<PathBuf> {
+    clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())
+        .map_err(anyhow::Error::msg)?;
     if !worker::gpu::driver_present() {
         bail!(crate::NO_DRIVER);
     }
+    // Held for the whole run; dropping it resets the clocks, also on an early return.
+    let _lock = match exp.clocks {
+        ClockPolicy::Lock(mhz) => {
+            let uuid = worker::gpu::device_uuid(0).map_err(anyhow::Error::msg)?;
+            Some(ClockLock::acquire(mhz, &uuid).map_err(anyhow::Error::msg)?)
+        }
+        _ => None,
+    };
     let plan = Plan::new(exp).map_err(anyhow::Error::msg)?;
     let dir = out.join(&exp.name);
     let mut meta = RunMeta {

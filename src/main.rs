@@ -3,6 +3,7 @@
 //!
 //! Data walks one way: experiment -> plan -> (worker) samples -> summary -> report.
 
+mod clock_lock;
 mod execute;
 mod experiment;
 mod method;
@@ -39,6 +40,9 @@ struct Cli {
     /// Folder that receives `<experiment name>/`.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
+    /// Allow an experiment's `clocks = { lock = MHz }` to lock the GPU's clocks (needs root).
+    #[arg(long)]
+    allow_clock_changes: bool,
 }
 
 #[derive(Subcommand)]
@@ -49,6 +53,9 @@ enum Command {
         /// Folder that receives `<experiment name>/`.
         #[arg(long, default_value = "reports")]
         out: PathBuf,
+        /// Allow an experiment's `clocks = { lock = MHz }` to lock the GPU's clocks (needs root).
+        #[arg(long)]
+        allow_clock_changes: bool,
     },
     /// Show the expanded matrix, sample counts and an estimate of the time; needs no GPU.
     Plan { experiment: PathBuf },
@@ -68,13 +75,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
-        Some(Command::Run { experiment, out }) => run(&experiment, &out),
+        Some(Command::Run {
+            experiment,
+            out,
+            allow_clock_changes,
+        }) => run(&experiment, &out, allow_clock_changes),
         Some(Command::Plan { experiment }) => plan(&experiment),
         Some(Command::Report { dir, template }) => {
             report::render_dir(&dir, template.as_deref()).map(|p| println!("wrote {}", p.display()))
         }
         None => match cli.experiment {
-            Some(experiment) => run(&experiment, &cli.out),
+            Some(experiment) => run(&experiment, &cli.out, cli.allow_clock_changes),
             None => Err(anyhow::anyhow!(
                 "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
             )),
@@ -93,9 +104,9 @@ fn load(path: &Path) -> anyhow::Result<Experiment> {
     Experiment::load(path).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-fn run(path: &Path, out: &Path) -> anyhow::Result<()> {
+fn run(path: &Path, out: &Path, allow_clock_changes: bool) -> anyhow::Result<()> {
     let exp = load(path)?;
-    let dir = execute::run(&exp, out)?;
+    let dir = execute::run(&exp, out, allow_clock_changes)?;
     let report = report::render_dir(&dir, None)?;
     println!("wrote {}", report.display());
     Ok(())

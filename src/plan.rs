@@ -288,6 +288,11 @@ pub fn describe(
             seconds(known)
         );
     }
+    let _ = writeln!(
+        out,
+        "clock policy: {}",
+        crate::clock_lock::describe(exp.clocks)
+    );
     let _ = writeln!(out, "device facts for expressions are assumed (H100: L2 {} MiB, {} SMs) until the run reads the real device", DeviceFacts::nominal().l2_bytes >> 20, DeviceFacts::nominal().sm_count);
     out
 }
@@ -371,6 +376,27 @@ block = [1]
         assert_eq!(plan.cells[5].knobs.samples, 6);
         assert_eq!(plan.cells[0].knobs.timer, TimerKind::Host);
         assert_eq!(plan.jobs().len(), 1);
+    }
+
+    #[test]
+    fn flush_cells_plan_a_buffer_of_twice_the_l2_by_default() {
+        let e = experiment("[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[[variant]]\nname = \"cold-1x\"\ncache = \"flush\"\nflush_bytes = \"l2_bytes\"\nflush_method = \"kernel\"\n");
+        let plan = Plan::new(&e).unwrap();
+        assert_eq!(plan.cells[0].knobs.cache, Cache::Hot);
+        assert_eq!(
+            plan.cells[1].knobs.cache.describe(),
+            "flush 2 * l2_bytes bytes (memset)"
+        );
+        assert_eq!(
+            plan.cells[2].knobs.cache.describe(),
+            "flush l2_bytes bytes (write kernel)"
+        );
+        let floor = plan.cells.iter().find(|c| c.role == Role::Floor).unwrap();
+        assert_eq!(
+            floor.knobs.cache,
+            Cache::Hot,
+            "the floor reads the timer, not a flush"
+        );
     }
 
     #[test]

@@ -105,3 +105,38 @@ fn no_arguments_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+fn locking_experiment() -> (tempfile::TempDir, std::path::PathBuf) {
+    let text = matmul_experiment(&kernels_dir()) + "\n[environment]\nclocks = { lock = 1755 }\n";
+    write_experiment("lock.toml", &text)
+}
+
+#[test]
+fn plan_shows_what_a_clock_lock_would_do() {
+    let (_d, path) = locking_experiment();
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("lock the SM clock at 1755 MHz") && text.contains("reset"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_clock_lock_is_refused_without_allow_clock_changes() {
+    let (_d, path) = locking_experiment();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--allow-clock-changes") && err.contains("1755"),
+        "{err}"
+    );
+    assert!(!out_dir.path().join("lock").exists(), "nothing ran");
+}

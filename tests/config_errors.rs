@@ -219,3 +219,22 @@ fn missing_experiment_file() {
         "{err}"
     );
 }
+
+#[test]
+fn unknown_clock_policy() {
+    let text = good() + "\n[environment]\nclocks = { pin = 1500 }\n";
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "clocks = { pin");
+    assert!(err.contains("expect") && err.contains("lock"), "{err}");
+}
+
+#[test]
+fn flush_size_that_is_not_positive() {
+    let text = good().replace(
+        "name = \"sync\"\n",
+        "name = \"sync\"\ncache = \"flush\"\nflush_bytes = \"l2_bytes - l2_bytes\"\n",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "flush_bytes");
+    assert!(err.contains("not positive"), "{err}");
+}

@@ -30,6 +30,19 @@ pub struct Experiment {
     pub variants: Vec<Variant>,
     pub report: ReportSpec,
     pub telemetry: TelemetrySpec,
+    pub clocks: ClockPolicy,
+}
+
+/// What the run does about the GPU's clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockPolicy {
+    /// Record them and flag cells whose clock moved (the default).
+    Observe,
+    /// Also flag cells that ran at another SM clock than this (MHz).
+    Expect(u32),
+    /// Lock the SM clock at this (MHz) for the run and reset it afterwards; needs
+    /// `--allow-clock-changes` and root, since it changes a device others may share.
+    Lock(u32),
 }
 
 /// NVML sampling during each cell, and when a cell's clocks are flagged.
@@ -315,6 +328,7 @@ impl Validator<'_> {
         }
 
         let report = self.report(raw.report.unwrap_or_default(), &variants, &points)?;
+        let clocks = self.clocks(raw.environment.as_ref().and_then(|e| e.clocks.as_ref()))?;
         let name = self
             .path
             .file_stem()
@@ -330,6 +344,7 @@ impl Validator<'_> {
             kernels,
             variants,
             report,
+            clocks,
             telemetry: TelemetrySpec {
                 interval_ms: raw
                     .telemetry
@@ -664,6 +679,26 @@ impl Validator<'_> {
                 NumExpr::Int(1)
             },
             cache,
+        })
+    }
+
+    fn clocks(&self, raw: Option<&Spanned<toml::Value>>) -> Result<ClockPolicy, ConfigError> {
+        let Some(raw) = raw else {
+            return Ok(ClockPolicy::Observe);
+        };
+        let mhz = |v: &toml::Value| v.as_integer().and_then(|i| u32::try_from(i).ok());
+        let policy = match raw.get_ref() {
+            toml::Value::String(s) if s == "observe" => Some(ClockPolicy::Observe),
+            toml::Value::Table(t) if t.len() == 1 => match t.iter().next() {
+                Some((k, v)) if k == "expect" => mhz(v).map(ClockPolicy::Expect),
+                Some((k, v)) if k == "lock" => mhz(v).map(ClockPolicy::Lock),
+                _ => None,
+            },
+            _ => None,
+        };
+        policy.ok_or_else(|| {
+            self.err(raw, "unknown clock policy")
+                .with_hint("write clocks = \"observe\", clocks = { expect = <MHz> } or clocks = { lock = <MHz> }")
         })
     }
 

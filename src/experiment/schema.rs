@@ -20,6 +20,15 @@ pub struct RawExperiment {
     pub variants: Vec<RawKnobs>,
     pub report: Option<RawReport>,
     pub telemetry: Option<RawTelemetry>,
+    pub environment: Option<RawEnvironment>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEnvironment {
+    /// `"observe"`, `{ expect = MHz }` or `{ lock = MHz }`; read as a value so that a
+    /// mistake gets the validator's message rather than serde's.
+    pub clocks: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -103,8 +103,13 @@ fn range(values: impl Iterator<Item = u32>) -> Option<(u32, u32)> {
 }
 
 /// Summarizes readings; flags an SM clock that moved by more than `tolerance_pct` of its
-/// highest value, and any throttle reason but the benign ones.
-pub fn summarize(points: &[&TelemetryPoint], tolerance_pct: f64) -> ClockSummary {
+/// highest value or strayed that far from `expect_mhz`, and any throttle reason but the
+/// benign ones.
+pub fn summarize(
+    points: &[&TelemetryPoint],
+    tolerance_pct: f64,
+    expect_mhz: Option<u32>,
+) -> ClockSummary {
     let sm = range(points.iter().filter_map(|p| p.reading.sm_mhz));
     let power: Vec<f64> = points.iter().filter_map(|p| p.reading.power_w).collect();
     let mut flags = Vec::new();
@@ -112,6 +117,14 @@ pub fn summarize(points: &[&TelemetryPoint], tolerance_pct: f64) -> ClockSummary
         let moved = (hi - lo) as f64 / hi.max(1) as f64 * 100.0;
         if moved > tolerance_pct {
             flags.push(format!("SM clock moved {lo}-{hi} MHz ({moved:.1}%)"));
+        }
+        if let Some(want) = expect_mhz {
+            let off = |v: u32| {
+                (v as f64 - want as f64).abs() / want.max(1) as f64 * 100.0 > tolerance_pct
+            };
+            if off(lo) || off(hi) {
+                flags.push(format!("SM clock {lo}-{hi} MHz, expected {want} MHz"));
+            }
         }
     }
     let mut reasons: Vec<&str> = points
@@ -207,7 +220,7 @@ mod tests {
     fn steady_clock_and_idle_raise_no_flag() {
         let a = point(0.0, 1980, &["gpu_idle"]);
         let b = point(10_000.0, 1975, &[]);
-        let s = summarize(&[&a, &b], 1.0);
+        let s = summarize(&[&a, &b], 1.0, Some(1980));
         assert!(s.flags.is_empty(), "{:?}", s.flags);
         assert_eq!(s.sm_mhz, Some((1975, 1980)));
         assert_eq!(s.mean_power_w, Some(105.0));
@@ -218,7 +231,7 @@ mod tests {
     fn a_moving_clock_and_a_power_cap_are_flagged() {
         let a = point(0.0, 1980, &[]);
         let b = point(10_000.0, 1755, &["sw_power_cap", "gpu_idle"]);
-        let s = summarize(&[&a, &b], 1.0);
+        let s = summarize(&[&a, &b], 1.0, None);
         assert_eq!(
             s.flags,
             [
@@ -226,5 +239,12 @@ mod tests {
                 "throttled: sw_power_cap"
             ]
         );
+    }
+
+    #[test]
+    fn a_clock_other_than_the_expected_one_is_flagged() {
+        let a = point(0.0, 1755, &[]);
+        let s = summarize(&[&a], 1.0, Some(1980));
+        assert_eq!(s.flags, ["SM clock 1755-1755 MHz, expected 1980 MHz"]);
     }
 }

@@ -55,6 +55,7 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Resul
                     .configure_mesh()
                     .x_desc(x_label)
                     .y_desc(y_label)
+                    .x_label_formatter(&|x| format!("{x:.0}"))
                     .draw()
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
@@ -141,18 +142,27 @@ pub fn series(title: &str, samples: &[(f64, f64)], clock: &[(f64, f64)]) -> Resu
             .y_desc("SM clock (MHz)")
             .draw()
             .map_err(err)?;
-        let blue = Palette99::pick(0).to_rgba();
-        let red = Palette99::pick(1).to_rgba();
+        let sample_color = Palette99::pick(0).to_rgba();
+        let clock_color = Palette99::pick(1).to_rgba();
         chart
-            .draw_series(samples.iter().map(|&p| Circle::new(p, 1, blue.filled())))
+            .draw_series(
+                samples
+                    .iter()
+                    .map(|&p| Circle::new(p, 1, sample_color.filled())),
+            )
             .map_err(err)?
             .label("sample")
-            .legend(move |(x, y)| Circle::new((x + 9, y), 3, blue.filled()));
+            .legend(move |(x, y)| Circle::new((x + 9, y), 3, sample_color.filled()));
         chart
-            .draw_secondary_series(LineSeries::new(clock.iter().copied(), red.stroke_width(2)))
+            .draw_secondary_series(LineSeries::new(
+                clock.iter().copied(),
+                clock_color.stroke_width(2),
+            ))
             .map_err(err)?
             .label("SM clock")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], red.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], clock_color.stroke_width(2))
+            });
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))

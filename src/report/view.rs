@@ -3,7 +3,7 @@
 use super::clocks::{self, ClockSummary, Window};
 use super::format;
 use super::plots::{self, Line};
-use crate::experiment::{point_label, NumExpr, Point, Unit, WarmupKernel};
+use crate::experiment::{point_label, ClockPolicy, NumExpr, Point, Unit, WarmupKernel};
 use crate::plan::{Cell, Role};
 use crate::protocol::{CellRecord, Status, TelemetryPoint};
 use crate::results::Stored;
@@ -27,6 +27,7 @@ pub struct View {
     failures: Vec<FailureRow>,
     notes: Option<String>,
     clock_tolerance_pct: f64,
+    clock_policy: String,
     complete: bool,
     plots: Plots,
     #[serde(skip)]
@@ -190,6 +191,10 @@ impl View {
                 .or_default()
                 .push((s.samples.start_us[i], s.samples.time_ns[i]));
         }
+        let expect = match exp.clocks {
+            ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),
+            ClockPolicy::Observe => None,
+        };
         let windows: Windows = launches
             .iter()
             .filter_map(|(k, v)| Some((*k, Window::of(v.iter().copied())?)))
@@ -382,8 +387,14 @@ impl View {
             .iter()
             .filter_map(|c| {
                 let rs = by_cell.get(&c.index)?;
-                let clocks =
-                    cell_clocks(c, rs, &series, &windows, exp.telemetry.clock_tolerance_pct);
+                let clocks = cell_clocks(
+                    c,
+                    rs,
+                    &series,
+                    &windows,
+                    exp.telemetry.clock_tolerance_pct,
+                    expect,
+                );
                 let key = (c.index as u32, 0);
                 let r = launch_lists
                     .get(&key)
@@ -588,6 +599,7 @@ impl View {
             failures,
             notes: s.notes.clone(),
             clock_tolerance_pct: exp.telemetry.clock_tolerance_pct,
+            clock_policy: crate::clock_lock::describe(exp.clocks),
             complete: m.complete,
             summary,
         })
@@ -682,6 +694,7 @@ fn cell_clocks(
     series: &Series,
     windows: &Windows,
     tolerance_pct: f64,
+    expect: Option<u32>,
 ) -> ClockSummary {
     let mut points: Vec<&TelemetryPoint> = Vec::new();
     for r in rs {
@@ -691,7 +704,7 @@ fn cell_clocks(
         }
     }
     if !points.is_empty() {
-        return clocks::summarize(&points, tolerance_pct);
+        return clocks::summarize(&points, tolerance_pct, expect);
     }
     let snapshots: Vec<TelemetryPoint> = rs
         .iter()
@@ -699,7 +712,7 @@ fn cell_clocks(
         .flatten()
         .map(|reading| TelemetryPoint { t_us: 0.0, reading })
         .collect();
-    clocks::summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct)
+    clocks::summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct, expect)
 }
 
 /// Telemetry series and timed-launch windows, by (cell, process).

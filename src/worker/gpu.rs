@@ -105,10 +105,10 @@ impl Gpu {
         unsafe { sys::cuDriverGetVersion(&mut version) }
             .result()
             .map_err(|e| cuda_err("cuDriverGetVersion", e))?;
-        let uuid = result::device::get_uuid(dev).map_err(|e| cuda_err("cuDeviceGetUuid", e))?;
+        let uuid = uuid_of(dev)?;
         let info = DeviceInfo {
             name: result::device::get_name(dev).map_err(|e| cuda_err("cuDeviceGetName", e))?,
-            uuid: format_uuid(&uuid.bytes.map(|b| b as u8)),
+            uuid,
             compute_capability: format!("{}.{}", facts.cc_major, facts.cc_minor),
             sm_count: facts.sm_count,
             l2_bytes: facts.l2_bytes,
@@ -139,6 +139,17 @@ impl Drop for Gpu {
         // SAFETY: balances the retain in `open`.
         let _ = unsafe { result::primary_ctx::release(self.dev) };
     }
+}
+
+/// The UUID of CUDA device `ordinal`, in NVML's form, without creating a context.
+pub fn device_uuid(ordinal: i32) -> Result<String, String> {
+    result::init().map_err(|e| cuda_err("cuInit", e))?;
+    uuid_of(result::device::get(ordinal).map_err(|e| cuda_err("cuDeviceGet", e))?)
+}
+
+fn uuid_of(dev: sys::CUdevice) -> Result<String, String> {
+    let uuid = result::device::get_uuid(dev).map_err(|e| cuda_err("cuDeviceGetUuid", e))?;
+    Ok(format_uuid(&uuid.bytes.map(|b| b as u8)))
 }
 
 /// NVML's form of a device UUID: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
