@@ -11,6 +11,18 @@ pub struct Line {
 
 const SIZE: (u32, u32) = (900, 480);
 
+/// The legend box every plot draws (a macro: plain and dual-axis charts differ in type).
+macro_rules! draw_legend {
+    ($chart:expr) => {
+        $chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?
+    };
+}
+
 fn bounds(lines: &[Line]) -> Option<((f64, f64), (f64, f64))> {
     let pts = lines
         .iter()
@@ -74,12 +86,7 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Resul
                         .draw_series(l.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                         .map_err(err)?;
                 }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(err)?;
+                draw_legend!(chart);
             }};
         }
         if y0 > 0.0 && y1 / y0 > 10.0 {
@@ -163,12 +170,7 @@ pub fn series(title: &str, samples: &[(f64, f64)], clock: &[(f64, f64)]) -> Resu
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], clock_color.stroke_width(2))
             });
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        draw_legend!(chart);
         root.present().map_err(err)?;
     }
     Ok(svg)
