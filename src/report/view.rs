@@ -53,6 +53,8 @@ struct PlotRef {
 
 /// Cells with at least this many timed launches get a time-series plot.
 const SERIES_MIN_SAMPLES: usize = 2000;
+/// A time-series plot shows at most this many samples (every k-th), to stay readable and small.
+const SERIES_MAX_POINTS: usize = 10_000;
 
 #[derive(Serialize)]
 struct ExperimentView {
@@ -555,8 +557,10 @@ impl View {
             else {
                 continue;
             };
+            let step = launches.len().div_ceil(SERIES_MAX_POINTS);
             let samples: Vec<(f64, f64)> = launches
                 .iter()
+                .step_by(step)
                 .filter(|(t, _)| t.is_finite())
                 .map(|(t, ns)| (t / 1e6, ns / 1e3))
                 .collect();
@@ -568,7 +572,12 @@ impl View {
                         .collect()
                 })
                 .unwrap_or_default();
-            let title = format!("{}: samples and SM clock over time", c.id);
+            let shown = if step > 1 {
+                format!(" (1 in {step})")
+            } else {
+                String::new()
+            };
+            let title = format!("{}: samples{shown} and SM clock over time", c.id);
             let svg = plots::series(&title, &samples, &clock).map_err(anyhow::Error::msg)?;
             add(
                 &mut plots.series,
