@@ -168,6 +168,14 @@ impl Plan {
         jobs
     }
 
+    /// Cell index by cell id, as stored files name cells.
+    pub fn index_by_id(&self) -> std::collections::HashMap<&str, u32> {
+        self.cells
+            .iter()
+            .map(|c| (c.id.as_str(), c.index as u32))
+            .collect()
+    }
+
     /// Timed launches in the whole plan (first launches and steady samples).
     pub fn timed_launches(&self) -> u64 {
         self.cells

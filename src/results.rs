@@ -249,11 +249,7 @@ fn read_samples(path: &Path, plan: &Plan) -> Result<Samples> {
     };
     let (c_cell, c_phase, c_time) = (find("cell")?, find("phase")?, find("time_ns")?);
     let (c_process, c_start) = (find("process")?, find("t_us").ok());
-    let index: std::collections::HashMap<&str, u32> = plan
-        .cells
-        .iter()
-        .map(|c| (c.id.as_str(), c.index as u32))
-        .collect();
+    let index = plan.index_by_id();
     let mut s = Samples::default();
     for (n, line) in lines.enumerate() {
         let line = line?;
@@ -267,8 +263,12 @@ fn read_samples(path: &Path, plan: &Plan) -> Result<Samples> {
             bail!("{}: cell `{cell}` is not in the experiment's plan", at())
         };
         s.cell.push(cell);
-        s.process
-            .push(f.get(c_process).and_then(|p| p.parse().ok()).unwrap_or(0));
+        let process = f.get(c_process).unwrap_or(&"");
+        s.process.push(
+            process
+                .parse()
+                .with_context(|| format!("{}: bad process `{process}`", at()))?,
+        );
         s.start_us.push(
             c_start
                 .and_then(|c| f.get(c))
@@ -289,11 +289,7 @@ fn read_telemetry(path: &Path, plan: &Plan) -> Result<Vec<TelemetryRow>> {
     let Ok(text) = fs::read_to_string(path) else {
         return Ok(vec![]);
     };
-    let index: std::collections::HashMap<&str, u32> = plan
-        .cells
-        .iter()
-        .map(|c| (c.id.as_str(), c.index as u32))
-        .collect();
+    let index = plan.index_by_id();
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
