@@ -61,13 +61,6 @@ impl ClockLock {
         let mut dev = nvml
             .device_by_uuid(uuid)
             .map_err(|e| format!("cannot lock clocks: {e}"))?;
-        let owned = uuid.to_string();
-        ctrlc::set_handler(move || {
-            let _ = reset(&owned);
-            eprintln!("interrupted: SM clocks reset");
-            std::process::exit(130);
-        })
-        .map_err(|e| format!("cannot guard the clock lock against Ctrl-C: {e}"))?;
         dev.set_gpu_locked_clocks(GpuLockedClocksSetting::Numeric {
             min_clock_mhz: mhz,
             max_clock_mhz: mhz,

@@ -1,27 +1,50 @@
-//! The parent side of a run: starts worker processes for the plan's jobs, stores each cell
-//! the moment a worker reports it, records cells whose worker died, and shows progress.
+//! The parent side of a run: starts a worker process per job in the job's environment,
+//! stores each cell the moment a worker reports it, kills a worker that overruns a cell's
+//! timeout, records cells whose worker died, and stops cleanly on Ctrl-C.
+
+mod jit_cache;
+mod worker_process;
 
 use crate::clock_lock::{self, ClockLock};
-use crate::experiment::{ClockPolicy, Experiment};
-use crate::plan::Plan;
-use crate::protocol::{CellRecord, Job, Message, Run};
+use crate::experiment::{ClockPolicy, Experiment, ProcessEnv};
+use crate::plan::{Plan, WorkerJob};
+use crate::protocol::{CellRecord, Message, Run};
 use crate::results::{RunMeta, Writer};
 use crate::{system, worker};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use jit_cache::JitCaches;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+pub use worker_process::WorkerProgram;
+use worker_process::{Next, WorkerProcess};
 
-/// Runs every cell of `exp` and stores the run in `out/<experiment name>/`; returns that folder.
-pub fn run(exp: &Experiment, out: &Path, allow_clock_changes: bool) -> Result<PathBuf> {
+/// Set by Ctrl-C: the run stops starting work, keeps what finished and says it is incomplete.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Where a run's results went, and whether every planned run finished.
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub complete: bool,
+}
+
+/// Runs every cell of `exp` and stores the run in `out/<experiment name>/`.
+pub fn run(exp: &Experiment, out: &Path, allow_clock_changes: bool) -> Result<Outcome> {
     clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())
         .map_err(anyhow::Error::msg)?;
     if !worker::gpu::driver_present() {
         bail!(crate::NO_DRIVER);
     }
+    ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            eprintln!("interrupted twice: stopping now");
+            std::process::exit(130);
+        }
+        eprintln!("interrupted: stopping after the finished cells (Ctrl-C again to quit now)");
+    })
+    .context("cannot install the Ctrl-C handler")?;
     // Held for the whole run; dropping it resets the clocks, also on an early return.
     let _lock = match exp.clocks {
         ClockPolicy::Lock(mhz) => {
@@ -45,78 +68,232 @@ pub fn run(exp: &Experiment, out: &Path, allow_clock_changes: bool) -> Result<Pa
         startup: None,
     };
     let mut writer = Writer::create(&dir, exp, &meta)?;
-    let jobs = plan.jobs();
-    let bar = ProgressBar::new(jobs.iter().map(|j| j.runs.len() as u64).sum());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} cells, eta {eta} {msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    let n_params = exp.params.len();
-    for job in jobs {
-        let mut remaining: VecDeque<Run> = job.runs.into();
-        while let Some(next) = remaining.front() {
-            bar.set_message(plan.cells[next.cell].id.clone());
-            let worker = Worker::start(exp, remaining.iter().copied().collect())?;
-            let (exit, stderr) = worker.drain(|msg| match msg {
-                Message::Ready { device, startup } => {
-                    if meta.device.is_none() {
-                        meta.device = Some(device);
-                        meta.startup = Some(startup);
-                        writer.write_meta(&meta)?;
-                    }
-                    Ok(())
-                }
-                Message::Cell(rec) => {
-                    let run = remaining
-                        .pop_front()
-                        .context("a worker reported more cells than it was given")?;
-                    if (run.cell, run.process) != (rec.cell, rec.process) {
-                        bail!(
-                            "a worker reported cell {} instead of {}",
-                            rec.id,
-                            plan.cells[run.cell].id
-                        );
-                    }
-                    writer.append(&plan.cells[run.cell], n_params, &rec)?;
-                    bar.inc(1);
-                    if let Some(next) = remaining.front() {
-                        bar.set_message(plan.cells[next.cell].id.clone());
-                    }
-                    Ok(())
-                }
-                Message::Fatal { error } => bail!("{error}"),
-            })?;
-            if let Some(run) = remaining.front().copied() {
-                if exit.code() == Some(worker::EXIT_CONTEXT_LOST as i32) {
-                    continue; // its last cell was reported failed; a new worker takes the rest
-                }
-                let cell = &plan.cells[run.cell];
-                let why = format!(
-                    "worker process ended ({exit}) while running this cell{}",
-                    tail(&stderr)
-                );
-                writer.append(
-                    cell,
-                    n_params,
-                    &CellRecord::failed(run.cell, &cell.id, run.process, why),
-                )?;
-                remaining.pop_front();
-                bar.inc(1);
-            }
-        }
-    }
-    bar.finish_and_clear();
-    meta.complete = true;
+    let program = WorkerProgram::this_binary()?;
+    let complete = Scheduler::new(exp, &plan, &mut writer, &mut meta, &program)?.run_all()?;
+    meta.complete = complete;
     meta.finished_utc = Some(now());
     writer.write_meta(&meta)?;
-    Ok(dir)
+    Ok(Outcome { dir, complete })
 }
 
 fn now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// Runs the plan's jobs in order and stores what they report.
+struct Scheduler<'a> {
+    exp: &'a Experiment,
+    plan: &'a Plan,
+    writer: &'a mut Writer,
+    meta: &'a mut RunMeta,
+    program: &'a WorkerProgram,
+    caches: JitCaches,
+    bar: ProgressBar,
+}
+
+impl<'a> Scheduler<'a> {
+    fn new(
+        exp: &'a Experiment,
+        plan: &'a Plan,
+        writer: &'a mut Writer,
+        meta: &'a mut RunMeta,
+        program: &'a WorkerProgram,
+    ) -> Result<Self> {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} cells, eta {eta} {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        Ok(Scheduler {
+            exp,
+            plan,
+            writer,
+            meta,
+            program,
+            caches: JitCaches::new()?,
+            bar,
+        })
+    }
+
+    /// Runs every job; false when an interrupt stopped the run early.
+    fn run_all(mut self) -> Result<bool> {
+        let jobs = self.plan.jobs();
+        self.bar
+            .set_length(jobs.iter().map(|j| j.runs.len() as u64).sum());
+        for job in jobs {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                break;
+            }
+            self.run_job(job)?;
+        }
+        self.bar.finish_and_clear();
+        Ok(!INTERRUPTED.load(Ordering::SeqCst))
+    }
+
+    fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
+        let cell = &self.plan.cells[run.cell];
+        self.writer.append(cell, self.exp.params.len(), rec)?;
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    fn fail(&mut self, run: Run, why: String) -> Result<()> {
+        let id = self.plan.cells[run.cell].id.clone();
+        self.store(run, &CellRecord::failed(run.cell, &id, run.process, why))
+    }
+
+    /// Runs one job's cells; a worker that dies or overruns a cell's timeout is replaced by
+    /// a new one for the cells after it.
+    fn run_job(&mut self, job: WorkerJob) -> Result<()> {
+        let vars = match self.worker_vars(&job.env) {
+            Ok(v) => v,
+            Err(why) => {
+                for run in job.runs {
+                    self.fail(run, why.clone())?;
+                }
+                return Ok(());
+            }
+        };
+        let mut remaining: VecDeque<Run> = job.runs.into();
+        while let Some(&first) = remaining.front() {
+            self.bar.set_message(self.plan.cells[first.cell].id.clone());
+            let runs: Vec<Run> = remaining.iter().copied().collect();
+            let mut worker = WorkerProcess::start(self.program, self.exp, &runs, &vars, false)?;
+            let mut deadline = self.plan.cells[first.cell].knobs.timeout;
+            let ended = loop {
+                match worker.next(deadline, &INTERRUPTED) {
+                    Next::Message(Message::Ready { device, startup }) => {
+                        if self.meta.device.is_none() {
+                            self.meta.device = Some(device);
+                            self.meta.startup = Some(startup);
+                            self.writer.write_meta(self.meta)?;
+                        }
+                    }
+                    Next::Message(Message::Cell(rec)) => {
+                        let run = remaining
+                            .pop_front()
+                            .context("a worker reported more cells than it was given")?;
+                        if (run.cell, run.process) != (rec.cell, rec.process) {
+                            worker.kill();
+                            bail!(
+                                "a worker reported cell {} instead of {}",
+                                rec.id,
+                                self.plan.cells[run.cell].id
+                            );
+                        }
+                        self.store(run, &rec)?;
+                        if let Some(next) = remaining.front() {
+                            let cell = &self.plan.cells[next.cell];
+                            self.bar.set_message(cell.id.clone());
+                            deadline = cell.knobs.timeout;
+                        }
+                    }
+                    Next::Message(Message::Fatal { error }) => {
+                        worker.kill();
+                        bail!("{error}");
+                    }
+                    Next::Malformed(why) => {
+                        worker.kill();
+                        bail!("{why}");
+                    }
+                    other => break other,
+                }
+            };
+            let Some(run) = remaining.front().copied() else {
+                worker.finish()?;
+                return Ok(());
+            };
+            match ended {
+                Next::Interrupted => {
+                    worker.kill();
+                    return Ok(());
+                }
+                Next::TimedOut(limit) => {
+                    worker.kill();
+                    let stderr = worker.finish()?.1;
+                    self.fail(
+                        run,
+                        format!(
+                            "no result within the cell's timeout of {}: worker killed{}",
+                            humantime::format_duration(limit),
+                            tail(&stderr)
+                        ),
+                    )?;
+                    remaining.pop_front();
+                }
+                _ => {
+                    let (exit, stderr) = worker.finish()?;
+                    if INTERRUPTED.load(Ordering::SeqCst) {
+                        return Ok(()); // the interrupt reached the worker too
+                    }
+                    if exit.code() == Some(worker::EXIT_CONTEXT_LOST as i32) {
+                        continue; // its last cell was reported failed; a new worker takes the rest
+                    }
+                    self.fail(
+                        run,
+                        format!(
+                            "worker process ended ({exit}) while running this cell{}",
+                            tail(&stderr)
+                        ),
+                    )?;
+                    remaining.pop_front();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The variables a worker in `env` starts with; an error when its JIT cache could not
+    /// be prepared (the job's cells are then recorded failed with it).
+    fn worker_vars(&mut self, env: &ProcessEnv) -> Result<Vec<(String, String)>, String> {
+        let (program, exp) = (self.program, self.exp);
+        let runs = self.plan.priming_runs(env);
+        let timeout: Duration = runs
+            .iter()
+            .map(|r| self.plan.cells[r.cell].knobs.timeout)
+            .max()
+            .unwrap_or(crate::experiment::DEFAULT_TIMEOUT);
+        self.caches
+            .vars(env, |vars| prime(program, exp, &runs, vars, timeout))
+    }
+}
+
+/// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.
+fn prime(
+    program: &WorkerProgram,
+    exp: &Experiment,
+    runs: &[Run],
+    vars: &[(String, String)],
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut worker = WorkerProcess::start(program, exp, runs, vars, true)
+        .map_err(|e| format!("cannot start the priming process: {e:#}"))?;
+    loop {
+        match worker.next(timeout, &INTERRUPTED) {
+            Next::Message(Message::Fatal { error }) => {
+                worker.kill();
+                return Err(format!("priming the JIT cache failed: {error}"));
+            }
+            Next::Message(_) => {}
+            Next::Closed => break,
+            Next::TimedOut(_) | Next::Interrupted | Next::Malformed(_) => {
+                worker.kill();
+                return Err("priming the JIT cache did not finish".into());
+            }
+        }
+    }
+    let (exit, stderr) = worker.finish().map_err(|e| format!("{e:#}"))?;
+    if exit.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "priming the JIT cache failed ({exit}){}",
+            tail(&stderr)
+        ))
+    }
 }
 
 fn tail(stderr: &str) -> String {
@@ -128,68 +305,133 @@ fn tail(stderr: &str) -> String {
     format!("; its stderr ends: {}", &t[start..])
 }
 
-/// A running worker process.
-struct Worker {
-    child: std::process::Child,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Status;
+    use std::collections::HashMap;
 
-impl Worker {
-    fn start(exp: &Experiment, runs: Vec<Run>) -> Result<Worker> {
-        let exe = std::env::current_exe().context("cannot find the runner's own executable")?;
-        let mut child = Command::new(exe)
-            .arg("__worker")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("cannot start a worker process")?;
-        let job = Job {
-            experiment_path: exp.path.clone(),
-            experiment_text: exp.text.clone(),
-            runs,
-        };
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        stdin
-            .write_all(serde_json::to_string(&job)?.as_bytes())
-            .context("cannot send the job to the worker")?;
-        Ok(Worker { child })
+    /// Each stored cell's status and error.
+    fn statuses(dir: &Path) -> HashMap<usize, (Status, Option<String>)> {
+        let text = std::fs::read_to_string(dir.join(crate::results::CELLS_FILE)).unwrap();
+        text.lines()
+            .map(|l| {
+                let r: CellRecord = serde_json::from_str(l).unwrap();
+                (r.cell, (r.status, r.error))
+            })
+            .collect()
     }
 
-    /// Feeds each message to `on`, until the worker closes its output; returns its exit
-    /// status and what it wrote to stderr. An error from `on` kills the worker.
-    fn drain(
-        mut self,
-        mut on: impl FnMut(Message) -> Result<()>,
-    ) -> Result<(std::process::ExitStatus, String)> {
-        let mut stderr = self.child.stderr.take().expect("stderr is piped");
-        let err_thread = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
-        let stdout = BufReader::new(self.child.stdout.take().expect("stdout is piped"));
-        let mut outcome = Ok(());
-        for line in stdout.lines() {
-            let line = line.context("cannot read from the worker")?;
-            let msg: Message = match serde_json::from_str(&line) {
-                Ok(m) => m,
-                Err(e) => {
-                    outcome = Err(anyhow::anyhow!(
-                        "malformed message from the worker ({e}): {line}"
-                    ));
-                    break;
-                }
-            };
-            if let Err(e) = on(msg) {
-                outcome = Err(e);
-                break;
-            }
-        }
-        if outcome.is_err() {
-            let _ = self.child.kill();
-        }
-        let status = self.child.wait().context("cannot wait for the worker")?;
-        let stderr = err_thread.join().unwrap_or_default();
-        outcome.map(|_| (status, stderr))
+    fn meta() -> RunMeta {
+        serde_json::from_value(serde_json::json!({
+            "experiment_path": "e.toml", "experiment_sha256": "", "git": null,
+            "runner_version": "test", "started_utc": "", "finished_utc": null,
+            "complete": false, "host": system::host(), "device": null, "startup": null
+        }))
+        .unwrap()
+    }
+
+    /// An experiment of three shared cells (a, b, c) whose variant `b` has a short timeout.
+    fn experiment(dir: &Path) -> Experiment {
+        std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k() {}").unwrap();
+        let text = r#"
+[experiment]
+title = "stand-in"
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k"
+grid = [1]
+block = [1]
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+timeout = "1s"
+[[variant]]
+name = "c"
+[report]
+floor = false
+"#;
+        let path = dir.join("e.toml");
+        std::fs::write(&path, text).unwrap();
+        Experiment::load(&path).unwrap()
+    }
+
+    /// A stand-in worker: reports each cell of its job as a one-sample success, except that
+    /// it does `on_b` when it reaches cell 1 (variant `b`).
+    fn stand_in(on_b: &str) -> WorkerProgram {
+        let script = format!(
+            r#"job=$(cat)
+for c in $(printf %s "$job" | grep -o '"cell":[0-9]*' | cut -d: -f2); do
+  if [ "$c" = 1 ]; then {on_b}; fi
+  echo "{{\"type\":\"cell\",\"cell\":$c,\"id\":\"x\",\"process\":0,\"status\":\"ok\",\"first_ns\":2.0,\"samples_ns\":[1.0],\"wall_s\":0.0}}"
+done"#
+        );
+        WorkerProgram::new("sh", &["-c", &script])
+    }
+
+    fn run_with(on_b: &str) -> (tempfile::TempDir, Outcome) {
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = experiment(tmp.path());
+        let plan = Plan::new(&exp).unwrap();
+        let dir = tmp.path().join("out");
+        let mut meta = meta();
+        let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+        let program = stand_in(on_b);
+        let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+            .unwrap()
+            .run_all()
+            .unwrap();
+        (tmp, Outcome { dir, complete })
+    }
+
+    #[test]
+    fn a_worker_that_crashes_fails_its_cell_and_a_new_one_runs_the_rest() {
+        let (_tmp, out) = run_with("kill -9 $$");
+        assert!(out.complete);
+        let s = statuses(&out.dir);
+        assert_eq!(s[&0].0, Status::Ok);
+        assert_eq!(s[&1].0, Status::Failed);
+        let why = s[&1].1.as_deref().unwrap();
+        assert!(
+            why.contains("worker process ended") && why.contains("9"),
+            "{why}"
+        );
+        assert_eq!(s[&2].0, Status::Ok, "the cell after the crash still ran");
+    }
+
+    #[test]
+    fn a_worker_that_hangs_is_killed_at_the_cell_timeout() {
+        let started = std::time::Instant::now();
+        let (_tmp, out) = run_with("sleep 60");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not killed in time"
+        );
+        let s = statuses(&out.dir);
+        assert_eq!(s[&0].0, Status::Ok);
+        assert_eq!(s[&1].0, Status::Failed);
+        let why = s[&1].1.as_deref().unwrap();
+        assert!(
+            why.contains("timeout of 1s") && why.contains("killed"),
+            "{why}"
+        );
+        assert_eq!(s[&2].0, Status::Ok);
+    }
+
+    #[test]
+    fn malformed_worker_output_stops_the_run_with_a_message() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = experiment(tmp.path());
+        let plan = Plan::new(&exp).unwrap();
+        let mut meta = meta();
+        let mut writer = Writer::create(&tmp.path().join("out"), &exp, &meta).unwrap();
+        let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
+        let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+            .unwrap()
+            .run_all()
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("malformed message"), "{err:#}");
     }
 }

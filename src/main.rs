@@ -79,20 +79,26 @@ fn main() -> ExitCode {
             experiment,
             out,
             allow_clock_changes,
-        }) => run(&experiment, &out, allow_clock_changes),
+        }) => return finish(run(&experiment, &out, allow_clock_changes)),
         Some(Command::Plan { experiment }) => plan(&experiment),
         Some(Command::Report { dir, template }) => {
             report::render_dir(&dir, template.as_deref()).map(|p| println!("wrote {}", p.display()))
         }
         None => match cli.experiment {
-            Some(experiment) => run(&experiment, &cli.out, cli.allow_clock_changes),
+            Some(experiment) => return finish(run(&experiment, &cli.out, cli.allow_clock_changes)),
             None => Err(anyhow::anyhow!(
                 "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
             )),
         },
     };
+    finish(result.map(|()| true))
+}
+
+/// The exit code: 0 when done, 130 after an interrupt (its report still written), 1 on error.
+fn finish(result: anyhow::Result<bool>) -> ExitCode {
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(130),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -104,12 +110,20 @@ fn load(path: &Path) -> anyhow::Result<Experiment> {
     Experiment::load(path).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-fn run(path: &Path, out: &Path, allow_clock_changes: bool) -> anyhow::Result<()> {
+/// Runs an experiment and renders its report, also after an interrupt; whether it finished.
+fn run(path: &Path, out: &Path, allow_clock_changes: bool) -> anyhow::Result<bool> {
     let exp = load(path)?;
-    let dir = execute::run(&exp, out, allow_clock_changes)?;
-    let report = report::render_dir(&dir, None)?;
-    println!("wrote {}", report.display());
-    Ok(())
+    let outcome = execute::run(&exp, out, allow_clock_changes)?;
+    let report = report::render_dir(&outcome.dir, None)?;
+    if outcome.complete {
+        println!("wrote {}", report.display());
+    } else {
+        println!(
+            "interrupted: wrote {} with the cells that finished",
+            report.display()
+        );
+    }
+    Ok(outcome.complete)
 }
 
 fn plan(path: &Path) -> anyhow::Result<()> {

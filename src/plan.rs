@@ -3,7 +3,8 @@
 //! that will run them.
 
 use crate::experiment::{
-    self, expr, Cache, DeviceFacts, Experiment, Point, TimerKind, WarmupKernel,
+    self, expr, Cache, Compile, DeviceFacts, Experiment, Point, ProcessEnv, TimerKind,
+    WarmupKernel, DEFAULT_TIMEOUT,
 };
 use crate::protocol::Run;
 use serde::Serialize;
@@ -30,6 +31,10 @@ pub struct Knobs {
     pub fresh_process: bool,
     pub processes: u32,
     pub cache: Cache,
+    pub env: ProcessEnv,
+    pub compile: Compile,
+    #[serde(skip)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,9 +68,10 @@ pub struct Plan {
     pub cells: Vec<Cell>,
 }
 
-/// One worker process and the runs it performs, in order.
+/// One worker process, the environment it starts with, and the runs it performs, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerJob {
+    pub env: ProcessEnv,
     pub runs: Vec<Run>,
 }
 
@@ -86,6 +92,9 @@ impl Plan {
                         fresh_process: m.fresh_process,
                         processes: int(&m.processes)? as u32,
                         cache: m.cache.clone(),
+                        env: m.env.clone(),
+                        compile: m.compile,
+                        timeout: m.timeout,
                     };
                     let label = point
                         .iter()
@@ -124,6 +133,9 @@ impl Plan {
                             fresh_process: false,
                             processes: 1,
                             cache: Cache::Hot,
+                            env: ProcessEnv::default(),
+                            compile: Compile::DEFAULT,
+                            timeout: DEFAULT_TIMEOUT,
                         },
                     });
                 }
@@ -132,21 +144,23 @@ impl Plan {
         Ok(Plan { cells })
     }
 
-    /// Worker processes in the order they run: one shared process for every cell that
-    /// does not ask for a fresh one, then one process per fresh-process run, in plan order.
+    /// Worker processes in the order they run: one shared process per environment for the
+    /// cells that do not ask for a fresh one (environments in order of first use), then one
+    /// process per fresh-process run, round-robin over cells.
     pub fn jobs(&self) -> Vec<WorkerJob> {
-        let shared: Vec<Run> = self
-            .cells
-            .iter()
-            .filter(|c| !c.knobs.fresh_process)
-            .map(|c| Run {
+        let mut jobs: Vec<WorkerJob> = Vec::new();
+        for c in self.cells.iter().filter(|c| !c.knobs.fresh_process) {
+            let run = Run {
                 cell: c.index,
                 process: 0,
-            })
-            .collect();
-        let mut jobs = Vec::new();
-        if !shared.is_empty() {
-            jobs.push(WorkerJob { runs: shared });
+            };
+            match jobs.iter_mut().find(|j| j.env == c.knobs.env) {
+                Some(job) => job.runs.push(run),
+                None => jobs.push(WorkerJob {
+                    env: c.knobs.env.clone(),
+                    runs: vec![run],
+                }),
+            }
         }
         let fresh: Vec<&Cell> = self
             .cells
@@ -158,6 +172,7 @@ impl Plan {
         for p in 0..rounds {
             for c in fresh.iter().filter(|c| p < c.knobs.processes) {
                 jobs.push(WorkerJob {
+                    env: c.knobs.env.clone(),
                     runs: vec![Run {
                         cell: c.index,
                         process: p,
@@ -166,6 +181,19 @@ impl Plan {
             }
         }
         jobs
+    }
+
+    /// One run of every cell that starts in `env`: what a priming process loads so that
+    /// the JIT cache holds every kernel those cells use.
+    pub fn priming_runs(&self, env: &ProcessEnv) -> Vec<Run> {
+        self.cells
+            .iter()
+            .filter(|c| c.knobs.env == *env)
+            .map(|c| Run {
+                cell: c.index,
+                process: 0,
+            })
+            .collect()
     }
 
     /// Cell index by cell id, as stored files name cells.
@@ -269,12 +297,36 @@ pub fn describe(
             }
         }
     }
-    let processes = plan.jobs().len();
+    let _ = writeln!(out, "\nprocesses and compilation per variant:");
+    for v in &exp.variants {
+        let m = &v.method;
+        let _ = writeln!(
+            out,
+            "  {}: environment {}; {}; cell timeout {}",
+            v.name,
+            m.env.describe(),
+            m.compile.describe(),
+            humantime::format_duration(m.timeout)
+        );
+    }
+    let jobs = plan.jobs();
+    let mut warm: Vec<&ProcessEnv> = jobs
+        .iter()
+        .map(|j| &j.env)
+        .filter(|e| e.jit_cache == experiment::JitCache::Warm)
+        .collect();
+    warm.sort();
+    warm.dedup();
+    let priming = if warm.is_empty() {
+        String::new()
+    } else {
+        format!(" (+{} priming the warm JIT caches)", warm.len())
+    };
     let _ = writeln!(
         out,
-        "\n{} cells, {} worker process(es), {} timed launches, {} warm-up launches",
+        "\n{} cells, {} worker process(es){priming}, {} timed launches, {} warm-up launches",
         plan.cells.len(),
-        processes,
+        jobs.len(),
         plan.timed_launches(),
         plan.untimed_launches()
     );
@@ -404,6 +456,57 @@ block = [1]
             floor.knobs.cache,
             Cache::Hot,
             "the floor reads the timer, not a flush"
+        );
+    }
+
+    #[test]
+    fn shared_cells_run_in_one_process_per_environment() {
+        let e = experiment(
+            "[[variant]]\nname = \"plain\"\n[[variant]]\nname = \"eager\"\nenv = { CUDA_MODULE_LOADING = \"EAGER\" }\n[[variant]]\nname = \"plain-too\"\ncompile = \"ptx\"\n[[variant]]\nname = \"cold\"\nfresh_process = true\nprocesses = 2\nenv = { CUDA_FORCE_JIT = 1 }\njit_cache = \"empty\"\n",
+        );
+        let plan = Plan::new(&e).unwrap();
+        let jobs = plan.jobs();
+        // shared: {plain, plain-too, floor} and {eager}; fresh: 4 points x 2 processes
+        assert_eq!(jobs.len(), 2 + 8);
+        assert_eq!(jobs[0].env, ProcessEnv::default());
+        let variants = |j: &WorkerJob| -> Vec<String> {
+            j.runs
+                .iter()
+                .map(|r| plan.cells[r.cell].variant.clone())
+                .collect()
+        };
+        assert!(variants(&jobs[0]).iter().all(|v| v != "eager"));
+        assert!(variants(&jobs[0]).contains(&"plain-too".to_string()));
+        assert_eq!(variants(&jobs[1]), ["eager"; 4]);
+        assert_eq!(jobs[1].env.vars["CUDA_MODULE_LOADING"], "EAGER");
+        for j in &jobs[2..] {
+            assert_eq!(j.runs.len(), 1);
+            assert_eq!(j.env.vars["CUDA_FORCE_JIT"], "1");
+            assert_eq!(j.env.jit_cache, experiment::JitCache::Empty);
+        }
+        let ptx = plan
+            .cells
+            .iter()
+            .find(|c| c.variant == "plain-too")
+            .unwrap();
+        assert_eq!(ptx.knobs.compile.mode, experiment::CompileMode::Ptx);
+        assert_eq!(
+            plan.priming_runs(&jobs[1].env).len(),
+            4,
+            "priming loads every cell of its environment"
+        );
+        let text = describe(&e, &plan, &Default::default());
+        assert!(
+            text.contains("eager: environment CUDA_MODULE_LOADING=EAGER"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cold: environment CUDA_FORCE_JIT=1, a new empty JIT cache per process"),
+            "{text}"
+        );
+        assert!(
+            text.contains("plain-too: environment inherited; PTX for the device's compute_XX"),
+            "{text}"
         );
     }
 

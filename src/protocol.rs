@@ -11,6 +11,11 @@ pub struct Job {
     /// The text the parent validated and hashed, so both plan the same matrix.
     pub experiment_text: String,
     pub runs: Vec<Run>,
+    /// Load the runs' kernels (filling the JIT cache) and launch nothing.
+    #[serde(default)]
+    pub prime: bool,
+    /// When the parent started the process, so the worker can time its own start-up.
+    pub spawned_unix_ns: u64,
 }
 
 /// One cell in one process (fresh-process cells run once per process).
@@ -102,6 +107,21 @@ pub struct CellRecord {
     pub wall_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<Overhead>,
+    /// Where the time went, in order, on the host clock from the process's start: the
+    /// process's own start-up (in the first cell a process runs), then this cell's phases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// The `CUDA_*` variables the worker process started with: the environment it ran in.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub cuda_env: std::collections::BTreeMap<String, String>,
+}
+
+/// A contiguous stretch of a worker's time, in ms from the moment the parent started it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub start_ms: f64,
+    pub ms: f64,
 }
 
 impl CellRecord {
@@ -123,6 +143,8 @@ impl CellRecord {
             telemetry_end: None,
             wall_s: 0.0,
             overhead: None,
+            phases: vec![],
+            cuda_env: Default::default(),
         }
     }
 }

@@ -36,6 +36,15 @@ pub fn summarize(keys: Vec<u32>, times: Vec<f64>) -> PolarsResult<HashMap<u32, S
         .collect()
 }
 
+/// The median of `values`, `None` when there are none.
+pub fn median(values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let m = Column::new("v".into(), values).median_reduce().ok()?;
+    m.value().extract::<f64>()
+}
+
 /// Polars' reductions over one group's samples.
 fn stats(c: Column) -> PolarsResult<Stats> {
     let f = |s: PolarsResult<Scalar>| -> PolarsResult<f64> {
@@ -65,6 +74,12 @@ mod tests {
 
     fn close(a: f64, b: f64) {
         assert!((a - b).abs() < 1e-9, "{a} != {b}");
+    }
+
+    #[test]
+    fn median_of_even_and_empty_lists() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
     }
 
     #[test]

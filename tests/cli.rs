@@ -140,3 +140,29 @@ fn a_clock_lock_is_refused_without_allow_clock_changes() {
     );
     assert!(!out_dir.path().join("lock").exists(), "nothing ran");
 }
+
+#[test]
+fn the_readme_example_experiment_is_valid() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let start = readme.find("```toml\n").expect("README has a TOML example") + 8;
+    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    let root = tempfile::tempdir().unwrap();
+    for dir in ["experiments", "kernels", "templates"] {
+        std::fs::create_dir(root.path().join(dir)).unwrap();
+    }
+    std::fs::copy("kernels/matmul.cu", root.path().join("kernels/matmul.cu")).unwrap();
+    std::fs::copy(
+        "templates/report.md.j2",
+        root.path().join("templates/report.md.j2"),
+    )
+    .unwrap();
+    let path = root.path().join("experiments/readme.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("environment CUDA_MODULE_LOADING=EAGER"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -238,3 +238,69 @@ fn flush_size_that_is_not_positive() {
     assert_at_line(&err, &text, "flush_bytes");
     assert!(err.contains("not positive"), "{err}");
 }
+
+/// The `sync` variant with extra knobs.
+fn with_sync_knobs(knobs: &str) -> String {
+    good().replace("name = \"sync\"\n", &format!("name = \"sync\"\n{knobs}\n"))
+}
+
+#[test]
+fn misspelt_cuda_variable_names_the_right_one() {
+    let text = with_sync_knobs("env = { CUDA_FORCE_JTI = \"1\" }");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "CUDA_FORCE_JTI");
+    assert!(err.contains("did you mean `CUDA_FORCE_JIT`"), "{err}");
+}
+
+#[test]
+fn bad_value_of_a_known_cuda_variable() {
+    let text = with_sync_knobs("env = { CUDA_MODULE_LOADING = \"lazy\" }");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "CUDA_MODULE_LOADING");
+    assert!(err.contains("LAZY or EAGER"), "{err}");
+}
+
+#[test]
+fn other_variables_are_allowed() {
+    let text = with_sync_knobs("env = { OMP_NUM_THREADS = 4, CUDA_FORCE_JIT = 1 }");
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("sync: environment CUDA_FORCE_JIT=1, OMP_NUM_THREADS=4"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn jit_cache_and_a_cache_variable_conflict() {
+    let text = with_sync_knobs("env = { CUDA_CACHE_PATH = \"/tmp/x\" }\njit_cache = \"empty\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "CUDA_CACHE_PATH");
+    assert!(err.contains("jit_cache"), "{err}");
+}
+
+#[test]
+fn unknown_jit_cache_state() {
+    let text = with_sync_knobs("jit_cache = \"cold\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "jit_cache");
+    assert!(err.contains("empty") && err.contains("warm"), "{err}");
+}
+
+#[test]
+fn architecture_that_does_not_fit_the_compile_mode() {
+    let text = with_sync_knobs("compile = \"ptx\"\narch = \"sm_90\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "arch = ");
+    assert!(err.contains("compute_80"), "{err}");
+}
+
+#[test]
+fn timeout_that_is_not_a_duration() {
+    let text = with_sync_knobs("timeout = \"soon\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "timeout");
+    assert!(err.contains("30s"), "{err}");
+}

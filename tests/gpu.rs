@@ -104,3 +104,119 @@ fn a_compile_error_shows_the_compiler_log_with_line_numbers() {
         "{cells}"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn fresh_processes_run_in_their_environment_and_record_their_phases_in_order() {
+    let variants = r#"[defaults]
+fresh_process = true
+processes = 2
+samples = 5
+
+[[variant]]
+name = "ptx-empty-eager"
+compile = "ptx"
+jit_cache = "empty"
+env = { CUDA_MODULE_LOADING = "EAGER" }
+
+[[variant]]
+name = "ptx-warm"
+compile = "ptx"
+jit_cache = "warm"
+
+[[variant]]
+name = "cubin-old-arch"
+compile = "cubin"
+arch = "sm_80"
+"#;
+    let base = matmul_experiment(&kernels_dir());
+    let text = format!("{}{variants}", &base[..base.find("[defaults]").unwrap()]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("phases.toml", &text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = out_dir.path().join("phases");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("cells.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |variant: &str| -> Vec<&serde_json::Value> {
+        records
+            .iter()
+            .filter(|r| r["id"].as_str().unwrap().ends_with(variant))
+            .collect()
+    };
+    // Every fresh process is one cell run: 2 sizes x 2 processes per variant.
+    for r in of("/ptx-empty-eager") {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["cuda_env"]["CUDA_MODULE_LOADING"], "EAGER", "{r}");
+        let names: Vec<&str> = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        let order = [
+            "process start",
+            "job set-up",
+            "driver init",
+            "context",
+            "device query",
+            "NVML open",
+            "NVRTC compile",
+            "module load",
+            "function lookup",
+            "buffers",
+            "set-up",
+            "first timed launch",
+            "output check",
+            "steady samples",
+        ];
+        let at: Vec<usize> = order
+            .iter()
+            .map(|n| {
+                names
+                    .iter()
+                    .position(|m| m == n)
+                    .unwrap_or_else(|| panic!("{n} missing: {names:?}"))
+            })
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+    }
+    let empty_paths: Vec<&str> = of("/ptx-empty-eager")
+        .iter()
+        .map(|r| r["cuda_env"]["CUDA_CACHE_PATH"].as_str().unwrap())
+        .collect();
+    let mut unique = empty_paths.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        4,
+        "a new empty cache per process: {empty_paths:?}"
+    );
+    let warm: Vec<&str> = of("/ptx-warm")
+        .iter()
+        .map(|r| r["cuda_env"]["CUDA_CACHE_PATH"].as_str().unwrap())
+        .collect();
+    assert!(
+        warm.iter().all(|p| *p == warm[0]),
+        "one warm cache: {warm:?}"
+    );
+    // An sm_80 CUBIN cannot load on a newer GPU: the cells fail with the driver's reason.
+    for r in of("/cubin-old-arch") {
+        assert_eq!(r["status"], "failed", "{r}");
+        assert!(r["error"].as_str().unwrap().contains("CUDA_ERROR"), "{r}");
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("## A fresh process, phase by phase"),
+        "{report}"
+    );
+    assert!(report.contains("CUDA_MODULE_LOADING=EAGER"), "{report}");
+}

@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod expr;
+pub mod process;
 pub mod schema;
 pub mod sweep;
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, NumExpr, Scope};
+pub use process::{Compile, CompileMode, JitCache, ProcessEnv};
 pub use schema::{CacheKind, Dtype, FlushMethod, Init, TimerKind, Unit, WarmupKernel};
 use schema::{RawArg, RawExperiment, RawKernel, RawKnobs, RawReport};
 use toml::Spanned;
@@ -115,7 +117,15 @@ pub struct Method {
     pub fresh_process: bool,
     pub processes: NumExpr,
     pub cache: Cache,
+    /// The environment its worker processes start with.
+    pub env: ProcessEnv,
+    pub compile: Compile,
+    /// A worker that takes longer than this for one cell is killed and the cell fails.
+    pub timeout: std::time::Duration,
 }
+
+/// The default per-cell timeout: generous, since a cell may hold minutes of samples.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The L2 state of each timed launch.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -658,6 +668,20 @@ impl Validator<'_> {
                 }
             }
         };
+        let env = self.process_env(v, d)?;
+        let compile = self.compile(v, d)?;
+        let timeout = match v.timeout.as_ref().or(d.timeout.as_ref()) {
+            None => DEFAULT_TIMEOUT,
+            Some(t) => humantime::parse_duration(t.get_ref())
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    self.err(t, format!("`{}` is not a duration", t.get_ref()))
+                        .with_hint(
+                            "write a positive duration such as timeout = \"30s\" or \"10 min\"",
+                        )
+                })?,
+        };
         if let (Some(p), false) = (&v.processes, fresh_process) {
             return Err(self
                 .err(p, "processes needs fresh_process = true")
@@ -679,6 +703,54 @@ impl Validator<'_> {
                 NumExpr::Int(1)
             },
             cache,
+            env,
+            compile,
+            timeout,
+        })
+    }
+
+    /// The variant's environment: its `env` over the defaults', checked, and its JIT cache.
+    fn process_env(&self, v: &RawKnobs, d: &RawKnobs) -> Result<ProcessEnv, ConfigError> {
+        let mut vars = std::collections::BTreeMap::new();
+        for table in [&d.env, &v.env].into_iter().flatten() {
+            for (name, value) in table {
+                let text = match value.get_ref() {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    _ => {
+                        return Err(self
+                            .err(value, format!("`{name}` must be a string or an integer"))
+                            .with_hint(format!("write {name} = \"1\"")))
+                    }
+                };
+                process::check_var(name, &text)
+                    .map_err(|(msg, hint)| self.err(value, msg).with_hint(hint))?;
+                vars.insert(name.clone(), text);
+            }
+        }
+        let jit_cache = v.jit_cache.or(d.jit_cache).unwrap_or_default();
+        process::check_cache_conflict(&vars, jit_cache).map_err(|m| {
+            let at = v.env.as_ref().or(d.env.as_ref()).and_then(|t| {
+                t.get("CUDA_CACHE_PATH")
+                    .or_else(|| t.get("CUDA_CACHE_DISABLE"))
+            });
+            match at {
+                Some(value) => self.err(value, m),
+                None => self.nowhere(m),
+            }
+        })?;
+        Ok(ProcessEnv { vars, jit_cache })
+    }
+
+    fn compile(&self, v: &RawKnobs, d: &RawKnobs) -> Result<Compile, ConfigError> {
+        let mode = v.compile.or(d.compile).unwrap_or(CompileMode::Cubin);
+        let arch = v.arch.as_ref().or(d.arch.as_ref());
+        Compile::parse(mode, arch.map(|a| a.get_ref().as_str())).map_err(|(msg, hint)| {
+            match arch {
+                Some(a) => self.err(a, msg),
+                None => self.nowhere(msg),
+            }
+            .with_hint(hint)
         })
     }
 

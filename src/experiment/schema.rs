@@ -2,6 +2,7 @@
 //! values the validator must locate are `Spanned`.
 
 use super::expr::NumExpr;
+use super::process::{CompileMode, JitCache};
 use super::sweep::SweepSpec;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,13 @@ pub struct RawKnobs {
     pub cache: Option<CacheKind>,
     pub flush_bytes: Option<Spanned<NumExpr>>,
     pub flush_method: Option<FlushMethod>,
+    /// Environment variables of the variant's worker processes, over those of `[defaults]`.
+    pub env: Option<IndexMap<String, Spanned<toml::Value>>>,
+    pub jit_cache: Option<JitCache>,
+    pub compile: Option<CompileMode>,
+    pub arch: Option<Spanned<String>>,
+    /// Longest a worker may take for one cell before it is killed, e.g. `"10 min"`.
+    pub timeout: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -3,6 +3,7 @@
 
 pub mod clocks;
 pub mod format;
+mod phases;
 pub mod plots;
 mod view;
 

@@ -176,6 +176,86 @@ pub fn series(title: &str, samples: &[(f64, f64)], clock: &[(f64, f64)]) -> Resu
     Ok(svg)
 }
 
+/// One stacked bar per category; `segments` are (name, value per category), bottom first.
+pub fn stacked(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    segments: &[(String, Vec<f64>)],
+) -> Result<String, String> {
+    let total = |i: usize| -> f64 {
+        segments
+            .iter()
+            .map(|(_, v)| v.get(i).copied().unwrap_or(0.0))
+            .sum()
+    };
+    let top = (0..categories.len()).map(total).fold(0.0, f64::max);
+    if categories.is_empty() || top.is_nan() || top <= 0.0 {
+        return Ok(String::new());
+    }
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (SIZE.0 + 240, SIZE.1 + 60)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        // The legend gets its own column: a stack of many phases leaves no free corner.
+        let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
+        let n = categories.len();
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top * 1.1)
+            .map_err(err)?;
+        let name_of = |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                categories[i as usize].clone()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&name_of)
+            .y_desc(y_label)
+            .draw()
+            .map_err(err)?;
+        let mut base = vec![0.0; n];
+        for (k, (_, values)) in segments.iter().enumerate() {
+            let color = Palette99::pick(k).to_rgba();
+            let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
+                .filter_map(|i| {
+                    let v = values.get(i).copied().filter(|v| *v > 0.0)?;
+                    let r = Rectangle::new(
+                        [(i as f64 - 0.35, base[i]), (i as f64 + 0.35, base[i] + v)],
+                        color.filled(),
+                    );
+                    base[i] += v;
+                    Some(r)
+                })
+                .collect();
+            chart.draw_series(bars).map_err(err)?;
+        }
+        // Top of the stack first, as the bars read.
+        for (row, (k, (name, _))) in segments.iter().enumerate().rev().enumerate() {
+            let y = 50 + 22 * row as i32;
+            let color = Palette99::pick(k).to_rgba();
+            legend_area
+                .draw(&Rectangle::new([(8, y), (22, y + 14)], color.filled()))
+                .map_err(err)?;
+            legend_area
+                .draw(&Text::new(name.clone(), (30, y), ("sans-serif", 14)))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,5 +295,23 @@ mod tests {
     #[test]
     fn nothing_to_draw_gives_no_plot() {
         assert_eq!(lines("t", "x", "y", &[]).unwrap(), "");
+        assert_eq!(stacked("t", "ms", &[], &[]).unwrap(), "");
+    }
+
+    #[test]
+    fn a_stacked_plot_names_its_bars_and_segments() {
+        let svg = stacked(
+            "phases",
+            "ms",
+            &["cubin".into(), "ptx".into()],
+            &[
+                ("context".into(), vec![200.0, 210.0]),
+                ("module load".into(), vec![0.2, 30.0]),
+            ],
+        )
+        .unwrap();
+        for word in ["cubin", "ptx", "context", "module load", "phases"] {
+            assert!(svg.contains(word), "{word} missing");
+        }
     }
 }

@@ -30,6 +30,7 @@ pub struct View {
     clock_policy: String,
     complete: bool,
     plots: Plots,
+    phases: Vec<super::phases::PhaseTable>,
     #[serde(skip)]
     summary: Vec<(String, &'static str, Stats)>,
     /// Plot files to write beside the report: (path relative to it, SVG text).
@@ -84,6 +85,8 @@ struct VariantView {
     description: String,
     timer: String,
     method: String,
+    /// The worker processes' environment and how the kernel was compiled.
+    process: String,
     headline: String,
 }
 
@@ -256,6 +259,11 @@ impl View {
                     description: v.description.clone(),
                     timer: m.timer.describe().into(),
                     method: format!("{warmup}; {samples}; {process}"),
+                    process: format!(
+                        "environment: {}; {}",
+                        m.env.describe(),
+                        m.compile.describe()
+                    ),
                     headline: headline.into(),
                 }
             })
@@ -587,9 +595,15 @@ impl View {
             );
         }
 
+        let (phases, phase_plots) =
+            super::phases::build(s, |cell| stats.get(&key(cell, false)).map(|st| st.median))
+                .map_err(anyhow::Error::msg)?;
+        plot_files.extend(phase_plots);
+
         Ok(View {
             plots,
             plot_files,
+            phases,
             experiment: ExperimentView {
                 name: exp.name.clone(),
                 title: exp.title.clone(),

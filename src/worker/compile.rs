@@ -1,11 +1,14 @@
-//! NVRTC: CUDA C source -> CUBIN for the device's real architecture (loads with no JIT).
-//! The program is named after its file so compiler messages carry the file's line numbers.
+//! NVRTC: CUDA C source -> CUBIN for a real architecture (loads with no JIT) or PTX for a
+//! virtual one (the driver JIT-compiles it at load). The program is named after its file so
+//! compiler messages carry the file's line numbers.
 
+use crate::experiment::{Compile, CompileMode};
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, CStr, CString};
 use std::time::Instant;
 
-/// A compiled kernel image, with the entry's lowered (mangled) name.
+/// A compiled kernel image (a CUBIN, or NUL-terminated PTX), with the entry's lowered
+/// (mangled) name.
 pub struct Compiled {
     pub image: Vec<u8>,
     pub lowered_entry: String,
@@ -33,8 +36,15 @@ pub fn nvrtc_version() -> Result<String, String> {
     Ok(format!("{major}.{minor}"))
 }
 
-/// Compiles `source` (named `file` in messages) for `sm_{cc_major}{cc_minor}`.
-pub fn compile(source: &str, file: &str, entry: &str, cc: (i64, i64)) -> Result<Compiled, String> {
+/// Compiles `source` (named `file` in messages) as `how` says, for a device of compute
+/// capability `cc` where `how` names no architecture.
+pub fn compile(
+    source: &str,
+    file: &str,
+    entry: &str,
+    how: Compile,
+    cc: (i64, i64),
+) -> Result<Compiled, String> {
     if !crate::worker::gpu::nvrtc_present() {
         return Err("libnvrtc cannot be loaded: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into());
     }
@@ -60,7 +70,7 @@ pub fn compile(source: &str, file: &str, entry: &str, cc: (i64, i64)) -> Result<
             sys::nvrtcAddNameExpression(prog, name_expr.as_ptr())
         })?;
         let opts: Vec<CString> = [
-            format!("--gpu-architecture=sm_{}{}", cc.0, cc.1),
+            format!("--gpu-architecture={}", how.nvrtc_arch(cc)),
             "--std=c++17".into(),
         ]
         .into_iter()
@@ -82,13 +92,28 @@ pub fn compile(source: &str, file: &str, entry: &str, cc: (i64, i64)) -> Result<
             .to_string_lossy()
             .into_owned();
         let mut size = 0usize;
-        check("nvrtcGetCUBINSize", unsafe {
-            sys::nvrtcGetCUBINSize(prog, &mut size)
-        })?;
-        let mut image = vec![0u8; size];
-        check("nvrtcGetCUBIN", unsafe {
-            sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut c_char)
-        })?;
+        let mut image;
+        match how.mode {
+            CompileMode::Cubin => {
+                check("nvrtcGetCUBINSize", unsafe {
+                    sys::nvrtcGetCUBINSize(prog, &mut size)
+                })?;
+                image = vec![0u8; size];
+                check("nvrtcGetCUBIN", unsafe {
+                    sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut c_char)
+                })?;
+            }
+            CompileMode::Ptx => {
+                // The size counts the terminating NUL, which the driver's loader needs.
+                check("nvrtcGetPTXSize", unsafe {
+                    sys::nvrtcGetPTXSize(prog, &mut size)
+                })?;
+                image = vec![0u8; size];
+                check("nvrtcGetPTX", unsafe {
+                    sys::nvrtcGetPTX(prog, image.as_mut_ptr() as *mut c_char)
+                })?;
+            }
+        }
         Ok(Compiled {
             image,
             lowered_entry,

@@ -6,8 +6,13 @@ use cudarc::driver::{result, sys};
 use std::ffi::{c_void, CString};
 use std::time::Instant;
 
+use super::timeline::Timeline;
 use crate::experiment::DeviceFacts;
 use crate::protocol::DeviceInfo;
+
+/// Phase names of a process's CUDA start-up.
+pub const DRIVER_INIT: &str = "driver init";
+pub const CONTEXT: &str = "context";
 
 /// A CUDA error with the call that produced it.
 pub fn cuda_err(what: &str, e: result::DriverError) -> String {
@@ -59,21 +64,14 @@ pub struct Gpu {
     pub info: DeviceInfo,
 }
 
-/// Host-clock durations of the process's CUDA start-up.
-#[derive(Debug, Clone, Copy)]
-pub struct StartupTimes {
-    pub driver_init_ms: f64,
-    pub context_ms: f64,
-}
-
 impl Gpu {
-    pub fn open(ordinal: i32) -> Result<(Gpu, StartupTimes), String> {
+    /// Opens device `ordinal`, marking the driver's and the context's start-up on `timeline`.
+    pub fn open(ordinal: i32, timeline: &mut Timeline) -> Result<Gpu, String> {
         if !driver_present() {
             return Err(crate::NO_DRIVER.into());
         }
-        let t = Instant::now();
         result::init().map_err(|e| cuda_err("cuInit", e))?;
-        let driver_init_ms = ms(t);
+        timeline.mark(DRIVER_INIT);
         let count = result::device::get_count().map_err(|e| cuda_err("cuDeviceGetCount", e))?;
         if count <= ordinal {
             return Err(format!(
@@ -81,13 +79,12 @@ impl Gpu {
             ));
         }
         let dev = result::device::get(ordinal).map_err(|e| cuda_err("cuDeviceGet", e))?;
-        let t = Instant::now();
         // SAFETY: dev is a valid device; the context is released in Drop.
         let ctx = unsafe { result::primary_ctx::retain(dev) }
             .map_err(|e| cuda_err("cuDevicePrimaryCtxRetain", e))?;
         unsafe { result::ctx::set_current(ctx) }.map_err(|e| cuda_err("cuCtxSetCurrent", e))?;
         result::ctx::synchronize().map_err(|e| cuda_err("cuCtxSynchronize", e))?;
-        let context_ms = ms(t);
+        timeline.mark(CONTEXT);
         let attr = |a| {
             unsafe { result::device::get_attribute(dev, a) }
                 .map_err(|e| cuda_err("cuDeviceGetAttribute", e))
@@ -120,13 +117,8 @@ impl Gpu {
                 .unwrap_or_else(|e| format!("unavailable ({e})")),
             driver_version: None,
         };
-        Ok((
-            Gpu { dev, facts, info },
-            StartupTimes {
-                driver_init_ms,
-                context_ms,
-            },
-        ))
+        timeline.mark("device query");
+        Ok(Gpu { dev, facts, info })
     }
 
     pub fn synchronize(&self) -> Result<(), result::DriverError> {

@@ -4,9 +4,10 @@
 pub mod compile;
 pub mod gpu;
 pub mod reference;
+mod timeline;
 
 use crate::experiment::{
-    self, expr, Cache, Dtype, Experiment, FlushMethod, Init, ResolvedArg, ResolvedLaunch,
+    self, expr, Cache, Compile, Dtype, Experiment, FlushMethod, Init, ResolvedArg, ResolvedLaunch,
     TimerKind, WarmupKernel,
 };
 use crate::method::flush::Flush;
@@ -19,7 +20,8 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::hash_map::{Entry, HashMap};
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+use timeline::Timeline;
 
 /// The built-in empty kernel: warm-up with `warmup_kernel = "empty"` and the floor cells.
 pub const EMPTY_SOURCE: &str = include_str!("../../kernels/empty.cu");
@@ -27,6 +29,10 @@ const EMPTY_ENTRY: &str = "empty";
 /// The built-in L2 flush kernel, for `flush_method = "kernel"`.
 const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
 const FLUSH_ENTRY: &str = "flush_l2";
+
+/// Phase names the report looks for.
+pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
+pub const OUTPUT_CHECK: &str = "output check";
 
 /// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
 pub const EXIT_CONTEXT_LOST: u8 = 3;
@@ -45,6 +51,7 @@ fn fatal(error: String) -> ExitCode {
 
 /// Entry point of `runner __worker`: a [`Job`] on stdin, [`Message`]s on stdout.
 pub fn main() -> ExitCode {
+    let (entry, entry_wall) = (Instant::now(), SystemTime::now());
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         return fatal(format!("cannot read the job: {e}"));
@@ -53,6 +60,7 @@ pub fn main() -> ExitCode {
         Ok(j) => j,
         Err(e) => return fatal(format!("malformed job: {e}")),
     };
+    let mut timeline = Timeline::from_spawn(job.spawned_unix_ns, entry, entry_wall);
     let exp = match Experiment::parse(&job.experiment_path, &job.experiment_text) {
         Ok(e) => e,
         Err(e) => return fatal(e.to_string()),
@@ -61,7 +69,8 @@ pub fn main() -> ExitCode {
         Ok(p) => p,
         Err(e) => return fatal(e),
     };
-    let (gpu, times) = match Gpu::open(0) {
+    timeline.mark("job set-up");
+    let gpu = match Gpu::open(0, &mut timeline) {
         Ok(g) => g,
         Err(e) => return fatal(e),
     };
@@ -71,18 +80,31 @@ pub fn main() -> ExitCode {
     send(&Message::Ready {
         device,
         startup: Startup {
-            driver_init_ms: times.driver_init_ms,
-            context_ms: times.context_ms,
+            driver_init_ms: timeline.ms_of(gpu::DRIVER_INIT).unwrap_or_default(),
+            context_ms: timeline.ms_of(gpu::CONTEXT).unwrap_or_default(),
         },
     });
+    timeline.mark("NVML open");
 
     let mut session = Session {
         gpu: &gpu,
         sensor: &sensor,
         exp: &exp,
         kernels: Kernels::default(),
+        timeline,
     };
-    for run in job.runs {
+    if job.prime {
+        for run in &job.runs {
+            if let Err(e) = session.load_all(&plan.cells[run.cell]) {
+                return fatal(e);
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    for (i, run) in job.runs.iter().enumerate() {
+        if i > 0 {
+            session.timeline.skip();
+        }
         let cell = &plan.cells[run.cell];
         let (record, context_lost) = run_cell(&mut session, cell, run.process);
         send(&Message::Cell(Box::new(record)));
@@ -105,17 +127,29 @@ struct Loaded {
 #[derive(Default)]
 struct Kernels(HashMap<KernelKey, Loaded>);
 
-/// Which kernel: one of the experiment's, or a built-in.
+/// Which kernel: one of the experiment's as a cell compiles it, or a built-in (always a
+/// CUBIN for the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum KernelKey {
-    Experiment(usize),
+    Experiment(usize, Compile),
     Empty,
     Flush,
 }
 
 impl KernelKey {
     fn of(cell: &Cell) -> KernelKey {
-        cell.kernel.map_or(KernelKey::Empty, KernelKey::Experiment)
+        cell.kernel.map_or(KernelKey::Empty, |k| {
+            KernelKey::Experiment(k, cell.knobs.compile)
+        })
+    }
+
+    /// How the phases of loading it are named: `module load`, `module load (empty kernel)`.
+    fn phase(self, what: &str) -> String {
+        match self {
+            KernelKey::Experiment(..) => what.to_string(),
+            KernelKey::Empty => format!("{what} (empty kernel)"),
+            KernelKey::Flush => format!("{what} (flush kernel)"),
+        }
     }
 }
 
@@ -126,37 +160,59 @@ struct LoadCost {
 }
 
 impl Kernels {
-    /// The kernel, compiling and loading it on first use (with what that cost).
+    /// The kernel, compiling and loading it on first use (with what that cost, also marked
+    /// on `timeline`).
     fn get(
         &mut self,
         exp: &Experiment,
         gpu: &Gpu,
         index: KernelKey,
+        timeline: &mut Timeline,
     ) -> Result<(&Loaded, Option<LoadCost>), String> {
         let slot = match self.0.entry(index) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
         };
-        let (source, file, entry) = match index {
-            KernelKey::Experiment(k) => {
+        let (source, file, entry, how) = match index {
+            KernelKey::Experiment(k, how) => {
                 let k = &exp.kernels[k];
-                (k.source_text.as_str(), k.source.clone(), k.entry.as_str())
+                (
+                    k.source_text.as_str(),
+                    k.source.clone(),
+                    k.entry.as_str(),
+                    how,
+                )
             }
-            KernelKey::Empty => (EMPTY_SOURCE, "kernels/empty.cu".to_string(), EMPTY_ENTRY),
-            KernelKey::Flush => (FLUSH_SOURCE, "kernels/flush.cu".to_string(), FLUSH_ENTRY),
+            KernelKey::Empty => (
+                EMPTY_SOURCE,
+                "kernels/empty.cu".to_string(),
+                EMPTY_ENTRY,
+                Compile::DEFAULT,
+            ),
+            KernelKey::Flush => (
+                FLUSH_SOURCE,
+                "kernels/flush.cu".to_string(),
+                FLUSH_ENTRY,
+                Compile::DEFAULT,
+            ),
         };
         let compiled = compile::compile(
             source,
             &file,
             entry,
+            how,
             (gpu.facts.cc_major, gpu.facts.cc_minor),
         )?;
+        timeline.mark(&index.phase("NVRTC compile"));
         let t = Instant::now();
         let module = Module::load(&compiled.image)?;
+        let module_load_ms = gpu::ms(t);
+        timeline.mark(&index.phase("module load"));
         let func = module.function(&compiled.lowered_entry)?;
+        timeline.mark(&index.phase("function lookup"));
         let cost = LoadCost {
             compile_ms: compiled.compile_ms,
-            module_load_ms: gpu::ms(t),
+            module_load_ms,
         };
         let loaded = slot.insert(Loaded {
             cubin: compiled.image,
@@ -196,6 +252,31 @@ struct Session<'a> {
     sensor: &'a Sensor,
     exp: &'a Experiment,
     kernels: Kernels,
+    timeline: Timeline,
+}
+
+impl Session<'_> {
+    /// Compiles and loads every kernel `cell` launches (what a priming process does).
+    fn load_all(&mut self, cell: &Cell) -> Result<(), String> {
+        let mut keys = vec![KernelKey::of(cell)];
+        if cell.knobs.warmup_kernel == WarmupKernel::Empty {
+            keys.push(KernelKey::Empty);
+        }
+        if matches!(
+            cell.knobs.cache,
+            Cache::Flush {
+                method: FlushMethod::Kernel,
+                ..
+            }
+        ) {
+            keys.push(KernelKey::Flush);
+        }
+        for key in keys {
+            self.kernels
+                .get(self.exp, self.gpu, key, &mut self.timeline)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs one cell; the flag says whether the CUDA context is lost.
@@ -203,8 +284,12 @@ fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let gpu = s.gpu;
     let t0 = Instant::now();
     let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
+    rec.cuda_env = std::env::vars()
+        .filter(|(k, _)| k.starts_with("CUDA_"))
+        .collect();
     let outcome = measure(s, cell, process, &mut rec);
     rec.wall_s = t0.elapsed().as_secs_f64();
+    rec.phases = s.timeline.take();
     match outcome {
         Ok(()) => {
             rec.status = Status::Ok;
@@ -229,6 +314,13 @@ fn measure(
     rec: &mut CellRecord,
 ) -> Result<(), Failure> {
     let (gpu, sensor, exp, kernels) = (s.gpu, s.sensor, s.exp, &mut s.kernels);
+    let timeline = &mut s.timeline;
+    let (loaded, cost) = kernels.get(exp, gpu, KernelKey::of(cell), timeline)?;
+    if let Some(cost) = cost {
+        rec.compile_ms = Some(cost.compile_ms);
+        rec.module_load_ms = Some(cost.module_load_ms);
+    }
+    let func = loaded.func;
     let spec = match cell.kernel {
         Some(k) => exp.kernels[k].resolve(&cell.point, &gpu.facts)?,
         None => ResolvedLaunch {
@@ -239,15 +331,10 @@ fn measure(
             check_dims: vec![],
         },
     };
-    let (loaded, cost) = kernels.get(exp, gpu, KernelKey::of(cell))?;
-    if let Some(cost) = cost {
-        rec.compile_ms = Some(cost.compile_ms);
-        rec.module_load_ms = Some(cost.module_load_ms);
-    }
-    let func = loaded.func;
 
     let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
     let buffers = Buffers::create(&spec.args, seed)?;
+    timeline.mark("buffers");
     let mut launch = Launch::new(
         func,
         spec.grid,
@@ -259,7 +346,7 @@ fn measure(
     let mut warm = match cell.knobs.warmup_kernel {
         WarmupKernel::Same => None,
         WarmupKernel::Empty => Some(Launch::new(
-            kernels.get(exp, gpu, KernelKey::Empty)?.0.func,
+            kernels.get(exp, gpu, KernelKey::Empty, timeline)?.0.func,
             (1, 1, 1),
             (1, 1, 1),
             0,
@@ -272,7 +359,9 @@ fn measure(
         Cache::Flush { bytes, method } => {
             let bytes = expr::eval_int(bytes, &experiment::scope(&cell.point, &gpu.facts))?;
             let write_kernel = match method {
-                FlushMethod::Kernel => Some(kernels.get(exp, gpu, KernelKey::Flush)?.0.func),
+                FlushMethod::Kernel => {
+                    Some(kernels.get(exp, gpu, KernelKey::Flush, timeline)?.0.func)
+                }
                 FlushMethod::Memset => None,
             };
             Some(Flush::new(
@@ -291,6 +380,7 @@ fn measure(
     let origin = Instant::now();
     let sampler = sensor.sample_every(Duration::from_millis(exp.telemetry.interval_ms), origin);
     buffers.poison_outputs()?;
+    timeline.mark("set-up");
     let mut warmup = cell.knobs.warmup;
     if warm.is_none() && warmup > 0 {
         // The first warm-up launch is the checked one: verified before anything is timed.
@@ -299,45 +389,59 @@ fn measure(
             .map_err(|e| driver_failure("checked launch", e))?;
         gpu.synchronize()
             .map_err(|e| driver_failure("checked launch", e))?;
+        timeline.mark("checked launch");
         rec.check = Some(buffers.check(exp, cell, &spec)?);
+        timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
-    let warm_launch = warm.as_mut().unwrap_or(&mut launch);
-    method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
+    if warmup > 0 {
+        let warm_launch = warm.as_mut().unwrap_or(&mut launch);
+        method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
+        timeline.mark("warm-up");
+    }
 
     let n = cell.knobs.samples as usize;
     let mut starts = Vec::with_capacity(n + 1);
     // One timed launch: the flush and the start timestamp lie outside the timer's region.
-    let mut timed = |starts: &mut Vec<f64>, what: &str| -> Result<f64, Failure> {
+    let mut timed = |starts: &mut Vec<f64>, timeline: Option<&mut Timeline>, what: &str| {
         if let Some(f) = flush.as_mut() {
             f.run(gpu).map_err(|e| driver_failure("L2 flush", e))?;
+            if let Some(t) = timeline {
+                t.mark("L2 flush");
+            }
         }
         starts.push(origin.elapsed().as_secs_f64() * 1e6);
         timer
             .time(gpu, &mut launch)
             .map_err(|e| driver_failure(what, e))
     };
-    let first = timed(&mut starts, "first launch")?;
+    let first = timed(&mut starts, Some(&mut *timeline), "first launch")?;
+    timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
         rec.check = Some(buffers.check(exp, cell, &spec)?);
+        timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
 
     let mut samples = Vec::with_capacity(n);
     let loop_start = Instant::now();
     for _ in 0..n {
-        samples.push(timed(&mut starts, "timed launch")?);
+        samples.push(timed(&mut starts, None, "timed launch")?);
     }
     let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    if n > 0 {
+        timeline.mark("steady samples");
+    }
     rec.telemetry = sampler.map(Sampler::finish).unwrap_or_default();
     rec.telemetry_end = sensor.read();
     rec.samples_ns = samples;
     rec.starts_us = starts;
+    timeline.mark("telemetry end");
 
     if cell.role == Role::Floor && cell.knobs.timer == TimerKind::Events && n > 0 {
         let (cubin, entry) = {
-            let l = kernels.get(exp, gpu, KernelKey::Empty)?.0;
+            let l = kernels.get(exp, gpu, KernelKey::Empty, timeline)?.0;
             (l.cubin.clone(), l.entry.clone())
         };
         let (bare_wall_ns, bare_events_median_ns) = method::bare::events_loop(&cubin, &entry, n)?;
@@ -346,6 +450,7 @@ fn measure(
             bare_wall_ns,
             bare_events_median_ns,
         });
+        timeline.mark("bare cudarc loop");
     }
     Ok(())
 }
@@ -466,26 +571,34 @@ fn random_bytes(rng: &mut SmallRng, dtype: Dtype, len: usize, lo: f64, hi: f64) 
     let mut out = Vec::with_capacity(len * dtype.size());
     for _ in 0..len {
         let v = rng.random_range(lo..hi);
-        out.extend_from_slice(&scalar_bytes(
+        push_scalar(
+            &mut out,
             dtype,
             if matches!(dtype, Dtype::F32 | Dtype::F64) {
                 v
             } else {
                 v.floor()
             },
-        ));
+        );
     }
     out
 }
 
 fn scalar_bytes(dtype: Dtype, v: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8);
+    push_scalar(&mut out, dtype, v);
+    out
+}
+
+/// Appends `v` in `dtype`'s bytes (no allocation per element: inputs hold millions).
+fn push_scalar(out: &mut Vec<u8>, dtype: Dtype, v: f64) {
     match dtype {
-        Dtype::F32 => (v as f32).to_ne_bytes().to_vec(),
-        Dtype::F64 => v.to_ne_bytes().to_vec(),
-        Dtype::I32 => (v as i32).to_ne_bytes().to_vec(),
-        Dtype::U32 => (v as u32).to_ne_bytes().to_vec(),
-        Dtype::I64 => (v as i64).to_ne_bytes().to_vec(),
-        Dtype::U64 => (v as u64).to_ne_bytes().to_vec(),
+        Dtype::F32 => out.extend_from_slice(&(v as f32).to_ne_bytes()),
+        Dtype::F64 => out.extend_from_slice(&v.to_ne_bytes()),
+        Dtype::I32 => out.extend_from_slice(&(v as i32).to_ne_bytes()),
+        Dtype::U32 => out.extend_from_slice(&(v as u32).to_ne_bytes()),
+        Dtype::I64 => out.extend_from_slice(&(v as i64).to_ne_bytes()),
+        Dtype::U64 => out.extend_from_slice(&(v as u64).to_ne_bytes()),
     }
 }
 

@@ -73,11 +73,21 @@ fn matmul(
             .map(|_| rng.random_range(0..m * n))
             .collect()
     };
+    // Decoded once, B transposed: each reference element is then a contiguous dot product.
+    let a: Vec<f64> = (0..m * k).map(|i| a.f64_at(i)).collect();
+    let mut bt = vec![0.0; k * n];
+    for i in 0..k {
+        for j in 0..n {
+            bt[j * k + i] = b.f64_at(i * n + j);
+        }
+    }
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
     for &idx in &cells {
         let (row, col) = (idx / n, idx % n);
-        let want: f64 = (0..k)
-            .map(|i| a.f64_at(row * k + i) * b.f64_at(i * n + col))
+        let want: f64 = a[row * k..(row + 1) * k]
+            .iter()
+            .zip(&bt[col * k..(col + 1) * k])
+            .map(|(x, y)| x * y)
             .sum();
         let got = out.f64_at(idx);
         if !got.is_finite() {

@@ -1,0 +1,157 @@
+//! The JIT cache each worker process starts with: a new empty one per process, one warm
+//! one per environment (filled by a priming process before its first use), disabled, or
+//! the user's. The caches live in a temporary folder removed when the run ends.
+
+use crate::experiment::{JitCache, ProcessEnv};
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+pub struct JitCaches {
+    root: tempfile::TempDir,
+    empties: usize,
+    /// Per warm environment: the variables that point at its primed cache, or why priming failed.
+    warm: HashMap<ProcessEnv, Result<Vec<(String, String)>, String>>,
+}
+
+impl JitCaches {
+    pub fn new() -> Result<Self> {
+        Ok(JitCaches {
+            root: tempfile::Builder::new()
+                .prefix("runner-jit-cache-")
+                .tempdir()
+                .context("cannot create a folder for JIT caches")?,
+            empties: 0,
+            warm: HashMap::new(),
+        })
+    }
+
+    /// The variables a worker process in `env` starts with. A warm cache is primed (by
+    /// `prime`, with those variables) the first time its environment is asked for.
+    pub fn vars(
+        &mut self,
+        env: &ProcessEnv,
+        prime: impl FnOnce(&[(String, String)]) -> Result<(), String>,
+    ) -> Result<Vec<(String, String)>, String> {
+        let mut vars: Vec<(String, String)> = env
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match env.jit_cache {
+            JitCache::Inherit => {}
+            JitCache::Disabled => vars.push(("CUDA_CACHE_DISABLE".into(), "1".into())),
+            JitCache::Empty => {
+                self.empties += 1;
+                let dir = self.new_dir(&format!("empty-{}", self.empties))?;
+                vars.push(cache_path(dir));
+            }
+            JitCache::Warm => {
+                if let Some(known) = self.warm.get(env) {
+                    return known.clone();
+                }
+                let outcome = self
+                    .new_dir(&format!("warm-{}", self.warm.len() + 1))
+                    .and_then(|dir| {
+                        vars.push(cache_path(dir));
+                        prime(&vars).map(|()| vars)
+                    });
+                self.warm.insert(env.clone(), outcome.clone());
+                return outcome;
+            }
+        }
+        Ok(vars)
+    }
+
+    fn new_dir(&self, name: &str) -> Result<PathBuf, String> {
+        let dir = self.root.path().join(name);
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create the JIT cache {}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+}
+
+fn cache_path(dir: PathBuf) -> (String, String) {
+    ("CUDA_CACHE_PATH".into(), dir.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(cache: JitCache) -> ProcessEnv {
+        ProcessEnv {
+            vars: [("CUDA_FORCE_JIT".to_string(), "1".to_string())].into(),
+            jit_cache: cache,
+        }
+    }
+
+    fn path_of(vars: &[(String, String)]) -> PathBuf {
+        PathBuf::from(&vars.iter().find(|(k, _)| k == "CUDA_CACHE_PATH").unwrap().1)
+    }
+
+    fn never(_: &[(String, String)]) -> Result<(), String> {
+        panic!("only a warm cache is primed")
+    }
+
+    #[test]
+    fn every_process_with_an_empty_cache_gets_a_new_empty_folder() {
+        let mut caches = JitCaches::new().unwrap();
+        let a = caches.vars(&env(JitCache::Empty), never).unwrap();
+        let b = caches.vars(&env(JitCache::Empty), never).unwrap();
+        assert!(a.contains(&("CUDA_FORCE_JIT".into(), "1".into())));
+        let (pa, pb) = (path_of(&a), path_of(&b));
+        assert_ne!(pa, pb);
+        for p in [&pa, &pb] {
+            assert!(p.is_dir() && std::fs::read_dir(p).unwrap().next().is_none());
+        }
+        let root = pa.parent().unwrap().to_path_buf();
+        drop(caches);
+        assert!(!root.exists(), "the caches are removed with the run");
+    }
+
+    #[test]
+    fn a_warm_cache_is_primed_once_in_its_own_folder_and_shared() {
+        let mut caches = JitCaches::new().unwrap();
+        let mut primed = Vec::new();
+        let a = caches
+            .vars(&env(JitCache::Warm), |v| {
+                primed.push(v.to_vec());
+                Ok(())
+            })
+            .unwrap();
+        let b = caches
+            .vars(&env(JitCache::Warm), |_| panic!("primed twice"))
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            primed,
+            vec![a.clone()],
+            "primed with the workers' own variables"
+        );
+        let other = ProcessEnv {
+            vars: Default::default(),
+            jit_cache: JitCache::Warm,
+        };
+        let c = caches.vars(&other, |_| Ok(())).unwrap();
+        assert_ne!(path_of(&a), path_of(&c), "one warm cache per environment");
+    }
+
+    #[test]
+    fn a_failed_priming_fails_every_process_of_that_environment() {
+        let mut caches = JitCaches::new().unwrap();
+        let e = env(JitCache::Warm);
+        let first = caches.vars(&e, |_| Err("no driver".into()));
+        assert_eq!(first, Err("no driver".to_string()));
+        assert_eq!(caches.vars(&e, |_| Ok(())), first);
+    }
+
+    #[test]
+    fn disabled_and_inherited_caches_set_no_path() {
+        let mut caches = JitCaches::new().unwrap();
+        let d = caches.vars(&env(JitCache::Disabled), never).unwrap();
+        assert!(d.contains(&("CUDA_CACHE_DISABLE".into(), "1".into())));
+        let i = caches.vars(&env(JitCache::Inherit), never).unwrap();
+        assert_eq!(i, vec![("CUDA_FORCE_JIT".to_string(), "1".to_string())]);
+    }
+}

@@ -1,0 +1,171 @@
+//! One worker process seen from the parent: started with its job and environment, read
+//! line by line on a thread so that the parent can wait with a deadline, and killed when a
+//! cell overruns it.
+
+use crate::experiment::Experiment;
+use crate::protocol::{Job, Message, Run};
+use anyhow::{Context, Result};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The program a worker process runs: the runner's own binary (`runner __worker`), or a
+/// stand-in that speaks the same protocol.
+pub struct WorkerProgram {
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+impl WorkerProgram {
+    pub fn this_binary() -> Result<Self> {
+        let exe = std::env::current_exe().context("cannot find the runner's own executable")?;
+        Ok(WorkerProgram {
+            program: exe,
+            args: vec!["__worker".into()],
+        })
+    }
+
+    #[cfg(test)]
+    pub fn new(program: &str, args: &[&str]) -> Self {
+        WorkerProgram {
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+}
+
+/// What waiting on a worker gave.
+pub enum Next {
+    Message(Message),
+    /// A line that is not a message.
+    Malformed(String),
+    /// The worker closed its output (it exited or is about to).
+    Closed,
+    /// Nothing within the deadline.
+    TimedOut(Duration),
+    /// Ctrl-C was pressed.
+    Interrupted,
+}
+
+/// A running worker process.
+pub struct WorkerProcess {
+    child: Child,
+    lines: Receiver<Result<Message, String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// How often a waiting parent looks at the interrupt flag.
+const POLL: Duration = Duration::from_millis(100);
+
+impl WorkerProcess {
+    /// Starts `program` with `vars` added to the environment and sends it the job.
+    pub fn start(
+        program: &WorkerProgram,
+        exp: &Experiment,
+        runs: &[Run],
+        vars: &[(String, String)],
+        prime: bool,
+    ) -> Result<WorkerProcess> {
+        let spawned_unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let mut child = Command::new(&program.program)
+            .args(&program.args)
+            // Its own process group, so that a kill reaches anything it started and Ctrl-C
+            // reaches only the parent, which stops the worker itself.
+            .process_group(0)
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| {
+                format!(
+                    "cannot start a worker process ({})",
+                    program.program.display()
+                )
+            })?;
+        let job = Job {
+            experiment_path: exp.path.clone(),
+            experiment_text: exp.text.clone(),
+            runs: runs.to_vec(),
+            prime,
+            spawned_unix_ns,
+        };
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        // A worker that dies before reading its job is reported by its exit status.
+        let _ = stdin.write_all(serde_json::to_string(&job)?.as_bytes());
+        drop(stdin);
+        let mut err = child.stderr.take().expect("stderr is piped");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let out = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines() {
+                let Ok(line) = line else { break };
+                let msg = serde_json::from_str::<Message>(&line)
+                    .map_err(|e| format!("malformed message from the worker ({e}): {line}"));
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(WorkerProcess {
+            child,
+            lines,
+            stderr: Some(stderr),
+        })
+    }
+
+    /// The next message, waiting at most `limit`.
+    pub fn next(&mut self, limit: Duration, interrupted: &AtomicBool) -> Next {
+        let deadline = Instant::now() + limit;
+        loop {
+            if interrupted.load(Ordering::SeqCst) {
+                return Next::Interrupted;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Next::TimedOut(limit);
+            }
+            match self.lines.recv_timeout(left.min(POLL)) {
+                Ok(Ok(msg)) => return Next::Message(msg),
+                Ok(Err(why)) => return Next::Malformed(why),
+                Err(RecvTimeoutError::Disconnected) => return Next::Closed,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Kills the worker's whole process group.
+    pub fn kill(&mut self) {
+        let Ok(pid) = i32::try_from(self.child.id()) else {
+            return;
+        };
+        // SAFETY: signals the group this worker leads; nothing else shares it.
+        unsafe { libc::killpg(pid, libc::SIGKILL) };
+    }
+
+    /// Waits for the process to exit; its exit status and what it wrote to stderr.
+    pub fn finish(mut self) -> Result<(ExitStatus, String)> {
+        let status = self
+            .child
+            .wait()
+            .context("cannot wait for a worker process")?;
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        Ok((status, stderr))
+    }
+}
