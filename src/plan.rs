@@ -35,6 +35,12 @@ pub struct Knobs {
     pub compile: Compile,
     #[serde(skip)]
     pub timeout: std::time::Duration,
+    /// Launches per timed region; a sample is the region's time divided by this.
+    pub launches: u64,
+    pub graph: bool,
+    /// The wait kernel's length in µs for `queue = "saturate"` (`Some(None)`: sized at run time).
+    pub saturate: Option<Option<u64>>,
+    pub cupti_collect: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,6 +101,16 @@ impl Plan {
                         env: m.env.clone(),
                         compile: m.compile,
                         timeout: m.timeout,
+                        launches: int(&m.launches)? as u64,
+                        graph: m.graph,
+                        cupti_collect: m.cupti_collect,
+                        saturate: match &m.queue {
+                            experiment::Queue::Idle => None,
+                            experiment::Queue::Saturate { wait_us } => Some(match wait_us {
+                                Some(w) => Some(int(w)? as u64),
+                                None => None,
+                            }),
+                        },
                     };
                     let label = point
                         .iter()
@@ -136,6 +152,10 @@ impl Plan {
                             env: ProcessEnv::default(),
                             compile: Compile::DEFAULT,
                             timeout: DEFAULT_TIMEOUT,
+                            launches: 1,
+                            graph: false,
+                            saturate: None,
+                            cupti_collect: timer == TimerKind::Cupti,
                         },
                     });
                 }
@@ -204,11 +224,12 @@ impl Plan {
             .collect()
     }
 
-    /// Timed launches in the whole plan (first launches and steady samples).
+    /// Timed launches in the whole plan (first launches and steady samples, each
+    /// `batch` or `graph` launches).
     pub fn timed_launches(&self) -> u64 {
         self.cells
             .iter()
-            .map(|c| (1 + c.knobs.samples) * c.knobs.processes as u64)
+            .map(|c| (1 + c.knobs.samples) * c.knobs.launches * c.knobs.processes as u64)
             .sum()
     }
 

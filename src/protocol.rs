@@ -111,9 +111,33 @@ pub struct CellRecord {
     /// process's own start-up (in the first cell a process runs), then this cell's phases.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
+    /// The wait kernel of `queue = "saturate"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueRecord>,
+    /// What CUPTI's records said beside the spans (`timer = "cupti"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cupti: Option<CuptiRecord>,
     /// The `CUDA_*` variables the worker process started with: the environment it ran in.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub cuda_env: std::collections::BTreeMap<String, String>,
+}
+
+/// The wait kernel a `queue = "saturate"` cell ran before each timed region.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QueueRecord {
+    pub wait_ns: u64,
+    /// Timed regions (first included) whose wait had ended before they were enqueued.
+    pub too_short: u64,
+}
+
+/// CUPTI's account of a cell's timed launches, beside their spans.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CuptiRecord {
+    pub records: u64,
+    /// Median time from the launch's submission to the GPU to the kernel's start.
+    pub submitted_to_start_median_ns: Option<f64>,
+    /// Median time from the launch being queued to its submission.
+    pub queued_to_submitted_median_ns: Option<f64>,
 }
 
 /// A contiguous stretch of a worker's time, in ms from the moment the parent started it.
@@ -145,6 +169,8 @@ impl CellRecord {
             overhead: None,
             phases: vec![],
             cuda_env: Default::default(),
+            queue: None,
+            cupti: None,
         }
     }
 }

@@ -304,3 +304,32 @@ fn timeout_that_is_not_a_duration() {
     assert_at_line(&err, &text, "timeout");
     assert!(err.contains("30s"), "{err}");
 }
+
+#[test]
+fn batch_and_graph_exclude_each_other() {
+    let text = with_sync_knobs("batch = 10\ngraph = 10");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "graph = 10");
+    assert!(err.contains("exclude"), "{err}");
+}
+
+#[test]
+fn a_saturated_queue_needs_events() {
+    let err = plan_error(&with_sync_knobs("queue = \"saturate\""));
+    assert!(err.contains("needs timer = \"events\""), "{err}");
+}
+
+#[test]
+fn a_wait_length_needs_a_saturated_queue() {
+    let text = with_sync_knobs("queue_wait_us = 100");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "queue_wait_us");
+}
+
+#[test]
+fn bias_pairs_name_known_variants() {
+    let text = good().replace("[report]", "[report]\nbias = [[\"sync\", \"cupti\"]]");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "\"cupti\"]]");
+    assert!(err.contains("unknown variant `cupti`"), "{err}");
+}

@@ -220,3 +220,82 @@ arch = "sm_80"
     );
     assert!(report.contains("CUDA_MODULE_LOADING=EAGER"), "{report}");
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn cupti_spans_batches_graphs_and_a_saturated_queue_read_the_same_kernel() {
+    let variants = r#"[defaults]
+warmup = 5
+samples = 20
+
+[[variant]]
+name = "cupti"
+timer = "cupti"
+
+[[variant]]
+name = "events"
+
+[[variant]]
+name = "events-cupti"
+cupti_collect = true
+
+[[variant]]
+name = "batch"
+batch = 4
+
+[[variant]]
+name = "graph"
+graph = 4
+
+[[variant]]
+name = "saturate"
+queue = "saturate"
+
+[report]
+bias = [["events", "cupti"], ["batch", "cupti"], ["graph", "cupti"], ["saturate", "cupti"]]
+"#;
+    let base = matmul_experiment(&kernels_dir()).replace("n = [64, 96]", "n = [256]");
+    let text = format!("{}{variants}", &base[..base.find("[defaults]").unwrap()]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("accuracy.toml", &text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = out_dir.path().join("accuracy");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("cells.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+    }
+    let cell = |suffix: &str| {
+        records
+            .iter()
+            .find(|r| r["id"].as_str().unwrap().ends_with(suffix))
+            .unwrap()
+    };
+    assert_eq!(
+        cell("/cupti")["cupti"]["records"],
+        21,
+        "one record per timed launch"
+    );
+    assert!(cell("/saturate")["queue"]["wait_ns"].as_u64().unwrap() > 0);
+    let first = |suffix: &str| cell(suffix)["first_ns"].as_f64().unwrap();
+    // A 256^3 matmul runs ~18 µs: every method reads it within a factor of two of CUPTI.
+    let span = first("/cupti");
+    for v in ["/events", "/batch", "/graph", "/saturate", "/events-cupti"] {
+        let t = first(v);
+        assert!(
+            t > 0.5 * span && t < 2.0 * span,
+            "{v}: {t} ns vs CUPTI {span} ns"
+        );
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Bias against the reference"), "{report}");
+    assert!(report.contains("CUPTI submitted→start"), "{report}");
+}

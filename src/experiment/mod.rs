@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, NumExpr, Scope};
 pub use process::{Compile, CompileMode, JitCache, ProcessEnv};
-pub use schema::{CacheKind, Dtype, FlushMethod, Init, TimerKind, Unit, WarmupKernel};
+pub use schema::{CacheKind, Dtype, FlushMethod, Init, QueueKind, TimerKind, Unit, WarmupKernel};
 use schema::{RawArg, RawExperiment, RawKernel, RawKnobs, RawReport};
 use toml::Spanned;
 
@@ -122,6 +122,24 @@ pub struct Method {
     pub compile: Compile,
     /// A worker that takes longer than this for one cell is killed and the cell fails.
     pub timeout: std::time::Duration,
+    /// Launches per timed region (`batch`, or `graph` launches in one replayed graph).
+    pub launches: NumExpr,
+    /// Whether the launches are captured in a CUDA graph and the replay is timed.
+    pub graph: bool,
+    pub queue: Queue,
+    /// CUPTI collects kernel records during the samples (always with `timer = "cupti"`).
+    pub cupti_collect: bool,
+}
+
+/// What the stream holds when a timed launch is enqueued.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Queue {
+    Idle,
+    /// A wait kernel of `wait_us` (default: sized from the measured enqueue cost) first.
+    Saturate {
+        wait_us: Option<NumExpr>,
+    },
 }
 
 /// The default per-cell timeout: generous, since a cell may hold minutes of samples.
@@ -166,6 +184,8 @@ pub const DEFAULT_FLUSH_BYTES: &str = "2 * l2_bytes";
 pub struct ReportSpec {
     /// (variant, baseline) pairs shown as `(variant - baseline) / baseline` columns.
     pub differences: Vec<(String, String)>,
+    /// (method, reference) pairs: each method's bias against its reference.
+    pub bias: Vec<(String, String)>,
     pub unit: Unit,
     /// Path relative to the experiment file, when the experiment names its own template.
     pub template: Option<String>,
@@ -670,6 +690,55 @@ impl Validator<'_> {
         };
         let env = self.process_env(v, d)?;
         let compile = self.compile(v, d)?;
+        let timer = v.timer.or(d.timer).unwrap_or(TimerKind::Events);
+        let batch = pick(&v.batch, &d.batch);
+        let graph = pick(&v.graph, &d.graph);
+        let queue_wait = pick(&v.queue_wait_us, &d.queue_wait_us);
+        for (what, e) in [
+            ("batch", &batch),
+            ("graph", &graph),
+            ("queue_wait_us", &queue_wait),
+        ] {
+            let Some(e) = e else { continue };
+            for p in points {
+                let n = expr::eval_int(e.get_ref(), &knob_scope(p)).map_err(|m| self.err(e, m))?;
+                if n < 1 {
+                    return Err(self.err(
+                        e,
+                        format!(
+                            "{what} is {n} at {}, but must be at least 1",
+                            point_label(p)
+                        ),
+                    ));
+                }
+            }
+        }
+        if let (Some(_), Some(g)) = (v.batch.as_ref().or(d.batch.as_ref()), &graph) {
+            return Err(self
+                .err(g, "batch and graph exclude each other")
+                .with_hint("graph = N already times N launches per replay"));
+        }
+        let queue = match v.queue.or(d.queue).unwrap_or(QueueKind::Idle) {
+            QueueKind::Idle => {
+                if let Some(w) = &queue_wait {
+                    return Err(self.err(w, "queue_wait_us needs queue = \"saturate\""));
+                }
+                Queue::Idle
+            }
+            QueueKind::Saturate => {
+                if timer != TimerKind::Events {
+                    return Err(self
+                        .nowhere(format!(
+                            "queue = \"saturate\" needs timer = \"events\", not \"{}\"",
+                            timer.key()
+                        ))
+                        .with_hint("a host timer would time the wait kernel too"));
+                }
+                Queue::Saturate {
+                    wait_us: queue_wait.map(Spanned::into_inner),
+                }
+            }
+        };
         let timeout = match v.timeout.as_ref().or(d.timeout.as_ref()) {
             None => DEFAULT_TIMEOUT,
             Some(t) => humantime::parse_duration(t.get_ref())
@@ -688,7 +757,7 @@ impl Validator<'_> {
                 .with_hint("each fresh process contributes one first launch"));
         }
         Ok(Method {
-            timer: v.timer.or(d.timer).unwrap_or(TimerKind::Events),
+            timer,
             warmup: warmup.map_or(NumExpr::Int(0), Spanned::into_inner),
             warmup_kernel: v
                 .warmup_kernel
@@ -706,6 +775,11 @@ impl Validator<'_> {
             env,
             compile,
             timeout,
+            graph: graph.is_some(),
+            launches: graph.or(batch).map_or(NumExpr::Int(1), Spanned::into_inner),
+            queue,
+            cupti_collect: timer == TimerKind::Cupti
+                || v.cupti_collect.or(d.cupti_collect).unwrap_or(false),
         })
     }
 
@@ -800,16 +874,26 @@ impl Validator<'_> {
                     .map(|n| (n.to_string(), b.clone())),
             );
         }
-        for pair in &r.differences {
-            match pair.get_ref().as_slice() {
-                [v, b] => differences.push((known_variant(v)?, known_variant(b)?)),
-                _ => {
-                    return Err(self
-                        .err(pair, "each difference is a pair [variant, baseline]")
-                        .with_hint("e.g. differences = [[\"sync\", \"events\"]]"))
-                }
-            }
-        }
+        let pairs = |list: &[Spanned<Vec<Spanned<String>>>], what: &str, example: &str| {
+            list.iter()
+                .map(|pair| match pair.get_ref().as_slice() {
+                    [v, b] => Ok((known_variant(v)?, known_variant(b)?)),
+                    _ => Err(self
+                        .err(pair, format!("each {what} is a pair of variants"))
+                        .with_hint(format!("e.g. {example}"))),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        differences.extend(pairs(
+            &r.differences,
+            "difference",
+            "differences = [[\"sync\", \"events\"]]",
+        )?);
+        let bias = pairs(
+            &r.bias,
+            "bias",
+            "bias = [[\"events\", \"cupti\"]] (method, reference)",
+        )?;
         let labels: HashSet<String> = points.iter().map(point_label).collect();
         let mut published = Vec::new();
         for p in &r.published {
@@ -859,6 +943,7 @@ impl Validator<'_> {
         }
         Ok(ReportSpec {
             differences,
+            bias,
             unit: r.unit.unwrap_or(Unit::Auto),
             template: r.template.map(Spanned::into_inner),
             floor: r.floor.unwrap_or(true),

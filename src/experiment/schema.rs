@@ -104,6 +104,27 @@ pub struct RawKnobs {
     pub arch: Option<Spanned<String>>,
     /// Longest a worker may take for one cell before it is killed, e.g. `"10 min"`.
     pub timeout: Option<Spanned<String>>,
+    /// Launches back to back in one timed region; the reading is per launch.
+    pub batch: Option<Spanned<NumExpr>>,
+    /// Launches captured in a CUDA graph whose replay is timed; the reading is per launch.
+    pub graph: Option<Spanned<NumExpr>>,
+    /// The stream's state when a timed launch is enqueued.
+    pub queue: Option<QueueKind>,
+    /// The wait kernel's length for `queue = "saturate"`, in µs.
+    pub queue_wait_us: Option<Spanned<NumExpr>>,
+    /// Keep CUPTI collecting kernel records during the samples of a non-CUPTI timer, to
+    /// measure what CUPTI's collection costs that timer.
+    pub cupti_collect: Option<bool>,
+}
+
+/// What the stream holds when a timed launch is enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueKind {
+    /// Nothing: the start event fires as soon as it is enqueued, launch latency included.
+    Idle,
+    /// A device-side wait kernel first, so the timed launch is queued when its start event fires.
+    Saturate,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -112,6 +133,9 @@ pub struct RawReport {
     pub baseline: Option<Spanned<String>>,
     #[serde(default)]
     pub differences: Vec<Spanned<Vec<Spanned<String>>>>,
+    /// `[method, reference]` pairs: the method's bias against the reference, per point.
+    #[serde(default)]
+    pub bias: Vec<Spanned<Vec<Spanned<String>>>>,
     pub unit: Option<Unit>,
     pub template: Option<Spanned<String>>,
     pub floor: Option<bool>,
@@ -139,16 +163,25 @@ pub enum TimerKind {
     HostSync,
     /// CUDA events recorded on the stream before and after the launch.
     Events,
+    /// The kernel's own start and end on the GPU, from CUPTI's activity records.
+    Cupti,
 }
 
 impl TimerKind {
-    pub const ALL: [TimerKind; 3] = [TimerKind::Host, TimerKind::HostSync, TimerKind::Events];
+    /// The timers the floor reads an empty kernel with.
+    pub const ALL: [TimerKind; 4] = [
+        TimerKind::Host,
+        TimerKind::HostSync,
+        TimerKind::Events,
+        TimerKind::Cupti,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
             TimerKind::Host => "host",
             TimerKind::HostSync => "host_sync",
             TimerKind::Events => "events",
+            TimerKind::Cupti => "cupti",
         }
     }
 
@@ -157,6 +190,7 @@ impl TimerKind {
             TimerKind::Host => "host timer around the launch call (no sync)",
             TimerKind::HostSync => "host timer around launch + context synchronize",
             TimerKind::Events => "CUDA events around the launch",
+            TimerKind::Cupti => "the kernel's span from CUPTI activity records",
         }
     }
 }

@@ -44,8 +44,15 @@ fn err(e: impl std::fmt::Display) -> String {
     format!("cannot draw a plot: {e}")
 }
 
-/// Lines against the sweep; a log y axis when the values span more than a decade.
-pub fn lines(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Result<String, String> {
+/// Lines against the sweep; a log y axis when the values span more than a decade, a log x
+/// axis when asked (`log_x`, for x values that span decades).
+pub fn lines(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[Line],
+    log_x: bool,
+) -> Result<String, String> {
     let Some(((x0, x1), (y0, y1))) = bounds(lines) else {
         return Ok(String::new());
     };
@@ -89,15 +96,22 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Resul
                 draw_legend!(chart);
             }};
         }
-        if y0 > 0.0 && y1 / y0 > 10.0 {
-            draw!(builder
-                .build_cartesian_2d(x0..x1, (y0 * 0.8..y1 * 1.25).log_scale())
-                .map_err(err)?);
-        } else {
-            let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
-            draw!(builder
-                .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
-                .map_err(err)?);
+        let log_y = y0 > 0.0 && y1 / y0 > 10.0;
+        let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
+        let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
+        let log_x = log_x && x0 > 0.0;
+        let lx = x0 * 0.8..x1 * 1.25;
+        match (log_x, log_y) {
+            (false, true) => draw!(builder
+                .build_cartesian_2d(x0..x1, ly.log_scale())
+                .map_err(err)?),
+            (false, false) => draw!(builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?),
+            (true, true) => draw!(builder
+                .build_cartesian_2d(lx.log_scale(), ly.log_scale())
+                .map_err(err)?),
+            (true, false) => draw!(builder
+                .build_cartesian_2d(lx.log_scale(), lin_y)
+                .map_err(err)?),
         }
         root.present().map_err(err)?;
     }
@@ -266,14 +280,14 @@ mod tests {
             name: "events".into(),
             points: vec![(256.0, 17.0), (512.0, 51.0), (1024.0, 356.0)],
         }];
-        let svg = lines("matmul", "n", "median (µs)", &l).unwrap();
+        let svg = lines("matmul", "n", "median (µs)", &l, false).unwrap();
         assert!(
             svg.starts_with("<svg") && svg.contains("events") && svg.contains("matmul"),
             "{svg}"
         );
         assert_eq!(
             svg,
-            lines("matmul", "n", "median (µs)", &l).unwrap(),
+            lines("matmul", "n", "median (µs)", &l, false).unwrap(),
             "deterministic"
         );
     }
@@ -294,7 +308,7 @@ mod tests {
 
     #[test]
     fn nothing_to_draw_gives_no_plot() {
-        assert_eq!(lines("t", "x", "y", &[]).unwrap(), "");
+        assert_eq!(lines("t", "x", "y", &[], false).unwrap(), "");
         assert_eq!(stacked("t", "ms", &[], &[]).unwrap(), "");
     }
 

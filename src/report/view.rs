@@ -31,6 +31,7 @@ pub struct View {
     complete: bool,
     plots: Plots,
     phases: Vec<super::phases::PhaseTable>,
+    bias: Vec<super::bias::BiasTable>,
     #[serde(skip)]
     summary: Vec<(String, &'static str, Stats)>,
     /// Plot files to write beside the report: (path relative to it, SVG text).
@@ -42,6 +43,7 @@ pub struct View {
 #[derive(Serialize, Default)]
 struct Plots {
     medians: Vec<PlotRef>,
+    bias: Vec<PlotRef>,
     differences: Vec<PlotRef>,
     series: Vec<PlotRef>,
 }
@@ -154,6 +156,8 @@ struct CellRow {
     temp_c: String,
     /// Correlation of sample time with the SM clock it ran under (first run).
     clock_correlation: String,
+    /// What the timer itself reported: a wait kernel's length, CUPTI's launch latency.
+    timer_notes: String,
     flags: String,
 }
 
@@ -254,6 +258,27 @@ impl View {
                         "median of the samples after the first launch",
                     ),
                 };
+                let mut samples = samples;
+                match (&m.launches, m.graph) {
+                    (NumExpr::Int(1), false) => {}
+                    (n, true) => samples += &format!(
+                        "; each timed region replays a CUDA graph of {} launches (hot by nature), read per launch",
+                        expr_text(n)
+                    ),
+                    (n, false) => samples += &format!(
+                        "; each timed region holds {} launches back to back (hot by nature), read per launch",
+                        expr_text(n)
+                    ),
+                }
+                if m.cupti_collect && m.timer != crate::experiment::TimerKind::Cupti {
+                    samples += "; CUPTI collects kernel records during the samples";
+                }
+                if let crate::experiment::Queue::Saturate { wait_us } = &m.queue {
+                    samples += &match wait_us {
+                        Some(w) => format!("; a {} µs wait kernel queued before each timed region", expr_text(w)),
+                        None => "; a wait kernel (sized from the measured enqueue cost) queued before each timed region".into(),
+                    };
+                }
                 VariantView {
                     name: v.name.clone(),
                     description: v.description.clone(),
@@ -524,7 +549,7 @@ impl View {
                     })
                     .collect();
                 let title = format!("{}: median per variant", kernel.name);
-                let svg = plots::lines(&title, param, "median (µs)", &medians)
+                let svg = plots::lines(&title, param, "median (µs)", &medians, false)
                     .map_err(anyhow::Error::msg)?;
                 add(
                     &mut plots.medians,
@@ -547,7 +572,7 @@ impl View {
                     })
                     .collect();
                 let title = format!("{}: relative difference of the medians", kernel.name);
-                let svg = plots::lines(&title, param, "difference (%)", &diffs)
+                let svg = plots::lines(&title, param, "difference (%)", &diffs, false)
                     .map_err(anyhow::Error::msg)?;
                 add(
                     &mut plots.differences,
@@ -595,6 +620,23 @@ impl View {
             );
         }
 
+        let (bias, bias_plot) = super::bias::build(exp, |k, p, v| {
+            s.plan
+                .cells
+                .iter()
+                .find(|c| c.kernel == Some(k) && c.variant == v && c.point == *p)
+                .and_then(headline)
+                .map(|st| st.median)
+        })
+        .map_err(anyhow::Error::msg)?;
+        if let Some(svg) = bias_plot {
+            add(
+                &mut plots.bias,
+                "bias of each method against its reference".into(),
+                "plots/bias.svg".into(),
+                svg,
+            );
+        }
         let (phases, phase_plots) =
             super::phases::build(s, |cell| stats.get(&key(cell, false)).map(|st| st.median))
                 .map_err(anyhow::Error::msg)?;
@@ -604,6 +646,7 @@ impl View {
             plots,
             plot_files,
             phases,
+            bias,
             experiment: ExperimentView {
                 name: exp.name.clone(),
                 title: exp.title.clone(),
@@ -662,6 +705,33 @@ fn expr_text(e: &NumExpr) -> String {
 }
 
 /// One row per cell: its checks, start-up costs and the telemetry range over its runs.
+/// The wait kernel's length and CUPTI's launch latency, where a cell's timer gave them.
+fn timer_notes(rs: &[&CellRecord]) -> String {
+    let mut notes = Vec::new();
+    if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
+        notes.push(format!(
+            "wait kernel {}",
+            format::time(q.wait_ns as f64, Unit::Auto)
+        ));
+    }
+    let latency = summary::median(
+        rs.iter()
+            .filter_map(|r| r.cupti.as_ref()?.submitted_to_start_median_ns)
+            .collect(),
+    );
+    if let Some(ns) = latency {
+        notes.push(format!(
+            "CUPTI submitted→start {}",
+            format::time(ns, Unit::Auto)
+        ));
+    }
+    if notes.is_empty() {
+        "–".into()
+    } else {
+        notes.join("; ")
+    }
+}
+
 fn cell_row(
     c: &Cell,
     rs: &[&CellRecord],
@@ -701,10 +771,22 @@ fn cell_row(
             .map_or("–".into(), |p| format!("{p:.0}")),
         temp_c: clocks.max_temp_c.map_or("–".into(), |t| t.to_string()),
         clock_correlation: correlation.map_or("–".into(), |r| format!("{r:+.2}")),
-        flags: if clocks.flags.is_empty() {
-            "–".into()
-        } else {
-            format!("⚠ {}", clocks.flags.join("; "))
+        timer_notes: timer_notes(rs),
+        flags: {
+            let mut flags = clocks.flags.clone();
+            let short: u64 = rs
+                .iter()
+                .filter_map(|r| r.queue.as_ref())
+                .map(|q| q.too_short)
+                .sum();
+            if short > 0 {
+                flags.push(format!("wait kernel too short for {short} timed region(s)"));
+            }
+            if flags.is_empty() {
+                "–".into()
+            } else {
+                format!("⚠ {}", flags.join("; "))
+            }
         },
     }
 }

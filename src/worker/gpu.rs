@@ -248,7 +248,7 @@ pub struct Launch {
     pub block: (u32, u32, u32),
     pub shared_bytes: u32,
     /// Parameter values, 8 bytes each; `params` points into it, so it never moves.
-    _storage: Box<[[u8; 8]]>,
+    storage: Box<[[u8; 8]]>,
     params: Vec<*mut c_void>,
 }
 
@@ -278,14 +278,27 @@ impl Launch {
             grid,
             block,
             shared_bytes,
-            _storage: storage,
+            storage,
             params,
         }
+    }
+
+    /// Replaces parameter `index`'s value (at most 8 bytes), outside any timed region.
+    pub fn set_param(&mut self, index: usize, value: &[u8]) {
+        let slot = &mut self.storage[index];
+        *slot = [0u8; 8];
+        slot[..value.len()].copy_from_slice(value);
     }
 
     /// Enqueues the kernel on the legacy default stream, as `kernel<<<g, b>>>` does.
     #[inline]
     pub fn enqueue(&mut self) -> Result<(), result::DriverError> {
+        self.enqueue_on(std::ptr::null_mut())
+    }
+
+    /// Enqueues the kernel on `stream` (a capturing stream, for a graph).
+    #[inline]
+    pub fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
         // SAFETY: func comes from a live module, params point at storage owned by self,
         // and buffers outlive every launch of a cell.
         unsafe {
@@ -294,9 +307,68 @@ impl Launch {
                 self.grid,
                 self.block,
                 self.shared_bytes,
-                std::ptr::null_mut(),
+                stream,
                 &mut self.params,
             )
+        }
+    }
+}
+
+/// `count` launches captured in a CUDA graph, instantiated once; replays go on the legacy
+/// default stream like every other launch.
+pub struct Graph {
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+}
+
+impl Graph {
+    pub fn capture(launch: &mut Launch, count: u64) -> Result<Graph, String> {
+        // The legacy stream cannot be captured; a stream of its own is, then destroyed.
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| cuda_err("cuStreamCreate", e))?;
+        let captured = (|| {
+            // SAFETY: the stream is live; the launches only record into the graph.
+            unsafe {
+                result::stream::begin_capture(
+                    stream,
+                    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                )
+                .map_err(|e| cuda_err("cuStreamBeginCapture", e))?;
+                for _ in 0..count {
+                    launch
+                        .enqueue_on(stream)
+                        .map_err(|e| cuda_err("launch during graph capture", e))?;
+                }
+                let graph = result::stream::end_capture(stream)
+                    .map_err(|e| cuda_err("cuStreamEndCapture", e))?;
+                match result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) {
+                    Ok(exec) => Ok(Graph { graph, exec }),
+                    Err(e) => {
+                        let _ = result::graph::destroy(graph);
+                        Err(cuda_err("cuGraphInstantiate", e))
+                    }
+                }
+            }
+        })();
+        // SAFETY: nothing uses the stream after the capture.
+        let _ = unsafe { result::stream::destroy(stream) };
+        captured
+    }
+
+    /// Replays the graph on the legacy default stream.
+    #[inline]
+    pub fn launch(&self) -> Result<(), result::DriverError> {
+        // SAFETY: exec is a live instantiated graph.
+        unsafe { result::graph::launch(self.exec, std::ptr::null_mut()) }
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: both were created in `capture` and are destroyed once.
+        unsafe {
+            let _ = result::graph::exec_destroy(self.exec);
+            let _ = result::graph::destroy(self.graph);
         }
     }
 }

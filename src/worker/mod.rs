@@ -2,6 +2,7 @@
 //! job in order and streams each finished cell to the parent as one JSON line.
 
 pub mod compile;
+mod cupti;
 pub mod gpu;
 pub mod reference;
 mod timeline;
@@ -11,11 +12,16 @@ use crate::experiment::{
     TimerKind, WarmupKernel,
 };
 use crate::method::flush::Flush;
-use crate::method::{self, timer::Timer};
+use crate::method::{
+    self,
+    timer::{Body, Saturate, Timer},
+};
 use crate::plan::{Cell, Plan, Role};
-use crate::protocol::{CellRecord, Job, Message, Overhead, Startup, Status};
+use crate::protocol::{
+    CellRecord, CuptiRecord, Job, Message, Overhead, QueueRecord, Startup, Status,
+};
 use crate::telemetry::{Sampler, Sensor};
-use gpu::{cuda_err, DeviceBuffer, Gpu, Launch, Module};
+use gpu::{cuda_err, DeviceBuffer, Gpu, Graph, Launch, Module};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::hash_map::{Entry, HashMap};
 use std::io::{Read, Write};
@@ -29,6 +35,9 @@ const EMPTY_ENTRY: &str = "empty";
 /// The built-in L2 flush kernel, for `flush_method = "kernel"`.
 const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
 const FLUSH_ENTRY: &str = "flush_l2";
+/// The built-in wait kernel, for `queue = "saturate"`.
+const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
+const SPIN_ENTRY: &str = "spin";
 
 /// Phase names the report looks for.
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
@@ -134,6 +143,7 @@ enum KernelKey {
     Experiment(usize, Compile),
     Empty,
     Flush,
+    Spin,
 }
 
 impl KernelKey {
@@ -149,6 +159,7 @@ impl KernelKey {
             KernelKey::Experiment(..) => what.to_string(),
             KernelKey::Empty => format!("{what} (empty kernel)"),
             KernelKey::Flush => format!("{what} (flush kernel)"),
+            KernelKey::Spin => format!("{what} (wait kernel)"),
         }
     }
 }
@@ -193,6 +204,12 @@ impl Kernels {
                 FLUSH_SOURCE,
                 "kernels/flush.cu".to_string(),
                 FLUSH_ENTRY,
+                Compile::DEFAULT,
+            ),
+            KernelKey::Spin => (
+                SPIN_SOURCE,
+                "kernels/spin.cu".to_string(),
+                SPIN_ENTRY,
                 Compile::DEFAULT,
             ),
         };
@@ -271,6 +288,9 @@ impl Session<'_> {
         ) {
             keys.push(KernelKey::Flush);
         }
+        if cell.knobs.saturate.is_some() {
+            keys.push(KernelKey::Spin);
+        }
         for key in keys {
             self.kernels
                 .get(self.exp, self.gpu, key, &mut self.timeline)?;
@@ -342,7 +362,34 @@ fn measure(
         spec.shared_bytes,
         &buffers.param_values(&spec.args),
     );
-    let timer = Timer::new(cell.knobs.timer)?;
+    let body = if cell.knobs.graph {
+        Body::Graph(
+            Graph::capture(&mut launch, cell.knobs.launches)?,
+            cell.knobs.launches,
+        )
+    } else {
+        Body::Launches(cell.knobs.launches)
+    };
+    // The wait kernel's output: one float nobody reads.
+    let wait_out = DeviceBuffer::alloc(4)?;
+    let saturate = match cell.knobs.saturate {
+        None => None,
+        Some(_) => {
+            let func = kernels.get(exp, gpu, KernelKey::Spin, timeline)?.0.func;
+            let values = [
+                wait_out.ptr.to_ne_bytes().to_vec(),
+                0u64.to_ne_bytes().to_vec(),
+            ];
+            Some(Saturate::new(Launch::new(
+                func,
+                (1, 1, 1),
+                (1, 1, 1),
+                0,
+                &values,
+            ))?)
+        }
+    };
+    let mut timer = Timer::new(cell.knobs.timer, saturate)?;
     let mut warm = match cell.knobs.warmup_kernel {
         WarmupKernel::Same => None,
         WarmupKernel::Empty => Some(Launch::new(
@@ -394,6 +441,31 @@ fn measure(
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
+    if let Some(asked) = cell.knobs.saturate {
+        // Sized before the warm-up, so that nothing lies between it and the first sample.
+        let wait_ns = match asked {
+            Some(us) => us * 1000,
+            None => {
+                let cost = timer
+                    .enqueue_cost_ns(gpu, &mut launch, &body, 5)
+                    .map_err(|e| driver_failure("sizing the wait kernel", e))?;
+                (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
+            }
+        };
+        let s = timer.saturate.as_mut().expect("made above");
+        s.wait.set_param(1, &wait_ns.to_ne_bytes());
+        rec.queue = Some(QueueRecord {
+            wait_ns,
+            too_short: 0,
+        });
+        timeline.mark("wait kernel sizing");
+    }
+    // CUPTI records from before the warm-up: its first launches pay CUPTI's start-up.
+    let collector = if cell.knobs.cupti_collect {
+        Some(cupti::Collector::start()?)
+    } else {
+        None
+    };
     if warmup > 0 {
         let warm_launch = warm.as_mut().unwrap_or(&mut launch);
         method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
@@ -412,7 +484,7 @@ fn measure(
         }
         starts.push(origin.elapsed().as_secs_f64() * 1e6);
         timer
-            .time(gpu, &mut launch)
+            .time(gpu, &mut launch, &body)
             .map_err(|e| driver_failure(what, e))
     };
     let first = timed(&mut starts, Some(&mut *timeline), "first launch")?;
@@ -432,6 +504,21 @@ fn measure(
     let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / n.max(1) as f64;
     if n > 0 {
         timeline.mark("steady samples");
+    }
+    if let Some(c) = collector.filter(|_| cell.knobs.timer == TimerKind::Cupti) {
+        let entry = &kernels
+            .get(exp, gpu, KernelKey::of(cell), timeline)?
+            .0
+            .entry;
+        let spans = c.finish(entry, (1 + n) * cell.knobs.launches as usize)?;
+        let reading = cupti_reading(&spans, cell.knobs.launches);
+        rec.first_ns = Some(reading.per_sample[0]);
+        samples = reading.per_sample[1..].to_vec();
+        rec.cupti = Some(reading.record);
+        timeline.mark("CUPTI records");
+    }
+    if let (Some(q), Some(s)) = (rec.queue.as_mut(), timer.saturate.as_ref()) {
+        q.too_short = s.too_short;
     }
     rec.telemetry = sampler.map(Sampler::finish).unwrap_or_default();
     rec.telemetry_end = sensor.read();
@@ -453,6 +540,40 @@ fn measure(
         timeline.mark("bare cudarc loop");
     }
     Ok(())
+}
+
+/// Slack added to twice the measured enqueue cost when sizing a wait kernel.
+const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
+
+/// CUPTI's spans turned into samples: per sample, the mean span of its launches.
+struct CuptiReading {
+    per_sample: Vec<f64>,
+    record: CuptiRecord,
+}
+
+fn cupti_reading(spans: &[cupti::Span], launches: u64) -> CuptiReading {
+    let per_sample = spans
+        .chunks(launches as usize)
+        .map(|c| c.iter().map(|s| (s.end - s.start) as f64).sum::<f64>() / c.len() as f64)
+        .collect();
+    // The first launch of each sample: how long it waited after it was handed to the GPU.
+    let firsts = || spans.chunks(launches as usize).map(|c| &c[0]);
+    let latency: Vec<f64> = firsts()
+        .filter(|s| s.submitted > 0 && s.start >= s.submitted)
+        .map(|s| (s.start - s.submitted) as f64)
+        .collect();
+    let queued: Vec<f64> = firsts()
+        .filter(|s| s.queued > 0 && s.submitted >= s.queued)
+        .map(|s| (s.submitted - s.queued) as f64)
+        .collect();
+    CuptiReading {
+        per_sample,
+        record: CuptiRecord {
+            records: spans.len() as u64,
+            submitted_to_start_median_ns: crate::summary::median(latency),
+            queued_to_submitted_median_ns: crate::summary::median(queued),
+        },
+    }
 }
 
 /// FNV-1a: a stable seed from a cell's id, the same on every machine and toolchain.
@@ -605,6 +726,30 @@ fn push_scalar(out: &mut Vec<u8>, dtype: Dtype, v: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cupti_spans_become_per_launch_samples_and_latencies() {
+        let span = |start: u64, end: u64, submitted: u64| cupti::Span {
+            name: "k".into(),
+            start,
+            end,
+            queued: submitted.saturating_sub(100),
+            submitted,
+        };
+        // Two samples of a batch of 2: spans of 10 and 20 ns, then 30 and 30 ns.
+        let spans = [
+            span(1000, 1010, 900),
+            span(1010, 1030, 0),
+            span(2000, 2030, 1500),
+            span(2030, 2060, 0),
+        ];
+        let r = cupti_reading(&spans, 2);
+        assert_eq!(r.per_sample, [15.0, 30.0]);
+        assert_eq!(r.record.records, 4);
+        // Only each sample's first launch counts: 100 and 500 ns from submission to start.
+        assert_eq!(r.record.submitted_to_start_median_ns, Some(300.0));
+        assert_eq!(r.record.queued_to_submitted_median_ns, Some(100.0));
+    }
 
     #[test]
     fn seeds_are_stable() {

@@ -1,0 +1,191 @@
+//! Each method's bias against its reference (`[report] bias = [[method, reference], ...]`):
+//! per kernel and sweep point, the difference of the medians in time and in percent, the
+//! method closest to its reference, and a plot of bias against the reference's duration.
+
+use super::format;
+use super::plots::{self, Line};
+use crate::experiment::{point_label, Experiment, Point, Unit};
+use serde::Serialize;
+
+/// A method is close enough to its reference within this fraction or this many ns.
+pub const TOLERANCE_FRACTION: f64 = 0.01;
+pub const TOLERANCE_NS: f64 = 500.0;
+
+#[derive(Serialize)]
+pub struct BiasTable {
+    pub kernel: String,
+    pub parameters: String,
+    pub references: Vec<String>,
+    pub methods: Vec<String>,
+    pub rows: Vec<BiasRow>,
+}
+
+#[derive(Serialize)]
+pub struct BiasRow {
+    pub point: String,
+    pub references: Vec<String>,
+    pub biases: Vec<String>,
+    pub recommended: String,
+}
+
+/// The bias of `method` against `reference`: (ns, fraction).
+pub fn bias(method: f64, reference: f64) -> (f64, f64) {
+    (method - reference, (method - reference) / reference)
+}
+
+/// Whether a bias is within max(1%, 0.5 µs).
+pub fn within_tolerance(ns: f64, fraction: f64) -> bool {
+    ns.abs() <= TOLERANCE_NS || fraction.abs() <= TOLERANCE_FRACTION
+}
+
+/// The pair with the smallest absolute bias at one point: (method, ns, fraction).
+pub fn closest(
+    pairs: &[(String, String)],
+    median: impl Fn(&str) -> Option<f64>,
+) -> Option<(&str, f64, f64)> {
+    pairs
+        .iter()
+        .filter_map(|(m, r)| {
+            let (ns, f) = bias(median(m)?, median(r)?);
+            Some((m.as_str(), ns, f))
+        })
+        .min_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+}
+
+/// Bias tables per kernel, and one plot of every method's bias (%) against its reference's
+/// median (µs); `median(kernel, point, variant)` is a cell's headline median in ns.
+pub fn build(
+    exp: &Experiment,
+    median: impl Fn(usize, &Point, &str) -> Option<f64>,
+) -> Result<(Vec<BiasTable>, Option<String>), String> {
+    let pairs = &exp.report.bias;
+    if pairs.is_empty() {
+        return Ok((vec![], None));
+    }
+    let mut references: Vec<String> = pairs.iter().map(|(_, r)| r.clone()).collect();
+    references.dedup();
+    let mut tables = Vec::new();
+    let mut lines: Vec<Line> = pairs
+        .iter()
+        .map(|(m, r)| Line {
+            name: format!("{m} vs {r}"),
+            points: vec![],
+        })
+        .collect();
+    let time = |ns: f64| format::time(ns, Unit::Auto);
+    for (k, kernel) in exp.kernels.iter().enumerate() {
+        let mut rows = Vec::new();
+        for point in exp.points() {
+            let at = |v: &str| median(k, &point, v);
+            let biases = pairs
+                .iter()
+                .enumerate()
+                .map(|(i, (m, r))| match (at(m), at(r)) {
+                    (Some(mv), Some(rv)) => {
+                        let (ns, f) = bias(mv, rv);
+                        lines[i].points.push((rv / 1e3, f * 100.0));
+                        format!(
+                            "{}{} ({})",
+                            sign(ns),
+                            time(ns.abs()),
+                            format::percent(f * 100.0)
+                        )
+                    }
+                    _ => "–".into(),
+                })
+                .collect();
+            let recommended = match closest(pairs, at) {
+                Some((m, ns, f)) => format!(
+                    "{m} ({}{}, {}){}",
+                    sign(ns),
+                    time(ns.abs()),
+                    format::percent(f * 100.0),
+                    if within_tolerance(ns, f) {
+                        ""
+                    } else {
+                        " ⚠ outside max(1%, 0.5 µs)"
+                    }
+                ),
+                None => "–".into(),
+            };
+            rows.push(BiasRow {
+                point: point_label(&point),
+                references: references
+                    .iter()
+                    .map(|r| at(r).map_or("–".into(), time))
+                    .collect(),
+                biases,
+                recommended,
+            });
+        }
+        tables.push(BiasTable {
+            kernel: kernel.name.clone(),
+            parameters: exp
+                .params
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            references: references.clone(),
+            methods: pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect(),
+            rows,
+        });
+    }
+    for l in &mut lines {
+        l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let svg = plots::lines(
+        "bias of each method against its reference",
+        "reference median (µs)",
+        "bias (%)",
+        &lines,
+        true,
+    )?;
+    Ok((tables, (!svg.is_empty()).then_some(svg)))
+}
+
+fn sign(ns: f64) -> &'static str {
+    if ns < 0.0 {
+        "-"
+    } else {
+        "+"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bias_is_signed_in_time_and_fraction() {
+        let (ns, f) = bias(22_000.0, 20_000.0);
+        assert_eq!(ns, 2_000.0);
+        assert!((f - 0.1).abs() < 1e-12);
+        assert!(!within_tolerance(ns, f));
+        assert!(
+            within_tolerance(400.0, 0.2),
+            "0.5 µs is close enough on a tiny kernel"
+        );
+        assert!(
+            within_tolerance(-9_000.0, -0.009),
+            "1% is close enough on a long one"
+        );
+    }
+
+    #[test]
+    fn the_closest_method_is_recommended() {
+        let pairs = vec![
+            ("events".to_string(), "cupti".to_string()),
+            ("graph".to_string(), "cupti".to_string()),
+            ("missing".to_string(), "cupti".to_string()),
+        ];
+        let median = |v: &str| match v {
+            "cupti" => Some(10_000.0),
+            "events" => Some(12_000.0),
+            "graph" => Some(9_700.0),
+            _ => None,
+        };
+        let (m, ns, _) = closest(&pairs, median).unwrap();
+        assert_eq!((m, ns), ("graph", -300.0));
+    }
+}
