@@ -89,6 +89,8 @@ struct Scheduler<'a> {
     program: &'a WorkerProgram,
     caches: JitCaches,
     bar: ProgressBar,
+    /// GPU warm-up still owed: the first worker that measures does it.
+    gpu_warmup: Duration,
 }
 
 impl<'a> Scheduler<'a> {
@@ -115,6 +117,7 @@ impl<'a> Scheduler<'a> {
             program,
             caches: JitCaches::new()?,
             bar,
+            gpu_warmup: exp.gpu_warmup,
         })
     }
 
@@ -161,8 +164,10 @@ impl<'a> Scheduler<'a> {
         while let Some(&first) = remaining.front() {
             self.bar.set_message(self.plan.cells[first.cell].id.clone());
             let runs: Vec<Run> = remaining.iter().copied().collect();
-            let mut worker = WorkerProcess::start(self.program, self.exp, &runs, &vars, false)?;
-            let mut deadline = self.plan.cells[first.cell].knobs.timeout;
+            let warmup = std::mem::take(&mut self.gpu_warmup);
+            let mut worker =
+                WorkerProcess::start(self.program, self.exp, &runs, &vars, false, warmup)?;
+            let mut deadline = self.plan.cells[first.cell].knobs.timeout + warmup;
             let ended = loop {
                 match worker.next(deadline, &INTERRUPTED) {
                     Next::Message(Message::Ready { device, startup }) => {
@@ -269,7 +274,7 @@ fn prime(
     vars: &[(String, String)],
     timeout: Duration,
 ) -> Result<(), String> {
-    let mut worker = WorkerProcess::start(program, exp, runs, vars, true)
+    let mut worker = WorkerProcess::start(program, exp, runs, vars, true, Duration::ZERO)
         .map_err(|e| format!("cannot start the priming process: {e:#}"))?;
     loop {
         match worker.next(timeout, &INTERRUPTED) {

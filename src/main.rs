@@ -65,6 +65,10 @@ enum Command {
         /// Template to render with instead of the experiment's.
         #[arg(long)]
         template: Option<PathBuf>,
+        /// An earlier run of the same experiment to compare with, cell by cell (remembered
+        /// in DIR for later renders).
+        #[arg(long)]
+        compare: Option<PathBuf>,
     },
     /// Internal: a worker process (job on stdin, results on stdout).
     #[command(name = "__worker", hide = true)]
@@ -81,9 +85,14 @@ fn main() -> ExitCode {
             allow_clock_changes,
         }) => return finish(run(&experiment, &out, allow_clock_changes)),
         Some(Command::Plan { experiment }) => plan(&experiment),
-        Some(Command::Report { dir, template }) => {
-            report::render_dir(&dir, template.as_deref()).map(|p| println!("wrote {}", p.display()))
-        }
+        Some(Command::Report {
+            dir,
+            template,
+            compare,
+        }) => compare
+            .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
+            .and_then(|()| report::render_dir(&dir, template.as_deref()))
+            .map(|p| println!("wrote {}", p.display())),
         None => match cli.experiment {
             Some(experiment) => return finish(run(&experiment, &cli.out, cli.allow_clock_changes)),
             None => Err(anyhow::anyhow!(

@@ -41,6 +41,9 @@ pub struct Knobs {
     /// The wait kernel's length in µs for `queue = "saturate"` (`Some(None)`: sized at run time).
     pub saturate: Option<Option<u64>>,
     pub cupti_collect: bool,
+    pub order: experiment::Order,
+    /// Turns the cell takes in its process; `samples` are per turn.
+    pub rounds: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -58,6 +61,11 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// Runs of the cell: one per fresh process, or one per round.
+    pub fn runs(&self) -> u32 {
+        self.knobs.processes * self.knobs.rounds
+    }
+
     /// The statistic a table shows: the steady samples, or the first launch when a cell
     /// takes no others (the post's one-launch-per-process programs).
     pub fn headline_phase(&self) -> &'static str {
@@ -90,11 +98,15 @@ impl Plan {
                     let scope = experiment::knob_scope(&point);
                     let int = |e| expr::eval_int(e, &scope);
                     let m = &v.method;
+                    let rounds = int(&m.rounds)? as u64;
                     let knobs = Knobs {
                         timer: m.timer,
                         warmup: int(&m.warmup)? as u64,
                         warmup_kernel: m.warmup_kernel,
-                        samples: int(&m.samples)? as u64,
+                        // The samples asked for, split over the rounds (rounded up).
+                        samples: (int(&m.samples)? as u64).div_ceil(rounds),
+                        order: m.order,
+                        rounds: rounds as u32,
                         fresh_process: m.fresh_process,
                         processes: int(&m.processes)? as u32,
                         cache: m.cache.clone(),
@@ -156,6 +168,8 @@ impl Plan {
                             graph: false,
                             saturate: None,
                             cupti_collect: timer == TimerKind::Cupti,
+                            order: experiment::Order::Sequential,
+                            rounds: 1,
                         },
                     });
                 }
@@ -169,16 +183,36 @@ impl Plan {
     /// process per fresh-process run, round-robin over cells.
     pub fn jobs(&self) -> Vec<WorkerJob> {
         let mut jobs: Vec<WorkerJob> = Vec::new();
+        let mut taken = vec![false; self.cells.len()];
         for c in self.cells.iter().filter(|c| !c.knobs.fresh_process) {
-            let run = Run {
-                cell: c.index,
-                process: 0,
+            if taken[c.index] {
+                continue;
+            }
+            // A cell that takes turns brings along the others of its point and environment
+            // that take as many turns.
+            let group: Vec<&Cell> = if c.knobs.rounds > 1 {
+                self.cells
+                    .iter()
+                    .filter(|o| {
+                        o.knobs.rounds == c.knobs.rounds
+                            && !o.knobs.fresh_process
+                            && o.kernel == c.kernel
+                            && o.point == c.point
+                            && o.knobs.env == c.knobs.env
+                    })
+                    .collect()
+            } else {
+                vec![c]
             };
+            let runs = turns(&group);
+            for g in &group {
+                taken[g.index] = true;
+            }
             match jobs.iter_mut().find(|j| j.env == c.knobs.env) {
-                Some(job) => job.runs.push(run),
+                Some(job) => job.runs.extend(runs),
                 None => jobs.push(WorkerJob {
                     env: c.knobs.env.clone(),
-                    runs: vec![run],
+                    runs,
                 }),
             }
         }
@@ -229,16 +263,40 @@ impl Plan {
     pub fn timed_launches(&self) -> u64 {
         self.cells
             .iter()
-            .map(|c| (1 + c.knobs.samples) * c.knobs.launches * c.knobs.processes as u64)
+            .map(|c| (1 + c.knobs.samples) * c.knobs.launches * c.runs() as u64)
             .sum()
     }
 
     pub fn untimed_launches(&self) -> u64 {
         self.cells
             .iter()
-            .map(|c| c.knobs.warmup * c.knobs.processes as u64)
+            .map(|c| c.knobs.warmup * c.runs() as u64)
             .sum()
     }
+}
+
+/// The runs of cells that take turns: round by round, each cell once per round (in plan
+/// order when interleaved, in a seeded order per round when shuffled); a cell that does not
+/// take turns runs once.
+fn turns(group: &[&Cell]) -> Vec<Run> {
+    let rounds = group.iter().map(|c| c.knobs.rounds).max().unwrap_or(1);
+    let mut runs = Vec::new();
+    for r in 0..rounds {
+        let mut order: Vec<&&Cell> = group.iter().filter(|c| r < c.knobs.rounds).collect();
+        if order
+            .iter()
+            .any(|c| c.knobs.order == experiment::Order::Shuffled)
+        {
+            use rand::{seq::SliceRandom, SeedableRng};
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5eed ^ u64::from(r));
+            order.shuffle(&mut rng);
+        }
+        runs.extend(order.into_iter().map(|c| Run {
+            cell: c.index,
+            process: r,
+        }));
+    }
+    runs
 }
 
 /// Seconds a fresh worker process spends before its first cell (CUDA context, NVRTC, module
@@ -294,10 +352,10 @@ pub fn describe(
             k.timer.key(),
             warm,
             k.samples,
-            k.processes,
+            c.runs(),
             k.cache.describe()
         );
-        let runs = k.processes as f64;
+        let runs = c.runs() as f64;
         match previous.get(&c.id) {
             Some(s) => {
                 known += s * runs
@@ -528,6 +586,66 @@ block = [1]
         assert!(
             text.contains("plain-too: environment inherited; PTX for the device's compute_XX"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn interleaved_cells_take_turns_round_by_round_and_split_their_samples() {
+        let e = experiment("[[variant]]\nname = \"seq\"\n[[variant]]\nname = \"a\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[[variant]]\nname = \"b\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[report]\nfloor = false\n");
+        let plan = Plan::new(&e).unwrap();
+        assert_eq!(
+            plan.cells[1].knobs.samples, 4,
+            "10 samples over 3 rounds, rounded up"
+        );
+        assert_eq!(plan.cells[1].runs(), 3);
+        let jobs = plan.jobs();
+        assert_eq!(jobs.len(), 1);
+        let first_point: Vec<(String, u32)> = jobs[0].runs[..7]
+            .iter()
+            .map(|r| (plan.cells[r.cell].variant.clone(), r.process))
+            .collect();
+        let want = [
+            ("seq", 0),
+            ("a", 0),
+            ("b", 0),
+            ("a", 1),
+            ("b", 1),
+            ("a", 2),
+            ("b", 2),
+        ];
+        assert_eq!(first_point, want.map(|(v, r)| (v.to_string(), r)).to_vec());
+        assert_eq!(jobs[0].runs.len(), 4 * 7, "every point the same way");
+    }
+
+    #[test]
+    fn shuffled_cells_take_turns_in_a_seeded_order() {
+        let v =
+            |n: &str| format!("[[variant]]\nname = \"{n}\"\norder = \"shuffled\"\nrounds = 8\n");
+        let e = experiment(&format!(
+            "{}{}{}[report]\nfloor = false\n",
+            v("a"),
+            v("b"),
+            v("c")
+        ));
+        let plan = Plan::new(&e).unwrap();
+        let runs = plan.jobs()[0].runs.clone();
+        let rounds: Vec<Vec<usize>> = runs[..24]
+            .chunks(3)
+            .map(|c| c.iter().map(|r| r.cell).collect())
+            .collect();
+        for (r, cells) in rounds.iter().enumerate() {
+            let mut sorted = cells.clone();
+            sorted.sort();
+            assert_eq!(sorted, [0, 1, 2], "round {r} holds each cell once");
+        }
+        assert!(
+            rounds.iter().any(|c| c != &rounds[0]),
+            "the order changes between rounds"
+        );
+        assert_eq!(
+            runs,
+            Plan::new(&e).unwrap().jobs()[0].runs,
+            "and is the same every time"
         );
     }
 

@@ -16,6 +16,9 @@ pub struct Job {
     pub prime: bool,
     /// When the parent started the process, so the worker can time its own start-up.
     pub spawned_unix_ns: u64,
+    /// Keep the GPU busy this long before the first cell (the run's first worker only).
+    #[serde(default)]
+    pub gpu_warmup_s: f64,
 }
 
 /// One cell in one process (fresh-process cells run once per process).
@@ -114,6 +117,9 @@ pub struct CellRecord {
     /// The wait kernel of `queue = "saturate"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueRecord>,
+    /// The SM clock the clock probe measured just before and just after the cell, in MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_mhz: Option<(f64, f64)>,
     /// What CUPTI's records said beside the spans (`timer = "cupti"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cupti: Option<CuptiRecord>,
@@ -170,6 +176,7 @@ impl CellRecord {
             phases: vec![],
             cuda_env: Default::default(),
             queue: None,
+            probe_mhz: None,
             cupti: None,
         }
     }

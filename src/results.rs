@@ -19,6 +19,8 @@ pub const CELLS_FILE: &str = "cells.jsonl";
 pub const SUMMARY_FILE: &str = "summary.csv";
 pub const TELEMETRY_FILE: &str = "telemetry.csv";
 pub const REPORT_FILE: &str = "report.md";
+/// Optional: the path, relative to the run's folder, of an earlier run its report compares with.
+pub const COMPARE_FILE: &str = "compare_to";
 /// Optional, written by a person after reading the run; the report includes it.
 pub const NOTES_FILE: &str = "notes.md";
 

@@ -57,22 +57,30 @@ fn stored_reports_rerender_byte_for_byte() {
         if !dir.join("run.json").exists() {
             continue;
         }
-        let copy = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let copy = root.path().join(dir.file_name().unwrap());
+        std::fs::create_dir(&copy).unwrap();
         // Everything the run stored, but what rendering produces.
         for f in std::fs::read_dir(&dir).unwrap() {
             let f = f.unwrap();
             let name = f.file_name().into_string().unwrap();
             if f.path().is_file() && !["report.md", "summary.csv"].contains(&name.as_str()) {
-                std::fs::copy(f.path(), copy.path().join(&name)).unwrap();
+                std::fs::copy(f.path(), copy.join(&name)).unwrap();
             }
         }
-        let out = run(&["report", copy.path().to_str().unwrap()]);
+        // A run compared with an earlier one finds it beside itself, as in `reports/`.
+        if let Ok(rel) = std::fs::read_to_string(dir.join("compare_to")) {
+            let earlier = dir.join(rel.trim()).canonicalize().unwrap();
+            std::os::unix::fs::symlink(&earlier, root.path().join(earlier.file_name().unwrap()))
+                .unwrap();
+        }
+        let out = run(&["report", copy.to_str().unwrap()]);
         assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
         let plots = |d: &Path| std::fs::read_dir(d.join("plots")).map_or(0, |r| r.count());
-        assert_eq!(plots(&dir), plots(copy.path()), "{}: plots", dir.display());
+        assert_eq!(plots(&dir), plots(&copy), "{}: plots", dir.display());
         for f in ["report.md", "summary.csv"] {
             let want = std::fs::read_to_string(dir.join(f)).unwrap();
-            let got = std::fs::read_to_string(copy.path().join(f)).unwrap();
+            let got = std::fs::read_to_string(copy.join(f)).unwrap();
             assert!(
                 want == got,
                 "{} differs from its re-rendering",

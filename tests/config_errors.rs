@@ -333,3 +333,25 @@ fn bias_pairs_name_known_variants() {
     assert_at_line(&err, &text, "\"cupti\"]]");
     assert!(err.contains("unknown variant `cupti`"), "{err}");
 }
+
+#[test]
+fn rounds_need_an_order_that_takes_turns() {
+    let text = with_sync_knobs("rounds = 5");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "rounds = 5");
+    assert!(err.contains("interleaved"), "{err}");
+}
+
+#[test]
+fn fresh_processes_cannot_be_interleaved() {
+    let text = with_sync_knobs("order = \"interleaved\"\nfresh_process = true");
+    let err = plan_error(&text);
+    assert!(err.contains("fresh_process"), "{err}");
+}
+
+#[test]
+fn gpu_warmup_that_is_not_a_duration() {
+    let text = good() + "\n[environment]\ngpu_warmup = \"a while\"\n";
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "gpu_warmup");
+}

@@ -70,6 +70,7 @@ impl WorkerProcess {
         runs: &[Run],
         vars: &[(String, String)],
         prime: bool,
+        gpu_warmup: std::time::Duration,
     ) -> Result<WorkerProcess> {
         let spawned_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -96,6 +97,7 @@ impl WorkerProcess {
             runs: runs.to_vec(),
             prime,
             spawned_unix_ns,
+            gpu_warmup_s: gpu_warmup.as_secs_f64(),
         };
         let mut stdin = child.stdin.take().expect("stdin is piped");
         // A worker that dies before reading its job is reported by its exit status.

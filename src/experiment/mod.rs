@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, NumExpr, Scope};
 pub use process::{Compile, CompileMode, JitCache, ProcessEnv};
-pub use schema::{CacheKind, Dtype, FlushMethod, Init, QueueKind, TimerKind, Unit, WarmupKernel};
+pub use schema::{
+    CacheKind, Dtype, FlushMethod, Init, Order, QueueKind, TimerKind, Unit, WarmupKernel,
+};
 use schema::{RawArg, RawExperiment, RawKernel, RawKnobs, RawReport};
 use toml::Spanned;
 
@@ -33,6 +35,8 @@ pub struct Experiment {
     pub report: ReportSpec,
     pub telemetry: TelemetrySpec,
     pub clocks: ClockPolicy,
+    /// Busy work on the GPU before the first cell (zero: none).
+    pub gpu_warmup: std::time::Duration,
 }
 
 /// What the run does about the GPU's clocks.
@@ -54,6 +58,10 @@ pub struct TelemetrySpec {
     pub interval_ms: u64,
     /// A cell is flagged when its SM clock moved by more than this during its timed samples.
     pub clock_tolerance_pct: f64,
+    /// Run the clock probe before and after every cell.
+    pub clock_probe: bool,
+    /// A cell is flagged when its probed clock is this far from the run's median.
+    pub probe_tolerance_pct: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -129,7 +137,13 @@ pub struct Method {
     pub queue: Queue,
     /// CUPTI collects kernel records during the samples (always with `timer = "cupti"`).
     pub cupti_collect: bool,
+    pub order: Order,
+    /// Rounds the samples are split into (1 for sequential order).
+    pub rounds: NumExpr,
 }
+
+/// Rounds of an interleaved or shuffled variant unless it says.
+pub const DEFAULT_ROUNDS: i64 = 10;
 
 /// What the stream holds when a timed launch is enqueued.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -359,6 +373,13 @@ impl Validator<'_> {
 
         let report = self.report(raw.report.unwrap_or_default(), &variants, &points)?;
         let clocks = self.clocks(raw.environment.as_ref().and_then(|e| e.clocks.as_ref()))?;
+        let gpu_warmup = match raw.environment.as_ref().and_then(|e| e.gpu_warmup.as_ref()) {
+            None => std::time::Duration::ZERO,
+            Some(t) => humantime::parse_duration(t.get_ref()).map_err(|_| {
+                self.err(t, format!("`{}` is not a duration", t.get_ref()))
+                    .with_hint("write gpu_warmup = \"30s\"")
+            })?,
+        };
         let name = self
             .path
             .file_stem()
@@ -375,6 +396,7 @@ impl Validator<'_> {
             variants,
             report,
             clocks,
+            gpu_warmup,
             telemetry: TelemetrySpec {
                 interval_ms: raw
                     .telemetry
@@ -386,6 +408,16 @@ impl Validator<'_> {
                     .as_ref()
                     .and_then(|t| t.clock_tolerance_pct)
                     .unwrap_or(1.0),
+                clock_probe: raw
+                    .telemetry
+                    .as_ref()
+                    .and_then(|t| t.clock_probe)
+                    .unwrap_or(false),
+                probe_tolerance_pct: raw
+                    .telemetry
+                    .as_ref()
+                    .and_then(|t| t.probe_tolerance_pct)
+                    .unwrap_or(0.5),
             },
         })
     }
@@ -751,6 +783,37 @@ impl Validator<'_> {
                         )
                 })?,
         };
+        let order = v.order.or(d.order).unwrap_or(Order::Sequential);
+        let rounds_raw = pick(&v.rounds, &d.rounds);
+        let rounds = match (order, rounds_raw) {
+            (Order::Sequential, Some(r)) => {
+                return Err(self
+                    .err(&r, "rounds needs order = \"interleaved\" or \"shuffled\"")
+                    .with_hint("sequential cells take all their samples in one turn"))
+            }
+            (Order::Sequential, None) => NumExpr::Int(1),
+            (_, r) => {
+                if fresh_process {
+                    return Err(self
+                        .nowhere(
+                            "order applies to cells of a shared process, not fresh_process ones",
+                        )
+                        .with_hint("fresh-process runs already take turns, round-robin"));
+                }
+                if let Some(r) = &r {
+                    for p in points {
+                        let n = expr::eval_int(r.get_ref(), &knob_scope(p))
+                            .map_err(|m| self.err(r, m))?;
+                        if n < 1 {
+                            return Err(
+                                self.err(r, format!("rounds is {n}, but must be at least 1"))
+                            );
+                        }
+                    }
+                }
+                r.map_or(NumExpr::Int(DEFAULT_ROUNDS), Spanned::into_inner)
+            }
+        };
         if let (Some(p), false) = (&v.processes, fresh_process) {
             return Err(self
                 .err(p, "processes needs fresh_process = true")
@@ -780,6 +843,8 @@ impl Validator<'_> {
             queue,
             cupti_collect: timer == TimerKind::Cupti
                 || v.cupti_collect.or(d.cupti_collect).unwrap_or(false),
+            order,
+            rounds,
         })
     }
 

@@ -30,6 +30,8 @@ pub struct RawEnvironment {
     /// `"observe"`, `{ expect = MHz }` or `{ lock = MHz }`; read as a value so that a
     /// mistake gets the validator's message rather than serde's.
     pub clocks: Option<Spanned<toml::Value>>,
+    /// Busy work on the GPU before the first cell, e.g. `"30s"`.
+    pub gpu_warmup: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -37,6 +39,8 @@ pub struct RawEnvironment {
 pub struct RawTelemetry {
     pub interval_ms: Option<u64>,
     pub clock_tolerance_pct: Option<f64>,
+    pub clock_probe: Option<bool>,
+    pub probe_tolerance_pct: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,6 +119,22 @@ pub struct RawKnobs {
     /// Keep CUPTI collecting kernel records during the samples of a non-CUPTI timer, to
     /// measure what CUPTI's collection costs that timer.
     pub cupti_collect: Option<bool>,
+    /// How the variants at one sweep point take turns in their shared process.
+    pub order: Option<Order>,
+    /// Turns an interleaved or shuffled cell's samples are split into.
+    pub rounds: Option<Spanned<NumExpr>>,
+}
+
+/// How the variants at one sweep point take turns in their shared process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Each cell runs all its samples, then the next cell.
+    Sequential,
+    /// The cells run in rounds, each taking its turn per round, so drift spreads evenly.
+    Interleaved,
+    /// As interleaved, in a new seeded order every round.
+    Shuffled,
 }
 
 /// What the stream holds when a timed launch is enqueued.

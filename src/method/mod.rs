@@ -3,6 +3,7 @@
 
 pub mod bare;
 pub mod flush;
+pub mod probe;
 pub mod timer;
 
 use crate::experiment::TimerKind;

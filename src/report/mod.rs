@@ -3,12 +3,13 @@
 
 mod bias;
 pub mod clocks;
+mod compare;
 pub mod format;
 mod phases;
 pub mod plots;
 mod view;
 
-use crate::results::{Stored, REPORT_FILE, SUMMARY_FILE};
+use crate::results::{Stored, COMPARE_FILE, REPORT_FILE, SUMMARY_FILE};
 use anyhow::{Context, Result};
 use minijinja::Environment;
 use std::path::{Path, PathBuf};
@@ -17,10 +18,25 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_TEMPLATE: &str = "templates/report.md.j2";
 const BUILTIN_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 
+/// Records in `dir` that its report compares against the run in `earlier`.
+pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
+    Stored::load(earlier).with_context(|| format!("{} is not a stored run", earlier.display()))?;
+    let rel = compare::relative_path(dir, earlier)
+        .with_context(|| format!("cannot relate {} to {}", earlier.display(), dir.display()))?;
+    std::fs::write(dir.join(COMPARE_FILE), format!("{}\n", rel.display()))
+        .with_context(|| format!("cannot write {}", dir.join(COMPARE_FILE).display()))
+}
+
 /// Renders `dir`'s stored run into `report.md` (and `summary.csv`); returns the report's path.
 pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
     let stored = Stored::load(dir)?;
-    let view = view::View::build(&stored)?;
+    let mut view = view::View::build(&stored)?;
+    if let Ok(rel) = std::fs::read_to_string(dir.join(COMPARE_FILE)) {
+        let rel = rel.trim();
+        let earlier = Stored::load(&dir.join(rel))
+            .with_context(|| format!("the run {rel} named in {COMPARE_FILE} cannot be read"))?;
+        view.set_comparison(compare::build(&stored, &earlier, rel));
+    }
     std::fs::write(dir.join(SUMMARY_FILE), view.summary_csv())
         .with_context(|| format!("cannot write {}", dir.join(SUMMARY_FILE).display()))?;
     let plot_dir = dir.join("plots");

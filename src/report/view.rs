@@ -32,6 +32,7 @@ pub struct View {
     plots: Plots,
     phases: Vec<super::phases::PhaseTable>,
     bias: Vec<super::bias::BiasTable>,
+    comparison: Option<super::compare::Comparison>,
     #[serde(skip)]
     summary: Vec<(String, &'static str, Stats)>,
     /// Plot files to write beside the report: (path relative to it, SVG text).
@@ -44,6 +45,7 @@ pub struct View {
 struct Plots {
     medians: Vec<PlotRef>,
     bias: Vec<PlotRef>,
+    probe: Vec<PlotRef>,
     differences: Vec<PlotRef>,
     series: Vec<PlotRef>,
 }
@@ -270,6 +272,17 @@ impl View {
                         expr_text(n)
                     ),
                 }
+                if m.order != crate::experiment::Order::Sequential {
+                    samples += &format!(
+                        "; samples split over {} rounds, {} with the other such variants at its point",
+                        expr_text(&m.rounds),
+                        if m.order == crate::experiment::Order::Shuffled {
+                            "shuffled"
+                        } else {
+                            "interleaved"
+                        }
+                    );
+                }
                 if m.cupti_collect && m.timer != crate::experiment::TimerKind::Cupti {
                     samples += "; CUPTI collects kernel records during the samples";
                 }
@@ -416,6 +429,11 @@ impl View {
             }
         }
 
+        let probe_of = |r: &CellRecord| r.probe_mhz.map(|(b, a)| (b + a) / 2.0);
+        let probe = ProbeScale {
+            median_mhz: summary::median(s.records.iter().filter_map(probe_of).collect()),
+            tolerance_pct: exp.telemetry.probe_tolerance_pct,
+        };
         let cells = s
             .plan
             .cells
@@ -435,7 +453,7 @@ impl View {
                     .get(&key)
                     .zip(series.get(&key))
                     .and_then(|(l, s)| clocks::time_clock_correlation(l, s));
-                Some(cell_row(c, rs, &clocks, r))
+                Some(cell_row(c, rs, &clocks, r, &probe))
             })
             .collect();
         let failures = s
@@ -620,6 +638,27 @@ impl View {
             );
         }
 
+        let probe_lines: Vec<Line> = exp
+            .variants
+            .iter()
+            .map(|v| Line {
+                name: v.name.clone(),
+                points: s
+                    .records
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| s.plan.cells[r.cell].variant == v.name)
+                    .filter_map(|(i, r)| Some((i as f64, probe_of(r)?)))
+                    .collect(),
+            })
+            .filter(|l| !l.points.is_empty())
+            .collect();
+        if !probe_lines.is_empty() {
+            let title = "probed SM clock of each cell run, in run order".to_string();
+            let svg = plots::lines(&title, "cell run", "SM clock (MHz)", &probe_lines, false)
+                .map_err(anyhow::Error::msg)?;
+            add(&mut plots.probe, title, "plots/clock-probe.svg".into(), svg);
+        }
         let (bias, bias_plot) = super::bias::build(exp, |k, p, v| {
             s.plan
                 .cells
@@ -647,6 +686,7 @@ impl View {
             plot_files,
             phases,
             bias,
+            comparison: None,
             experiment: ExperimentView {
                 name: exp.name.clone(),
                 title: exp.title.clone(),
@@ -672,6 +712,10 @@ impl View {
     }
 
     /// `summary.csv`: the statistics table in nanoseconds, for other tools.
+    pub fn set_comparison(&mut self, c: super::compare::Comparison) {
+        self.comparison = Some(c);
+    }
+
     pub fn summary_csv(&self) -> String {
         let mut out = String::from("cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns\n");
         for (cell, phase, s) in &self.summary {
@@ -705,9 +749,44 @@ fn expr_text(e: &NumExpr) -> String {
 }
 
 /// One row per cell: its checks, start-up costs and the telemetry range over its runs.
-/// The wait kernel's length and CUPTI's launch latency, where a cell's timer gave them.
+/// The run's median probed clock, and how far from it a cell may be before it is flagged.
+struct ProbeScale {
+    median_mhz: Option<f64>,
+    tolerance_pct: f64,
+}
+
+impl ProbeScale {
+    /// The flag of a cell whose probed clock (mean of before and after) strays too far.
+    fn flag(&self, rs: &[&CellRecord]) -> Option<String> {
+        let median = self.median_mhz?;
+        let worst = rs
+            .iter()
+            .filter_map(|r| r.probe_mhz.map(|(b, a)| (b + a) / 2.0))
+            .max_by(|x, y| (x - median).abs().total_cmp(&(y - median).abs()))?;
+        let off = (worst - median) / median * 100.0;
+        (off.abs() > self.tolerance_pct).then(|| {
+            format!(
+                "probed SM clock {worst:.0} MHz, {} from the run's median {median:.0} MHz",
+                format::percent(off)
+            )
+        })
+    }
+}
+
+/// The wait kernel's length, CUPTI's launch latency and the probed clock, where a cell has them.
 fn timer_notes(rs: &[&CellRecord]) -> String {
     let mut notes = Vec::new();
+    let probes: Vec<f64> = rs
+        .iter()
+        .filter_map(|r| r.probe_mhz)
+        .flat_map(|(b, a)| [b, a])
+        .collect();
+    if let (Some(lo), Some(hi)) = (
+        probes.iter().copied().reduce(f64::min),
+        probes.iter().copied().reduce(f64::max),
+    ) {
+        notes.push(format!("probed SM clock {lo:.0}–{hi:.0} MHz"));
+    }
     if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
         notes.push(format!(
             "wait kernel {}",
@@ -737,6 +816,7 @@ fn cell_row(
     rs: &[&CellRecord],
     clocks: &ClockSummary,
     correlation: Option<f64>,
+    probe: &ProbeScale,
 ) -> CellRow {
     let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
     let runs = if ok == rs.len() {
@@ -782,6 +862,7 @@ fn cell_row(
             if short > 0 {
                 flags.push(format!("wait kernel too short for {short} timed region(s)"));
             }
+            flags.extend(probe.flag(rs));
             if flags.is_empty() {
                 "–".into()
             } else {
@@ -823,3 +904,31 @@ fn cell_clocks(
 /// Telemetry series and timed-launch windows, by (cell, process).
 type Series = HashMap<(u32, u32), Vec<TelemetryPoint>>;
 type Windows = HashMap<(u32, u32), Window>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(probe: (f64, f64)) -> CellRecord {
+        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        r.status = Status::Ok;
+        r.probe_mhz = Some(probe);
+        r
+    }
+
+    #[test]
+    fn a_cell_whose_probed_clock_strays_is_flagged() {
+        let scale = ProbeScale {
+            median_mhz: Some(1980.0),
+            tolerance_pct: 0.5,
+        };
+        let (near, far) = (record((1975.0, 1979.0)), record((1960.0, 1962.0)));
+        assert_eq!(scale.flag(&[&near]), None);
+        let flag = scale.flag(&[&near, &far]).unwrap();
+        assert!(
+            flag.contains("1961 MHz") && flag.contains("-0.96%"),
+            "{flag}"
+        );
+        assert_eq!(timer_notes(&[&near]), "probed SM clock 1975–1979 MHz");
+    }
+}

@@ -14,6 +14,7 @@ use crate::experiment::{
 use crate::method::flush::Flush;
 use crate::method::{
     self,
+    probe::Probe,
     timer::{Body, Saturate, Timer},
 };
 use crate::plan::{Cell, Plan, Role};
@@ -35,6 +36,9 @@ const EMPTY_ENTRY: &str = "empty";
 /// The built-in L2 flush kernel, for `flush_method = "kernel"`.
 const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
 const FLUSH_ENTRY: &str = "flush_l2";
+/// The built-in clock probe, for `[telemetry] clock_probe = true`.
+const PROBE_SOURCE: &str = include_str!("../../kernels/clock_probe.cu");
+const PROBE_ENTRY: &str = "clock_probe";
 /// The built-in wait kernel, for `queue = "saturate"`.
 const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
 const SPIN_ENTRY: &str = "spin";
@@ -101,6 +105,7 @@ pub fn main() -> ExitCode {
         exp: &exp,
         kernels: Kernels::default(),
         timeline,
+        probe: None,
     };
     if job.prime {
         for run in &job.runs {
@@ -109,6 +114,11 @@ pub fn main() -> ExitCode {
             }
         }
         return ExitCode::SUCCESS;
+    }
+    if job.gpu_warmup_s > 0.0 {
+        if let Err(e) = session.warm_gpu(Duration::from_secs_f64(job.gpu_warmup_s)) {
+            return fatal(e);
+        }
     }
     for (i, run) in job.runs.iter().enumerate() {
         if i > 0 {
@@ -144,6 +154,7 @@ enum KernelKey {
     Empty,
     Flush,
     Spin,
+    Probe,
 }
 
 impl KernelKey {
@@ -160,6 +171,7 @@ impl KernelKey {
             KernelKey::Empty => format!("{what} (empty kernel)"),
             KernelKey::Flush => format!("{what} (flush kernel)"),
             KernelKey::Spin => format!("{what} (wait kernel)"),
+            KernelKey::Probe => format!("{what} (clock probe)"),
         }
     }
 }
@@ -210,6 +222,12 @@ impl Kernels {
                 SPIN_SOURCE,
                 "kernels/spin.cu".to_string(),
                 SPIN_ENTRY,
+                Compile::DEFAULT,
+            ),
+            KernelKey::Probe => (
+                PROBE_SOURCE,
+                "kernels/clock_probe.cu".to_string(),
+                PROBE_ENTRY,
                 Compile::DEFAULT,
             ),
         };
@@ -270,9 +288,52 @@ struct Session<'a> {
     exp: &'a Experiment,
     kernels: Kernels,
     timeline: Timeline,
+    /// The clock probe, made on first use when the experiment asks for it.
+    probe: Option<Probe>,
 }
 
 impl Session<'_> {
+    /// Keeps every SM busy writing a buffer twice the L2's size for `span` (the
+    /// experiment's `gpu_warmup`), so the first cell does not meet an idle GPU.
+    fn warm_gpu(&mut self, span: Duration) -> Result<(), String> {
+        let func = self
+            .kernels
+            .get(self.exp, self.gpu, KernelKey::Flush, &mut self.timeline)?
+            .0
+            .func;
+        let bytes = 2 * self.gpu.facts.l2_bytes as usize;
+        let mut busy = Flush::new(
+            bytes,
+            FlushMethod::Kernel,
+            Some(func),
+            self.gpu.facts.sm_count,
+        )?;
+        let start = Instant::now();
+        while start.elapsed() < span {
+            busy.run(self.gpu).map_err(|e| cuda_err("GPU warm-up", e))?;
+        }
+        self.timeline.mark("GPU warm-up");
+        Ok(())
+    }
+
+    /// The SM clock as the probe reads it now, when the experiment asks for probes.
+    fn probe(&mut self) -> Result<Option<f64>, String> {
+        if !self.exp.telemetry.clock_probe {
+            return Ok(None);
+        }
+        if self.probe.is_none() {
+            let func = self
+                .kernels
+                .get(self.exp, self.gpu, KernelKey::Probe, &mut self.timeline)?
+                .0
+                .func;
+            self.probe = Some(Probe::new(func)?);
+        }
+        let mhz = self.probe.as_mut().expect("made above").read(self.gpu)?;
+        self.timeline.mark("clock probe");
+        Ok(Some(mhz))
+    }
+
     /// Compiles and loads every kernel `cell` launches (what a priming process does).
     fn load_all(&mut self, cell: &Cell) -> Result<(), String> {
         let mut keys = vec![KernelKey::of(cell)];
@@ -307,7 +368,13 @@ fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))
         .collect();
-    let outcome = measure(s, cell, process, &mut rec);
+    let outcome = s.probe().map_err(Failure::from).and_then(|before| {
+        measure(s, cell, process, &mut rec)?;
+        if let (Some(b), Some(a)) = (before, s.probe()?) {
+            rec.probe_mhz = Some((b, a));
+        }
+        Ok(())
+    });
     rec.wall_s = t0.elapsed().as_secs_f64();
     rec.phases = s.timeline.take();
     match outcome {
