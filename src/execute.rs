@@ -3,12 +3,13 @@
 //! timeout, records cells whose worker died, and stops cleanly on Ctrl-C.
 
 mod jit_cache;
+mod profiler;
 mod worker_process;
 
 use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, Experiment, ProcessEnv};
 use crate::plan::{Plan, WorkerJob};
-use crate::protocol::{CellRecord, Message, Run};
+use crate::protocol::{CellRecord, Message, Run, Status};
 use crate::results::{RunMeta, Writer};
 use crate::{system, worker};
 use anyhow::{bail, Context, Result};
@@ -160,13 +161,36 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             }
         };
+        // A profiler job's worker runs under ncu; its cells wait for ncu's report.
+        let profiled = match job.env.profiler {
+            None => None,
+            Some(cache) => match profiler::ncu() {
+                Some(ncu) => Some((ncu, cache)),
+                None => {
+                    for run in job.runs {
+                        let id = self.plan.cells[run.cell].id.clone();
+                        let mut rec = CellRecord::failed(run.cell, &id, run.process, String::new());
+                        rec.status = Status::Skipped;
+                        rec.error = Some("skipped: Nsight Compute (ncu) is not on PATH".into());
+                        self.store(run, &rec)?;
+                    }
+                    return Ok(());
+                }
+            },
+        };
+        let mut pending: Vec<(Run, CellRecord)> = Vec::new();
         let mut remaining: VecDeque<Run> = job.runs.into();
         while let Some(&first) = remaining.front() {
             self.bar.set_message(self.plan.cells[first.cell].id.clone());
             let runs: Vec<Run> = remaining.iter().copied().collect();
             let warmup = std::mem::take(&mut self.gpu_warmup);
-            let mut worker =
-                WorkerProcess::start(self.program, self.exp, &runs, &vars, false, warmup)?;
+            let report = tempfile::NamedTempFile::new()
+                .context("cannot create a file for the profiler's report")?;
+            let program = match &profiled {
+                Some((ncu, cache)) => profiler::wrap(ncu, self.program, *cache, report.path()),
+                None => self.program.clone(),
+            };
+            let mut worker = WorkerProcess::start(&program, self.exp, &runs, &vars, false, warmup)?;
             let mut deadline = self.plan.cells[first.cell].knobs.timeout + warmup;
             let ended = loop {
                 match worker.next(deadline, &INTERRUPTED) {
@@ -189,7 +213,11 @@ impl<'a> Scheduler<'a> {
                                 self.plan.cells[run.cell].id
                             );
                         }
-                        self.store(run, &rec)?;
+                        if profiled.is_some() {
+                            pending.push((run, *rec));
+                        } else {
+                            self.store(run, &rec)?;
+                        }
                         if let Some(next) = remaining.front() {
                             let cell = &self.plan.cells[next.cell];
                             self.bar.set_message(cell.id.clone());
@@ -209,8 +237,35 @@ impl<'a> Scheduler<'a> {
             };
             let Some(run) = remaining.front().copied() else {
                 worker.finish()?;
+                self.store_profiled(&mut pending, report.path())?;
                 return Ok(());
             };
+            if profiled.is_some() {
+                // ncu writes its report when the worker ends.
+                if !matches!(ended, Next::Closed) {
+                    worker.kill();
+                }
+                let (exit, stderr) = worker.finish()?;
+                self.store_profiled(&mut pending, report.path())?;
+                if matches!(ended, Next::Interrupted) || INTERRUPTED.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                let why = match ended {
+                    Next::TimedOut(limit) => format!(
+                        "no result within the cell's timeout of {}: worker killed",
+                        humantime::format_duration(limit)
+                    ),
+                    _ => format!(
+                        "worker process under ncu ended ({exit}) while running this cell{}",
+                        tail(&stderr)
+                    ),
+                };
+                if exit.code() != Some(worker::EXIT_CONTEXT_LOST as i32) {
+                    self.fail(run, why)?;
+                    remaining.pop_front();
+                }
+                continue;
+            }
             match ended {
                 Next::Interrupted => {
                     worker.kill();
@@ -247,6 +302,45 @@ impl<'a> Scheduler<'a> {
                     remaining.pop_front();
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Stores the cells of a profiled worker, each with its launches from ncu's report.
+    fn store_profiled(
+        &mut self,
+        pending: &mut Vec<(Run, CellRecord)>,
+        report: &Path,
+    ) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut records: Vec<CellRecord> = pending.iter().map(|(_, r)| r.clone()).collect();
+        let text = std::fs::read_to_string(report).unwrap_or_default();
+        match profiler::launches(&text) {
+            Ok(launches) => profiler::assign(
+                &mut records,
+                &launches,
+                |r| {
+                    let cell = &self.plan.cells[r.cell];
+                    cell.kernel
+                        .map_or("empty".into(), |k| self.exp.kernels[k].entry.clone())
+                },
+                |r| self.plan.cells[r.cell].knobs.launches,
+            ),
+            Err(e) => {
+                let why = format!(
+                    "{e}; ncu said: {}",
+                    text.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+                );
+                for r in records.iter_mut().filter(|r| r.status == Status::Ok) {
+                    r.fail(why.clone());
+                }
+            }
+        }
+        let runs: Vec<Run> = pending.drain(..).map(|(run, _)| run).collect();
+        for (run, rec) in runs.into_iter().zip(records) {
+            self.store(run, &rec)?;
         }
         Ok(())
     }
@@ -422,6 +516,37 @@ done"#
             why.contains("timeout of 1s") && why.contains("killed"),
             "{why}"
         );
+        assert_eq!(s[&2].0, Status::Ok);
+    }
+
+    #[test]
+    fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
+        if profiler::ncu().is_some() {
+            eprintln!("SKIPPED: this machine has ncu");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = experiment(tmp.path());
+        let text = exp
+            .text
+            .replace("name = \"b\"\n", "name = \"b\"\ntimer = \"profiler\"\n");
+        std::fs::write(&exp.path, &text).unwrap();
+        let exp = Experiment::load(&exp.path).unwrap();
+        let plan = Plan::new(&exp).unwrap();
+        let dir = tmp.path().join("out");
+        let mut meta = meta();
+        let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+        let program = stand_in("true");
+        assert!(
+            Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+                .unwrap()
+                .run_all()
+                .unwrap()
+        );
+        let s = statuses(&dir);
+        assert_eq!(s[&0].0, Status::Ok);
+        assert_eq!(s[&1].0, Status::Skipped);
+        assert!(s[&1].1.as_deref().unwrap().contains("ncu"), "{:?}", s[&1]);
         assert_eq!(s[&2].0, Status::Ok);
     }
 

@@ -44,6 +44,8 @@ pub struct Knobs {
     pub order: experiment::Order,
     /// Turns the cell takes in its process; `samples` are per turn.
     pub rounds: u32,
+    /// Adaptive stopping; `samples` is then the most a run takes.
+    pub stop: Option<experiment::StopRule>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,6 +109,7 @@ impl Plan {
                         samples: (int(&m.samples)? as u64).div_ceil(rounds),
                         order: m.order,
                         rounds: rounds as u32,
+                        stop: m.stop,
                         fresh_process: m.fresh_process,
                         processes: int(&m.processes)? as u32,
                         cache: m.cache.clone(),
@@ -161,7 +164,12 @@ impl Plan {
                             fresh_process: false,
                             processes: 1,
                             cache: Cache::Hot,
-                            env: ProcessEnv::default(),
+                            // The profiler reads the empty kernel in a worker under ncu too.
+                            env: ProcessEnv {
+                                profiler: (timer == TimerKind::Profiler)
+                                    .then_some(experiment::ProfilerCache::None),
+                                ..ProcessEnv::default()
+                            },
                             compile: Compile::DEFAULT,
                             timeout: DEFAULT_TIMEOUT,
                             launches: 1,
@@ -170,6 +178,7 @@ impl Plan {
                             cupti_collect: timer == TimerKind::Cupti,
                             order: experiment::Order::Sequential,
                             rounds: 1,
+                            stop: None,
                         },
                     });
                 }

@@ -71,6 +71,8 @@ pub struct Startup {
 pub enum Status {
     Ok,
     Failed,
+    /// Not run, for a reason that is not a failure (a tool that is not installed).
+    Skipped,
 }
 
 /// The outcome of one cell in one process. Samples travel here and are stored in the CSV;
@@ -93,7 +95,12 @@ pub struct CellRecord {
     pub module_load_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_ns: Option<f64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// NaN (JSON null) where the value comes later: CUPTI's or the profiler's.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_nan"
+    )]
     pub samples_ns: Vec<f64>,
     /// Host time of each timed launch's start (first, then samples), in µs from the cell's
     /// start: the clock the telemetry series uses.
@@ -117,6 +124,13 @@ pub struct CellRecord {
     /// The wait kernel of `queue = "saturate"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueRecord>,
+    /// Launches of the measured kernel in this cell (checked, warm-up, timed), so that a
+    /// profiler's per-launch report can be cut into cells.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kernel_launches: u64,
+    /// Why an adaptive cell stopped taking samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// The SM clock the clock probe measured just before and just after the cell, in MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_mhz: Option<(f64, f64)>,
@@ -154,7 +168,25 @@ pub struct Phase {
     pub ms: f64,
 }
 
+/// JSON has no NaN: serde_json writes it as null, read back here as NaN.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let v: Vec<Option<f64>> = Deserialize::deserialize(d)?;
+    Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl CellRecord {
+    /// Marks the cell failed: no samples, the reason kept.
+    pub fn fail(&mut self, why: String) {
+        self.status = Status::Failed;
+        self.error = Some(why);
+        self.first_ns = None;
+        self.samples_ns.clear();
+    }
+
     pub fn failed(cell: usize, id: &str, process: u32, error: String) -> Self {
         CellRecord {
             cell,
@@ -177,6 +209,8 @@ impl CellRecord {
             cuda_env: Default::default(),
             queue: None,
             probe_mhz: None,
+            stopped: None,
+            kernel_launches: 0,
             cupti: None,
         }
     }
@@ -210,4 +244,18 @@ pub struct Overhead {
     pub bare_wall_ns: f64,
     /// The bare loop's own events reading of the empty kernel (median).
     pub bare_events_median_ns: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_still_to_come_survive_the_trip_as_nan() {
+        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        r.samples_ns = vec![f64::NAN, 1.0];
+        let back: CellRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert!(back.samples_ns[0].is_nan());
+        assert_eq!(back.samples_ns[1], 1.0);
+    }
 }

@@ -355,3 +355,18 @@ fn gpu_warmup_that_is_not_a_duration() {
     let err = plan_error(&text);
     assert_at_line(&err, &text, "gpu_warmup");
 }
+
+#[test]
+fn adaptive_stop_with_a_timer_that_reads_later() {
+    let text = with_sync_knobs("timer = \"cupti\"\nstop = { rsd_pct = 1.0 }");
+    let err = plan_error(&text.replace("timer = \"host_sync\"\n", ""));
+    assert!(err.contains("stop needs a timer"), "{err}");
+}
+
+#[test]
+fn adaptive_stop_with_an_unknown_field() {
+    let text = with_sync_knobs("stop = { rsd = 1.0 }");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "stop = ");
+    assert!(err.contains("rsd_pct"), "{err}");
+}

@@ -73,7 +73,7 @@ fn a_faulting_kernel_fails_its_cell_and_the_others_complete() {
         .count();
     assert_eq!(ok, 4 + 2, "matmul and floor cells complete:\n{cells}");
     let report = std::fs::read_to_string(out_dir.path().join("fault/report.md")).unwrap();
-    assert!(report.contains("## Failed cells"), "{report}");
+    assert!(report.contains("## Failed and skipped cells"), "{report}");
 }
 
 #[test]
@@ -298,4 +298,65 @@ bias = [["events", "cupti"], ["batch", "cupti"], ["graph", "cupti"], ["saturate"
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Bias against the reference"), "{report}");
     assert!(report.contains("CUPTI submitted→start"), "{report}");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn the_profiler_and_an_adaptive_stop_read_the_kernel() {
+    let variants = r#"[defaults]
+warmup = 3
+samples = 8
+
+[[variant]]
+name = "cupti"
+timer = "cupti"
+
+[[variant]]
+name = "profiler"
+timer = "profiler"
+
+[[variant]]
+name = "adaptive"
+samples = 5000
+stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
+"#;
+    let base = matmul_experiment(&kernels_dir()).replace("n = [64, 96]", "n = [256]");
+    let text = format!("{}{variants}", &base[..base.find("[defaults]").unwrap()]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("profiled.toml", &text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(out_dir.path().join("profiled/cells.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let cell = |suffix: &str| {
+        records
+            .iter()
+            .find(|r| r["id"].as_str().unwrap().ends_with(suffix))
+            .unwrap()
+    };
+    for v in ["/cupti", "/profiler", "/adaptive"] {
+        assert_eq!(cell(v)["status"], "ok", "{}", cell(v));
+    }
+    let span = cell("/cupti")["first_ns"].as_f64().unwrap();
+    let profiled = cell("/profiler")["first_ns"].as_f64().unwrap();
+    assert!(
+        profiled > 0.5 * span && profiled < 2.0 * span,
+        "profiler {profiled} ns vs CUPTI {span} ns"
+    );
+    let stopped = cell("/adaptive")["stopped"].as_str().unwrap();
+    assert!(stopped.starts_with("precise enough"), "{stopped}");
+    let samples = std::fs::read_to_string(out_dir.path().join("profiled/samples.csv")).unwrap();
+    let adaptive = samples.lines().filter(|l| l.contains("/adaptive,")).count();
+    assert!(
+        (21..5001).contains(&adaptive),
+        "{adaptive} adaptive samples"
+    );
 }

@@ -83,6 +83,7 @@ mod tests {
         ProcessEnv {
             vars: [("CUDA_FORCE_JIT".to_string(), "1".to_string())].into(),
             jit_cache: cache,
+            profiler: None,
         }
     }
 
@@ -130,8 +131,8 @@ mod tests {
             "primed with the workers' own variables"
         );
         let other = ProcessEnv {
-            vars: Default::default(),
             jit_cache: JitCache::Warm,
+            ..Default::default()
         };
         let c = caches.vars(&other, |_| Ok(())).unwrap();
         assert_ne!(path_of(&a), path_of(&c), "one warm cache per environment");

@@ -14,11 +14,12 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The program a worker process runs: the runner's own binary (`runner __worker`), or a
-/// stand-in that speaks the same protocol.
+/// The program a worker process runs: the runner's own binary (`runner __worker`), the
+/// profiler around it, or a stand-in that speaks the same protocol.
+#[derive(Clone)]
 pub struct WorkerProgram {
-    program: PathBuf,
-    args: Vec<String>,
+    pub program: PathBuf,
+    pub args: Vec<String>,
 }
 
 impl WorkerProgram {

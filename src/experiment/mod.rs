@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, NumExpr, Scope};
-pub use process::{Compile, CompileMode, JitCache, ProcessEnv};
+pub use process::{Compile, CompileMode, JitCache, ProcessEnv, ProfilerCache};
 pub use schema::{
     CacheKind, Dtype, FlushMethod, Init, Order, QueueKind, TimerKind, Unit, WarmupKernel,
 };
@@ -140,7 +140,24 @@ pub struct Method {
     pub order: Order,
     /// Rounds the samples are split into (1 for sequential order).
     pub rounds: NumExpr,
+    /// Stop before `samples` once the samples are precise enough.
+    pub stop: Option<StopRule>,
 }
+
+/// Adaptive stopping, with NVBench's defaults: stop once the samples' relative standard
+/// deviation is under `rsd_pct` with at least `min_samples` samples and `min_gpu_ns` of
+/// measured time, or at `timeout`; `samples` stays the most a cell takes.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct StopRule {
+    pub rsd_pct: f64,
+    pub min_samples: u64,
+    pub min_gpu_ns: f64,
+    #[serde(skip)]
+    pub timeout: std::time::Duration,
+}
+
+/// The most samples an adaptive cell takes when it does not set `samples`.
+pub const ADAPTIVE_MAX_SAMPLES: i64 = 100_000;
 
 /// Rounds of an interleaved or shuffled variant unless it says.
 pub const DEFAULT_ROUNDS: i64 = 10;
@@ -720,9 +737,15 @@ impl Validator<'_> {
                 }
             }
         };
-        let env = self.process_env(v, d)?;
+        let mut env = self.process_env(v, d)?;
         let compile = self.compile(v, d)?;
         let timer = v.timer.or(d.timer).unwrap_or(TimerKind::Events);
+        if timer == TimerKind::Profiler {
+            env.profiler = Some(match v.cache.or(d.cache).unwrap_or(CacheKind::Hot) {
+                CacheKind::Hot => ProfilerCache::None,
+                CacheKind::Flush => ProfilerCache::All,
+            });
+        }
         let batch = pick(&v.batch, &d.batch);
         let graph = pick(&v.graph, &d.graph);
         let queue_wait = pick(&v.queue_wait_us, &d.queue_wait_us);
@@ -814,6 +837,37 @@ impl Validator<'_> {
                 r.map_or(NumExpr::Int(DEFAULT_ROUNDS), Spanned::into_inner)
             }
         };
+        let stop = match v.stop.as_ref().or(d.stop.as_ref()) {
+            None => None,
+            Some(raw) => {
+                let r = raw.get_ref();
+                let duration = |text: &Option<String>, default: f64, what: &str| match text {
+                    None => Ok(std::time::Duration::from_secs_f64(default)),
+                    Some(t) => humantime::parse_duration(t).map_err(|_| {
+                        self.err(raw, format!("stop.{what} `{t}` is not a duration"))
+                            .with_hint(format!("e.g. {what} = \"0.5s\""))
+                    }),
+                };
+                if matches!(timer, TimerKind::Cupti | TimerKind::Profiler) {
+                    return Err(self
+                        .err(
+                            raw,
+                            "stop needs a timer that reads each sample as it is taken",
+                        )
+                        .with_hint("CUPTI's spans arrive after the cell's last launch"));
+                }
+                let rsd_pct = r.rsd_pct.unwrap_or(0.5);
+                if rsd_pct <= 0.0 {
+                    return Err(self.err(raw, "stop.rsd_pct must be positive"));
+                }
+                Some(StopRule {
+                    rsd_pct,
+                    min_samples: r.min_samples.unwrap_or(10),
+                    min_gpu_ns: duration(&r.min_gpu_time, 0.5, "min_gpu_time")?.as_nanos() as f64,
+                    timeout: duration(&r.timeout, 15.0, "timeout")?,
+                })
+            }
+        };
         if let (Some(p), false) = (&v.processes, fresh_process) {
             return Err(self
                 .err(p, "processes needs fresh_process = true")
@@ -826,7 +880,14 @@ impl Validator<'_> {
                 .warmup_kernel
                 .or(d.warmup_kernel)
                 .unwrap_or(WarmupKernel::Same),
-            samples: samples.map_or(NumExpr::Int(100), Spanned::into_inner),
+            samples: samples.map_or(
+                NumExpr::Int(if stop.is_some() {
+                    ADAPTIVE_MAX_SAMPLES
+                } else {
+                    100
+                }),
+                Spanned::into_inner,
+            ),
             fresh_process,
             // A default `processes` applies to the variants that run in fresh processes.
             processes: if fresh_process {
@@ -845,6 +906,7 @@ impl Validator<'_> {
                 || v.cupti_collect.or(d.cupti_collect).unwrap_or(false),
             order,
             rounds,
+            stop,
         })
     }
 
@@ -878,7 +940,11 @@ impl Validator<'_> {
                 None => self.nowhere(m),
             }
         })?;
-        Ok(ProcessEnv { vars, jit_cache })
+        Ok(ProcessEnv {
+            vars,
+            jit_cache,
+            profiler: None,
+        })
     }
 
     fn compile(&self, v: &RawKnobs, d: &RawKnobs) -> Result<Compile, ConfigError> {

@@ -33,11 +33,31 @@ impl JitCache {
     }
 }
 
-/// What a worker process is started with: the variables a variant sets and its JIT cache.
+/// What a worker process is started with: the variables a variant sets, its JIT cache, and
+/// whether it runs under Nsight Compute (`timer = "profiler"`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct ProcessEnv {
     pub vars: BTreeMap<String, String>,
     pub jit_cache: JitCache,
+    pub profiler: Option<ProfilerCache>,
+}
+
+/// Nsight Compute's `--cache-control`, matched to the cell's cache knob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum ProfilerCache {
+    /// `--cache-control all`: caches flushed before each profiled launch (a cold cell).
+    All,
+    /// `--cache-control none`: caches left as they are (a hot cell).
+    None,
+}
+
+impl ProfilerCache {
+    pub fn flag(self) -> &'static str {
+        match self {
+            ProfilerCache::All => "all",
+            ProfilerCache::None => "none",
+        }
+    }
 }
 
 impl ProcessEnv {
@@ -46,6 +66,12 @@ impl ProcessEnv {
         let mut parts: Vec<String> = self.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if self.jit_cache != JitCache::Inherit {
             parts.push(self.jit_cache.describe().to_string());
+        }
+        if let Some(c) = self.profiler {
+            parts.push(format!(
+                "under Nsight Compute (--cache-control {}, --clock-control none)",
+                c.flag()
+            ));
         }
         if parts.is_empty() {
             "inherited".into()

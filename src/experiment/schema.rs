@@ -119,10 +119,23 @@ pub struct RawKnobs {
     /// Keep CUPTI collecting kernel records during the samples of a non-CUPTI timer, to
     /// measure what CUPTI's collection costs that timer.
     pub cupti_collect: Option<bool>,
+    /// Adaptive stopping: present, the cell stops once its samples are precise enough.
+    pub stop: Option<Spanned<RawStop>>,
     /// How the variants at one sweep point take turns in their shared process.
     pub order: Option<Order>,
     /// Turns an interleaved or shuffled cell's samples are split into.
     pub rounds: Option<Spanned<NumExpr>>,
+}
+
+/// `stop = { rsd_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }`;
+/// each field defaults to NVBench's value.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStop {
+    pub rsd_pct: Option<f64>,
+    pub min_samples: Option<u64>,
+    pub min_gpu_time: Option<String>,
+    pub timeout: Option<String>,
 }
 
 /// How the variants at one sweep point take turns in their shared process.
@@ -185,15 +198,18 @@ pub enum TimerKind {
     Events,
     /// The kernel's own start and end on the GPU, from CUPTI's activity records.
     Cupti,
+    /// Nsight Compute's `gpu__time_duration` of each launch, the worker run under `ncu`.
+    Profiler,
 }
 
 impl TimerKind {
     /// The timers the floor reads an empty kernel with.
-    pub const ALL: [TimerKind; 4] = [
+    pub const ALL: [TimerKind; 5] = [
         TimerKind::Host,
         TimerKind::HostSync,
         TimerKind::Events,
         TimerKind::Cupti,
+        TimerKind::Profiler,
     ];
 
     pub fn key(self) -> &'static str {
@@ -202,6 +218,7 @@ impl TimerKind {
             TimerKind::HostSync => "host_sync",
             TimerKind::Events => "events",
             TimerKind::Cupti => "cupti",
+            TimerKind::Profiler => "profiler",
         }
     }
 
@@ -211,6 +228,7 @@ impl TimerKind {
             TimerKind::HostSync => "host timer around launch + context synchronize",
             TimerKind::Events => "CUDA events around the launch",
             TimerKind::Cupti => "the kernel's span from CUPTI activity records",
+            TimerKind::Profiler => "Nsight Compute's gpu__time_duration of each launch",
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod bare;
 pub mod flush;
 pub mod probe;
+pub mod stop;
 pub mod timer;
 
 use crate::experiment::TimerKind;

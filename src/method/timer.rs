@@ -75,7 +75,7 @@ impl Timer {
     }
 
     /// Times one region and returns nanoseconds per launch; the GPU is idle again when it
-    /// returns. A CUPTI sample reads NaN here: its value comes from the activity records.
+    /// returns. CUPTI and profiler samples read NaN here: their values come afterwards.
     #[inline]
     pub fn time(
         &mut self,
@@ -120,7 +120,8 @@ impl Timer {
                     Ok(ms as f64 * 1e6 / per)
                 }
             }
-            TimerKind::Cupti => {
+            // Their values come afterwards: CUPTI's records, or the profiler's report.
+            TimerKind::Cupti | TimerKind::Profiler => {
                 body.enqueue(launch)?;
                 gpu.synchronize()?;
                 Ok(f64::NAN)

@@ -216,14 +216,15 @@ impl View {
             by_cell.entry(r.cell).or_default().push(r);
         }
         let headline = |c: &Cell| stats.get(&key(c.index, c.headline_phase() == "first"));
+        let has = |c: &Cell, status: Status| {
+            by_cell
+                .get(&c.index)
+                .is_some_and(|rs| rs.iter().any(|r| r.status == status))
+        };
         let shown = |c: &Cell| match headline(c) {
             Some(st) => format::time(st.median, unit),
-            None if by_cell
-                .get(&c.index)
-                .is_some_and(|rs| rs.iter().any(|r| r.status == Status::Failed)) =>
-            {
-                "failed".into()
-            }
+            None if has(c, Status::Failed) => "failed".into(),
+            None if has(c, Status::Skipped) => "skipped".into(),
             None => "not run".into(),
         };
 
@@ -271,6 +272,15 @@ impl View {
                         "; each timed region holds {} launches back to back (hot by nature), read per launch",
                         expr_text(n)
                     ),
+                }
+                if let Some(st) = &m.stop {
+                    samples += &format!(
+                        "; stops early once the RSD is under {}% with at least {} samples and {} of GPU time, or after {}",
+                        st.rsd_pct,
+                        st.min_samples,
+                        format::time(st.min_gpu_ns, Unit::Auto),
+                        humantime::format_duration(st.timeout)
+                    );
                 }
                 if m.order != crate::experiment::Order::Sequential {
                     samples += &format!(
@@ -459,7 +469,7 @@ impl View {
         let failures = s
             .records
             .iter()
-            .filter(|r| r.status == Status::Failed)
+            .filter(|r| r.status != Status::Ok)
             .map(|r| FailureRow {
                 cell: r.id.clone(),
                 process: r.process,
@@ -786,6 +796,12 @@ fn timer_notes(rs: &[&CellRecord]) -> String {
         probes.iter().copied().reduce(f64::max),
     ) {
         notes.push(format!("probed SM clock {lo:.0}–{hi:.0} MHz"));
+    }
+    let stops: Vec<&str> = rs.iter().filter_map(|r| r.stopped.as_deref()).collect();
+    match stops.as_slice() {
+        [] => {}
+        [one] => notes.push(format!("stopped: {one}")),
+        many => notes.push(format!("stopped ({} runs), first: {}", many.len(), many[0])),
     }
     if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
         notes.push(format!(

@@ -15,6 +15,7 @@ use crate::method::flush::Flush;
 use crate::method::{
     self,
     probe::Probe,
+    stop::Stopper,
     timer::{Body, Saturate, Timer},
 };
 use crate::plan::{Cell, Plan, Role};
@@ -384,9 +385,7 @@ fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
             (rec, false)
         }
         Err(f) => {
-            rec.samples_ns.clear();
-            rec.first_ns = None;
-            rec.error = Some(f.message);
+            rec.fail(f.message);
             // A fault may surface only now; a context that cannot synchronize is lost.
             let lost = f.context_lost || gpu.synchronize().is_err();
             (rec, lost)
@@ -496,6 +495,8 @@ fn measure(
     buffers.poison_outputs()?;
     timeline.mark("set-up");
     let mut warmup = cell.knobs.warmup;
+    // Launches of the measured kernel, for a profiler's per-launch report.
+    let mut kernel_launches = 0;
     if warm.is_none() && warmup > 0 {
         // The first warm-up launch is the checked one: verified before anything is timed.
         launch
@@ -504,6 +505,7 @@ fn measure(
         gpu.synchronize()
             .map_err(|e| driver_failure("checked launch", e))?;
         timeline.mark("checked launch");
+        kernel_launches += 1;
         rec.check = Some(buffers.check(exp, cell, &spec)?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
@@ -516,6 +518,7 @@ fn measure(
                 let cost = timer
                     .enqueue_cost_ns(gpu, &mut launch, &body, 5)
                     .map_err(|e| driver_failure("sizing the wait kernel", e))?;
+                kernel_launches += 5 * body.launches();
                 (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
             }
         };
@@ -537,6 +540,9 @@ fn measure(
         let warm_launch = warm.as_mut().unwrap_or(&mut launch);
         method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
         timeline.mark("warm-up");
+        if warm.is_none() {
+            kernel_launches += warmup;
+        }
     }
 
     let n = cell.knobs.samples as usize;
@@ -565,10 +571,23 @@ fn measure(
 
     let mut samples = Vec::with_capacity(n);
     let loop_start = Instant::now();
+    let mut stopper = cell.knobs.stop.map(Stopper::new);
     for _ in 0..n {
-        samples.push(timed(&mut starts, None, "timed launch")?);
+        let t = timed(&mut starts, None, "timed launch")?;
+        samples.push(t);
+        if let Some(why) = stopper
+            .as_mut()
+            .and_then(|s| s.push(t, cell.knobs.launches))
+        {
+            rec.stopped = Some(why);
+            break;
+        }
     }
-    let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / n.max(1) as f64;
+    if let (Some(s), None) = (&stopper, &rec.stopped) {
+        rec.stopped = Some(s.exhausted());
+    }
+    rec.kernel_launches = kernel_launches + (1 + samples.len() as u64) * body.launches();
+    let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len().max(1) as f64;
     if n > 0 {
         timeline.mark("steady samples");
     }

@@ -1,0 +1,224 @@
+//! `timer = "profiler"`: the cell's worker runs under Nsight Compute, which times each
+//! kernel launch (`gpu__time_duration.sum`, clocks left alone, caches flushed or not as the
+//! cell asks); the launches of the measured kernel become the cell's samples.
+
+use super::worker_process::WorkerProgram;
+use crate::experiment::ProfilerCache;
+use crate::protocol::CellRecord;
+use std::path::{Path, PathBuf};
+
+/// The metric read for each launch.
+const METRIC: &str = "gpu__time_duration.sum";
+
+/// `ncu` on PATH, else where the CUDA toolkit installs it.
+pub fn ncu() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ncu"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let p = PathBuf::from("/usr/local/cuda/bin/ncu");
+        p.is_file().then_some(p)
+    })
+}
+
+/// `program` run under `ncu`, its report written as CSV to `log`.
+pub fn wrap(
+    ncu: &Path,
+    program: &WorkerProgram,
+    cache: ProfilerCache,
+    log: &Path,
+) -> WorkerProgram {
+    let mut args: Vec<String> = [
+        "--metrics",
+        METRIC,
+        "--clock-control",
+        "none",
+        "--cache-control",
+        cache.flag(),
+        "--csv",
+        "--print-units",
+        "base",
+        "--log-file",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(log.to_string_lossy().into_owned());
+    args.push(program.program.to_string_lossy().into_owned());
+    args.extend(program.args.iter().cloned());
+    WorkerProgram {
+        program: ncu.to_path_buf(),
+        args,
+    }
+}
+
+/// Each profiled launch in the report, in launch order: (kernel name, duration in ns).
+pub fn launches(report: &str) -> Result<Vec<(String, f64)>, String> {
+    let mut lines = report.lines().skip_while(|l| !l.starts_with("\"ID\""));
+    let header = split(
+        lines
+            .next()
+            .ok_or("the profiler's report has no CSV table")?,
+    );
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or(format!("the profiler's report has no `{name}` column"))
+    };
+    let (kernel, metric, unit, value) = (
+        col("Kernel Name")?,
+        col("Metric Name")?,
+        col("Metric Unit")?,
+        col("Metric Value")?,
+    );
+    let mut out = Vec::new();
+    for line in lines.filter(|l| l.starts_with('"')) {
+        let f = split(line);
+        if f.get(metric).map(String::as_str) != Some(METRIC) {
+            continue;
+        }
+        let scale = match f[unit].as_str() {
+            "nsecond" | "ns" => 1.0,
+            "usecond" | "us" => 1e3,
+            "msecond" | "ms" => 1e6,
+            "second" | "s" => 1e9,
+            other => return Err(format!("the profiler reported time in `{other}`")),
+        };
+        let v: f64 = f[value]
+            .replace(',', "")
+            .parse()
+            .map_err(|_| format!("the profiler reported `{}` as a time", f[value]))?;
+        out.push((f[kernel].clone(), v * scale));
+    }
+    Ok(out)
+}
+
+/// Splits one CSV line of quoted fields.
+fn split(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let (mut cur, mut quoted) = (String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    fields.push(cur);
+    fields
+}
+
+/// Gives each record its samples: the cells ran in order, each launching its kernel
+/// `kernel_launches` times, the timed launches last. `entry(record)` names its kernel.
+pub fn assign(
+    records: &mut [CellRecord],
+    launches: &[(String, f64)],
+    entry: impl Fn(&CellRecord) -> String,
+    per_sample: impl Fn(&CellRecord) -> u64,
+) {
+    let mut taken: std::collections::HashMap<String, usize> = Default::default();
+    for rec in records.iter_mut().filter(|r| r.kernel_launches > 0) {
+        let name = entry(rec);
+        let mine: Vec<f64> = launches
+            .iter()
+            .filter(|(k, _)| *k == name || k.starts_with(&format!("{name}(")))
+            .map(|(_, t)| *t)
+            .collect();
+        let from = *taken.get(&name).unwrap_or(&0);
+        let count = rec.kernel_launches as usize;
+        taken.insert(name.clone(), from + count);
+        let per = per_sample(rec).max(1) as usize;
+        let timed = (1 + rec.samples_ns.len()) * per;
+        let Some(all) = mine.get(from..from + count) else {
+            rec.fail(format!(
+                "the profiler reported {} launches of {name}, fewer than the cells launched",
+                mine.len()
+            ));
+            continue;
+        };
+        let values: Vec<f64> = all[count - timed..]
+            .chunks(per)
+            .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+            .collect();
+        rec.first_ns = values.first().copied();
+        rec.samples_ns = values[1..].to_vec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "==PROF== Connected to process 1\n\
+\"ID\",\"Process ID\",\"Kernel Name\",\"Context\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
+\"0\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"20,100\"\n\
+\"1\",\"1\",\"empty\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"900\"\n\
+\"2\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"usecond\",\"13.5\"\n\
+\"3\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"13,300\"\n";
+
+    #[test]
+    fn the_report_gives_each_launch_in_nanoseconds() {
+        let l = launches(REPORT).unwrap();
+        assert_eq!(l.len(), 4);
+        assert_eq!(l[0], ("matMulKernel".to_string(), 20_100.0));
+        assert_eq!(l[2].1, 13_500.0);
+        assert!(launches("no table here").is_err());
+    }
+
+    #[test]
+    fn the_timed_launches_are_the_last_of_each_cell() {
+        let mut r = CellRecord::failed(0, "m", 0, String::new());
+        r.kernel_launches = 3; // one checked launch, then the first timed and one sample
+        r.samples_ns = vec![f64::NAN];
+        let mut records = vec![r];
+        assign(
+            &mut records,
+            &launches(REPORT).unwrap(),
+            |_| "matMulKernel".into(),
+            |_| 1,
+        );
+        assert_eq!(records[0].first_ns, Some(13_500.0));
+        assert_eq!(records[0].samples_ns, vec![13_300.0]);
+    }
+
+    #[test]
+    fn too_few_launches_fail_the_cell() {
+        let mut r = CellRecord::failed(0, "m", 0, String::new());
+        r.status = crate::protocol::Status::Ok;
+        r.kernel_launches = 5;
+        let mut records = vec![r];
+        assign(
+            &mut records,
+            &launches(REPORT).unwrap(),
+            |_| "matMulKernel".into(),
+            |_| 1,
+        );
+        assert_eq!(records[0].status, crate::protocol::Status::Failed);
+    }
+
+    #[test]
+    fn the_worker_runs_under_ncu_with_clocks_left_alone() {
+        let w = WorkerProgram {
+            program: "/bin/runner".into(),
+            args: vec!["__worker".into()],
+        };
+        let p = wrap(
+            Path::new("/x/ncu"),
+            &w,
+            ProfilerCache::All,
+            Path::new("/tmp/r.csv"),
+        );
+        let args = p.args.join(" ");
+        assert!(args.contains("--clock-control none"), "{args}");
+        assert!(args.contains("--cache-control all"), "{args}");
+        assert!(args.ends_with("/tmp/r.csv /bin/runner __worker"), "{args}");
+    }
+}
