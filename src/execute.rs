@@ -251,10 +251,7 @@ impl<'a> Scheduler<'a> {
                     return Ok(());
                 }
                 let why = match ended {
-                    Next::TimedOut(limit) => format!(
-                        "no result within the cell's timeout of {}: worker killed",
-                        humantime::format_duration(limit)
-                    ),
+                    Next::TimedOut(limit) => timed_out(limit, ""),
                     _ => format!(
                         "worker process under ncu ended ({exit}) while running this cell{}",
                         tail(&stderr)
@@ -274,14 +271,7 @@ impl<'a> Scheduler<'a> {
                 Next::TimedOut(limit) => {
                     worker.kill();
                     let stderr = worker.finish()?.1;
-                    self.fail(
-                        run,
-                        format!(
-                            "no result within the cell's timeout of {}: worker killed{}",
-                            humantime::format_duration(limit),
-                            tail(&stderr)
-                        ),
-                    )?;
+                    self.fail(run, timed_out(limit, &stderr))?;
                     remaining.pop_front();
                 }
                 _ => {
@@ -395,6 +385,15 @@ fn prime(
     }
 }
 
+/// Why a cell whose worker overran the cell's timeout failed.
+fn timed_out(limit: Duration, stderr: &str) -> String {
+    format!(
+        "no result within the cell's timeout of {}: worker killed{}",
+        humantime::format_duration(limit),
+        tail(stderr)
+    )
+}
+
 fn tail(stderr: &str) -> String {
     let t = stderr.trim();
     if t.is_empty() {
@@ -471,8 +470,15 @@ done"#
     }
 
     fn run_with(on_b: &str) -> (tempfile::TempDir, Outcome) {
+        run_edited(on_b, |text| text.to_string())
+    }
+
+    /// Runs the stand-in experiment, its text changed by `edit`, with the stand-in worker.
+    fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, Outcome) {
         let tmp = tempfile::tempdir().unwrap();
-        let exp = experiment(tmp.path());
+        let first = experiment(tmp.path());
+        std::fs::write(&first.path, edit(&first.text)).unwrap();
+        let exp = Experiment::load(&first.path).unwrap();
         let plan = Plan::new(&exp).unwrap();
         let dir = tmp.path().join("out");
         let mut meta = meta();
@@ -525,24 +531,11 @@ done"#
             eprintln!("SKIPPED: this machine has ncu");
             return;
         }
-        let tmp = tempfile::tempdir().unwrap();
-        let exp = experiment(tmp.path());
-        let text = exp
-            .text
-            .replace("name = \"b\"\n", "name = \"b\"\ntimer = \"profiler\"\n");
-        std::fs::write(&exp.path, &text).unwrap();
-        let exp = Experiment::load(&exp.path).unwrap();
-        let plan = Plan::new(&exp).unwrap();
-        let dir = tmp.path().join("out");
-        let mut meta = meta();
-        let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
-        let program = stand_in("true");
-        assert!(
-            Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
-                .unwrap()
-                .run_all()
-                .unwrap()
-        );
+        let (_tmp, out) = run_edited("true", |text| {
+            text.replace("name = \"b\"\n", "name = \"b\"\ntimer = \"profiler\"\n")
+        });
+        assert!(out.complete);
+        let dir = out.dir;
         let s = statuses(&dir);
         assert_eq!(s[&0].0, Status::Ok);
         assert_eq!(s[&1].0, Status::Skipped);

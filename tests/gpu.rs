@@ -129,22 +129,7 @@ name = "cubin-old-arch"
 compile = "cubin"
 arch = "sm_80"
 "#;
-    let base = matmul_experiment(&kernels_dir());
-    let text = format!("{}{variants}", &base[..base.find("[defaults]").unwrap()]);
-    let out_dir = tempfile::tempdir().unwrap();
-    let (_d, path) = write_experiment("phases.toml", &text);
-    let out = run(&[
-        path.to_str().unwrap(),
-        "--out",
-        out_dir.path().to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let dir = out_dir.path().join("phases");
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("cells.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (_out, dir, records) = run_on_gpu("phases", &matmul_with("n = [64, 96]", variants));
     let of = |variant: &str| -> Vec<&serde_json::Value> {
         records
             .iter()
@@ -254,31 +239,11 @@ queue = "saturate"
 [report]
 bias = [["events", "cupti"], ["batch", "cupti"], ["graph", "cupti"], ["saturate", "cupti"]]
 "#;
-    let base = matmul_experiment(&kernels_dir()).replace("n = [64, 96]", "n = [256]");
-    let text = format!("{}{variants}", &base[..base.find("[defaults]").unwrap()]);
-    let out_dir = tempfile::tempdir().unwrap();
-    let (_d, path) = write_experiment("accuracy.toml", &text);
-    let out = run(&[
-        path.to_str().unwrap(),
-        "--out",
-        out_dir.path().to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let dir = out_dir.path().join("accuracy");
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("cells.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (_out, dir, records) = run_on_gpu("accuracy", &matmul_with("n = [256]", variants));
     for r in &records {
         assert_eq!(r["status"], "ok", "{r}");
     }
-    let cell = |suffix: &str| {
-        records
-            .iter()
-            .find(|r| r["id"].as_str().unwrap().ends_with(suffix))
-            .unwrap()
-    };
+    let cell = |suffix: &str| record(&records, suffix);
     assert_eq!(
         cell("/cupti")["cupti"]["records"],
         21,
@@ -320,28 +285,8 @@ name = "adaptive"
 samples = 5000
 stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
 "#;
-    let base = matmul_experiment(&kernels_dir()).replace("n = [64, 96]", "n = [256]");
-    let text = format!("{}{variants}", &base[..base.find("[defaults]").unwrap()]);
-    let out_dir = tempfile::tempdir().unwrap();
-    let (_d, path) = write_experiment("profiled.toml", &text);
-    let out = run(&[
-        path.to_str().unwrap(),
-        "--out",
-        out_dir.path().to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let records: Vec<serde_json::Value> =
-        std::fs::read_to_string(out_dir.path().join("profiled/cells.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-    let cell = |suffix: &str| {
-        records
-            .iter()
-            .find(|r| r["id"].as_str().unwrap().ends_with(suffix))
-            .unwrap()
-    };
+    let (_out, dir, records) = run_on_gpu("profiled", &matmul_with("n = [256]", variants));
+    let cell = |suffix: &str| record(&records, suffix);
     for v in ["/cupti", "/profiler", "/adaptive"] {
         assert_eq!(cell(v)["status"], "ok", "{}", cell(v));
     }
@@ -353,7 +298,7 @@ stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
     );
     let stopped = cell("/adaptive")["stopped"].as_str().unwrap();
     assert!(stopped.starts_with("precise enough"), "{stopped}");
-    let samples = std::fs::read_to_string(out_dir.path().join("profiled/samples.csv")).unwrap();
+    let samples = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
     let adaptive = samples.lines().filter(|l| l.contains("/adaptive,")).count();
     assert!(
         (21..5001).contains(&adaptive),

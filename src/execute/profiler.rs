@@ -173,35 +173,30 @@ mod tests {
         assert!(launches("no table here").is_err());
     }
 
+    /// A matmul cell that launched its kernel `launches_done` times and took `samples`
+    /// samples, given its share of `REPORT`.
+    fn assigned(launches_done: u64, samples: usize) -> CellRecord {
+        let mut r = CellRecord::failed(0, "m", 0, String::new());
+        r.status = crate::protocol::Status::Ok;
+        r.kernel_launches = launches_done;
+        r.samples_ns = vec![f64::NAN; samples];
+        let mut records = vec![r];
+        let report = launches(REPORT).unwrap();
+        assign(&mut records, &report, |_| "matMulKernel".into(), |_| 1);
+        records.remove(0)
+    }
+
     #[test]
     fn the_timed_launches_are_the_last_of_each_cell() {
-        let mut r = CellRecord::failed(0, "m", 0, String::new());
-        r.kernel_launches = 3; // one checked launch, then the first timed and one sample
-        r.samples_ns = vec![f64::NAN];
-        let mut records = vec![r];
-        assign(
-            &mut records,
-            &launches(REPORT).unwrap(),
-            |_| "matMulKernel".into(),
-            |_| 1,
-        );
-        assert_eq!(records[0].first_ns, Some(13_500.0));
-        assert_eq!(records[0].samples_ns, vec![13_300.0]);
+        // One checked launch, then the first timed launch and one sample.
+        let r = assigned(3, 1);
+        assert_eq!(r.first_ns, Some(13_500.0));
+        assert_eq!(r.samples_ns, vec![13_300.0]);
     }
 
     #[test]
     fn too_few_launches_fail_the_cell() {
-        let mut r = CellRecord::failed(0, "m", 0, String::new());
-        r.status = crate::protocol::Status::Ok;
-        r.kernel_launches = 5;
-        let mut records = vec![r];
-        assign(
-            &mut records,
-            &launches(REPORT).unwrap(),
-            |_| "matMulKernel".into(),
-            |_| 1,
-        );
-        assert_eq!(records[0].status, crate::protocol::Status::Failed);
+        assert_eq!(assigned(5, 0).status, crate::protocol::Status::Failed);
     }
 
     #[test]

@@ -266,6 +266,15 @@ impl Experiment {
         Validator { path, text }.experiment(raw)
     }
 
+    /// The sweep parameters' names, as a table's first column is titled: `m, n`.
+    pub fn parameter_names(&self) -> String {
+        self.params
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Sweep points, the first parameter varying slowest.
     pub fn points(&self) -> Vec<Point> {
         sweep::product(&self.params)

@@ -120,12 +120,7 @@ pub fn build(
         }
         tables.push(BiasTable {
             kernel: kernel.name.clone(),
-            parameters: exp
-                .params
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            parameters: exp.parameter_names(),
             references: references.clone(),
             methods: pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect(),
             rows,

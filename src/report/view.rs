@@ -216,6 +216,15 @@ impl View {
             by_cell.entry(r.cell).or_default().push(r);
         }
         let headline = |c: &Cell| stats.get(&key(c.index, c.headline_phase() == "first"));
+        // The headline median of kernel k's cell at a point under a variant.
+        let median_at = |k: usize, p: &Point, variant: &str| {
+            s.plan
+                .cells
+                .iter()
+                .find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
+                .and_then(headline)
+                .map(|st| st.median)
+        };
         let has = |c: &Cell, status: Status| {
             by_cell
                 .get(&c.index)
@@ -368,12 +377,7 @@ impl View {
                 .collect();
             tables.push(Table {
                 kernel: kernel.name.clone(),
-                parameters: exp
-                    .params
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                parameters: exp.parameter_names(),
                 diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
                 columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
                 published_columns: exp
@@ -556,14 +560,7 @@ impl View {
         };
         if let [(param, _)] = exp.params.as_slice() {
             for (k, kernel) in exp.kernels.iter().enumerate() {
-                let at = |variant: &str, p: &Point| {
-                    s.plan
-                        .cells
-                        .iter()
-                        .find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
-                        .and_then(headline)
-                        .map(|st| st.median)
-                };
+                let at = |variant: &str, p: &Point| median_at(k, p, variant);
                 let points = exp.points();
                 let medians: Vec<Line> = exp
                     .variants
@@ -669,15 +666,7 @@ impl View {
                 .map_err(anyhow::Error::msg)?;
             add(&mut plots.probe, title, "plots/clock-probe.svg".into(), svg);
         }
-        let (bias, bias_plot) = super::bias::build(exp, |k, p, v| {
-            s.plan
-                .cells
-                .iter()
-                .find(|c| c.kernel == Some(k) && c.variant == v && c.point == *p)
-                .and_then(headline)
-                .map(|st| st.median)
-        })
-        .map_err(anyhow::Error::msg)?;
+        let (bias, bias_plot) = super::bias::build(exp, median_at).map_err(anyhow::Error::msg)?;
         if let Some(svg) = bias_plot {
             add(
                 &mut plots.bias,

@@ -83,3 +83,38 @@ pub fn write_experiment(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) 
     std::fs::write(&path, text).unwrap();
     (dir, path)
 }
+
+/// Runs the experiment `text` (saved as `name`.toml) on the GPU and reads its cell records;
+/// returns the output folder (kept alive by the guard) and the records.
+pub fn run_on_gpu(name: &str, text: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment(&format!("{name}.toml"), text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = out_dir.path().join(name);
+    let records = std::fs::read_to_string(dir.join("cells.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (out_dir, dir, records)
+}
+
+/// The first record whose cell id ends with `suffix`.
+pub fn record<'a>(records: &'a [serde_json::Value], suffix: &str) -> &'a serde_json::Value {
+    records
+        .iter()
+        .find(|r| r["id"].as_str().unwrap().ends_with(suffix))
+        .unwrap_or_else(|| panic!("no cell ending in {suffix}"))
+}
+
+/// The matmul experiment's kernel and sweep with `variants` (defaults, variants, report)
+/// in place of its own.
+pub fn matmul_with(sizes: &str, variants: &str) -> String {
+    let base = matmul_experiment(&kernels_dir()).replace("n = [64, 96]", sizes);
+    format!("{}{variants}", &base[..base.find("[defaults]").unwrap()])
+}
