@@ -46,6 +46,8 @@ pub struct Knobs {
     pub rounds: u32,
     /// Adaptive stopping; `samples` is then the most a run takes.
     pub stop: Option<experiment::StopRule>,
+    /// Buffer sets used in turn; an expression of device facts, evaluated by the worker.
+    pub rotate: experiment::NumExpr,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,6 +112,7 @@ impl Plan {
                         order: m.order,
                         rounds: rounds as u32,
                         stop: m.stop,
+                        rotate: m.rotate.clone(),
                         fresh_process: m.fresh_process,
                         processes: int(&m.processes)? as u32,
                         cache: m.cache.clone(),
@@ -179,6 +182,7 @@ impl Plan {
                             order: experiment::Order::Sequential,
                             rounds: 1,
                             stop: None,
+                            rotate: experiment::NumExpr::Int(1),
                         },
                     });
                 }

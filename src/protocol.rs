@@ -128,6 +128,10 @@ pub struct CellRecord {
     /// profiler's per-launch report can be cut into cells.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub kernel_launches: u64,
+    /// Host wall time per steady sample, flush, rotation and timer included: what a
+    /// sample of this methodology costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_wall_ns: Option<f64>,
     /// Why an adaptive cell stopped taking samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
@@ -210,6 +214,7 @@ impl CellRecord {
             queue: None,
             probe_mhz: None,
             stopped: None,
+            sample_wall_ns: None,
             kernel_launches: 0,
             cupti: None,
         }

@@ -370,3 +370,10 @@ fn adaptive_stop_with_an_unknown_field() {
     assert_at_line(&err, &text, "stop = ");
     assert!(err.contains("rsd_pct"), "{err}");
 }
+
+#[test]
+fn rotating_buffers_do_not_apply_to_graphs() {
+    let text = with_sync_knobs("graph = 4\nrotate = 3");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "rotate = 3");
+}

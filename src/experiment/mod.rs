@@ -142,6 +142,8 @@ pub struct Method {
     pub rounds: NumExpr,
     /// Stop before `samples` once the samples are precise enough.
     pub stop: Option<StopRule>,
+    /// Buffer sets the timed samples use in turn (1: the same buffers every time).
+    pub rotate: NumExpr,
 }
 
 /// Adaptive stopping, with NVBench's defaults: stop once the samples' relative standard
@@ -846,6 +848,25 @@ impl Validator<'_> {
                 r.map_or(NumExpr::Int(DEFAULT_ROUNDS), Spanned::into_inner)
             }
         };
+        let rotate = pick(&v.rotate, &d.rotate);
+        if let Some(r) = &rotate {
+            for p in points {
+                let s = scope(p, &DeviceFacts::nominal());
+                let n = expr::eval_int(r.get_ref(), &s).map_err(|m| {
+                    self.err(r, m)
+                        .with_hint(format!("rotate may use: {}", expr::names(&s)))
+                })?;
+                if n < 1 {
+                    return Err(self.err(r, format!("rotate is {n}, but must be at least 1")));
+                }
+            }
+        }
+        if let (Some(r), Some(_)) = (&rotate, &graph) {
+            return Err(self
+                .err(r, "rotate does not apply to graph = N")
+                .with_hint("a graph's launches keep the buffers they were captured with"));
+        }
+        let rotate = rotate.map_or(NumExpr::Int(1), Spanned::into_inner);
         let stop = match v.stop.as_ref().or(d.stop.as_ref()) {
             None => None,
             Some(raw) => {
@@ -916,6 +937,7 @@ impl Validator<'_> {
             order,
             rounds,
             stop,
+            rotate,
         })
     }
 

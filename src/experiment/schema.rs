@@ -119,6 +119,9 @@ pub struct RawKnobs {
     /// Keep CUPTI collecting kernel records during the samples of a non-CUPTI timer, to
     /// measure what CUPTI's collection costs that timer.
     pub cupti_collect: Option<bool>,
+    /// Sets of the kernel's buffers that timed samples use in turn (a cold cache without
+    /// a flush); an expression of the sweep and device facts.
+    pub rotate: Option<Spanned<NumExpr>>,
     /// Adaptive stopping: present, the cell stops once its samples are precise enough.
     pub stop: Option<Spanned<RawStop>>,
     /// How the variants at one sweep point take turns in their shared process.

@@ -282,6 +282,12 @@ impl View {
                         expr_text(n)
                     ),
                 }
+                if m.rotate != NumExpr::Int(1) {
+                    samples += &format!(
+                        "; the timed samples use {} sets of the kernel's buffers in turn",
+                        expr_text(&m.rotate)
+                    );
+                }
                 if let Some(st) = &m.stop {
                     samples += &format!(
                         "; stops early once the RSD is under {}% with at least {} samples and {} of GPU time, or after {}",
@@ -791,6 +797,12 @@ fn timer_notes(rs: &[&CellRecord]) -> String {
         [] => {}
         [one] => notes.push(format!("stopped: {one}")),
         many => notes.push(format!("stopped ({} runs), first: {}", many.len(), many[0])),
+    }
+    if let Some(ns) = summary::median(rs.iter().filter_map(|r| r.sample_wall_ns).collect()) {
+        notes.push(format!(
+            "{} of host time per sample",
+            format::time(ns, Unit::Auto)
+        ));
     }
     if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
         notes.push(format!(

@@ -420,14 +420,21 @@ fn measure(
 
     let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
     let buffers = Buffers::create(&spec.args, seed)?;
+    // Further sets for `rotate`: the timed samples use the sets in turn, each set's data
+    // out of L2 by the time it comes round again when the sets together exceed it.
+    let sets = expr::eval_int(
+        &cell.knobs.rotate,
+        &experiment::scope(&cell.point, &gpu.facts),
+    )?;
+    let rotation: Vec<Buffers> = (1..sets)
+        .map(|i| Buffers::create(&spec.args, seed.wrapping_add(i as u64)))
+        .collect::<Result<_, _>>()?;
+    let params: Vec<Vec<Vec<u8>>> = std::iter::once(&buffers)
+        .chain(&rotation)
+        .map(|b| b.param_values(&spec.args))
+        .collect();
     timeline.mark("buffers");
-    let mut launch = Launch::new(
-        func,
-        spec.grid,
-        spec.block,
-        spec.shared_bytes,
-        &buffers.param_values(&spec.args),
-    );
+    let mut launch = Launch::new(func, spec.grid, spec.block, spec.shared_bytes, &params[0]);
     let body = if cell.knobs.graph {
         Body::Graph(
             Graph::capture(&mut launch, cell.knobs.launches)?,
@@ -548,7 +555,14 @@ fn measure(
     let n = cell.knobs.samples as usize;
     let mut starts = Vec::with_capacity(n + 1);
     // One timed launch: the flush and the start timestamp lie outside the timer's region.
+    let mut turn = 0;
     let mut timed = |starts: &mut Vec<f64>, timeline: Option<&mut Timeline>, what: &str| {
+        if params.len() > 1 {
+            for (i, v) in params[turn % params.len()].iter().enumerate() {
+                launch.set_param(i, v);
+            }
+            turn += 1;
+        }
         if let Some(f) = flush.as_mut() {
             f.run(gpu).map_err(|e| driver_failure("L2 flush", e))?;
             if let Some(t) = timeline {
@@ -588,6 +602,9 @@ fn measure(
     }
     rec.kernel_launches = kernel_launches + (1 + samples.len() as u64) * body.launches();
     let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len().max(1) as f64;
+    if !samples.is_empty() {
+        rec.sample_wall_ns = Some(harness_wall_ns);
+    }
     if n > 0 {
         timeline.mark("steady samples");
     }
