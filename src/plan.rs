@@ -422,7 +422,8 @@ pub fn describe(
         plan.timed_launches(),
         plan.untimed_launches()
     );
-    let startup = PROCESS_START_S;
+    // Process start-up, and the GPU warm-up the experiment asks for before its first cell.
+    let startup = PROCESS_START_S + exp.gpu_warmup.as_secs_f64();
     let total = known + guessed + startup;
     if guessed == 0.0 {
         let _ = writeln!(
@@ -445,6 +446,13 @@ pub fn describe(
         "clock policy: {}",
         crate::clock_lock::describe(exp.clocks)
     );
+    if !exp.gpu_warmup.is_zero() {
+        let _ = writeln!(
+            out,
+            "GPU warm-up: {} of busy work before the first cell",
+            humantime::format_duration(exp.gpu_warmup)
+        );
+    }
     let _ = writeln!(out, "device facts for expressions are assumed (H100: L2 {} MiB, {} SMs) until the run reads the real device", DeviceFacts::nominal().l2_bytes >> 20, DeviceFacts::nominal().sm_count);
     out
 }
@@ -628,6 +636,14 @@ block = [1]
         ];
         assert_eq!(first_point, want.map(|(v, r)| (v.to_string(), r)).to_vec());
         assert_eq!(jobs[0].runs.len(), 4 * 7, "every point the same way");
+    }
+
+    #[test]
+    fn the_estimate_counts_the_gpu_warm_up() {
+        let e = experiment("[[variant]]\nname = \"a\"\n[environment]\ngpu_warmup = \"30s\"\n");
+        let text = describe(&e, &Plan::new(&e).unwrap(), &Default::default());
+        assert!(text.contains("GPU warm-up: 30s"), "{text}");
+        assert!(text.contains("at least 30."), "{text}");
     }
 
     #[test]
