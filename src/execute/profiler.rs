@@ -125,7 +125,7 @@ pub fn assign(
     per_sample: impl Fn(&CellRecord) -> u64,
 ) {
     let mut taken: std::collections::HashMap<String, usize> = Default::default();
-    for rec in records.iter_mut().filter(|r| r.kernel_launches > 0) {
+    for rec in records.iter_mut() {
         let name = entry(rec);
         let mine: Vec<f64> = launches
             .iter()
@@ -135,6 +135,10 @@ pub fn assign(
         let from = *taken.get(&name).unwrap_or(&0);
         let count = rec.kernel_launches as usize;
         taken.insert(name.clone(), from + count);
+        // A failed cell's launches still take their place in the report.
+        if rec.status != crate::protocol::Status::Ok || count == 0 {
+            continue;
+        }
         let per = per_sample(rec).max(1) as usize;
         let timed = (1 + rec.samples_ns.len()) * per;
         let Some(all) = mine.get(from..from + count) else {
@@ -192,6 +196,26 @@ mod tests {
         let r = assigned(3, 1);
         assert_eq!(r.first_ns, Some(13_500.0));
         assert_eq!(r.samples_ns, vec![13_300.0]);
+    }
+
+    #[test]
+    fn a_failed_cell_keeps_its_launches_out_of_the_next_one() {
+        let mut failed = CellRecord::failed(0, "m", 0, "check failed".into());
+        failed.kernel_launches = 1;
+        let mut ok = CellRecord::failed(1, "m", 0, String::new());
+        ok.status = crate::protocol::Status::Ok;
+        ok.kernel_launches = 2;
+        ok.samples_ns = vec![f64::NAN];
+        let mut records = vec![failed, ok];
+        assign(
+            &mut records,
+            &launches(REPORT).unwrap(),
+            |_| "matMulKernel".into(),
+            |_| 1,
+        );
+        assert_eq!(records[0].first_ns, None);
+        assert_eq!(records[1].first_ns, Some(13_500.0));
+        assert_eq!(records[1].samples_ns, vec![13_300.0]);
     }
 
     #[test]

@@ -502,8 +502,8 @@ fn measure(
     buffers.poison_outputs()?;
     timeline.mark("set-up");
     let mut warmup = cell.knobs.warmup;
-    // Launches of the measured kernel, for a profiler's per-launch report.
-    let mut kernel_launches = 0;
+    // Launches of the measured kernel are counted as they happen (also in a cell that
+    // fails later), so that a profiler's per-launch report can be cut into cells.
     if warm.is_none() && warmup > 0 {
         // The first warm-up launch is the checked one: verified before anything is timed.
         launch
@@ -512,7 +512,7 @@ fn measure(
         gpu.synchronize()
             .map_err(|e| driver_failure("checked launch", e))?;
         timeline.mark("checked launch");
-        kernel_launches += 1;
+        rec.kernel_launches += 1;
         rec.check = Some(buffers.check(exp, cell, &spec)?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
@@ -525,7 +525,7 @@ fn measure(
                 let cost = timer
                     .enqueue_cost_ns(gpu, &mut launch, &body, 5)
                     .map_err(|e| driver_failure("sizing the wait kernel", e))?;
-                kernel_launches += 5 * body.launches();
+                rec.kernel_launches += 5 * body.launches();
                 (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
             }
         };
@@ -548,7 +548,7 @@ fn measure(
         method::warm_up(gpu, warm_launch, warmup, cell.knobs.timer)?;
         timeline.mark("warm-up");
         if warm.is_none() {
-            kernel_launches += warmup;
+            rec.kernel_launches += warmup;
         }
     }
 
@@ -575,6 +575,7 @@ fn measure(
             .map_err(|e| driver_failure(what, e))
     };
     let first = timed(&mut starts, Some(&mut *timeline), "first launch")?;
+    rec.kernel_launches += body.launches();
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
@@ -588,6 +589,7 @@ fn measure(
     let mut stopper = cell.knobs.stop.map(Stopper::new);
     for _ in 0..n {
         let t = timed(&mut starts, None, "timed launch")?;
+        rec.kernel_launches += body.launches();
         samples.push(t);
         if let Some(why) = stopper
             .as_mut()
@@ -600,7 +602,6 @@ fn measure(
     if let (Some(s), None) = (&stopper, &rec.stopped) {
         rec.stopped = Some(s.exhausted());
     }
-    rec.kernel_launches = kernel_launches + (1 + samples.len() as u64) * body.launches();
     let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len().max(1) as f64;
     if !samples.is_empty() {
         rec.sample_wall_ns = Some(harness_wall_ns);

@@ -118,3 +118,28 @@ pub fn matmul_with(sizes: &str, variants: &str) -> String {
     let base = matmul_experiment(&kernels_dir()).replace("n = [64, 96]", sizes);
     format!("{}{variants}", &base[..base.find("[defaults]").unwrap()])
 }
+
+/// The median steady sample of the first cell whose id ends with `suffix`, from a run's
+/// `samples.csv` (first column: cell id; then the phase and the time in ns).
+pub fn steady_median(dir: &Path, suffix: &str) -> f64 {
+    let text = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (phase, time) = (col("phase"), col("time_ns"));
+    let id = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .find(|c| c.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no samples of a cell ending in {suffix}"))
+        .to_string();
+    let mut v: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[0] == id && f[phase] == "steady")
+        .map(|f| f[time].parse().unwrap())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
