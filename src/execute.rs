@@ -240,58 +240,28 @@ impl<'a> Scheduler<'a> {
                 self.store_profiled(&mut pending, report.path())?;
                 return Ok(());
             };
-            if profiled.is_some() {
-                // ncu writes its report when the worker ends.
-                if !matches!(ended, Next::Closed) {
-                    worker.kill();
-                }
-                let (exit, stderr) = worker.finish()?;
-                self.store_profiled(&mut pending, report.path())?;
-                if matches!(ended, Next::Interrupted) || INTERRUPTED.load(Ordering::SeqCst) {
-                    return Ok(());
-                }
-                let why = match ended {
-                    Next::TimedOut(limit) => timed_out(limit, ""),
-                    _ => format!(
-                        "worker process under ncu ended ({exit}) while running this cell{}",
-                        tail(&stderr)
-                    ),
-                };
-                if exit.code() != Some(worker::EXIT_CONTEXT_LOST as i32) {
-                    self.fail(run, why)?;
-                    remaining.pop_front();
-                }
-                continue;
+            // The worker is done or stuck: end it, keep what it reported (a profiled
+            // worker's cells only now get their samples, from ncu's report), then record
+            // the cell it did not finish.
+            if !matches!(ended, Next::Closed) {
+                worker.kill();
             }
-            match ended {
-                Next::Interrupted => {
-                    worker.kill();
-                    return Ok(());
-                }
-                Next::TimedOut(limit) => {
-                    worker.kill();
-                    let stderr = worker.finish()?.1;
-                    self.fail(run, timed_out(limit, &stderr))?;
-                    remaining.pop_front();
-                }
-                _ => {
-                    let (exit, stderr) = worker.finish()?;
-                    if INTERRUPTED.load(Ordering::SeqCst) {
-                        return Ok(()); // the interrupt reached the worker too
-                    }
-                    if exit.code() == Some(worker::EXIT_CONTEXT_LOST as i32) {
-                        continue; // its last cell was reported failed; a new worker takes the rest
-                    }
-                    self.fail(
-                        run,
-                        format!(
-                            "worker process ended ({exit}) while running this cell{}",
-                            tail(&stderr)
-                        ),
-                    )?;
-                    remaining.pop_front();
-                }
+            let (exit, stderr) = worker.finish()?;
+            self.store_profiled(&mut pending, report.path())?;
+            if matches!(ended, Next::Interrupted) || INTERRUPTED.load(Ordering::SeqCst) {
+                return Ok(()); // the interrupt may have reached the worker too
             }
+            let why = match ended {
+                Next::TimedOut(limit) => timed_out(limit, &stderr),
+                // Its last cell was reported failed; a new worker takes the rest.
+                _ if exit.code() == Some(worker::EXIT_CONTEXT_LOST as i32) => continue,
+                _ => format!(
+                    "worker process ended ({exit}) while running this cell{}",
+                    tail(&stderr)
+                ),
+            };
+            self.fail(run, why)?;
+            remaining.pop_front();
         }
         Ok(())
     }

@@ -401,13 +401,11 @@ impl Validator<'_> {
 
         let report = self.report(raw.report.unwrap_or_default(), &variants, &points)?;
         let clocks = self.clocks(raw.environment.as_ref().and_then(|e| e.clocks.as_ref()))?;
-        let gpu_warmup = match raw.environment.as_ref().and_then(|e| e.gpu_warmup.as_ref()) {
-            None => std::time::Duration::ZERO,
-            Some(t) => humantime::parse_duration(t.get_ref()).map_err(|_| {
-                self.err(t, format!("`{}` is not a duration", t.get_ref()))
-                    .with_hint("write gpu_warmup = \"30s\"")
-            })?,
-        };
+        let gpu_warmup = self.duration(
+            raw.environment.as_ref().and_then(|e| e.gpu_warmup.as_ref()),
+            "gpu_warmup",
+            std::time::Duration::ZERO,
+        )?;
         let name = self
             .path
             .file_stem()
@@ -805,18 +803,11 @@ impl Validator<'_> {
                 }
             }
         };
-        let timeout = match v.timeout.as_ref().or(d.timeout.as_ref()) {
-            None => DEFAULT_TIMEOUT,
-            Some(t) => humantime::parse_duration(t.get_ref())
-                .ok()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    self.err(t, format!("`{}` is not a duration", t.get_ref()))
-                        .with_hint(
-                            "write a positive duration such as timeout = \"30s\" or \"10 min\"",
-                        )
-                })?,
-        };
+        let timeout_text = v.timeout.as_ref().or(d.timeout.as_ref());
+        let timeout = self.duration(timeout_text, "timeout", DEFAULT_TIMEOUT)?;
+        if let (Some(t), true) = (timeout_text, timeout.is_zero()) {
+            return Err(self.err(t, "a cell's timeout must be positive"));
+        }
         let order = v.order.or(d.order).unwrap_or(Order::Sequential);
         let rounds_raw = pick(&v.rounds, &d.rounds);
         let rounds = match (order, rounds_raw) {
@@ -871,13 +862,6 @@ impl Validator<'_> {
             None => None,
             Some(raw) => {
                 let r = raw.get_ref();
-                let duration = |text: &Option<String>, default: f64, what: &str| match text {
-                    None => Ok(std::time::Duration::from_secs_f64(default)),
-                    Some(t) => humantime::parse_duration(t).map_err(|_| {
-                        self.err(raw, format!("stop.{what} `{t}` is not a duration"))
-                            .with_hint(format!("e.g. {what} = \"0.5s\""))
-                    }),
-                };
                 if matches!(timer, TimerKind::Cupti | TimerKind::Profiler) {
                     return Err(self
                         .err(
@@ -893,8 +877,18 @@ impl Validator<'_> {
                 Some(StopRule {
                     rsd_pct,
                     min_samples: r.min_samples.unwrap_or(10),
-                    min_gpu_ns: duration(&r.min_gpu_time, 0.5, "min_gpu_time")?.as_nanos() as f64,
-                    timeout: duration(&r.timeout, 15.0, "timeout")?,
+                    min_gpu_ns: self
+                        .duration(
+                            r.min_gpu_time.as_ref(),
+                            "min_gpu_time",
+                            std::time::Duration::from_millis(500),
+                        )?
+                        .as_nanos() as f64,
+                    timeout: self.duration(
+                        r.timeout.as_ref(),
+                        "timeout",
+                        std::time::Duration::from_secs(15),
+                    )?,
                 })
             }
         };
@@ -938,6 +932,24 @@ impl Validator<'_> {
             rounds,
             stop,
             rotate,
+        })
+    }
+
+    /// A duration written as text (`"30s"`, `"10 min"`), or `default` where none is given.
+    fn duration(
+        &self,
+        text: Option<&Spanned<String>>,
+        what: &str,
+        default: std::time::Duration,
+    ) -> Result<std::time::Duration, ConfigError> {
+        let Some(t) = text else {
+            return Ok(default);
+        };
+        humantime::parse_duration(t.get_ref()).map_err(|_| {
+            self.err(t, format!("{what} `{}` is not a duration", t.get_ref()))
+                .with_hint(format!(
+                    "write a duration such as {what} = \"30s\" or \"10 min\""
+                ))
         })
     }
 

@@ -137,8 +137,8 @@ pub struct RawKnobs {
 pub struct RawStop {
     pub rsd_pct: Option<f64>,
     pub min_samples: Option<u64>,
-    pub min_gpu_time: Option<String>,
-    pub timeout: Option<String>,
+    pub min_gpu_time: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
 }
 
 /// How the variants at one sweep point take turns in their shared process.

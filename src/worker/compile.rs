@@ -91,29 +91,21 @@ pub fn compile(
         let lowered_entry = unsafe { CStr::from_ptr(lowered) }
             .to_string_lossy()
             .into_owned();
+        // The PTX size counts the terminating NUL, which the driver's loader needs.
+        type GetSize = unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult;
+        type Get = unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult;
+        let (get_size, get, what): (GetSize, Get, &str) = match how.mode {
+            CompileMode::Cubin => (sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN"),
+            CompileMode::Ptx => (sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX"),
+        };
         let mut size = 0usize;
-        let mut image;
-        match how.mode {
-            CompileMode::Cubin => {
-                check("nvrtcGetCUBINSize", unsafe {
-                    sys::nvrtcGetCUBINSize(prog, &mut size)
-                })?;
-                image = vec![0u8; size];
-                check("nvrtcGetCUBIN", unsafe {
-                    sys::nvrtcGetCUBIN(prog, image.as_mut_ptr() as *mut c_char)
-                })?;
-            }
-            CompileMode::Ptx => {
-                // The size counts the terminating NUL, which the driver's loader needs.
-                check("nvrtcGetPTXSize", unsafe {
-                    sys::nvrtcGetPTXSize(prog, &mut size)
-                })?;
-                image = vec![0u8; size];
-                check("nvrtcGetPTX", unsafe {
-                    sys::nvrtcGetPTX(prog, image.as_mut_ptr() as *mut c_char)
-                })?;
-            }
-        }
+        check(&format!("nvrtcGet{what}Size"), unsafe {
+            get_size(prog, &mut size)
+        })?;
+        let mut image = vec![0u8; size];
+        check(&format!("nvrtcGet{what}"), unsafe {
+            get(prog, image.as_mut_ptr() as *mut c_char)
+        })?;
         Ok(Compiled {
             image,
             lowered_entry,

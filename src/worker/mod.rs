@@ -207,30 +207,16 @@ impl Kernels {
                     how,
                 )
             }
-            KernelKey::Empty => (
-                EMPTY_SOURCE,
-                "kernels/empty.cu".to_string(),
-                EMPTY_ENTRY,
-                Compile::DEFAULT,
-            ),
-            KernelKey::Flush => (
-                FLUSH_SOURCE,
-                "kernels/flush.cu".to_string(),
-                FLUSH_ENTRY,
-                Compile::DEFAULT,
-            ),
-            KernelKey::Spin => (
-                SPIN_SOURCE,
-                "kernels/spin.cu".to_string(),
-                SPIN_ENTRY,
-                Compile::DEFAULT,
-            ),
-            KernelKey::Probe => (
-                PROBE_SOURCE,
-                "kernels/clock_probe.cu".to_string(),
-                PROBE_ENTRY,
-                Compile::DEFAULT,
-            ),
+            builtin => {
+                let (source, file, entry) = match builtin {
+                    KernelKey::Empty => (EMPTY_SOURCE, "kernels/empty.cu", EMPTY_ENTRY),
+                    KernelKey::Flush => (FLUSH_SOURCE, "kernels/flush.cu", FLUSH_ENTRY),
+                    KernelKey::Spin => (SPIN_SOURCE, "kernels/spin.cu", SPIN_ENTRY),
+                    KernelKey::Probe => (PROBE_SOURCE, "kernels/clock_probe.cu", PROBE_ENTRY),
+                    KernelKey::Experiment(..) => unreachable!("matched above"),
+                };
+                (source, file.to_string(), entry, Compile::DEFAULT)
+            }
         };
         let compiled = compile::compile(
             source,
