@@ -28,6 +28,7 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::hash_map::{Entry, HashMap};
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
 
@@ -37,6 +38,7 @@ const EMPTY_ENTRY: &str = "empty";
 /// The built-in L2 flush kernel, for `flush_method = "kernel"`.
 const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
 const FLUSH_ENTRY: &str = "flush_l2";
+const FLUSH_READ_ENTRY: &str = "flush_l2_read";
 /// The built-in clock probe, for `[telemetry] clock_probe = true`.
 const PROBE_SOURCE: &str = include_str!("../../kernels/clock_probe.cu");
 const PROBE_ENTRY: &str = "clock_probe";
@@ -107,6 +109,7 @@ pub fn main() -> ExitCode {
         kernels: Kernels::default(),
         timeline,
         probe: None,
+        inputs: InputCache::default(),
     };
     if job.prime {
         for run in &job.runs {
@@ -154,6 +157,7 @@ enum KernelKey {
     Experiment(usize, Compile),
     Empty,
     Flush,
+    FlushRead,
     Spin,
     Probe,
 }
@@ -165,12 +169,22 @@ impl KernelKey {
         })
     }
 
+    /// The kernel an L2 flush launches (none for a memset).
+    fn flush(method: FlushMethod) -> Option<KernelKey> {
+        match method {
+            FlushMethod::Memset => None,
+            FlushMethod::Kernel => Some(KernelKey::Flush),
+            FlushMethod::Read => Some(KernelKey::FlushRead),
+        }
+    }
+
     /// How the phases of loading it are named: `module load`, `module load (empty kernel)`.
     fn phase(self, what: &str) -> String {
         match self {
             KernelKey::Experiment(..) => what.to_string(),
             KernelKey::Empty => format!("{what} (empty kernel)"),
             KernelKey::Flush => format!("{what} (flush kernel)"),
+            KernelKey::FlushRead => format!("{what} (read flush kernel)"),
             KernelKey::Spin => format!("{what} (wait kernel)"),
             KernelKey::Probe => format!("{what} (clock probe)"),
         }
@@ -211,6 +225,7 @@ impl Kernels {
                 let (source, file, entry) = match builtin {
                     KernelKey::Empty => (EMPTY_SOURCE, "kernels/empty.cu", EMPTY_ENTRY),
                     KernelKey::Flush => (FLUSH_SOURCE, "kernels/flush.cu", FLUSH_ENTRY),
+                    KernelKey::FlushRead => (FLUSH_SOURCE, "kernels/flush.cu", FLUSH_READ_ENTRY),
                     KernelKey::Spin => (SPIN_SOURCE, "kernels/spin.cu", SPIN_ENTRY),
                     KernelKey::Probe => (PROBE_SOURCE, "kernels/clock_probe.cu", PROBE_ENTRY),
                     KernelKey::Experiment(..) => unreachable!("matched above"),
@@ -277,6 +292,7 @@ struct Session<'a> {
     timeline: Timeline,
     /// The clock probe, made on first use when the experiment asks for it.
     probe: Option<Probe>,
+    inputs: InputCache,
 }
 
 impl Session<'_> {
@@ -327,14 +343,8 @@ impl Session<'_> {
         if cell.knobs.warmup_kernel == WarmupKernel::Empty {
             keys.push(KernelKey::Empty);
         }
-        if matches!(
-            cell.knobs.cache,
-            Cache::Flush {
-                method: FlushMethod::Kernel,
-                ..
-            }
-        ) {
-            keys.push(KernelKey::Flush);
+        if let Cache::Flush { method, .. } = cell.knobs.cache {
+            keys.extend(KernelKey::flush(method));
         }
         if cell.knobs.saturate.is_some() {
             keys.push(KernelKey::Spin);
@@ -356,7 +366,7 @@ fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
         .filter(|(k, _)| k.starts_with("CUDA_"))
         .collect();
     let outcome = s.probe().map_err(Failure::from).and_then(|before| {
-        measure(s, cell, process, &mut rec)?;
+        measure(s, cell, &mut rec)?;
         if let (Some(b), Some(a)) = (before, s.probe()?) {
             rec.probe_mhz = Some((b, a));
         }
@@ -379,13 +389,9 @@ fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     }
 }
 
-fn measure(
-    s: &mut Session,
-    cell: &Cell,
-    process: u32,
-    rec: &mut CellRecord,
-) -> Result<(), Failure> {
+fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Failure> {
     let (gpu, sensor, exp, kernels) = (s.gpu, s.sensor, s.exp, &mut s.kernels);
+    let inputs = &mut s.inputs;
     let timeline = &mut s.timeline;
     let (loaded, cost) = kernels.get(exp, gpu, KernelKey::of(cell), timeline)?;
     if let Some(cost) = cost {
@@ -404,8 +410,13 @@ fn measure(
         },
     };
 
-    let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
-    let buffers = Buffers::create(&spec.args, seed)?;
+    // Every variant and round at one point times the same inputs.
+    let point = cell
+        .id
+        .rsplit_once('/')
+        .map_or(cell.id.as_str(), |(p, _)| p);
+    let seed = fnv1a(point.as_bytes());
+    let buffers = Buffers::create(&spec.args, inputs.get(point, &spec.args, seed))?;
     // Further sets for `rotate`: the timed samples use the sets in turn, each set's data
     // out of L2 by the time it comes round again when the sets together exceed it.
     let sets = expr::eval_int(
@@ -413,7 +424,10 @@ fn measure(
         &experiment::scope(&cell.point, &gpu.facts),
     )?;
     let rotation: Vec<Buffers> = (1..sets)
-        .map(|i| Buffers::create(&spec.args, seed.wrapping_add(i as u64)))
+        .map(|i| {
+            let seed = seed.wrapping_add(i as u64);
+            Buffers::create(&spec.args, inputs.get(point, &spec.args, seed))
+        })
         .collect::<Result<_, _>>()?;
     let params: Vec<Vec<Vec<u8>>> = std::iter::once(&buffers)
         .chain(&rotation)
@@ -464,16 +478,14 @@ fn measure(
         Cache::Hot => None,
         Cache::Flush { bytes, method } => {
             let bytes = expr::eval_int(bytes, &experiment::scope(&cell.point, &gpu.facts))?;
-            let write_kernel = match method {
-                FlushMethod::Kernel => {
-                    Some(kernels.get(exp, gpu, KernelKey::Flush, timeline)?.0.func)
-                }
-                FlushMethod::Memset => None,
+            let kernel = match KernelKey::flush(*method) {
+                Some(key) => Some(kernels.get(exp, gpu, key, timeline)?.0.func),
+                None => None,
             };
             Some(Flush::new(
                 bytes as usize,
                 *method,
-                write_kernel,
+                kernel,
                 gpu.facts.sm_count,
             )?)
         }
@@ -673,41 +685,74 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Initial contents of a cell's input buffers, one per argument (None: not an input), by
+/// the seed they were drawn with.
+type HostInputs = Rc<Vec<Option<Vec<u8>>>>;
+
+/// Inputs already drawn in this worker for the current kernel and sweep point: the cells of
+/// one point (every variant, every round) time the same data, drawn once. Drawing 1 GiB of
+/// random floats takes about a second, far longer than most cells' samples.
+#[derive(Default)]
+struct InputCache {
+    point: String,
+    args: Vec<ResolvedArg>,
+    sets: HashMap<u64, HostInputs>,
+}
+
+impl InputCache {
+    fn get(&mut self, point: &str, args: &[ResolvedArg], seed: u64) -> HostInputs {
+        if self.point != point || self.args != args {
+            // A new point: the old data is never asked for again.
+            self.point = point.to_string();
+            self.args = args.to_vec();
+            self.sets.clear();
+        }
+        self.sets
+            .entry(seed)
+            .or_insert_with(|| Rc::new(draw_inputs(args, seed)))
+            .clone()
+    }
+}
+
+/// Random contents for each `uniform` buffer, from one generator seeded with `seed`.
+fn draw_inputs(args: &[ResolvedArg], seed: u64) -> Vec<Option<Vec<u8>>> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    args.iter()
+        .map(|a| match a {
+            ResolvedArg::Buffer {
+                dtype,
+                len,
+                init: Init::Uniform(lo, hi),
+            } => Some(random_bytes(&mut rng, *dtype, *len, *lo, *hi)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A cell's device buffers with the host copies of their initial contents.
 struct Buffers {
     device: Vec<Option<DeviceBuffer>>,
-    host: Vec<Option<Vec<u8>>>,
+    host: HostInputs,
 }
 
 impl Buffers {
-    fn create(args: &[ResolvedArg], seed: u64) -> Result<Buffers, String> {
-        let mut rng = SmallRng::seed_from_u64(seed);
+    /// Allocates every buffer argument, uploads the inputs and poisons the outputs.
+    fn create(args: &[ResolvedArg], host: HostInputs) -> Result<Buffers, String> {
         let mut device = Vec::new();
-        let mut host = Vec::new();
-        for a in args {
+        for (a, data) in args.iter().zip(host.iter()) {
             match a {
-                ResolvedArg::Buffer { dtype, len, init } => {
+                ResolvedArg::Buffer { dtype, len, .. } => {
                     let bytes = len
                         .checked_mul(dtype.size())
                         .ok_or("buffer size overflows")?;
                     let buf = DeviceBuffer::alloc(bytes)?;
-                    match init {
-                        Init::Uniform(lo, hi) => {
-                            let data = random_bytes(&mut rng, *dtype, *len, *lo, *hi);
-                            buf.upload(&data)?;
-                            host.push(Some(data));
-                        }
-                        Init::Output => {
-                            buf.fill(0xFF)?;
-                            host.push(None);
-                        }
+                    match data {
+                        Some(data) => buf.upload(data)?,
+                        None => buf.fill(0xFF)?,
                     }
                     device.push(Some(buf));
                 }
-                ResolvedArg::Scalar { .. } => {
-                    device.push(None);
-                    host.push(None);
-                }
+                ResolvedArg::Scalar { .. } => device.push(None),
             }
         }
         Ok(Buffers { device, host })
@@ -728,7 +773,7 @@ impl Buffers {
 
     /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
     fn poison_outputs(&self) -> Result<(), String> {
-        for (d, h) in self.device.iter().zip(&self.host) {
+        for (d, h) in self.device.iter().zip(self.host.iter()) {
             if let (Some(buf), None) = (d, h) {
                 buf.fill(0xFF)?;
             }
@@ -816,6 +861,42 @@ fn push_scalar(out: &mut Vec<u8>, dtype: Dtype, v: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inputs_are_drawn_once_per_point_and_seed() {
+        let args = vec![
+            ResolvedArg::Buffer {
+                dtype: Dtype::F32,
+                len: 4,
+                init: Init::Uniform(1.0, 2.0),
+            },
+            ResolvedArg::Buffer {
+                dtype: Dtype::F32,
+                len: 4,
+                init: Init::Output,
+            },
+            ResolvedArg::Scalar {
+                dtype: Dtype::I32,
+                value: 4.0,
+            },
+        ];
+        let mut cache = InputCache::default();
+        let a = cache.get("k/n=1", &args, 7);
+        assert_eq!(
+            a.iter().map(Option::is_some).collect::<Vec<_>>(),
+            [true, false, false]
+        );
+        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7)));
+        // Another seed (a rotation set) draws other data; the same seed draws the same data.
+        assert_ne!(a[0], cache.get("k/n=1", &args, 8)[0]);
+        let again = cache.get("k/n=2", &args, 7);
+        assert!(!Rc::ptr_eq(&a, &again) && a[0] == again[0]);
+        assert_eq!(
+            cache.sets.len(),
+            1,
+            "a new point drops the old point's data"
+        );
+    }
 
     #[test]
     fn cupti_spans_become_per_launch_samples_and_latencies() {
