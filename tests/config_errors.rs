@@ -239,6 +239,19 @@ fn flush_size_that_is_not_positive() {
     assert!(err.contains("not positive"), "{err}");
 }
 
+#[test]
+fn unknown_flush_method_lists_the_choices() {
+    let text = good().replace(
+        "name = \"sync\"\n",
+        "name = \"sync\"\ncache = \"flush\"\nflush_method = \"evict\"\n",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "flush_method");
+    for choice in ["memset", "kernel", "read"] {
+        assert!(err.contains(choice), "{choice} missing from:\n{err}");
+    }
+}
+
 /// The `sync` variant with extra knobs.
 fn with_sync_knobs(knobs: &str) -> String {
     good().replace("name = \"sync\"\n", &format!("name = \"sync\"\n{knobs}\n"))

@@ -305,3 +305,41 @@ stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
         "{adaptive} adaptive samples"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn every_flush_method_makes_the_launch_cold() {
+    let variants = r#"[defaults]
+timer = "cupti"
+warmup = 3
+samples = 20
+
+[[variant]]
+name = "hot"
+
+[[variant]]
+name = "memset"
+cache = "flush"
+
+[[variant]]
+name = "write"
+cache = "flush"
+flush_method = "kernel"
+
+[[variant]]
+name = "read"
+cache = "flush"
+flush_method = "read"
+"#;
+    let (_out, dir, records) = run_on_gpu("flushes", &matmul_with("n = [256]", variants));
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+    }
+    // The 256^3 matmul's span is ~13 µs hot and ~20 µs after any flush on an H100: each
+    // flush must leave the launch clearly slower than a hot one.
+    let hot = steady_median(&dir, "/hot");
+    for v in ["/memset", "/write", "/read"] {
+        let cold = steady_median(&dir, v);
+        assert!(cold > 1.2 * hot, "{v}: {cold} ns vs hot {hot} ns");
+    }
+}

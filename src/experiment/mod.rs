@@ -199,6 +199,7 @@ impl Cache {
                 let m = match method {
                     FlushMethod::Memset => "memset",
                     FlushMethod::Kernel => "write kernel",
+                    FlushMethod::Read => "read kernel",
                 };
                 let b = match bytes {
                     NumExpr::Expr(e) => e.clone(),

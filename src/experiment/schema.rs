@@ -246,7 +246,7 @@ pub enum CacheKind {
     Flush,
 }
 
-/// How the flush buffer is written.
+/// How the flush buffer evicts L2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlushMethod {
@@ -254,6 +254,9 @@ pub enum FlushMethod {
     Memset,
     /// A grid-stride write kernel (`kernels/flush.cu`).
     Kernel,
+    /// A grid-stride read kernel (`kernels/flush.cu`): L2 left holding clean lines, so the
+    /// timed kernel does not pay for writing the flush's lines back.
+    Read,
 }
 
 /// What the warm-up launches run.

@@ -1,5 +1,6 @@
-//! L2 eviction before a timed launch: write a buffer larger than L2, then synchronize, all
-//! outside the timed region. The buffer is allocated once per cell, never in the loop.
+//! L2 eviction before a timed launch: write (or read) a buffer larger than L2, then
+//! synchronize, all outside the timed region. The buffer is allocated once per cell, never in
+//! the loop.
 
 use crate::experiment::FlushMethod;
 use crate::worker::gpu::{DeviceBuffer, Gpu, Launch};
@@ -8,27 +9,27 @@ use cudarc::driver::sys::CUfunction;
 
 pub struct Flush {
     buf: DeviceBuffer,
-    /// The write kernel's launch, for `FlushMethod::Kernel`.
+    /// The write or read kernel's launch (none for `FlushMethod::Memset`).
     kernel: Option<Launch>,
 }
 
-/// Threads per block and blocks per SM of the write kernel: enough to saturate bandwidth.
+/// Threads per block and blocks per SM of a flush kernel: enough to saturate bandwidth.
 const BLOCK: u32 = 256;
 const BLOCKS_PER_SM: u32 = 8;
 
 impl Flush {
-    /// `write_kernel` is the built-in flush kernel, needed for `FlushMethod::Kernel`.
+    /// `kernel` is the built-in flush kernel of `method` (none for a memset).
     pub fn new(
         bytes: usize,
         method: FlushMethod,
-        write_kernel: Option<CUfunction>,
+        kernel: Option<CUfunction>,
         sm_count: i64,
     ) -> Result<Flush, String> {
         let buf = DeviceBuffer::alloc(bytes)
             .map_err(|e| format!("the L2 flush buffer ({bytes} bytes) does not fit: {e}"))?;
-        let kernel = match (method, write_kernel) {
+        let kernel = match (method, kernel) {
             (FlushMethod::Memset, _) => None,
-            (FlushMethod::Kernel, Some(func)) => {
+            (FlushMethod::Kernel | FlushMethod::Read, Some(func)) => {
                 let words = (bytes / 4) as u64;
                 let values = [
                     buf.ptr.to_ne_bytes().to_vec(),
@@ -43,12 +44,14 @@ impl Flush {
                     &values,
                 ))
             }
-            (FlushMethod::Kernel, None) => return Err("the flush kernel is not loaded".into()),
+            (FlushMethod::Kernel | FlushMethod::Read, None) => {
+                return Err("the flush kernel is not loaded".into())
+            }
         };
         Ok(Flush { buf, kernel })
     }
 
-    /// Evicts L2 and waits until the writes are done.
+    /// Evicts L2 and waits until the flush is done.
     pub fn run(&mut self, gpu: &Gpu) -> Result<(), DriverError> {
         match &mut self.kernel {
             Some(launch) => launch.enqueue()?,
