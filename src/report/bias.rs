@@ -18,6 +18,9 @@ pub struct BiasTable {
     pub references: Vec<String>,
     pub methods: Vec<String>,
     pub rows: Vec<BiasRow>,
+    /// Methods within max(1%, 0.5 µs) of their reference at every point where both ran:
+    /// those a user can take for this kernel without looking up the point.
+    pub within_everywhere: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -75,6 +78,8 @@ pub fn build(
     let time = |ns: f64| format::time(ns, Unit::Auto);
     for (k, kernel) in exp.kernels.iter().enumerate() {
         let mut rows = Vec::new();
+        // Per pair: measured at some point, and within tolerance at every such point.
+        let mut close = vec![(false, true); pairs.len()];
         for point in exp.points() {
             let at = |v: &str| median(k, &point, v);
             let biases = pairs
@@ -84,6 +89,7 @@ pub fn build(
                     (Some(mv), Some(rv)) => {
                         let (ns, f) = bias(mv, rv);
                         lines[i].points.push((rv / 1e3, f * 100.0));
+                        close[i] = (true, close[i].1 && within_tolerance(ns, f));
                         format!(
                             "{}{} ({})",
                             sign(ns),
@@ -124,6 +130,12 @@ pub fn build(
             references: references.clone(),
             methods: pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect(),
             rows,
+            within_everywhere: pairs
+                .iter()
+                .zip(&close)
+                .filter(|(_, &(measured, within))| measured && within)
+                .map(|((m, _), _)| m.clone())
+                .collect(),
         });
     }
     for l in &mut lines {
