@@ -138,6 +138,10 @@ pub struct CellRecord {
     /// The SM clock the clock probe measured just before and just after the cell, in MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_mhz: Option<(f64, f64)>,
+    /// GPU timer nanoseconds per host nanosecond from the probe before the cell to the one
+    /// after it: 1 when the GPU's timer, which events and CUPTI read, keeps the host's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_timer_rate: Option<f64>,
     /// What CUPTI's records said beside the spans (`timer = "cupti"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cupti: Option<CuptiRecord>,
@@ -213,6 +217,7 @@ impl CellRecord {
             cuda_env: Default::default(),
             queue: None,
             probe_mhz: None,
+            probe_timer_rate: None,
             stopped: None,
             sample_wall_ns: None,
             kernel_launches: 0,

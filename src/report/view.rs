@@ -778,6 +778,26 @@ impl ProbeScale {
     }
 }
 
+/// How far the GPU's timer may stray from the host clock over a cell before it is flagged:
+/// well above what the host's late notice of a probe's end can fake over 0.1 s.
+const TIMER_RATE_TOLERANCE_PCT: f64 = 0.1;
+
+/// The flag of a cell over which the GPU's timer did not keep the host's time: every
+/// GPU-timed reading of it (events, CUPTI, the profiler) is off by as much.
+fn timer_rate_flag(rs: &[&CellRecord]) -> Option<String> {
+    let worst = rs
+        .iter()
+        .filter_map(|r| r.probe_timer_rate)
+        .max_by(|x, y| (x - 1.0).abs().total_cmp(&(y - 1.0).abs()))?;
+    let off = (worst - 1.0) * 100.0;
+    (off.abs() > TIMER_RATE_TOLERANCE_PCT).then(|| {
+        format!(
+            "GPU timer ran {} against the host clock",
+            format::percent(off)
+        )
+    })
+}
+
 /// The wait kernel's length, CUPTI's launch latency and the probed clock, where a cell has them.
 fn timer_notes(rs: &[&CellRecord]) -> String {
     let mut notes = Vec::new();
@@ -791,6 +811,18 @@ fn timer_notes(rs: &[&CellRecord]) -> String {
         probes.iter().copied().reduce(f64::max),
     ) {
         notes.push(format!("probed SM clock {lo:.0}–{hi:.0} MHz"));
+    }
+    let rates: Vec<f64> = rs.iter().filter_map(|r| r.probe_timer_rate).collect();
+    if let (Some(lo), Some(hi)) = (
+        rates.iter().copied().reduce(f64::min),
+        rates.iter().copied().reduce(f64::max),
+    ) {
+        // Three decimals: a timer that keeps time reads within a few thousandths of a percent.
+        notes.push(format!(
+            "GPU timer {:+.3}% to {:+.3}% against the host clock",
+            (lo - 1.0) * 100.0,
+            (hi - 1.0) * 100.0
+        ));
     }
     let stops: Vec<&str> = rs.iter().filter_map(|r| r.stopped.as_deref()).collect();
     match stops.as_slice() {
@@ -880,6 +912,7 @@ fn cell_row(
                 flags.push(format!("wait kernel too short for {short} timed region(s)"));
             }
             flags.extend(probe.flag(rs));
+            flags.extend(timer_rate_flag(rs));
             if flags.is_empty() {
                 "–".into()
             } else {
@@ -947,5 +980,17 @@ mod tests {
             "{flag}"
         );
         assert_eq!(timer_notes(&[&near]), "probed SM clock 1975–1979 MHz");
+    }
+
+    #[test]
+    fn a_gpu_timer_that_strays_from_the_host_clock_is_flagged() {
+        let (mut kept, mut slow) = (record((1980.0, 1980.0)), record((1995.0, 1995.0)));
+        kept.probe_timer_rate = Some(1.0002);
+        slow.probe_timer_rate = Some(0.9925);
+        assert_eq!(timer_rate_flag(&[&kept]), None);
+        let flag = timer_rate_flag(&[&kept, &slow]).unwrap();
+        assert!(flag.contains("-0.75%"), "{flag}");
+        let notes = timer_notes(&[&kept, &slow]);
+        assert!(notes.contains("GPU timer -0.750% to +0.020%"), "{notes}");
     }
 }

@@ -14,7 +14,7 @@ use crate::experiment::{
 use crate::method::flush::Flush;
 use crate::method::{
     self,
-    probe::Probe,
+    probe::{Probe, Reading},
     stop::Stopper,
     timer::{Body, Saturate, Timer},
 };
@@ -320,7 +320,7 @@ impl Session<'_> {
     }
 
     /// The SM clock as the probe reads it now, when the experiment asks for probes.
-    fn probe(&mut self) -> Result<Option<f64>, String> {
+    fn probe(&mut self) -> Result<Option<Reading>, String> {
         if !self.exp.telemetry.clock_probe {
             return Ok(None);
         }
@@ -332,9 +332,9 @@ impl Session<'_> {
                 .func;
             self.probe = Some(Probe::new(func)?);
         }
-        let mhz = self.probe.as_mut().expect("made above").read(self.gpu)?;
+        let reading = self.probe.as_mut().expect("made above").read(self.gpu)?;
         self.timeline.mark("clock probe");
-        Ok(Some(mhz))
+        Ok(Some(reading))
     }
 
     /// Compiles and loads every kernel `cell` launches (what a priming process does).
@@ -368,7 +368,11 @@ fn run_cell(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let outcome = s.probe().map_err(Failure::from).and_then(|before| {
         measure(s, cell, &mut rec)?;
         if let (Some(b), Some(a)) = (before, s.probe()?) {
-            rec.probe_mhz = Some((b, a));
+            rec.probe_mhz = Some((b.mhz, a.mhz));
+            // Under the profiler the probes themselves are profiled: host time means nothing.
+            if cell.knobs.env.profiler.is_none() {
+                rec.probe_timer_rate = a.timer_rate_since(&b);
+            }
         }
         Ok(())
     });
