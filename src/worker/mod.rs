@@ -35,7 +35,7 @@ use timeline::Timeline;
 /// The built-in empty kernel: warm-up with `warmup_kernel = "empty"` and the floor cells.
 pub const EMPTY_SOURCE: &str = include_str!("../../kernels/empty.cu");
 const EMPTY_ENTRY: &str = "empty";
-/// The built-in L2 flush kernel, for `flush_method = "kernel"`.
+/// The built-in L2 flush kernels, for `flush_method = "kernel"` (write) and `"read"`.
 const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
 const FLUSH_ENTRY: &str = "flush_l2";
 const FLUSH_READ_ENTRY: &str = "flush_l2_read";
