@@ -96,9 +96,12 @@ pub struct ClockSummary {
     pub flags: Vec<String>,
 }
 
-fn range(values: impl Iterator<Item = u32>) -> Option<(u32, u32)> {
+/// The lowest and highest of `values`, none when there are none.
+pub(super) fn range<T: PartialOrd + Copy>(values: impl Iterator<Item = T>) -> Option<(T, T)> {
     values.fold(None, |r, v| {
-        Some(r.map_or((v, v), |(lo, hi): (u32, u32)| (lo.min(v), hi.max(v))))
+        Some(r.map_or((v, v), |(lo, hi): (T, T)| {
+            (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+        }))
     })
 }
 

@@ -801,22 +801,14 @@ fn timer_rate_flag(rs: &[&CellRecord]) -> Option<String> {
 /// The wait kernel's length, CUPTI's launch latency and the probed clock, where a cell has them.
 fn timer_notes(rs: &[&CellRecord]) -> String {
     let mut notes = Vec::new();
-    let probes: Vec<f64> = rs
+    let probes = rs
         .iter()
         .filter_map(|r| r.probe_mhz)
-        .flat_map(|(b, a)| [b, a])
-        .collect();
-    if let (Some(lo), Some(hi)) = (
-        probes.iter().copied().reduce(f64::min),
-        probes.iter().copied().reduce(f64::max),
-    ) {
+        .flat_map(|(b, a)| [b, a]);
+    if let Some((lo, hi)) = clocks::range(probes) {
         notes.push(format!("probed SM clock {lo:.0}–{hi:.0} MHz"));
     }
-    let rates: Vec<f64> = rs.iter().filter_map(|r| r.probe_timer_rate).collect();
-    if let (Some(lo), Some(hi)) = (
-        rates.iter().copied().reduce(f64::min),
-        rates.iter().copied().reduce(f64::max),
-    ) {
+    if let Some((lo, hi)) = clocks::range(rs.iter().filter_map(|r| r.probe_timer_rate)) {
         // Three decimals: a timer that keeps time reads within a few thousandths of a percent.
         notes.push(format!(
             "GPU timer {:+.3}% to {:+.3}% against the host clock",
