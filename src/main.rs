@@ -1,29 +1,28 @@
 //! `runner`: declarative GPU benchmarking-methodology experiments, from a TOML file to a
 //! Markdown report measured on the GPU.
 //!
-//! Data walks one way: experiment -> plan -> (worker) samples -> summary -> report.
+//! Data walks one way: experiment -> plan -> (worker) samples -> analysis -> report, with
+//! all CUDA behind `cuda` and the run folder behind `store`.
 
+mod analysis;
 mod clock_lock;
+mod cuda;
 mod execute;
 mod experiment;
 mod method;
 mod plan;
 mod protocol;
 mod report;
-mod results;
-mod summary;
+mod store;
 mod system;
 mod telemetry;
 mod worker;
 
 use clap::{Parser, Subcommand};
-use experiment::Experiment;
+use execute::Start;
+use experiment::{DeviceFacts, Experiment, Sources};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// What a machine without the CUDA driver is told.
-pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \
-`runner plan EXPERIMENT` shows what a run would do, and `runner report DIR` renders a stored run, without a GPU.";
 
 #[derive(Parser)]
 #[command(
@@ -37,32 +36,41 @@ struct Cli {
     command: Option<Command>,
     /// Experiment to run (same as `runner run EXPERIMENT`).
     experiment: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
     /// Folder that receives `<experiment name>/`.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
     /// Allow an experiment's `clocks = { lock = MHz }` to lock the GPU's clocks (needs root).
     #[arg(long)]
     allow_clock_changes: bool,
+    /// Continue the interrupted run in this folder: its finished cells are kept.
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
+    /// With --resume: start the run over in that folder, even if the experiment changed.
+    #[arg(long, requires = "resume")]
+    force: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run an experiment on the GPU and write its report.
     Run {
-        experiment: PathBuf,
-        /// Folder that receives `<experiment name>/`.
-        #[arg(long, default_value = "reports")]
-        out: PathBuf,
-        /// Allow an experiment's `clocks = { lock = MHz }` to lock the GPU's clocks (needs root).
-        #[arg(long)]
-        allow_clock_changes: bool,
+        /// The experiment (with --resume: optional, the run's own by default).
+        experiment: Option<PathBuf>,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Show the expanded matrix, sample counts and an estimate of the time; needs no GPU.
     Plan { experiment: PathBuf },
     /// Re-render a stored run's report from its samples; needs no GPU.
     Report {
         dir: PathBuf,
-        /// Template to render with instead of the experiment's.
+        /// Template to render with instead of the run's.
         #[arg(long)]
         template: Option<PathBuf>,
         /// An earlier run of the same experiment to compare with, cell by cell (remembered
@@ -79,11 +87,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
-        Some(Command::Run {
-            experiment,
-            out,
-            allow_clock_changes,
-        }) => return finish(run(&experiment, &out, allow_clock_changes)),
+        Some(Command::Run { experiment, run: r }) => return finish(run(experiment, &r)),
         Some(Command::Plan { experiment }) => plan(&experiment),
         Some(Command::Report {
             dir,
@@ -93,12 +97,7 @@ fn main() -> ExitCode {
             .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
             .and_then(|()| report::render_dir(&dir, template.as_deref()))
             .map(|p| println!("wrote {}", p.display())),
-        None => match cli.experiment {
-            Some(experiment) => return finish(run(&experiment, &cli.out, cli.allow_clock_changes)),
-            None => Err(anyhow::anyhow!(
-                "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
-            )),
-        },
+        None => return finish(run(cli.experiment, &cli.run)),
     };
     finish(result.map(|()| true))
 }
@@ -115,21 +114,47 @@ fn finish(result: anyhow::Result<bool>) -> ExitCode {
     }
 }
 
+/// Reads and checks an experiment against the assumed device: needs no GPU.
 fn load(path: &Path) -> anyhow::Result<Experiment> {
-    Experiment::load(path).map_err(|e| anyhow::anyhow!("{e}"))
+    Experiment::load(path, &DeviceFacts::nominal(), Sources::Read)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// Runs an experiment and renders its report, also after an interrupt; whether it finished.
-fn run(path: &Path, out: &Path, allow_clock_changes: bool) -> anyhow::Result<bool> {
-    let exp = load(path)?;
-    let outcome = execute::run(&exp, out, allow_clock_changes)?;
+/// Runs an experiment (or resumes a run) and renders its report, also after an interrupt;
+/// whether it finished.
+fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
+    let (path, dir, start) = match (&args.resume, experiment) {
+        (Some(dir), given) => {
+            let path = match given {
+                Some(p) => p,
+                None => store::Stored::experiment_path(dir)?,
+            };
+            let start = if args.force {
+                Start::New
+            } else {
+                Start::Resume
+            };
+            (path, dir.clone(), start)
+        }
+        (None, Some(path)) => {
+            let name = load(&path)?.name;
+            let dir = args.out.join(name);
+            (path, dir, Start::New)
+        }
+        (None, None) => anyhow::bail!(
+            "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
+        ),
+    };
+    load(&path)?;
+    let outcome = execute::run(&path, &dir, start, args.allow_clock_changes)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {
         println!("wrote {}", report.display());
     } else {
         println!(
-            "interrupted: wrote {} with the cells that finished",
-            report.display()
+            "interrupted: wrote {} with the cells that finished; `runner run --resume {}` runs the rest",
+            report.display(),
+            outcome.dir.display()
         );
     }
     Ok(outcome.complete)
@@ -137,8 +162,8 @@ fn run(path: &Path, out: &Path, allow_clock_changes: bool) -> anyhow::Result<boo
 
 fn plan(path: &Path) -> anyhow::Result<()> {
     let exp = load(path)?;
-    let plan = plan::Plan::new(&exp).map_err(anyhow::Error::msg)?;
-    let previous = results::previous_wall_times(&Path::new("reports").join(&exp.name));
+    let plan = plan::Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     print!("{}", plan::describe(&exp, &plan, &previous));
     Ok(())
 }

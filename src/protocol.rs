@@ -1,15 +1,21 @@
 //! Messages between the parent and its worker processes: one JSON job on the worker's stdin,
 //! one JSON line per message on its stdout, so finished cells stream back as they complete.
 
+use crate::cuda::DeviceInfo;
+use crate::experiment::{Kernel, TelemetrySpec};
+use crate::method::timer::CuptiRecord;
+use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 
-/// What a worker process must run.
+/// What a worker process must run: the planned cells themselves (the worker neither reads
+/// nor plans the experiment again) and the kernels they launch.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Job {
-    pub experiment_path: PathBuf,
-    /// The text the parent validated and hashed, so both plan the same matrix.
-    pub experiment_text: String,
+    /// The cells its runs name, each once.
+    pub cells: Vec<Cell>,
+    /// The experiment's kernels, by index (sources included).
+    pub kernels: Vec<Kernel>,
+    pub telemetry: TelemetrySpec,
     pub runs: Vec<Run>,
     /// Load the runs' kernels (filling the JIT cache) and launch nothing.
     #[serde(default)]
@@ -21,19 +27,12 @@ pub struct Job {
     pub gpu_warmup_s: f64,
 }
 
-/// One cell in one process (fresh-process cells run once per process).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Run {
-    pub cell: usize,
-    pub process: u32,
-}
-
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Message {
     /// Sent once the device is open.
     Ready {
-        device: DeviceInfo,
+        device: Box<DeviceInfo>,
         startup: Startup,
     },
     Cell(Box<CellRecord>),
@@ -43,22 +42,6 @@ pub enum Message {
     },
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub uuid: String,
-    pub compute_capability: String,
-    pub sm_count: i64,
-    pub l2_bytes: i64,
-    pub mem_bytes: i64,
-    pub sm_clock_max_mhz: i64,
-    pub mem_clock_max_mhz: i64,
-    pub cuda_driver_version: String,
-    pub nvrtc_version: String,
-    /// From NVML, when it is available.
-    pub driver_version: Option<String>,
-}
-
 /// Host-clock durations of a worker's start-up, from process start.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Startup {
@@ -66,10 +49,11 @@ pub struct Startup {
     pub context_ms: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
+    #[default]
     Failed,
     /// Not run, for a reason that is not a failure (a tool that is not installed).
     Skipped,
@@ -77,7 +61,7 @@ pub enum Status {
 
 /// The outcome of one cell in one process. Samples travel here and are stored in the CSV;
 /// the rest is stored as one line of `cells.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CellRecord {
     pub cell: usize,
     pub id: String,
@@ -158,16 +142,6 @@ pub struct QueueRecord {
     pub too_short: u64,
 }
 
-/// CUPTI's account of a cell's timed launches, beside their spans.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CuptiRecord {
-    pub records: u64,
-    /// Median time from the launch's submission to the GPU to the kernel's start.
-    pub submitted_to_start_median_ns: Option<f64>,
-    /// Median time from the launch being queued to its submission.
-    pub queued_to_submitted_median_ns: Option<f64>,
-}
-
 /// A contiguous stretch of a worker's time, in ms from the moment the parent started it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Phase {
@@ -202,26 +176,7 @@ impl CellRecord {
             process,
             status: Status::Failed,
             error: Some(error),
-            check: None,
-            compile_ms: None,
-            module_load_ms: None,
-            first_ns: None,
-            samples_ns: vec![],
-            starts_us: vec![],
-            telemetry: vec![],
-            telemetry_start: None,
-            telemetry_end: None,
-            wall_s: 0.0,
-            overhead: None,
-            phases: vec![],
-            cuda_env: Default::default(),
-            queue: None,
-            probe_mhz: None,
-            probe_timer_rate: None,
-            stopped: None,
-            sample_wall_ns: None,
-            kernel_launches: 0,
-            cupti: None,
+            ..Default::default()
         }
     }
 }

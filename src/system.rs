@@ -50,8 +50,10 @@ pub fn host() -> Host {
     }
 }
 
-/// The commit checked out where `path` lies, if it is in a git checkout.
-pub fn git(path: &Path) -> Option<Git> {
+/// The commit checked out where the experiment `path` lies, if it is in a git checkout,
+/// and whether the checkout had uncommitted changes outside `out_dir`'s folder (the reports
+/// earlier runs of the same session just wrote do not make the code dirty).
+pub fn git(path: &Path, out_dir: &Path) -> Option<Git> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -67,8 +69,36 @@ pub fn git(path: &Path) -> Option<Git> {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let commit = run(&["rev-parse", "HEAD"])?;
-    let dirty = !run(&["status", "--porcelain", "--untracked-files=no"])?.is_empty();
+    let top = std::path::PathBuf::from(run(&["rev-parse", "--show-toplevel"])?);
+    let reports = out_dir.parent().unwrap_or(out_dir);
+    let mut args = vec![
+        "status".to_string(),
+        "--porcelain".into(),
+        "--untracked-files=no".into(),
+        "--".into(),
+        ":/".into(),
+    ];
+    let excluded = reports
+        .canonicalize()
+        .ok()
+        .and_then(|r| Some(r.strip_prefix(top.canonicalize().ok()?).ok()?.to_path_buf()))
+        .filter(|r| !r.as_os_str().is_empty());
+    if let Some(rel) = excluded {
+        args.push(format!(":(top,exclude){}", rel.display()));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let dirty = !run(&args)?.is_empty();
     Some(Git { commit, dirty })
+}
+
+/// The commit the runner was built from, and whether its tree had changes then (outside
+/// `reports/`), as the build script found them.
+pub fn build() -> Option<Git> {
+    let commit = option_env!("RUNNER_BUILD_COMMIT").filter(|c| !c.is_empty())?;
+    Some(Git {
+        commit: commit.to_string(),
+        dirty: option_env!("RUNNER_BUILD_DIRTY") == Some("1"),
+    })
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

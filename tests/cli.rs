@@ -169,7 +169,7 @@ fn the_readme_example_experiment_is_valid() {
     let out = run(&["plan", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("environment CUDA_MODULE_LOADING=EAGER"),
+        stdout(&out).contains("environment: CUDA_MODULE_LOADING=EAGER"),
         "{}",
         stdout(&out)
     );

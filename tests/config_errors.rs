@@ -236,7 +236,7 @@ fn flush_size_that_is_not_positive() {
     );
     let err = plan_error(&text);
     assert_at_line(&err, &text, "flush_bytes");
-    assert!(err.contains("not positive"), "{err}");
+    assert!(err.contains("flush_bytes is 0") && err.contains("at least 1"), "{err}");
 }
 
 #[test]
@@ -280,7 +280,7 @@ fn other_variables_are_allowed() {
     let out = run(&["plan", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("sync: environment CUDA_FORCE_JIT=1, OMP_NUM_THREADS=4"),
+        stdout(&out).contains("environment: CUDA_FORCE_JIT=1, OMP_NUM_THREADS=4"),
         "{}",
         stdout(&out)
     );
@@ -389,4 +389,87 @@ fn rotating_buffers_do_not_apply_to_graphs() {
     let text = with_sync_knobs("graph = 4\nrotate = 3");
     let err = plan_error(&text);
     assert_at_line(&err, &text, "rotate = 3");
+}
+
+#[test]
+fn names_that_are_not_identifiers_are_refused_where_they_stand() {
+    for (from, to) in [
+        ("name = \"sync\"", "name = \"host,sync\""),
+        ("name = \"matmul\"", "name = \"../../../../tmp/pwned\""),
+        ("name = \"matmul\"", "name = \"gemm/v2\""),
+        ("name = \"events\"", "name = \"two words\""),
+    ] {
+        let text = good().replace(from, to);
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, to);
+        assert!(err.contains("not an identifier"), "{err}");
+    }
+}
+
+#[test]
+fn a_huge_sweep_is_refused_at_once_with_its_size() {
+    let started = std::time::Instant::now();
+    let text = good().replace("n = [64, 96]", "n = \"1..1000000000\"");
+    let err = plan_error(&text);
+    assert!(err.contains("1000000000 values"), "{err}");
+    let text = good().replace("n = [64, 96]", "n = \"1..90000\"\nm = \"1..90000\"");
+    let err = plan_error(&text);
+    assert!(err.contains("cells") && err.contains("hint"), "{err}");
+    assert!(started.elapsed().as_secs() < 10, "refused before expanding");
+}
+
+#[test]
+fn launch_limits_are_checked_against_the_device() {
+    for (from, to, says) in [
+        (
+            "block = [32, 32]",
+            "block = [2048]",
+            "block dimension x is 2048",
+        ),
+        ("block = [32, 32]", "block = [64, 32]", "2048 threads"),
+        (
+            "grid = [\"(n + 31) // 32\", \"(n + 31) // 32\"]",
+            "grid = [0]",
+            "grid dimension x is 0",
+        ),
+        (
+            "block = [32, 32]",
+            "block = [32, 32]\nshared_bytes = 1000000",
+            "shared_bytes is 1000000",
+        ),
+        (
+            "len = \"n * n\", init = \"output\"",
+            "len = \"2 ** 42\", init = \"output\"",
+            "larger than the device's memory",
+        ),
+        (
+            "len = \"n * n\", init = \"output\"",
+            "len = \"0 - n\", init = \"output\"",
+            "negative length",
+        ),
+        (
+            "len = \"n * n\", init = \"output\"",
+            "len = 2.5, init = \"output\"",
+            "not a whole number",
+        ),
+        (
+            "value = \"n\" }",
+            "value = \"2 ** 32\" }",
+            "does not fit i32",
+        ),
+    ] {
+        let text = good().replace(from, to);
+        assert_ne!(text, good(), "{from}");
+        let err = plan_error(&text);
+        assert!(err.contains(says), "{says} in {err}");
+        assert!(err.contains("an assumed H100"), "{err}");
+    }
+}
+
+#[test]
+fn a_clock_lock_outside_the_supported_clocks_is_refused() {
+    let text = good() + "\n[environment]\nclocks = { lock = 99999 }\n";
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "clocks = ");
+    assert!(err.contains("99999 MHz") && err.contains("1980"), "{err}");
 }

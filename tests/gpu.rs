@@ -28,8 +28,7 @@ fn matmul_runs_checked_and_reported() {
         "{cells}"
     );
     // 2 sizes x 2 variants x (1 first + 20 samples), plus 2 floors x (1 + 1000)
-    let samples = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
-    assert_eq!(samples.lines().count(), 1 + 4 * 21 + 2 * 1001);
+    assert_eq!(sample_rows(&dir).len(), 1 + 4 * 21 + 2 * 1001);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
         report.contains("| 64 |") && report.contains("Δ sync vs events"),
@@ -298,8 +297,10 @@ stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
     );
     let stopped = cell("/adaptive")["stopped"].as_str().unwrap();
     assert!(stopped.starts_with("precise enough"), "{stopped}");
-    let samples = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
-    let adaptive = samples.lines().filter(|l| l.contains("/adaptive,")).count();
+    let adaptive = sample_rows(&dir)
+        .iter()
+        .filter(|r| r[0].ends_with("/adaptive"))
+        .count();
     assert!(
         (21..5001).contains(&adaptive),
         "{adaptive} adaptive samples"
@@ -342,4 +343,67 @@ flush_method = "read"
         let cold = steady_median(&dir, v);
         assert!(cold > 1.2 * hot, "{v}: {cold} ns vs hot {hot} ns");
     }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn an_interrupted_run_resumes_keeping_its_finished_cells() {
+    let text = matmul_with(
+        "n = [64, 96]",
+        "[defaults]\nsamples = 20\nwarmup = 2\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"fresh\"\nfresh_process = true\nprocesses = 2\nsamples = 0\n",
+    );
+    let (_exp_dir, path) = write_experiment("resume.toml", &text);
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = out_dir.path().join("resume");
+    let records: Vec<&str> = vec![
+        "";
+        std::fs::read_to_string(dir.join("cells.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    ];
+    assert_eq!(
+        records.len(),
+        2 + 2 * 2 + 1,
+        "2 shared, 4 fresh runs, 1 floor"
+    );
+    // As if the run had stopped after three cells, the third torn mid-line.
+    let cells = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap();
+    let lines: Vec<&str> = cells.lines().collect();
+    let kept = format!(
+        "{}\n{}\n{}",
+        lines[0],
+        lines[1],
+        &lines[2][..lines[2].len() / 2]
+    );
+    std::fs::write(dir.join("cells.jsonl"), kept).unwrap();
+    let out = run(&["run", "--resume", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("torn last line"), "{}", stderr(&out));
+    let after = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap();
+    let after: Vec<&str> = after.lines().collect();
+    assert_eq!(after.len(), records.len(), "every run recorded once");
+    assert_eq!(
+        &after[..2],
+        &lines[..2],
+        "the finished cells are kept as they were"
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        !report.contains("not run") && !report.contains("did not finish"),
+        "{report}"
+    );
+    // The experiment changed: no resume, but --force starts over.
+    std::fs::write(&path, text.replace("samples = 20", "samples = 21")).unwrap();
+    let out = run(&["run", "--resume", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("changed"), "{}", stderr(&out));
+    let out = run(&["run", "--resume", dir.to_str().unwrap(), "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

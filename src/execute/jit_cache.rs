@@ -2,7 +2,7 @@
 //! one per environment (filled by a priming process before its first use), disabled, or
 //! the user's. The caches live in a temporary folder removed when the run ends.
 
-use crate::experiment::{JitCache, ProcessEnv};
+use crate::experiment::knobs::env::{JitCache, ProcessEnv};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! cell asks); the launches of the measured kernel become the cell's samples.
 
 use super::worker_process::WorkerProgram;
-use crate::experiment::ProfilerCache;
+use crate::experiment::knobs::env::ProfilerCache;
 use crate::protocol::CellRecord;
 use std::path::{Path, PathBuf};
 

@@ -2,8 +2,7 @@
 //! line by line on a thread so that the parent can wait with a deadline, and killed when a
 //! cell overruns it.
 
-use crate::experiment::Experiment;
-use crate::protocol::{Job, Message, Run};
+use crate::protocol::{Job, Message};
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -67,13 +66,10 @@ impl WorkerProcess {
     /// Starts `program` with `vars` added to the environment and sends it the job.
     pub fn start(
         program: &WorkerProgram,
-        exp: &Experiment,
-        runs: &[Run],
+        mut job: Job,
         vars: &[(String, String)],
-        prime: bool,
-        gpu_warmup: std::time::Duration,
     ) -> Result<WorkerProcess> {
-        let spawned_unix_ns = SystemTime::now()
+        job.spawned_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         let mut child = Command::new(&program.program)
@@ -92,14 +88,6 @@ impl WorkerProcess {
                     program.program.display()
                 )
             })?;
-        let job = Job {
-            experiment_path: exp.path.clone(),
-            experiment_text: exp.text.clone(),
-            runs: runs.to_vec(),
-            prime,
-            spawned_unix_ns,
-            gpu_warmup_s: gpu_warmup.as_secs_f64(),
-        };
         let mut stdin = child.stdin.take().expect("stdin is piped");
         // A worker that dies before reading its job is reported by its exit status.
         let _ = stdin.write_all(serde_json::to_string(&job)?.as_bytes());
@@ -151,11 +139,13 @@ impl WorkerProcess {
 
     /// Kills the worker's whole process group.
     pub fn kill(&mut self) {
-        let Ok(pid) = i32::try_from(self.child.id()) else {
-            return;
-        };
-        // SAFETY: signals the group this worker leads; nothing else shares it.
-        unsafe { libc::killpg(pid, libc::SIGKILL) };
+        let group = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(group) = group {
+            // The group this worker leads; an error means it is gone already.
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
     }
 
     /// Waits for the process to exit; its exit status and what it wrote to stderr.

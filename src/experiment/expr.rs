@@ -17,7 +17,8 @@ pub enum NumExpr {
 /// Names an expression may use, with their values.
 pub type Scope = BTreeMap<String, Value>;
 
-/// Facts about the device that experiments may use in expressions.
+/// Facts about the device: those experiments may use in expressions, and the limits a
+/// kernel's launch and buffers are checked against.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceFacts {
     pub l2_bytes: i64,
@@ -25,7 +26,18 @@ pub struct DeviceFacts {
     pub cc_major: i64,
     pub cc_minor: i64,
     pub mem_bytes: i64,
+    pub max_threads_per_block: i64,
+    pub max_block: [i64; 3],
+    pub max_grid: [i64; 3],
+    /// Dynamic shared memory a block may opt in to.
+    pub max_shared_bytes: i64,
+    pub sm_clock_max_mhz: i64,
+    /// Whether these are the real device's facts or the assumed ones.
+    pub assumed: bool,
 }
+
+/// Names reserved for device facts in expressions.
+pub const FACT_NAMES: &[&str] = &["l2_bytes", "sm_count", "cc_major", "cc_minor", "mem_bytes"];
 
 impl DeviceFacts {
     /// What `runner plan` assumes without a GPU: an H100 SXM (the run uses the real device's).
@@ -36,7 +48,30 @@ impl DeviceFacts {
             cc_major: 9,
             cc_minor: 0,
             mem_bytes: 80 * 1024 * 1024 * 1024,
+            max_threads_per_block: 1024,
+            max_block: [1024, 1024, 64],
+            max_grid: [(1 << 31) - 1, 65535, 65535],
+            max_shared_bytes: 227 * 1024,
+            sm_clock_max_mhz: 1980,
+            assumed: true,
         }
+    }
+
+    /// How `runner plan` and the report name the device the plan was checked against.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (L2 {} MiB, {} SMs, compute capability {}.{}, {} GiB)",
+            if self.assumed {
+                "an assumed H100"
+            } else {
+                "the run's device"
+            },
+            self.l2_bytes >> 20,
+            self.sm_count,
+            self.cc_major,
+            self.cc_minor,
+            self.mem_bytes >> 30
+        )
     }
 
     pub fn add_to(&self, scope: &mut Scope) {
@@ -48,45 +83,70 @@ impl DeviceFacts {
     }
 }
 
-/// Evaluates to a number; names not in `scope` are errors, not silently undefined.
-pub fn eval_number(expr: &NumExpr, scope: &Scope) -> Result<f64, String> {
-    match expr {
-        NumExpr::Int(i) => Ok(*i as f64),
-        NumExpr::Float(f) => Ok(*f),
-        NumExpr::Expr(text) => {
-            let mut env = Environment::new();
-            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-            let compiled = env
-                .compile_expression(text)
-                .map_err(|e| format!("cannot parse expression `{text}`: {}", detail(&e)))?;
-            let value = compiled
-                .eval(scope)
-                .map_err(|e| format!("cannot evaluate `{text}`: {}", detail(&e)))?;
-            if value.is_undefined() {
-                return Err(format!(
-                    "`{text}` is undefined; known names: {}",
-                    names(scope)
-                ));
-            }
-            f64::try_from(value.clone())
-                .map_err(|_| format!("`{text}` gives {value}, which is not a number"))
-        }
-    }
-}
-
-/// Evaluates to an integer; a fractional result is an error.
-pub fn eval_int(expr: &NumExpr, scope: &Scope) -> Result<i64, String> {
-    let v = eval_number(expr, scope)?;
-    if v.fract() != 0.0 || !v.is_finite() {
+fn eval_value(text: &str, scope: &Scope) -> Result<Value, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let compiled = env
+        .compile_expression(text)
+        .map_err(|e| format!("cannot parse expression `{text}`: {}", detail(&e)))?;
+    let value = compiled
+        .eval(scope)
+        .map_err(|e| format!("cannot evaluate `{text}`: {}", detail(&e)))?;
+    if value.is_undefined() {
         return Err(format!(
-            "{} gives {v}, which is not a whole number (use // for integer division)",
-            show(expr)
+            "`{text}` is undefined; known names: {}",
+            names(scope)
         ));
     }
-    Ok(v as i64)
+    Ok(value)
 }
 
-fn show(expr: &NumExpr) -> String {
+/// Evaluates to an integer, exactly (no detour through f64); a fraction is an error.
+pub fn eval_int(expr: &NumExpr, scope: &Scope) -> Result<i64, String> {
+    match eval_exact(expr, scope)? {
+        Number::Int(i) => i64::try_from(i)
+            .map_err(|_| format!("{} gives {i}, which does not fit 64 bits", show(expr))),
+        Number::Float(v) => Err(format!(
+            "{} gives {v}, which is not a whole number (use // for integer division)",
+            show(expr)
+        )),
+    }
+}
+
+/// A value as an expression gives it: a whole number kept exact, or a fraction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+/// Evaluates to a number without losing integer precision; `4.0` counts as whole.
+pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, String> {
+    let value = match expr {
+        NumExpr::Int(i) => return Ok(Number::Int(*i as i128)),
+        NumExpr::Float(f) => *f,
+        NumExpr::Expr(text) => {
+            let v = eval_value(text, scope)?;
+            if v.is_integer() {
+                return i128::try_from(v.clone())
+                    .map(Number::Int)
+                    .map_err(|_| format!("`{text}` gives {v}, which is too large"));
+            }
+            f64::try_from(v.clone())
+                .map_err(|_| format!("`{text}` gives {v}, which is not a number"))?
+        }
+    };
+    if value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(63) {
+        Ok(Number::Int(value as i128))
+    } else if value.is_finite() {
+        Ok(Number::Float(value))
+    } else {
+        Err(format!("{} gives {value}, which is not finite", show(expr)))
+    }
+}
+
+/// An expression as a person wrote it: `n * n` in backquotes, a number as it is.
+pub fn show(expr: &NumExpr) -> String {
     match expr {
         NumExpr::Int(i) => i.to_string(),
         NumExpr::Float(f) => f.to_string(),
@@ -133,6 +193,20 @@ mod tests {
         let e = NumExpr::Expr("1000 if n <= 1024 else 20".into());
         assert_eq!(eval_int(&e, &scope(512)).unwrap(), 1000);
         assert_eq!(eval_int(&e, &scope(4096)).unwrap(), 20);
+    }
+
+    #[test]
+    fn large_integers_stay_exact() {
+        let e = NumExpr::Expr("2 ** 53 + 1".into());
+        assert_eq!(eval_int(&e, &scope(1)).unwrap(), (1i64 << 53) + 1);
+        assert_eq!(
+            eval_exact(&NumExpr::Expr("2 ** 32".into()), &scope(1)).unwrap(),
+            Number::Int(1 << 32)
+        );
+        assert_eq!(
+            eval_exact(&NumExpr::Float(1.5), &scope(1)).unwrap(),
+            Number::Float(1.5)
+        );
     }
 
     #[test]

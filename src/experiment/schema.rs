@@ -2,7 +2,7 @@
 //! values the validator must locate are `Spanned`.
 
 use super::expr::NumExpr;
-use super::process::{CompileMode, JitCache};
+use super::knobs::RawTable;
 use super::sweep::SweepSpec;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -16,9 +16,9 @@ pub struct RawExperiment {
     pub sweep: IndexMap<String, Spanned<SweepSpec>>,
     #[serde(default, rename = "kernel")]
     pub kernels: Vec<RawKernel>,
-    pub defaults: Option<RawKnobs>,
+    pub defaults: Option<Spanned<RawTable>>,
     #[serde(default, rename = "variant")]
-    pub variants: Vec<RawKnobs>,
+    pub variants: Vec<Spanned<RawTable>>,
     pub report: Option<RawReport>,
     pub telemetry: Option<RawTelemetry>,
     pub environment: Option<RawEnvironment>,
@@ -86,83 +86,6 @@ pub struct RawCheck {
     pub tolerance: Option<f64>,
 }
 
-/// The knobs of `[defaults]` and of each `[[variant]]` (only variants have a name).
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawKnobs {
-    pub name: Option<Spanned<String>>,
-    pub description: Option<String>,
-    pub timer: Option<TimerKind>,
-    pub warmup: Option<Spanned<NumExpr>>,
-    pub warmup_kernel: Option<WarmupKernel>,
-    pub samples: Option<Spanned<NumExpr>>,
-    pub fresh_process: Option<bool>,
-    pub processes: Option<Spanned<NumExpr>>,
-    pub cache: Option<CacheKind>,
-    pub flush_bytes: Option<Spanned<NumExpr>>,
-    pub flush_method: Option<FlushMethod>,
-    /// Environment variables of the variant's worker processes, over those of `[defaults]`.
-    pub env: Option<IndexMap<String, Spanned<toml::Value>>>,
-    pub jit_cache: Option<JitCache>,
-    pub compile: Option<CompileMode>,
-    pub arch: Option<Spanned<String>>,
-    /// Longest a worker may take for one cell before it is killed, e.g. `"10 min"`.
-    pub timeout: Option<Spanned<String>>,
-    /// Launches back to back in one timed region; the reading is per launch.
-    pub batch: Option<Spanned<NumExpr>>,
-    /// Launches captured in a CUDA graph whose replay is timed; the reading is per launch.
-    pub graph: Option<Spanned<NumExpr>>,
-    /// The stream's state when a timed launch is enqueued.
-    pub queue: Option<QueueKind>,
-    /// The wait kernel's length for `queue = "saturate"`, in µs.
-    pub queue_wait_us: Option<Spanned<NumExpr>>,
-    /// Keep CUPTI collecting kernel records during the samples of a non-CUPTI timer, to
-    /// measure what CUPTI's collection costs that timer.
-    pub cupti_collect: Option<bool>,
-    /// Sets of the kernel's buffers that timed samples use in turn (a cold cache without
-    /// a flush); an expression of the sweep and device facts.
-    pub rotate: Option<Spanned<NumExpr>>,
-    /// Adaptive stopping: present, the cell stops once its samples are precise enough.
-    pub stop: Option<Spanned<RawStop>>,
-    /// How the variants at one sweep point take turns in their shared process.
-    pub order: Option<Order>,
-    /// Turns an interleaved or shuffled cell's samples are split into.
-    pub rounds: Option<Spanned<NumExpr>>,
-}
-
-/// `stop = { rsd_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }`;
-/// each field defaults to NVBench's value.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawStop {
-    pub rsd_pct: Option<f64>,
-    pub min_samples: Option<u64>,
-    pub min_gpu_time: Option<Spanned<String>>,
-    pub timeout: Option<Spanned<String>>,
-}
-
-/// How the variants at one sweep point take turns in their shared process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Order {
-    /// Each cell runs all its samples, then the next cell.
-    Sequential,
-    /// The cells run in rounds, each taking its turn per round, so drift spreads evenly.
-    Interleaved,
-    /// As interleaved, in a new seeded order every round.
-    Shuffled,
-}
-
-/// What the stream holds when a timed launch is enqueued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QueueKind {
-    /// Nothing: the start event fires as soon as it is enqueued, launch latency included.
-    Idle,
-    /// A device-side wait kernel first, so the timed launch is queued when its start event fires.
-    Saturate,
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawReport {
@@ -189,86 +112,6 @@ pub struct RawPublished {
     pub values: Spanned<IndexMap<String, f64>>,
 }
 
-/// How a sample's time is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TimerKind {
-    /// Host clock around the launch call only: measures the enqueue (the post's "wrong" timer).
-    Host,
-    /// Host clock around the launch and a context synchronize.
-    HostSync,
-    /// CUDA events recorded on the stream before and after the launch.
-    Events,
-    /// The kernel's own start and end on the GPU, from CUPTI's activity records.
-    Cupti,
-    /// Nsight Compute's `gpu__time_duration` of each launch, the worker run under `ncu`.
-    Profiler,
-}
-
-impl TimerKind {
-    /// The timers the floor reads an empty kernel with.
-    pub const ALL: [TimerKind; 5] = [
-        TimerKind::Host,
-        TimerKind::HostSync,
-        TimerKind::Events,
-        TimerKind::Cupti,
-        TimerKind::Profiler,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            TimerKind::Host => "host",
-            TimerKind::HostSync => "host_sync",
-            TimerKind::Events => "events",
-            TimerKind::Cupti => "cupti",
-            TimerKind::Profiler => "profiler",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            TimerKind::Host => "host timer around the launch call (no sync)",
-            TimerKind::HostSync => "host timer around launch + context synchronize",
-            TimerKind::Events => "CUDA events around the launch",
-            TimerKind::Cupti => "the kernel's span from CUPTI activity records",
-            TimerKind::Profiler => "Nsight Compute's gpu__time_duration of each launch",
-        }
-    }
-}
-
-/// The L2 state a timed launch starts from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheKind {
-    /// Whatever the previous launch left in L2 (repeated launches on one input: hot).
-    Hot,
-    /// L2 evicted before every timed launch by writing a buffer larger than L2.
-    Flush,
-}
-
-/// How the flush buffer evicts L2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlushMethod {
-    /// `cuMemsetD8Async` over the buffer (the post's and seed 001's way).
-    Memset,
-    /// A grid-stride write kernel (`kernels/flush.cu`).
-    Kernel,
-    /// A grid-stride read kernel (`kernels/flush.cu`): L2 left holding clean lines, so the
-    /// timed kernel does not pay for writing the flush's lines back.
-    Read,
-}
-
-/// What the warm-up launches run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WarmupKernel {
-    /// The measured kernel itself.
-    Same,
-    /// The built-in empty kernel (`kernels/empty.cu`).
-    Empty,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dtype {
@@ -281,6 +124,17 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    pub fn key(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+            Dtype::I32 => "i32",
+            Dtype::U32 => "u32",
+            Dtype::I64 => "i64",
+            Dtype::U64 => "u64",
+        }
+    }
+
     pub fn size(self) -> usize {
         match self {
             Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,

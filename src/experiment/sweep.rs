@@ -12,6 +12,10 @@ pub enum SweepSpec {
     Text(String),
 }
 
+/// The most values one parameter may take: a sweep is a plan for hours of GPU time, and a
+/// range written by mistake must not exhaust the host's memory before it is refused.
+pub const MAX_VALUES: u64 = 100_000;
+
 const FORMS: &str =
     "a list `[512, 1024]`, a range `256..2048 step 32` (inclusive), or powers of two `2^8..2^12`";
 
@@ -53,6 +57,14 @@ fn parse_text(text: &str) -> Result<Vec<i64>, String> {
     let step = step.unwrap_or(1);
     if step <= 0 {
         return Err(format!("`{text}`: the step must be positive"));
+    }
+    if hi >= lo {
+        let count = (hi as i128 - lo as i128) / step as i128 + 1;
+        if count > MAX_VALUES as i128 {
+            return Err(format!(
+                "`{text}` has {count} values, more than the {MAX_VALUES} a parameter may take; use a larger step or powers of two"
+            ));
+        }
     }
     Ok((lo..=hi).step_by(step as usize).collect())
 }
@@ -105,6 +117,12 @@ mod tests {
             .contains("empty"));
         assert!(expand(&SweepSpec::Text("1..x".into())).is_err());
         assert!(expand(&SweepSpec::Text("1..9 step 0".into())).is_err());
+    }
+
+    #[test]
+    fn a_huge_range_is_refused_before_it_is_expanded() {
+        let err = expand(&SweepSpec::Text("1..1000000000".into())).unwrap_err();
+        assert!(err.contains("1000000000 values"), "{err}");
     }
 
     #[test]

@@ -2,47 +2,54 @@
 //! synchronize, all outside the timed region. The buffer is allocated once per cell, never in
 //! the loop.
 
-use crate::experiment::FlushMethod;
-use crate::worker::gpu::{DeviceBuffer, Gpu, Launch};
-use cudarc::driver::result::{self, DriverError};
-use cudarc::driver::sys::CUfunction;
+use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param};
+use crate::experiment::knobs::cache::FlushMethod;
 
-pub struct Flush {
-    buf: DeviceBuffer,
+/// The flush buffer, allocated once per cell.
+pub struct FlushBuffer(DeviceBuffer);
+
+/// An L2 flush ready to run: the buffer's memset, or the flush kernel's launch over it.
+pub struct Flush<'b> {
+    buf: &'b DeviceBuffer,
     /// The write or read kernel's launch (none for `FlushMethod::Memset`).
-    kernel: Option<Launch>,
+    kernel: Option<Launch<'b>>,
 }
 
 /// Threads per block and blocks per SM of a flush kernel: enough to saturate bandwidth.
 const BLOCK: u32 = 256;
 const BLOCKS_PER_SM: u32 = 8;
 
-impl Flush {
-    /// `kernel` is the built-in flush kernel of `method` (none for a memset).
-    pub fn new(
-        bytes: usize,
+impl FlushBuffer {
+    pub fn alloc(bytes: usize) -> Result<FlushBuffer, String> {
+        DeviceBuffer::alloc(bytes)
+            .map(FlushBuffer)
+            .map_err(|e| format!("the L2 flush buffer ({bytes} bytes) does not fit: {e}"))
+    }
+
+    /// A flush over this buffer; `kernel` is the built-in flush kernel of `method` (none
+    /// for a memset).
+    pub fn flush(
+        &self,
         method: FlushMethod,
-        kernel: Option<CUfunction>,
+        kernel: Option<&Function>,
         sm_count: i64,
-    ) -> Result<Flush, String> {
-        let buf = DeviceBuffer::alloc(bytes)
-            .map_err(|e| format!("the L2 flush buffer ({bytes} bytes) does not fit: {e}"))?;
+    ) -> Result<Flush<'_>, String> {
+        let buf = &self.0;
         let kernel = match (method, kernel) {
             (FlushMethod::Memset, _) => None,
             (FlushMethod::Kernel | FlushMethod::Read, Some(func)) => {
-                let words = (bytes / 4) as u64;
-                let values = [
-                    buf.ptr.to_ne_bytes().to_vec(),
-                    words.to_ne_bytes().to_vec(),
-                    0xA5A5_A5A5u32.to_ne_bytes().to_vec(),
+                let words = (buf.bytes() / 4) as u64;
+                let dims = Dims {
+                    grid: (sm_count.max(1) as u32 * BLOCKS_PER_SM, 1, 1),
+                    block: (BLOCK, 1, 1),
+                    shared_bytes: 0,
+                };
+                let params = [
+                    Param::Buffer(buf),
+                    Param::u64(words),
+                    Param::bytes(&0xA5A5_A5A5u32.to_ne_bytes()),
                 ];
-                Some(Launch::new(
-                    func,
-                    (sm_count.max(1) as u32 * BLOCKS_PER_SM, 1, 1),
-                    (BLOCK, 1, 1),
-                    0,
-                    &values,
-                ))
+                Some(Launch::new(func, dims, &params))
             }
             (FlushMethod::Kernel | FlushMethod::Read, None) => {
                 return Err("the flush kernel is not loaded".into())
@@ -50,16 +57,15 @@ impl Flush {
         };
         Ok(Flush { buf, kernel })
     }
+}
 
+impl Flush<'_> {
     /// Evicts L2 and waits until the flush is done.
-    pub fn run(&mut self, gpu: &Gpu) -> Result<(), DriverError> {
+    pub fn run(&mut self) -> Result<(), CudaError> {
         match &mut self.kernel {
             Some(launch) => launch.enqueue()?,
-            // SAFETY: the buffer is live and `bytes` long; the null stream is the legacy one.
-            None => unsafe {
-                result::memset_d8_async(self.buf.ptr, 0, self.buf.bytes, std::ptr::null_mut())?
-            },
+            None => self.buf.fill_async(0)?,
         }
-        gpu.synchronize()
+        synchronize()
     }
 }

@@ -1,14 +1,13 @@
-//! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`]),
-//! and the bare cudarc loop the harness's own overhead is compared against ([`bare`]).
+//! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
+//! an L2 [`flush`]), the clock [`probe`] around a cell, and adaptive stopping ([`stop`]).
 
-pub mod bare;
 pub mod flush;
 pub mod probe;
 pub mod stop;
 pub mod timer;
 
-use crate::experiment::TimerKind;
-use crate::worker::gpu::{cuda_err, Gpu, Launch};
+use crate::cuda::{synchronize, CudaError, Launch};
+use crate::experiment::knobs::timer::TimerKind;
 
 /// `count` back-to-back launches with no sync between them, as the post's warm-up loop.
 ///
@@ -16,15 +15,37 @@ use crate::worker::gpu::{cuda_err, Gpu, Launch};
 /// behind the warm-up, so the timed kernel is already queued when the event fires. A host
 /// timer's clock starts on the host, so for host timers the warm-up ends with a synchronize,
 /// else the sample would time the warm-up's tail.
-pub fn warm_up(gpu: &Gpu, launch: &mut Launch, count: u64, timer: TimerKind) -> Result<(), String> {
+pub fn warm_up(launch: &mut Launch, count: u64, timer: TimerKind) -> Result<(), CudaError> {
     for _ in 0..count {
-        launch
-            .enqueue()
-            .map_err(|e| cuda_err("warm-up launch", e))?;
+        launch.enqueue()?;
     }
     if timer == TimerKind::Events {
         return Ok(());
     }
-    gpu.synchronize()
-        .map_err(|e| cuda_err("synchronize after warm-up", e))
+    synchronize()
+}
+
+/// The median of `values` (the mean of the middle two for an even count); `None` when
+/// there are none.
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_of_even_odd_and_empty_lists() {
+        assert_eq!(super::median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(super::median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(super::median(vec![]), None);
+    }
 }

@@ -5,8 +5,7 @@
 //! slow as when the SM clock runs fast, so each reading also keeps the timer's and the host
 //! clock's time: between two readings, GPU ns per host ns says whether the timer kept time.
 
-use crate::worker::gpu::{cuda_err, DeviceBuffer, Gpu, Launch};
-use cudarc::driver::sys::CUfunction;
+use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 use std::time::{Duration, Instant};
 
 /// Cycles per probe: about 1 ms at 2 GHz, so the timer's 32 ns steps weigh 0.003%.
@@ -16,9 +15,10 @@ const REPEATS: usize = 3;
 /// The shortest time between two readings over which the timer's rate is worth reporting.
 const MIN_RATE_INTERVAL: Duration = Duration::from_millis(100);
 
+/// The probe's output buffer, allocated once per process.
 pub struct Probe {
     out: DeviceBuffer,
-    launch: Launch,
+    func: Function,
 }
 
 /// One reading: the SM clock, and the GPU timer's and the host clock's time at its end.
@@ -41,28 +41,26 @@ impl Reading {
 }
 
 impl Probe {
-    pub fn new(func: CUfunction) -> Result<Probe, String> {
-        let out = DeviceBuffer::alloc(24)?;
-        let values = [
-            out.ptr.to_ne_bytes().to_vec(),
-            CYCLES.to_ne_bytes().to_vec(),
-        ];
-        let launch = Launch::new(func, (1, 1, 1), (1, 1, 1), 0, &values);
-        Ok(Probe { out, launch })
+    pub fn new(func: Function) -> Result<Probe, CudaError> {
+        Ok(Probe {
+            out: DeviceBuffer::alloc(24)?,
+            func,
+        })
     }
 
     /// The SM clock in MHz, from the median of a few probes; the GPU is idle afterwards.
-    pub fn read(&mut self, gpu: &Gpu) -> Result<Reading, String> {
+    pub fn read(&self) -> Result<Reading, String> {
+        let params = [Param::Buffer(&self.out), Param::u64(CYCLES as u64)];
+        let mut launch = Launch::new(&self.func, Dims::ONE, &params);
         let mut mhz = Vec::with_capacity(REPEATS);
         // Each probe's end on the GPU's timer and when the host saw it.
         let mut ends = Vec::with_capacity(REPEATS);
+        let cuda = |e: CudaError| format!("clock probe: {e}");
         for _ in 0..REPEATS {
-            self.launch
-                .enqueue()
-                .map_err(|e| cuda_err("clock probe launch", e))?;
-            gpu.synchronize().map_err(|e| cuda_err("clock probe", e))?;
+            launch.enqueue().map_err(cuda)?;
+            synchronize().map_err(cuda)?;
             let host = Instant::now();
-            let bytes = self.out.download()?;
+            let bytes = self.out.download().map_err(cuda)?;
             let word = |i: usize| u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
             mhz.push(effective_mhz(word(0), word(1))?);
             ends.push((word(2), host));

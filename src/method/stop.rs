@@ -2,7 +2,7 @@
 //! stop (NVBench's criterion: relative standard deviation under a target, with at least a
 //! minimum count and GPU time), or it ran out of time. Running sums keep each check O(1).
 
-use crate::experiment::StopRule;
+use crate::experiment::knobs::samples::StopRule;
 use std::time::Instant;
 
 pub struct Stopper {

@@ -2,20 +2,20 @@
 //! `batch` launches back to back, or one replay of a graph of launches. The synchronize that
 //! ends a host-timer sample, and a `queue = "saturate"` wait kernel, lie outside it.
 
-use crate::experiment::TimerKind;
-use crate::worker::gpu::{Event, Gpu, Graph, Launch};
-use cudarc::driver::result::{self, DriverError};
+use crate::cuda::{cupti::Span, synchronize, CudaError, Event, Graph, Launch};
+use crate::experiment::knobs::timer::TimerKind;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// What one timed region runs.
-pub enum Body {
+pub enum Body<'b> {
     /// `n` launches of the kernel, back to back.
     Launches(u64),
     /// One replay of a graph holding `n` launches.
-    Graph(Graph, u64),
+    Graph(Graph<'b>, u64),
 }
 
-impl Body {
+impl Body<'_> {
     /// Launches per region: a reading is divided by this.
     pub fn launches(&self) -> u64 {
         match self {
@@ -24,7 +24,7 @@ impl Body {
     }
 
     #[inline]
-    fn enqueue(&self, launch: &mut Launch) -> Result<(), DriverError> {
+    fn enqueue(&self, launch: &mut Launch) -> Result<(), CudaError> {
         match self {
             Body::Launches(n) => {
                 for _ in 0..*n {
@@ -39,15 +39,15 @@ impl Body {
 
 /// A wait kernel enqueued before each timed region, so the region's work is already queued
 /// when its start event fires (seed 002's sleep kernel; NVBench's blocking kernel).
-pub struct Saturate {
-    pub wait: Launch,
+pub struct Saturate<'b> {
+    pub wait: Launch<'b>,
     done: Event,
     /// Samples whose wait had ended before the timed work was enqueued (too short a wait).
     pub too_short: u64,
 }
 
-impl Saturate {
-    pub fn new(wait: Launch) -> Result<Saturate, String> {
+impl<'b> Saturate<'b> {
+    pub fn new(wait: Launch<'b>) -> Result<Saturate<'b>, CudaError> {
         Ok(Saturate {
             wait,
             done: Event::new()?,
@@ -57,15 +57,15 @@ impl Saturate {
 }
 
 /// What a timer needs, created once per cell outside any timed region.
-pub struct Timer {
+pub struct Timer<'b> {
     kind: TimerKind,
     start: Event,
     stop: Event,
-    pub saturate: Option<Saturate>,
+    pub saturate: Option<Saturate<'b>>,
 }
 
-impl Timer {
-    pub fn new(kind: TimerKind, saturate: Option<Saturate>) -> Result<Timer, String> {
+impl<'b> Timer<'b> {
+    pub fn new(kind: TimerKind, saturate: Option<Saturate<'b>>) -> Result<Timer<'b>, CudaError> {
         Ok(Timer {
             kind,
             start: Event::new()?,
@@ -77,53 +77,43 @@ impl Timer {
     /// Times one region and returns nanoseconds per launch; the GPU is idle again when it
     /// returns. CUPTI and profiler samples read NaN here: their values come afterwards.
     #[inline]
-    pub fn time(
-        &mut self,
-        gpu: &Gpu,
-        launch: &mut Launch,
-        body: &Body,
-    ) -> Result<f64, DriverError> {
+    pub fn time(&mut self, launch: &mut Launch, body: &Body) -> Result<f64, CudaError> {
         let per = body.launches() as f64;
         match self.kind {
             TimerKind::Host => {
                 let t0 = Instant::now();
                 body.enqueue(launch)?;
                 let elapsed = t0.elapsed();
-                gpu.synchronize()?;
+                synchronize()?;
                 Ok(elapsed.as_nanos() as f64 / per)
             }
             TimerKind::HostSync => {
                 let t0 = Instant::now();
                 body.enqueue(launch)?;
-                gpu.synchronize()?;
+                synchronize()?;
                 Ok(t0.elapsed().as_nanos() as f64 / per)
             }
             TimerKind::Events => {
-                let stream = std::ptr::null_mut();
-                // SAFETY: the events are live for the Timer's lifetime.
-                unsafe {
-                    if let Some(s) = self.saturate.as_mut() {
-                        s.wait.enqueue()?;
-                        result::event::record(s.done.0, stream)?;
-                    }
-                    result::event::record(self.start.0, stream)?;
-                    body.enqueue(launch)?;
-                    result::event::record(self.stop.0, stream)?;
-                    if let Some(s) = self.saturate.as_mut() {
-                        // Done already: the start event may have fired on an empty queue.
-                        if result::event::query(s.done.0).is_ok() {
-                            s.too_short += 1;
-                        }
-                    }
-                    result::event::synchronize(self.stop.0)?;
-                    let ms = result::event::elapsed(self.start.0, self.stop.0)?;
-                    Ok(ms as f64 * 1e6 / per)
+                if let Some(s) = self.saturate.as_mut() {
+                    s.wait.enqueue()?;
+                    s.done.record()?;
                 }
+                self.start.record()?;
+                body.enqueue(launch)?;
+                self.stop.record()?;
+                if let Some(s) = self.saturate.as_mut() {
+                    // Done already: the start event may have fired on an empty queue.
+                    if s.done.done() {
+                        s.too_short += 1;
+                    }
+                }
+                self.stop.synchronize()?;
+                Ok(self.stop.elapsed_ms_since(&self.start)? as f64 * 1e6 / per)
             }
             // Their values come afterwards: CUPTI's records, or the profiler's report.
             TimerKind::Cupti | TimerKind::Profiler => {
                 body.enqueue(launch)?;
-                gpu.synchronize()?;
+                synchronize()?;
                 Ok(f64::NAN)
             }
         }
@@ -133,25 +123,90 @@ impl Timer {
     /// what a wait kernel must outlast.
     pub fn enqueue_cost_ns(
         &mut self,
-        gpu: &Gpu,
         launch: &mut Launch,
         body: &Body,
         tries: usize,
-    ) -> Result<f64, DriverError> {
-        let stream = std::ptr::null_mut();
+    ) -> Result<f64, CudaError> {
         let mut costs = Vec::with_capacity(tries);
         for _ in 0..tries {
             let t0 = Instant::now();
-            // SAFETY: the events are live for the Timer's lifetime.
-            unsafe {
-                result::event::record(self.start.0, stream)?;
-                body.enqueue(launch)?;
-                result::event::record(self.stop.0, stream)?;
-            }
+            self.start.record()?;
+            body.enqueue(launch)?;
+            self.stop.record()?;
             costs.push(t0.elapsed().as_nanos() as f64);
-            gpu.synchronize()?;
+            synchronize()?;
         }
         costs.sort_by(f64::total_cmp);
         Ok(costs[costs.len() / 2])
+    }
+}
+
+/// CUPTI's account of a cell's timed launches, beside their spans.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CuptiRecord {
+    pub records: u64,
+    /// Median time from the launch's submission to the GPU to the kernel's start.
+    pub submitted_to_start_median_ns: Option<f64>,
+    /// Median time from the launch being queued to its submission.
+    pub queued_to_submitted_median_ns: Option<f64>,
+}
+
+/// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span.
+pub struct CuptiReading {
+    pub per_sample: Vec<f64>,
+    pub record: CuptiRecord,
+}
+
+pub fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
+    let per_sample = spans
+        .chunks(launches as usize)
+        .map(|c| c.iter().map(|s| (s.end - s.start) as f64).sum::<f64>() / c.len() as f64)
+        .collect();
+    // The first launch of each sample: how long it waited after it was handed to the GPU.
+    let firsts = || spans.chunks(launches as usize).map(|c| &c[0]);
+    let latency: Vec<f64> = firsts()
+        .filter(|s| s.submitted > 0 && s.start >= s.submitted)
+        .map(|s| (s.start - s.submitted) as f64)
+        .collect();
+    let queued: Vec<f64> = firsts()
+        .filter(|s| s.queued > 0 && s.submitted >= s.queued)
+        .map(|s| (s.submitted - s.queued) as f64)
+        .collect();
+    CuptiReading {
+        per_sample,
+        record: CuptiRecord {
+            records: spans.len() as u64,
+            submitted_to_start_median_ns: super::median(latency),
+            queued_to_submitted_median_ns: super::median(queued),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cupti_spans_become_per_launch_samples_and_latencies() {
+        let span = |start: u64, end: u64, submitted: u64| Span {
+            name: "k".into(),
+            start,
+            end,
+            queued: submitted.saturating_sub(100),
+            submitted,
+        };
+        // Two samples of a batch of 2: spans of 10 and 20 ns, then 30 and 30 ns.
+        let spans = [
+            span(1000, 1010, 900),
+            span(1010, 1030, 0),
+            span(2000, 2030, 1500),
+            span(2030, 2060, 0),
+        ];
+        let r = cupti_reading(&spans, 2);
+        assert_eq!(r.per_sample, [15.0, 30.0]);
+        assert_eq!(r.record.records, 4);
+        // Only each sample's first launch counts: 100 and 500 ns from submission to start.
+        assert_eq!(r.record.submitted_to_start_median_ns, Some(300.0));
+        assert_eq!(r.record.queued_to_submitted_median_ns, Some(100.0));
     }
 }

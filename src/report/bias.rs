@@ -80,8 +80,8 @@ pub fn build(
         let mut rows = Vec::new();
         // Per pair: measured at some point, and within tolerance at every such point.
         let mut close = vec![(false, true); pairs.len()];
-        for point in exp.points() {
-            let at = |v: &str| median(k, &point, v);
+        for point in &exp.points {
+            let at = |v: &str| median(k, point, v);
             let biases = pairs
                 .iter()
                 .enumerate()
@@ -115,7 +115,7 @@ pub fn build(
                 None => "–".into(),
             };
             rows.push(BiasRow {
-                point: point_label(&point),
+                point: point_label(point),
                 references: references
                     .iter()
                     .map(|r| at(r).map_or("–".into(), time))

@@ -4,9 +4,10 @@
 //! later renders compare the same way.
 
 use super::format;
+use crate::analysis::median;
 use crate::experiment::Unit;
-use crate::results::Stored;
-use crate::summary;
+use crate::plan::Headline;
+use crate::store::Stored;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -36,7 +37,7 @@ pub fn headline_medians(s: &Stored) -> HashMap<String, f64> {
     let mut times: HashMap<u32, Vec<f64>> = HashMap::new();
     for i in 0..s.samples.cell.len() {
         let cell = &s.plan.cells[s.samples.cell[i] as usize];
-        if s.samples.first[i] == (cell.headline_phase() == "first") {
+        if s.samples.first[i] == (cell.headline() == Headline::First) {
             times
                 .entry(s.samples.cell[i])
                 .or_default()
@@ -45,7 +46,7 @@ pub fn headline_medians(s: &Stored) -> HashMap<String, f64> {
     }
     times
         .into_iter()
-        .filter_map(|(c, t)| Some((s.plan.cells[c as usize].id.clone(), summary::median(t)?)))
+        .filter_map(|(c, t)| Some((s.plan.cells[c as usize].id.clone(), median(t)?)))
         .collect()
 }
 

@@ -2,20 +2,21 @@
 //! Markdown. It reads only what the run stored, so re-rendering gives the same bytes.
 
 mod bias;
-pub mod clocks;
+mod cells;
 mod compare;
+mod figures;
 pub mod format;
 mod phases;
 pub mod plots;
 mod view;
 
-use crate::results::{Stored, COMPARE_FILE, REPORT_FILE, SUMMARY_FILE};
+use crate::analysis::Analysis;
+use crate::store::{Stored, COMPARE_FILE, REPORT_FILE, SUMMARY_FILE, TEMPLATE_FILE};
 use anyhow::{Context, Result};
 use minijinja::Environment;
 use std::path::{Path, PathBuf};
 
-/// The default template, also built into the binary for runs outside the project tree.
-pub const DEFAULT_TEMPLATE: &str = "templates/report.md.j2";
+/// The default template, built into the binary so a run renders the same anywhere.
 const BUILTIN_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 
 /// Records in `dir` that its report compares against the run in `earlier`.
@@ -30,14 +31,18 @@ pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
 /// Renders `dir`'s stored run into `report.md` (and `summary.csv`); returns the report's path.
 pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
     let stored = Stored::load(dir)?;
-    let mut view = view::View::build(&stored)?;
+    for w in &stored.warnings {
+        eprintln!("warning: {w}");
+    }
+    let analysis = Analysis::of(&stored)?;
+    let mut view = view::View::build(&analysis)?;
     if let Ok(rel) = std::fs::read_to_string(dir.join(COMPARE_FILE)) {
         let rel = rel.trim();
         let earlier = Stored::load(&dir.join(rel))
             .with_context(|| format!("the run {rel} named in {COMPARE_FILE} cannot be read"))?;
         view.set_comparison(compare::build(&stored, &earlier, rel));
     }
-    std::fs::write(dir.join(SUMMARY_FILE), view.summary_csv())
+    std::fs::write(dir.join(SUMMARY_FILE), analysis.summary_csv()?)
         .with_context(|| format!("cannot write {}", dir.join(SUMMARY_FILE).display()))?;
     let plot_dir = dir.join("plots");
     if plot_dir.exists() {
@@ -66,26 +71,19 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The template to use: the one asked for, else the experiment's, else the project's
-/// default, else the built-in copy of it.
+/// The template to use: the one asked for, else the experiment's own (copied into the run
+/// folder when it ran), else the built-in one.
 fn template_text(stored: &Stored, asked: Option<&Path>) -> Result<(String, String)> {
-    let from_experiment = stored.experiment.report.template.as_ref().map(|t| {
-        stored
-            .experiment
-            .path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(t)
-    });
-    match asked.map(Path::to_path_buf).or(from_experiment) {
+    let own = stored.dir.join(TEMPLATE_FILE);
+    match asked
+        .map(Path::to_path_buf)
+        .or(own.is_file().then_some(own))
+    {
         Some(p) => Ok((
             p.display().to_string(),
             std::fs::read_to_string(&p)
                 .with_context(|| format!("cannot read template {}", p.display()))?,
         )),
-        None => match std::fs::read_to_string(DEFAULT_TEMPLATE) {
-            Ok(t) => Ok((DEFAULT_TEMPLATE.into(), t)),
-            Err(_) => Ok(("built-in report.md.j2".into(), BUILTIN_TEMPLATE.into())),
-        },
+        None => Ok(("built-in report.md.j2".into(), BUILTIN_TEMPLATE.into())),
     }
 }

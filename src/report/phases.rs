@@ -4,11 +4,11 @@
 
 use super::format;
 use super::plots;
+use crate::analysis::median;
 use crate::experiment::Unit;
 use crate::plan::Role;
 use crate::protocol::{CellRecord, Phase, Status};
-use crate::results::Stored;
-use crate::summary::median;
+use crate::store::Stored;
 use crate::worker::FIRST_TIMED_LAUNCH;
 use serde::Serialize;
 
@@ -41,7 +41,7 @@ pub fn build(
     let exp = &s.experiment;
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (k, kernel) in exp.kernels.iter().enumerate() {
-        for point in exp.points() {
+        for point in &exp.points {
             let cells: Vec<_> = s
                 .plan
                 .cells
@@ -49,8 +49,8 @@ pub fn build(
                 .filter(|c| {
                     c.role == Role::Measure
                         && c.kernel == Some(k)
-                        && c.point == point
-                        && c.knobs.fresh_process
+                        && c.point == *point
+                        && c.knobs.process.fresh.is_some()
                 })
                 .collect();
             let runs: Vec<Vec<&CellRecord>> = cells
@@ -130,7 +130,7 @@ pub fn build(
                     .collect(),
                 total: true,
             });
-            if cells.iter().any(|c| c.knobs.samples > 0) {
+            if cells.iter().any(|c| c.knobs.samples_per_run() > 0) {
                 rows.push(PhaseRow {
                     name: "steady state after it (median sample)".into(),
                     values: cells

@@ -119,26 +119,38 @@ pub fn matmul_with(sizes: &str, variants: &str) -> String {
     format!("{}{variants}", &base[..base.find("[defaults]").unwrap()])
 }
 
+/// A run's samples as CSV rows (header first), decompressed.
+pub fn sample_rows(dir: &Path) -> Vec<Vec<String>> {
+    use std::io::Read;
+    let file = std::fs::File::open(dir.join("samples.csv.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap();
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect()
+}
+
 /// The median steady sample of the first cell whose id ends with `suffix`, from a run's
-/// `samples.csv` (first column: cell id; then the phase and the time in ns).
+/// samples (first column: cell id; then the phase and the time in ns).
 pub fn steady_median(dir: &Path, suffix: &str) -> f64 {
-    let text = std::fs::read_to_string(dir.join("samples.csv")).unwrap();
-    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows = sample_rows(dir);
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
     let (phase, time) = (col("phase"), col("time_ns"));
-    let id = text
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').next().unwrap())
+    let id = rows[1..]
+        .iter()
+        .map(|r| &r[0])
         .find(|c| c.ends_with(suffix))
         .unwrap_or_else(|| panic!("no samples of a cell ending in {suffix}"))
-        .to_string();
-    let mut v: Vec<f64> = text
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|f| f[0] == id && f[phase] == "steady")
-        .map(|f| f[time].parse().unwrap())
+        .clone();
+    let mut v: Vec<f64> = rows[1..]
+        .iter()
+        .filter(|r| r[0] == id && r[phase] == "steady")
+        .map(|r| r[time].parse().unwrap())
         .collect();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]

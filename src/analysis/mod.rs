@@ -1,0 +1,160 @@
+//! Samples -> estimates: statistics per cell and phase, the telemetry each cell's timed
+//! launches ran under, and `summary.csv`. The report formats these; it computes nothing
+//! of its own from raw samples.
+
+pub mod clocks;
+pub mod stats;
+
+use crate::plan::{Cell, Headline};
+use crate::protocol::{CellRecord, TelemetryPoint};
+use crate::store::Stored;
+use clocks::Window;
+use stats::Stats;
+use std::collections::HashMap;
+
+pub use crate::method::median;
+
+/// A phase of a cell's timed launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// The first timed launch of each run.
+    First,
+    /// The samples after it.
+    Steady,
+}
+
+impl Phase {
+    pub fn key(self) -> &'static str {
+        match self {
+            Phase::First => "first",
+            Phase::Steady => "steady",
+        }
+    }
+}
+
+/// Telemetry series, and each run's timed launches as (start µs, ns), by (cell, process).
+pub type Series = HashMap<(u32, u32), Vec<TelemetryPoint>>;
+pub type Launches = HashMap<(u32, u32), Vec<(f64, f64)>>;
+
+/// A stored run's estimates.
+pub struct Analysis<'a> {
+    pub run: &'a Stored,
+    pub stats: HashMap<(usize, Phase), Stats>,
+    pub series: Series,
+    pub launches: Launches,
+    pub windows: HashMap<(u32, u32), Window>,
+    pub records: HashMap<usize, Vec<&'a CellRecord>>,
+}
+
+impl<'a> Analysis<'a> {
+    pub fn of(s: &'a Stored) -> anyhow::Result<Analysis<'a>> {
+        let key = |c: u32, first: bool| c * 2 + u32::from(!first);
+        let keys = s
+            .samples
+            .cell
+            .iter()
+            .zip(&s.samples.first)
+            .map(|(c, f)| key(*c, *f))
+            .collect();
+        let stats = stats::summarize(keys, s.samples.time_ns.clone())?
+            .into_iter()
+            .map(|(k, st)| {
+                let phase = if k % 2 == 0 {
+                    Phase::First
+                } else {
+                    Phase::Steady
+                };
+                (((k / 2) as usize, phase), st)
+            })
+            .collect();
+        let mut series: Series = HashMap::new();
+        for t in &s.telemetry {
+            series
+                .entry((t.cell, t.process))
+                .or_default()
+                .push(t.point.clone());
+        }
+        let mut launches: Launches = HashMap::new();
+        for i in 0..s.samples.cell.len() {
+            launches
+                .entry((s.samples.cell[i], s.samples.process[i]))
+                .or_default()
+                .push((s.samples.start_us[i], s.samples.time_ns[i]));
+        }
+        let windows = launches
+            .iter()
+            .filter_map(|(k, v)| Some((*k, Window::of(v.iter().copied())?)))
+            .collect();
+        let mut records: HashMap<usize, Vec<&CellRecord>> = HashMap::new();
+        for r in &s.records {
+            records.entry(r.cell).or_default().push(r);
+        }
+        Ok(Analysis {
+            run: s,
+            stats,
+            series,
+            launches,
+            windows,
+            records,
+        })
+    }
+
+    /// The statistics a table shows for a cell: its steady samples, or its first launches
+    /// where it takes no others.
+    pub fn headline(&self, c: &Cell) -> Option<&Stats> {
+        let phase = match c.headline() {
+            Headline::Steady => Phase::Steady,
+            Headline::First => Phase::First,
+        };
+        self.stats.get(&(c.index, phase))
+    }
+
+    /// The headline median of kernel `k`'s cell at point `p` under `variant`.
+    pub fn median_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<f64> {
+        self.run
+            .plan
+            .cells
+            .iter()
+            .find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
+            .and_then(|c| self.headline(c))
+            .map(|st| st.median)
+    }
+
+    /// `summary.csv`: every cell's statistics per phase, in nanoseconds, for other tools.
+    pub fn summary_csv(&self) -> anyhow::Result<Vec<u8>> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record([
+            "cell",
+            "phase",
+            "count",
+            "min_ns",
+            "median_ns",
+            "mean_ns",
+            "std_ns",
+            "p25_ns",
+            "p75_ns",
+            "p95_ns",
+            "p99_ns",
+            "max_ns",
+            "cv",
+            "iqr_ns",
+        ])?;
+        for c in &self.run.plan.cells {
+            for phase in [Phase::First, Phase::Steady] {
+                let Some(s) = self.stats.get(&(c.index, phase)) else {
+                    continue;
+                };
+                let mut row = vec![c.id.clone(), phase.key().to_string(), s.count.to_string()];
+                row.extend(
+                    [
+                        s.min, s.median, s.mean, s.std, s.p25, s.p75, s.p95, s.p99, s.max, s.cv,
+                        s.iqr,
+                    ]
+                    .map(|v| v.to_string()),
+                );
+                w.write_record(&row)?;
+            }
+        }
+        Ok(w.into_inner()?)
+    }
+}

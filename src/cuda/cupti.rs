@@ -1,0 +1,212 @@
+//! `timer = "cupti"`: each kernel's own start and end on the GPU, from CUPTI's activity
+//! records (one launch, one record, no replay), with the launch's queued and submitted
+//! timestamps where CUPTI gives them. libcupti is loaded at run time like the driver.
+
+use super::error::CudaError;
+use cudarc::cupti::{result::activity, result::CuptiError, sys};
+use std::alloc::{alloc, dealloc, Layout};
+use std::ffi::CStr;
+use std::sync::{Mutex, OnceLock};
+
+/// One kernel execution as CUPTI saw it, in CUPTI's nanosecond clock.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub name: String,
+    pub start: u64,
+    pub end: u64,
+    /// When the launch was queued and submitted to the GPU; 0 where CUPTI does not say.
+    pub queued: u64,
+    pub submitted: u64,
+}
+
+/// The environment variable that names libcupti's full path.
+pub const LIBRARY_VAR: &str = "RUNNER_CUPTI";
+
+/// Where libcupti usually is, tried in order after `RUNNER_CUPTI`.
+const USUAL_PLACES: &[&str] = &[
+    "/usr/local/cuda/extras/CUPTI/lib64",
+    "/usr/local/cuda/lib64",
+    "/usr/local/cuda/targets/x86_64-linux/lib",
+    "/usr/lib/x86_64-linux-gnu",
+];
+
+const BUFFER_BYTES: usize = 8 << 20;
+const BUFFER_ALIGN: usize = 8;
+
+/// Kernel records delivered so far, in completion order.
+static SPANS: Mutex<Vec<Span>> = Mutex::new(Vec::new());
+/// Whether the library loaded and the callbacks are registered (or why not).
+static READY: OnceLock<Result<(), CudaError>> = OnceLock::new();
+
+fn layout() -> Layout {
+    Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("valid layout")
+}
+
+extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    // SAFETY: CUPTI passes valid out-pointers; the buffer is freed in `buffer_completed`.
+    unsafe {
+        *buffer = alloc(layout());
+        *size = if (*buffer).is_null() { 0 } else { BUFFER_BYTES };
+        *max_records = 0;
+    }
+}
+
+extern "C" fn buffer_completed(
+    _ctx: cudarc::driver::sys::CUcontext,
+    _stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
+    if buffer.is_null() {
+        return;
+    }
+    let mut spans = Vec::new();
+    let mut record: *mut sys::CUpti_Activity = std::ptr::null_mut();
+    // SAFETY: CUPTI hands back a buffer it filled with `valid` bytes of records.
+    while unsafe { activity::get_next_record(buffer, valid, &mut record) }.is_ok() {
+        // SAFETY: `record` points at a record of the buffer; its kind says its layout.
+        let kind = unsafe { (*record).kind };
+        if kind == sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL {
+            // Every kernel record version shares this prefix up to `submitted`.
+            // SAFETY: a CONCURRENT_KERNEL record has the kernel record's layout.
+            let k = unsafe { &*(record as *const sys::CUpti_ActivityKernel10) };
+            let name = if k.name.is_null() {
+                String::new()
+            } else {
+                // SAFETY: CUPTI's kernel names are NUL-terminated and live with the context.
+                unsafe { CStr::from_ptr(k.name) }
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            spans.push(Span {
+                name,
+                start: k.start,
+                end: k.end,
+                queued: k.queued,
+                submitted: k.submitted,
+            });
+        }
+    }
+    if let Ok(mut all) = SPANS.lock() {
+        all.extend(spans);
+    }
+    // SAFETY: allocated in `buffer_requested` with the same layout.
+    unsafe { dealloc(buffer, layout()) };
+}
+
+fn cupti_err(what: &str, e: CuptiError) -> CudaError {
+    CudaError::Library(format!("{what}: CUPTI error {:?}", e.0))
+}
+
+/// Loads libcupti (from `RUNNER_CUPTI`, then the usual places, then the loader's path)
+/// and registers the record buffers, once per process.
+fn ready() -> Result<(), CudaError> {
+    READY
+        .get_or_init(|| {
+            preload();
+            // SAFETY: only tries to dlopen the library.
+            if !unsafe { sys::is_culib_present() } {
+                return Err(CudaError::Library(format!(
+                    "libcupti cannot be loaded: install the CUDA toolkit's CUPTI (or the \
+                     nvidia-cuda-cupti wheel) and put its folder on LD_LIBRARY_PATH, or set \
+                     {LIBRARY_VAR} to the library's path"
+                )));
+            }
+            activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
+                .map_err(|e| cupti_err("cuptiActivityRegisterCallbacks", e))?;
+            // Without this, kernel records carry no queued and submitted timestamps.
+            activity::enable_latency_timestamps(1)
+                .map_err(|e| cupti_err("cuptiActivityEnableLatencyTimestamps", e))
+        })
+        .clone()
+}
+
+/// Opens libcupti by full path, so that the loader finds it by name afterwards.
+fn preload() {
+    let named = std::env::var(LIBRARY_VAR)
+        .ok()
+        .map(std::path::PathBuf::from);
+    let found = USUAL_PLACES.iter().find_map(|dir| {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("libcupti.so"))
+            })
+            .collect();
+        entries.sort();
+        entries.into_iter().next()
+    });
+    for path in named.into_iter().chain(found) {
+        let Ok(c) = std::ffi::CString::new(path.to_string_lossy().as_bytes()) else {
+            continue;
+        };
+        // SAFETY: dlopen of a library by path; it stays loaded for the process.
+        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        if !handle.is_null() {
+            return;
+        }
+    }
+}
+
+fn poisoned() -> CudaError {
+    CudaError::Library("CUPTI records lock poisoned".into())
+}
+
+/// Collects kernel records between `start` and `finish`.
+pub struct Collector;
+
+impl Collector {
+    /// Starts recording every kernel launched from now on.
+    pub fn start() -> Result<Collector, CudaError> {
+        ready()?;
+        SPANS.lock().map_err(|_| poisoned())?.clear();
+        activity::enable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            .map_err(|e| cupti_err("cuptiActivityEnable(CONCURRENT_KERNEL)", e))?;
+        Ok(Collector)
+    }
+
+    /// Stops recording and returns the spans of the last `count` launches of the kernel
+    /// named `entry`, in launch order (recording starts before the warm-up, so that the
+    /// warm-up, not a timed launch, absorbs CUPTI's start-up).
+    pub fn finish(self, entry: &str, count: usize) -> Result<Vec<Span>, CudaError> {
+        // FLUSH_FORCED also delivers records of buffers that are not full.
+        let forced = 1u32;
+        activity::flush_all(forced).map_err(|e| cupti_err("cuptiActivityFlushAll", e))?;
+        let mut dropped = 0usize;
+        // SAFETY: a null context asks for the records dropped anywhere.
+        let _ = unsafe { activity::get_num_dropped_records(std::ptr::null_mut(), 0, &mut dropped) };
+        if dropped > 0 {
+            return Err(CudaError::Library(format!(
+                "CUPTI dropped {dropped} kernel records"
+            )));
+        }
+        let mut spans: Vec<Span> = std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?)
+            .into_iter()
+            .filter(|s| s.name == entry)
+            .collect();
+        spans.sort_by_key(|s| s.start);
+        if spans.len() < count {
+            return Err(CudaError::Library(format!(
+                "CUPTI delivered {} records of the kernel for {count} timed launches",
+                spans.len()
+            )));
+        }
+        Ok(spans.split_off(spans.len() - count))
+    }
+}
+
+impl Drop for Collector {
+    /// Recording stops with the cell, also when it failed half-way or only collected.
+    fn drop(&mut self) {
+        // Records still buffered are delivered and dropped, so none reaches the next cell.
+        let _ = activity::flush_all(1);
+        let _ = activity::disable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        if let Ok(mut spans) = SPANS.lock() {
+            spans.clear();
+        }
+    }
+}

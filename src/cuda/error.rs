@@ -1,0 +1,97 @@
+//! A CUDA failure, typed, so that callers decide on it (a lost context ends the worker)
+//! instead of rediscovering it from a message.
+
+use cudarc::driver::{result::DriverError, sys};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CudaError {
+    /// A driver API call failed with this code.
+    Driver { call: String, code: sys::CUresult },
+    /// NVRTC, CUPTI or a missing library: the message says what and how to fix it.
+    Library(String),
+}
+
+impl CudaError {
+    pub fn driver(call: impl Into<String>, e: DriverError) -> Self {
+        CudaError::Driver {
+            call: call.into(),
+            code: e.0,
+        }
+    }
+
+    /// Whether the error leaves the context unusable, so the process must not go on.
+    pub fn is_sticky(&self) -> bool {
+        use sys::CUresult::*;
+        matches!(
+            self,
+            CudaError::Driver {
+                code: CUDA_ERROR_ILLEGAL_ADDRESS
+                    | CUDA_ERROR_LAUNCH_FAILED
+                    | CUDA_ERROR_ILLEGAL_INSTRUCTION
+                    | CUDA_ERROR_MISALIGNED_ADDRESS
+                    | CUDA_ERROR_INVALID_ADDRESS_SPACE
+                    | CUDA_ERROR_INVALID_PC
+                    | CUDA_ERROR_HARDWARE_STACK_ERROR
+                    | CUDA_ERROR_ASSERT
+                    | CUDA_ERROR_LAUNCH_TIMEOUT
+                    | CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                ..
+            }
+        )
+    }
+}
+
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CudaError::Driver { call, code } => {
+                let e = DriverError(*code);
+                let text = |s: Result<&std::ffi::CStr, DriverError>| {
+                    s.map(|c| c.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                };
+                write!(
+                    f,
+                    "{call}: {} ({})",
+                    text(e.error_name()),
+                    text(e.error_string())
+                )
+            }
+            CudaError::Library(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for CudaError {}
+
+/// Turns a driver result into a typed error naming the call.
+pub trait Check<T> {
+    fn during(self, call: &str) -> Result<T, CudaError>;
+}
+
+impl<T> Check<T> for Result<T, DriverError> {
+    fn during(self, call: &str) -> Result<T, CudaError> {
+        self.map_err(|e| CudaError::driver(call, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_are_sticky_and_a_bad_value_is_not() {
+        let fault = CudaError::Driver {
+            call: "launch".into(),
+            code: sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS,
+        };
+        assert!(fault.is_sticky());
+        let bad = CudaError::Driver {
+            call: "launch".into(),
+            code: sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+        };
+        assert!(!bad.is_sticky());
+        assert!(!CudaError::Library("nvrtc".into()).is_sticky());
+    }
+}

@@ -1,0 +1,291 @@
+//! Modules, functions, kernel launches, events and graphs. A [`Launch`] holds its function
+//! (which keeps its module loaded) and borrows the buffers its parameters point at, so
+//! enqueueing it is safe: nothing it uses can be gone. The timed regions call these
+//! directly: no allocation, no event tracking, no logging.
+
+use super::error::{Check, CudaError};
+use super::memory::DeviceBuffer;
+use cudarc::driver::{result, sys};
+use std::ffi::{c_void, CString};
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+/// A loaded module, unloaded when its last function is dropped.
+struct ModuleHandle(sys::CUmodule);
+
+impl Drop for ModuleHandle {
+    fn drop(&mut self) {
+        // SAFETY: the module was loaded once and no function of it outlives this handle.
+        let _ = unsafe { result::module::unload(self.0) };
+    }
+}
+
+pub struct Module(Rc<ModuleHandle>);
+
+impl Module {
+    /// Loads a CUBIN, a fatbin or a NUL-terminated PTX image (PTX is JIT-compiled here).
+    pub fn load(image: &[u8]) -> Result<Module, CudaError> {
+        if image.is_empty() {
+            return Err(CudaError::Library("an empty module image".into()));
+        }
+        // SAFETY: the image is a complete CUBIN, fatbin or NUL-terminated PTX that the
+        // driver reads during the call only.
+        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+            .during("cuModuleLoadData")?;
+        Ok(Module(Rc::new(ModuleHandle(m))))
+    }
+
+    pub fn function(&self, name: &str) -> Result<Function, CudaError> {
+        let c = CString::new(name)
+            .map_err(|_| CudaError::Library(format!("bad kernel name {name:?}")))?;
+        // SAFETY: the module is loaded; the name is NUL-terminated.
+        let func = unsafe { result::module::get_function(self.0 .0, c) }
+            .during(&format!("cuModuleGetFunction({name})"))?;
+        Ok(Function {
+            func,
+            _module: self.0.clone(),
+        })
+    }
+}
+
+/// A kernel of a loaded module; it keeps the module loaded.
+#[derive(Clone)]
+pub struct Function {
+    func: sys::CUfunction,
+    _module: Rc<ModuleHandle>,
+}
+
+impl Function {
+    /// Lets launches use more than the default 48 KiB of dynamic shared memory.
+    pub fn allow_shared_bytes(&self, bytes: u32) -> Result<(), CudaError> {
+        // SAFETY: func is a live function; the attribute takes a byte count.
+        unsafe {
+            result::function::set_function_attribute(
+                self.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+        }
+        .during("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+    }
+}
+
+/// One kernel parameter: a buffer the launch borrows, or a value of up to 8 bytes.
+#[derive(Clone, Copy)]
+pub enum Param<'b> {
+    Buffer(&'b DeviceBuffer),
+    Value([u8; 8]),
+}
+
+impl Param<'_> {
+    /// A value parameter from its bytes (at most 8, native order).
+    pub fn bytes(b: &[u8]) -> Self {
+        let mut slot = [0u8; 8];
+        slot[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+        Param::Value(slot)
+    }
+
+    pub fn u64(v: u64) -> Self {
+        Param::Value(v.to_ne_bytes())
+    }
+
+    fn slot(&self) -> [u8; 8] {
+        match self {
+            Param::Buffer(b) => b.address().to_ne_bytes(),
+            Param::Value(v) => *v,
+        }
+    }
+}
+
+/// Launch dimensions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dims {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+impl Dims {
+    /// One thread.
+    pub const ONE: Dims = Dims {
+        grid: (1, 1, 1),
+        block: (1, 1, 1),
+        shared_bytes: 0,
+    };
+}
+
+/// One kernel launch, fully prepared: enqueueing it allocates nothing.
+pub struct Launch<'b> {
+    func: Function,
+    dims: Dims,
+    /// Parameter values, 8 bytes each; `params` points into it, so it never moves.
+    storage: Box<[[u8; 8]]>,
+    params: Vec<*mut c_void>,
+    _buffers: PhantomData<&'b DeviceBuffer>,
+}
+
+impl<'b> Launch<'b> {
+    pub fn new(func: &Function, dims: Dims, values: &[Param<'b>]) -> Self {
+        let mut storage: Box<[[u8; 8]]> = values.iter().map(Param::slot).collect();
+        let params = storage
+            .iter_mut()
+            .map(|s| s.as_mut_ptr() as *mut c_void)
+            .collect();
+        Launch {
+            func: func.clone(),
+            dims,
+            storage,
+            params,
+            _buffers: PhantomData,
+        }
+    }
+
+    /// Replaces parameter `index`, outside any timed region.
+    pub fn set_param(&mut self, index: usize, value: Param<'b>) {
+        self.storage[index] = value.slot();
+    }
+
+    /// Enqueues the kernel on the legacy default stream, as `kernel<<<g, b>>>` does.
+    #[inline]
+    pub fn enqueue(&mut self) -> Result<(), CudaError> {
+        self.enqueue_on(std::ptr::null_mut())
+            .during("cuLaunchKernel")
+    }
+
+    #[inline]
+    fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
+        let d = self.dims;
+        // SAFETY: func is a live function (it holds its module), each parameter slot holds
+        // a value or the address of a buffer borrowed for 'b, and the slots do not move.
+        unsafe {
+            result::launch_kernel(
+                self.func.func,
+                d.grid,
+                d.block,
+                d.shared_bytes,
+                stream,
+                &mut self.params,
+            )
+        }
+    }
+}
+
+/// A CUDA event with timing enabled, destroyed on drop.
+pub struct Event(sys::CUevent);
+
+impl Event {
+    pub fn new() -> Result<Event, CudaError> {
+        result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map(Event)
+            .during("cuEventCreate")
+    }
+
+    /// Records the event on the legacy default stream.
+    #[inline]
+    pub fn record(&self) -> Result<(), CudaError> {
+        // SAFETY: the event is live; the null stream is the legacy one.
+        unsafe { result::event::record(self.0, std::ptr::null_mut()) }.during("cuEventRecord")
+    }
+
+    /// Whether the work before the event is done.
+    #[inline]
+    pub fn done(&self) -> bool {
+        // SAFETY: the event is live.
+        unsafe { result::event::query(self.0) }.is_ok()
+    }
+
+    #[inline]
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        // SAFETY: the event is live.
+        unsafe { result::event::synchronize(self.0) }.during("cuEventSynchronize")
+    }
+
+    /// Milliseconds from `start` to this event, both recorded and done.
+    #[inline]
+    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32, CudaError> {
+        // SAFETY: both events are live.
+        unsafe { result::event::elapsed(start.0, self.0) }.during("cuEventElapsedTime")
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+/// `count` launches captured in a CUDA graph, instantiated once; replays go on the legacy
+/// default stream like every other launch. It borrows the launch's buffers.
+pub struct Graph<'b> {
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+    _func: Function,
+    _buffers: PhantomData<&'b DeviceBuffer>,
+}
+
+impl<'b> Graph<'b> {
+    pub fn capture(launch: &mut Launch<'b>, count: u64) -> Result<Graph<'b>, CudaError> {
+        // The legacy stream cannot be captured; a stream of its own is, then destroyed.
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .during("cuStreamCreate")?;
+        let captured = capture_on(stream, launch, count);
+        // SAFETY: nothing uses the stream after the capture.
+        let _ = unsafe { result::stream::destroy(stream) };
+        let (graph, exec) = captured?;
+        Ok(Graph {
+            graph,
+            exec,
+            _func: launch.func.clone(),
+            _buffers: PhantomData,
+        })
+    }
+
+    /// Replays the graph on the legacy default stream.
+    #[inline]
+    pub fn launch(&self) -> Result<(), CudaError> {
+        // SAFETY: exec is a live instantiated graph whose buffers are borrowed for 'b.
+        unsafe { result::graph::launch(self.exec, std::ptr::null_mut()) }.during("cuGraphLaunch")
+    }
+}
+
+fn capture_on(
+    stream: sys::CUstream,
+    launch: &mut Launch,
+    count: u64,
+) -> Result<(sys::CUgraph, sys::CUgraphExec), CudaError> {
+    // SAFETY: the stream is live; the launches only record into the graph.
+    unsafe {
+        result::stream::begin_capture(
+            stream,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        )
+    }
+    .during("cuStreamBeginCapture")?;
+    for _ in 0..count {
+        launch
+            .enqueue_on(stream)
+            .during("launch during graph capture")?;
+    }
+    // SAFETY: the capture began on this stream above.
+    let graph = unsafe { result::stream::end_capture(stream) }.during("cuStreamEndCapture")?;
+    // SAFETY: graph is the complete graph just captured.
+    match unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) } {
+        Ok(exec) => Ok((graph, exec)),
+        Err(e) => {
+            // SAFETY: graph was created above and is not used again.
+            let _ = unsafe { result::graph::destroy(graph) };
+            Err(CudaError::driver("cuGraphInstantiate", e))
+        }
+    }
+}
+
+impl Drop for Graph<'_> {
+    fn drop(&mut self) {
+        // SAFETY: both were created in `capture` and are destroyed once.
+        unsafe {
+            let _ = result::graph::exec_destroy(self.exec);
+            let _ = result::graph::destroy(self.graph);
+        }
+    }
+}

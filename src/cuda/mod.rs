@@ -1,0 +1,23 @@
+//! Everything that touches CUDA: the driver, NVRTC and CUPTI through cudarc, behind safe
+//! types. All of the runner's `unsafe` lives here, each block with its SAFETY comment; the
+//! rest of the runner handles no raw CUDA handle. Errors are typed ([`CudaError`]).
+
+mod bare;
+pub mod cupti;
+mod device;
+mod error;
+mod launch;
+mod memory;
+pub mod nvrtc;
+
+pub use bare::events_loop as bare_events_loop;
+pub use device::{
+    capability, driver_present, query, synchronize, DeviceInfo, Gpu, CONTEXT, DRIVER_INIT,
+};
+pub use error::CudaError;
+pub use launch::{Dims, Event, Function, Graph, Launch, Module, Param};
+pub use memory::DeviceBuffer;
+
+/// What a machine without the CUDA driver is told.
+pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \
+`runner plan EXPERIMENT` shows what a run would do, and `runner report DIR` renders a stored run, without a GPU.";

@@ -1,0 +1,166 @@
+//! NVRTC: CUDA C source -> CUBIN for a real architecture (loads with no JIT) or PTX for a
+//! virtual one (the driver JIT-compiles it at load). The program is named after its file so
+//! compiler messages carry the file's line numbers.
+
+use super::error::CudaError;
+use cudarc::nvrtc::sys;
+use std::ffi::{c_char, CStr, CString};
+use std::time::Instant;
+
+/// What NVRTC emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Cubin,
+    Ptx,
+}
+
+/// A compiled kernel image (a CUBIN, or NUL-terminated PTX), with the entry's lowered
+/// (mangled) name.
+pub struct Compiled {
+    pub image: Vec<u8>,
+    pub lowered_entry: String,
+    pub compile_ms: f64,
+}
+
+/// Says whether libnvrtc can be loaded.
+pub fn present() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { sys::is_culib_present() }
+}
+
+fn check(what: &str, r: sys::nvrtcResult) -> Result<(), CudaError> {
+    if r == sys::nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: NVRTC returns a static NUL-terminated string for every result code.
+    let text = unsafe { CStr::from_ptr(sys::nvrtcGetErrorString(r)) }
+        .to_string_lossy()
+        .into_owned();
+    Err(CudaError::Library(format!("{what}: {text}")))
+}
+
+pub fn version() -> Result<String, CudaError> {
+    if !present() {
+        return Err(CudaError::Library("libnvrtc not found".into()));
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints through valid pointers.
+    check("nvrtcVersion", unsafe {
+        sys::nvrtcVersion(&mut major, &mut minor)
+    })?;
+    Ok(format!("{major}.{minor}"))
+}
+
+/// Compiles `source` (named `file` in messages) for `arch` (`sm_90`, `compute_90`), with
+/// the given extra NVRTC options.
+pub fn compile(
+    source: &str,
+    file: &str,
+    entry: &str,
+    output: Output,
+    arch: &str,
+    options: &[String],
+) -> Result<Compiled, CudaError> {
+    if !present() {
+        return Err(CudaError::Library("libnvrtc cannot be loaded: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into()));
+    }
+    let bad = |what: &str| CudaError::Library(format!("{file}: {what} contains a NUL byte"));
+    let t = Instant::now();
+    let src = CString::new(source).map_err(|_| bad("the source"))?;
+    let name = CString::new(file).map_err(|_| bad("the file name"))?;
+    let name_expr = CString::new(format!("&{entry}")).map_err(|_| bad("the entry"))?;
+    let mut opts = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()];
+    opts.extend(options.iter().cloned());
+    let opts: Vec<CString> = opts
+        .into_iter()
+        .map(CString::new)
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad("an option"))?;
+    let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: the strings are NUL-terminated and outlive the call; no headers are passed.
+    check("nvrtcCreateProgram", unsafe {
+        sys::nvrtcCreateProgram(
+            &mut prog,
+            src.as_ptr(),
+            name.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    })?;
+    let result =
+        build(prog, file, entry, &name_expr, &opts, output).map(|(image, lowered)| Compiled {
+            image,
+            lowered_entry: lowered,
+            compile_ms: t.elapsed().as_secs_f64() * 1e3,
+        });
+    // SAFETY: prog was created above and is destroyed once.
+    unsafe { sys::nvrtcDestroyProgram(&mut prog) };
+    result
+}
+
+/// Compiles the created program and reads its image and lowered entry name.
+fn build(
+    prog: sys::nvrtcProgram,
+    file: &str,
+    entry: &str,
+    name_expr: &CStr,
+    opts: &[CString],
+    output: Output,
+) -> Result<(Vec<u8>, String), CudaError> {
+    // SAFETY: prog is live; the expression is NUL-terminated.
+    check("nvrtcAddNameExpression", unsafe {
+        sys::nvrtcAddNameExpression(prog, name_expr.as_ptr())
+    })?;
+    let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: prog is live; the option pointers are valid for the call.
+    let r = unsafe { sys::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
+    if r != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(CudaError::Library(format!(
+            "NVRTC could not compile {file}:\n{}",
+            program_log(prog)
+        )));
+    }
+    let mut lowered: *const c_char = std::ptr::null();
+    // SAFETY: prog compiled with this name expression; NVRTC owns the returned string.
+    check(&format!("entry `{entry}` not found in {file}"), unsafe {
+        sys::nvrtcGetLoweredName(prog, name_expr.as_ptr(), &mut lowered)
+    })?;
+    // SAFETY: the lowered name is NUL-terminated and lives as long as prog.
+    let lowered = unsafe { CStr::from_ptr(lowered) }
+        .to_string_lossy()
+        .into_owned();
+    // The PTX size counts the terminating NUL, which the driver's loader needs.
+    type GetSize = unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult;
+    type Get = unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult;
+    let (get_size, get, what): (GetSize, Get, &str) = match output {
+        Output::Cubin => (sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN, "CUBIN"),
+        Output::Ptx => (sys::nvrtcGetPTXSize, sys::nvrtcGetPTX, "PTX"),
+    };
+    let mut size = 0usize;
+    // SAFETY: prog compiled; writes one size.
+    check(&format!("nvrtcGet{what}Size"), unsafe {
+        get_size(prog, &mut size)
+    })?;
+    let mut image = vec![0u8; size];
+    // SAFETY: image holds the `size` bytes NVRTC said it would write.
+    check(&format!("nvrtcGet{what}"), unsafe {
+        get(prog, image.as_mut_ptr() as *mut c_char)
+    })?;
+    Ok((image, lowered))
+}
+
+fn program_log(prog: sys::nvrtcProgram) -> String {
+    let mut size = 0usize;
+    // SAFETY: prog is live; writes one size.
+    if unsafe { sys::nvrtcGetProgramLogSize(prog, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS {
+        return "(no compiler log)".into();
+    }
+    let mut buf = vec![0u8; size.max(1)];
+    // SAFETY: buf holds the log's size.
+    unsafe { sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char) };
+    String::from_utf8_lossy(&buf)
+        .trim_end_matches('\0')
+        .trim()
+        .to_string()
+}

@@ -1,0 +1,151 @@
+//! The parent side of a run: checks the experiment against the real device, prepares the
+//! run folder (new, or an interrupted run resumed), and hands the plan's jobs to the
+//! scheduler; Ctrl-C stops it after the cells that finished.
+
+mod jit_cache;
+mod profiler;
+mod scheduler;
+mod worker_process;
+
+use crate::clock_lock::{self, ClockLock};
+use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
+use crate::plan::{Plan, Run};
+use crate::store::{self, RunMeta, Stored, Writer};
+use crate::{cuda, system};
+use anyhow::{bail, Context, Result};
+use scheduler::Scheduler;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+use worker_process::WorkerProgram;
+
+/// Set by Ctrl-C: the run stops starting work, keeps what finished and says it is incomplete.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Where a run's results went, and whether every planned run finished.
+pub struct Outcome {
+    pub dir: PathBuf,
+    pub complete: bool,
+}
+
+/// What to do with a run folder that exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Start the run afresh in it.
+    New,
+    /// Keep its finished cells and run the rest; the experiment and its sources must be
+    /// unchanged.
+    Resume,
+}
+
+/// Runs `path`'s experiment into `dir`, checked against the real device.
+pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> Result<Outcome> {
+    // What needs no GPU first: the experiment's inputs, and whether the run can resume.
+    let nominal = Experiment::load(path, &DeviceFacts::nominal(), Sources::Read)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    clock_lock::check_allowed(nominal.clocks, allow_clock_changes, clock_lock::is_root())
+        .map_err(anyhow::Error::msg)?;
+    let inputs = inputs_sha256(&nominal);
+    let stored = match start {
+        Start::New => None,
+        Start::Resume => Some(resumable(dir, path, &inputs)?),
+    };
+    if !cuda::driver_present() {
+        bail!(cuda::NO_DRIVER);
+    }
+    let device = cuda::query(0).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let facts = store::device_facts(&device);
+    let exp = Experiment::load(path, &facts, Sources::Read).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let plan = Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (mut meta, mut writer, done) = match stored {
+        Some(stored) => {
+            let done: HashSet<Run> = stored
+                .records
+                .iter()
+                .map(|r| Run {
+                    cell: r.cell,
+                    process: r.process,
+                })
+                .collect();
+            let mut meta = stored.meta.clone();
+            meta.finished_utc = None;
+            meta.complete = false;
+            let writer = Writer::resume(dir, &stored, &meta)?;
+            (meta, writer, done)
+        }
+        None => {
+            let meta = RunMeta {
+                experiment_path: exp.path.clone(),
+                experiment_sha256: system::sha256_hex(exp.text.as_bytes()),
+                inputs_sha256: Some(inputs),
+                git: system::git(&exp.path, dir),
+                build: system::build(),
+                runner_version: env!("CARGO_PKG_VERSION").to_string(),
+                started_utc: now(),
+                finished_utc: None,
+                complete: false,
+                host: system::host(),
+                device: None,
+                startup: None,
+            };
+            let writer = Writer::create(dir, &exp, &meta)?;
+            (meta, writer, HashSet::new())
+        }
+    };
+    ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            eprintln!("interrupted twice: stopping now");
+            std::process::exit(130);
+        }
+        eprintln!("interrupted: stopping after the finished cells (Ctrl-C again to quit now)");
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    // Held for the whole run; dropping it resets the clocks, also on an early return.
+    let _lock = match exp.clocks {
+        ClockPolicy::Lock(mhz) => {
+            Some(ClockLock::acquire(mhz, &device.uuid).map_err(anyhow::Error::msg)?)
+        }
+        _ => None,
+    };
+    let program = WorkerProgram::this_binary()?;
+    let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?.run_all(&done)?;
+    meta.complete = complete;
+    meta.finished_utc = Some(now());
+    writer.write_meta(&meta)?;
+    Ok(Outcome {
+        dir: dir.to_path_buf(),
+        complete,
+    })
+}
+
+/// The stored run in `dir`, if the experiment and its sources are as they were.
+fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<Stored> {
+    let stored = Stored::load(dir)
+        .with_context(|| format!("cannot resume: {} is not a readable run", dir.display()))?;
+    if stored.meta.inputs_sha256.as_deref() != Some(inputs) {
+        bail!(
+            "cannot resume {}: {} or a kernel source it names changed since the run started (or the run predates resuming)\n  hint: pass --force to start the run over in that folder",
+            dir.display(),
+            path.display()
+        );
+    }
+    for w in &stored.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(stored)
+}
+
+/// The experiment file and every kernel source it compiles, hashed together.
+fn inputs_sha256(exp: &Experiment) -> String {
+    let mut all = exp.text.clone().into_bytes();
+    for k in &exp.kernels {
+        all.extend(format!("\0{}\0", k.source).bytes());
+        all.extend(k.source_text.bytes());
+    }
+    system::sha256_hex(&all)
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}

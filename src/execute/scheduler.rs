@@ -1,0 +1,508 @@
+//! Runs the plan's worker jobs in order: starts a worker process per job in the job's
+//! environment, stores each cell the moment a worker reports it, kills a worker that
+//! overruns a cell's timeout, records cells whose worker died, and stops on Ctrl-C.
+
+use super::jit_cache::JitCaches;
+use super::profiler;
+use super::worker_process::{Next, WorkerProcess, WorkerProgram};
+use super::INTERRUPTED;
+use crate::experiment::knobs::env::ProcessEnv;
+use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
+use crate::experiment::Experiment;
+use crate::plan::{Plan, Run, WorkerJob};
+use crate::protocol::{CellRecord, Job, Message, Status};
+use crate::store::{RunMeta, Writer};
+use crate::worker;
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Runs the plan's jobs in order and stores what they report.
+pub struct Scheduler<'a> {
+    exp: &'a Experiment,
+    plan: &'a Plan,
+    writer: &'a mut Writer,
+    meta: &'a mut RunMeta,
+    program: &'a WorkerProgram,
+    caches: JitCaches,
+    bar: ProgressBar,
+    /// GPU warm-up still owed: the first worker that measures does it.
+    gpu_warmup: Duration,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn new(
+        exp: &'a Experiment,
+        plan: &'a Plan,
+        writer: &'a mut Writer,
+        meta: &'a mut RunMeta,
+        program: &'a WorkerProgram,
+    ) -> Result<Self> {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} cells, eta {eta} {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        Ok(Scheduler {
+            exp,
+            plan,
+            writer,
+            meta,
+            program,
+            caches: JitCaches::new()?,
+            bar,
+            gpu_warmup: exp.gpu_warmup,
+        })
+    }
+
+    /// Runs every job's runs but those in `done`; false when an interrupt stopped the run
+    /// early.
+    pub fn run_all(mut self, done: &HashSet<Run>) -> Result<bool> {
+        let jobs: Vec<WorkerJob> = self
+            .plan
+            .jobs()
+            .into_iter()
+            .map(|mut j| {
+                j.runs.retain(|r| !done.contains(r));
+                j
+            })
+            .filter(|j| !j.runs.is_empty())
+            .collect();
+        self.bar
+            .set_length(jobs.iter().map(|j| j.runs.len() as u64).sum());
+        for job in jobs {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                break;
+            }
+            self.run_job(job)?;
+        }
+        self.bar.finish_and_clear();
+        Ok(!INTERRUPTED.load(Ordering::SeqCst))
+    }
+
+    fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
+        let cell = &self.plan.cells[run.cell];
+        self.writer.append(cell, rec)?;
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    fn fail(&mut self, run: Run, why: String) -> Result<()> {
+        let id = self.plan.cells[run.cell].id.clone();
+        self.store(run, &CellRecord::failed(run.cell, &id, run.process, why))
+    }
+
+    /// Runs one job's cells; a worker that dies or overruns a cell's timeout is replaced by
+    /// a new one for the cells after it.
+    fn run_job(&mut self, job: WorkerJob) -> Result<()> {
+        let vars = match self.worker_vars(&job.env) {
+            Ok(v) => v,
+            Err(why) => {
+                for run in job.runs {
+                    self.fail(run, why.clone())?;
+                }
+                return Ok(());
+            }
+        };
+        // A profiler job's worker runs under ncu; its cells wait for ncu's report.
+        let profiled = match job.env.profiler {
+            None => None,
+            Some(cache) => match profiler::ncu() {
+                Some(ncu) => Some((ncu, cache)),
+                None => {
+                    for run in job.runs {
+                        let id = self.plan.cells[run.cell].id.clone();
+                        let mut rec = CellRecord::failed(run.cell, &id, run.process, String::new());
+                        rec.status = Status::Skipped;
+                        rec.error = Some("skipped: Nsight Compute (ncu) is not on PATH".into());
+                        self.store(run, &rec)?;
+                    }
+                    return Ok(());
+                }
+            },
+        };
+        let mut pending: Vec<(Run, CellRecord)> = Vec::new();
+        let mut remaining: VecDeque<Run> = job.runs.into();
+        while let Some(&first) = remaining.front() {
+            self.bar.set_message(self.plan.cells[first.cell].id.clone());
+            let runs: Vec<Run> = remaining.iter().copied().collect();
+            let warmup = std::mem::take(&mut self.gpu_warmup);
+            let report = tempfile::NamedTempFile::new()
+                .context("cannot create a file for the profiler's report")?;
+            let program = match &profiled {
+                Some((ncu, cache)) => profiler::wrap(ncu, self.program, *cache, report.path()),
+                None => self.program.clone(),
+            };
+            let sent = job_for(self.exp, self.plan, &runs, false, warmup);
+            let mut worker = WorkerProcess::start(&program, sent, &vars)?;
+            let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
+            let ended = loop {
+                match worker.next(deadline, &INTERRUPTED) {
+                    Next::Message(Message::Ready { device, startup }) => {
+                        if self.meta.device.is_none() {
+                            self.meta.device = Some(*device);
+                            self.meta.startup = Some(startup);
+                            self.writer.write_meta(self.meta)?;
+                        }
+                    }
+                    Next::Message(Message::Cell(rec)) => {
+                        let run = remaining
+                            .pop_front()
+                            .context("a worker reported more cells than it was given")?;
+                        if (run.cell, run.process) != (rec.cell, rec.process) {
+                            worker.kill();
+                            bail!(
+                                "a worker reported cell {} instead of {}",
+                                rec.id,
+                                self.plan.cells[run.cell].id
+                            );
+                        }
+                        if profiled.is_some() {
+                            pending.push((run, *rec));
+                        } else {
+                            self.store(run, &rec)?;
+                        }
+                        if let Some(next) = remaining.front() {
+                            let cell = &self.plan.cells[next.cell];
+                            self.bar.set_message(cell.id.clone());
+                            deadline = cell.knobs.timeout.0;
+                        }
+                    }
+                    Next::Message(Message::Fatal { error }) => {
+                        worker.kill();
+                        bail!("{error}");
+                    }
+                    Next::Malformed(why) => {
+                        worker.kill();
+                        bail!("{why}");
+                    }
+                    other => break other,
+                }
+            };
+            let Some(run) = remaining.front().copied() else {
+                worker.finish()?;
+                self.store_profiled(&mut pending, report.path())?;
+                return Ok(());
+            };
+            // The worker is done or stuck: end it, keep what it reported (a profiled
+            // worker's cells only now get their samples, from ncu's report), then record
+            // the cell it did not finish.
+            if !matches!(ended, Next::Closed) {
+                worker.kill();
+            }
+            let (exit, stderr) = worker.finish()?;
+            self.store_profiled(&mut pending, report.path())?;
+            if matches!(ended, Next::Interrupted) || INTERRUPTED.load(Ordering::SeqCst) {
+                return Ok(()); // the interrupt may have reached the worker too
+            }
+            let why = match ended {
+                Next::TimedOut(limit) => timed_out(limit, &stderr),
+                // Its last cell was reported failed; a new worker takes the rest.
+                _ if exit.code() == Some(worker::EXIT_CONTEXT_LOST as i32) => continue,
+                _ => format!(
+                    "worker process ended ({exit}) while running this cell{}",
+                    tail(&stderr)
+                ),
+            };
+            self.fail(run, why)?;
+            remaining.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Stores the cells of a profiled worker, each with its launches from ncu's report.
+    fn store_profiled(
+        &mut self,
+        pending: &mut Vec<(Run, CellRecord)>,
+        report: &Path,
+    ) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut records: Vec<CellRecord> = pending.iter().map(|(_, r)| r.clone()).collect();
+        let text = std::fs::read_to_string(report).unwrap_or_default();
+        match profiler::launches(&text) {
+            Ok(launches) => profiler::assign(
+                &mut records,
+                &launches,
+                |r| {
+                    let cell = &self.plan.cells[r.cell];
+                    cell.kernel
+                        .map_or("empty".into(), |k| self.exp.kernels[k].entry.clone())
+                },
+                |r| self.plan.cells[r.cell].knobs.launches.count(),
+            ),
+            Err(e) => {
+                let why = format!(
+                    "{e}; ncu said: {}",
+                    text.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+                );
+                for r in records.iter_mut().filter(|r| r.status == Status::Ok) {
+                    r.fail(why.clone());
+                }
+            }
+        }
+        let runs: Vec<Run> = pending.drain(..).map(|(run, _)| run).collect();
+        for (run, rec) in runs.into_iter().zip(records) {
+            self.store(run, &rec)?;
+        }
+        Ok(())
+    }
+
+    /// The variables a worker in `env` starts with; an error when its JIT cache could not
+    /// be prepared (the job's cells are then recorded failed with it).
+    fn worker_vars(&mut self, env: &ProcessEnv) -> Result<Vec<(String, String)>, String> {
+        let (program, exp, plan) = (self.program, self.exp, self.plan);
+        let runs = self.plan.priming_runs(env);
+        let timeout: Duration = runs
+            .iter()
+            .map(|r| self.plan.cells[r.cell].knobs.timeout.0)
+            .max()
+            .unwrap_or(DEFAULT_TIMEOUT);
+        self.caches.vars(env, |vars| {
+            prime(
+                program,
+                job_for(exp, plan, &runs, true, Duration::ZERO),
+                vars,
+                timeout,
+            )
+        })
+    }
+}
+
+/// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.
+fn prime(
+    program: &WorkerProgram,
+    job: Job,
+    vars: &[(String, String)],
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut worker = WorkerProcess::start(program, job, vars)
+        .map_err(|e| format!("cannot start the priming process: {e:#}"))?;
+    loop {
+        match worker.next(timeout, &INTERRUPTED) {
+            Next::Message(Message::Fatal { error }) => {
+                worker.kill();
+                return Err(format!("priming the JIT cache failed: {error}"));
+            }
+            Next::Message(_) => {}
+            Next::Closed => break,
+            Next::TimedOut(_) | Next::Interrupted | Next::Malformed(_) => {
+                worker.kill();
+                return Err("priming the JIT cache did not finish".into());
+            }
+        }
+    }
+    let (exit, stderr) = worker.finish().map_err(|e| format!("{e:#}"))?;
+    if exit.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "priming the JIT cache failed ({exit}){}",
+            tail(&stderr)
+        ))
+    }
+}
+
+/// The job a worker is sent: its runs and the planned cells they name.
+fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup: Duration) -> Job {
+    let mut cells: Vec<usize> = runs.iter().map(|r| r.cell).collect();
+    cells.sort_unstable();
+    cells.dedup();
+    Job {
+        cells: cells.into_iter().map(|c| plan.cells[c].clone()).collect(),
+        kernels: exp.kernels.clone(),
+        telemetry: exp.telemetry.clone(),
+        runs: runs.to_vec(),
+        prime,
+        spawned_unix_ns: 0,
+        gpu_warmup_s: gpu_warmup.as_secs_f64(),
+    }
+}
+
+/// Why a cell whose worker overran the cell's timeout failed.
+fn timed_out(limit: Duration, stderr: &str) -> String {
+    format!(
+        "no result within the cell's timeout of {}: worker killed{}",
+        humantime::format_duration(limit),
+        tail(stderr)
+    )
+}
+
+fn tail(stderr: &str) -> String {
+    let t = stderr.trim();
+    if t.is_empty() {
+        return String::new();
+    }
+    let start = t.char_indices().rev().nth(2000).map_or(0, |(i, _)| i);
+    format!("; its stderr ends: {}", &t[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{DeviceFacts, Sources};
+    use crate::system;
+    use std::collections::HashMap;
+
+    /// Where a stand-in run went and whether it finished.
+    struct Outcome {
+        dir: std::path::PathBuf,
+        complete: bool,
+    }
+
+    /// Each stored cell's status and error.
+    fn statuses(dir: &Path) -> HashMap<usize, (Status, Option<String>)> {
+        let text = std::fs::read_to_string(dir.join(crate::store::CELLS_FILE)).unwrap();
+        text.lines()
+            .map(|l| {
+                let r: CellRecord = serde_json::from_str(l).unwrap();
+                (r.cell, (r.status, r.error))
+            })
+            .collect()
+    }
+
+    fn meta() -> RunMeta {
+        serde_json::from_value(serde_json::json!({
+            "experiment_path": "e.toml", "experiment_sha256": "", "git": null,
+            "runner_version": "test", "started_utc": "", "finished_utc": null,
+            "complete": false, "host": system::host(), "device": null, "startup": null
+        }))
+        .unwrap()
+    }
+
+    /// An experiment of three shared cells (a, b, c) whose variant `b` has a short timeout.
+    fn experiment(dir: &Path) -> Experiment {
+        std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k() {}").unwrap();
+        let text = r#"
+[experiment]
+title = "stand-in"
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k"
+grid = [1]
+block = [1]
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+timeout = "1s"
+[[variant]]
+name = "c"
+[report]
+floor = false
+"#;
+        let path = dir.join("e.toml");
+        std::fs::write(&path, text).unwrap();
+        Experiment::load(&path, &DeviceFacts::nominal(), Sources::Read).unwrap()
+    }
+
+    /// A stand-in worker: reports each cell of its job as a one-sample success, except that
+    /// it does `on_b` when it reaches cell 1 (variant `b`).
+    fn stand_in(on_b: &str) -> WorkerProgram {
+        let script = format!(
+            r#"job=$(cat)
+for c in $(printf %s "$job" | grep -o '"cell":[0-9]*' | cut -d: -f2); do
+  if [ "$c" = 1 ]; then {on_b}; fi
+  echo "{{\"type\":\"cell\",\"cell\":$c,\"id\":\"x\",\"process\":0,\"status\":\"ok\",\"first_ns\":2.0,\"samples_ns\":[1.0],\"wall_s\":0.0}}"
+done"#
+        );
+        WorkerProgram::new("sh", &["-c", &script])
+    }
+
+    fn run_with(on_b: &str) -> (tempfile::TempDir, Outcome) {
+        run_edited(on_b, |text| text.to_string())
+    }
+
+    /// Runs the stand-in experiment, its text changed by `edit`, with the stand-in worker.
+    fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, Outcome) {
+        let tmp = tempfile::tempdir().unwrap();
+        let first = experiment(tmp.path());
+        std::fs::write(&first.path, edit(&first.text)).unwrap();
+        let exp = Experiment::load(&first.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
+        let plan = Plan::new(&exp).unwrap();
+        let dir = tmp.path().join("out");
+        let mut meta = meta();
+        let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+        let program = stand_in(on_b);
+        let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+            .unwrap()
+            .run_all(&HashSet::new())
+            .unwrap();
+        (tmp, Outcome { dir, complete })
+    }
+
+    #[test]
+    fn a_worker_that_crashes_fails_its_cell_and_a_new_one_runs_the_rest() {
+        let (_tmp, out) = run_with("kill -9 $$");
+        assert!(out.complete);
+        let s = statuses(&out.dir);
+        assert_eq!(s[&0].0, Status::Ok);
+        assert_eq!(s[&1].0, Status::Failed);
+        let why = s[&1].1.as_deref().unwrap();
+        assert!(
+            why.contains("worker process ended") && why.contains("9"),
+            "{why}"
+        );
+        assert_eq!(s[&2].0, Status::Ok, "the cell after the crash still ran");
+    }
+
+    #[test]
+    fn a_worker_that_hangs_is_killed_at_the_cell_timeout() {
+        let started = std::time::Instant::now();
+        let (_tmp, out) = run_with("sleep 60");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not killed in time"
+        );
+        let s = statuses(&out.dir);
+        assert_eq!(s[&0].0, Status::Ok);
+        assert_eq!(s[&1].0, Status::Failed);
+        let why = s[&1].1.as_deref().unwrap();
+        assert!(
+            why.contains("timeout of 1s") && why.contains("killed"),
+            "{why}"
+        );
+        assert_eq!(s[&2].0, Status::Ok);
+    }
+
+    #[test]
+    fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
+        if profiler::ncu().is_some() {
+            eprintln!("SKIPPED: this machine has ncu");
+            return;
+        }
+        let (_tmp, out) = run_edited("true", |text| {
+            text.replace("name = \"b\"\n", "name = \"b\"\ntimer = \"profiler\"\n")
+        });
+        assert!(out.complete);
+        let dir = out.dir;
+        let s = statuses(&dir);
+        assert_eq!(s[&0].0, Status::Ok);
+        assert_eq!(s[&1].0, Status::Skipped);
+        assert!(s[&1].1.as_deref().unwrap().contains("ncu"), "{:?}", s[&1]);
+        assert_eq!(s[&2].0, Status::Ok);
+    }
+
+    #[test]
+    fn malformed_worker_output_stops_the_run_with_a_message() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exp = experiment(tmp.path());
+        let plan = Plan::new(&exp).unwrap();
+        let mut meta = meta();
+        let mut writer = Writer::create(&tmp.path().join("out"), &exp, &meta).unwrap();
+        let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
+        let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+            .unwrap()
+            .run_all(&HashSet::new())
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("malformed message"), "{err:#}");
+    }
+}

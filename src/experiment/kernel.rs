@@ -1,0 +1,321 @@
+//! A kernel of the experiment: its source, entry and arguments as written, and its launch
+//! evaluated at every sweep point and checked against the device's limits.
+
+use super::expr::{self, DeviceFacts, NumExpr, Number};
+use super::schema::{Dtype, Init};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Kernel {
+    pub name: String,
+    /// The source path as written, relative to the experiment file.
+    pub source: String,
+    /// Empty where validation did not read the sources (rendering a stored run).
+    pub source_text: String,
+    pub entry: String,
+    pub args: Vec<Arg>,
+    pub check: Option<Check>,
+    /// The launch at each sweep point, in the order of `Experiment::points`.
+    #[serde(skip)]
+    pub launches: Vec<LaunchSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Arg {
+    pub name: String,
+    pub kind: ArgKind,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ArgKind {
+    Buffer {
+        dtype: Dtype,
+        len: NumExpr,
+        init: Init,
+    },
+    Scalar {
+        dtype: Dtype,
+        value: NumExpr,
+    },
+}
+
+/// How a kernel's output is checked against a CPU reference before it is timed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Check {
+    pub reference: String,
+    /// Indices into the kernel's args.
+    pub inputs: Vec<usize>,
+    pub output: usize,
+    pub dims: Vec<NumExpr>,
+    pub tolerance: f64,
+}
+
+/// Reference checks the runner knows: name, number of inputs, dims it takes.
+pub const REFERENCES: &[(&str, usize, &[&str])] =
+    &[("matmul", 2, &["m", "k", "n"]), ("copy", 1, &[])];
+
+/// A kernel's launch with every expression evaluated for one sweep point and device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchSpec {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+    pub args: Vec<ArgValue>,
+    pub check_dims: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ArgValue {
+    Buffer {
+        dtype: Dtype,
+        len: usize,
+        init: Init,
+    },
+    /// The scalar's bytes, encoded exactly in its dtype.
+    Scalar { dtype: Dtype, bytes: Vec<u8> },
+}
+
+impl LaunchSpec {
+    /// Bytes of all its buffers.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.args
+            .iter()
+            .map(|a| match a {
+                ArgValue::Buffer { dtype, len, .. } => {
+                    (*len as u64).saturating_mul(dtype.size() as u64)
+                }
+                ArgValue::Scalar { .. } => 0,
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// Which expression of a kernel an evaluation error is about, so it can be located.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Part {
+    Grid(usize),
+    Block(usize),
+    Shared,
+    Arg(usize),
+    CheckDim(usize),
+    /// The kernel as a whole (a limit over all its buffers).
+    Whole,
+}
+
+/// The written expressions of a kernel's launch.
+pub struct LaunchExprs<'a> {
+    pub grid: &'a [NumExpr],
+    pub block: &'a [NumExpr],
+    pub shared_bytes: &'a NumExpr,
+    pub args: &'a [Arg],
+    pub check_dims: &'a [NumExpr],
+}
+
+/// Evaluates a launch at one point, checked against the device's limits.
+pub fn evaluate(
+    e: &LaunchExprs,
+    point: &super::Point,
+    facts: &DeviceFacts,
+) -> Result<LaunchSpec, (Part, String)> {
+    let scope = super::scope(point, facts);
+    let int = |x: &NumExpr, part: Part| expr::eval_int(x, &scope).map_err(|m| (part, m));
+    let dims = |exprs: &[NumExpr], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
+        let mut d = [1u32; 3];
+        for (i, x) in exprs.iter().enumerate() {
+            let v = int(x, part(i))?;
+            if v < 1 || v > max[i] {
+                return Err((
+                    part(i),
+                    format!(
+                        "{what} dimension {} is {v}, but the device allows 1 to {}",
+                        ["x", "y", "z"][i],
+                        max[i]
+                    ),
+                ));
+            }
+            d[i] = v as u32;
+        }
+        Ok(d)
+    };
+    let grid = dims(e.grid, "grid", facts.max_grid, Part::Grid)?;
+    let block = dims(e.block, "block", facts.max_block, Part::Block)?;
+    let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
+    if threads > facts.max_threads_per_block {
+        return Err((
+            Part::Block(0),
+            format!(
+                "a block of {threads} threads is more than the device's {} per block",
+                facts.max_threads_per_block
+            ),
+        ));
+    }
+    let shared = int(e.shared_bytes, Part::Shared)?;
+    if shared < 0 || shared > facts.max_shared_bytes {
+        return Err((
+            Part::Shared,
+            format!(
+                "shared_bytes is {shared}, but a block may have 0 to {} bytes of dynamic shared memory",
+                facts.max_shared_bytes
+            ),
+        ));
+    }
+    let mut args = Vec::with_capacity(e.args.len());
+    for (i, a) in e.args.iter().enumerate() {
+        args.push(match &a.kind {
+            ArgKind::Buffer { dtype, len, init } => {
+                let n = int(len, Part::Arg(i))?;
+                let len = usize::try_from(n).map_err(|_| {
+                    (
+                        Part::Arg(i),
+                        format!("buffer `{}` has a negative length {n}", a.name),
+                    )
+                })?;
+                if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
+                    return Err((
+                        Part::Arg(i),
+                        format!(
+                            "buffer `{}` of {len} elements is larger than the device's memory",
+                            a.name
+                        ),
+                    ));
+                }
+                ArgValue::Buffer {
+                    dtype: *dtype,
+                    len,
+                    init: *init,
+                }
+            }
+            ArgKind::Scalar { dtype, value } => {
+                let v = expr::eval_exact(value, &scope).map_err(|m| (Part::Arg(i), m))?;
+                ArgValue::Scalar {
+                    dtype: *dtype,
+                    bytes: encode(*dtype, v)
+                        .map_err(|m| (Part::Arg(i), format!("scalar `{}`: {m}", a.name)))?,
+                }
+            }
+        });
+    }
+    let check_dims = e
+        .check_dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| int(d, Part::CheckDim(i)))
+        .collect::<Result<_, _>>()?;
+    let spec = LaunchSpec {
+        grid,
+        block,
+        shared_bytes: shared as u32,
+        args,
+        check_dims,
+    };
+    if spec.buffer_bytes() > facts.mem_bytes as u64 {
+        return Err((
+            Part::Whole,
+            format!(
+                "its buffers need {} bytes, more than the device's {}",
+                spec.buffer_bytes(),
+                facts.mem_bytes
+            ),
+        ));
+    }
+    Ok(spec)
+}
+
+/// A scalar's bytes in its dtype; a value the dtype cannot hold is an error.
+pub fn encode(dtype: Dtype, v: Number) -> Result<Vec<u8>, String> {
+    let int = |lo: i128, hi: i128| match v {
+        Number::Int(i) if (lo..=hi).contains(&i) => Ok(i),
+        Number::Int(i) => Err(format!(
+            "{i} does not fit {} (from {lo} to {hi})",
+            dtype.key()
+        )),
+        Number::Float(f) => Err(format!("the {} gets the fraction {f}", dtype.key())),
+    };
+    let float = match v {
+        Number::Int(i) => i as f64,
+        Number::Float(f) => f,
+    };
+    Ok(match dtype {
+        Dtype::F32 => (float as f32).to_ne_bytes().to_vec(),
+        Dtype::F64 => float.to_ne_bytes().to_vec(),
+        Dtype::I32 => (int(i32::MIN.into(), i32::MAX.into())? as i32)
+            .to_ne_bytes()
+            .to_vec(),
+        Dtype::U32 => (int(0, u32::MAX.into())? as u32).to_ne_bytes().to_vec(),
+        Dtype::I64 => (int(i64::MIN.into(), i64::MAX.into())? as i64)
+            .to_ne_bytes()
+            .to_vec(),
+        Dtype::U64 => (int(0, u64::MAX.into())? as u64).to_ne_bytes().to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, String)> {
+        let args = [
+            Arg {
+                name: "x".into(),
+                kind: ArgKind::Buffer {
+                    dtype: Dtype::F32,
+                    len: NumExpr::Expr("n".into()),
+                    init: Init::Output,
+                },
+            },
+            Arg {
+                name: "s".into(),
+                kind: ArgKind::Scalar {
+                    dtype: Dtype::I32,
+                    value: scalar,
+                },
+            },
+        ];
+        let block: Vec<NumExpr> = block.iter().map(|b| NumExpr::Int(*b)).collect();
+        evaluate(
+            &LaunchExprs {
+                grid: &[NumExpr::Int(4)],
+                block: &block,
+                shared_bytes: &NumExpr::Int(shared),
+                args: &args,
+                check_dims: &[],
+            },
+            &vec![("n".to_string(), 1024)],
+            &DeviceFacts::nominal(),
+        )
+    }
+
+    #[test]
+    fn a_launch_within_the_limits_evaluates_exactly() {
+        let s = spec([256, 1, 1], 0, NumExpr::Int(-5)).unwrap();
+        assert_eq!(s.grid, [4, 1, 1]);
+        assert_eq!(s.buffer_bytes(), 4096);
+        assert_eq!(
+            s.args[1],
+            ArgValue::Scalar {
+                dtype: Dtype::I32,
+                bytes: (-5i32).to_ne_bytes().to_vec()
+            }
+        );
+    }
+
+    #[test]
+    fn limits_and_overflowing_scalars_are_errors() {
+        assert_eq!(
+            spec([2048, 1, 1], 0, NumExpr::Int(1)).unwrap_err().0,
+            Part::Block(0)
+        );
+        assert_eq!(
+            spec([64, 32, 1], 0, NumExpr::Int(1)).unwrap_err().0,
+            Part::Block(0)
+        );
+        assert_eq!(
+            spec([1, 1, 1], 1_000_000, NumExpr::Int(1)).unwrap_err().0,
+            Part::Shared
+        );
+        let (part, msg) = spec([1, 1, 1], 0, NumExpr::Expr("2 ** 32".into())).unwrap_err();
+        assert_eq!(part, Part::Arg(1));
+        assert!(msg.contains("does not fit i32"), "{msg}");
+        assert!(spec([1, 1, 1], 0, NumExpr::Float(0.5)).is_err());
+    }
+}

@@ -1,0 +1,73 @@
+//! `batch`, `graph`: what one timed region holds.
+
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Launches {
+    /// One launch.
+    #[default]
+    Single,
+    /// Launches back to back in one timed region; the reading is per launch.
+    Batch(u64),
+    /// Launches captured in a CUDA graph whose replay is timed; the reading is per launch.
+    Graph(u64),
+}
+
+impl Launches {
+    /// Launches per timed region: a reading is divided by this.
+    pub fn count(self) -> u64 {
+        match self {
+            Launches::Single => 1,
+            Launches::Batch(n) | Launches::Graph(n) => n,
+        }
+    }
+}
+
+impl Knob for Launches {
+    const KEYS: &'static [&'static str] = &["batch", "graph"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        match (layer.int("batch", 1)?, layer.int("graph", 1)?) {
+            (Some(_), Some(_)) => Err(layer
+                .err_at("graph", "batch and graph exclude each other")
+                .with_hint("graph = N already times N launches per replay")),
+            (Some(1), None) | (None, None) => Ok(Launches::Single),
+            (Some(n), None) => Ok(Launches::Batch(n as u64)),
+            (None, Some(n)) => Ok(Launches::Graph(n as u64)),
+        }
+    }
+
+    fn describe(&self) -> Option<String> {
+        match self {
+            Launches::Single => None,
+            Launches::Batch(n) => Some(format!(
+                "each timed region holds {n} launches back to back (hot by nature), read per launch"
+            )),
+            Launches::Graph(n) => Some(format!(
+                "each timed region replays a CUDA graph of {n} launches (hot by nature), read per launch"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn batch_and_graph_are_told_apart_and_exclude_each_other() {
+        assert_eq!(read::<Launches>("").unwrap(), Launches::Single);
+        assert_eq!(read::<Launches>("batch = 10").unwrap(), Launches::Batch(10));
+        assert_eq!(read::<Launches>("graph = 10").unwrap(), Launches::Graph(10));
+        assert_ne!(
+            read::<Launches>("batch = 10").unwrap().describe(),
+            read::<Launches>("graph = 10").unwrap().describe()
+        );
+        assert!(read::<Launches>("batch = 2\ngraph = 2").is_err());
+        assert!(read::<Launches>("graph = 0").is_err());
+    }
+}

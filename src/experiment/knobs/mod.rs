@@ -1,0 +1,265 @@
+//! The methodology knobs of `[defaults]` and each `[[variant]]`. A knob is one file here: its
+//! keys, how its raw TOML values become a checked value at one sweep point, its default and
+//! how it describes itself (for `runner plan`, the methodology table and the report). The
+//! code that acts on a knob reads the value; nothing else restates it.
+
+use super::error::ConfigError;
+use super::expr::{self, DeviceFacts, NumExpr, Scope};
+use super::Point;
+use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use toml::Spanned;
+
+/// A `[defaults]` or `[[variant]]` table as written: each key's value with its place.
+pub type RawTable = IndexMap<String, Spanned<toml::Value>>;
+
+/// Where a knob's value is described: the timer, how samples are taken, or the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aspect {
+    Timer,
+    Method,
+    Process,
+}
+
+/// One knob: its keys, how it is read at a sweep point, and how it describes itself.
+pub trait Knob: Sized + Default {
+    const KEYS: &'static [&'static str];
+    const ASPECT: Aspect;
+    /// The knob's value at the layer's sweep point; the default where no key is set.
+    fn read(layer: &Layer) -> Result<Self, ConfigError>;
+    /// A phrase for the methodology table; `None` where there is nothing worth saying.
+    fn describe(&self) -> Option<String>;
+}
+
+/// Declares the knobs: the `Knobs` struct, its reading and its description.
+macro_rules! knobs {
+    ($($field:ident: $module:ident::$ty:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// A methodology with every value fixed for one sweep point.
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        pub struct Knobs {
+            $(pub $field: $module::$ty,)*
+        }
+
+        impl Knobs {
+            /// Every key a `[defaults]` or `[[variant]]` table may hold besides its name.
+            pub fn keys() -> Vec<&'static str> {
+                let mut keys = vec!["name", "description"];
+                $(keys.extend(<$module::$ty as Knob>::KEYS);)*
+                keys
+            }
+
+            pub fn read(layer: &Layer) -> Result<Knobs, ConfigError> {
+                Ok(Knobs { $($field: <$module::$ty as Knob>::read(layer)?,)* })
+            }
+
+            /// The phrases of every knob with something to say, by aspect.
+            pub fn describe(&self, aspect: Aspect) -> Vec<String> {
+                let mut out = Vec::new();
+                $(if <$module::$ty as Knob>::ASPECT == aspect {
+                    out.extend(self.$field.describe());
+                })*
+                out
+            }
+        }
+    };
+}
+
+knobs! {
+    timer: timer::TimerKind,
+    warmup: warmup::Warmup,
+    samples: samples::Samples,
+    launches: launches::Launches,
+    queue: queue::Queue,
+    cache: cache::Cache,
+    rotate: rotate::Rotate,
+    cupti_collect: cupti_collect::CuptiCollect,
+    order: order::Order,
+    process: process::Process,
+    env: env::Env,
+    compile: compile::Compile,
+    timeout: timeout::Timeout,
+}
+
+impl Knobs {
+    /// Steady samples per run: the samples asked for, split over the rounds (rounded up).
+    pub fn samples_per_run(&self) -> u64 {
+        self.samples
+            .count
+            .div_ceil(u64::from(self.order.rounds.max(1)))
+    }
+
+    /// Runs of a cell: one per fresh process, or one per round.
+    pub fn runs(&self) -> u32 {
+        self.process.count() * self.order.rounds.max(1)
+    }
+
+    /// What a worker process is started with: the variables and JIT cache of `env`, and
+    /// Nsight Compute around it for `timer = "profiler"`, its cache control matched to the
+    /// cell's cache.
+    pub fn process_env(&self) -> env::ProcessEnv {
+        env::ProcessEnv {
+            vars: self.env.vars.clone(),
+            jit_cache: self.env.jit_cache,
+            profiler: (self.timer == timer::TimerKind::Profiler)
+                .then(|| env::ProfilerCache::of(&self.cache)),
+        }
+    }
+}
+
+/// A variant's table over the experiment's `[defaults]`, read at one sweep point.
+pub struct Layer<'a> {
+    pub variant: &'a RawTable,
+    pub defaults: &'a RawTable,
+    pub path: &'a Path,
+    pub text: &'a str,
+    pub point: &'a Point,
+    pub facts: &'a DeviceFacts,
+}
+
+impl Layer<'_> {
+    /// A key's raw value: the variant's, else the defaults'.
+    pub fn raw(&self, key: &str) -> Option<&Spanned<toml::Value>> {
+        self.variant.get(key).or_else(|| self.defaults.get(key))
+    }
+
+    /// Whether the variant itself (not the defaults) sets `key`.
+    pub fn variant_sets(&self, key: &str) -> bool {
+        self.variant.contains_key(key)
+    }
+
+    /// A key's value as `T`; a value of the wrong shape is an error at its place.
+    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, ConfigError> {
+        let Some(raw) = self.raw(key) else {
+            return Ok(None);
+        };
+        raw.get_ref()
+            .clone()
+            .try_into()
+            .map(Some)
+            .map_err(|e: toml::de::Error| {
+                self.err(raw, format!("{key}: {}", e.message().trim()))
+                    .with_hint("see the experiment format in README.md")
+            })
+    }
+
+    /// A whole number of at least `min` at this point, from a number or an expression of
+    /// the sweep parameters and device facts.
+    pub fn int(&self, key: &str, min: i64) -> Result<Option<i64>, ConfigError> {
+        let Some(e) = self.get::<NumExpr>(key)? else {
+            return Ok(None);
+        };
+        let raw = self.raw(key).expect("read above");
+        let scope = self.scope();
+        let n = expr::eval_int(&e, &scope).map_err(|m| {
+            self.err(raw, format!("{key}: {m}"))
+                .with_hint(format!("{key} may use: {}", expr::names(&scope)))
+        })?;
+        if n < min {
+            return Err(self.err(
+                raw,
+                format!(
+                    "{key} is {n} at {}, but must be at least {min}",
+                    super::point_label(self.point)
+                ),
+            ));
+        }
+        Ok(Some(n))
+    }
+
+    /// A duration written as text (`"30s"`, `"10 min"`).
+    pub fn duration(&self, key: &str) -> Result<Option<std::time::Duration>, ConfigError> {
+        let Some(text) = self.get::<String>(key)? else {
+            return Ok(None);
+        };
+        parse_duration(&text).map(Some).map_err(|m| {
+            self.err(self.raw(key).expect("read above"), format!("{key}: {m}"))
+                .with_hint(format!(
+                    "write a duration such as {key} = \"30s\" or \"10 min\""
+                ))
+        })
+    }
+
+    pub fn scope(&self) -> Scope {
+        super::scope(self.point, self.facts)
+    }
+
+    /// An error at a value's place in the file.
+    pub fn err<T>(&self, at: &Spanned<T>, msg: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.path, self.text, Some(at.span()), msg)
+    }
+
+    /// An error at `key`'s value where one is set, else at no particular place.
+    pub fn err_at(&self, key: &str, msg: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.path, self.text, self.raw(key).map(|r| r.span()), msg)
+    }
+}
+
+/// A duration as text: `30s`, `10 min`, `0.5s`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    if let Some(secs) = text.trim().strip_suffix('s') {
+        if let Ok(v) = secs.trim().parse::<f64>() {
+            if v.is_finite() && v >= 0.0 {
+                return Ok(std::time::Duration::from_secs_f64(v));
+            }
+        }
+    }
+    humantime::parse_duration(text).map_err(|_| format!("`{text}` is not a duration"))
+}
+
+/// Serializes a duration as seconds.
+pub mod seconds {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs_f64(f64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// Reads `T` from a variant table written as TOML, over no defaults, at n = 512.
+    pub fn read<T: Knob>(variant: &str) -> Result<T, ConfigError> {
+        let table: RawTable = toml::from_str(variant).expect("valid TOML");
+        let point = vec![("n".to_string(), 512)];
+        let layer = Layer {
+            variant: &table,
+            defaults: &RawTable::new(),
+            path: Path::new("t.toml"),
+            text: variant,
+            point: &point,
+            facts: &DeviceFacts::nominal(),
+        };
+        T::read(&layer)
+    }
+
+    #[test]
+    fn every_key_belongs_to_one_knob() {
+        let keys = Knobs::keys();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len(),
+            keys.len(),
+            "a key read by two knobs: {keys:?}"
+        );
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(parse_duration("0.5s").unwrap().as_millis(), 500);
+        assert_eq!(parse_duration("10 min").unwrap().as_secs(), 600);
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! `order`, `rounds`: how the variants at one sweep point take turns in their shared process.
+
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Order {
+    pub kind: OrderKind,
+    /// Turns the samples are split into (1 for sequential order).
+    pub rounds: u32,
+}
+
+impl Default for Order {
+    fn default() -> Self {
+        Order {
+            kind: OrderKind::Sequential,
+            rounds: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderKind {
+    /// Each cell runs all its samples, then the next cell.
+    Sequential,
+    /// The cells run in rounds, each taking its turn per round, so drift spreads evenly.
+    Interleaved,
+    /// As interleaved, in a new seeded order every round.
+    Shuffled,
+}
+
+/// Rounds of an interleaved or shuffled variant unless it says.
+pub const DEFAULT_ROUNDS: u32 = 10;
+
+impl Knob for Order {
+    const KEYS: &'static [&'static str] = &["order", "rounds"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let kind = layer.get("order")?.unwrap_or(OrderKind::Sequential);
+        let rounds = layer.int("rounds", 1)?;
+        match (kind, rounds) {
+            (OrderKind::Sequential, Some(_)) => Err(layer
+                .err_at("rounds", "rounds needs order = \"interleaved\" or \"shuffled\"")
+                .with_hint("sequential cells take all their samples in one turn")),
+            (OrderKind::Sequential, None) => Ok(Order::default()),
+            (kind, rounds) => {
+                if layer.get::<bool>("fresh_process")?.unwrap_or(false) {
+                    return Err(layer
+                        .err_at(
+                            "order",
+                            "order applies to cells of a shared process, not fresh_process ones",
+                        )
+                        .with_hint("fresh-process runs already take turns, round-robin"));
+                }
+                let rounds = match rounds {
+                    Some(r) => u32::try_from(r)
+                        .map_err(|_| layer.err_at("rounds", format!("{r} rounds are too many")))?,
+                    None => DEFAULT_ROUNDS,
+                };
+                Ok(Order { kind, rounds })
+            }
+        }
+    }
+
+    fn describe(&self) -> Option<String> {
+        let how = match self.kind {
+            OrderKind::Sequential => return None,
+            OrderKind::Interleaved => "interleaved",
+            OrderKind::Shuffled => "shuffled",
+        };
+        Some(format!(
+            "samples split over {} rounds, {how} with the other such variants at its point",
+            self.rounds
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn rounds_need_turns_and_a_shared_process() {
+        let o: Order = read("order = \"shuffled\"").unwrap();
+        assert_eq!((o.kind, o.rounds), (OrderKind::Shuffled, DEFAULT_ROUNDS));
+        assert!(read::<Order>("rounds = 3").is_err());
+        assert!(read::<Order>("order = \"interleaved\"\nfresh_process = true").is_err());
+    }
+}

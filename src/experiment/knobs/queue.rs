@@ -1,0 +1,85 @@
+//! `queue`, `queue_wait_us`: the stream's state when a timed launch is enqueued.
+
+use super::timer::TimerKind;
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Queue {
+    /// Nothing: the start event fires as soon as it is enqueued, launch latency included.
+    #[default]
+    Idle,
+    /// A device-side wait kernel first, so the timed launch is queued when its start event
+    /// fires; `wait_us: None` sizes it from the measured enqueue cost.
+    Saturate { wait_us: Option<u64> },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum QueueKind {
+    Idle,
+    Saturate,
+}
+
+impl Knob for Queue {
+    const KEYS: &'static [&'static str] = &["queue", "queue_wait_us"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let wait_us = layer.int("queue_wait_us", 1)?.map(|n| n as u64);
+        match layer.get("queue")?.unwrap_or(QueueKind::Idle) {
+            QueueKind::Idle => match wait_us {
+                Some(_) => Err(layer.err_at(
+                    "queue_wait_us",
+                    "queue_wait_us needs queue = \"saturate\"",
+                )),
+                None => Ok(Queue::Idle),
+            },
+            QueueKind::Saturate => {
+                let timer: TimerKind = layer.get("timer")?.unwrap_or_default();
+                if timer != TimerKind::Events {
+                    return Err(layer
+                        .err_at(
+                            "queue",
+                            format!(
+                                "queue = \"saturate\" needs timer = \"events\", not \"{}\"",
+                                timer.key()
+                            ),
+                        )
+                        .with_hint("a host timer would time the wait kernel too"));
+                }
+                Ok(Queue::Saturate { wait_us })
+            }
+        }
+    }
+
+    fn describe(&self) -> Option<String> {
+        match self {
+            Queue::Idle => None,
+            Queue::Saturate { wait_us: Some(w) } => Some(format!(
+                "a {w} µs wait kernel queued before each timed region"
+            )),
+            Queue::Saturate { wait_us: None } => Some(
+                "a wait kernel (sized from the measured enqueue cost) queued before each timed region"
+                    .into(),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn a_saturated_queue_needs_events_and_a_wait_needs_saturation() {
+        assert_eq!(
+            read::<Queue>("queue = \"saturate\"\nqueue_wait_us = 500").unwrap(),
+            Queue::Saturate { wait_us: Some(500) }
+        );
+        assert!(read::<Queue>("queue = \"saturate\"\ntimer = \"host\"").is_err());
+        assert!(read::<Queue>("queue_wait_us = 5").is_err());
+    }
+}

@@ -1,0 +1,53 @@
+//! `rotate`: sets of the kernel's buffers that the timed samples use in turn (a cold cache
+//! without a flush, once the sets together outgrow L2).
+
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rotate(pub u64);
+
+impl Default for Rotate {
+    fn default() -> Self {
+        Rotate(1)
+    }
+}
+
+impl Knob for Rotate {
+    const KEYS: &'static [&'static str] = &["rotate"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let Some(n) = layer.int("rotate", 1)? else {
+            return Ok(Rotate(1));
+        };
+        if layer.raw("graph").is_some() {
+            return Err(layer
+                .err_at("rotate", "rotate does not apply to graph = N")
+                .with_hint("a graph's launches keep the buffers they were captured with"));
+        }
+        Ok(Rotate(n as u64))
+    }
+
+    fn describe(&self) -> Option<String> {
+        (self.0 > 1).then(|| {
+            format!(
+                "the timed samples use {} sets of the kernel's buffers in turn",
+                self.0
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn rotation_counts_sets_and_keeps_out_of_graphs() {
+        assert_eq!(read::<Rotate>("").unwrap(), Rotate(1));
+        assert_eq!(read::<Rotate>("rotate = \"n // 8\"").unwrap(), Rotate(64));
+        assert!(read::<Rotate>("rotate = 4\ngraph = 10").is_err());
+    }
+}

@@ -1,0 +1,131 @@
+//! `samples`, `stop`: steady samples after the first launch, and adaptive stopping.
+
+use super::timer::TimerKind;
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Samples {
+    /// Steady samples asked for (with `stop`: the most a cell takes).
+    pub count: u64,
+    pub stop: Option<StopRule>,
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Samples {
+            count: 100,
+            stop: None,
+        }
+    }
+}
+
+/// Adaptive stopping, with NVBench's defaults: stop once the samples' relative standard
+/// deviation is under `rsd_pct` with at least `min_samples` samples and `min_gpu_ns` of
+/// measured time, or at `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StopRule {
+    pub rsd_pct: f64,
+    pub min_samples: u64,
+    pub min_gpu_ns: f64,
+    #[serde(with = "super::seconds")]
+    pub timeout: Duration,
+}
+
+/// `stop = { rsd_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStop {
+    rsd_pct: Option<f64>,
+    min_samples: Option<u64>,
+    min_gpu_time: Option<String>,
+    timeout: Option<String>,
+}
+
+/// The most samples an adaptive cell takes when it does not set `samples`.
+pub const ADAPTIVE_MAX_SAMPLES: u64 = 100_000;
+
+impl Knob for Samples {
+    const KEYS: &'static [&'static str] = &["samples", "stop"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let stop = match layer.get::<RawStop>("stop")? {
+            None => None,
+            Some(r) => {
+                let timer: TimerKind = layer.get("timer")?.unwrap_or_default();
+                if !timer.reads_each_sample() {
+                    return Err(layer
+                        .err_at(
+                            "stop",
+                            "stop needs a timer that reads each sample as it is taken",
+                        )
+                        .with_hint("CUPTI's spans arrive after the cell's last launch"));
+                }
+                let rsd_pct = r.rsd_pct.unwrap_or(0.5);
+                if rsd_pct <= 0.0 {
+                    return Err(layer.err_at("stop", "stop.rsd_pct must be positive"));
+                }
+                let duration = |text: Option<String>, default| match text {
+                    None => Ok(default),
+                    Some(t) => super::parse_duration(&t).map_err(|m| {
+                        layer
+                            .err_at("stop", format!("stop: {m}"))
+                            .with_hint("write a duration such as \"0.5s\" or \"15s\"")
+                    }),
+                };
+                Some(StopRule {
+                    rsd_pct,
+                    min_samples: r.min_samples.unwrap_or(10),
+                    min_gpu_ns: duration(r.min_gpu_time, Duration::from_millis(500))?.as_nanos()
+                        as f64,
+                    timeout: duration(r.timeout, Duration::from_secs(15))?,
+                })
+            }
+        };
+        let default = if stop.is_some() {
+            ADAPTIVE_MAX_SAMPLES
+        } else {
+            100
+        };
+        Ok(Samples {
+            count: layer.int("samples", 0)?.map_or(default, |n| n as u64),
+            stop,
+        })
+    }
+
+    fn describe(&self) -> Option<String> {
+        let mut text = match self.count {
+            0 => "first launch only".to_string(),
+            n => format!("first launch + {n} samples"),
+        };
+        if let Some(st) = &self.stop {
+            text += &format!(
+                "; stops early once the RSD is under {}% with at least {} samples and {} ms of GPU time, or after {}",
+                st.rsd_pct,
+                st.min_samples,
+                st.min_gpu_ns / 1e6,
+                humantime::format_duration(st.timeout)
+            );
+        }
+        Some(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn an_adaptive_stop_takes_nvbench_defaults_and_needs_a_direct_timer() {
+        let s: Samples = read("stop = { rsd_pct = 1.0 }").unwrap();
+        assert_eq!(s.count, ADAPTIVE_MAX_SAMPLES);
+        let st = s.stop.unwrap();
+        assert_eq!((st.min_samples, st.timeout.as_secs()), (10, 15));
+        assert!(read::<Samples>("timer = \"cupti\"\nstop = {}").is_err());
+        assert!(read::<Samples>("stop = { rsd = 1 }").is_err());
+        assert_eq!(read::<Samples>("samples = 0").unwrap().count, 0);
+    }
+}

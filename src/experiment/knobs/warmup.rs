@@ -1,0 +1,54 @@
+//! `warmup`, `warmup_kernel`: launches before the first timed one, and of which kernel.
+
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Warmup {
+    pub launches: u64,
+    pub kernel: WarmupKernel,
+}
+
+/// What the warm-up launches run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupKernel {
+    /// The measured kernel itself.
+    #[default]
+    Same,
+    /// The built-in empty kernel (`kernels/empty.cu`).
+    Empty,
+}
+
+impl Knob for Warmup {
+    const KEYS: &'static [&'static str] = &["warmup", "warmup_kernel"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        Ok(Warmup {
+            launches: layer.int("warmup", 0)?.unwrap_or(0) as u64,
+            kernel: layer.get("warmup_kernel")?.unwrap_or_default(),
+        })
+    }
+
+    fn describe(&self) -> Option<String> {
+        Some(match (self.launches, self.kernel) {
+            (0, _) => "no warm-up".into(),
+            (n, WarmupKernel::Same) => format!("warm-up {n} launches of the same kernel"),
+            (n, WarmupKernel::Empty) => format!("warm-up {n} launches of an empty kernel"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn warm_up_may_follow_the_sweep_and_not_go_negative() {
+        let w: Warmup = read("warmup = \"n // 2\"\nwarmup_kernel = \"empty\"").unwrap();
+        assert_eq!((w.launches, w.kernel), (256, WarmupKernel::Empty));
+        assert!(read::<Warmup>("warmup = \"n - 1000\"").is_err());
+    }
+}

@@ -1,0 +1,638 @@
+//! Raw TOML -> [`Experiment`]: every name resolved, every expression evaluated at every
+//! sweep point against the device, every mistake located at its file, line and column.
+
+use super::error::ConfigError;
+use super::expr::{self, DeviceFacts, NumExpr, FACT_NAMES};
+use super::kernel::{self, Arg, ArgKind, Check, Kernel, LaunchExprs, Part, REFERENCES};
+use super::knobs::{Knobs, Layer, RawTable};
+use super::schema::{self, RawArg, RawExperiment, RawKernel, RawReport};
+use super::{
+    names, point_label, sweep, ClockPolicy, Experiment, Point, Published, ReportSpec, Sources,
+    TelemetrySpec, Unit, Variant, MAX_CELLS,
+};
+use std::collections::HashSet;
+use std::path::Path;
+use toml::Spanned;
+
+pub fn experiment(
+    path: &Path,
+    text: &str,
+    facts: &DeviceFacts,
+    sources: Sources,
+) -> Result<Experiment, ConfigError> {
+    let raw: RawExperiment = toml::from_str(text).map_err(|e| {
+        ConfigError::at(path, text, e.span(), e.message().trim().to_string())
+            .with_hint("see the experiment format in README.md")
+    })?;
+    Validator {
+        path,
+        text,
+        facts,
+        sources,
+    }
+    .experiment(raw)
+}
+
+struct Validator<'a> {
+    path: &'a Path,
+    text: &'a str,
+    facts: &'a DeviceFacts,
+    sources: Sources,
+}
+
+impl Validator<'_> {
+    fn err<T>(&self, spanned: &Spanned<T>, msg: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.path, self.text, Some(spanned.span()), msg)
+    }
+
+    fn nowhere(&self, msg: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.path, self.text, None, msg)
+    }
+
+    fn name<T>(&self, what: &str, at: &Spanned<T>, name: &str) -> Result<(), ConfigError> {
+        names::check(what, name).map_err(|(m, h)| self.err(at, m).with_hint(h))
+    }
+
+    fn experiment(&self, raw: RawExperiment) -> Result<Experiment, ConfigError> {
+        let mut params = Vec::new();
+        for (name, spec) in &raw.sweep {
+            self.name("sweep parameter", spec, name)?;
+            if FACT_NAMES.contains(&name.as_str()) {
+                return Err(self
+                    .err(
+                        spec,
+                        format!("sweep parameter `{name}` shadows a device fact"),
+                    )
+                    .with_hint(format!(
+                        "rename it; device facts are {}",
+                        FACT_NAMES.join(", ")
+                    )));
+            }
+            let values = sweep::expand(spec.get_ref()).map_err(|m| self.err(spec, m))?;
+            params.push((name.clone(), values));
+        }
+        if raw.kernels.is_empty() {
+            return Err(self.nowhere("the experiment has no kernel").with_hint(
+                "add a [[kernel]] table with name, source, entry, grid, block and args",
+            ));
+        }
+        if raw.variants.is_empty() {
+            return Err(self
+                .nowhere("the experiment has no variant")
+                .with_hint("add a [[variant]] table with a name and its knobs"));
+        }
+        self.cap(&params, raw.kernels.len(), raw.variants.len())?;
+        let points = sweep::product(&params);
+
+        let mut kernels: Vec<Kernel> = Vec::new();
+        for rk in raw.kernels {
+            self.name("kernel", &rk.name, rk.name.get_ref())?;
+            if kernels.iter().any(|k| k.name == *rk.name.get_ref()) {
+                return Err(self.err(
+                    &rk.name,
+                    format!("kernel `{}` is defined twice", rk.name.get_ref()),
+                ));
+            }
+            kernels.push(self.kernel(rk, &points)?);
+        }
+
+        let empty = Spanned::new(0..0, RawTable::new());
+        let defaults = raw.defaults.as_ref().unwrap_or(&empty);
+        if let Some(name) = defaults.get_ref().get("name") {
+            return Err(self
+                .err(name, "[defaults] cannot have a name")
+                .with_hint("names belong to [[variant]] tables"));
+        }
+        self.known_keys(defaults)?;
+        let mut variants: Vec<Variant> = Vec::new();
+        for rv in &raw.variants {
+            variants.push(self.variant(rv, defaults, &variants, &points)?);
+        }
+
+        let report = self.report(raw.report.unwrap_or_default(), &variants, &points)?;
+        let env = raw.environment.as_ref();
+        let clocks = self.clocks(env.and_then(|e| e.clocks.as_ref()))?;
+        let gpu_warmup = match env.and_then(|e| e.gpu_warmup.as_ref()) {
+            None => std::time::Duration::ZERO,
+            Some(t) => super::knobs::parse_duration(t.get_ref()).map_err(|m| {
+                self.err(t, format!("gpu_warmup: {m}"))
+                    .with_hint("write a duration such as gpu_warmup = \"30s\"")
+            })?,
+        };
+        let t = raw.telemetry.as_ref();
+        Ok(Experiment {
+            path: self.path.to_path_buf(),
+            text: self.text.to_string(),
+            name: self
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "experiment".into()),
+            title: raw.experiment.title,
+            description: raw.experiment.description.unwrap_or_default(),
+            params,
+            points,
+            kernels,
+            variants,
+            report,
+            clocks,
+            gpu_warmup,
+            facts: self.facts.clone(),
+            telemetry: TelemetrySpec {
+                interval_ms: t.and_then(|t| t.interval_ms).unwrap_or(10),
+                clock_tolerance_pct: t.and_then(|t| t.clock_tolerance_pct).unwrap_or(1.0),
+                clock_probe: t.and_then(|t| t.clock_probe).unwrap_or(false),
+                probe_tolerance_pct: t.and_then(|t| t.probe_tolerance_pct).unwrap_or(0.5),
+            },
+        })
+    }
+
+    /// Refuses a matrix too large to plan, before a single point is made.
+    fn cap(
+        &self,
+        params: &[(String, Vec<i64>)],
+        kernels: usize,
+        variants: usize,
+    ) -> Result<(), ConfigError> {
+        let cells = params
+            .iter()
+            .map(|(_, v)| v.len() as u64)
+            .chain([kernels as u64, variants as u64])
+            .try_fold(1u64, u64::checked_mul);
+        match cells {
+            Some(n) if n <= MAX_CELLS => Ok(()),
+            n => Err(self
+                .nowhere(format!(
+                    "the experiment has {} cells ({} kernel(s) x {} point(s) x {} variant(s)), more than the {MAX_CELLS} a run may hold",
+                    n.map_or("too many".into(), |n| n.to_string()),
+                    kernels,
+                    params.iter().map(|(n, v)| format!("{} {n}", v.len())).collect::<Vec<_>>().join(" x "),
+                    variants
+                ))
+                .with_hint("sweep fewer values (a larger step, powers of two) or split the experiment")),
+        }
+    }
+
+    fn known_keys(&self, table: &Spanned<RawTable>) -> Result<(), ConfigError> {
+        let keys = Knobs::keys();
+        for (key, value) in table.get_ref() {
+            if !keys.contains(&key.as_str()) {
+                return Err(self
+                    .err(
+                        value,
+                        format!(
+                            "unknown field `{key}`, expected one of {}",
+                            keys.iter()
+                                .map(|k| format!("`{k}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                    .with_hint("see the experiment format in README.md"));
+            }
+        }
+        Ok(())
+    }
+
+    fn variant(
+        &self,
+        rv: &Spanned<RawTable>,
+        defaults: &Spanned<RawTable>,
+        others: &[Variant],
+        points: &[Point],
+    ) -> Result<Variant, ConfigError> {
+        self.known_keys(rv)?;
+        let table = rv.get_ref();
+        let name = table.get("name").ok_or_else(|| {
+            self.err(rv, format!("variant #{} has no name", others.len() + 1))
+                .with_hint("add name = \"...\" to every [[variant]]")
+        })?;
+        let text = |v: &Spanned<toml::Value>, what: &str| match v.get_ref() {
+            toml::Value::String(s) => Ok(s.clone()),
+            _ => Err(self.err(v, format!("a variant's {what} is a string"))),
+        };
+        let name_text = text(name, "name")?;
+        self.name("variant", name, &name_text)?;
+        if others.iter().any(|v| v.name == name_text) {
+            return Err(self.err(name, format!("variant `{name_text}` is defined twice")));
+        }
+        let description = match table.get("description") {
+            Some(d) => text(d, "description")?,
+            None => String::new(),
+        };
+        let knobs = points
+            .iter()
+            .map(|point| {
+                Knobs::read(&Layer {
+                    variant: table,
+                    defaults: defaults.get_ref(),
+                    path: self.path,
+                    text: self.text,
+                    point,
+                    facts: self.facts,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Variant {
+            name: name_text,
+            description,
+            knobs,
+        })
+    }
+
+    fn kernel(&self, rk: RawKernel, points: &[Point]) -> Result<Kernel, ConfigError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let source_path = dir.join(rk.source.get_ref());
+        let source_text = match self.sources {
+            Sources::Skip => String::new(),
+            Sources::Read => {
+                let t = std::fs::read_to_string(&source_path).map_err(|e| {
+                    self.err(&rk.source, format!("cannot read kernel source {}: {e}", source_path.display()))
+                        .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"")
+                })?;
+                let entry = rk.entry.get_ref();
+                let base = entry.split('<').next().unwrap_or(entry).trim();
+                if !t
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == base)
+                {
+                    return Err(self
+                        .err(
+                            &rk.entry,
+                            format!(
+                                "kernel source {} has no function `{base}`",
+                                source_path.display()
+                            ),
+                        )
+                        .with_hint(
+                            "entry is the __global__ function's name as written in the source",
+                        ));
+                }
+                t
+            }
+        };
+        for (what, dims) in [("grid", &rk.grid), ("block", &rk.block)] {
+            if dims.get_ref().is_empty() || dims.get_ref().len() > 3 {
+                return Err(self.err(
+                    dims,
+                    format!(
+                        "{what} needs 1 to 3 dimensions, got {}",
+                        dims.get_ref().len()
+                    ),
+                ));
+            }
+        }
+        let mut args: Vec<Arg> = Vec::new();
+        for ra in &rk.args {
+            let arg = self.arg(ra)?;
+            if args.iter().any(|a| a.name == arg.name) {
+                return Err(self.err(&ra.name, format!("argument `{}` appears twice", arg.name)));
+            }
+            args.push(arg);
+        }
+        let check = match &rk.check {
+            None => {
+                let output = args.iter().find(|a| {
+                    matches!(
+                        a.kind,
+                        ArgKind::Buffer {
+                            init: schema::Init::Output,
+                            ..
+                        }
+                    )
+                });
+                if let Some(out) = output {
+                    return Err(self
+                        .err(&rk.name, format!("kernel `{}` writes `{}` but has no check", rk.name.get_ref(), out.name))
+                        .with_hint("add check = { reference = \"matmul\", inputs = [...], output = \"...\", dims = [...] }; nothing unchecked is timed"));
+                }
+                None
+            }
+            Some(rc) => Some(self.check(rc, &args)?),
+        };
+        let inner = |v: &Spanned<Vec<Spanned<NumExpr>>>| -> Vec<NumExpr> {
+            v.get_ref().iter().map(|e| e.get_ref().clone()).collect()
+        };
+        let (grid, block) = (inner(&rk.grid), inner(&rk.block));
+        let shared = rk
+            .shared_bytes
+            .as_ref()
+            .map_or(NumExpr::Int(0), |s| s.get_ref().clone());
+        let check_dims: Vec<NumExpr> = check.as_ref().map_or(vec![], |c| c.dims.clone());
+        let exprs = LaunchExprs {
+            grid: &grid,
+            block: &block,
+            shared_bytes: &shared,
+            args: &args,
+            check_dims: &check_dims,
+        };
+        let mut launches = Vec::with_capacity(points.len());
+        for p in points {
+            let spec = kernel::evaluate(&exprs, p, self.facts).map_err(|(part, msg)| {
+                let at = match part {
+                    Part::Grid(i) => rk.grid.get_ref()[i].span(),
+                    Part::Block(i) => rk.block.get_ref()[i].span(),
+                    Part::Shared => rk
+                        .shared_bytes
+                        .as_ref()
+                        .map_or(rk.name.span(), |s| s.span()),
+                    Part::Arg(i) => {
+                        let ra = &rk.args[i];
+                        ra.len
+                            .as_ref()
+                            .or(ra.value.as_ref())
+                            .map_or(ra.name.span(), |e| e.span())
+                    }
+                    Part::CheckDim(i) => rk
+                        .check
+                        .as_ref()
+                        .and_then(|c| c.get_ref().dims.get(i))
+                        .map_or(rk.name.span(), |d| d.span()),
+                    Part::Whole => rk.name.span(),
+                };
+                let scope = super::scope(p, self.facts);
+                ConfigError::at(
+                    self.path,
+                    self.text,
+                    Some(at),
+                    format!(
+                        "{msg} (at {}, on {})",
+                        point_label(p),
+                        self.facts.describe()
+                    ),
+                )
+                .with_hint(format!(
+                    "expressions may use the sweep parameters and device facts: {}",
+                    expr::names(&scope)
+                ))
+            })?;
+            launches.push(spec);
+        }
+        Ok(Kernel {
+            name: rk.name.into_inner(),
+            source: rk.source.into_inner(),
+            source_text,
+            entry: rk.entry.into_inner(),
+            args,
+            check,
+            launches,
+        })
+    }
+
+    fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
+        let name = ra.name.get_ref().clone();
+        let kind = match (ra.buffer, ra.scalar) {
+            (Some(dtype), None) => {
+                let len = ra.len.clone().ok_or_else(|| {
+                    self.err(&ra.name, format!("buffer `{name}` needs a len"))
+                        .with_hint("e.g. len = \"n * n\"")
+                })?;
+                let init = ra.init.as_ref().ok_or_else(|| {
+                    self.err(&ra.name, format!("buffer `{name}` needs an init"))
+                        .with_hint("init = \"uniform(0, 100)\" for inputs, \"output\" for what the kernel writes")
+                })?;
+                let init = schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))?;
+                if ra.value.is_some() {
+                    return Err(self
+                        .err(&ra.name, format!("buffer `{name}` cannot have a value"))
+                        .with_hint("use init"));
+                }
+                ArgKind::Buffer {
+                    dtype,
+                    len: len.into_inner(),
+                    init,
+                }
+            }
+            (None, Some(dtype)) => {
+                let value = ra.value.clone().ok_or_else(|| {
+                    self.err(&ra.name, format!("scalar `{name}` needs a value"))
+                        .with_hint("e.g. value = \"n\"")
+                })?;
+                if ra.len.is_some() || ra.init.is_some() {
+                    return Err(self.err(&ra.name, format!("scalar `{name}` takes only a value")));
+                }
+                ArgKind::Scalar {
+                    dtype,
+                    value: value.into_inner(),
+                }
+            }
+            _ => return Err(self
+                .err(
+                    &ra.name,
+                    format!("argument `{name}` must be exactly one of a buffer or a scalar"),
+                )
+                .with_hint(
+                    "write buffer = \"f32\" (with len and init) or scalar = \"i32\" (with value)",
+                )),
+        };
+        Ok(Arg { name, kind })
+    }
+
+    fn check(&self, rc: &Spanned<schema::RawCheck>, args: &[Arg]) -> Result<Check, ConfigError> {
+        let c = rc.get_ref();
+        let known: Vec<&str> = REFERENCES.iter().map(|r| r.0).collect();
+        let (_, n_inputs, dims) = REFERENCES
+            .iter()
+            .find(|r| r.0 == c.reference.get_ref())
+            .ok_or_else(|| {
+                self.err(
+                    &c.reference,
+                    format!("unknown reference `{}`", c.reference.get_ref()),
+                )
+                .with_hint(format!("known references: {}", known.join(", ")))
+            })?;
+        let is_buffer = |a: &Arg| matches!(a.kind, ArgKind::Buffer { .. });
+        let buffer = |name: &Spanned<String>| {
+            args.iter()
+                .position(|a| a.name == *name.get_ref() && is_buffer(a))
+                .ok_or_else(|| {
+                    let buffers: Vec<&str> = args
+                        .iter()
+                        .filter(|a| is_buffer(a))
+                        .map(|a| a.name.as_str())
+                        .collect();
+                    self.err(
+                        name,
+                        format!("no buffer argument named `{}`", name.get_ref()),
+                    )
+                    .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
+                })
+        };
+        if c.inputs.len() != *n_inputs {
+            return Err(self.err(
+                rc,
+                format!(
+                    "reference `{}` takes {n_inputs} input(s), got {}",
+                    c.reference.get_ref(),
+                    c.inputs.len()
+                ),
+            ));
+        }
+        if c.dims.len() != dims.len() {
+            return Err(self.err(
+                rc,
+                format!(
+                    "reference `{}` takes dims [{}], got {} value(s)",
+                    c.reference.get_ref(),
+                    dims.join(", "),
+                    c.dims.len()
+                ),
+            ));
+        }
+        let inputs = c.inputs.iter().map(buffer).collect::<Result<Vec<_>, _>>()?;
+        let output = buffer(&c.output)?;
+        if !matches!(
+            args[output].kind,
+            ArgKind::Buffer {
+                init: schema::Init::Output,
+                ..
+            }
+        ) {
+            return Err(self.err(
+                &c.output,
+                format!(
+                    "`{}` is checked as an output, so it needs init = \"output\"",
+                    c.output.get_ref()
+                ),
+            ));
+        }
+        Ok(Check {
+            reference: c.reference.get_ref().clone(),
+            inputs,
+            output,
+            dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
+            tolerance: c.tolerance.unwrap_or(1e-4),
+        })
+    }
+
+    fn clocks(&self, raw: Option<&Spanned<toml::Value>>) -> Result<ClockPolicy, ConfigError> {
+        let Some(raw) = raw else {
+            return Ok(ClockPolicy::Observe);
+        };
+        let mhz = |v: &toml::Value| v.as_integer().and_then(|i| u32::try_from(i).ok());
+        let policy = match raw.get_ref() {
+            toml::Value::String(s) if s == "observe" => Some(ClockPolicy::Observe),
+            toml::Value::Table(t) if t.len() == 1 => match t.iter().next() {
+                Some((k, v)) if k == "expect" => mhz(v).map(ClockPolicy::Expect),
+                Some((k, v)) if k == "lock" => mhz(v).map(ClockPolicy::Lock),
+                _ => None,
+            },
+            _ => None,
+        };
+        let policy = policy.ok_or_else(|| {
+            self.err(raw, "unknown clock policy")
+                .with_hint("write clocks = \"observe\", clocks = { expect = <MHz> } or clocks = { lock = <MHz> }")
+        })?;
+        if let ClockPolicy::Lock(mhz) | ClockPolicy::Expect(mhz) = policy {
+            let max = self.facts.sm_clock_max_mhz;
+            if mhz == 0 || i64::from(mhz) > max {
+                return Err(self
+                    .err(raw, format!("an SM clock of {mhz} MHz is outside what {} supports (up to {max} MHz)", self.facts.describe()))
+                    .with_hint("`nvidia-smi -q -d SUPPORTED_CLOCKS` lists the clocks a GPU supports"));
+            }
+        }
+        Ok(policy)
+    }
+
+    fn report(
+        &self,
+        r: RawReport,
+        variants: &[Variant],
+        points: &[Point],
+    ) -> Result<ReportSpec, ConfigError> {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        let known_variant = |s: &Spanned<String>| {
+            if names.contains(&s.get_ref().as_str()) {
+                Ok(s.get_ref().clone())
+            } else {
+                Err(self
+                    .err(s, format!("unknown variant `{}`", s.get_ref()))
+                    .with_hint(format!("variants of this experiment: {}", names.join(", "))))
+            }
+        };
+        let mut differences = Vec::new();
+        if let Some(b) = &r.baseline {
+            let b = known_variant(b)?;
+            differences.extend(
+                names
+                    .iter()
+                    .filter(|n| **n != b)
+                    .map(|n| (n.to_string(), b.clone())),
+            );
+        }
+        let pairs = |list: &[Spanned<Vec<Spanned<String>>>], what: &str, example: &str| {
+            list.iter()
+                .map(|pair| match pair.get_ref().as_slice() {
+                    [v, b] => Ok((known_variant(v)?, known_variant(b)?)),
+                    _ => Err(self
+                        .err(pair, format!("each {what} is a pair of variants"))
+                        .with_hint(format!("e.g. {example}"))),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        differences.extend(pairs(
+            &r.differences,
+            "difference",
+            "differences = [[\"sync\", \"events\"]]",
+        )?);
+        let bias = pairs(
+            &r.bias,
+            "bias",
+            "bias = [[\"events\", \"cupti\"]] (method, reference)",
+        )?;
+        let labels: HashSet<String> = points.iter().map(point_label).collect();
+        let mut published = Vec::new();
+        for p in &r.published {
+            let variant = known_variant(&p.variant)?;
+            if let Some(key) = p.values.get_ref().keys().find(|k| !labels.contains(*k)) {
+                return Err(self
+                    .err(
+                        &p.values,
+                        format!("published value for `{key}`, which is not a sweep point"),
+                    )
+                    .with_hint(format!(
+                        "keys are sweep points as tables show them, e.g. \"{}\"",
+                        points.first().map(point_label).unwrap_or_default()
+                    )));
+            }
+            if p.unit == Unit::Auto {
+                return Err(self.err(
+                    &p.variant,
+                    "published values need a unit (ns, us, ms or s), not auto",
+                ));
+            }
+            published.push(Published {
+                variant,
+                source: p.source.clone(),
+                unit: p.unit,
+                values: p
+                    .values
+                    .get_ref()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect(),
+            });
+        }
+        if let (Some(t), Sources::Read) = (&r.template, self.sources) {
+            let path = self
+                .path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(t.get_ref());
+            if !path.is_file() {
+                return Err(self
+                    .err(t, format!("template {} does not exist", path.display()))
+                    .with_hint("templates are relative to the experiment file, e.g. \"../templates/report.md.j2\""));
+            }
+        }
+        Ok(ReportSpec {
+            differences,
+            bias,
+            unit: r.unit.unwrap_or(Unit::Auto),
+            template: r.template.map(Spanned::into_inner),
+            floor: r.floor.unwrap_or(true),
+            floor_samples: r.floor_samples.unwrap_or(1000),
+            published,
+        })
+    }
+}

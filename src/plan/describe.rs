@@ -1,0 +1,229 @@
+//! `runner plan`: the expanded matrix with every value evaluated, the counts, and an
+//! estimate of the time.
+
+use super::{Cell, Plan};
+use crate::experiment::knobs::{
+    cache::{bytes_text, Cache, FlushMethod},
+    env::JitCache,
+    launches::Launches,
+    queue::Queue,
+    warmup::WarmupKernel,
+};
+use crate::experiment::{point_label, Aspect, Experiment};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Seconds a fresh worker process spends before its first cell (CUDA context, NVRTC, module
+/// load), measured on an H100; used only when no earlier run gives real timings.
+const PROCESS_START_S: f64 = 0.4;
+/// A lower bound per launch when a kernel's time is unknown (launch and sync overhead).
+const LAUNCH_FLOOR_S: f64 = 10e-6;
+/// Cells listed one per line at most; the rest are counted.
+const MAX_ROWS: usize = 2000;
+
+/// The plan as `runner plan` prints it, with an estimate of the time from `previous` (cell
+/// id -> seconds per run, from an earlier run) where it has the cell.
+pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} ({})", exp.title, exp.path.display());
+    for (name, values) in &exp.params {
+        let _ = writeln!(
+            out,
+            "  sweep {name}: {} value(s) {}",
+            values.len(),
+            preview(values)
+        );
+    }
+    let kernels: Vec<String> = exp
+        .kernels
+        .iter()
+        .map(|k| format!("{} ({})", k.name, k.source))
+        .collect();
+    let _ = writeln!(out, "  kernels: {}", kernels.join(", "));
+    let width = plan
+        .cells
+        .iter()
+        .map(|c| c.id.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "\n{:<width$} {:<10} {:>8} {:>8} {:>6}  {:<7} {:<22} cache",
+        "cell", "timer", "warm-up", "samples", "runs", "process", "timed region"
+    );
+    for c in plan.cells.iter().take(MAX_ROWS) {
+        let _ = writeln!(out, "{}", row(c, width));
+    }
+    if plan.cells.len() > MAX_ROWS {
+        let _ = writeln!(out, "... and {} more cells", plan.cells.len() - MAX_ROWS);
+    }
+    let _ = writeln!(out, "\nvariants (values at each point where they differ):");
+    for v in &exp.variants {
+        let text = |p: usize| {
+            [Aspect::Timer, Aspect::Method, Aspect::Process]
+                .iter()
+                .flat_map(|a| v.knobs[p].describe(*a))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let first = text(0);
+        if (1..exp.points.len()).all(|p| text(p) == first) {
+            let _ = writeln!(out, "  {}: {first}", v.name);
+        } else {
+            let _ = writeln!(out, "  {}:", v.name);
+            for (p, point) in exp.points.iter().enumerate() {
+                let _ = writeln!(out, "    at {}: {}", point_label(point), text(p));
+            }
+        }
+    }
+    let (known, guessed) = estimate(plan, previous);
+    let jobs = plan.jobs();
+    let mut warm: Vec<_> = jobs
+        .iter()
+        .map(|j| &j.env)
+        .filter(|e| e.jit_cache == JitCache::Warm)
+        .collect();
+    warm.sort();
+    warm.dedup();
+    let priming = if warm.is_empty() {
+        String::new()
+    } else {
+        format!(" (+{} priming the warm JIT caches)", warm.len())
+    };
+    let _ = writeln!(
+        out,
+        "\n{} cells, {} worker process(es){priming}, {} timed launches, {} warm-up launches",
+        plan.cells.len(),
+        jobs.len(),
+        plan.timed_launches(),
+        plan.untimed_launches()
+    );
+    // Process start-up, and the GPU warm-up the experiment asks for before its first cell.
+    let total = known + guessed + PROCESS_START_S + exp.gpu_warmup.as_secs_f64();
+    let _ = writeln!(
+        out,
+        "estimated time: {}",
+        if guessed == 0.0 {
+            format!("{} (from the previous run's cell timings)", seconds(total))
+        } else if known == 0.0 {
+            format!("at least {} (kernel times unknown until a first run; this counts process start-up and launch overhead only)", seconds(total))
+        } else {
+            format!(
+                "at least {} ({} from the previous run, the rest a lower bound)",
+                seconds(total),
+                seconds(known)
+            )
+        }
+    );
+    let _ = writeln!(
+        out,
+        "clock policy: {}",
+        crate::clock_lock::describe(exp.clocks)
+    );
+    if !exp.gpu_warmup.is_zero() {
+        let _ = writeln!(
+            out,
+            "GPU warm-up: {} of busy work before the first cell",
+            humantime::format_duration(exp.gpu_warmup)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "checked against {}; a run checks again against the real device",
+        exp.facts.describe()
+    );
+    out
+}
+
+fn row(c: &Cell, width: usize) -> String {
+    let k = &c.knobs;
+    let warm = match k.warmup.kernel {
+        WarmupKernel::Same => k.warmup.launches.to_string(),
+        WarmupKernel::Empty => format!("{}e", k.warmup.launches),
+    };
+    let mut region = match k.launches {
+        Launches::Single => "1 launch".to_string(),
+        Launches::Batch(n) => format!("batch of {n}"),
+        Launches::Graph(n) => format!("graph of {n}"),
+    };
+    if let Queue::Saturate { wait_us } = k.queue {
+        region += &match wait_us {
+            Some(w) => format!(" +{w}µs wait"),
+            None => " +wait".to_string(),
+        };
+    }
+    let cache = match k.cache {
+        Cache::Hot => "hot".to_string(),
+        Cache::Flush { bytes, method } => format!(
+            "flush {} ({})",
+            bytes_text(bytes),
+            match method {
+                FlushMethod::Memset => "memset",
+                FlushMethod::Kernel => "write kernel",
+                FlushMethod::Read => "read kernel",
+            }
+        ),
+    };
+    let samples = match k.samples.stop {
+        Some(_) => format!("≤{}", k.samples_per_run()),
+        None => k.samples_per_run().to_string(),
+    };
+    format!(
+        "{:<width$} {:<10} {:>8} {:>8} {:>6}  {:<7} {:<22} {cache}",
+        c.id,
+        k.timer.key(),
+        warm,
+        samples,
+        c.runs(),
+        if k.process.fresh.is_some() {
+            "fresh"
+        } else {
+            "shared"
+        },
+        region,
+    )
+}
+
+/// Seconds known from the previous run, and a lower bound for the cells it lacks.
+fn estimate(plan: &Plan, previous: &HashMap<String, f64>) -> (f64, f64) {
+    let (mut known, mut guessed) = (0.0, 0.0);
+    for c in &plan.cells {
+        let k = &c.knobs;
+        let runs = c.runs() as f64;
+        let start = if k.process.fresh.is_some() {
+            PROCESS_START_S
+        } else {
+            0.0
+        };
+        match previous.get(&c.id) {
+            Some(s) => known += (s + start) * runs,
+            None => {
+                let launches = (1 + k.warmup.launches + k.samples_per_run()) * k.launches.count();
+                guessed += runs * (launches as f64 * LAUNCH_FLOOR_S + start)
+            }
+        }
+    }
+    (known, guessed)
+}
+
+fn preview(values: &[i64]) -> String {
+    if values.len() <= 8 {
+        format!("{values:?}")
+    } else {
+        format!(
+            "[{}, {}, ..., {}]",
+            values[0],
+            values[1],
+            values[values.len() - 1]
+        )
+    }
+}
+
+fn seconds(s: f64) -> String {
+    if s < 120.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.1} min", s / 60.0)
+    }
+}

@@ -1,0 +1,329 @@
+//! Experiment -> Plan: every cell (kernel x sweep point x variant, plus the floor cells that
+//! read an empty kernel with each timer) with its knobs and launch fixed, and the worker
+//! processes that will run them.
+
+mod describe;
+
+use crate::experiment::knobs::{
+    cache::Cache, cupti_collect::CuptiCollect, env::ProcessEnv, order::OrderKind, samples::Samples,
+    timer::TimerKind, warmup::Warmup,
+};
+use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
+pub use describe::describe;
+use serde::{Deserialize, Serialize};
+
+/// Warm-up launches before a floor cell's samples.
+pub const FLOOR_WARMUP: u64 = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A kernel of the experiment at a sweep point under a variant.
+    Measure,
+    /// The built-in empty kernel under one timer: what the method itself reads.
+    Floor,
+}
+
+/// Which statistic a table shows for a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headline {
+    /// The steady samples after the first launch.
+    Steady,
+    /// The first launches (one per process or run): the cell takes no other samples.
+    First,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    pub index: usize,
+    /// `matmul/n=512/events`, `copy/hot` (no sweep), or `floor/events`.
+    pub id: String,
+    pub role: Role,
+    /// Index into the experiment's kernels; `None` for the built-in empty kernel.
+    pub kernel: Option<usize>,
+    pub kernel_name: String,
+    pub point: Point,
+    pub variant: String,
+    pub knobs: Knobs,
+    /// The kernel's launch at this point (one thread and no arguments for the empty kernel).
+    pub launch: LaunchSpec,
+}
+
+impl Cell {
+    /// Runs of the cell: one per fresh process, or one per round.
+    pub fn runs(&self) -> u32 {
+        self.knobs.runs()
+    }
+
+    pub fn headline(&self) -> Headline {
+        if self.knobs.samples_per_run() > 0 {
+            Headline::Steady
+        } else {
+            Headline::First
+        }
+    }
+
+    /// The kernel and point, as seeds and input caches key them: every variant at a point
+    /// times the same inputs.
+    pub fn point_key(&self) -> String {
+        let label = point_id(&self.point);
+        format!("{}/{label}", self.kernel_name)
+    }
+}
+
+/// The point as a cell id holds it: `n=512`, `m=1 n=2`.
+fn point_id(point: &Point) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub cells: Vec<Cell>,
+}
+
+/// One run of a cell in a worker process (fresh-process cells run once per process,
+/// interleaved ones once per round).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Run {
+    pub cell: usize,
+    pub process: u32,
+}
+
+/// One worker process, the environment it starts with, and the runs it performs, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerJob {
+    pub env: ProcessEnv,
+    pub runs: Vec<Run>,
+}
+
+impl Plan {
+    pub fn new(exp: &Experiment) -> Result<Plan, ConfigError> {
+        let mut cells = Vec::new();
+        for (k, kernel) in exp.kernels.iter().enumerate() {
+            for (p, point) in exp.points.iter().enumerate() {
+                for v in &exp.variants {
+                    let knobs = v.knobs[p].clone();
+                    let label = point_id(point);
+                    let id = if label.is_empty() {
+                        format!("{}/{}", kernel.name, v.name)
+                    } else {
+                        format!("{}/{label}/{}", kernel.name, v.name)
+                    };
+                    let launch = kernel.launches[p].clone();
+                    fits(exp, &id, &knobs, &launch)?;
+                    cells.push(Cell {
+                        index: cells.len(),
+                        id,
+                        role: Role::Measure,
+                        kernel: Some(k),
+                        kernel_name: kernel.name.clone(),
+                        point: point.clone(),
+                        variant: v.name.clone(),
+                        knobs,
+                        launch,
+                    });
+                }
+            }
+        }
+        if exp.report.floor {
+            for timer in TimerKind::ALL {
+                let used = exp
+                    .variants
+                    .iter()
+                    .any(|v| v.knobs.iter().any(|k| k.timer == timer));
+                if used {
+                    cells.push(floor_cell(cells.len(), timer, exp.report.floor_samples));
+                }
+            }
+        }
+        Ok(Plan { cells })
+    }
+
+    /// Worker processes in the order they run: one shared process per environment for the
+    /// cells that do not ask for a fresh one (environments in order of first use), then one
+    /// process per fresh-process run, round-robin over cells.
+    pub fn jobs(&self) -> Vec<WorkerJob> {
+        let mut jobs: Vec<WorkerJob> = Vec::new();
+        let mut taken = vec![false; self.cells.len()];
+        let shared = |c: &&Cell| c.knobs.process.fresh.is_none();
+        for c in self.cells.iter().filter(shared) {
+            if taken[c.index] {
+                continue;
+            }
+            let env = c.knobs.process_env();
+            // A cell that takes turns brings along the others of its point and environment
+            // that take as many turns.
+            let group: Vec<&Cell> = if c.knobs.order.rounds > 1 {
+                self.cells
+                    .iter()
+                    .filter(shared)
+                    .filter(|o| {
+                        o.knobs.order.rounds == c.knobs.order.rounds
+                            && o.kernel == c.kernel
+                            && o.point == c.point
+                            && o.knobs.process_env() == env
+                    })
+                    .collect()
+            } else {
+                vec![c]
+            };
+            let runs = turns(&group);
+            for g in &group {
+                taken[g.index] = true;
+            }
+            match jobs.iter_mut().find(|j| j.env == env) {
+                Some(job) => job.runs.extend(runs),
+                None => jobs.push(WorkerJob { env, runs }),
+            }
+        }
+        let fresh: Vec<&Cell> = self.cells.iter().filter(|c| !shared(c)).collect();
+        let rounds = fresh
+            .iter()
+            .map(|c| c.knobs.process.count())
+            .max()
+            .unwrap_or(0);
+        // Round-robin over cells, so slow drift of the GPU spreads evenly over them.
+        for p in 0..rounds {
+            for c in fresh.iter().filter(|c| p < c.knobs.process.count()) {
+                jobs.push(WorkerJob {
+                    env: c.knobs.process_env(),
+                    runs: vec![Run {
+                        cell: c.index,
+                        process: p,
+                    }],
+                });
+            }
+        }
+        jobs
+    }
+
+    /// One run of every cell that starts in `env`: what a priming process loads so that
+    /// the JIT cache holds every kernel those cells use.
+    pub fn priming_runs(&self, env: &ProcessEnv) -> Vec<Run> {
+        self.cells
+            .iter()
+            .filter(|c| c.knobs.process_env() == *env)
+            .map(|c| Run {
+                cell: c.index,
+                process: 0,
+            })
+            .collect()
+    }
+
+    /// Cell index by cell id, as stored files name cells.
+    pub fn index_by_id(&self) -> std::collections::HashMap<&str, usize> {
+        self.cells
+            .iter()
+            .map(|c| (c.id.as_str(), c.index))
+            .collect()
+    }
+
+    /// Timed launches in the whole plan (first launches and steady samples, each
+    /// `batch` or `graph` launches).
+    pub fn timed_launches(&self) -> u64 {
+        self.cells
+            .iter()
+            .map(|c| (1 + c.knobs.samples_per_run()) * c.knobs.launches.count() * c.runs() as u64)
+            .sum()
+    }
+
+    pub fn untimed_launches(&self) -> u64 {
+        self.cells
+            .iter()
+            .map(|c| c.knobs.warmup.launches * c.runs() as u64)
+            .sum()
+    }
+}
+
+/// Refuses a cell whose buffers (every rotation set) and flush do not fit the device.
+fn fits(exp: &Experiment, id: &str, knobs: &Knobs, launch: &LaunchSpec) -> Result<(), ConfigError> {
+    let buffers = launch.buffer_bytes().saturating_mul(knobs.rotate.0);
+    let flush = match knobs.cache {
+        Cache::Flush { bytes, .. } => bytes,
+        Cache::Hot => 0,
+    };
+    let need = buffers.saturating_add(flush);
+    if need <= exp.facts.mem_bytes as u64 {
+        return Ok(());
+    }
+    Err(exp
+        .error(format!(
+            "cell {id} needs {} of device memory ({} sets of buffers, {} flush), more than {} has",
+            crate::experiment::knobs::cache::bytes_text(need),
+            knobs.rotate.0,
+            crate::experiment::knobs::cache::bytes_text(flush),
+            exp.facts.describe()
+        ))
+        .with_hint("use fewer rotation sets, a smaller flush or smaller sizes"))
+}
+
+/// The built-in empty kernel under one timer.
+fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
+    Cell {
+        index,
+        id: format!("floor/{}", timer.key()),
+        role: Role::Floor,
+        kernel: None,
+        kernel_name: "empty".into(),
+        point: vec![],
+        variant: timer.key().into(),
+        knobs: Knobs {
+            timer,
+            warmup: Warmup {
+                launches: FLOOR_WARMUP,
+                ..Default::default()
+            },
+            samples: Samples {
+                count: samples,
+                stop: None,
+            },
+            cupti_collect: CuptiCollect {
+                on: timer == TimerKind::Cupti,
+                beside_timer: false,
+            },
+            ..Default::default()
+        },
+        launch: LaunchSpec {
+            grid: [1, 1, 1],
+            block: [1, 1, 1],
+            shared_bytes: 0,
+            args: vec![],
+            check_dims: vec![],
+        },
+    }
+}
+
+/// The runs of cells that take turns: round by round, each cell once per round (in plan
+/// order when interleaved, in a seeded order per round when shuffled); a cell that does not
+/// take turns runs once.
+fn turns(group: &[&Cell]) -> Vec<Run> {
+    let rounds = group
+        .iter()
+        .map(|c| c.knobs.order.rounds)
+        .max()
+        .unwrap_or(1);
+    let mut runs = Vec::new();
+    for r in 0..rounds {
+        let mut order: Vec<&&Cell> = group.iter().filter(|c| r < c.knobs.order.rounds).collect();
+        if order
+            .iter()
+            .any(|c| c.knobs.order.kind == OrderKind::Shuffled)
+        {
+            use rand::{seq::SliceRandom, SeedableRng};
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(0x5eed ^ u64::from(r));
+            order.shuffle(&mut rng);
+        }
+        runs.extend(order.into_iter().map(|c| Run {
+            cell: c.index,
+            process: r,
+        }));
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests;

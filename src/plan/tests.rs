@@ -1,0 +1,261 @@
+//! The plan's matrix, its worker processes and their order.
+
+use super::*;
+use crate::experiment::knobs::{compile::CompileMode, env::JitCache};
+use crate::experiment::{DeviceFacts, Sources};
+use std::path::Path;
+
+fn experiment(variants: &str) -> Experiment {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "extern \"C\" __global__ void k() {}",
+    )
+    .unwrap();
+    let text = format!(
+        r#"
+[experiment]
+title = "t"
+[sweep]
+n = [1, 2]
+m = "10..20 step 10"
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k"
+grid = ["n"]
+block = [1]
+{variants}
+"#
+    );
+    let path = dir.path().join("e.toml");
+    let e = Experiment::parse(
+        Path::new(&path),
+        &text,
+        &DeviceFacts::nominal(),
+        Sources::Read,
+    )
+    .unwrap();
+    std::mem::forget(dir);
+    e
+}
+
+#[test]
+fn matrix_is_kernel_by_points_by_variants_plus_floor() {
+    let e = experiment("[[variant]]\nname = \"a\"\ntimer = \"host\"\n[[variant]]\nname = \"b\"\nsamples = \"n * 3\"\n");
+    let plan = Plan::new(&e).unwrap();
+    let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "k/n=1 m=10/a",
+            "k/n=1 m=10/b",
+            "k/n=1 m=20/a",
+            "k/n=1 m=20/b",
+            "k/n=2 m=10/a",
+            "k/n=2 m=10/b",
+            "k/n=2 m=20/a",
+            "k/n=2 m=20/b",
+            "floor/host",
+            "floor/events"
+        ]
+    );
+    assert_eq!(plan.cells[1].knobs.samples_per_run(), 3);
+    assert_eq!(plan.cells[5].knobs.samples_per_run(), 6);
+    assert_eq!(plan.cells[0].knobs.timer, TimerKind::Host);
+    assert_eq!(plan.jobs().len(), 1);
+}
+
+#[test]
+fn flush_cells_plan_a_buffer_of_twice_the_l2_by_default() {
+    let e = experiment("[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[[variant]]\nname = \"cold-1x\"\ncache = \"flush\"\nflush_bytes = \"l2_bytes\"\nflush_method = \"kernel\"\n");
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(plan.cells[0].knobs.cache, Cache::Hot);
+    let text = describe(&e, &plan, &Default::default());
+    assert!(text.contains("flush 100.0 MiB (memset)"), "{text}");
+    assert!(text.contains("flush 50.0 MiB (write kernel)"), "{text}");
+    assert!(
+        !text.contains("l2_bytes"),
+        "evaluated, not as written: {text}"
+    );
+    let floor = plan.cells.iter().find(|c| c.role == Role::Floor).unwrap();
+    assert_eq!(
+        floor.knobs.cache,
+        Cache::Hot,
+        "the floor reads the timer, not a flush"
+    );
+}
+
+#[test]
+fn shared_cells_run_in_one_process_per_environment() {
+    let e = experiment(
+            "[[variant]]\nname = \"plain\"\n[[variant]]\nname = \"eager\"\nenv = { CUDA_MODULE_LOADING = \"EAGER\" }\n[[variant]]\nname = \"plain-too\"\ncompile = \"ptx\"\n[[variant]]\nname = \"cold\"\nfresh_process = true\nprocesses = 2\nenv = { CUDA_FORCE_JIT = 1 }\njit_cache = \"empty\"\n",
+        );
+    let plan = Plan::new(&e).unwrap();
+    let jobs = plan.jobs();
+    // shared: {plain, plain-too, floor} and {eager}; fresh: 4 points x 2 processes
+    assert_eq!(jobs.len(), 2 + 8);
+    assert_eq!(jobs[0].env, ProcessEnv::default());
+    let variants = |j: &WorkerJob| -> Vec<String> {
+        j.runs
+            .iter()
+            .map(|r| plan.cells[r.cell].variant.clone())
+            .collect()
+    };
+    assert!(variants(&jobs[0]).iter().all(|v| v != "eager"));
+    assert!(variants(&jobs[0]).contains(&"plain-too".to_string()));
+    assert_eq!(variants(&jobs[1]), ["eager"; 4]);
+    assert_eq!(jobs[1].env.vars["CUDA_MODULE_LOADING"], "EAGER");
+    for j in &jobs[2..] {
+        assert_eq!(j.runs.len(), 1);
+        assert_eq!(j.env.vars["CUDA_FORCE_JIT"], "1");
+        assert_eq!(j.env.jit_cache, JitCache::Empty);
+    }
+    let ptx = plan
+        .cells
+        .iter()
+        .find(|c| c.variant == "plain-too")
+        .unwrap();
+    assert_eq!(ptx.knobs.compile.mode, CompileMode::Ptx);
+    assert_eq!(
+        plan.priming_runs(&jobs[1].env).len(),
+        4,
+        "priming loads every cell of its environment"
+    );
+    let text = describe(&e, &plan, &Default::default());
+    assert!(
+            text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; hot L2; one shared process; environment: CUDA_MODULE_LOADING=EAGER"),
+            "{text}"
+        );
+    assert!(
+        text.contains("environment: CUDA_FORCE_JIT=1, a new empty JIT cache per process"),
+        "{text}"
+    );
+    assert!(
+        text.contains("environment: inherited; PTX for the device's compute_XX"),
+        "{text}"
+    );
+}
+
+#[test]
+fn interleaved_cells_take_turns_round_by_round_and_split_their_samples() {
+    let e = experiment("[[variant]]\nname = \"seq\"\n[[variant]]\nname = \"a\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[[variant]]\nname = \"b\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[report]\nfloor = false\n");
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(
+        plan.cells[1].knobs.samples_per_run(),
+        4,
+        "10 samples over 3 rounds, rounded up"
+    );
+    assert_eq!(plan.cells[1].runs(), 3);
+    let jobs = plan.jobs();
+    assert_eq!(jobs.len(), 1);
+    let first_point: Vec<(String, u32)> = jobs[0].runs[..7]
+        .iter()
+        .map(|r| (plan.cells[r.cell].variant.clone(), r.process))
+        .collect();
+    let want = [
+        ("seq", 0),
+        ("a", 0),
+        ("b", 0),
+        ("a", 1),
+        ("b", 1),
+        ("a", 2),
+        ("b", 2),
+    ];
+    assert_eq!(first_point, want.map(|(v, r)| (v.to_string(), r)).to_vec());
+    assert_eq!(jobs[0].runs.len(), 4 * 7, "every point the same way");
+}
+
+#[test]
+fn the_estimate_counts_the_gpu_warm_up() {
+    let e = experiment("[[variant]]\nname = \"a\"\n[environment]\ngpu_warmup = \"30s\"\n");
+    let text = describe(&e, &Plan::new(&e).unwrap(), &Default::default());
+    assert!(text.contains("GPU warm-up: 30s"), "{text}");
+    assert!(text.contains("at least 30."), "{text}");
+}
+
+#[test]
+fn shuffled_cells_take_turns_in_a_seeded_order() {
+    let v = |n: &str| format!("[[variant]]\nname = \"{n}\"\norder = \"shuffled\"\nrounds = 8\n");
+    let e = experiment(&format!(
+        "{}{}{}[report]\nfloor = false\n",
+        v("a"),
+        v("b"),
+        v("c")
+    ));
+    let plan = Plan::new(&e).unwrap();
+    let runs = plan.jobs()[0].runs.clone();
+    let rounds: Vec<Vec<usize>> = runs[..24]
+        .chunks(3)
+        .map(|c| c.iter().map(|r| r.cell).collect())
+        .collect();
+    for (r, cells) in rounds.iter().enumerate() {
+        let mut sorted = cells.clone();
+        sorted.sort();
+        assert_eq!(sorted, [0, 1, 2], "round {r} holds each cell once");
+    }
+    assert!(
+        rounds.iter().any(|c| c != &rounds[0]),
+        "the order changes between rounds"
+    );
+    assert_eq!(
+        runs,
+        Plan::new(&e).unwrap().jobs()[0].runs,
+        "and is the same every time"
+    );
+}
+
+#[test]
+fn fresh_process_cells_get_one_process_per_run_round_robin() {
+    let e = experiment("[[variant]]\nname = \"cold\"\nfresh_process = true\nprocesses = 2\nsamples = 0\n[[variant]]\nname = \"warm\"\n");
+    let plan = Plan::new(&e).unwrap();
+    let jobs = plan.jobs();
+    // one shared job (4 warm cells + floor), then 4 cold cells x 2 processes
+    assert_eq!(jobs.len(), 1 + 8);
+    assert_eq!(jobs[0].runs.len(), 5);
+    assert_eq!(
+        jobs[1].runs,
+        vec![Run {
+            cell: 0,
+            process: 0
+        }]
+    );
+    assert_eq!(
+        jobs[5].runs,
+        vec![Run {
+            cell: 0,
+            process: 1
+        }]
+    );
+    assert_eq!(plan.cells[0].headline(), Headline::First);
+    assert_eq!(plan.cells[1].headline(), Headline::Steady);
+}
+
+#[test]
+fn batch_graph_and_queue_variants_print_apart() {
+    let e = experiment("[[variant]]\nname = \"batch\"\nbatch = 10\n[[variant]]\nname = \"graph\"\ngraph = 10\n[[variant]]\nname = \"saturated\"\ngraph = 10\nqueue = \"saturate\"\n[report]\nfloor = false\n");
+    let text = describe(&e, &Plan::new(&e).unwrap(), &Default::default());
+    for want in ["batch of 10", "graph of 10  ", "graph of 10 +wait"] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    assert!(!text.contains("Int(") && !text.contains("//"), "{text}");
+}
+
+#[test]
+fn a_cell_id_without_a_sweep_has_no_empty_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "extern \"C\" __global__ void k() {}",
+    )
+    .unwrap();
+    let text = "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\n[[variant]]\nname = \"hot\"\n";
+    let e = Experiment::parse(
+        &dir.path().join("e.toml"),
+        text,
+        &DeviceFacts::nominal(),
+        Sources::Read,
+    )
+    .unwrap();
+    assert_eq!(Plan::new(&e).unwrap().cells[0].id, "k/hot");
+}

@@ -1,0 +1,299 @@
+//! The cells table: each cell's check, start-up costs, the telemetry its timed launches ran
+//! under, what its timer noted, and its flags.
+
+use super::format;
+use crate::analysis::clocks::{self, ClockSummary, Window};
+use crate::analysis::{median, Analysis};
+use crate::experiment::{ClockPolicy, Unit};
+use crate::plan::Cell;
+use crate::protocol::{CellRecord, Status, TelemetryPoint};
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Serialize)]
+pub struct CellRow {
+    cell: String,
+    runs: String,
+    check: String,
+    compile_ms: String,
+    module_load_ms: String,
+    sm_mhz: String,
+    mem_mhz: String,
+    power_w: String,
+    temp_c: String,
+    /// Correlation of sample time with the SM clock it ran under (first run).
+    clock_correlation: String,
+    /// What the timer itself reported: a wait kernel's length, CUPTI's launch latency.
+    timer_notes: String,
+    flags: String,
+}
+
+/// One row per cell that ran.
+pub fn rows(a: &Analysis) -> Vec<CellRow> {
+    let s = a.run;
+    let exp = &s.experiment;
+    let expect = match exp.clocks {
+        ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),
+        ClockPolicy::Observe => None,
+    };
+    let probe = ProbeScale {
+        median_mhz: median(s.records.iter().filter_map(probe_of).collect()),
+        tolerance_pct: exp.telemetry.probe_tolerance_pct,
+    };
+    s.plan
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let rs = a.records.get(&c.index)?;
+            let clocks = cell_clocks(
+                c,
+                rs,
+                &a.series,
+                &a.windows,
+                exp.telemetry.clock_tolerance_pct,
+                expect,
+            );
+            let key = (c.index as u32, 0);
+            let r = a
+                .launches
+                .get(&key)
+                .zip(a.series.get(&key))
+                .and_then(|(l, s)| clocks::time_clock_correlation(l, s));
+            Some(cell_row(c, rs, &clocks, r, &probe))
+        })
+        .collect()
+}
+
+/// A run's probed SM clock: the mean of the probes before and after it.
+pub fn probe_of(r: &CellRecord) -> Option<f64> {
+    r.probe_mhz.map(|(b, a)| (b + a) / 2.0)
+}
+
+/// The run's median probed clock, and how far from it a cell may be before it is flagged.
+struct ProbeScale {
+    median_mhz: Option<f64>,
+    tolerance_pct: f64,
+}
+
+impl ProbeScale {
+    /// The flag of a cell whose probed clock (mean of before and after) strays too far.
+    fn flag(&self, rs: &[&CellRecord]) -> Option<String> {
+        let median = self.median_mhz?;
+        let worst = rs
+            .iter()
+            .filter_map(|r| r.probe_mhz.map(|(b, a)| (b + a) / 2.0))
+            .max_by(|x, y| (x - median).abs().total_cmp(&(y - median).abs()))?;
+        let off = (worst - median) / median * 100.0;
+        (off.abs() > self.tolerance_pct).then(|| {
+            format!(
+                "probed SM clock {worst:.0} MHz, {} from the run's median {median:.0} MHz",
+                format::percent(off)
+            )
+        })
+    }
+}
+
+/// How far the GPU's timer may stray from the host clock over a cell before it is flagged:
+/// well above what the host's late notice of a probe's end can fake over 0.1 s.
+const TIMER_RATE_TOLERANCE_PCT: f64 = 0.1;
+
+/// The flag of a cell over which the GPU's timer did not keep the host's time: every
+/// GPU-timed reading of it (events, CUPTI, the profiler) is off by as much.
+fn timer_rate_flag(rs: &[&CellRecord]) -> Option<String> {
+    let worst = rs
+        .iter()
+        .filter_map(|r| r.probe_timer_rate)
+        .max_by(|x, y| (x - 1.0).abs().total_cmp(&(y - 1.0).abs()))?;
+    let off = (worst - 1.0) * 100.0;
+    (off.abs() > TIMER_RATE_TOLERANCE_PCT).then(|| {
+        format!(
+            "GPU timer ran {} against the host clock",
+            format::percent(off)
+        )
+    })
+}
+
+/// The wait kernel's length, CUPTI's launch latency and the probed clock, where a cell has them.
+fn timer_notes(rs: &[&CellRecord]) -> String {
+    let mut notes = Vec::new();
+    let probes = rs
+        .iter()
+        .filter_map(|r| r.probe_mhz)
+        .flat_map(|(b, a)| [b, a]);
+    if let Some((lo, hi)) = clocks::range(probes) {
+        notes.push(format!("probed SM clock {lo:.0}–{hi:.0} MHz"));
+    }
+    if let Some((lo, hi)) = clocks::range(rs.iter().filter_map(|r| r.probe_timer_rate)) {
+        // Three decimals: a timer that keeps time reads within a few thousandths of a percent.
+        notes.push(format!(
+            "GPU timer {:+.3}% to {:+.3}% against the host clock",
+            (lo - 1.0) * 100.0,
+            (hi - 1.0) * 100.0
+        ));
+    }
+    let stops: Vec<&str> = rs.iter().filter_map(|r| r.stopped.as_deref()).collect();
+    match stops.as_slice() {
+        [] => {}
+        [one] => notes.push(format!("stopped: {one}")),
+        many => notes.push(format!("stopped ({} runs), first: {}", many.len(), many[0])),
+    }
+    if let Some(ns) = median(rs.iter().filter_map(|r| r.sample_wall_ns).collect()) {
+        notes.push(format!(
+            "{} of host time per sample",
+            format::time(ns, Unit::Auto)
+        ));
+    }
+    if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
+        notes.push(format!(
+            "wait kernel {}",
+            format::time(q.wait_ns as f64, Unit::Auto)
+        ));
+    }
+    let latency = median(
+        rs.iter()
+            .filter_map(|r| r.cupti.as_ref()?.submitted_to_start_median_ns)
+            .collect(),
+    );
+    if let Some(ns) = latency {
+        notes.push(format!(
+            "CUPTI submitted→start {}",
+            format::time(ns, Unit::Auto)
+        ));
+    }
+    if notes.is_empty() {
+        "–".into()
+    } else {
+        notes.join("; ")
+    }
+}
+
+fn cell_row(
+    c: &Cell,
+    rs: &[&CellRecord],
+    clocks: &ClockSummary,
+    correlation: Option<f64>,
+    probe: &ProbeScale,
+) -> CellRow {
+    let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
+    let runs = if ok == rs.len() {
+        format!("{ok} ok")
+    } else {
+        format!("{ok} ok, {} failed", rs.len() - ok)
+    };
+    let check = rs
+        .iter()
+        .find_map(|r| r.check.clone())
+        .unwrap_or_else(|| "–".into());
+    let median_of = |f: &dyn Fn(&CellRecord) -> Option<f64>| {
+        let mut v: Vec<f64> = rs.iter().filter_map(|r| f(r)).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).map_or("–".into(), |m| format!("{m:.1}"))
+    };
+    let range = |r: Option<(u32, u32)>| match r {
+        None => "–".to_string(),
+        Some((lo, hi)) if lo == hi => lo.to_string(),
+        Some((lo, hi)) => format!("{lo}–{hi}"),
+    };
+    CellRow {
+        cell: c.id.clone(),
+        runs,
+        check,
+        compile_ms: median_of(&|r| r.compile_ms),
+        module_load_ms: median_of(&|r| r.module_load_ms),
+        sm_mhz: range(clocks.sm_mhz),
+        mem_mhz: range(clocks.mem_mhz),
+        power_w: clocks
+            .mean_power_w
+            .map_or("–".into(), |p| format!("{p:.0}")),
+        temp_c: clocks.max_temp_c.map_or("–".into(), |t| t.to_string()),
+        clock_correlation: correlation.map_or("–".into(), |r| format!("{r:+.2}")),
+        timer_notes: timer_notes(rs),
+        flags: {
+            let mut flags = clocks.flags.clone();
+            let short: u64 = rs
+                .iter()
+                .filter_map(|r| r.queue.as_ref())
+                .map(|q| q.too_short)
+                .sum();
+            if short > 0 {
+                flags.push(format!("wait kernel too short for {short} timed region(s)"));
+            }
+            flags.extend(probe.flag(rs));
+            flags.extend(timer_rate_flag(rs));
+            if flags.is_empty() {
+                "–".into()
+            } else {
+                format!("⚠ {}", flags.join("; "))
+            }
+        },
+    }
+}
+
+/// The readings of a cell's timed launches: the sampled series joined on time, or, for runs
+/// recorded without a sampler, the readings at each run's start and end.
+fn cell_clocks(
+    c: &Cell,
+    rs: &[&CellRecord],
+    series: &HashMap<(u32, u32), Vec<TelemetryPoint>>,
+    windows: &HashMap<(u32, u32), Window>,
+    tolerance_pct: f64,
+    expect: Option<u32>,
+) -> ClockSummary {
+    let mut points: Vec<&TelemetryPoint> = Vec::new();
+    for r in rs {
+        let key = (c.index as u32, r.process);
+        if let (Some(s), Some(w)) = (series.get(&key), windows.get(&key)) {
+            points.extend(clocks::during(s, *w));
+        }
+    }
+    if !points.is_empty() {
+        return clocks::summarize(&points, tolerance_pct, expect);
+    }
+    let snapshots: Vec<TelemetryPoint> = rs
+        .iter()
+        .flat_map(|r| [r.telemetry_start.clone(), r.telemetry_end.clone()])
+        .flatten()
+        .map(|reading| TelemetryPoint { t_us: 0.0, reading })
+        .collect();
+    clocks::summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct, expect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(probe: (f64, f64)) -> CellRecord {
+        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        r.status = Status::Ok;
+        r.probe_mhz = Some(probe);
+        r
+    }
+
+    #[test]
+    fn a_cell_whose_probed_clock_strays_is_flagged() {
+        let scale = ProbeScale {
+            median_mhz: Some(1980.0),
+            tolerance_pct: 0.5,
+        };
+        let (near, far) = (record((1975.0, 1979.0)), record((1960.0, 1962.0)));
+        assert_eq!(scale.flag(&[&near]), None);
+        let flag = scale.flag(&[&near, &far]).unwrap();
+        assert!(
+            flag.contains("1961 MHz") && flag.contains("-0.96%"),
+            "{flag}"
+        );
+        assert_eq!(timer_notes(&[&near]), "probed SM clock 1975–1979 MHz");
+    }
+
+    #[test]
+    fn a_gpu_timer_that_strays_from_the_host_clock_is_flagged() {
+        let (mut kept, mut slow) = (record((1980.0, 1980.0)), record((1995.0, 1995.0)));
+        kept.probe_timer_rate = Some(1.0002);
+        slow.probe_timer_rate = Some(0.9925);
+        assert_eq!(timer_rate_flag(&[&kept]), None);
+        let flag = timer_rate_flag(&[&kept, &slow]).unwrap();
+        assert!(flag.contains("-0.75%"), "{flag}");
+        let notes = timer_notes(&[&kept, &slow]);
+        assert!(notes.contains("GPU timer -0.750% to +0.020%"), "{notes}");
+    }
+}

@@ -1,0 +1,58 @@
+//! The run folder: everything needed to re-render a run anywhere. The experiment as run,
+//! the kernel sources it compiled, `run.json`, the samples and telemetry as compressed CSV
+//! (a gzip member per cell) and one JSON line per finished cell, written in that order and
+//! flushed the moment a cell finishes, so an interrupt or a crash loses no completed cell.
+
+mod read;
+mod write;
+
+use crate::cuda::DeviceInfo;
+use crate::protocol::Startup;
+use crate::system::{Git, Host};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+pub use read::{device_facts, previous_wall_times, Stored};
+pub use write::Writer;
+
+pub const EXPERIMENT_FILE: &str = "experiment.toml";
+pub const RUN_FILE: &str = "run.json";
+pub const SAMPLES_FILE: &str = "samples.csv.gz";
+pub const CELLS_FILE: &str = "cells.jsonl";
+pub const SUMMARY_FILE: &str = "summary.csv";
+pub const TELEMETRY_FILE: &str = "telemetry.csv.gz";
+pub const REPORT_FILE: &str = "report.md";
+/// The kernel sources the run compiled, at their paths relative to the experiment file.
+pub const SOURCES_DIR: &str = "sources";
+/// The experiment's own report template, when it names one.
+pub const TEMPLATE_FILE: &str = "template.md.j2";
+/// Optional: the path, relative to the run's folder, of an earlier run its report compares with.
+pub const COMPARE_FILE: &str = "compare_to";
+/// Optional, written by a person after reading the run; the report includes it.
+pub const NOTES_FILE: &str = "notes.md";
+
+/// The run's metadata (`run.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// The experiment file as given, relative to where the runner ran.
+    pub experiment_path: PathBuf,
+    pub experiment_sha256: String,
+    /// The experiment file and every kernel source it names, hashed together: a resumed
+    /// run must find them unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_sha256: Option<String>,
+    /// The checkout the experiment lies in, changes to the output folder aside.
+    pub git: Option<Git>,
+    /// The commit the runner itself was built from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Git>,
+    pub runner_version: String,
+    pub started_utc: String,
+    pub finished_utc: Option<String>,
+    /// Whether every planned run finished (false after an interrupt or a fatal error).
+    pub complete: bool,
+    pub host: Host,
+    pub device: Option<DeviceInfo>,
+    /// CUDA start-up of the first worker process.
+    pub startup: Option<Startup>,
+}

@@ -1,0 +1,234 @@
+//! Writing a run as it happens: each finished cell's samples and telemetry as one gzip
+//! member of their CSV files, then its line of `cells.jsonl`, each flushed. A cell's line
+//! is written last, so a line in `cells.jsonl` means its samples are on disk.
+
+use super::{
+    RunMeta, Stored, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR,
+    TELEMETRY_FILE, TEMPLATE_FILE,
+};
+use crate::experiment::Experiment;
+use crate::plan::Cell;
+use crate::protocol::{CellRecord, TelemetryPoint};
+use anyhow::{Context, Result};
+use flate2::{write::GzEncoder, Compression};
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// Writes a run as it happens.
+pub struct Writer {
+    dir: PathBuf,
+    samples: File,
+    telemetry: File,
+    cells: BufWriter<File>,
+    params: Vec<String>,
+}
+
+/// The CSV headers.
+fn samples_header(params: &[String]) -> Vec<String> {
+    let mut h: Vec<String> = ["cell", "kernel", "variant", "timer"]
+        .map(String::from)
+        .to_vec();
+    h.extend(params.iter().cloned());
+    h.extend(["process", "phase", "index", "time_ns", "t_us"].map(String::from));
+    h
+}
+
+const TELEMETRY_HEADER: [&str; 9] = [
+    "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate", "throttle",
+];
+
+/// Appends CSV rows to `file` as one gzip member.
+fn append_member(file: &mut File, rows: &[Vec<String>]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    {
+        let mut w = csv::Writer::from_writer(&mut gz);
+        for r in rows {
+            w.write_record(r)?;
+        }
+        w.flush()?;
+    }
+    file.write_all(&gz.finish()?)?;
+    file.flush()?;
+    Ok(())
+}
+
+/// A kernel source's path inside the run folder: its path as written, relative to the
+/// experiment, with `..` steps dropped so it stays inside `sources/`.
+pub fn source_copy(written: &str) -> PathBuf {
+    Path::new(written)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Writer {
+    /// Starts a run in `dir`, replacing the files of an earlier run there.
+    pub fn create(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let sources = dir.join(SOURCES_DIR);
+        if sources.exists() {
+            fs::remove_dir_all(&sources)
+                .with_context(|| format!("cannot clear {}", sources.display()))?;
+        }
+        for k in &exp.kernels {
+            let to = sources.join(source_copy(&k.source));
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            fs::write(&to, &k.source_text)
+                .with_context(|| format!("cannot write {}", to.display()))?;
+        }
+        if let Some(t) = &exp.report.template {
+            let from = exp.path.parent().unwrap_or(Path::new(".")).join(t);
+            fs::copy(&from, dir.join(TEMPLATE_FILE))
+                .with_context(|| format!("cannot copy the template {}", from.display()))?;
+        }
+        fs::write(dir.join(EXPERIMENT_FILE), &exp.text)
+            .with_context(|| format!("cannot write into {}", dir.display()))?;
+        let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
+        let mut samples = File::create(dir.join(SAMPLES_FILE))?;
+        append_member(&mut samples, &[samples_header(&params)])?;
+        let mut telemetry = File::create(dir.join(TELEMETRY_FILE))?;
+        append_member(
+            &mut telemetry,
+            &[TELEMETRY_HEADER.map(String::from).to_vec()],
+        )?;
+        let writer = Writer {
+            dir: dir.to_path_buf(),
+            samples,
+            telemetry,
+            cells: BufWriter::new(File::create(dir.join(CELLS_FILE))?),
+            params,
+        };
+        writer.write_meta(meta)?;
+        Ok(writer)
+    }
+
+    /// Continues the stored run in `dir`: its files are written anew from what was read
+    /// back (a torn last cell dropped), and later cells are appended.
+    pub fn resume(dir: &Path, stored: &Stored, meta: &RunMeta) -> Result<Writer> {
+        let exp = &stored.experiment;
+        let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
+        let mut samples = File::create(dir.join(SAMPLES_FILE))?;
+        append_member(&mut samples, &[samples_header(&params)])?;
+        let mut telemetry = File::create(dir.join(TELEMETRY_FILE))?;
+        append_member(
+            &mut telemetry,
+            &[TELEMETRY_HEADER.map(String::from).to_vec()],
+        )?;
+        let mut writer = Writer {
+            dir: dir.to_path_buf(),
+            samples,
+            telemetry,
+            cells: BufWriter::new(File::create(dir.join(CELLS_FILE))?),
+            params,
+        };
+        for rec in &stored.records {
+            let rec = stored.with_samples(rec);
+            writer.append(&stored.plan.cells[rec.cell], &rec)?;
+        }
+        writer.write_meta(meta)?;
+        Ok(writer)
+    }
+
+    pub fn write_meta(&self, meta: &RunMeta) -> Result<()> {
+        let tmp = self.dir.join(".run.json.tmp");
+        fs::write(&tmp, serde_json::to_string_pretty(meta)? + "\n")?;
+        fs::rename(&tmp, self.dir.join(RUN_FILE))?;
+        Ok(())
+    }
+
+    /// Appends a finished cell: its samples and telemetry, then its line of `cells.jsonl`.
+    pub fn append(&mut self, cell: &Cell, rec: &CellRecord) -> Result<()> {
+        let mut coords = vec![
+            cell.id.clone(),
+            cell.kernel_name.clone(),
+            cell.variant.clone(),
+            cell.knobs.timer.key().to_string(),
+        ];
+        for name in &self.params {
+            let v = cell.point.iter().find(|(n, _)| n == name);
+            coords.push(v.map_or(String::new(), |(_, v)| v.to_string()));
+        }
+        let start = |i: usize| {
+            rec.starts_us
+                .get(i)
+                .map_or(String::new(), |t| format!("{t:.1}"))
+        };
+        let row = |phase: &str, i: usize, t: f64, s: String| {
+            let mut r = coords.clone();
+            r.extend([
+                rec.process.to_string(),
+                phase.into(),
+                i.to_string(),
+                t.to_string(),
+                s,
+            ]);
+            r
+        };
+        let mut rows = Vec::with_capacity(rec.samples_ns.len() + 1);
+        if let Some(first) = rec.first_ns {
+            rows.push(row("first", 0, first, start(0)));
+        }
+        for (i, t) in rec.samples_ns.iter().enumerate() {
+            rows.push(row("steady", i, *t, start(i + 1)));
+        }
+        append_member(&mut self.samples, &rows)?;
+        let telemetry: Vec<Vec<String>> = rec
+            .telemetry
+            .iter()
+            .map(|p| telemetry_row(&cell.id, rec.process, p))
+            .collect();
+        append_member(&mut self.telemetry, &telemetry)?;
+        let stored = CellRecord {
+            samples_ns: vec![],
+            starts_us: vec![],
+            telemetry: vec![],
+            ..rec.clone()
+        };
+        writeln!(self.cells, "{}", serde_json::to_string(&stored)?)?;
+        self.cells.flush()?;
+        Ok(())
+    }
+}
+
+fn telemetry_row(id: &str, process: u32, p: &TelemetryPoint) -> Vec<String> {
+    let r = &p.reading;
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    vec![
+        id.to_string(),
+        process.to_string(),
+        format!("{:.1}", p.t_us),
+        opt(r.sm_mhz.map(|v| v.to_string())),
+        opt(r.mem_mhz.map(|v| v.to_string())),
+        opt(r.power_w.map(|v| format!("{v:.3}"))),
+        opt(r.temp_c.map(|v| v.to_string())),
+        opt(r.pstate.clone()),
+        r.throttle.join(";"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_copies_stay_inside_the_folder() {
+        assert_eq!(
+            source_copy("../kernels/matmul.cu"),
+            PathBuf::from("kernels/matmul.cu")
+        );
+        assert_eq!(
+            source_copy("/../../etc/passwd"),
+            PathBuf::from("etc/passwd")
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! One cell in one process: prepare (kernel, buffers, timer, flush), sample (the checked
+//! launch, warm-up, the first timed launch, the steady samples) and collect (CUPTI's spans,
+//! telemetry, the host's cost per sample).
+
+use super::inputs::{fnv1a, Buffers};
+use super::kernels::KernelKey;
+use super::timeline::Timeline;
+use super::{Session, FIRST_TIMED_LAUNCH, OUTPUT_CHECK};
+use crate::cuda::{self, cupti, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
+use crate::experiment::knobs::warmup::WarmupKernel;
+use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
+use crate::method::{
+    self,
+    flush::FlushBuffer,
+    stop::Stopper,
+    timer::{cupti_reading, Body, Saturate, Timer},
+};
+use crate::plan::{Cell, Role};
+use crate::protocol::{CellRecord, Overhead, QueueRecord, Status};
+use std::time::{Duration, Instant};
+
+/// A cell's failure, and whether it broke the context.
+pub struct Failure {
+    message: String,
+    context_lost: bool,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            context_lost: false,
+        }
+    }
+}
+
+impl From<CudaError> for Failure {
+    fn from(e: CudaError) -> Self {
+        Failure {
+            context_lost: e.is_sticky(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// A CUDA error of one step of the cell, named.
+fn during(what: &'static str) -> impl Fn(CudaError) -> Failure {
+    move |e| Failure {
+        context_lost: e.is_sticky(),
+        message: format!("{what}: {e}"),
+    }
+}
+
+/// Runs one cell; the flag says whether the CUDA context is lost.
+pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
+    let t0 = Instant::now();
+    let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
+    rec.cuda_env = std::env::vars()
+        .filter(|(k, _)| k.starts_with("CUDA_"))
+        .collect();
+    let outcome = s.probe().map_err(Failure::from).and_then(|before| {
+        measure(s, cell, &mut rec)?;
+        if let (Some(b), Some(a)) = (before, s.probe()?) {
+            rec.probe_mhz = Some((b.mhz, a.mhz));
+            // Under the profiler the probes themselves are profiled: host time means nothing.
+            if cell.knobs.timer != TimerKind::Profiler {
+                rec.probe_timer_rate = a.timer_rate_since(&b);
+            }
+        }
+        Ok(())
+    });
+    rec.wall_s = t0.elapsed().as_secs_f64();
+    rec.phases = s.timeline.take();
+    match outcome {
+        Ok(()) => {
+            rec.status = Status::Ok;
+            rec.error = None;
+            (rec, false)
+        }
+        Err(f) => {
+            rec.fail(f.message);
+            // A fault may surface only now; a context that cannot synchronize is lost.
+            let lost = f.context_lost || cuda::synchronize().is_err();
+            (rec, lost)
+        }
+    }
+}
+
+/// Slack added to twice the measured enqueue cost when sizing a wait kernel.
+const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
+
+fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Failure> {
+    let knobs = &cell.knobs;
+    let timeline = &mut s.timeline;
+    let (loaded, cost) = s.kernels.get(KernelKey::of(cell), timeline)?;
+    if let Some(cost) = cost {
+        rec.compile_ms = Some(cost.compile_ms);
+        rec.module_load_ms = Some(cost.module_load_ms);
+    }
+    let func = loaded.func.clone();
+    let spec = &cell.launch;
+    if spec.shared_bytes > 48 * 1024 {
+        func.allow_shared_bytes(spec.shared_bytes)?;
+    }
+
+    // Every variant and round at one point times the same inputs; further sets for
+    // `rotate`, which the timed samples use in turn.
+    let point = cell.point_key();
+    let seed = fnv1a(point.as_bytes());
+    let sets: Vec<Buffers> = (0..knobs.rotate.0)
+        .map(|i| {
+            Buffers::create(
+                &spec.args,
+                s.inputs.get(&point, &spec.args, seed.wrapping_add(i)),
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let buffers = &sets[0];
+    let params: Vec<Vec<Param>> = sets.iter().map(|b| b.params(&spec.args)).collect();
+    timeline.mark("buffers");
+    let dims = Dims {
+        grid: (spec.grid[0], spec.grid[1], spec.grid[2]),
+        block: (spec.block[0], spec.block[1], spec.block[2]),
+        shared_bytes: spec.shared_bytes,
+    };
+    let mut launch = Launch::new(&func, dims, &params[0]);
+    let body = match knobs.launches {
+        Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n)?, n),
+        other => Body::Launches(other.count()),
+    };
+    // The wait kernel's output: one float nobody reads.
+    let wait_out = DeviceBuffer::alloc(4)?;
+    let saturate = match knobs.queue {
+        Queue::Idle => None,
+        Queue::Saturate { .. } => {
+            let spin = s.kernels.function(KernelKey::Spin, timeline)?;
+            let values = [Param::Buffer(&wait_out), Param::u64(0)];
+            Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
+        }
+    };
+    let mut timer = Timer::new(knobs.timer, saturate)?;
+    let mut warm = match knobs.warmup.kernel {
+        WarmupKernel::Same => None,
+        WarmupKernel::Empty => Some(Launch::new(
+            &s.kernels.function(KernelKey::Empty, timeline)?,
+            Dims::ONE,
+            &[],
+        )),
+    };
+    let flush_buf = match knobs.cache {
+        Cache::Hot => None,
+        Cache::Flush { bytes, method } => {
+            let kernel = match KernelKey::flush(method) {
+                Some(key) => Some(s.kernels.function(key, timeline)?),
+                None => None,
+            };
+            Some((FlushBuffer::alloc(bytes as usize)?, method, kernel))
+        }
+    };
+    let mut flush = match &flush_buf {
+        None => None,
+        Some((buf, method, kernel)) => {
+            Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
+        }
+    };
+
+    // Outputs start poisoned, so only this cell's kernel can make the check pass. Nothing
+    // lies between the warm-up and the first timed launch, as in the post's programs (but
+    // an L2 flush, where the cell asks for one).
+    rec.telemetry_start = s.sensor.read();
+    let origin = Instant::now();
+    let sampler = s
+        .sensor
+        .sample_every(Duration::from_millis(s.telemetry.interval_ms), origin);
+    buffers.poison_outputs()?;
+    timeline.mark("set-up");
+    let kernel_def = cell.kernel.map(|k| s.kernels.def(k));
+    let mut warmup = knobs.warmup.launches;
+    // Launches of the measured kernel are counted as they happen (also in a cell that
+    // fails later), so that a profiler's per-launch report can be cut into cells.
+    if warm.is_none() && warmup > 0 {
+        // The first warm-up launch is the checked one: verified before anything is timed.
+        launch.enqueue().map_err(during("checked launch"))?;
+        cuda::synchronize().map_err(during("checked launch"))?;
+        timeline.mark("checked launch");
+        rec.kernel_launches += 1;
+        rec.check = Some(buffers.check(kernel_def, spec)?);
+        timeline.mark(OUTPUT_CHECK);
+        warmup -= 1;
+    }
+    if let Queue::Saturate { wait_us } = knobs.queue {
+        // Sized before the warm-up, so that nothing lies between it and the first sample.
+        let wait_ns = match wait_us {
+            Some(us) => us * 1000,
+            None => {
+                let cost = timer
+                    .enqueue_cost_ns(&mut launch, &body, 5)
+                    .map_err(during("sizing the wait kernel"))?;
+                rec.kernel_launches += 5 * body.launches();
+                (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
+            }
+        };
+        let sat = timer.saturate.as_mut().expect("made above");
+        sat.wait.set_param(1, Param::u64(wait_ns));
+        rec.queue = Some(QueueRecord {
+            wait_ns,
+            too_short: 0,
+        });
+        timeline.mark("wait kernel sizing");
+    }
+    // CUPTI records from before the warm-up: its first launches pay CUPTI's start-up.
+    let collector = if knobs.cupti_collect.on {
+        Some(cupti::Collector::start()?)
+    } else {
+        None
+    };
+    if warmup > 0 {
+        let warm_launch = warm.as_mut().unwrap_or(&mut launch);
+        method::warm_up(warm_launch, warmup, knobs.timer).map_err(during("warm-up"))?;
+        timeline.mark("warm-up");
+        if warm.is_none() {
+            rec.kernel_launches += warmup;
+        }
+    }
+
+    let n = knobs.samples_per_run() as usize;
+    let mut starts = Vec::with_capacity(n + 1);
+    // One timed launch: the flush and the start timestamp lie outside the timer's region.
+    let mut turn = 0;
+    let mut timed = |starts: &mut Vec<f64>, timeline: Option<&mut Timeline>, what: &'static str| {
+        if params.len() > 1 {
+            for (i, v) in params[turn % params.len()].iter().enumerate() {
+                launch.set_param(i, *v);
+            }
+            turn += 1;
+        }
+        if let Some(f) = flush.as_mut() {
+            f.run().map_err(during("L2 flush"))?;
+            if let Some(t) = timeline {
+                t.mark("L2 flush");
+            }
+        }
+        starts.push(origin.elapsed().as_secs_f64() * 1e6);
+        timer.time(&mut launch, &body).map_err(during(what))
+    };
+    let first = timed(&mut starts, Some(&mut *timeline), "first launch")?;
+    rec.kernel_launches += body.launches();
+    timeline.mark(FIRST_TIMED_LAUNCH);
+    if rec.check.is_none() {
+        // No same-kernel warm-up: the first timed launch alone wrote the output.
+        rec.check = Some(buffers.check(kernel_def, spec)?);
+        timeline.mark(OUTPUT_CHECK);
+    }
+    rec.first_ns = Some(first);
+
+    let mut samples = Vec::with_capacity(n);
+    let loop_start = Instant::now();
+    let mut stopper = knobs.samples.stop.map(Stopper::new);
+    for _ in 0..n {
+        let t = timed(&mut starts, None, "timed launch")?;
+        rec.kernel_launches += body.launches();
+        samples.push(t);
+        if let Some(why) = stopper
+            .as_mut()
+            .and_then(|s| s.push(t, knobs.launches.count()))
+        {
+            rec.stopped = Some(why);
+            break;
+        }
+    }
+    if let (Some(s), None) = (&stopper, &rec.stopped) {
+        rec.stopped = Some(s.exhausted());
+    }
+    let harness_wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len().max(1) as f64;
+    if !samples.is_empty() {
+        rec.sample_wall_ns = Some(harness_wall_ns);
+    }
+    if n > 0 {
+        timeline.mark("steady samples");
+    }
+    if let Some(c) = collector.filter(|_| knobs.timer == TimerKind::Cupti) {
+        let entry = &s.kernels.get(KernelKey::of(cell), timeline)?.0.entry;
+        let spans = c.finish(entry, (1 + n) * knobs.launches.count() as usize)?;
+        let reading = cupti_reading(&spans, knobs.launches.count());
+        rec.first_ns = Some(reading.per_sample[0]);
+        samples = reading.per_sample[1..].to_vec();
+        rec.cupti = Some(reading.record);
+        timeline.mark("CUPTI records");
+    }
+    if let (Some(q), Some(sat)) = (rec.queue.as_mut(), timer.saturate.as_ref()) {
+        q.too_short = sat.too_short;
+    }
+    rec.telemetry = sampler.map(|s| s.finish()).unwrap_or_default();
+    rec.telemetry_end = s.sensor.read();
+    rec.samples_ns = samples;
+    rec.starts_us = starts;
+    timeline.mark("telemetry end");
+
+    if cell.role == Role::Floor && knobs.timer == TimerKind::Events && n > 0 {
+        let empty = s.kernels.get(KernelKey::Empty, timeline)?.0;
+        let (image, entry) = (empty.image.clone(), empty.entry.clone());
+        let (bare_wall_ns, bare_events_median_ns) = cuda::bare_events_loop(&image, &entry, n)?;
+        rec.overhead = Some(Overhead {
+            harness_wall_ns,
+            bare_wall_ns,
+            bare_events_median_ns,
+        });
+        timeline.mark("bare cudarc loop");
+    }
+    Ok(())
+}

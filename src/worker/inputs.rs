@@ -1,0 +1,223 @@
+//! A cell's buffers: inputs drawn once per sweep point (every variant and round at a point
+//! times the same data), outputs poisoned so only the kernel can make the check pass, and
+//! the check of the output against its CPU reference.
+
+use super::reference;
+use crate::cuda::{CudaError, DeviceBuffer, Param};
+use crate::experiment::{ArgValue, Dtype, Init, Kernel, LaunchSpec};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Initial contents of a cell's input buffers, one per argument (None: not an input), by
+/// the seed they were drawn with.
+pub type HostInputs = Rc<Vec<Option<Vec<u8>>>>;
+
+/// Inputs already drawn in this worker for the current kernel and sweep point. Drawing
+/// 1 GiB of random floats takes about a second, far longer than most cells' samples.
+#[derive(Default)]
+pub struct InputCache {
+    point: String,
+    args: Vec<ArgValue>,
+    sets: HashMap<u64, HostInputs>,
+}
+
+impl InputCache {
+    pub fn get(&mut self, point: &str, args: &[ArgValue], seed: u64) -> HostInputs {
+        if self.point != point || self.args != args {
+            // A new point: the old data is never asked for again.
+            self.point = point.to_string();
+            self.args = args.to_vec();
+            self.sets.clear();
+        }
+        self.sets
+            .entry(seed)
+            .or_insert_with(|| Rc::new(draw_inputs(args, seed)))
+            .clone()
+    }
+}
+
+/// FNV-1a: a stable seed from a cell's point, the same on every machine and toolchain.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// Random contents for each `uniform` buffer, from one generator seeded with `seed`.
+fn draw_inputs(args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    args.iter()
+        .map(|a| match a {
+            ArgValue::Buffer {
+                dtype,
+                len,
+                init: Init::Uniform(lo, hi),
+            } => Some(random_bytes(&mut rng, *dtype, *len, *lo, *hi)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A cell's device buffers with the host copies of their initial contents.
+pub struct Buffers {
+    device: Vec<Option<DeviceBuffer>>,
+    host: HostInputs,
+}
+
+impl Buffers {
+    /// Allocates every buffer argument, uploads the inputs and poisons the outputs.
+    pub fn create(args: &[ArgValue], host: HostInputs) -> Result<Buffers, CudaError> {
+        let mut device = Vec::new();
+        for (a, data) in args.iter().zip(host.iter()) {
+            match a {
+                ArgValue::Buffer { dtype, len, .. } => {
+                    let buf = DeviceBuffer::alloc(len * dtype.size())?;
+                    match data {
+                        Some(data) => buf.upload(data)?,
+                        None => buf.fill(0xFF)?,
+                    }
+                    device.push(Some(buf));
+                }
+                ArgValue::Scalar { .. } => device.push(None),
+            }
+        }
+        Ok(Buffers { device, host })
+    }
+
+    /// The kernel's parameters: these buffers, and the scalars' bytes.
+    pub fn params<'b>(&'b self, args: &[ArgValue]) -> Vec<Param<'b>> {
+        args.iter()
+            .zip(&self.device)
+            .map(|(a, d)| match (a, d) {
+                (_, Some(buf)) => Param::Buffer(buf),
+                (ArgValue::Scalar { bytes, .. }, None) => Param::bytes(bytes),
+                (ArgValue::Buffer { .. }, None) => {
+                    unreachable!("every buffer argument has a device buffer")
+                }
+            })
+            .collect()
+    }
+
+    /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
+    pub fn poison_outputs(&self) -> Result<(), CudaError> {
+        for (d, h) in self.device.iter().zip(self.host.iter()) {
+            if let (Some(buf), None) = (d, h) {
+                buf.fill(0xFF)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares the kernel's output with its reference; Ok holds a one-line account.
+    pub fn check(&self, kernel: Option<&Kernel>, spec: &LaunchSpec) -> Result<String, String> {
+        let Some((kernel, check)) = kernel.and_then(|k| Some((k, k.check.as_ref()?))) else {
+            return Ok("no output to check".into());
+        };
+        let dtype = |i: usize| match spec.args[i] {
+            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+        };
+        let out_bytes = self.device[check.output]
+            .as_ref()
+            .ok_or("the checked output is not a buffer")?
+            .download()
+            .map_err(|e| e.to_string())?;
+        let inputs: Vec<reference::HostBuffer> = check
+            .inputs
+            .iter()
+            .map(|&i| reference::HostBuffer {
+                name: &kernel.args[i].name,
+                dtype: dtype(i),
+                bytes: self.host[i].as_deref().unwrap_or(&[]),
+            })
+            .collect();
+        let out = reference::HostBuffer {
+            name: &kernel.args[check.output].name,
+            dtype: dtype(check.output),
+            bytes: &out_bytes,
+        };
+        reference::check(
+            &check.reference,
+            &inputs,
+            &out,
+            &spec.check_dims,
+            check.tolerance,
+        )
+    }
+}
+
+fn random_bytes(rng: &mut SmallRng, dtype: Dtype, len: usize, lo: f64, hi: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len * dtype.size());
+    for _ in 0..len {
+        let v = rng.random_range(lo..hi);
+        // Appends in dtype's bytes, with no allocation per element: inputs hold millions.
+        match dtype {
+            Dtype::F32 => out.extend_from_slice(&(v as f32).to_ne_bytes()),
+            Dtype::F64 => out.extend_from_slice(&v.to_ne_bytes()),
+            Dtype::I32 => out.extend_from_slice(&(v.floor() as i32).to_ne_bytes()),
+            Dtype::U32 => out.extend_from_slice(&(v.floor() as u32).to_ne_bytes()),
+            Dtype::I64 => out.extend_from_slice(&(v.floor() as i64).to_ne_bytes()),
+            Dtype::U64 => out.extend_from_slice(&(v.floor() as u64).to_ne_bytes()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_drawn_once_per_point_and_seed() {
+        let args = vec![
+            ArgValue::Buffer {
+                dtype: Dtype::F32,
+                len: 4,
+                init: Init::Uniform(1.0, 2.0),
+            },
+            ArgValue::Buffer {
+                dtype: Dtype::F32,
+                len: 4,
+                init: Init::Output,
+            },
+            ArgValue::Scalar {
+                dtype: Dtype::I32,
+                bytes: 4i32.to_ne_bytes().to_vec(),
+            },
+        ];
+        let mut cache = InputCache::default();
+        let a = cache.get("k/n=1", &args, 7);
+        assert_eq!(
+            a.iter().map(Option::is_some).collect::<Vec<_>>(),
+            [true, false, false]
+        );
+        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7)));
+        // Another seed (a rotation set) draws other data; the same seed draws the same data.
+        assert_ne!(a[0], cache.get("k/n=1", &args, 8)[0]);
+        let again = cache.get("k/n=2", &args, 7);
+        assert!(!Rc::ptr_eq(&a, &again) && a[0] == again[0]);
+        assert_eq!(
+            cache.sets.len(),
+            1,
+            "a new point drops the old point's data"
+        );
+    }
+
+    #[test]
+    fn seeds_are_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf29ce484222325);
+        assert_ne!(fnv1a(b"matmul/n=512"), fnv1a(b"matmul/n=1024"));
+    }
+
+    #[test]
+    fn random_inputs_stay_in_range_and_are_not_zero() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let b = random_bytes(&mut rng, Dtype::F32, 1000, 0.0, 100.0);
+        let v: Vec<f32> = b
+            .chunks(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert!(v.iter().all(|x| (0.0..100.0).contains(x)));
+        assert!(v.iter().filter(|x| **x == 0.0).count() < 2);
+    }
+}

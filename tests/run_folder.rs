@@ -1,0 +1,108 @@
+//! The run folder without a GPU: it renders from anywhere with the kernel sources gone,
+//! survives a torn tail, refuses a damaged one, and a changed experiment is not resumed.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// A copy of a committed run in a new scratch folder.
+fn copy_run(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let copy = root.path().join(name);
+    copy_dir(&Path::new("reports").join(name), &copy);
+    (root, copy)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for f in std::fs::read_dir(from).unwrap() {
+        let f = f.unwrap();
+        if f.path().is_dir() {
+            copy_dir(&f.path(), &to.join(f.file_name()));
+        } else {
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+}
+
+fn report_in(cwd: &Path, dir: &Path) -> std::process::Output {
+    runner()
+        .current_dir(cwd)
+        .args(["report", dir.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_copied_run_renders_the_same_from_another_folder_without_its_sources() {
+    let (root, copy) = copy_run("events");
+    // No kernels/ and no templates/ anywhere near: the run folder is all it has.
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let want = std::fs::read_to_string("reports/events/report.md").unwrap();
+    let got = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(want == got, "the copy renders other bytes");
+}
+
+#[test]
+fn a_torn_last_cell_is_dropped_with_a_warning_naming_it() {
+    let (root, copy) = copy_run("events");
+    let cells = copy.join("cells.jsonl");
+    let text = std::fs::read_to_string(&cells).unwrap();
+    let last = text.trim_end().rsplit('\n').next().unwrap().to_string();
+    let id = last
+        .split("\"id\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string();
+    // The crash cut the last line in half.
+    std::fs::write(&cells, &text[..text.len() - last.len() / 2]).unwrap();
+    // And a gzip member of samples written after it, cut off before its end.
+    let rows = sample_rows(&copy);
+    let last = rows.last().unwrap().join(",") + "\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, last.repeat(50).as_bytes()).unwrap();
+    let member = gz.finish().unwrap();
+    let samples = copy.join("samples.csv.gz");
+    let mut bytes = std::fs::read(&samples).unwrap();
+    bytes.extend_from_slice(&member[..member.len() - 12]);
+    std::fs::write(&samples, bytes).unwrap();
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("torn last line") && err.contains(&id), "{err}");
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(report.contains("torn last line"), "the report says so too");
+}
+
+#[test]
+fn samples_missing_for_a_cell_called_ok_is_an_error() {
+    let (root, copy) = copy_run("events");
+    let header = sample_rows(&copy)[0].join(",") + "\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, header.as_bytes()).unwrap();
+    std::fs::write(copy.join("samples.csv.gz"), gz.finish().unwrap()).unwrap();
+    let out = report_in(root.path(), &copy);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("records as ok") && err.contains("damaged"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_changed_experiment_is_not_resumed() {
+    let (_root, copy) = copy_run("events");
+    let out = run(&["run", "--resume", copy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot resume") && err.contains("--force"),
+        "{err}"
+    );
+}
