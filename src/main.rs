@@ -137,15 +137,13 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             (path, dir.clone(), start)
         }
         (None, Some(path)) => {
-            let name = load(&path)?.name;
-            let dir = args.out.join(name);
+            let dir = args.out.join(experiment::name_of(&path));
             (path, dir, Start::New)
         }
         (None, None) => anyhow::bail!(
             "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
         ),
     };
-    load(&path)?;
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {

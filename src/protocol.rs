@@ -7,6 +7,13 @@ use crate::method::timer::CuptiRecord;
 use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
 
+/// Phase names the report looks for.
+pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
+pub const OUTPUT_CHECK: &str = "output check";
+
+/// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
+pub const EXIT_CONTEXT_LOST: u8 = 3;
+
 /// What a worker process must run: the planned cells themselves (the worker neither reads
 /// nor plans the experiment again) and the kernels they launch.
 #[derive(Debug, Serialize, Deserialize)]

@@ -50,10 +50,27 @@ pub fn host() -> Host {
     }
 }
 
+/// The code a run is made with: the commit the runner was built from, dirty if its tree
+/// had changes then or, where the experiment lies in a checkout of that same commit, has
+/// them now (outside the output folder). A checkout of another commit (a copy of the tree
+/// with a stale `.git`) says nothing about this build. Without build information, the
+/// checkout's state.
+pub fn git(path: &Path, out_dir: &Path) -> Option<Git> {
+    let checkout = checkout(path, out_dir);
+    match (build(), checkout) {
+        (Some(b), Some(c)) if c.commit == b.commit => Some(Git {
+            commit: b.commit,
+            dirty: b.dirty || c.dirty,
+        }),
+        (Some(b), _) => Some(b),
+        (None, c) => c,
+    }
+}
+
 /// The commit checked out where the experiment `path` lies, if it is in a git checkout,
 /// and whether the checkout had uncommitted changes outside `out_dir`'s folder (the reports
 /// earlier runs of the same session just wrote do not make the code dirty).
-pub fn git(path: &Path, out_dir: &Path) -> Option<Git> {
+fn checkout(path: &Path, out_dir: &Path) -> Option<Git> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -93,7 +110,7 @@ pub fn git(path: &Path, out_dir: &Path) -> Option<Git> {
 
 /// The commit the runner was built from, and whether its tree had changes then (outside
 /// `reports/`), as the build script found them.
-pub fn build() -> Option<Git> {
+fn build() -> Option<Git> {
     let commit = option_env!("RUNNER_BUILD_COMMIT").filter(|c| !c.is_empty())?;
     Some(Git {
         commit: commit.to_string(),

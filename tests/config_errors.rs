@@ -236,7 +236,10 @@ fn flush_size_that_is_not_positive() {
     );
     let err = plan_error(&text);
     assert_at_line(&err, &text, "flush_bytes");
-    assert!(err.contains("flush_bytes is 0") && err.contains("at least 1"), "{err}");
+    assert!(
+        err.contains("flush_bytes is 0") && err.contains("at least 1"),
+        "{err}"
+    );
 }
 
 #[test]

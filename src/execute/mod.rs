@@ -41,22 +41,26 @@ pub enum Start {
 
 /// Runs `path`'s experiment into `dir`, checked against the real device.
 pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> Result<Outcome> {
-    // What needs no GPU first: the experiment's inputs, and whether the run can resume.
-    let nominal = Experiment::load(path, &DeviceFacts::nominal(), Sources::Read)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    clock_lock::check_allowed(nominal.clocks, allow_clock_changes, clock_lock::is_root())
+    // Checked once, against the real device where there is one; mistakes in the file and
+    // a run that cannot resume are reported even without a GPU.
+    let device = match cuda::driver_present() {
+        true => Some(cuda::query(0).map_err(|e| anyhow::anyhow!("{e}"))?),
+        false => None,
+    };
+    let facts = device
+        .as_ref()
+        .map_or_else(DeviceFacts::nominal, store::device_facts);
+    let exp = Experiment::load(path, &facts, Sources::Read).map_err(|e| anyhow::anyhow!("{e}"))?;
+    clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())
         .map_err(anyhow::Error::msg)?;
-    let inputs = inputs_sha256(&nominal);
+    let inputs = inputs_sha256(&exp);
     let stored = match start {
         Start::New => None,
         Start::Resume => Some(resumable(dir, path, &inputs)?),
     };
-    if !cuda::driver_present() {
+    let Some(device) = device else {
         bail!(cuda::NO_DRIVER);
-    }
-    let device = cuda::query(0).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let facts = store::device_facts(&device);
-    let exp = Experiment::load(path, &facts, Sources::Read).map_err(|e| anyhow::anyhow!("{e}"))?;
+    };
     let plan = Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (mut meta, mut writer, done) = match stored {
         Some(stored) => {
@@ -80,7 +84,6 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
                 experiment_sha256: system::sha256_hex(exp.text.as_bytes()),
                 inputs_sha256: Some(inputs),
                 git: system::git(&exp.path, dir),
-                build: system::build(),
                 runner_version: env!("CARGO_PKG_VERSION").to_string(),
                 started_utc: now(),
                 finished_utc: None,

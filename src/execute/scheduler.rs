@@ -12,7 +12,6 @@ use crate::experiment::Experiment;
 use crate::plan::{Plan, Run, WorkerJob};
 use crate::protocol::{CellRecord, Job, Message, Status};
 use crate::store::{RunMeta, Writer};
-use crate::worker;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::{HashSet, VecDeque};
@@ -204,7 +203,7 @@ impl<'a> Scheduler<'a> {
             let why = match ended {
                 Next::TimedOut(limit) => timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.
-                _ if exit.code() == Some(worker::EXIT_CONTEXT_LOST as i32) => continue,
+                _ if exit.code() == Some(crate::protocol::EXIT_CONTEXT_LOST as i32) => continue,
                 _ => format!(
                     "worker process ended ({exit}) while running this cell{}",
                     tail(&stderr)

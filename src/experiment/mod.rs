@@ -153,6 +153,14 @@ impl Experiment {
     }
 }
 
+/// An experiment's name, as its run folder is named: `experiments/cold-start.toml` ->
+/// `cold-start`.
+pub fn name_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "experiment".into())
+}
+
 /// One sweep point: parameter name -> value, in file order.
 pub type Point = Vec<(String, i64)>;
 

@@ -2,7 +2,7 @@
 //! `batch` launches back to back, or one replay of a graph of launches. The synchronize that
 //! ends a host-timer sample, and a `queue = "saturate"` wait kernel, lie outside it.
 
-use crate::cuda::{cupti::Span, synchronize, CudaError, Event, Graph, Launch};
+use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch};
 use crate::experiment::knobs::timer::TimerKind;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -62,16 +62,68 @@ pub struct Timer<'b> {
     start: Event,
     stop: Event,
     pub saturate: Option<Saturate<'b>>,
+    launches_per_sample: u64,
+    /// CUPTI's kernel records, while they are collected.
+    collector: Option<cupti::Collector>,
+}
+
+/// A cell's timed launches as its timer finally reads them.
+pub struct Readings {
+    pub first_ns: f64,
+    pub samples_ns: Vec<f64>,
+    /// What CUPTI said beside the spans (`timer = "cupti"`).
+    pub cupti: Option<CuptiRecord>,
 }
 
 impl<'b> Timer<'b> {
-    pub fn new(kind: TimerKind, saturate: Option<Saturate<'b>>) -> Result<Timer<'b>, CudaError> {
+    pub fn new(
+        kind: TimerKind,
+        saturate: Option<Saturate<'b>>,
+        launches_per_sample: u64,
+    ) -> Result<Timer<'b>, CudaError> {
         Ok(Timer {
             kind,
             start: Event::new()?,
             stop: Event::new()?,
             saturate,
+            launches_per_sample,
+            collector: None,
         })
+    }
+
+    /// Starts collecting CUPTI's kernel records (before the warm-up, so that the warm-up,
+    /// not a timed launch, absorbs CUPTI's start-up).
+    pub fn collect(&mut self) -> Result<(), CudaError> {
+        self.collector = Some(cupti::Collector::start()?);
+        Ok(())
+    }
+
+    /// The readings of the timed launches: the values taken as they ran (host and events
+    /// timers), the spans of the kernel `entry` from CUPTI's records (one per launch,
+    /// averaged per sample), or NaN where the profiler's report gives them later.
+    pub fn finish(
+        mut self,
+        entry: &str,
+        first_ns: f64,
+        samples_ns: Vec<f64>,
+    ) -> Result<Readings, CudaError> {
+        let launches = self.launches_per_sample;
+        match (self.kind, self.collector.take()) {
+            (TimerKind::Cupti, Some(c)) => {
+                let spans = c.finish(entry, (1 + samples_ns.len()) * launches as usize)?;
+                let reading = cupti_reading(&spans, launches);
+                Ok(Readings {
+                    first_ns: reading.per_sample[0],
+                    samples_ns: reading.per_sample[1..].to_vec(),
+                    cupti: Some(reading.record),
+                })
+            }
+            _ => Ok(Readings {
+                first_ns,
+                samples_ns,
+                cupti: None,
+            }),
+        }
     }
 
     /// Times one region and returns nanoseconds per launch; the GPU is idle again when it
@@ -152,12 +204,12 @@ pub struct CuptiRecord {
 }
 
 /// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span.
-pub struct CuptiReading {
+struct CuptiReading {
     pub per_sample: Vec<f64>,
     pub record: CuptiRecord,
 }
 
-pub fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
+fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
     let per_sample = spans
         .chunks(launches as usize)
         .map(|c| c.iter().map(|s| (s.end - s.start) as f64).sum::<f64>() / c.len() as f64)

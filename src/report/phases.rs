@@ -7,9 +7,9 @@ use super::plots;
 use crate::analysis::median;
 use crate::experiment::Unit;
 use crate::plan::Role;
+use crate::protocol::FIRST_TIMED_LAUNCH;
 use crate::protocol::{CellRecord, Phase, Status};
 use crate::store::Stored;
-use crate::worker::FIRST_TIMED_LAUNCH;
 use serde::Serialize;
 
 #[derive(Serialize)]

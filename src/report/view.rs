@@ -366,9 +366,6 @@ fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {
         pair("experiment sha256", m.experiment_sha256.clone()),
         pair("git commit", git(&m.git, "not a git checkout")),
     ];
-    if m.build.is_some() {
-        run.push(pair("runner built from", git(&m.build, "unknown")));
-    }
     run.extend([
         pair("runner", m.runner_version.clone()),
         pair("started (UTC)", m.started_utc.clone()),

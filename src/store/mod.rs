@@ -41,11 +41,8 @@ pub struct RunMeta {
     /// run must find them unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs_sha256: Option<String>,
-    /// The checkout the experiment lies in, changes to the output folder aside.
+    /// The commit the runner was built from, and whether the code differed from it.
     pub git: Option<Git>,
-    /// The commit the runner itself was built from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub build: Option<Git>,
     pub runner_version: String,
     pub started_utc: String,
     pub finished_utc: Option<String>,

@@ -5,18 +5,20 @@
 use super::inputs::{fnv1a, Buffers};
 use super::kernels::KernelKey;
 use super::timeline::Timeline;
-use super::{Session, FIRST_TIMED_LAUNCH, OUTPUT_CHECK};
-use crate::cuda::{self, cupti, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
+use super::Session;
+use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
 use crate::experiment::knobs::warmup::WarmupKernel;
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::method::{
     self,
     flush::FlushBuffer,
     stop::Stopper,
-    timer::{cupti_reading, Body, Saturate, Timer},
+    timer::{Body, Saturate, Timer},
 };
 use crate::plan::{Cell, Role};
-use crate::protocol::{CellRecord, Overhead, QueueRecord, Status};
+use crate::protocol::{
+    CellRecord, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
+};
 use std::time::{Duration, Instant};
 
 /// A cell's failure, and whether it broke the context.
@@ -138,7 +140,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
         }
     };
-    let mut timer = Timer::new(knobs.timer, saturate)?;
+    let mut timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
     let mut warm = match knobs.warmup.kernel {
         WarmupKernel::Same => None,
         WarmupKernel::Empty => Some(Launch::new(
@@ -208,12 +210,9 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         });
         timeline.mark("wait kernel sizing");
     }
-    // CUPTI records from before the warm-up: its first launches pay CUPTI's start-up.
-    let collector = if knobs.cupti_collect.on {
-        Some(cupti::Collector::start()?)
-    } else {
-        None
-    };
+    if knobs.cupti_collect.on {
+        timer.collect()?;
+    }
     if warmup > 0 {
         let warm_launch = warm.as_mut().unwrap_or(&mut launch);
         method::warm_up(warm_launch, warmup, knobs.timer).map_err(during("warm-up"))?;
@@ -278,21 +277,19 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     if n > 0 {
         timeline.mark("steady samples");
     }
-    if let Some(c) = collector.filter(|_| knobs.timer == TimerKind::Cupti) {
-        let entry = &s.kernels.get(KernelKey::of(cell), timeline)?.0.entry;
-        let spans = c.finish(entry, (1 + n) * knobs.launches.count() as usize)?;
-        let reading = cupti_reading(&spans, knobs.launches.count());
-        rec.first_ns = Some(reading.per_sample[0]);
-        samples = reading.per_sample[1..].to_vec();
-        rec.cupti = Some(reading.record);
-        timeline.mark("CUPTI records");
-    }
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), timer.saturate.as_ref()) {
         q.too_short = sat.too_short;
     }
+    let entry = &s.kernels.get(KernelKey::of(cell), timeline)?.0.entry;
+    let readings = timer.finish(entry, first, samples)?;
+    if readings.cupti.is_some() {
+        timeline.mark("CUPTI records");
+    }
+    rec.first_ns = Some(readings.first_ns);
+    rec.cupti = readings.cupti;
     rec.telemetry = sampler.map(|s| s.finish()).unwrap_or_default();
     rec.telemetry_end = s.sensor.read();
-    rec.samples_ns = samples;
+    rec.samples_ns = readings.samples_ns;
     rec.starts_us = starts;
     timeline.mark("telemetry end");
 

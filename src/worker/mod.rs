@@ -17,7 +17,7 @@ use crate::experiment::TelemetrySpec;
 use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
-use crate::protocol::{Job, Message, Startup};
+use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST};
 use crate::telemetry::Sensor;
 use inputs::InputCache;
 use kernels::{KernelKey, Kernels};
@@ -26,13 +26,6 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
-
-/// Phase names the report looks for.
-pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
-pub const OUTPUT_CHECK: &str = "output check";
-
-/// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
-pub const EXIT_CONTEXT_LOST: u8 = 3;
 
 fn send(msg: &Message) {
     let mut out = std::io::stdout().lock();

@@ -2,14 +2,16 @@
 //! sweep point against the device, every mistake located at its file, line and column.
 
 use super::error::ConfigError;
-use super::expr::{self, DeviceFacts, NumExpr, FACT_NAMES};
-use super::kernel::{self, Arg, ArgKind, Check, Kernel, LaunchExprs, Part, REFERENCES};
+use super::expr::{DeviceFacts, FACT_NAMES};
+use super::kernel::Kernel;
 use super::knobs::{Knobs, Layer, RawTable};
-use super::schema::{self, RawArg, RawExperiment, RawKernel, RawReport};
+use super::schema::{RawExperiment, RawReport};
 use super::{
     names, point_label, sweep, ClockPolicy, Experiment, Point, Published, ReportSpec, Sources,
     TelemetrySpec, Unit, Variant, MAX_CELLS,
 };
+mod kernel_table;
+
 use std::collections::HashSet;
 use std::path::Path;
 use toml::Spanned;
@@ -33,7 +35,7 @@ pub fn experiment(
     .experiment(raw)
 }
 
-struct Validator<'a> {
+pub(super) struct Validator<'a> {
     path: &'a Path,
     text: &'a str,
     facts: &'a DeviceFacts,
@@ -41,7 +43,7 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    fn err<T>(&self, spanned: &Spanned<T>, msg: impl Into<String>) -> ConfigError {
+    pub(super) fn err<T>(&self, spanned: &Spanned<T>, msg: impl Into<String>) -> ConfigError {
         ConfigError::at(self.path, self.text, Some(spanned.span()), msg)
     }
 
@@ -123,11 +125,7 @@ impl Validator<'_> {
         Ok(Experiment {
             path: self.path.to_path_buf(),
             text: self.text.to_string(),
-            name: self
-                .path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "experiment".into()),
+            name: super::name_of(self.path),
             title: raw.experiment.title,
             description: raw.experiment.description.unwrap_or_default(),
             params,
@@ -237,271 +235,6 @@ impl Validator<'_> {
             name: name_text,
             description,
             knobs,
-        })
-    }
-
-    fn kernel(&self, rk: RawKernel, points: &[Point]) -> Result<Kernel, ConfigError> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let source_path = dir.join(rk.source.get_ref());
-        let source_text = match self.sources {
-            Sources::Skip => String::new(),
-            Sources::Read => {
-                let t = std::fs::read_to_string(&source_path).map_err(|e| {
-                    self.err(&rk.source, format!("cannot read kernel source {}: {e}", source_path.display()))
-                        .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"")
-                })?;
-                let entry = rk.entry.get_ref();
-                let base = entry.split('<').next().unwrap_or(entry).trim();
-                if !t
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .any(|w| w == base)
-                {
-                    return Err(self
-                        .err(
-                            &rk.entry,
-                            format!(
-                                "kernel source {} has no function `{base}`",
-                                source_path.display()
-                            ),
-                        )
-                        .with_hint(
-                            "entry is the __global__ function's name as written in the source",
-                        ));
-                }
-                t
-            }
-        };
-        for (what, dims) in [("grid", &rk.grid), ("block", &rk.block)] {
-            if dims.get_ref().is_empty() || dims.get_ref().len() > 3 {
-                return Err(self.err(
-                    dims,
-                    format!(
-                        "{what} needs 1 to 3 dimensions, got {}",
-                        dims.get_ref().len()
-                    ),
-                ));
-            }
-        }
-        let mut args: Vec<Arg> = Vec::new();
-        for ra in &rk.args {
-            let arg = self.arg(ra)?;
-            if args.iter().any(|a| a.name == arg.name) {
-                return Err(self.err(&ra.name, format!("argument `{}` appears twice", arg.name)));
-            }
-            args.push(arg);
-        }
-        let check = match &rk.check {
-            None => {
-                let output = args.iter().find(|a| {
-                    matches!(
-                        a.kind,
-                        ArgKind::Buffer {
-                            init: schema::Init::Output,
-                            ..
-                        }
-                    )
-                });
-                if let Some(out) = output {
-                    return Err(self
-                        .err(&rk.name, format!("kernel `{}` writes `{}` but has no check", rk.name.get_ref(), out.name))
-                        .with_hint("add check = { reference = \"matmul\", inputs = [...], output = \"...\", dims = [...] }; nothing unchecked is timed"));
-                }
-                None
-            }
-            Some(rc) => Some(self.check(rc, &args)?),
-        };
-        let inner = |v: &Spanned<Vec<Spanned<NumExpr>>>| -> Vec<NumExpr> {
-            v.get_ref().iter().map(|e| e.get_ref().clone()).collect()
-        };
-        let (grid, block) = (inner(&rk.grid), inner(&rk.block));
-        let shared = rk
-            .shared_bytes
-            .as_ref()
-            .map_or(NumExpr::Int(0), |s| s.get_ref().clone());
-        let check_dims: Vec<NumExpr> = check.as_ref().map_or(vec![], |c| c.dims.clone());
-        let exprs = LaunchExprs {
-            grid: &grid,
-            block: &block,
-            shared_bytes: &shared,
-            args: &args,
-            check_dims: &check_dims,
-        };
-        let mut launches = Vec::with_capacity(points.len());
-        for p in points {
-            let spec = kernel::evaluate(&exprs, p, self.facts).map_err(|(part, msg)| {
-                let at = match part {
-                    Part::Grid(i) => rk.grid.get_ref()[i].span(),
-                    Part::Block(i) => rk.block.get_ref()[i].span(),
-                    Part::Shared => rk
-                        .shared_bytes
-                        .as_ref()
-                        .map_or(rk.name.span(), |s| s.span()),
-                    Part::Arg(i) => {
-                        let ra = &rk.args[i];
-                        ra.len
-                            .as_ref()
-                            .or(ra.value.as_ref())
-                            .map_or(ra.name.span(), |e| e.span())
-                    }
-                    Part::CheckDim(i) => rk
-                        .check
-                        .as_ref()
-                        .and_then(|c| c.get_ref().dims.get(i))
-                        .map_or(rk.name.span(), |d| d.span()),
-                    Part::Whole => rk.name.span(),
-                };
-                let scope = super::scope(p, self.facts);
-                ConfigError::at(
-                    self.path,
-                    self.text,
-                    Some(at),
-                    format!(
-                        "{msg} (at {}, on {})",
-                        point_label(p),
-                        self.facts.describe()
-                    ),
-                )
-                .with_hint(format!(
-                    "expressions may use the sweep parameters and device facts: {}",
-                    expr::names(&scope)
-                ))
-            })?;
-            launches.push(spec);
-        }
-        Ok(Kernel {
-            name: rk.name.into_inner(),
-            source: rk.source.into_inner(),
-            source_text,
-            entry: rk.entry.into_inner(),
-            args,
-            check,
-            launches,
-        })
-    }
-
-    fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
-        let name = ra.name.get_ref().clone();
-        let kind = match (ra.buffer, ra.scalar) {
-            (Some(dtype), None) => {
-                let len = ra.len.clone().ok_or_else(|| {
-                    self.err(&ra.name, format!("buffer `{name}` needs a len"))
-                        .with_hint("e.g. len = \"n * n\"")
-                })?;
-                let init = ra.init.as_ref().ok_or_else(|| {
-                    self.err(&ra.name, format!("buffer `{name}` needs an init"))
-                        .with_hint("init = \"uniform(0, 100)\" for inputs, \"output\" for what the kernel writes")
-                })?;
-                let init = schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))?;
-                if ra.value.is_some() {
-                    return Err(self
-                        .err(&ra.name, format!("buffer `{name}` cannot have a value"))
-                        .with_hint("use init"));
-                }
-                ArgKind::Buffer {
-                    dtype,
-                    len: len.into_inner(),
-                    init,
-                }
-            }
-            (None, Some(dtype)) => {
-                let value = ra.value.clone().ok_or_else(|| {
-                    self.err(&ra.name, format!("scalar `{name}` needs a value"))
-                        .with_hint("e.g. value = \"n\"")
-                })?;
-                if ra.len.is_some() || ra.init.is_some() {
-                    return Err(self.err(&ra.name, format!("scalar `{name}` takes only a value")));
-                }
-                ArgKind::Scalar {
-                    dtype,
-                    value: value.into_inner(),
-                }
-            }
-            _ => return Err(self
-                .err(
-                    &ra.name,
-                    format!("argument `{name}` must be exactly one of a buffer or a scalar"),
-                )
-                .with_hint(
-                    "write buffer = \"f32\" (with len and init) or scalar = \"i32\" (with value)",
-                )),
-        };
-        Ok(Arg { name, kind })
-    }
-
-    fn check(&self, rc: &Spanned<schema::RawCheck>, args: &[Arg]) -> Result<Check, ConfigError> {
-        let c = rc.get_ref();
-        let known: Vec<&str> = REFERENCES.iter().map(|r| r.0).collect();
-        let (_, n_inputs, dims) = REFERENCES
-            .iter()
-            .find(|r| r.0 == c.reference.get_ref())
-            .ok_or_else(|| {
-                self.err(
-                    &c.reference,
-                    format!("unknown reference `{}`", c.reference.get_ref()),
-                )
-                .with_hint(format!("known references: {}", known.join(", ")))
-            })?;
-        let is_buffer = |a: &Arg| matches!(a.kind, ArgKind::Buffer { .. });
-        let buffer = |name: &Spanned<String>| {
-            args.iter()
-                .position(|a| a.name == *name.get_ref() && is_buffer(a))
-                .ok_or_else(|| {
-                    let buffers: Vec<&str> = args
-                        .iter()
-                        .filter(|a| is_buffer(a))
-                        .map(|a| a.name.as_str())
-                        .collect();
-                    self.err(
-                        name,
-                        format!("no buffer argument named `{}`", name.get_ref()),
-                    )
-                    .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
-                })
-        };
-        if c.inputs.len() != *n_inputs {
-            return Err(self.err(
-                rc,
-                format!(
-                    "reference `{}` takes {n_inputs} input(s), got {}",
-                    c.reference.get_ref(),
-                    c.inputs.len()
-                ),
-            ));
-        }
-        if c.dims.len() != dims.len() {
-            return Err(self.err(
-                rc,
-                format!(
-                    "reference `{}` takes dims [{}], got {} value(s)",
-                    c.reference.get_ref(),
-                    dims.join(", "),
-                    c.dims.len()
-                ),
-            ));
-        }
-        let inputs = c.inputs.iter().map(buffer).collect::<Result<Vec<_>, _>>()?;
-        let output = buffer(&c.output)?;
-        if !matches!(
-            args[output].kind,
-            ArgKind::Buffer {
-                init: schema::Init::Output,
-                ..
-            }
-        ) {
-            return Err(self.err(
-                &c.output,
-                format!(
-                    "`{}` is checked as an output, so it needs init = \"output\"",
-                    c.output.get_ref()
-                ),
-            ));
-        }
-        Ok(Check {
-            reference: c.reference.get_ref().clone(),
-            inputs,
-            output,
-            dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
-            tolerance: c.tolerance.unwrap_or(1e-4),
         })
     }
 
