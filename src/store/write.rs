@@ -93,44 +93,38 @@ impl Writer {
         }
         fs::write(dir.join(EXPERIMENT_FILE), &exp.text)
             .with_context(|| format!("cannot write into {}", dir.display()))?;
+        let writer = Writer::empty(dir, exp)?;
+        writer.write_meta(meta)?;
+        Ok(writer)
+    }
+
+    /// New samples, telemetry and cell files in `dir`, holding their headers only.
+    fn empty(dir: &Path, exp: &Experiment) -> Result<Writer> {
         let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
-        let mut samples = File::create(dir.join(SAMPLES_FILE))?;
+        let create = |name: &str| {
+            File::create(dir.join(name))
+                .with_context(|| format!("cannot create {}", dir.join(name).display()))
+        };
+        let mut samples = create(SAMPLES_FILE)?;
         append_member(&mut samples, &[samples_header(&params)])?;
-        let mut telemetry = File::create(dir.join(TELEMETRY_FILE))?;
+        let mut telemetry = create(TELEMETRY_FILE)?;
         append_member(
             &mut telemetry,
             &[TELEMETRY_HEADER.map(String::from).to_vec()],
         )?;
-        let writer = Writer {
+        Ok(Writer {
             dir: dir.to_path_buf(),
             samples,
             telemetry,
-            cells: BufWriter::new(File::create(dir.join(CELLS_FILE))?),
+            cells: BufWriter::new(create(CELLS_FILE)?),
             params,
-        };
-        writer.write_meta(meta)?;
-        Ok(writer)
+        })
     }
 
     /// Continues the stored run in `dir`: its files are written anew from what was read
     /// back (a torn last cell dropped), and later cells are appended.
     pub fn resume(dir: &Path, stored: &Stored, meta: &RunMeta) -> Result<Writer> {
-        let exp = &stored.experiment;
-        let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
-        let mut samples = File::create(dir.join(SAMPLES_FILE))?;
-        append_member(&mut samples, &[samples_header(&params)])?;
-        let mut telemetry = File::create(dir.join(TELEMETRY_FILE))?;
-        append_member(
-            &mut telemetry,
-            &[TELEMETRY_HEADER.map(String::from).to_vec()],
-        )?;
-        let mut writer = Writer {
-            dir: dir.to_path_buf(),
-            samples,
-            telemetry,
-            cells: BufWriter::new(File::create(dir.join(CELLS_FILE))?),
-            params,
-        };
+        let mut writer = Writer::empty(dir, &stored.experiment)?;
         for rec in &stored.records {
             let rec = stored.with_samples(rec);
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
