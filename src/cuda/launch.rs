@@ -6,6 +6,7 @@
 use super::error::{Check, CudaError};
 use super::memory::DeviceBuffer;
 use cudarc::driver::{result, sys};
+use std::cell::RefCell;
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -70,6 +71,47 @@ impl Function {
     }
 }
 
+/// A module image whose loading waits for the first launch of one of its kernels, as a
+/// runtime-API program's does under lazy loading.
+pub struct LazyModule {
+    image: Vec<u8>,
+    module: RefCell<Option<Module>>,
+}
+
+impl LazyModule {
+    pub fn new(image: Vec<u8>) -> Rc<LazyModule> {
+        Rc::new(LazyModule {
+            image,
+            module: RefCell::new(None),
+        })
+    }
+
+    /// The kernel `name`, loading the module first if no kernel of it was launched yet.
+    fn function(&self, name: &str) -> Result<Function, CudaError> {
+        if self.module.borrow().is_none() {
+            *self.module.borrow_mut() = Some(Module::load(&self.image)?);
+        }
+        self.module
+            .borrow()
+            .as_ref()
+            .expect("loaded above")
+            .function(name)
+    }
+}
+
+/// A kernel of a lazily loaded module, looked up at its first launch.
+pub struct LazyFunction {
+    pub module: Rc<LazyModule>,
+    pub name: String,
+}
+
+impl LazyFunction {
+    /// Loads the module (if it is not yet) and looks the kernel up now.
+    pub fn resolve(&self) -> Result<Function, CudaError> {
+        self.module.function(&self.name)
+    }
+}
+
 /// One kernel parameter: a buffer the launch borrows, or a value of up to 8 bytes.
 #[derive(Clone, Copy)]
 pub enum Param<'b> {
@@ -116,7 +158,9 @@ impl Dims {
 
 /// One kernel launch, fully prepared: enqueueing it allocates nothing.
 pub struct Launch<'b> {
-    func: Function,
+    /// The function; `None` until the first launch of a lazily loaded one.
+    func: Option<Function>,
+    lazy: Option<LazyFunction>,
     dims: Dims,
     /// Parameter values, 8 bytes each; `params` points into it, so it never moves.
     storage: Box<[[u8; 8]]>,
@@ -126,18 +170,50 @@ pub struct Launch<'b> {
 
 impl<'b> Launch<'b> {
     pub fn new(func: &Function, dims: Dims, values: &[Param<'b>]) -> Self {
+        let mut launch = Launch::new_unresolved(dims, values);
+        launch.func = Some(func.clone());
+        launch
+    }
+
+    /// A launch whose first enqueue loads its module (if no kernel of it loaded it yet)
+    /// and looks its function up, as a runtime-API program's first launch does.
+    pub fn lazy(func: LazyFunction, dims: Dims, values: &[Param<'b>]) -> Self {
+        let mut launch = Launch::new_unresolved(dims, values);
+        launch.lazy = Some(func);
+        launch
+    }
+
+    fn new_unresolved(dims: Dims, values: &[Param<'b>]) -> Self {
         let mut storage: Box<[[u8; 8]]> = values.iter().map(Param::slot).collect();
         let params = storage
             .iter_mut()
             .map(|s| s.as_mut_ptr() as *mut c_void)
             .collect();
         Launch {
-            func: func.clone(),
+            func: None,
+            lazy: None,
             dims,
             storage,
             params,
             _buffers: PhantomData,
         }
+    }
+
+    /// The function, loaded now if it was waiting for its first launch.
+    fn resolve(&mut self) -> Result<Function, CudaError> {
+        if let Some(f) = &self.func {
+            return Ok(f.clone());
+        }
+        let lazy = self
+            .lazy
+            .as_ref()
+            .ok_or_else(|| CudaError::Library("a launch without a function".into()))?;
+        let f = lazy.resolve()?;
+        if self.dims.shared_bytes > 48 * 1024 {
+            f.allow_shared_bytes(self.dims.shared_bytes)?;
+        }
+        self.func = Some(f.clone());
+        Ok(f)
     }
 
     /// Replaces parameter `index`, outside any timed region.
@@ -148,6 +224,9 @@ impl<'b> Launch<'b> {
     /// Enqueues the kernel on the legacy default stream, as `kernel<<<g, b>>>` does.
     #[inline]
     pub fn enqueue(&mut self) -> Result<(), CudaError> {
+        if self.func.is_none() {
+            self.resolve()?;
+        }
         self.enqueue_on(std::ptr::null_mut())
             .during("cuLaunchKernel")
     }
@@ -155,11 +234,16 @@ impl<'b> Launch<'b> {
     #[inline]
     fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
         let d = self.dims;
+        let Some(func) = &self.func else {
+            return Err(result::DriverError(
+                sys::CUresult::CUDA_ERROR_INVALID_HANDLE,
+            ));
+        };
         // SAFETY: func is a live function (it holds its module), each parameter slot holds
         // a value or the address of a buffer borrowed for 'b, and the slots do not move.
         unsafe {
             result::launch_kernel(
-                self.func.func,
+                func.func,
                 d.grid,
                 d.block,
                 d.shared_bytes,
@@ -226,6 +310,7 @@ pub struct Graph<'b> {
 
 impl<'b> Graph<'b> {
     pub fn capture(launch: &mut Launch<'b>, count: u64) -> Result<Graph<'b>, CudaError> {
+        let func = launch.resolve()?;
         // The legacy stream cannot be captured; a stream of its own is, then destroyed.
         let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .during("cuStreamCreate")?;
@@ -236,7 +321,7 @@ impl<'b> Graph<'b> {
         Ok(Graph {
             graph,
             exec,
-            _func: launch.func.clone(),
+            _func: func,
             _buffers: PhantomData,
         })
     }

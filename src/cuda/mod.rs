@@ -15,7 +15,7 @@ pub use device::{
     capability, driver_present, query, synchronize, DeviceInfo, Gpu, CONTEXT, DRIVER_INIT,
 };
 pub use error::CudaError;
-pub use launch::{Dims, Event, Function, Graph, Launch, Module, Param};
+pub use launch::{Dims, Event, Function, Graph, Launch, LazyFunction, LazyModule, Module, Param};
 pub use memory::DeviceBuffer;
 
 /// What a machine without the CUDA driver is told.

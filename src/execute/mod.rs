@@ -3,6 +3,7 @@
 //! scheduler; Ctrl-C stops it after the cells that finished.
 
 mod jit_cache;
+mod peers;
 mod profiler;
 mod scheduler;
 mod worker_process;
@@ -113,6 +114,10 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
     };
     let program = WorkerProgram::this_binary()?;
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?.run_all(&done)?;
+    if complete && !exp.peers.is_empty() {
+        eprintln!("running the peers beside their variants");
+        writer.write_peers(&peers::run_all(&exp))?;
+    }
     meta.complete = complete;
     meta.finished_utc = Some(now());
     writer.write_meta(&meta)?;

@@ -27,6 +27,8 @@ pub struct Scheduler<'a> {
     meta: &'a mut RunMeta,
     program: &'a WorkerProgram,
     caches: JitCaches,
+    /// Reference results shared by the run's workers, removed with the run.
+    references: tempfile::TempDir,
     bar: ProgressBar,
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
@@ -55,6 +57,10 @@ impl<'a> Scheduler<'a> {
             meta,
             program,
             caches: JitCaches::new()?,
+            references: tempfile::Builder::new()
+                .prefix("runner-references-")
+                .tempdir()
+                .context("cannot create a folder for reference results")?,
             bar,
             gpu_warmup: exp.gpu_warmup,
         })
@@ -138,7 +144,8 @@ impl<'a> Scheduler<'a> {
                 Some((ncu, cache)) => profiler::wrap(ncu, self.program, *cache, report.path()),
                 None => self.program.clone(),
             };
-            let sent = job_for(self.exp, self.plan, &runs, false, warmup);
+            let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
+            sent.reference_cache = Some(self.references.path().to_path_buf());
             let mut worker = WorkerProcess::start(&program, sent, &vars)?;
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
             let ended = loop {
@@ -320,6 +327,7 @@ fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup:
         telemetry: exp.telemetry.clone(),
         runs: runs.to_vec(),
         prime,
+        reference_cache: None,
         spawned_unix_ns: 0,
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
     }

@@ -7,6 +7,7 @@ pub mod expr;
 mod kernel;
 pub mod knobs;
 mod names;
+pub mod peer;
 pub mod schema;
 pub mod sweep;
 mod validate;
@@ -42,6 +43,8 @@ pub struct Experiment {
     pub gpu_warmup: std::time::Duration,
     /// The device the experiment was checked against.
     pub facts: DeviceFacts,
+    /// Other programs run beside variants in the same run.
+    pub peers: Vec<peer::Peer>,
 }
 
 /// Whether validation reads the kernel sources (to run or plan) or not (to render a stored

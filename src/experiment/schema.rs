@@ -20,8 +20,31 @@ pub struct RawExperiment {
     #[serde(default, rename = "variant")]
     pub variants: Vec<Spanned<RawTable>>,
     pub report: Option<RawReport>,
+    #[serde(default, rename = "peer")]
+    pub peers: Vec<RawPeer>,
     pub telemetry: Option<RawTelemetry>,
     pub environment: Option<RawEnvironment>,
+}
+
+/// Another program that measures the same thing, run in the same run beside a variant.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPeer {
+    pub name: Spanned<String>,
+    pub variant: Spanned<String>,
+    /// The program and its arguments; arguments may use the sweep (`"{{ n }}"`).
+    pub command: Spanned<Vec<String>>,
+    /// What its output says, with `{ms}`, `{us}` or `{ns}` where the time stands.
+    pub reads: Spanned<String>,
+    /// Which match of `reads` in the output (0: the first).
+    pub occurrence: Option<usize>,
+    pub processes: Option<u32>,
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// How the report's column is titled.
+    pub label: Option<String>,
+    /// An expression of the sweep: the peer runs only at points where it is true.
+    pub when: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

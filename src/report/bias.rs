@@ -28,7 +28,8 @@ pub struct BiasRow {
     pub point: String,
     pub references: Vec<String>,
     pub biases: Vec<String>,
-    pub recommended: String,
+    /// The method nearest its reference at this point.
+    pub closest: String,
 }
 
 /// The bias of `method` against `reference`: (ns, fraction).
@@ -75,8 +76,17 @@ pub fn build(
             points: vec![],
         })
         .collect();
-    let time = |ns: f64| format::time(ns, Unit::Auto);
     for (k, kernel) in exp.kernels.iter().enumerate() {
+        let unit = format::unit_for(
+            exp.points.iter().flat_map(|p| {
+                references
+                    .iter()
+                    .filter_map(|r| median(k, p, r))
+                    .collect::<Vec<_>>()
+            }),
+            Unit::Auto,
+        );
+        let time = |ns: f64| format::time(ns, unit);
         let mut rows = Vec::new();
         // Per pair: measured at some point, and within tolerance at every such point.
         let mut close = vec![(false, true); pairs.len()];
@@ -100,7 +110,7 @@ pub fn build(
                     _ => "–".into(),
                 })
                 .collect();
-            let recommended = match closest(pairs, at) {
+            let nearest = match closest(pairs, at) {
                 Some((m, ns, f)) => format!(
                     "{m} ({}{}, {}){}",
                     sign(ns),
@@ -121,7 +131,7 @@ pub fn build(
                     .map(|r| at(r).map_or("–".into(), time))
                     .collect(),
                 biases,
-                recommended,
+                closest: nearest,
             });
         }
         tables.push(BiasTable {

@@ -36,10 +36,10 @@ pub fn rows(a: &Analysis) -> Vec<CellRow> {
         ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),
         ClockPolicy::Observe => None,
     };
-    let probe = ProbeScale {
-        median_mhz: median(s.records.iter().filter_map(probe_of).collect()),
-        tolerance_pct: exp.telemetry.probe_tolerance_pct,
-    };
+    let probe = ProbeScale::of(
+        s.records.iter().filter_map(probe_of).collect(),
+        exp.telemetry.probe_tolerance_pct,
+    );
     s.plan
         .cells
         .iter()
@@ -69,27 +69,43 @@ pub fn probe_of(r: &CellRecord) -> Option<f64> {
     r.probe_mhz.map(|(b, a)| (b + a) / 2.0)
 }
 
-/// The run's median probed clock, and how far from it a cell may be before it is flagged.
-struct ProbeScale {
-    median_mhz: Option<f64>,
+/// The run's own spread of probed clocks (its 5th to 95th percentile) and the tolerance
+/// beyond it: a clock that moves between levels for whole stretches of a run (this H100's
+/// 1980 and ~1994 MHz) is the run's normal, not a cell's anomaly.
+pub(super) struct ProbeScale {
+    /// (p5, p95) of the run's probed clocks.
+    spread: Option<(f64, f64)>,
     tolerance_pct: f64,
 }
 
 impl ProbeScale {
-    /// The flag of a cell whose probed clock (mean of before and after) strays too far.
+    pub(super) fn of(mut probes: Vec<f64>, tolerance_pct: f64) -> ProbeScale {
+        probes.sort_by(f64::total_cmp);
+        let at = |q: f64| probes[((probes.len() - 1) as f64 * q).round() as usize];
+        ProbeScale {
+            spread: (!probes.is_empty()).then(|| (at(0.05), at(0.95))),
+            tolerance_pct,
+        }
+    }
+
+    /// The flag of a cell whose probed clock (mean of before and after) lies outside the
+    /// run's spread by more than the tolerance.
     fn flag(&self, rs: &[&CellRecord]) -> Option<String> {
-        let median = self.median_mhz?;
+        let (lo, hi) = self.spread?;
+        let tol = self.tolerance_pct / 100.0;
+        let outside = |mhz: f64| mhz < lo * (1.0 - tol) || mhz > hi * (1.0 + tol);
         let worst = rs
             .iter()
-            .filter_map(|r| r.probe_mhz.map(|(b, a)| (b + a) / 2.0))
-            .max_by(|x, y| (x - median).abs().total_cmp(&(y - median).abs()))?;
-        let off = (worst - median) / median * 100.0;
-        (off.abs() > self.tolerance_pct).then(|| {
-            format!(
-                "probed SM clock {worst:.0} MHz, {} from the run's median {median:.0} MHz",
-                format::percent(off)
-            )
-        })
+            .filter_map(|r| probe_of(r))
+            .filter(|m| outside(*m))
+            .max_by(|x, y| {
+                let off = |m: f64| (m - lo).abs().min((m - hi).abs());
+                off(*x).total_cmp(&off(*y))
+            })?;
+        Some(format!(
+            "probed SM clock {worst:.0} MHz, outside the run's spread {lo:.0}–{hi:.0} MHz (p5–p95) by more than {}%",
+            self.tolerance_pct
+        ))
     }
 }
 
@@ -271,17 +287,20 @@ mod tests {
 
     #[test]
     fn a_cell_whose_probed_clock_strays_is_flagged() {
-        let scale = ProbeScale {
-            median_mhz: Some(1980.0),
-            tolerance_pct: 0.5,
-        };
-        let (near, far) = (record((1975.0, 1979.0)), record((1960.0, 1962.0)));
-        assert_eq!(scale.flag(&[&near]), None);
-        let flag = scale.flag(&[&near, &far]).unwrap();
+        // A run at two clock levels: neither is flagged; a cell far below both is.
+        let mut probes = vec![1980.0; 50];
+        probes.extend([1994.0; 50]);
+        let scale = ProbeScale::of(probes, 0.5);
+        let (low, high) = (record((1979.0, 1981.0)), record((1993.0, 1995.0)));
+        let far = record((1960.0, 1962.0));
+        assert_eq!(scale.flag(&[&low]), None);
+        assert_eq!(scale.flag(&[&high]), None);
+        let flag = scale.flag(&[&low, &far]).unwrap();
         assert!(
-            flag.contains("1961 MHz") && flag.contains("-0.96%"),
+            flag.contains("1961 MHz") && flag.contains("1980–1994"),
             "{flag}"
         );
+        let near = record((1975.0, 1979.0));
         assert_eq!(timer_notes(&[&near]), "probed SM clock 1975–1979 MHz");
     }
 

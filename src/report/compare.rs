@@ -52,6 +52,7 @@ pub fn headline_medians(s: &Stored) -> HashMap<String, f64> {
 
 pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
     let (now, before) = (headline_medians(this), headline_medians(earlier));
+    let unit = format::unit_for(now.values().copied(), Unit::Auto);
     let (mut judged, mut agree, mut worst) = (0, 0, 0.0f64);
     let rows = this
         .plan
@@ -74,8 +75,8 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
             };
             Some(CompareRow {
                 cell: c.id.clone(),
-                this: format::time(a, Unit::Auto),
-                earlier: format::time(b, Unit::Auto),
+                this: format::time(a, unit),
+                earlier: format::time(b, unit),
                 difference: format::percent(diff),
                 verdict,
             })

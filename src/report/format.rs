@@ -25,17 +25,35 @@ pub fn time(ns: f64, unit: Unit) -> String {
     format!("{v:.digits$} {}", unit.symbol())
 }
 
+/// The unit a table shows all its times in: `asked`, or for `Auto` the unit that suits
+/// the median of the table's values (one unit per table, so columns compare at a glance).
+pub fn unit_for(values: impl IntoIterator<Item = f64>, asked: Unit) -> Unit {
+    if asked != Unit::Auto {
+        return asked;
+    }
+    let mut v: Vec<f64> = values
+        .into_iter()
+        .filter(|x| x.is_finite() && *x != 0.0)
+        .map(f64::abs)
+        .collect();
+    if v.is_empty() {
+        return Unit::Us;
+    }
+    v.sort_by(f64::total_cmp);
+    match v[v.len() / 2] {
+        x if x < 1e3 => Unit::Ns,
+        x if x < 1e6 => Unit::Us,
+        x if x < 1e9 => Unit::Ms,
+        _ => Unit::S,
+    }
+}
+
 /// `+38.90%`
 pub fn percent(p: f64) -> String {
     if !p.is_finite() {
         return "–".into();
     }
     format!("{p:+.2}%")
-}
-
-/// A value the way a seed published it, in its unit.
-pub fn published(v: f64, unit: Unit) -> String {
-    format!("{v} {}", unit.symbol())
 }
 
 pub fn bytes(b: i64) -> String {
@@ -59,6 +77,15 @@ mod tests {
         assert_eq!(time(5_800.0, Unit::Auto), "5.800 µs");
         assert_eq!(time(904.4, Unit::Auto), "904.4 ns");
         assert_eq!(time(2.5e9, Unit::Auto), "2.500 s");
+    }
+
+    #[test]
+    fn a_table_takes_the_unit_of_its_median_value() {
+        let u = unit_for([12_900.0, 46_400.0, 2_750_000.0], Unit::Auto);
+        assert_eq!(u, Unit::Us);
+        assert_eq!(time(2_750_000.0, u), "2750 µs");
+        assert_eq!(time(864.0, u), "0.864 µs");
+        assert_eq!(unit_for([1.0], Unit::Ms), Unit::Ms);
     }
 
     #[test]

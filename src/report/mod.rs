@@ -6,6 +6,7 @@ mod cells;
 mod compare;
 mod figures;
 pub mod format;
+mod peers;
 mod phases;
 pub mod plots;
 mod view;

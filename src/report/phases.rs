@@ -82,7 +82,7 @@ pub fn build(
                 )
             };
             let fmt =
-                |ms: Option<f64>| ms.map_or("–".into(), |v| format::time(v * 1e6, Unit::Auto));
+                |ms: Option<f64>| ms.map_or("–".into(), |v| format::time(v * 1e6, Unit::Ms));
             let mut rows: Vec<PhaseRow> = before
                 .iter()
                 .map(|n| (n, false))
@@ -119,11 +119,7 @@ pub fn build(
                         median(rs.iter().filter_map(|r| r.first_ns).collect()).map_or(
                             "–".into(),
                             |ns| {
-                                format!(
-                                    "{} ({})",
-                                    format::time(ns, Unit::Auto),
-                                    c.knobs.timer.key()
-                                )
+                                format!("{} ({})", format::time(ns, Unit::Ms), c.knobs.timer.key())
                             },
                         )
                     })
@@ -137,7 +133,7 @@ pub fn build(
                         .iter()
                         .map(|c| {
                             steady_median_ns(c.index)
-                                .map_or("–".into(), |ns| format::time(ns, Unit::Auto))
+                                .map_or("–".into(), |ns| format::time(ns, Unit::Ms))
                         })
                         .collect(),
                     total: true,

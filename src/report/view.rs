@@ -4,8 +4,8 @@ use super::cells::{self, CellRow};
 use super::figures::{self, PlotFile, Plots};
 use super::format;
 use crate::analysis::{Analysis, Phase};
-use crate::experiment::{point_label, Aspect, Unit};
-use crate::plan::{Cell, Role};
+use crate::experiment::{point_label, Aspect, Point, Unit};
+use crate::plan::{Cell, Headline, Role};
 use crate::protocol::Status;
 use serde::Serialize;
 
@@ -22,6 +22,7 @@ pub struct View {
     cells: Vec<CellRow>,
     failures: Vec<FailureRow>,
     notes: Option<String>,
+    findings: Option<String>,
     warnings: Vec<String>,
     clock_tolerance_pct: f64,
     clock_policy: String,
@@ -72,9 +73,12 @@ struct VariantView {
 struct Table {
     kernel: String,
     parameters: String,
+    /// The one unit all its times are shown in.
+    unit: String,
     columns: Vec<String>,
     diff_columns: Vec<String>,
     published_columns: Vec<String>,
+    peer_columns: Vec<String>,
     rows: Vec<TableRow>,
 }
 
@@ -84,6 +88,8 @@ struct TableRow {
     values: Vec<String>,
     diffs: Vec<String>,
     published: Vec<String>,
+    /// Per peer: its median, and how it compares with its variant's.
+    peers: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -130,96 +136,29 @@ impl View {
     pub fn build(a: &Analysis) -> anyhow::Result<View> {
         let s = a.run;
         let exp = &s.experiment;
-        let unit = exp.report.unit;
-        let has = |c: &Cell, status: Status| {
-            a.records
-                .get(&c.index)
-                .is_some_and(|rs| rs.iter().any(|r| r.status == status))
-        };
-        let shown = |c: &Cell| match a.headline(c) {
-            Some(st) => format::time(st.median, unit),
-            None if has(c, Status::Failed) => "failed".into(),
-            None if has(c, Status::Skipped) => "skipped".into(),
-            None => "not run".into(),
-        };
         let tables = exp
             .kernels
             .iter()
             .enumerate()
-            .map(|(k, kernel)| {
-                let cell = |p: &crate::experiment::Point, variant: &str| {
-                    s.plan
-                        .cells
-                        .iter()
-                        .find(|c| c.kernel == Some(k) && c.point == *p && c.variant == variant)
-                };
-                let diffs = &exp.report.differences;
-                let rows = exp
-                    .points
-                    .iter()
-                    .map(|p| {
-                        let median = |v: &str| a.median_at(k, p, v);
-                        let label = point_label(p);
-                        TableRow {
-                            values: exp
-                                .variants
-                                .iter()
-                                .map(|v| cell(p, &v.name).map_or("–".into(), shown))
-                                .collect(),
-                            diffs: diffs
-                                .iter()
-                                .map(|(v, b)| match (median(v), median(b)) {
-                                    (Some(v), Some(b)) => format::percent((v - b) / b * 100.0),
-                                    _ => "–".into(),
-                                })
-                                .collect(),
-                            published: exp
-                                .report
-                                .published
-                                .iter()
-                                .map(|pb| {
-                                    pb.values
-                                        .iter()
-                                        .find(|(l, _)| *l == label)
-                                        .map_or("–".into(), |(_, v)| {
-                                            format::published(*v, pb.unit)
-                                        })
-                                })
-                                .collect(),
-                            point: label,
-                        }
-                    })
-                    .collect();
-                Table {
-                    kernel: kernel.name.clone(),
-                    parameters: exp.parameter_names(),
-                    diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
-                    columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-                    published_columns: exp
-                        .report
-                        .published
-                        .iter()
-                        .map(|p| format!("{}: {}", p.source, p.variant))
-                        .collect(),
-                    rows,
-                }
-            })
+            .map(|(k, kernel)| table(a, k, &kernel.name))
             .collect();
 
-        let floor = s
+        let floors: Vec<(&Cell, &crate::analysis::stats::Stats)> = s
             .plan
             .cells
             .iter()
             .filter(|c| c.role == Role::Floor)
-            .filter_map(|c| {
-                let st = a.stats.get(&(c.index, Phase::Steady))?;
-                Some(FloorRow {
-                    timer: c.knobs.timer.key().into(),
-                    description: c.knobs.describe(Aspect::Timer).join("; "),
-                    median: format::time(st.median, Unit::Auto),
-                    p95: format::time(st.p95, Unit::Auto),
-                    samples: st.count,
-                })
+            .filter_map(|c| Some((c, a.stats.get(&(c.index, Phase::Steady))?)))
+            .collect();
+        let unit = format::unit_for(floors.iter().map(|(_, st)| st.median), Unit::Auto);
+        let floor = floors
+            .iter()
+            .map(|(c, st)| FloorRow {
+                timer: c.knobs.timer.key().into(),
+                description: c.knobs.describe(Aspect::Timer).join("; "),
+                median: format::time(st.median, unit),
+                p95: format::time(st.p95, unit),
+                samples: st.count,
             })
             .collect();
         let overhead = s
@@ -233,12 +172,13 @@ impl View {
                 bare_events: format::time(o.bare_events_median_ns, Unit::Auto),
             });
         let mut stats = Vec::new();
+        let unit = format::unit_for(a.stats.values().map(|st| st.median), Unit::Auto);
         for c in &s.plan.cells {
             for phase in [Phase::First, Phase::Steady] {
                 let Some(st) = a.stats.get(&(c.index, phase)) else {
                     continue;
                 };
-                let t = |v: f64| format::time(v, Unit::Auto);
+                let t = |v: f64| format::time(v, unit);
                 stats.push(StatRow {
                     cell: c.id.clone(),
                     phase: phase.key().into(),
@@ -295,6 +235,7 @@ impl View {
             cells: cells::rows(a),
             failures,
             notes: s.notes.clone(),
+            findings: s.findings.clone(),
             warnings: s.warnings.clone(),
             clock_tolerance_pct: exp.telemetry.clock_tolerance_pct,
             clock_policy: crate::clock_lock::describe(exp.clocks),
@@ -304,6 +245,109 @@ impl View {
 
     pub fn set_comparison(&mut self, c: super::compare::Comparison) {
         self.comparison = Some(c);
+    }
+}
+
+/// A kernel's table: each variant's headline median per point, the differences asked
+/// for, the published numbers and the peers' readings, all in one unit.
+fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
+    let s = a.run;
+    let exp = &s.experiment;
+    let cell = |p: &Point, variant: &str| {
+        s.plan
+            .cells
+            .iter()
+            .find(|c| c.kernel == Some(k) && c.point == *p && c.variant == variant)
+    };
+    let peers = super::peers::medians(s);
+    let mut all: Vec<f64> = exp
+        .points
+        .iter()
+        .flat_map(|p| {
+            exp.variants
+                .iter()
+                .filter_map(|v| a.median_at(k, p, &v.name))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    all.extend(peers.values().copied());
+    let unit = format::unit_for(all, exp.report.unit);
+    let has = |c: &Cell, status: Status| {
+        a.records
+            .get(&c.index)
+            .is_some_and(|rs| rs.iter().any(|r| r.status == status))
+    };
+    let shown = |c: &Cell| match a.headline(c) {
+        Some(st) => format::time(st.median, unit),
+        None if has(c, Status::Failed) => "failed".into(),
+        None if has(c, Status::Skipped) => "skipped".into(),
+        None => "not run".into(),
+    };
+    let diffs = &exp.report.differences;
+    let rows = exp
+        .points
+        .iter()
+        .map(|p| {
+            let median = |v: &str| a.median_at(k, p, v);
+            let label = point_label(p);
+            TableRow {
+                values: exp
+                    .variants
+                    .iter()
+                    .map(|v| cell(p, &v.name).map_or("–".into(), shown))
+                    .collect(),
+                diffs: diffs
+                    .iter()
+                    .map(|(v, b)| match (median(v), median(b)) {
+                        (Some(v), Some(b)) => format::percent((v - b) / b * 100.0),
+                        _ => "–".into(),
+                    })
+                    .collect(),
+                published: exp
+                    .report
+                    .published
+                    .iter()
+                    .map(|pb| {
+                        pb.values
+                            .iter()
+                            .find(|(l, _)| *l == label)
+                            .map_or("–".into(), |(_, v)| {
+                                format::time(v * pb.unit.ns_per_unit(), unit)
+                            })
+                    })
+                    .collect(),
+                peers: exp
+                    .peers
+                    .iter()
+                    .map(|peer| {
+                        let theirs = peers.get(&(peer.name.clone(), label.clone())).copied();
+                        let first =
+                            cell(p, &peer.variant).is_some_and(|c| c.headline() == Headline::First);
+                        super::peers::shown(theirs, median(&peer.variant), first, unit)
+                    })
+                    .collect(),
+                point: label,
+            }
+        })
+        .collect();
+    Table {
+        kernel: kernel.to_string(),
+        parameters: exp.parameter_names(),
+        unit: unit.symbol().into(),
+        diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
+        columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
+        published_columns: exp
+            .report
+            .published
+            .iter()
+            .map(|p| format!("{}: {}", p.source, p.variant))
+            .collect(),
+        peer_columns: exp
+            .peers
+            .iter()
+            .map(|p| format!("{} (beside {})", p.label, p.variant))
+            .collect(),
+        rows,
     }
 }
 
@@ -376,6 +420,15 @@ fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {
                 .unwrap_or_else(|| "did not finish".into()),
         ),
     ]);
+    let when = |t: &str| humantime::parse_rfc3339(t).ok();
+    if let (Some(a), Some(b)) = (
+        when(&m.started_utc),
+        m.finished_utc.as_deref().and_then(when),
+    ) {
+        if let Ok(d) = b.duration_since(a) {
+            run.push(pair("wall time", humantime::format_duration(d).to_string()));
+        }
+    }
     if let Some(st) = &m.startup {
         run.push(pair(
             "first worker's CUDA start-up",

@@ -15,6 +15,17 @@ use std::path::PathBuf;
 pub use read::{device_facts, previous_wall_times, Stored};
 pub use write::Writer;
 
+/// One reading of a peer program: its time, or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerRow {
+    pub peer: String,
+    /// The sweep point as tables label it.
+    pub point: String,
+    pub process: u32,
+    pub time_ns: Option<f64>,
+    pub note: String,
+}
+
 pub const EXPERIMENT_FILE: &str = "experiment.toml";
 pub const RUN_FILE: &str = "run.json";
 pub const SAMPLES_FILE: &str = "samples.csv.gz";
@@ -28,6 +39,11 @@ pub const SOURCES_DIR: &str = "sources";
 pub const TEMPLATE_FILE: &str = "template.md.j2";
 /// Optional: the path, relative to the run's folder, of an earlier run its report compares with.
 pub const COMPARE_FILE: &str = "compare_to";
+/// The readings of the experiment's peer programs, taken after its cells.
+pub const PEERS_FILE: &str = "peers.csv";
+/// Optional, written by a person after reading the run: the few sentences, each with its
+/// number, that the report opens with.
+pub const FINDINGS_FILE: &str = "findings.md";
 /// Optional, written by a person after reading the run; the report includes it.
 pub const NOTES_FILE: &str = "notes.md";
 

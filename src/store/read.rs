@@ -4,7 +4,8 @@
 //! file and line.
 
 use super::{
-    RunMeta, CELLS_FILE, EXPERIMENT_FILE, NOTES_FILE, RUN_FILE, SAMPLES_FILE, TELEMETRY_FILE,
+    PeerRow, RunMeta, CELLS_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
+    SAMPLES_FILE, TELEMETRY_FILE,
 };
 use crate::cuda::{self, DeviceInfo};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
@@ -27,6 +28,9 @@ pub struct Stored {
     pub samples: Samples,
     pub telemetry: Vec<TelemetryRow>,
     pub notes: Option<String>,
+    pub findings: Option<String>,
+    /// The peers' readings, where the run has them.
+    pub peers: Vec<PeerRow>,
     /// What was dropped as torn or unfinished, to tell the user.
     pub warnings: Vec<String>,
 }
@@ -165,7 +169,11 @@ impl Stored {
             records,
             samples: Samples::default(),
             telemetry: vec![],
+            peers: read_peers(dir)?,
             notes: fs::read_to_string(dir.join(NOTES_FILE))
+                .ok()
+                .map(|n| n.trim().to_string()),
+            findings: fs::read_to_string(dir.join(FINDINGS_FILE))
                 .ok()
                 .map(|n| n.trim().to_string()),
             warnings,
@@ -356,6 +364,32 @@ fn read_records(dir: &Path, warnings: &mut Vec<String>) -> Result<Vec<CellRecord
         }
     }
     Ok(records)
+}
+
+/// `peers.csv`, if the run has one.
+fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
+    let path = dir.join(PEERS_FILE);
+    let Ok(mut reader) = csv::Reader::from_path(&path) else {
+        return Ok(vec![]);
+    };
+    reader
+        .records()
+        .enumerate()
+        .map(|(i, r)| {
+            let bad = || anyhow::anyhow!("{PEERS_FILE}:{}: malformed row", i + 2);
+            let r = r.map_err(|_| bad())?;
+            if r.len() != 5 {
+                return Err(bad());
+            }
+            Ok(PeerRow {
+                peer: r[0].to_string(),
+                point: r[1].to_string(),
+                process: r[2].parse().map_err(|_| bad())?,
+                time_ns: r[3].parse().ok(),
+                note: r[4].to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.

@@ -3,8 +3,8 @@
 //! is written last, so a line in `cells.jsonl` means its samples are on disk.
 
 use super::{
-    RunMeta, Stored, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR,
-    TELEMETRY_FILE, TEMPLATE_FILE,
+    PeerRow, RunMeta, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE, RUN_FILE, SAMPLES_FILE,
+    SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
 };
 use crate::experiment::Experiment;
 use crate::plan::Cell;
@@ -131,6 +131,23 @@ impl Writer {
         }
         writer.write_meta(meta)?;
         Ok(writer)
+    }
+
+    /// Writes the peers' readings (all at once: they are taken after the cells).
+    pub fn write_peers(&self, rows: &[PeerRow]) -> Result<()> {
+        let mut w = csv::Writer::from_path(self.dir.join(PEERS_FILE))?;
+        w.write_record(["peer", "point", "process", "time_ns", "note"])?;
+        for r in rows {
+            w.write_record([
+                r.peer.clone(),
+                r.point.clone(),
+                r.process.to_string(),
+                r.time_ns.map_or(String::new(), |t| t.to_string()),
+                r.note.clone(),
+            ])?;
+        }
+        w.flush()?;
+        Ok(())
     }
 
     pub fn write_meta(&self, meta: &RunMeta) -> Result<()> {

@@ -2,13 +2,14 @@
 //! launch, warm-up, the first timed launch, the steady samples) and collect (CUPTI's spans,
 //! telemetry, the host's cost per sample).
 
-use super::inputs::{fnv1a, Buffers};
+use super::inputs::{fnv1a, Buffers, Poison};
 use super::kernels::KernelKey;
+use super::reference;
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
-use crate::experiment::knobs::warmup::WarmupKernel;
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
+use crate::experiment::knobs::{first_launch::FirstLaunch, inputs::Inputs, warmup::WarmupKernel};
 use crate::method::{
     self,
     flush::FlushBuffer,
@@ -60,9 +61,12 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))
         .collect();
-    let outcome = s.probe().map_err(Failure::from).and_then(|before| {
+    // A lazy first launch follows nothing on the GPU: no probe around it.
+    let probed = cell.knobs.first_launch == FirstLaunch::Prepared;
+    let probe = |s: &mut Session| if probed { s.probe() } else { Ok(None) };
+    let outcome = probe(s).map_err(Failure::from).and_then(|before| {
         measure(s, cell, &mut rec)?;
-        if let (Some(b), Some(a)) = (before, s.probe()?) {
+        if let (Some(b), Some(a)) = (before, probe(s)?) {
             rec.probe_mhz = Some((b.mhz, a.mhz));
             // Under the profiler the probes themselves are profiled: host time means nothing.
             if cell.knobs.timer != TimerKind::Profiler {
@@ -88,22 +92,42 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     }
 }
 
+/// Seeds of `inputs = "fresh"` data lie this far from the point's own (rotation sets use
+/// the seeds right after it).
+const FRESH_SEED: u64 = 1 << 32;
+
 /// Slack added to twice the measured enqueue cost when sizing a wait kernel.
 const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
 
 fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Failure> {
     let knobs = &cell.knobs;
     let timeline = &mut s.timeline;
-    let (loaded, cost) = s.kernels.get(KernelKey::of(cell), timeline)?;
-    if let Some(cost) = cost {
-        rec.compile_ms = Some(cost.compile_ms);
-        rec.module_load_ms = Some(cost.module_load_ms);
-    }
-    let func = loaded.func.clone();
     let spec = &cell.launch;
-    if spec.shared_bytes > 48 * 1024 {
-        func.allow_shared_bytes(spec.shared_bytes)?;
-    }
+    // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch.
+    let (func, lazy, entry) = match (cell.kernel, knobs.first_launch) {
+        (Some(k), FirstLaunch::Lazy) => {
+            let (l, compile_ms) = s.kernels.lazy(k, knobs.compile, timeline)?;
+            rec.compile_ms = compile_ms;
+            (None, Some((l.kernel(), l.empty())), l.entry.clone())
+        }
+        _ => {
+            let (loaded, cost) = s.kernels.get(KernelKey::of(cell), timeline)?;
+            if let Some(cost) = cost {
+                rec.compile_ms = Some(cost.compile_ms);
+                rec.module_load_ms = Some(cost.module_load_ms);
+            }
+            let func = loaded.func.clone();
+            if spec.shared_bytes > 48 * 1024 {
+                func.allow_shared_bytes(spec.shared_bytes)?;
+            }
+            (Some(func), None, loaded.entry.clone())
+        }
+    };
+    let poison = if lazy.is_some() {
+        Poison::ByCopy
+    } else {
+        Poison::ByMemset
+    };
 
     // Every variant and round at one point times the same inputs; further sets for
     // `rotate`, which the timed samples use in turn.
@@ -111,13 +135,21 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let seed = fnv1a(point.as_bytes());
     let sets: Vec<Buffers> = (0..knobs.rotate.0)
         .map(|i| {
-            Buffers::create(
-                &spec.args,
-                s.inputs.get(&point, &spec.args, seed.wrapping_add(i)),
-            )
+            let host = s.inputs.get(&point, &spec.args, seed.wrapping_add(i));
+            Buffers::create(&spec.args, host, poison)
         })
         .collect::<Result<_, _>>()?;
     let buffers = &sets[0];
+    // `inputs = "fresh"`: data of two other draws, copied in turn before each timed launch.
+    let fresh: Vec<_> = match knobs.inputs {
+        Inputs::Same => vec![],
+        Inputs::Fresh => (1..=2)
+            .map(|i| {
+                s.inputs
+                    .get(&point, &spec.args, seed.wrapping_add(FRESH_SEED + i))
+            })
+            .collect(),
+    };
     let params: Vec<Vec<Param>> = sets.iter().map(|b| b.params(&spec.args)).collect();
     timeline.mark("buffers");
     let dims = Dims {
@@ -125,7 +157,11 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         block: (spec.block[0], spec.block[1], spec.block[2]),
         shared_bytes: spec.shared_bytes,
     };
-    let mut launch = Launch::new(&func, dims, &params[0]);
+    let (mut launch, lazy_empty) = match (lazy, &func) {
+        (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &params[0]), Some(empty)),
+        (None, Some(func)) => (Launch::new(func, dims, &params[0]), None),
+        (None, None) => unreachable!("a kernel is loaded or lazy"),
+    };
     let body = match knobs.launches {
         Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n)?, n),
         other => Body::Launches(other.count()),
@@ -141,9 +177,11 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         }
     };
     let mut timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
-    let mut warm = match knobs.warmup.kernel {
-        WarmupKernel::Same => None,
-        WarmupKernel::Empty => Some(Launch::new(
+    let mut warm = match (knobs.warmup.kernel, lazy_empty) {
+        (WarmupKernel::Same, _) => None,
+        // The post's empty kernel shares the measured kernel's module.
+        (WarmupKernel::Empty, Some(empty)) => Some(Launch::lazy(empty, Dims::ONE, &[])),
+        (WarmupKernel::Empty, None) => Some(Launch::new(
             &s.kernels.function(KernelKey::Empty, timeline)?,
             Dims::ONE,
             &[],
@@ -174,7 +212,9 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let sampler = s
         .sensor
         .sample_every(Duration::from_millis(s.telemetry.interval_ms), origin);
-    buffers.poison_outputs()?;
+    if poison == Poison::ByMemset {
+        buffers.poison_outputs()?;
+    }
     timeline.mark("set-up");
     let kernel_def = cell.kernel.map(|k| s.kernels.def(k));
     let mut warmup = knobs.warmup.launches;
@@ -186,7 +226,11 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         cuda::synchronize().map_err(during("checked launch"))?;
         timeline.mark("checked launch");
         rec.kernel_launches += 1;
-        rec.check = Some(buffers.check(kernel_def, spec)?);
+        rec.check = Some(buffers.check(
+            kernel_def,
+            spec,
+            &reference::Cache(s.reference_cache.as_deref()),
+        )?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
@@ -233,6 +277,14 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             }
             turn += 1;
         }
+        if !fresh.is_empty() {
+            buffers
+                .refill(&fresh[turn % fresh.len()])
+                .map_err(during("copying fresh inputs"))?;
+            if params.len() == 1 {
+                turn += 1;
+            }
+        }
         if let Some(f) = flush.as_mut() {
             f.run().map_err(during("L2 flush"))?;
             if let Some(t) = timeline {
@@ -247,7 +299,11 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
-        rec.check = Some(buffers.check(kernel_def, spec)?);
+        rec.check = Some(buffers.check(
+            kernel_def,
+            spec,
+            &reference::Cache(s.reference_cache.as_deref()),
+        )?);
         timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
@@ -280,8 +336,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), timer.saturate.as_ref()) {
         q.too_short = sat.too_short;
     }
-    let entry = &s.kernels.get(KernelKey::of(cell), timeline)?.0.entry;
-    let readings = timer.finish(entry, first, samples)?;
+    let readings = timer.finish(&entry, first, samples)?;
     if readings.cupti.is_some() {
         timeline.mark("CUPTI records");
     }

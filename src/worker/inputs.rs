@@ -59,6 +59,15 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
         .collect()
 }
 
+/// How outputs are poisoned before the kernel writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Poison {
+    /// A memset on the GPU.
+    ByMemset,
+    /// A copy from the host, as the inputs are filled: nothing runs on the GPU.
+    ByCopy,
+}
+
 /// A cell's device buffers with the host copies of their initial contents.
 pub struct Buffers {
     device: Vec<Option<DeviceBuffer>>,
@@ -67,15 +76,20 @@ pub struct Buffers {
 
 impl Buffers {
     /// Allocates every buffer argument, uploads the inputs and poisons the outputs.
-    pub fn create(args: &[ArgValue], host: HostInputs) -> Result<Buffers, CudaError> {
+    pub fn create(
+        args: &[ArgValue],
+        host: HostInputs,
+        poison: Poison,
+    ) -> Result<Buffers, CudaError> {
         let mut device = Vec::new();
         for (a, data) in args.iter().zip(host.iter()) {
             match a {
                 ArgValue::Buffer { dtype, len, .. } => {
                     let buf = DeviceBuffer::alloc(len * dtype.size())?;
-                    match data {
-                        Some(data) => buf.upload(data)?,
-                        None => buf.fill(0xFF)?,
+                    match (data, poison) {
+                        (Some(data), _) => buf.upload(data)?,
+                        (None, Poison::ByMemset) => buf.fill(0xFF)?,
+                        (None, Poison::ByCopy) => buf.upload(&vec![0xFF; buf.bytes()])?,
                     }
                     device.push(Some(buf));
                 }
@@ -83,6 +97,16 @@ impl Buffers {
             }
         }
         Ok(Buffers { device, host })
+    }
+
+    /// Copies other input data (drawn as `host` was) into these buffers.
+    pub fn refill(&self, host: &HostInputs) -> Result<(), CudaError> {
+        for (d, h) in self.device.iter().zip(host.iter()) {
+            if let (Some(buf), Some(data)) = (d, h) {
+                buf.upload(data)?;
+            }
+        }
+        Ok(())
     }
 
     /// The kernel's parameters: these buffers, and the scalars' bytes.
@@ -110,7 +134,12 @@ impl Buffers {
     }
 
     /// Compares the kernel's output with its reference; Ok holds a one-line account.
-    pub fn check(&self, kernel: Option<&Kernel>, spec: &LaunchSpec) -> Result<String, String> {
+    pub fn check(
+        &self,
+        kernel: Option<&Kernel>,
+        spec: &LaunchSpec,
+        cache: &reference::Cache,
+    ) -> Result<String, String> {
         let Some((kernel, check)) = kernel.and_then(|k| Some((k, k.check.as_ref()?))) else {
             return Ok("no output to check".into());
         };
@@ -142,6 +171,7 @@ impl Buffers {
             &out,
             &spec.check_dims,
             check.tolerance,
+            cache,
         )
     }
 }

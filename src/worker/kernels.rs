@@ -2,7 +2,7 @@
 //! mode a cell asks for) and the built-in ones.
 
 use super::timeline::Timeline;
-use crate::cuda::{nvrtc, CudaError, Function, Module};
+use crate::cuda::{nvrtc, CudaError, Function, LazyFunction, LazyModule, Module};
 use crate::experiment::knobs::cache::FlushMethod;
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::Kernel;
@@ -89,11 +89,39 @@ pub struct LoadCost {
     pub module_load_ms: f64,
 }
 
+/// The empty kernel compiled into a lazily loaded kernel's module, as the post's programs
+/// have their warm-up kernel in the measured kernel's file.
+const LAZY_EMPTY: &str = "runner_lazy_empty";
+
+/// An experiment kernel compiled for lazy loading: its module (with the empty kernel) and
+/// the measured kernel's lowered name.
+pub struct Lazy {
+    pub module: std::rc::Rc<LazyModule>,
+    pub entry: String,
+}
+
+impl Lazy {
+    pub fn kernel(&self) -> LazyFunction {
+        LazyFunction {
+            module: self.module.clone(),
+            name: self.entry.clone(),
+        }
+    }
+
+    pub fn empty(&self) -> LazyFunction {
+        LazyFunction {
+            module: self.module.clone(),
+            name: LAZY_EMPTY.into(),
+        }
+    }
+}
+
 /// Kernels loaded so far in this process.
 pub struct Kernels {
     defs: Vec<Kernel>,
     capability: (i64, i64),
     loaded: HashMap<KernelKey, Loaded>,
+    lazy: HashMap<(usize, Compile), Lazy>,
 }
 
 impl Kernels {
@@ -102,6 +130,7 @@ impl Kernels {
             defs,
             capability,
             loaded: HashMap::new(),
+            lazy: HashMap::new(),
         }
     }
 
@@ -150,6 +179,43 @@ impl Kernels {
             func,
         });
         Ok((loaded, Some(cost)))
+    }
+
+    /// Experiment kernel `k` compiled (once) with the empty kernel beside it, its module
+    /// left to load at its first launch; the compile time where this call paid it.
+    pub fn lazy(
+        &mut self,
+        k: usize,
+        how: Compile,
+        timeline: &mut Timeline,
+    ) -> Result<(&Lazy, Option<f64>), CudaError> {
+        let slot = match self.lazy.entry((k, how)) {
+            Entry::Occupied(o) => return Ok((o.into_mut(), None)),
+            Entry::Vacant(v) => v,
+        };
+        let def = &self.defs[k];
+        let source = format!(
+            "{}\nextern \"C\" __global__ void {LAZY_EMPTY}() {{}}\n",
+            def.source_text
+        );
+        let output = match how.mode {
+            CompileMode::Cubin => nvrtc::Output::Cubin,
+            CompileMode::Ptx => nvrtc::Output::Ptx,
+        };
+        let compiled = nvrtc::compile(
+            &source,
+            &def.source,
+            &def.entry,
+            output,
+            &how.nvrtc_arch(self.capability),
+            &[],
+        )?;
+        timeline.mark("NVRTC compile");
+        let lazy = slot.insert(Lazy {
+            module: LazyModule::new(compiled.image),
+            entry: compiled.lowered_entry,
+        });
+        Ok((lazy, Some(compiled.compile_ms)))
     }
 
     /// The kernel's function, loading it on first use.

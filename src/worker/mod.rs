@@ -10,6 +10,7 @@ mod timeline;
 use crate::cuda::{self, Gpu};
 use crate::experiment::knobs::{
     cache::{Cache, FlushMethod},
+    first_launch::FirstLaunch,
     queue::Queue,
     warmup::WarmupKernel,
 };
@@ -85,6 +86,7 @@ pub fn main() -> ExitCode {
         timeline,
         probe: None,
         inputs: InputCache::default(),
+        reference_cache: job.reference_cache,
     };
     let cell_of = |index: usize| cells.get(&index);
     if job.prime {
@@ -137,6 +139,8 @@ pub struct Session {
     /// The clock probe, made on first use when the experiment asks for it.
     probe: Option<Probe>,
     inputs: InputCache,
+    /// Where reference results are shared with the run's other processes.
+    reference_cache: Option<std::path::PathBuf>,
 }
 
 impl Session {
@@ -176,6 +180,13 @@ impl Session {
 
     /// Compiles and loads every kernel `cell` launches (what a priming process does).
     fn load_all(&mut self, cell: &Cell) -> Result<(), cuda::CudaError> {
+        if let (Some(k), FirstLaunch::Lazy) = (cell.kernel, cell.knobs.first_launch) {
+            let (lazy, _) = self
+                .kernels
+                .lazy(k, cell.knobs.compile, &mut self.timeline)?;
+            lazy.kernel().resolve()?;
+            lazy.empty().resolve()?;
+        }
         let mut keys = vec![KernelKey::of(cell)];
         if cell.knobs.warmup.kernel == WarmupKernel::Empty {
             keys.push(KernelKey::Empty);

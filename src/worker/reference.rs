@@ -2,6 +2,8 @@
 
 use crate::experiment::Dtype;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
 
 /// Elements checked at most per matmul; larger outputs are checked at a fixed random sample.
 const MATMUL_FULL_CHECK: usize = 512 * 512;
@@ -33,6 +35,49 @@ impl HostBuffer<'_> {
     }
 }
 
+/// Where reference results are kept between the processes of one run, so that a sweep
+/// point's reference is computed once, not once per fresh process.
+pub struct Cache<'a>(pub Option<&'a Path>);
+
+impl Cache<'_> {
+    /// The file of the reference `name` for these inputs and dims.
+    fn file(&self, name: &str, inputs: &[&HostBuffer], dims: &[i64]) -> Option<PathBuf> {
+        let dir = self.0?;
+        let mut h = Sha256::new();
+        h.update(name.as_bytes());
+        for d in dims {
+            h.update(d.to_le_bytes());
+        }
+        for i in inputs {
+            h.update((i.bytes.len() as u64).to_le_bytes());
+            h.update(i.bytes);
+        }
+        let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Some(dir.join(format!("{key}.f64")))
+    }
+
+    /// The stored values, if another process stored them.
+    fn read(&self, file: &Option<PathBuf>, count: usize) -> Option<Vec<f64>> {
+        let bytes = std::fs::read(file.as_ref()?).ok()?;
+        (bytes.len() == count * 8).then(|| {
+            bytes
+                .chunks(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect()
+        })
+    }
+
+    /// Stores values for later processes (written whole, then renamed into place).
+    fn write(&self, file: &Option<PathBuf>, values: &[f64]) {
+        let Some(file) = file else { return };
+        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        if std::fs::write(&tmp, bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, file);
+        }
+    }
+}
+
 /// Compares `out` against the named reference; Ok holds a one-line account of the check.
 pub fn check(
     reference: &str,
@@ -40,9 +85,10 @@ pub fn check(
     out: &HostBuffer,
     dims: &[i64],
     tolerance: f64,
+    cache: &Cache,
 ) -> Result<String, String> {
     match reference {
-        "matmul" => matmul(&inputs[0], &inputs[1], out, dims, tolerance),
+        "matmul" => matmul(&inputs[0], &inputs[1], out, dims, tolerance, cache),
         "copy" => copy(&inputs[0], out),
         other => Err(format!("unknown reference `{other}`")),
     }
@@ -55,6 +101,7 @@ fn matmul(
     out: &HostBuffer,
     dims: &[i64],
     tol: f64,
+    cache: &Cache,
 ) -> Result<String, String> {
     let (m, k, n) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
     if a.len() < m * k || b.len() < k * n || out.len() < m * n {
@@ -73,22 +120,18 @@ fn matmul(
             .map(|_| rng.random_range(0..m * n))
             .collect()
     };
-    // Decoded once, B transposed: each reference element is then a contiguous dot product.
-    let a: Vec<f64> = (0..m * k).map(|i| a.f64_at(i)).collect();
-    let mut bt = vec![0.0; k * n];
-    for i in 0..k {
-        for j in 0..n {
-            bt[j * k + i] = b.f64_at(i * n + j);
+    let file = cache.file("matmul", &[a, b], dims);
+    let want = match cache.read(&file, cells.len()) {
+        Some(w) => w,
+        None => {
+            let w = matmul_reference(a, b, (m, k, n), &cells);
+            cache.write(&file, &w);
+            w
         }
-    }
+    };
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
-    for &idx in &cells {
+    for (&idx, &want) in cells.iter().zip(&want) {
         let (row, col) = (idx / n, idx % n);
-        let want: f64 = a[row * k..(row + 1) * k]
-            .iter()
-            .zip(&bt[col * k..(col + 1) * k])
-            .map(|(x, y)| x * y)
-            .sum();
         let got = out.f64_at(idx);
         if !got.is_finite() {
             return Err(format!(
@@ -113,6 +156,34 @@ fn matmul(
     Ok(format!(
         "matmul vs float64: relative error {rel:.2e} over {scope}"
     ))
+}
+
+/// The float64 product's elements at `cells` (row-major indices of the m x n output).
+fn matmul_reference(
+    a: &HostBuffer,
+    b: &HostBuffer,
+    (m, k, n): (usize, usize, usize),
+    cells: &[usize],
+) -> Vec<f64> {
+    // Decoded once, B transposed: each reference element is then a contiguous dot product.
+    let a: Vec<f64> = (0..m * k).map(|i| a.f64_at(i)).collect();
+    let mut bt = vec![0.0; k * n];
+    for i in 0..k {
+        for j in 0..n {
+            bt[j * k + i] = b.f64_at(i * n + j);
+        }
+    }
+    cells
+        .iter()
+        .map(|&idx| {
+            let (row, col) = (idx / n, idx % n);
+            a[row * k..(row + 1) * k]
+                .iter()
+                .zip(&bt[col * k..(col + 1) * k])
+                .map(|(x, y)| x * y)
+                .sum()
+        })
+        .collect()
 }
 
 fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, String> {
@@ -156,13 +227,61 @@ mod tests {
             bytes,
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
-        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4).is_ok());
-        assert!(check("matmul", &ins, &buf("C", &bad), &[2, 2, 2], 1e-4)
-            .unwrap_err()
-            .contains("relative error"));
-        assert!(check("matmul", &ins, &buf("C", &nan), &[2, 2, 2], 1e-4)
-            .unwrap_err()
-            .contains("did not write"));
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &good),
+            &[2, 2, 2],
+            1e-4,
+            &Cache(None)
+        )
+        .is_ok());
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &bad),
+            &[2, 2, 2],
+            1e-4,
+            &Cache(None)
+        )
+        .unwrap_err()
+        .contains("relative error"));
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &nan),
+            &[2, 2, 2],
+            1e-4,
+            &Cache(None)
+        )
+        .unwrap_err()
+        .contains("did not write"));
+    }
+
+    #[test]
+    fn a_reference_is_computed_once_and_read_back_by_later_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache(Some(dir.path()));
+        let a = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
+        let b = f32_bytes(&[5.0, 6.0, 7.0, 8.0]);
+        let good = f32_bytes(&[19.0, 22.0, 43.0, 50.0]);
+        let buf = |name, bytes| HostBuffer {
+            name,
+            dtype: Dtype::F32,
+            bytes,
+        };
+        let ins = [buf("A", &a[..]), buf("B", &b[..])];
+        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_ok());
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "stored once");
+        // A later process reads the stored reference: a planted wrong value there shows it.
+        let file = files[0].as_ref().unwrap().path();
+        let planted: Vec<u8> = [19.0f64, 22.0, 43.0, 51.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(&file, planted).unwrap();
+        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_err());
     }
 
     #[test]
@@ -174,9 +293,24 @@ mod tests {
             dtype: Dtype::F32,
             bytes,
         };
-        assert!(check("copy", &[buf("src", &s)], &buf("dst", &s), &[], 0.0).is_ok());
-        assert!(check("copy", &[buf("src", &s)], &buf("dst", &d), &[], 0.0)
-            .unwrap_err()
-            .contains("dst[1]"));
+        assert!(check(
+            "copy",
+            &[buf("src", &s)],
+            &buf("dst", &s),
+            &[],
+            0.0,
+            &Cache(None)
+        )
+        .is_ok());
+        assert!(check(
+            "copy",
+            &[buf("src", &s)],
+            &buf("dst", &d),
+            &[],
+            0.0,
+            &Cache(None)
+        )
+        .unwrap_err()
+        .contains("dst[1]"));
     }
 }

@@ -82,6 +82,8 @@ knobs! {
     env: env::Env,
     compile: compile::Compile,
     timeout: timeout::Timeout,
+    first_launch: first_launch::FirstLaunch,
+    inputs: inputs::Inputs,
 }
 
 impl Knobs {

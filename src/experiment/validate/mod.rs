@@ -121,6 +121,13 @@ impl Validator<'_> {
                     .with_hint("write a duration such as gpu_warmup = \"30s\"")
             })?,
         };
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        let err = |span, msg| ConfigError::at(self.path, self.text, Some(span), msg);
+        let peers = raw
+            .peers
+            .iter()
+            .map(|p| super::peer::validate(p, &names, &points, self.facts, &err))
+            .collect::<Result<Vec<_>, _>>()?;
         let t = raw.telemetry.as_ref();
         Ok(Experiment {
             path: self.path.to_path_buf(),
@@ -136,6 +143,7 @@ impl Validator<'_> {
             clocks,
             gpu_warmup,
             facts: self.facts.clone(),
+            peers,
             telemetry: TelemetrySpec {
                 interval_ms: t.and_then(|t| t.interval_ms).unwrap_or(10),
                 clock_tolerance_pct: t.and_then(|t| t.clock_tolerance_pct).unwrap_or(1.0),

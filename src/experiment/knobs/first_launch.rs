@@ -1,0 +1,74 @@
+//! `first_launch`: what the first launch of a kernel in its process carries. `"prepared"`:
+//! the module is loaded and the function looked up before anything is timed, outputs are
+//! poisoned by a memset, and only the launch is timed. `"lazy"`: as a runtime-API program
+//! (`kernel<<<...>>>`) with lazy loading sees it: the kernel's module loads and its function
+//! is looked up at its first launch, inside that launch's timed region when no warm-up of
+//! the same kernel comes first; an empty warm-up kernel lives in the same module, as the
+//! post's does; nothing runs on the GPU before it but the copies that fill the buffers
+//! (outputs are poisoned by a copy), and no clock probe runs before it.
+
+use super::launches::Launches;
+use super::queue::Queue;
+use super::{Aspect, ConfigError, Knob, Layer};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstLaunch {
+    #[default]
+    Prepared,
+    Lazy,
+}
+
+impl Knob for FirstLaunch {
+    const KEYS: &'static [&'static str] = &["first_launch"];
+    const ASPECT: Aspect = Aspect::Method;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let first: FirstLaunch = layer.get("first_launch")?.unwrap_or_default();
+        if first == FirstLaunch::Lazy {
+            if let Launches::Graph(_) = Launches::read(layer)? {
+                return Err(layer
+                    .err_at("first_launch", "first_launch = \"lazy\" does not apply to graph = N")
+                    .with_hint("capturing a graph launches the kernel before anything is timed"));
+            }
+            if Queue::read(layer)? != Queue::Idle {
+                return Err(layer
+                    .err_at(
+                        "first_launch",
+                        "first_launch = \"lazy\" does not apply to queue = \"saturate\"",
+                    )
+                    .with_hint("sizing the wait kernel launches the kernel before anything is timed"));
+            }
+        }
+        Ok(first)
+    }
+
+    fn describe(&self) -> Option<String> {
+        match self {
+            FirstLaunch::Prepared => None,
+            FirstLaunch::Lazy => Some(
+                "the kernel loads at its first launch, as a runtime-API program's does (lazy loading); nothing runs on the GPU before it but the buffers' copies"
+                    .into(),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn lazy_loading_excludes_what_launches_before_the_timed_region() {
+        assert_eq!(read::<FirstLaunch>("").unwrap(), FirstLaunch::Prepared);
+        assert_eq!(
+            read::<FirstLaunch>("first_launch = \"lazy\"").unwrap(),
+            FirstLaunch::Lazy
+        );
+        assert!(read::<FirstLaunch>("first_launch = \"lazy\"\ngraph = 10").is_err());
+        assert!(read::<FirstLaunch>("first_launch = \"lazy\"\nqueue = \"saturate\"").is_err());
+        assert!(read::<FirstLaunch>("first_launch = \"eager\"").is_err());
+    }
+}
