@@ -407,3 +407,51 @@ fn an_interrupted_run_resumes_keeping_its_finished_cells() {
     let out = run(&["run", "--resume", dir.to_str().unwrap(), "--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_lazy_first_launch_carries_the_module_load_and_fresh_inputs_stay_checked() {
+    let text = matmul_with(
+        "n = [64]",
+        "[defaults]\nfresh_process = true\nprocesses = 3\nsamples = 0\n[[variant]]\nname = \"lazy\"\nfirst_launch = \"lazy\"\n[[variant]]\nname = \"prepared\"\n[[variant]]\nname = \"fresh\"\nfresh_process = false\nfirst_launch = \"lazy\"\nwarmup = 2\nsamples = 10\ninputs = \"fresh\"\n[report]\nfloor = false\n",
+    );
+    let (_out, _dir, records) = run_on_gpu("lazy", &text);
+    let firsts = |suffix: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| r["id"].as_str().unwrap().ends_with(suffix))
+            .map(|r| r["first_ns"].as_f64().unwrap())
+            .collect()
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (lazy, prepared) = (median(firsts("/lazy")), median(firsts("/prepared")));
+    // Loading a CUBIN module takes tens of microseconds or more; the timed launch of a
+    // lazy process pays it, a prepared one does not.
+    assert!(
+        lazy > prepared + 20_000.0,
+        "lazy {lazy} ns, prepared {prepared} ns"
+    );
+    let phases = |suffix: &str| -> Vec<String> {
+        record(&records, suffix)["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        !phases("/lazy").contains(&"module load".to_string()),
+        "{:?}",
+        phases("/lazy")
+    );
+    assert!(phases("/prepared").contains(&"module load".to_string()));
+    let fresh = record(&records, "/fresh");
+    assert_eq!(fresh["status"], "ok", "{fresh}");
+    assert!(
+        fresh["check"].as_str().unwrap().contains("relative error"),
+        "{fresh}"
+    );
+}
