@@ -174,3 +174,65 @@ fn the_readme_example_experiment_is_valid() {
         stdout(&out)
     );
 }
+
+/// Every committed report opens with its findings (at most about ten lines, each with a
+/// number), and every table shows its times in one unit.
+#[test]
+fn committed_reports_open_with_findings_and_keep_one_unit_per_table() {
+    fn time(cell: &str) -> Option<&str> {
+        let mut parts = cell.trim().splitn(2, ' ');
+        let (number, unit) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let number = number.trim_start_matches(['+', '-']);
+        (!number.is_empty() && number.parse::<f64>().is_ok())
+            .then_some(unit)
+            .filter(|u| ["ns", "µs", "ms", "s"].contains(u))
+    }
+    let mut checked = 0;
+    for entry in std::fs::read_dir("reports").unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("run.json").exists() {
+            continue;
+        }
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let first_section = report.lines().find(|l| l.starts_with("## "));
+        assert_eq!(first_section, Some("## Findings"), "{}", dir.display());
+        let findings: Vec<&str> = report
+            .split("## Findings")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take_while(|l| !l.starts_with("## "))
+            .filter(|l| l.starts_with("- "))
+            .collect();
+        assert!(
+            (1..=10).contains(&findings.len()),
+            "{}: {} findings",
+            dir.display(),
+            findings.len()
+        );
+        for f in &findings {
+            assert!(
+                f.chars().any(|c| c.is_ascii_digit()),
+                "{}: {f}",
+                dir.display()
+            );
+        }
+        // Each table's cells that are a time alone share one unit.
+        for table in report.split("\n\n").filter(|b| b.starts_with('|')) {
+            let mut units: Vec<&str> = table
+                .lines()
+                .flat_map(|l| l.split('|'))
+                .filter_map(time)
+                .collect();
+            units.sort();
+            units.dedup();
+            assert!(
+                units.len() <= 1,
+                "{}: a table mixes {units:?}",
+                dir.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "{checked} reports");
+}

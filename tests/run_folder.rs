@@ -97,8 +97,22 @@ fn samples_missing_for_a_cell_called_ok_is_an_error() {
 
 #[test]
 fn a_changed_experiment_is_not_resumed() {
-    let (_root, copy) = copy_run("events");
-    let out = run(&["run", "--resume", copy.to_str().unwrap()]);
+    let (root, copy) = copy_run("events");
+    // The experiment as run, with one knob changed.
+    let text = std::fs::read_to_string(copy.join("experiment.toml"))
+        .unwrap()
+        .replace("processes = 20", "processes = 21");
+    std::fs::create_dir(root.path().join("experiments")).unwrap();
+    let changed = root.path().join("experiments/events.toml");
+    std::fs::write(&changed, text).unwrap();
+    let kernels = Path::new("kernels").canonicalize().unwrap();
+    std::os::unix::fs::symlink(kernels, root.path().join("kernels")).unwrap();
+    let out = run(&[
+        "run",
+        changed.to_str().unwrap(),
+        "--resume",
+        copy.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(

@@ -195,6 +195,7 @@ impl View {
                 });
             }
         }
+        let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
         let failures = s
             .records
             .iter()
@@ -204,6 +205,11 @@ impl View {
                 process: r.process,
                 error: r.error.clone().unwrap_or_default(),
             })
+            .chain(peer_failures.map(|r| FailureRow {
+                cell: format!("peer {} at {}", r.peer, r.point),
+                process: r.process,
+                error: r.note.clone(),
+            }))
             .collect();
         let (plots, bias, mut plot_files) = figures::build(a)?;
         let (phases, phase_plots) = super::phases::build(s, |cell| {
