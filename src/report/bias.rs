@@ -4,6 +4,7 @@
 
 use super::format;
 use super::plots::{self, Line};
+use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{point_label, Experiment, Point, Unit};
 use serde::Serialize;
 
@@ -14,6 +15,8 @@ pub const TOLERANCE_NS: f64 = 500.0;
 #[derive(Serialize)]
 pub struct BiasTable {
     pub kernel: String,
+    /// Whether rows show the kernel's buffer bytes (kernels of different sizes share the sweep).
+    pub sized: bool,
     pub parameters: String,
     pub references: Vec<String>,
     pub methods: Vec<String>,
@@ -26,6 +29,7 @@ pub struct BiasTable {
 #[derive(Serialize)]
 pub struct BiasRow {
     pub point: String,
+    pub size: String,
     pub references: Vec<String>,
     pub biases: Vec<String>,
     /// The method nearest its reference at this point.
@@ -90,7 +94,7 @@ pub fn build(
         let mut rows = Vec::new();
         // Per pair: measured at some point, and within tolerance at every such point.
         let mut close = vec![(false, true); pairs.len()];
-        for point in &exp.points {
+        for (i, point) in exp.points.iter().enumerate() {
             let at = |v: &str| median(k, point, v);
             let biases = pairs
                 .iter()
@@ -126,6 +130,10 @@ pub fn build(
             };
             rows.push(BiasRow {
                 point: point_label(point),
+                size: kernel
+                    .launches
+                    .get(i)
+                    .map_or(String::new(), |l| bytes_text(l.buffer_bytes())),
                 references: references
                     .iter()
                     .map(|r| at(r).map_or("–".into(), time))
@@ -136,6 +144,7 @@ pub fn build(
         }
         tables.push(BiasTable {
             kernel: kernel.name.clone(),
+            sized: exp.kernels.len() > 1,
             parameters: exp.parameter_names(),
             references: references.clone(),
             methods: pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect(),

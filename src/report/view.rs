@@ -4,6 +4,7 @@ use super::cells::{self, CellRow};
 use super::figures::{self, PlotFile, Plots};
 use super::format;
 use crate::analysis::{Analysis, Phase};
+use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{point_label, Aspect, Point, Unit};
 use crate::plan::{Cell, Headline, Role};
 use crate::protocol::Status;
@@ -75,6 +76,9 @@ struct Table {
     parameters: String,
     /// The one unit all its times are shown in.
     unit: String,
+    /// Whether rows show the kernel's buffer bytes: where kernels of different sizes share
+    /// one sweep, the sweep value alone does not say how large each is.
+    sized: bool,
     columns: Vec<String>,
     diff_columns: Vec<String>,
     published_columns: Vec<String>,
@@ -85,6 +89,8 @@ struct Table {
 #[derive(Serialize)]
 struct TableRow {
     point: String,
+    /// The kernel's buffers at this point, e.g. `2.0 MiB`.
+    size: String,
     values: Vec<String>,
     diffs: Vec<String>,
     published: Vec<String>,
@@ -293,10 +299,15 @@ fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
     let rows = exp
         .points
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let median = |v: &str| a.median_at(k, p, v);
             let label = point_label(p);
             TableRow {
+                size: exp.kernels[k]
+                    .launches
+                    .get(i)
+                    .map_or(String::new(), |l| bytes_text(l.buffer_bytes())),
                 values: exp
                     .variants
                     .iter()
@@ -340,6 +351,7 @@ fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
         kernel: kernel.to_string(),
         parameters: exp.parameter_names(),
         unit: unit.symbol().into(),
+        sized: exp.kernels.len() > 1,
         diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
         columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
         published_columns: exp
