@@ -87,6 +87,7 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
                 git: system::git(&exp.path, dir),
                 runner_version: env!("CARGO_PKG_VERSION").to_string(),
                 started_utc: now(),
+                peers_s: None,
                 finished_utc: None,
                 complete: false,
                 host: system::host(),
@@ -116,7 +117,9 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?.run_all(&done)?;
     if complete && !exp.peers.is_empty() {
         eprintln!("running the peers beside their variants");
+        let started = std::time::Instant::now();
         writer.write_peers(&peers::run_all(&exp))?;
+        meta.peers_s = Some(started.elapsed().as_secs_f64());
     }
     meta.complete = complete;
     meta.finished_utc = Some(now());

@@ -444,7 +444,13 @@ fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {
         m.finished_utc.as_deref().and_then(when),
     ) {
         if let Ok(d) = b.duration_since(a) {
-            run.push(pair("wall time", humantime::format_duration(d).to_string()));
+            let peers = m.peers_s.map_or(String::new(), |s| {
+                format!(" (of which the peer programs {s:.0} s)")
+            });
+            run.push(pair(
+                "wall time",
+                format!("{}{peers}", humantime::format_duration(d)),
+            ));
         }
     }
     if let Some(st) = &m.startup {

@@ -62,6 +62,9 @@ pub struct RunMeta {
     pub runner_version: String,
     pub started_utc: String,
     pub finished_utc: Option<String>,
+    /// Seconds the peer programs took, after the cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers_s: Option<f64>,
     /// Whether every planned run finished (false after an interrupt or a fatal error).
     pub complete: bool,
     pub host: Host,

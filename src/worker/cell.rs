@@ -229,7 +229,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         rec.check = Some(buffers.check(
             kernel_def,
             spec,
-            &reference::Cache(s.reference_cache.as_deref()),
+            &reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}")),
         )?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
@@ -302,7 +302,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         rec.check = Some(buffers.check(
             kernel_def,
             spec,
-            &reference::Cache(s.reference_cache.as_deref()),
+            &reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}")),
         )?);
         timeline.mark(OUTPUT_CHECK);
     }

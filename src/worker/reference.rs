@@ -37,20 +37,30 @@ impl HostBuffer<'_> {
 
 /// Where reference results are kept between the processes of one run, so that a sweep
 /// point's reference is computed once, not once per fresh process.
-pub struct Cache<'a>(pub Option<&'a Path>);
+pub struct Cache<'a> {
+    dir: Option<&'a Path>,
+    /// Names the inputs: their kernel, point and seed, from which they are drawn (hashing
+    /// the inputs themselves would cost more than the reference at large sizes).
+    inputs: String,
+}
 
-impl Cache<'_> {
+impl<'a> Cache<'a> {
+    pub fn new(dir: Option<&'a Path>, inputs: String) -> Self {
+        Cache { dir, inputs }
+    }
+
     /// The file of the reference `name` for these inputs and dims.
     fn file(&self, name: &str, inputs: &[&HostBuffer], dims: &[i64]) -> Option<PathBuf> {
-        let dir = self.0?;
+        let dir = self.dir?;
         let mut h = Sha256::new();
         h.update(name.as_bytes());
+        h.update(self.inputs.as_bytes());
         for d in dims {
             h.update(d.to_le_bytes());
         }
         for i in inputs {
+            h.update(i.name.as_bytes());
             h.update((i.bytes.len() as u64).to_le_bytes());
-            h.update(i.bytes);
         }
         let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
         Some(dir.join(format!("{key}.f64")))
@@ -233,7 +243,7 @@ mod tests {
             &buf("C", &good),
             &[2, 2, 2],
             1e-4,
-            &Cache(None)
+            &Cache::new(None, String::new())
         )
         .is_ok());
         assert!(check(
@@ -242,7 +252,7 @@ mod tests {
             &buf("C", &bad),
             &[2, 2, 2],
             1e-4,
-            &Cache(None)
+            &Cache::new(None, String::new())
         )
         .unwrap_err()
         .contains("relative error"));
@@ -252,7 +262,7 @@ mod tests {
             &buf("C", &nan),
             &[2, 2, 2],
             1e-4,
-            &Cache(None)
+            &Cache::new(None, String::new())
         )
         .unwrap_err()
         .contains("did not write"));
@@ -261,7 +271,7 @@ mod tests {
     #[test]
     fn a_reference_is_computed_once_and_read_back_by_later_processes() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = Cache(Some(dir.path()));
+        let cache = Cache::new(Some(dir.path()), "k/n=2#7".into());
         let a = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
         let b = f32_bytes(&[5.0, 6.0, 7.0, 8.0]);
         let good = f32_bytes(&[19.0, 22.0, 43.0, 50.0]);
@@ -299,7 +309,7 @@ mod tests {
             &buf("dst", &s),
             &[],
             0.0,
-            &Cache(None)
+            &Cache::new(None, String::new())
         )
         .is_ok());
         assert!(check(
@@ -308,7 +318,7 @@ mod tests {
             &buf("dst", &d),
             &[],
             0.0,
-            &Cache(None)
+            &Cache::new(None, String::new())
         )
         .unwrap_err()
         .contains("dst[1]"));
