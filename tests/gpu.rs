@@ -455,3 +455,21 @@ fn a_lazy_first_launch_carries_the_module_load_and_fresh_inputs_stay_checked() {
         "{fresh}"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn an_argument_list_that_does_not_match_the_kernel_fails_its_cell() {
+    let text = matmul_with(
+        "n = [64]",
+        "[[variant]]\nname = \"events\"\nsamples = 5\n[report]\nfloor = false\n",
+    )
+    .replace("  { name = \"n\", scalar = \"i32\", value = \"n\" },\n", "");
+    let (_out, _dir, records) = run_on_gpu("params", &text);
+    let r = record(&records, "/events");
+    assert_eq!(r["status"], "failed", "{r}");
+    let why = r["error"].as_str().unwrap();
+    assert!(
+        why.contains("takes 6 parameter(s)") && why.contains("gives 5"),
+        "{why}"
+    );
+}

@@ -57,6 +57,30 @@ pub struct Function {
 }
 
 impl Function {
+    /// The byte size of each of the kernel's parameters, as the driver knows them.
+    pub fn param_sizes(&self) -> Result<Vec<usize>, CudaError> {
+        let mut sizes = Vec::new();
+        // A kernel takes at most 4 KiB of parameters: far fewer than this many.
+        while sizes.len() < 4096 {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: func is a live function; the call writes two sizes through valid
+            // pointers and fails (INVALID_VALUE) past the last parameter.
+            let r =
+                unsafe { sys::cuFuncGetParamInfo(self.func, sizes.len(), &mut offset, &mut size) };
+            match r {
+                sys::CUresult::CUDA_SUCCESS => sizes.push(size),
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
+                other => {
+                    return Err(CudaError::Driver {
+                        call: "cuFuncGetParamInfo".into(),
+                        code: other,
+                    })
+                }
+            }
+        }
+        Ok(sizes)
+    }
+
     /// Lets launches use more than the default 48 KiB of dynamic shared memory.
     pub fn allow_shared_bytes(&self, bytes: u32) -> Result<(), CudaError> {
         // SAFETY: func is a live function; the attribute takes a byte count.
@@ -241,6 +265,9 @@ impl<'b> Launch<'b> {
         };
         // SAFETY: func is a live function (it holds its module), each parameter slot holds
         // a value or the address of a buffer borrowed for 'b, and the slots do not move.
+        // The worker checks the slots' count and sizes against the kernel's parameters
+        // (`Function::param_sizes`) before a prepared launch; a lazy launch cannot be
+        // checked before it runs and trusts the experiment's argument list.
         unsafe {
             result::launch_kernel(
                 func.func,
@@ -348,9 +375,15 @@ fn capture_on(
     }
     .during("cuStreamBeginCapture")?;
     for _ in 0..count {
-        launch
-            .enqueue_on(stream)
-            .during("launch during graph capture")?;
+        if let Err(e) = launch.enqueue_on(stream) {
+            // SAFETY: the capture began on this stream above; ending it leaves the stream
+            // ordinary again before it is destroyed, and the partial graph is discarded.
+            if let Ok(g) = unsafe { result::stream::end_capture(stream) } {
+                // SAFETY: g was just returned by the capture and is not used again.
+                let _ = unsafe { result::graph::destroy(g) };
+            }
+            return Err(CudaError::driver("launch during graph capture", e));
+        }
     }
     // SAFETY: the capture began on this stream above.
     let graph = unsafe { result::stream::end_capture(stream) }.during("cuStreamEndCapture")?;

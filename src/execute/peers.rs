@@ -6,7 +6,7 @@ use crate::experiment::{peer, point_label, Experiment};
 use crate::store::PeerRow;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The longest a peer process may take.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -42,7 +42,7 @@ pub fn run_all(exp: &Experiment) -> Vec<PeerRow> {
 /// One process of a peer: its reading in ns, or why there is none.
 fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, String> {
     let program = peer::program(&exp.path, &command[0]);
-    let mut child = Command::new(&program)
+    let child = Command::new(&program)
         .args(&command[1..])
         .envs(p.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -50,22 +50,25 @@ fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, 
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("skipped: cannot start {} ({e})", program.display()))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() > TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("killed after {}s", TIMEOUT.as_secs()));
+    // Its output is read as it comes (a thread waits for it), so a talkative program
+    // cannot block on a full pipe; one that overruns is killed.
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(TIMEOUT) {
+        Ok(out) => out.map_err(|e| format!("cannot read {}'s output: {e}", program.display()))?,
+        Err(_) => {
+            if let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("cannot wait for {}: {e}", program.display())),
+            return Err(format!("killed after {}s", TIMEOUT.as_secs()));
         }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("cannot read {}'s output: {e}", program.display()))?;
+    };
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);

@@ -199,7 +199,13 @@ pub fn evaluate(
         .check_dims
         .iter()
         .enumerate()
-        .map(|(i, d)| int(d, Part::CheckDim(i)))
+        .map(|(i, d)| match int(d, Part::CheckDim(i))? {
+            v if v >= 1 => Ok(v),
+            v => Err((
+                Part::CheckDim(i),
+                format!("a check dimension is {v}, not positive"),
+            )),
+        })
         .collect::<Result<_, _>>()?;
     let spec = LaunchSpec {
         grid,

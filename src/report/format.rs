@@ -17,10 +17,11 @@ pub fn time(ns: f64, unit: Unit) -> String {
         u => u,
     };
     let v = ns / unit.ns_per_unit();
+    // Four significant digits (more decimals for a small value in a large unit).
     let digits = if unit == Unit::Ns {
         1
     } else {
-        (3 - v.abs().max(1e-9).log10().floor() as i32).clamp(0, 3) as usize
+        (3 - v.abs().max(1e-9).log10().floor() as i32).clamp(0, 6) as usize
     };
     format!("{v:.digits$} {}", unit.symbol())
 }
@@ -84,13 +85,18 @@ mod tests {
         let u = unit_for([12_900.0, 46_400.0, 2_750_000.0], Unit::Auto);
         assert_eq!(u, Unit::Us);
         assert_eq!(time(2_750_000.0, u), "2750 µs");
-        assert_eq!(time(864.0, u), "0.864 µs");
+        assert_eq!(time(864.0, u), "0.8640 µs");
         assert_eq!(unit_for([1.0], Unit::Ms), Unit::Ms);
+        assert_eq!(
+            time(300.0, Unit::Ms),
+            "0.000300 ms",
+            "a small value keeps its digits"
+        );
     }
 
     #[test]
     fn fixed_unit_and_percent() {
-        assert_eq!(time(293_000.0, Unit::Ms), "0.293 ms");
+        assert_eq!(time(293_000.0, Unit::Ms), "0.2930 ms");
         assert_eq!(percent(38.9), "+38.90%");
         assert_eq!(percent(-0.5), "-0.50%");
         assert_eq!(time(f64::NAN, Unit::Auto), "–");

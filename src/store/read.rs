@@ -161,6 +161,17 @@ impl Stored {
         let plan = Plan::new(&experiment).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut warnings = Vec::new();
         let records = read_records(dir, &mut warnings)?;
+        if let Some(r) = records
+            .iter()
+            .find(|r| plan.cells.get(r.cell).is_none_or(|c| c.id != r.id))
+        {
+            bail!(
+                "{}: cell {} (index {}) is not in the stored experiment's plan: the run folder is damaged or its experiment.toml was changed",
+                dir.join(CELLS_FILE).display(),
+                r.id,
+                r.cell
+            );
+        }
         let mut stored = Stored {
             dir: dir.to_path_buf(),
             meta,

@@ -93,17 +93,18 @@ impl Writer {
         }
         fs::write(dir.join(EXPERIMENT_FILE), &exp.text)
             .with_context(|| format!("cannot write into {}", dir.display()))?;
-        let writer = Writer::empty(dir, exp)?;
+        let writer = Writer::empty(dir, exp, "")?;
         writer.write_meta(meta)?;
         Ok(writer)
     }
 
-    /// New samples, telemetry and cell files in `dir`, holding their headers only.
-    fn empty(dir: &Path, exp: &Experiment) -> Result<Writer> {
+    /// New samples, telemetry and cell files in `dir`, holding their headers only; each
+    /// named `prefix` + its name.
+    fn empty(dir: &Path, exp: &Experiment, prefix: &str) -> Result<Writer> {
         let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
         let create = |name: &str| {
-            File::create(dir.join(name))
-                .with_context(|| format!("cannot create {}", dir.join(name).display()))
+            let path = dir.join(format!("{prefix}{name}"));
+            File::create(&path).with_context(|| format!("cannot create {}", path.display()))
         };
         let mut samples = create(SAMPLES_FILE)?;
         append_member(&mut samples, &[samples_header(&params)])?;
@@ -124,10 +125,17 @@ impl Writer {
     /// Continues the stored run in `dir`: its files are written anew from what was read
     /// back (a torn last cell dropped), and later cells are appended.
     pub fn resume(dir: &Path, stored: &Stored, meta: &RunMeta) -> Result<Writer> {
-        let mut writer = Writer::empty(dir, &stored.experiment)?;
+        // Written beside the old files and renamed over them once whole, so that nothing
+        // of the run is lost if this stops half-way.
+        const NEW: &str = ".resumed-";
+        let mut writer = Writer::empty(dir, &stored.experiment, NEW)?;
         for rec in &stored.records {
             let rec = stored.with_samples(rec);
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
+        }
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
+            fs::rename(dir.join(format!("{NEW}{name}")), dir.join(name))
+                .with_context(|| format!("cannot replace {}", dir.join(name).display()))?;
         }
         writer.write_meta(meta)?;
         Ok(writer)

@@ -10,6 +10,7 @@ use super::Session;
 use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::experiment::knobs::{first_launch::FirstLaunch, inputs::Inputs, warmup::WarmupKernel};
+use crate::experiment::{ArgValue, LaunchSpec};
 use crate::method::{
     self,
     flush::FlushBuffer,
@@ -92,6 +93,32 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     }
 }
 
+/// Refuses an argument list that does not match the kernel's parameters, which the driver
+/// would read past or misread.
+fn check_params(
+    func: &crate::cuda::Function,
+    spec: &LaunchSpec,
+    entry: &str,
+) -> Result<(), Failure> {
+    let want = func.param_sizes()?;
+    let given: Vec<usize> = spec
+        .args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Buffer { .. } => 8,
+            ArgValue::Scalar { dtype, .. } => dtype.size(),
+        })
+        .collect();
+    if want == given {
+        return Ok(());
+    }
+    Err(Failure::from(format!(
+        "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes: list every parameter in `args`, in order, with its type",
+        want.len(),
+        given.len()
+    )))
+}
+
 /// Seeds of `inputs = "fresh"` data lie this far from the point's own (rotation sets use
 /// the seeds right after it).
 const FRESH_SEED: u64 = 1 << 32;
@@ -117,6 +144,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
                 rec.module_load_ms = Some(cost.module_load_ms);
             }
             let func = loaded.func.clone();
+            check_params(&func, spec, &loaded.entry)?;
             if spec.shared_bytes > 48 * 1024 {
                 func.allow_shared_bytes(spec.shared_bytes)?;
             }

@@ -5,7 +5,9 @@
 //! is looked up at its first launch, inside that launch's timed region when no warm-up of
 //! the same kernel comes first; an empty warm-up kernel lives in the same module, as the
 //! post's does; nothing runs on the GPU before it but the copies that fill the buffers
-//! (outputs are poisoned by a copy), and no clock probe runs before it.
+//! (outputs are poisoned by a copy), and no clock probe runs before it. A kernel with more
+//! than 48 KiB of dynamic shared memory also makes the call that allows it there, at its
+//! loading.
 
 use super::launches::Launches;
 use super::queue::Queue;

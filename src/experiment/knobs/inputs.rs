@@ -4,6 +4,8 @@
 //! every sample) do. The copy leaves the new data's lines where a host-to-device copy
 //! leaves them.
 
+use super::rotate::Rotate;
+use super::warmup::{Warmup, WarmupKernel};
 use super::{Aspect, ConfigError, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +22,21 @@ impl Knob for Inputs {
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
-        Ok(layer.get("inputs")?.unwrap_or_default())
+        let inputs = layer.get("inputs")?.unwrap_or_default();
+        if inputs == Inputs::Fresh {
+            let warm = Warmup::read(layer)?;
+            if warm.launches == 0 || warm.kernel != WarmupKernel::Same {
+                return Err(layer
+                    .err_at("inputs", "inputs = \"fresh\" needs a warm-up of the same kernel")
+                    .with_hint("the output is checked on the first data, by the first warm-up launch, before any new data is copied"));
+            }
+            if Rotate::read(layer)?.0 > 1 {
+                return Err(layer
+                    .err_at("inputs", "inputs = \"fresh\" and rotate exclude each other")
+                    .with_hint("new data is copied into the one set of buffers"));
+            }
+        }
+        Ok(inputs)
     }
 
     fn describe(&self) -> Option<String> {
@@ -42,7 +58,13 @@ mod tests {
     #[test]
     fn the_same_inputs_unless_asked() {
         assert_eq!(read::<Inputs>("").unwrap(), Inputs::Same);
-        assert_eq!(read::<Inputs>("inputs = \"fresh\"").unwrap(), Inputs::Fresh);
+        assert_eq!(
+            read::<Inputs>("inputs = \"fresh\"\nwarmup = 2").unwrap(),
+            Inputs::Fresh
+        );
+        assert!(read::<Inputs>("inputs = \"fresh\"").is_err(), "checked on the first data");
+        assert!(read::<Inputs>("inputs = \"fresh\"\nwarmup = 2\nwarmup_kernel = \"empty\"").is_err());
+        assert!(read::<Inputs>("inputs = \"fresh\"\nwarmup = 2\nrotate = 2").is_err());
         assert!(read::<Inputs>("inputs = \"new\"").is_err());
     }
 }
