@@ -263,11 +263,11 @@ impl<'b> Launch<'b> {
                 sys::CUresult::CUDA_ERROR_INVALID_HANDLE,
             ));
         };
+        // The worker checks the slots' count and sizes against the kernel's parameters
+        // (`Function::param_sizes`) before a prepared launch; a lazy one cannot be checked
+        // before it runs and trusts the experiment's argument list.
         // SAFETY: func is a live function (it holds its module), each parameter slot holds
         // a value or the address of a buffer borrowed for 'b, and the slots do not move.
-        // The worker checks the slots' count and sizes against the kernel's parameters
-        // (`Function::param_sizes`) before a prepared launch; a lazy launch cannot be
-        // checked before it runs and trusts the experiment's argument list.
         unsafe {
             result::launch_kernel(
                 func.func,
