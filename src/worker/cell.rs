@@ -245,6 +245,8 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     }
     timeline.mark("set-up");
     let kernel_def = cell.kernel.map(|k| s.kernels.def(k));
+    // The check's reference, shared with the run's other processes.
+    let reference = reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}"));
     let mut warmup = knobs.warmup.launches;
     // Launches of the measured kernel are counted as they happen (also in a cell that
     // fails later), so that a profiler's per-launch report can be cut into cells.
@@ -254,11 +256,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         cuda::synchronize().map_err(during("checked launch"))?;
         timeline.mark("checked launch");
         rec.kernel_launches += 1;
-        rec.check = Some(buffers.check(
-            kernel_def,
-            spec,
-            &reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}")),
-        )?);
+        rec.check = Some(buffers.check(kernel_def, spec, &reference)?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
@@ -327,11 +325,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
-        rec.check = Some(buffers.check(
-            kernel_def,
-            spec,
-            &reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}")),
-        )?);
+        rec.check = Some(buffers.check(kernel_def, spec, &reference)?);
         timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
