@@ -476,3 +476,24 @@ fn a_clock_lock_outside_the_supported_clocks_is_refused() {
     assert_at_line(&err, &text, "clocks = ");
     assert!(err.contains("99999 MHz") && err.contains("1980"), "{err}");
 }
+
+#[test]
+fn a_kernel_may_be_timed_unchecked_by_choice_but_not_with_a_check_too() {
+    let check = "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }";
+    let text = good().replace(check, "unchecked = true");
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = good().replace(check, &format!("{check}\nunchecked = true"));
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "unchecked = true");
+    assert!(err.contains("cannot be unchecked"), "{err}");
+}
+
+#[test]
+fn declared_work_must_not_be_negative() {
+    let text = good().replace("block = [32, 32]", "block = [32, 32]\nbytes = \"0 - n\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "bytes = ");
+    assert!(err.contains("bytes is -64"), "{err}");
+}

@@ -16,6 +16,9 @@ pub struct DeviceInfo {
     pub mem_bytes: i64,
     pub sm_clock_max_mhz: i64,
     pub mem_clock_max_mhz: i64,
+    /// The memory bus width, for the DRAM bandwidth's peak.
+    #[serde(default)]
+    pub mem_bus_width_bits: Option<i64>,
     pub cuda_driver_version: String,
     pub nvrtc_version: String,
     /// From NVML, when it is available.
@@ -79,6 +82,7 @@ pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
         mem_bytes: unsafe { result::device::total_mem(dev) }.during("cuDeviceTotalMem")? as i64,
         sm_clock_max_mhz: attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000,
         mem_clock_max_mhz: attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000,
+        mem_bus_width_bits: Some(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?),
         cuda_driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         nvrtc_version: super::nvrtc::version().unwrap_or_else(|e| format!("unavailable ({e})")),
         driver_version: None,

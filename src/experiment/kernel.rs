@@ -15,6 +15,9 @@ pub struct Kernel {
     pub entry: String,
     pub args: Vec<Arg>,
     pub check: Option<Check>,
+    /// `unchecked = true`: the user chose to time the kernel unchecked; every table says so.
+    #[serde(default)]
+    pub unchecked: bool,
     /// The launch at each sweep point, in the order of `Experiment::points`.
     #[serde(skip)]
     pub launches: Vec<LaunchSpec>,
@@ -57,6 +60,11 @@ pub const REFERENCES: &[(&str, usize, &[&str])] =
 /// A kernel's launch with every expression evaluated for one sweep point and device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchSpec {
+    /// Bytes read and written, and floating-point operations, per launch, where declared.
+    #[serde(default)]
+    pub bytes: Option<f64>,
+    #[serde(default)]
+    pub flops: Option<f64>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared_bytes: u32,
@@ -208,6 +216,8 @@ pub fn evaluate(
         })
         .collect::<Result<_, _>>()?;
     let spec = LaunchSpec {
+        bytes: None,
+        flops: None,
         grid,
         block,
         shared_bytes: shared as u32,

@@ -85,6 +85,12 @@ pub struct RawKernel {
     #[serde(default)]
     pub args: Vec<RawArg>,
     pub check: Option<Spanned<RawCheck>>,
+    /// `unchecked = true`: time the kernel without checking its output, by choice.
+    pub unchecked: Option<Spanned<bool>>,
+    /// Bytes the kernel reads and writes per launch (an expression): its GB/s.
+    pub bytes: Option<Spanned<NumExpr>>,
+    /// Floating-point operations per launch (an expression): its FLOP/s.
+    pub flops: Option<Spanned<NumExpr>>,
 }
 
 #[derive(Debug, Deserialize)]

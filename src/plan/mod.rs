@@ -288,6 +288,8 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             ..Default::default()
         },
         launch: LaunchSpec {
+            bytes: None,
+            flops: None,
             grid: [1, 1, 1],
             block: [1, 1, 1],
             shared_bytes: 0,

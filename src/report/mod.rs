@@ -9,6 +9,7 @@ pub mod format;
 mod peers;
 mod phases;
 pub mod plots;
+mod throughput;
 mod view;
 
 use crate::analysis::Analysis;

@@ -31,6 +31,9 @@ pub struct View {
     plots: Plots,
     phases: Vec<super::phases::PhaseTable>,
     bias: Vec<super::bias::BiasTable>,
+    throughput: Vec<super::throughput::ThroughputTable>,
+    /// Where the peaks the throughput tables compare with come from.
+    peaks: String,
     comparison: Option<super::compare::Comparison>,
     /// Plot files to write beside the report: (path relative to it, SVG text).
     #[serde(skip)]
@@ -76,6 +79,8 @@ struct Table {
     parameters: String,
     /// The one unit all its times are shown in.
     unit: String,
+    /// `unchecked = true`: timed unchecked, by the user's choice.
+    unchecked: bool,
     /// Whether rows show the kernel's buffer bytes: where kernels of different sizes share
     /// one sweep, the sweep value alone does not say how large each is.
     sized: bool,
@@ -218,6 +223,10 @@ impl View {
             }))
             .collect();
         let (plots, bias, mut plot_files) = figures::build(a)?;
+        let peaks = s.meta.device.as_ref().map(super::throughput::peaks);
+        let throughput = peaks
+            .as_ref()
+            .map_or(vec![], |p| super::throughput::build(a, p));
         let (phases, phase_plots) = super::phases::build(s, |cell| {
             a.stats.get(&(cell, Phase::Steady)).map(|st| st.median)
         })
@@ -229,6 +238,8 @@ impl View {
             plot_files,
             phases,
             bias,
+            throughput,
+            peaks: peaks.map_or(String::new(), |p| p.source),
             comparison: None,
             experiment: ExperimentView {
                 name: exp.name.clone(),
@@ -351,6 +362,7 @@ fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
         kernel: kernel.to_string(),
         parameters: exp.parameter_names(),
         unit: unit.symbol().into(),
+        unchecked: exp.kernels[k].unchecked,
         sized: exp.kernels.len() > 1,
         diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
         columns: exp.variants.iter().map(|v| v.name.clone()).collect(),

@@ -140,6 +140,9 @@ impl Buffers {
         spec: &LaunchSpec,
         cache: &reference::Cache,
     ) -> Result<String, String> {
+        if kernel.is_some_and(|k| k.unchecked) {
+            return Ok("UNCHECKED (unchecked = true)".into());
+        }
         let Some((kernel, check)) = kernel.and_then(|k| Some((k, k.check.as_ref()?))) else {
             return Ok("no output to check".into());
         };

@@ -61,7 +61,14 @@ impl Validator<'_> {
             }
             args.push(arg);
         }
+        let unchecked = rk.unchecked.as_ref().is_some_and(|u| *u.get_ref());
+        if let (Some(u), Some(_)) = (&rk.unchecked, &rk.check) {
+            return Err(self
+                .err(u, "a kernel with a check cannot be unchecked")
+                .with_hint("keep either check = { ... } or unchecked = true"));
+        }
         let check = match &rk.check {
+            None if unchecked => None,
             None => {
                 let output = args.iter().find(|a| {
                     matches!(
@@ -75,11 +82,11 @@ impl Validator<'_> {
                 if let Some(out) = output {
                     return Err(self
                         .err(&rk.name, format!("kernel `{}` writes `{}` but has no check", rk.name.get_ref(), out.name))
-                        .with_hint("add check = { reference = \"matmul\", inputs = [...], output = \"...\", dims = [...] }; nothing unchecked is timed"));
+                        .with_hint("add check = { reference = \"matmul\", inputs = [...], output = \"...\", dims = [...] }, or unchecked = true to time it unchecked (every table says so)"));
                 }
                 None
             }
-            Some(rc) => Some(self.check(rc, &args)?),
+            Some(rc) => Some(self.check(rc, rc.get_ref(), &args)?),
         };
         let inner = |v: &Spanned<Vec<Spanned<NumExpr>>>| -> Vec<NumExpr> {
             v.get_ref().iter().map(|e| e.get_ref().clone()).collect()
@@ -137,6 +144,26 @@ impl Validator<'_> {
                     expr::names(&scope)
                 ))
             })?;
+            let mut spec = spec;
+            let work = |e: &Option<Spanned<NumExpr>>,
+                        what: &str|
+             -> Result<Option<f64>, ConfigError> {
+                let Some(e) = e else { return Ok(None) };
+                let scope = crate::experiment::scope(p, self.facts);
+                let v = match expr::eval_exact(e.get_ref(), &scope).map_err(|m| self.err(e, m))? {
+                    expr::Number::Int(i) => i as f64,
+                    expr::Number::Float(f) => f,
+                };
+                if v < 0.0 {
+                    return Err(self.err(
+                        e,
+                        format!("{what} is {v} at {}, not positive", point_label(p)),
+                    ));
+                }
+                Ok(Some(v))
+            };
+            spec.bytes = work(&rk.bytes, "bytes")?;
+            spec.flops = work(&rk.flops, "flops")?;
             launches.push(spec);
         }
         Ok(Kernel {
@@ -146,6 +173,7 @@ impl Validator<'_> {
             entry: rk.entry.into_inner(),
             args,
             check,
+            unchecked,
             launches,
         })
     }
@@ -199,8 +227,12 @@ impl Validator<'_> {
         Ok(Arg { name, kind })
     }
 
-    fn check(&self, rc: &Spanned<schema::RawCheck>, args: &[Arg]) -> Result<Check, ConfigError> {
-        let c = rc.get_ref();
+    fn check(
+        &self,
+        rc: &Spanned<schema::RawCheck>,
+        c: &schema::RawCheck,
+        args: &[Arg],
+    ) -> Result<Check, ConfigError> {
         let known: Vec<&str> = REFERENCES.iter().map(|r| r.0).collect();
         let (_, n_inputs, dims) = REFERENCES
             .iter()

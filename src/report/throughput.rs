@@ -1,0 +1,149 @@
+//! Throughput: for kernels that declare the bytes they move (`bytes`) or the floating-point
+//! operations they do (`flops`) per launch, each variant's median as GB/s and TFLOP/s, and
+//! as a share of the device's peak, a reading above 100% flagged as impossible (a working
+//! set served from L2, or a wrong count).
+
+use crate::analysis::Analysis;
+use crate::cuda::{capability, DeviceInfo};
+use crate::experiment::point_label;
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct ThroughputTable {
+    pub kernel: String,
+    pub parameters: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<ThroughputRow>,
+}
+
+#[derive(Serialize)]
+pub struct ThroughputRow {
+    pub point: String,
+    pub values: Vec<String>,
+}
+
+/// The device's peaks and where each figure comes from.
+pub struct Peaks {
+    /// Bytes per second of DRAM.
+    pub dram: Option<f64>,
+    /// FP32 operations per second.
+    pub fp32: Option<f64>,
+    pub source: String,
+}
+
+/// FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table).
+fn fp32_lanes(cc: (i64, i64)) -> Option<f64> {
+    match cc {
+        (7, _) | (8, 0) => Some(64.0),
+        (8, _) | (9, 0) | (10, _) | (12, _) => Some(128.0),
+        _ => None,
+    }
+}
+
+pub fn peaks(d: &DeviceInfo) -> Peaks {
+    let dram = d
+        .mem_bus_width_bits
+        .map(|bits| 2.0 * d.mem_clock_max_mhz as f64 * 1e6 * bits as f64 / 8.0);
+    let lanes = fp32_lanes(capability(d));
+    let fp32 = lanes.map(|l| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * l * 2.0);
+    let mut source = Vec::new();
+    if let (Some(p), Some(bits)) = (dram, d.mem_bus_width_bits) {
+        source.push(format!(
+            "DRAM {:.0} GB/s = 2 transfers x {} MHz x a {bits}-bit bus (the driver's memory clock and bus width)",
+            p / 1e9,
+            d.mem_clock_max_mhz
+        ));
+    }
+    if let (Some(p), Some(l)) = (fp32, lanes) {
+        source.push(format!(
+            "FP32 {:.1} TFLOP/s = {} SMs x {} MHz x {l} FP32 lanes x 2 (a fused multiply-add), at the driver's maximum SM clock",
+            p / 1e12,
+            d.sm_count,
+            d.sm_clock_max_mhz
+        ));
+    }
+    Peaks {
+        dram,
+        fp32,
+        source: source.join("; "),
+    }
+}
+
+/// One table per kernel that declares its work.
+pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
+    let exp = &a.run.experiment;
+    exp.kernels
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| {
+            k.launches
+                .iter()
+                .any(|l| l.bytes.is_some() || l.flops.is_some())
+        })
+        .map(|(k, kernel)| ThroughputTable {
+            kernel: kernel.name.clone(),
+            parameters: exp.parameter_names(),
+            columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
+            rows: exp
+                .points
+                .iter()
+                .zip(&kernel.launches)
+                .map(|(p, launch)| ThroughputRow {
+                    point: point_label(p),
+                    values: exp
+                        .variants
+                        .iter()
+                        .map(|v| match a.median_at(k, p, &v.name) {
+                            Some(ns) => cell(ns, launch.bytes, launch.flops, peaks),
+                            None => "–".into(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// `3012 GB/s (90%)`, `12.5 TFLOP/s (19%)`, both, and ⚠ above 100% of a peak.
+fn cell(ns: f64, bytes: Option<f64>, flops: Option<f64>, peaks: &Peaks) -> String {
+    let rate = |work: f64, peak: Option<f64>, scale: f64, unit: &str| {
+        let per_s = work / (ns * 1e-9);
+        let share = peak.map_or(String::new(), |p| {
+            let pct = per_s / p * 100.0;
+            format!(
+                " ({pct:.0}%{})",
+                if pct > 100.0 { " ⚠ above peak" } else { "" }
+            )
+        });
+        format!("{:.1} {unit}{share}", per_s / scale)
+    };
+    let mut parts = Vec::new();
+    if let Some(b) = bytes {
+        parts.push(rate(b, peaks.dram, 1e9, "GB/s"));
+    }
+    if let Some(f) = flops {
+        parts.push(rate(f, peaks.fp32, 1e12, "TFLOP/s"));
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_h100s_peaks_and_a_reading_above_them() {
+        let p = Peaks {
+            dram: Some(3.352e12),
+            fp32: Some(66.9e12),
+            source: String::new(),
+        };
+        // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.
+        let c = cell(750_000.0, Some(2.0 * 1073741824.0), None, &p);
+        assert_eq!(c, "2863.3 GB/s (85%)");
+        assert!(cell(1_000.0, Some(4e6), None, &p).contains("above peak"));
+        let both = cell(1e6, Some(1e9), Some(2e9), &p);
+        assert!(both.contains("GB/s") && both.contains("TFLOP/s"), "{both}");
+        assert_eq!(fp32_lanes((9, 0)), Some(128.0));
+    }
+}
