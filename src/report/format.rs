@@ -17,6 +17,9 @@ pub fn time(ns: f64, unit: Unit) -> String {
         u => u,
     };
     let v = ns / unit.ns_per_unit();
+    if v == 0.0 {
+        return format!("0 {}", unit.symbol());
+    }
     // Four significant digits (more decimals for a small value in a large unit).
     let digits = if unit == Unit::Ns {
         1
