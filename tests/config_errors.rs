@@ -497,3 +497,20 @@ fn declared_work_must_not_be_negative() {
     assert_at_line(&err, &text, "bytes = ");
     assert!(err.contains("bytes is -64"), "{err}");
 }
+
+#[test]
+fn compile_options_render_at_every_point_and_name_unknown_values() {
+    let text = good().replace(
+        "block = [32, 32]",
+        "block = [32, 32]\noptions = [\"-DTILE={{ tile }}\"]",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "options = ");
+    assert!(err.contains("-DTILE"), "{err}");
+    let text = good().replace(
+        "block = [32, 32]",
+        "block = [32, 32]\noptions = [\"-DN={{ n }}\", \"--use_fast_math\"]",
+    );
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    assert!(run(&["plan", path.to_str().unwrap()]).status.success());
+}

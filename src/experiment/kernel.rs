@@ -65,6 +65,9 @@ pub struct LaunchSpec {
     pub bytes: Option<f64>,
     #[serde(default)]
     pub flops: Option<f64>,
+    /// NVRTC options this point compiles the kernel with, beyond the architecture.
+    #[serde(default)]
+    pub options: Vec<String>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared_bytes: u32,
@@ -218,6 +221,7 @@ pub fn evaluate(
     let spec = LaunchSpec {
         bytes: None,
         flops: None,
+        options: vec![],
         grid,
         block,
         shared_bytes: shared as u32,

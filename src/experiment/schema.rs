@@ -85,6 +85,9 @@ pub struct RawKernel {
     #[serde(default)]
     pub args: Vec<RawArg>,
     pub check: Option<Spanned<RawCheck>>,
+    /// Extra NVRTC options (`-DBLOCK={{ block }}`, `--use_fast_math`, `-lineinfo`); each may
+    /// use the sweep parameters, so a define can be an axis.
+    pub options: Option<Spanned<Vec<String>>>,
     /// `unchecked = true`: time the kernel without checking its output, by choice.
     pub unchecked: Option<Spanned<bool>>,
     /// Bytes the kernel reads and writes per launch (an expression): its GB/s.

@@ -290,6 +290,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
         launch: LaunchSpec {
             bytes: None,
             flops: None,
+            options: vec![],
             grid: [1, 1, 1],
             block: [1, 1, 1],
             shared_bytes: 0,

@@ -133,12 +133,14 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch.
     let (func, lazy, entry) = match (cell.kernel, knobs.first_launch) {
         (Some(k), FirstLaunch::Lazy) => {
-            let (l, compile_ms) = s.kernels.lazy(k, knobs.compile, timeline)?;
+            let (l, compile_ms) = s.kernels.lazy(k, knobs.compile, &spec.options, timeline)?;
             rec.compile_ms = compile_ms;
             (None, Some((l.kernel(), l.empty())), l.entry.clone())
         }
         _ => {
-            let (loaded, cost) = s.kernels.get(KernelKey::of(cell), timeline)?;
+            let (loaded, cost) = s
+                .kernels
+                .get(KernelKey::of(cell), &spec.options, timeline)?;
             if let Some(cost) = cost {
                 rec.compile_ms = Some(cost.compile_ms);
                 rec.module_load_ms = Some(cost.module_load_ms);
@@ -371,7 +373,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark("telemetry end");
 
     if cell.role == Role::Floor && knobs.timer == TimerKind::Events && n > 0 {
-        let empty = s.kernels.get(KernelKey::Empty, timeline)?.0;
+        let empty = s.kernels.get(KernelKey::Empty, &[], timeline)?.0;
         let (image, entry) = (empty.image.clone(), empty.entry.clone());
         let (bare_wall_ns, bare_events_median_ns) = cuda::bare_events_loop(&image, &entry, n)?;
         rec.overhead = Some(Overhead {

@@ -23,7 +23,8 @@ const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
 /// CUBIN for the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KernelKey {
-    Experiment(usize, Compile),
+    /// Kernel index, how it compiles, and a hash of its extra NVRTC options.
+    Experiment(usize, Compile, u64),
     Empty,
     Flush,
     FlushRead,
@@ -34,7 +35,7 @@ pub enum KernelKey {
 impl KernelKey {
     pub fn of(cell: &Cell) -> KernelKey {
         cell.kernel.map_or(KernelKey::Empty, |k| {
-            KernelKey::Experiment(k, cell.knobs.compile)
+            KernelKey::Experiment(k, cell.knobs.compile, options_hash(&cell.launch.options))
         })
     }
 
@@ -63,7 +64,7 @@ impl KernelKey {
     fn source(self, kernels: &[Kernel]) -> (&str, &str, &str, Compile) {
         let builtin = |s, f, e| (s, f, e, Compile::DEFAULT);
         match self {
-            KernelKey::Experiment(k, how) => {
+            KernelKey::Experiment(k, how, _) => {
                 let k = &kernels[k];
                 (&k.source_text, &k.source, &k.entry, how)
             }
@@ -74,6 +75,15 @@ impl KernelKey {
             KernelKey::Probe => builtin(PROBE_SOURCE, "kernels/clock_probe.cu", "clock_probe"),
         }
     }
+}
+
+/// Options tell compiled images apart: a define may change with the sweep.
+fn options_hash(options: &[String]) -> u64 {
+    options.iter().fold(0xcbf29ce484222325u64, |h, o| {
+        o.bytes()
+            .chain([0])
+            .fold(h, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    })
 }
 
 /// A compiled and loaded kernel, kept for the life of the process.
@@ -121,7 +131,7 @@ pub struct Kernels {
     defs: Vec<Kernel>,
     capability: (i64, i64),
     loaded: HashMap<KernelKey, Loaded>,
-    lazy: HashMap<(usize, Compile), Lazy>,
+    lazy: HashMap<(usize, Compile, u64), Lazy>,
 }
 
 impl Kernels {
@@ -143,6 +153,7 @@ impl Kernels {
     pub fn get(
         &mut self,
         key: KernelKey,
+        options: &[String],
         timeline: &mut Timeline,
     ) -> Result<(&Loaded, Option<LoadCost>), CudaError> {
         let slot = match self.loaded.entry(key) {
@@ -150,6 +161,11 @@ impl Kernels {
             Entry::Vacant(v) => v,
         };
         let (source, file, entry, how) = key.source(&self.defs);
+        // Only the experiment's kernels take the experiment's options.
+        let options = match key {
+            KernelKey::Experiment(..) => options,
+            _ => &[],
+        };
         let output = match how.mode {
             CompileMode::Cubin => nvrtc::Output::Cubin,
             CompileMode::Ptx => nvrtc::Output::Ptx,
@@ -160,7 +176,7 @@ impl Kernels {
             entry,
             output,
             &how.nvrtc_arch(self.capability),
-            &[],
+            options,
         )?;
         timeline.mark(&key.phase("NVRTC compile"));
         let t = Instant::now();
@@ -187,9 +203,10 @@ impl Kernels {
         &mut self,
         k: usize,
         how: Compile,
+        options: &[String],
         timeline: &mut Timeline,
     ) -> Result<(&Lazy, Option<f64>), CudaError> {
-        let slot = match self.lazy.entry((k, how)) {
+        let slot = match self.lazy.entry((k, how, options_hash(options))) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
         };
@@ -208,7 +225,7 @@ impl Kernels {
             &def.entry,
             output,
             &how.nvrtc_arch(self.capability),
-            &[],
+            options,
         )?;
         timeline.mark("NVRTC compile");
         let lazy = slot.insert(Lazy {
@@ -224,6 +241,6 @@ impl Kernels {
         key: KernelKey,
         timeline: &mut Timeline,
     ) -> Result<Function, CudaError> {
-        Ok(self.get(key, timeline)?.0.func.clone())
+        Ok(self.get(key, &[], timeline)?.0.func.clone())
     }
 }

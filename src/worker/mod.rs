@@ -181,9 +181,12 @@ impl Session {
     /// Compiles and loads every kernel `cell` launches (what a priming process does).
     fn load_all(&mut self, cell: &Cell) -> Result<(), cuda::CudaError> {
         if let (Some(k), FirstLaunch::Lazy) = (cell.kernel, cell.knobs.first_launch) {
-            let (lazy, _) = self
-                .kernels
-                .lazy(k, cell.knobs.compile, &mut self.timeline)?;
+            let (lazy, _) = self.kernels.lazy(
+                k,
+                cell.knobs.compile,
+                &cell.launch.options,
+                &mut self.timeline,
+            )?;
             lazy.kernel().resolve()?;
             lazy.empty().resolve()?;
         }
@@ -198,7 +201,9 @@ impl Session {
             keys.push(KernelKey::Spin);
         }
         for key in keys {
-            self.kernels.get(key, &mut self.timeline)?;
+            // The experiment's kernel takes its options; the built-ins ignore them.
+            self.kernels
+                .get(key, &cell.launch.options, &mut self.timeline)?;
         }
         Ok(())
     }

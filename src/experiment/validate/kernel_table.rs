@@ -162,6 +162,19 @@ impl Validator<'_> {
                 }
                 Ok(Some(v))
             };
+            if let Some(opts) = &rk.options {
+                let mut env = minijinja::Environment::new();
+                env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+                let scope = crate::experiment::scope(p, self.facts);
+                spec.options = opts
+                    .get_ref()
+                    .iter()
+                    .map(|o| {
+                        env.render_str(o, &scope)
+                            .map_err(|e| self.err(opts, format!("cannot render option `{o}`: {e}")))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
             spec.bytes = work(&rk.bytes, "bytes")?;
             spec.flops = work(&rk.flops, "flops")?;
             launches.push(spec);
