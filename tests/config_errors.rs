@@ -514,3 +514,31 @@ fn compile_options_render_at_every_point_and_name_unknown_values() {
     let (_dir, path) = write_experiment("ok.toml", &text);
     assert!(run(&["plan", path.to_str().unwrap()]).status.success());
 }
+
+#[test]
+fn a_reference_kernel_must_exist_and_take_the_same_arguments() {
+    let check = "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }";
+    let text = good().replace(
+        check,
+        "check_kernel = { kernel = \"naive\", outputs = [\"C\"] }",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "\"naive\"");
+    assert!(
+        err.contains("no kernel named `naive`") && err.contains("matmul"),
+        "{err}"
+    );
+    // A second kernel whose arguments differ from the first's.
+    let second = format!(
+        "\n[[kernel]]\nname = \"other\"\nsource = \"{}\"\nentry = \"matMulKernel\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"A\", buffer = \"f32\", len = 4, init = \"output\" }}]\nunchecked = true\n",
+        kernels_dir().join("matmul.cu").display()
+    );
+    let text = good()
+        .replace(
+            check,
+            "check_kernel = { kernel = \"other\", outputs = [\"C\"] }",
+        )
+        .replace("[defaults]", &format!("{second}\n[defaults]"));
+    let err = plan_error(&text);
+    assert!(err.contains("does not take the same arguments"), "{err}");
+}

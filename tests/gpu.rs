@@ -473,3 +473,50 @@ fn an_argument_list_that_does_not_match_the_kernel_fails_its_cell() {
         "{why}"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() {
+    let base = matmul_with(
+        "n = [64]",
+        "[[variant]]\nname = \"hot\"\nsamples = 5\nwarmup = 1\n[report]\nfloor = false\n",
+    );
+    let tiled = |name: &str, entry: &str| {
+        let start = base.find("[[kernel]]").unwrap();
+        let end = base.find("[[variant]]").unwrap();
+        base[start..end]
+            .replace("name = \"matmul\"", &format!("name = \"{name}\""))
+            .replace("matmul.cu", "matmul_tiled.cu")
+            .replace("entry = \"matMulKernel\"", &format!("entry = \"{entry}\""))
+            .replace(
+                "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
+                "check_kernel = { kernel = \"matmul\", outputs = [\"C\"], rtol = 1e-3, atol = 1e-3 }",
+            )
+    };
+    let text = base.replace(
+        "[[variant]]",
+        &format!(
+            "{}{}[[variant]]",
+            tiled("tiled", "matMulTiled"),
+            tiled("off", "matMulTiledOffByOne")
+        ),
+    );
+    let (_out, _dir, records) = run_on_gpu("refkernel", &text);
+    let ok = record(&records, "tiled/n=64/hot");
+    assert_eq!(ok["status"], "ok", "{ok}");
+    assert!(
+        ok["check"]
+            .as_str()
+            .unwrap()
+            .contains("against kernel `matmul`"),
+        "{ok}"
+    );
+    let bad = record(&records, "off/n=64/hot");
+    assert_eq!(bad["status"], "failed", "{bad}");
+    let why = bad["error"].as_str().unwrap();
+    assert!(
+        why.contains("max abs error") && why.contains("outside"),
+        "{why}"
+    );
+    assert_eq!(record(&records, "matmul/n=64/hot")["status"], "ok");
+}

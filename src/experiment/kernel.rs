@@ -15,6 +15,9 @@ pub struct Kernel {
     pub entry: String,
     pub args: Vec<Arg>,
     pub check: Option<Check>,
+    /// Checked against another kernel of the experiment on the same inputs.
+    #[serde(default)]
+    pub check_kernel: Option<KernelCheck>,
     /// `unchecked = true`: the user chose to time the kernel unchecked; every table says so.
     #[serde(default)]
     pub unchecked: bool,
@@ -51,6 +54,16 @@ pub struct Check {
     pub output: usize,
     pub dims: Vec<NumExpr>,
     pub tolerance: f64,
+}
+
+/// A check against a reference kernel: the outputs (argument indices) both kernels write
+/// from the same inputs must agree within `|a - b| <= atol + rtol * |b|`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelCheck {
+    pub kernel: usize,
+    pub outputs: Vec<usize>,
+    pub rtol: f64,
+    pub atol: f64,
 }
 
 /// Reference checks the runner knows: name, number of inputs, dims it takes.

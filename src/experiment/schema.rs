@@ -88,6 +88,8 @@ pub struct RawKernel {
     /// Extra NVRTC options (`-DBLOCK={{ block }}`, `--use_fast_math`, `-lineinfo`); each may
     /// use the sweep parameters, so a define can be an axis.
     pub options: Option<Spanned<Vec<String>>>,
+    /// Check against another kernel of the experiment run on the same inputs.
+    pub check_kernel: Option<Spanned<RawKernelCheck>>,
     /// `unchecked = true`: time the kernel without checking its output, by choice.
     pub unchecked: Option<Spanned<bool>>,
     /// Bytes the kernel reads and writes per launch (an expression): its GB/s.
@@ -116,6 +118,16 @@ pub struct RawCheck {
     #[serde(default)]
     pub dims: Vec<Spanned<NumExpr>>,
     pub tolerance: Option<f64>,
+}
+
+/// `check_kernel = { kernel = "naive", outputs = ["C"], rtol = 1e-5, atol = 1e-6 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernelCheck {
+    pub kernel: Spanned<String>,
+    pub outputs: Vec<Spanned<String>>,
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

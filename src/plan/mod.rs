@@ -47,6 +47,9 @@ pub struct Cell {
     pub knobs: Knobs,
     /// The kernel's launch at this point (one thread and no arguments for the empty kernel).
     pub launch: LaunchSpec,
+    /// The reference kernel's launch at this point, for a `check_kernel`.
+    #[serde(default)]
+    pub reference_launch: Option<LaunchSpec>,
 }
 
 impl Cell {
@@ -115,6 +118,10 @@ impl Plan {
                     };
                     let launch = kernel.launches[p].clone();
                     fits(exp, &id, &knobs, &launch)?;
+                    let reference_launch = kernel
+                        .check_kernel
+                        .as_ref()
+                        .map(|c| exp.kernels[c.kernel].launches[p].clone());
                     cells.push(Cell {
                         index: cells.len(),
                         id,
@@ -125,6 +132,7 @@ impl Plan {
                         variant: v.name.clone(),
                         knobs,
                         launch,
+                        reference_launch,
                     });
                 }
             }
@@ -297,6 +305,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             args: vec![],
             check_dims: vec![],
         },
+        reference_launch: None,
     }
 }
 

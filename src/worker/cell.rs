@@ -2,15 +2,17 @@
 //! launch, warm-up, the first timed launch, the steady samples) and collect (CUPTI's spans,
 //! telemetry, the host's cost per sample).
 
-use super::inputs::{fnv1a, Buffers, Poison};
+use super::inputs::{fnv1a, Buffers, HostInputs, Poison};
 use super::kernels::KernelKey;
+use super::kernels::{options_hash, Kernels};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
+use crate::experiment::knobs::compile::Compile;
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::experiment::knobs::{first_launch::FirstLaunch, inputs::Inputs, warmup::WarmupKernel};
-use crate::experiment::{ArgValue, LaunchSpec};
+use crate::experiment::{ArgValue, Kernel, LaunchSpec};
 use crate::method::{
     self,
     flush::FlushBuffer,
@@ -91,6 +93,64 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
             (rec, lost)
         }
     }
+}
+
+/// A launch's dimensions.
+fn dims_of(spec: &LaunchSpec) -> Dims {
+    Dims {
+        grid: (spec.grid[0], spec.grid[1], spec.grid[2]),
+        block: (spec.block[0], spec.block[1], spec.block[2]),
+        shared_bytes: spec.shared_bytes,
+    }
+}
+
+/// Checks the output: against its CPU reference, or against a reference kernel run now, on
+/// fresh buffers of the same inputs (`check_kernel`).
+fn check_output(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    cell: &Cell,
+    def: Option<&Kernel>,
+    buffers: &Buffers,
+    host: &HostInputs,
+    reference: &reference::Cache,
+) -> Result<String, Failure> {
+    let Some((def, kc)) = def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
+        return Ok(buffers.check(def, &cell.launch, reference)?);
+    };
+    let spec = cell
+        .reference_launch
+        .as_ref()
+        .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
+    let key = KernelKey::Experiment(kc.kernel, Compile::DEFAULT, options_hash(&spec.options));
+    let func = kernels.get(key, &spec.options, timeline)?.0.func.clone();
+    check_params(&func, spec, &kernels.def(kc.kernel).entry)?;
+    let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
+    let params = theirs.params(&spec.args);
+    let mut launch = Launch::new(&func, dims_of(spec), &params);
+    launch.enqueue().map_err(during("reference kernel"))?;
+    cuda::synchronize().map_err(during("reference kernel"))?;
+    timeline.mark("reference kernel");
+    let mut notes = Vec::new();
+    for &o in &kc.outputs {
+        let dtype = match spec.args[o] {
+            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+        };
+        let (got, want) = (buffers.download(o)?, theirs.download(o)?);
+        let name = &def.args[o].name;
+        let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+        notes.push(reference::compare(
+            &view(&got),
+            &view(&want),
+            kc.rtol,
+            kc.atol,
+        )?);
+    }
+    Ok(format!(
+        "against kernel `{}`: {}",
+        kernels.def(kc.kernel).name,
+        notes.join("; ")
+    ))
 }
 
 /// Refuses an argument list that does not match the kernel's parameters, which the driver
@@ -182,11 +242,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     };
     let params: Vec<Vec<Param>> = sets.iter().map(|b| b.params(&spec.args)).collect();
     timeline.mark("buffers");
-    let dims = Dims {
-        grid: (spec.grid[0], spec.grid[1], spec.grid[2]),
-        block: (spec.block[0], spec.block[1], spec.block[2]),
-        shared_bytes: spec.shared_bytes,
-    };
+    let dims = dims_of(spec);
     let (mut launch, lazy_empty) = match (lazy, &func) {
         (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &params[0]), Some(empty)),
         (None, Some(func)) => (Launch::new(func, dims, &params[0]), None),
@@ -246,7 +302,8 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         buffers.poison_outputs()?;
     }
     timeline.mark("set-up");
-    let kernel_def = cell.kernel.map(|k| s.kernels.def(k));
+    let kernel_def = cell.kernel.map(|k| s.kernels.def(k).clone());
+    let host = s.inputs.get(&point, &spec.args, seed);
     // The check's reference, shared with the run's other processes.
     let reference = reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}"));
     let mut warmup = knobs.warmup.launches;
@@ -258,7 +315,15 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         cuda::synchronize().map_err(during("checked launch"))?;
         timeline.mark("checked launch");
         rec.kernel_launches += 1;
-        rec.check = Some(buffers.check(kernel_def, spec, &reference)?);
+        rec.check = Some(check_output(
+            &mut s.kernels,
+            timeline,
+            cell,
+            kernel_def.as_ref(),
+            buffers,
+            &host,
+            &reference,
+        )?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
@@ -327,7 +392,15 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
-        rec.check = Some(buffers.check(kernel_def, spec, &reference)?);
+        rec.check = Some(check_output(
+            &mut s.kernels,
+            timeline,
+            cell,
+            kernel_def.as_ref(),
+            buffers,
+            &host,
+            &reference,
+        )?);
         timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);

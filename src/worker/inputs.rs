@@ -99,6 +99,15 @@ impl Buffers {
         Ok(Buffers { device, host })
     }
 
+    /// Argument `index`'s buffer, read back.
+    pub fn download(&self, index: usize) -> Result<Vec<u8>, String> {
+        self.device[index]
+            .as_ref()
+            .ok_or("the checked output is not a buffer")?
+            .download()
+            .map_err(|e| e.to_string())
+    }
+
     /// Copies other input data (drawn as `host` was) into these buffers.
     pub fn refill(&self, host: &HostInputs) -> Result<(), CudaError> {
         for (d, h) in self.device.iter().zip(host.iter()) {
@@ -149,11 +158,7 @@ impl Buffers {
         let dtype = |i: usize| match spec.args[i] {
             ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
         };
-        let out_bytes = self.device[check.output]
-            .as_ref()
-            .ok_or("the checked output is not a buffer")?
-            .download()
-            .map_err(|e| e.to_string())?;
+        let out_bytes = self.download(check.output)?;
         let inputs: Vec<reference::HostBuffer> = check
             .inputs
             .iter()

@@ -78,7 +78,7 @@ impl KernelKey {
 }
 
 /// Options tell compiled images apart: a define may change with the sweep.
-fn options_hash(options: &[String]) -> u64 {
+pub fn options_hash(options: &[String]) -> u64 {
     options.iter().fold(0xcbf29ce484222325u64, |h, o| {
         o.bytes()
             .chain([0])

@@ -104,6 +104,50 @@ pub fn check(
     }
 }
 
+/// Compares an output with a reference kernel's: every element within
+/// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
+pub fn compare(
+    got: &HostBuffer,
+    want: &HostBuffer,
+    rtol: f64,
+    atol: f64,
+) -> Result<String, String> {
+    let n = got.len().min(want.len());
+    let (mut max_abs, mut max_rel, mut worst, mut bad) = (0.0f64, 0.0f64, 0usize, 0usize);
+    for i in 0..n {
+        let (g, w) = (got.f64_at(i), want.f64_at(i));
+        let abs = (g - w).abs();
+        let rel = abs / w.abs().max(f64::MIN_POSITIVE);
+        // A NaN on either side is outside any tolerance.
+        let within = abs <= atol + rtol * w.abs();
+        if !within {
+            if bad == 0 || abs > (got.f64_at(worst) - want.f64_at(worst)).abs() {
+                worst = i;
+            }
+            bad += 1;
+        }
+        if abs > max_abs || abs.is_nan() {
+            max_abs = abs;
+        }
+        if rel.is_finite() && rel > max_rel {
+            max_rel = rel;
+        }
+    }
+    let account = format!(
+        "{}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements",
+        got.name
+    );
+    if bad > 0 {
+        return Err(format!(
+            "{account}; {bad} outside atol {atol:e} + rtol {rtol:e}, the worst {}[{worst}] = {} against {}",
+            got.name,
+            got.f64_at(worst),
+            want.f64_at(worst)
+        ));
+    }
+    Ok(account)
+}
+
 /// `out = a (m x k) * b (k x n)`, row-major, against a float64 reference.
 fn matmul(
     a: &HostBuffer,
@@ -292,6 +336,24 @@ mod tests {
             .collect();
         std::fs::write(&file, planted).unwrap();
         assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_err());
+    }
+
+    #[test]
+    fn a_kernel_check_names_the_worst_element() {
+        let buf = |name, bytes| HostBuffer {
+            name,
+            dtype: Dtype::F32,
+            bytes,
+        };
+        let want = f32_bytes(&[1.0, 2.0, 3.0]);
+        let close = f32_bytes(&[1.0, 2.0000001, 3.0]);
+        let off = f32_bytes(&[1.0, 2.0, 3.5]);
+        assert!(compare(&buf("y", &close), &buf("y", &want), 1e-5, 1e-6).is_ok());
+        let e = compare(&buf("y", &off), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
+        assert!(
+            e.contains("y[2] = 3.5 against 3") && e.contains("1 outside"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -11,7 +11,12 @@ use std::path::Path;
 use toml::Spanned;
 
 impl Validator<'_> {
-    pub(super) fn kernel(&self, rk: RawKernel, points: &[Point]) -> Result<Kernel, ConfigError> {
+    pub(super) fn kernel(
+        &self,
+        rk: RawKernel,
+        points: &[Point],
+        has_kernel_check: bool,
+    ) -> Result<Kernel, ConfigError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let source_path = dir.join(rk.source.get_ref());
         let source_text = match self.sources {
@@ -67,8 +72,16 @@ impl Validator<'_> {
                 .err(u, "a kernel with a check cannot be unchecked")
                 .with_hint("keep either check = { ... } or unchecked = true"));
         }
+        if let (Some(c), true) = (&rk.check, has_kernel_check) {
+            return Err(self
+                .err(
+                    c,
+                    "a kernel is checked by a reference or by a kernel, not both",
+                )
+                .with_hint("keep check = { reference = ... } or check_kernel = { kernel = ... }"));
+        }
         let check = match &rk.check {
-            None if unchecked => None,
+            None if unchecked || has_kernel_check => None,
             None => {
                 let output = args.iter().find(|a| {
                     matches!(
@@ -186,6 +199,7 @@ impl Validator<'_> {
             entry: rk.entry.into_inner(),
             args,
             check,
+            check_kernel: None,
             unchecked,
             launches,
         })
@@ -318,6 +332,79 @@ impl Validator<'_> {
             output,
             dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
             tolerance: c.tolerance.unwrap_or(1e-4),
+        })
+    }
+
+    /// `check_kernel`: the reference kernel exists, takes the same arguments (names, kinds,
+    /// dtypes and, at every point, lengths), and the outputs are buffers of them.
+    pub(super) fn kernel_check(
+        &self,
+        kernels: &[Kernel],
+        k: usize,
+        ck: &Spanned<schema::RawKernelCheck>,
+    ) -> Result<crate::experiment::kernel::KernelCheck, ConfigError> {
+        let c = ck.get_ref();
+        let this = &kernels[k];
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        let r = kernels
+            .iter()
+            .position(|x| x.name == *c.kernel.get_ref())
+            .ok_or_else(|| {
+                self.err(
+                    &c.kernel,
+                    format!("no kernel named `{}`", c.kernel.get_ref()),
+                )
+                .with_hint(format!("kernels of this experiment: {}", names.join(", ")))
+            })?;
+        if r == k {
+            return Err(self.err(&c.kernel, "a kernel cannot be its own reference"));
+        }
+        let reference = &kernels[r];
+        let same = this.args.len() == reference.args.len()
+            && this.args.iter().zip(&reference.args).all(|(a, b)| {
+                a.name == b.name
+                    && match (&a.kind, &b.kind) {
+                        (ArgKind::Buffer { dtype: x, .. }, ArgKind::Buffer { dtype: y, .. }) => {
+                            x == y
+                        }
+                        (ArgKind::Scalar { dtype: x, .. }, ArgKind::Scalar { dtype: y, .. }) => {
+                            x == y
+                        }
+                        _ => false,
+                    }
+            })
+            && this
+                .launches
+                .iter()
+                .zip(&reference.launches)
+                .all(|(a, b)| a.buffer_bytes() == b.buffer_bytes());
+        if !same {
+            return Err(self
+                .err(&c.kernel, format!("kernel `{}` does not take the same arguments as `{}`", reference.name, this.name))
+                .with_hint("a reference kernel runs on the same inputs: the same argument names, kinds, dtypes and lengths, in order"));
+        }
+        let outputs = c
+            .outputs
+            .iter()
+            .map(|o| {
+                this.args
+                    .iter()
+                    .position(|a| {
+                        a.name == *o.get_ref() && matches!(a.kind, ArgKind::Buffer { .. })
+                    })
+                    .ok_or_else(|| {
+                        self.err(o, format!("no buffer argument named `{}`", o.get_ref()))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if outputs.is_empty() {
+            return Err(self.err(ck, "check_kernel names no outputs"));
+        }
+        Ok(crate::experiment::kernel::KernelCheck {
+            kernel: r,
+            outputs,
+            rtol: c.rtol.unwrap_or(1e-5),
+            atol: c.atol.unwrap_or(1e-6),
         })
     }
 }

@@ -87,7 +87,11 @@ impl Validator<'_> {
         let points = sweep::product(&params);
 
         let mut kernels: Vec<Kernel> = Vec::new();
-        for rk in raw.kernels {
+        let mut kernel_checks = Vec::new();
+        for mut rk in raw.kernels {
+            if let Some(ck) = rk.check_kernel.take() {
+                kernel_checks.push((kernels.len(), ck));
+            }
             self.name("kernel", &rk.name, rk.name.get_ref())?;
             if kernels.iter().any(|k| k.name == *rk.name.get_ref()) {
                 return Err(self.err(
@@ -95,7 +99,13 @@ impl Validator<'_> {
                     format!("kernel `{}` is defined twice", rk.name.get_ref()),
                 ));
             }
-            kernels.push(self.kernel(rk, &points)?);
+            let has_kernel_check = kernel_checks
+                .last()
+                .is_some_and(|(k, _)| *k == kernels.len());
+            kernels.push(self.kernel(rk, &points, has_kernel_check)?);
+        }
+        for (k, ck) in &kernel_checks {
+            kernels[*k].check_kernel = Some(self.kernel_check(&kernels, *k, ck)?);
         }
 
         let empty = Spanned::new(0..0, RawTable::new());
