@@ -117,11 +117,23 @@ impl Plan {
                         format!("{}/{label}/{}", kernel.name, v.name)
                     };
                     let launch = kernel.launches[p].clone();
-                    fits(exp, &id, &knobs, &launch)?;
                     let reference_launch = kernel
                         .check_kernel
                         .as_ref()
                         .map(|c| exp.kernels[c.kernel].launches[p].clone());
+                    let checked_after_warmup = knobs.warmup.launches > 0
+                        && knobs.warmup.kernel
+                            == crate::experiment::knobs::warmup::WarmupKernel::Same;
+                    if reference_launch.is_some()
+                        && !checked_after_warmup
+                        && knobs.launches.count() > 1
+                    {
+                        return Err(exp
+                            .error(format!("cell {id}: a kernel checked against a reference kernel is checked after one launch, but the first timed region here holds {} (batch or graph) and no warm-up of the kernel comes first", knobs.launches.count()))
+                            .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
+                    }
+                    let check_bytes = reference_launch.as_ref().map_or(0, |l| l.buffer_bytes());
+                    fits(exp, &id, &knobs, &launch, check_bytes)?;
                     cells.push(Cell {
                         index: cells.len(),
                         id,
@@ -247,9 +259,19 @@ impl Plan {
     }
 }
 
-/// Refuses a cell whose buffers (every rotation set) and flush do not fit the device.
-fn fits(exp: &Experiment, id: &str, knobs: &Knobs, launch: &LaunchSpec) -> Result<(), ConfigError> {
-    let buffers = launch.buffer_bytes().saturating_mul(knobs.rotate.0);
+/// Refuses a cell whose buffers (every rotation set, and a reference kernel's for its
+/// check) and flush do not fit the device.
+fn fits(
+    exp: &Experiment,
+    id: &str,
+    knobs: &Knobs,
+    launch: &LaunchSpec,
+    check_bytes: u64,
+) -> Result<(), ConfigError> {
+    let buffers = launch
+        .buffer_bytes()
+        .saturating_mul(knobs.rotate.0)
+        .saturating_add(check_bytes);
     let flush = match knobs.cache {
         Cache::Flush { bytes, .. } => bytes,
         Cache::Hot => 0,

@@ -11,6 +11,8 @@ use serde::Serialize;
 #[derive(Serialize)]
 pub struct ThroughputTable {
     pub kernel: String,
+    /// `unchecked = true`: timed unchecked, by the user's choice.
+    pub unchecked: bool,
     pub parameters: String,
     pub columns: Vec<String>,
     pub rows: Vec<ThroughputRow>,
@@ -82,6 +84,7 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
         })
         .map(|(k, kernel)| ThroughputTable {
             kernel: kernel.name.clone(),
+            unchecked: kernel.unchecked,
             parameters: exp.parameter_names(),
             columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
             rows: exp

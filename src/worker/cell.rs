@@ -9,7 +9,6 @@ use super::reference;
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
-use crate::experiment::knobs::compile::Compile;
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::experiment::knobs::{first_launch::FirstLaunch, inputs::Inputs, warmup::WarmupKernel};
 use crate::experiment::{ArgValue, Kernel, LaunchSpec};
@@ -122,10 +121,16 @@ fn check_output(
         .reference_launch
         .as_ref()
         .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
-    let key = KernelKey::Experiment(kc.kernel, Compile::DEFAULT, options_hash(&spec.options));
+    let key = KernelKey::Reference(kc.kernel, options_hash(&spec.options));
     let func = kernels.get(key, &spec.options, timeline)?.0.func.clone();
     check_params(&func, spec, &kernels.def(kc.kernel).entry)?;
+    if spec.shared_bytes > 48 * 1024 {
+        func.allow_shared_bytes(spec.shared_bytes)?;
+    }
     let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
+    // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
+    // writes differs, whatever its type.
+    theirs.fill_outputs(0)?;
     let params = theirs.params(&spec.args);
     let mut launch = Launch::new(&func, dims_of(spec), &params);
     launch.enqueue().map_err(during("reference kernel"))?;

@@ -134,9 +134,14 @@ impl Buffers {
 
     /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
     pub fn poison_outputs(&self) -> Result<(), CudaError> {
+        self.fill_outputs(0xFF)
+    }
+
+    /// Sets every byte of the outputs (the buffers no input data fills).
+    pub fn fill_outputs(&self, byte: u8) -> Result<(), CudaError> {
         for (d, h) in self.device.iter().zip(self.host.iter()) {
             if let (Some(buf), None) = (d, h) {
-                buf.fill(0xFF)?;
+                buf.fill(byte)?;
             }
         }
         Ok(())

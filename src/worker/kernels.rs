@@ -25,6 +25,8 @@ const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
 pub enum KernelKey {
     /// Kernel index, how it compiles, and a hash of its extra NVRTC options.
     Experiment(usize, Compile, u64),
+    /// An experiment kernel loaded as another's reference (`check_kernel`).
+    Reference(usize, u64),
     Empty,
     Flush,
     FlushRead,
@@ -52,6 +54,7 @@ impl KernelKey {
     fn phase(self, what: &str) -> String {
         match self {
             KernelKey::Experiment(..) => what.to_string(),
+            KernelKey::Reference(..) => format!("{what} (reference kernel)"),
             KernelKey::Empty => format!("{what} (empty kernel)"),
             KernelKey::Flush => format!("{what} (flush kernel)"),
             KernelKey::FlushRead => format!("{what} (read flush kernel)"),
@@ -67,6 +70,10 @@ impl KernelKey {
             KernelKey::Experiment(k, how, _) => {
                 let k = &kernels[k];
                 (&k.source_text, &k.source, &k.entry, how)
+            }
+            KernelKey::Reference(k, _) => {
+                let k = &kernels[k];
+                (&k.source_text, &k.source, &k.entry, Compile::DEFAULT)
             }
             KernelKey::Empty => builtin(EMPTY_SOURCE, "kernels/empty.cu", "empty"),
             KernelKey::Flush => builtin(FLUSH_SOURCE, "kernels/flush.cu", "flush_l2"),
@@ -163,7 +170,7 @@ impl Kernels {
         let (source, file, entry, how) = key.source(&self.defs);
         // Only the experiment's kernels take the experiment's options.
         let options = match key {
-            KernelKey::Experiment(..) => options,
+            KernelKey::Experiment(..) | KernelKey::Reference(..) => options,
             _ => &[],
         };
         let output = match how.mode {

@@ -112,14 +112,31 @@ pub fn compare(
     rtol: f64,
     atol: f64,
 ) -> Result<String, String> {
-    let n = got.len().min(want.len());
+    if got.len() != want.len() || got.dtype != want.dtype {
+        return Err(format!(
+            "{}: {} elements against the reference's {}",
+            got.name,
+            got.len(),
+            want.len()
+        ));
+    }
+    let n = got.len();
+    // Integers must match exactly, compared as stored (no detour through f64).
+    let exact = !matches!(got.dtype, Dtype::F32 | Dtype::F64);
+    let size = got.dtype.size();
     let (mut max_abs, mut max_rel, mut worst, mut bad) = (0.0f64, 0.0f64, 0usize, 0usize);
     for i in 0..n {
         let (g, w) = (got.f64_at(i), want.f64_at(i));
         let abs = (g - w).abs();
         let rel = abs / w.abs().max(f64::MIN_POSITIVE);
-        // A NaN on either side is outside any tolerance.
-        let within = abs <= atol + rtol * w.abs();
+        // A NaN on either side is outside any tolerance; infinities must match exactly.
+        let within = if exact {
+            got.bytes[i * size..(i + 1) * size] == want.bytes[i * size..(i + 1) * size]
+        } else if !(g.is_finite() && w.is_finite()) {
+            g == w
+        } else {
+            abs <= atol + rtol * w.abs()
+        };
         if !within {
             if bad == 0 || abs > (got.f64_at(worst) - want.f64_at(worst)).abs() {
                 worst = i;
@@ -354,6 +371,21 @@ mod tests {
             e.contains("y[2] = 3.5 against 3") && e.contains("1 outside"),
             "{e}"
         );
+        let inf = f32_bytes(&[1.0, 2.0, f32::INFINITY]);
+        assert!(compare(&buf("y", &off), &buf("y", &inf), 1e-5, 1e-6).is_err());
+        assert!(compare(&buf("y", &inf), &buf("y", &inf), 1e-5, 1e-6).is_ok());
+        let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        let (a, b) = (ints(&[200_000]), ints(&[200_001]));
+        let int = |name, bytes| HostBuffer {
+            name,
+            dtype: Dtype::I32,
+            bytes,
+        };
+        assert!(
+            compare(&int("k", &a), &int("k", &b), 1e-5, 1e-6).is_err(),
+            "integers match exactly"
+        );
+        assert!(compare(&buf("y", &want), &buf("y", &want[..8]), 1e-5, 1e-6).is_err());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use super::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
-use crate::experiment::kernel::{self, Arg, ArgKind, Check, Kernel, LaunchExprs, Part, REFERENCES};
+use crate::experiment::kernel::{
+    self, Arg, ArgKind, ArgValue, Check, Kernel, LaunchExprs, Part, REFERENCES,
+};
 use crate::experiment::schema::{self, RawArg, RawKernel};
 use crate::experiment::{point_label, Point, Sources};
 use std::path::Path;
@@ -67,10 +69,13 @@ impl Validator<'_> {
             args.push(arg);
         }
         let unchecked = rk.unchecked.as_ref().is_some_and(|u| *u.get_ref());
-        if let (Some(u), Some(_)) = (&rk.unchecked, &rk.check) {
+        if let (Some(u), true) = (
+            &rk.unchecked,
+            unchecked && (rk.check.is_some() || has_kernel_check),
+        ) {
             return Err(self
                 .err(u, "a kernel with a check cannot be unchecked")
-                .with_hint("keep either check = { ... } or unchecked = true"));
+                .with_hint("keep either a check or unchecked = true"));
         }
         if let (Some(c), true) = (&rk.check, has_kernel_check) {
             return Err(self
@@ -373,11 +378,12 @@ impl Validator<'_> {
                         _ => false,
                     }
             })
-            && this
-                .launches
-                .iter()
-                .zip(&reference.launches)
-                .all(|(a, b)| a.buffer_bytes() == b.buffer_bytes());
+            && this.launches.iter().zip(&reference.launches).all(|(a, b)| {
+                a.args.iter().zip(&b.args).all(|(x, y)| match (x, y) {
+                    (ArgValue::Buffer { len: p, .. }, ArgValue::Buffer { len: q, .. }) => p == q,
+                    _ => true,
+                })
+            });
         if !same {
             return Err(self
                 .err(&c.kernel, format!("kernel `{}` does not take the same arguments as `{}`", reference.name, this.name))
