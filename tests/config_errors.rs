@@ -542,3 +542,29 @@ fn a_reference_kernel_must_exist_and_take_the_same_arguments() {
     let err = plan_error(&text);
     assert!(err.contains("does not take the same arguments"), "{err}");
 }
+
+#[test]
+fn a_reference_kernel_check_needs_one_launch_before_a_batch_is_timed() {
+    let check = "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }";
+    let block = good();
+    let start = block.find("[[kernel]]").unwrap();
+    let end = block.find("[defaults]").unwrap();
+    let twin = block[start..end]
+        .replace("name = \"matmul\"", "name = \"twin\"")
+        .replace(
+            check,
+            "check_kernel = { kernel = \"matmul\", outputs = [\"C\"] }",
+        );
+    let text = block
+        .replace("[defaults]", &format!("{twin}[defaults]"))
+        .replace("warmup = 5", "warmup = 0\nbatch = 10");
+    let err = plan_error(&text);
+    assert!(
+        err.contains("twin/n=64") && err.contains("warmup = 1"),
+        "{err}"
+    );
+    let ok = text.replace("warmup = 0", "warmup = 1");
+    let (_dir, path) = write_experiment("ok.toml", &ok);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
