@@ -179,10 +179,19 @@ fn output_without_a_check() {
 }
 
 #[test]
-fn zero_inputs_are_refused() {
-    let text = good().replacen("init = \"uniform(0, 100)\"", "init = \"zeros\"", 1);
+fn inits_are_named_and_an_unknown_one_lists_them() {
+    let text = good().replacen("init = \"uniform(0, 100)\"", "init = \"gaussian(0, 1)\"", 1);
     let err = plan_error(&text);
-    assert!(err.contains("unknown init `zeros`"), "{err}");
+    assert!(
+        err.contains("unknown init `gaussian(0, 1)`") && err.contains("normal(mean, std)"),
+        "{err}"
+    );
+    // Zeros only where asked for by name: a uniform range of zeros is still refused.
+    let text = good().replacen("init = \"uniform(0, 100)\"", "init = \"uniform(0, 0)\"", 1);
+    assert!(plan_error(&text).contains("lo < hi"));
+    let text = good().replacen("init = \"uniform(0, 100)\"", "init = \"zeros\"", 1);
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    assert!(run(&["plan", path.to_str().unwrap()]).status.success());
 }
 
 #[test]

@@ -223,31 +223,66 @@ impl Unit {
 pub enum Init {
     /// Uniform random values in [lo, hi): inputs are never zeros.
     Uniform(f64, f64),
+    /// Normal random values of this mean and standard deviation.
+    Normal(f64, f64),
+    /// Every element the same value (`zeros` is `constant(0)`).
+    Constant(f64),
+    /// `start`, `start + step`, `start + 2 step`, ...
+    Iota(f64, f64),
     /// Written by the kernel: poisoned (NaN / all ones) before a checked launch.
     Output,
 }
 
 pub fn parse_init(text: &str) -> Result<Init, String> {
     let t = text.trim();
-    if t == "output" {
-        return Ok(Init::Output);
+    let bad = || {
+        format!(
+            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\" or \"iota(start, step)\" for inputs, or \"output\""
+        )
+    };
+    let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, String> {
+        let Some(inner) = t.strip_prefix(name).and_then(|s| s.strip_prefix('(')) else {
+            return Ok(None);
+        };
+        let inner = inner.strip_suffix(')').ok_or_else(bad)?;
+        let v: Vec<f64> = inner
+            .split(',')
+            .map(|x| x.trim().parse::<f64>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        (v.len() == count).then_some(Some(v)).ok_or_else(bad)
+    };
+    match t {
+        "output" => return Ok(Init::Output),
+        "zeros" => return Ok(Init::Constant(0.0)),
+        "iota" => return Ok(Init::Iota(0.0, 1.0)),
+        _ => {}
     }
-    let bad =
-        || format!("unknown init `{text}`; write \"uniform(lo, hi)\" for inputs or \"output\"");
-    let inner = t
-        .strip_prefix("uniform(")
-        .and_then(|s| s.strip_suffix(')'))
-        .ok_or_else(bad)?;
-    let (lo, hi) = inner.split_once(',').ok_or_else(bad)?;
-    let lo: f64 = lo.trim().parse().map_err(|_| bad())?;
-    let hi: f64 = hi.trim().parse().map_err(|_| bad())?;
-    if lo >= hi {
-        return Err(format!("uniform({lo}, {hi}) needs lo < hi"));
+    if let Some(v) = numbers("uniform", 2)? {
+        let (lo, hi) = (v[0], v[1]);
+        if lo >= hi {
+            return Err(format!("uniform({lo}, {hi}) needs lo < hi"));
+        }
+        if lo == 0.0 && hi <= f64::MIN_POSITIVE {
+            return Err("inputs must not be all zeros".into());
+        }
+        return Ok(Init::Uniform(lo, hi));
     }
-    if lo == 0.0 && hi <= f64::MIN_POSITIVE {
-        return Err("inputs must not be all zeros".into());
+    if let Some(v) = numbers("normal", 2)? {
+        if v[1].is_nan() || v[1] <= 0.0 {
+            return Err(format!(
+                "normal({}, {}) needs a positive standard deviation",
+                v[0], v[1]
+            ));
+        }
+        return Ok(Init::Normal(v[0], v[1]));
     }
-    Ok(Init::Uniform(lo, hi))
+    if let Some(v) = numbers("constant", 1)? {
+        return Ok(Init::Constant(v[0]));
+    }
+    if let Some(v) = numbers("iota", 2)? {
+        return Ok(Init::Iota(v[0], v[1]));
+    }
+    Err(bad())
 }
 
 #[cfg(test)]
@@ -261,7 +296,13 @@ mod tests {
             Init::Uniform(0.0, 100.0)
         );
         assert_eq!(parse_init("output").unwrap(), Init::Output);
-        assert!(parse_init("zeros").is_err());
+        assert_eq!(parse_init("zeros").unwrap(), Init::Constant(0.0));
+        assert_eq!(parse_init("normal(0, 2)").unwrap(), Init::Normal(0.0, 2.0));
+        assert_eq!(parse_init("constant(1.5)").unwrap(), Init::Constant(1.5));
+        assert_eq!(parse_init("iota").unwrap(), Init::Iota(0.0, 1.0));
+        assert_eq!(parse_init("iota(10, 2)").unwrap(), Init::Iota(10.0, 2.0));
         assert!(parse_init("uniform(5, 1)").is_err());
+        assert!(parse_init("normal(0, 0)").is_err());
+        assert!(parse_init("gaussian(0, 1)").is_err());
     }
 }

@@ -44,19 +44,43 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Random contents for each `uniform` buffer, from one generator seeded with `seed`.
+/// The initial contents of each input buffer, the random ones from one generator seeded
+/// with `seed`.
 fn draw_inputs(args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
     let mut rng = SmallRng::seed_from_u64(seed);
     args.iter()
         .map(|a| match a {
-            ArgValue::Buffer {
-                dtype,
-                len,
-                init: Init::Uniform(lo, hi),
-            } => Some(random_bytes(&mut rng, *dtype, *len, *lo, *hi)),
-            _ => None,
+            ArgValue::Buffer { dtype, len, init } => {
+                let (dtype, len) = (*dtype, *len);
+                match *init {
+                    Init::Output => None,
+                    Init::Uniform(lo, hi) => {
+                        Some(encode_all(dtype, len, || rng.random_range(lo..hi)))
+                    }
+                    Init::Normal(mean, std) => Some(encode_all(dtype, len, || {
+                        mean + std * standard_normal(&mut rng)
+                    })),
+                    Init::Constant(v) => Some(encode_all(dtype, len, || v)),
+                    Init::Iota(start, step) => {
+                        let mut i = 0.0;
+                        Some(encode_all(dtype, len, || {
+                            let v = start + step * i;
+                            i += 1.0;
+                            v
+                        }))
+                    }
+                }
+            }
+            ArgValue::Scalar { .. } => None,
         })
         .collect()
+}
+
+/// A standard normal draw (Box-Muller), from two uniform ones.
+fn standard_normal(rng: &mut SmallRng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
 /// How outputs are poisoned before the kernel writes them.
@@ -189,10 +213,11 @@ impl Buffers {
     }
 }
 
-fn random_bytes(rng: &mut SmallRng, dtype: Dtype, len: usize, lo: f64, hi: f64) -> Vec<u8> {
+/// `len` values from `next`, each encoded in `dtype` (integers rounded down).
+fn encode_all(dtype: Dtype, len: usize, mut next: impl FnMut() -> f64) -> Vec<u8> {
     let mut out = Vec::with_capacity(len * dtype.size());
     for _ in 0..len {
-        let v = rng.random_range(lo..hi);
+        let v = next();
         // Appends in dtype's bytes, with no allocation per element: inputs hold millions.
         match dtype {
             Dtype::F32 => out.extend_from_slice(&(v as f32).to_ne_bytes()),
@@ -253,9 +278,44 @@ mod tests {
     }
 
     #[test]
+    fn every_init_draws_what_it_says() {
+        let buf = |init| ArgValue::Buffer {
+            dtype: Dtype::F32,
+            len: 20_000,
+            init,
+        };
+        let floats = |b: &[u8]| -> Vec<f32> {
+            b.chunks(4)
+                .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+                .collect()
+        };
+        let all = draw_inputs(
+            &[
+                buf(Init::Normal(5.0, 2.0)),
+                buf(Init::Constant(1.5)),
+                buf(Init::Iota(10.0, 2.0)),
+            ],
+            3,
+        );
+        let normal = floats(all[0].as_ref().unwrap());
+        let mean = normal.iter().map(|x| *x as f64).sum::<f64>() / normal.len() as f64;
+        let var = normal
+            .iter()
+            .map(|x| (*x as f64 - mean).powi(2))
+            .sum::<f64>()
+            / normal.len() as f64;
+        assert!(
+            (mean - 5.0).abs() < 0.1 && (var.sqrt() - 2.0).abs() < 0.1,
+            "{mean} {var}"
+        );
+        assert!(floats(all[1].as_ref().unwrap()).iter().all(|x| *x == 1.5));
+        assert_eq!(&floats(all[2].as_ref().unwrap())[..3], &[10.0, 12.0, 14.0]);
+    }
+
+    #[test]
     fn random_inputs_stay_in_range_and_are_not_zero() {
         let mut rng = SmallRng::seed_from_u64(1);
-        let b = random_bytes(&mut rng, Dtype::F32, 1000, 0.0, 100.0);
+        let b = encode_all(Dtype::F32, 1000, || rng.random_range(0.0..100.0));
         let v: Vec<f32> = b
             .chunks(4)
             .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
