@@ -103,59 +103,67 @@ fn dims_of(spec: &LaunchSpec) -> Dims {
     }
 }
 
-/// Checks the output: against its CPU reference, or against a reference kernel run now, on
-/// fresh buffers of the same inputs (`check_kernel`).
-fn check_output(
-    kernels: &mut Kernels,
-    timeline: &mut Timeline,
-    cell: &Cell,
-    def: Option<&Kernel>,
-    buffers: &Buffers,
-    host: &HostInputs,
-    reference: &reference::Cache,
-) -> Result<String, Failure> {
-    let Some((def, kc)) = def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
-        return Ok(buffers.check(def, &cell.launch, reference)?);
-    };
-    let spec = cell
-        .reference_launch
-        .as_ref()
-        .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
-    let key = KernelKey::Reference(kc.kernel, options_hash(&spec.options));
-    let func = kernels.get(key, &spec.options, timeline)?.0.func.clone();
-    check_params(&func, spec, &kernels.def(kc.kernel).entry)?;
-    if spec.shared_bytes > 48 * 1024 {
-        func.allow_shared_bytes(spec.shared_bytes)?;
-    }
-    let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
-    // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
-    // writes differs, whatever its type.
-    theirs.fill_outputs(0)?;
-    let params = theirs.params(&spec.args);
-    let mut launch = Launch::new(&func, dims_of(spec), &params);
-    launch.enqueue().map_err(during("reference kernel"))?;
-    cuda::synchronize().map_err(during("reference kernel"))?;
-    timeline.mark("reference kernel");
-    let mut notes = Vec::new();
-    for &o in &kc.outputs {
-        let dtype = match spec.args[o] {
-            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+/// What a cell's output is checked against, and with which inputs.
+struct Checker<'a> {
+    cell: &'a Cell,
+    def: Option<&'a Kernel>,
+    host: &'a HostInputs,
+    reference: &'a reference::Cache<'a>,
+}
+
+impl Checker<'_> {
+    /// Checks the output: against its CPU reference, or against a reference kernel run
+    /// now, on fresh buffers of the same inputs (`check_kernel`).
+    fn check(
+        &self,
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        buffers: &Buffers,
+    ) -> Result<String, Failure> {
+        let (cell, host) = (self.cell, self.host);
+        let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
+            return Ok(buffers.check(self.def, &cell.launch, self.reference)?);
         };
-        let (got, want) = (buffers.download(o)?, theirs.download(o)?);
-        let name = &def.args[o].name;
-        let view = |bytes| reference::HostBuffer { name, dtype, bytes };
-        notes.push(reference::compare(
-            &view(&got),
-            &view(&want),
-            kc.rtol,
-            kc.atol,
-        )?);
+        let spec = cell
+            .reference_launch
+            .as_ref()
+            .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
+        let key = KernelKey::Reference(kc.kernel, options_hash(&spec.options));
+        let func = kernels.get(key, &spec.options, timeline)?.0.func.clone();
+        check_params(&func, spec, &kernels.def(kc.kernel).entry)?;
+        if spec.shared_bytes > 48 * 1024 {
+            func.allow_shared_bytes(spec.shared_bytes)?;
+        }
+        let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
+        // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
+        // writes differs, whatever its type.
+        theirs.fill_outputs(0)?;
+        let params = theirs.params(&spec.args);
+        let mut launch = Launch::new(&func, dims_of(spec), &params);
+        launch.enqueue().map_err(during("reference kernel"))?;
+        cuda::synchronize().map_err(during("reference kernel"))?;
+        timeline.mark("reference kernel");
+        let mut notes = Vec::new();
+        for &o in &kc.outputs {
+            let dtype = match spec.args[o] {
+                ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+            };
+            let (got, want) = (buffers.download(o)?, theirs.download(o)?);
+            let name = &def.args[o].name;
+            let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+            notes.push(reference::compare(
+                &view(&got),
+                &view(&want),
+                kc.rtol,
+                kc.atol,
+            )?);
+        }
+        Ok(format!(
+            "against kernel `{}`: {}",
+            kernels.def(kc.kernel).name,
+            notes.join("; ")
+        ))
     }
-    Ok(format!(
-        "against kernel `{}`: {}",
-        kernels.def(kc.kernel).name,
-        notes.join("; ")
-    ))
 }
 
 /// Refuses an argument list that does not match the kernel's parameters, which the driver
@@ -311,6 +319,12 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let host = s.inputs.get(&point, &spec.args, seed);
     // The check's reference, shared with the run's other processes.
     let reference = reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}"));
+    let checker = Checker {
+        cell,
+        def: kernel_def.as_ref(),
+        host: &host,
+        reference: &reference,
+    };
     let mut warmup = knobs.warmup.launches;
     // Launches of the measured kernel are counted as they happen (also in a cell that
     // fails later), so that a profiler's per-launch report can be cut into cells.
@@ -320,15 +334,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         cuda::synchronize().map_err(during("checked launch"))?;
         timeline.mark("checked launch");
         rec.kernel_launches += 1;
-        rec.check = Some(check_output(
-            &mut s.kernels,
-            timeline,
-            cell,
-            kernel_def.as_ref(),
-            buffers,
-            &host,
-            &reference,
-        )?);
+        rec.check = Some(checker.check(&mut s.kernels, timeline, buffers)?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
@@ -397,15 +403,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
-        rec.check = Some(check_output(
-            &mut s.kernels,
-            timeline,
-            cell,
-            kernel_def.as_ref(),
-            buffers,
-            &host,
-            &reference,
-        )?);
+        rec.check = Some(checker.check(&mut s.kernels, timeline, buffers)?);
         timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
