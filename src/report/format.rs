@@ -60,15 +60,6 @@ pub fn percent(p: f64) -> String {
     format!("{p:+.2}%")
 }
 
-pub fn bytes(b: i64) -> String {
-    const MIB: f64 = 1024.0 * 1024.0;
-    if b as f64 >= 1024.0 * MIB {
-        format!("{:.1} GiB", b as f64 / 1024.0 / MIB)
-    } else {
-        format!("{:.1} MiB", b as f64 / MIB)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

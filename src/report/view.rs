@@ -485,8 +485,8 @@ fn system_pairs(s: &crate::store::Stored) -> Vec<Pair> {
             pair("GPU", d.name.clone()),
             pair("compute capability", d.compute_capability.clone()),
             pair("SMs", d.sm_count.to_string()),
-            pair("L2 cache", format::bytes(d.l2_bytes)),
-            pair("memory", format::bytes(d.mem_bytes)),
+            pair("L2 cache", bytes_text(d.l2_bytes as u64)),
+            pair("memory", bytes_text(d.mem_bytes as u64)),
             pair(
                 "max SM / memory clock",
                 format!("{} / {} MHz", d.sm_clock_max_mhz, d.mem_clock_max_mhz),

@@ -86,11 +86,9 @@ impl KernelKey {
 
 /// Options tell compiled images apart: a define may change with the sweep.
 pub fn options_hash(options: &[String]) -> u64 {
-    options.iter().fold(0xcbf29ce484222325u64, |h, o| {
-        o.bytes()
-            .chain([0])
-            .fold(h, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
-    })
+    // Each option ends in a NUL, so ["a", "b"] and ["ab"] differ.
+    let joined: String = options.iter().map(|o| format!("{o}\0")).collect();
+    super::inputs::fnv1a(joined.as_bytes())
 }
 
 /// A compiled and loaded kernel, kept for the life of the process.
