@@ -27,9 +27,9 @@ pub struct Job {
     /// Load the runs' kernels (filling the JIT cache) and launch nothing.
     #[serde(default)]
     pub prime: bool,
-    /// A folder the run's workers share reference results in.
+    /// A folder the run's workers share drawn inputs and reference results in.
     #[serde(default)]
-    pub reference_cache: Option<std::path::PathBuf>,
+    pub run_cache: Option<std::path::PathBuf>,
     /// When the parent started the process, so the worker can time its own start-up.
     pub spawned_unix_ns: u64,
     /// Keep the GPU busy this long before the first cell (the run's first worker only).

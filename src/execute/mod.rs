@@ -88,6 +88,7 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
                 runner_version: env!("CARGO_PKG_VERSION").to_string(),
                 started_utc: now(),
                 peers_s: None,
+                workers: None,
                 finished_utc: None,
                 complete: false,
                 host: system::host(),

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Runs the plan's jobs in order and stores what they report.
 pub struct Scheduler<'a> {
@@ -28,7 +28,8 @@ pub struct Scheduler<'a> {
     program: &'a WorkerProgram,
     caches: JitCaches,
     /// Reference results shared by the run's workers, removed with the run.
-    references: tempfile::TempDir,
+    /// Drawn inputs and reference results the run's workers share.
+    run_cache: tempfile::TempDir,
     bar: ProgressBar,
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
@@ -57,10 +58,10 @@ impl<'a> Scheduler<'a> {
             meta,
             program,
             caches: JitCaches::new()?,
-            references: tempfile::Builder::new()
-                .prefix("runner-references-")
+            run_cache: tempfile::Builder::new()
+                .prefix("runner-cache-")
                 .tempdir()
-                .context("cannot create a folder for reference results")?,
+                .context("cannot create a folder for the run's shared inputs")?,
             bar,
             gpu_warmup: exp.gpu_warmup,
         })
@@ -145,11 +146,16 @@ impl<'a> Scheduler<'a> {
                 None => self.program.clone(),
             };
             let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
-            sent.reference_cache = Some(self.references.path().to_path_buf());
+            sent.run_cache = Some(self.run_cache.path().to_path_buf());
             let mut worker = WorkerProcess::start(&program, sent, &vars)?;
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
+            let mut last_message = Instant::now();
             let ended = loop {
-                match worker.next(deadline, &INTERRUPTED) {
+                let next = worker.next(deadline, &INTERRUPTED);
+                if matches!(next, Next::Message(_)) {
+                    last_message = Instant::now();
+                }
+                match next {
                     Next::Message(Message::Ready { device, startup }) => {
                         if self.meta.device.is_none() {
                             self.meta.device = Some(*device);
@@ -193,6 +199,9 @@ impl<'a> Scheduler<'a> {
             };
             let Some(run) = remaining.front().copied() else {
                 worker.finish()?;
+                let count = self.meta.workers.get_or_insert_with(Default::default);
+                count.processes += 1;
+                count.exit_s += last_message.elapsed().as_secs_f64();
                 self.store_profiled(&mut pending, report.path())?;
                 return Ok(());
             };
@@ -327,7 +336,7 @@ fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup:
         telemetry: exp.telemetry.clone(),
         runs: runs.to_vec(),
         prime,
-        reference_cache: None,
+        run_cache: None,
         spawned_unix_ns: 0,
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
     }

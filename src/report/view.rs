@@ -456,9 +456,21 @@ fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {
         m.finished_utc.as_deref().and_then(when),
     ) {
         if let Ok(d) = b.duration_since(a) {
-            let peers = m.peers_s.map_or(String::new(), |s| {
-                format!(" (of which the peer programs {s:.0} s)")
-            });
+            let mut parts: Vec<String> = m
+                .peers_s
+                .map(|s| format!("of which the peer programs {s:.0} s"))
+                .into_iter()
+                .collect();
+            parts.extend(m.workers.filter(|w| w.processes > 1).map(|w| {
+                format!(
+                    "{} worker processes, {:.1} s of them from a worker's last cell to its exit",
+                    w.processes, w.exit_s
+                )
+            }));
+            let peers = match parts.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", parts.join("; ")),
+            };
             run.push(pair(
                 "wall time",
                 format!("{}{peers}", humantime::format_duration(d)),

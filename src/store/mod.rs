@@ -47,6 +47,13 @@ pub const FINDINGS_FILE: &str = "findings.md";
 /// Optional, written by a person after reading the run; the report includes it.
 pub const NOTES_FILE: &str = "notes.md";
 
+/// How many worker processes a run started, and their exits' total time.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct WorkerCount {
+    pub processes: u64,
+    pub exit_s: f64,
+}
+
 /// The run's metadata (`run.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -65,6 +72,10 @@ pub struct RunMeta {
     /// Seconds the peer programs took, after the cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peers_s: Option<f64>,
+    /// Worker processes started, and the seconds from each one's last cell to its exit
+    /// (CUDA's teardown), summed: where a run of fresh processes spends its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<WorkerCount>,
     /// Whether every planned run finished (false after an interrupt or a fatal error).
     pub complete: bool,
     pub host: Host,

@@ -318,7 +318,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let kernel_def = cell.kernel.map(|k| s.kernels.def(k).clone());
     let host = s.inputs.get(&point, &spec.args, seed);
     // The check's reference, shared with the run's other processes.
-    let reference = reference::Cache::new(s.reference_cache.as_deref(), format!("{point}#{seed}"));
+    let reference = reference::Cache::new(s.run_cache.as_deref(), format!("{point}#{seed}"));
     let checker = Checker {
         cell,
         def: kernel_def.as_ref(),

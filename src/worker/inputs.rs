@@ -2,27 +2,38 @@
 //! times the same data), outputs poisoned so only the kernel can make the check pass, and
 //! the check of the output against its CPU reference.
 
-use super::reference;
+use super::{reference, shared};
 use crate::cuda::{CudaError, DeviceBuffer, Param};
 use crate::experiment::{ArgValue, Dtype, Init, Kernel, LaunchSpec};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// Initial contents of a cell's input buffers, one per argument (None: not an input), by
 /// the seed they were drawn with.
 pub type HostInputs = Rc<Vec<Option<Vec<u8>>>>;
 
-/// Inputs already drawn in this worker for the current kernel and sweep point. Drawing
-/// 1 GiB of random floats takes about a second, far longer than most cells' samples.
+/// Inputs already drawn for the current kernel and sweep point: in this worker, or by an
+/// earlier process of the run (in the run's cache folder). Drawing 1 GiB of random floats
+/// takes about a second, longer than most cells' samples and than a fresh process's start.
 #[derive(Default)]
 pub struct InputCache {
     point: String,
     args: Vec<ArgValue>,
     sets: HashMap<u64, HostInputs>,
+    /// The run's folder shared with its other processes.
+    dir: Option<PathBuf>,
 }
 
 impl InputCache {
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        InputCache {
+            dir,
+            ..Default::default()
+        }
+    }
+
     pub fn get(&mut self, point: &str, args: &[ArgValue], seed: u64) -> HostInputs {
         if self.point != point || self.args != args {
             // A new point: the old data is never asked for again.
@@ -30,11 +41,47 @@ impl InputCache {
             self.args = args.to_vec();
             self.sets.clear();
         }
+        let dir = self.dir.as_deref();
         self.sets
             .entry(seed)
-            .or_insert_with(|| Rc::new(draw_inputs(args, seed)))
+            .or_insert_with(|| Rc::new(shared_inputs(dir, args, seed)))
             .clone()
     }
+}
+
+/// The inputs of `args` drawn with `seed`: read where an earlier process stored them, else
+/// drawn and stored. The file is named by the arguments as evaluated and the seed.
+fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
+    let described = serde_json::to_vec(args).expect("arguments serialize");
+    let file = shared::file(dir, &[&described, &seed.to_le_bytes()], "inputs");
+    let lens: Vec<Option<usize>> = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Buffer { dtype, len, init } if *init != Init::Output => {
+                Some(len * dtype.size())
+            }
+            _ => None,
+        })
+        .collect();
+    let total = lens.iter().flatten().sum();
+    if let Some(bytes) = shared::read(file.as_deref(), total) {
+        let mut at = 0;
+        return lens
+            .iter()
+            .map(|l| {
+                l.map(|l| {
+                    at += l;
+                    bytes[at - l..at].to_vec()
+                })
+            })
+            .collect();
+    }
+    let drawn = draw_inputs(args, seed);
+    if total > 0 {
+        let parts: Vec<&[u8]> = drawn.iter().flatten().map(Vec::as_slice).collect();
+        shared::write(file.as_deref(), &parts.concat());
+    }
+    drawn
 }
 
 /// FNV-1a: a stable seed from a cell's point, the same on every machine and toolchain.
@@ -269,6 +316,36 @@ mod tests {
             1,
             "a new point drops the old point's data"
         );
+    }
+
+    #[test]
+    fn a_later_process_reads_the_inputs_an_earlier_one_drew() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = vec![
+            ArgValue::Buffer {
+                dtype: Dtype::F32,
+                len: 1000,
+                init: Init::Uniform(0.0, 1.0),
+            },
+            ArgValue::Buffer {
+                dtype: Dtype::F32,
+                len: 1000,
+                init: Init::Output,
+            },
+            ArgValue::Buffer {
+                dtype: Dtype::I32,
+                len: 10,
+                init: Init::Iota(0.0, 1.0),
+            },
+        ];
+        let first = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5);
+        let stored: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(stored.len(), 1, "one file per point and seed");
+        let later = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5);
+        assert_eq!(*first, *later);
+        assert_eq!(*later, draw_inputs(&args, 5));
+        let other = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 6);
+        assert_ne!(*first, *other, "another seed is drawn anew");
     }
 
     #[test]

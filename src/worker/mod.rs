@@ -5,6 +5,7 @@ mod cell;
 mod inputs;
 mod kernels;
 pub mod reference;
+mod shared;
 mod timeline;
 
 use crate::cuda::{self, Gpu};
@@ -85,8 +86,8 @@ pub fn main() -> ExitCode {
         kernels: Kernels::new(job.kernels, cuda::capability(&info)),
         timeline,
         probe: None,
-        inputs: InputCache::default(),
-        reference_cache: job.reference_cache,
+        inputs: InputCache::new(job.run_cache.clone()),
+        run_cache: job.run_cache,
     };
     let cell_of = |index: usize| cells.get(&index);
     if job.prime {
@@ -139,8 +140,8 @@ pub struct Session {
     /// The clock probe, made on first use when the experiment asks for it.
     probe: Option<Probe>,
     inputs: InputCache,
-    /// Where reference results are shared with the run's other processes.
-    reference_cache: Option<std::path::PathBuf>,
+    /// Where drawn inputs and reference results are shared with the run's other processes.
+    run_cache: Option<std::path::PathBuf>,
 }
 
 impl Session {

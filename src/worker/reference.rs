@@ -1,8 +1,8 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
+use super::shared;
 use crate::experiment::Dtype;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Elements checked at most per matmul; larger outputs are checked at a fixed random sample.
@@ -51,40 +51,31 @@ impl<'a> Cache<'a> {
 
     /// The file of the reference `name` for these inputs and dims.
     fn file(&self, name: &str, inputs: &[&HostBuffer], dims: &[i64]) -> Option<PathBuf> {
-        let dir = self.dir?;
-        let mut h = Sha256::new();
-        h.update(name.as_bytes());
-        h.update(self.inputs.as_bytes());
-        for d in dims {
-            h.update(d.to_le_bytes());
-        }
+        let dims: Vec<u8> = dims.iter().flat_map(|d| d.to_le_bytes()).collect();
+        let mut parts: Vec<Vec<u8>> = vec![name.into(), self.inputs.as_bytes().into(), dims];
         for i in inputs {
-            h.update(i.name.as_bytes());
-            h.update((i.bytes.len() as u64).to_le_bytes());
+            parts.push(i.name.as_bytes().into());
+            parts.push((i.bytes.len() as u64).to_le_bytes().into());
         }
-        let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        Some(dir.join(format!("{key}.f64")))
+        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        shared::file(self.dir, &parts, "f64")
     }
 
     /// The stored values, if another process stored them.
     fn read(&self, file: &Option<PathBuf>, count: usize) -> Option<Vec<f64>> {
-        let bytes = std::fs::read(file.as_ref()?).ok()?;
-        (bytes.len() == count * 8).then(|| {
+        let bytes = shared::read(file.as_deref(), count * 8)?;
+        Some(
             bytes
                 .chunks(8)
                 .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect()
-        })
+                .collect(),
+        )
     }
 
-    /// Stores values for later processes (written whole, then renamed into place).
+    /// Stores values for later processes.
     fn write(&self, file: &Option<PathBuf>, values: &[f64]) {
-        let Some(file) = file else { return };
-        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        if std::fs::write(&tmp, bytes).is_ok() {
-            let _ = std::fs::rename(&tmp, file);
-        }
+        shared::write(file.as_deref(), &bytes);
     }
 }
 

@@ -1,0 +1,52 @@
+//! Files a run's worker processes share in the run's cache folder (drawn inputs, reference
+//! results): each is written whole by the first process that needs it and renamed into
+//! place, so a later process reads a complete file or none.
+
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The file for `parts` in `dir`, named by their hash, with `extension`.
+pub fn file(dir: Option<&Path>, parts: &[&[u8]], extension: &str) -> Option<PathBuf> {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Some(dir?.join(format!("{key}.{extension}")))
+}
+
+/// The file's bytes where another process stored exactly `len` of them.
+pub fn read(file: Option<&Path>, len: usize) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(file?).ok()?;
+    (bytes.len() == len).then_some(bytes)
+}
+
+/// Stores bytes for later processes; a failure only costs them the work again.
+pub fn write(file: Option<&Path>, bytes: &[u8]) {
+    let Some(file) = file else { return };
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, file).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_file_is_read_back_only_at_its_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file(Some(dir.path()), &[b"a", b"bc"], "bin").unwrap();
+        assert_ne!(
+            Some(&f),
+            file(Some(dir.path()), &[b"ab", b"c"], "bin").as_ref()
+        );
+        assert_eq!(read(Some(&f), 3), None);
+        write(Some(&f), b"xyz");
+        assert_eq!(read(Some(&f), 3).as_deref(), Some(&b"xyz"[..]));
+        assert_eq!(read(Some(&f), 4), None, "a torn or other file is not used");
+        assert!(file(None, &[b"a"], "bin").is_none());
+    }
+}
