@@ -236,13 +236,9 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // `rotate`, which the timed samples use in turn.
     let point = cell.point_key();
     let seed = fnv1a(point.as_bytes());
-    let sets: Vec<Buffers> = (0..knobs.rotate.0)
-        .map(|i| {
-            let host = s.inputs.get(&point, &spec.args, seed.wrapping_add(i));
-            Buffers::create(&spec.args, host, poison)
-        })
-        .collect::<Result<_, _>>()?;
-    let buffers = &sets[0];
+    let hosts: Vec<HostInputs> = (0..knobs.rotate.0)
+        .map(|i| s.inputs.get(&point, &spec.args, seed.wrapping_add(i)))
+        .collect();
     // `inputs = "fresh"`: data of two other draws, copied in turn before each timed launch.
     let fresh: Vec<_> = match knobs.inputs {
         Inputs::Same => vec![],
@@ -253,6 +249,12 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             })
             .collect(),
     };
+    timeline.mark("inputs");
+    let sets: Vec<Buffers> = hosts
+        .into_iter()
+        .map(|host| Buffers::create(&spec.args, host, poison))
+        .collect::<Result<_, _>>()?;
+    let buffers = &sets[0];
     let params: Vec<Vec<Param>> = sets.iter().map(|b| b.params(&spec.args)).collect();
     timeline.mark("buffers");
     let dims = dims_of(spec);

@@ -63,21 +63,13 @@ fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Vec<Option
             _ => None,
         })
         .collect();
-    let total = lens.iter().flatten().sum();
-    if let Some(bytes) = shared::read(file.as_deref(), total) {
-        let mut at = 0;
-        return lens
-            .iter()
-            .map(|l| {
-                l.map(|l| {
-                    at += l;
-                    bytes[at - l..at].to_vec()
-                })
-            })
-            .collect();
+    let pieces: Vec<usize> = lens.iter().flatten().copied().collect();
+    if let Some(read) = shared::read_pieces(file.as_deref(), &pieces) {
+        let mut read = read.into_iter();
+        return lens.iter().map(|l| l.and_then(|_| read.next())).collect();
     }
     let drawn = draw_inputs(args, seed);
-    if total > 0 {
+    if !pieces.is_empty() {
         let parts: Vec<&[u8]> = drawn.iter().flatten().map(Vec::as_slice).collect();
         shared::write(file.as_deref(), &parts.concat());
     }

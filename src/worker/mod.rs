@@ -119,7 +119,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONTEXT_LOST);
         }
     }
-    ExitCode::SUCCESS
+    // Every cell is reported: leave the context, modules, buffers and NVML to the driver's
+    // clean-up at exit instead of tearing them down one by one first (about 90 ms per
+    // process on an H100, paid by every fresh process of a cold-start run).
+    std::process::exit(0)
 }
 
 /// The device's facts a worker uses itself.

@@ -22,6 +22,23 @@ pub fn read(file: Option<&Path>, len: usize) -> Option<Vec<u8>> {
     (bytes.len() == len).then_some(bytes)
 }
 
+/// The file's bytes cut into pieces of `lens`, where another process stored exactly that
+/// many; read straight into each piece (inputs reach gigabytes).
+pub fn read_pieces(file: Option<&Path>, lens: &[usize]) -> Option<Vec<Vec<u8>>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(file?).ok()?;
+    let total: usize = lens.iter().sum();
+    if f.metadata().ok()?.len() != total as u64 {
+        return None;
+    }
+    lens.iter()
+        .map(|&l| {
+            let mut piece = vec![0u8; l];
+            f.read_exact(&mut piece).ok().map(|_| piece)
+        })
+        .collect()
+}
+
 /// Stores bytes for later processes; a failure only costs them the work again.
 pub fn write(file: Option<&Path>, bytes: &[u8]) {
     let Some(file) = file else { return };
@@ -47,6 +64,11 @@ mod tests {
         write(Some(&f), b"xyz");
         assert_eq!(read(Some(&f), 3).as_deref(), Some(&b"xyz"[..]));
         assert_eq!(read(Some(&f), 4), None, "a torn or other file is not used");
+        assert_eq!(
+            read_pieces(Some(&f), &[1, 2]),
+            Some(vec![b"x".to_vec(), b"yz".to_vec()])
+        );
+        assert_eq!(read_pieces(Some(&f), &[1, 1]), None);
         assert!(file(None, &[b"a"], "bin").is_none());
     }
 }
