@@ -6,7 +6,7 @@ pub mod clocks;
 pub mod stats;
 
 use crate::plan::{Cell, Headline};
-use crate::protocol::{CellRecord, TelemetryPoint};
+use crate::protocol::{CellRecord, Status, TelemetryPoint};
 use crate::store::Stored;
 use clocks::Window;
 use stats::Stats;
@@ -109,15 +109,38 @@ impl<'a> Analysis<'a> {
         self.stats.get(&(c.index, phase))
     }
 
-    /// The headline median of kernel `k`'s cell at point `p` under `variant`.
-    pub fn median_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<f64> {
+    /// Kernel `k`'s cell at point `p` under `variant`.
+    fn cell_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<&Cell> {
         self.run
             .plan
             .cells
             .iter()
             .find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
-            .and_then(|c| self.headline(c))
-            .map(|st| st.median)
+    }
+
+    /// The headline median of kernel `k`'s cell at point `p` under `variant`.
+    pub fn median_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<f64> {
+        let c = self.cell_at(k, p, variant)?;
+        self.headline(c).map(|st| st.median)
+    }
+
+    /// [`Self::median_at`], only where none of the cell's runs failed: the median that
+    /// comparisons between cells may rank (a partly failed cell's holds fewer runs).
+    pub fn sound_median_at(
+        &self,
+        k: usize,
+        p: &crate::experiment::Point,
+        variant: &str,
+    ) -> Option<f64> {
+        let c = self.cell_at(k, p, variant)?;
+        let failed = self
+            .records
+            .get(&c.index)
+            .is_some_and(|rs| rs.iter().any(|r| r.status == Status::Failed));
+        if failed {
+            return None;
+        }
+        self.headline(c).map(|st| st.median)
     }
 
     /// `summary.csv`: every cell's statistics per phase, in nanoseconds, for other tools.

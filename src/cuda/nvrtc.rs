@@ -71,6 +71,9 @@ pub fn compile(
     let name_expr = CString::new(format!("&{entry}")).map_err(|_| bad("the entry"))?;
     let mut opts = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()];
     opts.extend(options.iter().cloned());
+    // Last, so the experiment's own include directories win: the toolkit's headers
+    // (`cuda_fp16.h`, `cuda_bf16.h`, CUB) as nvcc would find them.
+    opts.extend(toolkit_include().map(|dir| format!("-I{}", dir.display())));
     let opts: Vec<CString> = opts
         .into_iter()
         .map(CString::new)
@@ -97,6 +100,17 @@ pub fn compile(
     // SAFETY: prog was created above and is destroyed once.
     unsafe { sys::nvrtcDestroyProgram(&mut prog) };
     result
+}
+
+/// The CUDA toolkit's include directory: `$CUDA_HOME`, `$CUDA_PATH`, or /usr/local/cuda.
+fn toolkit_include() -> Option<std::path::PathBuf> {
+    ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(std::path::PathBuf::from)
+        .chain(std::iter::once("/usr/local/cuda".into()))
+        .map(|root| root.join("include"))
+        .find(|dir| dir.join("cuda_fp16.h").is_file())
 }
 
 /// Compiles the created program and reads its image and lowered entry name.

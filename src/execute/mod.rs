@@ -153,7 +153,7 @@ fn inputs_sha256(exp: &Experiment) -> String {
     let mut all = exp.text.clone().into_bytes();
     for k in &exp.kernels {
         all.extend(format!("\0{}\0", k.source).bytes());
-        all.extend(k.source_text.bytes());
+        all.extend(k.code());
     }
     system::sha256_hex(&all)
 }

@@ -21,9 +21,52 @@ pub struct Kernel {
     /// `unchecked = true`: the user chose to time the kernel unchecked; every table says so.
     #[serde(default)]
     pub unchecked: bool,
+    /// A module built outside the runner, loaded as is instead of compiling `source_text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<Prebuilt>,
     /// The launch at each sweep point, in the order of `Experiment::points`.
     #[serde(skip)]
     pub launches: Vec<LaunchSpec>,
+}
+
+/// A module nvcc (or another compiler, such as Triton's) built: the driver loads a CUBIN
+/// or fatbin as is and JIT-compiles PTX at load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Prebuilt {
+    pub kind: ModuleKind,
+    /// Empty where validation did not read it (rendering a stored run).
+    #[serde(default)]
+    pub image: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleKind {
+    Cubin,
+    Ptx,
+    Fatbin,
+}
+
+impl ModuleKind {
+    /// The kind a file's extension names; None for CUDA C.
+    pub fn of_path(path: &str) -> Option<ModuleKind> {
+        match path.rsplit_once('.')?.1 {
+            "cubin" => Some(ModuleKind::Cubin),
+            "ptx" => Some(ModuleKind::Ptx),
+            "fatbin" => Some(ModuleKind::Fatbin),
+            _ => None,
+        }
+    }
+}
+
+impl Kernel {
+    /// What its file holds: the source, or the prebuilt module's bytes.
+    pub fn code(&self) -> &[u8] {
+        match &self.module {
+            Some(m) => &m.image,
+            None => self.source_text.as_bytes(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -81,6 +124,10 @@ pub struct LaunchSpec {
     /// NVRTC options this point compiles the kernel with, beyond the architecture.
     #[serde(default)]
     pub options: Vec<String>,
+    /// The entry at this point where it takes the sweep (`softmax<{{ T }}>`); empty: the
+    /// kernel's own.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub entry: String,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared_bytes: u32,
@@ -235,6 +282,7 @@ pub fn evaluate(
         bytes: None,
         flops: None,
         options: vec![],
+        entry: String::new(),
         grid,
         block,
         shared_bytes: shared as u32,
@@ -254,32 +302,33 @@ pub fn evaluate(
     Ok(spec)
 }
 
-/// A scalar's bytes in its dtype; a value the dtype cannot hold is an error.
+/// A scalar's bytes in its dtype; a value the dtype cannot hold is an error (an integer out
+/// of range, a fraction for an integer type, a float beyond the type's largest finite value).
 pub fn encode(dtype: Dtype, v: Number) -> Result<Vec<u8>, String> {
-    let int = |lo: i128, hi: i128| match v {
-        Number::Int(i) if (lo..=hi).contains(&i) => Ok(i),
-        Number::Int(i) => Err(format!(
-            "{i} does not fit {} (from {lo} to {hi})",
-            dtype.key()
-        )),
-        Number::Float(f) => Err(format!("the {} gets the fraction {f}", dtype.key())),
-    };
-    let float = match v {
-        Number::Int(i) => i as f64,
-        Number::Float(f) => f,
-    };
-    Ok(match dtype {
-        Dtype::F32 => (float as f32).to_ne_bytes().to_vec(),
-        Dtype::F64 => float.to_ne_bytes().to_vec(),
-        Dtype::I32 => (int(i32::MIN.into(), i32::MAX.into())? as i32)
-            .to_ne_bytes()
-            .to_vec(),
-        Dtype::U32 => (int(0, u32::MAX.into())? as u32).to_ne_bytes().to_vec(),
-        Dtype::I64 => (int(i64::MIN.into(), i64::MAX.into())? as i64)
-            .to_ne_bytes()
-            .to_vec(),
-        Dtype::U64 => (int(0, u64::MAX.into())? as u64).to_ne_bytes().to_vec(),
-    })
+    let mut out = Vec::with_capacity(dtype.size());
+    match (dtype.int_range(), v) {
+        (Some((lo, hi)), Number::Int(i)) if (lo..=hi).contains(&i) => dtype.push_int(i, &mut out),
+        (Some((lo, hi)), Number::Int(i)) => {
+            return Err(format!(
+                "{i} does not fit {} (from {lo} to {hi})",
+                dtype.key()
+            ))
+        }
+        (Some(_), Number::Float(f)) => {
+            return Err(format!("the {} gets the fraction {f}", dtype.key()))
+        }
+        (None, v) => {
+            let float = match v {
+                Number::Int(i) => i as f64,
+                Number::Float(f) => f,
+            };
+            dtype.push(float, &mut out);
+            if float.is_finite() && !dtype.read(&out).is_finite() {
+                return Err(format!("{float} overflows {}", dtype.key()));
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -350,5 +399,26 @@ mod tests {
         assert_eq!(part, Part::Arg(1));
         assert!(msg.contains("does not fit i32"), "{msg}");
         assert!(spec([1, 1, 1], 0, NumExpr::Float(0.5)).is_err());
+    }
+
+    #[test]
+    fn scalars_are_encoded_exactly_in_every_dtype() {
+        let int = |d, v| encode(d, Number::Int(v));
+        assert_eq!(int(Dtype::I8, -128).unwrap(), (-128i8).to_ne_bytes());
+        assert!(int(Dtype::I8, 128).unwrap_err().contains("does not fit i8"));
+        assert_eq!(int(Dtype::U16, 65535).unwrap(), 65535u16.to_ne_bytes());
+        assert!(int(Dtype::U8, -1).is_err());
+        let big = (1i128 << 62) + 1; // not representable in f64
+        assert_eq!(int(Dtype::I64, big).unwrap(), (big as i64).to_ne_bytes());
+        let f16 = encode(Dtype::F16, Number::Float(1.5)).unwrap();
+        assert_eq!(f16, half::f16::from_f32(1.5).to_ne_bytes());
+        assert_eq!(Dtype::F16.read(&f16), 1.5);
+        assert_eq!(
+            Dtype::Bf16.read(&encode(Dtype::Bf16, Number::Int(3)).unwrap()),
+            3.0
+        );
+        let err = encode(Dtype::F16, Number::Float(70000.0)).unwrap_err();
+        assert!(err.contains("overflows f16"), "{err}");
+        assert!(encode(Dtype::Bf16, Number::Float(70000.0)).is_ok());
     }
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
-pub use kernel::{ArgValue, Kernel, LaunchSpec};
+pub use kernel::{ArgValue, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 
@@ -94,6 +94,12 @@ pub struct ReportSpec {
     pub differences: Vec<(String, String)>,
     /// (method, reference) pairs: each method's bias against its reference.
     pub bias: Vec<(String, String)>,
+    /// (kernel, baseline kernel) pairs: how much faster the kernel is than the baseline
+    /// at each point, under each variant.
+    pub kernels: Vec<(String, String)>,
+    /// A sweep parameter to tune: the value with the lowest median at each point of the
+    /// other parameters is marked in the tables.
+    pub best: Option<String>,
     pub unit: Unit,
     /// Path relative to the experiment file, when the experiment names its own template.
     pub template: Option<String>,

@@ -7,9 +7,36 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum SweepSpec {
-    List(Vec<i64>),
+    List(Vec<ListItem>),
     One(i64),
     Text(String),
+}
+
+/// A value of a list: an integer, or a power of two written `"2^20"`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum ListItem {
+    Int(i64),
+    Text(String),
+}
+
+impl ListItem {
+    fn value(&self) -> Result<i64, String> {
+        let text = match self {
+            ListItem::Int(v) => return Ok(*v),
+            ListItem::Text(t) => t.trim(),
+        };
+        let bad = || {
+            format!("cannot read sweep value `{text}`; write an integer or a power of two such as \"2^20\"")
+        };
+        match text.strip_prefix("2^") {
+            Some(e) => match e.trim().parse::<u32>() {
+                Ok(e) if e <= 62 => Ok(1i64 << e),
+                _ => Err(bad()),
+            },
+            None => text.parse().map_err(|_| bad()),
+        }
+    }
 }
 
 /// The most values one parameter may take: a sweep is a plan for hours of GPU time, and a
@@ -22,7 +49,7 @@ const FORMS: &str =
 /// Expands one parameter's spec into its values, in order.
 pub fn expand(spec: &SweepSpec) -> Result<Vec<i64>, String> {
     let values = match spec {
-        SweepSpec::List(v) => v.clone(),
+        SweepSpec::List(v) => v.iter().map(ListItem::value).collect::<Result<_, _>>()?,
         SweepSpec::One(v) => vec![*v],
         SweepSpec::Text(text) => parse_text(text)?,
     };
@@ -100,6 +127,16 @@ mod tests {
     }
 
     #[test]
+    fn a_list_takes_integers_and_powers_of_two() {
+        let list = SweepSpec::List(vec![
+            ListItem::Int(3),
+            ListItem::Text("2^20".into()),
+            ListItem::Text(" 4096 ".into()),
+        ]);
+        assert_eq!(expand(&list).unwrap(), vec![3, 1 << 20, 4096]);
+    }
+
+    #[test]
     fn powers_of_two() {
         assert_eq!(
             expand(&SweepSpec::Text("2^8..2^10".into())).unwrap(),
@@ -109,6 +146,8 @@ mod tests {
 
     #[test]
     fn empty_and_malformed_sweeps_are_errors() {
+        assert!(expand(&SweepSpec::List(vec![ListItem::Text("2^x".into())])).is_err());
+        assert!(expand(&SweepSpec::List(vec![ListItem::Text("2^63".into())])).is_err());
         assert!(expand(&SweepSpec::List(vec![]))
             .unwrap_err()
             .contains("empty"));

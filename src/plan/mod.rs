@@ -321,6 +321,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             bytes: None,
             flops: None,
             options: vec![],
+            entry: String::new(),
             grid: [1, 1, 1],
             block: [1, 1, 1],
             shared_bytes: 0,

@@ -1,11 +1,14 @@
 //! The report: a view of the stored run's statistics, rendered by a minijinja template into
 //! Markdown. It reads only what the run stored, so re-rendering gives the same bytes.
 
+mod best;
 mod bias;
 mod cells;
 mod compare;
 mod figures;
 pub mod format;
+mod kernels;
+mod medians;
 mod peers;
 mod phases;
 pub mod plots;

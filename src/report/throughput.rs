@@ -3,6 +3,7 @@
 //! as a share of the device's peak, a reading above 100% flagged as impossible (a working
 //! set served from L2, or a wrong count).
 
+use super::best;
 use crate::analysis::Analysis;
 use crate::cuda::{capability, DeviceInfo};
 use crate::experiment::point_label;
@@ -16,6 +17,8 @@ pub struct ThroughputTable {
     pub parameters: String,
     pub columns: Vec<String>,
     pub rows: Vec<ThroughputRow>,
+    /// The line saying what `best` marks: the cells the median tables mark.
+    pub best: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -82,27 +85,35 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                 .iter()
                 .any(|l| l.bytes.is_some() || l.flops.is_some())
         })
-        .map(|(k, kernel)| ThroughputTable {
-            kernel: kernel.name.clone(),
-            unchecked: kernel.unchecked,
-            parameters: exp.parameter_names(),
-            columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-            rows: exp
-                .points
-                .iter()
-                .zip(&kernel.launches)
-                .map(|(p, launch)| ThroughputRow {
-                    point: point_label(p),
-                    values: exp
-                        .variants
-                        .iter()
-                        .map(|v| match a.median_at(k, p, &v.name) {
-                            Some(ns) => cell(ns, launch.bytes, launch.flops, peaks),
-                            None => "–".into(),
-                        })
-                        .collect(),
-                })
-                .collect(),
+        .map(|(k, kernel)| {
+            let marks = best::Marks::of(exp, k, |k, p, v| a.sound_median_at(k, p, v));
+            ThroughputTable {
+                kernel: kernel.name.clone(),
+                unchecked: kernel.unchecked,
+                parameters: exp.parameter_names(),
+                columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
+                rows: exp
+                    .points
+                    .iter()
+                    .zip(&kernel.launches)
+                    .enumerate()
+                    .map(|(i, (p, launch))| ThroughputRow {
+                        point: point_label(p),
+                        values: exp
+                            .variants
+                            .iter()
+                            .enumerate()
+                            .map(|(vi, v)| match a.median_at(k, p, &v.name) {
+                                Some(ns) => {
+                                    marks.show(vi, i, cell(ns, launch.bytes, launch.flops, peaks))
+                                }
+                                None => "–".into(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                best: best::note(exp),
+            }
         })
         .collect()
 }

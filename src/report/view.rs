@@ -3,10 +3,11 @@
 use super::cells::{self, CellRow};
 use super::figures::{self, PlotFile, Plots};
 use super::format;
+use super::medians::{self, Table};
 use crate::analysis::{Analysis, Phase};
 use crate::experiment::knobs::cache::bytes_text;
-use crate::experiment::{point_label, Aspect, Point, Unit};
-use crate::plan::{Cell, Headline, Role};
+use crate::experiment::{point_label, Aspect, Unit};
+use crate::plan::{Cell, Role};
 use crate::protocol::Status;
 use serde::Serialize;
 
@@ -17,6 +18,7 @@ pub struct View {
     system: Vec<Pair>,
     variants: Vec<VariantView>,
     tables: Vec<Table>,
+    kernels: Vec<super::kernels::KernelsTable>,
     floor: Vec<FloorRow>,
     overhead: Option<OverheadView>,
     stats: Vec<StatRow>,
@@ -74,36 +76,6 @@ struct VariantView {
 }
 
 #[derive(Serialize)]
-struct Table {
-    kernel: String,
-    parameters: String,
-    /// The one unit all its times are shown in.
-    unit: String,
-    /// `unchecked = true`: timed unchecked, by the user's choice.
-    unchecked: bool,
-    /// Whether rows show the kernel's buffer bytes: where kernels of different sizes share
-    /// one sweep, the sweep value alone does not say how large each is.
-    sized: bool,
-    columns: Vec<String>,
-    diff_columns: Vec<String>,
-    published_columns: Vec<String>,
-    peer_columns: Vec<String>,
-    rows: Vec<TableRow>,
-}
-
-#[derive(Serialize)]
-struct TableRow {
-    point: String,
-    /// The kernel's buffers at this point, e.g. `2.0 MiB`.
-    size: String,
-    values: Vec<String>,
-    diffs: Vec<String>,
-    published: Vec<String>,
-    /// Per peer: its median, and how it compares with its variant's.
-    peers: Vec<String>,
-}
-
-#[derive(Serialize)]
 struct FloorRow {
     timer: String,
     description: String,
@@ -151,7 +123,7 @@ impl View {
             .kernels
             .iter()
             .enumerate()
-            .map(|(k, kernel)| table(a, k, &kernel.name))
+            .map(|(k, kernel)| medians::table(a, k, &kernel.name))
             .collect();
 
         let floors: Vec<(&Cell, &crate::analysis::stats::Stats)> = s
@@ -252,6 +224,7 @@ impl View {
             system: system_pairs(s),
             variants: variants(a),
             tables,
+            kernels: super::kernels::build(exp, |k, p, v| a.sound_median_at(k, p, v)),
             floor,
             overhead,
             stats,
@@ -268,116 +241,6 @@ impl View {
 
     pub fn set_comparison(&mut self, c: super::compare::Comparison) {
         self.comparison = Some(c);
-    }
-}
-
-/// A kernel's table: each variant's headline median per point, the differences asked
-/// for, the published numbers and the peers' readings, all in one unit.
-fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
-    let s = a.run;
-    let exp = &s.experiment;
-    let cell = |p: &Point, variant: &str| {
-        s.plan
-            .cells
-            .iter()
-            .find(|c| c.kernel == Some(k) && c.point == *p && c.variant == variant)
-    };
-    let peers = super::peers::medians(s);
-    let mut all: Vec<f64> = exp
-        .points
-        .iter()
-        .flat_map(|p| {
-            exp.variants
-                .iter()
-                .filter_map(|v| a.median_at(k, p, &v.name))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    all.extend(peers.values().copied());
-    let unit = format::unit_for(all, exp.report.unit);
-    let has = |c: &Cell, status: Status| {
-        a.records
-            .get(&c.index)
-            .is_some_and(|rs| rs.iter().any(|r| r.status == status))
-    };
-    let shown = |c: &Cell| match a.headline(c) {
-        Some(st) => format::time(st.median, unit),
-        None if has(c, Status::Failed) => "failed".into(),
-        None if has(c, Status::Skipped) => "skipped".into(),
-        None => "not run".into(),
-    };
-    let diffs = &exp.report.differences;
-    let rows = exp
-        .points
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let median = |v: &str| a.median_at(k, p, v);
-            let label = point_label(p);
-            TableRow {
-                size: exp.kernels[k]
-                    .launches
-                    .get(i)
-                    .map_or(String::new(), |l| bytes_text(l.buffer_bytes())),
-                values: exp
-                    .variants
-                    .iter()
-                    .map(|v| cell(p, &v.name).map_or("–".into(), shown))
-                    .collect(),
-                diffs: diffs
-                    .iter()
-                    .map(|(v, b)| match (median(v), median(b)) {
-                        (Some(v), Some(b)) => format::percent((v - b) / b * 100.0),
-                        _ => "–".into(),
-                    })
-                    .collect(),
-                published: exp
-                    .report
-                    .published
-                    .iter()
-                    .map(|pb| {
-                        pb.values
-                            .iter()
-                            .find(|(l, _)| *l == label)
-                            .map_or("–".into(), |(_, v)| {
-                                format::time(v * pb.unit.ns_per_unit(), unit)
-                            })
-                    })
-                    .collect(),
-                peers: exp
-                    .peers
-                    .iter()
-                    .map(|peer| {
-                        let theirs = peers.get(&(peer.name.clone(), label.clone())).copied();
-                        let first =
-                            cell(p, &peer.variant).is_some_and(|c| c.headline() == Headline::First);
-                        super::peers::shown(theirs, median(&peer.variant), first, unit)
-                    })
-                    .collect(),
-                point: label,
-            }
-        })
-        .collect();
-    Table {
-        kernel: kernel.to_string(),
-        parameters: exp.parameter_names(),
-        unit: unit.symbol().into(),
-        unchecked: exp.kernels[k].unchecked,
-        sized: exp.kernels.len() > 1,
-        diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
-        columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-        published_columns: exp
-            .report
-            .published
-            .iter()
-            .map(|p| format!("{}: {}", p.source, p.variant))
-            .collect(),
-        peer_columns: exp
-            .peers
-            .iter()
-            .map(|p| format!("{} (beside {})", p.label, p.variant))
-            .collect(),
-        rows,
     }
 }
 

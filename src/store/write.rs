@@ -83,8 +83,7 @@ impl Writer {
                 fs::create_dir_all(parent)
                     .with_context(|| format!("cannot create {}", parent.display()))?;
             }
-            fs::write(&to, &k.source_text)
-                .with_context(|| format!("cannot write {}", to.display()))?;
+            fs::write(&to, k.code()).with_context(|| format!("cannot write {}", to.display()))?;
         }
         if let Some(t) = &exp.report.template {
             let from = exp.path.parent().unwrap_or(Path::new(".")).join(t);

@@ -4,7 +4,7 @@
 
 use super::inputs::{fnv1a, Buffers, HostInputs, Poison};
 use super::kernels::KernelKey;
-use super::kernels::{options_hash, Kernels};
+use super::kernels::{Build, Kernels};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
@@ -128,8 +128,8 @@ impl Checker<'_> {
             .reference_launch
             .as_ref()
             .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
-        let key = KernelKey::Reference(kc.kernel, options_hash(&spec.options));
-        let func = kernels.get(key, &spec.options, timeline)?.0.func.clone();
+        let key = KernelKey::Reference(kc.kernel, Build::of(spec).hash());
+        let func = kernels.get(key, Build::of(spec), timeline)?.0.func.clone();
         check_params(&func, spec, &kernels.def(kc.kernel).entry)?;
         if spec.shared_bytes > 48 * 1024 {
             func.allow_shared_bytes(spec.shared_bytes)?;
@@ -206,16 +206,18 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch.
     let (func, lazy, entry) = match (cell.kernel, knobs.first_launch) {
         (Some(k), FirstLaunch::Lazy) => {
-            let (l, compile_ms) = s.kernels.lazy(k, knobs.compile, &spec.options, timeline)?;
+            let (l, compile_ms) = s
+                .kernels
+                .lazy(k, knobs.compile, Build::of(spec), timeline)?;
             rec.compile_ms = compile_ms;
             (None, Some((l.kernel(), l.empty())), l.entry.clone())
         }
         _ => {
             let (loaded, cost) = s
                 .kernels
-                .get(KernelKey::of(cell), &spec.options, timeline)?;
+                .get(KernelKey::of(cell), Build::of(spec), timeline)?;
             if let Some(cost) = cost {
-                rec.compile_ms = Some(cost.compile_ms);
+                rec.compile_ms = cost.compile_ms;
                 rec.module_load_ms = Some(cost.module_load_ms);
             }
             let func = loaded.func.clone();
@@ -259,7 +261,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark("buffers");
     let dims = dims_of(spec);
     let (mut launch, lazy_empty) = match (lazy, &func) {
-        (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &params[0]), Some(empty)),
+        (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &params[0]), empty),
         (None, Some(func)) => (Launch::new(func, dims, &params[0]), None),
         (None, None) => unreachable!("a kernel is loaded or lazy"),
     };
@@ -280,7 +282,8 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let mut timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
     let mut warm = match (knobs.warmup.kernel, lazy_empty) {
         (WarmupKernel::Same, _) => None,
-        // The post's empty kernel shares the measured kernel's module.
+        // The post's empty kernel shares the measured kernel's module (a prebuilt module
+        // has none: the built-in one stands in).
         (WarmupKernel::Empty, Some(empty)) => Some(Launch::lazy(empty, Dims::ONE, &[])),
         (WarmupKernel::Empty, None) => Some(Launch::new(
             &s.kernels.function(KernelKey::Empty, timeline)?,
@@ -451,7 +454,10 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark("telemetry end");
 
     if cell.role == Role::Floor && knobs.timer == TimerKind::Events && n > 0 {
-        let empty = s.kernels.get(KernelKey::Empty, &[], timeline)?.0;
+        let empty = s
+            .kernels
+            .get(KernelKey::Empty, Build::default(), timeline)?
+            .0;
         let (image, entry) = (empty.image.clone(), empty.entry.clone());
         let (bare_wall_ns, bare_events_median_ns) = cuda::bare_events_loop(&image, &entry, n)?;
         rec.overhead = Some(Overhead {

@@ -256,16 +256,8 @@ impl Buffers {
 fn encode_all(dtype: Dtype, len: usize, mut next: impl FnMut() -> f64) -> Vec<u8> {
     let mut out = Vec::with_capacity(len * dtype.size());
     for _ in 0..len {
-        let v = next();
         // Appends in dtype's bytes, with no allocation per element: inputs hold millions.
-        match dtype {
-            Dtype::F32 => out.extend_from_slice(&(v as f32).to_ne_bytes()),
-            Dtype::F64 => out.extend_from_slice(&v.to_ne_bytes()),
-            Dtype::I32 => out.extend_from_slice(&(v.floor() as i32).to_ne_bytes()),
-            Dtype::U32 => out.extend_from_slice(&(v.floor() as u32).to_ne_bytes()),
-            Dtype::I64 => out.extend_from_slice(&(v.floor() as i64).to_ne_bytes()),
-            Dtype::U64 => out.extend_from_slice(&(v.floor() as u64).to_ne_bytes()),
-        }
+        dtype.push(next(), &mut out);
     }
     out
 }

@@ -5,7 +5,7 @@ use super::timeline::Timeline;
 use crate::cuda::{nvrtc, CudaError, Function, LazyFunction, LazyModule, Module};
 use crate::experiment::knobs::cache::FlushMethod;
 use crate::experiment::knobs::compile::{Compile, CompileMode};
-use crate::experiment::Kernel;
+use crate::experiment::{Kernel, LaunchSpec, ModuleKind};
 use crate::plan::Cell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::time::Instant;
@@ -23,7 +23,7 @@ const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
 /// CUBIN for the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KernelKey {
-    /// Kernel index, how it compiles, and a hash of its extra NVRTC options.
+    /// Kernel index, how it compiles, and the hash of its [`Build`].
     Experiment(usize, Compile, u64),
     /// An experiment kernel loaded as another's reference (`check_kernel`).
     Reference(usize, u64),
@@ -37,7 +37,7 @@ pub enum KernelKey {
 impl KernelKey {
     pub fn of(cell: &Cell) -> KernelKey {
         cell.kernel.map_or(KernelKey::Empty, |k| {
-            KernelKey::Experiment(k, cell.knobs.compile, options_hash(&cell.launch.options))
+            KernelKey::Experiment(k, cell.knobs.compile, Build::of(&cell.launch).hash())
         })
     }
 
@@ -63,32 +63,58 @@ impl KernelKey {
         }
     }
 
-    /// Source, file name for messages, entry and how it is compiled.
-    fn source(self, kernels: &[Kernel]) -> (&str, &str, &str, Compile) {
-        let builtin = |s, f, e| (s, f, e, Compile::DEFAULT);
+    /// The experiment kernel it is (with how it compiles), or the built-in's source, file
+    /// name for messages and entry (always a CUBIN for the device).
+    fn source(self) -> Result<(usize, Compile), (&'static str, &'static str, &'static str)> {
         match self {
-            KernelKey::Experiment(k, how, _) => {
-                let k = &kernels[k];
-                (&k.source_text, &k.source, &k.entry, how)
-            }
-            KernelKey::Reference(k, _) => {
-                let k = &kernels[k];
-                (&k.source_text, &k.source, &k.entry, Compile::DEFAULT)
-            }
-            KernelKey::Empty => builtin(EMPTY_SOURCE, "kernels/empty.cu", "empty"),
-            KernelKey::Flush => builtin(FLUSH_SOURCE, "kernels/flush.cu", "flush_l2"),
-            KernelKey::FlushRead => builtin(FLUSH_SOURCE, "kernels/flush.cu", "flush_l2_read"),
-            KernelKey::Spin => builtin(SPIN_SOURCE, "kernels/spin.cu", "spin"),
-            KernelKey::Probe => builtin(PROBE_SOURCE, "kernels/clock_probe.cu", "clock_probe"),
+            KernelKey::Experiment(k, how, _) => Ok((k, how)),
+            KernelKey::Reference(k, _) => Ok((k, Compile::DEFAULT)),
+            KernelKey::Empty => Err((EMPTY_SOURCE, "kernels/empty.cu", "empty")),
+            KernelKey::Flush => Err((FLUSH_SOURCE, "kernels/flush.cu", "flush_l2")),
+            KernelKey::FlushRead => Err((FLUSH_SOURCE, "kernels/flush.cu", "flush_l2_read")),
+            KernelKey::Spin => Err((SPIN_SOURCE, "kernels/spin.cu", "spin")),
+            KernelKey::Probe => Err((PROBE_SOURCE, "kernels/clock_probe.cu", "clock_probe")),
         }
     }
 }
 
-/// Options tell compiled images apart: a define may change with the sweep.
-pub fn options_hash(options: &[String]) -> u64 {
-    // Each option ends in a NUL, so ["a", "b"] and ["ab"] differ.
-    let joined: String = options.iter().map(|o| format!("{o}\0")).collect();
-    super::inputs::fnv1a(joined.as_bytes())
+/// What compiling an experiment kernel takes from its launch at a point: the entry (a
+/// template's arguments may come from the sweep) and the extra NVRTC options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Build<'a> {
+    entry: &'a str,
+    options: &'a [String],
+}
+
+impl<'a> Build<'a> {
+    pub fn of(spec: &'a LaunchSpec) -> Self {
+        Build {
+            entry: &spec.entry,
+            options: &spec.options,
+        }
+    }
+
+    /// Tells compiled images apart: a define or a template argument may follow the sweep.
+    pub fn hash(&self) -> u64 {
+        // Each part ends in a NUL, so ["a", "b"] and ["ab"] differ.
+        let joined: String = std::iter::once(self.entry)
+            .chain(self.options.iter().map(String::as_str))
+            .map(|o| format!("{o}\0"))
+            .collect();
+        super::inputs::fnv1a(joined.as_bytes())
+    }
+
+    /// The entry to compile: this point's, else the kernel's own.
+    fn entry<'k>(&self, def: &'k Kernel) -> &'k str
+    where
+        'a: 'k,
+    {
+        if self.entry.is_empty() {
+            &def.entry
+        } else {
+            self.entry
+        }
+    }
 }
 
 /// A compiled and loaded kernel, kept for the life of the process.
@@ -100,7 +126,8 @@ pub struct Loaded {
 
 /// What loading a kernel cost the run that loaded it first in its process.
 pub struct LoadCost {
-    pub compile_ms: f64,
+    /// None for a prebuilt module.
+    pub compile_ms: Option<f64>,
     pub module_load_ms: f64,
 }
 
@@ -113,6 +140,7 @@ const LAZY_EMPTY: &str = "runner_lazy_empty";
 pub struct Lazy {
     pub module: std::rc::Rc<LazyModule>,
     pub entry: String,
+    has_empty: bool,
 }
 
 impl Lazy {
@@ -123,11 +151,12 @@ impl Lazy {
         }
     }
 
-    pub fn empty(&self) -> LazyFunction {
-        LazyFunction {
+    /// The empty kernel of the same module, where there is one.
+    pub fn empty(&self) -> Option<LazyFunction> {
+        self.has_empty.then(|| LazyFunction {
             module: self.module.clone(),
             name: LAZY_EMPTY.into(),
-        }
+        })
     }
 }
 
@@ -158,86 +187,66 @@ impl Kernels {
     pub fn get(
         &mut self,
         key: KernelKey,
-        options: &[String],
+        build: Build,
         timeline: &mut Timeline,
     ) -> Result<(&Loaded, Option<LoadCost>), CudaError> {
         let slot = match self.loaded.entry(key) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
         };
-        let (source, file, entry, how) = key.source(&self.defs);
-        // Only the experiment's kernels take the experiment's options.
-        let options = match key {
-            KernelKey::Experiment(..) | KernelKey::Reference(..) => options,
-            _ => &[],
+        let image = match key.source() {
+            Ok((k, how)) => image_of(&self.defs[k], how, build, None, self.capability)?,
+            Err((source, file, entry)) => {
+                Image::compile(source, file, entry, Compile::DEFAULT, &[], self.capability)?
+            }
         };
-        let output = match how.mode {
-            CompileMode::Cubin => nvrtc::Output::Cubin,
-            CompileMode::Ptx => nvrtc::Output::Ptx,
-        };
-        let compiled = nvrtc::compile(
-            source,
-            file,
-            entry,
-            output,
-            &how.nvrtc_arch(self.capability),
-            options,
-        )?;
-        timeline.mark(&key.phase("NVRTC compile"));
+        if image.compile_ms.is_some() {
+            timeline.mark(&key.phase("NVRTC compile"));
+        }
         let t = Instant::now();
-        let module = Module::load(&compiled.image)?;
+        let module = Module::load(&image.bytes)?;
         let module_load_ms = t.elapsed().as_secs_f64() * 1e3;
         timeline.mark(&key.phase("module load"));
-        let func = module.function(&compiled.lowered_entry)?;
+        let func = module.function(&image.entry)?;
         timeline.mark(&key.phase("function lookup"));
         let cost = LoadCost {
-            compile_ms: compiled.compile_ms,
+            compile_ms: image.compile_ms,
             module_load_ms,
         };
         let loaded = slot.insert(Loaded {
-            image: compiled.image,
-            entry: compiled.lowered_entry,
+            image: image.bytes,
+            entry: image.entry,
             func,
         });
         Ok((loaded, Some(cost)))
     }
 
     /// Experiment kernel `k` compiled (once) with the empty kernel beside it, its module
-    /// left to load at its first launch; the compile time where this call paid it.
+    /// left to load at its first launch; the compile time where this call paid it. A
+    /// prebuilt module has no empty kernel beside it.
     pub fn lazy(
         &mut self,
         k: usize,
         how: Compile,
-        options: &[String],
+        build: Build,
         timeline: &mut Timeline,
     ) -> Result<(&Lazy, Option<f64>), CudaError> {
-        let slot = match self.lazy.entry((k, how, options_hash(options))) {
+        let slot = match self.lazy.entry((k, how, build.hash())) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
         };
         let def = &self.defs[k];
-        let source = format!(
-            "{}\nextern \"C\" __global__ void {LAZY_EMPTY}() {{}}\n",
-            def.source_text
-        );
-        let output = match how.mode {
-            CompileMode::Cubin => nvrtc::Output::Cubin,
-            CompileMode::Ptx => nvrtc::Output::Ptx,
-        };
-        let compiled = nvrtc::compile(
-            &source,
-            &def.source,
-            &def.entry,
-            output,
-            &how.nvrtc_arch(self.capability),
-            options,
-        )?;
-        timeline.mark("NVRTC compile");
+        let empty = format!("\nextern \"C\" __global__ void {LAZY_EMPTY}() {{}}\n");
+        let image = image_of(def, how, build, Some(&empty), self.capability)?;
+        if image.compile_ms.is_some() {
+            timeline.mark("NVRTC compile");
+        }
         let lazy = slot.insert(Lazy {
-            module: LazyModule::new(compiled.image),
-            entry: compiled.lowered_entry,
+            module: LazyModule::new(image.bytes),
+            entry: image.entry,
+            has_empty: def.module.is_none(),
         });
-        Ok((lazy, Some(compiled.compile_ms)))
+        Ok((lazy, image.compile_ms))
     }
 
     /// The kernel's function, loading it on first use.
@@ -246,6 +255,72 @@ impl Kernels {
         key: KernelKey,
         timeline: &mut Timeline,
     ) -> Result<Function, CudaError> {
-        Ok(self.get(key, &[], timeline)?.0.func.clone())
+        Ok(self.get(key, Build::default(), timeline)?.0.func.clone())
     }
+}
+
+/// A kernel image ready to load, with the entry's name in it.
+struct Image {
+    bytes: Vec<u8>,
+    entry: String,
+    /// What NVRTC took; None for a prebuilt module.
+    compile_ms: Option<f64>,
+}
+
+impl Image {
+    fn compile(
+        source: &str,
+        file: &str,
+        entry: &str,
+        how: Compile,
+        options: &[String],
+        capability: (i64, i64),
+    ) -> Result<Image, CudaError> {
+        let output = match how.mode {
+            CompileMode::Cubin => nvrtc::Output::Cubin,
+            CompileMode::Ptx => nvrtc::Output::Ptx,
+        };
+        let c = nvrtc::compile(
+            source,
+            file,
+            entry,
+            output,
+            &how.nvrtc_arch(capability),
+            options,
+        )?;
+        Ok(Image {
+            bytes: c.image,
+            entry: c.lowered_entry,
+            compile_ms: Some(c.compile_ms),
+        })
+    }
+}
+
+/// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
+/// appended) compiled as `how` says.
+fn image_of(
+    def: &Kernel,
+    how: Compile,
+    build: Build,
+    extra: Option<&str>,
+    capability: (i64, i64),
+) -> Result<Image, CudaError> {
+    let entry = build.entry(def);
+    let Some(module) = &def.module else {
+        let source = match extra {
+            Some(extra) => format!("{}{extra}", def.source_text),
+            None => def.source_text.clone(),
+        };
+        return Image::compile(&source, &def.source, entry, how, build.options, capability);
+    };
+    let mut bytes = module.image.clone();
+    // The driver reads PTX as a NUL-terminated string.
+    if module.kind == ModuleKind::Ptx && bytes.last() != Some(&0) {
+        bytes.push(0);
+    }
+    Ok(Image {
+        bytes,
+        entry: entry.to_string(),
+        compile_ms: None,
+    })
 }

@@ -188,11 +188,13 @@ impl Session {
             let (lazy, _) = self.kernels.lazy(
                 k,
                 cell.knobs.compile,
-                &cell.launch.options,
+                kernels::Build::of(&cell.launch),
                 &mut self.timeline,
             )?;
             lazy.kernel().resolve()?;
-            lazy.empty().resolve()?;
+            if let Some(empty) = lazy.empty() {
+                empty.resolve()?;
+            }
         }
         let mut keys = vec![KernelKey::of(cell)];
         if cell.knobs.warmup.kernel == WarmupKernel::Empty {
@@ -207,7 +209,7 @@ impl Session {
         for key in keys {
             // The experiment's kernel takes its options; the built-ins ignore them.
             self.kernels
-                .get(key, &cell.launch.options, &mut self.timeline)?;
+                .get(key, kernels::Build::of(&cell.launch), &mut self.timeline)?;
         }
         Ok(())
     }

@@ -19,15 +19,7 @@ pub struct HostBuffer<'a> {
 impl HostBuffer<'_> {
     fn f64_at(&self, i: usize) -> f64 {
         let s = self.dtype.size();
-        let b = &self.bytes[i * s..(i + 1) * s];
-        match self.dtype {
-            Dtype::F32 => f32::from_ne_bytes(b.try_into().unwrap()) as f64,
-            Dtype::F64 => f64::from_ne_bytes(b.try_into().unwrap()),
-            Dtype::I32 => i32::from_ne_bytes(b.try_into().unwrap()) as f64,
-            Dtype::U32 => u32::from_ne_bytes(b.try_into().unwrap()) as f64,
-            Dtype::I64 => i64::from_ne_bytes(b.try_into().unwrap()) as f64,
-            Dtype::U64 => u64::from_ne_bytes(b.try_into().unwrap()) as f64,
-        }
+        self.dtype.read(&self.bytes[i * s..(i + 1) * s])
     }
 
     fn len(&self) -> usize {
@@ -113,7 +105,7 @@ pub fn compare(
     }
     let n = got.len();
     // Integers must match exactly, compared as stored (no detour through f64).
-    let exact = !matches!(got.dtype, Dtype::F32 | Dtype::F64);
+    let exact = !got.dtype.is_float();
     let size = got.dtype.size();
     let (mut max_abs, mut max_rel, mut worst, mut bad) = (0.0f64, 0.0f64, 0usize, 0usize);
     for i in 0..n {

@@ -21,15 +21,23 @@ impl Validator<'_> {
     ) -> Result<Kernel, ConfigError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let source_path = dir.join(rk.source.get_ref());
-        let source_text = match self.sources {
-            Sources::Skip => String::new(),
-            Sources::Read => {
+        let module_kind = kernel::ModuleKind::of_path(rk.source.get_ref());
+        let entry = rk.entry.get_ref();
+        let base = entry.split('<').next().unwrap_or(entry).trim();
+        let templated = entry.contains("{{");
+        let (source_text, module) = match (self.sources, module_kind) {
+            (Sources::Skip, kind) => (
+                String::new(),
+                kind.map(|kind| kernel::Prebuilt {
+                    kind,
+                    image: vec![],
+                }),
+            ),
+            (Sources::Read, None) => {
                 let t = std::fs::read_to_string(&source_path).map_err(|e| {
                     self.err(&rk.source, format!("cannot read kernel source {}: {e}", source_path.display()))
-                        .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"")
+                        .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"; a prebuilt module ends in .cubin, .ptx or .fatbin")
                 })?;
-                let entry = rk.entry.get_ref();
-                let base = entry.split('<').next().unwrap_or(entry).trim();
                 if !t
                     .split(|c: char| !(c.is_alphanumeric() || c == '_'))
                     .any(|w| w == base)
@@ -46,9 +54,31 @@ impl Validator<'_> {
                             "entry is the __global__ function's name as written in the source",
                         ));
                 }
-                t
+                (t, None)
+            }
+            (Sources::Read, Some(kind)) => {
+                let image = std::fs::read(&source_path).map_err(|e| {
+                    self.err(&rk.source, format!("cannot read module {}: {e}", source_path.display()))
+                        .with_hint("modules are relative to the experiment file; build one with e.g. `nvcc -cubin -arch=sm_90 -o k.cubin k.cu`")
+                })?;
+                let found = image
+                    .windows(entry.len().max(1))
+                    .any(|w| w == entry.as_bytes());
+                if templated || !found {
+                    return Err(self
+                        .err(&rk.entry, format!("module {} has no kernel named `{entry}`", source_path.display()))
+                        .with_hint("a module's entry is its symbol as the module names it: the mangled name of a C++ kernel (`cuobjdump -symbols`), or the plain name of an extern \"C\" one"));
+                }
+                (String::new(), Some(kernel::Prebuilt { kind, image }))
             }
         };
+        if let (Some(o), Some(_)) = (&rk.options, &module) {
+            return Err(self
+                .err(o, "a prebuilt module takes no NVRTC options")
+                .with_hint(
+                    "options apply to CUDA C sources; build the module with the options instead",
+                ));
+        }
         for (what, dims) in [("grid", &rk.grid), ("block", &rk.block)] {
             if dims.get_ref().is_empty() || dims.get_ref().len() > 3 {
                 return Err(self.err(
@@ -180,10 +210,18 @@ impl Validator<'_> {
                 }
                 Ok(Some(v))
             };
+            let mut env = minijinja::Environment::new();
+            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+            let scope = crate::experiment::scope(p, self.facts);
+            if rk.entry.get_ref().contains("{{") {
+                spec.entry = env.render_str(rk.entry.get_ref(), &scope).map_err(|e| {
+                    self.err(
+                        &rk.entry,
+                        format!("cannot render entry `{}`: {e}", rk.entry.get_ref()),
+                    )
+                })?;
+            }
             if let Some(opts) = &rk.options {
-                let mut env = minijinja::Environment::new();
-                env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-                let scope = crate::experiment::scope(p, self.facts);
                 spec.options = opts
                     .get_ref()
                     .iter()
@@ -206,6 +244,7 @@ impl Validator<'_> {
             check,
             check_kernel: None,
             unchecked,
+            module,
             launches,
         })
     }
@@ -406,11 +445,19 @@ impl Validator<'_> {
         if outputs.is_empty() {
             return Err(self.err(ck, "check_kernel names no outputs"));
         }
+        // Unless given, the loosest default of the outputs' types.
+        let (rtol, atol) = outputs
+            .iter()
+            .filter_map(|&o| match this.args[o].kind {
+                ArgKind::Buffer { dtype, .. } => Some(dtype.default_tolerances()),
+                ArgKind::Scalar { .. } => None,
+            })
+            .fold((0.0f64, 0.0f64), |(r, a), (r2, a2)| (r.max(r2), a.max(a2)));
         Ok(crate::experiment::kernel::KernelCheck {
             kernel: r,
             outputs,
-            rtol: c.rtol.unwrap_or(1e-5),
-            atol: c.atol.unwrap_or(1e-6),
+            rtol: c.rtol.unwrap_or(rtol),
+            atol: c.atol.unwrap_or(atol),
         })
     }
 }

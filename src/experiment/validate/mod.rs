@@ -11,6 +11,8 @@ use super::{
     TelemetrySpec, Unit, Variant, MAX_CELLS,
 };
 mod kernel_table;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -121,7 +123,13 @@ impl Validator<'_> {
             variants.push(self.variant(rv, defaults, &variants, &points)?);
         }
 
-        let report = self.report(raw.report.unwrap_or_default(), &variants, &points)?;
+        let report = self.report(
+            raw.report.unwrap_or_default(),
+            &variants,
+            &kernels,
+            &params,
+            &points,
+        )?;
         let env = raw.environment.as_ref();
         let clocks = self.clocks(env.and_then(|e| e.clocks.as_ref()))?;
         let gpu_warmup = match env.and_then(|e| e.gpu_warmup.as_ref()) {
@@ -285,22 +293,81 @@ impl Validator<'_> {
         Ok(policy)
     }
 
+    /// `name` as one of `known`, the names of this experiment's `what`s (variants, kernels).
+    fn known(
+        &self,
+        what: &str,
+        known: &[&str],
+        name: &Spanned<String>,
+    ) -> Result<String, ConfigError> {
+        if known.contains(&name.get_ref().as_str()) {
+            Ok(name.get_ref().clone())
+        } else {
+            Err(self
+                .err(name, format!("unknown {what} `{}`", name.get_ref()))
+                .with_hint(format!("{what}s of this experiment: {}", known.join(", "))))
+        }
+    }
+
+    /// Pairs of names of `what`s (variants, kernels), as `differences`, `bias` and
+    /// `kernels` list them.
+    fn pairs(
+        &self,
+        list: &[Spanned<Vec<Spanned<String>>>],
+        (what, of): (&str, &str),
+        known: &[&str],
+        example: &str,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        list.iter()
+            .map(|pair| match pair.get_ref().as_slice() {
+                [a, b] => Ok((self.known(of, known, a)?, self.known(of, known, b)?)),
+                _ => Err(self
+                    .err(pair, format!("each {what} is a pair of {of}s"))
+                    .with_hint(format!("e.g. {example}"))),
+            })
+            .collect()
+    }
+
+    /// `best`: a sweep parameter with at least two values to choose between.
+    fn best(
+        &self,
+        best: Option<Spanned<String>>,
+        params: &[(String, Vec<i64>)],
+    ) -> Result<Option<String>, ConfigError> {
+        let Some(best) = best else {
+            return Ok(None);
+        };
+        let name = best.get_ref();
+        let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
+        match params.iter().find(|(n, _)| n == name) {
+            None => Err(self
+                .err(&best, format!("best: `{name}` is not a sweep parameter"))
+                .with_hint(match names.is_empty() {
+                    true => "this experiment sweeps no parameter; add one under [sweep]".into(),
+                    false => format!("sweep parameters of this experiment: {}", names.join(", ")),
+                })),
+            Some((_, values)) if values.len() < 2 => Err(self
+                .err(
+                    &best,
+                    format!(
+                        "best: the sweep takes only one value of `{name}`, nothing to choose between"
+                    ),
+                )
+                .with_hint(format!("sweep `{name}` over two values or more, e.g. {name} = [128, 256, 512]"))),
+            Some(_) => Ok(Some(name.clone())),
+        }
+    }
+
     fn report(
         &self,
         r: RawReport,
         variants: &[Variant],
+        kernels: &[Kernel],
+        params: &[(String, Vec<i64>)],
         points: &[Point],
     ) -> Result<ReportSpec, ConfigError> {
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-        let known_variant = |s: &Spanned<String>| {
-            if names.contains(&s.get_ref().as_str()) {
-                Ok(s.get_ref().clone())
-            } else {
-                Err(self
-                    .err(s, format!("unknown variant `{}`", s.get_ref()))
-                    .with_hint(format!("variants of this experiment: {}", names.join(", "))))
-            }
-        };
+        let known_variant = |s: &Spanned<String>| self.known("variant", &names, s);
         let mut differences = Vec::new();
         if let Some(b) = &r.baseline {
             let b = known_variant(b)?;
@@ -311,26 +378,26 @@ impl Validator<'_> {
                     .map(|n| (n.to_string(), b.clone())),
             );
         }
-        let pairs = |list: &[Spanned<Vec<Spanned<String>>>], what: &str, example: &str| {
-            list.iter()
-                .map(|pair| match pair.get_ref().as_slice() {
-                    [v, b] => Ok((known_variant(v)?, known_variant(b)?)),
-                    _ => Err(self
-                        .err(pair, format!("each {what} is a pair of variants"))
-                        .with_hint(format!("e.g. {example}"))),
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
-        differences.extend(pairs(
+        differences.extend(self.pairs(
             &r.differences,
-            "difference",
+            ("difference", "variant"),
+            &names,
             "differences = [[\"sync\", \"events\"]]",
         )?);
-        let bias = pairs(
+        let bias = self.pairs(
             &r.bias,
-            "bias",
+            ("bias", "variant"),
+            &names,
             "bias = [[\"events\", \"cupti\"]] (method, reference)",
         )?;
+        let kernel_names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        let kernel_pairs = self.pairs(
+            &r.kernels,
+            ("kernel comparison", "kernel"),
+            &kernel_names,
+            "kernels = [[\"matmul-tiled\", \"matmul-naive\"]] (kernel, baseline)",
+        )?;
+        let best = self.best(r.best, params)?;
         let labels: HashSet<String> = points.iter().map(point_label).collect();
         let mut published = Vec::new();
         for p in &r.published {
@@ -379,6 +446,8 @@ impl Validator<'_> {
         Ok(ReportSpec {
             differences,
             bias,
+            kernels: kernel_pairs,
+            best,
             unit: r.unit.unwrap_or(Unit::Auto),
             template: r.template.map(Spanned::into_inner),
             floor: r.floor.unwrap_or(true),

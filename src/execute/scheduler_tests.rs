@@ -1,0 +1,160 @@
+//! The scheduler against stand-in workers (shell scripts): crashes, hangs, malformed output.
+use super::*;
+use crate::experiment::{DeviceFacts, Sources};
+use crate::system;
+use std::collections::HashMap;
+
+/// Where a stand-in run went and whether it finished.
+struct Outcome {
+    dir: std::path::PathBuf,
+    complete: bool,
+}
+
+/// Each stored cell's status and error.
+fn statuses(dir: &Path) -> HashMap<usize, (Status, Option<String>)> {
+    let text = std::fs::read_to_string(dir.join(crate::store::CELLS_FILE)).unwrap();
+    text.lines()
+        .map(|l| {
+            let r: CellRecord = serde_json::from_str(l).unwrap();
+            (r.cell, (r.status, r.error))
+        })
+        .collect()
+}
+
+fn meta() -> RunMeta {
+    serde_json::from_value(serde_json::json!({
+        "experiment_path": "e.toml", "experiment_sha256": "", "git": null,
+        "runner_version": "test", "started_utc": "", "finished_utc": null,
+        "complete": false, "host": system::host(), "device": null, "startup": null
+    }))
+    .unwrap()
+}
+
+/// An experiment of three shared cells (a, b, c) whose variant `b` has a short timeout.
+fn experiment(dir: &Path) -> Experiment {
+    std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k() {}").unwrap();
+    let text = r#"
+[experiment]
+title = "stand-in"
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k"
+grid = [1]
+block = [1]
+[[variant]]
+name = "a"
+[[variant]]
+name = "b"
+timeout = "1s"
+[[variant]]
+name = "c"
+[report]
+floor = false
+"#;
+    let path = dir.join("e.toml");
+    std::fs::write(&path, text).unwrap();
+    Experiment::load(&path, &DeviceFacts::nominal(), Sources::Read).unwrap()
+}
+
+/// A stand-in worker: reports each cell of its job as a one-sample success, except that
+/// it does `on_b` when it reaches cell 1 (variant `b`).
+fn stand_in(on_b: &str) -> WorkerProgram {
+    let script = format!(
+        r#"job=$(cat)
+for c in $(printf %s "$job" | grep -o '"cell":[0-9]*' | cut -d: -f2); do
+  if [ "$c" = 1 ]; then {on_b}; fi
+  echo "{{\"type\":\"cell\",\"cell\":$c,\"id\":\"x\",\"process\":0,\"status\":\"ok\",\"first_ns\":2.0,\"samples_ns\":[1.0],\"wall_s\":0.0}}"
+done"#
+    );
+    WorkerProgram::new("sh", &["-c", &script])
+}
+
+fn run_with(on_b: &str) -> (tempfile::TempDir, Outcome) {
+    run_edited(on_b, |text| text.to_string())
+}
+
+/// Runs the stand-in experiment, its text changed by `edit`, with the stand-in worker.
+fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, Outcome) {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = experiment(tmp.path());
+    std::fs::write(&first.path, edit(&first.text)).unwrap();
+    let exp = Experiment::load(&first.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
+    let plan = Plan::new(&exp).unwrap();
+    let dir = tmp.path().join("out");
+    let mut meta = meta();
+    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+    let program = stand_in(on_b);
+    let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+        .unwrap()
+        .run_all(&HashSet::new())
+        .unwrap();
+    (tmp, Outcome { dir, complete })
+}
+
+#[test]
+fn a_worker_that_crashes_fails_its_cell_and_a_new_one_runs_the_rest() {
+    let (_tmp, out) = run_with("kill -9 $$");
+    assert!(out.complete);
+    let s = statuses(&out.dir);
+    assert_eq!(s[&0].0, Status::Ok);
+    assert_eq!(s[&1].0, Status::Failed);
+    let why = s[&1].1.as_deref().unwrap();
+    assert!(
+        why.contains("worker process ended") && why.contains("9"),
+        "{why}"
+    );
+    assert_eq!(s[&2].0, Status::Ok, "the cell after the crash still ran");
+}
+
+#[test]
+fn a_worker_that_hangs_is_killed_at_the_cell_timeout() {
+    let started = std::time::Instant::now();
+    let (_tmp, out) = run_with("sleep 60");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "not killed in time"
+    );
+    let s = statuses(&out.dir);
+    assert_eq!(s[&0].0, Status::Ok);
+    assert_eq!(s[&1].0, Status::Failed);
+    let why = s[&1].1.as_deref().unwrap();
+    assert!(
+        why.contains("timeout of 1s") && why.contains("killed"),
+        "{why}"
+    );
+    assert_eq!(s[&2].0, Status::Ok);
+}
+
+#[test]
+fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
+    if profiler::ncu().is_some() {
+        eprintln!("SKIPPED: this machine has ncu");
+        return;
+    }
+    let (_tmp, out) = run_edited("true", |text| {
+        text.replace("name = \"b\"\n", "name = \"b\"\ntimer = \"profiler\"\n")
+    });
+    assert!(out.complete);
+    let dir = out.dir;
+    let s = statuses(&dir);
+    assert_eq!(s[&0].0, Status::Ok);
+    assert_eq!(s[&1].0, Status::Skipped);
+    assert!(s[&1].1.as_deref().unwrap().contains("ncu"), "{:?}", s[&1]);
+    assert_eq!(s[&2].0, Status::Ok);
+}
+
+#[test]
+fn malformed_worker_output_stops_the_run_with_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = experiment(tmp.path());
+    let plan = Plan::new(&exp).unwrap();
+    let mut meta = meta();
+    let mut writer = Writer::create(&tmp.path().join("out"), &exp, &meta).unwrap();
+    let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
+    let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+        .unwrap()
+        .run_all(&HashSet::new())
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("malformed message"), "{err:#}");
+}

@@ -1,0 +1,84 @@
+//! Kernels of any shape on a GPU: bf16 buffers checked against a reference kernel, and a
+//! prebuilt PTX module. Ignored without a GPU, as in `tests/gpu.rs`.
+
+mod common;
+use common::*;
+
+/// A kernel of `kernels/` at `source`, with the experiment's rows and columns.
+fn softmax(name: &str, entry: &str, grid: &str, block: u32, check: &str) -> String {
+    format!(
+        r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = [{grid}]
+block = [{block}]
+args = [
+  {{ name = "x", buffer = "bf16", len = "64 * cols", init = "normal(0, 4)" }},
+  {{ name = "y", buffer = "bf16", len = "64 * cols", init = "output" }},
+  {{ name = "rows", scalar = "i32", value = 64 }},
+  {{ name = "cols", scalar = "i32", value = "cols" }},
+]
+{check}
+"#,
+        kernels_dir().join("softmax.cu").display()
+    )
+}
+
+fn saxpy(name: &str, source: &str, entry: &str, check: &str) -> String {
+    format!(
+        r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = ["(cols + 255) // 256"]
+block = [256]
+args = [
+  {{ name = "a", scalar = "f32", value = 2.5 }},
+  {{ name = "x", buffer = "f32", len = "cols", init = "uniform(-1, 1)" }},
+  {{ name = "y", buffer = "f32", len = "cols", init = "uniform(-1, 1)" }},
+  {{ name = "count", scalar = "u64", value = "cols" }},
+]
+{check}
+"#,
+        kernels_dir().join(source).display()
+    )
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn bf16_buffers_and_a_prebuilt_ptx_module_run_checked() {
+    let against = |k: &str| format!("check_kernel = {{ kernel = \"{k}\", outputs = [\"y\"] }}");
+    let text = [
+        "[experiment]\ntitle = \"any kernel\"\n[sweep]\ncols = [1000, 4096]\n".to_string(),
+        softmax("ref", "softmax_ref<__nv_bfloat16>", "1", 64, "unchecked = true"),
+        softmax("warp", "softmax_warp<__nv_bfloat16>", "8", 256, &against("ref")),
+        saxpy("saxpy-ref", "saxpy.cu", "saxpy_ref", "unchecked = true"),
+        saxpy("saxpy-ptx", "prebuilt/saxpy.compute_90.ptx", "saxpy", &against("saxpy-ref")),
+        "[defaults]\ntimer = \"events\"\nwarmup = 1\nsamples = 5\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("anykernel", &text);
+    for cols in [1000, 4096] {
+        let warp = record(&records, &format!("warp/cols={cols}/hot"));
+        assert_eq!(warp["status"], "ok", "{warp}");
+        let check = warp["check"].as_str().unwrap();
+        assert!(
+            check.contains("against kernel `ref`: y: max abs error"),
+            "{check}"
+        );
+        let ptx = record(&records, &format!("saxpy-ptx/cols={cols}/hot"));
+        assert_eq!(ptx["status"], "ok", "{ptx}");
+        assert!(
+            ptx["check"]
+                .as_str()
+                .unwrap()
+                .contains("against kernel `saxpy-ref`"),
+            "{ptx}"
+        );
+        assert!(
+            ptx["compile_ms"].is_null(),
+            "a prebuilt module is not compiled: {ptx}"
+        );
+    }
+}
