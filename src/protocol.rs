@@ -14,6 +14,10 @@ pub const OUTPUT_CHECK: &str = "output check";
 /// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
 pub const EXIT_CONTEXT_LOST: u8 = 3;
 
+/// The variable that tells a worker when the parent started it (ns since the Unix epoch), so
+/// that it can time its own start-up.
+pub const SPAWNED_VAR: &str = "RUNNER_SPAWNED_UNIX_NS";
+
 /// What a worker process must run: the planned cells themselves (the worker neither reads
 /// nor plans the experiment again) and the kernels they launch.
 #[derive(Debug, Serialize, Deserialize)]
@@ -30,8 +34,6 @@ pub struct Job {
     /// A folder the run's workers share drawn inputs and reference results in.
     #[serde(default)]
     pub run_cache: Option<std::path::PathBuf>,
-    /// When the parent started the process, so the worker can time its own start-up.
-    pub spawned_unix_ns: u64,
     /// Keep the GPU busy this long before the first cell (the run's first worker only).
     #[serde(default)]
     pub gpu_warmup_s: f64,

@@ -20,6 +20,8 @@ pub struct DeviceInfo {
     #[serde(default)]
     pub mem_bus_width_bits: Option<i64>,
     pub cuda_driver_version: String,
+    /// Filled by the parent: loading NVRTC costs a fresh worker ~15 ms, and a worker that
+    /// reads a compiled image from the run's cache never needs it.
     pub nvrtc_version: String,
     /// From NVML, when it is available.
     pub driver_version: Option<String>,
@@ -84,7 +86,7 @@ pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
         mem_clock_max_mhz: attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000,
         mem_bus_width_bits: Some(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?),
         cuda_driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
-        nvrtc_version: super::nvrtc::version().unwrap_or_else(|e| format!("unavailable ({e})")),
+        nvrtc_version: String::new(),
         driver_version: None,
         limits: Some(LaunchLimits {
             max_threads_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
@@ -101,6 +103,11 @@ pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
             max_shared_bytes: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
         }),
     })
+}
+
+/// NVRTC's version for the run's record, or why it is unavailable.
+pub fn nvrtc_version() -> String {
+    super::nvrtc::version().unwrap_or_else(|e| format!("unavailable ({e})"))
 }
 
 /// The compute capability as numbers: `"9.0"` -> (9, 0).

@@ -12,7 +12,8 @@ pub mod nvrtc;
 
 pub use bare::events_loop as bare_events_loop;
 pub use device::{
-    capability, driver_present, query, synchronize, DeviceInfo, Gpu, CONTEXT, DRIVER_INIT,
+    capability, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu, CONTEXT,
+    DRIVER_INIT,
 };
 pub use error::CudaError;
 pub use launch::{Dims, Event, Function, Graph, Launch, LazyFunction, LazyModule, Module, Param};

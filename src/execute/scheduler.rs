@@ -27,12 +27,13 @@ pub struct Scheduler<'a> {
     meta: &'a mut RunMeta,
     program: &'a WorkerProgram,
     caches: JitCaches,
-    /// Reference results shared by the run's workers, removed with the run.
-    /// Drawn inputs and reference results the run's workers share.
+    /// Drawn inputs and reference results the run's workers share, removed with the run.
     run_cache: tempfile::TempDir,
     bar: ProgressBar,
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
+    /// A worker that reported all its cells and is exiting, with when it reported the last.
+    exiting: Option<(WorkerProcess, Instant)>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -64,6 +65,7 @@ impl<'a> Scheduler<'a> {
                 .context("cannot create a folder for the run's shared inputs")?,
             bar,
             gpu_warmup: exp.gpu_warmup,
+            exiting: None,
         })
     }
 
@@ -88,6 +90,7 @@ impl<'a> Scheduler<'a> {
             }
             self.run_job(job)?;
         }
+        self.settle()?;
         self.bar.finish_and_clear();
         Ok(!INTERRUPTED.load(Ordering::SeqCst))
     }
@@ -147,7 +150,11 @@ impl<'a> Scheduler<'a> {
             };
             let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
             sent.run_cache = Some(self.run_cache.path().to_path_buf());
-            let mut worker = WorkerProcess::start(&program, sent, &vars)?;
+            // Started before the previous worker has exited; its job (and so its first
+            // launch) waits for that exit.
+            let mut worker = WorkerProcess::spawn(&program, &vars)?;
+            self.settle()?;
+            worker.send(&sent)?;
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
             let mut last_message = Instant::now();
             let ended = loop {
@@ -158,7 +165,9 @@ impl<'a> Scheduler<'a> {
                 match next {
                     Next::Message(Message::Ready { device, startup }) => {
                         if self.meta.device.is_none() {
-                            self.meta.device = Some(*device);
+                            let mut device = *device;
+                            device.nvrtc_version = crate::cuda::nvrtc_version();
+                            self.meta.device = Some(device);
                             self.meta.startup = Some(startup);
                             self.writer.write_meta(self.meta)?;
                         }
@@ -180,10 +189,15 @@ impl<'a> Scheduler<'a> {
                         } else {
                             self.store(run, &rec)?;
                         }
-                        if let Some(next) = remaining.front() {
-                            let cell = &self.plan.cells[next.cell];
-                            self.bar.set_message(cell.id.clone());
-                            deadline = cell.knobs.timeout.0;
+                        match remaining.front() {
+                            Some(next) => {
+                                let cell = &self.plan.cells[next.cell];
+                                self.bar.set_message(cell.id.clone());
+                                deadline = cell.knobs.timeout.0;
+                            }
+                            // Done: it exits while the next worker starts.
+                            None if profiled.is_none() => break Next::Closed,
+                            None => {}
                         }
                     }
                     Next::Message(Message::Fatal { error }) => {
@@ -198,11 +212,12 @@ impl<'a> Scheduler<'a> {
                 }
             };
             let Some(run) = remaining.front().copied() else {
-                worker.finish()?;
-                let count = self.meta.workers.get_or_insert_with(Default::default);
-                count.processes += 1;
-                count.exit_s += last_message.elapsed().as_secs_f64();
-                self.store_profiled(&mut pending, report.path())?;
+                self.exiting = Some((worker, last_message));
+                if profiled.is_some() {
+                    // ncu writes its report as the worker exits.
+                    self.settle()?;
+                    self.store_profiled(&mut pending, report.path())?;
+                }
                 return Ok(());
             };
             // The worker is done or stuck: end it, keep what it reported (a profiled
@@ -227,6 +242,18 @@ impl<'a> Scheduler<'a> {
             };
             self.fail(run, why)?;
             remaining.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Waits for the exiting worker, if any, to exit (killing it after a minute: its cells
+    /// are stored, it only has to exit), and counts its exit time.
+    fn settle(&mut self) -> Result<()> {
+        if let Some((worker, last_message)) = self.exiting.take() {
+            worker.finish_within(Some(Duration::from_secs(60)))?;
+            let count = self.meta.workers.get_or_insert_with(Default::default);
+            count.processes += 1;
+            count.exit_s += last_message.elapsed().as_secs_f64();
         }
         Ok(())
     }
@@ -337,7 +364,6 @@ fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup:
         runs: runs.to_vec(),
         prime,
         run_cache: None,
-        spawned_unix_ns: 0,
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
     }
 }

@@ -158,3 +158,76 @@ fn malformed_worker_output_stops_the_run_with_a_message() {
         .unwrap_err();
     assert!(format!("{err:#}").contains("malformed message"), "{err:#}");
 }
+
+#[test]
+fn a_fresh_process_starts_while_the_previous_exits_and_gets_its_job_after_that_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = experiment(tmp.path());
+    let text = exp.text.replace(
+        "[[variant]]\nname = \"a\"",
+        "[[variant]]\nname = \"a\"\nfresh_process = true\nprocesses = 2",
+    );
+    std::fs::write(&exp.path, text).unwrap();
+    let exp = Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
+    let plan = Plan::new(&exp).unwrap();
+    let log = tmp.path().join("log");
+    // Logs its start, its job's arrival and its exit (half a second after its last cell).
+    let script = format!(
+        r#"echo "start $$" >> {log}
+job=$(cat)
+echo "job $$" >> {log}
+for r in $(printf %s "$job" | grep -o '"cell":[0-9]*,"process":[0-9]*' | tr -d '"a-z'); do
+  c=${{r%%,*}}; p=${{r##*:}}; c=${{c#:}}
+  echo "{{\"type\":\"cell\",\"cell\":$c,\"id\":\"x\",\"process\":$p,\"status\":\"ok\",\"first_ns\":2.0,\"samples_ns\":[1.0],\"wall_s\":0.0}}"
+done
+exec >&-
+sleep 0.5
+echo "exit $$" >> {log}"#,
+        log = log.display()
+    );
+    let program = WorkerProgram::new("sh", &["-c", &script]);
+    let (dir, mut meta) = (tmp.path().join("out"), meta());
+    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+    Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
+        .unwrap()
+        .run_all(&HashSet::new())
+        .unwrap();
+    let lines: Vec<(String, String)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (what, pid) = l.split_once(' ').unwrap();
+            (what.to_string(), pid.to_string())
+        })
+        .collect();
+    let at = |what: &str, pid: &str| {
+        lines
+            .iter()
+            .position(|(w, p)| w == what && p == pid)
+            .unwrap()
+    };
+    let pids: Vec<String> = lines
+        .iter()
+        .filter(|(w, _)| w == "start")
+        .map(|(_, p)| p.clone())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        3,
+        "two fresh processes and one shared: {lines:?}"
+    );
+    for pair in pids.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        assert!(
+            at("start", after) < at("exit", before),
+            "started during the exit: {lines:?}"
+        );
+        assert!(
+            at("exit", before) < at("job", after),
+            "its job after the exit: {lines:?}"
+        );
+    }
+    let workers = meta.workers.unwrap();
+    assert_eq!(workers.processes, 3);
+    assert!(workers.exit_s >= 3.0 * 0.5, "{workers:?}");
+}

@@ -2,12 +2,12 @@
 //! line by line on a thread so that the parent can wait with a deadline, and killed when a
 //! cell overruns it.
 
-use crate::protocol::{Job, Message};
+use crate::protocol::{Job, Message, SPAWNED_VAR};
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -55,6 +55,8 @@ pub enum Next {
 /// A running worker process.
 pub struct WorkerProcess {
     child: Child,
+    /// Held until the job is sent; closing it ends the job.
+    stdin: Option<ChildStdin>,
     lines: Receiver<Result<Message, String>>,
     stderr: Option<JoinHandle<String>>,
 }
@@ -66,10 +68,18 @@ impl WorkerProcess {
     /// Starts `program` with `vars` added to the environment and sends it the job.
     pub fn start(
         program: &WorkerProgram,
-        mut job: Job,
+        job: Job,
         vars: &[(String, String)],
     ) -> Result<WorkerProcess> {
-        job.spawned_unix_ns = SystemTime::now()
+        let mut worker = WorkerProcess::spawn(program, vars)?;
+        worker.send(&job)?;
+        Ok(worker)
+    }
+
+    /// Starts `program` with `vars` added to the environment; it opens the device while it
+    /// waits for its job ([`WorkerProcess::send`]).
+    pub fn spawn(program: &WorkerProgram, vars: &[(String, String)]) -> Result<WorkerProcess> {
+        let spawned_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         let mut child = Command::new(&program.program)
@@ -78,6 +88,7 @@ impl WorkerProcess {
             // reaches only the parent, which stops the worker itself.
             .process_group(0)
             .envs(vars.iter().map(|(k, v)| (k, v)))
+            .env(SPAWNED_VAR, spawned_unix_ns.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -88,10 +99,7 @@ impl WorkerProcess {
                     program.program.display()
                 )
             })?;
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        // A worker that dies before reading its job is reported by its exit status.
-        let _ = stdin.write_all(serde_json::to_string(&job)?.as_bytes());
-        drop(stdin);
+        let stdin = child.stdin.take();
         let mut err = child.stderr.take().expect("stderr is piped");
         let stderr = std::thread::spawn(move || {
             let mut s = String::new();
@@ -112,9 +120,20 @@ impl WorkerProcess {
         });
         Ok(WorkerProcess {
             child,
+            stdin,
             lines,
             stderr: Some(stderr),
         })
+    }
+
+    /// Sends the job, once.
+    pub fn send(&mut self, job: &Job) -> Result<()> {
+        let text = serde_json::to_string(job)?;
+        if let Some(mut stdin) = self.stdin.take() {
+            // A worker that died before reading its job is reported by its exit status.
+            let _ = stdin.write_all(text.as_bytes());
+        }
+        Ok(())
     }
 
     /// The next message, waiting at most `limit`.
@@ -149,11 +168,30 @@ impl WorkerProcess {
     }
 
     /// Waits for the process to exit; its exit status and what it wrote to stderr.
-    pub fn finish(mut self) -> Result<(ExitStatus, String)> {
-        let status = self
-            .child
-            .wait()
-            .context("cannot wait for a worker process")?;
+    pub fn finish(self) -> Result<(ExitStatus, String)> {
+        self.finish_within(None)
+    }
+
+    /// As [`WorkerProcess::finish`], killing the process if it has not exited within
+    /// `limit` (a worker whose cells are all reported must only exit).
+    pub fn finish_within(mut self, limit: Option<Duration>) -> Result<(ExitStatus, String)> {
+        drop(self.stdin.take());
+        let start = Instant::now();
+        let status = loop {
+            let Some(limit) = limit else {
+                break self.child.wait();
+            };
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if start.elapsed() > limit => {
+                    self.kill();
+                    break self.child.wait();
+                }
+                Ok(None) => std::thread::sleep(Duration::from_micros(500)),
+                Err(e) => break Err(e),
+            }
+        }
+        .context("cannot wait for a worker process")?;
         let stderr = self
             .stderr
             .take()

@@ -238,8 +238,12 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // `rotate`, which the timed samples use in turn.
     let point = cell.point_key();
     let seed = fnv1a(point.as_bytes());
+    let share = knobs.process.fresh.is_some();
     let hosts: Vec<HostInputs> = (0..knobs.rotate.0)
-        .map(|i| s.inputs.get(&point, &spec.args, seed.wrapping_add(i)))
+        .map(|i| {
+            s.inputs
+                .get(&point, &spec.args, seed.wrapping_add(i), share)
+        })
         .collect();
     // `inputs = "fresh"`: data of two other draws, copied in turn before each timed launch.
     let fresh: Vec<_> = match knobs.inputs {
@@ -247,7 +251,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         Inputs::Fresh => (1..=2)
             .map(|i| {
                 s.inputs
-                    .get(&point, &spec.args, seed.wrapping_add(FRESH_SEED + i))
+                    .get(&point, &spec.args, seed.wrapping_add(FRESH_SEED + i), share)
             })
             .collect(),
     };
@@ -321,7 +325,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     }
     timeline.mark("set-up");
     let kernel_def = cell.kernel.map(|k| s.kernels.def(k).clone());
-    let host = s.inputs.get(&point, &spec.args, seed);
+    let host = s.inputs.get(&point, &spec.args, seed, share);
     // The check's reference, shared with the run's other processes.
     let reference = reference::Cache::new(s.run_cache.as_deref(), format!("{point}#{seed}"));
     let checker = Checker {

@@ -34,14 +34,16 @@ impl InputCache {
         }
     }
 
-    pub fn get(&mut self, point: &str, args: &[ArgValue], seed: u64) -> HostInputs {
+    /// `share`: read and store them in the run's folder (for cells in fresh processes;
+    /// a shared process keeps them in memory, and gigabytes need not touch the disk).
+    pub fn get(&mut self, point: &str, args: &[ArgValue], seed: u64, share: bool) -> HostInputs {
         if self.point != point || self.args != args {
             // A new point: the old data is never asked for again.
             self.point = point.to_string();
             self.args = args.to_vec();
             self.sets.clear();
         }
-        let dir = self.dir.as_deref();
+        let dir = self.dir.as_deref().filter(|_| share);
         self.sets
             .entry(seed)
             .or_insert_with(|| Rc::new(shared_inputs(dir, args, seed)))
@@ -285,15 +287,15 @@ mod tests {
             },
         ];
         let mut cache = InputCache::default();
-        let a = cache.get("k/n=1", &args, 7);
+        let a = cache.get("k/n=1", &args, 7, true);
         assert_eq!(
             a.iter().map(Option::is_some).collect::<Vec<_>>(),
             [true, false, false]
         );
-        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7)));
+        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7, true)));
         // Another seed (a rotation set) draws other data; the same seed draws the same data.
-        assert_ne!(a[0], cache.get("k/n=1", &args, 8)[0]);
-        let again = cache.get("k/n=2", &args, 7);
+        assert_ne!(a[0], cache.get("k/n=1", &args, 8, true)[0]);
+        let again = cache.get("k/n=2", &args, 7, true);
         assert!(!Rc::ptr_eq(&a, &again) && a[0] == again[0]);
         assert_eq!(
             cache.sets.len(),
@@ -322,13 +324,13 @@ mod tests {
                 init: Init::Iota(0.0, 1.0),
             },
         ];
-        let first = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5);
+        let first = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5, true);
         let stored: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(stored.len(), 1, "one file per point and seed");
-        let later = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5);
+        let later = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5, true);
         assert_eq!(*first, *later);
         assert_eq!(*later, draw_inputs(&args, 5));
-        let other = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 6);
+        let other = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 6, true);
         assert_ne!(*first, *other, "another seed is drawn anew");
     }
 

@@ -1,6 +1,7 @@
 //! Kernels a worker compiles and loads, once per process: the experiment's (in each compile
 //! mode a cell asks for) and the built-in ones.
 
+use super::shared;
 use super::timeline::Timeline;
 use crate::cuda::{nvrtc, CudaError, Function, LazyFunction, LazyModule, Module};
 use crate::experiment::knobs::cache::FlushMethod;
@@ -8,6 +9,7 @@ use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Kernel, LaunchSpec, ModuleKind};
 use crate::plan::Cell;
 use std::collections::hash_map::{Entry, HashMap};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// The built-in empty kernel: warm-up with `warmup_kernel = "empty"` and the floor cells.
@@ -163,16 +165,20 @@ impl Lazy {
 /// Kernels loaded so far in this process.
 pub struct Kernels {
     defs: Vec<Kernel>,
-    capability: (i64, i64),
+    compiler: Compiler,
     loaded: HashMap<KernelKey, Loaded>,
     lazy: HashMap<(usize, Compile, u64), Lazy>,
 }
 
 impl Kernels {
-    pub fn new(defs: Vec<Kernel>, capability: (i64, i64)) -> Self {
+    /// `run_cache`: where the run's processes share compiled images.
+    pub fn new(defs: Vec<Kernel>, capability: (i64, i64), run_cache: Option<PathBuf>) -> Self {
         Kernels {
             defs,
-            capability,
+            compiler: Compiler {
+                capability,
+                run_cache,
+            },
             loaded: HashMap::new(),
             lazy: HashMap::new(),
         }
@@ -195,13 +201,14 @@ impl Kernels {
             Entry::Vacant(v) => v,
         };
         let image = match key.source() {
-            Ok((k, how)) => image_of(&self.defs[k], how, build, None, self.capability)?,
+            Ok((k, how)) => self.compiler.image_of(&self.defs[k], how, build, None)?,
             Err((source, file, entry)) => {
-                Image::compile(source, file, entry, Compile::DEFAULT, &[], self.capability)?
+                self.compiler
+                    .compile(source, file, entry, Compile::DEFAULT, &[])?
             }
         };
-        if image.compile_ms.is_some() {
-            timeline.mark(&key.phase("NVRTC compile"));
+        if let Some(phase) = image.made.phase() {
+            timeline.mark(&key.phase(phase));
         }
         let t = Instant::now();
         let module = Module::load(&image.bytes)?;
@@ -210,7 +217,7 @@ impl Kernels {
         let func = module.function(&image.entry)?;
         timeline.mark(&key.phase("function lookup"));
         let cost = LoadCost {
-            compile_ms: image.compile_ms,
+            compile_ms: image.made.compile_ms(),
             module_load_ms,
         };
         let loaded = slot.insert(Loaded {
@@ -237,16 +244,16 @@ impl Kernels {
         };
         let def = &self.defs[k];
         let empty = format!("\nextern \"C\" __global__ void {LAZY_EMPTY}() {{}}\n");
-        let image = image_of(def, how, build, Some(&empty), self.capability)?;
-        if image.compile_ms.is_some() {
-            timeline.mark("NVRTC compile");
+        let image = self.compiler.image_of(def, how, build, Some(&empty))?;
+        if let Some(phase) = image.made.phase() {
+            timeline.mark(phase);
         }
         let lazy = slot.insert(Lazy {
             module: LazyModule::new(image.bytes),
             entry: image.entry,
             has_empty: def.module.is_none(),
         });
-        Ok((lazy, image.compile_ms))
+        Ok((lazy, image.made.compile_ms()))
     }
 
     /// The kernel's function, loading it on first use.
@@ -263,64 +270,114 @@ impl Kernels {
 struct Image {
     bytes: Vec<u8>,
     entry: String,
-    /// What NVRTC took; None for a prebuilt module.
-    compile_ms: Option<f64>,
+    made: Made,
 }
 
-impl Image {
+/// Where an image came from.
+enum Made {
+    /// NVRTC compiled it now, taking this many ms.
+    Compiled(f64),
+    /// An earlier process of the run compiled the same source with the same options.
+    Shared,
+    /// A module built outside the runner.
+    Prebuilt,
+}
+
+impl Made {
+    fn phase(&self) -> Option<&'static str> {
+        match self {
+            Made::Compiled(_) => Some("NVRTC compile"),
+            Made::Shared => Some("compiled image (from an earlier process)"),
+            Made::Prebuilt => None,
+        }
+    }
+
+    fn compile_ms(&self) -> Option<f64> {
+        match self {
+            Made::Compiled(ms) => Some(*ms),
+            _ => None,
+        }
+    }
+}
+
+/// Compiles for the device, once per run: an image one process compiled is read by the
+/// run's later processes from the run's cache folder (NVRTC takes 20-140 ms a kernel,
+/// paid again by every fresh process otherwise).
+struct Compiler {
+    capability: (i64, i64),
+    run_cache: Option<PathBuf>,
+}
+
+impl Compiler {
     fn compile(
+        &self,
         source: &str,
         file: &str,
         entry: &str,
         how: Compile,
         options: &[String],
-        capability: (i64, i64),
     ) -> Result<Image, CudaError> {
-        let output = match how.mode {
-            CompileMode::Cubin => nvrtc::Output::Cubin,
-            CompileMode::Ptx => nvrtc::Output::Ptx,
+        let (output, key) = match how.mode {
+            CompileMode::Cubin => (nvrtc::Output::Cubin, "cubin"),
+            CompileMode::Ptx => (nvrtc::Output::Ptx, "ptx"),
         };
-        let c = nvrtc::compile(
-            source,
-            file,
-            entry,
-            output,
-            &how.nvrtc_arch(capability),
-            options,
-        )?;
+        let arch = how.nvrtc_arch(self.capability);
+        let options_text = options.join("\0");
+        let parts: [&[u8]; 6] = [
+            source.as_bytes(),
+            file.as_bytes(),
+            entry.as_bytes(),
+            arch.as_bytes(),
+            key.as_bytes(),
+            options_text.as_bytes(),
+        ];
+        let stored = shared::file(self.run_cache.as_deref(), &parts, "image");
+        // Stored as the lowered entry, a NUL, and the image.
+        if let Some(bytes) = stored.as_deref().and_then(|f| std::fs::read(f).ok()) {
+            if let Some(cut) = bytes.iter().position(|b| *b == 0) {
+                return Ok(Image {
+                    entry: String::from_utf8_lossy(&bytes[..cut]).into_owned(),
+                    bytes: bytes[cut + 1..].to_vec(),
+                    made: Made::Shared,
+                });
+            }
+        }
+        let c = nvrtc::compile(source, file, entry, output, &arch, options)?;
+        let record = [c.lowered_entry.as_bytes(), &[0], &c.image].concat();
+        shared::write(stored.as_deref(), &record);
         Ok(Image {
             bytes: c.image,
             entry: c.lowered_entry,
-            compile_ms: Some(c.compile_ms),
+            made: Made::Compiled(c.compile_ms),
         })
     }
-}
 
-/// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
-/// appended) compiled as `how` says.
-fn image_of(
-    def: &Kernel,
-    how: Compile,
-    build: Build,
-    extra: Option<&str>,
-    capability: (i64, i64),
-) -> Result<Image, CudaError> {
-    let entry = build.entry(def);
-    let Some(module) = &def.module else {
-        let source = match extra {
-            Some(extra) => format!("{}{extra}", def.source_text),
-            None => def.source_text.clone(),
+    /// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
+    /// appended) compiled as `how` says.
+    fn image_of(
+        &self,
+        def: &Kernel,
+        how: Compile,
+        build: Build,
+        extra: Option<&str>,
+    ) -> Result<Image, CudaError> {
+        let entry = build.entry(def);
+        let Some(module) = &def.module else {
+            let source = match extra {
+                Some(extra) => format!("{}{extra}", def.source_text),
+                None => def.source_text.clone(),
+            };
+            return self.compile(&source, &def.source, entry, how, build.options);
         };
-        return Image::compile(&source, &def.source, entry, how, build.options, capability);
-    };
-    let mut bytes = module.image.clone();
-    // The driver reads PTX as a NUL-terminated string.
-    if module.kind == ModuleKind::Ptx && bytes.last() != Some(&0) {
-        bytes.push(0);
+        let mut bytes = module.image.clone();
+        // The driver reads PTX as a NUL-terminated string.
+        if module.kind == ModuleKind::Ptx && bytes.last() != Some(&0) {
+            bytes.push(0);
+        }
+        Ok(Image {
+            bytes,
+            entry: entry.to_string(),
+            made: Made::Prebuilt,
+        })
     }
-    Ok(Image {
-        bytes,
-        entry: entry.to_string(),
-        compile_ms: None,
-    })
 }

@@ -19,7 +19,7 @@ use crate::experiment::TelemetrySpec;
 use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
-use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST};
+use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
 use crate::telemetry::Sensor;
 use inputs::InputCache;
 use kernels::{KernelKey, Kernels};
@@ -28,6 +28,10 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
+
+/// The phase from the device's opening to the job's arrival: it holds the wait for the
+/// previous worker's exit.
+const JOB_PHASE: &str = "job (after the previous worker's exit)";
 
 fn send(msg: &Message) {
     let mut out = std::io::stdout().lock();
@@ -44,16 +48,13 @@ fn fatal(error: String) -> ExitCode {
 /// Entry point of `runner __worker`: a [`Job`] on stdin, [`Message`]s on stdout.
 pub fn main() -> ExitCode {
     let (entry, entry_wall) = (Instant::now(), SystemTime::now());
-    let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-        return fatal(format!("cannot read the job: {e}"));
-    }
-    let job: Job = match serde_json::from_str(&input) {
-        Ok(j) => j,
-        Err(e) => return fatal(format!("malformed job: {e}")),
-    };
-    let mut timeline = Timeline::from_spawn(job.spawned_unix_ns, entry, entry_wall);
-    timeline.mark("job set-up");
+    let spawned = std::env::var(SPAWNED_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut timeline = Timeline::from_spawn(spawned, entry, entry_wall);
+    // The device first: the parent sends the job once the previous worker has exited, so a
+    // fresh process's CUDA start-up overlaps that exit and nothing else.
     let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
         Ok(g) => g,
         Err(e) => return fatal(e.to_string()),
@@ -73,6 +74,15 @@ pub fn main() -> ExitCode {
         device: Box::new(info.clone()),
     });
     timeline.mark("NVML open");
+    let mut input = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+        return fatal(format!("cannot read the job: {e}"));
+    }
+    let job: Job = match serde_json::from_str(&input) {
+        Ok(j) => j,
+        Err(e) => return fatal(format!("malformed job: {e}")),
+    };
+    timeline.mark(JOB_PHASE);
 
     let cells: HashMap<usize, Cell> = job.cells.into_iter().map(|c| (c.index, c)).collect();
     let mut session = Session {
@@ -83,7 +93,7 @@ pub fn main() -> ExitCode {
         },
         sensor,
         telemetry: job.telemetry,
-        kernels: Kernels::new(job.kernels, cuda::capability(&info)),
+        kernels: Kernels::new(job.kernels, cuda::capability(&info), job.run_cache.clone()),
         timeline,
         probe: None,
         inputs: InputCache::new(job.run_cache.clone()),
