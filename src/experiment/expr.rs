@@ -83,6 +83,26 @@ impl DeviceFacts {
     }
 }
 
+/// Renders a template of the sweep (`"-DBLOCK={{ block }}"`, `"softmax<{{ dtype | ctype }}>"`):
+/// an undefined name is an error, and the `ctype` filter turns a type name (`"bf16"`) into
+/// the CUDA C type it is stored as (`__nv_bfloat16`).
+pub fn render(template: &str, scope: &Scope) -> Result<String, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.add_filter("ctype", |name: String| {
+        super::Dtype::parse(&name)
+            .map(|d| d.c_type())
+            .ok_or_else(|| {
+                minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    format!("ctype: `{name}` is not a type"),
+                )
+            })
+    });
+    env.render_str(template, scope)
+        .map_err(|e| format!("cannot render `{template}`: {}", detail(&e)))
+}
+
 fn eval_value(text: &str, scope: &Scope) -> Result<Value, String> {
     let mut env = Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);

@@ -78,14 +78,46 @@ pub struct Arg {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ArgKind {
     Buffer {
-        dtype: Dtype,
+        dtype: TypeSpec,
         len: NumExpr,
         init: Init,
     },
     Scalar {
-        dtype: Dtype,
+        dtype: TypeSpec,
         value: NumExpr,
     },
+}
+
+/// An argument's type as written: fixed, or taken from the sweep (`"{{ dtype }}"`), so a
+/// type can be an axis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TypeSpec {
+    Fixed(Dtype),
+    Swept(String),
+}
+
+const TYPES: &str = "f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64";
+
+impl TypeSpec {
+    /// Reads a type as written; an unknown fixed type is an error naming the known ones.
+    pub fn parse(text: &str) -> Result<TypeSpec, String> {
+        if text.contains("{{") {
+            return Ok(TypeSpec::Swept(text.to_string()));
+        }
+        Dtype::parse(text)
+            .map(TypeSpec::Fixed)
+            .ok_or_else(|| format!("unknown type `{text}`; types are {TYPES}, or a sweep parameter such as \"{{{{ dtype }}}}\""))
+    }
+
+    fn at(&self, scope: &expr::Scope) -> Result<Dtype, String> {
+        let template = match self {
+            TypeSpec::Fixed(d) => return Ok(*d),
+            TypeSpec::Swept(t) => t,
+        };
+        let text = expr::render(template, scope)?;
+        Dtype::parse(&text)
+            .ok_or_else(|| format!("`{template}` is `{text}` here, not a type ({TYPES})"))
+    }
 }
 
 /// How a kernel's output is checked against a CPU reference before it is timed.
@@ -100,13 +132,14 @@ pub struct Check {
 }
 
 /// A check against a reference kernel: the outputs (argument indices) both kernels write
-/// from the same inputs must agree within `|a - b| <= atol + rtol * |b|`.
+/// from the same inputs must agree within `|a - b| <= atol + rtol * |b|`; where not given,
+/// the tolerances of the output's type ([`Dtype::default_tolerances`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelCheck {
     pub kernel: usize,
     pub outputs: Vec<usize>,
-    pub rtol: f64,
-    pub atol: f64,
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
 }
 
 /// Reference checks the runner knows: name, number of inputs, dims it takes.
@@ -190,50 +223,24 @@ pub fn evaluate(
 ) -> Result<LaunchSpec, (Part, String)> {
     let scope = super::scope(point, facts);
     let int = |x: &NumExpr, part: Part| expr::eval_int(x, &scope).map_err(|m| (part, m));
-    let dims = |exprs: &[NumExpr], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
-        let mut d = [1u32; 3];
-        for (i, x) in exprs.iter().enumerate() {
-            let v = int(x, part(i))?;
-            if v < 1 || v > max[i] {
-                return Err((
-                    part(i),
-                    format!(
-                        "{what} dimension {} is {v}, but the device allows 1 to {}",
-                        ["x", "y", "z"][i],
-                        max[i]
-                    ),
-                ));
-            }
-            d[i] = v as u32;
-        }
-        Ok(d)
+    let ints = |exprs: &[NumExpr], part: fn(usize) -> Part| {
+        exprs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| int(x, part(i)))
+            .collect::<Result<Vec<i64>, _>>()
     };
-    let grid = dims(e.grid, "grid", facts.max_grid, Part::Grid)?;
-    let block = dims(e.block, "block", facts.max_block, Part::Block)?;
-    let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
-    if threads > facts.max_threads_per_block {
-        return Err((
-            Part::Block(0),
-            format!(
-                "a block of {threads} threads is more than the device's {} per block",
-                facts.max_threads_per_block
-            ),
-        ));
-    }
-    let shared = int(e.shared_bytes, Part::Shared)?;
-    if shared < 0 || shared > facts.max_shared_bytes {
-        return Err((
-            Part::Shared,
-            format!(
-                "shared_bytes is {shared}, but a block may have 0 to {} bytes of dynamic shared memory",
-                facts.max_shared_bytes
-            ),
-        ));
-    }
+    let (grid, block, shared) = launch_shape(
+        &ints(e.grid, Part::Grid)?,
+        &ints(e.block, Part::Block)?,
+        int(e.shared_bytes, Part::Shared)?,
+        facts,
+    )?;
     let mut args = Vec::with_capacity(e.args.len());
     for (i, a) in e.args.iter().enumerate() {
         args.push(match &a.kind {
             ArgKind::Buffer { dtype, len, init } => {
+                let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
                 let n = int(len, Part::Arg(i))?;
                 let len = usize::try_from(n).map_err(|_| {
                     (
@@ -257,6 +264,7 @@ pub fn evaluate(
                 }
             }
             ArgKind::Scalar { dtype, value } => {
+                let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
                 let v = expr::eval_exact(value, &scope).map_err(|m| (Part::Arg(i), m))?;
                 ArgValue::Scalar {
                     dtype: *dtype,
@@ -285,7 +293,7 @@ pub fn evaluate(
         entry: String::new(),
         grid,
         block,
-        shared_bytes: shared as u32,
+        shared_bytes: shared,
         args,
         check_dims,
     };
@@ -300,6 +308,54 @@ pub fn evaluate(
         ));
     }
     Ok(spec)
+}
+
+/// A launch's grid, block and dynamic shared memory, checked against the device's limits.
+pub fn launch_shape(
+    grid: &[i64],
+    block: &[i64],
+    shared: i64,
+    facts: &DeviceFacts,
+) -> Result<([u32; 3], [u32; 3], u32), (Part, String)> {
+    let dims = |values: &[i64], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
+        let mut d = [1u32; 3];
+        for (i, &v) in values.iter().enumerate() {
+            if v < 1 || v > max[i] {
+                return Err((
+                    part(i),
+                    format!(
+                        "{what} dimension {} is {v}, but the device allows 1 to {}",
+                        ["x", "y", "z"][i],
+                        max[i]
+                    ),
+                ));
+            }
+            d[i] = v as u32;
+        }
+        Ok(d)
+    };
+    let grid = dims(grid, "grid", facts.max_grid, Part::Grid)?;
+    let block = dims(block, "block", facts.max_block, Part::Block)?;
+    let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
+    if threads > facts.max_threads_per_block {
+        return Err((
+            Part::Block(0),
+            format!(
+                "a block of {threads} threads is more than the device's {} per block",
+                facts.max_threads_per_block
+            ),
+        ));
+    }
+    if shared < 0 || shared > facts.max_shared_bytes {
+        return Err((
+            Part::Shared,
+            format!(
+                "shared_bytes is {shared}, but a block may have 0 to {} bytes of dynamic shared memory",
+                facts.max_shared_bytes
+            ),
+        ));
+    }
+    Ok((grid, block, shared as u32))
 }
 
 /// A scalar's bytes in its dtype; a value the dtype cannot hold is an error (an integer out
@@ -340,7 +396,7 @@ mod tests {
             Arg {
                 name: "x".into(),
                 kind: ArgKind::Buffer {
-                    dtype: Dtype::F32,
+                    dtype: TypeSpec::Fixed(Dtype::F32),
                     len: NumExpr::Expr("n".into()),
                     init: Init::Output,
                 },
@@ -348,7 +404,7 @@ mod tests {
             Arg {
                 name: "s".into(),
                 kind: ArgKind::Scalar {
-                    dtype: Dtype::I32,
+                    dtype: TypeSpec::Fixed(Dtype::I32),
                     value: scalar,
                 },
             },
@@ -362,7 +418,7 @@ mod tests {
                 args: &args,
                 check_dims: &[],
             },
-            &vec![("n".to_string(), 1024)],
+            &vec![("n".to_string(), 1024.into())],
             &DeviceFacts::nominal(),
         )
     }

@@ -20,6 +20,7 @@ pub use expr::{DeviceFacts, Scope};
 pub use kernel::{ArgValue, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
+pub use sweep::SweepValue;
 
 /// A validated experiment: every name resolves, and every knob and launch is evaluated and
 /// within the device's limits at every sweep point.
@@ -31,7 +32,9 @@ pub struct Experiment {
     pub name: String,
     pub title: String,
     pub description: String,
-    pub params: Vec<(String, Vec<i64>)>,
+    /// Each sweep parameter with its distinct values, in file order (a zipped group's
+    /// parameters each).
+    pub params: Vec<(String, Vec<SweepValue>)>,
     /// Sweep points, the first parameter varying slowest.
     pub points: Vec<Point>,
     pub kernels: Vec<Kernel>,
@@ -171,14 +174,14 @@ pub fn name_of(path: &Path) -> String {
 }
 
 /// One sweep point: parameter name -> value, in file order.
-pub type Point = Vec<(String, i64)>;
+pub type Point = Vec<(String, SweepValue)>;
 
 /// Scope for expressions at a sweep point: its parameters and the device's facts.
 pub fn scope(point: &Point, facts: &DeviceFacts) -> Scope {
     let mut s = Scope::new();
     facts.add_to(&mut s);
     for (k, v) in point {
-        s.insert(k.clone(), minijinja::Value::from(*v));
+        s.insert(k.clone(), v.to_value());
     }
     s
 }

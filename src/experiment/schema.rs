@@ -102,8 +102,9 @@ pub struct RawKernel {
 #[serde(deny_unknown_fields)]
 pub struct RawArg {
     pub name: Spanned<String>,
-    pub buffer: Option<Dtype>,
-    pub scalar: Option<Dtype>,
+    /// A type (`"f32"`), or a sweep parameter's value (`"{{ dtype }}"`).
+    pub buffer: Option<Spanned<String>>,
+    pub scalar: Option<Spanned<String>>,
     pub len: Option<Spanned<NumExpr>>,
     pub init: Option<Spanned<String>>,
     pub value: Option<Spanned<NumExpr>>,
@@ -196,6 +197,43 @@ impl Dtype {
             Dtype::U32 => "u32",
             Dtype::I64 => "i64",
             Dtype::U64 => "u64",
+        }
+    }
+
+    /// The type a name such as `"bf16"` names.
+    pub fn parse(text: &str) -> Option<Dtype> {
+        const ALL: [Dtype; 12] = [
+            Dtype::F16,
+            Dtype::Bf16,
+            Dtype::F32,
+            Dtype::F64,
+            Dtype::I8,
+            Dtype::U8,
+            Dtype::I16,
+            Dtype::U16,
+            Dtype::I32,
+            Dtype::U32,
+            Dtype::I64,
+            Dtype::U64,
+        ];
+        ALL.into_iter().find(|d| d.key() == text.trim())
+    }
+
+    /// The CUDA C type it is stored as (the `ctype` filter of entries and options).
+    pub fn c_type(self) -> &'static str {
+        match self {
+            Dtype::F16 => "__half",
+            Dtype::Bf16 => "__nv_bfloat16",
+            Dtype::F32 => "float",
+            Dtype::F64 => "double",
+            Dtype::I8 => "signed char",
+            Dtype::U8 => "unsigned char",
+            Dtype::I16 => "short",
+            Dtype::U16 => "unsigned short",
+            Dtype::I32 => "int",
+            Dtype::U32 => "unsigned int",
+            Dtype::I64 => "long long",
+            Dtype::U64 => "unsigned long long",
         }
     }
 

@@ -1,7 +1,11 @@
-//! Sweep values: a list, an inclusive range with a step (`256..2048 step 32`), or powers of
-//! two (`2^8..2^12`); several parameters combine as a cartesian product in file order.
+//! Sweep values: a list (integers, floats, powers of two `"2^20"`, or names such as types),
+//! an inclusive range with a step (`256..2048 step 32`), powers of two (`2^8..2^12`), or a
+//! zipped group of equal-length lists (`shape = { m = [..], n = [..] }`, one point per
+//! position). Axes combine as a cartesian product in file order.
 
-use serde::Deserialize;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// One parameter's values as written in the file.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -10,33 +14,145 @@ pub enum SweepSpec {
     List(Vec<ListItem>),
     One(i64),
     Text(String),
+    Zip(IndexMap<String, Vec<ListItem>>),
 }
 
-/// A value of a list: an integer, or a power of two written `"2^20"`.
+/// A value of a list as written.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum ListItem {
     Int(i64),
+    Float(f64),
     Text(String),
 }
 
+/// A sweep parameter's value at a point: expressions see an integer, a float or a string
+/// (`"f16"`, `"__half"`: a type or a variant of an algorithm).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SweepValue {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl fmt::Display for SweepValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepValue::Int(v) => write!(f, "{v}"),
+            SweepValue::Float(v) => write!(f, "{v}"),
+            SweepValue::Text(v) => f.write_str(v),
+        }
+    }
+}
+
+impl SweepValue {
+    pub fn to_value(&self) -> minijinja::Value {
+        match self {
+            SweepValue::Int(v) => (*v).into(),
+            SweepValue::Float(v) => (*v).into(),
+            SweepValue::Text(v) => v.as_str().into(),
+        }
+    }
+
+    /// Where a plot puts it; None for a name.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            SweepValue::Int(v) => Some(*v as f64),
+            SweepValue::Float(v) => Some(*v),
+            SweepValue::Text(_) => None,
+        }
+    }
+}
+
+impl From<i64> for SweepValue {
+    fn from(v: i64) -> Self {
+        SweepValue::Int(v)
+    }
+}
+
 impl ListItem {
-    fn value(&self) -> Result<i64, String> {
+    fn value(&self) -> Result<SweepValue, String> {
         let text = match self {
-            ListItem::Int(v) => return Ok(*v),
+            ListItem::Int(v) => return Ok(SweepValue::Int(*v)),
+            ListItem::Float(v) if v.is_finite() => return Ok(SweepValue::Float(*v)),
+            ListItem::Float(v) => return Err(format!("the sweep value {v} is not a number")),
             ListItem::Text(t) => t.trim(),
         };
         let bad = || {
-            format!("cannot read sweep value `{text}`; write an integer or a power of two such as \"2^20\"")
+            format!("cannot read sweep value `{text}`; write a number, a power of two such as \"2^20\", or a name of letters, digits, `_`, `-` and `.`")
         };
-        match text.strip_prefix("2^") {
-            Some(e) => match e.trim().parse::<u32>() {
-                Ok(e) if e <= 62 => Ok(1i64 << e),
+        if let Some(e) = text.strip_prefix("2^") {
+            return match e.trim().parse::<u32>() {
+                Ok(e) if e <= 62 => Ok(SweepValue::Int(1i64 << e)),
                 _ => Err(bad()),
-            },
-            None => text.parse().map_err(|_| bad()),
+            };
+        }
+        let numeric = text.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c));
+        if numeric {
+            return text.parse().map(SweepValue::Int).map_err(|_| bad());
+        }
+        let name = !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_-.".contains(c));
+        match name {
+            true => Ok(SweepValue::Text(text.to_string())),
+            false => Err(bad()),
         }
     }
+}
+
+/// One axis of the product: a parameter, or a zipped group of parameters whose values
+/// advance together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    pub names: Vec<String>,
+    /// One row per position, a value per name.
+    pub rows: Vec<Vec<SweepValue>>,
+}
+
+impl Axis {
+    /// The distinct values of parameter `name`, in order.
+    pub fn values_of(&self, name: &str) -> Option<Vec<SweepValue>> {
+        let i = self.names.iter().position(|n| n == name)?;
+        let mut seen = std::collections::HashSet::new();
+        Some(
+            self.rows
+                .iter()
+                .filter(|r| seen.insert(r[i].to_string()))
+                .map(|r| r[i].clone())
+                .collect(),
+        )
+    }
+}
+
+/// The axis `name = spec` makes.
+pub fn axis(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
+    let SweepSpec::Zip(columns) = spec else {
+        return Ok(Axis {
+            names: vec![name.to_string()],
+            rows: expand(spec)?.into_iter().map(|v| vec![v]).collect(),
+        });
+    };
+    let lens: Vec<usize> = columns.values().map(Vec::len).collect();
+    if lens.is_empty() || lens[0] == 0 || lens.iter().any(|l| *l != lens[0]) {
+        return Err(format!(
+            "`{name}` zips {} into points: each must list the same number of values, at least one ({})",
+            columns.keys().cloned().collect::<Vec<_>>().join(", "),
+            lens.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let values: Vec<Vec<SweepValue>> = columns
+        .values()
+        .map(|c| c.iter().map(ListItem::value).collect::<Result<_, _>>())
+        .collect::<Result<_, _>>()?;
+    Ok(Axis {
+        names: columns.keys().cloned().collect(),
+        rows: (0..lens[0])
+            .map(|i| values.iter().map(|c| c[i].clone()).collect())
+            .collect(),
+    })
 }
 
 /// The most values one parameter may take: a sweep is a plan for hours of GPU time, and a
@@ -47,11 +163,12 @@ const FORMS: &str =
     "a list `[512, 1024]`, a range `256..2048 step 32` (inclusive), or powers of two `2^8..2^12`";
 
 /// Expands one parameter's spec into its values, in order.
-pub fn expand(spec: &SweepSpec) -> Result<Vec<i64>, String> {
-    let values = match spec {
+pub fn expand(spec: &SweepSpec) -> Result<Vec<SweepValue>, String> {
+    let values: Vec<SweepValue> = match spec {
         SweepSpec::List(v) => v.iter().map(ListItem::value).collect::<Result<_, _>>()?,
-        SweepSpec::One(v) => vec![*v],
-        SweepSpec::Text(text) => parse_text(text)?,
+        SweepSpec::One(v) => vec![SweepValue::Int(*v)],
+        SweepSpec::Text(text) => parse_text(text)?.into_iter().map(SweepValue::Int).collect(),
+        SweepSpec::Zip(_) => return Err("a zipped group is not one parameter".into()),
     };
     if values.is_empty() {
         return Err(format!("the sweep is empty; write {FORMS}"));
@@ -96,16 +213,16 @@ fn parse_text(text: &str) -> Result<Vec<i64>, String> {
     Ok((lo..=hi).step_by(step as usize).collect())
 }
 
-/// The cartesian product of named parameters, the first parameter varying slowest.
-pub fn product(params: &[(String, Vec<i64>)]) -> Vec<Vec<(String, i64)>> {
-    let mut points: Vec<Vec<(String, i64)>> = vec![vec![]];
-    for (name, values) in params {
+/// The cartesian product of the axes, the first varying slowest.
+pub fn product(axes: &[Axis]) -> Vec<super::Point> {
+    let mut points: Vec<super::Point> = vec![vec![]];
+    for axis in axes {
         points = points
             .into_iter()
             .flat_map(|p| {
-                values.iter().map(move |v| {
+                axis.rows.iter().map(move |row| {
                     let mut q = p.clone();
-                    q.push((name.clone(), *v));
+                    q.extend(axis.names.iter().cloned().zip(row.iter().cloned()));
                     q
                 })
             })
@@ -118,36 +235,55 @@ pub fn product(params: &[(String, Vec<i64>)]) -> Vec<Vec<(String, i64)>> {
 mod tests {
     use super::*;
 
+    fn ints(v: &[i64]) -> Vec<SweepValue> {
+        v.iter().map(|x| SweepValue::Int(*x)).collect()
+    }
+
+    fn text(t: &str) -> ListItem {
+        ListItem::Text(t.into())
+    }
+
     #[test]
     fn range_with_step_is_inclusive() {
         let v = expand(&SweepSpec::Text("256..2048 step 32".into())).unwrap();
-        assert_eq!(v.first(), Some(&256));
-        assert_eq!(v.last(), Some(&2048));
+        assert_eq!(v.first(), Some(&SweepValue::Int(256)));
+        assert_eq!(v.last(), Some(&SweepValue::Int(2048)));
         assert_eq!(v.len(), 57);
     }
 
     #[test]
-    fn a_list_takes_integers_and_powers_of_two() {
+    fn a_list_takes_numbers_powers_of_two_and_names() {
         let list = SweepSpec::List(vec![
             ListItem::Int(3),
-            ListItem::Text("2^20".into()),
-            ListItem::Text(" 4096 ".into()),
+            text("2^20"),
+            text(" 4096 "),
+            ListItem::Float(0.5),
+            text("bf16"),
+            text("__nv_bfloat16"),
         ]);
-        assert_eq!(expand(&list).unwrap(), vec![3, 1 << 20, 4096]);
+        let mut want = ints(&[3, 1 << 20, 4096]);
+        want.push(SweepValue::Float(0.5));
+        want.push(SweepValue::Text("bf16".into()));
+        want.push(SweepValue::Text("__nv_bfloat16".into()));
+        assert_eq!(expand(&list).unwrap(), want);
+        assert_eq!(want[4].to_string(), "bf16");
+        assert_eq!(want[3].to_string(), "0.5");
     }
 
     #[test]
     fn powers_of_two() {
         assert_eq!(
             expand(&SweepSpec::Text("2^8..2^10".into())).unwrap(),
-            vec![256, 512, 1024]
+            ints(&[256, 512, 1024])
         );
     }
 
     #[test]
     fn empty_and_malformed_sweeps_are_errors() {
-        assert!(expand(&SweepSpec::List(vec![ListItem::Text("2^x".into())])).is_err());
-        assert!(expand(&SweepSpec::List(vec![ListItem::Text("2^63".into())])).is_err());
+        for bad in ["2^x", "2^63", "12abc", "two words", "-x"] {
+            let e = expand(&SweepSpec::List(vec![text(bad)])).unwrap_err();
+            assert!(e.contains("cannot read sweep value"), "{bad}: {e}");
+        }
         assert!(expand(&SweepSpec::List(vec![]))
             .unwrap_err()
             .contains("empty"));
@@ -166,8 +302,38 @@ mod tests {
 
     #[test]
     fn product_varies_last_parameter_fastest() {
-        let p = product(&[("a".into(), vec![1, 2]), ("b".into(), vec![10, 20])]);
-        let flat: Vec<(i64, i64)> = p.iter().map(|q| (q[0].1, q[1].1)).collect();
-        assert_eq!(flat, vec![(1, 10), (1, 20), (2, 10), (2, 20)]);
+        let a = axis(
+            "a",
+            &SweepSpec::List(vec![ListItem::Int(1), ListItem::Int(2)]),
+        )
+        .unwrap();
+        let b = axis(
+            "b",
+            &SweepSpec::List(vec![ListItem::Int(10), ListItem::Int(20)]),
+        )
+        .unwrap();
+        let p = product(&[a, b]);
+        let flat: Vec<String> = p.iter().map(|q| format!("{}{}", q[0].1, q[1].1)).collect();
+        assert_eq!(flat, ["110", "120", "210", "220"]);
+    }
+
+    #[test]
+    fn a_zipped_group_advances_together() {
+        let mut columns = IndexMap::new();
+        columns.insert("m".to_string(), vec![ListItem::Int(1), ListItem::Int(2)]);
+        columns.insert("n".to_string(), vec![ListItem::Int(10), ListItem::Int(20)]);
+        let shape = axis("shape", &SweepSpec::Zip(columns.clone())).unwrap();
+        assert_eq!(shape.names, ["m", "n"]);
+        let t = axis("t", &SweepSpec::List(vec![text("f16"), text("bf16")])).unwrap();
+        let p = product(&[shape.clone(), t]);
+        let flat: Vec<String> = p
+            .iter()
+            .map(|q| q.iter().map(|(k, v)| format!("{k}{v}")).collect::<String>())
+            .collect();
+        assert_eq!(flat, ["m1n10tf16", "m1n10tbf16", "m2n20tf16", "m2n20tbf16"]);
+        assert_eq!(shape.values_of("n"), Some(ints(&[10, 20])));
+        columns.insert("k".to_string(), vec![ListItem::Int(1)]);
+        let e = axis("shape", &SweepSpec::Zip(columns)).unwrap_err();
+        assert!(e.contains("same number of values"), "{e}");
     }
 }

@@ -207,9 +207,10 @@ fn estimate(plan: &Plan, previous: &HashMap<String, f64>) -> (f64, f64) {
     (known, guessed)
 }
 
-fn preview(values: &[i64]) -> String {
+fn preview(values: &[crate::experiment::SweepValue]) -> String {
     if values.len() <= 8 {
-        format!("{values:?}")
+        let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        format!("[{}]", shown.join(", "))
     } else {
         format!(
             "[{}, {}, ..., {}]",

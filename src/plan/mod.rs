@@ -116,7 +116,8 @@ impl Plan {
                     } else {
                         format!("{}/{label}/{}", kernel.name, v.name)
                     };
-                    let launch = kernel.launches[p].clone();
+                    let mut launch = kernel.launches[p].clone();
+                    knobs.launch_config.apply(&mut launch);
                     let reference_launch = kernel
                         .check_kernel
                         .as_ref()

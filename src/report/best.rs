@@ -6,7 +6,7 @@ use crate::experiment::{Experiment, Point};
 use std::collections::HashMap;
 
 /// The values of the parameters other than the tuned one, which a group of points shares.
-type Others<'a> = Vec<(&'a str, i64)>;
+type Others<'a> = Vec<(&'a str, String)>;
 
 /// For each point, whether its median is the lowest among the points that differ from it
 /// only in `param`. `medians[i]` is point `i`'s, `None` where its cell failed or did not
@@ -19,7 +19,7 @@ pub fn lowest_over(points: &[Point], param: &str, medians: &[Option<f64>]) -> Ve
         let others = point
             .iter()
             .filter(|(name, _)| name != param)
-            .map(|(name, v)| (name.as_str(), *v))
+            .map(|(name, v)| (name.as_str(), v.to_string()))
             .collect();
         if let Some(m) = median {
             groups.entry(others).or_default().push((i, *m));
@@ -86,12 +86,16 @@ pub fn note(exp: &Experiment) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn int(v: &crate::experiment::SweepValue) -> i64 {
+        v.as_f64().unwrap() as i64
+    }
+
     fn points(ns: &[i64], blocks: &[i64]) -> Vec<Point> {
         ns.iter()
             .flat_map(|&n| {
-                blocks
-                    .iter()
-                    .map(move |&b| vec![("n".to_string(), n), ("block".to_string(), b)])
+                blocks.iter().map(move |&b| {
+                    vec![("n".to_string(), n.into()), ("block".to_string(), b.into())]
+                })
             })
             .collect()
     }
@@ -148,7 +152,7 @@ mod tests {
         )
         .unwrap();
         // Hot: block 256 faster at both n; cold: block 128 faster, its n = 2 cell failed.
-        let median = |_: usize, p: &Point, v: &str| match (v, p[0].1, p[1].1) {
+        let median = |_: usize, p: &Point, v: &str| match (v, int(&p[0].1), int(&p[1].1)) {
             ("hot", n, b) => Some((n * 1000 - b) as f64),
             (_, 2, 128) => None,
             (_, n, b) => Some((n * 1000 + b) as f64),

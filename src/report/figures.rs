@@ -58,7 +58,7 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
                     name: v.name.clone(),
                     points: points
                         .iter()
-                        .filter_map(|p| Some((p[0].1 as f64, at(&v.name, p)? / 1e3)))
+                        .filter_map(|p| Some((p[0].1.as_f64()?, at(&v.name, p)? / 1e3)))
                         .collect(),
                 })
                 .collect();
@@ -80,7 +80,10 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
                     points: points
                         .iter()
                         .filter_map(|p| {
-                            Some((p[0].1 as f64, (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0))
+                            Some((
+                                p[0].1.as_f64()?,
+                                (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
+                            ))
                         })
                         .collect(),
                 })

@@ -151,7 +151,7 @@ mod tests {
             "kernels = [[\"tiled\", \"naive\"]]",
         );
         // tiled is kernel 0, naive 1; the cold tiled cell at n = 2 failed.
-        let median = |k: usize, p: &Point, v: &str| match (k, p[0].1, v) {
+        let median = |k: usize, p: &Point, v: &str| match (k, p[0].1.as_f64().unwrap() as i64, v) {
             (0, 2, "cold") => None,
             (0, n, "hot") => Some(1_000.0 * n as f64),
             (0, n, _) => Some(2_000.0 * n as f64),

@@ -151,11 +151,12 @@ impl Checker<'_> {
             let (got, want) = (buffers.download(o)?, theirs.download(o)?);
             let name = &def.args[o].name;
             let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+            let (rtol, atol) = dtype.default_tolerances();
             notes.push(reference::compare(
                 &view(&got),
                 &view(&want),
-                kc.rtol,
-                kc.atol,
+                kc.rtol.unwrap_or(rtol),
+                kc.atol.unwrap_or(atol),
             )?);
         }
         Ok(format!(

@@ -84,6 +84,7 @@ knobs! {
     timeout: timeout::Timeout,
     first_launch: first_launch::FirstLaunch,
     inputs: inputs::Inputs,
+    launch_config: launch_config::LaunchConfig,
 }
 
 impl Knobs {
@@ -233,7 +234,7 @@ pub mod tests {
     /// Reads `T` from a variant table written as TOML, over no defaults, at n = 512.
     pub fn read<T: Knob>(variant: &str) -> Result<T, ConfigError> {
         let table: RawTable = toml::from_str(variant).expect("valid TOML");
-        let point = vec![("n".to_string(), 512)];
+        let point = vec![("n".to_string(), 512.into())];
         let layer = Layer {
             variant: &table,
             defaults: &RawTable::new(),

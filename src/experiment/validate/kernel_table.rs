@@ -210,15 +210,10 @@ impl Validator<'_> {
                 }
                 Ok(Some(v))
             };
-            let mut env = minijinja::Environment::new();
-            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
             let scope = crate::experiment::scope(p, self.facts);
             if rk.entry.get_ref().contains("{{") {
-                spec.entry = env.render_str(rk.entry.get_ref(), &scope).map_err(|e| {
-                    self.err(
-                        &rk.entry,
-                        format!("cannot render entry `{}`: {e}", rk.entry.get_ref()),
-                    )
+                spec.entry = expr::render(rk.entry.get_ref(), &scope).map_err(|m| {
+                    self.err(&rk.entry, format!("entry at {}: {m}", point_label(p)))
                 })?;
             }
             if let Some(opts) = &rk.options {
@@ -226,8 +221,9 @@ impl Validator<'_> {
                     .get_ref()
                     .iter()
                     .map(|o| {
-                        env.render_str(o, &scope)
-                            .map_err(|e| self.err(opts, format!("cannot render option `{o}`: {e}")))
+                        expr::render(o, &scope).map_err(|m| {
+                            self.err(opts, format!("option at {}: {m}", point_label(p)))
+                        })
                     })
                     .collect::<Result<_, _>>()?;
             }
@@ -251,8 +247,11 @@ impl Validator<'_> {
 
     fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
         let name = ra.name.get_ref().clone();
-        let kind = match (ra.buffer, ra.scalar) {
+        let type_of =
+            |t: &Spanned<String>| kernel::TypeSpec::parse(t.get_ref()).map_err(|m| self.err(t, m));
+        let kind = match (&ra.buffer, &ra.scalar) {
             (Some(dtype), None) => {
+                let dtype = type_of(dtype)?;
                 let len = ra.len.clone().ok_or_else(|| {
                     self.err(&ra.name, format!("buffer `{name}` needs a len"))
                         .with_hint("e.g. len = \"n * n\"")
@@ -274,6 +273,7 @@ impl Validator<'_> {
                 }
             }
             (None, Some(dtype)) => {
+                let dtype = type_of(dtype)?;
                 let value = ra.value.clone().ok_or_else(|| {
                     self.err(&ra.name, format!("scalar `{name}` needs a value"))
                         .with_hint("e.g. value = \"n\"")
@@ -404,23 +404,30 @@ impl Validator<'_> {
             return Err(self.err(&c.kernel, "a kernel cannot be its own reference"));
         }
         let reference = &kernels[r];
+        // The same names and kinds, and at every point the same types and lengths.
         let same = this.args.len() == reference.args.len()
             && this.args.iter().zip(&reference.args).all(|(a, b)| {
                 a.name == b.name
-                    && match (&a.kind, &b.kind) {
-                        (ArgKind::Buffer { dtype: x, .. }, ArgKind::Buffer { dtype: y, .. }) => {
-                            x == y
-                        }
-                        (ArgKind::Scalar { dtype: x, .. }, ArgKind::Scalar { dtype: y, .. }) => {
-                            x == y
-                        }
-                        _ => false,
-                    }
+                    && matches!(
+                        (&a.kind, &b.kind),
+                        (ArgKind::Buffer { .. }, ArgKind::Buffer { .. })
+                            | (ArgKind::Scalar { .. }, ArgKind::Scalar { .. })
+                    )
             })
             && this.launches.iter().zip(&reference.launches).all(|(a, b)| {
                 a.args.iter().zip(&b.args).all(|(x, y)| match (x, y) {
-                    (ArgValue::Buffer { len: p, .. }, ArgValue::Buffer { len: q, .. }) => p == q,
-                    _ => true,
+                    (
+                        ArgValue::Buffer {
+                            len: p, dtype: s, ..
+                        },
+                        ArgValue::Buffer {
+                            len: q, dtype: t, ..
+                        },
+                    ) => p == q && s == t,
+                    (ArgValue::Scalar { dtype: s, .. }, ArgValue::Scalar { dtype: t, .. }) => {
+                        s == t
+                    }
+                    _ => false,
                 })
             });
         if !same {
@@ -445,19 +452,11 @@ impl Validator<'_> {
         if outputs.is_empty() {
             return Err(self.err(ck, "check_kernel names no outputs"));
         }
-        // Unless given, the loosest default of the outputs' types.
-        let (rtol, atol) = outputs
-            .iter()
-            .filter_map(|&o| match this.args[o].kind {
-                ArgKind::Buffer { dtype, .. } => Some(dtype.default_tolerances()),
-                ArgKind::Scalar { .. } => None,
-            })
-            .fold((0.0f64, 0.0f64), |(r, a), (r2, a2)| (r.max(r2), a.max(a2)));
         Ok(crate::experiment::kernel::KernelCheck {
             kernel: r,
             outputs,
-            rtol: c.rtol.unwrap_or(rtol),
-            atol: c.atol.unwrap_or(atol),
+            rtol: c.rtol,
+            atol: c.atol,
         })
     }
 }

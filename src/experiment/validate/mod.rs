@@ -8,7 +8,7 @@ use super::knobs::{Knobs, Layer, RawTable};
 use super::schema::{RawExperiment, RawReport};
 use super::{
     names, point_label, sweep, ClockPolicy, Experiment, Point, Published, ReportSpec, Sources,
-    TelemetrySpec, Unit, Variant, MAX_CELLS,
+    SweepValue, TelemetrySpec, Unit, Variant, MAX_CELLS,
 };
 mod kernel_table;
 #[cfg(test)]
@@ -58,22 +58,43 @@ impl Validator<'_> {
     }
 
     fn experiment(&self, raw: RawExperiment) -> Result<Experiment, ConfigError> {
-        let mut params = Vec::new();
+        let mut axes = Vec::new();
         for (name, spec) in &raw.sweep {
-            self.name("sweep parameter", spec, name)?;
-            if FACT_NAMES.contains(&name.as_str()) {
-                return Err(self
-                    .err(
-                        spec,
-                        format!("sweep parameter `{name}` shadows a device fact"),
-                    )
-                    .with_hint(format!(
-                        "rename it; device facts are {}",
-                        FACT_NAMES.join(", ")
-                    )));
+            let axis = sweep::axis(name, spec.get_ref()).map_err(|m| self.err(spec, m))?;
+            for name in &axis.names {
+                self.name("sweep parameter", spec, name)?;
+                if FACT_NAMES.contains(&name.as_str()) {
+                    return Err(self
+                        .err(
+                            spec,
+                            format!("sweep parameter `{name}` shadows a device fact"),
+                        )
+                        .with_hint(format!(
+                            "rename it; device facts are {}",
+                            FACT_NAMES.join(", ")
+                        )));
+                }
             }
-            let values = sweep::expand(spec.get_ref()).map_err(|m| self.err(spec, m))?;
-            params.push((name.clone(), values));
+            axes.push(axis);
+        }
+        let params: Vec<(String, Vec<SweepValue>)> = axes
+            .iter()
+            .flat_map(|a| {
+                a.names
+                    .iter()
+                    .map(|n| (n.clone(), a.values_of(n).expect("its own name")))
+            })
+            .collect();
+        if let Some(dup) = params
+            .iter()
+            .enumerate()
+            .find(|(i, (n, _))| params[..*i].iter().any(|(m, _)| m == n))
+        {
+            return Err(self
+                .nowhere(format!("sweep parameter `{}` appears twice", (dup.1).0))
+                .with_hint(
+                    "a zipped group's parameters are parameters of the experiment: name each once",
+                ));
         }
         if raw.kernels.is_empty() {
             return Err(self.nowhere("the experiment has no kernel").with_hint(
@@ -85,8 +106,8 @@ impl Validator<'_> {
                 .nowhere("the experiment has no variant")
                 .with_hint("add a [[variant]] table with a name and its knobs"));
         }
-        self.cap(&params, raw.kernels.len(), raw.variants.len())?;
-        let points = sweep::product(&params);
+        self.cap(&axes, raw.kernels.len(), raw.variants.len())?;
+        let points = sweep::product(&axes);
 
         let mut kernels: Vec<Kernel> = Vec::new();
         let mut kernel_checks = Vec::new();
@@ -174,13 +195,13 @@ impl Validator<'_> {
     /// Refuses a matrix too large to plan, before a single point is made.
     fn cap(
         &self,
-        params: &[(String, Vec<i64>)],
+        axes: &[sweep::Axis],
         kernels: usize,
         variants: usize,
     ) -> Result<(), ConfigError> {
-        let cells = params
+        let cells = axes
             .iter()
-            .map(|(_, v)| v.len() as u64)
+            .map(|a| a.rows.len() as u64)
             .chain([kernels as u64, variants as u64])
             .try_fold(1u64, u64::checked_mul);
         match cells {
@@ -190,7 +211,7 @@ impl Validator<'_> {
                     "the experiment has {} cells ({} kernel(s) x {} point(s) x {} variant(s)), more than the {MAX_CELLS} a run may hold",
                     n.map_or("too many".into(), |n| n.to_string()),
                     kernels,
-                    params.iter().map(|(n, v)| format!("{} {n}", v.len())).collect::<Vec<_>>().join(" x "),
+                    axes.iter().map(|a| format!("{} {}", a.rows.len(), a.names.join("/"))).collect::<Vec<_>>().join(" x "),
                     variants
                 ))
                 .with_hint("sweep fewer values (a larger step, powers of two) or split the experiment")),
@@ -332,7 +353,7 @@ impl Validator<'_> {
     fn best(
         &self,
         best: Option<Spanned<String>>,
-        params: &[(String, Vec<i64>)],
+        params: &[(String, Vec<SweepValue>)],
     ) -> Result<Option<String>, ConfigError> {
         let Some(best) = best else {
             return Ok(None);
@@ -363,7 +384,7 @@ impl Validator<'_> {
         r: RawReport,
         variants: &[Variant],
         kernels: &[Kernel],
-        params: &[(String, Vec<i64>)],
+        params: &[(String, Vec<SweepValue>)],
         points: &[Point],
     ) -> Result<ReportSpec, ConfigError> {
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();

@@ -110,5 +110,73 @@ fn a_templated_entry_takes_the_sweep_at_every_point() {
         Sources::Skip,
     )
     .unwrap_err();
-    assert!(err.to_string().contains("cannot render entry"), "{err}");
+    assert!(err.to_string().contains("cannot render"), "{err}");
+}
+
+#[test]
+fn a_type_axis_sets_buffer_types_and_template_arguments() {
+    let text = r#"
+[experiment]
+title = "t"
+[sweep]
+dtype = ["f16", "bf16"]
+shape = { rows = [2, 4], cols = [8, 16] }
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k<{{ dtype | ctype }}>"
+grid = ["rows"]
+block = [32]
+args = [
+  { name = "x", buffer = "{{ dtype }}", len = "rows * cols", init = "uniform(0, 1)" },
+  { name = "y", buffer = "{{ dtype }}", len = "rows * cols", init = "output" },
+  { name = "scale", scalar = "{{ dtype }}", value = 0.5 },
+]
+unchecked = true
+[[variant]]
+name = "hot"
+"#;
+    let parse = |t: &str| {
+        Experiment::parse(
+            Path::new("e.toml"),
+            t,
+            &DeviceFacts::nominal(),
+            Sources::Skip,
+        )
+    };
+    let e = parse(text).unwrap();
+    let labels: Vec<String> = e
+        .points
+        .iter()
+        .map(crate::experiment::point_label)
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "dtype=f16, rows=2, cols=8",
+            "dtype=f16, rows=4, cols=16",
+            "dtype=bf16, rows=2, cols=8",
+            "dtype=bf16, rows=4, cols=16"
+        ]
+    );
+    let l = &e.kernels[0].launches;
+    assert_eq!(l[0].entry, "k<__half>");
+    assert_eq!(l[3].entry, "k<__nv_bfloat16>");
+    assert_eq!(l[3].buffer_bytes(), 2 * 2 * 64);
+    assert!(matches!(
+        &l[2].args[2],
+        crate::experiment::ArgValue::Scalar { dtype: crate::experiment::Dtype::Bf16, bytes } if bytes.len() == 2
+    ));
+    let bad = text.replace(r#"["f16", "bf16"]"#, r#"["f16", "f99"]"#);
+    let err = parse(&bad).unwrap_err().to_string();
+    assert!(err.contains("not a type"), "{err}");
+    let unknown = text.replace(
+        r#"buffer = "{{ dtype }}", len = "rows * cols", init = "output""#,
+        r#"buffer = "f17", len = "rows * cols", init = "output""#,
+    );
+    let err = parse(&unknown).unwrap_err().to_string();
+    assert!(
+        err.contains("unknown type `f17`") && err.starts_with("e.toml:15:"),
+        "{err}"
+    );
 }
