@@ -310,13 +310,16 @@ pub fn evaluate(
     Ok(spec)
 }
 
+/// A launch's grid, block and dynamic shared memory bytes.
+pub type Shape = ([u32; 3], [u32; 3], u32);
+
 /// A launch's grid, block and dynamic shared memory, checked against the device's limits.
 pub fn launch_shape(
     grid: &[i64],
     block: &[i64],
     shared: i64,
     facts: &DeviceFacts,
-) -> Result<([u32; 3], [u32; 3], u32), (Part, String)> {
+) -> Result<Shape, (Part, String)> {
     let dims = |values: &[i64], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
         let mut d = [1u32; 3];
         for (i, &v) in values.iter().enumerate() {
