@@ -82,3 +82,69 @@ fn bf16_buffers_and_a_prebuilt_ptx_module_run_checked() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_with_a_second_pass_is_timed_as_one_region_and_checked() {
+    let reduce = kernels_dir().join("reduce.cu");
+    let kernel = |name: &str, first: &str, second: &str, block: u32, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{src}"
+entry = "{first}"
+grid = ["(n + 4095) // 4096"]
+block = [{block}]
+shared_bytes = "{block} * 4"
+takes = ["x", "partial", "n", "per_block"]
+then = [{{ entry = "{second}", grid = [1], block = [256], shared_bytes = 1024, args = ["partial", "out", "count"] }}]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" }},
+  {{ name = "partial", buffer = "f32", len = "(n + 4095) // 4096", init = "output" }},
+  {{ name = "out", buffer = "f32", len = 1, init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+  {{ name = "per_block", scalar = "i32", value = 4096 }},
+  {{ name = "count", scalar = "i32", value = "(n + 4095) // 4096" }},
+]
+{extra}
+"#,
+            src = reduce.display()
+        )
+    };
+    let text = [
+        "[experiment]\ntitle = \"two passes\"\n[sweep]\nn = [\"2^16\", \"2^20\"]\n".to_string(),
+        kernel("ref", "reduce_ref", "reduce_final_ref", 32, "unchecked = true"),
+        kernel(
+            "sum",
+            "reduce_block",
+            "reduce_final",
+            256,
+            "check_kernel = { kernel = \"ref\", outputs = [\"partial\", \"out\"] }",
+        ),
+        "[defaults]\nwarmup = 2\nsamples = 10\n[[variant]]\nname = \"events\"\ntimer = \"events\"\n[[variant]]\nname = \"cupti\"\ntimer = \"cupti\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, dir, records) = run_on_gpu("twopass", &text);
+    for cell in [
+        "sum/n=65536/events",
+        "sum/n=1048576/cupti",
+        "sum/n=1048576/events",
+    ] {
+        let r = record(&records, cell);
+        assert_eq!(r["status"], "ok", "{r}");
+        let check = r["check"].as_str().unwrap();
+        assert!(
+            check.contains("partial:") && check.contains("out:"),
+            "{check}"
+        );
+    }
+    // CUPTI's span of the two kernels together is about what events read around them.
+    let (cupti, events) = (
+        steady_median(&dir, "sum/n=1048576/cupti"),
+        steady_median(&dir, "sum/n=1048576/events"),
+    );
+    assert!(
+        cupti > 0.0 && cupti < events,
+        "cupti {cupti} ns, events {events} ns"
+    );
+}

@@ -169,10 +169,12 @@ impl Collector {
         Ok(Collector)
     }
 
-    /// Stops recording and returns the spans of the last `count` launches of the kernel
-    /// named `entry`, in launch order (recording starts before the warm-up, so that the
-    /// warm-up, not a timed launch, absorbs CUPTI's start-up).
-    pub fn finish(self, entry: &str, count: usize) -> Result<Vec<Span>, CudaError> {
+    /// Stops recording and returns the spans of the last `count` launches of the kernels
+    /// named `entries`, in launch order (recording starts before the warm-up, so that the
+    /// warm-up, not a timed launch, absorbs CUPTI's start-up). A launch of several kernels
+    /// (a kernel and its steps, enqueued in order) spans from the first's start to the
+    /// last's end.
+    pub fn finish(self, entries: &[String], count: usize) -> Result<Vec<Span>, CudaError> {
         // FLUSH_FORCED also delivers records of buffers that are not full.
         let forced = 1u32;
         activity::flush_all(forced).map_err(|e| cupti_err("cuptiActivityFlushAll", e))?;
@@ -186,17 +188,26 @@ impl Collector {
         }
         let mut spans: Vec<Span> = std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?)
             .into_iter()
-            .filter(|s| s.name == entry)
+            .filter(|s| entries.contains(&s.name))
             .collect();
         spans.sort_by_key(|s| s.start);
-        if spans.len() < count {
+        let per = entries.len().max(1);
+        if spans.len() < count * per {
             return Err(CudaError::Library(format!(
-                "CUPTI delivered {} records of the kernel for {count} timed launches",
+                "CUPTI delivered {} records of the kernel for {count} timed launches of {per} kernel(s)",
                 spans.len()
             )));
         }
-        Ok(spans.split_off(spans.len() - count))
+        let last = spans.split_off(spans.len() - count * per);
+        Ok(last.chunks(per).map(merge).collect())
     }
+}
+
+/// One span from the first one's start to the last one's end.
+fn merge(group: &[Span]) -> Span {
+    let mut span = group[0].clone();
+    span.end = group.iter().map(|s| s.end).max().unwrap_or(span.end);
+    span
 }
 
 impl Drop for Collector {

@@ -124,6 +124,7 @@ impl LazyModule {
 }
 
 /// A kernel of a lazily loaded module, looked up at its first launch.
+#[derive(Clone)]
 pub struct LazyFunction {
     pub module: Rc<LazyModule>,
     pub name: String,
@@ -189,6 +190,12 @@ pub struct Launch<'b> {
     /// Parameter values, 8 bytes each; `params` points into it, so it never moves.
     storage: Box<[[u8; 8]]>,
     params: Vec<*mut c_void>,
+    /// Launches enqueued right after this one (a kernel's steps), each with the indices of
+    /// this launch's parameters it takes.
+    then: Vec<(Launch<'b>, Vec<usize>)>,
+    /// Where its parameters come from when [`Launch::set_param`] names them by the index of
+    /// a larger list (a kernel that takes some of its experiment's arguments); None: the same.
+    from: Option<Vec<usize>>,
     _buffers: PhantomData<&'b DeviceBuffer>,
 }
 
@@ -219,12 +226,30 @@ impl<'b> Launch<'b> {
             dims,
             storage,
             params,
+            then: Vec::new(),
+            from: None,
             _buffers: PhantomData,
         }
     }
 
-    /// The function, loaded now if it was waiting for its first launch.
+    /// Its parameter `j` is parameter `from[j]` of the list [`Launch::set_param`] indexes.
+    pub fn taking(mut self, from: Vec<usize>) -> Self {
+        self.from = Some(from);
+        self
+    }
+
+    /// Adds a launch enqueued after this one (and after the ones added before) wherever
+    /// this one is enqueued; `from[j]` is the index of this launch's parameter that `next`
+    /// takes as its parameter `j`, so that [`Launch::set_param`] reaches it too.
+    pub fn then(&mut self, next: Launch<'b>, from: Vec<usize>) {
+        self.then.push((next, from));
+    }
+
+    /// The function, loaded now if it was waiting for its first launch (its steps' too).
     fn resolve(&mut self) -> Result<Function, CudaError> {
+        for (next, _) in &mut self.then {
+            next.resolve()?;
+        }
         if let Some(f) = &self.func {
             return Ok(f.clone());
         }
@@ -242,21 +267,43 @@ impl<'b> Launch<'b> {
 
     /// Replaces parameter `index`, outside any timed region.
     pub fn set_param(&mut self, index: usize, value: Param<'b>) {
-        self.storage[index] = value.slot();
+        match &self.from {
+            None => self.storage[index] = value.slot(),
+            Some(from) => {
+                for (j, _) in from.iter().enumerate().filter(|(_, &f)| f == index) {
+                    self.storage[j] = value.slot();
+                }
+            }
+        }
+        for (next, from) in &mut self.then {
+            for (j, _) in from.iter().enumerate().filter(|(_, &f)| f == index) {
+                next.storage[j] = value.slot();
+            }
+        }
     }
 
     /// Enqueues the kernel on the legacy default stream, as `kernel<<<g, b>>>` does.
     #[inline]
     pub fn enqueue(&mut self) -> Result<(), CudaError> {
-        if self.func.is_none() {
+        if self.func.is_none() || self.then.iter().any(|(n, _)| n.func.is_none()) {
             self.resolve()?;
         }
         self.enqueue_on(std::ptr::null_mut())
             .during("cuLaunchKernel")
     }
 
+    /// Enqueues this launch, then its steps.
     #[inline]
     fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
+        self.enqueue_one(stream)?;
+        for (next, _) in &mut self.then {
+            next.enqueue_one(stream)?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn enqueue_one(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
         let d = self.dims;
         let Some(func) = &self.func else {
             return Err(result::DriverError(

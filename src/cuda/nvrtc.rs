@@ -14,11 +14,11 @@ pub enum Output {
     Ptx,
 }
 
-/// A compiled kernel image (a CUBIN, or NUL-terminated PTX), with the entry's lowered
-/// (mangled) name.
+/// A compiled kernel image (a CUBIN, or NUL-terminated PTX), with the entries' lowered
+/// (mangled) names, in the order asked for.
 pub struct Compiled {
     pub image: Vec<u8>,
-    pub lowered_entry: String,
+    pub lowered: Vec<String>,
     pub compile_ms: f64,
 }
 
@@ -52,11 +52,11 @@ pub fn version() -> Result<String, CudaError> {
 }
 
 /// Compiles `source` (named `file` in messages) for `arch` (`sm_90`, `compute_90`), with
-/// the given extra NVRTC options.
+/// the given extra NVRTC options, keeping the kernels `entries` (C++ names, templates too).
 pub fn compile(
     source: &str,
     file: &str,
-    entry: &str,
+    entries: &[&str],
     output: Output,
     arch: &str,
     options: &[String],
@@ -68,7 +68,11 @@ pub fn compile(
     let t = Instant::now();
     let src = CString::new(source).map_err(|_| bad("the source"))?;
     let name = CString::new(file).map_err(|_| bad("the file name"))?;
-    let name_expr = CString::new(format!("&{entry}")).map_err(|_| bad("the entry"))?;
+    let name_exprs: Vec<CString> = entries
+        .iter()
+        .map(|e| CString::new(format!("&{e}")))
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad("an entry"))?;
     let mut opts = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()];
     opts.extend(options.iter().cloned());
     // Last, so the experiment's own include directories win: the toolkit's headers
@@ -92,9 +96,9 @@ pub fn compile(
         )
     })?;
     let result =
-        build(prog, file, entry, &name_expr, &opts, output).map(|(image, lowered)| Compiled {
+        build(prog, file, entries, &name_exprs, &opts, output).map(|(image, lowered)| Compiled {
             image,
-            lowered_entry: lowered,
+            lowered,
             compile_ms: t.elapsed().as_secs_f64() * 1e3,
         });
     // SAFETY: prog was created above and is destroyed once.
@@ -113,19 +117,21 @@ fn toolkit_include() -> Option<std::path::PathBuf> {
         .find(|dir| dir.join("cuda_fp16.h").is_file())
 }
 
-/// Compiles the created program and reads its image and lowered entry name.
+/// Compiles the created program and reads its image and lowered entry names.
 fn build(
     prog: sys::nvrtcProgram,
     file: &str,
-    entry: &str,
-    name_expr: &CStr,
+    entries: &[&str],
+    name_exprs: &[CString],
     opts: &[CString],
     output: Output,
-) -> Result<(Vec<u8>, String), CudaError> {
-    // SAFETY: prog is live; the expression is NUL-terminated.
-    check("nvrtcAddNameExpression", unsafe {
-        sys::nvrtcAddNameExpression(prog, name_expr.as_ptr())
-    })?;
+) -> Result<(Vec<u8>, Vec<String>), CudaError> {
+    for name_expr in name_exprs {
+        // SAFETY: prog is live; the expression is NUL-terminated.
+        check("nvrtcAddNameExpression", unsafe {
+            sys::nvrtcAddNameExpression(prog, name_expr.as_ptr())
+        })?;
+    }
     let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
     // SAFETY: prog is live; the option pointers are valid for the call.
     let r = unsafe { sys::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
@@ -135,15 +141,20 @@ fn build(
             program_log(prog)
         )));
     }
-    let mut lowered: *const c_char = std::ptr::null();
-    // SAFETY: prog compiled with this name expression; NVRTC owns the returned string.
-    check(&format!("entry `{entry}` not found in {file}"), unsafe {
-        sys::nvrtcGetLoweredName(prog, name_expr.as_ptr(), &mut lowered)
-    })?;
-    // SAFETY: the lowered name is NUL-terminated and lives as long as prog.
-    let lowered = unsafe { CStr::from_ptr(lowered) }
-        .to_string_lossy()
-        .into_owned();
+    let mut lowered = Vec::with_capacity(entries.len());
+    for (entry, name_expr) in entries.iter().zip(name_exprs) {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: prog compiled with this name expression; NVRTC owns the returned string.
+        check(&format!("entry `{entry}` not found in {file}"), unsafe {
+            sys::nvrtcGetLoweredName(prog, name_expr.as_ptr(), &mut name)
+        })?;
+        // SAFETY: the lowered name is NUL-terminated and lives as long as prog.
+        lowered.push(
+            unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
     // The PTX size counts the terminating NUL, which the driver's loader needs.
     type GetSize = unsafe fn(sys::nvrtcProgram, *mut usize) -> sys::nvrtcResult;
     type Get = unsafe fn(sys::nvrtcProgram, *mut c_char) -> sys::nvrtcResult;

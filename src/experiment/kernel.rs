@@ -21,6 +21,12 @@ pub struct Kernel {
     /// `unchecked = true`: the user chose to time the kernel unchecked; every table says so.
     #[serde(default)]
     pub unchecked: bool,
+    /// The entry's parameters (indices into `args`) where it does not take all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takes: Option<Vec<usize>>,
+    /// Launches that follow the kernel's own in every timed region, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
     /// A module built outside the runner, loaded as is instead of compiling `source_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<Prebuilt>,
@@ -59,7 +65,20 @@ impl ModuleKind {
     }
 }
 
+/// A launch that follows the kernel's: another entry of its source or module, given some of
+/// the kernel's arguments (indices into its `args`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    pub entry: String,
+    pub args: Vec<usize>,
+}
+
 impl Kernel {
+    /// The entries of its steps.
+    pub fn step_entries(&self) -> Vec<&str> {
+        self.steps.iter().map(|s| s.entry.as_str()).collect()
+    }
+
     /// What its file holds: the source, or the prebuilt module's bytes.
     pub fn code(&self) -> &[u8] {
         match &self.module {
@@ -166,6 +185,9 @@ pub struct LaunchSpec {
     pub shared_bytes: u32,
     pub args: Vec<ArgValue>,
     pub check_dims: Vec<i64>,
+    /// The launch shape of each of the kernel's steps at this point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Shape>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,6 +318,7 @@ pub fn evaluate(
         shared_bytes: shared,
         args,
         check_dims,
+        steps: vec![],
     };
     if spec.buffer_bytes() > facts.mem_bytes as u64 {
         return Err((

@@ -96,6 +96,23 @@ pub struct RawKernel {
     pub bytes: Option<Spanned<NumExpr>>,
     /// Floating-point operations per launch (an expression): its FLOP/s.
     pub flops: Option<Spanned<NumExpr>>,
+    /// Launches that follow the kernel's own in the same timed region.
+    #[serde(default)]
+    pub then: Vec<RawStep>,
+    /// The entry's parameters by name, where `args` also holds what only its steps use.
+    pub takes: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// A launch that follows the kernel's in its timed region (a reduction's second pass):
+/// another entry of the same source, given some of the kernel's arguments by name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    pub entry: Spanned<String>,
+    pub grid: Spanned<Vec<Spanned<NumExpr>>>,
+    pub block: Spanned<Vec<Spanned<NumExpr>>>,
+    pub shared_bytes: Option<Spanned<NumExpr>>,
+    pub args: Spanned<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

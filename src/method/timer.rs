@@ -99,18 +99,19 @@ impl<'b> Timer<'b> {
     }
 
     /// The readings of the timed launches: the values taken as they ran (host and events
-    /// timers), the spans of the kernel `entry` from CUPTI's records (one per launch,
-    /// averaged per sample), or NaN where the profiler's report gives them later.
+    /// timers), the spans of the kernels `entries` from CUPTI's records (one per launch of
+    /// the kernel and its steps, from the first's start to the last's end; averaged per
+    /// sample), or NaN where the profiler's report gives them later.
     pub fn finish(
         mut self,
-        entry: &str,
+        entries: &[String],
         first_ns: f64,
         samples_ns: Vec<f64>,
     ) -> Result<Readings, CudaError> {
         let launches = self.launches_per_sample;
         match (self.kind, self.collector.take()) {
             (TimerKind::Cupti, Some(c)) => {
-                let spans = c.finish(entry, (1 + samples_ns.len()) * launches as usize)?;
+                let spans = c.finish(entries, (1 + samples_ns.len()) * launches as usize)?;
                 let reading = cupti_reading(&spans, launches);
                 Ok(Readings {
                     first_ns: reading.per_sample[0],

@@ -147,6 +147,9 @@ fn row(c: &Cell, width: usize) -> String {
         Launches::Batch(n) => format!("batch of {n}"),
         Launches::Graph(n) => format!("graph of {n}"),
     };
+    if !c.launch.steps.is_empty() {
+        region += &format!(" +{} step(s)", c.launch.steps.len());
+    }
     if let Queue::Saturate { wait_us } = k.queue {
         region += &match wait_us {
             Some(w) => format!(" +{w}µs wait"),

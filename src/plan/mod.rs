@@ -133,6 +133,11 @@ impl Plan {
                             .error(format!("cell {id}: a kernel checked against a reference kernel is checked after one launch, but the first timed region here holds {} (batch or graph) and no warm-up of the kernel comes first", knobs.launches.count()))
                             .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
                     }
+                    if !kernel.steps.is_empty() && knobs.timer == TimerKind::Profiler {
+                        return Err(exp
+                            .error(format!("cell {id}: the profiler times each kernel launch on its own, so it cannot time `{}` with its steps as one region", kernel.name))
+                            .with_hint("time a kernel with steps by cupti or events; its steps alone can be separate kernels under the profiler"));
+                    }
                     let check_bytes = reference_launch.as_ref().map_or(0, |l| l.buffer_bytes());
                     fits(exp, &id, &knobs, &launch, check_bytes)?;
                     cells.push(Cell {
@@ -328,6 +333,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             shared_bytes: 0,
             args: vec![],
             check_dims: vec![],
+            steps: vec![],
         },
         reference_launch: None,
     }

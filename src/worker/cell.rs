@@ -2,16 +2,16 @@
 //! launch, warm-up, the first timed launch, the steady samples) and collect (CUPTI's spans,
 //! telemetry, the host's cost per sample).
 
+use super::assemble::{add_steps, check_params, dims_of, sizes, taken, Checker, StepCode};
 use super::inputs::{fnv1a, Buffers, HostInputs, Poison};
+use super::kernels::Build;
 use super::kernels::KernelKey;
-use super::kernels::{Build, Kernels};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::experiment::knobs::{first_launch::FirstLaunch, inputs::Inputs, warmup::WarmupKernel};
-use crate::experiment::{ArgValue, Kernel, LaunchSpec};
 use crate::method::{
     self,
     flush::FlushBuffer,
@@ -25,7 +25,7 @@ use crate::protocol::{
 use std::time::{Duration, Instant};
 
 /// A cell's failure, and whether it broke the context.
-pub struct Failure {
+pub(super) struct Failure {
     message: String,
     context_lost: bool,
 }
@@ -49,7 +49,7 @@ impl From<CudaError> for Failure {
 }
 
 /// A CUDA error of one step of the cell, named.
-fn during(what: &'static str) -> impl Fn(CudaError) -> Failure {
+pub(super) fn during(what: &'static str) -> impl Fn(CudaError) -> Failure {
     move |e| Failure {
         context_lost: e.is_sticky(),
         message: format!("{what}: {e}"),
@@ -94,105 +94,6 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     }
 }
 
-/// A launch's dimensions.
-fn dims_of(spec: &LaunchSpec) -> Dims {
-    Dims {
-        grid: (spec.grid[0], spec.grid[1], spec.grid[2]),
-        block: (spec.block[0], spec.block[1], spec.block[2]),
-        shared_bytes: spec.shared_bytes,
-    }
-}
-
-/// What a cell's output is checked against, and with which inputs.
-struct Checker<'a> {
-    cell: &'a Cell,
-    def: Option<&'a Kernel>,
-    host: &'a HostInputs,
-    reference: &'a reference::Cache<'a>,
-}
-
-impl Checker<'_> {
-    /// Checks the output: against its CPU reference, or against a reference kernel run
-    /// now, on fresh buffers of the same inputs (`check_kernel`).
-    fn check(
-        &self,
-        kernels: &mut Kernels,
-        timeline: &mut Timeline,
-        buffers: &Buffers,
-    ) -> Result<String, Failure> {
-        let (cell, host) = (self.cell, self.host);
-        let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
-            return Ok(buffers.check(self.def, &cell.launch, self.reference)?);
-        };
-        let spec = cell
-            .reference_launch
-            .as_ref()
-            .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
-        let key = KernelKey::Reference(kc.kernel, Build::of(spec).hash());
-        let func = kernels.get(key, Build::of(spec), timeline)?.0.func.clone();
-        check_params(&func, spec, &kernels.def(kc.kernel).entry)?;
-        if spec.shared_bytes > 48 * 1024 {
-            func.allow_shared_bytes(spec.shared_bytes)?;
-        }
-        let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
-        // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
-        // writes differs, whatever its type.
-        theirs.fill_outputs(0)?;
-        let params = theirs.params(&spec.args);
-        let mut launch = Launch::new(&func, dims_of(spec), &params);
-        launch.enqueue().map_err(during("reference kernel"))?;
-        cuda::synchronize().map_err(during("reference kernel"))?;
-        timeline.mark("reference kernel");
-        let mut notes = Vec::new();
-        for &o in &kc.outputs {
-            let dtype = match spec.args[o] {
-                ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
-            };
-            let (got, want) = (buffers.download(o)?, theirs.download(o)?);
-            let name = &def.args[o].name;
-            let view = |bytes| reference::HostBuffer { name, dtype, bytes };
-            let (rtol, atol) = dtype.default_tolerances();
-            notes.push(reference::compare(
-                &view(&got),
-                &view(&want),
-                kc.rtol.unwrap_or(rtol),
-                kc.atol.unwrap_or(atol),
-            )?);
-        }
-        Ok(format!(
-            "against kernel `{}`: {}",
-            kernels.def(kc.kernel).name,
-            notes.join("; ")
-        ))
-    }
-}
-
-/// Refuses an argument list that does not match the kernel's parameters, which the driver
-/// would read past or misread.
-fn check_params(
-    func: &crate::cuda::Function,
-    spec: &LaunchSpec,
-    entry: &str,
-) -> Result<(), Failure> {
-    let want = func.param_sizes()?;
-    let given: Vec<usize> = spec
-        .args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Buffer { .. } => 8,
-            ArgValue::Scalar { dtype, .. } => dtype.size(),
-        })
-        .collect();
-    if want == given {
-        return Ok(());
-    }
-    Err(Failure::from(format!(
-        "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes: list every parameter in `args`, in order, with its type",
-        want.len(),
-        given.len()
-    )))
-}
-
 /// Seeds of `inputs = "fresh"` data lie this far from the point's own (rotation sets use
 /// the seeds right after it).
 const FRESH_SEED: u64 = 1 << 32;
@@ -204,14 +105,16 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let knobs = &cell.knobs;
     let timeline = &mut s.timeline;
     let spec = &cell.launch;
+    let takes = cell.kernel.and_then(|k| s.kernels.def(k).takes.clone());
     // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch.
-    let (func, lazy, entry) = match (cell.kernel, knobs.first_launch) {
+    let (func, lazy, entries, steps) = match (cell.kernel, knobs.first_launch) {
         (Some(k), FirstLaunch::Lazy) => {
             let (l, compile_ms) = s
                 .kernels
                 .lazy(k, knobs.compile, Build::of(spec), timeline)?;
             rec.compile_ms = compile_ms;
-            (None, Some((l.kernel(), l.empty())), l.entry.clone())
+            let steps = StepCode::Lazy(l.steps());
+            (None, Some((l.kernel(), l.empty())), l.entries(), steps)
         }
         _ => {
             let (loaded, cost) = s
@@ -222,11 +125,19 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
                 rec.module_load_ms = Some(cost.module_load_ms);
             }
             let func = loaded.func.clone();
-            check_params(&func, spec, &loaded.entry)?;
+            check_params(&func, &sizes(&spec.args, takes.as_deref()), &loaded.entry)?;
             if spec.shared_bytes > 48 * 1024 {
                 func.allow_shared_bytes(spec.shared_bytes)?;
             }
-            (Some(func), None, loaded.entry.clone())
+            let entries = std::iter::once(loaded.entry.clone())
+                .chain(loaded.steps.iter().map(|(name, _)| name.clone()))
+                .collect::<Vec<_>>();
+            (
+                Some(func),
+                None,
+                entries,
+                StepCode::Loaded(loaded.steps.clone()),
+            )
         }
     };
     let poison = if lazy.is_some() {
@@ -265,11 +176,20 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let params: Vec<Vec<Param>> = sets.iter().map(|b| b.params(&spec.args)).collect();
     timeline.mark("buffers");
     let dims = dims_of(spec);
-    let (mut launch, lazy_empty) = match (lazy, &func) {
-        (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &params[0]), empty),
-        (None, Some(func)) => (Launch::new(func, dims, &params[0]), None),
+    let def = cell.kernel.map(|k| s.kernels.def(k));
+    let mine = taken(&params[0], takes.as_deref());
+    let (launch, lazy_empty) = match (lazy, &func) {
+        (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &mine), empty),
+        (None, Some(func)) => (Launch::new(func, dims, &mine), None),
         (None, None) => unreachable!("a kernel is loaded or lazy"),
     };
+    let mut launch = match takes {
+        Some(from) => launch.taking(from),
+        None => launch,
+    };
+    if let Some(def) = def {
+        add_steps(&mut launch, def, spec, &params[0], &steps)?;
+    }
     let body = match knobs.launches {
         Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n)?, n),
         other => Body::Launches(other.count()),
@@ -446,7 +366,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), timer.saturate.as_ref()) {
         q.too_short = sat.too_short;
     }
-    let readings = timer.finish(&entry, first, samples)?;
+    let readings = timer.finish(&entries, first, samples)?;
     if readings.cupti.is_some() {
         timeline.mark("CUPTI records");
     }

@@ -124,6 +124,8 @@ pub struct Loaded {
     pub image: Vec<u8>,
     pub entry: String,
     pub func: Function,
+    /// The kernel's steps in order: lowered name and function.
+    pub steps: Vec<(String, Function)>,
 }
 
 /// What loading a kernel cost the run that loaded it first in its process.
@@ -142,6 +144,8 @@ const LAZY_EMPTY: &str = "runner_lazy_empty";
 pub struct Lazy {
     pub module: std::rc::Rc<LazyModule>,
     pub entry: String,
+    /// Lowered names of the kernel's steps, looked up at their first launch too.
+    steps: Vec<String>,
     has_empty: bool,
 }
 
@@ -151,6 +155,24 @@ impl Lazy {
             module: self.module.clone(),
             name: self.entry.clone(),
         }
+    }
+
+    /// The kernel's steps, from the same module.
+    pub fn steps(&self) -> Vec<LazyFunction> {
+        self.steps
+            .iter()
+            .map(|name| LazyFunction {
+                module: self.module.clone(),
+                name: name.clone(),
+            })
+            .collect()
+    }
+
+    /// The lowered names of the kernel and its steps, as CUPTI's records name them.
+    pub fn entries(&self) -> Vec<String> {
+        std::iter::once(self.entry.clone())
+            .chain(self.steps.iter().cloned())
+            .collect()
     }
 
     /// The empty kernel of the same module, where there is one.
@@ -204,7 +226,7 @@ impl Kernels {
             Ok((k, how)) => self.compiler.image_of(&self.defs[k], how, build, None)?,
             Err((source, file, entry)) => {
                 self.compiler
-                    .compile(source, file, entry, Compile::DEFAULT, &[])?
+                    .compile(source, file, &[entry], Compile::DEFAULT, &[])?
             }
         };
         if let Some(phase) = image.made.phase() {
@@ -214,16 +236,22 @@ impl Kernels {
         let module = Module::load(&image.bytes)?;
         let module_load_ms = t.elapsed().as_secs_f64() * 1e3;
         timeline.mark(&key.phase("module load"));
-        let func = module.function(&image.entry)?;
+        let func = module.function(&image.entries[0])?;
+        let steps = image.entries[1..]
+            .iter()
+            .map(|e| Ok((e.clone(), module.function(e)?)))
+            .collect::<Result<_, CudaError>>()?;
         timeline.mark(&key.phase("function lookup"));
         let cost = LoadCost {
             compile_ms: image.made.compile_ms(),
             module_load_ms,
         };
+        let mut entries = image.entries.into_iter();
         let loaded = slot.insert(Loaded {
             image: image.bytes,
-            entry: image.entry,
+            entry: entries.next().expect("the kernel's entry"),
             func,
+            steps,
         });
         Ok((loaded, Some(cost)))
     }
@@ -248,9 +276,11 @@ impl Kernels {
         if let Some(phase) = image.made.phase() {
             timeline.mark(phase);
         }
+        let mut entries = image.entries.into_iter();
         let lazy = slot.insert(Lazy {
             module: LazyModule::new(image.bytes),
-            entry: image.entry,
+            entry: entries.next().expect("the kernel's entry"),
+            steps: entries.collect(),
             has_empty: def.module.is_none(),
         });
         Ok((lazy, image.made.compile_ms()))
@@ -266,10 +296,11 @@ impl Kernels {
     }
 }
 
-/// A kernel image ready to load, with the entry's name in it.
+/// A kernel image ready to load, with its entries' names in it (the kernel's, then its
+/// steps').
 struct Image {
     bytes: Vec<u8>,
-    entry: String,
+    entries: Vec<String>,
     made: Made,
 }
 
@@ -313,7 +344,7 @@ impl Compiler {
         &self,
         source: &str,
         file: &str,
-        entry: &str,
+        entries: &[&str],
         how: Compile,
         options: &[String],
     ) -> Result<Image, CudaError> {
@@ -322,32 +353,35 @@ impl Compiler {
             CompileMode::Ptx => (nvrtc::Output::Ptx, "ptx"),
         };
         let arch = how.nvrtc_arch(self.capability);
-        let options_text = options.join("\0");
+        let (options_text, entries_text) = (options.join("\0"), entries.join("\0"));
         let parts: [&[u8]; 6] = [
             source.as_bytes(),
             file.as_bytes(),
-            entry.as_bytes(),
+            entries_text.as_bytes(),
             arch.as_bytes(),
             key.as_bytes(),
             options_text.as_bytes(),
         ];
         let stored = shared::file(self.run_cache.as_deref(), &parts, "image");
-        // Stored as the lowered entry, a NUL, and the image.
+        // Stored as the lowered entries (a line each), a NUL, and the image.
         if let Some(bytes) = stored.as_deref().and_then(|f| std::fs::read(f).ok()) {
             if let Some(cut) = bytes.iter().position(|b| *b == 0) {
                 return Ok(Image {
-                    entry: String::from_utf8_lossy(&bytes[..cut]).into_owned(),
+                    entries: String::from_utf8_lossy(&bytes[..cut])
+                        .lines()
+                        .map(str::to_string)
+                        .collect(),
                     bytes: bytes[cut + 1..].to_vec(),
                     made: Made::Shared,
                 });
             }
         }
-        let c = nvrtc::compile(source, file, entry, output, &arch, options)?;
-        let record = [c.lowered_entry.as_bytes(), &[0], &c.image].concat();
+        let c = nvrtc::compile(source, file, entries, output, &arch, options)?;
+        let record = [c.lowered.join("\n").as_bytes(), &[0], &c.image].concat();
         shared::write(stored.as_deref(), &record);
         Ok(Image {
             bytes: c.image,
-            entry: c.lowered_entry,
+            entries: c.lowered,
             made: Made::Compiled(c.compile_ms),
         })
     }
@@ -361,13 +395,14 @@ impl Compiler {
         build: Build,
         extra: Option<&str>,
     ) -> Result<Image, CudaError> {
-        let entry = build.entry(def);
+        let mut entries = vec![build.entry(def)];
+        entries.extend(def.step_entries());
         let Some(module) = &def.module else {
             let source = match extra {
                 Some(extra) => format!("{}{extra}", def.source_text),
                 None => def.source_text.clone(),
             };
-            return self.compile(&source, &def.source, entry, how, build.options);
+            return self.compile(&source, &def.source, &entries, how, build.options);
         };
         let mut bytes = module.image.clone();
         // The driver reads PTX as a NUL-terminated string.
@@ -376,7 +411,7 @@ impl Compiler {
         }
         Ok(Image {
             bytes,
-            entry: entry.to_string(),
+            entries: entries.iter().map(|e| e.to_string()).collect(),
             made: Made::Prebuilt,
         })
     }

@@ -4,9 +4,7 @@
 use super::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
-use crate::experiment::kernel::{
-    self, Arg, ArgKind, ArgValue, Check, Kernel, LaunchExprs, Part, REFERENCES,
-};
+use crate::experiment::kernel::{self, Arg, ArgKind, Kernel, LaunchExprs, Part};
 use crate::experiment::schema::{self, RawArg, RawKernel};
 use crate::experiment::{point_label, Point, Sources};
 use std::path::Path;
@@ -229,8 +227,23 @@ impl Validator<'_> {
             }
             spec.bytes = work(&rk.bytes, "bytes")?;
             spec.flops = work(&rk.flops, "flops")?;
+            spec.steps = rk
+                .then
+                .iter()
+                .map(|step| self.step_shape(step, p))
+                .collect::<Result<_, _>>()?;
             launches.push(spec);
         }
+        let steps = rk
+            .then
+            .iter()
+            .map(|step| self.step(step, &args, &source_text, module.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let takes = rk
+            .takes
+            .as_ref()
+            .map(|names| self.arg_indices(names, &args))
+            .transpose()?;
         Ok(Kernel {
             name: rk.name.into_inner(),
             source: rk.source.into_inner(),
@@ -240,9 +253,94 @@ impl Validator<'_> {
             check,
             check_kernel: None,
             unchecked,
+            takes,
+            steps,
             module,
             launches,
         })
+    }
+
+    /// A step's entry (found in the source or module) and arguments (the kernel's, by name).
+    fn step(
+        &self,
+        step: &schema::RawStep,
+        args: &[Arg],
+        source_text: &str,
+        module: Option<&kernel::Prebuilt>,
+    ) -> Result<kernel::Step, ConfigError> {
+        let entry = step.entry.get_ref();
+        let base = entry.split('<').next().unwrap_or(entry).trim();
+        let found = match (self.sources, module) {
+            (Sources::Skip, _) => true,
+            (Sources::Read, Some(m)) => m
+                .image
+                .windows(entry.len().max(1))
+                .any(|w| w == entry.as_bytes()),
+            (Sources::Read, None) => source_text
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == base),
+        };
+        if !found {
+            return Err(self
+                .err(
+                    &step.entry,
+                    format!("the kernel's source has no function `{base}`"),
+                )
+                .with_hint("a step is another kernel of the same source or module"));
+        }
+        Ok(kernel::Step {
+            entry: entry.clone(),
+            args: self.arg_indices(&step.args, args)?,
+        })
+    }
+
+    /// Arguments named in a list (`takes`, a step's `args`), as indices into `args`.
+    fn arg_indices(
+        &self,
+        names: &Spanned<Vec<Spanned<String>>>,
+        args: &[Arg],
+    ) -> Result<Vec<usize>, ConfigError> {
+        names
+            .get_ref()
+            .iter()
+            .map(|name| {
+                args.iter()
+                    .position(|a| a.name == *name.get_ref())
+                    .ok_or_else(|| {
+                        self.err(
+                            name,
+                            format!("the kernel has no argument `{}`", name.get_ref()),
+                        )
+                        .with_hint(format!(
+                            "these lists take the kernel's arguments by name: {}",
+                            args.iter()
+                                .map(|a| a.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// A step's launch shape at a point, checked against the device.
+    fn step_shape(&self, step: &schema::RawStep, p: &Point) -> Result<kernel::Shape, ConfigError> {
+        let scope = crate::experiment::scope(p, self.facts);
+        let ints = |v: &Spanned<Vec<Spanned<NumExpr>>>| -> Result<Vec<i64>, ConfigError> {
+            if v.get_ref().is_empty() || v.get_ref().len() > 3 {
+                return Err(self.err(v, "a step's grid and block need 1 to 3 dimensions"));
+            }
+            v.get_ref()
+                .iter()
+                .map(|e| expr::eval_int(e.get_ref(), &scope).map_err(|m| self.err(e, m)))
+                .collect()
+        };
+        let shared = match &step.shared_bytes {
+            Some(s) => expr::eval_int(s.get_ref(), &scope).map_err(|m| self.err(s, m))?,
+            None => 0,
+        };
+        kernel::launch_shape(&ints(&step.grid)?, &ints(&step.block)?, shared, self.facts)
+            .map_err(|(_, m)| self.err(&step.entry, format!("step at {}: {m}", point_label(p))))
     }
 
     fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
@@ -296,167 +394,5 @@ impl Validator<'_> {
                 )),
         };
         Ok(Arg { name, kind })
-    }
-
-    fn check(
-        &self,
-        rc: &Spanned<schema::RawCheck>,
-        c: &schema::RawCheck,
-        args: &[Arg],
-    ) -> Result<Check, ConfigError> {
-        let known: Vec<&str> = REFERENCES.iter().map(|r| r.0).collect();
-        let (_, n_inputs, dims) = REFERENCES
-            .iter()
-            .find(|r| r.0 == c.reference.get_ref())
-            .ok_or_else(|| {
-                self.err(
-                    &c.reference,
-                    format!("unknown reference `{}`", c.reference.get_ref()),
-                )
-                .with_hint(format!("known references: {}", known.join(", ")))
-            })?;
-        let is_buffer = |a: &Arg| matches!(a.kind, ArgKind::Buffer { .. });
-        let buffer = |name: &Spanned<String>| {
-            args.iter()
-                .position(|a| a.name == *name.get_ref() && is_buffer(a))
-                .ok_or_else(|| {
-                    let buffers: Vec<&str> = args
-                        .iter()
-                        .filter(|a| is_buffer(a))
-                        .map(|a| a.name.as_str())
-                        .collect();
-                    self.err(
-                        name,
-                        format!("no buffer argument named `{}`", name.get_ref()),
-                    )
-                    .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
-                })
-        };
-        if c.inputs.len() != *n_inputs {
-            return Err(self.err(
-                rc,
-                format!(
-                    "reference `{}` takes {n_inputs} input(s), got {}",
-                    c.reference.get_ref(),
-                    c.inputs.len()
-                ),
-            ));
-        }
-        if c.dims.len() != dims.len() {
-            return Err(self.err(
-                rc,
-                format!(
-                    "reference `{}` takes dims [{}], got {} value(s)",
-                    c.reference.get_ref(),
-                    dims.join(", "),
-                    c.dims.len()
-                ),
-            ));
-        }
-        let inputs = c.inputs.iter().map(buffer).collect::<Result<Vec<_>, _>>()?;
-        let output = buffer(&c.output)?;
-        if !matches!(
-            args[output].kind,
-            ArgKind::Buffer {
-                init: schema::Init::Output,
-                ..
-            }
-        ) {
-            return Err(self.err(
-                &c.output,
-                format!(
-                    "`{}` is checked as an output, so it needs init = \"output\"",
-                    c.output.get_ref()
-                ),
-            ));
-        }
-        Ok(Check {
-            reference: c.reference.get_ref().clone(),
-            inputs,
-            output,
-            dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
-            tolerance: c.tolerance.unwrap_or(1e-4),
-        })
-    }
-
-    /// `check_kernel`: the reference kernel exists, takes the same arguments (names, kinds,
-    /// dtypes and, at every point, lengths), and the outputs are buffers of them.
-    pub(super) fn kernel_check(
-        &self,
-        kernels: &[Kernel],
-        k: usize,
-        ck: &Spanned<schema::RawKernelCheck>,
-    ) -> Result<crate::experiment::kernel::KernelCheck, ConfigError> {
-        let c = ck.get_ref();
-        let this = &kernels[k];
-        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        let r = kernels
-            .iter()
-            .position(|x| x.name == *c.kernel.get_ref())
-            .ok_or_else(|| {
-                self.err(
-                    &c.kernel,
-                    format!("no kernel named `{}`", c.kernel.get_ref()),
-                )
-                .with_hint(format!("kernels of this experiment: {}", names.join(", ")))
-            })?;
-        if r == k {
-            return Err(self.err(&c.kernel, "a kernel cannot be its own reference"));
-        }
-        let reference = &kernels[r];
-        // The same names and kinds, and at every point the same types and lengths.
-        let same = this.args.len() == reference.args.len()
-            && this.args.iter().zip(&reference.args).all(|(a, b)| {
-                a.name == b.name
-                    && matches!(
-                        (&a.kind, &b.kind),
-                        (ArgKind::Buffer { .. }, ArgKind::Buffer { .. })
-                            | (ArgKind::Scalar { .. }, ArgKind::Scalar { .. })
-                    )
-            })
-            && this.launches.iter().zip(&reference.launches).all(|(a, b)| {
-                a.args.iter().zip(&b.args).all(|(x, y)| match (x, y) {
-                    (
-                        ArgValue::Buffer {
-                            len: p, dtype: s, ..
-                        },
-                        ArgValue::Buffer {
-                            len: q, dtype: t, ..
-                        },
-                    ) => p == q && s == t,
-                    (ArgValue::Scalar { dtype: s, .. }, ArgValue::Scalar { dtype: t, .. }) => {
-                        s == t
-                    }
-                    _ => false,
-                })
-            });
-        if !same {
-            return Err(self
-                .err(&c.kernel, format!("kernel `{}` does not take the same arguments as `{}`", reference.name, this.name))
-                .with_hint("a reference kernel runs on the same inputs: the same argument names, kinds, dtypes and lengths, in order"));
-        }
-        let outputs = c
-            .outputs
-            .iter()
-            .map(|o| {
-                this.args
-                    .iter()
-                    .position(|a| {
-                        a.name == *o.get_ref() && matches!(a.kind, ArgKind::Buffer { .. })
-                    })
-                    .ok_or_else(|| {
-                        self.err(o, format!("no buffer argument named `{}`", o.get_ref()))
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if outputs.is_empty() {
-            return Err(self.err(ck, "check_kernel names no outputs"));
-        }
-        Ok(crate::experiment::kernel::KernelCheck {
-            kernel: r,
-            outputs,
-            rtol: c.rtol,
-            atol: c.atol,
-        })
     }
 }

@@ -10,6 +10,7 @@ use super::{
     names, point_label, sweep, ClockPolicy, Experiment, Point, Published, ReportSpec, Sources,
     SweepValue, TelemetrySpec, Unit, Variant, MAX_CELLS,
 };
+mod checks;
 mod kernel_table;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,172 @@
+//! A kernel's check: against a CPU reference (`check`), or against another kernel of the
+//! experiment run on the same inputs (`check_kernel`).
+
+use super::Validator;
+use crate::experiment::error::ConfigError;
+use crate::experiment::kernel::{Arg, ArgKind, ArgValue, Check, Kernel, REFERENCES};
+use crate::experiment::schema;
+use toml::Spanned;
+
+impl Validator<'_> {
+    pub(super) fn check(
+        &self,
+        rc: &Spanned<schema::RawCheck>,
+        c: &schema::RawCheck,
+        args: &[Arg],
+    ) -> Result<Check, ConfigError> {
+        let known: Vec<&str> = REFERENCES.iter().map(|r| r.0).collect();
+        let (_, n_inputs, dims) = REFERENCES
+            .iter()
+            .find(|r| r.0 == c.reference.get_ref())
+            .ok_or_else(|| {
+                self.err(
+                    &c.reference,
+                    format!("unknown reference `{}`", c.reference.get_ref()),
+                )
+                .with_hint(format!("known references: {}", known.join(", ")))
+            })?;
+        let is_buffer = |a: &Arg| matches!(a.kind, ArgKind::Buffer { .. });
+        let buffer = |name: &Spanned<String>| {
+            args.iter()
+                .position(|a| a.name == *name.get_ref() && is_buffer(a))
+                .ok_or_else(|| {
+                    let buffers: Vec<&str> = args
+                        .iter()
+                        .filter(|a| is_buffer(a))
+                        .map(|a| a.name.as_str())
+                        .collect();
+                    self.err(
+                        name,
+                        format!("no buffer argument named `{}`", name.get_ref()),
+                    )
+                    .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
+                })
+        };
+        if c.inputs.len() != *n_inputs {
+            return Err(self.err(
+                rc,
+                format!(
+                    "reference `{}` takes {n_inputs} input(s), got {}",
+                    c.reference.get_ref(),
+                    c.inputs.len()
+                ),
+            ));
+        }
+        if c.dims.len() != dims.len() {
+            return Err(self.err(
+                rc,
+                format!(
+                    "reference `{}` takes dims [{}], got {} value(s)",
+                    c.reference.get_ref(),
+                    dims.join(", "),
+                    c.dims.len()
+                ),
+            ));
+        }
+        let inputs = c.inputs.iter().map(buffer).collect::<Result<Vec<_>, _>>()?;
+        let output = buffer(&c.output)?;
+        if !matches!(
+            args[output].kind,
+            ArgKind::Buffer {
+                init: schema::Init::Output,
+                ..
+            }
+        ) {
+            return Err(self.err(
+                &c.output,
+                format!(
+                    "`{}` is checked as an output, so it needs init = \"output\"",
+                    c.output.get_ref()
+                ),
+            ));
+        }
+        Ok(Check {
+            reference: c.reference.get_ref().clone(),
+            inputs,
+            output,
+            dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
+            tolerance: c.tolerance.unwrap_or(1e-4),
+        })
+    }
+
+    /// `check_kernel`: the reference kernel exists, takes the same arguments (names, kinds,
+    /// dtypes and, at every point, lengths), and the outputs are buffers of them.
+    pub(super) fn kernel_check(
+        &self,
+        kernels: &[Kernel],
+        k: usize,
+        ck: &Spanned<schema::RawKernelCheck>,
+    ) -> Result<crate::experiment::kernel::KernelCheck, ConfigError> {
+        let c = ck.get_ref();
+        let this = &kernels[k];
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        let r = kernels
+            .iter()
+            .position(|x| x.name == *c.kernel.get_ref())
+            .ok_or_else(|| {
+                self.err(
+                    &c.kernel,
+                    format!("no kernel named `{}`", c.kernel.get_ref()),
+                )
+                .with_hint(format!("kernels of this experiment: {}", names.join(", ")))
+            })?;
+        if r == k {
+            return Err(self.err(&c.kernel, "a kernel cannot be its own reference"));
+        }
+        let reference = &kernels[r];
+        // The same names and kinds, and at every point the same types and lengths.
+        let same = this.args.len() == reference.args.len()
+            && this.args.iter().zip(&reference.args).all(|(a, b)| {
+                a.name == b.name
+                    && matches!(
+                        (&a.kind, &b.kind),
+                        (ArgKind::Buffer { .. }, ArgKind::Buffer { .. })
+                            | (ArgKind::Scalar { .. }, ArgKind::Scalar { .. })
+                    )
+            })
+            && this.launches.iter().zip(&reference.launches).all(|(a, b)| {
+                a.args.iter().zip(&b.args).all(|(x, y)| match (x, y) {
+                    (
+                        ArgValue::Buffer {
+                            len: p, dtype: s, ..
+                        },
+                        ArgValue::Buffer {
+                            len: q, dtype: t, ..
+                        },
+                    ) => p == q && s == t,
+                    (ArgValue::Scalar { dtype: s, .. }, ArgValue::Scalar { dtype: t, .. }) => {
+                        s == t
+                    }
+                    _ => false,
+                })
+            });
+        if !same {
+            return Err(self
+                .err(&c.kernel, format!("kernel `{}` does not take the same arguments as `{}`", reference.name, this.name))
+                .with_hint("a reference kernel runs on the same inputs: the same argument names, kinds, dtypes and lengths, in order"));
+        }
+        let outputs = c
+            .outputs
+            .iter()
+            .map(|o| {
+                this.args
+                    .iter()
+                    .position(|a| {
+                        a.name == *o.get_ref() && matches!(a.kind, ArgKind::Buffer { .. })
+                    })
+                    .ok_or_else(|| {
+                        self.err(o, format!("no buffer argument named `{}`", o.get_ref()))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if outputs.is_empty() {
+            return Err(self.err(ck, "check_kernel names no outputs"));
+        }
+        Ok(crate::experiment::kernel::KernelCheck {
+            kernel: r,
+            outputs,
+            rtol: c.rtol,
+            atol: c.atol,
+        })
+    }
+}

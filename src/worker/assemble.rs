@@ -1,0 +1,165 @@
+//! How a cell's launches are put together and checked: the measured kernel with the
+//! arguments it takes and its steps, and the check of its output (a CPU reference, or a
+//! reference kernel run on the same inputs).
+
+use super::cell::{during, Failure};
+use super::inputs::{Buffers, HostInputs, Poison};
+use super::kernels::{Build, KernelKey, Kernels};
+use super::reference;
+use super::timeline::Timeline;
+use crate::cuda::{self, Dims, Launch, Param};
+use crate::experiment::{ArgValue, Kernel, LaunchSpec};
+use crate::plan::Cell;
+
+/// A launch's dimensions.
+pub(super) fn dims_of(spec: &LaunchSpec) -> Dims {
+    Dims {
+        grid: (spec.grid[0], spec.grid[1], spec.grid[2]),
+        block: (spec.block[0], spec.block[1], spec.block[2]),
+        shared_bytes: spec.shared_bytes,
+    }
+}
+
+/// What a cell's output is checked against, and with which inputs.
+pub(super) struct Checker<'a> {
+    pub(super) cell: &'a Cell,
+    pub(super) def: Option<&'a Kernel>,
+    pub(super) host: &'a HostInputs,
+    pub(super) reference: &'a reference::Cache<'a>,
+}
+
+impl Checker<'_> {
+    /// Checks the output: against its CPU reference, or against a reference kernel run
+    /// now, on fresh buffers of the same inputs (`check_kernel`).
+    pub(super) fn check(
+        &self,
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        buffers: &Buffers,
+    ) -> Result<String, Failure> {
+        let (cell, host) = (self.cell, self.host);
+        let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
+            return Ok(buffers.check(self.def, &cell.launch, self.reference)?);
+        };
+        let spec = cell
+            .reference_launch
+            .as_ref()
+            .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
+        let key = KernelKey::Reference(kc.kernel, Build::of(spec).hash());
+        let loaded = kernels.get(key, Build::of(spec), timeline)?.0;
+        let (func, steps) = (loaded.func.clone(), loaded.steps.clone());
+        let reference = kernels.def(kc.kernel);
+        let takes = reference.takes.as_deref();
+        check_params(&func, &sizes(&spec.args, takes), &reference.entry)?;
+        if spec.shared_bytes > 48 * 1024 {
+            func.allow_shared_bytes(spec.shared_bytes)?;
+        }
+        let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
+        // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
+        // writes differs, whatever its type.
+        theirs.fill_outputs(0)?;
+        let params = theirs.params(&spec.args);
+        let mut launch = Launch::new(&func, dims_of(spec), &taken(&params, takes));
+        let steps = StepCode::Loaded(steps);
+        add_steps(&mut launch, kernels.def(kc.kernel), spec, &params, &steps)?;
+        launch.enqueue().map_err(during("reference kernel"))?;
+        cuda::synchronize().map_err(during("reference kernel"))?;
+        timeline.mark("reference kernel");
+        let mut notes = Vec::new();
+        for &o in &kc.outputs {
+            let dtype = match spec.args[o] {
+                ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+            };
+            let (got, want) = (buffers.download(o)?, theirs.download(o)?);
+            let name = &def.args[o].name;
+            let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+            let (rtol, atol) = dtype.default_tolerances();
+            notes.push(reference::compare(
+                &view(&got),
+                &view(&want),
+                kc.rtol.unwrap_or(rtol),
+                kc.atol.unwrap_or(atol),
+            )?);
+        }
+        Ok(format!(
+            "against kernel `{}`: {}",
+            kernels.def(kc.kernel).name,
+            notes.join("; ")
+        ))
+    }
+}
+
+/// The bytes each argument takes as a kernel parameter; `pick`: only these arguments.
+pub(super) fn sizes(args: &[ArgValue], pick: Option<&[usize]>) -> Vec<usize> {
+    let size = |a: &ArgValue| match a {
+        ArgValue::Buffer { .. } => 8,
+        ArgValue::Scalar { dtype, .. } => dtype.size(),
+    };
+    match pick {
+        Some(pick) => pick.iter().map(|&i| size(&args[i])).collect(),
+        None => args.iter().map(size).collect(),
+    }
+}
+
+/// Refuses an argument list that does not match the kernel's parameters, which the driver
+/// would read past or misread.
+pub(super) fn check_params(
+    func: &crate::cuda::Function,
+    given: &[usize],
+    entry: &str,
+) -> Result<(), Failure> {
+    let want = func.param_sizes()?;
+    if want == given {
+        return Ok(());
+    }
+    Err(Failure::from(format!(
+        "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes: list every parameter in `args`, in order, with its type",
+        want.len(),
+        given.len()
+    )))
+}
+
+/// The parameters an entry takes: all of `values`, or those `takes` picks.
+pub(super) fn taken<'b>(values: &[Param<'b>], takes: Option<&[usize]>) -> Vec<Param<'b>> {
+    match takes {
+        Some(t) => t.iter().map(|&i| values[i]).collect(),
+        None => values.to_vec(),
+    }
+}
+
+/// A kernel's steps, loaded or waiting for their first launch.
+pub(super) enum StepCode {
+    Loaded(Vec<(String, crate::cuda::Function)>),
+    Lazy(Vec<crate::cuda::LazyFunction>),
+}
+
+/// Appends the kernel's steps to `launch`, each given its arguments from `values`.
+pub(super) fn add_steps<'b>(
+    launch: &mut Launch<'b>,
+    def: &Kernel,
+    spec: &LaunchSpec,
+    values: &[Param<'b>],
+    code: &StepCode,
+) -> Result<(), Failure> {
+    for (i, (step, shape)) in def.steps.iter().zip(&spec.steps).enumerate() {
+        let dims = Dims {
+            grid: (shape.0[0], shape.0[1], shape.0[2]),
+            block: (shape.1[0], shape.1[1], shape.1[2]),
+            shared_bytes: shape.2,
+        };
+        let mine: Vec<Param<'b>> = step.args.iter().map(|&a| values[a]).collect();
+        let next = match code {
+            StepCode::Loaded(funcs) => {
+                let (name, func) = &funcs[i];
+                check_params(func, &sizes(&spec.args, Some(&step.args)), name)?;
+                if shape.2 > 48 * 1024 {
+                    func.allow_shared_bytes(shape.2)?;
+                }
+                Launch::new(func, dims, &mine)
+            }
+            StepCode::Lazy(funcs) => Launch::lazy(funcs[i].clone(), dims, &mine),
+        };
+        launch.then(next, step.args.clone());
+    }
+    Ok(())
+}
