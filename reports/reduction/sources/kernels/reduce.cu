@@ -22,3 +22,25 @@ extern "C" __global__ void reduce_ref(const float* x, float* partial, unsigned l
     for (int k = 0; k < per_block && start + k < n; ++k) s += x[start + k];
     partial[blockIdx.x] = (float)s;
 }
+
+// The second pass: one block sums the partial sums into `out[0]` (blockDim.x a power of two).
+extern "C" __global__ void reduce_final(const float* partial, float* out, int count) {
+    extern __shared__ float part[];
+    float s = 0.f;
+    for (int k = threadIdx.x; k < count; k += blockDim.x) s += partial[k];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) part[threadIdx.x] += part[threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[0] = part[0];
+}
+
+// The reference's second pass: one thread adds the partial sums in order, in float64.
+extern "C" __global__ void reduce_final_ref(const float* partial, float* out, int count) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    double s = 0.0;
+    for (int k = 0; k < count; ++k) s += partial[k];
+    out[0] = (float)s;
+}
