@@ -148,12 +148,25 @@ fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<Stored> {
     Ok(stored)
 }
 
-/// The experiment file and every kernel source it compiles, hashed together.
+/// The experiment file and every kernel source it compiles, hashed together, with the path,
+/// size and modification time of every `.npy` file it reads (they may hold gigabytes).
 fn inputs_sha256(exp: &Experiment) -> String {
     let mut all = exp.text.clone().into_bytes();
     for k in &exp.kernels {
         all.extend(format!("\0{}\0", k.source).bytes());
         all.extend(k.code());
+        for a in &k.args {
+            if let crate::experiment::ArgKind::Buffer {
+                init: crate::experiment::Init::Npy { path, .. },
+                ..
+            } = &a.kind
+            {
+                let stamp = std::fs::metadata(path)
+                    .map(|m| format!("{:?} {:?}", m.len(), m.modified().ok()))
+                    .unwrap_or_default();
+                all.extend(format!("\0{path}\0{stamp}").bytes());
+            }
+        }
     }
     system::sha256_hex(&all)
 }

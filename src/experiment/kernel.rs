@@ -282,7 +282,7 @@ pub fn evaluate(
                 ArgValue::Buffer {
                     dtype: *dtype,
                     len,
-                    init: *init,
+                    init: init.clone(),
                 }
             }
             ArgKind::Scalar { dtype, value } => {

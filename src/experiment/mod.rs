@@ -7,6 +7,7 @@ pub mod expr;
 mod kernel;
 pub mod knobs;
 mod names;
+pub mod npy;
 pub mod peer;
 pub mod schema;
 pub mod sweep;
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
-pub use kernel::{ArgValue, Kernel, LaunchSpec, ModuleKind};
+pub use kernel::{ArgKind, ArgValue, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 pub use sweep::SweepValue;

@@ -377,7 +377,7 @@ impl Unit {
 }
 
 /// A buffer's initial contents.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Init {
     /// Uniform random values in [lo, hi): inputs are never zeros.
     Uniform(f64, f64),
@@ -389,13 +389,16 @@ pub enum Init {
     Iota(f64, f64),
     /// Written by the kernel: poisoned (NaN / all ones) before a checked launch.
     Output,
+    /// The data of a `.npy` file: its path as written (relative to the experiment file),
+    /// then, once validated, resolved, with the offset of its data.
+    Npy { path: String, offset: u64 },
 }
 
 pub fn parse_init(text: &str) -> Result<Init, String> {
     let t = text.trim();
     let bad = || {
         format!(
-            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\" or \"iota(start, step)\" for inputs, or \"output\""
+            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\" or \"npy(path/to/file.npy)\" for inputs, or \"output\""
         )
     };
     let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, String> {
@@ -409,6 +412,12 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
             .collect::<Result<_, _>>()?;
         (v.len() == count).then_some(Some(v)).ok_or_else(bad)
     };
+    if let Some(path) = t.strip_prefix("npy(").and_then(|p| p.strip_suffix(')')) {
+        return Ok(Init::Npy {
+            path: path.trim().to_string(),
+            offset: 0,
+        });
+    }
     match t {
         "output" => return Ok(Init::Output),
         "zeros" => return Ok(Init::Constant(0.0)),

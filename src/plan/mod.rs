@@ -118,6 +118,12 @@ impl Plan {
                     };
                     let mut launch = kernel.launches[p].clone();
                     knobs.launch_config.apply(&mut launch);
+                    if kernel.module.is_some() && !knobs.nvrtc_options.0.is_empty() {
+                        return Err(exp
+                            .error(format!("cell {id}: `{}` is a prebuilt module, which takes no NVRTC options", kernel.name))
+                            .with_hint("build the module with the options instead, or leave options out of this variant"));
+                    }
+                    knobs.nvrtc_options.apply(&mut launch);
                     let reference_launch = kernel
                         .check_kernel
                         .as_ref()

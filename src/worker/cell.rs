@@ -156,7 +156,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             s.inputs
                 .get(&point, &spec.args, seed.wrapping_add(i), share)
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     // `inputs = "fresh"`: data of two other draws, copied in turn before each timed launch.
     let fresh: Vec<_> = match knobs.inputs {
         Inputs::Same => vec![],
@@ -165,7 +165,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
                 s.inputs
                     .get(&point, &spec.args, seed.wrapping_add(FRESH_SEED + i), share)
             })
-            .collect(),
+            .collect::<Result<_, _>>()?,
     };
     timeline.mark("inputs");
     let sets: Vec<Buffers> = hosts
@@ -246,7 +246,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     }
     timeline.mark("set-up");
     let kernel_def = cell.kernel.map(|k| s.kernels.def(k).clone());
-    let host = s.inputs.get(&point, &spec.args, seed, share);
+    let host = s.inputs.get(&point, &spec.args, seed, share)?;
     // The check's reference, shared with the run's other processes.
     let reference = reference::Cache::new(s.run_cache.as_deref(), format!("{point}#{seed}"));
     let checker = Checker {

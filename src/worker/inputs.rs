@@ -36,7 +36,13 @@ impl InputCache {
 
     /// `share`: read and store them in the run's folder (for cells in fresh processes;
     /// a shared process keeps them in memory, and gigabytes need not touch the disk).
-    pub fn get(&mut self, point: &str, args: &[ArgValue], seed: u64, share: bool) -> HostInputs {
+    pub fn get(
+        &mut self,
+        point: &str,
+        args: &[ArgValue],
+        seed: u64,
+        share: bool,
+    ) -> Result<HostInputs, String> {
         if self.point != point || self.args != args {
             // A new point: the old data is never asked for again.
             self.point = point.to_string();
@@ -44,16 +50,22 @@ impl InputCache {
             self.sets.clear();
         }
         let dir = self.dir.as_deref().filter(|_| share);
-        self.sets
-            .entry(seed)
-            .or_insert_with(|| Rc::new(shared_inputs(dir, args, seed)))
-            .clone()
+        if let Some(set) = self.sets.get(&seed) {
+            return Ok(set.clone());
+        }
+        let set = Rc::new(shared_inputs(dir, args, seed)?);
+        self.sets.insert(seed, set.clone());
+        Ok(set)
     }
 }
 
 /// The inputs of `args` drawn with `seed`: read where an earlier process stored them, else
 /// drawn and stored. The file is named by the arguments as evaluated and the seed.
-fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
+fn shared_inputs(
+    dir: Option<&Path>,
+    args: &[ArgValue],
+    seed: u64,
+) -> Result<Vec<Option<Vec<u8>>>, String> {
     let described = serde_json::to_vec(args).expect("arguments serialize");
     let file = shared::file(dir, &[&described, &seed.to_le_bytes()], "inputs");
     let lens: Vec<Option<usize>> = args
@@ -68,14 +80,14 @@ fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Vec<Option
     let pieces: Vec<usize> = lens.iter().flatten().copied().collect();
     if let Some(read) = shared::read_pieces(file.as_deref(), &pieces) {
         let mut read = read.into_iter();
-        return lens.iter().map(|l| l.and_then(|_| read.next())).collect();
+        return Ok(lens.iter().map(|l| l.and_then(|_| read.next())).collect());
     }
-    let drawn = draw_inputs(args, seed);
+    let drawn = draw_inputs(args, seed)?;
     if !pieces.is_empty() {
         let parts: Vec<&[u8]> = drawn.iter().flatten().map(Vec::as_slice).collect();
         shared::write(file.as_deref(), &parts.concat());
     }
-    drawn
+    Ok(drawn)
 }
 
 /// FNV-1a: a stable seed from a cell's point, the same on every machine and toolchain.
@@ -87,14 +99,17 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The initial contents of each input buffer, the random ones from one generator seeded
 /// with `seed`.
-fn draw_inputs(args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
+fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Vec<Option<Vec<u8>>>, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     args.iter()
         .map(|a| match a {
             ArgValue::Buffer { dtype, len, init } => {
                 let (dtype, len) = (*dtype, *len);
-                match *init {
+                Ok(match init.clone() {
                     Init::Output => None,
+                    Init::Npy { path, offset } => {
+                        Some(npy_data(&path, offset, len * dtype.size())?)
+                    }
                     Init::Uniform(lo, hi) => {
                         Some(encode_all(dtype, len, || rng.random_range(lo..hi)))
                     }
@@ -110,11 +125,23 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Vec<Option<Vec<u8>>> {
                             v
                         }))
                     }
-                }
+                })
             }
-            ArgValue::Scalar { .. } => None,
+            ArgValue::Scalar { .. } => Ok(None),
         })
         .collect()
+}
+
+/// `bytes` of a `.npy` file's data from `offset` (checked against its header when the
+/// experiment was).
+fn npy_data(path: &str, offset: u64, bytes: usize) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let mut data = vec![0u8; bytes];
+    f.seek(SeekFrom::Start(offset))
+        .and_then(|_| f.read_exact(&mut data))
+        .map_err(|e| format!("cannot read {bytes} bytes of data from {path}: {e}"))?;
+    Ok(data)
 }
 
 /// A standard normal draw (Box-Muller), from two uniform ones.
@@ -287,15 +314,15 @@ mod tests {
             },
         ];
         let mut cache = InputCache::default();
-        let a = cache.get("k/n=1", &args, 7, true);
+        let a = cache.get("k/n=1", &args, 7, true).unwrap();
         assert_eq!(
             a.iter().map(Option::is_some).collect::<Vec<_>>(),
             [true, false, false]
         );
-        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7, true)));
+        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7, true).unwrap()));
         // Another seed (a rotation set) draws other data; the same seed draws the same data.
-        assert_ne!(a[0], cache.get("k/n=1", &args, 8, true)[0]);
-        let again = cache.get("k/n=2", &args, 7, true);
+        assert_ne!(a[0], cache.get("k/n=1", &args, 8, true).unwrap()[0]);
+        let again = cache.get("k/n=2", &args, 7, true).unwrap();
         assert!(!Rc::ptr_eq(&a, &again) && a[0] == again[0]);
         assert_eq!(
             cache.sets.len(),
@@ -324,14 +351,49 @@ mod tests {
                 init: Init::Iota(0.0, 1.0),
             },
         ];
-        let first = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5, true);
+        let first = InputCache::new(Some(dir.path().into()))
+            .get("k/n=1", &args, 5, true)
+            .unwrap();
         let stored: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(stored.len(), 1, "one file per point and seed");
-        let later = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 5, true);
+        let later = InputCache::new(Some(dir.path().into()))
+            .get("k/n=1", &args, 5, true)
+            .unwrap();
         assert_eq!(*first, *later);
-        assert_eq!(*later, draw_inputs(&args, 5));
-        let other = InputCache::new(Some(dir.path().into())).get("k/n=1", &args, 6, true);
+        assert_eq!(*later, draw_inputs(&args, 5).unwrap());
+        let other = InputCache::new(Some(dir.path().into()))
+            .get("k/n=1", &args, 6, true)
+            .unwrap();
         assert_ne!(*first, *other, "another seed is drawn anew");
+    }
+
+    #[test]
+    fn a_npy_init_reads_the_files_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.npy");
+        std::fs::write(
+            &path,
+            crate::experiment::npy::npy_f32("(4,)", &[1.0, 2.0, 3.0, 4.0]),
+        )
+        .unwrap();
+        let args = [ArgValue::Buffer {
+            dtype: Dtype::F32,
+            len: 4,
+            init: Init::Npy {
+                path: path.to_string_lossy().into_owned(),
+                offset: crate::experiment::npy::header(&path).unwrap().offset,
+            },
+        }];
+        let data = draw_inputs(&args, 1).unwrap();
+        let floats: Vec<f32> = data[0]
+            .as_ref()
+            .unwrap()
+            .chunks(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(floats, [1.0, 2.0, 3.0, 4.0]);
+        std::fs::remove_file(&path).unwrap();
+        assert!(draw_inputs(&args, 1).unwrap_err().contains("cannot read"));
     }
 
     #[test]
@@ -359,7 +421,8 @@ mod tests {
                 buf(Init::Iota(10.0, 2.0)),
             ],
             3,
-        );
+        )
+        .unwrap();
         let normal = floats(all[0].as_ref().unwrap());
         let mean = normal.iter().map(|x| *x as f64).sum::<f64>() / normal.len() as f64;
         let var = normal

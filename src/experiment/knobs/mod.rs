@@ -85,6 +85,7 @@ knobs! {
     first_launch: first_launch::FirstLaunch,
     inputs: inputs::Inputs,
     launch_config: launch_config::LaunchConfig,
+    nvrtc_options: nvrtc_options::NvrtcOptions,
 }
 
 impl Knobs {

@@ -234,6 +234,7 @@ impl Validator<'_> {
                 .collect::<Result<_, _>>()?;
             launches.push(spec);
         }
+        self.npy_fits(&rk, &args, &launches)?;
         let steps = rk
             .then
             .iter()
@@ -323,6 +324,60 @@ impl Validator<'_> {
             .collect()
     }
 
+    /// A `.npy` init with its path resolved against the experiment's folder and its data's
+    /// offset read from its header (left as written where sources are not read).
+    fn npy(&self, path: &str, at: &Spanned<String>) -> Result<schema::Init, ConfigError> {
+        if self.sources == Sources::Skip {
+            return Ok(schema::Init::Npy {
+                path: path.to_string(),
+                offset: 0,
+            });
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let full = dir.join(path);
+        let header = crate::experiment::npy::header(&full).map_err(|m| {
+            self.err(at, m)
+                .with_hint("a .npy path is relative to the experiment file; save the array with numpy.save in C order")
+        })?;
+        Ok(schema::Init::Npy {
+            path: full.to_string_lossy().into_owned(),
+            offset: header.offset,
+        })
+    }
+
+    /// Every `.npy` buffer's type and length at every point against its file's header.
+    fn npy_fits(
+        &self,
+        rk: &RawKernel,
+        args: &[Arg],
+        launches: &[kernel::LaunchSpec],
+    ) -> Result<(), ConfigError> {
+        for (i, a) in args.iter().enumerate() {
+            let ArgKind::Buffer {
+                init: schema::Init::Npy { path, .. },
+                ..
+            } = &a.kind
+            else {
+                continue;
+            };
+            if self.sources == Sources::Skip {
+                continue;
+            }
+            let at = rk.args[i].init.as_ref().expect("a buffer has an init");
+            let h = crate::experiment::npy::header(Path::new(path)).map_err(|m| self.err(at, m))?;
+            for l in launches {
+                if let kernel::ArgValue::Buffer { dtype, len, .. } = &l.args[i] {
+                    if !crate::experiment::npy::fits(h.dtype, *dtype) || *len as u64 != h.count {
+                        return Err(self
+                            .err(at, format!("`{}` holds {} elements of {}, but buffer `{}` takes {len} of {}", path, h.count, h.dtype.key(), a.name, dtype.key()))
+                            .with_hint("the file must hold exactly the buffer's elements, of its type (bf16 as '<u2' bits)"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A step's launch shape at a point, checked against the device.
     fn step_shape(&self, step: &schema::RawStep, p: &Point) -> Result<kernel::Shape, ConfigError> {
         let scope = crate::experiment::scope(p, self.facts);
@@ -358,7 +413,11 @@ impl Validator<'_> {
                     self.err(&ra.name, format!("buffer `{name}` needs an init"))
                         .with_hint("init = \"uniform(0, 100)\" for inputs, \"output\" for what the kernel writes")
                 })?;
-                let init = schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))?;
+                let init =
+                    match schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))? {
+                        schema::Init::Npy { path, .. } => self.npy(&path, init)?,
+                        other => other,
+                    };
                 if ra.value.is_some() {
                     return Err(self
                         .err(&ra.name, format!("buffer `{name}` cannot have a value"))

@@ -180,3 +180,50 @@ name = "hot"
         "{err}"
     );
 }
+
+#[test]
+fn a_npy_init_is_resolved_and_must_hold_the_buffers_elements() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "__global__ void k(float* x, float* y) {}",
+    )
+    .unwrap();
+    let values: Vec<f32> = (0..6).map(|v| v as f32).collect();
+    std::fs::write(
+        dir.path().join("x.npy"),
+        crate::experiment::npy::npy_f32("(2, 3)", &values),
+    )
+    .unwrap();
+    let text = |len: &str| {
+        format!(
+            "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [6]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = {len}, init = \"npy(x.npy)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 6, init = \"output\" }},\n]\nunchecked = true\n[[variant]]\nname = \"hot\"\n"
+        )
+    };
+    let path = dir.path().join("e.toml");
+    let parse = |t: &str| Experiment::parse(&path, t, &DeviceFacts::nominal(), Sources::Read);
+    let e = parse(&text("6")).unwrap();
+    let crate::experiment::ArgValue::Buffer { init, .. } = &e.kernels[0].launches[0].args[0] else {
+        panic!("a buffer");
+    };
+    let full = dir.path().join("x.npy").to_string_lossy().into_owned();
+    assert_eq!(
+        *init,
+        crate::experiment::Init::Npy {
+            path: full,
+            offset: 128
+        }
+    );
+    let err = parse(&text("5")).unwrap_err().to_string();
+    assert!(
+        err.contains("holds 6 elements of f32") && err.contains(":10:"),
+        "{err}"
+    );
+    let err = parse(&text("6").replace("x.npy", "missing.npy"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot read") && err.contains("relative to the experiment"),
+        "{err}"
+    );
+}

@@ -1,0 +1,55 @@
+//! `options`: NVRTC options a variant adds to its kernels' own (`["--use_fast_math"]`,
+//! `["-DUNROLL={{ unroll }}"]`), so one source can be timed compiled two ways.
+
+use super::{Aspect, ConfigError, Knob, Layer};
+use crate::experiment::expr;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvrtcOptions(pub Vec<String>);
+
+impl NvrtcOptions {
+    /// The kernel's launch at this point with these options after its own.
+    pub fn apply(&self, launch: &mut crate::experiment::LaunchSpec) {
+        launch.options.extend(self.0.iter().cloned());
+    }
+}
+
+impl Knob for NvrtcOptions {
+    const KEYS: &'static [&'static str] = &["options"];
+    const ASPECT: Aspect = Aspect::Process;
+
+    fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let Some(options) = layer.get::<Vec<String>>("options")? else {
+            return Ok(NvrtcOptions::default());
+        };
+        let scope = layer.scope();
+        options
+            .iter()
+            .map(|o| expr::render(o, &scope).map_err(|m| layer.err_at("options", m)))
+            .collect::<Result<_, _>>()
+            .map(NvrtcOptions)
+    }
+
+    fn describe(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| format!("NVRTC options {}", self.0.join(" ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::read;
+    use super::*;
+
+    #[test]
+    fn a_variant_adds_options_that_may_follow_the_sweep() {
+        let o: NvrtcOptions = read("options = [\"--use_fast_math\", \"-DN={{ n // 2 }}\"]").unwrap();
+        assert_eq!(o.0, ["--use_fast_math", "-DN=256"]);
+        assert_eq!(
+            o.describe().unwrap(),
+            "NVRTC options --use_fast_math -DN=256"
+        );
+        assert!(read::<NvrtcOptions>("options = [\"-D{{ nope }}\"]").is_err());
+        assert_eq!(read::<NvrtcOptions>("").unwrap(), NvrtcOptions::default());
+    }
+}
