@@ -138,6 +138,8 @@ args = [
             "{check}"
         );
     }
+    let kernels = record(&records, "sum/n=1048576/cupti")["cupti"]["kernels"].clone();
+    assert_eq!(kernels.as_array().map(Vec::len), Some(2), "{kernels}");
     // CUPTI's span of the two kernels together is about what events read around them.
     let (cupti, events) = (
         steady_median(&dir, "sum/n=1048576/cupti"),

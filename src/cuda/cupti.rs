@@ -174,7 +174,7 @@ impl Collector {
     /// warm-up, not a timed launch, absorbs CUPTI's start-up). A launch of several kernels
     /// (a kernel and its steps, enqueued in order) spans from the first's start to the
     /// last's end.
-    pub fn finish(self, entries: &[String], count: usize) -> Result<Vec<Span>, CudaError> {
+    pub fn finish(self, entries: &[String], count: usize) -> Result<Spans, CudaError> {
         // FLUSH_FORCED also delivers records of buffers that are not full.
         let forced = 1u32;
         activity::flush_all(forced).map_err(|e| cupti_err("cuptiActivityFlushAll", e))?;
@@ -199,8 +199,18 @@ impl Collector {
             )));
         }
         let last = spans.split_off(spans.len() - count * per);
-        Ok(last.chunks(per).map(merge).collect())
+        Ok(Spans {
+            launches: last.chunks(per).map(merge).collect(),
+            kernels: (per > 1).then_some(last),
+        })
     }
+}
+
+/// The timed launches' spans, and where a launch runs several kernels, each kernel's.
+pub struct Spans {
+    pub launches: Vec<Span>,
+    /// In start order; None for launches of one kernel.
+    pub kernels: Option<Vec<Span>>,
 }
 
 /// One span from the first one's start to the last one's end.

@@ -112,7 +112,11 @@ impl<'b> Timer<'b> {
         match (self.kind, self.collector.take()) {
             (TimerKind::Cupti, Some(c)) => {
                 let spans = c.finish(entries, (1 + samples_ns.len()) * launches as usize)?;
-                let reading = cupti_reading(&spans, launches);
+                let mut reading = cupti_reading(&spans.launches, launches);
+                reading.record.kernels = spans
+                    .kernels
+                    .map(|k| kernel_medians(&k))
+                    .unwrap_or_default();
                 Ok(Readings {
                     first_ns: reading.per_sample[0],
                     samples_ns: reading.per_sample[1..].to_vec(),
@@ -202,6 +206,30 @@ pub struct CuptiRecord {
     pub submitted_to_start_median_ns: Option<f64>,
     /// Median time from the launch being queued to its submission.
     pub queued_to_submitted_median_ns: Option<f64>,
+    /// Where a launch runs a kernel and its steps: each kernel's median span, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<(String, f64)>,
+}
+
+/// Each kernel's median span, in the order the kernels first ran.
+fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
+    let mut names: Vec<&str> = Vec::new();
+    for s in spans {
+        if !names.contains(&s.name.as_str()) {
+            names.push(&s.name);
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let of: Vec<f64> = spans
+                .iter()
+                .filter(|s| s.name == name)
+                .map(|s| (s.end - s.start) as f64)
+                .collect();
+            Some((name.to_string(), super::median(of)?))
+        })
+        .collect()
 }
 
 /// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span.
@@ -231,6 +259,7 @@ fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
             records: spans.len() as u64,
             submitted_to_start_median_ns: super::median(latency),
             queued_to_submitted_median_ns: super::median(queued),
+            kernels: vec![],
         },
     }
 }
@@ -238,6 +267,29 @@ fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kernel_of_a_launch_gets_its_median_span() {
+        let span = |name: &str, start: u64, end: u64| Span {
+            name: name.into(),
+            start,
+            end,
+            queued: 0,
+            submitted: 0,
+        };
+        let spans = [
+            span("first", 0, 100),
+            span("second", 110, 120),
+            span("first", 200, 290),
+            span("second", 300, 330),
+            span("first", 400, 520),
+            span("second", 530, 540),
+        ];
+        assert_eq!(
+            kernel_medians(&spans),
+            [("first".to_string(), 100.0), ("second".to_string(), 10.0)]
+        );
+    }
 
     #[test]
     fn cupti_spans_become_per_launch_samples_and_latencies() {

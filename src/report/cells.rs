@@ -176,6 +176,17 @@ fn timer_notes(rs: &[&CellRecord]) -> String {
             format::time(ns, Unit::Auto)
         ));
     }
+    if let Some(c) = rs
+        .iter()
+        .find_map(|r| r.cupti.as_ref().filter(|c| !c.kernels.is_empty()))
+    {
+        let each: Vec<String> = c
+            .kernels
+            .iter()
+            .map(|(name, ns)| format!("{name} {}", format::time(*ns, Unit::Auto)))
+            .collect();
+        notes.push(format!("each kernel (CUPTI median): {}", each.join(", ")));
+    }
     if notes.is_empty() {
         "–".into()
     } else {
