@@ -1,7 +1,7 @@
 //! A kernel of the experiment: its source, entry and arguments as written, and its launch
 //! evaluated at every sweep point and checked against the device's limits.
 
-use super::expr::{self, DeviceFacts, NumExpr, Number};
+use super::expr::{self, DeviceFacts, NumExpr};
 use super::schema::{Dtype, Init};
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +30,14 @@ pub struct Kernel {
     /// A module built outside the runner, loaded as is instead of compiling `source_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<Prebuilt>,
-    /// The launch at each sweep point, in the order of `Experiment::points`.
+    /// The kernel's sweep points: the experiment's, crossed with the kernel's own axes.
+    #[serde(skip)]
+    pub points: Vec<super::Point>,
+    /// For each of its points, the experiment point it extends (the variants' knobs are
+    /// read at the experiment's points).
+    #[serde(skip)]
+    pub base: Vec<usize>,
+    /// The launch at each of its points.
     #[serde(skip)]
     pub launches: Vec<LaunchSpec>,
 }
@@ -74,6 +81,14 @@ pub struct Step {
 }
 
 impl Kernel {
+    /// Its point that agrees with `point` on every parameter it has (a reference kernel
+    /// without the checked kernel's own axes serves all their values).
+    pub fn point_for(&self, point: &super::Point) -> Option<usize> {
+        self.points
+            .iter()
+            .position(|q| q.iter().all(|kv| point.contains(kv)))
+    }
+
     /// The entries of its steps.
     pub fn step_entries(&self) -> Vec<&str> {
         self.steps.iter().map(|s| s.entry.as_str()).collect()
@@ -290,7 +305,7 @@ pub fn evaluate(
                 let v = expr::eval_exact(value, &scope).map_err(|m| (Part::Arg(i), m))?;
                 ArgValue::Scalar {
                     dtype: *dtype,
-                    bytes: encode(*dtype, v)
+                    bytes: super::scalar::encode(*dtype, v)
                         .map_err(|m| (Part::Arg(i), format!("scalar `{}`: {m}", a.name)))?,
                 }
             }
@@ -384,35 +399,6 @@ pub fn launch_shape(
     Ok((grid, block, shared as u32))
 }
 
-/// A scalar's bytes in its dtype; a value the dtype cannot hold is an error (an integer out
-/// of range, a fraction for an integer type, a float beyond the type's largest finite value).
-pub fn encode(dtype: Dtype, v: Number) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(dtype.size());
-    match (dtype.int_range(), v) {
-        (Some((lo, hi)), Number::Int(i)) if (lo..=hi).contains(&i) => dtype.push_int(i, &mut out),
-        (Some((lo, hi)), Number::Int(i)) => {
-            return Err(format!(
-                "{i} does not fit {} (from {lo} to {hi})",
-                dtype.key()
-            ))
-        }
-        (Some(_), Number::Float(f)) => {
-            return Err(format!("the {} gets the fraction {f}", dtype.key()))
-        }
-        (None, v) => {
-            let float = match v {
-                Number::Int(i) => i as f64,
-                Number::Float(f) => f,
-            };
-            dtype.push(float, &mut out);
-            if float.is_finite() && !dtype.read(&out).is_finite() {
-                return Err(format!("{float} overflows {}", dtype.key()));
-            }
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,26 +467,5 @@ mod tests {
         assert_eq!(part, Part::Arg(1));
         assert!(msg.contains("does not fit i32"), "{msg}");
         assert!(spec([1, 1, 1], 0, NumExpr::Float(0.5)).is_err());
-    }
-
-    #[test]
-    fn scalars_are_encoded_exactly_in_every_dtype() {
-        let int = |d, v| encode(d, Number::Int(v));
-        assert_eq!(int(Dtype::I8, -128).unwrap(), (-128i8).to_ne_bytes());
-        assert!(int(Dtype::I8, 128).unwrap_err().contains("does not fit i8"));
-        assert_eq!(int(Dtype::U16, 65535).unwrap(), 65535u16.to_ne_bytes());
-        assert!(int(Dtype::U8, -1).is_err());
-        let big = (1i128 << 62) + 1; // not representable in f64
-        assert_eq!(int(Dtype::I64, big).unwrap(), (big as i64).to_ne_bytes());
-        let f16 = encode(Dtype::F16, Number::Float(1.5)).unwrap();
-        assert_eq!(f16, half::f16::from_f32(1.5).to_ne_bytes());
-        assert_eq!(Dtype::F16.read(&f16), 1.5);
-        assert_eq!(
-            Dtype::Bf16.read(&encode(Dtype::Bf16, Number::Int(3)).unwrap()),
-            3.0
-        );
-        let err = encode(Dtype::F16, Number::Float(70000.0)).unwrap_err();
-        assert!(err.contains("overflows f16"), "{err}");
-        assert!(encode(Dtype::Bf16, Number::Float(70000.0)).is_ok());
     }
 }

@@ -9,6 +9,7 @@ pub mod knobs;
 mod names;
 pub mod npy;
 pub mod peer;
+mod scalar;
 pub mod schema;
 pub mod sweep;
 mod validate;
@@ -151,12 +152,13 @@ impl Experiment {
         validate::experiment(path, text, facts, sources)
     }
 
-    /// The sweep parameters' names, as a table's first column is titled: `m, n`.
-    pub fn parameter_names(&self) -> String {
-        self.params
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>()
+    /// Kernel `k`'s sweep parameters' names, as its tables' first column is titled: `m, n`.
+    pub fn parameter_names(&self, k: usize) -> String {
+        self.kernels[k]
+            .points
+            .first()
+            .map(|p| p.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
+            .unwrap_or_default()
             .join(", ")
     }
 

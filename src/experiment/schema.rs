@@ -101,6 +101,9 @@ pub struct RawKernel {
     pub then: Vec<RawStep>,
     /// The entry's parameters by name, where `args` also holds what only its steps use.
     pub takes: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The kernel's own sweep parameters, crossed with the experiment's.
+    #[serde(default)]
+    pub sweep: IndexMap<String, Spanned<SweepSpec>>,
 }
 
 /// A launch that follows the kernel's in its timed region (a reduction's second pass):

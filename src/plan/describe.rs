@@ -34,6 +34,26 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
             preview(values)
         );
     }
+    for k in &exp.kernels {
+        let own = k
+            .points
+            .first()
+            .map_or(0, Vec::len)
+            .saturating_sub(exp.params.len());
+        if own > 0 {
+            let names: Vec<&str> = k.points[0][exp.params.len()..]
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  kernel {} also sweeps {}: {} point(s)",
+                k.name,
+                names.join(", "),
+                k.points.len()
+            );
+        }
+    }
     let kernels: Vec<String> = exp
         .kernels
         .iter()

@@ -8,7 +8,7 @@ use crate::experiment::knobs::{
     cache::Cache, cupti_collect::CuptiCollect, env::ProcessEnv, order::OrderKind, samples::Samples,
     timer::TimerKind, warmup::Warmup,
 };
-use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
+use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec, Point};
 pub use describe::describe;
 use serde::{Deserialize, Serialize};
 
@@ -107,9 +107,10 @@ impl Plan {
     pub fn new(exp: &Experiment) -> Result<Plan, ConfigError> {
         let mut cells = Vec::new();
         for (k, kernel) in exp.kernels.iter().enumerate() {
-            for (p, point) in exp.points.iter().enumerate() {
+            for (p, point) in kernel.points.iter().enumerate() {
                 for v in &exp.variants {
-                    let knobs = v.knobs[p].clone();
+                    // Knobs are read at the experiment's points; a kernel's own axes extend them.
+                    let knobs = v.knobs[kernel.base[p]].clone();
                     let label = point_id(point);
                     let id = if label.is_empty() {
                         format!("{}/{}", kernel.name, v.name)
@@ -124,10 +125,17 @@ impl Plan {
                             .with_hint("build the module with the options instead, or leave options out of this variant"));
                     }
                     knobs.nvrtc_options.apply(&mut launch);
-                    let reference_launch = kernel
-                        .check_kernel
-                        .as_ref()
-                        .map(|c| exp.kernels[c.kernel].launches[p].clone());
+                    let reference_launch = match &kernel.check_kernel {
+                        None => None,
+                        Some(c) => {
+                            let reference = &exp.kernels[c.kernel];
+                            let at = reference.point_for(point);
+                            Some(reference.launches[at.ok_or_else(|| {
+                                exp.error(format!("cell {id}: the reference kernel `{}` is not swept over {}", reference.name, point_label(point)))
+                                    .with_hint("a reference kernel takes the same sweep as the kernel it checks, its own axes included")
+                            })?].clone())
+                        }
+                    };
                     let checked_after_warmup = knobs.warmup.launches > 0
                         && knobs.warmup.kernel
                             == crate::experiment::knobs::warmup::WarmupKernel::Same;

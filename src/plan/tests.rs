@@ -41,6 +41,18 @@ block = [1]
 }
 
 #[test]
+fn a_kernels_own_axes_make_its_cells_with_the_variants_knobs_at_the_base_point() {
+    let e = experiment("sweep = { block = [1, 2, 3] }\n[[variant]]\nname = \"a\"\nsamples = \"n * 3\"\n[report]\nfloor = false\n");
+    let plan = Plan::new(&e).unwrap();
+    // 2 n x 2 m x 3 block.
+    assert_eq!(plan.cells.len(), 12);
+    let c = &plan.cells[5];
+    assert_eq!(c.id, "k/n=1 m=20 block=3/a");
+    assert_eq!(c.knobs.samples.count, 3, "samples = n * 3 at n = 1");
+    assert_eq!(plan.cells[11].knobs.samples.count, 6);
+}
+
+#[test]
 fn matrix_is_kernel_by_points_by_variants_plus_floor() {
     let e = experiment("[[variant]]\nname = \"a\"\ntimer = \"host\"\n[[variant]]\nname = \"b\"\nsamples = \"n * 3\"\n");
     let plan = Plan::new(&e).unwrap();

@@ -52,9 +52,10 @@ impl Marks {
             exp.variants
                 .iter()
                 .map(|v| {
+                    let points = &exp.kernels[k].points;
                     let medians: Vec<Option<f64>> =
-                        exp.points.iter().map(|p| median(k, p, &v.name)).collect();
-                    lowest_over(&exp.points, param, &medians)
+                        points.iter().map(|p| median(k, p, &v.name)).collect();
+                    lowest_over(points, param, &medians)
                 })
                 .collect(),
         )

@@ -82,7 +82,7 @@ pub fn build(
         .collect();
     for (k, kernel) in exp.kernels.iter().enumerate() {
         let unit = format::unit_for(
-            exp.points.iter().flat_map(|p| {
+            kernel.points.iter().flat_map(|p| {
                 references
                     .iter()
                     .filter_map(|r| median(k, p, r))
@@ -94,7 +94,7 @@ pub fn build(
         let mut rows = Vec::new();
         // Per pair: measured at some point, and within tolerance at every such point.
         let mut close = vec![(false, true); pairs.len()];
-        for (i, point) in exp.points.iter().enumerate() {
+        for (i, point) in kernel.points.iter().enumerate() {
             let at = |v: &str| median(k, point, v);
             let biases = pairs
                 .iter()
@@ -145,7 +145,7 @@ pub fn build(
         tables.push(BiasTable {
             kernel: kernel.name.clone(),
             sized: exp.kernels.len() > 1,
-            parameters: exp.parameter_names(),
+            parameters: exp.parameter_names(k),
             references: references.clone(),
             methods: pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect(),
             rows,

@@ -47,10 +47,14 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
             plot_files.push((path, svg));
         }
     };
-    if let [(param, _)] = exp.params.as_slice() {
-        for (k, kernel) in exp.kernels.iter().enumerate() {
+    // A plot per kernel swept over one parameter.
+    for (k, kernel) in exp.kernels.iter().enumerate() {
+        let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) else {
+            continue;
+        };
+        {
             let at = |variant: &str, p: &Point| a.median_at(k, p, variant);
-            let points = &exp.points;
+            let points = &kernel.points;
             let medians: Vec<Line> = exp
                 .variants
                 .iter()

@@ -53,11 +53,18 @@ pub fn build(
         .iter()
         .filter_map(|(kernel, baseline)| Some((kernel, baseline, index(kernel)?, index(baseline)?)))
         .map(|(kernel, baseline, k, b)| {
+            // The baseline's point at each of the kernel's (a baseline without the kernel's
+            // own axes serves all their values).
+            let base = |p: &Point| {
+                let kb = &exp.kernels[b];
+                kb.point_for(p).map(|i| kb.points[i].clone())
+            };
+            let median_b = |p: &Point, v: &str| base(p).and_then(|q| median(b, &q, v));
             let unit = format::unit_for(
-                exp.points.iter().flat_map(|p| {
+                exp.kernels[k].points.iter().flat_map(|p| {
                     exp.variants
                         .iter()
-                        .flat_map(|v| [median(k, p, &v.name), median(b, p, &v.name)])
+                        .flat_map(|v| [median(k, p, &v.name), median_b(p, &v.name)])
                         .flatten()
                         .collect::<Vec<_>>()
                 }),
@@ -73,7 +80,7 @@ pub fn build(
                 baseline: baseline.clone(),
                 unit: unit.symbol().into(),
                 unchecked: exp.kernels[k].unchecked || exp.kernels[b].unchecked,
-                parameters: exp.parameter_names(),
+                parameters: exp.parameter_names(k),
                 columns: exp
                     .variants
                     .iter()
@@ -86,7 +93,7 @@ pub fn build(
                         ]
                     })
                     .collect(),
-                rows: exp
+                rows: exp.kernels[k]
                     .points
                     .iter()
                     .map(|p| KernelsRow {
@@ -95,7 +102,7 @@ pub fn build(
                             .variants
                             .iter()
                             .flat_map(|v| {
-                                let (km, bm) = (median(k, p, &v.name), median(b, p, &v.name));
+                                let (km, bm) = (median(k, p, &v.name), median_b(p, &v.name));
                                 let ratio = match (km, bm) {
                                     (Some(km), Some(bm)) => speedup(km, bm),
                                     _ => "–".into(),

@@ -55,8 +55,8 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
             .find(|c| c.kernel == Some(k) && c.point == *p && c.variant == variant)
     };
     let peers = super::peers::medians(s);
-    let mut all: Vec<f64> = exp
-        .points
+    let points = &exp.kernels[k].points;
+    let mut all: Vec<f64> = points
         .iter()
         .flat_map(|p| {
             exp.variants
@@ -80,8 +80,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
     };
     let diffs = &exp.report.differences;
     let marks = best::Marks::of(exp, k, |k, p, v| a.sound_median_at(k, p, v));
-    let rows = exp
-        .points
+    let rows = points
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -134,7 +133,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
         .collect();
     Table {
         kernel: kernel.to_string(),
-        parameters: exp.parameter_names(),
+        parameters: exp.parameter_names(k),
         unit: unit.symbol().into(),
         unchecked: exp.kernels[k].unchecked,
         sized: exp.kernels.len() > 1,

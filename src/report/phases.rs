@@ -41,7 +41,7 @@ pub fn build(
     let exp = &s.experiment;
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (k, kernel) in exp.kernels.iter().enumerate() {
-        for point in &exp.points {
+        for point in &kernel.points {
             let cells: Vec<_> = s
                 .plan
                 .cells

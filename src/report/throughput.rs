@@ -90,9 +90,9 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
             ThroughputTable {
                 kernel: kernel.name.clone(),
                 unchecked: kernel.unchecked,
-                parameters: exp.parameter_names(),
+                parameters: exp.parameter_names(k),
                 columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-                rows: exp
+                rows: kernel
                     .points
                     .iter()
                     .zip(&kernel.launches)

@@ -114,6 +114,16 @@ impl Validator<'_> {
             return Err(self.err(&c.kernel, "a kernel cannot be its own reference"));
         }
         let reference = &kernels[r];
+        // At each of the kernel's points, the reference's point that agrees with it.
+        let matched: Vec<usize> = this
+            .points
+            .iter()
+            .map(|p| reference.point_for(p))
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                self.err(&c.kernel, format!("kernel `{}` is not swept over the points of `{}`", reference.name, this.name))
+                    .with_hint("a reference kernel's own axes must be among the kernel's; the experiment's sweep is shared")
+            })?;
         // The same names and kinds, and at every point the same types and lengths.
         let same = this.args.len() == reference.args.len()
             && this.args.iter().zip(&reference.args).all(|(a, b)| {
@@ -124,22 +134,26 @@ impl Validator<'_> {
                             | (ArgKind::Scalar { .. }, ArgKind::Scalar { .. })
                     )
             })
-            && this.launches.iter().zip(&reference.launches).all(|(a, b)| {
-                a.args.iter().zip(&b.args).all(|(x, y)| match (x, y) {
-                    (
-                        ArgValue::Buffer {
-                            len: p, dtype: s, ..
-                        },
-                        ArgValue::Buffer {
-                            len: q, dtype: t, ..
-                        },
-                    ) => p == q && s == t,
-                    (ArgValue::Scalar { dtype: s, .. }, ArgValue::Scalar { dtype: t, .. }) => {
-                        s == t
-                    }
-                    _ => false,
-                })
-            });
+            && this
+                .launches
+                .iter()
+                .zip(matched.iter().map(|&i| &reference.launches[i]))
+                .all(|(a, b)| {
+                    a.args.iter().zip(&b.args).all(|(x, y)| match (x, y) {
+                        (
+                            ArgValue::Buffer {
+                                len: p, dtype: s, ..
+                            },
+                            ArgValue::Buffer {
+                                len: q, dtype: t, ..
+                            },
+                        ) => p == q && s == t,
+                        (ArgValue::Scalar { dtype: s, .. }, ArgValue::Scalar { dtype: t, .. }) => {
+                            s == t
+                        }
+                        _ => false,
+                    })
+                });
         if !same {
             return Err(self
                 .err(&c.kernel, format!("kernel `{}` does not take the same arguments as `{}`", reference.name, this.name))

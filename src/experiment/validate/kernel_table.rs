@@ -6,7 +6,7 @@ use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
 use crate::experiment::kernel::{self, Arg, ArgKind, Kernel, LaunchExprs, Part};
 use crate::experiment::schema::{self, RawArg, RawKernel};
-use crate::experiment::{point_label, Point, Sources};
+use crate::experiment::{point_label, sweep, Point, Sources};
 use std::path::Path;
 use toml::Spanned;
 
@@ -150,8 +150,9 @@ impl Validator<'_> {
             args: &args,
             check_dims: &check_dims,
         };
+        let (points, base) = self.kernel_points(&rk, points)?;
         let mut launches = Vec::with_capacity(points.len());
-        for p in points {
+        for p in &points {
             let spec = kernel::evaluate(&exprs, p, self.facts).map_err(|(part, msg)| {
                 let at = match part {
                     Part::Grid(i) => rk.grid.get_ref()[i].span(),
@@ -257,8 +258,48 @@ impl Validator<'_> {
             takes,
             steps,
             module,
+            points,
+            base,
             launches,
         })
+    }
+
+    /// The kernel's points: each of the experiment's, crossed with the kernel's own axes;
+    /// with the experiment point each extends.
+    fn kernel_points(
+        &self,
+        rk: &RawKernel,
+        points: &[Point],
+    ) -> Result<(Vec<Point>, Vec<usize>), ConfigError> {
+        let mut axes = Vec::new();
+        for (name, spec) in &rk.sweep {
+            let axis = sweep::axis(name, spec.get_ref()).map_err(|m| self.err(spec, m))?;
+            for n in &axis.names {
+                self.name("sweep parameter", spec, n)?;
+                let clash = points
+                    .first()
+                    .is_some_and(|p| p.iter().any(|(m, _)| m == n))
+                    || expr::FACT_NAMES.contains(&n.as_str());
+                if clash {
+                    return Err(self
+                        .err(spec, format!("the kernel's sweep parameter `{n}` is already a sweep parameter or device fact"))
+                        .with_hint("a kernel's own axes add parameters to the experiment's; give it another name"));
+                }
+            }
+            axes.push(axis);
+        }
+        let own = sweep::product(&axes);
+        let mut kernel_points = Vec::with_capacity(points.len() * own.len());
+        let mut base = Vec::with_capacity(kernel_points.capacity());
+        for (i, p) in points.iter().enumerate() {
+            for extra in &own {
+                let mut q = p.clone();
+                q.extend(extra.iter().cloned());
+                kernel_points.push(q);
+                base.push(i);
+            }
+        }
+        Ok((kernel_points, base))
     }
 
     /// A step's entry (found in the source or module) and arguments (the kernel's, by name).

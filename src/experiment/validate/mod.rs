@@ -128,6 +128,14 @@ impl Validator<'_> {
                 .is_some_and(|(k, _)| *k == kernels.len());
             kernels.push(self.kernel(rk, &points, has_kernel_check)?);
         }
+        // The kernels' own axes multiply their cells beyond the cap checked above.
+        let cells: usize =
+            kernels.iter().map(|k| k.points.len()).sum::<usize>() * raw.variants.len();
+        if cells as u64 > MAX_CELLS {
+            return Err(self
+                .nowhere(format!("the experiment has {cells} cells with its kernels' own sweeps, more than the {MAX_CELLS} a run may hold"))
+                .with_hint("sweep fewer values (a larger step, powers of two) or split the experiment"));
+        }
         for (k, ck) in &kernel_checks {
             kernels[*k].check_kernel = Some(self.kernel_check(&kernels, *k, ck)?);
         }
@@ -419,7 +427,23 @@ impl Validator<'_> {
             &kernel_names,
             "kernels = [[\"matmul-tiled\", \"matmul-naive\"]] (kernel, baseline)",
         )?;
-        let best = self.best(r.best, params)?;
+        // A kernel's own axes count too.
+        let mut all = params.to_vec();
+        for k in kernels {
+            for (name, _) in k.points.first().into_iter().flatten() {
+                if !all.iter().any(|(n, _)| n == name) {
+                    let mut values: Vec<SweepValue> = Vec::new();
+                    for p in &k.points {
+                        let v = &p.iter().find(|(n, _)| n == name).expect("on every point").1;
+                        if !values.contains(v) {
+                            values.push(v.clone());
+                        }
+                    }
+                    all.push((name.clone(), values));
+                }
+            }
+        }
+        let best = self.best(r.best, &all)?;
         let labels: HashSet<String> = points.iter().map(point_label).collect();
         let mut published = Vec::new();
         for p in &r.published {

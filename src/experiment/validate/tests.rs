@@ -227,3 +227,67 @@ fn a_npy_init_is_resolved_and_must_hold_the_buffers_elements() {
         "{err}"
     );
 }
+
+#[test]
+fn a_kernel_sweeps_its_own_axes_across_the_experiments() {
+    let text = |own: &str| {
+        format!(
+            r#"
+[experiment]
+title = "t"
+[sweep]
+n = [1024, 2048]
+[[kernel]]
+name = "tuned"
+source = "k.cu"
+entry = "k"
+options = ["-DBLOCK={{{{ block }}}}"]
+grid = ["n // block"]
+block = ["block"]
+sweep = {{ {own} }}
+[[kernel]]
+name = "plain"
+source = "k.cu"
+entry = "k"
+grid = [8]
+block = [128]
+[[variant]]
+name = "hot"
+"#
+        )
+    };
+    let parse = |t: &str| {
+        Experiment::parse(
+            Path::new("e.toml"),
+            t,
+            &DeviceFacts::nominal(),
+            Sources::Skip,
+        )
+    };
+    let e = parse(&text("block = [128, 256]")).unwrap();
+    let labels: Vec<String> = e.kernels[0]
+        .points
+        .iter()
+        .map(crate::experiment::point_label)
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "n=1024, block=128",
+            "n=1024, block=256",
+            "n=2048, block=128",
+            "n=2048, block=256"
+        ]
+    );
+    assert_eq!(e.kernels[0].base, [0, 0, 1, 1]);
+    assert_eq!(e.kernels[0].launches[3].block, [256, 1, 1]);
+    assert_eq!(e.kernels[0].launches[3].options, ["-DBLOCK=256"]);
+    assert_eq!(
+        e.kernels[1].points.len(),
+        2,
+        "the other kernel keeps the experiment's sweep"
+    );
+    assert_eq!(e.parameter_names(0), "n, block");
+    let err = parse(&text("n = [1, 2]")).unwrap_err().to_string();
+    assert!(err.contains("already a sweep parameter"), "{err}");
+}
