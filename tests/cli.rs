@@ -154,28 +154,47 @@ fn a_clock_lock_is_refused_without_allow_clock_changes() {
 }
 
 #[test]
-fn the_readme_example_experiment_is_valid() {
+fn the_readme_example_experiments_are_valid() {
     let readme = std::fs::read_to_string("README.md").unwrap();
-    let start = readme.find("```toml\n").expect("README has a TOML example") + 8;
-    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    let blocks = |fence: &str| -> Vec<String> {
+        readme
+            .split(fence)
+            .skip(1)
+            .map(|b| b[..b.find("```").unwrap()].to_string())
+            .collect()
+    };
     let root = tempfile::tempdir().unwrap();
     for dir in ["experiments", "kernels", "templates"] {
         std::fs::create_dir(root.path().join(dir)).unwrap();
     }
     std::fs::copy("kernels/matmul.cu", root.path().join("kernels/matmul.cu")).unwrap();
+    // The walkthrough's kernel, as the README shows it.
+    let cuda = blocks("```cuda\n");
+    std::fs::write(root.path().join("kernels/scale.cu"), &cuda[0]).unwrap();
     std::fs::copy(
         "templates/report.md.j2",
         root.path().join("templates/report.md.j2"),
     )
     .unwrap();
-    let path = root.path().join("experiments/readme.toml");
-    std::fs::write(&path, text).unwrap();
-    let out = run(&["plan", path.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let tomls = blocks("```toml\n");
+    assert_eq!(tomls.len(), 2, "the walkthrough and the full reference");
+    let mut planned = Vec::new();
+    for (i, text) in tomls.iter().enumerate() {
+        let path = root.path().join(format!("experiments/readme{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = run(&["plan", path.to_str().unwrap()]);
+        assert!(out.status.success(), "README example {i}: {}", stderr(&out));
+        planned.push(stdout(&out));
+    }
     assert!(
-        stdout(&out).contains("environment: CUDA_MODULE_LOADING=EAGER"),
+        planned[0].contains("scale/n=1048576/cold"),
         "{}",
-        stdout(&out)
+        planned[0]
+    );
+    assert!(
+        planned[1].contains("environment: CUDA_MODULE_LOADING=EAGER"),
+        "{}",
+        planned[1]
     );
 }
 

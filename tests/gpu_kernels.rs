@@ -150,3 +150,28 @@ args = [
         "cupti {cupti} ns, events {events} ns"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn headers_beside_the_source_and_in_an_include_option_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("inc")).unwrap();
+    std::fs::write(dir.path().join("near.cuh"), "#define NEAR 2.0f\n").unwrap();
+    std::fs::write(dir.path().join("inc/far.cuh"), "#define FAR 3.0f\n").unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "#include \"near.cuh\"\n#include \"far.cuh\"\n#include <cuda_fp16.h>\nextern \"C\" __global__ void k(float* y) { y[threadIdx.x] = NEAR * FAR + __half2float(__float2half(1.0f)); }\n",
+    )
+    .unwrap();
+    let text = "[experiment]\ntitle = \"headers\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\noptions = [\"-Iinc\", \"--std=c++20\"]\ngrid = [1]\nblock = [32]\nargs = [{ name = \"y\", buffer = \"f32\", len = 32, init = \"output\" }]\nunchecked = true\n[[variant]]\nname = \"hot\"\nsamples = 3\n[report]\nfloor = false\n";
+    std::fs::write(dir.path().join("e.toml"), text).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        dir.path().join("e.toml").to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cells = std::fs::read_to_string(out_dir.path().join("e/cells.jsonl")).unwrap();
+    assert!(cells.contains("\"status\":\"ok\""), "{cells}");
+}

@@ -73,7 +73,14 @@ pub fn compile(
         .map(|e| CString::new(format!("&{e}")))
         .collect::<Result<_, _>>()
         .map_err(|_| bad("an entry"))?;
-    let mut opts = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()];
+    let mut opts = vec![format!("--gpu-architecture={arch}")];
+    // C++17 unless the experiment names its own standard.
+    if !options
+        .iter()
+        .any(|o| o.starts_with("--std=") || o.starts_with("-std="))
+    {
+        opts.push("--std=c++17".into());
+    }
     opts.extend(options.iter().cloned());
     // Last, so the experiment's own include directories win: the toolkit's headers
     // (`cuda_fp16.h`, `cuda_bf16.h`, CUB) as nvcc would find them.

@@ -27,6 +27,10 @@ pub struct Kernel {
     /// Launches that follow the kernel's own in every timed region, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// The source's folder, on NVRTC's include path so that `#include "common.cuh"` beside
+    /// the kernel works as it does with nvcc; empty for a module.
+    #[serde(default)]
+    pub source_dir: String,
     /// A module built outside the runner, loaded as is instead of compiling `source_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<Prebuilt>,

@@ -402,7 +402,11 @@ impl Compiler {
                 Some(extra) => format!("{}{extra}", def.source_text),
                 None => def.source_text.clone(),
             };
-            return self.compile(&source, &def.source, &entries, how, build.options);
+            let mut options = build.options.to_vec();
+            if !def.source_dir.is_empty() {
+                options.push(format!("-I{}", def.source_dir));
+            }
+            return self.compile(&source, &def.source, &entries, how, &options);
         };
         let mut bytes = module.image.clone();
         // The driver reads PTX as a NUL-terminated string.

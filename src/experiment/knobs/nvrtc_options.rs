@@ -8,6 +8,20 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NvrtcOptions(pub Vec<String>);
 
+/// An option with a relative include directory (`-I../include`) made relative to `dir`, the
+/// experiment file's folder, as every path of an experiment is.
+pub fn resolve_include(option: &str, dir: &std::path::Path) -> String {
+    for prefix in ["-I", "--include-path="] {
+        if let Some(path) = option.strip_prefix(prefix) {
+            let path = std::path::Path::new(path);
+            if path.is_relative() {
+                return format!("{prefix}{}", dir.join(path).display());
+            }
+        }
+    }
+    option.to_string()
+}
+
 impl NvrtcOptions {
     /// The kernel's launch at this point with these options after its own.
     pub fn apply(&self, launch: &mut crate::experiment::LaunchSpec) {
@@ -24,9 +38,14 @@ impl Knob for NvrtcOptions {
             return Ok(NvrtcOptions::default());
         };
         let scope = layer.scope();
+        let dir = layer.path.parent().unwrap_or(std::path::Path::new("."));
         options
             .iter()
-            .map(|o| expr::render(o, &scope).map_err(|m| layer.err_at("options", m)))
+            .map(|o| {
+                expr::render(o, &scope)
+                    .map(|o| resolve_include(&o, dir))
+                    .map_err(|m| layer.err_at("options", m))
+            })
             .collect::<Result<_, _>>()
             .map(NvrtcOptions)
     }
@@ -50,6 +69,11 @@ mod tests {
             "NVRTC options --use_fast_math -DN=256"
         );
         assert!(read::<NvrtcOptions>("options = [\"-D{{ nope }}\"]").is_err());
+        let dir = std::path::Path::new("/exp");
+        assert_eq!(resolve_include("-I../include", dir), "-I/exp/../include");
+        assert_eq!(resolve_include("--include-path=inc", dir), "--include-path=/exp/inc");
+        assert_eq!(resolve_include("-I/usr/include", dir), "-I/usr/include");
+        assert_eq!(resolve_include("-DI=1", dir), "-DI=1");
         assert_eq!(read::<NvrtcOptions>("").unwrap(), NvrtcOptions::default());
     }
 }

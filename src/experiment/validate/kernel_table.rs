@@ -220,9 +220,13 @@ impl Validator<'_> {
                     .get_ref()
                     .iter()
                     .map(|o| {
-                        expr::render(o, &scope).map_err(|m| {
-                            self.err(opts, format!("option at {}: {m}", point_label(p)))
-                        })
+                        expr::render(o, &scope)
+                            .map(|o| {
+                                crate::experiment::knobs::nvrtc_options::resolve_include(&o, dir)
+                            })
+                            .map_err(|m| {
+                                self.err(opts, format!("option at {}: {m}", point_label(p)))
+                            })
                     })
                     .collect::<Result<_, _>>()?;
             }
@@ -257,6 +261,13 @@ impl Validator<'_> {
             unchecked,
             takes,
             steps,
+            source_dir: match &module {
+                Some(_) => String::new(),
+                None => source_path
+                    .parent()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            },
             module,
             points,
             base,
