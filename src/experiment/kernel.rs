@@ -34,6 +34,9 @@ pub struct Kernel {
     /// A module built outside the runner, loaded as is instead of compiling `source_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<Prebuilt>,
+    /// The type of its declared FLOPs (None: f32), for the peak they are compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_type: Option<Dtype>,
     /// The kernel's sweep points: the experiment's, crossed with the kernel's own axes.
     #[serde(skip)]
     pub points: Vec<super::Point>,

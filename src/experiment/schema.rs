@@ -96,6 +96,8 @@ pub struct RawKernel {
     pub bytes: Option<Spanned<NumExpr>>,
     /// Floating-point operations per launch (an expression): its FLOP/s.
     pub flops: Option<Spanned<NumExpr>>,
+    /// The type those operations are in (`"f64"`, `"f16"`): which peak they are a share of.
+    pub flops_type: Option<Spanned<String>>,
     /// Launches that follow the kernel's own in the same timed region.
     #[serde(default)]
     pub then: Vec<RawStep>,

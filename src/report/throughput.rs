@@ -6,7 +6,7 @@
 use super::best;
 use crate::analysis::Analysis;
 use crate::cuda::{capability, DeviceInfo};
-use crate::experiment::point_label;
+use crate::experiment::{point_label, Dtype};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -33,7 +33,31 @@ pub struct Peaks {
     pub dram: Option<f64>,
     /// FP32 operations per second.
     pub fp32: Option<f64>,
+    /// FP64 and FP16/BF16 (packed pairs, no tensor cores) operations per second.
+    pub fp64: Option<f64>,
+    pub fp16: Option<f64>,
     pub source: String,
+}
+
+impl Peaks {
+    /// The peak a kernel's FLOPs of `dtype` are a share of.
+    fn flops(&self, dtype: Dtype) -> Option<f64> {
+        match dtype {
+            Dtype::F64 => self.fp64,
+            Dtype::F16 | Dtype::Bf16 => self.fp16,
+            _ => self.fp32,
+        }
+    }
+}
+
+/// FP64 lanes per SM by compute capability (the CUDA programming guide's throughput table).
+fn fp64_lanes(cc: (i64, i64)) -> Option<f64> {
+    match cc {
+        (7, 0) | (8, 0) => Some(32.0),
+        (9, 0) => Some(64.0),
+        (7, _) | (8, _) | (12, _) => Some(2.0),
+        _ => None,
+    }
 }
 
 /// FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table).
@@ -45,7 +69,9 @@ fn fp32_lanes(cc: (i64, i64)) -> Option<f64> {
     }
 }
 
-pub fn peaks(d: &DeviceInfo) -> Peaks {
+/// The device's peaks; `types`: the FLOP types the experiment's kernels declare (a peak is
+/// described only where a kernel is compared with it).
+pub fn peaks(d: &DeviceInfo, types: &[Dtype]) -> Peaks {
     let dram = d
         .mem_bus_width_bits
         .map(|bits| 2.0 * d.mem_clock_max_mhz as f64 * 1e6 * bits as f64 / 8.0);
@@ -67,9 +93,35 @@ pub fn peaks(d: &DeviceInfo) -> Peaks {
             d.sm_clock_max_mhz
         ));
     }
+    let per_sm = |lanes: f64| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * lanes * 2.0;
+    let fp64 = fp64_lanes(capability(d)).map(per_sm);
+    // Packed half2 and bfloat162 arithmetic: twice the FP32 rate from compute capability 8.0.
+    let fp16 = lanes
+        .filter(|_| capability(d) >= (8, 0))
+        .map(|l| per_sm(2.0 * l));
+    if let (Some(p), true) = (fp64, types.contains(&Dtype::F64)) {
+        source.push(format!(
+            "FP64 {:.1} TFLOP/s = {} SMs x {} MHz x {} FP64 lanes x 2",
+            p / 1e12,
+            d.sm_count,
+            d.sm_clock_max_mhz,
+            fp64_lanes(capability(d)).unwrap_or_default()
+        ));
+    }
+    if let (Some(p), true) = (
+        fp16,
+        types.iter().any(|t| matches!(t, Dtype::F16 | Dtype::Bf16)),
+    ) {
+        source.push(format!(
+            "FP16/BF16 without tensor cores {:.1} TFLOP/s, twice FP32 (packed pairs)",
+            p / 1e12
+        ));
+    }
     Peaks {
         dram,
         fp32,
+        fp64,
+        fp16,
         source: source.join("; "),
     }
 }
@@ -105,7 +157,10 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                             .enumerate()
                             .map(|(vi, v)| match a.median_at(k, p, &v.name) {
                                 Some(ns) => {
-                                    marks.show(vi, i, cell(ns, launch.bytes, launch.flops, peaks))
+                                    let flops = launch
+                                        .flops
+                                        .map(|f| (f, kernel.flops_type.unwrap_or(Dtype::F32)));
+                                    marks.show(vi, i, cell(ns, launch.bytes, flops, peaks))
                                 }
                                 None => "–".into(),
                             })
@@ -119,7 +174,7 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
 }
 
 /// `3012 GB/s (90%)`, `12.5 TFLOP/s (19%)`, both, and ⚠ above 100% of a peak.
-fn cell(ns: f64, bytes: Option<f64>, flops: Option<f64>, peaks: &Peaks) -> String {
+fn cell(ns: f64, bytes: Option<f64>, flops: Option<(f64, Dtype)>, peaks: &Peaks) -> String {
     let rate = |work: f64, peak: Option<f64>, scale: f64, unit: &str| {
         let per_s = work / (ns * 1e-9);
         let share = peak.map_or(String::new(), |p| {
@@ -135,8 +190,8 @@ fn cell(ns: f64, bytes: Option<f64>, flops: Option<f64>, peaks: &Peaks) -> Strin
     if let Some(b) = bytes {
         parts.push(rate(b, peaks.dram, 1e9, "GB/s"));
     }
-    if let Some(f) = flops {
-        parts.push(rate(f, peaks.fp32, 1e12, "TFLOP/s"));
+    if let Some((f, dtype)) = flops {
+        parts.push(rate(f, peaks.flops(dtype), 1e12, "TFLOP/s"));
     }
     parts.join(", ")
 }
@@ -150,14 +205,24 @@ mod tests {
         let p = Peaks {
             dram: Some(3.352e12),
             fp32: Some(66.9e12),
+            fp64: Some(33.5e12),
+            fp16: None,
             source: String::new(),
         };
         // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.
         let c = cell(750_000.0, Some(2.0 * 1073741824.0), None, &p);
         assert_eq!(c, "2863.3 GB/s (85%)");
         assert!(cell(1_000.0, Some(4e6), None, &p).contains("above peak"));
-        let both = cell(1e6, Some(1e9), Some(2e9), &p);
+        let both = cell(1e6, Some(1e9), Some((2e9, Dtype::F32)), &p);
         assert!(both.contains("GB/s") && both.contains("TFLOP/s"), "{both}");
+        // 20 TFLOP/s: 30% of FP32's peak, 60% of FP64's; no FP16 peak, no share.
+        assert!(cell(1e6, None, Some((2e10, Dtype::F32)), &p).ends_with("(30%)"));
+        assert!(cell(1e6, None, Some((2e10, Dtype::F64)), &p).ends_with("(60%)"));
+        assert_eq!(
+            cell(1e6, None, Some((2e10, Dtype::F16)), &p),
+            "20.0 TFLOP/s"
+        );
+        assert_eq!(fp64_lanes((9, 0)), Some(64.0));
         assert_eq!(fp32_lanes((9, 0)), Some(128.0));
     }
 }

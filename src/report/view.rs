@@ -195,7 +195,13 @@ impl View {
             }))
             .collect();
         let (plots, bias, mut plot_files) = figures::build(a)?;
-        let peaks = s.meta.device.as_ref().map(super::throughput::peaks);
+        let types: Vec<crate::experiment::Dtype> =
+            exp.kernels.iter().filter_map(|k| k.flops_type).collect();
+        let peaks = s
+            .meta
+            .device
+            .as_ref()
+            .map(|d| super::throughput::peaks(d, &types));
         let throughput = peaks
             .as_ref()
             .map_or(vec![], |p| super::throughput::build(a, p));

@@ -12,6 +12,7 @@ use super::{
 };
 mod checks;
 mod kernel_table;
+mod sequence;
 #[cfg(test)]
 mod tests;
 
