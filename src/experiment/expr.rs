@@ -37,7 +37,14 @@ pub struct DeviceFacts {
 }
 
 /// Names reserved for device facts in expressions.
-pub const FACT_NAMES: &[&str] = &["l2_bytes", "sm_count", "cc_major", "cc_minor", "mem_bytes"];
+pub const FACT_NAMES: &[&str] = &[
+    "l2_bytes",
+    "sm_count",
+    "cc_major",
+    "cc_minor",
+    "mem_bytes",
+    "sm_clock_mhz",
+];
 
 impl DeviceFacts {
     /// What `runner plan` assumes without a GPU: an H100 SXM (the run uses the real device's).
@@ -80,6 +87,8 @@ impl DeviceFacts {
         scope.insert("cc_major".into(), Value::from(self.cc_major));
         scope.insert("cc_minor".into(), Value::from(self.cc_minor));
         scope.insert("mem_bytes".into(), Value::from(self.mem_bytes));
+        // The driver's maximum SM clock, which a loaded H100 runs at (cycles from times).
+        scope.insert("sm_clock_mhz".into(), Value::from(self.sm_clock_max_mhz));
     }
 }
 
@@ -163,6 +172,12 @@ pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, String> {
     } else {
         Err(format!("{} gives {value}, which is not finite", show(expr)))
     }
+}
+
+/// Evaluates to a float (a derived metric: `time_ns / steps`); NaN stays NaN.
+pub fn eval_float(text: &str, scope: &Scope) -> Result<f64, String> {
+    let v = eval_value(text, scope)?;
+    f64::try_from(v.clone()).map_err(|_| format!("`{text}` gives {v}, which is not a number"))
 }
 
 /// An expression as a person wrote it: `n * n` in backquotes, a number as it is.

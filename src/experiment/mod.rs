@@ -111,6 +111,30 @@ pub struct ReportSpec {
     pub floor: bool,
     pub floor_samples: u64,
     pub published: Vec<Published>,
+    pub metrics: Vec<Metric>,
+}
+
+/// A number derived from each cell's median (see [`schema::RawMetric`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: String,
+    pub unit: String,
+}
+
+/// A metric's value for a cell: its median `time_ns` and launch's work at `point`.
+pub fn metric_value(
+    m: &Metric,
+    point: &Point,
+    facts: &DeviceFacts,
+    time_ns: f64,
+    launch: &LaunchSpec,
+) -> Result<f64, String> {
+    let mut s = scope(point, facts);
+    s.insert("time_ns".into(), time_ns.into());
+    s.insert("bytes".into(), launch.bytes.unwrap_or(f64::NAN).into());
+    s.insert("flops".into(), launch.flops.unwrap_or(f64::NAN).into());
+    expr::eval_float(&m.value, &s)
 }
 
 /// Numbers a seed document published, shown beside ours.

@@ -175,6 +175,20 @@ pub struct RawReport {
     pub floor_samples: Option<u64>,
     #[serde(default)]
     pub published: Vec<RawPublished>,
+    /// Numbers derived from each cell's median: `[[report.metric]]`.
+    #[serde(default, rename = "metric")]
+    pub metrics: Vec<RawMetric>,
+}
+
+/// A number derived from each cell's median time (`time_ns`), its sweep values, its declared
+/// `bytes` and `flops`, and the device's facts: `value = "time_ns / steps"`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetric {
+    pub name: Spanned<String>,
+    pub value: Spanned<String>,
+    /// What the number counts, shown beside it (`"ns/access"`).
+    pub unit: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -394,6 +408,10 @@ pub enum Init {
     Iota(f64, f64),
     /// Written by the kernel: poisoned (NaN / all ones) before a checked launch.
     Output,
+    /// A pointer chase: element `i * stride` holds the index of the next line's first
+    /// element, the lines in one random cycle (every line once before any repeats), the other
+    /// elements zero.
+    Chase(u64),
     /// The data of a `.npy` file: its path as written (relative to the experiment file),
     /// then, once validated, resolved, with the offset of its data.
     Npy { path: String, offset: u64 },
@@ -403,7 +421,7 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
     let t = text.trim();
     let bad = || {
         format!(
-            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\" or \"npy(path/to/file.npy)\" for inputs, or \"output\""
+            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\", \"npy(path/to/file.npy)\" or \"chase(stride)\" for inputs, or \"output\""
         )
     };
     let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, String> {
@@ -417,6 +435,14 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
             .collect::<Result<_, _>>()?;
         (v.len() == count).then_some(Some(v)).ok_or_else(bad)
     };
+    if let Some(stride) = t.strip_prefix("chase(").and_then(|p| p.strip_suffix(')')) {
+        return match stride.trim().parse::<u64>() {
+            Ok(s) if s >= 1 => Ok(Init::Chase(s)),
+            _ => Err(format!(
+                "chase({stride}) needs a stride of at least 1 element"
+            )),
+        };
+    }
     if let Some(path) = t.strip_prefix("npy(").and_then(|p| p.strip_suffix(')')) {
         return Ok(Init::Npy {
             path: path.trim().to_string(),

@@ -29,6 +29,18 @@ pub fn time(ns: f64, unit: Unit) -> String {
     format!("{v:.digits$} {}", unit.symbol())
 }
 
+/// A number with four significant digits (`1234`, `12.34`, `0.001234`).
+pub fn number(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.digits$}")
+}
+
 /// The unit a table shows all its times in: `asked`, or for `Auto` the unit that suits
 /// the median of the table's values (one unit per table, so columns compare at a glance).
 pub fn unit_for(values: impl IntoIterator<Item = f64>, asked: Unit) -> Unit {

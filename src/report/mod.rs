@@ -9,6 +9,7 @@ mod figures;
 pub mod format;
 mod kernels;
 mod medians;
+mod metrics;
 mod peers;
 mod phases;
 pub mod plots;

@@ -19,6 +19,8 @@ pub struct View {
     variants: Vec<VariantView>,
     tables: Vec<Table>,
     kernels: Vec<super::kernels::KernelsTable>,
+    /// Derived metrics, a table per metric and kernel.
+    metrics: Vec<super::metrics::MetricTable>,
     floor: Vec<FloorRow>,
     overhead: Option<OverheadView>,
     stats: Vec<StatRow>,
@@ -231,6 +233,7 @@ impl View {
             variants: variants(a),
             tables,
             kernels: super::kernels::build(exp, |k, p, v| a.sound_median_at(k, p, v)),
+            metrics: super::metrics::build(a),
             floor,
             overhead,
             stats,

@@ -110,6 +110,7 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Vec<Option<Vec<u8>>>, Str
                     Init::Npy { path, offset } => {
                         Some(npy_data(&path, offset, len * dtype.size())?)
                     }
+                    Init::Chase(stride) => Some(chase(dtype, len, stride as usize, &mut rng)),
                     Init::Uniform(lo, hi) => {
                         Some(encode_all(dtype, len, || rng.random_range(lo..hi)))
                     }
@@ -142,6 +143,28 @@ fn npy_data(path: &str, offset: u64, bytes: usize) -> Result<Vec<u8>, String> {
         .and_then(|_| f.read_exact(&mut data))
         .map_err(|e| format!("cannot read {bytes} bytes of data from {path}: {e}"))?;
     Ok(data)
+}
+
+/// A pointer chase over `len` elements in lines of `stride`: the first element of each line
+/// holds the next line's first index, the lines in one random cycle (Sattolo's shuffle).
+fn chase(dtype: Dtype, len: usize, stride: usize, rng: &mut SmallRng) -> Vec<u8> {
+    let lines = (len / stride).max(1);
+    let mut next: Vec<usize> = (0..lines).collect();
+    for i in (1..lines).rev() {
+        let j = rng.random_range(0..i);
+        next.swap(i, j);
+    }
+    let mut values = vec![0usize; len];
+    for (line, to) in next.iter().enumerate() {
+        if line * stride < len {
+            values[line * stride] = to * stride;
+        }
+    }
+    let mut out = Vec::with_capacity(len * dtype.size());
+    for v in values {
+        dtype.push(v as f64, &mut out);
+    }
+    out
 }
 
 /// A standard normal draw (Box-Muller), from two uniform ones.
@@ -394,6 +417,25 @@ mod tests {
         assert_eq!(floats, [1.0, 2.0, 3.0, 4.0]);
         std::fs::remove_file(&path).unwrap();
         assert!(draw_inputs(&args, 1).unwrap_err().contains("cannot read"));
+    }
+
+    #[test]
+    fn a_chase_visits_every_line_once_before_it_repeats() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let bytes = chase(Dtype::U32, 64, 4, &mut rng);
+        let v: Vec<usize> = bytes
+            .chunks(4)
+            .map(|c| u32::from_ne_bytes(c.try_into().unwrap()) as usize)
+            .collect();
+        let (mut at, mut seen) = (0, vec![]);
+        for _ in 0..16 {
+            seen.push(at);
+            at = v[at];
+            assert_eq!(at % 4, 0, "lines start at multiples of the stride");
+        }
+        assert_eq!(at, 0, "one cycle of 16 lines");
+        seen.sort();
+        assert_eq!(seen, (0..16).map(|l| l * 4).collect::<Vec<_>>());
     }
 
     #[test]

@@ -291,3 +291,31 @@ name = "hot"
     let err = parse(&text("n = [1, 2]")).unwrap_err().to_string();
     assert!(err.contains("already a sweep parameter"), "{err}");
 }
+
+#[test]
+fn a_metric_is_checked_where_it_is_written() {
+    let t = text("n = [1, 2]", "floor = false\n[[report.metric]]\nname = \"per n\"\nvalue = \"time_ns / n\"\nunit = \"ns\"");
+    let e = parse("n = [1, 2]", "floor = false\n[[report.metric]]\nname = \"per n\"\nvalue = \"time_ns / n\"\nunit = \"ns\"").unwrap();
+    assert_eq!(e.report.metrics[0].value, "time_ns / n");
+    let k = &e.kernels[0];
+    let v = crate::experiment::metric_value(
+        &e.report.metrics[0],
+        &k.points[1],
+        &e.facts,
+        10.0,
+        &k.launches[1],
+    );
+    assert_eq!(v, Ok(5.0));
+    let bad = t.replace("time_ns / n", "time_ns / steps");
+    let err = Experiment::parse(
+        Path::new("e.toml"),
+        &bad,
+        &DeviceFacts::nominal(),
+        Sources::Skip,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("steps") && err.to_string().starts_with("e.toml:"),
+        "{err}"
+    );
+}

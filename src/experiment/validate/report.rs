@@ -1,0 +1,215 @@
+//! The `[report]` table: differences, bias and kernel pairs, the tuned parameter, published
+//! numbers and derived metrics, each checked against the experiment.
+
+use super::*;
+
+impl Validator<'_> {
+    /// `name` as one of `known`, the names of this experiment's `what`s (variants, kernels).
+    fn known(
+        &self,
+        what: &str,
+        known: &[&str],
+        name: &Spanned<String>,
+    ) -> Result<String, ConfigError> {
+        if known.contains(&name.get_ref().as_str()) {
+            Ok(name.get_ref().clone())
+        } else {
+            Err(self
+                .err(name, format!("unknown {what} `{}`", name.get_ref()))
+                .with_hint(format!("{what}s of this experiment: {}", known.join(", "))))
+        }
+    }
+
+    /// Pairs of names of `what`s (variants, kernels), as `differences`, `bias` and
+    /// `kernels` list them.
+    fn pairs(
+        &self,
+        list: &[Spanned<Vec<Spanned<String>>>],
+        (what, of): (&str, &str),
+        known: &[&str],
+        example: &str,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        list.iter()
+            .map(|pair| match pair.get_ref().as_slice() {
+                [a, b] => Ok((self.known(of, known, a)?, self.known(of, known, b)?)),
+                _ => Err(self
+                    .err(pair, format!("each {what} is a pair of {of}s"))
+                    .with_hint(format!("e.g. {example}"))),
+            })
+            .collect()
+    }
+
+    /// `best`: a sweep parameter with at least two values to choose between.
+    fn best(
+        &self,
+        best: Option<Spanned<String>>,
+        params: &[(String, Vec<SweepValue>)],
+    ) -> Result<Option<String>, ConfigError> {
+        let Some(best) = best else {
+            return Ok(None);
+        };
+        let name = best.get_ref();
+        let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
+        match params.iter().find(|(n, _)| n == name) {
+            None => Err(self
+                .err(&best, format!("best: `{name}` is not a sweep parameter"))
+                .with_hint(match names.is_empty() {
+                    true => "this experiment sweeps no parameter; add one under [sweep]".into(),
+                    false => format!("sweep parameters of this experiment: {}", names.join(", ")),
+                })),
+            Some((_, values)) if values.len() < 2 => Err(self
+                .err(
+                    &best,
+                    format!(
+                        "best: the sweep takes only one value of `{name}`, nothing to choose between"
+                    ),
+                )
+                .with_hint(format!("sweep `{name}` over two values or more, e.g. {name} = [128, 256, 512]"))),
+            Some(_) => Ok(Some(name.clone())),
+        }
+    }
+
+    /// Derived metrics, each evaluated once at every kernel's first point (with a time of
+    /// 1 ns) so that a mistake is reported at its line now, not in the report.
+    fn metrics(
+        &self,
+        raw: &[crate::experiment::schema::RawMetric],
+        kernels: &[Kernel],
+    ) -> Result<Vec<crate::experiment::Metric>, ConfigError> {
+        raw.iter()
+            .map(|m| {
+                let metric = crate::experiment::Metric {
+                    name: m.name.get_ref().clone(),
+                    value: m.value.get_ref().clone(),
+                    unit: m.unit.clone().unwrap_or_default(),
+                };
+                for k in kernels {
+                    if let (Some(p), Some(l)) = (k.points.first(), k.launches.first()) {
+                        crate::experiment::metric_value(&metric, p, self.facts, 1.0, l)
+                            .map_err(|e| {
+                                self.err(&m.value, e).with_hint(
+                                    "a metric may use time_ns (the cell's median), bytes, flops, the sweep parameters and device facts",
+                                )
+                            })?;
+                    }
+                }
+                Ok(metric)
+            })
+            .collect()
+    }
+
+    pub(super) fn report(
+        &self,
+        r: RawReport,
+        variants: &[Variant],
+        kernels: &[Kernel],
+        params: &[(String, Vec<SweepValue>)],
+        points: &[Point],
+    ) -> Result<ReportSpec, ConfigError> {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        let known_variant = |s: &Spanned<String>| self.known("variant", &names, s);
+        let mut differences = Vec::new();
+        if let Some(b) = &r.baseline {
+            let b = known_variant(b)?;
+            differences.extend(
+                names
+                    .iter()
+                    .filter(|n| **n != b)
+                    .map(|n| (n.to_string(), b.clone())),
+            );
+        }
+        differences.extend(self.pairs(
+            &r.differences,
+            ("difference", "variant"),
+            &names,
+            "differences = [[\"sync\", \"events\"]]",
+        )?);
+        let bias = self.pairs(
+            &r.bias,
+            ("bias", "variant"),
+            &names,
+            "bias = [[\"events\", \"cupti\"]] (method, reference)",
+        )?;
+        let kernel_names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        let kernel_pairs = self.pairs(
+            &r.kernels,
+            ("kernel comparison", "kernel"),
+            &kernel_names,
+            "kernels = [[\"matmul-tiled\", \"matmul-naive\"]] (kernel, baseline)",
+        )?;
+        // A kernel's own axes count too.
+        let mut all = params.to_vec();
+        for k in kernels {
+            for (name, _) in k.points.first().into_iter().flatten() {
+                if !all.iter().any(|(n, _)| n == name) {
+                    let mut values: Vec<SweepValue> = Vec::new();
+                    for p in &k.points {
+                        let v = &p.iter().find(|(n, _)| n == name).expect("on every point").1;
+                        if !values.contains(v) {
+                            values.push(v.clone());
+                        }
+                    }
+                    all.push((name.clone(), values));
+                }
+            }
+        }
+        let best = self.best(r.best, &all)?;
+        let labels: HashSet<String> = points.iter().map(point_label).collect();
+        let mut published = Vec::new();
+        for p in &r.published {
+            let variant = known_variant(&p.variant)?;
+            if let Some(key) = p.values.get_ref().keys().find(|k| !labels.contains(*k)) {
+                return Err(self
+                    .err(
+                        &p.values,
+                        format!("published value for `{key}`, which is not a sweep point"),
+                    )
+                    .with_hint(format!(
+                        "keys are sweep points as tables show them, e.g. \"{}\"",
+                        points.first().map(point_label).unwrap_or_default()
+                    )));
+            }
+            if p.unit == Unit::Auto {
+                return Err(self.err(
+                    &p.variant,
+                    "published values need a unit (ns, us, ms or s), not auto",
+                ));
+            }
+            published.push(Published {
+                variant,
+                source: p.source.clone(),
+                unit: p.unit,
+                values: p
+                    .values
+                    .get_ref()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect(),
+            });
+        }
+        if let (Some(t), Sources::Read) = (&r.template, self.sources) {
+            let path = self
+                .path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(t.get_ref());
+            if !path.is_file() {
+                return Err(self
+                    .err(t, format!("template {} does not exist", path.display()))
+                    .with_hint("templates are relative to the experiment file, e.g. \"../templates/report.md.j2\""));
+            }
+        }
+        Ok(ReportSpec {
+            differences,
+            bias,
+            kernels: kernel_pairs,
+            best,
+            unit: r.unit.unwrap_or(Unit::Auto),
+            template: r.template.map(Spanned::into_inner),
+            floor: r.floor.unwrap_or(true),
+            floor_samples: r.floor_samples.unwrap_or(1000),
+            published,
+            metrics: self.metrics(&r.metrics, kernels)?,
+        })
+    }
+}
