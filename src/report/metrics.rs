@@ -2,6 +2,7 @@
 //! number the experiment asks for (ns per access, bytes per cycle), a column per variant.
 
 use super::format;
+use super::plots::{self, Line};
 use crate::analysis::Analysis;
 use crate::experiment::{metric_value, point_label};
 use serde::Serialize;
@@ -15,6 +16,8 @@ pub struct MetricTable {
     pub parameters: String,
     pub columns: Vec<String>,
     pub rows: Vec<MetricRow>,
+    /// The metric against the kernel's one swept parameter, where it has one.
+    pub plot: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -23,13 +26,19 @@ pub struct MetricRow {
     pub values: Vec<String>,
 }
 
-/// One table per metric and kernel; `–` where a cell did not give a median or the
-/// expression no number.
-pub fn build(a: &Analysis) -> Vec<MetricTable> {
+/// One table per metric and kernel, `–` where a cell did not give a median or the expression
+/// no number; and a plot of each against the kernel's swept parameter where it has one
+/// (a log x axis where the sweep spans decades, as powers of two do).
+pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<(String, String)>), String> {
     let exp = &a.run.experiment;
-    let mut tables = Vec::new();
-    for m in &exp.report.metrics {
+    let (mut tables, mut files) = (Vec::new(), Vec::new());
+    for (mi, m) in exp.report.metrics.iter().enumerate() {
         for (k, kernel) in exp.kernels.iter().enumerate() {
+            let value = |p: &crate::experiment::Point, launch, v: &str| {
+                a.median_at(k, p, v)
+                    .and_then(|ns| metric_value(m, p, &exp.facts, ns, launch).ok())
+                    .filter(|x| x.is_finite())
+            };
             let rows = kernel
                 .points
                 .iter()
@@ -39,14 +48,35 @@ pub fn build(a: &Analysis) -> Vec<MetricTable> {
                     values: exp
                         .variants
                         .iter()
-                        .map(|v| {
-                            a.median_at(k, p, &v.name)
-                                .and_then(|ns| metric_value(m, p, &exp.facts, ns, launch).ok())
-                                .map_or("–".into(), format::number)
-                        })
+                        .map(|v| value(p, launch, &v.name).map_or("–".into(), format::number))
                         .collect(),
                 })
                 .collect();
+            let mut plot = None;
+            if let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) {
+                let lines: Vec<Line> = exp
+                    .variants
+                    .iter()
+                    .map(|v| Line {
+                        name: v.name.clone(),
+                        points: kernel
+                            .points
+                            .iter()
+                            .zip(&kernel.launches)
+                            .filter_map(|(p, l)| Some((p[0].1.as_f64()?, value(p, l, &v.name)?)))
+                            .collect(),
+                    })
+                    .collect();
+                let xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
+                let (lo, hi) = xs.iter().fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+                let title = format!("{}: {} ({})", kernel.name, m.name, m.unit);
+                let svg = plots::lines(&title, param, &m.unit, &lines, lo > 0.0 && hi / lo >= 100.0)?;
+                if !svg.is_empty() {
+                    let path = format!("plots/{}-metric-{mi}.svg", kernel.name);
+                    files.push((path.clone(), svg));
+                    plot = Some(path);
+                }
+            }
             tables.push(MetricTable {
                 metric: m.name.clone(),
                 unit: m.unit.clone(),
@@ -55,10 +85,11 @@ pub fn build(a: &Analysis) -> Vec<MetricTable> {
                 parameters: exp.parameter_names(k),
                 columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
                 rows,
+                plot,
             });
         }
     }
-    tables
+    Ok((tables, files))
 }
 
 #[cfg(test)]

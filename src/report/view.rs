@@ -212,6 +212,8 @@ impl View {
         })
         .map_err(anyhow::Error::msg)?;
         plot_files.extend(phase_plots);
+        let (metrics, metric_plots) = super::metrics::build(a).map_err(anyhow::Error::msg)?;
+        plot_files.extend(metric_plots);
         let m = &s.meta;
         Ok(View {
             plots,
@@ -233,7 +235,7 @@ impl View {
             variants: variants(a),
             tables,
             kernels: super::kernels::build(exp, |k, p, v| a.sound_median_at(k, p, v)),
-            metrics: super::metrics::build(a),
+            metrics,
             floor,
             overhead,
             stats,
