@@ -112,6 +112,8 @@ pub struct ReportSpec {
     pub floor_samples: u64,
     pub published: Vec<Published>,
     pub metrics: Vec<Metric>,
+    /// Fit `time = a + bytes / b` over each kernel's points.
+    pub fit: bool,
 }
 
 /// A number derived from each cell's median (see [`schema::RawMetric`]).

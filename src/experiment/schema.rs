@@ -175,6 +175,8 @@ pub struct RawReport {
     pub floor_samples: Option<u64>,
     #[serde(default)]
     pub published: Vec<RawPublished>,
+    /// Fit `time = a + bytes / b` over each kernel's points (launch overhead a, bandwidth b).
+    pub fit: Option<bool>,
     /// Numbers derived from each cell's median: `[[report.metric]]`.
     #[serde(default, rename = "metric")]
     pub metrics: Vec<RawMetric>,

@@ -67,10 +67,16 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<(String, String)>), 
                             .collect(),
                     })
                     .collect();
-                let xs: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
-                let (lo, hi) = xs.iter().fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+                let xs: Vec<f64> = lines
+                    .iter()
+                    .flat_map(|l| l.points.iter().map(|p| p.0))
+                    .collect();
+                let (lo, hi) = xs
+                    .iter()
+                    .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
                 let title = format!("{}: {} ({})", kernel.name, m.name, m.unit);
-                let svg = plots::lines(&title, param, &m.unit, &lines, lo > 0.0 && hi / lo >= 100.0)?;
+                let svg =
+                    plots::lines(&title, param, &m.unit, &lines, lo > 0.0 && hi / lo >= 100.0)?;
                 if !svg.is_empty() {
                     let path = format!("plots/{}-metric-{mi}.svg", kernel.name);
                     files.push((path.clone(), svg));

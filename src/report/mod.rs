@@ -6,6 +6,7 @@ mod bias;
 mod cells;
 mod compare;
 mod figures;
+mod fit;
 pub mod format;
 mod kernels;
 mod medians;

@@ -21,6 +21,8 @@ pub struct View {
     kernels: Vec<super::kernels::KernelsTable>,
     /// Derived metrics, a table per metric and kernel.
     metrics: Vec<super::metrics::MetricTable>,
+    /// `time = a + bytes / b` per kernel and variant, where asked.
+    fit: Vec<super::fit::FitRow>,
     floor: Vec<FloorRow>,
     overhead: Option<OverheadView>,
     stats: Vec<StatRow>,
@@ -236,6 +238,7 @@ impl View {
             tables,
             kernels: super::kernels::build(exp, |k, p, v| a.sound_median_at(k, p, v)),
             metrics,
+            fit: super::fit::build(a),
             floor,
             overhead,
             stats,

@@ -210,6 +210,7 @@ impl Validator<'_> {
             floor_samples: r.floor_samples.unwrap_or(1000),
             published,
             metrics: self.metrics(&r.metrics, kernels)?,
+            fit: r.fit.unwrap_or(false),
         })
     }
 }
