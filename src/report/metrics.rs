@@ -1,6 +1,7 @@
 //! Derived metrics (`[[report.metric]]`): per kernel, each cell's median turned into the
 //! number the experiment asks for (ns per access, bytes per cycle), a column per variant.
 
+use super::figures::PlotFile;
 use super::format;
 use super::plots::{self, Line};
 use crate::analysis::Analysis;
@@ -29,7 +30,7 @@ pub struct MetricRow {
 /// One table per metric and kernel, `–` where a cell did not give a median or the expression
 /// no number; and a plot of each against the kernel's swept parameter where it has one
 /// (a log x axis where the sweep spans decades, as powers of two do).
-pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<(String, String)>), String> {
+pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), String> {
     let exp = &a.run.experiment;
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (mi, m) in exp.report.metrics.iter().enumerate() {

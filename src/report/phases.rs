@@ -2,6 +2,7 @@
 //! median time of every phase of a worker's life (process start, driver, context, NVRTC,
 //! module load, ...), a table per point and a stacked bar per variant.
 
+use super::figures::PlotFile;
 use super::format;
 use super::plots;
 use crate::analysis::median;
@@ -29,9 +30,6 @@ pub struct PhaseRow {
     /// Rows that sum or summarize the phases above them are shown in bold.
     pub total: bool,
 }
-
-/// A plot to write beside the report: its path relative to the report, and its SVG text.
-pub type PlotFile = (String, String);
 
 /// Phase tables and their plots.
 pub fn build(
