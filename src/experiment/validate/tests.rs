@@ -16,9 +16,19 @@ fn text(sweep: &str, report: &str) -> String {
 }
 
 fn parse(sweep: &str, report: &str) -> Result<Experiment, ConfigError> {
+    parse_text(&text(sweep, report))
+}
+
+/// How tables label these points.
+fn labels(points: &[crate::experiment::Point]) -> Vec<String> {
+    points.iter().map(crate::experiment::point_label).collect()
+}
+
+/// A whole experiment's text, checked without reading sources.
+fn parse_text(text: &str) -> Result<Experiment, ConfigError> {
     Experiment::parse(
         Path::new("e.toml"),
-        &text(sweep, report),
+        text,
         &DeviceFacts::nominal(),
         Sources::Skip,
     )
@@ -88,13 +98,7 @@ fn a_templated_entry_takes_the_sweep_at_every_point() {
         "name = \"matmul-tiled\"\nsource = \"k.cu\"\nentry = \"k\"",
         "name = \"matmul-tiled\"\nsource = \"k.cu\"\nentry = \"k<{{ block }}, float>\"",
     );
-    let e = Experiment::parse(
-        Path::new("e.toml"),
-        &t,
-        &DeviceFacts::nominal(),
-        Sources::Skip,
-    )
-    .unwrap();
+    let e = parse_text(&t).unwrap();
     let entries: Vec<&str> = e.kernels[0]
         .launches
         .iter()
@@ -103,13 +107,7 @@ fn a_templated_entry_takes_the_sweep_at_every_point() {
     assert_eq!(entries, ["k<128, float>", "k<256, float>"]);
     assert!(e.kernels[1].launches.iter().all(|l| l.entry.is_empty()));
     let bad = t.replace("{{ block }}", "{{ blok }}");
-    let err = Experiment::parse(
-        Path::new("e.toml"),
-        &bad,
-        &DeviceFacts::nominal(),
-        Sources::Skip,
-    )
-    .unwrap_err();
+    let err = parse_text(&bad).unwrap_err();
     assert!(err.to_string().contains("cannot render"), "{err}");
 }
 
@@ -136,22 +134,9 @@ unchecked = true
 [[variant]]
 name = "hot"
 "#;
-    let parse = |t: &str| {
-        Experiment::parse(
-            Path::new("e.toml"),
-            t,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
-    };
-    let e = parse(text).unwrap();
-    let labels: Vec<String> = e
-        .points
-        .iter()
-        .map(crate::experiment::point_label)
-        .collect();
+    let e = parse_text(text).unwrap();
     assert_eq!(
-        labels,
+        labels(&e.points),
         [
             "dtype=f16, rows=2, cols=8",
             "dtype=f16, rows=4, cols=16",
@@ -168,13 +153,13 @@ name = "hot"
         crate::experiment::ArgValue::Scalar { dtype: crate::experiment::Dtype::Bf16, bytes } if bytes.len() == 2
     ));
     let bad = text.replace(r#"["f16", "bf16"]"#, r#"["f16", "f99"]"#);
-    let err = parse(&bad).unwrap_err().to_string();
+    let err = parse_text(&bad).unwrap_err().to_string();
     assert!(err.contains("not a type"), "{err}");
     let unknown = text.replace(
         r#"buffer = "{{ dtype }}", len = "rows * cols", init = "output""#,
         r#"buffer = "f17", len = "rows * cols", init = "output""#,
     );
-    let err = parse(&unknown).unwrap_err().to_string();
+    let err = parse_text(&unknown).unwrap_err().to_string();
     assert!(
         err.contains("unknown type `f17`") && err.starts_with("e.toml:15:"),
         "{err}"
@@ -256,22 +241,9 @@ name = "hot"
 "#
         )
     };
-    let parse = |t: &str| {
-        Experiment::parse(
-            Path::new("e.toml"),
-            t,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
-    };
-    let e = parse(&text("block = [128, 256]")).unwrap();
-    let labels: Vec<String> = e.kernels[0]
-        .points
-        .iter()
-        .map(crate::experiment::point_label)
-        .collect();
+    let e = parse_text(&text("block = [128, 256]")).unwrap();
     assert_eq!(
-        labels,
+        labels(&e.kernels[0].points),
         [
             "n=1024, block=128",
             "n=1024, block=256",
@@ -288,7 +260,7 @@ name = "hot"
         "the other kernel keeps the experiment's sweep"
     );
     assert_eq!(e.parameter_names(0), "n, block");
-    let err = parse(&text("n = [1, 2]")).unwrap_err().to_string();
+    let err = parse_text(&text("n = [1, 2]")).unwrap_err().to_string();
     assert!(err.contains("already a sweep parameter"), "{err}");
 }
 
@@ -307,13 +279,7 @@ fn a_metric_is_checked_where_it_is_written() {
     );
     assert_eq!(v, Ok(5.0));
     let bad = t.replace("time_ns / n", "time_ns / steps");
-    let err = Experiment::parse(
-        Path::new("e.toml"),
-        &bad,
-        &DeviceFacts::nominal(),
-        Sources::Skip,
-    )
-    .unwrap_err();
+    let err = parse_text(&bad).unwrap_err();
     assert!(
         err.to_string().contains("steps") && err.to_string().starts_with("e.toml:"),
         "{err}"
