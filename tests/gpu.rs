@@ -156,7 +156,7 @@ arch = "sm_80"
             "context",
             "device query",
             "NVML open",
-            "job (after the previous worker's exit)",
+            "job received",
             "NVRTC compile",
             "module load",
             "function lookup",

@@ -19,6 +19,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// How long a worker that reported all its cells may take to exit before it is killed.
+const EXIT_LIMIT: Duration = Duration::from_secs(60);
+
 /// Runs the plan's jobs in order and stores what they report.
 pub struct Scheduler<'a> {
     exp: &'a Experiment,
@@ -32,8 +35,6 @@ pub struct Scheduler<'a> {
     bar: ProgressBar,
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
-    /// A worker that reported all its cells and is exiting, with when it reported the last.
-    exiting: Option<(WorkerProcess, Instant)>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -65,7 +66,6 @@ impl<'a> Scheduler<'a> {
                 .context("cannot create a folder for the run's shared inputs")?,
             bar,
             gpu_warmup: exp.gpu_warmup,
-            exiting: None,
         })
     }
 
@@ -90,7 +90,6 @@ impl<'a> Scheduler<'a> {
             }
             self.run_job(job)?;
         }
-        self.settle()?;
         self.bar.finish_and_clear();
         Ok(!INTERRUPTED.load(Ordering::SeqCst))
     }
@@ -150,10 +149,9 @@ impl<'a> Scheduler<'a> {
             };
             let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
             sent.run_cache = Some(self.run_cache.path().to_path_buf());
-            // Started before the previous worker has exited; its job (and so its first
-            // launch) waits for that exit.
+            // The previous worker has exited: a fresh process starts on an idle GPU, as a
+            // program run from a shell does.
             let mut worker = WorkerProcess::spawn(&program, &vars)?;
-            self.settle()?;
             worker.send(&sent)?;
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
             let mut last_message = Instant::now();
@@ -195,7 +193,7 @@ impl<'a> Scheduler<'a> {
                                 self.bar.set_message(cell.id.clone());
                                 deadline = cell.knobs.timeout.0;
                             }
-                            // Done: it exits while the next worker starts.
+                            // Done: only its exit is left.
                             None if profiled.is_none() => break Next::Closed,
                             None => {}
                         }
@@ -212,12 +210,10 @@ impl<'a> Scheduler<'a> {
                 }
             };
             let Some(run) = remaining.front().copied() else {
-                self.exiting = Some((worker, last_message));
-                if profiled.is_some() {
-                    // ncu writes its report as the worker exits.
-                    self.settle()?;
-                    self.store_profiled(&mut pending, report.path())?;
-                }
+                // ncu writes its report as the worker exits: no limit on a profiled one.
+                let limit = profiled.is_none().then_some(EXIT_LIMIT);
+                self.exited(worker, last_message, limit)?;
+                self.store_profiled(&mut pending, report.path())?;
                 return Ok(());
             };
             // The worker is done or stuck: end it, keep what it reported (a profiled
@@ -246,14 +242,25 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// Waits for the exiting worker, if any, to exit (killing it after a minute: its cells
-    /// are stored, it only has to exit), and counts its exit time.
-    fn settle(&mut self) -> Result<()> {
-        if let Some((worker, last_message)) = self.exiting.take() {
-            worker.finish_within(Some(Duration::from_secs(60)))?;
-            let count = self.meta.workers.get_or_insert_with(Default::default);
-            count.processes += 1;
-            count.exit_s += last_message.elapsed().as_secs_f64();
+    /// Waits for a worker that reported all its cells to exit (killed past `limit`: it only
+    /// has to exit), counts its exit time, and says so where it did not exit cleanly.
+    fn exited(
+        &mut self,
+        worker: WorkerProcess,
+        last_message: Instant,
+        limit: Option<Duration>,
+    ) -> Result<()> {
+        let (status, stderr) = worker.finish_within(limit)?;
+        let count = self.meta.workers.get_or_insert_with(Default::default);
+        count.processes += 1;
+        count.exit_s += last_message.elapsed().as_secs_f64();
+        if !status.success() {
+            self.bar.suspend(|| {
+                eprintln!(
+                    "warning: a worker reported all its cells but ended with {status}{}",
+                    tail(&stderr)
+                )
+            });
         }
         Ok(())
     }

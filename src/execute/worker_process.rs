@@ -126,12 +126,15 @@ impl WorkerProcess {
         })
     }
 
-    /// Sends the job, once.
+    /// Sends the job, once, from a thread: a job larger than the pipe waits for the worker
+    /// to read it (after its device is open), and the parent must stay free to time it out.
     pub fn send(&mut self, job: &Job) -> Result<()> {
         let text = serde_json::to_string(job)?;
         if let Some(mut stdin) = self.stdin.take() {
             // A worker that died before reading its job is reported by its exit status.
-            let _ = stdin.write_all(text.as_bytes());
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(text.as_bytes());
+            });
         }
         Ok(())
     }

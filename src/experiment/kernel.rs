@@ -89,8 +89,16 @@ pub struct Step {
 
 impl Kernel {
     /// Its point that agrees with `point` on every parameter it has (a reference kernel
-    /// without the checked kernel's own axes serves all their values).
+    /// without the checked kernel's own axes serves all their values); None where it has a
+    /// parameter `point` lacks, which would leave the choice open.
     pub fn point_for(&self, point: &super::Point) -> Option<usize> {
+        let names_within = self
+            .points
+            .first()
+            .is_none_or(|q| q.iter().all(|(n, _)| point.iter().any(|(m, _)| m == n)));
+        if !names_within {
+            return None;
+        }
         self.points
             .iter()
             .position(|q| q.iter().all(|kv| point.contains(kv)))
@@ -292,6 +300,18 @@ pub fn evaluate(
                         format!("buffer `{}` has a negative length {n}", a.name),
                     )
                 })?;
+                if let Init::Chase(_) = init {
+                    // The chase stores indices: an integer type that holds the last one.
+                    let fits = dtype
+                        .int_range()
+                        .is_some_and(|(_, hi)| (len as i128).saturating_sub(1) <= hi);
+                    if !fits {
+                        return Err((
+                            Part::Arg(i),
+                            format!("buffer `{}`: a chase of {len} elements needs an integer type that holds index {}, not {}", a.name, len.saturating_sub(1), dtype.key()),
+                        ));
+                    }
+                }
                 if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
                     return Err((
                         Part::Arg(i),

@@ -33,9 +33,10 @@ pub struct Peaks {
     pub dram: Option<f64>,
     /// FP32 operations per second.
     pub fp32: Option<f64>,
-    /// FP64 and FP16/BF16 (packed pairs, no tensor cores) operations per second.
+    /// FP64, FP16 and BF16 (no tensor cores) operations per second.
     pub fp64: Option<f64>,
     pub fp16: Option<f64>,
+    pub bf16: Option<f64>,
     pub source: String,
 }
 
@@ -44,9 +45,23 @@ impl Peaks {
     fn flops(&self, dtype: Dtype) -> Option<f64> {
         match dtype {
             Dtype::F64 => self.fp64,
-            Dtype::F16 | Dtype::Bf16 => self.fp16,
+            Dtype::F16 => self.fp16,
+            Dtype::Bf16 => self.bf16,
             _ => self.fp32,
         }
+    }
+}
+
+/// FP16 and BF16 rates without tensor cores as multiples of FP32's, by compute capability
+/// (the CUDA programming guide's throughput table: packed pairs on 8.0 and 9.0, four-fold
+/// FP16 on the A100).
+fn half_factors(cc: (i64, i64)) -> (Option<f64>, Option<f64>) {
+    match cc {
+        (9, 0) => (Some(2.0), Some(2.0)),
+        (8, 0) => (Some(4.0), Some(2.0)),
+        (8, 6) | (8, 7) | (8, 9) => (Some(1.0), Some(1.0)),
+        (7, 0) => (Some(2.0), None),
+        _ => (None, None),
     }
 }
 
@@ -95,10 +110,9 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype]) -> Peaks {
     }
     let per_sm = |lanes: f64| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * lanes * 2.0;
     let fp64 = fp64_lanes(capability(d)).map(per_sm);
-    // Packed half2 and bfloat162 arithmetic: twice the FP32 rate from compute capability 8.0.
-    let fp16 = lanes
-        .filter(|_| capability(d) >= (8, 0))
-        .map(|l| per_sm(2.0 * l));
+    let (f16x, bf16x) = half_factors(capability(d));
+    let fp16 = fp32.zip(f16x).map(|(p, x)| p * x);
+    let bf16 = fp32.zip(bf16x).map(|(p, x)| p * x);
     if let (Some(p), true) = (fp64, types.contains(&Dtype::F64)) {
         source.push(format!(
             "FP64 {:.1} TFLOP/s = {} SMs x {} MHz x {} FP64 lanes x 2",
@@ -108,20 +122,21 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype]) -> Peaks {
             fp64_lanes(capability(d)).unwrap_or_default()
         ));
     }
-    if let (Some(p), true) = (
-        fp16,
-        types.iter().any(|t| matches!(t, Dtype::F16 | Dtype::Bf16)),
-    ) {
-        source.push(format!(
-            "FP16/BF16 without tensor cores {:.1} TFLOP/s, twice FP32 (packed pairs)",
-            p / 1e12
-        ));
+    for (dtype, peak, factor) in [(Dtype::F16, fp16, f16x), (Dtype::Bf16, bf16, bf16x)] {
+        if let (Some(p), Some(x), true) = (peak, factor, types.contains(&dtype)) {
+            source.push(format!(
+                "{} without tensor cores {:.1} TFLOP/s = {x} x FP32",
+                dtype.key().to_uppercase(),
+                p / 1e12
+            ));
+        }
     }
     Peaks {
         dram,
         fp32,
         fp64,
         fp16,
+        bf16,
         source: source.join("; "),
     }
 }
@@ -207,6 +222,7 @@ mod tests {
             fp32: Some(66.9e12),
             fp64: Some(33.5e12),
             fp16: None,
+            bf16: None,
             source: String::new(),
         };
         // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.
@@ -223,6 +239,8 @@ mod tests {
             "20.0 TFLOP/s"
         );
         assert_eq!(fp64_lanes((9, 0)), Some(64.0));
+        assert_eq!(half_factors((8, 0)), (Some(4.0), Some(2.0)));
+        assert_eq!(half_factors((8, 9)), (Some(1.0), Some(1.0)));
         assert_eq!(fp32_lanes((9, 0)), Some(128.0));
     }
 }

@@ -31,11 +31,15 @@ pub(super) struct Checker<'a> {
 impl Checker<'_> {
     /// Checks the output: against its CPU reference, or against a reference kernel run
     /// now, on fresh buffers of the same inputs (`check_kernel`).
+    /// `recorded`: the kernel names CUPTI is recording timed launches of, where the check
+    /// runs among them (after the first timed launch): a reference kernel of the same name
+    /// would be taken for one.
     pub(super) fn check(
         &self,
         kernels: &mut Kernels,
         timeline: &mut Timeline,
         buffers: &Buffers,
+        recorded: Option<&[String]>,
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
@@ -48,6 +52,15 @@ impl Checker<'_> {
         let key = KernelKey::Reference(kc.kernel, Build::of(spec).hash());
         let loaded = kernels.get(key, Build::of(spec), timeline)?.0;
         let (func, steps) = (loaded.func.clone(), loaded.steps.clone());
+        let names = std::iter::once(&loaded.entry).chain(steps.iter().map(|(n, _)| n));
+        if let Some(clash) = names
+            .clone()
+            .find(|n| recorded.is_some_and(|r| r.contains(n)))
+        {
+            return Err(Failure::from(format!(
+                "the reference kernel's `{clash}` has the name of a kernel CUPTI is timing, and would run among its timed launches: rename it, or add warmup = 1 so the check comes first"
+            )));
+        }
         let reference = kernels.def(kc.kernel);
         let takes = reference.takes.as_deref();
         check_params(&func, &sizes(&spec.args, takes), &reference.entry)?;

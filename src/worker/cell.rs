@@ -264,7 +264,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         cuda::synchronize().map_err(during("checked launch"))?;
         timeline.mark("checked launch");
         rec.kernel_launches += 1;
-        rec.check = Some(checker.check(&mut s.kernels, timeline, buffers)?);
+        rec.check = Some(checker.check(&mut s.kernels, timeline, buffers, None)?);
         timeline.mark(OUTPUT_CHECK);
         warmup -= 1;
     }
@@ -333,7 +333,8 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
-        rec.check = Some(checker.check(&mut s.kernels, timeline, buffers)?);
+        let recorded = (knobs.timer == TimerKind::Cupti).then_some(entries.as_slice());
+        rec.check = Some(checker.check(&mut s.kernels, timeline, buffers, recorded)?);
         timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);

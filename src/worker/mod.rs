@@ -30,9 +30,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
 
-/// The phase from the device's opening to the job's arrival: it holds the wait for the
-/// previous worker's exit.
-const JOB_PHASE: &str = "job (after the previous worker's exit)";
+/// The phase from the device's opening to the job's arrival.
+const JOB_PHASE: &str = "job received";
 
 fn send(msg: &Message) {
     let mut out = std::io::stdout().lock();
@@ -54,8 +53,8 @@ pub fn main() -> ExitCode {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let mut timeline = Timeline::from_spawn(spawned, entry, entry_wall);
-    // The device first: the parent sends the job once the previous worker has exited, so a
-    // fresh process's CUDA start-up overlaps that exit and nothing else.
+    // The device first, then the job (the phases of a fresh process up to its context are
+    // those of any CUDA program).
     let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
         Ok(g) => g,
         Err(e) => return fatal(e.to_string()),

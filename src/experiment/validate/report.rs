@@ -137,6 +137,21 @@ impl Validator<'_> {
             &kernel_names,
             "kernels = [[\"matmul-tiled\", \"matmul-naive\"]] (kernel, baseline)",
         )?;
+        // A baseline's points must each answer one of the kernel's.
+        for (pair, (kernel, baseline)) in r.kernels.iter().zip(&kernel_pairs) {
+            let of = |name: &str| {
+                kernels
+                    .iter()
+                    .find(|k| k.name == name)
+                    .expect("checked above")
+            };
+            let (k, b) = (of(kernel), of(baseline));
+            if k.points.iter().any(|p| b.point_for(p).is_none()) {
+                return Err(self
+                    .err(pair, format!("`{baseline}` is swept over axes `{kernel}` lacks, or other values"))
+                    .with_hint("a baseline kernel's own axes must be among the kernel's; the experiment's sweep is shared"));
+            }
+        }
         // A kernel's own axes count too.
         let mut all = params.to_vec();
         for k in kernels {

@@ -285,3 +285,47 @@ fn a_metric_is_checked_where_it_is_written() {
         "{err}"
     );
 }
+
+#[test]
+fn a_chase_needs_an_integer_type_that_holds_its_indices() {
+    let text = |ty: &str, len: &str| {
+        format!(
+            "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"next\", buffer = \"{ty}\", len = {len}, init = \"chase(4)\" }}]\n[[variant]]\nname = \"hot\"\n"
+        )
+    };
+    assert!(parse_text(&text("u32", "1024")).is_ok());
+    let err = parse_text(&text("f32", "1024")).unwrap_err().to_string();
+    assert!(err.contains("needs an integer type"), "{err}");
+    let err = parse_text(&text("u8", "1024")).unwrap_err().to_string();
+    assert!(err.contains("index 1023"), "{err}");
+}
+
+#[test]
+fn a_baseline_with_axes_the_kernel_lacks_is_refused() {
+    let t = r#"
+[experiment]
+title = "t"
+[sweep]
+n = [1, 2]
+[[kernel]]
+name = "a"
+source = "k.cu"
+entry = "k"
+grid = [1]
+block = [1]
+[[kernel]]
+name = "b"
+source = "k.cu"
+entry = "k"
+grid = [1]
+block = [1]
+sweep = { tile = [8, 16] }
+[[variant]]
+name = "hot"
+[report]
+kernels = [["a", "b"]]
+"#;
+    let err = parse_text(t).unwrap_err().to_string();
+    assert!(err.contains("swept over axes"), "{err}");
+    assert!(parse_text(&t.replace("[\"a\", \"b\"]", "[\"b\", \"a\"]")).is_ok());
+}
