@@ -86,6 +86,13 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
         .map(|(i, p)| {
             let median = |v: &str| a.median_at(k, p, v);
             let label = point_label(p);
+            // Published numbers and peers are keyed by the experiment's points, which a
+            // kernel's own axes extend.
+            let base = exp.kernels[k]
+                .base
+                .get(i)
+                .and_then(|&b| exp.points.get(b))
+                .map_or_else(|| label.clone(), point_label);
             TableRow {
                 size: exp.kernels[k]
                     .launches
@@ -111,7 +118,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
                     .map(|pb| {
                         pb.values
                             .iter()
-                            .find(|(l, _)| *l == label)
+                            .find(|(l, _)| *l == base)
                             .map_or("–".into(), |(_, v)| {
                                 format::time(v * pb.unit.ns_per_unit(), unit)
                             })
@@ -121,7 +128,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
                     .peers
                     .iter()
                     .map(|peer| {
-                        let theirs = peers.get(&(peer.name.clone(), label.clone())).copied();
+                        let theirs = peers.get(&(peer.name.clone(), base.clone())).copied();
                         let first =
                             cell(p, &peer.variant).is_some_and(|c| c.headline() == Headline::First);
                         super::peers::shown(theirs, median(&peer.variant), first, unit)

@@ -43,7 +43,8 @@ pub fn read_pieces(file: Option<&Path>, lens: &[usize]) -> Option<Vec<Vec<u8>>> 
 pub fn write(file: Option<&Path>, bytes: &[u8]) {
     let Some(file) = file else { return };
     let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, file).is_err() {
+    // A failed write or rename leaves nothing behind: later processes do the work again.
+    if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, file).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }
