@@ -285,7 +285,9 @@ impl<'b> Launch<'b> {
     /// Enqueues the kernel on the legacy default stream, as `kernel<<<g, b>>>` does.
     #[inline]
     pub fn enqueue(&mut self) -> Result<(), CudaError> {
-        if self.func.is_none() || self.then.iter().any(|(n, _)| n.func.is_none()) {
+        // Steps are lazy exactly where the launch they follow is, and resolve with it: the
+        // timed path checks one field, as a launch without steps does.
+        if self.func.is_none() {
             self.resolve()?;
         }
         self.enqueue_on(std::ptr::null_mut())

@@ -151,8 +151,7 @@ impl<'a> Scheduler<'a> {
             sent.run_cache = Some(self.run_cache.path().to_path_buf());
             // The previous worker has exited: a fresh process starts on an idle GPU, as a
             // program run from a shell does.
-            let mut worker = WorkerProcess::spawn(&program, &vars)?;
-            worker.send(&sent)?;
+            let mut worker = WorkerProcess::start(&program, sent, &vars)?;
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
             let mut last_message = Instant::now();
             let ended = loop {

@@ -78,7 +78,7 @@ impl WorkerProcess {
 
     /// Starts `program` with `vars` added to the environment; it opens the device while it
     /// waits for its job ([`WorkerProcess::send`]).
-    pub fn spawn(program: &WorkerProgram, vars: &[(String, String)]) -> Result<WorkerProcess> {
+    fn spawn(program: &WorkerProgram, vars: &[(String, String)]) -> Result<WorkerProcess> {
         let spawned_unix_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -128,7 +128,7 @@ impl WorkerProcess {
 
     /// Sends the job, once, from a thread: a job larger than the pipe waits for the worker
     /// to read it (after its device is open), and the parent must stay free to time it out.
-    pub fn send(&mut self, job: &Job) -> Result<()> {
+    fn send(&mut self, job: &Job) -> Result<()> {
         let text = serde_json::to_string(job)?;
         if let Some(mut stdin) = self.stdin.take() {
             // A worker that died before reading its job is reported by its exit status.

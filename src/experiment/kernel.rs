@@ -87,6 +87,22 @@ pub struct Step {
     pub args: Vec<usize>,
 }
 
+/// Whether a source holds a function of `entry`'s name (templates' arguments aside), or a
+/// module a symbol of exactly that name: what is checked before anything compiles.
+pub fn holds_entry(source: &str, module: Option<&[u8]>, entry: &str) -> bool {
+    match module {
+        Some(image) => image
+            .windows(entry.len().max(1))
+            .any(|w| w == entry.as_bytes()),
+        None => {
+            let base = entry.split('<').next().unwrap_or(entry).trim();
+            source
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == base)
+        }
+    }
+}
+
 impl Kernel {
     /// Its point that agrees with `point` on every parameter it has (a reference kernel
     /// without the checked kernel's own axes serves all their values); None where it has a

@@ -52,56 +52,54 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
         let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) else {
             continue;
         };
-        {
-            let at = |variant: &str, p: &Point| a.median_at(k, p, variant);
-            let points = &kernel.points;
-            let medians: Vec<Line> = exp
-                .variants
-                .iter()
-                .map(|v| Line {
-                    name: v.name.clone(),
-                    points: points
-                        .iter()
-                        .filter_map(|p| Some((p[0].1.as_f64()?, at(&v.name, p)? / 1e3)))
-                        .collect(),
-                })
-                .collect();
-            let title = format!("{}: median per variant", kernel.name);
-            let svg = plots::lines(&title, param, "median (µs)", &medians, false)
-                .map_err(anyhow::Error::msg)?;
-            add(
-                &mut plots.medians,
-                title,
-                format!("plots/{}-median.svg", kernel.name),
-                svg,
-            );
-            let diffs: Vec<Line> = exp
-                .report
-                .differences
-                .iter()
-                .map(|(v, b)| Line {
-                    name: format!("{v} vs {b}"),
-                    points: points
-                        .iter()
-                        .filter_map(|p| {
-                            Some((
-                                p[0].1.as_f64()?,
-                                (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
-                            ))
-                        })
-                        .collect(),
-                })
-                .collect();
-            let title = format!("{}: relative difference of the medians", kernel.name);
-            let svg = plots::lines(&title, param, "difference (%)", &diffs, false)
-                .map_err(anyhow::Error::msg)?;
-            add(
-                &mut plots.differences,
-                title,
-                format!("plots/{}-difference.svg", kernel.name),
-                svg,
-            );
-        }
+        let at = |variant: &str, p: &Point| a.median_at(k, p, variant);
+        let points = &kernel.points;
+        let medians: Vec<Line> = exp
+            .variants
+            .iter()
+            .map(|v| Line {
+                name: v.name.clone(),
+                points: points
+                    .iter()
+                    .filter_map(|p| Some((p[0].1.as_f64()?, at(&v.name, p)? / 1e3)))
+                    .collect(),
+            })
+            .collect();
+        let title = format!("{}: median per variant", kernel.name);
+        let svg = plots::lines(&title, param, "median (µs)", &medians, false)
+            .map_err(anyhow::Error::msg)?;
+        add(
+            &mut plots.medians,
+            title,
+            format!("plots/{}-median.svg", kernel.name),
+            svg,
+        );
+        let diffs: Vec<Line> = exp
+            .report
+            .differences
+            .iter()
+            .map(|(v, b)| Line {
+                name: format!("{v} vs {b}"),
+                points: points
+                    .iter()
+                    .filter_map(|p| {
+                        Some((
+                            p[0].1.as_f64()?,
+                            (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
+                        ))
+                    })
+                    .collect(),
+            })
+            .collect();
+        let title = format!("{}: relative difference of the medians", kernel.name);
+        let svg = plots::lines(&title, param, "difference (%)", &diffs, false)
+            .map_err(anyhow::Error::msg)?;
+        add(
+            &mut plots.differences,
+            title,
+            format!("plots/{}-difference.svg", kernel.name),
+            svg,
+        );
     }
     for c in &s.plan.cells {
         let key = (c.index as u32, 0);

@@ -36,10 +36,7 @@ impl Validator<'_> {
                     self.err(&rk.source, format!("cannot read kernel source {}: {e}", source_path.display()))
                         .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"; a prebuilt module ends in .cubin, .ptx or .fatbin")
                 })?;
-                if !t
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .any(|w| w == base)
-                {
+                if !kernel::holds_entry(&t, None, entry) {
                     return Err(self
                         .err(
                             &rk.entry,
@@ -59,10 +56,7 @@ impl Validator<'_> {
                     self.err(&rk.source, format!("cannot read module {}: {e}", source_path.display()))
                         .with_hint("modules are relative to the experiment file; build one with e.g. `nvcc -cubin -arch=sm_90 -o k.cubin k.cu`")
                 })?;
-                let found = image
-                    .windows(entry.len().max(1))
-                    .any(|w| w == entry.as_bytes());
-                if templated || !found {
+                if templated || !kernel::holds_entry("", Some(&image), entry) {
                     return Err(self
                         .err(&rk.entry, format!("module {} has no kernel named `{entry}`", source_path.display()))
                         .with_hint("a module's entry is its symbol as the module names it: the mangled name of a C++ kernel (`cuobjdump -symbols`), or the plain name of an extern \"C\" one"));

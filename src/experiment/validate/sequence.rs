@@ -20,16 +20,8 @@ impl Validator<'_> {
     ) -> Result<kernel::Step, ConfigError> {
         let entry = step.entry.get_ref();
         let base = entry.split('<').next().unwrap_or(entry).trim();
-        let found = match (self.sources, module) {
-            (Sources::Skip, _) => true,
-            (Sources::Read, Some(m)) => m
-                .image
-                .windows(entry.len().max(1))
-                .any(|w| w == entry.as_bytes()),
-            (Sources::Read, None) => source_text
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w == base),
-        };
+        let found = self.sources == Sources::Skip
+            || kernel::holds_entry(source_text, module.map(|m| m.image.as_slice()), entry);
         if !found {
             return Err(self
                 .err(
