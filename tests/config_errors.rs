@@ -577,3 +577,30 @@ fn a_reference_kernel_check_needs_one_launch_before_a_batch_is_timed() {
     let out = run(&["plan", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn buffer_memory_is_named_and_managed_memory_is_bounded() {
+    let a = "init = \"uniform(0, 100)\"";
+    let text = good().replacen(a, &format!("{a}, memory = \"pinned\""), 1);
+    let err = plan_error(&text);
+    assert!(
+        err.contains("unknown memory `pinned`") && err.contains("\"managed\""),
+        "{err}"
+    );
+    assert_at_line(&err, &text, "memory = \"pinned\"");
+    let text = good().replacen(
+        "scalar = \"i32\", value = \"n\"",
+        "scalar = \"i32\", value = \"n\", memory = \"managed\"",
+        1,
+    );
+    assert!(plan_error(&text).contains("takes only a value"));
+    // Two managed buffers of 48 GiB each: more than the 80 GiB the plan assumes.
+    let text = good()
+        .replace("n = [64, 96]", "n = [113512]")
+        .replace(a, &format!("{a}, memory = \"managed\""));
+    let err = plan_error(&text);
+    assert!(err.contains("managed buffers take"), "{err}");
+    let text = good().replacen(a, &format!("{a}, memory = \"mapped\""), 1);
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    assert!(run(&["plan", path.to_str().unwrap()]).status.success());
+}

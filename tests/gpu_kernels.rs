@@ -1,5 +1,5 @@
-//! Kernels of any shape on a GPU: bf16 buffers checked against a reference kernel, and a
-//! prebuilt PTX module. Ignored without a GPU, as in `tests/gpu.rs`.
+//! Kernels of any shape on a GPU: bf16 buffers checked against a reference kernel, managed
+//! and mapped buffers, and a prebuilt PTX module. Ignored without a GPU, as in `tests/gpu.rs`.
 
 mod common;
 use common::*;
@@ -174,4 +174,26 @@ fn headers_beside_the_source_and_in_an_include_option_are_found() {
     assert!(out.status.success(), "{}", stderr(&out));
     let cells = std::fs::read_to_string(out_dir.path().join("e/cells.jsonl")).unwrap();
     assert!(cells.contains("\"status\":\"ok\""), "{cells}");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn managed_and_mapped_buffers_run_checked_also_with_fresh_inputs() {
+    let root = kernels_dir().parent().unwrap().to_path_buf();
+    let experiment = std::fs::read_to_string(root.join("experiments/unified-memory.toml"))
+        .unwrap()
+        .replace("n = \"2^20..2^28\"", "n = [65536]")
+        .replace("../kernels/", &format!("{}/", kernels_dir().display()));
+    let (_out, _dir, records) = run_on_gpu("unified", &experiment);
+    for kernel in ["device", "managed", "mapped"] {
+        for variant in ["resident", "migrating"] {
+            let r = record(&records, &format!("{kernel}/n=65536/{variant}"));
+            assert_eq!(r["status"], "ok", "{r}");
+            let check = r["check"].as_str().unwrap();
+            assert!(
+                check.contains("against kernel `triad-ref`: A: max abs error 0.000e0"),
+                "{kernel}/{variant}: {check}"
+            );
+        }
+    }
 }

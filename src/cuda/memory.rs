@@ -1,12 +1,33 @@
-//! Device memory, freed on drop. A kernel launch borrows the buffers it points at
-//! ([`super::Launch`]), so a buffer cannot be freed while a launch may still use it.
+//! Memory a kernel reads and writes, freed on drop: device memory, unified (managed) memory,
+//! or page-locked host memory mapped into the device. A kernel launch borrows the buffers it
+//! points at ([`super::Launch`]), so a buffer cannot be freed while a launch may still use it.
 
 use super::error::{Check, CudaError};
 use cudarc::driver::{result, sys};
+use std::ffi::c_void;
+
+/// How a buffer was allocated, which says how the host fills and reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Device,
+    /// Host-accessible at the same address: the host writes inputs in place, so they stay
+    /// on the host until a kernel's first touch migrates them.
+    Managed,
+    /// Page-locked host memory at `host`; the device reaches it at `ptr`.
+    Mapped {
+        host: *mut c_void,
+    },
+}
 
 pub struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     bytes: usize,
+    placement: Placement,
+}
+
+/// The device's free and total memory now, in bytes.
+pub fn memory_info() -> Result<(usize, usize), CudaError> {
+    result::mem_get_info().during("cuMemGetInfo")
 }
 
 impl DeviceBuffer {
@@ -14,7 +35,46 @@ impl DeviceBuffer {
         // SAFETY: a plain allocation of at least one byte; freed in Drop.
         let ptr = unsafe { result::malloc_sync(bytes.max(1)) }
             .during(&format!("cuMemAlloc of {bytes} bytes"))?;
-        Ok(DeviceBuffer { ptr, bytes })
+        Ok(DeviceBuffer {
+            ptr,
+            bytes,
+            placement: Placement::Device,
+        })
+    }
+
+    /// Unified memory. The caller keeps the total below the device's free memory: managed
+    /// memory beyond it makes the driver evict and can stall a shared GPU.
+    pub fn alloc_managed(bytes: usize) -> Result<Self, CudaError> {
+        // SAFETY: a managed allocation of at least one byte, attached globally; freed in Drop.
+        let ptr = unsafe {
+            result::malloc_managed(bytes.max(1), sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)
+        }
+        .during(&format!("cuMemAllocManaged of {bytes} bytes"))?;
+        Ok(DeviceBuffer {
+            ptr,
+            bytes,
+            placement: Placement::Managed,
+        })
+    }
+
+    /// Page-locked host memory mapped into the device's address space.
+    pub fn alloc_mapped(bytes: usize) -> Result<Self, CudaError> {
+        // SAFETY: a page-locked allocation of at least one byte, mapped for the device;
+        // freed in Drop.
+        let host = unsafe { result::malloc_host(bytes.max(1), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+            .during(&format!("cuMemHostAlloc(DEVICEMAP) of {bytes} bytes"))?;
+        let mut ptr = 0;
+        // SAFETY: host was just allocated with DEVICEMAP; the call writes one address.
+        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut ptr, host, 0) }
+            .result()
+            .during("cuMemHostGetDevicePointer");
+        let buffer = DeviceBuffer {
+            ptr,
+            bytes,
+            placement: Placement::Mapped { host },
+        };
+        // On failure the buffer's Drop frees the host memory.
+        mapped.map(|_| buffer)
     }
 
     pub fn bytes(&self) -> usize {
@@ -26,6 +86,15 @@ impl DeviceBuffer {
         self.ptr
     }
 
+    /// Where the host can write and read the buffer directly, when it can.
+    fn host_view(&self) -> Option<*mut u8> {
+        match self.placement {
+            Placement::Device => None,
+            Placement::Managed => Some(self.ptr as *mut u8),
+            Placement::Mapped { host } => Some(host as *mut u8),
+        }
+    }
+
     pub fn upload(&self, data: &[u8]) -> Result<(), CudaError> {
         if data.len() != self.bytes {
             return Err(CudaError::Library(format!(
@@ -34,13 +103,22 @@ impl DeviceBuffer {
                 self.bytes
             )));
         }
+        if let Some(host) = self.host_view() {
+            // The device may still be using the buffer from earlier work.
+            super::synchronize()?;
+            // SAFETY: the buffer is host-accessible at `host` for exactly self.bytes bytes,
+            // the device is idle (synchronized above), and data does not overlap it.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host, data.len()) };
+            return Ok(());
+        }
         // SAFETY: the buffer holds exactly data.len() bytes and lives as long as self.
         unsafe { result::memcpy_htod_sync(self.ptr, data) }.during("cuMemcpyHtoD")
     }
 
     pub fn download(&self) -> Result<Vec<u8>, CudaError> {
         let mut out = vec![0u8; self.bytes];
-        // SAFETY: out holds exactly self.bytes bytes; the buffer is live.
+        // SAFETY: out holds exactly self.bytes bytes; the buffer is live, and a managed or
+        // mapped one is reached by the same unified address.
         unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) }.during("cuMemcpyDtoH")?;
         Ok(out)
     }
@@ -63,7 +141,16 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // SAFETY: ptr came from cuMemAlloc and is freed once.
-        let _ = unsafe { result::free_sync(self.ptr) };
+        match self.placement {
+            Placement::Device | Placement::Managed => {
+                // SAFETY: ptr came from cuMemAlloc or cuMemAllocManaged and is freed once.
+                let _ = unsafe { result::free_sync(self.ptr) };
+            }
+            Placement::Mapped { host } => {
+                // SAFETY: host came from cuMemHostAlloc and is freed once, after the device
+                // is done with it (cuMemFreeHost synchronizes).
+                let _ = unsafe { result::free_host(host) };
+            }
+        }
     }
 }

@@ -17,7 +17,7 @@ pub use device::{
 };
 pub use error::CudaError;
 pub use launch::{Dims, Event, Function, Graph, Launch, LazyFunction, LazyModule, Module, Param};
-pub use memory::DeviceBuffer;
+pub use memory::{memory_info, DeviceBuffer};
 
 /// What a machine without the CUDA driver is told.
 pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \

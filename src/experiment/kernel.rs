@@ -1,6 +1,7 @@
 //! A kernel of the experiment: its source, entry and arguments as written, and its launch
 //! evaluated at every sweep point and checked against the device's limits.
 
+use super::arg::{Arg, ArgKind, ArgValue, Memory};
 use super::expr::{self, DeviceFacts, NumExpr};
 use super::schema::{Dtype, Init};
 use serde::{Deserialize, Serialize};
@@ -134,57 +135,6 @@ impl Kernel {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Arg {
-    pub name: String,
-    pub kind: ArgKind,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum ArgKind {
-    Buffer {
-        dtype: TypeSpec,
-        len: NumExpr,
-        init: Init,
-    },
-    Scalar {
-        dtype: TypeSpec,
-        value: NumExpr,
-    },
-}
-
-/// An argument's type as written: fixed, or taken from the sweep (`"{{ dtype }}"`), so a
-/// type can be an axis.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum TypeSpec {
-    Fixed(Dtype),
-    Swept(String),
-}
-
-const TYPES: &str = "f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64";
-
-impl TypeSpec {
-    /// Reads a type as written; an unknown fixed type is an error naming the known ones.
-    pub fn parse(text: &str) -> Result<TypeSpec, String> {
-        if text.contains("{{") {
-            return Ok(TypeSpec::Swept(text.to_string()));
-        }
-        Dtype::parse(text)
-            .map(TypeSpec::Fixed)
-            .ok_or_else(|| format!("unknown type `{text}`; types are {TYPES}, or a sweep parameter such as \"{{{{ dtype }}}}\""))
-    }
-
-    fn at(&self, scope: &expr::Scope) -> Result<Dtype, String> {
-        let template = match self {
-            TypeSpec::Fixed(d) => return Ok(*d),
-            TypeSpec::Swept(t) => t,
-        };
-        let text = expr::render(template, scope)?;
-        Dtype::parse(&text)
-            .ok_or_else(|| format!("`{template}` is `{text}` here, not a type ({TYPES})"))
-    }
-}
-
 /// How a kernel's output is checked against a CPU reference before it is timed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
@@ -234,17 +184,6 @@ pub struct LaunchSpec {
     /// The launch shape of each of the kernel's steps at this point.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Shape>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum ArgValue {
-    Buffer {
-        dtype: Dtype,
-        len: usize,
-        init: Init,
-    },
-    /// The scalar's bytes, encoded exactly in its dtype.
-    Scalar { dtype: Dtype, bytes: Vec<u8> },
 }
 
 impl LaunchSpec {
@@ -307,7 +246,12 @@ pub fn evaluate(
     let mut args = Vec::with_capacity(e.args.len());
     for (i, a) in e.args.iter().enumerate() {
         args.push(match &a.kind {
-            ArgKind::Buffer { dtype, len, init } => {
+            ArgKind::Buffer {
+                dtype,
+                len,
+                init,
+                memory,
+            } => {
                 let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
                 let n = int(len, Part::Arg(i))?;
                 let len = usize::try_from(n).map_err(|_| {
@@ -341,6 +285,7 @@ pub fn evaluate(
                     dtype: *dtype,
                     len,
                     init: init.clone(),
+                    memory: *memory,
                 }
             }
             ArgKind::Scalar { dtype, value } => {
@@ -353,6 +298,37 @@ pub fn evaluate(
                 }
             }
         });
+    }
+    let managed: u128 = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Buffer {
+                dtype,
+                len,
+                memory: Memory::Managed,
+                ..
+            } => *len as u128 * dtype.size() as u128,
+            _ => 0,
+        })
+        .sum();
+    if managed > facts.mem_bytes as u128 {
+        let first = e
+            .args
+            .iter()
+            .position(|a| {
+                matches!(
+                    a.kind,
+                    ArgKind::Buffer {
+                        memory: Memory::Managed,
+                        ..
+                    }
+                )
+            })
+            .unwrap_or(0);
+        return Err((
+            Part::Arg(first),
+            format!("the managed buffers take {managed} bytes together, more than the device's memory: managed memory beyond what the card has free can stall a shared GPU"),
+        ));
     }
     let check_dims = e
         .check_dims
@@ -445,6 +421,7 @@ pub fn launch_shape(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::arg::TypeSpec;
 
     fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, String)> {
         let args = [
@@ -454,6 +431,7 @@ mod tests {
                     dtype: TypeSpec::Fixed(Dtype::F32),
                     len: NumExpr::Expr("n".into()),
                     init: Init::Output,
+                    memory: Memory::Device,
                 },
             },
             Arg {

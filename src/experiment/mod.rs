@@ -2,6 +2,7 @@
 //! at every sweep point against a device (the assumed one for `runner plan`, the real one
 //! for a run), turning every mistake into a [`ConfigError`] naming the file, line and column.
 
+mod arg;
 pub mod error;
 pub mod expr;
 mod kernel;
@@ -17,9 +18,10 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+pub use arg::{ArgKind, ArgValue, Memory};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
-pub use kernel::{ArgKind, ArgValue, Kernel, LaunchSpec, ModuleKind};
+pub use kernel::{Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 pub use sweep::SweepValue;

@@ -130,6 +130,8 @@ pub struct RawArg {
     pub len: Option<Spanned<NumExpr>>,
     pub init: Option<Spanned<String>>,
     pub value: Option<Spanned<NumExpr>>,
+    /// Where a buffer lives: `"device"` (the default), `"managed"` or `"mapped"`.
+    pub memory: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

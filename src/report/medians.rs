@@ -19,6 +19,8 @@ pub struct Table {
     unit: String,
     /// `unchecked = true`: timed unchecked, by the user's choice.
     unchecked: bool,
+    /// Buffers outside device memory, e.g. "managed memory: `a`, `b`".
+    placement: Option<String>,
     /// Whether rows show the kernel's buffer bytes: where kernels of different sizes share
     /// one sweep, the sweep value alone does not say how large each is.
     sized: bool,
@@ -143,6 +145,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
         parameters: exp.parameter_names(k),
         unit: unit.symbol().into(),
         unchecked: exp.kernels[k].unchecked,
+        placement: placement(&exp.kernels[k]),
         sized: exp.kernels.len() > 1,
         diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
         columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
@@ -160,4 +163,25 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
         rows,
         best: best::note(exp),
     }
+}
+/// Which of a kernel's buffers live outside device memory, by where they live.
+fn placement(kernel: &crate::experiment::Kernel) -> Option<String> {
+    use crate::experiment::{ArgKind, Memory};
+    let named = |want: Memory| {
+        let names: Vec<String> = kernel
+            .args
+            .iter()
+            .filter(|a| matches!(a.kind, ArgKind::Buffer { memory, .. } if memory == want))
+            .map(|a| format!("`{}`", a.name))
+            .collect();
+        (!names.is_empty()).then(|| names.join(", "))
+    };
+    let parts: Vec<String> = [
+        (Memory::Managed, "managed (unified) memory"),
+        (Memory::Mapped, "mapped host memory"),
+    ]
+    .into_iter()
+    .filter_map(|(m, what)| named(m).map(|n| format!("{what}: {n}")))
+    .collect();
+    (!parts.is_empty()).then(|| format!("Buffers in {}.", parts.join("; ")))
 }

@@ -2,8 +2,9 @@
 //! arguments it takes and its steps, and the check of its output (a CPU reference, or a
 //! reference kernel run on the same inputs).
 
+use super::buffers::{Buffers, Poison};
 use super::cell::{during, Failure};
-use super::inputs::{Buffers, HostInputs, Poison};
+use super::inputs::HostInputs;
 use super::kernels::{Build, KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;

@@ -3,7 +3,8 @@
 //! telemetry, the host's cost per sample).
 
 use super::assemble::{add_steps, check_params, dims_of, sizes, taken, Checker, StepCode};
-use super::inputs::{fnv1a, Buffers, HostInputs, Poison};
+use super::buffers::{Buffers, Poison};
+use super::inputs::{fnv1a, HostInputs};
 use super::kernels::Build;
 use super::kernels::KernelKey;
 use super::reference;

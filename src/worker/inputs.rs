@@ -1,10 +1,8 @@
-//! A cell's buffers: inputs drawn once per sweep point (every variant and round at a point
-//! times the same data), outputs poisoned so only the kernel can make the check pass, and
-//! the check of the output against its CPU reference.
+//! A cell's input data: drawn once per sweep point (every variant and round at a point
+//! times the same data), shared with later processes of the run through its cache folder.
 
-use super::{reference, shared};
-use crate::cuda::{CudaError, DeviceBuffer, Param};
-use crate::experiment::{ArgValue, Dtype, Init, Kernel, LaunchSpec};
+use super::shared;
+use crate::experiment::{ArgValue, Dtype, Init};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -71,9 +69,9 @@ fn shared_inputs(
     let lens: Vec<Option<usize>> = args
         .iter()
         .map(|a| match a {
-            ArgValue::Buffer { dtype, len, init } if *init != Init::Output => {
-                Some(len * dtype.size())
-            }
+            ArgValue::Buffer {
+                dtype, len, init, ..
+            } if *init != Init::Output => Some(len * dtype.size()),
             _ => None,
         })
         .collect();
@@ -103,7 +101,9 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Vec<Option<Vec<u8>>>, Str
     let mut rng = SmallRng::seed_from_u64(seed);
     args.iter()
         .map(|a| match a {
-            ArgValue::Buffer { dtype, len, init } => {
+            ArgValue::Buffer {
+                dtype, len, init, ..
+            } => {
                 let (dtype, len) = (*dtype, *len);
                 Ok(match init.clone() {
                     Init::Output => None,
@@ -174,136 +174,6 @@ fn standard_normal(rng: &mut SmallRng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
-/// How outputs are poisoned before the kernel writes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Poison {
-    /// A memset on the GPU.
-    ByMemset,
-    /// A copy from the host, as the inputs are filled: nothing runs on the GPU.
-    ByCopy,
-}
-
-/// A cell's device buffers with the host copies of their initial contents.
-pub struct Buffers {
-    device: Vec<Option<DeviceBuffer>>,
-    host: HostInputs,
-}
-
-impl Buffers {
-    /// Allocates every buffer argument, uploads the inputs and poisons the outputs.
-    pub fn create(
-        args: &[ArgValue],
-        host: HostInputs,
-        poison: Poison,
-    ) -> Result<Buffers, CudaError> {
-        let mut device = Vec::new();
-        for (a, data) in args.iter().zip(host.iter()) {
-            match a {
-                ArgValue::Buffer { dtype, len, .. } => {
-                    let buf = DeviceBuffer::alloc(len * dtype.size())?;
-                    match (data, poison) {
-                        (Some(data), _) => buf.upload(data)?,
-                        (None, Poison::ByMemset) => buf.fill(0xFF)?,
-                        (None, Poison::ByCopy) => buf.upload(&vec![0xFF; buf.bytes()])?,
-                    }
-                    device.push(Some(buf));
-                }
-                ArgValue::Scalar { .. } => device.push(None),
-            }
-        }
-        Ok(Buffers { device, host })
-    }
-
-    /// Argument `index`'s buffer, read back.
-    pub fn download(&self, index: usize) -> Result<Vec<u8>, String> {
-        self.device[index]
-            .as_ref()
-            .ok_or("the checked output is not a buffer")?
-            .download()
-            .map_err(|e| e.to_string())
-    }
-
-    /// Copies other input data (drawn as `host` was) into these buffers.
-    pub fn refill(&self, host: &HostInputs) -> Result<(), CudaError> {
-        for (d, h) in self.device.iter().zip(host.iter()) {
-            if let (Some(buf), Some(data)) = (d, h) {
-                buf.upload(data)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The kernel's parameters: these buffers, and the scalars' bytes.
-    pub fn params<'b>(&'b self, args: &[ArgValue]) -> Vec<Param<'b>> {
-        args.iter()
-            .zip(&self.device)
-            .map(|(a, d)| match (a, d) {
-                (_, Some(buf)) => Param::Buffer(buf),
-                (ArgValue::Scalar { bytes, .. }, None) => Param::bytes(bytes),
-                (ArgValue::Buffer { .. }, None) => {
-                    unreachable!("every buffer argument has a device buffer")
-                }
-            })
-            .collect()
-    }
-
-    /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
-    pub fn poison_outputs(&self) -> Result<(), CudaError> {
-        self.fill_outputs(0xFF)
-    }
-
-    /// Sets every byte of the outputs (the buffers no input data fills).
-    pub fn fill_outputs(&self, byte: u8) -> Result<(), CudaError> {
-        for (d, h) in self.device.iter().zip(self.host.iter()) {
-            if let (Some(buf), None) = (d, h) {
-                buf.fill(byte)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Compares the kernel's output with its reference; Ok holds a one-line account.
-    pub fn check(
-        &self,
-        kernel: Option<&Kernel>,
-        spec: &LaunchSpec,
-        cache: &reference::Cache,
-    ) -> Result<String, String> {
-        if kernel.is_some_and(|k| k.unchecked) {
-            return Ok("UNCHECKED (unchecked = true)".into());
-        }
-        let Some((kernel, check)) = kernel.and_then(|k| Some((k, k.check.as_ref()?))) else {
-            return Ok("no output to check".into());
-        };
-        let dtype = |i: usize| match spec.args[i] {
-            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
-        };
-        let out_bytes = self.download(check.output)?;
-        let inputs: Vec<reference::HostBuffer> = check
-            .inputs
-            .iter()
-            .map(|&i| reference::HostBuffer {
-                name: &kernel.args[i].name,
-                dtype: dtype(i),
-                bytes: self.host[i].as_deref().unwrap_or(&[]),
-            })
-            .collect();
-        let out = reference::HostBuffer {
-            name: &kernel.args[check.output].name,
-            dtype: dtype(check.output),
-            bytes: &out_bytes,
-        };
-        reference::check(
-            &check.reference,
-            &inputs,
-            &out,
-            &spec.check_dims,
-            check.tolerance,
-            cache,
-        )
-    }
-}
-
 /// `len` values from `next`, each encoded in `dtype` (integers rounded down).
 fn encode_all(dtype: Dtype, len: usize, mut next: impl FnMut() -> f64) -> Vec<u8> {
     let mut out = Vec::with_capacity(len * dtype.size());
@@ -317,6 +187,7 @@ fn encode_all(dtype: Dtype, len: usize, mut next: impl FnMut() -> f64) -> Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Memory;
 
     #[test]
     fn inputs_are_drawn_once_per_point_and_seed() {
@@ -325,11 +196,13 @@ mod tests {
                 dtype: Dtype::F32,
                 len: 4,
                 init: Init::Uniform(1.0, 2.0),
+                memory: Memory::Device,
             },
             ArgValue::Buffer {
                 dtype: Dtype::F32,
                 len: 4,
                 init: Init::Output,
+                memory: Memory::Device,
             },
             ArgValue::Scalar {
                 dtype: Dtype::I32,
@@ -362,16 +235,19 @@ mod tests {
                 dtype: Dtype::F32,
                 len: 1000,
                 init: Init::Uniform(0.0, 1.0),
+                memory: Memory::Device,
             },
             ArgValue::Buffer {
                 dtype: Dtype::F32,
                 len: 1000,
                 init: Init::Output,
+                memory: Memory::Device,
             },
             ArgValue::Buffer {
                 dtype: Dtype::I32,
                 len: 10,
                 init: Init::Iota(0.0, 1.0),
+                memory: Memory::Device,
             },
         ];
         let first = InputCache::new(Some(dir.path().into()))
@@ -406,6 +282,7 @@ mod tests {
                 path: path.to_string_lossy().into_owned(),
                 offset: crate::experiment::npy::header(&path).unwrap().offset,
             },
+            memory: Memory::Device,
         }];
         let data = draw_inputs(&args, 1).unwrap();
         let floats: Vec<f32> = data[0]
@@ -450,6 +327,7 @@ mod tests {
             dtype: Dtype::F32,
             len: 20_000,
             init,
+            memory: Memory::Device,
         };
         let floats = |b: &[u8]| -> Vec<f32> {
             b.chunks(4)

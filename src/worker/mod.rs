@@ -2,6 +2,7 @@
 //! of its job in order and streams each finished cell to the parent as one JSON line.
 
 mod assemble;
+mod buffers;
 mod cell;
 mod inputs;
 mod kernels;

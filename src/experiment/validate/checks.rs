@@ -2,8 +2,9 @@
 //! experiment run on the same inputs (`check_kernel`).
 
 use super::Validator;
+use crate::experiment::arg::{Arg, ArgKind, ArgValue};
 use crate::experiment::error::ConfigError;
-use crate::experiment::kernel::{Arg, ArgKind, ArgValue, Check, Kernel, REFERENCES};
+use crate::experiment::kernel::{Check, Kernel, REFERENCES};
 use crate::experiment::schema;
 use toml::Spanned;
 

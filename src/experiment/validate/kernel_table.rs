@@ -2,9 +2,10 @@
 //! every sweep point against the device's limits.
 
 use super::Validator;
+use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
-use crate::experiment::kernel::{self, Arg, ArgKind, Kernel, LaunchExprs, Part};
+use crate::experiment::kernel::{self, Kernel, LaunchExprs, Part};
 use crate::experiment::schema::{self, RawArg, RawKernel};
 use crate::experiment::{point_label, sweep, Point, Sources};
 use std::path::Path;
@@ -366,7 +367,7 @@ impl Validator<'_> {
             let at = rk.args[i].init.as_ref().expect("a buffer has an init");
             let h = crate::experiment::npy::header(Path::new(path)).map_err(|m| self.err(at, m))?;
             for l in launches {
-                if let kernel::ArgValue::Buffer { dtype, len, .. } = &l.args[i] {
+                if let arg::ArgValue::Buffer { dtype, len, .. } = &l.args[i] {
                     if !crate::experiment::npy::fits(h.dtype, *dtype) || *len as u64 != h.count {
                         return Err(self
                             .err(at, format!("`{}` holds {} elements of {}, but buffer `{}` takes {len} of {}", path, h.count, h.dtype.key(), a.name, dtype.key()))
@@ -381,7 +382,7 @@ impl Validator<'_> {
     fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
         let name = ra.name.get_ref().clone();
         let type_of =
-            |t: &Spanned<String>| kernel::TypeSpec::parse(t.get_ref()).map_err(|m| self.err(t, m));
+            |t: &Spanned<String>| arg::TypeSpec::parse(t.get_ref()).map_err(|m| self.err(t, m));
         let kind = match (&ra.buffer, &ra.scalar) {
             (Some(dtype), None) => {
                 let dtype = type_of(dtype)?;
@@ -403,10 +404,15 @@ impl Validator<'_> {
                         .err(&ra.name, format!("buffer `{name}` cannot have a value"))
                         .with_hint("use init"));
                 }
+                let memory = match &ra.memory {
+                    Some(m) => arg::Memory::parse(m.get_ref()).map_err(|e| self.err(m, e))?,
+                    None => arg::Memory::Device,
+                };
                 ArgKind::Buffer {
                     dtype,
                     len: len.into_inner(),
                     init,
+                    memory,
                 }
             }
             (None, Some(dtype)) => {
@@ -415,7 +421,7 @@ impl Validator<'_> {
                     self.err(&ra.name, format!("scalar `{name}` needs a value"))
                         .with_hint("e.g. value = \"n\"")
                 })?;
-                if ra.len.is_some() || ra.init.is_some() {
+                if ra.len.is_some() || ra.init.is_some() || ra.memory.is_some() {
                     return Err(self.err(&ra.name, format!("scalar `{name}` takes only a value")));
                 }
                 ArgKind::Scalar {

@@ -2,9 +2,10 @@
 //! lists (`takes`, a step's `args`) name.
 
 use super::Validator;
+use crate::experiment::arg::Arg;
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
-use crate::experiment::kernel::{self, Arg};
+use crate::experiment::kernel;
 use crate::experiment::schema;
 use crate::experiment::{point_label, Point, Sources};
 use toml::Spanned;

@@ -1,0 +1,100 @@
+//! A kernel's arguments: as written (names, types that may come from the sweep, lengths and
+//! values as expressions, where buffers live), and as evaluated at one point.
+
+use super::expr::{self, NumExpr};
+use super::schema::{Dtype, Init};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Arg {
+    pub name: String,
+    pub kind: ArgKind,
+}
+
+/// Where a buffer argument lives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Memory {
+    /// `cuMemAlloc`: device memory.
+    #[default]
+    Device,
+    /// `cuMemAllocManaged`: unified memory, its inputs written by the host, so that a
+    /// kernel's first touch migrates them.
+    Managed,
+    /// `cuMemHostAlloc(DEVICEMAP)`: page-locked host memory the kernel reads and writes
+    /// over the interconnect (zero-copy).
+    Mapped,
+}
+
+impl Memory {
+    pub fn parse(s: &str) -> Result<Memory, String> {
+        match s {
+            "device" => Ok(Memory::Device),
+            "managed" => Ok(Memory::Managed),
+            "mapped" => Ok(Memory::Mapped),
+            _ => Err(format!(
+                "unknown memory `{s}`: use \"device\", \"managed\" or \"mapped\""
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ArgKind {
+    Buffer {
+        dtype: TypeSpec,
+        len: NumExpr,
+        init: Init,
+        #[serde(default)]
+        memory: Memory,
+    },
+    Scalar {
+        dtype: TypeSpec,
+        value: NumExpr,
+    },
+}
+
+/// An argument's type as written: fixed, or taken from the sweep (`"{{ dtype }}"`), so a
+/// type can be an axis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TypeSpec {
+    Fixed(Dtype),
+    Swept(String),
+}
+
+const TYPES: &str = "f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64";
+
+impl TypeSpec {
+    /// Reads a type as written; an unknown fixed type is an error naming the known ones.
+    pub fn parse(text: &str) -> Result<TypeSpec, String> {
+        if text.contains("{{") {
+            return Ok(TypeSpec::Swept(text.to_string()));
+        }
+        Dtype::parse(text)
+            .map(TypeSpec::Fixed)
+            .ok_or_else(|| format!("unknown type `{text}`; types are {TYPES}, or a sweep parameter such as \"{{{{ dtype }}}}\""))
+    }
+
+    pub(super) fn at(&self, scope: &expr::Scope) -> Result<Dtype, String> {
+        let template = match self {
+            TypeSpec::Fixed(d) => return Ok(*d),
+            TypeSpec::Swept(t) => t,
+        };
+        let text = expr::render(template, scope)?;
+        Dtype::parse(&text)
+            .ok_or_else(|| format!("`{template}` is `{text}` here, not a type ({TYPES})"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ArgValue {
+    Buffer {
+        dtype: Dtype,
+        len: usize,
+        init: Init,
+        #[serde(default)]
+        memory: Memory,
+    },
+    /// The scalar's bytes, encoded exactly in its dtype.
+    Scalar { dtype: Dtype, bytes: Vec<u8> },
+}

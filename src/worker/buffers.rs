@@ -1,0 +1,173 @@
+//! A cell's buffers on the GPU: allocated where the experiment puts them (device, managed or
+//! mapped memory), inputs uploaded, outputs poisoned so only the kernel can make the check
+//! pass, and the check of the output against its CPU reference.
+
+use super::inputs::HostInputs;
+use super::reference;
+use crate::cuda::{self, CudaError, DeviceBuffer, Param};
+use crate::experiment::{ArgValue, Kernel, LaunchSpec, Memory};
+
+/// How outputs are poisoned before the kernel writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Poison {
+    /// A memset on the GPU.
+    ByMemset,
+    /// A copy from the host, as the inputs are filled: nothing runs on the GPU.
+    ByCopy,
+}
+
+/// Refuses a cell whose managed buffers would not fit in the device's free memory now:
+/// managed memory beyond it is evicted and refaulted, which can stall a shared GPU.
+fn refuse_managed_beyond_free(args: &[ArgValue]) -> Result<(), CudaError> {
+    let managed: usize = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Buffer {
+                dtype,
+                len,
+                memory: Memory::Managed,
+                ..
+            } => len * dtype.size(),
+            _ => 0,
+        })
+        .sum();
+    if managed == 0 {
+        return Ok(());
+    }
+    let (free, _) = cuda::memory_info()?;
+    if managed > free {
+        return Err(CudaError::Library(format!(
+            "refusing {managed} bytes of managed memory: the device has {free} bytes free, and managed memory beyond it would be evicted and refaulted (on a shared GPU, a stall for everyone); make the buffers smaller"
+        )));
+    }
+    Ok(())
+}
+
+/// A cell's device buffers with the host copies of their initial contents.
+pub struct Buffers {
+    device: Vec<Option<DeviceBuffer>>,
+    host: HostInputs,
+}
+
+impl Buffers {
+    /// Allocates every buffer argument, uploads the inputs and poisons the outputs.
+    pub fn create(
+        args: &[ArgValue],
+        host: HostInputs,
+        poison: Poison,
+    ) -> Result<Buffers, CudaError> {
+        refuse_managed_beyond_free(args)?;
+        let mut device = Vec::new();
+        for (a, data) in args.iter().zip(host.iter()) {
+            match a {
+                ArgValue::Buffer {
+                    dtype, len, memory, ..
+                } => {
+                    let bytes = len * dtype.size();
+                    let buf = match memory {
+                        Memory::Device => DeviceBuffer::alloc(bytes)?,
+                        Memory::Managed => DeviceBuffer::alloc_managed(bytes)?,
+                        Memory::Mapped => DeviceBuffer::alloc_mapped(bytes)?,
+                    };
+                    match (data, poison) {
+                        (Some(data), _) => buf.upload(data)?,
+                        (None, Poison::ByMemset) => buf.fill(0xFF)?,
+                        (None, Poison::ByCopy) => buf.upload(&vec![0xFF; buf.bytes()])?,
+                    }
+                    device.push(Some(buf));
+                }
+                ArgValue::Scalar { .. } => device.push(None),
+            }
+        }
+        Ok(Buffers { device, host })
+    }
+
+    /// Argument `index`'s buffer, read back.
+    pub fn download(&self, index: usize) -> Result<Vec<u8>, String> {
+        self.device[index]
+            .as_ref()
+            .ok_or("the checked output is not a buffer")?
+            .download()
+            .map_err(|e| e.to_string())
+    }
+
+    /// Copies other input data (drawn as `host` was) into these buffers.
+    pub fn refill(&self, host: &HostInputs) -> Result<(), CudaError> {
+        for (d, h) in self.device.iter().zip(host.iter()) {
+            if let (Some(buf), Some(data)) = (d, h) {
+                buf.upload(data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The kernel's parameters: these buffers, and the scalars' bytes.
+    pub fn params<'b>(&'b self, args: &[ArgValue]) -> Vec<Param<'b>> {
+        args.iter()
+            .zip(&self.device)
+            .map(|(a, d)| match (a, d) {
+                (_, Some(buf)) => Param::Buffer(buf),
+                (ArgValue::Scalar { bytes, .. }, None) => Param::bytes(bytes),
+                (ArgValue::Buffer { .. }, None) => {
+                    unreachable!("every buffer argument has a device buffer")
+                }
+            })
+            .collect()
+    }
+
+    /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
+    pub fn poison_outputs(&self) -> Result<(), CudaError> {
+        self.fill_outputs(0xFF)
+    }
+
+    /// Sets every byte of the outputs (the buffers no input data fills).
+    pub fn fill_outputs(&self, byte: u8) -> Result<(), CudaError> {
+        for (d, h) in self.device.iter().zip(self.host.iter()) {
+            if let (Some(buf), None) = (d, h) {
+                buf.fill(byte)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares the kernel's output with its reference; Ok holds a one-line account.
+    pub fn check(
+        &self,
+        kernel: Option<&Kernel>,
+        spec: &LaunchSpec,
+        cache: &reference::Cache,
+    ) -> Result<String, String> {
+        if kernel.is_some_and(|k| k.unchecked) {
+            return Ok("UNCHECKED (unchecked = true)".into());
+        }
+        let Some((kernel, check)) = kernel.and_then(|k| Some((k, k.check.as_ref()?))) else {
+            return Ok("no output to check".into());
+        };
+        let dtype = |i: usize| match spec.args[i] {
+            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+        };
+        let out_bytes = self.download(check.output)?;
+        let inputs: Vec<reference::HostBuffer> = check
+            .inputs
+            .iter()
+            .map(|&i| reference::HostBuffer {
+                name: &kernel.args[i].name,
+                dtype: dtype(i),
+                bytes: self.host[i].as_deref().unwrap_or(&[]),
+            })
+            .collect();
+        let out = reference::HostBuffer {
+            name: &kernel.args[check.output].name,
+            dtype: dtype(check.output),
+            bytes: &out_bytes,
+        };
+        reference::check(
+            &check.reference,
+            &inputs,
+            &out,
+            &spec.check_dims,
+            check.tolerance,
+            cache,
+        )
+    }
+}
