@@ -16,6 +16,7 @@ mod report;
 mod store;
 mod system;
 mod telemetry;
+mod verdict;
 mod worker;
 
 use clap::{Parser, Subcommand};
@@ -78,6 +79,21 @@ enum Command {
         #[arg(long)]
         compare: Option<PathBuf>,
     },
+    /// Compare two stored runs cell by cell: ratio of medians with a bootstrap interval, a
+    /// Mann-Whitney U p-value and a verdict; exits 2 when a cell got slower; needs no GPU.
+    Compare {
+        old: PathBuf,
+        new: PathBuf,
+        /// A ratio within 1 +- this percentage is "the same".
+        #[arg(long, default_value_t = verdict::DEFAULT_THRESHOLD_PCT)]
+        threshold: f64,
+        /// Nor is a change smaller than this many microseconds.
+        #[arg(long, default_value_t = verdict::DEFAULT_FLOOR_US)]
+        floor: f64,
+        /// Also write the comparison as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Internal: a worker process (job on stdin, results on stdout).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -97,9 +113,26 @@ fn main() -> ExitCode {
             .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
             .and_then(|()| report::render_dir(&dir, template.as_deref()))
             .map(|p| println!("wrote {}", p.display())),
+        Some(Command::Compare {
+            old,
+            new,
+            threshold,
+            floor,
+            json,
+        }) => return compare(&old, &new, threshold, floor, json.as_deref()),
         None => return finish(run(cli.experiment, &cli.run)),
     };
     finish(result.map(|()| true))
+}
+
+/// `runner compare`: exit 0 when no cell got slower beyond the threshold, 2 when one did,
+/// 1 on error.
+fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
+    match verdict::run(old, new, threshold, floor, json) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(2),
+        Err(e) => finish(Err(e)),
+    }
 }
 
 /// The exit code: 0 when done, 130 after an interrupt (its report still written), 1 on error.

@@ -8,6 +8,7 @@ use crate::analysis::median;
 use crate::experiment::Unit;
 use crate::plan::Headline;
 use crate::store::Stored;
+use crate::verdict;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -20,6 +21,8 @@ pub const TOLERANCE_PCT: f64 = 0.3;
 pub struct Comparison {
     pub earlier: String,
     pub summary: String,
+    /// The verdicts' count, as `runner compare` gives them.
+    pub verdicts: String,
     pub rows: Vec<CompareRow>,
 }
 
@@ -29,6 +32,9 @@ pub struct CompareRow {
     pub this: String,
     pub earlier: String,
     pub difference: String,
+    pub agreement: String,
+    /// This run's median over the earlier one's, with its 95% bootstrap interval.
+    pub ratio: String,
     pub verdict: String,
 }
 
@@ -52,6 +58,17 @@ pub fn headline_medians(s: &Stored) -> HashMap<String, f64> {
 
 pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
     let (now, before) = (headline_medians(this), headline_medians(earlier));
+    let verdicts = verdict::compare(
+        earlier,
+        this,
+        verdict::DEFAULT_THRESHOLD_PCT,
+        verdict::DEFAULT_FLOOR_US,
+    );
+    let by_cell: HashMap<&str, &verdict::CellComparison> = verdicts
+        .cells
+        .iter()
+        .map(|c| (c.cell.as_str(), c))
+        .collect();
     let unit = format::unit_for(now.values().copied(), Unit::Auto);
     let (mut judged, mut agree, mut worst) = (0, 0, 0.0f64);
     let rows = this
@@ -61,7 +78,7 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
         .filter_map(|c| {
             let (a, b) = (*now.get(&c.id)?, *before.get(&c.id)?);
             let diff = (a - b) / b * 100.0;
-            let verdict = if a < JUDGED_FROM_NS {
+            let agreement = if a < JUDGED_FROM_NS {
                 "shorter than 50 µs".to_string()
             } else {
                 judged += 1;
@@ -78,7 +95,15 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
                 this: format::time(a, unit),
                 earlier: format::time(b, unit),
                 difference: format::percent(diff),
-                verdict,
+                agreement,
+                ratio: by_cell
+                    .get(c.id.as_str())
+                    .map(|v| format!("{:.4} [{:.4}, {:.4}]", v.ratio, v.ratio_low, v.ratio_high))
+                    .unwrap_or_default(),
+                verdict: by_cell
+                    .get(c.id.as_str())
+                    .map(|v| v.verdict.text().to_string())
+                    .unwrap_or_default(),
             })
         })
         .collect();
@@ -87,6 +112,7 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
         summary: format!(
             "{agree} of {judged} cells of at least 50 µs agree within {TOLERANCE_PCT}%; the largest difference among them is {worst:.2}%"
         ),
+        verdicts: verdicts.summary(),
         rows,
     }
 }

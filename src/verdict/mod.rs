@@ -1,0 +1,361 @@
+//! Two stored runs of an experiment, cell by cell: the ratio of the new run's headline
+//! median to the old one's with a bootstrap interval, a Mann-Whitney U p-value, and a
+//! verdict against a threshold (faster, slower, same, or too noisy to tell). `runner
+//! compare` prints it and exits non-zero when a cell got slower, so a CI job can gate on it.
+
+mod stats;
+
+use crate::plan::{Cell, Headline};
+use crate::store::Stored;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// The defaults: a change is one beyond both 2% and 2 µs. Five comparisons of committed runs
+/// of one experiment (accuracy-run1, -run3, -run4 and accuracy; events-run1 and -run2: the
+/// same experiment and method, other sessions and other H100s) give no cell slower or
+/// faster at these; at 2% alone, cells of a few µs moved by up to 1.2 µs between sessions
+/// (an event-timed launch's overhead) and 1 to 21 of them were called changed.
+pub const DEFAULT_THRESHOLD_PCT: f64 = 2.0;
+pub const DEFAULT_FLOOR_US: f64 = 2.0;
+
+/// Fewer independent units than this on either side cannot give a verdict.
+const MIN_UNITS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    Same,
+    TooNoisy,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "⚠ slower",
+            Verdict::Same => "same",
+            Verdict::TooNoisy => "too noisy to tell",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct CellComparison {
+    pub cell: String,
+    pub old_median_ns: f64,
+    pub new_median_ns: f64,
+    /// new / old, and its 95% bootstrap interval.
+    pub ratio: f64,
+    pub ratio_low: f64,
+    pub ratio_high: f64,
+    pub p_value: f64,
+    /// What one independent unit is: a round, a process, or a block of samples.
+    pub units: String,
+    pub old_units: usize,
+    pub new_units: usize,
+    pub verdict: Verdict,
+    /// Why this cell's two runs are not like for like, where they are not.
+    pub differs: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub threshold_pct: f64,
+    pub floor_us: f64,
+    /// What differs between the two runs as a whole (experiment, GPU, driver, runner).
+    pub run_differences: Vec<String>,
+    pub cells: Vec<CellComparison>,
+    /// Cells in only one of the runs.
+    pub only_old: Vec<String>,
+    pub only_new: Vec<String>,
+}
+
+impl Comparison {
+    pub fn count(&self, v: Verdict) -> usize {
+        self.cells.iter().filter(|c| c.verdict == v).count()
+    }
+
+    /// One sentence: how many cells got which verdict.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} cells compared at a threshold of {}% and {} µs: {} slower, {} faster, {} the same, {} too noisy to tell",
+            self.cells.len(),
+            self.threshold_pct,
+            self.floor_us,
+            self.count(Verdict::Slower),
+            self.count(Verdict::Faster),
+            self.count(Verdict::Same),
+            self.count(Verdict::TooNoisy)
+        )
+    }
+}
+
+/// A cell's headline values grouped into independent units, and what a unit is.
+fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
+    let mut by_run: HashMap<u32, BTreeMap<u32, Vec<f64>>> = HashMap::new();
+    for i in 0..s.samples.cell.len() {
+        let cell = &s.plan.cells[s.samples.cell[i] as usize];
+        if s.samples.first[i] == (cell.headline() == Headline::First) {
+            by_run
+                .entry(s.samples.cell[i])
+                .or_default()
+                .entry(s.samples.process[i])
+                .or_default()
+                .push(s.samples.time_ns[i]);
+        }
+    }
+    by_run
+        .into_iter()
+        .map(|(c, runs)| {
+            let cell = &s.plan.cells[c as usize];
+            (cell.id.clone(), unit_values(cell, runs))
+        })
+        .collect()
+}
+
+/// One value per unit: the median of each run (round or process) where the cell has
+/// several, else the medians of consecutive blocks of its samples (at least 3 per block,
+/// at most 20 blocks), since neighbouring samples of one run are not independent.
+fn unit_values(cell: &Cell, runs: BTreeMap<u32, Vec<f64>>) -> (String, Vec<f64>) {
+    if runs.len() > 1 {
+        let what = if cell.knobs.process.fresh.is_some() {
+            "process"
+        } else {
+            "round"
+        };
+        let medians = runs.values().map(|v| stats::median_of(v)).collect();
+        return (what.into(), medians);
+    }
+    let samples: Vec<f64> = runs.into_values().flatten().collect();
+    let blocks = (samples.len() / 3).clamp(1, 20);
+    let size = samples.len() / blocks;
+    let medians = samples
+        .chunks(size.max(1))
+        .filter(|c| c.len() == size)
+        .map(stats::median_of)
+        .collect();
+    (format!("block of {size} samples"), medians)
+}
+
+/// The bootstrap's seed from a cell's id, so a comparison renders the same twice.
+fn seed_of(id: &str) -> u64 {
+    u64::from_str_radix(&crate::system::sha256_hex(id.as_bytes())[..16], 16).unwrap_or(0)
+}
+
+/// Files under `dir` (recursively) by their path relative to it, with their bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if let (Ok(rel), Ok(bytes)) = (p.strip_prefix(dir), std::fs::read(&p)) {
+                out.insert(rel.to_string_lossy().into_owned(), bytes);
+            }
+        }
+    }
+    out
+}
+
+/// What differs between the runs as a whole, and the source files that differ.
+fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
+    let mut out = Vec::new();
+    let (a, b) = (&old.meta, &new.meta);
+    if a.experiment_sha256 != b.experiment_sha256 {
+        out.push("the experiment files differ".to_string());
+    }
+    let device =
+        |m: &crate::store::RunMeta| m.device.as_ref().map(|d| (d.name.clone(), d.uuid.clone()));
+    if device(a) != device(b) {
+        out.push("the GPUs differ".into());
+    }
+    let driver =
+        |m: &crate::store::RunMeta| m.device.as_ref().and_then(|d| d.driver_version.clone());
+    if driver(a) != driver(b) {
+        out.push(format!(
+            "the drivers differ ({} against {})",
+            driver(a).unwrap_or_default(),
+            driver(b).unwrap_or_default()
+        ));
+    }
+    let commit = |m: &crate::store::RunMeta| m.git.as_ref().map(|g| g.commit.clone());
+    if commit(a) != commit(b) {
+        out.push("the runner was built from different commits".into());
+    }
+    let (sa, sb) = (
+        files(&old.dir.join("sources")),
+        files(&new.dir.join("sources")),
+    );
+    let changed: Vec<String> = sa
+        .keys()
+        .chain(sb.keys())
+        .filter(|k| sa.get(*k) != sb.get(*k))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !changed.is_empty() {
+        out.push(format!("kernel sources differ: {}", changed.join(", ")));
+    }
+    (out, changed)
+}
+
+/// `runner compare OLD NEW`: the Markdown on stdout, JSON where asked; Ok(false) when a
+/// cell got slower beyond the threshold.
+pub fn run(
+    old: &Path,
+    new: &Path,
+    threshold_pct: f64,
+    floor_us: f64,
+    json: Option<&Path>,
+) -> Result<bool> {
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        bail!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. --threshold 2"
+        );
+    }
+    if !(floor_us >= 0.0 && floor_us.is_finite()) {
+        bail!("--floor {floor_us}: give microseconds, 0 or more, e.g. --floor 2");
+    }
+    let load = |dir: &Path| {
+        Stored::load(dir).with_context(|| format!("{} is not a stored run", dir.display()))
+    };
+    let (a, b) = (load(old)?, load(new)?);
+    let c = compare(&a, &b, threshold_pct, floor_us);
+    print!(
+        "{}",
+        markdown(&c, &old.display().to_string(), &new.display().to_string())
+    );
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(&c)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(c.count(Verdict::Slower) == 0)
+}
+
+/// Cell by cell: a change is one beyond `threshold_pct` of the old median and beyond
+/// `floor_us`, whichever is larger.
+pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) -> Comparison {
+    let (before, after) = (units_of(old), units_of(new));
+    let (run_differences, changed) = run_differences(old, new);
+    let mut cells = Vec::new();
+    for cell in &new.plan.cells {
+        let (Some((what, a)), Some((_, b))) = (before.get(&cell.id), after.get(&cell.id)) else {
+            continue;
+        };
+        let (old_median, new_median) = (stats::median_of(a), stats::median_of(b));
+        let (ratio_low, ratio_high) = stats::ratio_interval(a, b, seed_of(&cell.id));
+        let t = (threshold_pct / 100.0).max(floor_us * 1e3 / old_median);
+        let verdict = if a.len() < MIN_UNITS || b.len() < MIN_UNITS {
+            Verdict::TooNoisy
+        } else if ratio_low > 1.0 + t {
+            Verdict::Slower
+        } else if ratio_high < 1.0 - t {
+            Verdict::Faster
+        } else if ratio_low >= 1.0 - t && ratio_high <= 1.0 + t {
+            Verdict::Same
+        } else {
+            Verdict::TooNoisy
+        };
+        let source = new
+            .experiment
+            .kernels
+            .get(cell.kernel.unwrap_or(usize::MAX))
+            .map(|k| k.source.rsplit('/').next().unwrap_or("").to_string());
+        let differs = source
+            .filter(|s| !s.is_empty() && changed.iter().any(|c| c.ends_with(s.as_str())))
+            .map(|s| vec![format!("source {s} differs")])
+            .unwrap_or_default();
+        cells.push(CellComparison {
+            cell: cell.id.clone(),
+            old_median_ns: old_median,
+            new_median_ns: new_median,
+            ratio: new_median / old_median,
+            ratio_low,
+            ratio_high,
+            p_value: stats::mann_whitney_p(a, b),
+            units: what.clone(),
+            old_units: a.len(),
+            new_units: b.len(),
+            verdict,
+            differs,
+        });
+    }
+    let only = |x: &HashMap<String, (String, Vec<f64>)>,
+                y: &HashMap<String, (String, Vec<f64>)>| {
+        let mut v: Vec<String> = x.keys().filter(|k| !y.contains_key(*k)).cloned().collect();
+        v.sort();
+        v
+    };
+    Comparison {
+        threshold_pct,
+        floor_us,
+        run_differences,
+        cells,
+        only_old: only(&before, &after),
+        only_new: only(&after, &before),
+    }
+}
+
+/// The comparison as a Markdown section: findings first, then the table.
+pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
+    use crate::report::format;
+    let mut out = format!("# {new} against {old}\n\n{}.\n", c.summary());
+    for d in &c.run_differences {
+        out.push_str(&format!("\n- Not like for like: {d}."));
+    }
+    for (what, cells) in [
+        ("only in the old run", &c.only_old),
+        ("only in the new run", &c.only_new),
+    ] {
+        if !cells.is_empty() {
+            out.push_str(&format!("\n- Cells {what}: {}.", cells.join(", ")));
+        }
+    }
+    out.push_str(
+        "\n\nRatio = new median / old median of the cells' headline values; the interval is a 95% \
+         percentile bootstrap over independent units (a cell's rounds or processes where it has \
+         several, else blocks of consecutive samples); p is the two-sided Mann-Whitney U test on \
+         the same units. A cell is slower or faster when its whole interval lies beyond the \
+         threshold (the percentage, or the floor in µs where that is larger), the same when it \
+         lies within it, and too noisy to tell otherwise (or with fewer than 3 units a side).\n\n\
+         | cell | old | new | ratio [95% interval] | p | units (old/new) | verdict |\n\
+         |---|---:|---:|---:|---:|---|---|\n",
+    );
+    for r in &c.cells {
+        let unit = format::unit_for(
+            [r.old_median_ns, r.new_median_ns],
+            crate::experiment::Unit::Auto,
+        );
+        let note = if r.differs.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.differs.join("; "))
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.4} [{:.4}, {:.4}] | {:.2e} | {} x {}/{} | {}{} |\n",
+            r.cell,
+            format::time(r.old_median_ns, unit),
+            format::time(r.new_median_ns, unit),
+            r.ratio,
+            r.ratio_low,
+            r.ratio_high,
+            r.p_value,
+            r.units,
+            r.old_units,
+            r.new_units,
+            r.verdict.text(),
+            note
+        ));
+    }
+    out
+}

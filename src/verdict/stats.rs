@@ -1,0 +1,124 @@
+//! The statistics of a comparison: a bootstrap interval for the ratio of two medians and a
+//! Mann-Whitney U test, both over independent units (one value per unit).
+
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+/// Bootstrap resamples per interval: enough for stable 2.5% and 97.5% percentiles.
+const RESAMPLES: usize = 2000;
+
+pub fn median_of(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The 95% percentile-bootstrap interval of `median(new) / median(old)`, resampling each
+/// side's units with replacement; `seed` makes a report re-render to the same bytes.
+pub fn ratio_interval(old: &[f64], new: &[f64], seed: u64) -> (f64, f64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut draw = |units: &[f64], buf: &mut Vec<f64>| {
+        buf.clear();
+        buf.extend((0..units.len()).map(|_| units[rng.random_range(0..units.len())]));
+        median_of(buf)
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut ratios: Vec<f64> = (0..RESAMPLES)
+        .map(|_| draw(new, &mut b) / draw(old, &mut a))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((RESAMPLES - 1) as f64 * q).round() as usize];
+    (at(0.025), at(0.975))
+}
+
+/// The two-sided p-value of the Mann-Whitney U test (normal approximation with the tie
+/// correction and a continuity correction): how likely samples as far apart are when both
+/// sides come from one distribution.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // Ranks, ties sharing their mean rank.
+    let (mut rank_sum_a, mut tie_term, mut i) = (0.0, 0.0, 0);
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let tied = (j - i + 1) as f64;
+        tie_term += tied * tied * tied - tied;
+        rank_sum_a += rank * all[i..=j].iter().filter(|x| x.1).count() as f64;
+        i = j + 1;
+    }
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let n = n1 + n2;
+    let variance = n1 * n2 / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+    if variance <= 0.0 {
+        return 1.0;
+    }
+    let z = ((u - n1 * n2 / 2.0).abs() - 0.5).max(0.0) / variance.sqrt();
+    erfc(z / std::f64::consts::SQRT_2).min(1.0)
+}
+
+/// The complementary error function (Numerical Recipes' Chebyshev fit, relative error
+/// below 1.2e-7), for the normal tail.
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_normal_tail_is_right() {
+        assert!((erfc(0.0) - 1.0).abs() < 1e-6);
+        // P(|Z| > 1.96) = 0.05.
+        assert!((erfc(1.96 / std::f64::consts::SQRT_2) - 0.05).abs() < 1e-4);
+    }
+
+    #[test]
+    fn mann_whitney_separates_shifted_samples_and_not_equal_ones() {
+        let a: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+        let shifted: Vec<f64> = a.iter().map(|x| x + 30.0).collect();
+        assert!(mann_whitney_p(&a, &shifted) < 1e-4);
+        assert!(mann_whitney_p(&a, &a) > 0.9);
+        // All values tied: no evidence either way.
+        assert_eq!(mann_whitney_p(&[1.0; 5], &[1.0; 5]), 1.0);
+    }
+
+    #[test]
+    fn the_interval_holds_the_true_ratio_and_excludes_one_for_a_real_change() {
+        let old: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
+        let new: Vec<f64> = old.iter().map(|x| x * 1.1).collect();
+        let (lo, hi) = ratio_interval(&old, &new, 7);
+        assert!(lo <= 1.1 && 1.1 <= hi && lo > 1.0, "[{lo}, {hi}]");
+        let (lo, hi) = ratio_interval(&old, &old, 7);
+        assert!(lo <= 1.0 && 1.0 <= hi, "[{lo}, {hi}]");
+        assert_eq!(ratio_interval(&old, &new, 7), ratio_interval(&old, &new, 7));
+    }
+}

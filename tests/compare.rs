@@ -1,0 +1,128 @@
+//! `runner compare`: verdicts per cell against a threshold, and an exit status a CI job can
+//! gate on. Built on a committed run and copies of it whose samples are scaled.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::path::Path;
+
+/// A copy of the committed run `name` whose samples of cells starting with `prefix` are
+/// multiplied by `factor`.
+fn scaled_copy(name: &str, prefix: &str, factor: f64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = Path::new("reports").join(name);
+    copy_dir(&from, dir.path());
+    let path = dir.path().join("samples.csv.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let col = header.split(',').position(|c| c == "time_ns").unwrap();
+    let mut out = format!("{header}\n");
+    for line in lines {
+        let mut fields: Vec<String> = line.split(',').map(String::from).collect();
+        if fields[0].starts_with(prefix) {
+            let t: f64 = fields[col].parse().unwrap();
+            fields[col] = format!("{}", (t * factor).round());
+        }
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(out.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_run_against_itself_is_the_same_everywhere_and_exits_zero() {
+    let out = run(&["compare", "reports/accuracy", "reports/accuracy"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains(" 0 slower, 0 faster"), "{text}");
+    assert!(!text.contains("Not like for like"), "{text}");
+}
+
+#[test]
+fn a_slower_cell_is_named_and_fails_the_comparison_and_a_faster_one_does_not() {
+    let slower = scaled_copy("accuracy", "matmul/n=2048/", 1.10);
+    let out = run(&[
+        "compare",
+        "reports/accuracy",
+        slower.path().to_str().unwrap(),
+        "--json",
+        slower.path().join("cmp.json").to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}{}", stderr(&out));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("| matmul/n=2048/graph-100 |"))
+        .unwrap();
+    assert!(
+        line.contains("⚠ slower") && line.contains("| 1.1000 ["),
+        "{line}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(slower.path().join("cmp.json")).unwrap())
+            .unwrap();
+    let cells = json["cells"].as_array().unwrap();
+    assert!(cells
+        .iter()
+        .filter(|c| c["cell"].as_str().unwrap().starts_with("matmul/n=1024/"))
+        .all(|c| c["verdict"] != "slower"));
+    let faster = scaled_copy("accuracy", "matmul/n=2048/", 0.90);
+    let out = run(&[
+        "compare",
+        "reports/accuracy",
+        faster.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("| faster |"));
+    // A threshold above the change calls it the same.
+    let out = run(&[
+        "compare",
+        "reports/accuracy",
+        slower.path().to_str().unwrap(),
+        "--threshold",
+        "20",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn bad_input_is_an_error_that_says_what_to_do() {
+    let out = run(&["compare", "reports/accuracy", "reports/no-such-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("reports/no-such-run is not a stored run"));
+    let out = run(&[
+        "compare",
+        "reports/accuracy",
+        "reports/accuracy",
+        "--threshold",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("give a percentage"),
+        "{}",
+        stderr(&out)
+    );
+}
