@@ -128,7 +128,7 @@ fn main() -> ExitCode {
 /// `runner compare`: exit 0 when no cell got slower beyond the threshold, 2 when one did,
 /// 1 on error.
 fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
-    match verdict::run(old, new, threshold, floor, json) {
+    match report::run_compare(old, new, threshold, floor, json) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(2),
         Err(e) => finish(Err(e)),

@@ -6,9 +6,9 @@
 use super::format;
 use crate::analysis::median;
 use crate::experiment::Unit;
-use crate::plan::Headline;
 use crate::store::Stored;
 use crate::verdict;
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -40,19 +40,9 @@ pub struct CompareRow {
 
 /// Each cell's headline median (steady samples, or first launches where it takes none), by id.
 pub fn headline_medians(s: &Stored) -> HashMap<String, f64> {
-    let mut times: HashMap<u32, Vec<f64>> = HashMap::new();
-    for i in 0..s.samples.cell.len() {
-        let cell = &s.plan.cells[s.samples.cell[i] as usize];
-        if s.samples.first[i] == (cell.headline() == Headline::First) {
-            times
-                .entry(s.samples.cell[i])
-                .or_default()
-                .push(s.samples.time_ns[i]);
-        }
-    }
-    times
+    verdict::headline_runs(s)
         .into_iter()
-        .filter_map(|(c, t)| Some((s.plan.cells[c as usize].id.clone(), median(t)?)))
+        .filter_map(|(id, runs)| Some((id, median(runs.into_values().flatten().collect())?)))
         .collect()
 }
 
@@ -131,6 +121,92 @@ pub fn relative_path(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
         out.push(c);
     }
     Ok(out)
+}
+
+/// `runner compare OLD NEW`: the Markdown on stdout, JSON where asked; Ok(false) when a
+/// cell got slower beyond the threshold.
+pub fn run_compare(
+    old: &Path,
+    new: &Path,
+    threshold_pct: f64,
+    floor_us: f64,
+    json: Option<&Path>,
+) -> Result<bool> {
+    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
+        bail!(
+            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. --threshold 2"
+        );
+    }
+    if !(floor_us >= 0.0 && floor_us.is_finite()) {
+        bail!("--floor {floor_us}: give microseconds, 0 or more, e.g. --floor 2");
+    }
+    let load = |dir: &Path| {
+        Stored::load(dir).with_context(|| format!("{} is not a stored run", dir.display()))
+    };
+    let (a, b) = (load(old)?, load(new)?);
+    let c = verdict::compare(&a, &b, threshold_pct, floor_us);
+    print!(
+        "{}",
+        markdown(&c, &old.display().to_string(), &new.display().to_string())
+    );
+    if let Some(path) = json {
+        std::fs::write(path, serde_json::to_string_pretty(&c)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(c.count(verdict::Verdict::Slower) == 0)
+}
+
+/// The comparison as a Markdown section: findings first, then the table.
+fn markdown(c: &verdict::Comparison, old: &str, new: &str) -> String {
+    let mut out = format!("# {new} against {old}\n\n{}.\n", c.summary());
+    for d in &c.run_differences {
+        out.push_str(&format!("\n- Not like for like: {d}."));
+    }
+    for (what, cells) in [
+        ("only in the old run", &c.only_old),
+        ("only in the new run", &c.only_new),
+    ] {
+        if !cells.is_empty() {
+            out.push_str(&format!("\n- Cells {what}: {}.", cells.join(", ")));
+        }
+    }
+    out.push_str(
+        "\n\nRatio = new median / old median of the cells' headline values; the interval is a 95% \
+         percentile bootstrap over independent units (a cell's rounds or processes where it has \
+         several, else blocks of consecutive samples); p is the two-sided Mann-Whitney U test on \
+         the same units. A cell is slower or faster when its whole interval lies beyond the \
+         threshold (the percentage, or the floor in µs where that is larger), the same when it \
+         lies within it, and too noisy to tell otherwise (or with fewer than 3 units a side).\n\n\
+         | cell | old | new | ratio [95% interval] | p | units (old/new) | verdict |\n\
+         |---|---:|---:|---:|---:|---|---|\n",
+    );
+    for r in &c.cells {
+        let unit = format::unit_for(
+            [r.old_median_ns, r.new_median_ns],
+            crate::experiment::Unit::Auto,
+        );
+        let note = if r.differs.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.differs.join("; "))
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.4} [{:.4}, {:.4}] | {:.2e} | {} x {}/{} | {}{} |\n",
+            r.cell,
+            format::time(r.old_median_ns, unit),
+            format::time(r.new_median_ns, unit),
+            r.ratio,
+            r.ratio_low,
+            r.ratio_high,
+            r.p_value,
+            r.units,
+            r.old_units,
+            r.new_units,
+            r.verdict.text(),
+            note
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! Two stored runs of an experiment, cell by cell: the ratio of the new run's headline
 //! median to the old one's with a bootstrap interval, a Mann-Whitney U p-value, and a
-//! verdict against a threshold (faster, slower, same, or too noisy to tell). `runner
-//! compare` prints it and exits non-zero when a cell got slower, so a CI job can gate on it.
+//! verdict against a threshold (faster, slower, same, or too noisy to tell). The report
+//! renders it (`runner compare`, `runner report --compare`).
 
 mod stats;
 
 use crate::plan::{Cell, Headline};
 use crate::store::Stored;
-use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -94,8 +93,9 @@ impl Comparison {
     }
 }
 
-/// A cell's headline values grouped into independent units, and what a unit is.
-fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
+/// Each cell's headline values (steady samples, or first launches where it takes none) by
+/// cell id, grouped by run (process or round).
+pub fn headline_runs(s: &Stored) -> HashMap<String, BTreeMap<u32, Vec<f64>>> {
     let mut by_run: HashMap<u32, BTreeMap<u32, Vec<f64>>> = HashMap::new();
     for i in 0..s.samples.cell.len() {
         let cell = &s.plan.cells[s.samples.cell[i] as usize];
@@ -110,9 +110,18 @@ fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
     }
     by_run
         .into_iter()
-        .map(|(c, runs)| {
-            let cell = &s.plan.cells[c as usize];
-            (cell.id.clone(), unit_values(cell, runs))
+        .map(|(c, runs)| (s.plan.cells[c as usize].id.clone(), runs))
+        .collect()
+}
+
+/// A cell's headline values grouped into independent units, and what a unit is.
+fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
+    let cells: HashMap<&str, &Cell> = s.plan.cells.iter().map(|c| (c.id.as_str(), c)).collect();
+    headline_runs(s)
+        .into_iter()
+        .map(|(id, runs)| {
+            let units = unit_values(cells[id.as_str()], runs);
+            (id, units)
         })
         .collect()
 }
@@ -209,39 +218,6 @@ fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
     (out, changed)
 }
 
-/// `runner compare OLD NEW`: the Markdown on stdout, JSON where asked; Ok(false) when a
-/// cell got slower beyond the threshold.
-pub fn run(
-    old: &Path,
-    new: &Path,
-    threshold_pct: f64,
-    floor_us: f64,
-    json: Option<&Path>,
-) -> Result<bool> {
-    if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
-        bail!(
-            "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. --threshold 2"
-        );
-    }
-    if !(floor_us >= 0.0 && floor_us.is_finite()) {
-        bail!("--floor {floor_us}: give microseconds, 0 or more, e.g. --floor 2");
-    }
-    let load = |dir: &Path| {
-        Stored::load(dir).with_context(|| format!("{} is not a stored run", dir.display()))
-    };
-    let (a, b) = (load(old)?, load(new)?);
-    let c = compare(&a, &b, threshold_pct, floor_us);
-    print!(
-        "{}",
-        markdown(&c, &old.display().to_string(), &new.display().to_string())
-    );
-    if let Some(path) = json {
-        std::fs::write(path, serde_json::to_string_pretty(&c)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(c.count(Verdict::Slower) == 0)
-}
-
 /// Cell by cell: a change is one beyond `threshold_pct` of the old median and beyond
 /// `floor_us`, whichever is larger.
 pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) -> Comparison {
@@ -304,58 +280,4 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
         only_old: only(&before, &after),
         only_new: only(&after, &before),
     }
-}
-
-/// The comparison as a Markdown section: findings first, then the table.
-pub fn markdown(c: &Comparison, old: &str, new: &str) -> String {
-    use crate::report::format;
-    let mut out = format!("# {new} against {old}\n\n{}.\n", c.summary());
-    for d in &c.run_differences {
-        out.push_str(&format!("\n- Not like for like: {d}."));
-    }
-    for (what, cells) in [
-        ("only in the old run", &c.only_old),
-        ("only in the new run", &c.only_new),
-    ] {
-        if !cells.is_empty() {
-            out.push_str(&format!("\n- Cells {what}: {}.", cells.join(", ")));
-        }
-    }
-    out.push_str(
-        "\n\nRatio = new median / old median of the cells' headline values; the interval is a 95% \
-         percentile bootstrap over independent units (a cell's rounds or processes where it has \
-         several, else blocks of consecutive samples); p is the two-sided Mann-Whitney U test on \
-         the same units. A cell is slower or faster when its whole interval lies beyond the \
-         threshold (the percentage, or the floor in µs where that is larger), the same when it \
-         lies within it, and too noisy to tell otherwise (or with fewer than 3 units a side).\n\n\
-         | cell | old | new | ratio [95% interval] | p | units (old/new) | verdict |\n\
-         |---|---:|---:|---:|---:|---|---|\n",
-    );
-    for r in &c.cells {
-        let unit = format::unit_for(
-            [r.old_median_ns, r.new_median_ns],
-            crate::experiment::Unit::Auto,
-        );
-        let note = if r.differs.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", r.differs.join("; "))
-        };
-        out.push_str(&format!(
-            "| {} | {} | {} | {:.4} [{:.4}, {:.4}] | {:.2e} | {} x {}/{} | {}{} |\n",
-            r.cell,
-            format::time(r.old_median_ns, unit),
-            format::time(r.new_median_ns, unit),
-            r.ratio,
-            r.ratio_low,
-            r.ratio_high,
-            r.p_value,
-            r.units,
-            r.old_units,
-            r.new_units,
-            r.verdict.text(),
-            note
-        ));
-    }
-    out
 }
