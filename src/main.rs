@@ -55,6 +55,11 @@ struct RunArgs {
     /// With --resume: start the run over in that folder, even if the experiment changed.
     #[arg(long, requires = "resume")]
     force: bool,
+    /// Run only the cells that match: `kernel=`, `variant=` or a sweep parameter, with
+    /// comma-separated globs (`--only variant=events*,graph --only n=512,1024`); repeat to
+    /// narrow further.
+    #[arg(long, value_name = "KEY=PATTERNS")]
+    only: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -67,7 +72,12 @@ enum Command {
         run: RunArgs,
     },
     /// Show the expanded matrix, sample counts and an estimate of the time; needs no GPU.
-    Plan { experiment: PathBuf },
+    Plan {
+        experiment: PathBuf,
+        /// Plan only the cells that match, as `run --only` does.
+        #[arg(long, value_name = "KEY=PATTERNS")]
+        only: Vec<String>,
+    },
     /// Re-render a stored run's report from its samples; needs no GPU.
     Report {
         dir: PathBuf,
@@ -104,7 +114,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
         Some(Command::Run { experiment, run: r }) => return finish(run(experiment, &r)),
-        Some(Command::Plan { experiment }) => plan(&experiment),
+        Some(Command::Plan { experiment, only }) => plan(&experiment, &only),
         Some(Command::Report {
             dir,
             template,
@@ -177,7 +187,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
         ),
     };
-    let outcome = execute::run(&path, &dir, start, args.allow_clock_changes)?;
+    let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &args.only)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {
         println!("wrote {}", report.display());
@@ -191,9 +201,18 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
     Ok(outcome.complete)
 }
 
-fn plan(path: &Path) -> anyhow::Result<()> {
+fn plan(path: &Path, only: &[String]) -> anyhow::Result<()> {
     let exp = load(path)?;
-    let plan = plan::Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let all = plan::Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let total = all.cells.len();
+    let plan = all.select(only)?;
+    if !only.is_empty() {
+        println!(
+            "only {} of {total} cells (--only {})",
+            plan.cells.len(),
+            only.join(" --only ")
+        );
+    }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     print!("{}", plan::describe(&exp, &plan, &previous));
     Ok(())

@@ -259,3 +259,22 @@ fn committed_reports_open_with_findings_and_keep_one_unit_per_table() {
     }
     assert!(checked >= 20, "{checked} reports");
 }
+
+#[test]
+fn only_plans_the_cells_that_match_and_names_what_does_not_exist() {
+    let (_dir, path) = write_experiment("ok.toml", &matmul_experiment(&kernels_dir()));
+    let p = path.to_str().unwrap();
+    let out = run(&["plan", p, "--only", "variant=ev*", "--only", "n=96"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("matmul/n=96/events"), "{text}");
+    assert!(!text.contains("matmul/n=64/"), "{text}");
+    assert!(!text.contains("/sync"), "{text}");
+    assert!(text.contains("only 1 of "), "{text}");
+    let out = run(&["plan", p, "--only", "size=96"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no such key; the experiment's are kernel, variant, n"));
+    let out = run(&["plan", p, "--only", "n=4096"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no cell matches"), "{}", stderr(&out));
+}

@@ -197,3 +197,41 @@ fn managed_and_mapped_buffers_run_checked_also_with_fresh_inputs() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_run_of_part_of_an_experiment_keeps_its_selection_through_report_and_resume() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("part.toml", &matmul_experiment(&kernels_dir()));
+    let out = run(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+        "--only",
+        "variant=events",
+        "--only",
+        "n=96",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = out_dir.path().join("part");
+    let ids: Vec<String> = std::fs::read_to_string(dir.join("cells.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, vec!["matmul/n=96/events".to_string()]);
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["only"], serde_json::json!(["variant=events", "n=96"]));
+    let report = run(&["report", dir.to_str().unwrap()]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let resumed = run(&["run", "--resume", dir.to_str().unwrap(), "--only", "n=64"]);
+    assert_eq!(resumed.status.code(), Some(1));
+    assert!(stderr(&resumed).contains("keeps the cells it was started with"));
+}

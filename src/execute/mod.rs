@@ -41,7 +41,14 @@ pub enum Start {
 }
 
 /// Runs `path`'s experiment into `dir`, checked against the real device.
-pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> Result<Outcome> {
+/// `only`: the `--only` clauses of a new run (a resumed run keeps its own).
+pub fn run(
+    path: &Path,
+    dir: &Path,
+    start: Start,
+    allow_clock_changes: bool,
+    only: &[String],
+) -> Result<Outcome> {
     // Checked once, against the real device where there is one; mistakes in the file and
     // a run that cannot resume are reported even without a GPU.
     let device = match cuda::driver_present() {
@@ -51,7 +58,8 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
     let facts = device
         .as_ref()
         .map_or_else(DeviceFacts::nominal, store::device_facts);
-    let exp = Experiment::load(path, &facts, Sources::Read).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut exp =
+        Experiment::load(path, &facts, Sources::Read).map_err(|e| anyhow::anyhow!("{e}"))?;
     clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())
         .map_err(anyhow::Error::msg)?;
     let inputs = inputs_sha256(&exp);
@@ -62,7 +70,18 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
     let Some(device) = device else {
         bail!(cuda::NO_DRIVER);
     };
-    let plan = Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if stored.is_some() && !only.is_empty() {
+        bail!("--only with --resume: a resumed run keeps the cells it was started with (add --force to start over with a new selection)");
+    }
+    let only = stored
+        .as_ref()
+        .map_or(only.to_vec(), |s| s.meta.only.clone());
+    let plan = Plan::new(&exp)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .select(&only)?;
+    // Peers run beside variants the selection kept.
+    exp.peers
+        .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
     let (mut meta, mut writer, done) = match stored {
         Some(stored) => {
             let done: HashSet<Run> = stored
@@ -91,6 +110,7 @@ pub fn run(path: &Path, dir: &Path, start: Start, allow_clock_changes: bool) -> 
                 workers: None,
                 finished_utc: None,
                 complete: false,
+                only,
                 host: system::host(),
                 device: None,
                 startup: None,

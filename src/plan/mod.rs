@@ -3,6 +3,7 @@
 //! processes that will run them.
 
 mod describe;
+mod select;
 
 use crate::experiment::knobs::{
     cache::Cache, cupti_collect::CuptiCollect, env::ProcessEnv, order::OrderKind, samples::Samples,

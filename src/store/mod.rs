@@ -78,6 +78,9 @@ pub struct RunMeta {
     pub workers: Option<WorkerCount>,
     /// Whether every planned run finished (false after an interrupt or a fatal error).
     pub complete: bool,
+    /// The `--only` clauses the run was planned with: a part of the experiment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
     pub host: Host,
     pub device: Option<DeviceInfo>,
     /// CUDA start-up of the first worker process.

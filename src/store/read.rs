@@ -158,7 +158,9 @@ impl Stored {
             .map_or_else(DeviceFacts::nominal, device_facts);
         let experiment = Experiment::parse(&meta.experiment_path, &text, &facts, Sources::Skip)
             .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;
-        let plan = Plan::new(&experiment).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let plan = Plan::new(&experiment)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .select(&meta.only)?;
         let mut warnings = Vec::new();
         let records = read_records(dir, &mut warnings)?;
         if let Some(r) = records
