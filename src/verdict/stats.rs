@@ -6,7 +6,11 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 /// Bootstrap resamples per interval: enough for stable 2.5% and 97.5% percentiles.
 const RESAMPLES: usize = 2000;
 
+/// The median; NaN for no values.
 pub fn median_of(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
