@@ -327,7 +327,7 @@ pub fn evaluate(
             .unwrap_or(0);
         return Err((
             Part::Arg(first),
-            format!("the managed buffers take {managed} bytes together, more than the device's memory: managed memory beyond what the card has free can stall a shared GPU"),
+            format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU"),
         ));
     }
     let check_dims = e

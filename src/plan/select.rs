@@ -37,13 +37,13 @@ fn glob(pattern: &str, text: &str) -> bool {
     // Classic two-pointer match with backtracking to the last star.
     let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
     while j < t.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
+        if i < p.len() && p[i] == '*' {
             star = Some(i);
             mark = j;
             i += 1;
+        } else if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
+            i += 1;
+            j += 1;
         } else if let Some(s) = star {
             i = s + 1;
             mark += 1;
@@ -123,6 +123,7 @@ mod tests {
         assert!(!glob("n?", "n12"));
         assert!(glob("512", "512"));
         assert!(!glob("512", "5120"));
+        assert!(glob("*a", "*ba"), "a star in the text is no special case");
     }
 
     #[test]

@@ -141,13 +141,13 @@ fn unit_values(cell: &Cell, runs: BTreeMap<u32, Vec<f64>>) -> (String, Vec<f64>)
     }
     let samples: Vec<f64> = runs.into_values().flatten().collect();
     let blocks = (samples.len() / 3).clamp(1, 20);
-    let size = samples.len() / blocks;
-    let medians = samples
-        .chunks(size.max(1))
-        .filter(|c| c.len() == size)
-        .map(stats::median_of)
+    // Exactly `blocks` near-equal blocks, every sample in one.
+    let bound = |b: usize| b * samples.len() / blocks;
+    let medians = (0..blocks)
+        .map(|b| stats::median_of(&samples[bound(b)..bound(b + 1)]))
         .collect();
-    (format!("block of {size} samples"), medians)
+    let size = samples.len() / blocks;
+    (format!("block of {size}+ samples"), medians)
 }
 
 /// The bootstrap's seed from a cell's id, so a comparison renders the same twice.
