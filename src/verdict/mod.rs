@@ -6,7 +6,7 @@
 mod stats;
 
 use crate::plan::{Cell, Headline};
-use crate::store::Stored;
+use crate::store::{Stored, SOURCES_DIR};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -201,8 +201,8 @@ fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
         out.push("the runner was built from different commits".into());
     }
     let (sa, sb) = (
-        files(&old.dir.join("sources")),
-        files(&new.dir.join("sources")),
+        files(&old.dir.join(SOURCES_DIR)),
+        files(&new.dir.join(SOURCES_DIR)),
     );
     let changed: Vec<String> = sa
         .keys()
@@ -242,13 +242,15 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
         } else {
             Verdict::TooNoisy
         };
-        let source = new
-            .experiment
-            .kernels
-            .get(cell.kernel.unwrap_or(usize::MAX))
-            .map(|k| k.source.rsplit('/').next().unwrap_or("").to_string());
+        // The stored copy of a source keeps its path below the experiment's folder: match
+        // whole file names, so `stream.cu` is not taken for `mystream.cu`.
+        let source = cell
+            .kernel
+            .and_then(|k| new.experiment.kernels.get(k))
+            .and_then(|k| k.source.rsplit('/').next())
+            .filter(|s| !s.is_empty());
         let differs = source
-            .filter(|s| !s.is_empty() && changed.iter().any(|c| c.ends_with(s.as_str())))
+            .filter(|s| changed.iter().any(|c| c.rsplit('/').next() == Some(*s)))
             .map(|s| vec![format!("source {s} differs")])
             .unwrap_or_default();
         cells.push(CellComparison {
