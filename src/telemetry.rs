@@ -28,6 +28,16 @@ impl Sensor {
         self.nvml.as_ref()?.sys_driver_version().ok()
     }
 
+    /// The fastest PCIe link the device and its system allow.
+    pub fn host_link(&self) -> Option<crate::cuda::HostLink> {
+        let nvml = self.nvml.as_ref()?;
+        let dev = nvml.device_by_uuid(self.uuid.as_str()).ok()?;
+        Some(crate::cuda::HostLink {
+            generation: dev.max_pcie_link_gen().ok()?,
+            lanes: dev.max_pcie_link_width().ok()?,
+        })
+    }
+
     pub fn read(&self) -> Option<Telemetry> {
         let nvml = self.nvml.as_ref()?;
         Some(read(&nvml.device_by_uuid(self.uuid.as_str()).ok()?))

@@ -581,13 +581,18 @@ fn a_reference_kernel_check_needs_one_launch_before_a_batch_is_timed() {
 #[test]
 fn buffer_memory_is_named_and_managed_memory_is_bounded() {
     let a = "init = \"uniform(0, 100)\"";
-    let text = good().replacen(a, &format!("{a}, memory = \"pinned\""), 1);
+    let text = good().replacen(a, &format!("{a}, memory = \"hbm\""), 1);
     let err = plan_error(&text);
     assert!(
-        err.contains("unknown memory `pinned`") && err.contains("\"managed\""),
+        err.contains("unknown memory `hbm`") && err.contains("\"pageable\""),
         "{err}"
     );
-    assert_at_line(&err, &text, "memory = \"pinned\"");
+    assert_at_line(&err, &text, "memory = \"hbm\"");
+    // A kernel cannot address pageable host memory: only copies reach it.
+    let text = good().replacen(a, &format!("{a}, memory = \"pageable\""), 1);
+    let err = plan_error(&text);
+    assert!(err.contains("no kernel can address pageable"), "{err}");
+    assert_at_line(&err, &text, "memory = \"pageable\"");
     let text = good().replacen(
         "scalar = \"i32\", value = \"n\"",
         "scalar = \"i32\", value = \"n\", memory = \"managed\"",
@@ -603,4 +608,66 @@ fn buffer_memory_is_named_and_managed_memory_is_bounded() {
     let text = good().replacen(a, &format!("{a}, memory = \"mapped\""), 1);
     let (_dir, path) = write_experiment("ok.toml", &text);
     assert!(run(&["plan", path.to_str().unwrap()]).status.success());
+}
+
+/// An experiment of one copy (`to` and `bytes` as given) and the matmul with a copy step.
+fn copies(to: &str, bytes: &str, step_from: &str) -> String {
+    let matmul = good();
+    let kernel = &matmul[matmul.find("[[kernel]]").unwrap()..matmul.find("[defaults]").unwrap()];
+    let kernel = kernel.replace(
+        "  { name = \"n\", scalar = \"i32\", value = \"n\" },\n]",
+        &format!("  {{ name = \"n\", scalar = \"i32\", value = \"n\" }},\n  {{ name = \"h_C\", buffer = \"f32\", len = \"n * n\", init = \"output\", memory = \"pinned\" }},\n]\ntakes = [\"A\", \"B\", \"C\", \"m\", \"k\", \"n\"]\nthen = [{{ copy = {{ from = \"{step_from}\", to = \"h_C\" }} }}]"),
+    );
+    format!(
+        "[experiment]\ntitle = \"copies\"\n\n[sweep]\nn = [64, 96]\n\n[[copy]]\nname = \"h2d\"\nfrom = \"pageable\"\nto = \"{to}\"\nbytes = \"{bytes}\"\n\n{kernel}[[variant]]\nname = \"events\"\ntimer = \"events\"\n"
+    )
+}
+
+#[test]
+fn copies_and_copy_steps_are_checked_before_anything_runs() {
+    let text = copies("device", "4 * n", "C");
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan = stdout(&out);
+    assert!(plan.contains("h2d (copy pageable -> device)"), "{plan}");
+    assert!(
+        plan.contains("matmul/n=64/events") && plan.contains("+1 step(s)"),
+        "{plan}"
+    );
+
+    let text = copies("pinned", "4 * n", "C");
+    let err = plan_error(&text);
+    assert!(
+        err.contains("both ends of this copy are host memory"),
+        "{err}"
+    );
+    assert_at_line(&err, &text, "to = \"pinned\"");
+
+    let text = copies("device", "4 * n + 2", "C");
+    let err = plan_error(&text);
+    assert!(err.contains("positive multiple of 4 bytes"), "{err}");
+    assert_at_line(&err, &text, "bytes = ");
+
+    // A copy step between buffers of different sizes, or from a scalar.
+    let err = plan_error(&copies("device", "4 * n", "n"));
+    assert!(err.contains("`n` is a scalar"), "{err}");
+    let text = copies("device", "4 * n", "C").replace(
+        "{ name = \"h_C\", buffer = \"f32\", len = \"n * n\"",
+        "{ name = \"h_C\", buffer = \"f32\", len = \"n\"",
+    );
+    let err = plan_error(&text);
+    assert!(err.contains("differ in size"), "{err}");
+
+    // The profiler times kernel launches only.
+    let text = copies("device", "4 * n", "C");
+    let text = format!(
+        "{}[[variant]]\nname = \"profiled\"\ntimer = \"profiler\"\n",
+        &text[..text.find("[[kernel]]").unwrap()]
+    );
+    let err = plan_error(&text);
+    assert!(
+        err.contains("the profiler times kernel launches only"),
+        "{err}"
+    );
 }

@@ -1,5 +1,5 @@
 //! Kernels of any shape on a GPU: bf16 buffers checked against a reference kernel, managed
-//! and mapped buffers, and a prebuilt PTX module. Ignored without a GPU, as in `tests/gpu.rs`.
+//! and mapped buffers, copies, and a prebuilt PTX module. Ignored without a GPU, as in `tests/gpu.rs`.
 
 mod common;
 use common::*;
@@ -195,6 +195,50 @@ fn managed_and_mapped_buffers_run_checked_also_with_fresh_inputs() {
                 "{kernel}/{variant}: {check}"
             );
         }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn copies_alone_and_around_a_kernel_run_checked_under_events_and_cupti() {
+    let root = kernels_dir().parent().unwrap().to_path_buf();
+    let experiment = std::fs::read_to_string(root.join("experiments/transfers.toml"))
+        .unwrap()
+        .replace("size = \"2^12..2^30\"", "size = [4096, 1048576]")
+        .replace("../kernels/", &format!("{}/", kernels_dir().display()));
+    let (_out, _dir, records) = run_on_gpu("transfers", &experiment);
+    for size in [4096, 1048576] {
+        for variant in ["events", "cupti"] {
+            for copy in [
+                "h2d-pinned",
+                "h2d-pageable",
+                "d2h-pinned",
+                "d2h-pageable",
+                "d2d",
+            ] {
+                let r = record(&records, &format!("{copy}/size={size}/{variant}"));
+                assert_eq!(r["status"], "ok", "{r}");
+                let check = r["check"].as_str().unwrap();
+                assert!(check.contains("elements equal"), "{copy}: {check}");
+                assert!(r["first_ns"].as_f64().unwrap() > 0.0, "{r}");
+            }
+            let r = record(&records, &format!("sequence/size={size}/{variant}"));
+            assert_eq!(r["status"], "ok", "{r}");
+            let check = r["check"].as_str().unwrap();
+            assert!(
+                check.contains("against kernel `sequence-ref`: h_out"),
+                "{check}"
+            );
+        }
+        // CUPTI sees the sequence's copy in, kernel and copy out apart.
+        let r = record(&records, &format!("sequence/size={size}/cupti"));
+        let phases: Vec<&str> = r["cupti"]["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k[0].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, ["memcpy HtoD", "scale", "memcpy DtoH"], "{r}");
     }
 }
 

@@ -1,14 +1,17 @@
-//! `timer = "cupti"`: each kernel's own start and end on the GPU, from CUPTI's activity
-//! records (one launch, one record, no replay), with the launch's queued and submitted
-//! timestamps where CUPTI gives them. libcupti is loaded at run time like the driver.
+//! `timer = "cupti"`: each kernel's (and copy's) own start and end on the GPU, from CUPTI's
+//! activity records (one launch, one record, no replay), with the launch's queued and
+//! submitted timestamps where CUPTI gives them. libcupti is loaded at run time like the
+//! driver.
 
 use super::error::CudaError;
+use super::memory::Direction;
 use cudarc::cupti::{result::activity, result::CuptiError, sys};
 use std::alloc::{alloc, dealloc, Layout};
 use std::ffi::CStr;
 use std::sync::{Mutex, OnceLock};
 
-/// One kernel execution as CUPTI saw it, in CUPTI's nanosecond clock.
+/// One kernel execution (or copy, named by [`Direction::record_name`]) as CUPTI saw it, in
+/// CUPTI's nanosecond clock.
 #[derive(Debug, Clone)]
 pub struct Span {
     pub name: String,
@@ -86,6 +89,26 @@ extern "C" fn buffer_completed(
                 queued: k.queued,
                 submitted: k.submitted,
             });
+        } else if kind == sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY {
+            // Every memcpy record version shares this prefix up to `end`.
+            // SAFETY: a MEMCPY record has the memcpy record's layout.
+            let m = unsafe { &*(record as *const sys::CUpti_ActivityMemcpy) };
+            // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 8 DtoD.
+            let direction = match m.copyKind {
+                1 => Some(Direction::HostToDevice),
+                2 => Some(Direction::DeviceToHost),
+                8 => Some(Direction::DeviceToDevice),
+                _ => None,
+            };
+            spans.push(Span {
+                name: direction
+                    .map_or("memcpy (other)", Direction::record_name)
+                    .into(),
+                start: m.start,
+                end: m.end,
+                queued: 0,
+                submitted: 0,
+            });
         }
     }
     if let Ok(mut all) = SPANS.lock() {
@@ -156,17 +179,25 @@ fn poisoned() -> CudaError {
     CudaError::Library("CUPTI records lock poisoned".into())
 }
 
-/// Collects kernel records between `start` and `finish`.
-pub struct Collector;
+/// Collects kernel (and copy) records between `start` and `finish`.
+pub struct Collector {
+    copies: bool,
+}
 
 impl Collector {
-    /// Starts recording every kernel launched from now on.
-    pub fn start() -> Result<Collector, CudaError> {
+    /// Starts recording every kernel launched from now on, and with `copies` every copy.
+    pub fn start(copies: bool) -> Result<Collector, CudaError> {
         ready()?;
         SPANS.lock().map_err(|_| poisoned())?.clear();
         activity::enable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
             .map_err(|e| cupti_err("cuptiActivityEnable(CONCURRENT_KERNEL)", e))?;
-        Ok(Collector)
+        // Dropped with a failure below, the collector disables what it enabled.
+        let collector = Collector { copies };
+        if copies {
+            activity::enable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY)
+                .map_err(|e| cupti_err("cuptiActivityEnable(MEMCPY)", e))?;
+        }
+        Ok(collector)
     }
 
     /// Stops recording and returns the spans of the last `count` launches of the kernels
@@ -183,7 +214,7 @@ impl Collector {
         let _ = unsafe { activity::get_num_dropped_records(std::ptr::null_mut(), 0, &mut dropped) };
         if dropped > 0 {
             return Err(CudaError::Library(format!(
-                "CUPTI dropped {dropped} kernel records"
+                "CUPTI dropped {dropped} kernel or copy records"
             )));
         }
         let mut spans: Vec<Span> = std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?)
@@ -194,7 +225,7 @@ impl Collector {
         let per = entries.len().max(1);
         if spans.len() < count * per {
             return Err(CudaError::Library(format!(
-                "CUPTI delivered {} records of the kernel for {count} timed launches of {per} kernel(s)",
+                "CUPTI delivered {} records of the kernel for {count} timed launches of {per} kernel(s) or copies",
                 spans.len()
             )));
         }
@@ -226,6 +257,9 @@ impl Drop for Collector {
         // Records still buffered are delivered and dropped, so none reaches the next cell.
         let _ = activity::flush_all(1);
         let _ = activity::disable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        if self.copies {
+            let _ = activity::disable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY);
+        }
         if let Ok(mut spans) = SPANS.lock() {
             spans.clear();
         }

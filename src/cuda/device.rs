@@ -27,6 +27,51 @@ pub struct DeviceInfo {
     pub driver_version: Option<String>,
     #[serde(default)]
     pub limits: Option<LaunchLimits>,
+    /// The PCIe link to the host, from NVML, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link: Option<HostLink>,
+}
+
+/// A PCIe link: the fastest the device and the system it sits in allow (an idle link trains
+/// down; copies run at this).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct HostLink {
+    pub generation: u32,
+    pub lanes: u32,
+}
+
+impl HostLink {
+    /// Transfers per lane per second (GT/s) and the share of them that carries data (line
+    /// encoding), by PCIe generation.
+    fn signalling(&self) -> Option<(f64, f64)> {
+        match self.generation {
+            1 => Some((2.5, 0.8)),
+            2 => Some((5.0, 0.8)),
+            3 => Some((8.0, 128.0 / 130.0)),
+            4 => Some((16.0, 128.0 / 130.0)),
+            5 => Some((32.0, 128.0 / 130.0)),
+            _ => None,
+        }
+    }
+
+    /// Bytes per second each way, before packet overheads: what a copy could reach at most.
+    pub fn peak_bytes_per_s(&self) -> Option<f64> {
+        let (gt, share) = self.signalling()?;
+        Some(gt * 1e9 * self.lanes as f64 * share / 8.0)
+    }
+
+    /// How [`HostLink::peak_bytes_per_s`] is reached, for a report's note on its peaks.
+    pub fn describe(&self) -> Option<String> {
+        let (gt, share) = self.signalling()?;
+        Some(format!(
+            "PCIe {}.0 x{} {:.1} GB/s each way = {gt} GT/s x {} lanes x {} encoding / 8 (NVML's fastest link for the device and system; packet headers keep copies below it)",
+            self.generation,
+            self.lanes,
+            self.peak_bytes_per_s()? / 1e9,
+            self.lanes,
+            if share > 0.9 { "128b/130b" } else { "8b/10b" }
+        ))
+    }
 }
 
 /// The launch limits a kernel's configuration is checked against.
@@ -88,6 +133,7 @@ pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
         cuda_driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
         nvrtc_version: String::new(),
         driver_version: None,
+        host_link: None,
         limits: Some(LaunchLimits {
             max_threads_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block: [
@@ -185,5 +231,29 @@ mod tests {
     fn uuid_in_nvml_form() {
         let b: [u8; 16] = core::array::from_fn(|i| i as u8);
         assert_eq!(format_uuid(&b), "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
+    }
+
+    #[test]
+    fn a_pcie_links_peak_follows_its_generation_and_lanes() {
+        let gen5 = HostLink {
+            generation: 5,
+            lanes: 16,
+        };
+        let peak = gen5.peak_bytes_per_s().unwrap();
+        assert!((peak / 1e9 - 63.0).abs() < 0.1, "{peak}");
+        assert!(gen5
+            .describe()
+            .unwrap()
+            .starts_with("PCIe 5.0 x16 63.0 GB/s"));
+        let gen3 = HostLink {
+            generation: 3,
+            lanes: 8,
+        };
+        assert!((gen3.peak_bytes_per_s().unwrap() / 1e9 - 7.88).abs() < 0.01);
+        let unknown = HostLink {
+            generation: 9,
+            lanes: 16,
+        };
+        assert_eq!(unknown.peak_bytes_per_s(), None);
     }
 }

@@ -1,10 +1,10 @@
-//! Modules, functions, kernel launches, events and graphs. A [`Launch`] holds its function
-//! (which keeps its module loaded) and borrows the buffers its parameters point at, so
-//! enqueueing it is safe: nothing it uses can be gone. The timed regions call these
+//! Modules, functions, kernel launches and copies. A [`Launch`] holds its
+//! function (which keeps its module loaded) and borrows the buffers its parameters point at,
+//! so enqueueing it is safe: nothing it uses can be gone. The timed regions call these
 //! directly: no allocation, no event tracking, no logging.
 
 use super::error::{Check, CudaError};
-use super::memory::DeviceBuffer;
+use super::memory::{DeviceBuffer, Direction};
 use cudarc::driver::{result, sys};
 use std::cell::RefCell;
 use std::ffi::{c_void, CString};
@@ -181,17 +181,28 @@ impl Dims {
     };
 }
 
-/// One kernel launch, fully prepared: enqueueing it allocates nothing.
+/// A copy between two buffers: parameter 0 is the destination, 1 the source.
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer {
+    pub direction: Direction,
+    pub bytes: usize,
+    /// `cuMemcpy*` (the host waits) rather than `cuMemcpy*Async`.
+    pub sync: bool,
+}
+
+/// One kernel launch or copy, fully prepared: enqueueing it allocates nothing.
 pub struct Launch<'b> {
-    /// The function; `None` until the first launch of a lazily loaded one.
+    /// The function; `None` until the first launch of a lazily loaded one, and for a copy.
     func: Option<Function>,
     lazy: Option<LazyFunction>,
+    copy: Option<Transfer>,
     dims: Dims,
     /// Parameter values, 8 bytes each; `params` points into it, so it never moves.
     storage: Box<[[u8; 8]]>,
     params: Vec<*mut c_void>,
-    /// Launches enqueued right after this one (a kernel's steps), each with the indices of
-    /// this launch's parameters it takes.
+    /// Launches enqueued right before and right after this one (a kernel's steps), each
+    /// with the indices of this launch's parameters it takes.
+    before: Vec<(Launch<'b>, Vec<usize>)>,
     then: Vec<(Launch<'b>, Vec<usize>)>,
     /// Where its parameters come from when [`Launch::set_param`] names them by the index of
     /// a larger list (a kernel that takes some of its experiment's arguments); None: the same.
@@ -214,6 +225,31 @@ impl<'b> Launch<'b> {
         launch
     }
 
+    /// A copy from `source` into `destination`, both at least `copy.bytes` long.
+    pub fn copy(
+        copy: Transfer,
+        destination: &'b DeviceBuffer,
+        source: &'b DeviceBuffer,
+    ) -> Result<Self, CudaError> {
+        let (dst, src) = (destination, source);
+        let expected = match copy.direction {
+            Direction::HostToDevice => (false, true),
+            Direction::DeviceToHost => (true, false),
+            Direction::DeviceToDevice => (false, false),
+        };
+        if (dst.on_host(), src.on_host()) != expected || dst.bytes().min(src.bytes()) < copy.bytes {
+            return Err(CudaError::Library(format!(
+                "a {} copy of {} bytes between buffers that do not fit it",
+                copy.direction.record_name(),
+                copy.bytes
+            )));
+        }
+        let mut launch =
+            Launch::new_unresolved(Dims::ONE, &[Param::Buffer(dst), Param::Buffer(src)]);
+        launch.copy = Some(copy);
+        Ok(launch)
+    }
+
     fn new_unresolved(dims: Dims, values: &[Param<'b>]) -> Self {
         let mut storage: Box<[[u8; 8]]> = values.iter().map(Param::slot).collect();
         let params = storage
@@ -223,9 +259,11 @@ impl<'b> Launch<'b> {
         Launch {
             func: None,
             lazy: None,
+            copy: None,
             dims,
             storage,
             params,
+            before: Vec::new(),
             then: Vec::new(),
             from: None,
             _buffers: PhantomData,
@@ -245,13 +283,22 @@ impl<'b> Launch<'b> {
         self.then.push((next, from));
     }
 
-    /// The function, loaded now if it was waiting for its first launch (its steps' too).
-    fn resolve(&mut self) -> Result<Function, CudaError> {
-        for (next, _) in &mut self.then {
-            next.resolve()?;
+    /// As [`Launch::then`], but enqueued before this one (and after the ones added before).
+    pub fn before(&mut self, previous: Launch<'b>, from: Vec<usize>) {
+        self.before.push((previous, from));
+    }
+
+    /// The function, loaded now if it was waiting for its first launch (its steps' too);
+    /// None for a copy.
+    pub(super) fn resolve(&mut self) -> Result<Option<Function>, CudaError> {
+        for (step, _) in self.before.iter_mut().chain(&mut self.then) {
+            step.resolve()?;
+        }
+        if self.copy.is_some() {
+            return Ok(None);
         }
         if let Some(f) = &self.func {
-            return Ok(f.clone());
+            return Ok(Some(f.clone()));
         }
         let lazy = self
             .lazy
@@ -262,7 +309,7 @@ impl<'b> Launch<'b> {
             f.allow_shared_bytes(self.dims.shared_bytes)?;
         }
         self.func = Some(f.clone());
-        Ok(f)
+        Ok(Some(f))
     }
 
     /// Replaces parameter `index`, outside any timed region.
@@ -275,9 +322,9 @@ impl<'b> Launch<'b> {
                 }
             }
         }
-        for (next, from) in &mut self.then {
+        for (step, from) in self.before.iter_mut().chain(&mut self.then) {
             for (j, _) in from.iter().enumerate().filter(|(_, &f)| f == index) {
-                next.storage[j] = value.slot();
+                step.storage[j] = value.slot();
             }
         }
     }
@@ -287,25 +334,37 @@ impl<'b> Launch<'b> {
     pub fn enqueue(&mut self) -> Result<(), CudaError> {
         // Steps are lazy exactly where the launch they follow is, and resolve with it: the
         // timed path checks one field, as a launch without steps does.
-        if self.func.is_none() {
+        if self.func.is_none() && self.copy.is_none() {
             self.resolve()?;
         }
-        self.enqueue_on(std::ptr::null_mut())
-            .during("cuLaunchKernel")
+        let copies = self.copy.is_some()
+            || (self.before.iter().chain(&self.then)).any(|(s, _)| s.copy.is_some());
+        let call = if copies {
+            "cuLaunchKernel or cuMemcpy"
+        } else {
+            "cuLaunchKernel"
+        };
+        self.enqueue_on(std::ptr::null_mut()).during(call)
     }
 
-    /// Enqueues this launch, then its steps.
+    /// Enqueues the steps before this launch, this launch, then the steps after it.
     #[inline]
-    fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
+    pub(super) fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
+        for (step, _) in &mut self.before {
+            step.enqueue_one(stream)?;
+        }
         self.enqueue_one(stream)?;
-        for (next, _) in &mut self.then {
-            next.enqueue_one(stream)?;
+        for (step, _) in &mut self.then {
+            step.enqueue_one(stream)?;
         }
         Ok(())
     }
 
     #[inline]
     fn enqueue_one(&mut self, stream: sys::CUstream) -> Result<(), result::DriverError> {
+        if let Some(copy) = self.copy {
+            return self.enqueue_copy(copy, stream);
+        }
         let d = self.dims;
         let Some(func) = &self.func else {
             return Err(result::DriverError(
@@ -330,129 +389,36 @@ impl<'b> Launch<'b> {
     }
 }
 
-/// A CUDA event with timing enabled, destroyed on drop.
-pub struct Event(sys::CUevent);
-
-impl Event {
-    pub fn new() -> Result<Event, CudaError> {
-        result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
-            .map(Event)
-            .during("cuEventCreate")
-    }
-
-    /// Records the event on the legacy default stream.
+impl Launch<'_> {
     #[inline]
-    pub fn record(&self) -> Result<(), CudaError> {
-        // SAFETY: the event is live; the null stream is the legacy one.
-        unsafe { result::event::record(self.0, std::ptr::null_mut()) }.during("cuEventRecord")
-    }
-
-    /// Whether the work before the event is done.
-    #[inline]
-    pub fn done(&self) -> bool {
-        // SAFETY: the event is live.
-        unsafe { result::event::query(self.0) }.is_ok()
-    }
-
-    #[inline]
-    pub fn synchronize(&self) -> Result<(), CudaError> {
-        // SAFETY: the event is live.
-        unsafe { result::event::synchronize(self.0) }.during("cuEventSynchronize")
-    }
-
-    /// Milliseconds from `start` to this event, both recorded and done.
-    #[inline]
-    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32, CudaError> {
-        // SAFETY: both events are live.
-        unsafe { result::event::elapsed(start.0, self.0) }.during("cuEventElapsedTime")
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        // SAFETY: created in `new`, destroyed once.
-        let _ = unsafe { result::event::destroy(self.0) };
-    }
-}
-
-/// `count` launches captured in a CUDA graph, instantiated once; replays go on the legacy
-/// default stream like every other launch. It borrows the launch's buffers.
-pub struct Graph<'b> {
-    graph: sys::CUgraph,
-    exec: sys::CUgraphExec,
-    _func: Function,
-    _buffers: PhantomData<&'b DeviceBuffer>,
-}
-
-impl<'b> Graph<'b> {
-    pub fn capture(launch: &mut Launch<'b>, count: u64) -> Result<Graph<'b>, CudaError> {
-        let func = launch.resolve()?;
-        // The legacy stream cannot be captured; a stream of its own is, then destroyed.
-        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
-            .during("cuStreamCreate")?;
-        let captured = capture_on(stream, launch, count);
-        // SAFETY: nothing uses the stream after the capture.
-        let _ = unsafe { result::stream::destroy(stream) };
-        let (graph, exec) = captured?;
-        Ok(Graph {
-            graph,
-            exec,
-            _func: func,
-            _buffers: PhantomData,
-        })
-    }
-
-    /// Replays the graph on the legacy default stream.
-    #[inline]
-    pub fn launch(&self) -> Result<(), CudaError> {
-        // SAFETY: exec is a live instantiated graph whose buffers are borrowed for 'b.
-        unsafe { result::graph::launch(self.exec, std::ptr::null_mut()) }.during("cuGraphLaunch")
-    }
-}
-
-fn capture_on(
-    stream: sys::CUstream,
-    launch: &mut Launch,
-    count: u64,
-) -> Result<(sys::CUgraph, sys::CUgraphExec), CudaError> {
-    // SAFETY: the stream is live; the launches only record into the graph.
-    unsafe {
-        result::stream::begin_capture(
-            stream,
-            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-        )
-    }
-    .during("cuStreamBeginCapture")?;
-    for _ in 0..count {
-        if let Err(e) = launch.enqueue_on(stream) {
-            // SAFETY: the capture began on this stream above; ending it leaves the stream
-            // ordinary again before it is destroyed, and the partial graph is discarded.
-            if let Ok(g) = unsafe { result::stream::end_capture(stream) } {
-                // SAFETY: g was just returned by the capture and is not used again.
-                let _ = unsafe { result::graph::destroy(g) };
+    fn enqueue_copy(
+        &self,
+        copy: Transfer,
+        stream: sys::CUstream,
+    ) -> Result<(), result::DriverError> {
+        let dst = u64::from_ne_bytes(self.storage[0]);
+        let src = u64::from_ne_bytes(self.storage[1]);
+        let n = copy.bytes;
+        use Direction::*;
+        // Slots 0 and 1 hold buffers borrowed for the launch's life (`Launch::copy` checked
+        // their sides and sizes; `set_param` puts only the same arguments' buffers there).
+        // SAFETY: both are live buffers of at least `n` bytes on the sides the direction
+        // says, a host buffer's address is its host pointer (unified addressing), and a
+        // pageable one is freed only after the device is synchronized.
+        let code = unsafe {
+            match (copy.direction, copy.sync) {
+                (HostToDevice, false) => {
+                    sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, n, stream)
+                }
+                (HostToDevice, true) => sys::cuMemcpyHtoD_v2(dst, src as *const c_void, n),
+                (DeviceToHost, false) => {
+                    sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, n, stream)
+                }
+                (DeviceToHost, true) => sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, n),
+                (DeviceToDevice, false) => sys::cuMemcpyDtoDAsync_v2(dst, src, n, stream),
+                (DeviceToDevice, true) => sys::cuMemcpyDtoD_v2(dst, src, n),
             }
-            return Err(CudaError::driver("launch during graph capture", e));
-        }
-    }
-    // SAFETY: the capture began on this stream above.
-    let graph = unsafe { result::stream::end_capture(stream) }.during("cuStreamEndCapture")?;
-    // SAFETY: graph is the complete graph just captured.
-    match unsafe { result::graph::instantiate(graph, sys::CUgraphInstantiate_flags(0)) } {
-        Ok(exec) => Ok((graph, exec)),
-        Err(e) => {
-            // SAFETY: graph was created above and is not used again.
-            let _ = unsafe { result::graph::destroy(graph) };
-            Err(CudaError::driver("cuGraphInstantiate", e))
-        }
-    }
-}
-
-impl Drop for Graph<'_> {
-    fn drop(&mut self) {
-        // SAFETY: both were created in `capture` and are destroyed once.
-        unsafe {
-            let _ = result::graph::exec_destroy(self.exec);
-            let _ = result::graph::destroy(self.graph);
-        }
+        };
+        code.result()
     }
 }

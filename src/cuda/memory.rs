@@ -1,13 +1,14 @@
-//! Memory a kernel reads and writes, freed on drop: device memory, unified (managed) memory,
-//! or page-locked host memory mapped into the device. A kernel launch borrows the buffers it
-//! points at ([`super::Launch`]), so a buffer cannot be freed while a launch may still use it.
+//! Memory a kernel or a copy reads and writes, freed on drop: device memory, unified
+//! (managed) memory, page-locked host memory (mapped into the device or not), or pageable
+//! host memory (copies only). A launch borrows the buffers it points at
+//! ([`super::Launch`]), so a buffer cannot be freed while a launch may still use it.
 
 use super::error::{Check, CudaError};
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 
 /// How a buffer was allocated, which says how the host fills and reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Placement {
     Device,
     /// Host-accessible at the same address: the host writes inputs in place, so they stay
@@ -17,6 +18,49 @@ enum Placement {
     Mapped {
         host: *mut c_void,
     },
+    /// Page-locked host memory from `cuMemHostAlloc`, at `ptr` for host and device alike
+    /// (unified addressing).
+    Pinned,
+    /// Ordinary host memory of this many bytes (at least one), at `ptr` (a leaked boxed
+    /// slice): copies stage it through a driver buffer, and no kernel can address it.
+    Pageable {
+        allocated: usize,
+    },
+}
+
+/// Which way a copy goes, from where its two buffers live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+}
+
+impl Direction {
+    /// The copy from a buffer on the host or device into another; None for host to host.
+    pub fn between(source_on_host: bool, destination_on_host: bool) -> Option<Direction> {
+        match (source_on_host, destination_on_host) {
+            (true, false) => Some(Direction::HostToDevice),
+            (false, true) => Some(Direction::DeviceToHost),
+            (false, false) => Some(Direction::DeviceToDevice),
+            (true, true) => None,
+        }
+    }
+
+    /// Whether a CUPTI record's name is a copy's.
+    pub fn is_record_name(name: &str) -> bool {
+        name.starts_with("memcpy ")
+    }
+
+    /// The name CUPTI's memcpy records get, so that a copy is found among them as a kernel
+    /// is by its name.
+    pub fn record_name(self) -> &'static str {
+        match self {
+            Direction::HostToDevice => "memcpy HtoD",
+            Direction::DeviceToHost => "memcpy DtoH",
+            Direction::DeviceToDevice => "memcpy DtoD",
+        }
+    }
 }
 
 pub struct DeviceBuffer {
@@ -74,7 +118,47 @@ impl DeviceBuffer {
             placement: Placement::Mapped { host },
         };
         // On failure the buffer's Drop frees the host memory.
-        mapped.map(|_| buffer)
+        mapped?;
+        // Copies pass the host address where a kernel takes the device one: under unified
+        // addressing (every 64-bit platform CUDA supports) they are the same.
+        if buffer.ptr != host as sys::CUdeviceptr {
+            return Err(CudaError::Library(
+                "mapped memory has a device address other than its host address: this platform lacks unified addressing".into(),
+            ));
+        }
+        Ok(buffer)
+    }
+
+    /// Page-locked host memory, which copies reach at full speed and without staging.
+    pub fn alloc_pinned(bytes: usize) -> Result<Self, CudaError> {
+        // SAFETY: a page-locked allocation of at least one byte; freed in Drop.
+        let host = unsafe { result::malloc_host(bytes.max(1), 0) }
+            .during(&format!("cuMemHostAlloc of {bytes} bytes"))?;
+        Ok(DeviceBuffer {
+            ptr: host as sys::CUdeviceptr,
+            bytes,
+            placement: Placement::Pinned,
+        })
+    }
+
+    /// Ordinary (pageable) host memory, as `malloc` gives it.
+    pub fn alloc_pageable(bytes: usize) -> Self {
+        let allocated = bytes.max(1);
+        // Owned through the raw pointer from here on; reclaimed in Drop.
+        let memory = Box::into_raw(vec![0u8; allocated].into_boxed_slice());
+        DeviceBuffer {
+            ptr: memory as *mut u8 as sys::CUdeviceptr,
+            bytes,
+            placement: Placement::Pageable { allocated },
+        }
+    }
+
+    /// Whether it lives on the host (a copy to or from it crosses the host link).
+    pub fn on_host(&self) -> bool {
+        matches!(
+            self.placement,
+            Placement::Mapped { .. } | Placement::Pinned | Placement::Pageable { .. }
+        )
     }
 
     pub fn bytes(&self) -> usize {
@@ -88,10 +172,11 @@ impl DeviceBuffer {
 
     /// Where the host can write and read the buffer directly, when it can.
     fn host_view(&self) -> Option<*mut u8> {
-        match self.placement {
+        match &self.placement {
             Placement::Device => None,
             Placement::Managed => Some(self.ptr as *mut u8),
-            Placement::Mapped { host } => Some(host as *mut u8),
+            Placement::Mapped { host } => Some(*host as *mut u8),
+            Placement::Pinned | Placement::Pageable { .. } => Some(self.ptr as *mut u8),
         }
     }
 
@@ -116,6 +201,15 @@ impl DeviceBuffer {
     }
 
     pub fn download(&self) -> Result<Vec<u8>, CudaError> {
+        if let (Placement::Pinned | Placement::Pageable { .. }, Some(host)) =
+            (&self.placement, self.host_view())
+        {
+            // A copy into it may still be under way.
+            super::synchronize()?;
+            // SAFETY: the buffer is host memory at `host` of exactly self.bytes bytes, and
+            // the device is done with it (synchronized above).
+            return Ok(unsafe { std::slice::from_raw_parts(host, self.bytes) }.to_vec());
+        }
         let mut out = vec![0u8; self.bytes];
         // SAFETY: out holds exactly self.bytes bytes; the buffer is live, and a managed or
         // mapped one is reached by the same unified address.
@@ -125,6 +219,9 @@ impl DeviceBuffer {
 
     /// Sets every byte and waits (0xFF poisons floats to NaN).
     pub fn fill(&self, byte: u8) -> Result<(), CudaError> {
+        if let Placement::Pinned | Placement::Pageable { .. } = &self.placement {
+            return self.upload(&vec![byte; self.bytes]);
+        }
         // SAFETY: writes self.bytes bytes of a live buffer.
         unsafe { result::memset_d8_sync(self.ptr, byte, self.bytes) }.during("cuMemsetD8")
     }
@@ -141,7 +238,7 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        match self.placement {
+        match &self.placement {
             Placement::Device | Placement::Managed => {
                 // SAFETY: ptr came from cuMemAlloc or cuMemAllocManaged and is freed once.
                 let _ = unsafe { result::free_sync(self.ptr) };
@@ -149,7 +246,20 @@ impl Drop for DeviceBuffer {
             Placement::Mapped { host } => {
                 // SAFETY: host came from cuMemHostAlloc and is freed once, after the device
                 // is done with it (cuMemFreeHost synchronizes).
-                let _ = unsafe { result::free_host(host) };
+                let _ = unsafe { result::free_host(*host) };
+            }
+            Placement::Pinned => {
+                // SAFETY: ptr is the host address cuMemHostAlloc gave, freed once, after the
+                // device is done with it (cuMemFreeHost synchronizes).
+                let _ = unsafe { result::free_host(self.ptr as *mut c_void) };
+            }
+            Placement::Pageable { allocated } => {
+                // A copy from or into it may still be under way: wait before it is freed.
+                let _ = super::synchronize();
+                let slice = std::ptr::slice_from_raw_parts_mut(self.ptr as *mut u8, *allocated);
+                // SAFETY: ptr and allocated are the boxed slice leaked in `alloc_pageable`,
+                // reclaimed once, and nothing uses it any more (the device is synchronized).
+                drop(unsafe { Box::from_raw(slice) });
             }
         }
     }

@@ -6,18 +6,22 @@ mod bare;
 pub mod cupti;
 mod device;
 mod error;
+mod event;
+mod graph;
 mod launch;
 mod memory;
 pub mod nvrtc;
 
 pub use bare::events_loop as bare_events_loop;
 pub use device::{
-    capability, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu, CONTEXT,
-    DRIVER_INIT,
+    capability, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu, HostLink,
+    CONTEXT, DRIVER_INIT,
 };
 pub use error::CudaError;
-pub use launch::{Dims, Event, Function, Graph, Launch, LazyFunction, LazyModule, Module, Param};
-pub use memory::{memory_info, DeviceBuffer};
+pub use event::Event;
+pub use graph::Graph;
+pub use launch::{Dims, Function, Launch, LazyFunction, LazyModule, Module, Param, Transfer};
+pub use memory::{memory_info, DeviceBuffer, Direction};
 
 /// What a machine without the CUDA driver is told.
 pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \

@@ -24,18 +24,43 @@ pub enum Memory {
     /// `cuMemHostAlloc(DEVICEMAP)`: page-locked host memory the kernel reads and writes
     /// over the interconnect (zero-copy).
     Mapped,
+    /// `cuMemHostAlloc`: page-locked host memory, what copies from and to the host want.
+    Pinned,
+    /// Ordinary host memory (`malloc`): copies stage it; no kernel can address it.
+    Pageable,
 }
 
 impl Memory {
-    pub fn parse(s: &str) -> Result<Memory, String> {
-        match s {
-            "device" => Ok(Memory::Device),
-            "managed" => Ok(Memory::Managed),
-            "mapped" => Ok(Memory::Mapped),
-            _ => Err(format!(
-                "unknown memory `{s}`: use \"device\", \"managed\" or \"mapped\""
-            )),
+    const ALL: [Memory; 5] = [
+        Memory::Device,
+        Memory::Managed,
+        Memory::Mapped,
+        Memory::Pinned,
+        Memory::Pageable,
+    ];
+
+    /// Its name in an experiment file.
+    pub fn key(self) -> &'static str {
+        match self {
+            Memory::Device => "device",
+            Memory::Managed => "managed",
+            Memory::Mapped => "mapped",
+            Memory::Pinned => "pinned",
+            Memory::Pageable => "pageable",
         }
+    }
+
+    pub fn parse(s: &str) -> Result<Memory, String> {
+        Memory::ALL.into_iter().find(|m| m.key() == s).ok_or_else(|| {
+            format!(
+                "unknown memory `{s}`: use \"device\", \"managed\", \"mapped\", \"pinned\" or \"pageable\""
+            )
+        })
+    }
+
+    /// Whether it is host memory: a copy to or from it crosses the host link.
+    pub fn on_host(self) -> bool {
+        matches!(self, Memory::Mapped | Memory::Pinned | Memory::Pageable)
     }
 }
 

@@ -1,9 +1,11 @@
 //! A kernel of the experiment: its source, entry and arguments as written, and its launch
-//! evaluated at every sweep point and checked against the device's limits.
+//! at every sweep point ([`super::launch`]).
 
-use super::arg::{Arg, ArgKind, ArgValue, Memory};
-use super::expr::{self, DeviceFacts, NumExpr};
-use super::schema::{Dtype, Init};
+pub use super::launch::{evaluate, launch_shape, LaunchExprs, LaunchSpec, Part, Shape};
+
+use super::arg::Arg;
+use super::expr::NumExpr;
+use super::schema::Dtype;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,9 +27,13 @@ pub struct Kernel {
     /// The entry's parameters (indices into `args`) where it does not take all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub takes: Option<Vec<usize>>,
-    /// Launches that follow the kernel's own in every timed region, in order.
+    /// Launches and copies beside the kernel's own in every timed region, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// A `[[copy]]`: the cell's operation is a copy from argument 1 into argument 0, not a
+    /// kernel (`source` is empty, `entry` names the copy as CUPTI's records do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<CopyOp>,
     /// The source's folder, on NVRTC's include path so that `#include "common.cuh"` beside
     /// the kernel works as it does with nvcc; empty for a module.
     #[serde(default)]
@@ -80,12 +86,26 @@ impl ModuleKind {
     }
 }
 
-/// A launch that follows the kernel's: another entry of its source or module, given some of
-/// the kernel's arguments (indices into its `args`).
+/// A launch beside the kernel's: another entry of its source or module, given some of the
+/// kernel's arguments (indices into its `args`), or a copy between two of its buffers
+/// (`args` = destination, source).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
+    /// Empty for a copy.
     pub entry: String,
     pub args: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<CopyOp>,
+    /// Enqueued before the kernel's own launch rather than after it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub before: bool,
+}
+
+/// A copy's call: `cuMemcpy*Async` on the legacy stream, or with `sync` the blocking
+/// `cuMemcpy*`, as `cudaMemcpy` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyOp {
+    pub sync: bool,
 }
 
 /// Whether a source holds a function of `entry`'s name (templates' arguments aside), or a
@@ -121,9 +141,27 @@ impl Kernel {
             .position(|q| q.iter().all(|kv| point.contains(kv)))
     }
 
-    /// The entries of its steps.
+    /// The entries of its kernel steps (not its copies).
     pub fn step_entries(&self) -> Vec<&str> {
-        self.steps.iter().map(|s| s.entry.as_str()).collect()
+        self.steps
+            .iter()
+            .filter(|s| s.copy.is_none())
+            .map(|s| s.entry.as_str())
+            .collect()
+    }
+
+    /// Whether its timed region copies: a `[[copy]]`, or a kernel with copy steps.
+    pub fn copies(&self) -> bool {
+        self.copy.is_some() || self.steps.iter().any(|s| s.copy.is_some())
+    }
+
+    /// Whether argument `i` is a buffer in host memory (a copy to or from it crosses the
+    /// host link).
+    pub fn on_host(&self, i: usize) -> bool {
+        match &self.args[i].kind {
+            super::ArgKind::Buffer { memory, .. } => memory.on_host(),
+            super::ArgKind::Scalar { .. } => false,
+        }
     }
 
     /// What its file holds: the source, or the prebuilt module's bytes.
@@ -160,333 +198,3 @@ pub struct KernelCheck {
 /// Reference checks the runner knows: name, number of inputs, dims it takes.
 pub const REFERENCES: &[(&str, usize, &[&str])] =
     &[("matmul", 2, &["m", "k", "n"]), ("copy", 1, &[])];
-
-/// A kernel's launch with every expression evaluated for one sweep point and device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchSpec {
-    /// Bytes read and written, and floating-point operations, per launch, where declared.
-    #[serde(default)]
-    pub bytes: Option<f64>,
-    #[serde(default)]
-    pub flops: Option<f64>,
-    /// NVRTC options this point compiles the kernel with, beyond the architecture.
-    #[serde(default)]
-    pub options: Vec<String>,
-    /// The entry at this point where it takes the sweep (`softmax<{{ T }}>`); empty: the
-    /// kernel's own.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub entry: String,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub shared_bytes: u32,
-    pub args: Vec<ArgValue>,
-    pub check_dims: Vec<i64>,
-    /// The launch shape of each of the kernel's steps at this point.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<Shape>,
-}
-
-impl LaunchSpec {
-    /// Bytes of all its buffers.
-    pub fn buffer_bytes(&self) -> u64 {
-        self.args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Buffer { dtype, len, .. } => {
-                    (*len as u64).saturating_mul(dtype.size() as u64)
-                }
-                ArgValue::Scalar { .. } => 0,
-            })
-            .fold(0u64, u64::saturating_add)
-    }
-}
-
-/// Which expression of a kernel an evaluation error is about, so it can be located.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Part {
-    Grid(usize),
-    Block(usize),
-    Shared,
-    Arg(usize),
-    CheckDim(usize),
-    /// The kernel as a whole (a limit over all its buffers).
-    Whole,
-}
-
-/// The written expressions of a kernel's launch.
-pub struct LaunchExprs<'a> {
-    pub grid: &'a [NumExpr],
-    pub block: &'a [NumExpr],
-    pub shared_bytes: &'a NumExpr,
-    pub args: &'a [Arg],
-    pub check_dims: &'a [NumExpr],
-}
-
-/// Evaluates a launch at one point, checked against the device's limits.
-pub fn evaluate(
-    e: &LaunchExprs,
-    point: &super::Point,
-    facts: &DeviceFacts,
-) -> Result<LaunchSpec, (Part, String)> {
-    let scope = super::scope(point, facts);
-    let int = |x: &NumExpr, part: Part| expr::eval_int(x, &scope).map_err(|m| (part, m));
-    let ints = |exprs: &[NumExpr], part: fn(usize) -> Part| {
-        exprs
-            .iter()
-            .enumerate()
-            .map(|(i, x)| int(x, part(i)))
-            .collect::<Result<Vec<i64>, _>>()
-    };
-    let (grid, block, shared) = launch_shape(
-        &ints(e.grid, Part::Grid)?,
-        &ints(e.block, Part::Block)?,
-        int(e.shared_bytes, Part::Shared)?,
-        facts,
-    )?;
-    let mut args = Vec::with_capacity(e.args.len());
-    for (i, a) in e.args.iter().enumerate() {
-        args.push(match &a.kind {
-            ArgKind::Buffer {
-                dtype,
-                len,
-                init,
-                memory,
-            } => {
-                let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
-                let n = int(len, Part::Arg(i))?;
-                let len = usize::try_from(n).map_err(|_| {
-                    (
-                        Part::Arg(i),
-                        format!("buffer `{}` has a negative length {n}", a.name),
-                    )
-                })?;
-                if let Init::Chase(_) = init {
-                    // The chase stores indices: an integer type that holds the last one.
-                    let fits = dtype
-                        .int_range()
-                        .is_some_and(|(_, hi)| (len as i128).saturating_sub(1) <= hi);
-                    if !fits {
-                        return Err((
-                            Part::Arg(i),
-                            format!("buffer `{}`: a chase of {len} elements needs an integer type that holds index {}, not {}", a.name, len.saturating_sub(1), dtype.key()),
-                        ));
-                    }
-                }
-                if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
-                    return Err((
-                        Part::Arg(i),
-                        format!(
-                            "buffer `{}` of {len} elements is larger than the device's memory",
-                            a.name
-                        ),
-                    ));
-                }
-                ArgValue::Buffer {
-                    dtype: *dtype,
-                    len,
-                    init: init.clone(),
-                    memory: *memory,
-                }
-            }
-            ArgKind::Scalar { dtype, value } => {
-                let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
-                let v = expr::eval_exact(value, &scope).map_err(|m| (Part::Arg(i), m))?;
-                ArgValue::Scalar {
-                    dtype: *dtype,
-                    bytes: super::scalar::encode(*dtype, v)
-                        .map_err(|m| (Part::Arg(i), format!("scalar `{}`: {m}", a.name)))?,
-                }
-            }
-        });
-    }
-    let managed: u128 = args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Buffer {
-                dtype,
-                len,
-                memory: Memory::Managed,
-                ..
-            } => *len as u128 * dtype.size() as u128,
-            _ => 0,
-        })
-        .sum();
-    if managed > facts.mem_bytes as u128 {
-        let first = e
-            .args
-            .iter()
-            .position(|a| {
-                matches!(
-                    a.kind,
-                    ArgKind::Buffer {
-                        memory: Memory::Managed,
-                        ..
-                    }
-                )
-            })
-            .unwrap_or(0);
-        return Err((
-            Part::Arg(first),
-            format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU"),
-        ));
-    }
-    let check_dims = e
-        .check_dims
-        .iter()
-        .enumerate()
-        .map(|(i, d)| match int(d, Part::CheckDim(i))? {
-            v if v >= 1 => Ok(v),
-            v => Err((
-                Part::CheckDim(i),
-                format!("a check dimension is {v}, not positive"),
-            )),
-        })
-        .collect::<Result<_, _>>()?;
-    let spec = LaunchSpec {
-        bytes: None,
-        flops: None,
-        options: vec![],
-        entry: String::new(),
-        grid,
-        block,
-        shared_bytes: shared,
-        args,
-        check_dims,
-        steps: vec![],
-    };
-    if spec.buffer_bytes() > facts.mem_bytes as u64 {
-        return Err((
-            Part::Whole,
-            format!(
-                "its buffers need {} bytes, more than the device's {}",
-                spec.buffer_bytes(),
-                facts.mem_bytes
-            ),
-        ));
-    }
-    Ok(spec)
-}
-
-/// A launch's grid, block and dynamic shared memory bytes.
-pub type Shape = ([u32; 3], [u32; 3], u32);
-
-/// A launch's grid, block and dynamic shared memory, checked against the device's limits.
-pub fn launch_shape(
-    grid: &[i64],
-    block: &[i64],
-    shared: i64,
-    facts: &DeviceFacts,
-) -> Result<Shape, (Part, String)> {
-    let dims = |values: &[i64], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
-        let mut d = [1u32; 3];
-        for (i, &v) in values.iter().enumerate() {
-            if v < 1 || v > max[i] {
-                return Err((
-                    part(i),
-                    format!(
-                        "{what} dimension {} is {v}, but the device allows 1 to {}",
-                        ["x", "y", "z"][i],
-                        max[i]
-                    ),
-                ));
-            }
-            d[i] = v as u32;
-        }
-        Ok(d)
-    };
-    let grid = dims(grid, "grid", facts.max_grid, Part::Grid)?;
-    let block = dims(block, "block", facts.max_block, Part::Block)?;
-    let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
-    if threads > facts.max_threads_per_block {
-        return Err((
-            Part::Block(0),
-            format!(
-                "a block of {threads} threads is more than the device's {} per block",
-                facts.max_threads_per_block
-            ),
-        ));
-    }
-    if shared < 0 || shared > facts.max_shared_bytes {
-        return Err((
-            Part::Shared,
-            format!(
-                "shared_bytes is {shared}, but a block may have 0 to {} bytes of dynamic shared memory",
-                facts.max_shared_bytes
-            ),
-        ));
-    }
-    Ok((grid, block, shared as u32))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::experiment::arg::TypeSpec;
-
-    fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, String)> {
-        let args = [
-            Arg {
-                name: "x".into(),
-                kind: ArgKind::Buffer {
-                    dtype: TypeSpec::Fixed(Dtype::F32),
-                    len: NumExpr::Expr("n".into()),
-                    init: Init::Output,
-                    memory: Memory::Device,
-                },
-            },
-            Arg {
-                name: "s".into(),
-                kind: ArgKind::Scalar {
-                    dtype: TypeSpec::Fixed(Dtype::I32),
-                    value: scalar,
-                },
-            },
-        ];
-        let block: Vec<NumExpr> = block.iter().map(|b| NumExpr::Int(*b)).collect();
-        evaluate(
-            &LaunchExprs {
-                grid: &[NumExpr::Int(4)],
-                block: &block,
-                shared_bytes: &NumExpr::Int(shared),
-                args: &args,
-                check_dims: &[],
-            },
-            &vec![("n".to_string(), 1024.into())],
-            &DeviceFacts::nominal(),
-        )
-    }
-
-    #[test]
-    fn a_launch_within_the_limits_evaluates_exactly() {
-        let s = spec([256, 1, 1], 0, NumExpr::Int(-5)).unwrap();
-        assert_eq!(s.grid, [4, 1, 1]);
-        assert_eq!(s.buffer_bytes(), 4096);
-        assert_eq!(
-            s.args[1],
-            ArgValue::Scalar {
-                dtype: Dtype::I32,
-                bytes: (-5i32).to_ne_bytes().to_vec()
-            }
-        );
-    }
-
-    #[test]
-    fn limits_and_overflowing_scalars_are_errors() {
-        assert_eq!(
-            spec([2048, 1, 1], 0, NumExpr::Int(1)).unwrap_err().0,
-            Part::Block(0)
-        );
-        assert_eq!(
-            spec([64, 32, 1], 0, NumExpr::Int(1)).unwrap_err().0,
-            Part::Block(0)
-        );
-        assert_eq!(
-            spec([1, 1, 1], 1_000_000, NumExpr::Int(1)).unwrap_err().0,
-            Part::Shared
-        );
-        let (part, msg) = spec([1, 1, 1], 0, NumExpr::Expr("2 ** 32".into())).unwrap_err();
-        assert_eq!(part, Part::Arg(1));
-        assert!(msg.contains("does not fit i32"), "{msg}");
-        assert!(spec([1, 1, 1], 0, NumExpr::Float(0.5)).is_err());
-    }
-}

@@ -3,10 +3,12 @@
 //! for a run), turning every mistake into a [`ConfigError`] naming the file, line and column.
 
 mod arg;
+mod dtype;
 pub mod error;
 pub mod expr;
 mod kernel;
 pub mod knobs;
+mod launch;
 mod names;
 pub mod npy;
 pub mod peer;
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub use arg::{ArgKind, ArgValue, Memory};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
-pub use kernel::{Kernel, LaunchSpec, ModuleKind};
+pub use kernel::{CopyOp, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 pub use sweep::SweepValue;

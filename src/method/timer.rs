@@ -91,10 +91,10 @@ impl<'b> Timer<'b> {
         })
     }
 
-    /// Starts collecting CUPTI's kernel records (before the warm-up, so that the warm-up,
-    /// not a timed launch, absorbs CUPTI's start-up).
-    pub fn collect(&mut self) -> Result<(), CudaError> {
-        self.collector = Some(cupti::Collector::start()?);
+    /// Starts collecting CUPTI's kernel records, and with `copies` its copy records (before
+    /// the warm-up, so that the warm-up, not a timed launch, absorbs CUPTI's start-up).
+    pub fn collect(&mut self, copies: bool) -> Result<(), CudaError> {
+        self.collector = Some(cupti::Collector::start(copies)?);
         Ok(())
     }
 

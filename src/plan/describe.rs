@@ -57,7 +57,10 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
     let kernels: Vec<String> = exp
         .kernels
         .iter()
-        .map(|k| format!("{} ({})", k.name, k.source))
+        .map(|k| match k.source.is_empty() {
+            true => format!("{} ({})", k.name, k.entry),
+            false => format!("{} ({})", k.name, k.source),
+        })
         .collect();
     let _ = writeln!(out, "  kernels: {}", kernels.join(", "));
     let width = plan

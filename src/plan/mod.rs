@@ -5,6 +5,7 @@
 mod describe;
 mod select;
 
+use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::knobs::{
     cache::Cache, cupti_collect::CuptiCollect, env::ProcessEnv, order::OrderKind, samples::Samples,
     timer::TimerKind, warmup::Warmup,
@@ -153,7 +154,18 @@ impl Plan {
                             .error(format!("cell {id}: the profiler times each kernel launch on its own, so it cannot time `{}` with its steps as one region", kernel.name))
                             .with_hint("time a kernel with steps by cupti or events; its steps alone can be separate kernels under the profiler"));
                     }
-                    let check_bytes = reference_launch.as_ref().map_or(0, |l| l.buffer_bytes());
+                    let copies = kernel.copies();
+                    if copies && knobs.timer == TimerKind::Profiler {
+                        return Err(exp
+                            .error(format!("cell {id}: the profiler times kernel launches only, and `{}` copies", kernel.name))
+                            .with_hint("time copies by events, cupti or a host timer"));
+                    }
+                    if copies && knobs.timer == TimerKind::Cupti && knobs.inputs == Inputs::Fresh {
+                        return Err(exp
+                            .error(format!("cell {id}: CUPTI would take the copies of fresh inputs between samples for the timed copies of `{}`", kernel.name))
+                            .with_hint("time copies with inputs = \"same\", or by events"));
+                    }
+                    let check_bytes = reference_launch.as_ref().map_or(0, |l| l.device_bytes());
                     fits(exp, &id, &knobs, &launch, check_bytes)?;
                     cells.push(Cell {
                         index: cells.len(),
@@ -290,7 +302,7 @@ fn fits(
     check_bytes: u64,
 ) -> Result<(), ConfigError> {
     let buffers = launch
-        .buffer_bytes()
+        .device_bytes()
         .saturating_mul(knobs.rotate.0)
         .saturating_add(check_bytes);
     let flush = match knobs.cache {

@@ -1,6 +1,6 @@
 //! Throughput: for kernels that declare the bytes they move (`bytes`) or the floating-point
-//! operations they do (`flops`) per launch, each variant's median as GB/s and TFLOP/s, and
-//! as a share of the device's peak, a reading above 100% flagged as impossible (a working
+//! operations they do (`flops`) per launch, and copies, each variant's median as GB/s and
+//! TFLOP/s, and as a share of the device's peak (a copy to or from the host: its link's), a reading above 100% flagged as impossible (a working
 //! set served from L2, or a wrong count).
 
 use super::best;
@@ -31,6 +31,8 @@ pub struct ThroughputRow {
 pub struct Peaks {
     /// Bytes per second of DRAM.
     pub dram: Option<f64>,
+    /// Bytes per second each way over the link to the host.
+    pub host_link: Option<f64>,
     /// FP32 operations per second.
     pub fp32: Option<f64>,
     /// FP64, FP16 and BF16 (no tensor cores) operations per second.
@@ -84,9 +86,10 @@ fn fp32_lanes(cc: (i64, i64)) -> Option<f64> {
     }
 }
 
-/// The device's peaks; `types`: the FLOP types the experiment's kernels declare (a peak is
-/// described only where a kernel is compared with it).
-pub fn peaks(d: &DeviceInfo, types: &[Dtype]) -> Peaks {
+/// The device's peaks; `types`: the FLOP types the experiment's kernels declare, `host`:
+/// whether it copies to or from the host (a peak is described only where a kernel is
+/// compared with it).
+pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
     let dram = d
         .mem_bus_width_bits
         .map(|bits| 2.0 * d.mem_clock_max_mhz as f64 * 1e6 * bits as f64 / 8.0);
@@ -131,8 +134,11 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype]) -> Peaks {
             ));
         }
     }
+    let host_link = d.host_link.filter(|_| host);
+    source.extend(host_link.and_then(|l| l.describe()));
     Peaks {
         dram,
+        host_link: host_link.and_then(|l| l.peak_bytes_per_s()),
         fp32,
         fp64,
         fp16,
@@ -154,6 +160,10 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
         })
         .map(|(k, kernel)| {
             let marks = best::Marks::of(exp, k, |k, p, v| a.sound_median_at(k, p, v));
+            let byte_peak = match kernel.copy {
+                Some(_) if kernel.on_host(0) || kernel.on_host(1) => peaks.host_link,
+                _ => peaks.dram,
+            };
             ThroughputTable {
                 kernel: kernel.name.clone(),
                 unchecked: kernel.unchecked,
@@ -175,7 +185,11 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                                     let flops = launch
                                         .flops
                                         .map(|f| (f, kernel.flops_type.unwrap_or(Dtype::F32)));
-                                    marks.show(vi, i, cell(ns, launch.bytes, flops, peaks))
+                                    marks.show(
+                                        vi,
+                                        i,
+                                        cell(ns, launch.bytes, byte_peak, flops, peaks),
+                                    )
                                 }
                                 None => "–".into(),
                             })
@@ -189,7 +203,13 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
 }
 
 /// `3012 GB/s (90%)`, `12.5 TFLOP/s (19%)`, both, and ⚠ above 100% of a peak.
-fn cell(ns: f64, bytes: Option<f64>, flops: Option<(f64, Dtype)>, peaks: &Peaks) -> String {
+fn cell(
+    ns: f64,
+    bytes: Option<f64>,
+    byte_peak: Option<f64>,
+    flops: Option<(f64, Dtype)>,
+    peaks: &Peaks,
+) -> String {
     let rate = |work: f64, peak: Option<f64>, scale: f64, unit: &str| {
         let per_s = work / (ns * 1e-9);
         let share = peak.map_or(String::new(), |p| {
@@ -203,7 +223,7 @@ fn cell(ns: f64, bytes: Option<f64>, flops: Option<(f64, Dtype)>, peaks: &Peaks)
     };
     let mut parts = Vec::new();
     if let Some(b) = bytes {
-        parts.push(rate(b, peaks.dram, 1e9, "GB/s"));
+        parts.push(rate(b, byte_peak, 1e9, "GB/s"));
     }
     if let Some((f, dtype)) = flops {
         parts.push(rate(f, peaks.flops(dtype), 1e12, "TFLOP/s"));
@@ -219,6 +239,7 @@ mod tests {
     fn an_h100s_peaks_and_a_reading_above_them() {
         let p = Peaks {
             dram: Some(3.352e12),
+            host_link: Some(63.0e9),
             fp32: Some(66.9e12),
             fp64: Some(33.5e12),
             fp16: None,
@@ -226,16 +247,19 @@ mod tests {
             source: String::new(),
         };
         // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.
-        let c = cell(750_000.0, Some(2.0 * 1073741824.0), None, &p);
+        let c = cell(750_000.0, Some(2.0 * 1073741824.0), p.dram, None, &p);
         assert_eq!(c, "2863.3 GB/s (85%)");
-        assert!(cell(1_000.0, Some(4e6), None, &p).contains("above peak"));
-        let both = cell(1e6, Some(1e9), Some((2e9, Dtype::F32)), &p);
+        assert!(cell(1_000.0, Some(4e6), p.dram, None, &p).contains("above peak"));
+        // A copy of 1 GiB to the host in 20 ms: 53.7 GB/s, 85% of the link's 63 GB/s.
+        let c = cell(20e6, Some(1073741824.0), p.host_link, None, &p);
+        assert_eq!(c, "53.7 GB/s (85%)");
+        let both = cell(1e6, Some(1e9), p.dram, Some((2e9, Dtype::F32)), &p);
         assert!(both.contains("GB/s") && both.contains("TFLOP/s"), "{both}");
         // 20 TFLOP/s: 30% of FP32's peak, 60% of FP64's; no FP16 peak, no share.
-        assert!(cell(1e6, None, Some((2e10, Dtype::F32)), &p).ends_with("(30%)"));
-        assert!(cell(1e6, None, Some((2e10, Dtype::F64)), &p).ends_with("(60%)"));
+        assert!(cell(1e6, None, None, Some((2e10, Dtype::F32)), &p).ends_with("(30%)"));
+        assert!(cell(1e6, None, None, Some((2e10, Dtype::F64)), &p).ends_with("(60%)"));
         assert_eq!(
-            cell(1e6, None, Some((2e10, Dtype::F16)), &p),
+            cell(1e6, None, None, Some((2e10, Dtype::F16)), &p),
             "20.0 TFLOP/s"
         );
         assert_eq!(fp64_lanes((9, 0)), Some(64.0));

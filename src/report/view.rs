@@ -201,11 +201,15 @@ impl View {
         let (plots, bias, mut plot_files) = figures::build(a)?;
         let types: Vec<crate::experiment::Dtype> =
             exp.kernels.iter().filter_map(|k| k.flops_type).collect();
+        let host_copies = exp
+            .kernels
+            .iter()
+            .any(|k| k.copy.is_some() && (k.on_host(0) || k.on_host(1)));
         let peaks = s
             .meta
             .device
             .as_ref()
-            .map(|d| super::throughput::peaks(d, &types));
+            .map(|d| super::throughput::peaks(d, &types, host_copies));
         let throughput = peaks
             .as_ref()
             .map_or(vec![], |p| super::throughput::build(a, p));

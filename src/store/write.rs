@@ -77,7 +77,8 @@ impl Writer {
             fs::remove_dir_all(&sources)
                 .with_context(|| format!("cannot clear {}", sources.display()))?;
         }
-        for k in &exp.kernels {
+        // A `[[copy]]` has no source.
+        for k in exp.kernels.iter().filter(|k| !k.source.is_empty()) {
             let to = sources.join(source_copy(&k.source));
             if let Some(parent) = to.parent() {
                 fs::create_dir_all(parent)

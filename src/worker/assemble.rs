@@ -8,8 +8,8 @@ use super::inputs::HostInputs;
 use super::kernels::{Build, KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
-use crate::cuda::{self, Dims, Launch, Param};
-use crate::experiment::{ArgValue, Kernel, LaunchSpec};
+use crate::cuda::{self, Dims, Direction, Launch, Param, Transfer};
+use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::plan::Cell;
 
 /// A launch's dimensions.
@@ -43,6 +43,11 @@ impl Checker<'_> {
         recorded: Option<&[String]>,
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
+        if recorded.is_some_and(|r| r.iter().any(|n| Direction::is_record_name(n))) {
+            return Err(Failure::from(
+                "CUPTI is timing copies, and this check (run among the timed launches: warmup = 0) would copy too: add warmup = 1 so the check comes first".to_string(),
+            ));
+        }
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
             return Ok(buffers.check(self.def, &cell.launch, self.reference)?);
         };
@@ -147,7 +152,42 @@ pub(super) enum StepCode {
     Lazy(Vec<crate::cuda::LazyFunction>),
 }
 
-/// Appends the kernel's steps to `launch`, each given its arguments from `values`.
+/// How CUPTI names the kernel's copies (its own, a `[[copy]]`'s, or its copy steps'), so
+/// that they are found among its records as kernels are, by name.
+pub(super) fn copy_records(def: &Kernel) -> Vec<String> {
+    let own = def.copy.is_some().then_some((0, 1));
+    let steps = def.steps.iter().filter(|s| s.copy.is_some());
+    own.into_iter()
+        .chain(steps.map(|s| (s.args[0], s.args[1])))
+        .filter_map(|(to, from)| Direction::between(def.on_host(from), def.on_host(to)))
+        .map(|d| d.record_name().to_string())
+        .collect()
+}
+
+/// A copy of buffer `values[to]` from `values[from]`, the whole destination.
+pub(super) fn copy_launch<'b>(
+    op: CopyOp,
+    values: &[Param<'b>],
+    to: usize,
+    from: usize,
+) -> Result<Launch<'b>, Failure> {
+    let (Param::Buffer(dst), Param::Buffer(src)) = (values[to], values[from]) else {
+        return Err(Failure::from(
+            "a copy between arguments that are not buffers".to_string(),
+        ));
+    };
+    let direction = Direction::between(src.on_host(), dst.on_host())
+        .ok_or_else(|| Failure::from("a copy between two host buffers".to_string()))?;
+    let transfer = Transfer {
+        direction,
+        bytes: dst.bytes(),
+        sync: op.sync,
+    };
+    Ok(Launch::copy(transfer, dst, src)?)
+}
+
+/// Adds the kernel's steps to `launch` (before or after it), each given its arguments from
+/// `values`.
 pub(super) fn add_steps<'b>(
     launch: &mut Launch<'b>,
     def: &Kernel,
@@ -155,25 +195,33 @@ pub(super) fn add_steps<'b>(
     values: &[Param<'b>],
     code: &StepCode,
 ) -> Result<(), Failure> {
-    for (i, (step, shape)) in def.steps.iter().zip(&spec.steps).enumerate() {
+    // The code holds the kernel steps' functions only, in order.
+    let mut kernel_steps = 0;
+    for (step, shape) in def.steps.iter().zip(&spec.steps) {
         let dims = Dims {
             grid: (shape.0[0], shape.0[1], shape.0[2]),
             block: (shape.1[0], shape.1[1], shape.1[2]),
             shared_bytes: shape.2,
         };
         let mine: Vec<Param<'b>> = step.args.iter().map(|&a| values[a]).collect();
-        let next = match code {
-            StepCode::Loaded(funcs) => {
-                let (name, func) = &funcs[i];
+        let next = match (step.copy, code) {
+            (Some(op), _) => copy_launch(op, values, step.args[0], step.args[1])?,
+            (None, StepCode::Loaded(funcs)) => {
+                let (name, func) = &funcs[kernel_steps];
                 check_params(func, &sizes(&spec.args, Some(&step.args)), name)?;
                 if shape.2 > 48 * 1024 {
                     func.allow_shared_bytes(shape.2)?;
                 }
                 Launch::new(func, dims, &mine)
             }
-            StepCode::Lazy(funcs) => Launch::lazy(funcs[i].clone(), dims, &mine),
+            (None, StepCode::Lazy(funcs)) => Launch::lazy(funcs[kernel_steps].clone(), dims, &mine),
         };
-        launch.then(next, step.args.clone());
+        kernel_steps += usize::from(step.copy.is_none());
+        if step.before {
+            launch.before(next, step.args.clone());
+        } else {
+            launch.then(next, step.args.clone());
+        }
     }
     Ok(())
 }

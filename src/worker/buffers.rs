@@ -1,5 +1,5 @@
-//! A cell's buffers on the GPU: allocated where the experiment puts them (device, managed or
-//! mapped memory), inputs uploaded, outputs poisoned so only the kernel can make the check
+//! A cell's buffers: allocated where the experiment puts them (device, managed, mapped,
+//! pinned or pageable memory), inputs uploaded, outputs poisoned so only the kernel can make the check
 //! pass, and the check of the output against its CPU reference.
 
 use super::inputs::HostInputs;
@@ -68,6 +68,8 @@ impl Buffers {
                         Memory::Device => DeviceBuffer::alloc(bytes)?,
                         Memory::Managed => DeviceBuffer::alloc_managed(bytes)?,
                         Memory::Mapped => DeviceBuffer::alloc_mapped(bytes)?,
+                        Memory::Pinned => DeviceBuffer::alloc_pinned(bytes)?,
+                        Memory::Pageable => DeviceBuffer::alloc_pageable(bytes),
                     };
                     match (data, poison) {
                         (Some(data), _) => buf.upload(data)?,

@@ -2,7 +2,9 @@
 //! launch, warm-up, the first timed launch, the steady samples) and collect (CUPTI's spans,
 //! telemetry, the host's cost per sample).
 
-use super::assemble::{add_steps, check_params, dims_of, sizes, taken, Checker, StepCode};
+use super::assemble::{
+    add_steps, check_params, copy_launch, copy_records, dims_of, sizes, taken, Checker, StepCode,
+};
 use super::buffers::{Buffers, Poison};
 use super::inputs::{fnv1a, HostInputs};
 use super::kernels::Build;
@@ -107,8 +109,14 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let timeline = &mut s.timeline;
     let spec = &cell.launch;
     let takes = cell.kernel.and_then(|k| s.kernels.def(k).takes.clone());
-    // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch.
-    let (func, lazy, entries, steps) = match (cell.kernel, knobs.first_launch) {
+    let own_copy = cell.kernel.and_then(|k| s.kernels.def(k).copy);
+    let copy_records = cell
+        .kernel
+        .map_or(vec![], |k| copy_records(s.kernels.def(k)));
+    // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch; a
+    // `[[copy]]` has none.
+    let (func, lazy, mut entries, steps) = match (cell.kernel, knobs.first_launch) {
+        _ if own_copy.is_some() => (None, None, vec![], StepCode::Loaded(vec![])),
         (Some(k), FirstLaunch::Lazy) => {
             let (l, compile_ms) = s
                 .kernels
@@ -141,6 +149,8 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             )
         }
     };
+    // CUPTI finds the cell's copies among its records as it finds kernels, by name.
+    entries.extend(copy_records.iter().cloned());
     let poison = if lazy.is_some() {
         Poison::ByCopy
     } else {
@@ -179,10 +189,11 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let dims = dims_of(spec);
     let def = cell.kernel.map(|k| s.kernels.def(k));
     let mine = taken(&params[0], takes.as_deref());
-    let (launch, lazy_empty) = match (lazy, &func) {
-        (Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &mine), empty),
-        (None, Some(func)) => (Launch::new(func, dims, &mine), None),
-        (None, None) => unreachable!("a kernel is loaded or lazy"),
+    let (launch, lazy_empty) = match (own_copy, lazy, &func) {
+        (Some(op), ..) => (copy_launch(op, &params[0], 0, 1)?, None),
+        (None, Some((kernel, empty)), _) => (Launch::lazy(kernel, dims, &mine), empty),
+        (None, None, Some(func)) => (Launch::new(func, dims, &mine), None),
+        (None, None, None) => unreachable!("a kernel is loaded or lazy"),
     };
     let mut launch = match takes {
         Some(from) => launch.taking(from),
@@ -290,7 +301,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         timeline.mark("wait kernel sizing");
     }
     if knobs.cupti_collect.on {
-        timer.collect()?;
+        timer.collect(!copy_records.is_empty())?;
     }
     if warmup > 0 {
         let warm_launch = warm.as_mut().unwrap_or(&mut launch);

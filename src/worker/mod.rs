@@ -67,6 +67,7 @@ pub fn main() -> ExitCode {
     timeline.mark("device query");
     let sensor = Sensor::open(&info.uuid);
     info.driver_version = sensor.driver_version();
+    info.host_link = sensor.host_link();
     send(&Message::Ready {
         startup: Startup {
             driver_init_ms: timeline.ms_of(cuda::DRIVER_INIT).unwrap_or_default(),

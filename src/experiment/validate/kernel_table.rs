@@ -7,7 +7,9 @@ use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
 use crate::experiment::kernel::{self, Kernel, LaunchExprs, Part};
 use crate::experiment::schema::{self, RawArg, RawKernel};
+use crate::experiment::sweep::SweepSpec;
 use crate::experiment::{point_label, sweep, Point, Sources};
+use indexmap::IndexMap;
 use std::path::Path;
 use toml::Spanned;
 
@@ -145,7 +147,18 @@ impl Validator<'_> {
             args: &args,
             check_dims: &check_dims,
         };
-        let (points, base) = self.kernel_points(&rk, points)?;
+        let steps = rk
+            .then
+            .iter()
+            .map(|step| self.step(step, &rk.name, &args, &source_text, module.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let takes = rk
+            .takes
+            .as_ref()
+            .map(|names| self.arg_indices(names, &args))
+            .transpose()?;
+        self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
+        let (points, base) = self.kernel_points(&rk.sweep, points)?;
         let mut launches = Vec::with_capacity(points.len());
         for p in &points {
             let spec = kernel::evaluate(&exprs, p, self.facts).map_err(|(part, msg)| {
@@ -230,21 +243,12 @@ impl Validator<'_> {
             spec.steps = rk
                 .then
                 .iter()
-                .map(|step| self.step_shape(step, p))
+                .zip(&steps)
+                .map(|(raw, step)| self.step_shape(raw, step, &spec.args, p))
                 .collect::<Result<_, _>>()?;
             launches.push(spec);
         }
         self.npy_fits(&rk, &args, &launches)?;
-        let steps = rk
-            .then
-            .iter()
-            .map(|step| self.step(step, &args, &source_text, module.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let takes = rk
-            .takes
-            .as_ref()
-            .map(|names| self.arg_indices(names, &args))
-            .transpose()?;
         Ok(Kernel {
             name: rk.name.into_inner(),
             source: rk.source.into_inner(),
@@ -256,6 +260,7 @@ impl Validator<'_> {
             unchecked,
             takes,
             steps,
+            copy: None,
             flops_type: match &rk.flops_type {
                 None => None,
                 Some(t) => Some(
@@ -289,13 +294,13 @@ impl Validator<'_> {
 
     /// The kernel's points: each of the experiment's, crossed with the kernel's own axes;
     /// with the experiment point each extends.
-    fn kernel_points(
+    pub(super) fn kernel_points(
         &self,
-        rk: &RawKernel,
+        sweep: &IndexMap<String, Spanned<SweepSpec>>,
         points: &[Point],
     ) -> Result<(Vec<Point>, Vec<usize>), ConfigError> {
         let mut axes = Vec::new();
-        for (name, spec) in &rk.sweep {
+        for (name, spec) in sweep {
             let axis = sweep::axis(name, spec.get_ref()).map_err(|m| self.err(spec, m))?;
             for n in &axis.names {
                 self.name("sweep parameter", spec, n)?;

@@ -11,6 +11,7 @@ use super::{
     SweepValue, TelemetrySpec, Unit, Variant, MAX_CELLS,
 };
 mod checks;
+mod copy;
 mod kernel_table;
 mod report;
 mod sequence;
@@ -99,9 +100,9 @@ impl Validator<'_> {
                     "a zipped group's parameters are parameters of the experiment: name each once",
                 ));
         }
-        if raw.kernels.is_empty() {
+        if raw.kernels.is_empty() && raw.copies.is_empty() {
             return Err(self.nowhere("the experiment has no kernel").with_hint(
-                "add a [[kernel]] table with name, source, entry, grid, block and args",
+                "add a [[kernel]] table with name, source, entry, grid, block and args (or a [[copy]] with name, from, to and bytes)",
             ));
         }
         if raw.variants.is_empty() {
@@ -109,7 +110,11 @@ impl Validator<'_> {
                 .nowhere("the experiment has no variant")
                 .with_hint("add a [[variant]] table with a name and its knobs"));
         }
-        self.cap(&axes, raw.kernels.len(), raw.variants.len())?;
+        self.cap(
+            &axes,
+            raw.kernels.len() + raw.copies.len(),
+            raw.variants.len(),
+        )?;
         let points = sweep::product(&axes);
 
         let mut kernels: Vec<Kernel> = Vec::new();
@@ -129,6 +134,16 @@ impl Validator<'_> {
                 .last()
                 .is_some_and(|(k, _)| *k == kernels.len());
             kernels.push(self.kernel(rk, &points, has_kernel_check)?);
+        }
+        for rc in raw.copies {
+            self.name("copy", &rc.name, rc.name.get_ref())?;
+            if kernels.iter().any(|k| k.name == *rc.name.get_ref()) {
+                return Err(self.err(
+                    &rc.name,
+                    format!("`{}` names a kernel or copy already", rc.name.get_ref()),
+                ));
+            }
+            kernels.push(self.copy(rc, &points)?);
         }
         // The kernels' own axes multiply their cells beyond the cap checked above.
         let cells: usize =
