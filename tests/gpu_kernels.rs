@@ -230,7 +230,7 @@ fn copies_alone_and_around_a_kernel_run_checked_under_events_and_cupti() {
                 "{check}"
             );
         }
-        // CUPTI sees the sequence's copy in, kernel and copy out apart.
+        // CUPTI sees the sequence's copy in, kernel and copy out apart, each copy whole.
         let r = record(&records, &format!("sequence/size={size}/cupti"));
         let phases: Vec<&str> = r["cupti"]["kernels"]
             .as_array()
@@ -238,7 +238,12 @@ fn copies_alone_and_around_a_kernel_run_checked_under_events_and_cupti() {
             .iter()
             .map(|k| k[0].as_str().unwrap())
             .collect();
-        assert_eq!(phases, ["memcpy HtoD", "scale", "memcpy DtoH"], "{r}");
+        let copy = |way: &str| format!("memcpy {way} {size} B");
+        assert_eq!(
+            phases,
+            [copy("HtoD").as_str(), "scale", &copy("DtoH")],
+            "{r}"
+        );
     }
 }
 

@@ -101,9 +101,7 @@ extern "C" fn buffer_completed(
                 _ => None,
             };
             spans.push(Span {
-                name: direction
-                    .map_or("memcpy (other)", Direction::record_name)
-                    .into(),
+                name: direction.map_or("memcpy (other)".into(), |d| d.record_name(m.bytes)),
                 start: m.start,
                 end: m.end,
                 queued: 0,

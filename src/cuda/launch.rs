@@ -239,9 +239,8 @@ impl<'b> Launch<'b> {
         };
         if (dst.on_host(), src.on_host()) != expected || dst.bytes().min(src.bytes()) < copy.bytes {
             return Err(CudaError::Library(format!(
-                "a {} copy of {} bytes between buffers that do not fit it",
-                copy.direction.record_name(),
-                copy.bytes
+                "a {:?} copy of {} bytes between buffers that do not fit it",
+                copy.direction, copy.bytes
             )));
         }
         let mut launch =

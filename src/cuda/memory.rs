@@ -52,14 +52,18 @@ impl Direction {
         name.starts_with("memcpy ")
     }
 
-    /// The name CUPTI's memcpy records get, so that a copy is found among them as a kernel
-    /// is by its name.
-    pub fn record_name(self) -> &'static str {
+    fn short(self) -> &'static str {
         match self {
-            Direction::HostToDevice => "memcpy HtoD",
-            Direction::DeviceToHost => "memcpy DtoH",
-            Direction::DeviceToDevice => "memcpy DtoD",
+            Direction::HostToDevice => "HtoD",
+            Direction::DeviceToHost => "DtoH",
+            Direction::DeviceToDevice => "DtoD",
         }
+    }
+
+    /// The name a CUPTI memcpy record of `bytes` gets, so that a copy is found among them as
+    /// a kernel is, by its name: a copy the driver split into several records matches none.
+    pub fn record_name(self, bytes: u64) -> String {
+        format!("memcpy {} {bytes} B", self.short())
     }
 }
 

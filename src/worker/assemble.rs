@@ -152,15 +152,20 @@ pub(super) enum StepCode {
     Lazy(Vec<crate::cuda::LazyFunction>),
 }
 
-/// How CUPTI names the kernel's copies (its own, a `[[copy]]`'s, or its copy steps'), so
-/// that they are found among its records as kernels are, by name.
-pub(super) fn copy_records(def: &Kernel) -> Vec<String> {
+/// How CUPTI names the kernel's copies at this point (its own, a `[[copy]]`'s, or its copy
+/// steps'), so that they are found among its records as kernels are, by name.
+pub(super) fn copy_records(def: &Kernel, spec: &LaunchSpec) -> Vec<String> {
     let own = def.copy.is_some().then_some((0, 1));
     let steps = def.steps.iter().filter(|s| s.copy.is_some());
     own.into_iter()
         .chain(steps.map(|s| (s.args[0], s.args[1])))
-        .filter_map(|(to, from)| Direction::between(def.on_host(from), def.on_host(to)))
-        .map(|d| d.record_name().to_string())
+        .filter_map(|(to, from)| {
+            let bytes = match &spec.args[to] {
+                ArgValue::Buffer { dtype, len, .. } => (len * dtype.size()) as u64,
+                ArgValue::Scalar { .. } => 0,
+            };
+            Direction::between(def.on_host(from), def.on_host(to)).map(|d| d.record_name(bytes))
+        })
         .collect()
 }
 

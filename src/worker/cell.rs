@@ -112,7 +112,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let own_copy = cell.kernel.and_then(|k| s.kernels.def(k).copy);
     let copy_records = cell
         .kernel
-        .map_or(vec![], |k| copy_records(s.kernels.def(k)));
+        .map_or(vec![], |k| copy_records(s.kernels.def(k), spec));
     // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch; a
     // `[[copy]]` has none.
     let (func, lazy, mut entries, steps) = match (cell.kernel, knobs.first_launch) {
