@@ -205,7 +205,12 @@ fn copies_alone_and_around_a_kernel_run_checked_under_events_and_cupti() {
     let experiment = std::fs::read_to_string(root.join("experiments/transfers.toml"))
         .unwrap()
         .replace("size = \"2^12..2^30\"", "size = [4096, 1048576]")
-        .replace("../kernels/", &format!("{}/", kernels_dir().display()));
+        .replace("../kernels/", &format!("{}/", kernels_dir().display()))
+        .replacen(
+            "[[kernel]]",
+            "[[copy]]\nname = \"mapped-sync\"\nfrom = \"mapped\"\nto = \"managed\"\nbytes = \"size\"\nsync = true\n\n[[kernel]]",
+            1,
+        );
     let (_out, _dir, records) = run_on_gpu("transfers", &experiment);
     for size in [4096, 1048576] {
         for variant in ["events", "cupti"] {
