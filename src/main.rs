@@ -60,6 +60,10 @@ struct RunArgs {
     /// narrow further.
     #[arg(long, value_name = "KEY=PATTERNS")]
     only: Vec<String>,
+    /// Replace a sweep parameter's values for this run (`--set n=512,1024`, `--set
+    /// size=2^12..2^20`); recorded in the run, so resume and report keep them.
+    #[arg(long, value_name = "KEY=VALUES")]
+    set: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -77,6 +81,9 @@ enum Command {
         /// Plan only the cells that match, as `run --only` does.
         #[arg(long, value_name = "KEY=PATTERNS")]
         only: Vec<String>,
+        /// Replace a sweep parameter's values, as `run --set` does.
+        #[arg(long, value_name = "KEY=VALUES")]
+        set: Vec<String>,
     },
     /// Re-render a stored run's report from its samples; needs no GPU.
     Report {
@@ -114,7 +121,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
         Some(Command::Run { experiment, run: r }) => return finish(run(experiment, &r)),
-        Some(Command::Plan { experiment, only }) => plan(&experiment, &only),
+        Some(Command::Plan {
+            experiment,
+            only,
+            set,
+        }) => plan(&experiment, &only, &set),
         Some(Command::Report {
             dir,
             template,
@@ -158,8 +169,8 @@ fn finish(result: anyhow::Result<bool>) -> ExitCode {
 }
 
 /// Reads and checks an experiment against the assumed device: needs no GPU.
-fn load(path: &Path) -> anyhow::Result<Experiment> {
-    Experiment::load(path, &DeviceFacts::nominal(), Sources::Read)
+fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
+    Experiment::load_set(path, &DeviceFacts::nominal(), Sources::Read, set)
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
@@ -187,7 +198,11 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
         ),
     };
-    let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &args.only)?;
+    let subset = execute::Subset {
+        only: args.only.clone(),
+        set: args.set.clone(),
+    };
+    let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {
         println!("wrote {}", report.display());
@@ -201,8 +216,8 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
     Ok(outcome.complete)
 }
 
-fn plan(path: &Path, only: &[String]) -> anyhow::Result<()> {
-    let exp = load(path)?;
+fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {
+    let exp = load(path, set)?;
     let all = plan::Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
     let total = all.cells.len();
     let plan = all.select(only)?;

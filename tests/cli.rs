@@ -278,3 +278,32 @@ fn only_plans_the_cells_that_match_and_names_what_does_not_exist() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no cell matches"), "{}", stderr(&out));
 }
+
+#[test]
+fn set_replaces_a_sweep_for_a_plan_and_names_what_it_cannot_replace() {
+    let (_d, path) = write_experiment("set.toml", &matmul_experiment(&kernels_dir()));
+    let p = path.to_str().unwrap();
+    let out = run(&["plan", p, "--set", "n=128,2^8"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("matmul/n=128/events") && text.contains("matmul/n=256/sync"),
+        "{text}"
+    );
+    assert!(!text.contains("n=64"), "{text}");
+    let out = run(&["plan", p, "--set", "n=2^5..2^7", "--only", "n=32"]);
+    assert!(
+        stdout(&out).contains("only 2 of 8 cells"),
+        "{}",
+        stdout(&out)
+    );
+    for (clause, says) in [
+        ("size=1,2", "no sweep parameter `size`"),
+        ("n", "no `=`"),
+        ("n=0", "grid dimension x is 0"),
+    ] {
+        let out = run(&["plan", p, "--set", clause]);
+        assert_eq!(out.status.code(), Some(1), "{clause}");
+        assert!(stderr(&out).contains(says), "{clause}: {}", stderr(&out));
+    }
+}

@@ -265,7 +265,9 @@ fn a_run_of_part_of_an_experiment_keeps_its_selection_through_report_and_resume(
         "--only",
         "variant=events",
         "--only",
-        "n=96",
+        "n=96,48",
+        "--set",
+        "n=48,96",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = out_dir.path().join("part");
@@ -279,12 +281,22 @@ fn a_run_of_part_of_an_experiment_keeps_its_selection_through_report_and_resume(
                 .to_string()
         })
         .collect();
-    assert_eq!(ids, vec!["matmul/n=96/events".to_string()]);
+    // 48 is not in the file's sweep: --set put it there.
+    assert_eq!(ids, ["matmul/n=48/events", "matmul/n=96/events"]);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(meta["only"], serde_json::json!(["variant=events", "n=96"]));
+    assert_eq!(
+        meta["only"],
+        serde_json::json!(["variant=events", "n=96,48"])
+    );
+    assert_eq!(meta["set"], serde_json::json!(["n=48,96"]));
     let report = run(&["report", dir.to_str().unwrap()]);
     assert!(report.status.success(), "{}", stderr(&report));
+    let text = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        text.contains("| sweep replaced | --set n=48,96 |"),
+        "{text}"
+    );
     let resumed = run(&["run", "--resume", dir.to_str().unwrap(), "--only", "n=64"]);
     assert_eq!(resumed.status.code(), Some(1));
     assert!(stderr(&resumed).contains("keeps the cells it was started with"));

@@ -40,14 +40,22 @@ pub enum Start {
     Resume,
 }
 
-/// Runs `path`'s experiment into `dir`, checked against the real device.
-/// `only`: the `--only` clauses of a new run (a resumed run keeps its own).
+/// Which part of an experiment a new run takes: `--only` clauses select cells, `--set`
+/// clauses replace sweep parameters' values.
+#[derive(Debug, Clone, Default)]
+pub struct Subset {
+    pub only: Vec<String>,
+    pub set: Vec<String>,
+}
+
+/// Runs `path`'s experiment into `dir`, checked against the real device. `subset`: the
+/// part a new run takes (a resumed run keeps its own).
 pub fn run(
     path: &Path,
     dir: &Path,
     start: Start,
     allow_clock_changes: bool,
-    only: &[String],
+    subset: &Subset,
 ) -> Result<Outcome> {
     // Checked once, against the real device where there is one; mistakes in the file and
     // a run that cannot resume are reported even without a GPU.
@@ -58,8 +66,10 @@ pub fn run(
     let facts = device
         .as_ref()
         .map_or_else(DeviceFacts::nominal, store::device_facts);
-    let mut exp =
-        Experiment::load(path, &facts, Sources::Read).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let load = |set: &[String]| {
+        Experiment::load_set(path, &facts, Sources::Read, set).map_err(|e| anyhow::anyhow!("{e}"))
+    };
+    let mut exp = load(&subset.set)?;
     clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())
         .map_err(anyhow::Error::msg)?;
     let inputs = inputs_sha256(&exp);
@@ -70,12 +80,16 @@ pub fn run(
     let Some(device) = device else {
         bail!(cuda::NO_DRIVER);
     };
-    if stored.is_some() && !only.is_empty() {
-        bail!("--only with --resume: a resumed run keeps the cells it was started with (add --force to start over with a new selection)");
+    if stored.is_some() && !(subset.only.is_empty() && subset.set.is_empty()) {
+        bail!("--only or --set with --resume: a resumed run keeps the cells it was started with (add --force to start over with a new selection)");
     }
-    let only = stored
-        .as_ref()
-        .map_or(only.to_vec(), |s| s.meta.only.clone());
+    let (only, set) = match &stored {
+        Some(s) => (s.meta.only.clone(), s.meta.set.clone()),
+        None => (subset.only.clone(), subset.set.clone()),
+    };
+    if set != subset.set {
+        exp = load(&set)?;
+    }
     let plan = Plan::new(&exp)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .select(&only)?;
@@ -111,6 +125,7 @@ pub fn run(
                 finished_utc: None,
                 complete: false,
                 only,
+                set,
                 host: system::host(),
                 device: None,
                 startup: None,

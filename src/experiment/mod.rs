@@ -158,8 +158,20 @@ pub struct Published {
 pub const MAX_CELLS: u64 = 100_000;
 
 impl Experiment {
-    /// Reads and validates an experiment file against `facts`.
+    /// Reads and validates an experiment file against `facts` (as written: tests).
+    #[cfg(test)]
     pub fn load(path: &Path, facts: &DeviceFacts, sources: Sources) -> Result<Self, ConfigError> {
+        Self::load_set(path, facts, sources, &[])
+    }
+
+    /// Reads and validates an experiment file against `facts`, with sweep parameters'
+    /// values replaced (`--set n=512,1024`).
+    pub fn load_set(
+        path: &Path,
+        facts: &DeviceFacts,
+        sources: Sources,
+        set: &[String],
+    ) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ConfigError::at(
                 path,
@@ -169,17 +181,30 @@ impl Experiment {
             )
             .with_hint("pass the path of an experiment, e.g. experiments/cold-start.toml")
         })?;
-        Self::parse(path, &text, facts, sources)
+        validate::experiment(path, &text, facts, sources, set)
     }
 
     /// Validates experiment text; `path` locates errors and relative kernel sources.
+    #[cfg(test)]
     pub fn parse(
         path: &Path,
         text: &str,
         facts: &DeviceFacts,
         sources: Sources,
     ) -> Result<Self, ConfigError> {
-        validate::experiment(path, text, facts, sources)
+        Self::parse_set(path, text, facts, sources, &[])
+    }
+
+    /// Validates experiment text (`path` locates errors and relative kernel sources), with
+    /// sweep parameters' values replaced.
+    pub fn parse_set(
+        path: &Path,
+        text: &str,
+        facts: &DeviceFacts,
+        sources: Sources,
+        set: &[String],
+    ) -> Result<Self, ConfigError> {
+        validate::experiment(path, text, facts, sources, set)
     }
 
     /// Kernel `k`'s sweep parameters' names, as its tables' first column is titled: `m, n`.

@@ -127,6 +127,25 @@ impl Axis {
     }
 }
 
+/// A parameter's values as `--set` gives them: `512,1024`, `2^8..2^12` or
+/// `256..2048 step 32`, read as the same forms in the file are.
+pub fn from_command_line(values: &str) -> SweepSpec {
+    if values.contains("..") {
+        return SweepSpec::Text(values.trim().to_string());
+    }
+    SweepSpec::List(
+        values
+            .split(',')
+            .map(str::trim)
+            .map(|v| match (v.parse::<i64>(), v.parse::<f64>()) {
+                (Ok(i), _) => ListItem::Int(i),
+                (_, Ok(f)) => ListItem::Float(f),
+                _ => ListItem::Text(v.to_string()),
+            })
+            .collect(),
+    )
+}
+
 /// The axis `name = spec` makes.
 pub fn axis(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
     let SweepSpec::Zip(columns) = spec else {

@@ -321,6 +321,18 @@ fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {
         pair("experiment sha256", m.experiment_sha256.clone()),
         pair("git commit", git(&m.git, "not a git checkout")),
     ];
+    if !m.only.is_empty() {
+        run.push(pair(
+            "cells (part)",
+            format!("--only {}", m.only.join(" --only ")),
+        ));
+    }
+    if !m.set.is_empty() {
+        run.push(pair(
+            "sweep replaced",
+            format!("--set {}", m.set.join(" --set ")),
+        ));
+    }
     run.extend([
         pair("runner", m.runner_version.clone()),
         pair("started (UTC)", m.started_utc.clone()),

@@ -81,6 +81,9 @@ pub struct RunMeta {
     /// The `--only` clauses the run was planned with: a part of the experiment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub only: Vec<String>,
+    /// The `--set` clauses that replaced sweep parameters' values for the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
     pub host: Host,
     pub device: Option<DeviceInfo>,
     /// CUDA start-up of the first worker process.

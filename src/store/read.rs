@@ -156,8 +156,14 @@ impl Stored {
             .device
             .as_ref()
             .map_or_else(DeviceFacts::nominal, device_facts);
-        let experiment = Experiment::parse(&meta.experiment_path, &text, &facts, Sources::Skip)
-            .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;
+        let experiment = Experiment::parse_set(
+            &meta.experiment_path,
+            &text,
+            &facts,
+            Sources::Skip,
+            &meta.set,
+        )
+        .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;
         let plan = Plan::new(&experiment)
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .select(&meta.only)?;

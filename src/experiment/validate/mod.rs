@@ -15,6 +15,7 @@ mod copy;
 mod kernel_table;
 mod report;
 mod sequence;
+mod set;
 #[cfg(test)]
 mod tests;
 
@@ -22,11 +23,13 @@ use std::collections::HashSet;
 use std::path::Path;
 use toml::Spanned;
 
+/// `set`: `--set key=values` clauses that replace sweep parameters' values.
 pub fn experiment(
     path: &Path,
     text: &str,
     facts: &DeviceFacts,
     sources: Sources,
+    set: &[String],
 ) -> Result<Experiment, ConfigError> {
     let raw: RawExperiment = toml::from_str(text).map_err(|e| {
         ConfigError::at(path, text, e.span(), e.message().trim().to_string())
@@ -37,6 +40,7 @@ pub fn experiment(
         text,
         facts,
         sources,
+        set,
     }
     .experiment(raw)
 }
@@ -46,6 +50,7 @@ pub(super) struct Validator<'a> {
     text: &'a str,
     facts: &'a DeviceFacts,
     sources: Sources,
+    set: &'a [String],
 }
 
 impl Validator<'_> {
@@ -61,7 +66,8 @@ impl Validator<'_> {
         names::check(what, name).map_err(|(m, h)| self.err(at, m).with_hint(h))
     }
 
-    fn experiment(&self, raw: RawExperiment) -> Result<Experiment, ConfigError> {
+    fn experiment(&self, mut raw: RawExperiment) -> Result<Experiment, ConfigError> {
+        self.apply_set(&mut raw)?;
         let mut axes = Vec::new();
         for (name, spec) in &raw.sweep {
             let axis = sweep::axis(name, spec.get_ref()).map_err(|m| self.err(spec, m))?;
