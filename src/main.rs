@@ -64,6 +64,18 @@ struct RunArgs {
     /// size=2^12..2^20`); recorded in the run, so resume and report keep them.
     #[arg(long, value_name = "KEY=VALUES")]
     set: Vec<String>,
+    /// Run part i (from 0) of N disjoint parts of the plan, balanced by the cell times of
+    /// `reports/<name>/` where there are some; `runner merge` joins the parts.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<plan::shard::Shard>,
+    /// Spread the cells over these GPUs of this machine (`0,1` or `all`): a part per GPU in
+    /// `DIR/<name>/parts/`, merged into `DIR/<name>/`, each cell marked with its GPU.
+    #[arg(long, value_name = "LIST")]
+    devices: Option<String>,
+    /// With --devices: every GPU runs every cell (no merge); each GPU's report compares its
+    /// cells with the first GPU's, with verdicts.
+    #[arg(long, requires = "devices")]
+    each: bool,
 }
 
 #[derive(Subcommand)]
@@ -111,6 +123,13 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Join the run folders of one run's parts (`--shard`, one per GPU or machine) into one
+    /// run folder and report; needs no GPU.
+    Merge {
+        parts: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Internal: a worker process (job on stdin, results on stdout).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -126,6 +145,7 @@ fn main() -> ExitCode {
             only,
             set,
         }) => plan(&experiment, &only, &set),
+        Some(Command::Merge { parts, out }) => merge(&parts, &out),
         Some(Command::Report {
             dir,
             template,
@@ -201,7 +221,27 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
     let subset = execute::Subset {
         only: args.only.clone(),
         set: args.set.clone(),
+        shard: args.shard,
     };
+    if let Some(list) = &args.devices {
+        if args.resume.is_some() || args.shard.is_some() {
+            anyhow::bail!("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead");
+        }
+        let devices = execute::devices::parse(list)?;
+        let (finished, parts) = execute::devices::run(&path, &dir, &devices, &subset, args.each)?;
+        if !args.each {
+            let report = report::render_dir(&dir, None)?;
+            println!("wrote {} ({} GPUs)", report.display(), devices.len());
+            return Ok(finished);
+        }
+        for part in &parts[1..] {
+            report::set_comparison(part, &parts[0])?;
+        }
+        for part in &parts {
+            println!("wrote {}", report::render_dir(part, None)?.display());
+        }
+        return Ok(finished);
+    }
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {
@@ -214,6 +254,30 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
         );
     }
     Ok(outcome.complete)
+}
+
+fn merge(parts: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+    if parts.iter().any(|p| p == out) {
+        anyhow::bail!(
+            "--out {}: merge into a new folder, not into one of its parts",
+            out.display()
+        );
+    }
+    let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    let meta = store::merge(&parts, out)?;
+    let report = report::render_dir(out, None)?;
+    println!(
+        "merged {} part(s) on {} GPU(s) into {}{}",
+        parts.len(),
+        meta.devices.len(),
+        report.display(),
+        if meta.complete {
+            ""
+        } else {
+            " (not every cell of the plan ran)"
+        }
+    );
+    Ok(())
 }
 
 fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {

@@ -78,6 +78,9 @@ pub struct CellRecord {
     pub cell: usize,
     pub id: String,
     pub process: u32,
+    /// The GPU (its UUID) that ran it, where a run spans several (`runner merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

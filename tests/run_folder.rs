@@ -120,3 +120,126 @@ fn a_changed_experiment_is_not_resumed() {
         "{err}"
     );
 }
+
+/// `run` cut into two shards as `--shard 0/2` and `1/2` would have stored them: each with
+/// its part's lines of `cells.jsonl`, numbered within the part, and its cell ids in run.json.
+fn shards_of(name: &str, root: &Path) -> [PathBuf; 2] {
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(Path::new("reports").join(name).join("cells.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for r in &records {
+        let id = r["id"].as_str().unwrap().to_string();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let halves = [ids[..ids.len() / 2].to_vec(), ids[ids.len() / 2..].to_vec()];
+    [0, 1].map(|i| {
+        let dir = root.join(format!("part{i}")).join(name);
+        copy_dir(&Path::new("reports").join(name), &dir);
+        let mine = &halves[i];
+        let lines: Vec<String> = records
+            .iter()
+            .filter_map(|r| {
+                let at = mine.iter().position(|id| id == r["id"].as_str().unwrap())?;
+                let mut r = r.clone();
+                r["cell"] = at.into();
+                Some(r.to_string())
+            })
+            .collect();
+        std::fs::write(dir.join("cells.jsonl"), lines.join("\n") + "\n").unwrap();
+        for file in ["samples.csv.gz", "telemetry.csv.gz"] {
+            keep_rows(&dir.join(file), mine);
+        }
+        let mut meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+        meta["shard"] = serde_json::json!({ "shard": { "index": i, "count": 2 }, "cells": mine });
+        std::fs::write(dir.join("run.json"), meta.to_string()).unwrap();
+        dir
+    })
+}
+
+/// Keeps the header and the rows of `cells` (the first column) of a gzipped CSV file.
+fn keep_rows(path: &Path, cells: &[String]) {
+    use std::io::{Read, Write};
+    let mut text = String::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || cells.iter().any(|c| l.starts_with(&format!("{c},"))))
+        .map(|(_, l)| l)
+        .collect();
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::default(),
+    );
+    gz.write_all((kept.join("\n") + "\n").as_bytes()).unwrap();
+    gz.finish().unwrap();
+}
+
+#[test]
+fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let [a, b] = shards_of("compare", root.path());
+    let merged = root.path().join("merged");
+    let out = run(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("merged 2 part(s)"),
+        "{}",
+        stdout(&out)
+    );
+    // The same samples, so the same statistics as the whole run's.
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary(&merged),
+        summary(&Path::new("reports").join("compare"))
+    );
+    // A part's report renders alone, with its cells only.
+    let part = run(&["report", a.to_str().unwrap()]);
+    assert!(part.status.success(), "{}", stderr(&part));
+    // The same part twice overlaps.
+    let again = root.path().join("again");
+    copy_dir(&a, &again);
+    let out = run(&[
+        "merge",
+        a.to_str().unwrap(),
+        again.to_str().unwrap(),
+        "--out",
+        root.path().join("bad").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("the parts overlap"),
+        "{}",
+        stderr(&out)
+    );
+    // Parts of different experiments do not merge.
+    let (_other_root, other) = copy_run("events");
+    let out = run(&[
+        "merge",
+        a.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "--out",
+        root.path().join("bad2").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("different experiments"),
+        "{}",
+        stderr(&out)
+    );
+}

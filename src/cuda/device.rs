@@ -90,6 +90,15 @@ pub fn driver_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// How many GPUs the driver sees (honouring `CUDA_VISIBLE_DEVICES`).
+pub fn device_count() -> Result<i32, CudaError> {
+    if !driver_present() {
+        return Err(CudaError::Library(super::NO_DRIVER.into()));
+    }
+    result::init().during("cuInit")?;
+    result::device::get_count().during("cuDeviceGetCount")
+}
+
 /// Reads device `ordinal`'s attributes; needs the driver but creates no context.
 pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
     if !driver_present() {

@@ -14,8 +14,8 @@ pub mod nvrtc;
 
 pub use bare::events_loop as bare_events_loop;
 pub use device::{
-    capability, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu, HostLink,
-    CONTEXT, DRIVER_INIT,
+    capability, device_count, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu,
+    HostLink, CONTEXT, DRIVER_INIT,
 };
 pub use error::CudaError;
 pub use event::Event;

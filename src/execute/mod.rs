@@ -2,6 +2,7 @@
 //! run folder (new, or an interrupted run resumed), and hands the plan's jobs to the
 //! scheduler; Ctrl-C stops it after the cells that finished.
 
+pub mod devices;
 mod jit_cache;
 mod peers;
 mod profiler;
@@ -10,8 +11,8 @@ mod worker_process;
 
 use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
-use crate::plan::{Plan, Run};
-use crate::store::{self, RunMeta, Stored, Writer};
+use crate::plan::{shard::Shard, Plan, Run};
+use crate::store::{self, RunMeta, ShardCells, Stored, Writer};
 use crate::{cuda, system};
 use anyhow::{bail, Context, Result};
 use scheduler::Scheduler;
@@ -46,6 +47,8 @@ pub enum Start {
 pub struct Subset {
     pub only: Vec<String>,
     pub set: Vec<String>,
+    /// `--shard i/N`: part i of N, balanced by `reports/<name>/`'s cell times.
+    pub shard: Option<Shard>,
 }
 
 /// Runs `path`'s experiment into `dir`, checked against the real device. `subset`: the
@@ -80,8 +83,10 @@ pub fn run(
     let Some(device) = device else {
         bail!(cuda::NO_DRIVER);
     };
-    if stored.is_some() && !(subset.only.is_empty() && subset.set.is_empty()) {
-        bail!("--only or --set with --resume: a resumed run keeps the cells it was started with (add --force to start over with a new selection)");
+    if stored.is_some()
+        && !(subset.only.is_empty() && subset.set.is_empty() && subset.shard.is_none())
+    {
+        bail!("--only, --set or --shard with --resume: a resumed run keeps the cells it was started with (add --force to start over with a new selection)");
     }
     let (only, set) = match &stored {
         Some(s) => (s.meta.only.clone(), s.meta.set.clone()),
@@ -90,9 +95,30 @@ pub fn run(
     if set != subset.set {
         exp = load(&set)?;
     }
-    let plan = Plan::new(&exp)
+    let mut plan = Plan::new(&exp)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .select(&only)?;
+    let shard = match (&stored, subset.shard) {
+        (Some(s), _) => s.meta.shard.clone(),
+        (None, Some(shard)) => {
+            let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
+            Some(ShardCells {
+                shard,
+                cells: plan.shard_ids(shard, &previous),
+            })
+        }
+        (None, None) => None,
+    };
+    if let Some(part) = &shard {
+        if part.cells.is_empty() {
+            bail!(
+                "--shard {}: this part has no cells (the plan has {}): use fewer parts",
+                part.shard,
+                plan.cells.len()
+            );
+        }
+        plan = plan.keep(&part.cells)?;
+    }
     // Peers run beside variants the selection kept.
     exp.peers
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
@@ -126,8 +152,10 @@ pub fn run(
                 complete: false,
                 only,
                 set,
+                shard,
                 host: system::host(),
                 device: None,
+                devices: vec![],
                 startup: None,
             };
             let writer = Writer::create(dir, &exp, &meta)?;

@@ -4,6 +4,7 @@
 
 mod describe;
 mod select;
+pub mod shard;
 
 use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::knobs::{

@@ -3,6 +3,7 @@
 use super::*;
 use crate::experiment::knobs::{compile::CompileMode, env::JitCache};
 use crate::experiment::{DeviceFacts, Sources};
+use std::collections::HashMap;
 use std::path::Path;
 
 fn experiment(variants: &str) -> Experiment {
@@ -270,4 +271,33 @@ fn a_cell_id_without_a_sweep_has_no_empty_segment() {
     )
     .unwrap();
     assert_eq!(Plan::new(&e).unwrap().cells[0].id, "k/hot");
+}
+
+#[test]
+fn shards_split_the_plan_disjointly_and_balance_a_previous_runs_times() {
+    let e = experiment(
+        "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n",
+    );
+    let plan = Plan::new(&e).unwrap();
+    assert_eq!(plan.cells.len(), 8);
+    let part = |i, seconds: &HashMap<String, f64>| {
+        plan.shard_ids(shard::Shard { index: i, count: 3 }, seconds)
+    };
+    let none = HashMap::new();
+    let mut all: Vec<String> = (0..3).flat_map(|i| part(i, &none)).collect();
+    assert_eq!(
+        (0..3).map(|i| part(i, &none).len()).collect::<Vec<_>>(),
+        [3, 3, 2]
+    );
+    all.sort();
+    let mut ids: Vec<String> = plan.cells.iter().map(|c| c.id.clone()).collect();
+    ids.sort();
+    assert_eq!(all, ids, "every cell in exactly one part");
+    // One cell as long as all the others together gets a part of its own.
+    let long = plan.cells[5].id.clone();
+    let seconds: HashMap<String, f64> = [(long.clone(), 7.0)].into();
+    assert_eq!(part(0, &seconds), [long]);
+    let kept = plan.clone().keep(&part(1, &none)).unwrap();
+    assert_eq!(kept.cells.len(), 3);
+    assert!(kept.cells.iter().enumerate().all(|(i, c)| c.index == i));
 }

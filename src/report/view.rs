@@ -327,6 +327,14 @@ fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {
             format!("--only {}", m.only.join(" --only ")),
         ));
     }
+    if !m.devices.is_empty() {
+        let gpus: Vec<String> = m
+            .devices
+            .iter()
+            .map(|d| format!("{} ({})", d.name, d.uuid))
+            .collect();
+        run.push(pair("GPUs (merged parts)", gpus.join(", ")));
+    }
     if !m.set.is_empty() {
         run.push(pair(
             "sweep replaced",

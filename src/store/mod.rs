@@ -3,6 +3,7 @@
 //! (a gzip member per cell) and one JSON line per finished cell, written in that order and
 //! flushed the moment a cell finishes, so an interrupt or a crash loses no completed cell.
 
+mod merge;
 mod read;
 mod write;
 
@@ -12,6 +13,7 @@ use crate::system::{Git, Host};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use merge::merge;
 pub use read::{device_facts, previous_wall_times, Stored};
 pub use write::Writer;
 
@@ -81,11 +83,24 @@ pub struct RunMeta {
     /// The `--only` clauses the run was planned with: a part of the experiment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub only: Vec<String>,
+    /// `--shard i/N`: the part of the plan the run was given, by cell id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardCells>,
     /// The `--set` clauses that replaced sweep parameters' values for the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
     pub host: Host,
     pub device: Option<DeviceInfo>,
+    /// A merged run's GPUs, one per part that ran on its own (`runner merge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceInfo>,
     /// CUDA start-up of the first worker process.
     pub startup: Option<Startup>,
+}
+
+/// A shard's part of the plan.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ShardCells {
+    pub shard: crate::plan::shard::Shard,
+    pub cells: Vec<String>,
 }

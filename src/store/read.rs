@@ -164,9 +164,12 @@ impl Stored {
             &meta.set,
         )
         .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;
-        let plan = Plan::new(&experiment)
+        let mut plan = Plan::new(&experiment)
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .select(&meta.only)?;
+        if let Some(part) = &meta.shard {
+            plan = plan.keep(&part.cells)?;
+        }
         let mut warnings = Vec::new();
         let records = read_records(dir, &mut warnings)?;
         if let Some(r) = records

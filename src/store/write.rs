@@ -98,6 +98,14 @@ impl Writer {
         Ok(writer)
     }
 
+    /// A run in `dir` made of other runs' cells (`runner merge`): its experiment, sources and
+    /// template are copied from them, its metadata is `meta`.
+    pub fn merged(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
+        let writer = Writer::empty(dir, exp, "")?;
+        writer.write_meta(meta)?;
+        Ok(writer)
+    }
+
     /// New samples, telemetry and cell files in `dir`, holding their headers only; each
     /// named `prefix` + its name.
     fn empty(dir: &Path, exp: &Experiment, prefix: &str) -> Result<Writer> {

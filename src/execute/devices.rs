@@ -1,0 +1,94 @@
+//! `--devices 0,1` (or `all`): one run spread over several GPUs of this machine. Each GPU
+//! runs its own part of the plan (`--shard i/N`) in a runner of its own that sees only that
+//! GPU (`CUDA_VISIBLE_DEVICES`), in `DIR/parts/gpu<i>/`; the parts are then merged into
+//! `DIR`, each cell marked with the GPU that ran it. With `--each`, every GPU runs the
+//! whole plan instead, so that "identical" GPUs can be compared cell by cell.
+
+use super::Subset;
+use crate::cuda;
+use crate::plan::shard::Shard;
+use crate::store;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The GPUs `--devices` names: a list of ordinals, or `all` the driver sees.
+pub fn parse(text: &str) -> Result<Vec<String>> {
+    let list: Vec<String> = match text.trim() {
+        "all" => {
+            let n = cuda::device_count().map_err(|e| anyhow::anyhow!("--devices all: {e}"))?;
+            (0..n).map(|i| i.to_string()).collect()
+        }
+        t => t.split(',').map(|d| d.trim().to_string()).collect(),
+    };
+    if list.is_empty() || list.iter().any(|d| d.parse::<u32>().is_err()) {
+        bail!("--devices {text}: write GPU ordinals such as 0,1, or all");
+    }
+    let mut unique = list.clone();
+    unique.sort();
+    unique.dedup();
+    if unique.len() != list.len() {
+        bail!("--devices {text}: a GPU is named twice");
+    }
+    Ok(list)
+}
+
+/// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there;
+/// whether every part finished, and the parts' run folders.
+pub fn run(
+    path: &Path,
+    dir: &Path,
+    devices: &[String],
+    subset: &Subset,
+    each: bool,
+) -> Result<(bool, Vec<PathBuf>)> {
+    let me = std::env::current_exe().context("cannot find the runner's own binary")?;
+    let name = crate::experiment::name_of(path);
+    let mut children = Vec::new();
+    let mut parts: Vec<PathBuf> = Vec::new();
+    for (i, gpu) in devices.iter().enumerate() {
+        let out = dir.join("parts").join(format!("gpu{gpu}"));
+        let shard = Shard {
+            index: i,
+            count: devices.len(),
+        };
+        let mut cmd = Command::new(&me);
+        cmd.arg("run")
+            .arg(path)
+            .arg("--out")
+            .arg(&out)
+            .env("CUDA_VISIBLE_DEVICES", gpu);
+        if !each {
+            cmd.arg("--shard").arg(shard.to_string());
+        }
+        for o in &subset.only {
+            cmd.arg("--only").arg(o);
+        }
+        for s in &subset.set {
+            cmd.arg("--set").arg(s);
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start the runner for GPU {gpu}"))?;
+        children.push((gpu.clone(), child));
+        parts.push(out.join(&name));
+    }
+    let mut finished = true;
+    for (gpu, mut child) in children {
+        let status = child.wait().context("cannot wait for a GPU's runner")?;
+        if !status.success() {
+            eprintln!("warning: the part on GPU {gpu} ended with {status}");
+            finished = false;
+        }
+    }
+    parts.retain(|p| p.join(store::RUN_FILE).exists());
+    if parts.is_empty() {
+        bail!("no GPU's part wrote a run");
+    }
+    if each {
+        return Ok((finished, parts));
+    }
+    let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    let meta = store::merge(&present, dir)?;
+    Ok((finished && meta.complete, parts))
+}
