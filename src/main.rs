@@ -130,6 +130,31 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Write (and with --submit, submit) a Slurm job array for an experiment: one task per
+    /// part (`--shard i/N`), resumed when requeued, and a job that merges the parts into
+    /// `OUT/<name>/` once the array has ended; needs no GPU.
+    Sbatch {
+        experiment: PathBuf,
+        /// How many parts (array tasks).
+        #[arg(long)]
+        parts: usize,
+        #[arg(long, default_value_t = 1)]
+        gpus_per_task: u32,
+        #[arg(long)]
+        partition: Option<String>,
+        /// Minutes per task (default: three times a part's share of `plan`'s estimate).
+        #[arg(long)]
+        minutes: Option<u64>,
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        #[arg(long, value_name = "KEY=PATTERNS")]
+        only: Vec<String>,
+        #[arg(long, value_name = "KEY=VALUES")]
+        set: Vec<String>,
+        /// Submit with sbatch (else only write the scripts).
+        #[arg(long)]
+        submit: bool,
+    },
     /// Internal: a worker process (job on stdin, results on stdout).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -146,6 +171,30 @@ fn main() -> ExitCode {
             set,
         }) => plan(&experiment, &only, &set),
         Some(Command::Merge { parts, out }) => merge(&parts, &out),
+        Some(Command::Sbatch {
+            experiment,
+            parts,
+            gpus_per_task,
+            partition,
+            minutes,
+            out,
+            only,
+            set,
+            submit,
+        }) => {
+            let subset = execute::Subset {
+                only,
+                set,
+                shard: None,
+            };
+            let request = execute::slurm::Request {
+                parts,
+                gpus_per_task,
+                partition,
+                minutes,
+            };
+            sbatch(&experiment, &out, &subset, &request, submit)
+        }
         Some(Command::Report {
             dir,
             template,
@@ -254,6 +303,30 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
         );
     }
     Ok(outcome.complete)
+}
+
+fn sbatch(
+    path: &Path,
+    out: &Path,
+    subset: &execute::Subset,
+    request: &execute::slurm::Request,
+    submit: bool,
+) -> anyhow::Result<()> {
+    let exp = load(path, &subset.set)?;
+    let plan = plan::Plan::new(&exp)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .select(&subset.only)?;
+    let dir = out.join(&exp.name);
+    let (array, merge) = execute::slurm::write(&exp, &plan, path, &dir, subset, request)?;
+    println!("wrote {} and {}", array.display(), merge.display());
+    if submit {
+        let (job, merged) = execute::slurm::submit(&array, &merge)?;
+        println!(
+            "submitted array job {job} ({} parts) and merge job {merged}",
+            request.parts
+        );
+    }
+    Ok(())
 }
 
 fn merge(parts: &[PathBuf], out: &Path) -> anyhow::Result<()> {

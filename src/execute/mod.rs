@@ -7,11 +7,13 @@ mod jit_cache;
 mod peers;
 mod profiler;
 mod scheduler;
+pub mod slurm;
 mod worker_process;
 
 use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
 use crate::plan::{shard::Shard, Plan, Run};
+use crate::protocol::CellRecord;
 use crate::store::{self, RunMeta, ShardCells, Stored, Writer};
 use crate::{cuda, system};
 use anyhow::{bail, Context, Result};
@@ -80,9 +82,12 @@ pub fn run(
         Start::New => None,
         Start::Resume => Some(resumable(dir, path, &inputs)?),
     };
-    let Some(device) = device else {
+    // A part of a run (`--shard`) on a machine without a GPU still records its cells, each
+    // failed with why, so that a cluster's merged run shows the part rather than lose it.
+    let part = subset.shard.is_some() || stored.as_ref().is_some_and(|s| s.meta.shard.is_some());
+    if device.is_none() && !part {
         bail!(cuda::NO_DRIVER);
-    };
+    }
     if stored.is_some()
         && !(subset.only.is_empty() && subset.set.is_empty() && subset.shard.is_none())
     {
@@ -161,6 +166,24 @@ pub fn run(
             let writer = Writer::create(dir, &exp, &meta)?;
             (meta, writer, HashSet::new())
         }
+    };
+    let Some(device) = device else {
+        for cell in plan
+            .cells
+            .iter()
+            .filter(|c| !done.iter().any(|r| r.cell == c.index))
+        {
+            let why = format!("not run: {}", cuda::NO_DRIVER);
+            writer.append(cell, &CellRecord::failed(cell.index, &cell.id, 0, why))?;
+        }
+        meta.complete = true;
+        meta.finished_utc = Some(now());
+        writer.write_meta(&meta)?;
+        eprintln!("{}", cuda::NO_DRIVER);
+        return Ok(Outcome {
+            dir: dir.to_path_buf(),
+            complete: true,
+        });
     };
     ctrlc::set_handler(|| {
         if INTERRUPTED.swap(true, Ordering::SeqCst) {

@@ -23,6 +23,13 @@ const MAX_ROWS: usize = 2000;
 
 /// The plan as `runner plan` prints it, with an estimate of the time from `previous` (cell
 /// id -> seconds per run, from an earlier run) where it has the cell.
+/// The plan's time: the previous run's cell times where known, a lower bound elsewhere, with
+/// process start-up and the GPU warm-up the experiment asks for before its first cell.
+pub fn estimated_seconds(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> f64 {
+    let (known, guessed) = estimate(plan, previous);
+    known + guessed + PROCESS_START_S + exp.gpu_warmup.as_secs_f64()
+}
+
 pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} ({})", exp.title, exp.path.display());
@@ -122,8 +129,7 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
         plan.timed_launches(),
         plan.untimed_launches()
     );
-    // Process start-up, and the GPU warm-up the experiment asks for before its first cell.
-    let total = known + guessed + PROCESS_START_S + exp.gpu_warmup.as_secs_f64();
+    let total = estimated_seconds(exp, plan, previous);
     let _ = writeln!(
         out,
         "estimated time: {}",

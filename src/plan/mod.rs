@@ -12,7 +12,7 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use describe::describe;
+pub use describe::{describe, estimated_seconds};
 use serde::{Deserialize, Serialize};
 
 /// Warm-up launches before a floor cell's samples.

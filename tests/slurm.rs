@@ -1,0 +1,52 @@
+//! A real Slurm on this machine (`tests/slurm-local.sh`): an experiment submitted as a job
+//! array of two parts, one part requeued, the parts merged. Skipped, saying so, where Slurm
+//! is not installed or the test cannot start its daemons (it needs root).
+
+fn installed(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("command -v {program} || test -x /usr/sbin/{program}"),
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+#[ignore = "starts Slurm daemons as root: cargo test --release --test slurm -- --ignored"]
+fn an_experiment_runs_as_a_slurm_array_and_its_parts_merge() {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !["slurmctld", "slurmd", "munged", "sbatch"]
+        .iter()
+        .all(|p| installed(p))
+        || !root
+    {
+        eprintln!("SKIPPED: Slurm (slurm-wlm: slurmctld, slurmd, munged, sbatch) is not installed, or this is not root; tests/slurm-local.sh runs it where it is");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new("bash")
+        .args([
+            "tests/slurm-local.sh",
+            "experiments/compare.toml",
+            out.path().join("slurm").to_str().unwrap(),
+        ])
+        .env("RUNNER_BIN", env!("CARGO_BIN_EXE_runner"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(text.contains("submitted array job"), "{text}");
+    let merged = out.path().join("slurm/compare");
+    let cells = std::fs::read_to_string(merged.join("cells.jsonl")).unwrap();
+    // Every cell of the plan, from one part or the other.
+    assert_eq!(cells.lines().count(), 8, "{cells}");
+    assert!(merged.join("report.md").exists());
+}
