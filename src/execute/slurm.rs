@@ -50,11 +50,8 @@ pub fn write(
             plan.cells.len()
         );
     }
+    // The tasks start where sbatch is called, where `path` and `dir` are as given.
     let runner = std::env::current_exe().context("cannot find the runner's own binary")?;
-    let abs = |p: &Path| {
-        std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))
-    };
-    let (runner, path, dir) = (abs(&runner)?, abs(path)?, abs(dir)?);
     let slurm = dir.join("slurm");
     std::fs::create_dir_all(&slurm)
         .with_context(|| format!("cannot create {}", slurm.display()))?;
