@@ -88,7 +88,7 @@ pub fn write(
         parts = q(&dir.join("parts")),
         name = exp.name,
         runner = q(&runner),
-        exp = q(&path),
+        exp = q(path),
         n = req.parts,
     );
     let mut merge = head;
@@ -100,7 +100,7 @@ pub fn write(
         runner = q(&runner),
         parts = q(&dir.join("parts")),
         name = exp.name,
-        dir = q(&dir),
+        dir = q(dir),
     );
     let (a, m) = (slurm.join("array.sbatch"), slurm.join("merge.sbatch"));
     std::fs::write(&a, array).with_context(|| format!("cannot write {}", a.display()))?;
