@@ -397,10 +397,13 @@ fn adaptive_stop_with_an_unknown_field() {
 }
 
 #[test]
-fn rotating_buffers_do_not_apply_to_graphs() {
+fn rotating_buffers_apply_to_graphs_and_need_one_set_at_least() {
     let text = with_sync_knobs("graph = 4\nrotate = 3");
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    assert!(run(&["plan", path.to_str().unwrap()]).status.success());
+    let text = with_sync_knobs("graph = 4\nrotate = 0");
     let err = plan_error(&text);
-    assert_at_line(&err, &text, "rotate = 3");
+    assert_at_line(&err, &text, "rotate = 0");
 }
 
 #[test]

@@ -301,3 +301,21 @@ fn a_run_of_part_of_an_experiment_keeps_its_selection_through_report_and_resume(
     assert_eq!(resumed.status.code(), Some(1));
     assert!(stderr(&resumed).contains("keeps the cells it was started with"));
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_graph_takes_the_buffer_sets_in_turn_and_stays_checked() {
+    let text = matmul_with(
+        "n = [64]",
+        "[defaults]\nwarmup = 2\nsamples = 5\n[[variant]]\nname = \"graph-rotate\"\ntimer = \"events\"\ngraph = 8\nrotate = 3\n[[variant]]\nname = \"cupti-graph-rotate\"\ntimer = \"cupti\"\ngraph = 8\nrotate = 3\n[report]\nfloor = false\n",
+    );
+    let (_out, _dir, records) = run_on_gpu("graphrotate", &text);
+    for v in ["graph-rotate", "cupti-graph-rotate"] {
+        let r = record(&records, &format!("matmul/n=64/{v}"));
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(
+            r["check"].as_str().unwrap().contains("max abs error"),
+            "{r}"
+        );
+    }
+}

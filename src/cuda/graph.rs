@@ -1,7 +1,9 @@
-//! CUDA graphs: a launch captured `count` times and replayed as one submission.
+//! CUDA graphs: a launch captured `count` times and replayed as one submission, each
+//! captured launch with the next of the cell's buffer sets where it has several (so that a
+//! graph's launches can each find a cold cache).
 
 use super::error::{Check, CudaError};
-use super::launch::{Function, Launch};
+use super::launch::{Function, Launch, Param};
 use super::memory::DeviceBuffer;
 use cudarc::driver::{result, sys};
 use std::marker::PhantomData;
@@ -16,12 +18,23 @@ pub struct Graph<'b> {
 }
 
 impl<'b> Graph<'b> {
-    pub fn capture(launch: &mut Launch<'b>, count: u64) -> Result<Graph<'b>, CudaError> {
+    /// Captures `count` launches; launch `i` takes its parameters from `sets[i % len]`
+    /// (one set: all alike), and `launch` is left with the first set's.
+    pub fn capture(
+        launch: &mut Launch<'b>,
+        count: u64,
+        sets: &[Vec<Param<'b>>],
+    ) -> Result<Graph<'b>, CudaError> {
         let func = launch.resolve()?;
         // The legacy stream cannot be captured; a stream of its own is, then destroyed.
         let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .during("cuStreamCreate")?;
-        let captured = capture_on(stream, launch, count);
+        let captured = capture_on(stream, launch, count, sets);
+        if let Some(first) = sets.first().filter(|_| sets.len() > 1) {
+            for (i, v) in first.iter().enumerate() {
+                launch.set_param(i, *v);
+            }
+        }
         // SAFETY: nothing uses the stream after the capture.
         let _ = unsafe { result::stream::destroy(stream) };
         let (graph, exec) = captured?;
@@ -41,10 +54,11 @@ impl<'b> Graph<'b> {
     }
 }
 
-fn capture_on(
+fn capture_on<'b>(
     stream: sys::CUstream,
-    launch: &mut Launch,
+    launch: &mut Launch<'b>,
     count: u64,
+    sets: &[Vec<Param<'b>>],
 ) -> Result<(sys::CUgraph, sys::CUgraphExec), CudaError> {
     // SAFETY: the stream is live; the launches only record into the graph.
     unsafe {
@@ -54,7 +68,12 @@ fn capture_on(
         )
     }
     .during("cuStreamBeginCapture")?;
-    for _ in 0..count {
+    for i in 0..count as usize {
+        if sets.len() > 1 {
+            for (j, v) in sets[i % sets.len()].iter().enumerate() {
+                launch.set_param(j, *v);
+            }
+        }
         if let Err(e) = launch.enqueue_on(stream) {
             // SAFETY: the capture began on this stream above; ending it leaves the stream
             // ordinary again before it is destroyed, and the partial graph is discarded.

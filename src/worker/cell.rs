@@ -203,7 +203,8 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         add_steps(&mut launch, def, spec, &params[0], &steps)?;
     }
     let body = match knobs.launches {
-        Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n)?, n),
+        // With `rotate`, the graph's launches take the buffer sets in turn.
+        Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n, &params)?, n),
         other => Body::Launches(other.count()),
     };
     // The wait kernel's output: one float nobody reads.
@@ -317,7 +318,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // One timed launch: the flush and the start timestamp lie outside the timer's region.
     let mut turn = 0;
     let mut timed = |starts: &mut Vec<f64>, timeline: Option<&mut Timeline>, what: &'static str| {
-        if params.len() > 1 {
+        if params.len() > 1 && matches!(body, Body::Launches(_)) {
             for (i, v) in params[turn % params.len()].iter().enumerate() {
                 launch.set_param(i, *v);
             }
