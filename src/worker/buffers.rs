@@ -16,9 +16,11 @@ pub enum Poison {
     ByCopy,
 }
 
-/// Refuses a cell whose managed buffers would not fit in the device's free memory now:
-/// managed memory beyond it is evicted and refaulted, which can stall a shared GPU.
-fn refuse_managed_beyond_free(args: &[ArgValue]) -> Result<(), CudaError> {
+/// Refuses a cell whose managed buffers (`sets` sets of them) would not fit in the device's
+/// free memory now: managed memory beyond it is evicted and refaulted, which can stall a
+/// shared GPU. Checked for all sets before the first is made, since managed memory may not
+/// count as used until it is touched.
+pub(super) fn refuse_managed_beyond_free(args: &[ArgValue], sets: usize) -> Result<(), CudaError> {
     let managed: usize = args
         .iter()
         .map(|a| match a {
@@ -30,14 +32,15 @@ fn refuse_managed_beyond_free(args: &[ArgValue]) -> Result<(), CudaError> {
             } => len * dtype.size(),
             _ => 0,
         })
-        .sum();
+        .sum::<usize>()
+        .saturating_mul(sets);
     if managed == 0 {
         return Ok(());
     }
     let (free, _) = cuda::memory_info()?;
     if managed > free {
         return Err(CudaError::Library(format!(
-            "refusing {managed} bytes of managed memory: the device has {free} bytes free, and managed memory beyond it would be evicted and refaulted (on a shared GPU, a stall for everyone); make the buffers smaller"
+            "refusing {managed} bytes of managed memory: the device has {free} bytes free, and managed memory beyond it would be evicted and refaulted (on a shared GPU, a stall for everyone); make the buffers smaller or use fewer rotate sets"
         )));
     }
     Ok(())
@@ -56,7 +59,7 @@ impl Buffers {
         host: HostInputs,
         poison: Poison,
     ) -> Result<Buffers, CudaError> {
-        refuse_managed_beyond_free(args)?;
+        refuse_managed_beyond_free(args, 1)?;
         let mut device = Vec::new();
         for (a, data) in args.iter().zip(host.iter()) {
             match a {

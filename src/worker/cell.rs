@@ -5,7 +5,7 @@
 use super::assemble::{
     add_steps, check_params, copy_launch, copy_records, dims_of, sizes, taken, Checker, StepCode,
 };
-use super::buffers::{Buffers, Poison};
+use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
 use super::inputs::{fnv1a, HostInputs};
 use super::kernels::Build;
 use super::kernels::KernelKey;
@@ -179,6 +179,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             .collect::<Result<_, _>>()?,
     };
     timeline.mark("inputs");
+    refuse_managed_beyond_free(&spec.args, hosts.len())?;
     let sets: Vec<Buffers> = hosts
         .into_iter()
         .map(|host| Buffers::create(&spec.args, host, poison))
