@@ -110,7 +110,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// Kernel `k`'s cell at point `p` under `variant`.
-    fn cell_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<&Cell> {
+    pub fn cell_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<&Cell> {
         self.run
             .plan
             .cells

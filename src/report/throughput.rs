@@ -1,7 +1,7 @@
 //! Throughput: for kernels that declare the bytes they move (`bytes`) or the floating-point
 //! operations they do (`flops`) per launch, and copies, each variant's median as GB/s and
-//! TFLOP/s, and as a share of the device's peak (a copy to or from the host: its link's), a reading above 100% flagged as impossible (a working
-//! set served from L2, or a wrong count).
+//! TFLOP/s, and as a share of the device's peak (a copy to or from the host: its link's), a
+//! reading above 100% flagged as impossible (a working set served from L2, or a wrong count).
 
 use super::best;
 use crate::analysis::Analysis;

@@ -38,6 +38,7 @@ pub struct View {
     phases: Vec<super::phases::PhaseTable>,
     bias: Vec<super::bias::BiasTable>,
     throughput: Vec<super::throughput::ThroughputTable>,
+    cycles: Vec<super::cycles::CyclesTable>,
     /// Where the peaks the throughput tables compare with come from.
     peaks: String,
     comparison: Option<super::compare::Comparison>,
@@ -227,6 +228,7 @@ impl View {
             phases,
             bias,
             throughput,
+            cycles: super::cycles::build(a),
             peaks: peaks.map_or(String::new(), |p| p.source),
             comparison: None,
             experiment: ExperimentView {
