@@ -183,11 +183,11 @@ impl Dims {
 
 /// A copy between two buffers: parameter 0 is the destination, 1 the source.
 #[derive(Debug, Clone, Copy)]
-pub struct Transfer {
-    pub direction: Direction,
-    pub bytes: usize,
+struct Transfer {
+    direction: Direction,
+    bytes: usize,
     /// `cuMemcpy*` (the host waits) rather than `cuMemcpy*Async`.
-    pub sync: bool,
+    sync: bool,
 }
 
 /// One kernel launch or copy, fully prepared: enqueueing it allocates nothing.
@@ -225,28 +225,46 @@ impl<'b> Launch<'b> {
         launch
     }
 
-    /// A copy from `source` into `destination`, both at least `copy.bytes` long.
+    /// A copy of the whole of `source` into `destination`, which way the buffers' places
+    /// say; `sync`: the blocking `cuMemcpy*`, as `cudaMemcpy` is.
     pub fn copy(
-        copy: Transfer,
         destination: &'b DeviceBuffer,
         source: &'b DeviceBuffer,
+        sync: bool,
     ) -> Result<Self, CudaError> {
         let (dst, src) = (destination, source);
-        let expected = match copy.direction {
-            Direction::HostToDevice => (false, true),
-            Direction::DeviceToHost => (true, false),
-            Direction::DeviceToDevice => (false, false),
-        };
-        if (dst.on_host(), src.on_host()) != expected || dst.bytes().min(src.bytes()) < copy.bytes {
+        let direction = Direction::between(src.on_host(), dst.on_host())
+            .ok_or_else(|| CudaError::Library("a copy between two host buffers".into()))?;
+        if dst.bytes() != src.bytes() {
             return Err(CudaError::Library(format!(
-                "a {:?} copy of {} bytes between buffers that do not fit it",
-                copy.direction, copy.bytes
+                "a copy of {} bytes into a buffer of {}",
+                src.bytes(),
+                dst.bytes()
             )));
         }
         let mut launch =
             Launch::new_unresolved(Dims::ONE, &[Param::Buffer(dst), Param::Buffer(src)]);
-        launch.copy = Some(copy);
+        launch.copy = Some(Transfer {
+            direction,
+            bytes: dst.bytes(),
+            sync,
+        });
         Ok(launch)
+    }
+
+    /// How CUPTI names the copies this launch and its steps make, in enqueue order, so that
+    /// they are found among its records as kernels are, by name.
+    pub fn copy_records(&self) -> Vec<String> {
+        let steps = |list: &'_ [(Launch<'b>, Vec<usize>)]| -> Vec<Option<Transfer>> {
+            list.iter().map(|(s, _)| s.copy).collect()
+        };
+        steps(&self.before)
+            .into_iter()
+            .chain([self.copy])
+            .chain(steps(&self.then))
+            .flatten()
+            .map(|t| t.direction.record_name(t.bytes as u64))
+            .collect()
     }
 
     fn new_unresolved(dims: Dims, values: &[Param<'b>]) -> Self {
@@ -336,14 +354,14 @@ impl<'b> Launch<'b> {
         if self.func.is_none() && self.copy.is_none() {
             self.resolve()?;
         }
-        let copies = self.copy.is_some()
-            || (self.before.iter().chain(&self.then)).any(|(s, _)| s.copy.is_some());
-        let call = if copies {
-            "cuLaunchKernel or cuMemcpy"
-        } else {
-            "cuLaunchKernel"
-        };
-        self.enqueue_on(std::ptr::null_mut()).during(call)
+        self.enqueue_on(std::ptr::null_mut()).map_err(|e| {
+            // Named only on failure: the timed path does no more than enqueue.
+            let call = match self.copy_records().is_empty() {
+                true => "cuLaunchKernel",
+                false => "cuLaunchKernel or cuMemcpy",
+            };
+            CudaError::driver(call, e)
+        })
     }
 
     /// Enqueues the steps before this launch, this launch, then the steps after it.

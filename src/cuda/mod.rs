@@ -20,7 +20,7 @@ pub use device::{
 pub use error::CudaError;
 pub use event::Event;
 pub use graph::Graph;
-pub use launch::{Dims, Function, Launch, LazyFunction, LazyModule, Module, Param, Transfer};
+pub use launch::{Dims, Function, Launch, LazyFunction, LazyModule, Module, Param};
 pub use memory::{memory_info, DeviceBuffer, Direction};
 
 /// What a machine without the CUDA driver is told.

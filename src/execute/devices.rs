@@ -61,12 +61,7 @@ pub fn run(
         if !each {
             cmd.arg("--shard").arg(shard.to_string());
         }
-        for o in &subset.only {
-            cmd.arg("--only").arg(o);
-        }
-        for s in &subset.set {
-            cmd.arg("--set").arg(s);
-        }
+        cmd.args(subset.arguments());
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start the runner for GPU {gpu}"))?;

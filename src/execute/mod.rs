@@ -53,6 +53,21 @@ pub struct Subset {
     pub shard: Option<Shard>,
 }
 
+impl Subset {
+    /// `--only` and `--set` as a runner's command line repeats them for its parts.
+    pub fn arguments(&self) -> Vec<String> {
+        let only = self
+            .only
+            .iter()
+            .flat_map(|o| ["--only".to_string(), o.clone()]);
+        let set = self
+            .set
+            .iter()
+            .flat_map(|s| ["--set".to_string(), s.clone()]);
+        only.chain(set).collect()
+    }
+}
+
 /// Runs `path`'s experiment into `dir`, checked against the real device. `subset`: the
 /// part a new run takes (a resumed run keeps its own).
 pub fn run(

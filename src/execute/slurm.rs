@@ -71,13 +71,11 @@ pub fn write(
     let _ = writeln!(array, "#SBATCH --time={minutes}");
     let _ = writeln!(array, "#SBATCH --requeue");
     let _ = writeln!(array, "#SBATCH --output={}/part-%a.log", slurm.display());
-    let mut extra = String::new();
-    for o in &subset.only {
-        let _ = write!(extra, " --only {}", quote(o));
-    }
-    for s in &subset.set {
-        let _ = write!(extra, " --set {}", quote(s));
-    }
+    let extra: String = subset
+        .arguments()
+        .iter()
+        .map(|a| format!(" {}", quote(a)))
+        .collect();
     let _ = write!(
         array,
         "set -u\npart={parts}/part$SLURM_ARRAY_TASK_ID\n\

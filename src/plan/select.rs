@@ -102,10 +102,15 @@ impl Plan {
                 only.join(" --only ")
             );
         }
+        Ok(self.renumbered())
+    }
+
+    /// Its cells numbered anew from 0, after some were left out.
+    pub(super) fn renumbered(mut self) -> Plan {
         for (i, c) in self.cells.iter_mut().enumerate() {
             c.index = i;
         }
-        Ok(self)
+        self
     }
 }
 

@@ -75,10 +75,7 @@ impl Plan {
         if self.cells.len() != ids.len() {
             bail!("the part's cells are not all in the experiment's plan: the experiment changed since the part was made");
         }
-        for (i, c) in self.cells.iter_mut().enumerate() {
-            c.index = i;
-        }
-        Ok(self)
+        Ok(self.renumbered())
     }
 }
 

@@ -8,7 +8,7 @@ use super::inputs::HostInputs;
 use super::kernels::{Build, KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
-use crate::cuda::{self, Dims, Direction, Launch, Param, Transfer};
+use crate::cuda::{self, Dims, Direction, Launch, Param};
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::plan::Cell;
 
@@ -152,23 +152,6 @@ pub(super) enum StepCode {
     Lazy(Vec<crate::cuda::LazyFunction>),
 }
 
-/// How CUPTI names the kernel's copies at this point (its own, a `[[copy]]`'s, or its copy
-/// steps'), so that they are found among its records as kernels are, by name.
-pub(super) fn copy_records(def: &Kernel, spec: &LaunchSpec) -> Vec<String> {
-    let own = def.copy.is_some().then_some((0, 1));
-    let steps = def.steps.iter().filter(|s| s.copy.is_some());
-    own.into_iter()
-        .chain(steps.map(|s| (s.args[0], s.args[1])))
-        .filter_map(|(to, from)| {
-            let bytes = match &spec.args[to] {
-                ArgValue::Buffer { dtype, len, .. } => (len * dtype.size()) as u64,
-                ArgValue::Scalar { .. } => 0,
-            };
-            Direction::between(def.on_host(from), def.on_host(to)).map(|d| d.record_name(bytes))
-        })
-        .collect()
-}
-
 /// A copy of buffer `values[to]` from `values[from]`, the whole destination.
 pub(super) fn copy_launch<'b>(
     op: CopyOp,
@@ -181,14 +164,7 @@ pub(super) fn copy_launch<'b>(
             "a copy between arguments that are not buffers".to_string(),
         ));
     };
-    let direction = Direction::between(src.on_host(), dst.on_host())
-        .ok_or_else(|| Failure::from("a copy between two host buffers".to_string()))?;
-    let transfer = Transfer {
-        direction,
-        bytes: dst.bytes(),
-        sync: op.sync,
-    };
-    Ok(Launch::copy(transfer, dst, src)?)
+    Ok(Launch::copy(dst, src, op.sync)?)
 }
 
 /// Adds the kernel's steps to `launch` (before or after it), each given its arguments from

@@ -3,7 +3,7 @@
 //! telemetry, the host's cost per sample).
 
 use super::assemble::{
-    add_steps, check_params, copy_launch, copy_records, dims_of, sizes, taken, Checker, StepCode,
+    add_steps, check_params, copy_launch, dims_of, sizes, taken, Checker, StepCode,
 };
 use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
 use super::inputs::{fnv1a, HostInputs};
@@ -110,9 +110,6 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let spec = &cell.launch;
     let takes = cell.kernel.and_then(|k| s.kernels.def(k).takes.clone());
     let own_copy = cell.kernel.and_then(|k| s.kernels.def(k).copy);
-    let copy_records = cell
-        .kernel
-        .map_or(vec![], |k| copy_records(s.kernels.def(k), spec));
     // The kernel, loaded now, or (lazy) compiled now and loaded by its first launch; a
     // `[[copy]]` has none.
     let (func, lazy, mut entries, steps) = match (cell.kernel, knobs.first_launch) {
@@ -149,8 +146,6 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             )
         }
     };
-    // CUPTI finds the cell's copies among its records as it finds kernels, by name.
-    entries.extend(copy_records.iter().cloned());
     let poison = if lazy.is_some() {
         Poison::ByCopy
     } else {
@@ -203,6 +198,9 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     if let Some(def) = def {
         add_steps(&mut launch, def, spec, &params[0], &steps)?;
     }
+    // CUPTI finds the cell's copies among its records as it finds kernels, by name.
+    let copy_records = launch.copy_records();
+    entries.extend(copy_records.iter().cloned());
     let body = match knobs.launches {
         // With `rotate`, the graph's launches take the buffer sets in turn.
         Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n, &params)?, n),
