@@ -152,11 +152,11 @@ arch = "sm_80"
             .collect();
         let order = [
             "process start",
+            "job received",
             "driver init",
             "context",
             "device query",
-            "NVML open",
-            "job received",
+            "NVML open, first inputs read",
             "NVRTC compile",
             "module load",
             "function lookup",

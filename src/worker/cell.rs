@@ -6,7 +6,7 @@ use super::assemble::{
     add_steps, check_params, copy_launch, dims_of, sizes, taken, Checker, StepCode,
 };
 use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
-use super::inputs::{fnv1a, HostInputs};
+use super::inputs::{seeds_of, HostInputs};
 use super::kernels::Build;
 use super::kernels::KernelKey;
 use super::reference;
@@ -14,7 +14,7 @@ use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
-use crate::experiment::knobs::{first_launch::FirstLaunch, inputs::Inputs, warmup::WarmupKernel};
+use crate::experiment::knobs::{first_launch::FirstLaunch, warmup::WarmupKernel};
 use crate::method::{
     self,
     flush::FlushBuffer,
@@ -97,10 +97,6 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     }
 }
 
-/// Seeds of `inputs = "fresh"` data lie this far from the point's own (rotation sets use
-/// the seeds right after it).
-const FRESH_SEED: u64 = 1 << 32;
-
 /// Slack added to twice the measured enqueue cost when sizing a wait kernel.
 const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
 
@@ -153,28 +149,23 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     };
 
     // Every variant and round at one point times the same inputs; further sets for
-    // `rotate`, which the timed samples use in turn.
+    // `rotate`, which the timed samples use in turn; `inputs = "fresh"`: data of two other
+    // draws, copied in turn before each timed launch.
     let point = cell.point_key();
-    let seed = fnv1a(point.as_bytes());
     let share = knobs.process.fresh.is_some();
-    let hosts: Vec<HostInputs> = (0..knobs.rotate.0)
-        .map(|i| {
-            s.inputs
-                .get(&point, &spec.args, seed.wrapping_add(i), share)
-        })
-        .collect::<Result<_, _>>()?;
-    // `inputs = "fresh"`: data of two other draws, copied in turn before each timed launch.
-    let fresh: Vec<_> = match knobs.inputs {
-        Inputs::Same => vec![],
-        Inputs::Fresh => (1..=2)
-            .map(|i| {
-                s.inputs
-                    .get(&point, &spec.args, seed.wrapping_add(FRESH_SEED + i), share)
-            })
-            .collect::<Result<_, _>>()?,
+    let (set_seeds, fresh_seeds) = seeds_of(cell);
+    let mut draw = |seeds: Vec<u64>| -> Result<Vec<HostInputs>, String> {
+        (seeds.into_iter())
+            .map(|seed| s.inputs.get(&point, &spec.args, seed, share))
+            .collect()
     };
+    let seed = set_seeds[0];
+    let hosts = draw(set_seeds)?;
+    let fresh = draw(fresh_seeds)?;
     timeline.mark("inputs");
     refuse_managed_beyond_free(&spec.args, hosts.len())?;
+    // The checked output is computed from the first set.
+    let first_set = hosts[0].clone();
     let sets: Vec<Buffers> = hosts
         .into_iter()
         .map(|host| Buffers::create(&spec.args, host, poison))
@@ -258,7 +249,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     }
     timeline.mark("set-up");
     let kernel_def = cell.kernel.map(|k| s.kernels.def(k).clone());
-    let host = s.inputs.get(&point, &spec.args, seed, share)?;
+    let host = first_set;
     // The check's reference, shared with the run's other processes.
     let reference = reference::Cache::new(s.run_cache.as_deref(), format!("{point}#{seed}"));
     let checker = Checker {

@@ -2,7 +2,9 @@
 //! times the same data), shared with later processes of the run through its cache folder.
 
 use super::shared;
+use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::{ArgValue, Dtype, Init};
+use crate::plan::Cell;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +12,49 @@ use std::rc::Rc;
 
 /// Initial contents of a cell's input buffers, one per argument (None: not an input), by
 /// the seed they were drawn with.
-pub type HostInputs = Rc<Vec<Option<Vec<u8>>>>;
+pub type HostInputs = Rc<Drawn>;
+/// Each argument's initial bytes (None: not an input).
+type Drawn = Vec<Option<Vec<u8>>>;
+
+/// Seeds of `inputs = "fresh"` data lie this far from the point's own (rotation sets use
+/// the seeds right after it).
+const FRESH_SEED: u64 = 1 << 32;
+
+/// The seeds of a cell's input sets: one per `rotate` set, then those of its `inputs =
+/// "fresh"` draws. Every variant and round at one point times the same inputs.
+pub fn seeds_of(cell: &Cell) -> (Vec<u64>, Vec<u64>) {
+    let seed = fnv1a(cell.point_key().as_bytes());
+    let sets = (0..cell.knobs.rotate.0).map(|i| seed.wrapping_add(i));
+    let fresh = match cell.knobs.inputs {
+        Inputs::Same => vec![],
+        Inputs::Fresh => (1..=2).map(|i| seed.wrapping_add(FRESH_SEED + i)).collect(),
+    };
+    (sets.collect(), fresh)
+}
+
+/// A cell's inputs read (or drawn) on another thread, handed to the worker's cache later:
+/// a fresh process reads its first cell's inputs while its CUDA context is created.
+pub struct Prefetched {
+    point: String,
+    args: Vec<ArgValue>,
+    sets: Vec<(u64, Result<Drawn, String>)>,
+}
+
+impl Prefetched {
+    /// Reads every input set `cell` will ask the cache for, as [`InputCache::get`] would.
+    pub fn read(cell: &Cell, dir: Option<&Path>) -> Prefetched {
+        let dir = dir.filter(|_| cell.knobs.process.fresh.is_some());
+        let args = &cell.launch.args;
+        let (sets, fresh) = seeds_of(cell);
+        Prefetched {
+            point: cell.point_key(),
+            args: args.clone(),
+            sets: (sets.into_iter().chain(fresh))
+                .map(|seed| (seed, shared_inputs(dir, args, seed)))
+                .collect(),
+        }
+    }
+}
 
 /// Inputs already drawn for the current kernel and sweep point: in this worker, or by an
 /// earlier process of the run (in the run's cache folder). Drawing 1 GiB of random floats
@@ -25,10 +69,22 @@ pub struct InputCache {
 }
 
 impl InputCache {
-    pub fn new(dir: Option<PathBuf>) -> Self {
+    /// A cache holding what `prefetched` read, as if it had drawn it (a failed read is
+    /// left for [`InputCache::get`] to meet and report).
+    pub fn new(dir: Option<PathBuf>, prefetched: Option<Prefetched>) -> Self {
+        let Some(p) = prefetched else {
+            return InputCache {
+                dir,
+                ..Default::default()
+            };
+        };
         InputCache {
+            point: p.point,
+            args: p.args,
+            sets: (p.sets.into_iter())
+                .filter_map(|(seed, set)| Some((seed, Rc::new(set.ok()?))))
+                .collect(),
             dir,
-            ..Default::default()
         }
     }
 
@@ -59,11 +115,7 @@ impl InputCache {
 
 /// The inputs of `args` drawn with `seed`: read where an earlier process stored them, else
 /// drawn and stored. The file is named by the arguments as evaluated and the seed.
-fn shared_inputs(
-    dir: Option<&Path>,
-    args: &[ArgValue],
-    seed: u64,
-) -> Result<Vec<Option<Vec<u8>>>, String> {
+fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
     let described = serde_json::to_vec(args).expect("arguments serialize");
     let file = shared::file(dir, &[&described, &seed.to_le_bytes()], "inputs");
     let lens: Vec<Option<usize>> = args
@@ -97,7 +149,7 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The initial contents of each input buffer, the random ones from one generator seeded
 /// with `seed`.
-fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Vec<Option<Vec<u8>>>, String> {
+fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     args.iter()
         .map(|a| match a {
@@ -250,20 +302,41 @@ mod tests {
                 memory: Memory::Device,
             },
         ];
-        let first = InputCache::new(Some(dir.path().into()))
+        let first = InputCache::new(Some(dir.path().into()), None)
             .get("k/n=1", &args, 5, true)
             .unwrap();
         let stored: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(stored.len(), 1, "one file per point and seed");
-        let later = InputCache::new(Some(dir.path().into()))
+        let later = InputCache::new(Some(dir.path().into()), None)
             .get("k/n=1", &args, 5, true)
             .unwrap();
         assert_eq!(*first, *later);
         assert_eq!(*later, draw_inputs(&args, 5).unwrap());
-        let other = InputCache::new(Some(dir.path().into()))
+        let other = InputCache::new(Some(dir.path().into()), None)
             .get("k/n=1", &args, 6, true)
             .unwrap();
         assert_ne!(*first, *other, "another seed is drawn anew");
+    }
+
+    #[test]
+    fn a_cache_serves_what_was_read_beside_the_context() {
+        let args = vec![ArgValue::Buffer {
+            dtype: Dtype::F32,
+            len: 2,
+            init: Init::Uniform(0.0, 1.0),
+            memory: Memory::Device,
+        }];
+        let read = vec![Some(vec![7u8; 8])];
+        let prefetched = Prefetched {
+            point: "k/n=1".into(),
+            args: args.clone(),
+            sets: vec![(5, Ok(read.clone())), (6, Err("unreadable".into()))],
+        };
+        let mut cache = InputCache::new(None, Some(prefetched));
+        assert_eq!(*cache.get("k/n=1", &args, 5, false).unwrap(), read);
+        // A set the other thread could not read is drawn as usual.
+        let drawn = cache.get("k/n=1", &args, 6, false).unwrap();
+        assert_eq!(*drawn, draw_inputs(&args, 6).unwrap());
     }
 
     #[test]

@@ -22,8 +22,8 @@ use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
 use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
-use crate::telemetry::Sensor;
-use inputs::InputCache;
+use crate::telemetry::{self, Sensor};
+use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -31,8 +31,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
 
-/// The phase from the device's opening to the job's arrival.
+/// The phase from the process's start to the job's arrival.
 const JOB_PHASE: &str = "job received";
+/// The wait, after the context, for what another thread read beside it.
+const BESIDE_PHASE: &str = "NVML open, first inputs read";
 
 fn send(msg: &Message) {
     let mut out = std::io::stdout().lock();
@@ -54,28 +56,9 @@ pub fn main() -> ExitCode {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let mut timeline = Timeline::from_spawn(spawned, entry, entry_wall);
-    // The device first, then the job (the phases of a fresh process up to its context are
-    // those of any CUDA program).
-    let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
-        Ok(g) => g,
-        Err(e) => return fatal(e.to_string()),
-    };
-    let mut info = match cuda::query(0) {
-        Ok(i) => i,
-        Err(e) => return fatal(e.to_string()),
-    };
-    timeline.mark("device query");
-    let sensor = Sensor::open(&info.uuid);
-    info.driver_version = sensor.driver_version();
-    info.host_link = sensor.host_link();
-    send(&Message::Ready {
-        startup: Startup {
-            driver_init_ms: timeline.ms_of(cuda::DRIVER_INIT).unwrap_or_default(),
-            context_ms: timeline.ms_of(cuda::CONTEXT).unwrap_or_default(),
-        },
-        device: Box::new(info.clone()),
-    });
-    timeline.mark("NVML open");
+    // The job first (the parent wrote it at the spawn), so that NVML and the first cell's
+    // inputs are read on another thread while the context is created: a fresh process would
+    // otherwise wait for them after it (up to 100 ms at 64 MiB per input).
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         return fatal(format!("cannot read the job: {e}"));
@@ -85,6 +68,38 @@ pub fn main() -> ExitCode {
         Err(e) => return fatal(format!("malformed job: {e}")),
     };
     timeline.mark(JOB_PHASE);
+    let first = (job.runs.first())
+        .and_then(|r| job.cells.iter().find(|c| c.index == r.cell))
+        .filter(|_| !job.prime)
+        .cloned();
+    let dir = job.run_cache.clone();
+    let beside = std::thread::spawn(move || {
+        let inputs = first.map(|cell| Prefetched::read(&cell, dir.as_deref()));
+        (telemetry::nvml(), inputs)
+    });
+    let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
+        Ok(g) => g,
+        Err(e) => return fatal(e.to_string()),
+    };
+    let mut info = match cuda::query(0) {
+        Ok(i) => i,
+        Err(e) => return fatal(e.to_string()),
+    };
+    timeline.mark("device query");
+    let Ok((nvml, prefetched)) = beside.join() else {
+        return fatal("reading the first cell's inputs failed".into());
+    };
+    let sensor = Sensor::open(nvml, &info.uuid);
+    info.driver_version = sensor.driver_version();
+    info.host_link = sensor.host_link();
+    send(&Message::Ready {
+        startup: Startup {
+            driver_init_ms: timeline.ms_of(cuda::DRIVER_INIT).unwrap_or_default(),
+            context_ms: timeline.ms_of(cuda::CONTEXT).unwrap_or_default(),
+        },
+        device: Box::new(info.clone()),
+    });
+    timeline.mark(BESIDE_PHASE);
 
     let cells: HashMap<usize, Cell> = job.cells.into_iter().map(|c| (c.index, c)).collect();
     let mut session = Session {
@@ -98,7 +113,7 @@ pub fn main() -> ExitCode {
         kernels: Kernels::new(job.kernels, cuda::capability(&info), job.run_cache.clone()),
         timeline,
         probe: None,
-        inputs: InputCache::new(job.run_cache.clone()),
+        inputs: InputCache::new(job.run_cache.clone(), prefetched),
         run_cache: job.run_cache,
     };
     let cell_of = |index: usize| cells.get(&index);
