@@ -3,6 +3,7 @@
 //! tolerance. `runner report DIR --compare EARLIER` records the earlier run in DIR, so
 //! later renders compare the same way.
 
+use super::cycles;
 use super::format;
 use crate::analysis::median;
 use crate::experiment::Unit;
@@ -32,6 +33,8 @@ pub struct CompareRow {
     pub this: String,
     pub earlier: String,
     pub difference: String,
+    /// The difference in SM cycles, where both runs probed the clock.
+    pub cycles_difference: String,
     pub agreement: String,
     /// This run's median over the earlier one's, with its 95% bootstrap interval.
     pub ratio: String,
@@ -60,7 +63,11 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
         .map(|c| (c.cell.as_str(), c))
         .collect();
     let unit = format::unit_for(now.values().copied(), Unit::Auto);
-    let (mut judged, mut agree, mut worst) = (0, 0, 0.0f64);
+    // Whether a kernel follows the clock is told from both runs together.
+    let responses = cycles::responses(&[this, earlier]);
+    let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
+    let (clock_now, clock_before) = (cycles::cell_mhz(this), cycles::cell_mhz(earlier));
+    let mut judged = Judged::default();
     let rows = this
         .plan
         .cells
@@ -68,23 +75,21 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
         .filter_map(|c| {
             let (a, b) = (*now.get(&c.id)?, *before.get(&c.id)?);
             let diff = (a - b) / b * 100.0;
+            let clocks = (clock_now.get(&c.id)).zip(clock_before.get(&c.id));
+            let cycles_diff = clocks.map(|(x, y)| (a * x - b * y) / (b * y) * 100.0);
+            // A kernel whose time follows the SM clock is judged in cycles.
+            let in_cycles = cycles_diff.filter(|_| follows(&c.kernel_name));
             let agreement = if a < JUDGED_FROM_NS {
                 "shorter than 50 µs".to_string()
             } else {
-                judged += 1;
-                worst = worst.max(diff.abs());
-                if diff.abs() <= TOLERANCE_PCT {
-                    agree += 1;
-                    "agrees".to_string()
-                } else {
-                    format!("⚠ differs by more than {TOLERANCE_PCT}%")
-                }
+                judged.add(in_cycles.unwrap_or(diff), in_cycles.is_some(), diff)
             };
             Some(CompareRow {
                 cell: c.id.clone(),
                 this: format::time(a, unit),
                 earlier: format::time(b, unit),
                 difference: format::percent(diff),
+                cycles_difference: cycles_diff.map_or("–".into(), format::percent),
                 agreement,
                 ratio: by_cell
                     .get(c.id.as_str())
@@ -97,13 +102,65 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
             })
         })
         .collect();
+    let followers: Vec<&str> = (this.experiment.kernels.iter())
+        .map(|k| k.name.as_str())
+        .filter(|k| follows(k))
+        .collect();
     Comparison {
         earlier: label.to_string(),
-        summary: format!(
-            "{agree} of {judged} cells of at least 50 µs agree within {TOLERANCE_PCT}%; the largest difference among them is {worst:.2}%"
-        ),
+        summary: judged.summary(&followers),
         verdicts: verdicts.summary(),
         rows,
+    }
+}
+
+/// The cells long enough to judge, and how many agree.
+#[derive(Default)]
+struct Judged {
+    count: usize,
+    agree: usize,
+    worst: f64,
+    /// Of those judged in cycles, how many would agree in time.
+    in_cycles: usize,
+    agree_in_time: usize,
+}
+
+impl Judged {
+    /// Judges a cell by `diff` (in cycles where `cycles`); `time_diff` for the record.
+    fn add(&mut self, diff: f64, cycles: bool, time_diff: f64) -> String {
+        self.count += 1;
+        self.worst = self.worst.max(diff.abs());
+        if cycles {
+            self.in_cycles += 1;
+            self.agree_in_time += usize::from(time_diff.abs() <= TOLERANCE_PCT);
+        }
+        let unit = if cycles { "in cycles" } else { "in time" };
+        if diff.abs() <= TOLERANCE_PCT {
+            self.agree += 1;
+            format!("agrees {unit}")
+        } else {
+            format!("⚠ differs by more than {TOLERANCE_PCT}% {unit}")
+        }
+    }
+
+    fn summary(&self, followers: &[&str]) -> String {
+        let Judged {
+            count,
+            agree,
+            worst,
+            in_cycles,
+            agree_in_time,
+        } = self;
+        let how = match followers {
+            [] => "in time".to_string(),
+            f => format!(
+                "in SM cycles for {} (whose time follows the SM clock: {agree_in_time} of its {in_cycles} such cells would agree in time), in time for the rest",
+                f.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        format!(
+            "{agree} of {count} cells of at least 50 µs agree within {TOLERANCE_PCT}% ({how}); the largest difference among them is {worst:.2}%"
+        )
     }
 }
 

@@ -1,20 +1,172 @@
 //! SM cycles: where the clock probe ran, each cell's median also as SM cycles (its time x
-//! the probed effective SM clock), and whether its time follows the clock across its runs
-//! (a compute-bound kernel does; a memory-bound one does not): for those, cycles are the
-//! number that repeats from run to run on a GPU whose clock wanders.
+//! the probed effective SM clock), and whether a kernel's time follows the clock across its
+//! runs (a compute-bound kernel's does; a memory-bound one's does not): for those, cycles
+//! are the number that repeats from run to run on a GPU whose clock wanders. For the others
+//! the memory clock's view: what NVML read of it over the kernel's cells.
 
 use super::cells::probe_of;
 use crate::analysis::{median, Analysis};
 use crate::experiment::point_label;
+use crate::store::Stored;
 use serde::Serialize;
+use std::collections::HashMap;
 
-/// A cell's time follows the clock when, over at least [`MIN_RUNS`] runs whose probed clocks
-/// spread by [`MIN_SPREAD`] or more, time and clock correlate at least this negatively (a
-/// faster clock, a shorter time): with 5 runs, a one-sided 5% test of no correlation.
-const FOLLOWS: f64 = -0.805;
-const MIN_RUNS: usize = 5;
-/// The clock must move for time to follow it: 0.2%, the 1980 to 1994 MHz step is 0.7%.
+/// A cell's clock must move by this much across its runs to say anything about how its
+/// time answers the clock: 0.2%; this H100's 1980 to ~1994 MHz step is 0.7%.
 const MIN_SPREAD: f64 = 0.002;
+/// A kernel follows the clock when its time answers at least half of a clock change
+/// (time ∝ clock^slope, slope ≤ -0.5) and the slope's 95% interval excludes 0.
+const FOLLOWS_SLOPE: f64 = -0.5;
+/// A kernel's response is told from this many cells whose clock moved, or not at all.
+const MIN_CELLS: usize = 5;
+/// The least scatter a cell's runs are credited with: 0.02% of its time.
+const MIN_SCATTER: f64 = 2e-4;
+
+/// How a kernel's time answers the SM clock, pooled over its cells whose clock moved: the
+/// least-squares slope of ln(time) on ln(clock) across runs, each cell's own means taken out.
+/// -1: time in proportion to 1/clock (compute-bound); 0: the clock does not matter.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Response {
+    pub slope: f64,
+    /// Half the 95% interval of the slope (two standard errors).
+    pub half_width: f64,
+    pub runs: usize,
+    pub cells: usize,
+}
+
+impl Response {
+    pub fn follows(&self) -> bool {
+        self.slope <= FOLLOWS_SLOPE && self.slope + self.half_width < 0.0
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "time ∝ clock^{:.2} ± {:.2} over {} runs of {} cells whose clock moved",
+            self.slope, self.half_width, self.runs, self.cells
+        )
+    }
+
+    /// Pooled over `cells`, each the (time, clock) of its runs; `None` with too few runs to
+    /// estimate a slope and its error.
+    fn fit(cells: &[Vec<(f64, f64)>]) -> Option<Response> {
+        let moved: Vec<&Vec<(f64, f64)>> = (cells.iter())
+            .filter(|runs| {
+                let clocks = runs.iter().map(|r| r.1);
+                let lo = clocks.clone().fold(f64::MAX, f64::min);
+                runs.len() >= 2 && clocks.fold(0.0, f64::max) >= lo * (1.0 + MIN_SPREAD)
+            })
+            .collect();
+        // Each cell's runs as deviations from the cell's own means of ln(clock), ln(time).
+        let cells: Vec<Vec<(f64, f64)>> = (moved.iter())
+            .map(|runs| {
+                let logs: Vec<(f64, f64)> = runs.iter().map(|(t, c)| (c.ln(), t.ln())).collect();
+                let n = logs.len() as f64;
+                let (mx, my) =
+                    (logs.iter()).fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+                logs.iter().map(|(x, y)| (x - mx, y - my)).collect()
+            })
+            .collect();
+        let runs: usize = cells.iter().map(Vec::len).sum();
+        // One mean per cell and the slope are fitted.
+        let freedom = runs.checked_sub(cells.len() + 1)?;
+        if cells.len() < MIN_CELLS || freedom < 3 {
+            return None;
+        }
+        // Weighted least squares: a cell weighs by the inverse of its scatter about the
+        // first, unweighted fit (a 20 µs cell read by events scatters by percents, a
+        // milliseconds one by hundredths of one), floored so no cell's luck decides alone.
+        let fit = |weights: &[f64]| {
+            let (mut sxx, mut sxy) = (0.0, 0.0);
+            for (cell, w) in cells.iter().zip(weights) {
+                sxx += w * cell.iter().map(|(x, _)| x * x).sum::<f64>();
+                sxy += w * cell.iter().map(|(x, y)| x * y).sum::<f64>();
+            }
+            (sxy / sxx, sxx)
+        };
+        let (first, _) = fit(&vec![1.0; cells.len()]);
+        let scatter = |cell: &Vec<(f64, f64)>, slope: f64| {
+            let ss: f64 = cell.iter().map(|(x, y)| (y - slope * x).powi(2)).sum();
+            (ss / (cell.len() - 1) as f64).max(MIN_SCATTER * MIN_SCATTER)
+        };
+        let weights: Vec<f64> = cells.iter().map(|c| 1.0 / scatter(c, first)).collect();
+        let (slope, sxx) = fit(&weights);
+        // The weighted residuals' variance (1 where the scatters were right) scales the error.
+        let chi2: f64 = (cells.iter().zip(&weights))
+            .map(|(c, w)| w * c.iter().map(|(x, y)| (y - slope * x).powi(2)).sum::<f64>())
+            .sum();
+        Some(Response {
+            slope,
+            half_width: 2.0 * (chi2 / freedom as f64 / sxx).sqrt(),
+            runs,
+            cells: cells.len(),
+        })
+    }
+}
+
+/// Each run's steady median (its first launch where it takes no samples), by (cell, process).
+fn run_medians(s: &Stored) -> HashMap<(u32, u32), f64> {
+    let (mut steady, mut first) = (HashMap::<_, Vec<f64>>::new(), HashMap::new());
+    let t = &s.samples;
+    for i in 0..t.cell.len() {
+        let key = (t.cell[i], t.process[i]);
+        match t.first[i] {
+            true => {
+                first.insert(key, t.time_ns[i]);
+            }
+            false => steady.entry(key).or_default().push(t.time_ns[i]),
+        }
+    }
+    let mut out: HashMap<_, f64> = first;
+    out.extend(
+        steady
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, median(v)?))),
+    );
+    out
+}
+
+/// Each probed cell's runs as (time, probed clock), by cell index.
+fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
+    let medians = run_medians(s);
+    let mut out: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
+    for r in &s.records {
+        if let (Some(t), Some(mhz)) = (medians.get(&(r.cell as u32, r.process)), probe_of(r)) {
+            out.entry(r.cell).or_default().push((*t, mhz));
+        }
+    }
+    out
+}
+
+/// Each kernel's response to the SM clock, pooled over the probed cells of `runs` (a cell
+/// of each run counts apart: their clocks and times are not one series).
+pub fn responses(runs: &[&Stored]) -> HashMap<String, Response> {
+    let mut by_kernel: HashMap<String, Vec<Vec<(f64, f64)>>> = HashMap::new();
+    for s in runs {
+        let mut probed = probed_runs(s);
+        for c in &s.plan.cells {
+            if let Some(rs) = probed.remove(&c.index) {
+                by_kernel.entry(c.kernel_name.clone()).or_default().push(rs);
+            }
+        }
+    }
+    (by_kernel.into_iter())
+        .filter_map(|(k, cells)| Some((k, Response::fit(&cells)?)))
+        .collect()
+}
+
+/// Each probed cell's mean probed SM clock, by cell id.
+pub fn cell_mhz(s: &Stored) -> HashMap<String, f64> {
+    let probed = probed_runs(s);
+    (s.plan.cells.iter())
+        .filter_map(|c| {
+            let rs = probed.get(&c.index)?;
+            Some((
+                c.id.clone(),
+                rs.iter().map(|r| r.1).sum::<f64>() / rs.len() as f64,
+            ))
+        })
+        .collect()
+}
 
 #[derive(Serialize)]
 pub struct CyclesTable {
@@ -22,8 +174,8 @@ pub struct CyclesTable {
     pub parameters: String,
     pub columns: Vec<String>,
     pub rows: Vec<CyclesRow>,
-    /// How many cells follow the clock, of how many could be tested.
-    pub follows: (usize, usize),
+    /// How its time answers the SM clock, and which unit to compare runs in.
+    pub verdict: String,
 }
 
 #[derive(Serialize)]
@@ -32,39 +184,30 @@ pub struct CyclesRow {
     pub values: Vec<String>,
 }
 
-/// Pearson's correlation of (time, clock) over a cell's runs; None where it cannot say
-/// whether time follows the clock: fewer than [`MIN_RUNS`] runs, or a clock that hardly
-/// moved.
-fn correlation(pairs: &[(f64, f64)]) -> Option<f64> {
-    let n = pairs.len() as f64;
-    let clocks = pairs.iter().map(|p| p.1);
-    let (lo, hi) = (
-        clocks.clone().fold(f64::MAX, f64::min),
-        clocks.fold(0.0, f64::max),
-    );
-    if pairs.len() < MIN_RUNS || hi < lo * (1.0 + MIN_SPREAD) {
-        return None;
+/// NVML's memory clock over `cells`' readings: (lowest, highest, readings).
+fn memory_clock(a: &Analysis, cells: &[usize]) -> Option<(u32, u32, usize)> {
+    let mut mhz = Vec::new();
+    for c in cells {
+        for r in a.records.get(c).map_or(&[][..], Vec::as_slice) {
+            let ends = [&r.telemetry_start, &r.telemetry_end];
+            mhz.extend(ends.iter().filter_map(|t| t.as_ref()?.mem_mhz));
+        }
     }
-    let (mx, my) = (
-        pairs.iter().map(|p| p.0).sum::<f64>() / n,
-        pairs.iter().map(|p| p.1).sum::<f64>() / n,
+    let rows = a.run.telemetry.iter();
+    mhz.extend(
+        rows.filter(|t| cells.contains(&(t.cell as usize)))
+            .filter_map(|t| t.point.reading.mem_mhz),
     );
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (x, y) in pairs {
-        sxy += (x - mx) * (y - my);
-        sxx += (x - mx) * (x - mx);
-        syy += (y - my) * (y - my);
-    }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+    Some((*mhz.iter().min()?, *mhz.iter().max()?, mhz.len()))
 }
 
 /// One table per kernel whose cells were probed.
 pub fn build(a: &Analysis) -> Vec<CyclesTable> {
     let exp = &a.run.experiment;
+    let (responses, cell_mhz) = (responses(&[a.run]), cell_mhz(a.run));
     let mut tables = Vec::new();
     for (k, kernel) in exp.kernels.iter().enumerate() {
-        let mut follows = (0, 0);
-        let mut any = false;
+        let mut probed = Vec::new();
         let rows = kernel
             .points
             .iter()
@@ -74,47 +217,52 @@ pub fn build(a: &Analysis) -> Vec<CyclesTable> {
                     .variants
                     .iter()
                     .map(|v| {
-                        let Some(c) = a.cell_at(k, p, &v.name) else {
-                            return "–".into();
-                        };
-                        let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
-                        let probes: Vec<f64> = records.iter().filter_map(|r| probe_of(r)).collect();
-                        let (Some(ns), false) = (a.median_at(k, p, &v.name), probes.is_empty())
-                        else {
-                            return "–".into();
-                        };
-                        any = true;
-                        let mhz = probes.iter().sum::<f64>() / probes.len() as f64;
-                        let pairs: Vec<(f64, f64)> = records
-                            .iter()
-                            .filter_map(|r| {
-                                let own = median(a.run.with_samples(r).samples_ns)?;
-                                Some((own, probe_of(r)?))
-                            })
-                            .collect();
-                        let r = correlation(&pairs);
-                        if let Some(r) = r {
-                            follows.1 += 1;
-                            follows.0 += usize::from(r <= FOLLOWS);
-                        }
-                        let cycles = ns * mhz / 1e3;
-                        match r {
-                            Some(r) if r <= FOLLOWS => format!("{cycles:.0} † (r = {r:.2})"),
-                            _ => format!("{cycles:.0}"),
+                        let cell = a.cell_at(k, p, &v.name);
+                        let mhz = cell.and_then(|c| cell_mhz.get(&c.id));
+                        match (a.median_at(k, p, &v.name), mhz, cell) {
+                            (Some(ns), Some(mhz), Some(c)) => {
+                                probed.push(c.index);
+                                format!("{:.0}", ns * mhz / 1e3)
+                            }
+                            _ => "–".into(),
                         }
                     })
                     .collect(),
             })
             .collect();
-        if any {
-            tables.push(CyclesTable {
-                kernel: kernel.name.clone(),
-                parameters: exp.parameter_names(k),
-                columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-                rows,
-                follows,
-            });
+        if probed.is_empty() {
+            continue;
         }
+        let response = responses.get(&kernel.name);
+        let memory = match memory_clock(a, &probed) {
+            Some((lo, hi, n)) if lo == hi => {
+                format!("NVML read the memory clock at {lo} MHz in all {n} readings of its cells")
+            }
+            Some((lo, hi, n)) => {
+                format!("NVML read the memory clock between {lo} and {hi} MHz over {n} readings of its cells")
+            }
+            None => "NVML did not read the memory clock".into(),
+        };
+        let verdict = match response {
+            Some(r) if r.follows() => format!(
+                "follows the SM clock ({}): compare its runs in SM cycles",
+                r.describe()
+            ),
+            Some(r) => format!(
+                "does not follow the SM clock ({}): compare its runs in time, the memory clock's view ({memory})",
+                r.describe()
+            ),
+            None => format!(
+                "too few cells whose clock moved to tell whether it follows the SM clock: compare in time ({memory})"
+            ),
+        };
+        tables.push(CyclesTable {
+            kernel: kernel.name.clone(),
+            parameters: exp.parameter_names(k),
+            columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
+            rows,
+            verdict,
+        });
     }
     tables
 }
@@ -123,24 +271,34 @@ pub fn build(a: &Analysis) -> Vec<CyclesTable> {
 mod tests {
     use super::*;
 
+    /// Runs of a cell around `time` whose time answers the clock with `slope`, plus noise.
+    fn cell(time: f64, slope: f64, noise: &[f64]) -> Vec<(f64, f64)> {
+        let clocks = [1980.0, 1994.0, 1980.0, 1994.0, 1987.0];
+        (clocks.iter().zip(noise))
+            .map(|(c, e)| (time * (c / 1980.0f64).powf(slope) * (1.0 + e), *c))
+            .collect()
+    }
+
     #[test]
-    fn time_that_shrinks_as_the_clock_rises_correlates_negatively() {
-        let follows = [
-            (10.0, 1980.0),
-            (10.1, 1960.0),
-            (9.9, 2000.0),
-            (10.2, 1940.0),
-            (9.95, 1994.0),
-        ];
-        assert!(correlation(&follows).unwrap() < -0.99);
-        assert_eq!(correlation(&follows[..4]), None, "too few runs");
-        let steady: Vec<(f64, f64)> = (0..5)
-            .map(|i| (10.0 + i as f64, 1980.0 + 0.5 * i as f64))
-            .collect();
-        assert_eq!(
-            correlation(&steady),
-            None,
-            "a clock within 0.2% says nothing"
+    fn a_compute_bound_kernel_follows_and_a_memory_bound_one_does_not() {
+        let noise = [0.0005, -0.0003, -0.0004, 0.0002, 0.0];
+        let sizes = [20.0, 100.0, 500.0, 5000.0, 20000.0];
+        let compute: Vec<_> = sizes.iter().map(|t| cell(*t, -1.0, &noise)).collect();
+        let r = Response::fit(&compute).unwrap();
+        assert!((r.slope + 1.0).abs() < 0.1 && r.follows(), "{r:?}");
+        assert_eq!((r.runs, r.cells), (25, 5));
+        assert!(
+            Response::fit(&compute[..4]).is_none(),
+            "too few cells to tell"
         );
+        let memory: Vec<_> = sizes.iter().map(|t| cell(*t, 0.0, &noise)).collect();
+        let r = Response::fit(&memory).unwrap();
+        assert!(r.slope.abs() < 0.2 && !r.follows(), "{r:?}");
+    }
+
+    #[test]
+    fn a_clock_that_did_not_move_says_nothing() {
+        let still: Vec<(f64, f64)> = (0..5).map(|i| (10.0 + i as f64, 1980.0)).collect();
+        assert!(Response::fit(&vec![still; 6]).is_none());
     }
 }
