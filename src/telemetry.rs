@@ -15,16 +15,11 @@ pub struct Sensor {
     uuid: String,
 }
 
-/// NVML, if it is there: about 10 ms, which a worker spends beside its context's creation.
-pub fn nvml() -> Option<Nvml> {
-    Nvml::init().ok()
-}
-
 impl Sensor {
-    /// The device with this UUID (`GPU-...`) through `nvml`.
-    pub fn open(nvml: Option<Nvml>, uuid: &str) -> Sensor {
+    /// Opens NVML for the device with this UUID (`GPU-...`), if NVML is there.
+    pub fn open(uuid: &str) -> Sensor {
         Sensor {
-            nvml: nvml.map(Arc::new),
+            nvml: Nvml::init().ok().map(Arc::new),
             uuid: uuid.to_string(),
         }
     }

@@ -22,7 +22,7 @@ use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
 use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
-use crate::telemetry::{self, Sensor};
+use crate::telemetry::Sensor;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
 use std::collections::HashMap;
@@ -33,8 +33,8 @@ use timeline::Timeline;
 
 /// The phase from the process's start to the job's arrival.
 const JOB_PHASE: &str = "job received";
-/// The wait, after the context, for what another thread read beside it.
-const BESIDE_PHASE: &str = "NVML open, first inputs read";
+/// The wait, after the context, for the inputs another thread read beside it.
+const BESIDE_PHASE: &str = "first inputs read";
 
 fn send(msg: &Message) {
     let mut out = std::io::stdout().lock();
@@ -56,9 +56,10 @@ pub fn main() -> ExitCode {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let mut timeline = Timeline::from_spawn(spawned, entry, entry_wall);
-    // The job first (the parent wrote it at the spawn), so that NVML and the first cell's
-    // inputs are read on another thread while the context is created: a fresh process would
-    // otherwise wait for them after it (up to 100 ms at 64 MiB per input).
+    // The job first (the parent wrote it at the spawn), so that the first cell's inputs are
+    // read on another thread while the context is created: a fresh process would otherwise
+    // wait for them after it (up to 100 ms at 64 MiB per input). NVML stays after the
+    // context: opened beside it, it slowed the context's creation by more than it saved.
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         return fatal(format!("cannot read the job: {e}"));
@@ -73,10 +74,8 @@ pub fn main() -> ExitCode {
         .filter(|_| !job.prime)
         .cloned();
     let dir = job.run_cache.clone();
-    let beside = std::thread::spawn(move || {
-        let inputs = first.map(|cell| Prefetched::read(&cell, dir.as_deref()));
-        (telemetry::nvml(), inputs)
-    });
+    let beside =
+        std::thread::spawn(move || first.map(|cell| Prefetched::read(&cell, dir.as_deref())));
     let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
         Ok(g) => g,
         Err(e) => return fatal(e.to_string()),
@@ -86,10 +85,7 @@ pub fn main() -> ExitCode {
         Err(e) => return fatal(e.to_string()),
     };
     timeline.mark("device query");
-    let Ok((nvml, prefetched)) = beside.join() else {
-        return fatal("reading the first cell's inputs failed".into());
-    };
-    let sensor = Sensor::open(nvml, &info.uuid);
+    let sensor = Sensor::open(&info.uuid);
     info.driver_version = sensor.driver_version();
     info.host_link = sensor.host_link();
     send(&Message::Ready {
@@ -99,6 +95,10 @@ pub fn main() -> ExitCode {
         },
         device: Box::new(info.clone()),
     });
+    timeline.mark("NVML open");
+    let Ok(prefetched) = beside.join() else {
+        return fatal("reading the first cell's inputs failed".into());
+    };
     timeline.mark(BESIDE_PHASE);
 
     let cells: HashMap<usize, Cell> = job.cells.into_iter().map(|c| (c.index, c)).collect();
