@@ -14,7 +14,7 @@ fn scaled_copy(name: &str, prefix: &str, factor: f64) -> tempfile::TempDir {
     copy_dir(&from, dir.path());
     let path = dir.path().join("samples.csv.gz");
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap())
         .read_to_string(&mut text)
         .unwrap();
     let mut lines = text.lines();

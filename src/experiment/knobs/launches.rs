@@ -47,7 +47,7 @@ impl Knob for Launches {
                 "each timed region holds {n} launches back to back (hot by nature), read per launch"
             )),
             Launches::Graph(n) => Some(format!(
-                "each timed region replays a CUDA graph of {n} launches (hot by nature), read per launch"
+                "each timed region replays a CUDA graph of {n} launches (hot by nature unless `rotate` gives them their own buffers), read per launch"
             )),
         }
     }
