@@ -330,19 +330,41 @@ impl<'b> Launch<'b> {
     }
 
     /// Replaces parameter `index`, outside any timed region.
+    ///
+    /// # Panics
+    /// Where the parameter is one of a copy's buffers and `value` is not a buffer of the same
+    /// size on the same side: the copy's raw addresses must stay valid for its bytes.
     pub fn set_param(&mut self, index: usize, value: Param<'b>) {
-        match &self.from {
-            None => self.storage[index] = value.slot(),
-            Some(from) => {
-                for (j, _) in from.iter().enumerate().filter(|(_, &f)| f == index) {
-                    self.storage[j] = value.slot();
-                }
-            }
-        }
+        let own: Vec<usize> = match &self.from {
+            None => vec![index],
+            Some(from) => (from.iter().enumerate())
+                .filter(|(_, &f)| f == index)
+                .map(|(j, _)| j)
+                .collect(),
+        };
+        Self::put(self.copy, &mut self.storage, &own, value);
         for (step, from) in self.before.iter_mut().chain(&mut self.then) {
-            for (j, _) in from.iter().enumerate().filter(|(_, &f)| f == index) {
-                step.storage[j] = value.slot();
+            let slots: Vec<usize> = (from.iter().enumerate())
+                .filter(|(_, &f)| f == index)
+                .map(|(j, _)| j)
+                .collect();
+            Self::put(step.copy, &mut step.storage, &slots, value);
+        }
+    }
+
+    /// Writes `value` into `slots` of one launch's storage, checked against its copy.
+    fn put(copy: Option<Transfer>, storage: &mut [[u8; 8]], slots: &[usize], value: Param<'b>) {
+        for &slot in slots {
+            if let Some(t) = copy {
+                let (src_on_host, dst_on_host) = t.direction.on_host();
+                let side = if slot == 0 { dst_on_host } else { src_on_host };
+                let fits = matches!(value, Param::Buffer(b) if b.bytes() == t.bytes && b.on_host() == side);
+                assert!(
+                    fits,
+                    "a copy's buffer replaced by one of another size or side"
+                );
             }
+            storage[slot] = value.slot();
         }
     }
 
@@ -418,7 +440,7 @@ impl Launch<'_> {
         let n = copy.bytes;
         use Direction::*;
         // Slots 0 and 1 hold buffers borrowed for the launch's life (`Launch::copy` checked
-        // their sides and sizes; `set_param` puts only the same arguments' buffers there).
+        // their sides and sizes; `set_param` refuses any other).
         // SAFETY: both are live buffers of at least `n` bytes on the sides the direction
         // says, a host buffer's address is its host pointer (unified addressing), and a
         // pageable one is freed only after the device is synchronized.

@@ -47,6 +47,15 @@ impl Direction {
         }
     }
 
+    /// Which ends of the copy are on the host: (source, destination), as `between` takes them.
+    pub fn on_host(self) -> (bool, bool) {
+        match self {
+            Direction::HostToDevice => (true, false),
+            Direction::DeviceToHost => (false, true),
+            Direction::DeviceToDevice => (false, false),
+        }
+    }
+
     /// Whether a CUPTI record's name is a copy's.
     pub fn is_record_name(name: &str) -> bool {
         name.starts_with("memcpy ")
@@ -266,5 +275,18 @@ impl Drop for DeviceBuffer {
                 drop(unsafe { Box::from_raw(slice) });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Direction;
+
+    #[test]
+    fn a_directions_ends_are_the_ends_it_was_made_from() {
+        for (src, dst) in [(true, false), (false, true), (false, false)] {
+            assert_eq!(Direction::between(src, dst).unwrap().on_host(), (src, dst));
+        }
+        assert_eq!(Direction::between(true, true), None);
     }
 }

@@ -71,6 +71,7 @@ impl Plan {
 
     /// Keeps the cells of `ids`, numbered anew.
     pub fn keep(mut self, ids: &[String]) -> Result<Plan> {
+        let ids: std::collections::HashSet<&String> = ids.iter().collect();
         self.cells.retain(|c| ids.contains(&c.id));
         if self.cells.len() != ids.len() {
             bail!("the part's cells are not all in the experiment's plan: the experiment changed since the part was made");
