@@ -673,4 +673,20 @@ fn copies_and_copy_steps_are_checked_before_anything_runs() {
         err.contains("the profiler times kernel launches only"),
         "{err}"
     );
+
+    // A graph cannot capture a copy of pageable memory; async copies of pinned memory it can.
+    let graphed = |text: &str| format!("{text}graph = 2\nwarmup = 1\n");
+    let err = plan_error(&graphed(&copies("device", "4 * n", "C")));
+    assert!(
+        err.contains("a CUDA graph cannot capture `h2d`'s copies"),
+        "{err}"
+    );
+    let text = graphed(
+        &copies("device", "4 * n", "C").replace("from = \"pageable\"", "from = \"pinned\""),
+    );
+    let (_dir, path) = write_experiment("ok.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = plan_error(&text.replace("bytes = \"4 * n\"\n", "bytes = \"4 * n\"\nsync = true\n"));
+    assert!(err.contains("a sync copy blocks the host"), "{err}");
 }

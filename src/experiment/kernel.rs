@@ -155,6 +155,14 @@ impl Kernel {
         self.copy.is_some() || self.steps.iter().any(|s| s.copy.is_some())
     }
 
+    /// Whether one of its copies blocks the host (`sync`): a CUDA graph cannot capture it.
+    pub fn copies_synchronously(&self) -> bool {
+        let steps = self.steps.iter().map(|s| s.copy);
+        std::iter::once(self.copy)
+            .chain(steps)
+            .any(|c| c.is_some_and(|c| c.sync))
+    }
+
     /// Whether argument `i` is a buffer in host memory (a copy to or from it crosses the
     /// host link).
     pub fn on_host(&self, i: usize) -> bool {

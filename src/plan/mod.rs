@@ -166,6 +166,20 @@ impl Plan {
                             .error(format!("cell {id}: CUPTI would take the copies of fresh inputs between samples for the timed copies of `{}`", kernel.name))
                             .with_hint("time copies with inputs = \"same\", or by events"));
                     }
+                    let pageable = (launch.args.iter()).any(|a| {
+                        matches!(a, crate::experiment::ArgValue::Buffer { memory, .. } if *memory == crate::experiment::Memory::Pageable)
+                    });
+                    if copies
+                        && matches!(
+                            knobs.launches,
+                            crate::experiment::knobs::launches::Launches::Graph(_)
+                        )
+                        && (pageable || kernel.copies_synchronously())
+                    {
+                        return Err(exp
+                            .error(format!("cell {id}: a CUDA graph cannot capture `{}`'s copies: a sync copy blocks the host, and one of pageable memory is staged by it", kernel.name))
+                            .with_hint("time these copies without graph, or make them async copies of pinned memory"));
+                    }
                     let check_bytes = reference_launch.as_ref().map_or(0, |l| l.device_bytes());
                     fits(exp, &id, &knobs, &launch, check_bytes)?;
                     cells.push(Cell {
