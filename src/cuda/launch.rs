@@ -335,26 +335,29 @@ impl<'b> Launch<'b> {
     /// Where the parameter is one of a copy's buffers and `value` is not a buffer of the same
     /// size on the same side: the copy's raw addresses must stay valid for its bytes.
     pub fn set_param(&mut self, index: usize, value: Param<'b>) {
-        let own: Vec<usize> = match &self.from {
-            None => vec![index],
-            Some(from) => (from.iter().enumerate())
-                .filter(|(_, &f)| f == index)
+        // Which of a launch's slots take parameter `index` (`from`: slot j takes from[j]).
+        fn slots(from: &[usize], index: usize) -> impl Iterator<Item = usize> + '_ {
+            (from.iter().enumerate())
+                .filter(move |(_, &f)| f == index)
                 .map(|(j, _)| j)
-                .collect(),
-        };
-        Self::put(self.copy, &mut self.storage, &own, value);
+        }
+        match &self.from {
+            None => Self::put(self.copy, &mut self.storage, std::iter::once(index), value),
+            Some(from) => Self::put(self.copy, &mut self.storage, slots(from, index), value),
+        }
         for (step, from) in self.before.iter_mut().chain(&mut self.then) {
-            let slots: Vec<usize> = (from.iter().enumerate())
-                .filter(|(_, &f)| f == index)
-                .map(|(j, _)| j)
-                .collect();
-            Self::put(step.copy, &mut step.storage, &slots, value);
+            Self::put(step.copy, &mut step.storage, slots(from, index), value);
         }
     }
 
     /// Writes `value` into `slots` of one launch's storage, checked against its copy.
-    fn put(copy: Option<Transfer>, storage: &mut [[u8; 8]], slots: &[usize], value: Param<'b>) {
-        for &slot in slots {
+    fn put(
+        copy: Option<Transfer>,
+        storage: &mut [[u8; 8]],
+        slots: impl Iterator<Item = usize>,
+        value: Param<'b>,
+    ) {
+        for slot in slots {
             if let Some(t) = copy {
                 let (src_on_host, dst_on_host) = t.direction.on_host();
                 let side = if slot == 0 { dst_on_host } else { src_on_host };

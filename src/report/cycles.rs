@@ -8,6 +8,7 @@ use super::cells::probe_of;
 use crate::analysis::{median, Analysis};
 use crate::experiment::point_label;
 use crate::store::Stored;
+use crate::verdict;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -103,35 +104,16 @@ impl Response {
     }
 }
 
-/// Each run's steady median (its first launch where it takes no samples), by (cell, process).
-fn run_medians(s: &Stored) -> HashMap<(u32, u32), f64> {
-    let (mut steady, mut first) = (HashMap::<_, Vec<f64>>::new(), HashMap::new());
-    let t = &s.samples;
-    for i in 0..t.cell.len() {
-        let key = (t.cell[i], t.process[i]);
-        match t.first[i] {
-            true => {
-                first.insert(key, t.time_ns[i]);
-            }
-            false => steady.entry(key).or_default().push(t.time_ns[i]),
-        }
-    }
-    let mut out: HashMap<_, f64> = first;
-    out.extend(
-        steady
-            .into_iter()
-            .filter_map(|(k, v)| Some((k, median(v)?))),
-    );
-    out
-}
-
 /// Each probed cell's runs as (time, probed clock), by cell index.
+/// A run's time is the median of its headline values, as comparisons take them.
 fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
-    let medians = run_medians(s);
+    let runs = verdict::headline_runs(s);
     let mut out: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
     for r in &s.records {
-        if let (Some(t), Some(mhz)) = (medians.get(&(r.cell as u32, r.process)), probe_of(r)) {
-            out.entry(r.cell).or_default().push((*t, mhz));
+        let values = runs.get(&r.id).and_then(|by_run| by_run.get(&r.process));
+        let time = values.and_then(|v| median(v.clone()));
+        if let (Some(t), Some(mhz)) = (time, probe_of(r)) {
+            out.entry(r.cell).or_default().push((t, mhz));
         }
     }
     out

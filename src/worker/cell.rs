@@ -6,7 +6,7 @@ use super::assemble::{
     add_steps, check_params, copy_launch, dims_of, sizes, taken, Checker, StepCode,
 };
 use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
-use super::inputs::{seeds_of, HostInputs};
+use super::inputs::{seeds_of, shares, HostInputs};
 use super::kernels::Build;
 use super::kernels::KernelKey;
 use super::reference;
@@ -152,7 +152,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // `rotate`, which the timed samples use in turn; `inputs = "fresh"`: data of two other
     // draws, copied in turn before each timed launch.
     let point = cell.point_key();
-    let share = knobs.process.fresh.is_some();
+    let share = shares(cell);
     let (set_seeds, fresh_seeds) = seeds_of(cell);
     let mut draw = |seeds: Vec<u64>| -> Result<Vec<HostInputs>, String> {
         (seeds.into_iter())

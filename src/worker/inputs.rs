@@ -32,6 +32,12 @@ pub fn seeds_of(cell: &Cell) -> (Vec<u64>, Vec<u64>) {
     (sets.collect(), fresh)
 }
 
+/// Whether a cell's inputs go through the run's folder: those of cells in fresh processes
+/// (a shared process keeps them in memory, and gigabytes need not touch the disk).
+pub fn shares(cell: &Cell) -> bool {
+    cell.knobs.process.fresh.is_some()
+}
+
 /// A cell's inputs read (or drawn) on another thread, handed to the worker's cache later:
 /// a fresh process reads its first cell's inputs while its CUDA context is created.
 pub struct Prefetched {
@@ -43,7 +49,7 @@ pub struct Prefetched {
 impl Prefetched {
     /// Reads every input set `cell` will ask the cache for, as [`InputCache::get`] would.
     pub fn read(cell: &Cell, dir: Option<&Path>) -> Prefetched {
-        let dir = dir.filter(|_| cell.knobs.process.fresh.is_some());
+        let dir = dir.filter(|_| shares(cell));
         let args = &cell.launch.args;
         let (sets, fresh) = seeds_of(cell);
         Prefetched {
@@ -88,8 +94,7 @@ impl InputCache {
         }
     }
 
-    /// `share`: read and store them in the run's folder (for cells in fresh processes;
-    /// a shared process keeps them in memory, and gigabytes need not touch the disk).
+    /// `share`: read and store them in the run's folder (see [`shares`]).
     pub fn get(
         &mut self,
         point: &str,
