@@ -5,7 +5,7 @@
 use crate::protocol::{Telemetry, TelemetryPoint};
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::{Device, Nvml};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,12 +16,18 @@ pub struct Sensor {
 }
 
 impl Sensor {
-    /// Opens NVML for the device with this UUID (`GPU-...`), if NVML is there.
-    pub fn open(uuid: &str) -> Sensor {
+    /// Opens NVML, if it is there, before the device is known (a fresh worker opens it
+    /// while it waits for the previous one to exit); [`Sensor::select`] names the device.
+    pub fn open() -> Sensor {
         Sensor {
             nvml: Nvml::init().ok().map(Arc::new),
-            uuid: uuid.to_string(),
+            uuid: String::new(),
         }
+    }
+
+    /// The device read from now on, by its UUID (`GPU-...`).
+    pub fn select(&mut self, uuid: &str) {
+        self.uuid = uuid.to_string();
     }
 
     pub fn driver_version(&self) -> Option<String> {
@@ -51,15 +57,14 @@ impl Sensor {
             return None;
         }
         let uuid = self.uuid.clone();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
+        let (stop, stopped) = mpsc::channel::<()>();
         let handle = std::thread::spawn(move || {
             let mut points = Vec::new();
             let Ok(dev) = nvml.device_by_uuid(uuid.as_str()) else {
                 return points;
             };
+            let mut done = false;
             loop {
-                let done = stopped.load(Ordering::Relaxed);
                 let t_us = origin.elapsed().as_secs_f64() * 1e6;
                 points.push(TelemetryPoint {
                     t_us,
@@ -68,11 +73,16 @@ impl Sensor {
                 if done {
                     return points;
                 }
-                std::thread::sleep(interval);
+                // Sleeps the interval, or wakes at once for one last reading when the
+                // sampler is finished: a cell does not wait out an interval for it.
+                done = !matches!(
+                    stopped.recv_timeout(interval),
+                    Err(RecvTimeoutError::Timeout)
+                );
             }
         });
         Some(Sampler {
-            stop,
+            stop: Some(stop),
             handle: Some(handle),
         })
     }
@@ -98,23 +108,18 @@ fn read(dev: &Device) -> Telemetry {
 
 /// A running background sampler; dropping it (a failed cell) stops the thread too.
 pub struct Sampler {
-    stop: Arc<AtomicBool>,
+    /// Dropped to stop the thread.
+    stop: Option<mpsc::Sender<()>>,
     handle: Option<JoinHandle<Vec<TelemetryPoint>>>,
 }
 
 impl Sampler {
     /// Stops sampling (after one last reading) and returns the series.
     pub fn finish(mut self) -> Vec<TelemetryPoint> {
-        self.stop.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         self.handle
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default()
-    }
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }

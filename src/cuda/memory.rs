@@ -6,6 +6,7 @@
 use super::error::{Check, CudaError};
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
+use std::ops::Range;
 
 /// How a buffer was allocated, which says how the host fills and reads it.
 #[derive(Debug)]
@@ -228,6 +229,51 @@ impl DeviceBuffer {
         // mapped one is reached by the same unified address.
         unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) }.during("cuMemcpyDtoH")?;
         Ok(out)
+    }
+
+    /// Reads back only the byte `ranges` (each within the buffer), into a buffer-sized
+    /// copy whose other bytes are zero: a check that reads a sample of a large output then
+    /// moves kilobytes, and the untouched zeros are never faulted in.
+    pub fn download_ranges(&self, ranges: &[Range<usize>]) -> Result<Vec<u8>, CudaError> {
+        if let Some(r) = ranges
+            .iter()
+            .find(|r| r.start > r.end || r.end > self.bytes)
+        {
+            return Err(CudaError::Library(format!(
+                "read back of bytes {r:?} of a buffer of {}",
+                self.bytes
+            )));
+        }
+        if self.host_view().is_some() {
+            return self.download();
+        }
+        let mut out = vec![0u8; self.bytes];
+        for r in ranges {
+            // SAFETY: the range lies within both the buffer and out (checked above), and
+            // the buffer is device memory, live for the copy.
+            unsafe { result::memcpy_dtoh_sync(&mut out[r.clone()], self.ptr + r.start as u64) }
+                .during("cuMemcpyDtoH")?;
+        }
+        Ok(out)
+    }
+
+    /// Sets every byte by copies from the host and waits: no work runs on the GPU (a
+    /// memset would, and load the driver's own kernels before a first launch). The copies
+    /// come from one small block, so no host copy of the whole buffer is made.
+    pub fn fill_by_copy(&self, byte: u8) -> Result<(), CudaError> {
+        if self.host_view().is_some() {
+            return self.upload(&vec![byte; self.bytes]);
+        }
+        const BLOCK: usize = 4 << 20;
+        let block = vec![byte; self.bytes.min(BLOCK)];
+        for start in (0..self.bytes).step_by(BLOCK) {
+            let len = BLOCK.min(self.bytes - start);
+            // SAFETY: [start, start + len) lies within the device buffer, which is live,
+            // and block holds at least len bytes.
+            unsafe { result::memcpy_htod_sync(self.ptr + start as u64, &block[..len]) }
+                .during("cuMemcpyHtoD")?;
+        }
+        Ok(())
     }
 
     /// Sets every byte and waits (0xFF poisons floats to NaN).

@@ -35,6 +35,18 @@ pub struct Scheduler<'a> {
     bar: ProgressBar,
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
+    /// The worker that reported all its cells and is exiting (the driver's teardown takes
+    /// tens of milliseconds): the next one starts meanwhile and is held off the device
+    /// until this one is gone.
+    exiting: Option<Exiting>,
+}
+
+/// A worker that reported all its cells, with when it last spoke and how long it may take
+/// to exit.
+struct Exiting {
+    worker: WorkerProcess,
+    last_message: Instant,
+    limit: Option<Duration>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -66,6 +78,7 @@ impl<'a> Scheduler<'a> {
                 .context("cannot create a folder for the run's shared inputs")?,
             bar,
             gpu_warmup: exp.gpu_warmup,
+            exiting: None,
         })
     }
 
@@ -90,6 +103,7 @@ impl<'a> Scheduler<'a> {
             }
             self.run_job(job)?;
         }
+        self.settle()?;
         self.bar.finish_and_clear();
         Ok(!INTERRUPTED.load(Ordering::SeqCst))
     }
@@ -149,9 +163,16 @@ impl<'a> Scheduler<'a> {
             };
             let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
             sent.run_cache = Some(self.run_cache.path().to_path_buf());
-            // The previous worker has exited: a fresh process starts on an idle GPU, as a
+            // Under the profiler, the previous worker exits first (ncu starts its own
+            // processes); otherwise the new one starts while it exits and waits for its
+            // exit before it touches the device: a fresh process meets an idle GPU, as a
             // program run from a shell does.
-            let mut worker = WorkerProcess::start(&program, sent, &vars)?;
+            if profiled.is_some() {
+                self.settle()?;
+            }
+            let mut worker = WorkerProcess::start_held(&program, sent, &vars)?;
+            self.settle()?;
+            worker.release();
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
             let mut last_message = Instant::now();
             let ended = loop {
@@ -210,9 +231,17 @@ impl<'a> Scheduler<'a> {
             };
             let Some(run) = remaining.front().copied() else {
                 // ncu writes its report as the worker exits: no limit on a profiled one.
-                let limit = profiled.is_none().then_some(EXIT_LIMIT);
-                self.exited(worker, last_message, limit)?;
-                self.store_profiled(&mut pending, report.path())?;
+                let exiting = Exiting {
+                    worker,
+                    last_message,
+                    limit: profiled.is_none().then_some(EXIT_LIMIT),
+                };
+                if profiled.is_some() {
+                    reap(exiting, self.meta, &self.bar)?;
+                    self.store_profiled(&mut pending, report.path())?;
+                } else {
+                    self.exiting = Some(exiting);
+                }
                 return Ok(());
             };
             // The worker is done or stuck: end it, keep what it reported (a profiled
@@ -241,27 +270,12 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// Waits for a worker that reported all its cells to exit (killed past `limit`: it only
-    /// has to exit), counts its exit time, and says so where it did not exit cleanly.
-    fn exited(
-        &mut self,
-        worker: WorkerProcess,
-        last_message: Instant,
-        limit: Option<Duration>,
-    ) -> Result<()> {
-        let (status, stderr) = worker.finish_within(limit)?;
-        let count = self.meta.workers.get_or_insert_with(Default::default);
-        count.processes += 1;
-        count.exit_s += last_message.elapsed().as_secs_f64();
-        if !status.success() {
-            self.bar.suspend(|| {
-                eprintln!(
-                    "warning: a worker reported all its cells but ended with {status}{}",
-                    tail(&stderr)
-                )
-            });
+    /// Waits for the exiting worker, if there is one.
+    fn settle(&mut self) -> Result<()> {
+        match self.exiting.take() {
+            Some(e) => reap(e, self.meta, &self.bar),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Stores the cells of a profiled worker, each with its launches from ncu's report.
@@ -313,7 +327,12 @@ impl<'a> Scheduler<'a> {
             .map(|r| self.plan.cells[r.cell].knobs.timeout.0)
             .max()
             .unwrap_or(DEFAULT_TIMEOUT);
+        let (exiting, meta, bar) = (&mut self.exiting, &mut *self.meta, &self.bar);
         self.caches.vars(env, |vars| {
+            // A priming process loads kernels on the device: not beside another worker.
+            if let Some(e) = exiting.take() {
+                reap(e, meta, bar).map_err(|e| format!("{e:#}"))?;
+            }
             prime(
                 program,
                 job_for(exp, plan, &runs, true, Duration::ZERO),
@@ -322,6 +341,24 @@ impl<'a> Scheduler<'a> {
             )
         })
     }
+}
+
+/// Waits for a worker that reported all its cells to exit (killed past its limit: it only
+/// has to exit), counts its exit time, and says so where it did not exit cleanly.
+fn reap(exiting: Exiting, meta: &mut RunMeta, bar: &ProgressBar) -> Result<()> {
+    let (status, stderr) = exiting.worker.finish_within(exiting.limit)?;
+    let count = meta.workers.get_or_insert_with(Default::default);
+    count.processes += 1;
+    count.exit_s += exiting.last_message.elapsed().as_secs_f64();
+    if !status.success() {
+        bar.suspend(|| {
+            eprintln!(
+                "warning: a worker reported all its cells but ended with {status}{}",
+                tail(&stderr)
+            )
+        });
+    }
+    Ok(())
 }
 
 /// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.

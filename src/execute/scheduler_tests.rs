@@ -160,7 +160,7 @@ fn malformed_worker_output_stops_the_run_with_a_message() {
 }
 
 #[test]
-fn a_fresh_process_starts_only_after_the_previous_one_exited() {
+fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = experiment(tmp.path());
     let text = exp.text.replace(
@@ -171,7 +171,8 @@ fn a_fresh_process_starts_only_after_the_previous_one_exited() {
     let exp = Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
     let plan = Plan::new(&exp).unwrap();
     let log = tmp.path().join("log");
-    // Logs its start and its exit (half a second after its last cell).
+    // Logs its start, the end of its input (where a worker goes on to the device) and its
+    // exit (half a second after its last cell).
     let script = format!(
         r#"echo "start $$" >> {log}
 job=$(cat)
@@ -219,8 +220,12 @@ echo "exit $$" >> {log}"#,
     for pair in pids.windows(2) {
         let (before, after) = (&pair[0], &pair[1]);
         assert!(
-            at("exit", before) < at("start", after),
-            "started during an exit: {lines:?}"
+            at("start", after) < at("exit", before),
+            "did not start during the exit: {lines:?}"
+        );
+        assert!(
+            at("exit", before) < at("job", after),
+            "released before the exit: {lines:?}"
         );
     }
     let workers = meta.workers.unwrap();

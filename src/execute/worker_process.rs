@@ -55,8 +55,11 @@ pub enum Next {
 /// A running worker process.
 pub struct WorkerProcess {
     child: Child,
-    /// Held until the job is sent; closing it ends the job.
+    /// Taken by the thread that sends the job.
     stdin: Option<ChildStdin>,
+    /// While held, the worker's input stays open after the job: the worker waits for its
+    /// end before it touches the device.
+    hold: Option<mpsc::Sender<()>>,
     lines: Receiver<Result<Message, String>>,
     stderr: Option<JoinHandle<String>>,
 }
@@ -65,8 +68,22 @@ pub struct WorkerProcess {
 const POLL: Duration = Duration::from_millis(100);
 
 impl WorkerProcess {
-    /// Starts `program` with `vars` added to the environment and sends it the job.
+    /// Starts `program` with `vars` added to the environment and sends it the job; it goes
+    /// on to the device at once.
     pub fn start(
+        program: &WorkerProgram,
+        job: Job,
+        vars: &[(String, String)],
+    ) -> Result<WorkerProcess> {
+        let mut worker = WorkerProcess::start_held(program, job, vars)?;
+        worker.release();
+        Ok(worker)
+    }
+
+    /// As [`WorkerProcess::start`], but the worker stops before it touches the device
+    /// until [`WorkerProcess::release`]: it can start (and open NVML, and read its inputs)
+    /// while the previous worker exits, and still meet an idle GPU.
+    pub fn start_held(
         program: &WorkerProgram,
         job: Job,
         vars: &[(String, String)],
@@ -74,6 +91,11 @@ impl WorkerProcess {
         let mut worker = WorkerProcess::spawn(program, vars)?;
         worker.send(&job)?;
         Ok(worker)
+    }
+
+    /// Lets a held worker go on to the device: its input ends (the worker waits for the end).
+    pub fn release(&mut self) {
+        drop(self.hold.take());
     }
 
     /// Starts `program` with `vars` added to the environment; it opens the device while it
@@ -121,21 +143,27 @@ impl WorkerProcess {
         Ok(WorkerProcess {
             child,
             stdin,
+            hold: None,
             lines,
             stderr: Some(stderr),
         })
     }
 
-    /// Sends the job, once, from a thread: a job larger than the pipe waits for the worker
-    /// to read it (after its device is open), and the parent must stay free to time it out.
+    /// Sends the job, once, as one line from a thread (a job larger than the pipe waits
+    /// for the worker to read it, and the parent must stay free to time it out), then
+    /// keeps the input open until [`WorkerProcess::release`].
     fn send(&mut self, job: &Job) -> Result<()> {
-        let text = serde_json::to_string(job)?;
+        let text = serde_json::to_string(job)? + "\n";
+        let (hold, released) = mpsc::channel::<()>();
         if let Some(mut stdin) = self.stdin.take() {
             // A worker that died before reading its job is reported by its exit status.
             std::thread::spawn(move || {
                 let _ = stdin.write_all(text.as_bytes());
+                // Returns when the sender is dropped: released, or the worker abandoned.
+                let _ = released.recv();
             });
         }
+        self.hold = Some(hold);
         Ok(())
     }
 
@@ -178,7 +206,7 @@ impl WorkerProcess {
     /// As [`WorkerProcess::finish`], killing the process if it has not exited within
     /// `limit` (a worker whose cells are all reported must only exit).
     pub fn finish_within(mut self, limit: Option<Duration>) -> Result<(ExitStatus, String)> {
-        drop(self.stdin.take());
+        self.release();
         let start = Instant::now();
         let status = loop {
             let Some(limit) = limit else {

@@ -26,7 +26,7 @@ use crate::telemetry::Sensor;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
@@ -56,12 +56,14 @@ pub fn main() -> ExitCode {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let mut timeline = Timeline::from_spawn(spawned, entry, entry_wall);
-    // The job first (the parent wrote it at the spawn), so that the first cell's inputs are
-    // read on another thread while the context is created: a fresh process would otherwise
-    // wait for them after it (up to 100 ms at 64 MiB per input). NVML stays after the
-    // context: opened beside it, it slowed the context's creation by more than it saved.
+    // The job first (one line), so that the first cell's inputs are read on another thread
+    // and NVML opens while the previous worker may still be exiting; then the end of the
+    // input, which the parent sends once that worker is gone, before the device is touched.
+    // NVML stays out of the context's creation: opened beside it, it slowed it by more than
+    // it saved.
+    let mut stdin = std::io::stdin().lock();
     let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+    if let Err(e) = stdin.read_line(&mut input) {
         return fatal(format!("cannot read the job: {e}"));
     }
     let job: Job = match serde_json::from_str(&input) {
@@ -76,6 +78,14 @@ pub fn main() -> ExitCode {
     let dir = job.run_cache.clone();
     let beside =
         std::thread::spawn(move || first.map(|cell| Prefetched::read(&cell, dir.as_deref())));
+    let mut sensor = Sensor::open();
+    timeline.mark("NVML open");
+    if let Err(e) = stdin.read_to_end(&mut Vec::new()) {
+        return fatal(format!("cannot read the end of the job: {e}"));
+    }
+    drop(stdin);
+    // The wait for the previous worker's exit is not this process's cost.
+    timeline.exclude();
     let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
         Ok(g) => g,
         Err(e) => return fatal(e.to_string()),
@@ -84,10 +94,10 @@ pub fn main() -> ExitCode {
         Ok(i) => i,
         Err(e) => return fatal(e.to_string()),
     };
-    timeline.mark("device query");
-    let sensor = Sensor::open(&info.uuid);
+    sensor.select(&info.uuid);
     info.driver_version = sensor.driver_version();
     info.host_link = sensor.host_link();
+    timeline.mark("device query");
     send(&Message::Ready {
         startup: Startup {
             driver_init_ms: timeline.ms_of(cuda::DRIVER_INIT).unwrap_or_default(),
@@ -95,7 +105,6 @@ pub fn main() -> ExitCode {
         },
         device: Box::new(info.clone()),
     });
-    timeline.mark("NVML open");
     let Ok(prefetched) = beside.join() else {
         return fatal("reading the first cell's inputs failed".into());
     };

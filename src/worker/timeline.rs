@@ -1,5 +1,6 @@
 //! A worker's time, cut into named contiguous phases on the host clock from the moment the
-//! parent started the process: every microsecond until the last mark belongs to a phase.
+//! parent started the process: every microsecond until the last mark belongs to a phase,
+//! but for a wait on another process, which is left out.
 
 use crate::protocol::Phase;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -47,6 +48,14 @@ impl Timeline {
         self.last = Instant::now();
     }
 
+    /// Leaves the time since the last mark out of this process's timeline altogether:
+    /// later phases start where they would have without it (a wait for another process).
+    pub fn exclude(&mut self) {
+        let now = Instant::now();
+        self.origin += now.duration_since(self.last);
+        self.last = now;
+    }
+
     /// The phases marked since the last take.
     pub fn take(&mut self) -> Vec<Phase> {
         std::mem::take(&mut self.phases)
@@ -84,6 +93,22 @@ mod tests {
         }
         assert!(p[2].ms >= 2.0);
         assert!(t.take().is_empty());
+    }
+
+    #[test]
+    fn excluded_time_shifts_the_later_phases() {
+        let mut t = Timeline::from_spawn(0, Instant::now(), UNIX_EPOCH);
+        t.mark("job received");
+        std::thread::sleep(Duration::from_millis(5));
+        t.exclude();
+        t.mark("driver init");
+        let p = t.take();
+        let (job, init) = (&p[1], &p[2]);
+        assert!(init.ms < 5.0, "{p:?}");
+        assert!(
+            (job.start_ms + job.ms - init.start_ms).abs() < 1e-9,
+            "the wait left a gap: {p:?}"
+        );
     }
 
     #[test]
