@@ -153,10 +153,11 @@ arch = "sm_80"
         let order = [
             "process start",
             "job received",
+            // Both before the previous process has exited; the context after.
+            "NVML open",
             "driver init",
             "context",
             "device query",
-            "NVML open",
             "first inputs read",
             "NVRTC compile",
             "module load",
@@ -315,7 +316,7 @@ stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
-fn every_flush_method_makes_the_launch_cold() {
+fn every_flush_method_makes_the_launch_cold_alone_and_in_a_graph() {
     let variants = r#"[defaults]
 timer = "cupti"
 warmup = 3
@@ -337,6 +338,19 @@ flush_method = "kernel"
 name = "read"
 cache = "flush"
 flush_method = "read"
+
+[[variant]]
+name = "graph-hot"
+timer = "events"
+graph = 20
+queue = "saturate"
+
+[[variant]]
+name = "graph-flush"
+timer = "events"
+graph = 20
+cache = "flush"
+queue = "saturate"
 "#;
     let (_out, dir, records) = run_on_gpu("flushes", &matmul_with("n = [256]", variants));
     for r in &records {
@@ -349,6 +363,21 @@ flush_method = "read"
         let cold = steady_median(&dir, v);
         assert!(cold > 1.2 * hot, "{v}: {cold} ns vs hot {hot} ns");
     }
+    // In a graph, a flush before each launch (less a graph of the flushes alone) reads each
+    // launch cold, as a flushed launch on its own.
+    let (graph_hot, graph_cold) = (
+        steady_median(&dir, "/graph-hot"),
+        steady_median(&dir, "/graph-flush"),
+    );
+    let memset = steady_median(&dir, "/memset");
+    assert!(
+        graph_cold > 1.2 * graph_hot,
+        "{graph_cold} ns vs {graph_hot} ns"
+    );
+    assert!(
+        (graph_cold / memset - 1.0).abs() < 0.15,
+        "{graph_cold} ns in the graph vs {memset} ns alone"
+    );
 }
 
 #[test]

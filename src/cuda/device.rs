@@ -202,13 +202,17 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Opens device `ordinal`; `mark` is told when the driver and the context are up.
-    pub fn open(ordinal: i32, mark: &mut dyn FnMut(&str)) -> Result<Gpu, CudaError> {
+    /// Starts the driver: no context, nothing on the device yet (a fresh worker starts it
+    /// while the previous one may still be exiting).
+    pub fn init_driver() -> Result<(), CudaError> {
         if !driver_present() {
             return Err(CudaError::Library(super::NO_DRIVER.into()));
         }
-        result::init().during("cuInit")?;
-        mark(DRIVER_INIT);
+        result::init().during("cuInit")
+    }
+
+    /// Opens device `ordinal` on the started driver; `mark` is told when the context is up.
+    pub fn open(ordinal: i32, mark: &mut dyn FnMut(&str)) -> Result<Gpu, CudaError> {
         let dev = result::device::get(ordinal).during("cuDeviceGet")?;
         // SAFETY: dev is a valid device; the retain is balanced by the release in Drop.
         let ctx = unsafe { result::primary_ctx::retain(dev) }.during("cuDevicePrimaryCtxRetain")?;

@@ -1,6 +1,6 @@
 //! CUDA graphs: a launch captured `count` times and replayed as one submission, each
-//! captured launch with the next of the cell's buffer sets where it has several (so that a
-//! graph's launches can each find a cold cache).
+//! captured launch with the next of the cell's buffer sets where it has several, or after an
+//! L2 flush (so that a graph's launches can each find a cold cache).
 
 use super::error::{Check, CudaError};
 use super::launch::{Function, Launch, Param};
@@ -17,27 +17,76 @@ pub struct Graph<'b> {
     _buffers: PhantomData<&'b DeviceBuffer>,
 }
 
+/// Work captured before each launch of a graph: an L2 flush, so that every launch in the
+/// graph starts cold.
+pub enum Prelude<'p, 'b> {
+    /// Every byte of the buffer set to zero (the memset flush).
+    Memset(&'b DeviceBuffer),
+    /// A kernel's launch (the flush kernels).
+    Launch(&'p mut Launch<'b>),
+}
+
+impl Prelude<'_, '_> {
+    fn enqueue_on(&mut self, stream: sys::CUstream) -> Result<(), CudaError> {
+        match self {
+            Prelude::Memset(buf) => buf.fill_on(0, stream),
+            Prelude::Launch(l) => l
+                .enqueue_on(stream)
+                .map_err(|e| CudaError::driver("launch during graph capture", e)),
+        }
+    }
+}
+
 impl<'b> Graph<'b> {
-    /// Captures `count` launches; launch `i` takes its parameters from `sets[i % len]`
-    /// (one set: all alike), and `launch` is left with the first set's.
+    /// Captures `count` launches, each after `prelude` where there is one; launch `i`
+    /// takes its parameters from `sets[i % len]` (one set: all alike), and `launch` is left
+    /// with the first set's.
     pub fn capture(
         launch: &mut Launch<'b>,
         count: u64,
         sets: &[Vec<Param<'b>>],
+        mut prelude: Option<Prelude<'_, 'b>>,
     ) -> Result<Graph<'b>, CudaError> {
         let func = launch.resolve()?;
-        // The legacy stream cannot be captured; a stream of its own is, then destroyed.
-        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
-            .during("cuStreamCreate")?;
-        let captured = capture_on(stream, launch, count, sets);
+        let captured = capture(count, |stream, i| {
+            if let Some(p) = prelude.as_mut() {
+                p.enqueue_on(stream)?;
+            }
+            if sets.len() > 1 {
+                for (j, v) in sets[i % sets.len()].iter().enumerate() {
+                    launch.set_param(j, *v);
+                }
+            }
+            launch
+                .enqueue_on(stream)
+                .map_err(|e| CudaError::driver("launch during graph capture", e))
+        });
         if let Some(first) = sets.first().filter(|_| sets.len() > 1) {
             for (i, v) in first.iter().enumerate() {
                 launch.set_param(i, *v);
             }
         }
-        // SAFETY: nothing uses the stream after the capture.
-        let _ = unsafe { result::stream::destroy(stream) };
-        let (graph, exec) = captured?;
+        Graph::made(captured?, func)
+    }
+
+    /// Captures `count` preludes alone: what a graph of prelude and launch pairs spends
+    /// besides its launches.
+    pub fn capture_preludes(
+        mut prelude: Prelude<'_, 'b>,
+        count: u64,
+    ) -> Result<Graph<'b>, CudaError> {
+        let func = match &mut prelude {
+            Prelude::Launch(l) => l.resolve()?,
+            Prelude::Memset(_) => None,
+        };
+        let captured = capture(count, |stream, _| prelude.enqueue_on(stream));
+        Graph::made(captured?, func)
+    }
+
+    fn made(
+        (graph, exec): (sys::CUgraph, sys::CUgraphExec),
+        func: Option<Function>,
+    ) -> Result<Graph<'b>, CudaError> {
         Ok(Graph {
             graph,
             exec,
@@ -54,13 +103,27 @@ impl<'b> Graph<'b> {
     }
 }
 
-fn capture_on<'b>(
-    stream: sys::CUstream,
-    launch: &mut Launch<'b>,
+/// Captures `count` calls of `each` (given the capturing stream and the call's index) on a
+/// stream of its own, destroyed after (the legacy stream cannot be captured), and
+/// instantiates the graph.
+fn capture(
     count: u64,
-    sets: &[Vec<Param<'b>>],
+    each: impl FnMut(sys::CUstream, usize) -> Result<(), CudaError>,
 ) -> Result<(sys::CUgraph, sys::CUgraphExec), CudaError> {
-    // SAFETY: the stream is live; the launches only record into the graph.
+    let stream =
+        result::stream::create(result::stream::StreamKind::NonBlocking).during("cuStreamCreate")?;
+    let captured = capture_on(stream, count, each);
+    // SAFETY: nothing uses the stream after the capture.
+    let _ = unsafe { result::stream::destroy(stream) };
+    captured
+}
+
+fn capture_on(
+    stream: sys::CUstream,
+    count: u64,
+    mut each: impl FnMut(sys::CUstream, usize) -> Result<(), CudaError>,
+) -> Result<(sys::CUgraph, sys::CUgraphExec), CudaError> {
+    // SAFETY: the stream is live; the work enqueued on it only records into the graph.
     unsafe {
         result::stream::begin_capture(
             stream,
@@ -69,19 +132,14 @@ fn capture_on<'b>(
     }
     .during("cuStreamBeginCapture")?;
     for i in 0..count as usize {
-        if sets.len() > 1 {
-            for (j, v) in sets[i % sets.len()].iter().enumerate() {
-                launch.set_param(j, *v);
-            }
-        }
-        if let Err(e) = launch.enqueue_on(stream) {
+        if let Err(e) = each(stream, i) {
             // SAFETY: the capture began on this stream above; ending it leaves the stream
             // ordinary again before it is destroyed, and the partial graph is discarded.
             if let Ok(g) = unsafe { result::stream::end_capture(stream) } {
                 // SAFETY: g was just returned by the capture and is not used again.
                 let _ = unsafe { result::graph::destroy(g) };
             }
-            return Err(CudaError::driver("launch during graph capture", e));
+            return Err(e);
         }
     }
     // SAFETY: the capture began on this stream above.

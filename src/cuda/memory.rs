@@ -287,10 +287,15 @@ impl DeviceBuffer {
 
     /// Enqueues a memset of every byte on the legacy default stream, without waiting.
     pub fn fill_async(&self, byte: u8) -> Result<(), CudaError> {
-        // SAFETY: writes self.bytes bytes of a live buffer; the null stream is the legacy
-        // one, which orders the memset before anything enqueued later (and the buffer is
-        // freed only after a synchronizing cuMemFree).
-        unsafe { result::memset_d8_async(self.ptr, byte, self.bytes, std::ptr::null_mut()) }
+        self.fill_on(byte, std::ptr::null_mut())
+    }
+
+    /// Enqueues a memset of every byte on `stream` (the null stream: the legacy one, which
+    /// orders it before anything enqueued later), without waiting.
+    pub(super) fn fill_on(&self, byte: u8, stream: sys::CUstream) -> Result<(), CudaError> {
+        // SAFETY: writes self.bytes bytes of a live buffer on a live stream (or one being
+        // captured); the buffer is freed only after a synchronizing cuMemFree.
+        unsafe { result::memset_d8_async(self.ptr, byte, self.bytes, stream) }
             .during("cuMemsetD8Async")
     }
 }

@@ -19,7 +19,7 @@ pub use device::{
 };
 pub use error::CudaError;
 pub use event::Event;
-pub use graph::Graph;
+pub use graph::{Graph, Prelude};
 pub use launch::{Dims, Function, Launch, LazyFunction, LazyModule, Module, Param};
 pub use memory::{memory_info, DeviceBuffer, Direction};
 

@@ -165,7 +165,7 @@ impl<'a> Scheduler<'a> {
             sent.run_cache = Some(self.run_cache.path().to_path_buf());
             // Under the profiler, the previous worker exits first (ncu starts its own
             // processes); otherwise the new one starts while it exits and waits for its
-            // exit before it touches the device: a fresh process meets an idle GPU, as a
+            // exit before it creates its context: a fresh process meets an idle GPU, as a
             // program run from a shell does.
             if profiled.is_some() {
                 self.settle()?;

@@ -58,7 +58,7 @@ pub struct WorkerProcess {
     /// Taken by the thread that sends the job.
     stdin: Option<ChildStdin>,
     /// While held, the worker's input stays open after the job: the worker waits for its
-    /// end before it touches the device.
+    /// end before it creates its context.
     hold: Option<mpsc::Sender<()>>,
     lines: Receiver<Result<Message, String>>,
     stderr: Option<JoinHandle<String>>,
@@ -80,7 +80,7 @@ impl WorkerProcess {
         Ok(worker)
     }
 
-    /// As [`WorkerProcess::start`], but the worker stops before it touches the device
+    /// As [`WorkerProcess::start`], but the worker stops before it creates its context
     /// until [`WorkerProcess::release`]: it can start (and open NVML, and read its inputs)
     /// while the previous worker exits, and still meet an idle GPU.
     pub fn start_held(

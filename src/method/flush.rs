@@ -1,8 +1,8 @@
 //! L2 eviction before a timed launch: write (or read) a buffer larger than L2, then
-//! synchronize, all outside the timed region. The buffer is allocated once per cell, never in
+//! synchronize, all outside the timed region; or, in a graph, before each of its launches. The buffer is allocated once per cell, never in
 //! the loop.
 
-use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param};
+use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param, Prelude};
 use crate::experiment::knobs::cache::FlushMethod;
 
 /// The flush buffer, allocated once per cell.
@@ -59,7 +59,15 @@ impl FlushBuffer {
     }
 }
 
-impl Flush<'_> {
+impl<'b> Flush<'b> {
+    /// The flush as a graph captures it before each launch.
+    pub fn prelude(&mut self) -> Prelude<'_, 'b> {
+        match &mut self.kernel {
+            Some(launch) => Prelude::Launch(launch),
+            None => Prelude::Memset(self.buf),
+        }
+    }
+
     /// Evicts L2 and waits until the flush is done.
     pub fn run(&mut self) -> Result<(), CudaError> {
         match &mut self.kernel {

@@ -13,16 +13,24 @@ pub enum Body<'b> {
     Launches(u64),
     /// One replay of a graph holding `n` launches.
     Graph(Graph<'b>, u64),
+    /// A graph of `n` flush and launch pairs, and one of the `n` flushes alone: every
+    /// launch meets a flushed L2, and a reading is the pairs' replay less the flushes'.
+    FlushedGraph {
+        pairs: Graph<'b>,
+        flushes: Graph<'b>,
+        n: u64,
+    },
 }
 
 impl Body<'_> {
     /// Launches per region: a reading is divided by this.
     pub fn launches(&self) -> u64 {
         match self {
-            Body::Launches(n) | Body::Graph(_, n) => *n,
+            Body::Launches(n) | Body::Graph(_, n) | Body::FlushedGraph { n, .. } => *n,
         }
     }
 
+    /// Enqueues the region's work (of a flushed graph: the pairs).
     #[inline]
     fn enqueue(&self, launch: &mut Launch) -> Result<(), CudaError> {
         match self {
@@ -32,7 +40,7 @@ impl Body<'_> {
                 }
                 Ok(())
             }
-            Body::Graph(g, _) => g.launch(),
+            Body::Graph(g, _) | Body::FlushedGraph { pairs: g, .. } => g.launch(),
         }
     }
 }
@@ -136,19 +144,36 @@ impl<'b> Timer<'b> {
     #[inline]
     pub fn time(&mut self, launch: &mut Launch, body: &Body) -> Result<f64, CudaError> {
         let per = body.launches() as f64;
+        match body {
+            // Two regions, each with its own wait kernel where the queue is saturated.
+            Body::FlushedGraph { pairs, flushes, .. } => {
+                let with = self.time_region(&mut || pairs.launch())?;
+                let alone = self.time_region(&mut || flushes.launch())?;
+                Ok((with - alone) / per)
+            }
+            _ => Ok(self.time_region(&mut || body.enqueue(launch))? / per),
+        }
+    }
+
+    /// Times one region whose work `enqueue` enqueues, in nanoseconds.
+    #[inline]
+    fn time_region(
+        &mut self,
+        enqueue: &mut dyn FnMut() -> Result<(), CudaError>,
+    ) -> Result<f64, CudaError> {
         match self.kind {
             TimerKind::Host => {
                 let t0 = Instant::now();
-                body.enqueue(launch)?;
+                enqueue()?;
                 let elapsed = t0.elapsed();
                 synchronize()?;
-                Ok(elapsed.as_nanos() as f64 / per)
+                Ok(elapsed.as_nanos() as f64)
             }
             TimerKind::HostSync => {
                 let t0 = Instant::now();
-                body.enqueue(launch)?;
+                enqueue()?;
                 synchronize()?;
-                Ok(t0.elapsed().as_nanos() as f64 / per)
+                Ok(t0.elapsed().as_nanos() as f64)
             }
             TimerKind::Events => {
                 if let Some(s) = self.saturate.as_mut() {
@@ -156,7 +181,7 @@ impl<'b> Timer<'b> {
                     s.done.record()?;
                 }
                 self.start.record()?;
-                body.enqueue(launch)?;
+                enqueue()?;
                 self.stop.record()?;
                 if let Some(s) = self.saturate.as_mut() {
                     // Done already: the start event may have fired on an empty queue.
@@ -165,11 +190,11 @@ impl<'b> Timer<'b> {
                     }
                 }
                 self.stop.synchronize()?;
-                Ok(self.stop.elapsed_ms_since(&self.start)? as f64 * 1e6 / per)
+                Ok(self.stop.elapsed_ms_since(&self.start)? as f64 * 1e6)
             }
             // Their values come afterwards: CUPTI's records, or the profiler's report.
             TimerKind::Cupti | TimerKind::Profiler => {
-                body.enqueue(launch)?;
+                enqueue()?;
                 synchronize()?;
                 Ok(f64::NAN)
             }

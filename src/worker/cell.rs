@@ -192,11 +192,38 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // CUPTI finds the cell's copies among its records as it finds kernels, by name.
     let copy_records = launch.copy_records();
     entries.extend(copy_records.iter().cloned());
-    let body = match knobs.launches {
-        // With `rotate`, the graph's launches take the buffer sets in turn.
-        Launches::Graph(n) => Body::Graph(Graph::capture(&mut launch, n, &params)?, n),
-        other => Body::Launches(other.count()),
+    let flush_buf = match knobs.cache {
+        Cache::Hot => None,
+        Cache::Flush { bytes, method } => {
+            let kernel = match KernelKey::flush(method) {
+                Some(key) => Some(s.kernels.function(key, timeline)?),
+                None => None,
+            };
+            Some((FlushBuffer::alloc(bytes as usize)?, method, kernel))
+        }
     };
+    let mut flush = match &flush_buf {
+        None => None,
+        Some((buf, method, kernel)) => {
+            Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
+        }
+    };
+    let body = match (knobs.launches, flush.as_mut()) {
+        // With `rotate`, the graph's launches take the buffer sets in turn; with a flush,
+        // each comes after one, and a graph of the flushes alone is timed beside it.
+        (Launches::Graph(n), Some(f)) => Body::FlushedGraph {
+            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()))?,
+            flushes: Graph::capture_preludes(f.prelude(), n)?,
+            n,
+        },
+        (Launches::Graph(n), None) => {
+            Body::Graph(Graph::capture(&mut launch, n, &params, None)?, n)
+        }
+        (other, _) => Body::Launches(other.count()),
+    };
+    if let Body::FlushedGraph { .. } = body {
+        flush = None;
+    }
     // The wait kernel's output: one float nobody reads.
     let wait_out = DeviceBuffer::alloc(4)?;
     let saturate = match knobs.queue {
@@ -218,22 +245,6 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             Dims::ONE,
             &[],
         )),
-    };
-    let flush_buf = match knobs.cache {
-        Cache::Hot => None,
-        Cache::Flush { bytes, method } => {
-            let kernel = match KernelKey::flush(method) {
-                Some(key) => Some(s.kernels.function(key, timeline)?),
-                None => None,
-            };
-            Some((FlushBuffer::alloc(bytes as usize)?, method, kernel))
-        }
-    };
-    let mut flush = match &flush_buf {
-        None => None,
-        Some((buf, method, kernel)) => {
-            Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
-        }
     };
 
     // Outputs start poisoned, so only this cell's kernel can make the check pass. Nothing

@@ -57,8 +57,9 @@ pub fn main() -> ExitCode {
         .unwrap_or(0);
     let mut timeline = Timeline::from_spawn(spawned, entry, entry_wall);
     // The job first (one line), so that the first cell's inputs are read on another thread
-    // and NVML opens while the previous worker may still be exiting; then the end of the
-    // input, which the parent sends once that worker is gone, before the device is touched.
+    // and NVML and the driver start while the previous worker may still be exiting; then
+    // the end of the input, which the parent sends once that worker is gone, before the
+    // context is created.
     // NVML stays out of the context's creation: opened beside it, it slowed it by more than
     // it saved.
     let mut stdin = std::io::stdin().lock();
@@ -80,6 +81,10 @@ pub fn main() -> ExitCode {
         std::thread::spawn(move || first.map(|cell| Prefetched::read(&cell, dir.as_deref())));
     let mut sensor = Sensor::open();
     timeline.mark("NVML open");
+    if let Err(e) = Gpu::init_driver() {
+        return fatal(e.to_string());
+    }
+    timeline.mark(cuda::DRIVER_INIT);
     if let Err(e) = stdin.read_to_end(&mut Vec::new()) {
         return fatal(format!("cannot read the end of the job: {e}"));
     }
