@@ -49,7 +49,7 @@ impl Knob for Launches {
                 "each timed region holds {n} launches back to back (hot by nature), read per launch"
             )),
             Launches::Graph(n) => Some(format!(
-                "each timed region replays a CUDA graph of {n} launches (hot by nature unless `rotate` gives them their own buffers, or `cache = \"flush\"` puts a flush before each: then a graph of the flushes alone is timed too, and the reading is the difference), read per launch"
+                "each timed region replays a CUDA graph of {n} launches, read per launch (with a flush: {n} flush and launch pairs, less a graph of the {n} flushes)"
             )),
         }
     }
