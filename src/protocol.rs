@@ -37,6 +37,10 @@ pub struct Job {
     /// Keep the GPU busy this long before the first cell (the run's first worker only).
     #[serde(default)]
     pub gpu_warmup_s: f64,
+    /// Add NVML's facts (driver version, PCIe link) to the device's description: the run
+    /// keeps only its first worker's, and the queries cost a fresh process milliseconds.
+    #[serde(default)]
+    pub describe_device: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

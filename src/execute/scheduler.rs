@@ -163,6 +163,7 @@ impl<'a> Scheduler<'a> {
             };
             let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
             sent.run_cache = Some(self.run_cache.path().to_path_buf());
+            sent.describe_device = self.meta.device.is_none();
             // Under the profiler, the previous worker exits first (ncu starts its own
             // processes); otherwise the new one starts while it exits and waits for its
             // exit before it creates its context: a fresh process meets an idle GPU, as a
@@ -408,6 +409,7 @@ fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup:
         prime,
         run_cache: None,
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
+        describe_device: false,
     }
 }
 

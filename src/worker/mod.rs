@@ -100,8 +100,10 @@ pub fn main() -> ExitCode {
         Err(e) => return fatal(e.to_string()),
     };
     sensor.select(&info.uuid);
-    info.driver_version = sensor.driver_version();
-    info.host_link = sensor.host_link();
+    if job.describe_device {
+        info.driver_version = sensor.driver_version();
+        info.host_link = sensor.host_link();
+    }
     timeline.mark("device query");
     send(&Message::Ready {
         startup: Startup {
