@@ -277,7 +277,14 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             anyhow::bail!("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead");
         }
         let devices = execute::devices::parse(list)?;
-        let (finished, parts) = execute::devices::run(&path, &dir, &devices, &subset, args.each)?;
+        let (finished, parts) = execute::devices::run(
+            &path,
+            &dir,
+            &devices,
+            &subset,
+            args.each,
+            args.allow_clock_changes,
+        )?;
         if !args.each {
             let report = report::render_dir(&dir, None)?;
             println!("wrote {} ({} GPUs)", report.display(), devices.len());

@@ -1,8 +1,9 @@
 //! `--devices 0,1` (or `all`): one run spread over several GPUs of this machine. Each GPU
 //! runs its own part of the plan (`--shard i/N`) in a runner of its own that sees only that
-//! GPU (`CUDA_VISIBLE_DEVICES`), in `DIR/parts/gpu<i>/`; the parts are then merged into
-//! `DIR`, each cell marked with the GPU that ran it. With `--each`, every GPU runs the
-//! whole plan instead, so that "identical" GPUs can be compared cell by cell.
+//! GPU (`CUDA_VISIBLE_DEVICES`, counted within the list the runner itself was started with),
+//! in `DIR/parts/gpu<i>/`; the parts are then merged into `DIR`, each cell marked with the
+//! GPU that ran it. With `--each`, every GPU runs the whole plan instead, so that
+//! "identical" GPUs can be compared cell by cell.
 
 use super::Subset;
 use crate::cuda;
@@ -33,20 +34,43 @@ pub fn parse(text: &str) -> Result<Vec<String>> {
     Ok(list)
 }
 
+/// What a part's `CUDA_VISIBLE_DEVICES` holds for the GPU the user calls `ordinal`: the
+/// ordinal itself, or where the runner was started with `CUDA_VISIBLE_DEVICES` already set
+/// (`inherited`), that list's entry at the ordinal (ordinals count the GPUs this process sees).
+fn visible_as(ordinal: &str, inherited: Option<&str>) -> Result<String> {
+    let Some(list) = inherited.map(str::trim).filter(|l| !l.is_empty()) else {
+        return Ok(ordinal.to_string());
+    };
+    let entries: Vec<&str> = list.split(',').map(str::trim).collect();
+    let index: usize = ordinal.parse().context("a GPU ordinal")?;
+    match entries.get(index) {
+        Some(entry) => Ok(entry.to_string()),
+        None => bail!(
+            "--devices names GPU {ordinal}, but CUDA_VISIBLE_DEVICES={list} shows this runner {} GPU(s): name ordinals below {}, or unset CUDA_VISIBLE_DEVICES",
+            entries.len(),
+            entries.len()
+        ),
+    }
+}
+
 /// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there;
-/// whether every part finished, and the parts' run folders.
+/// whether every part finished, and the parts' run folders. `allow_clock_changes` is passed
+/// on to every part (each locks its own GPU's clocks where the experiment asks).
 pub fn run(
     path: &Path,
     dir: &Path,
     devices: &[String],
     subset: &Subset,
     each: bool,
+    allow_clock_changes: bool,
 ) -> Result<(bool, Vec<PathBuf>)> {
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
     let name = crate::experiment::name_of(path);
+    let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let mut children = Vec::new();
     let mut parts: Vec<PathBuf> = Vec::new();
     for (i, gpu) in devices.iter().enumerate() {
+        let visible = visible_as(gpu, inherited.as_deref())?;
         let out = dir.join("parts").join(format!("gpu{gpu}"));
         let shard = Shard {
             index: i,
@@ -57,9 +81,12 @@ pub fn run(
             .arg(path)
             .arg("--out")
             .arg(&out)
-            .env("CUDA_VISIBLE_DEVICES", gpu);
+            .env("CUDA_VISIBLE_DEVICES", visible);
         if !each {
             cmd.arg("--shard").arg(shard.to_string());
+        }
+        if allow_clock_changes {
+            cmd.arg("--allow-clock-changes");
         }
         cmd.args(subset.arguments());
         let child = cmd
@@ -86,4 +113,29 @@ pub fn run(
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let meta = store::merge(&present, dir)?;
     Ok((finished && meta.complete, parts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals_count_the_gpus_an_inherited_visible_list_leaves() {
+        assert_eq!(visible_as("1", None).unwrap(), "1");
+        assert_eq!(visible_as("1", Some("")).unwrap(), "1");
+        assert_eq!(visible_as("0", Some("2,3")).unwrap(), "2");
+        assert_eq!(visible_as("1", Some("GPU-a, GPU-b")).unwrap(), "GPU-b");
+        let e = visible_as("2", Some("2,3")).unwrap_err().to_string();
+        assert!(
+            e.contains("CUDA_VISIBLE_DEVICES=2,3") && e.contains("below 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_device_list_is_ordinals_each_once() {
+        assert_eq!(parse("0, 1").unwrap(), ["0", "1"]);
+        assert!(parse("0,0").is_err());
+        assert!(parse("gpu0").is_err());
+    }
 }
