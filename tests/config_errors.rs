@@ -689,4 +689,22 @@ fn copies_and_copy_steps_are_checked_before_anything_runs() {
     assert!(out.status.success(), "{}", stderr(&out));
     let err = plan_error(&text.replace("bytes = \"4 * n\"\n", "bytes = \"4 * n\"\nsync = true\n"));
     assert!(err.contains("a sync copy blocks the host"), "{err}");
+
+    // CUPTI timing copies: the output check (which copies too) must come before the timed
+    // launches, after a warm-up launch.
+    let cupti = |warmup: u32| {
+        format!(
+            "{}[[variant]]\nname = \"cupti\"\ntimer = \"cupti\"\nwarmup = {warmup}\n",
+            copies("device", "4 * n", "C")
+        )
+    };
+    let err = plan_error(&cupti(0));
+    assert!(
+        err.contains("its output check runs among the timed launches")
+            && err.contains("warmup = 1"),
+        "{err}"
+    );
+    let (_dir, path) = write_experiment("ok.toml", &cupti(1));
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -57,11 +57,6 @@ impl Direction {
         }
     }
 
-    /// Whether a CUPTI record's name is a copy's.
-    pub fn is_record_name(name: &str) -> bool {
-        name.starts_with("memcpy ")
-    }
-
     fn short(self) -> &'static str {
         match self {
             Direction::HostToDevice => "HtoD",

@@ -21,7 +21,7 @@ pub use error::CudaError;
 pub use event::Event;
 pub use graph::{Graph, Prelude};
 pub use launch::{Dims, Function, Launch, LazyFunction, LazyModule, Module, Param};
-pub use memory::{memory_info, DeviceBuffer, Direction};
+pub use memory::{memory_info, DeviceBuffer};
 
 /// What a machine without the CUDA driver is told.
 pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \

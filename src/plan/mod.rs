@@ -161,6 +161,17 @@ impl Plan {
                             .error(format!("cell {id}: the profiler times kernel launches only, and `{}` copies", kernel.name))
                             .with_hint("time copies by events, cupti or a host timer"));
                     }
+                    let checks_output = !kernel.unchecked
+                        && (kernel.check.is_some() || kernel.check_kernel.is_some());
+                    if copies
+                        && knobs.timer == TimerKind::Cupti
+                        && checks_output
+                        && !checked_after_warmup
+                    {
+                        return Err(exp
+                            .error(format!("cell {id}: CUPTI is timing `{}`'s copies, and with no warm-up of the kernel its output check runs among the timed launches, where its own copies would be taken for them", kernel.name))
+                            .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
+                    }
                     if copies && knobs.timer == TimerKind::Cupti && knobs.inputs == Inputs::Fresh {
                         return Err(exp
                             .error(format!("cell {id}: CUPTI would take the copies of fresh inputs between samples for the timed copies of `{}`", kernel.name))

@@ -8,7 +8,7 @@ use super::inputs::HostInputs;
 use super::kernels::{Build, KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
-use crate::cuda::{self, Dims, Direction, Launch, Param};
+use crate::cuda::{self, Dims, Launch, Param};
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::plan::Cell;
 
@@ -43,11 +43,6 @@ impl Checker<'_> {
         recorded: Option<&[String]>,
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
-        if recorded.is_some_and(|r| r.iter().any(|n| Direction::is_record_name(n))) {
-            return Err(Failure::from(
-                "CUPTI is timing copies, and this check (run among the timed launches: warmup = 0) would copy too: add warmup = 1 so the check comes first".to_string(),
-            ));
-        }
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
             return Ok(buffers.check(self.def, &cell.launch, self.reference)?);
         };
