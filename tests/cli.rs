@@ -301,6 +301,8 @@ fn set_replaces_a_sweep_for_a_plan_and_names_what_it_cannot_replace() {
         ("size=1,2", "no sweep parameter `size`"),
         ("n", "no `=`"),
         ("n=0", "grid dimension x is 0"),
+        // An impossible value names the flag that brought it, not only the file's line.
+        ("n=0", "values from --set n=0"),
     ] {
         let out = run(&["plan", p, "--set", clause]);
         assert_eq!(out.status.code(), Some(1), "{clause}");

@@ -65,12 +65,8 @@ impl Validator<'_> {
                     .err(&rc.bytes, format!("the copy is {bytes} bytes at {}: a copy moves a positive multiple of {WORD} bytes", point_label(p)))
                     .with_hint("e.g. bytes = \"size\" with size = \"2^12..2^30\""));
             }
-            let mut spec = kernel::evaluate(&exprs, p, self.facts).map_err(|(_, m)| {
-                self.err(
-                    &rc.bytes,
-                    format!("{m} (at {}, on {})", point_label(p), self.facts.describe()),
-                )
-            })?;
+            let mut spec = kernel::evaluate(&exprs, p, self.facts)
+                .map_err(|(_, m)| self.err(&rc.bytes, format!("{m} {}", self.at_point(p))))?;
             // GB/s counts what crosses the memory it is bound by: a copy within the device
             // reads and writes its DRAM.
             let within_device = !to.on_host() && !from.on_host();

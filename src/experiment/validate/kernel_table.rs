@@ -188,11 +188,7 @@ impl Validator<'_> {
                     self.path,
                     self.text,
                     Some(at),
-                    format!(
-                        "{msg} (at {}, on {})",
-                        point_label(p),
-                        self.facts.describe()
-                    ),
+                    format!("{msg} {}", self.at_point(p)),
                 )
                 .with_hint(format!(
                     "expressions may use the sweep parameters and device facts: {}",

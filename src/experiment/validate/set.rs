@@ -6,9 +6,20 @@ use super::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::schema::RawExperiment;
 use crate::experiment::sweep::{self, SweepSpec};
+use crate::experiment::{point_label, Point};
 use toml::Spanned;
 
 impl Validator<'_> {
+    /// Where an evaluation failed: the point and the device, and the `--set` clauses that
+    /// gave the sweep its values (the file's line alone would not say so).
+    pub(super) fn at_point(&self, p: &Point) -> String {
+        let set = match self.set.is_empty() {
+            true => String::new(),
+            false => format!("; values from --set {}", self.set.join(" --set ")),
+        };
+        format!("(at {}, on {}{set})", point_label(p), self.facts.describe())
+    }
+
     pub(super) fn apply_set(&self, raw: &mut RawExperiment) -> Result<(), ConfigError> {
         for clause in self.set {
             let Some((key, values)) = clause.split_once('=') else {
