@@ -329,7 +329,7 @@ fn fits(
 ) -> Result<(), ConfigError> {
     let buffers = launch
         .device_bytes()
-        .saturating_mul(knobs.rotate.0)
+        .saturating_mul(knobs.rotate.sets(knobs.launches))
         .saturating_add(check_bytes);
     let flush = match knobs.cache {
         Cache::Flush { bytes, .. } => bytes,
@@ -343,7 +343,7 @@ fn fits(
         .error(format!(
             "cell {id} needs {} of device memory ({} sets of buffers, {} flush), more than {} has",
             crate::experiment::knobs::cache::bytes_text(need),
-            knobs.rotate.0,
+            knobs.rotate.sets(knobs.launches),
             crate::experiment::knobs::cache::bytes_text(flush),
             exp.facts.describe()
         ))

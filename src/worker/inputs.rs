@@ -20,11 +20,12 @@ type Drawn = Vec<Option<Vec<u8>>>;
 /// the seeds right after it).
 const FRESH_SEED: u64 = 1 << 32;
 
-/// The seeds of a cell's input sets: one per `rotate` set, then those of its `inputs =
-/// "fresh"` draws. Every variant and round at one point times the same inputs.
+/// The seeds of a cell's input sets: one per `rotate` set it uses, then those of its
+/// `inputs = "fresh"` draws. Every variant and round at one point times the same inputs.
 pub fn seeds_of(cell: &Cell) -> (Vec<u64>, Vec<u64>) {
     let seed = fnv1a(cell.point_key().as_bytes());
-    let sets = (0..cell.knobs.rotate.0).map(|i| seed.wrapping_add(i));
+    let used = cell.knobs.rotate.sets(cell.knobs.launches);
+    let sets = (0..used).map(|i| seed.wrapping_add(i));
     let fresh = match cell.knobs.inputs {
         Inputs::Same => vec![],
         Inputs::Fresh => (1..=2).map(|i| seed.wrapping_add(FRESH_SEED + i)).collect(),

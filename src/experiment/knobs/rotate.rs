@@ -3,6 +3,7 @@
 //! launches take them in turn, so that every launch of a replay is cold and none waits on
 //! the host.
 
+use super::launches::Launches;
 use super::{Aspect, ConfigError, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +13,16 @@ pub struct Rotate(pub u64);
 impl Default for Rotate {
     fn default() -> Self {
         Rotate(1)
+    }
+}
+
+impl Rotate {
+    /// The sets a cell allocates: a graph of N launches uses at most N of them.
+    pub fn sets(self, launches: Launches) -> u64 {
+        match launches {
+            Launches::Graph(n) => self.0.min(n),
+            _ => self.0,
+        }
     }
 }
 
@@ -46,5 +57,12 @@ mod tests {
         assert_eq!(read::<Rotate>("").unwrap(), Rotate(1));
         assert_eq!(read::<Rotate>("rotate = \"n // 8\"").unwrap(), Rotate(64));
         assert_eq!(read::<Rotate>("rotate = 4\ngraph = 10").unwrap(), Rotate(4));
+    }
+
+    #[test]
+    fn a_graph_allocates_no_more_sets_than_it_has_launches() {
+        assert_eq!(Rotate(201).sets(Launches::Graph(100)), 100);
+        assert_eq!(Rotate(3).sets(Launches::Graph(10)), 3);
+        assert_eq!(Rotate(201).sets(Launches::Batch(10)), 201);
     }
 }
