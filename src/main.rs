@@ -337,12 +337,6 @@ fn sbatch(
 }
 
 fn merge(parts: &[PathBuf], out: &Path) -> anyhow::Result<()> {
-    if parts.iter().any(|p| p == out) {
-        anyhow::bail!(
-            "--out {}: merge into a new folder, not into one of its parts",
-            out.display()
-        );
-    }
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let meta = store::merge(&parts, out)?;
     let report = report::render_dir(out, None)?;

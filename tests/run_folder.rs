@@ -208,6 +208,37 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
         summary(&merged),
         summary(&Path::new("reports").join("compare"))
     );
+    // Merged again into the same folder, nothing of the earlier merge stays behind.
+    std::fs::write(merged.join("peers.csv"), "stale").unwrap();
+    std::fs::write(merged.join("sources").join("stale.cu"), "stale").unwrap();
+    let out = run(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!merged.join("peers.csv").exists());
+    assert!(!merged.join("sources").join("stale.cu").exists());
+    assert_eq!(
+        summary(&merged),
+        summary(&Path::new("reports").join("compare"))
+    );
+    // Nor into one of its parts.
+    let out = run(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not into one of its parts"),
+        "{}",
+        stderr(&out)
+    );
     // A part's report renders alone, with its cells only.
     let part = run(&["report", a.to_str().unwrap()]);
     assert!(part.status.success(), "{}", stderr(&part));

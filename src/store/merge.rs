@@ -2,7 +2,7 @@
 //! GPUs of one machine) joined into one run folder, each cell renumbered into the whole
 //! plan and marked with the GPU that ran it.
 
-use super::{RunMeta, Stored, Writer, EXPERIMENT_FILE, SOURCES_DIR, TEMPLATE_FILE};
+use super::{RunMeta, Stored, Writer, EXPERIMENT_FILE, PEERS_FILE, SOURCES_DIR, TEMPLATE_FILE};
 use crate::plan::Plan;
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
@@ -53,7 +53,23 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
             }
         }
     }
+    let same = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
+    if parts.iter().any(|p| same(p, out)) {
+        bail!(
+            "--out {}: merge into a new folder, not into one of its parts",
+            out.display()
+        );
+    }
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    // A folder merged into before keeps nothing of that merge that this one would not write.
+    let stale = [SOURCES_DIR, TEMPLATE_FILE, PEERS_FILE].map(|f| out.join(f));
+    for path in stale.iter().filter(|p| p.exists()) {
+        let removed = match path.is_dir() {
+            true => fs::remove_dir_all(path),
+            false => fs::remove_file(path),
+        };
+        removed.with_context(|| format!("cannot remove {}", path.display()))?;
+    }
     copy_tree(&first.dir.join(SOURCES_DIR), &out.join(SOURCES_DIR))?;
     for file in [EXPERIMENT_FILE, TEMPLATE_FILE] {
         if first.dir.join(file).exists() {
@@ -74,8 +90,12 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
         .map(|r| r.meta.finished_utc.clone())
         .collect::<Option<Vec<_>>>()
         .and_then(|f| f.into_iter().max());
-    meta.devices = runs.iter().filter_map(|r| r.meta.device.clone()).collect();
-    meta.devices.dedup_by(|a, b| a.uuid == b.uuid);
+    meta.devices = Vec::new();
+    for device in runs.iter().filter_map(|r| r.meta.device.as_ref()) {
+        if !meta.devices.iter().any(|d| d.uuid == device.uuid) {
+            meta.devices.push(device.clone());
+        }
+    }
     let mut writer = Writer::merged(out, &first.experiment, &meta)?;
     for r in &runs {
         let gpu = r.meta.device.as_ref().map(|d| d.uuid.clone());
