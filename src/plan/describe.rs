@@ -221,22 +221,32 @@ fn row(c: &Cell, width: usize) -> String {
 fn estimate(plan: &Plan, previous: &HashMap<String, f64>) -> (f64, f64) {
     let (mut known, mut guessed) = (0.0, 0.0);
     for c in &plan.cells {
-        let k = &c.knobs;
-        let runs = c.runs() as f64;
-        let start = if k.process.fresh.is_some() {
-            PROCESS_START_S
-        } else {
-            0.0
-        };
-        match previous.get(&c.id) {
-            Some(s) => known += (s + start) * runs,
-            None => {
-                let launches = (1 + k.warmup.launches + k.samples_per_run()) * k.launches.count();
-                guessed += runs * (launches as f64 * LAUNCH_FLOOR_S + start)
-            }
+        match cell_seconds(c, previous) {
+            (s, true) => known += s,
+            (s, false) => guessed += s,
         }
     }
     (known, guessed)
+}
+
+/// A cell's time, all its runs: the previous run's time per run (`previous`, by cell id)
+/// where it has the cell, else a lower bound; each fresh process's start-up added. Whether
+/// the previous run had it. What the plan's estimate and a shard's balance both count.
+pub fn cell_seconds(c: &Cell, previous: &HashMap<String, f64>) -> (f64, bool) {
+    let k = &c.knobs;
+    let runs = c.runs() as f64;
+    let start = if k.process.fresh.is_some() {
+        PROCESS_START_S
+    } else {
+        0.0
+    };
+    match previous.get(&c.id) {
+        Some(s) => ((s + start) * runs, true),
+        None => {
+            let launches = (1 + k.warmup.launches + k.samples_per_run()) * k.launches.count();
+            (runs * (launches as f64 * LAUNCH_FLOOR_S + start), false)
+        }
+    }
 }
 
 fn preview(values: &[crate::experiment::SweepValue]) -> String {

@@ -41,24 +41,23 @@ impl std::fmt::Display for Shard {
 }
 
 impl Plan {
-    /// The ids of part `shard`'s cells: the longest cells first (by `seconds`, a previous
-    /// run's time per cell id; 1 s where unknown), each to the part with the least time so
-    /// far, ties to the lower part. Every cell lands in exactly one part.
+    /// The ids of part `shard`'s cells: the longest cells first (as the plan's estimate
+    /// counts them from `seconds`, a previous run's time per run by cell id), each to the
+    /// part with the least time so far, ties to the lower part. Every cell lands in exactly
+    /// one part.
     pub fn shard_ids(&self, shard: Shard, seconds: &HashMap<String, f64>) -> Vec<String> {
-        let cost = |id: &str| seconds.get(id).copied().unwrap_or(1.0);
+        let cost: Vec<f64> = (self.cells.iter())
+            .map(|c| super::describe::cell_seconds(c, seconds).0)
+            .collect();
         let mut order: Vec<usize> = (0..self.cells.len()).collect();
-        order.sort_by(|&a, &b| {
-            cost(&self.cells[b].id)
-                .total_cmp(&cost(&self.cells[a].id))
-                .then(a.cmp(&b))
-        });
+        order.sort_by(|&a, &b| cost[b].total_cmp(&cost[a]).then(a.cmp(&b)));
         let mut load = vec![0.0f64; shard.count];
         let mut part = vec![0usize; self.cells.len()];
         for i in order {
             let least = (0..shard.count)
                 .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
                 .expect("at least one part");
-            load[least] += cost(&self.cells[i].id);
+            load[least] += cost[i];
             part[i] = least;
         }
         self.cells

@@ -297,6 +297,14 @@ fn shards_split_the_plan_disjointly_and_balance_a_previous_runs_times() {
     let long = plan.cells[5].id.clone();
     let seconds: HashMap<String, f64> = [(long.clone(), 7.0)].into();
     assert_eq!(part(0, &seconds), [long]);
+    // A cell of fresh processes counts each process's run, with its start-up.
+    let fresh = experiment(
+        "[[variant]]\nname = \"a\"\nfresh_process = true\nprocesses = 4\n[report]\nfloor = false\n",
+    );
+    let fresh = Plan::new(&fresh).unwrap();
+    let cell = &fresh.cells[0];
+    let (seconds, known) = super::describe::cell_seconds(cell, &[(cell.id.clone(), 1.0)].into());
+    assert!(known && (seconds - 4.0 * 1.4).abs() < 1e-9, "{seconds}");
     let kept = plan.clone().keep(&part(1, &none)).unwrap();
     assert_eq!(kept.cells.len(), 3);
     assert!(kept.cells.iter().enumerate().all(|(i, c)| c.index == i));
