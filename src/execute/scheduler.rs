@@ -172,7 +172,11 @@ impl<'a> Scheduler<'a> {
                 self.settle()?;
             }
             let mut worker = WorkerProcess::start_held(&program, sent, &vars)?;
-            self.settle()?;
+            if let Err(e) = self.settle() {
+                // Released by its drop, it would run its cells for nobody.
+                worker.kill();
+                return Err(e);
+            }
             worker.release();
             let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
             let mut last_message = Instant::now();
