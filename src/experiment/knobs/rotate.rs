@@ -40,7 +40,7 @@ impl Knob for Rotate {
     fn describe(&self) -> Option<String> {
         (self.0 > 1).then(|| {
             format!(
-                "the timed samples use {} sets of the kernel's buffers in turn",
+                "{} sets of the kernel's buffers, taken in turn by the timed samples (in a graph, by its launches, as many sets as it has launches at most)",
                 self.0
             )
         })
