@@ -38,7 +38,7 @@ pub struct Job {
     #[serde(default)]
     pub gpu_warmup_s: f64,
     /// Add NVML's facts (driver version, PCIe link) to the device's description: the run
-    /// keeps only its first worker's, and the queries cost a fresh process milliseconds.
+    /// keeps only its first worker's, so later workers skip the queries.
     #[serde(default)]
     pub describe_device: bool,
 }

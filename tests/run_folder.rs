@@ -184,18 +184,20 @@ fn keep_rows(path: &Path, cells: &[String]) {
     gz.finish().unwrap();
 }
 
+/// `runner merge PARTS --out OUT`.
+fn merge(parts: &[&Path], out: &Path) -> std::process::Output {
+    let mut args = vec!["merge".to_string()];
+    args.extend(parts.iter().map(|p| p.display().to_string()));
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 #[test]
 fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refused() {
     let root = tempfile::tempdir().unwrap();
     let [a, b] = shards_of("compare", root.path());
     let merged = root.path().join("merged");
-    let out = run(&[
-        "merge",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--out",
-        merged.to_str().unwrap(),
-    ]);
+    let out = merge(&[&a, &b], &merged);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("merged 2 part(s)"),
@@ -211,13 +213,7 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
     // Merged again into the same folder, nothing of the earlier merge stays behind.
     std::fs::write(merged.join("peers.csv"), "stale").unwrap();
     std::fs::write(merged.join("sources").join("stale.cu"), "stale").unwrap();
-    let out = run(&[
-        "merge",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--out",
-        merged.to_str().unwrap(),
-    ]);
+    let out = merge(&[&a, &b], &merged);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!merged.join("peers.csv").exists());
     assert!(!merged.join("sources").join("stale.cu").exists());
@@ -226,13 +222,7 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
         summary(&Path::new("reports").join("compare"))
     );
     // Nor into one of its parts.
-    let out = run(&[
-        "merge",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--out",
-        a.to_str().unwrap(),
-    ]);
+    let out = merge(&[&a, &b], &a);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("not into one of its parts"),
@@ -245,13 +235,7 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
     // The same part twice overlaps.
     let again = root.path().join("again");
     copy_dir(&a, &again);
-    let out = run(&[
-        "merge",
-        a.to_str().unwrap(),
-        again.to_str().unwrap(),
-        "--out",
-        root.path().join("bad").to_str().unwrap(),
-    ]);
+    let out = merge(&[&a, &again], &root.path().join("bad"));
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("the parts overlap"),
@@ -260,13 +244,7 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
     );
     // Parts of different experiments do not merge.
     let (_other_root, other) = copy_run("events");
-    let out = run(&[
-        "merge",
-        a.to_str().unwrap(),
-        other.to_str().unwrap(),
-        "--out",
-        root.path().join("bad2").to_str().unwrap(),
-    ]);
+    let out = merge(&[&a, &other], &root.path().join("bad2"));
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("different experiments"),

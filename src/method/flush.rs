@@ -1,6 +1,6 @@
 //! L2 eviction before a timed launch: write (or read) a buffer larger than L2, then
-//! synchronize, all outside the timed region; or, in a graph, before each of its launches. The buffer is allocated once per cell, never in
-//! the loop.
+//! synchronize, all outside the timed region; or, in a graph, before each of its launches.
+//! The buffer is allocated once per cell, never in the loop.
 
 use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param, Prelude};
 use crate::experiment::knobs::cache::FlushMethod;

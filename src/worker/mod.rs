@@ -59,9 +59,8 @@ pub fn main() -> ExitCode {
     // The job first (one line), so that the first cell's inputs are read on another thread
     // and NVML and the driver start while the previous worker may still be exiting; then
     // the end of the input, which the parent sends once that worker is gone, before the
-    // context is created.
-    // NVML stays out of the context's creation: opened beside it, it slowed it by more than
-    // it saved.
+    // context is created. NVML stays out of the context's creation: opened beside it, it
+    // slowed it by more than it saved.
     let mut stdin = std::io::stdin().lock();
     let mut input = String::new();
     if let Err(e) = stdin.read_line(&mut input) {
