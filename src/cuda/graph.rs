@@ -2,8 +2,9 @@
 //! captured launch with the next of the cell's buffer sets where it has several, or after an
 //! L2 flush (so that a graph's launches can each find a cold cache).
 
+use super::code::Function;
 use super::error::{Check, CudaError};
-use super::launch::{Function, Launch, Param};
+use super::launch::{Launch, Param};
 use super::memory::DeviceBuffer;
 use cudarc::driver::{result, sys};
 use std::marker::PhantomData;

@@ -1,141 +1,14 @@
-//! Modules, functions, kernel launches and copies. A [`Launch`] holds its
-//! function (which keeps its module loaded) and borrows the buffers its parameters point at,
-//! so enqueueing it is safe: nothing it uses can be gone. The timed regions call these
+//! Kernel launches and copies. A [`Launch`] holds its function (which keeps its code
+//! loaded) and borrows the buffers its parameters point at, so enqueueing it is safe:
+//! nothing it uses can be gone. The timed regions call these
 //! directly: no allocation, no event tracking, no logging.
 
-use super::error::{Check, CudaError};
+use super::code::{Function, LazyFunction};
+use super::error::CudaError;
 use super::memory::{DeviceBuffer, Direction};
 use cudarc::driver::{result, sys};
-use std::cell::RefCell;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::rc::Rc;
-
-/// A loaded module, unloaded when its last function is dropped.
-struct ModuleHandle(sys::CUmodule);
-
-impl Drop for ModuleHandle {
-    fn drop(&mut self) {
-        // SAFETY: the module was loaded once and no function of it outlives this handle.
-        let _ = unsafe { result::module::unload(self.0) };
-    }
-}
-
-pub struct Module(Rc<ModuleHandle>);
-
-impl Module {
-    /// Loads a CUBIN, a fatbin or a NUL-terminated PTX image (PTX is JIT-compiled here).
-    pub fn load(image: &[u8]) -> Result<Module, CudaError> {
-        if image.is_empty() {
-            return Err(CudaError::Library("an empty module image".into()));
-        }
-        // SAFETY: the image is a complete CUBIN, fatbin or NUL-terminated PTX that the
-        // driver reads during the call only.
-        let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-            .during("cuModuleLoadData")?;
-        Ok(Module(Rc::new(ModuleHandle(m))))
-    }
-
-    pub fn function(&self, name: &str) -> Result<Function, CudaError> {
-        let c = CString::new(name)
-            .map_err(|_| CudaError::Library(format!("bad kernel name {name:?}")))?;
-        // SAFETY: the module is loaded; the name is NUL-terminated.
-        let func = unsafe { result::module::get_function(self.0 .0, c) }
-            .during(&format!("cuModuleGetFunction({name})"))?;
-        Ok(Function {
-            func,
-            _module: self.0.clone(),
-        })
-    }
-}
-
-/// A kernel of a loaded module; it keeps the module loaded.
-#[derive(Clone)]
-pub struct Function {
-    func: sys::CUfunction,
-    _module: Rc<ModuleHandle>,
-}
-
-impl Function {
-    /// The byte size of each of the kernel's parameters, as the driver knows them.
-    pub fn param_sizes(&self) -> Result<Vec<usize>, CudaError> {
-        let mut sizes = Vec::new();
-        // A kernel takes at most 4 KiB of parameters: far fewer than this many.
-        while sizes.len() < 4096 {
-            let (mut offset, mut size) = (0usize, 0usize);
-            // SAFETY: func is a live function; the call writes two sizes through valid
-            // pointers and fails (INVALID_VALUE) past the last parameter.
-            let r =
-                unsafe { sys::cuFuncGetParamInfo(self.func, sizes.len(), &mut offset, &mut size) };
-            match r {
-                sys::CUresult::CUDA_SUCCESS => sizes.push(size),
-                sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
-                other => {
-                    return Err(CudaError::Driver {
-                        call: "cuFuncGetParamInfo".into(),
-                        code: other,
-                    })
-                }
-            }
-        }
-        Ok(sizes)
-    }
-
-    /// Lets launches use more than the default 48 KiB of dynamic shared memory.
-    pub fn allow_shared_bytes(&self, bytes: u32) -> Result<(), CudaError> {
-        // SAFETY: func is a live function; the attribute takes a byte count.
-        unsafe {
-            result::function::set_function_attribute(
-                self.func,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes as i32,
-            )
-        }
-        .during("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-    }
-}
-
-/// A module image whose loading waits for the first launch of one of its kernels, as a
-/// runtime-API program's does under lazy loading.
-pub struct LazyModule {
-    image: Vec<u8>,
-    module: RefCell<Option<Module>>,
-}
-
-impl LazyModule {
-    pub fn new(image: Vec<u8>) -> Rc<LazyModule> {
-        Rc::new(LazyModule {
-            image,
-            module: RefCell::new(None),
-        })
-    }
-
-    /// The kernel `name`, loading the module first if no kernel of it was launched yet.
-    fn function(&self, name: &str) -> Result<Function, CudaError> {
-        if self.module.borrow().is_none() {
-            *self.module.borrow_mut() = Some(Module::load(&self.image)?);
-        }
-        self.module
-            .borrow()
-            .as_ref()
-            .expect("loaded above")
-            .function(name)
-    }
-}
-
-/// A kernel of a lazily loaded module, looked up at its first launch.
-#[derive(Clone)]
-pub struct LazyFunction {
-    pub module: Rc<LazyModule>,
-    pub name: String,
-}
-
-impl LazyFunction {
-    /// Loads the module (if it is not yet) and looks the kernel up now.
-    pub fn resolve(&self) -> Result<Function, CudaError> {
-        self.module.function(&self.name)
-    }
-}
 
 /// One kernel parameter: a buffer the launch borrows, or a value of up to 8 bytes.
 #[derive(Clone, Copy)]
@@ -416,11 +289,12 @@ impl<'b> Launch<'b> {
         // The worker checks the slots' count and sizes against the kernel's parameters
         // (`Function::param_sizes`) before a prepared launch; a lazy one cannot be checked
         // before it runs and trusts the experiment's argument list.
-        // SAFETY: func is a live function (it holds its module), each parameter slot holds
-        // a value or the address of a buffer borrowed for 'b, and the slots do not move.
+        // SAFETY: func is a live function or library kernel (it holds its code), each
+        // parameter slot holds a value or the address of a buffer borrowed for 'b, and the
+        // slots do not move.
         unsafe {
             result::launch_kernel(
-                func.func,
+                func.handle(),
                 d.grid,
                 d.block,
                 d.shared_bytes,

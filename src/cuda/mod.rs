@@ -3,6 +3,7 @@
 //! rest of the runner handles no raw CUDA handle. Errors are typed ([`CudaError`]).
 
 mod bare;
+mod code;
 pub mod cupti;
 mod device;
 mod error;
@@ -13,6 +14,7 @@ mod memory;
 pub mod nvrtc;
 
 pub use bare::events_loop as bare_events_loop;
+pub use code::{Function, LazyFunction, LazyModule, Module};
 pub use device::{
     capability, device_count, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu,
     HostLink, CONTEXT, DRIVER_INIT,
@@ -20,7 +22,7 @@ pub use device::{
 pub use error::CudaError;
 pub use event::Event;
 pub use graph::{Graph, Prelude};
-pub use launch::{Dims, Function, Launch, LazyFunction, LazyModule, Module, Param};
+pub use launch::{Dims, Launch, Param};
 pub use memory::{memory_info, DeviceBuffer};
 
 /// What a machine without the CUDA driver is told.

@@ -233,9 +233,11 @@ impl Session {
                 kernels::Build::of(&cell.launch),
                 &mut self.timeline,
             )?;
-            lazy.kernel().resolve()?;
+            // A library's kernels load (and JIT-compile) into the context at their first
+            // launch: load them now, as a primed process needs them.
+            lazy.kernel().resolve()?.load_into_context()?;
             if let Some(empty) = lazy.empty() {
-                empty.resolve()?;
+                empty.resolve()?.load_into_context()?;
             }
         }
         let mut keys = vec![KernelKey::of(cell)];

@@ -1,14 +1,16 @@
 //! `first_launch`: what the first launch of a kernel in its process carries. `"prepared"`:
 //! the module is loaded and the function looked up before anything is timed, outputs are
 //! poisoned by a memset, and only the launch is timed. `"lazy"`: as a runtime-API program
-//! (`kernel<<<...>>>`) with lazy loading sees it: the kernel's module loads and its function
-//! is looked up at its first launch, inside that launch's timed region when no warm-up of
-//! the same kernel comes first; an empty warm-up kernel lives in the same module, as the
-//! post's does; nothing runs on the GPU before it but the copies that fill the buffers
-//! (outputs are poisoned by a copy), and no clock probe runs before it. A kernel with more
-//! than 48 KiB of dynamic shared memory also makes the call that allows it there, at its
-//! loading.
+//! (`kernel<<<...>>>`) with lazy loading (the default) sees it: the driver calls the CUDA
+//! runtime makes at a program's first launch (load the image as a library, look the kernel
+//! up, launch the library's kernel, which loads it into the context) run inside that
+//! launch's timed region when no warm-up of the same kernel comes first; an empty warm-up
+//! kernel lives in the same image, as the post's does; nothing runs on the GPU before it
+//! but the copies that fill the buffers (outputs are poisoned by a copy), and no clock
+//! probe runs before it. A kernel with more than 48 KiB of dynamic shared memory also
+//! makes the call that allows it there, at its loading.
 
+use super::env::Env;
 use super::launches::Launches;
 use super::queue::Queue;
 use super::{Aspect, ConfigError, Knob, Layer};
@@ -42,6 +44,15 @@ impl Knob for FirstLaunch {
                     )
                     .with_hint("sizing the wait kernel launches the kernel before anything is timed"));
             }
+            let vars = Env::read(layer)?.vars;
+            if vars.get("CUDA_MODULE_LOADING").map(String::as_str) == Some("EAGER") {
+                return Err(layer
+                    .err_at(
+                        "first_launch",
+                        "first_launch = \"lazy\" times the loading that lazy loading puts in a first launch, but env sets CUDA_MODULE_LOADING = \"EAGER\"",
+                    )
+                    .with_hint("a runtime-API program under EAGER loads its kernels at start-up: use first_launch = \"prepared\" there"));
+            }
         }
         Ok(first)
     }
@@ -72,5 +83,7 @@ mod tests {
         assert!(read::<FirstLaunch>("first_launch = \"lazy\"\ngraph = 10").is_err());
         assert!(read::<FirstLaunch>("first_launch = \"lazy\"\nqueue = \"saturate\"").is_err());
         assert!(read::<FirstLaunch>("first_launch = \"eager\"").is_err());
+        let eager = "first_launch = \"lazy\"\nenv = { CUDA_MODULE_LOADING = \"EAGER\" }";
+        assert!(read::<FirstLaunch>(eager).is_err());
     }
 }

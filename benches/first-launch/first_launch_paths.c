@@ -1,0 +1,99 @@
+// Which driver path reproduces a runtime-API program's first launch? One fresh process times
+// one first launch of the post's naive matmul with CUDA events on the legacy default stream,
+// as `benchmark_03_cudaEvents` does, loading the kernel one of these ways:
+//   module    cuModuleLoadData + cuModuleGetFunction + cuLaunchKernel, all inside the region
+//   library   cuLibraryLoadData before it; cuLibraryGetKernel + cuKernelGetFunction +
+//             cuLaunchKernel inside
+//   kernel    cuLibraryLoadData + cuLibraryGetKernel before it; cuLaunchKernel of the
+//             CUkernel itself inside (the kernel loads into the context at that launch)
+//   prepared  everything before it; only cuLaunchKernel inside
+//   runtime   cuLibraryLoadData + cuLibraryGetKernel + cuLaunchKernel of the CUkernel, all
+//             inside: what the CUDA 13 runtime does at a program's first kernel<<<>>> under
+//             lazy loading (trace-b03.txt from run.sh shows the calls)
+// Prints the event reading and the host time of each call inside the region. Build and run
+// on a GPU machine (benches/first-launch/run.sh does both):
+//   nvcc -O2 -o first_launch_paths first_launch_paths.c -lcuda
+//   ./first_launch_paths MODE IMAGE N [NAME]  (IMAGE: a CUBIN or fatbinary of the matmul, whose
+//                                            entry is NAME, default matMulKernel)
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { \
+    const char *s_; cuGetErrorName(r_, &s_); fprintf(stderr, "%s: %s\n", #x, s_); exit(2); } } while (0)
+
+static double now_us(void) {
+  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { perror(path); exit(2); }
+  fseek(f, 0, SEEK_END); long len = ftell(f); fseek(f, 0, SEEK_SET);
+  char *b = malloc(len + 1);
+  if (fread(b, 1, len, f) != (size_t)len) { perror(path); exit(2); }
+  b[len] = 0; fclose(f);
+  return b;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4 && argc != 5) { fprintf(stderr, "usage: %s module|library|kernel|prepared|runtime IMAGE N [NAME]\n", argv[0]); return 1; }
+  const char *mode = argv[1];
+  int n = atoi(argv[3]);
+  void *image = read_file(argv[2]);
+  size_t bytes = (size_t)n * n * sizeof(float);
+  float *h = malloc(bytes);
+  for (size_t i = 0; i < (size_t)n * n; i++) h[i] = (float)(rand() % 10000) / 100.0f;
+
+  CUdevice dev; CUcontext ctx;
+  CK(cuInit(0)); CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
+  CUdeviceptr a, b, c;
+  CK(cuMemAlloc(&a, bytes)); CK(cuMemAlloc(&b, bytes)); CK(cuMemAlloc(&c, bytes));
+  CK(cuMemcpyHtoD(a, h, bytes)); CK(cuMemcpyHtoD(b, h, bytes));
+  CUevent start, stop;
+  CK(cuEventCreate(&start, CU_EVENT_DEFAULT)); CK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+
+  CUmodule module = NULL; CUlibrary library = NULL; CUkernel kernel = NULL; CUfunction func = NULL;
+  int m_ = n, k_ = n, n_ = n;
+  void *params[] = {&a, &b, &c, &m_, &k_, &n_};
+  unsigned g = (n + 31) / 32;
+  const char *name = argc == 5 ? argv[4] : "matMulKernel";
+  if (!strcmp(mode, "library") || !strcmp(mode, "kernel"))
+    CK(cuLibraryLoadData(&library, image, NULL, NULL, 0, NULL, NULL, 0));
+  if (!strcmp(mode, "kernel")) CK(cuLibraryGetKernel(&kernel, library, name));
+  if (!strcmp(mode, "prepared")) {
+    CK(cuModuleLoadData(&module, image)); CK(cuModuleGetFunction(&func, module, name));
+  }
+
+  double t[4];
+  CK(cuEventRecord(start, NULL));
+  t[0] = now_us();
+  if (!strcmp(mode, "module")) {
+    CK(cuModuleLoadData(&module, image)); t[1] = now_us();
+    CK(cuModuleGetFunction(&func, module, name));
+  } else if (!strcmp(mode, "library")) {
+    CK(cuLibraryGetKernel(&kernel, library, name)); t[1] = now_us();
+    CK(cuKernelGetFunction(&func, kernel));
+  } else if (!strcmp(mode, "runtime")) {
+    CK(cuLibraryLoadData(&library, image, NULL, NULL, 0, NULL, NULL, 0)); t[1] = now_us();
+    CK(cuLibraryGetKernel(&kernel, library, name));
+    func = (CUfunction)kernel;
+  } else if (!strcmp(mode, "kernel")) {
+    func = (CUfunction)kernel; t[1] = now_us();
+  } else {
+    t[1] = now_us();
+  }
+  t[2] = now_us();
+  CK(cuLaunchKernel(func, g, g, 1, 32, 32, 1, 0, NULL, params, NULL));
+  t[3] = now_us();
+  CK(cuEventRecord(stop, NULL));
+  CK(cuEventSynchronize(stop));
+  float ms; CK(cuEventElapsedTime(&ms, start, stop));
+  printf("%s n=%d event_us=%.1f load_us=%.1f lookup_us=%.1f launch_us=%.1f\n", mode, n,
+         ms * 1e3, t[1] - t[0], t[2] - t[1], t[3] - t[2]);
+  return 0;
+}
