@@ -216,12 +216,13 @@ pub fn run(
         _ => None,
     };
     let program = WorkerProgram::this_binary()?;
-    let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?.run_all(&done)?;
+    let mut peers = peers::Peers::new(&exp);
+    let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?
+        .run_all(&done, &mut peers)?;
     if complete && !exp.peers.is_empty() {
-        eprintln!("running the peers beside their variants");
-        let started = std::time::Instant::now();
-        writer.write_peers(&peers::run_all(&exp))?;
-        meta.peers_s = Some(started.elapsed().as_secs_f64());
+        let (rows, seconds) = peers.finish();
+        writer.write_peers(&rows)?;
+        meta.peers_s = Some(seconds);
     }
     meta.complete = complete;
     meta.finished_utc = Some(now());

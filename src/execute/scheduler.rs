@@ -3,6 +3,7 @@
 //! overruns a cell's timeout, records cells whose worker died, and stops on Ctrl-C.
 
 use super::jit_cache::JitCaches;
+use super::peers::Peers;
 use super::profiler;
 use super::worker_process::{Next, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
@@ -82,9 +83,9 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    /// Runs every job's runs but those in `done`; false when an interrupt stopped the run
-    /// early.
-    pub fn run_all(mut self, done: &HashSet<Run>) -> Result<bool> {
+    /// Runs every job's runs but those in `done`, and the peers' process i once the last
+    /// fresh process of round i has exited; false when an interrupt stopped the run early.
+    pub fn run_all(mut self, done: &HashSet<Run>, peers: &mut Peers) -> Result<bool> {
         let jobs: Vec<WorkerJob> = self
             .plan
             .jobs()
@@ -97,11 +98,25 @@ impl<'a> Scheduler<'a> {
             .collect();
         self.bar
             .set_length(jobs.iter().map(|j| j.runs.len() as u64).sum());
-        for job in jobs {
+        // A fresh process runs one run; a round's runs share its process index.
+        let plan = self.plan;
+        let round = |j: &WorkerJob| match j.runs[..] {
+            [run] if plan.cells[run.cell].knobs.process.fresh.is_some() => Some(run.process),
+            _ => None,
+        };
+        let mut jobs = jobs.into_iter().peekable();
+        while let Some(job) = jobs.next() {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 break;
             }
+            let this = round(&job);
             self.run_job(job)?;
+            let round_ends = |r: &u32| jobs.peek().and_then(round) != Some(*r);
+            if let Some(r) = this.filter(round_ends).filter(|r| peers.due(*r)) {
+                // The peers start once the round's last worker is gone, as a worker would.
+                self.settle()?;
+                self.bar.suspend(|| peers.run_through(r));
+            }
         }
         self.settle()?;
         self.bar.finish_and_clear();

@@ -87,7 +87,7 @@ fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, 
     let program = stand_in(on_b);
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
-        .run_all(&HashSet::new())
+        .run_all(&HashSet::new(), &mut Peers::new(&exp))
         .unwrap();
     (tmp, Outcome { dir, complete })
 }
@@ -154,25 +154,14 @@ fn malformed_worker_output_stops_the_run_with_a_message() {
     let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
     let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
-        .run_all(&HashSet::new())
+        .run_all(&HashSet::new(), &mut Peers::new(&exp))
         .unwrap_err();
     assert!(format!("{err:#}").contains("malformed message"), "{err:#}");
 }
 
-#[test]
-fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() {
-    let tmp = tempfile::tempdir().unwrap();
-    let exp = experiment(tmp.path());
-    let text = exp.text.replace(
-        "[[variant]]\nname = \"a\"",
-        "[[variant]]\nname = \"a\"\nfresh_process = true\nprocesses = 2",
-    );
-    std::fs::write(&exp.path, text).unwrap();
-    let exp = Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
-    let plan = Plan::new(&exp).unwrap();
-    let log = tmp.path().join("log");
-    // Logs its start, the end of its input (where a worker goes on to the device) and its
-    // exit (half a second after its last cell).
+/// A stand-in worker that logs its start, the end of its input (where a worker goes on to
+/// the device) and its exit (half a second after its last cell) to `log`.
+fn logging_worker(log: &Path) -> WorkerProgram {
     let script = format!(
         r#"echo "start $$" >> {log}
 job=$(cat)
@@ -186,12 +175,71 @@ sleep 0.5
 echo "exit $$" >> {log}"#,
         log = log.display()
     );
-    let program = WorkerProgram::new("sh", &["-c", &script]);
+    WorkerProgram::new("sh", &["-c", &script])
+}
+
+/// The stand-in experiment with variant `a` in `processes` fresh processes and `extra`
+/// appended to its text.
+fn fresh_experiment(dir: &Path, processes: u32, extra: &str) -> Experiment {
+    let exp = experiment(dir);
+    let text = exp.text.replace(
+        "[[variant]]\nname = \"a\"",
+        &format!("[[variant]]\nname = \"a\"\nfresh_process = true\nprocesses = {processes}"),
+    ) + extra;
+    std::fs::write(&exp.path, text).unwrap();
+    Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap()
+}
+
+#[test]
+fn a_peer_runs_each_process_after_its_round_of_fresh_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log");
+    let peer = format!(
+        "[[peer]]\nname = \"p\"\nvariant = \"a\"\nreads = \"took: {{ms}}ms\"\nprocesses = 3\ncommand = [\"sh\", \"-c\", \"echo peer $$ >> {}; echo took: 1ms\"]\n",
+        log.display()
+    );
+    let exp = fresh_experiment(tmp.path(), 2, &peer);
+    let plan = Plan::new(&exp).unwrap();
+    let (dir, mut meta) = (tmp.path().join("out"), meta());
+    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+    let mut peers = Peers::new(&exp);
+    Scheduler::new(&exp, &plan, &mut writer, &mut meta, &logging_worker(&log))
+        .unwrap()
+        .run_all(&HashSet::new(), &mut peers)
+        .unwrap();
+    let (rows, _) = peers.finish();
+    assert_eq!(
+        rows.iter().map(|r| r.process).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert!(rows.iter().all(|r| r.time_ns == Some(1e6)), "{rows:?}");
+    // The shared worker, then per round: the fresh worker to its exit, then the peer; the
+    // peer's third process after the last round.
+    let order: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').next().map(String::from))
+        .filter(|w| w != "job")
+        .collect();
+    assert_eq!(
+        order,
+        ["start", "start", "exit", "exit", "peer", "start", "exit", "peer", "peer"],
+        "{order:?}"
+    );
+}
+
+#[test]
+fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = fresh_experiment(tmp.path(), 2, "");
+    let plan = Plan::new(&exp).unwrap();
+    let log = tmp.path().join("log");
+    let program = logging_worker(&log);
     let (dir, mut meta) = (tmp.path().join("out"), meta());
     let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
     Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
-        .run_all(&HashSet::new())
+        .run_all(&HashSet::new(), &mut Peers::new(&exp))
         .unwrap();
     let lines: Vec<(String, String)> = std::fs::read_to_string(&log)
         .unwrap()
