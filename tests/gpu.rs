@@ -351,6 +351,13 @@ timer = "events"
 graph = 20
 cache = "flush"
 queue = "saturate"
+
+[[variant]]
+name = "graph-flush-nodes"
+timer = "events"
+graph = 20
+cache = "flush"
+flushed_graph = "event_nodes"
 "#;
     let (_out, dir, records) = run_on_gpu("flushes", &matmul_with("n = [256]", variants));
     for r in &records {
@@ -377,6 +384,12 @@ queue = "saturate"
     assert!(
         (graph_cold / memset - 1.0).abs() < 0.15,
         "{graph_cold} ns in the graph vs {memset} ns alone"
+    );
+    // Read by event nodes around each launch instead, likewise.
+    let nodes = steady_median(&dir, "/graph-flush-nodes");
+    assert!(
+        (nodes / memset - 1.0).abs() < 0.15,
+        "{nodes} ns by event nodes vs {memset} ns alone"
     );
 }
 

@@ -20,6 +20,16 @@ impl Event {
         unsafe { result::event::record(self.0, std::ptr::null_mut()) }.during("cuEventRecord")
     }
 
+    /// Records the event on `stream` as a node of the graph the stream is capturing (an
+    /// external record: replays timestamp it).
+    pub(super) fn record_as_node(&self, stream: sys::CUstream) -> Result<(), CudaError> {
+        let external = sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32;
+        // SAFETY: the event is live; the stream is live and capturing.
+        unsafe { sys::cuEventRecordWithFlags(self.0, stream, external) }
+            .result()
+            .during("cuEventRecordWithFlags(EXTERNAL)")
+    }
+
     /// Whether the work before the event is done.
     #[inline]
     pub fn done(&self) -> bool {

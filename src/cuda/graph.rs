@@ -1,9 +1,11 @@
 //! CUDA graphs: a launch captured `count` times and replayed as one submission, each
 //! captured launch with the next of the cell's buffer sets where it has several, or after an
-//! L2 flush (so that a graph's launches can each find a cold cache).
+//! L2 flush (so that a graph's launches can each find a cold cache), and where asked between
+//! two event nodes that time it inside the replay.
 
 use super::code::Function;
 use super::error::{Check, CudaError};
+use super::event::Event;
 use super::launch::{Launch, Param};
 use super::memory::DeviceBuffer;
 use cudarc::driver::{result, sys};
@@ -41,13 +43,21 @@ impl Prelude<'_, '_> {
 impl<'b> Graph<'b> {
     /// Captures `count` launches, each after `prelude` where there is one; launch `i`
     /// takes its parameters from `sets[i % len]` (one set: all alike), and `launch` is left
-    /// with the first set's.
+    /// with the first set's. Where `marks` holds pairs, launch `i` lies between the nodes of
+    /// `marks[i]`, which each replay records.
     pub fn capture(
         launch: &mut Launch<'b>,
         count: u64,
         sets: &[Vec<Param<'b>>],
         mut prelude: Option<Prelude<'_, 'b>>,
+        marks: &'b [(Event, Event)],
     ) -> Result<Graph<'b>, CudaError> {
+        if !marks.is_empty() && (marks.len() as u64) < count {
+            return Err(CudaError::Library(format!(
+                "{} event pairs for a graph of {count} launches",
+                marks.len()
+            )));
+        }
         let func = launch.resolve()?;
         let captured = capture(count, |stream, i| {
             if let Some(p) = prelude.as_mut() {
@@ -58,9 +68,16 @@ impl<'b> Graph<'b> {
                     launch.set_param(j, *v);
                 }
             }
+            if let Some((before, _)) = marks.get(i) {
+                before.record_as_node(stream)?;
+            }
             launch
                 .enqueue_on(stream)
-                .map_err(|e| CudaError::driver("launch during graph capture", e))
+                .map_err(|e| CudaError::driver("launch during graph capture", e))?;
+            match marks.get(i) {
+                Some((_, after)) => after.record_as_node(stream),
+                None => Ok(()),
+            }
         });
         if let Some(first) = sets.first().filter(|_| sets.len() > 1) {
             for (i, v) in first.iter().enumerate() {

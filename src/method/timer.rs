@@ -20,13 +20,26 @@ pub enum Body<'b> {
         flushes: Graph<'b>,
         n: u64,
     },
+    /// A graph of `n` flush and launch pairs with event nodes around each launch, and two
+    /// graphs of `n` launches alone, one with the same nodes and one without: a reading is
+    /// the nodes' median span in the pairs less what the nodes add to a hot launch.
+    NodeTimedGraph {
+        pairs: Graph<'b>,
+        hot_marked: Graph<'b>,
+        hot: Graph<'b>,
+        marks: &'b [(Event, Event)],
+        n: u64,
+    },
 }
 
 impl Body<'_> {
     /// Launches per region: a reading is divided by this.
     pub fn launches(&self) -> u64 {
         match self {
-            Body::Launches(n) | Body::Graph(_, n) | Body::FlushedGraph { n, .. } => *n,
+            Body::Launches(n)
+            | Body::Graph(_, n)
+            | Body::FlushedGraph { n, .. }
+            | Body::NodeTimedGraph { n, .. } => *n,
         }
     }
 
@@ -40,9 +53,28 @@ impl Body<'_> {
                 }
                 Ok(())
             }
-            Body::Graph(g, _) | Body::FlushedGraph { pairs: g, .. } => g.launch(),
+            Body::Graph(g, _)
+            | Body::FlushedGraph { pairs: g, .. }
+            | Body::NodeTimedGraph { pairs: g, .. } => g.launch(),
         }
     }
+}
+
+/// Replays `graph` and returns the median time, in ns, between the two nodes of each pair
+/// of `marks` it recorded.
+fn node_median(graph: &Graph, marks: &[(Event, Event)]) -> Result<f64, CudaError> {
+    graph.launch()?;
+    synchronize()?;
+    let mut spans = marks
+        .iter()
+        .map(|(a, b)| Ok(b.elapsed_ms_since(a)? as f64 * 1e6))
+        .collect::<Result<Vec<f64>, CudaError>>()?;
+    spans.sort_by(f64::total_cmp);
+    let m = spans.len() / 2;
+    Ok(match spans.len() % 2 {
+        1 => spans[m],
+        _ => (spans[m - 1] + spans[m]) / 2.0,
+    })
 }
 
 /// A wait kernel enqueued before each timed region, so the region's work is already queued
@@ -150,6 +182,20 @@ impl<'b> Timer<'b> {
                 let with = self.time_region(&mut || pairs.launch())?;
                 let alone = self.time_region(&mut || flushes.launch())?;
                 Ok((with - alone) / per)
+            }
+            // The nodes time the launches inside the replays; the whole hot graph, timed as
+            // any graph, says what the nodes add.
+            Body::NodeTimedGraph {
+                pairs,
+                hot_marked,
+                hot,
+                marks,
+                n,
+            } => {
+                let hot_whole = self.time_region(&mut || hot.launch())? / per;
+                let hot_nodes = node_median(hot_marked, &marks[..*n as usize])?;
+                let cold_nodes = node_median(pairs, &marks[..*n as usize])?;
+                Ok(cold_nodes - (hot_nodes - hot_whole))
             }
             _ => Ok(self.time_region(&mut || body.enqueue(launch))? / per),
         }

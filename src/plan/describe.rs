@@ -5,6 +5,7 @@ use super::{Cell, Plan};
 use crate::experiment::knobs::{
     cache::{bytes_text, Cache, FlushMethod},
     env::JitCache,
+    flushed_graph::FlushedGraph,
     launches::Launches,
     queue::Queue,
     warmup::WarmupKernel,
@@ -178,6 +179,9 @@ fn row(c: &Cell, width: usize) -> String {
     };
     if !c.launch.steps.is_empty() {
         region += &format!(" +{} step(s)", c.launch.steps.len());
+    }
+    if k.flushed_graph == FlushedGraph::EventNodes {
+        region += " (event nodes)";
     }
     if let Queue::Saturate { wait_us } = k.queue {
         region += &match wait_us {

@@ -12,7 +12,8 @@ use super::kernels::KernelKey;
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
-use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Graph, Launch, Param};
+use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Event, Graph, Launch, Param};
+use crate::experiment::knobs::flushed_graph::FlushedGraph;
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::experiment::knobs::{first_launch::FirstLaunch, warmup::WarmupKernel};
 use crate::method::{
@@ -208,20 +209,34 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
         }
     };
+    let marks = match (knobs.launches, knobs.flushed_graph) {
+        (Launches::Graph(n), FlushedGraph::EventNodes) if flush.is_some() => (0..n)
+            .map(|_| Ok((Event::new()?, Event::new()?)))
+            .collect::<Result<Vec<_>, CudaError>>()?,
+        _ => Vec::new(),
+    };
     let body = match (knobs.launches, flush.as_mut()) {
         // With `rotate`, the graph's launches take the buffer sets in turn; with a flush,
-        // each comes after one, and a graph of the flushes alone is timed beside it.
+        // each comes after one, and the graph is read by event nodes around its launches
+        // or against a graph of the flushes alone.
+        (Launches::Graph(n), Some(f)) if !marks.is_empty() => Body::NodeTimedGraph {
+            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()), &marks)?,
+            hot_marked: Graph::capture(&mut launch, n, &params, None, &marks)?,
+            hot: Graph::capture(&mut launch, n, &params, None, &[])?,
+            marks: &marks,
+            n,
+        },
         (Launches::Graph(n), Some(f)) => Body::FlushedGraph {
-            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()))?,
+            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()), &[])?,
             flushes: Graph::capture_preludes(f.prelude(), n)?,
             n,
         },
         (Launches::Graph(n), None) => {
-            Body::Graph(Graph::capture(&mut launch, n, &params, None)?, n)
+            Body::Graph(Graph::capture(&mut launch, n, &params, None, &[])?, n)
         }
         (other, _) => Body::Launches(other.count()),
     };
-    if let Body::FlushedGraph { .. } = body {
+    if let Body::FlushedGraph { .. } | Body::NodeTimedGraph { .. } = body {
         flush = None;
     }
     // The wait kernel's output: one float nobody reads.

@@ -12,8 +12,8 @@ pub enum Launches {
     /// Launches back to back in one timed region; the reading is per launch.
     Batch(u64),
     /// Launches captured in a CUDA graph whose replay is timed; the reading is per launch.
-    /// With an L2 flush (`cache`), the graph holds a flush before each launch, and the
-    /// reading is its replay less that of a graph of the flushes alone.
+    /// With an L2 flush (`cache`), the graph holds a flush before each launch (read as
+    /// `flushed_graph` says).
     Graph(u64),
 }
 
@@ -49,7 +49,7 @@ impl Knob for Launches {
                 "each timed region holds {n} launches back to back (hot by nature), read per launch"
             )),
             Launches::Graph(n) => Some(format!(
-                "each timed region replays a CUDA graph of {n} launches, read per launch (with a flush: {n} flush and launch pairs, less a graph of the {n} flushes)"
+                "each timed region replays a CUDA graph of {n} launches, read per launch (with a flush: {n} flush and launch pairs)"
             )),
         }
     }

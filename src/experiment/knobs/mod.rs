@@ -75,6 +75,7 @@ knobs! {
     launches: launches::Launches,
     queue: queue::Queue,
     cache: cache::Cache,
+    flushed_graph: flushed_graph::FlushedGraph,
     rotate: rotate::Rotate,
     cupti_collect: cupti_collect::CuptiCollect,
     order: order::Order,
