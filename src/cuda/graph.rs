@@ -40,26 +40,52 @@ impl Prelude<'_, '_> {
     }
 }
 
+/// Event nodes a graph records on each replay: they time its launches inside the replay,
+/// where neither the host's submission nor anything queued before it counts.
+#[derive(Clone, Copy)]
+pub enum Marks<'b> {
+    None,
+    /// Launch i between the two nodes of pair i.
+    EachLaunch(&'b [(Event, Event)]),
+    /// All the launches (and their preludes) between the two nodes of one pair.
+    Whole(&'b (Event, Event)),
+}
+
+impl<'b> Marks<'b> {
+    /// The node recorded before launch `i` of `count`, and the one after it.
+    fn around(self, i: usize, count: usize) -> (Option<&'b Event>, Option<&'b Event>) {
+        match self {
+            Marks::None => (None, None),
+            Marks::EachLaunch(pairs) => pairs
+                .get(i)
+                .map_or((None, None), |(a, b)| (Some(a), Some(b))),
+            Marks::Whole((a, b)) => ((i == 0).then_some(a), (i + 1 == count).then_some(b)),
+        }
+    }
+}
+
 impl<'b> Graph<'b> {
     /// Captures `count` launches, each after `prelude` where there is one; launch `i`
     /// takes its parameters from `sets[i % len]` (one set: all alike), and `launch` is left
-    /// with the first set's. Where `marks` holds pairs, launch `i` lies between the nodes of
-    /// `marks[i]`, which each replay records.
+    /// with the first set's; `marks` places event nodes around them.
     pub fn capture(
         launch: &mut Launch<'b>,
         count: u64,
         sets: &[Vec<Param<'b>>],
         mut prelude: Option<Prelude<'_, 'b>>,
-        marks: &'b [(Event, Event)],
+        marks: Marks<'b>,
     ) -> Result<Graph<'b>, CudaError> {
-        if !marks.is_empty() && (marks.len() as u64) < count {
-            return Err(CudaError::Library(format!(
-                "{} event pairs for a graph of {count} launches",
-                marks.len()
-            )));
+        if let Marks::EachLaunch(pairs) = marks {
+            if (pairs.len() as u64) < count {
+                return Err(CudaError::Library(format!(
+                    "{} event pairs for a graph of {count} launches",
+                    pairs.len()
+                )));
+            }
         }
         let func = launch.resolve()?;
         let captured = capture(count, |stream, i| {
+            let (before, after) = marks.around(i, count as usize);
             if let Some(p) = prelude.as_mut() {
                 p.enqueue_on(stream)?;
             }
@@ -68,14 +94,14 @@ impl<'b> Graph<'b> {
                     launch.set_param(j, *v);
                 }
             }
-            if let Some((before, _)) = marks.get(i) {
-                before.record_as_node(stream)?;
+            if let Some(b) = before {
+                b.record_as_node(stream)?;
             }
             launch
                 .enqueue_on(stream)
                 .map_err(|e| CudaError::driver("launch during graph capture", e))?;
-            match marks.get(i) {
-                Some((_, after)) => after.record_as_node(stream),
+            match after {
+                Some(a) => a.record_as_node(stream),
                 None => Ok(()),
             }
         });

@@ -21,7 +21,7 @@ pub use device::{
 };
 pub use error::CudaError;
 pub use event::Event;
-pub use graph::{Graph, Prelude};
+pub use graph::{Graph, Marks, Prelude};
 pub use launch::{Dims, Launch, Param};
 pub use memory::{memory_info, DeviceBuffer};
 

@@ -21,13 +21,15 @@ pub enum Body<'b> {
         n: u64,
     },
     /// A graph of `n` flush and launch pairs with event nodes around each launch, and two
-    /// graphs of `n` launches alone, one with the same nodes and one without: a reading is
-    /// the nodes' median span in the pairs less what the nodes add to a hot launch.
+    /// graphs of `n` launches alone, one with the same nodes and one with a node before the
+    /// first and after the last: a reading is the nodes' median span in the pairs less what
+    /// the nodes add to a hot launch.
     NodeTimedGraph {
         pairs: Graph<'b>,
         hot_marked: Graph<'b>,
         hot: Graph<'b>,
         marks: &'b [(Event, Event)],
+        whole: &'b (Event, Event),
         n: u64,
     },
 }
@@ -183,16 +185,19 @@ impl<'b> Timer<'b> {
                 let alone = self.time_region(&mut || flushes.launch())?;
                 Ok((with - alone) / per)
             }
-            // The nodes time the launches inside the replays; the whole hot graph, timed as
-            // any graph, says what the nodes add.
+            // Nodes time the launches inside the replays, so no submission counts; the hot
+            // graph's launches between two nodes say what the nodes around each one add.
             Body::NodeTimedGraph {
                 pairs,
                 hot_marked,
                 hot,
                 marks,
+                whole,
                 n,
             } => {
-                let hot_whole = self.time_region(&mut || hot.launch())? / per;
+                hot.launch()?;
+                synchronize()?;
+                let hot_whole = whole.1.elapsed_ms_since(&whole.0)? as f64 * 1e6 / per;
                 let hot_nodes = node_median(hot_marked, &marks[..*n as usize])?;
                 let cold_nodes = node_median(pairs, &marks[..*n as usize])?;
                 Ok(cold_nodes - (hot_nodes - hot_whole))

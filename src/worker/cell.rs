@@ -12,7 +12,7 @@ use super::kernels::KernelKey;
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
-use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Event, Graph, Launch, Param};
+use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Event, Graph, Launch, Marks, Param};
 use crate::experiment::knobs::flushed_graph::FlushedGraph;
 use crate::experiment::knobs::{cache::Cache, launches::Launches, queue::Queue, timer::TimerKind};
 use crate::experiment::knobs::{first_launch::FirstLaunch, warmup::WarmupKernel};
@@ -209,32 +209,44 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
             Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
         }
     };
-    let marks = match (knobs.launches, knobs.flushed_graph) {
-        (Launches::Graph(n), FlushedGraph::EventNodes) if flush.is_some() => (0..n)
-            .map(|_| Ok((Event::new()?, Event::new()?)))
-            .collect::<Result<Vec<_>, CudaError>>()?,
-        _ => Vec::new(),
+    // Event nodes around each launch of a flushed graph, and around all of a hot one.
+    let (marks, whole) = match (knobs.launches, knobs.flushed_graph) {
+        (Launches::Graph(n), FlushedGraph::EventNodes) if flush.is_some() => (
+            (0..n)
+                .map(|_| Ok((Event::new()?, Event::new()?)))
+                .collect::<Result<Vec<_>, CudaError>>()?,
+            Some((Event::new()?, Event::new()?)),
+        ),
+        _ => (Vec::new(), None),
     };
-    let body = match (knobs.launches, flush.as_mut()) {
+    let body = match (knobs.launches, flush.as_mut(), whole.as_ref()) {
         // With `rotate`, the graph's launches take the buffer sets in turn; with a flush,
         // each comes after one, and the graph is read by event nodes around its launches
         // or against a graph of the flushes alone.
-        (Launches::Graph(n), Some(f)) if !marks.is_empty() => Body::NodeTimedGraph {
-            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()), &marks)?,
-            hot_marked: Graph::capture(&mut launch, n, &params, None, &marks)?,
-            hot: Graph::capture(&mut launch, n, &params, None, &[])?,
+        (Launches::Graph(n), Some(f), Some(whole)) => Body::NodeTimedGraph {
+            pairs: Graph::capture(
+                &mut launch,
+                n,
+                &params,
+                Some(f.prelude()),
+                Marks::EachLaunch(&marks),
+            )?,
+            hot_marked: Graph::capture(&mut launch, n, &params, None, Marks::EachLaunch(&marks))?,
+            hot: Graph::capture(&mut launch, n, &params, None, Marks::Whole(whole))?,
             marks: &marks,
+            whole,
             n,
         },
-        (Launches::Graph(n), Some(f)) => Body::FlushedGraph {
-            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()), &[])?,
+        (Launches::Graph(n), Some(f), None) => Body::FlushedGraph {
+            pairs: Graph::capture(&mut launch, n, &params, Some(f.prelude()), Marks::None)?,
             flushes: Graph::capture_preludes(f.prelude(), n)?,
             n,
         },
-        (Launches::Graph(n), None) => {
-            Body::Graph(Graph::capture(&mut launch, n, &params, None, &[])?, n)
-        }
-        (other, _) => Body::Launches(other.count()),
+        (Launches::Graph(n), None, _) => Body::Graph(
+            Graph::capture(&mut launch, n, &params, None, Marks::None)?,
+            n,
+        ),
+        (other, _, _) => Body::Launches(other.count()),
     };
     if let Body::FlushedGraph { .. } | Body::NodeTimedGraph { .. } = body {
         flush = None;

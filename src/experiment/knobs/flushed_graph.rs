@@ -4,8 +4,9 @@
 //! meets the launch's lines, not the flush's dirty ones), so a kernel that leaves much of
 //! L2 clean reads low by up to ~1.4 µs (`benches/cold-graph-events`). `"event_nodes"`:
 //! event nodes around each launch inside the pairs graph, their elapsed time less what the
-//! same nodes add to a hot launch (a graph of N launches between nodes against the same
-//! graph timed whole), so nothing but the launches' own L2 state differs.
+//! same nodes add to a hot launch (a graph of N launches with nodes around each against the
+//! same launches between one pair of nodes), so nothing but the launches' own L2 state
+//! differs and no submission is timed.
 
 use super::cache::Cache;
 use super::launches::Launches;
