@@ -45,6 +45,15 @@ impl Body<'_> {
         }
     }
 
+    /// Launches of the kernel one timed sample makes (a node-timed graph replays its
+    /// launches three times: flushed, hot between nodes, hot whole).
+    pub fn kernel_launches(&self) -> u64 {
+        match self {
+            Body::NodeTimedGraph { n, .. } => 3 * n,
+            other => other.launches(),
+        }
+    }
+
     /// Enqueues the region's work (of a flushed graph: the pairs).
     #[inline]
     fn enqueue(&self, launch: &mut Launch) -> Result<(), CudaError> {

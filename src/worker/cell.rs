@@ -370,7 +370,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
         timer.time(&mut launch, &body).map_err(during(what))
     };
     let first = timed(&mut starts, Some(&mut *timeline), "first launch")?;
-    rec.kernel_launches += body.launches();
+    rec.kernel_launches += body.kernel_launches();
     timeline.mark(FIRST_TIMED_LAUNCH);
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
@@ -385,7 +385,7 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let mut stopper = knobs.samples.stop.map(Stopper::new);
     for _ in 0..n {
         let t = timed(&mut starts, None, "timed launch")?;
-        rec.kernel_launches += body.launches();
+        rec.kernel_launches += body.kernel_launches();
         samples.push(t);
         if let Some(why) = stopper
             .as_mut()

@@ -10,6 +10,7 @@
 
 use super::cache::Cache;
 use super::launches::Launches;
+use super::queue::Queue;
 use super::timer::TimerKind;
 use super::{Aspect, ConfigError, Knob, Layer};
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,14 @@ impl Knob for FlushedGraph {
                 )
                 .with_hint("its nodes are CUDA events"));
         }
+        if how == FlushedGraph::EventNodes && Queue::read(layer)? != Queue::Idle {
+            return Err(layer
+                .err_at(
+                    "flushed_graph",
+                    "flushed_graph = \"event_nodes\" times inside the graph: a wait kernel before it adds nothing",
+                )
+                .with_hint("leave queue = \"idle\""));
+        }
         Ok(how)
     }
 
@@ -87,6 +96,7 @@ mod tests {
         assert!(read::<FlushedGraph>("graph = 10\nflushed_graph = \"event_nodes\"").is_err());
         assert!(read::<FlushedGraph>("cache = \"flush\"\nflushed_graph = \"event_nodes\"").is_err());
         assert!(read::<FlushedGraph>(&format!("{nodes}\ntimer = \"cupti\"")).is_err());
+        assert!(read::<FlushedGraph>(&format!("{nodes}\nqueue = \"saturate\"")).is_err());
         assert!(read::<FlushedGraph>(&format!("{base}flushed_graph = \"nodes\"")).is_err());
     }
 }
