@@ -76,16 +76,11 @@ impl Body<'_> {
 fn node_median(graph: &Graph, marks: &[(Event, Event)]) -> Result<f64, CudaError> {
     graph.launch()?;
     synchronize()?;
-    let mut spans = marks
+    let spans = marks
         .iter()
         .map(|(a, b)| Ok(b.elapsed_ms_since(a)? as f64 * 1e6))
         .collect::<Result<Vec<f64>, CudaError>>()?;
-    spans.sort_by(f64::total_cmp);
-    let m = spans.len() / 2;
-    Ok(match spans.len() % 2 {
-        1 => spans[m],
-        _ => (spans[m - 1] + spans[m]) / 2.0,
-    })
+    super::median(spans).ok_or_else(|| CudaError::Library("a graph without event nodes".into()))
 }
 
 /// A wait kernel enqueued before each timed region, so the region's work is already queued
@@ -202,13 +197,13 @@ impl<'b> Timer<'b> {
                 hot,
                 marks,
                 whole,
-                n,
+                ..
             } => {
                 hot.launch()?;
                 synchronize()?;
                 let hot_whole = whole.1.elapsed_ms_since(&whole.0)? as f64 * 1e6 / per;
-                let hot_nodes = node_median(hot_marked, &marks[..*n as usize])?;
-                let cold_nodes = node_median(pairs, &marks[..*n as usize])?;
+                let hot_nodes = node_median(hot_marked, marks)?;
+                let cold_nodes = node_median(pairs, marks)?;
                 Ok(cold_nodes - (hot_nodes - hot_whole))
             }
             _ => Ok(self.time_region(&mut || body.enqueue(launch))? / per),
