@@ -358,6 +358,7 @@ timer = "events"
 graph = 20
 cache = "flush"
 flushed_graph = "event_nodes"
+queue = "saturate"
 "#;
     let (_out, dir, records) = run_on_gpu("flushes", &matmul_with("n = [256]", variants));
     for r in &records {

@@ -71,16 +71,40 @@ impl Body<'_> {
     }
 }
 
-/// Replays `graph` and returns the median time, in ns, between the two nodes of each pair
-/// of `marks` it recorded.
-fn node_median(graph: &Graph, marks: &[(Event, Event)]) -> Result<f64, CudaError> {
-    graph.launch()?;
+/// Replays `graph` (behind the wait kernel, where there is one) and returns the median time,
+/// in ns, between the two nodes of each pair of `marks` it recorded.
+fn node_median(
+    saturate: &mut Option<Saturate>,
+    graph: &Graph,
+    marks: &[(Event, Event)],
+) -> Result<f64, CudaError> {
+    behind_wait(saturate, || graph.launch())?;
     synchronize()?;
     let spans = marks
         .iter()
         .map(|(a, b)| Ok(b.elapsed_ms_since(a)? as f64 * 1e6))
         .collect::<Result<Vec<f64>, CudaError>>()?;
     super::median(spans).ok_or_else(|| CudaError::Library("a graph without event nodes".into()))
+}
+
+/// Enqueues the wait kernel, where there is one, then `region`; counts a wait that had ended
+/// before `region` was enqueued, when the region's start may have met an empty queue.
+#[inline]
+fn behind_wait(
+    saturate: &mut Option<Saturate>,
+    region: impl FnOnce() -> Result<(), CudaError>,
+) -> Result<(), CudaError> {
+    if let Some(s) = saturate.as_mut() {
+        s.wait.enqueue()?;
+        s.done.record()?;
+    }
+    region()?;
+    if let Some(s) = saturate.as_mut() {
+        if s.done.done() {
+            s.too_short += 1;
+        }
+    }
+    Ok(())
 }
 
 /// A wait kernel enqueued before each timed region, so the region's work is already queued
@@ -191,6 +215,7 @@ impl<'b> Timer<'b> {
             }
             // Nodes time the launches inside the replays, so no submission counts; the hot
             // graph's launches between two nodes say what the nodes around each one add.
+            // Each replay waits behind the wait kernel, queued whole before it runs.
             Body::NodeTimedGraph {
                 pairs,
                 hot_marked,
@@ -199,11 +224,11 @@ impl<'b> Timer<'b> {
                 whole,
                 ..
             } => {
-                hot.launch()?;
+                behind_wait(&mut self.saturate, || hot.launch())?;
                 synchronize()?;
                 let hot_whole = whole.1.elapsed_ms_since(&whole.0)? as f64 * 1e6 / per;
-                let hot_nodes = node_median(hot_marked, marks)?;
-                let cold_nodes = node_median(pairs, marks)?;
+                let hot_nodes = node_median(&mut self.saturate, hot_marked, marks)?;
+                let cold_nodes = node_median(&mut self.saturate, pairs, marks)?;
                 Ok(cold_nodes - (hot_nodes - hot_whole))
             }
             _ => Ok(self.time_region(&mut || body.enqueue(launch))? / per),
@@ -231,19 +256,12 @@ impl<'b> Timer<'b> {
                 Ok(t0.elapsed().as_nanos() as f64)
             }
             TimerKind::Events => {
-                if let Some(s) = self.saturate.as_mut() {
-                    s.wait.enqueue()?;
-                    s.done.record()?;
-                }
-                self.start.record()?;
-                enqueue()?;
-                self.stop.record()?;
-                if let Some(s) = self.saturate.as_mut() {
-                    // Done already: the start event may have fired on an empty queue.
-                    if s.done.done() {
-                        s.too_short += 1;
-                    }
-                }
+                let (start, stop) = (&self.start, &self.stop);
+                behind_wait(&mut self.saturate, || {
+                    start.record()?;
+                    enqueue()?;
+                    stop.record()
+                })?;
                 self.stop.synchronize()?;
                 Ok(self.stop.elapsed_ms_since(&self.start)? as f64 * 1e6)
             }
