@@ -15,6 +15,8 @@
 //   nvcc -O2 -o first_launch_paths first_launch_paths.c -lcuda
 //   ./first_launch_paths MODE IMAGE N [NAME]  (IMAGE: a CUBIN or fatbinary of the matmul, whose
 //                                            entry is NAME, default matMulKernel)
+// BEFORE=spin:MS keeps the CPU busy for MS ms just before the timed region (as a worker that
+// has just compiled its kernel with NVRTC); BEFORE=sleep:MS leaves it idle that long.
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,12 @@ int main(int argc, char **argv) {
     CK(cuModuleLoadData(&module, image)); CK(cuModuleGetFunction(&func, module, name));
   }
 
+  const char *before = getenv("BEFORE");
+  if (before) {
+    double ms = atof(strchr(before, ':') ? strchr(before, ':') + 1 : "0"), end = now_us() + ms * 1e3;
+    if (!strncmp(before, "spin", 4)) while (now_us() < end) {}
+    else { struct timespec d = {(time_t)(ms / 1e3), (long)(ms * 1e6) % 1000000000L}; nanosleep(&d, NULL); }
+  }
   double t[4];
   CK(cuEventRecord(start, NULL));
   t[0] = now_us();

@@ -1,11 +1,14 @@
-//! Runs the experiment's peers: each peer program once per process and sweep point. Process
-//! i of every peer runs right after the cells' fresh processes of round i (the rest after
-//! the last cell), so that a peer meets the GPU and the host as the cells it is compared
-//! with do, not minutes later; its reading is taken from its output.
+//! Runs the experiment's peers: each peer program once per process and sweep point. A
+//! peer's process i at a point runs right after the fresh process i of the cell it stands
+//! beside (its variant at that point), so that the two meet the GPU and the host as alike as
+//! a schedule can make them; what no fresh process precedes runs after the last cell. Its
+//! reading is taken from its output.
 
 use super::INTERRUPTED;
-use crate::experiment::{peer, point_label, Experiment};
+use crate::experiment::{peer, point_label, Experiment, Point};
+use crate::plan::Cell;
 use crate::store::PeerRow;
+use std::collections::HashSet;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -13,12 +16,12 @@ use std::time::{Duration, Instant};
 /// The longest a peer process may take.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The peers' readings so far, and which of their processes are still to run.
+/// The peers' readings so far, and which of their processes have run.
 pub struct Peers<'a> {
     exp: &'a Experiment,
     rows: Vec<PeerRow>,
-    /// The first process index not run yet.
-    next: u32,
+    /// (peer, point, process) that have run.
+    ran: HashSet<(usize, usize, u32)>,
     spent: Duration,
 }
 
@@ -27,63 +30,86 @@ impl<'a> Peers<'a> {
         Peers {
             exp,
             rows: Vec::new(),
-            next: 0,
+            ran: HashSet::new(),
             spent: Duration::ZERO,
         }
     }
 
-    /// Whether some peer's process `process` has not run yet.
-    pub fn due(&self, process: u32) -> bool {
-        self.next <= process && self.exp.peers.iter().any(|p| process < p.processes)
+    /// The peer processes that stand beside `cell`'s process `process` and have not run.
+    fn beside(&self, cell: &Cell, process: u32) -> Vec<(usize, usize, u32)> {
+        let at = |point: &Point| point.iter().all(|kv| cell.point.contains(kv));
+        let mut due = Vec::new();
+        for (p, peer) in self.exp.peers.iter().enumerate() {
+            if peer.variant != cell.variant || process >= peer.processes {
+                continue;
+            }
+            for (i, point) in self.exp.points.iter().enumerate() {
+                let run = (p, i, process);
+                if at(point) && peer.commands[i].is_some() && !self.ran.contains(&run) {
+                    due.push(run);
+                }
+            }
+        }
+        due
     }
 
-    /// Runs every peer's processes up to `process` (inclusive) that have not run yet.
-    pub fn run_through(&mut self, process: u32) {
+    /// Whether a peer process stands beside `cell`'s process `process` and has not run.
+    pub fn due(&self, cell: &Cell, process: u32) -> bool {
+        !self.beside(cell, process).is_empty()
+    }
+
+    /// Runs the peer processes that stand beside `cell`'s process `process`.
+    pub fn run_beside(&mut self, cell: &Cell, process: u32) {
         let started = Instant::now();
-        while self.next <= process && !INTERRUPTED.load(Ordering::SeqCst) {
-            self.run_process(self.next);
-            self.next += 1;
+        for run in self.beside(cell, process) {
+            self.run(run);
         }
         self.spent += started.elapsed();
     }
 
-    /// Runs the processes still to run; every reading in the order they ran, and the
-    /// seconds the peers took in all.
+    /// Runs the processes still to run, in process order; every reading in the order they
+    /// ran, and the seconds the peers took in all.
     pub fn finish(mut self) -> (Vec<PeerRow>, f64) {
-        let most = self
-            .exp
-            .peers
-            .iter()
-            .map(|p| p.processes)
-            .max()
-            .unwrap_or(0);
-        if most > self.next {
-            self.run_through(most - 1);
+        let started = Instant::now();
+        let most = self.exp.peers.iter().map(|p| p.processes).max();
+        for process in 0..most.unwrap_or(0) {
+            for (p, peer) in self.exp.peers.iter().enumerate() {
+                for i in 0..self.exp.points.len() {
+                    let run = (p, i, process);
+                    if process < peer.processes
+                        && peer.commands[i].is_some()
+                        && !self.ran.contains(&run)
+                    {
+                        self.run(run);
+                    }
+                }
+            }
         }
+        self.spent += started.elapsed();
         (self.rows, self.spent.as_secs_f64())
     }
 
-    /// Process `process` of every peer that has one, at each of its points.
-    fn run_process(&mut self, process: u32) {
-        for p in self.exp.peers.iter().filter(|p| process < p.processes) {
-            let at = self.exp.points.iter().zip(&p.commands);
-            for (point, command) in at.filter_map(|(pt, c)| Some((pt, c.as_ref()?))) {
-                if INTERRUPTED.load(Ordering::SeqCst) {
-                    return;
-                }
-                let (time_ns, note) = match run_one(self.exp, p, command) {
-                    Ok(ns) => (Some(ns), String::new()),
-                    Err(why) => (None, why),
-                };
-                self.rows.push(PeerRow {
-                    peer: p.name.clone(),
-                    point: point_label(point),
-                    process,
-                    time_ns,
-                    note,
-                });
-            }
+    /// Process `process` of peer `p` at point `i`.
+    fn run(&mut self, (p, i, process): (usize, usize, u32)) {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return;
         }
+        let peer = &self.exp.peers[p];
+        let Some(command) = peer.commands[i].as_ref() else {
+            return;
+        };
+        let (time_ns, note) = match run_one(self.exp, peer, command) {
+            Ok(ns) => (Some(ns), String::new()),
+            Err(why) => (None, why),
+        };
+        self.ran.insert((p, i, process));
+        self.rows.push(PeerRow {
+            peer: peer.name.clone(),
+            point: point_label(&self.exp.points[i]),
+            process,
+            time_ns,
+            note,
+        });
     }
 }
 

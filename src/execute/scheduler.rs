@@ -98,24 +98,23 @@ impl<'a> Scheduler<'a> {
             .collect();
         self.bar
             .set_length(jobs.iter().map(|j| j.runs.len() as u64).sum());
-        // A fresh process runs one run; a round's runs share its process index.
+        // A fresh process runs one run; the peers beside it run once it has exited.
         let plan = self.plan;
-        let round = |j: &WorkerJob| match j.runs[..] {
-            [run] if plan.cells[run.cell].knobs.process.fresh.is_some() => Some(run.process),
+        let fresh = |j: &WorkerJob| match j.runs[..] {
+            [run] if plan.cells[run.cell].knobs.process.fresh.is_some() => Some(run),
             _ => None,
         };
-        let mut jobs = jobs.into_iter().peekable();
-        while let Some(job) = jobs.next() {
+        for job in jobs {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 break;
             }
-            let this = round(&job);
+            let this = fresh(&job);
             self.run_job(job)?;
-            let round_ends = |r: &u32| jobs.peek().and_then(round) != Some(*r);
-            if let Some(r) = this.filter(round_ends).filter(|r| peers.due(*r)) {
-                // The peers start once the round's last worker is gone, as a worker would.
+            if let Some(run) = this.filter(|r| peers.due(&plan.cells[r.cell], r.process)) {
+                // The peers start once the worker is gone, as the next worker would.
                 self.settle()?;
-                self.bar.suspend(|| peers.run_through(r));
+                let cell = &plan.cells[run.cell];
+                self.bar.suspend(|| peers.run_beside(cell, run.process));
             }
         }
         self.settle()?;

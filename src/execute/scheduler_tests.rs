@@ -166,6 +166,7 @@ fn logging_worker(log: &Path) -> WorkerProgram {
         r#"echo "start $$" >> {log}
 job=$(cat)
 echo "job $$" >> {log}
+echo "cell $$ $(printf %s "$job" | grep -o '"cell":[0-9]*' | head -1 | tr -dc 0-9)" >> {log}
 for r in $(printf %s "$job" | grep -o '"cell":[0-9]*,"process":[0-9]*' | tr -d '"a-z'); do
   c=${{r%%,*}}; p=${{r##*:}}; c=${{c#:}}
   echo "{{\"type\":\"cell\",\"cell\":$c,\"id\":\"x\",\"process\":$p,\"status\":\"ok\",\"first_ns\":2.0,\"samples_ns\":[1.0],\"wall_s\":0.0}}"
@@ -191,14 +192,21 @@ fn fresh_experiment(dir: &Path, processes: u32, extra: &str) -> Experiment {
 }
 
 #[test]
-fn a_peer_runs_each_process_after_its_round_of_fresh_processes() {
+fn a_peer_runs_each_process_right_after_the_fresh_process_it_stands_beside() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("log");
     let peer = format!(
         "[[peer]]\nname = \"p\"\nvariant = \"a\"\nreads = \"took: {{ms}}ms\"\nprocesses = 3\ncommand = [\"sh\", \"-c\", \"echo peer $$ >> {}; echo took: 1ms\"]\n",
         log.display()
     );
+    // Variants a (cell 0) and c (cell 2) in two fresh processes each; b (cell 1) shared.
     let exp = fresh_experiment(tmp.path(), 2, &peer);
+    let text = exp.text.replace(
+        "[[variant]]\nname = \"c\"",
+        "[[variant]]\nname = \"c\"\nfresh_process = true\nprocesses = 2",
+    );
+    std::fs::write(&exp.path, text).unwrap();
+    let exp = Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
     let plan = Plan::new(&exp).unwrap();
     let (dir, mut meta) = (tmp.path().join("out"), meta());
     let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
@@ -213,17 +221,24 @@ fn a_peer_runs_each_process_after_its_round_of_fresh_processes() {
         [0, 1, 2]
     );
     assert!(rows.iter().all(|r| r.time_ns == Some(1e6)), "{rows:?}");
-    // The shared worker, then per round: the fresh worker to its exit, then the peer; the
-    // peer's third process after the last round.
+    // Each worker receives its cells once the one before has exited; a peer process runs
+    // once a's process has exited, before c's; the third after the last cell.
     let order: Vec<String> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
-        .filter_map(|l| l.split(' ').next().map(String::from))
-        .filter(|w| w != "job")
+        .filter_map(|l| match l.split(' ').collect::<Vec<_>>()[..] {
+            ["cell", _, c] => Some(format!("cell {c}")),
+            ["exit", _] => Some("exit".into()),
+            ["peer", _] => Some("peer".into()),
+            _ => None,
+        })
         .collect();
     assert_eq!(
         order,
-        ["start", "start", "exit", "exit", "peer", "start", "exit", "peer", "peer"],
+        [
+            "cell 1", "exit", "cell 0", "exit", "peer", "cell 2", "exit", "cell 0", "exit", "peer",
+            "cell 2", "exit", "peer"
+        ],
         "{order:?}"
     );
 }
