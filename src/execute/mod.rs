@@ -216,7 +216,7 @@ pub fn run(
         _ => None,
     };
     let program = WorkerProgram::this_binary()?;
-    let mut peers = peers::Peers::new(&exp);
+    let mut peers = peers::Peers::new(&exp, &plan.cells);
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?
         .run_all(&done, &mut peers)?;
     if complete && !exp.peers.is_empty() {
@@ -224,6 +224,8 @@ pub fn run(
         writer.write_peers(&rows)?;
         meta.peers_s = Some(seconds);
     }
+    // An interrupt during the last peers leaves the run incomplete too.
+    let complete = complete && !INTERRUPTED.load(Ordering::SeqCst);
     meta.complete = complete;
     meta.finished_utc = Some(now());
     writer.write_meta(&meta)?;

@@ -1,8 +1,9 @@
-//! Runs the experiment's peers: each peer program once per process and sweep point. A
-//! peer's process i at a point runs right after the fresh process i of the cell it stands
-//! beside (its variant at that point), so that the two meet the GPU and the host as alike as
-//! a schedule can make them; what no fresh process precedes runs after the last cell. Its
-//! reading is taken from its output.
+//! Runs the experiment's peers: each peer program once per process and sweep point where
+//! the plan has a cell of its variant. A peer's process i at a point runs right after the
+//! fresh process i of the first cell of its variant there, so that the two meet the GPU and
+//! the host as alike as a schedule can make them; what no fresh process precedes (a variant
+//! in a shared process, more peer processes than the cell's, cells done before a resume) runs
+//! after the last cell. Its reading is taken from its output.
 
 use super::INTERRUPTED;
 use crate::experiment::{peer, point_label, Experiment, Point};
@@ -19,6 +20,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// The peers' readings so far, and which of their processes have run.
 pub struct Peers<'a> {
     exp: &'a Experiment,
+    cells: &'a [Cell],
     rows: Vec<PeerRow>,
     /// (peer, point, process) that have run.
     ran: HashSet<(usize, usize, u32)>,
@@ -26,9 +28,10 @@ pub struct Peers<'a> {
 }
 
 impl<'a> Peers<'a> {
-    pub fn new(exp: &'a Experiment) -> Self {
+    pub fn new(exp: &'a Experiment, cells: &'a [Cell]) -> Self {
         Peers {
             exp,
+            cells,
             rows: Vec::new(),
             ran: HashSet::new(),
             spent: Duration::ZERO,
@@ -37,7 +40,6 @@ impl<'a> Peers<'a> {
 
     /// The peer processes that stand beside `cell`'s process `process` and have not run.
     fn beside(&self, cell: &Cell, process: u32) -> Vec<(usize, usize, u32)> {
-        let at = |point: &Point| point.iter().all(|kv| cell.point.contains(kv));
         let mut due = Vec::new();
         for (p, peer) in self.exp.peers.iter().enumerate() {
             if peer.variant != cell.variant || process >= peer.processes {
@@ -45,7 +47,7 @@ impl<'a> Peers<'a> {
             }
             for (i, point) in self.exp.points.iter().enumerate() {
                 let run = (p, i, process);
-                if at(point) && peer.commands[i].is_some() && !self.ran.contains(&run) {
+                if at(point, cell) && peer.commands[i].is_some() && !self.ran.contains(&run) {
                     due.push(run);
                 }
             }
@@ -67,19 +69,19 @@ impl<'a> Peers<'a> {
         self.spent += started.elapsed();
     }
 
-    /// Runs the processes still to run, in process order; every reading in the order they
-    /// ran, and the seconds the peers took in all.
+    /// Runs the processes still to run, in process order, at the points where the plan has
+    /// a cell of the peer's variant; every reading in the order they ran, and the seconds
+    /// the peers took in all.
     pub fn finish(mut self) -> (Vec<PeerRow>, f64) {
         let started = Instant::now();
         let most = self.exp.peers.iter().map(|p| p.processes).max();
         for process in 0..most.unwrap_or(0) {
             for (p, peer) in self.exp.peers.iter().enumerate() {
-                for i in 0..self.exp.points.len() {
+                for (i, point) in self.exp.points.iter().enumerate() {
+                    let planned =
+                        (self.cells.iter()).any(|c| c.variant == peer.variant && at(point, c));
                     let run = (p, i, process);
-                    if process < peer.processes
-                        && peer.commands[i].is_some()
-                        && !self.ran.contains(&run)
-                    {
+                    if process < peer.processes && planned && !self.ran.contains(&run) {
                         self.run(run);
                     }
                 }
@@ -111,6 +113,11 @@ impl<'a> Peers<'a> {
             note,
         });
     }
+}
+
+/// Whether `cell` lies at the experiment's `point` (a kernel's own axes extend its points).
+fn at(point: &Point, cell: &Cell) -> bool {
+    point.iter().all(|kv| cell.point.contains(kv))
 }
 
 /// One process of a peer: its reading in ns, or why there is none.

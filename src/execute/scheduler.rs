@@ -83,8 +83,9 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    /// Runs every job's runs but those in `done`, and the peers' process i once the last
-    /// fresh process of round i has exited; false when an interrupt stopped the run early.
+    /// Runs every job's runs but those in `done`, and after each fresh process the peer
+    /// processes beside it (`Peers::run_beside`); false when an interrupt stopped the run
+    /// early.
     pub fn run_all(mut self, done: &HashSet<Run>, peers: &mut Peers) -> Result<bool> {
         let jobs: Vec<WorkerJob> = self
             .plan

@@ -87,7 +87,7 @@ fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, 
     let program = stand_in(on_b);
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
-        .run_all(&HashSet::new(), &mut Peers::new(&exp))
+        .run_all(&HashSet::new(), &mut Peers::new(&exp, &plan.cells))
         .unwrap();
     (tmp, Outcome { dir, complete })
 }
@@ -154,7 +154,7 @@ fn malformed_worker_output_stops_the_run_with_a_message() {
     let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
     let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
-        .run_all(&HashSet::new(), &mut Peers::new(&exp))
+        .run_all(&HashSet::new(), &mut Peers::new(&exp, &plan.cells))
         .unwrap_err();
     assert!(format!("{err:#}").contains("malformed message"), "{err:#}");
 }
@@ -210,7 +210,7 @@ fn a_peer_runs_each_process_right_after_the_fresh_process_it_stands_beside() {
     let plan = Plan::new(&exp).unwrap();
     let (dir, mut meta) = (tmp.path().join("out"), meta());
     let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
-    let mut peers = Peers::new(&exp);
+    let mut peers = Peers::new(&exp, &plan.cells);
     Scheduler::new(&exp, &plan, &mut writer, &mut meta, &logging_worker(&log))
         .unwrap()
         .run_all(&HashSet::new(), &mut peers)
@@ -244,6 +244,28 @@ fn a_peer_runs_each_process_right_after_the_fresh_process_it_stands_beside() {
 }
 
 #[test]
+fn a_peer_beside_a_shared_process_runs_after_the_last_cell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log");
+    let peer = format!(
+        "[[peer]]\nname = \"p\"\nvariant = \"b\"\nreads = \"took: {{ms}}ms\"\nprocesses = 2\ncommand = [\"sh\", \"-c\", \"echo peer $$ >> {}; echo took: 1ms\"]\n",
+        log.display()
+    );
+    let exp = fresh_experiment(tmp.path(), 2, &peer);
+    let plan = Plan::new(&exp).unwrap();
+    let (dir, mut meta) = (tmp.path().join("out"), meta());
+    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+    let mut peers = Peers::new(&exp, &plan.cells);
+    Scheduler::new(&exp, &plan, &mut writer, &mut meta, &logging_worker(&log))
+        .unwrap()
+        .run_all(&HashSet::new(), &mut peers)
+        .unwrap();
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("peer"));
+    let (rows, _) = peers.finish();
+    assert_eq!(rows.iter().map(|r| r.process).collect::<Vec<_>>(), [0, 1]);
+}
+
+#[test]
 fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = fresh_experiment(tmp.path(), 2, "");
@@ -254,7 +276,7 @@ fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() 
     let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
     Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
-        .run_all(&HashSet::new(), &mut Peers::new(&exp))
+        .run_all(&HashSet::new(), &mut Peers::new(&exp, &plan.cells))
         .unwrap();
     let lines: Vec<(String, String)> = std::fs::read_to_string(&log)
         .unwrap()

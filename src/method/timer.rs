@@ -112,7 +112,8 @@ fn behind_wait(
 pub struct Saturate<'b> {
     pub wait: Launch<'b>,
     done: Event,
-    /// Samples whose wait had ended before the timed work was enqueued (too short a wait).
+    /// Timed regions (replays, for a graph read in parts) whose wait had ended before their
+    /// work was enqueued (too short a wait).
     pub too_short: u64,
 }
 
@@ -215,7 +216,8 @@ impl<'b> Timer<'b> {
             }
             // Nodes time the launches inside the replays, so no submission counts; the hot
             // graph's launches between two nodes say what the nodes around each one add.
-            // Each replay waits behind the wait kernel, queued whole before it runs.
+            // Each replay waits behind the wait kernel, queued whole before it runs (where
+            // the wait outlasts the submission: `too_short` counts those it did not).
             Body::NodeTimedGraph {
                 pairs,
                 hot_marked,
