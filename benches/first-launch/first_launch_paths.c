@@ -16,7 +16,8 @@
 //   ./first_launch_paths MODE IMAGE N [NAME]  (IMAGE: a CUBIN or fatbinary of the matmul, whose
 //                                            entry is NAME, default matMulKernel)
 // BEFORE=spin:MS keeps the CPU busy for MS ms just before the timed region (as a worker that
-// has just compiled its kernel with NVRTC); BEFORE=sleep:MS leaves it idle that long.
+// has just compiled its kernel with NVRTC); BEFORE=sleep:MS leaves it idle that long;
+// BEFORE=sync waits for the GPU (cuCtxSynchronize: a pageable copy may still be moving).
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,8 @@ int main(int argc, char **argv) {
   }
 
   const char *before = getenv("BEFORE");
-  if (before) {
+  if (before && !strcmp(before, "sync")) CK(cuCtxSynchronize());
+  else if (before) {
     double ms = atof(strchr(before, ':') ? strchr(before, ':') + 1 : "0"), end = now_us() + ms * 1e3;
     if (!strncmp(before, "spin", 4)) while (now_us() < end) {}
     else { struct timespec d = {(time_t)(ms / 1e3), (long)(ms * 1e6) % 1000000000L}; nanosleep(&d, NULL); }
