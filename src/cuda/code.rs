@@ -33,9 +33,7 @@ pub struct Module(Rc<ModuleHandle>);
 impl Module {
     /// Loads a CUBIN, a fatbin or a NUL-terminated PTX image (PTX is JIT-compiled here).
     pub fn load(image: &[u8]) -> Result<Module, CudaError> {
-        if image.is_empty() {
-            return Err(CudaError::Library("an empty module image".into()));
-        }
+        not_empty(image)?;
         // SAFETY: the image is a complete CUBIN, fatbin or NUL-terminated PTX that the
         // driver reads during the call only.
         let m = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
@@ -52,6 +50,14 @@ impl Module {
             handle: Handle::Module(func),
             _code: self.0.clone(),
         })
+    }
+}
+
+/// The driver reads an image through a bare pointer: an empty one is refused first.
+fn not_empty(image: &[u8]) -> Result<(), CudaError> {
+    match image.is_empty() {
+        true => Err(CudaError::Library("an empty module image".into())),
+        false => Ok(()),
     }
 }
 
@@ -195,9 +201,7 @@ impl LazyModule {
         if let Some(l) = &*self.library.borrow() {
             return Ok(l.clone());
         }
-        if self.image.is_empty() {
-            return Err(CudaError::Library("an empty module image".into()));
-        }
+        not_empty(&self.image)?;
         let mut library = std::ptr::null_mut();
         // SAFETY: the image is a complete CUBIN, fatbin or NUL-terminated PTX that the
         // driver reads during the call only; no options are passed (null arrays, counts 0).

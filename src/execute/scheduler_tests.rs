@@ -1,6 +1,7 @@
 //! The scheduler against stand-in workers (shell scripts): crashes, hangs, malformed output.
 use super::*;
 use crate::experiment::{DeviceFacts, Sources};
+use crate::store::PeerRow;
 use crate::system;
 use std::collections::HashMap;
 
@@ -191,31 +192,42 @@ fn fresh_experiment(dir: &Path, processes: u32, extra: &str) -> Experiment {
     Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap()
 }
 
+/// A peer beside `variant` in `processes` processes that logs "peer" to `log`.
+fn logging_peer(variant: &str, processes: u32, log: &Path) -> String {
+    format!(
+        "[[peer]]\nname = \"p\"\nvariant = \"{variant}\"\nreads = \"took: {{ms}}ms\"\nprocesses = {processes}\ncommand = [\"sh\", \"-c\", \"echo peer $$ >> {}; echo took: 1ms\"]\n",
+        log.display()
+    )
+}
+
+/// Runs `exp`'s cells with the logging worker and then the peers still to run: the log as
+/// the cells left it, and the peers' rows.
+fn run_with_peers(exp: &Experiment, dir: &Path, log: &Path) -> (String, Vec<PeerRow>) {
+    let plan = Plan::new(exp).unwrap();
+    let (out, mut meta) = (dir.join("out"), meta());
+    let mut writer = Writer::create(&out, exp, &meta).unwrap();
+    let mut peers = Peers::new(exp, &plan.cells);
+    Scheduler::new(exp, &plan, &mut writer, &mut meta, &logging_worker(log))
+        .unwrap()
+        .run_all(&HashSet::new(), &mut peers)
+        .unwrap();
+    let after_cells = std::fs::read_to_string(log).unwrap();
+    (after_cells, peers.finish().0)
+}
+
 #[test]
 fn a_peer_runs_each_process_right_after_the_fresh_process_it_stands_beside() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("log");
-    let peer = format!(
-        "[[peer]]\nname = \"p\"\nvariant = \"a\"\nreads = \"took: {{ms}}ms\"\nprocesses = 3\ncommand = [\"sh\", \"-c\", \"echo peer $$ >> {}; echo took: 1ms\"]\n",
-        log.display()
-    );
     // Variants a (cell 0) and c (cell 2) in two fresh processes each; b (cell 1) shared.
-    let exp = fresh_experiment(tmp.path(), 2, &peer);
+    let exp = fresh_experiment(tmp.path(), 2, &logging_peer("a", 3, &log));
     let text = exp.text.replace(
         "[[variant]]\nname = \"c\"",
         "[[variant]]\nname = \"c\"\nfresh_process = true\nprocesses = 2",
     );
     std::fs::write(&exp.path, text).unwrap();
     let exp = Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
-    let plan = Plan::new(&exp).unwrap();
-    let (dir, mut meta) = (tmp.path().join("out"), meta());
-    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
-    let mut peers = Peers::new(&exp, &plan.cells);
-    Scheduler::new(&exp, &plan, &mut writer, &mut meta, &logging_worker(&log))
-        .unwrap()
-        .run_all(&HashSet::new(), &mut peers)
-        .unwrap();
-    let (rows, _) = peers.finish();
+    let (_, rows) = run_with_peers(&exp, tmp.path(), &log);
     assert_eq!(
         rows.iter().map(|r| r.process).collect::<Vec<_>>(),
         [0, 1, 2]
@@ -247,21 +259,9 @@ fn a_peer_runs_each_process_right_after_the_fresh_process_it_stands_beside() {
 fn a_peer_beside_a_shared_process_runs_after_the_last_cell() {
     let tmp = tempfile::tempdir().unwrap();
     let log = tmp.path().join("log");
-    let peer = format!(
-        "[[peer]]\nname = \"p\"\nvariant = \"b\"\nreads = \"took: {{ms}}ms\"\nprocesses = 2\ncommand = [\"sh\", \"-c\", \"echo peer $$ >> {}; echo took: 1ms\"]\n",
-        log.display()
-    );
-    let exp = fresh_experiment(tmp.path(), 2, &peer);
-    let plan = Plan::new(&exp).unwrap();
-    let (dir, mut meta) = (tmp.path().join("out"), meta());
-    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
-    let mut peers = Peers::new(&exp, &plan.cells);
-    Scheduler::new(&exp, &plan, &mut writer, &mut meta, &logging_worker(&log))
-        .unwrap()
-        .run_all(&HashSet::new(), &mut peers)
-        .unwrap();
-    assert!(!std::fs::read_to_string(&log).unwrap().contains("peer"));
-    let (rows, _) = peers.finish();
+    let exp = fresh_experiment(tmp.path(), 2, &logging_peer("b", 2, &log));
+    let (after_cells, rows) = run_with_peers(&exp, tmp.path(), &log);
+    assert!(!after_cells.contains("peer"));
     assert_eq!(rows.iter().map(|r| r.process).collect::<Vec<_>>(), [0, 1]);
 }
 
