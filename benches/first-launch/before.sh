@@ -10,7 +10,7 @@ rounds=${2:-15}
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(mktemp -d)
 nvcc -O3 -arch=sm_90 -o "$build/b03" "$snippets/benchmark_03_cudaEvents.cu" -I"$snippets"
-nvcc -O2 -o "$build/paths" "$here/first_launch_paths.c" -lcuda
+nvcc -O2 -o "$build/paths" "$here/first_launch_paths.c" -lcuda -lnvidia-ml
 image=$build/matmul.cubin
 nvcc -cubin -arch=sm_90 -o "$image" "$here/../../kernels/matmul.cu"
 log=$build/log.txt

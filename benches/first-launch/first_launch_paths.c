@@ -12,17 +12,25 @@
 //             lazy loading (trace-b03.txt from run.sh shows the calls)
 // Prints the event reading and the host time of each call inside the region. Build and run
 // on a GPU machine (benches/first-launch/run.sh does both):
-//   nvcc -O2 -o first_launch_paths first_launch_paths.c -lcuda
+//   nvcc -O2 -o first_launch_paths first_launch_paths.c -lcuda -lnvidia-ml
 //   ./first_launch_paths MODE IMAGE N [NAME]  (IMAGE: a CUBIN or fatbinary of the matmul, whose
 //                                            entry is NAME, default matMulKernel)
 // BEFORE=spin:MS keeps the CPU busy for MS ms just before the timed region (as a worker that
 // has just compiled its kernel with NVRTC); BEFORE=sleep:MS leaves it idle that long;
 // BEFORE=sync waits for the GPU (cuCtxSynchronize: a pageable copy may still be moving).
+// BEFORE=heap:MB leaves MB of touched, freed memory in the C heap (as a long-running process
+// has), so the driver's allocations in the region need not fault fresh pages in.
+// BEFORE=nvml:WHAT reads the GPU's state through NVML just before the region, as a runner
+// worker reads telemetry (NVML opened at the start): WHAT is all, sm, mem, power, temp,
+// pstate or throttle. Link with -lnvidia-ml.
 #include <cuda.h>
+#include <nvml.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <malloc.h>
+#include <sys/resource.h>
 
 #define CK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { \
     const char *s_; cuGetErrorName(r_, &s_); fprintf(stderr, "%s: %s\n", #x, s_); exit(2); } } while (0)
@@ -51,6 +59,12 @@ int main(int argc, char **argv) {
   float *h = malloc(bytes);
   for (size_t i = 0; i < (size_t)n * n; i++) h[i] = (float)(rand() % 10000) / 100.0f;
 
+  const char *before = getenv("BEFORE");
+  nvmlDevice_t gpu;
+  int nvml = before && !strncmp(before, "nvml:", 5);
+  if (nvml && (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetHandleByIndex_v2(0, &gpu) != NVML_SUCCESS)) {
+    fprintf(stderr, "NVML failed\n"); exit(2);
+  }
   CUdevice dev; CUcontext ctx;
   CK(cuInit(0)); CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
@@ -72,14 +86,32 @@ int main(int argc, char **argv) {
     CK(cuModuleLoadData(&module, image)); CK(cuModuleGetFunction(&func, module, name));
   }
 
-  const char *before = getenv("BEFORE");
-  if (before && !strcmp(before, "sync")) CK(cuCtxSynchronize());
+  if (nvml) {
+    const char *what = before + 5;
+    int all = !strcmp(what, "all");
+    unsigned v; unsigned long long r; nvmlPstates_t p;
+    if (all || !strcmp(what, "sm")) nvmlDeviceGetClockInfo(gpu, NVML_CLOCK_SM, &v);
+    if (all || !strcmp(what, "mem")) nvmlDeviceGetClockInfo(gpu, NVML_CLOCK_MEM, &v);
+    if (all || !strcmp(what, "power")) nvmlDeviceGetPowerUsage(gpu, &v);
+    if (all || !strcmp(what, "temp")) nvmlDeviceGetTemperature(gpu, NVML_TEMPERATURE_GPU, &v);
+    if (all || !strcmp(what, "pstate")) nvmlDeviceGetPerformanceState(gpu, &p);
+    if (all || !strcmp(what, "throttle")) nvmlDeviceGetCurrentClocksEventReasons(gpu, &r);
+  } else if (before && !strncmp(before, "heap:", 5)) {
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    size_t chunks = (size_t)atof(before + 5) * 16;  // 64 KiB each
+    char **p = malloc(chunks * sizeof *p);
+    for (size_t i = 0; i < chunks; i++) { p[i] = malloc(65536 - 64); memset(p[i], 1, 65536 - 64); }
+    for (size_t i = 0; i < chunks; i++) free(p[i]);
+    free(p);
+  } else if (before && !strcmp(before, "sync")) CK(cuCtxSynchronize());
   else if (before) {
     double ms = atof(strchr(before, ':') ? strchr(before, ':') + 1 : "0"), end = now_us() + ms * 1e3;
     if (!strncmp(before, "spin", 4)) while (now_us() < end) {}
     else { struct timespec d = {(time_t)(ms / 1e3), (long)(ms * 1e6) % 1000000000L}; nanosleep(&d, NULL); }
   }
   double t[4];
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
   CK(cuEventRecord(start, NULL));
   t[0] = now_us();
   if (!strcmp(mode, "module")) {
@@ -101,9 +133,10 @@ int main(int argc, char **argv) {
   CK(cuLaunchKernel(func, g, g, 1, 32, 32, 1, 0, NULL, params, NULL));
   t[3] = now_us();
   CK(cuEventRecord(stop, NULL));
+  getrusage(RUSAGE_SELF, &ru1);
   CK(cuEventSynchronize(stop));
   float ms; CK(cuEventElapsedTime(&ms, start, stop));
-  printf("%s n=%d event_us=%.1f load_us=%.1f lookup_us=%.1f launch_us=%.1f\n", mode, n,
-         ms * 1e3, t[1] - t[0], t[2] - t[1], t[3] - t[2]);
+  printf("%s n=%d event_us=%.1f load_us=%.1f lookup_us=%.1f launch_us=%.1f faults=%ld\n", mode, n,
+         ms * 1e3, t[1] - t[0], t[2] - t[1], t[3] - t[2], ru1.ru_minflt - ru0.ru_minflt);
   return 0;
 }

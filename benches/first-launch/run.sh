@@ -15,7 +15,7 @@ mkdir -p "$out"
 nvcc -O3 -arch=sm_90 -o "$build/b03" "$snippets/benchmark_03_cudaEvents.cu" -I"$snippets"
 nvcc -cubin -arch=sm_90 -o "$build/matmul.cubin" "$root/kernels/matmul.cu"
 cp "$root/kernels/prebuilt/matmul.sm_90.fatbin" "$build/matmul.fatbin"
-nvcc -O2 -o "$build/paths" "$here/first_launch_paths.c" -lcuda
+nvcc -O2 -o "$build/paths" "$here/first_launch_paths.c" -lcuda -lnvidia-ml
 cupti_inc=$(dirname "$(find "$cuda/" -name cupti.h | head -1)")
 cupti_lib=$(dirname "$(find "$cuda/" -name 'libcupti.so' | head -1)")
 gcc -O2 -shared -fPIC -o "$build/trace.so" "$here/trace_inject.c" -I"$cuda/include" \

@@ -4,8 +4,12 @@
 //   gcc -O2 -shared -fPIC -o trace_inject.so trace_inject.c -I$CUDA/include \
 //       -I$CUDA/extras/CUPTI/include -L$CUDA/extras/CUPTI/lib64 -lcupti
 //   CUDA_INJECTION64_PATH=./trace_inject.so ./program ...
+// TRACE_DIR=DIR writes each process's calls to DIR/trace-PID.txt instead (for a program whose
+// stderr is not its own, such as a worker process).
 #include <cupti.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 static double now_us(void) {
@@ -14,6 +18,7 @@ static double now_us(void) {
 }
 
 static double entered[2][64];
+static FILE *out;
 static int depth[2];
 
 static void CUPTIAPI on_call(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId id,
@@ -24,15 +29,23 @@ static void CUPTIAPI on_call(void *user, CUpti_CallbackDomain domain, CUpti_Call
   if (d->callbackSite == CUPTI_API_ENTER) {
     if (depth[rt] < 64) entered[rt][depth[rt]] = now_us();
     depth[rt]++;
-    fprintf(stderr, "%*s> %s %s %.1f\n", 2 * depth[!rt] * rt, "", rt ? "rt " : "drv", d->functionName, now_us());
+    fprintf(out, "%*s> %s %s %.1f\n", 2 * depth[!rt] * rt, "", rt ? "rt " : "drv", d->functionName, now_us());
   } else {
     depth[rt]--;
     double took = depth[rt] < 64 ? now_us() - entered[rt][depth[rt]] : -1;
-    fprintf(stderr, "%*s< %s %s %.1f us\n", 2 * depth[!rt] * rt, "", rt ? "rt " : "drv", d->functionName, took);
+    fprintf(out, "%*s< %s %s %.1f us\n", 2 * depth[!rt] * rt, "", rt ? "rt " : "drv", d->functionName, took);
   }
 }
 
 int InitializeInjection(void) {
+  out = stderr;
+  const char *dir = getenv("TRACE_DIR");
+  if (dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/trace-%d.txt", dir, (int)getpid());
+    out = fopen(path, "w");
+    if (!out) out = stderr;
+  }
   CUpti_SubscriberHandle s;
   if (cuptiSubscribe(&s, on_call, NULL) != CUPTI_SUCCESS) return 0;
   cuptiEnableDomain(1, s, CUPTI_CB_DOMAIN_RUNTIME_API);

@@ -163,6 +163,17 @@ impl Function {
     }
 }
 
+/// Gives the process's free heap memory back to the system, as a program that has just
+/// started has none: the driver's own allocations at a library's first load and launch then
+/// fault fresh pages in, as a runtime-API program's do (about 20 page faults and 20-25 µs
+/// on an H100, benches/first-launch/h100-2026-11-25.txt), where a worker that has run for
+/// a while would reuse free pages and read that much less.
+pub fn release_free_heap() {
+    // SAFETY: malloc_trim only returns free memory of the allocator's arenas to the system;
+    // it moves and frees no live allocation.
+    unsafe { libc::malloc_trim(0) };
+}
+
 /// A kernel image whose loading waits for the first launch of one of its kernels, as a
 /// runtime-API program's does under lazy loading: the CUDA runtime loads a program's
 /// image as a library (`cuLibraryLoadData`) at its first kernel launch, looks the kernel up
