@@ -68,25 +68,31 @@ impl Sensor {
         let (stop, stopped) = mpsc::channel::<()>();
         let handle = std::thread::spawn(move || {
             let mut points = Vec::new();
-            let Ok(dev) = nvml.device_by_uuid(uuid.as_str()) else {
-                return points;
-            };
-            let mut done = false;
+            let mut device = None;
+            // No NVML call before the first interval has passed (the device's look-up
+            // included): the cell's own start reading comes just before, and NVML's
+            // milliseconds of calls beside a first launch slowed it by 20-25 µs at n = 512
+            // (benches/first-launch). It wakes at once for one last reading when the sampler
+            // is finished: a cell does not wait out an interval for it.
             loop {
+                let done = !matches!(
+                    stopped.recv_timeout(interval),
+                    Err(RecvTimeoutError::Timeout)
+                );
+                if device.is_none() {
+                    device = nvml.device_by_uuid(uuid.as_str()).ok();
+                }
+                let Some(dev) = &device else {
+                    return points;
+                };
                 let t_us = origin.elapsed().as_secs_f64() * 1e6;
                 points.push(TelemetryPoint {
                     t_us,
-                    reading: read(&dev),
+                    reading: read(dev),
                 });
                 if done {
                     return points;
                 }
-                // Sleeps the interval, or wakes at once for one last reading when the
-                // sampler is finished: a cell does not wait out an interval for it.
-                done = !matches!(
-                    stopped.recv_timeout(interval),
-                    Err(RecvTimeoutError::Timeout)
-                );
             }
         });
         Some(Sampler {

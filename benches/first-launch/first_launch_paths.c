@@ -20,6 +20,8 @@
 // BEFORE=sync waits for the GPU (cuCtxSynchronize: a pageable copy may still be moving).
 // BEFORE=heap:MB leaves MB of touched, freed memory in the C heap (as a long-running process
 // has), so the driver's allocations in the region need not fault fresh pages in.
+// BEFORE=trim returns the free heap to the system (malloc_trim), as the runner's worker does
+// before a lazy first launch.
 // BEFORE=nvml:WHAT reads the GPU's state through NVML just before the region, as a runner
 // worker reads telemetry (NVML opened at the start): WHAT is all, sm, mem, power, temp,
 // pstate or throttle. Link with -lnvidia-ml.
@@ -103,6 +105,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < chunks; i++) { p[i] = malloc(65536 - 64); memset(p[i], 1, 65536 - 64); }
     for (size_t i = 0; i < chunks; i++) free(p[i]);
     free(p);
+  } else if (before && !strcmp(before, "trim")) {
+    malloc_trim(0);
   } else if (before && !strcmp(before, "sync")) CK(cuCtxSynchronize());
   else if (before) {
     double ms = atof(strchr(before, ':') ? strchr(before, ':') + 1 : "0"), end = now_us() + ms * 1e3;
