@@ -58,8 +58,14 @@ impl Sensor {
     }
 
     /// Starts sampling every `interval`, timestamped from `origin` (the clock the cell's
-    /// samples use); `None` without NVML or with a zero interval.
-    pub fn sample_every(&self, interval: Duration, origin: Instant) -> Option<Sampler> {
+    /// samples use), the series beginning with `start` (the cell's start reading and when
+    /// it was taken, before `origin`); `None` without NVML or with a zero interval.
+    pub fn sample_every(
+        &self,
+        interval: Duration,
+        origin: Instant,
+        start: Option<(Instant, Telemetry)>,
+    ) -> Option<Sampler> {
         let nvml = self.nvml.clone()?;
         if interval.is_zero() {
             return None;
@@ -67,13 +73,18 @@ impl Sensor {
         let uuid = self.uuid.clone();
         let (stop, stopped) = mpsc::channel::<()>();
         let handle = std::thread::spawn(move || {
-            let mut points = Vec::new();
+            let mut points: Vec<TelemetryPoint> = (start.into_iter())
+                .map(|(at, reading)| TelemetryPoint {
+                    t_us: -(origin.saturating_duration_since(at)).as_secs_f64() * 1e6,
+                    reading,
+                })
+                .collect();
             let mut device = None;
             // No NVML call before the first interval has passed (the device's look-up
-            // included): the cell's own start reading comes just before, and NVML's
-            // milliseconds of calls beside a first launch slowed it by 20-25 µs at n = 512
-            // (benches/first-launch). It wakes at once for one last reading when the sampler
-            // is finished: a cell does not wait out an interval for it.
+            // included): the start reading stands for the cell's start, and NVML's
+            // milliseconds of calls beside a lazy first launch read 21-28 µs slower in runs
+            // with them (benches/first-launch). It wakes at once for one last reading when
+            // the sampler is finished: a cell does not wait out an interval for it.
             loop {
                 let done = !matches!(
                     stopped.recv_timeout(interval),

@@ -22,8 +22,8 @@
 
 #include <random>
 
-// POST=1 at build time launches the post's own kernel (benchmark_common.cuh, found by -I the
-// post's snippets) in rt-launch instead, so the program's image is the post's.
+// Built with -DPOST, rt-launch launches the post's own kernel instead (benchmark_common.cuh,
+// found by -I the post's snippets), so that the program's image is the post's.
 #ifdef POST
 #include "benchmark_common.cuh"
 using benchmark::matMulKernel;

@@ -256,8 +256,9 @@ fn cell_row(
     }
 }
 
-/// The readings of a cell's timed launches: the sampled series joined on time, or, for runs
-/// recorded without a sampler, the readings at each run's start and end.
+/// The readings of a cell's timed launches: the sampled series joined on time, or, where no
+/// reading of a series lies at or before a launch (runs recorded without a sampler, or
+/// before a series began with the start reading), the readings at each run's start and end.
 fn cell_clocks(
     c: &Cell,
     rs: &[&CellRecord],

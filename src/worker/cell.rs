@@ -167,6 +167,11 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     let fresh = draw(fresh_seeds)?;
     timeline.mark("inputs");
     refuse_managed_beyond_free(&spec.args, hosts.len())?;
+    // The cell's start reading (NVML's reads take milliseconds) comes before its buffers
+    // are filled, so that no wait lies between the input copies and the first launch.
+    let start_read = Instant::now();
+    rec.telemetry_start = s.sensor.read();
+    timeline.mark("telemetry start");
     // The checked output is computed from the first set.
     let first_set = hosts[0].clone();
     let sets: Vec<Buffers> = hosts
@@ -279,11 +284,14 @@ fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Fai
     // Outputs start poisoned, so only this cell's kernel can make the check pass. Nothing
     // lies between the warm-up and the first timed launch, as in the post's programs (but
     // an L2 flush, where the cell asks for one).
-    rec.telemetry_start = s.sensor.read();
     let origin = Instant::now();
-    let sampler = s
-        .sensor
-        .sample_every(Duration::from_millis(s.telemetry.interval_ms), origin);
+    let sampler = s.sensor.sample_every(
+        Duration::from_millis(s.telemetry.interval_ms),
+        origin,
+        rec.telemetry_start
+            .clone()
+            .map(|reading| (start_read, reading)),
+    );
     if poison == Poison::ByMemset {
         buffers.poison_outputs()?;
     }
