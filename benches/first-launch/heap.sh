@@ -8,30 +8,15 @@
 set -eu
 snippets=${1:?usage: heap.sh PATH/TO/cuda-snippets [ROUNDS]}
 rounds=${2:-40}
-here=$(cd "$(dirname "$0")" && pwd)
-build=$(mktemp -d)
-nvcc -O3 -arch=sm_90 -o "$build/b03" "$snippets/benchmark_03_cudaEvents.cu" -I"$snippets"
-nvcc -O2 -o "$build/paths" "$here/first_launch_paths.c" -lcuda -lnvidia-ml
-cp "$here/../../kernels/matmul.cu" "$build/m2.cu"
+source "$(dirname "$0")/common.sh"
+cp "$kernels/matmul.cu" "$build/m2.cu"
 echo 'extern "C" __global__ void runner_lazy_empty() {}' >> "$build/m2.cu"
 nvcc -cubin -arch=sm_90 -o "$build/m2.cubin" "$build/m2.cu"
 log=$build/log.txt
 for r in $(seq "$rounds"); do
-    "$build/b03" 512 | sed -n 's/Kernel took: \(.*\)ms/\1/p' | awk -v r="$r" '{print "b03 r=" r " event_us=" $1 * 1000}' >> "$log"
+    post03 512 "$r" >> "$log"
     for before in none trim heap:16 spin:4 nvml:all; do
-        BEFORE=$before "$build/paths" runtime "$build/m2.cubin" 512 | sed "s/^runtime/$before r=$r/" >> "$log"
+        BEFORE=$before paths "$before" "$r" runtime "$build/m2.cubin" 512 >> "$log"
     done
 done
-python3 - "$log" <<'PY'
-import sys, statistics as st, collections
-rows = collections.defaultdict(dict)
-for line in open(sys.argv[1]):
-    name, r, *rest = line.split()
-    rows[name][int(r.split("=")[1])] = {k: float(v) for k, v in (kv.split("=") for kv in rest if "=" in kv and not kv.startswith("n="))}
-base = rows["none"]
-for name, runs in rows.items():
-    fields = [f for f in ("event_us", "load_us", "launch_us", "faults") if f in next(iter(runs.values()))]
-    medians = "  ".join(f"{f} {st.median(v[f] for v in runs.values()):7.1f}" for f in fields)
-    paired = st.median(v["event_us"] - base[r]["event_us"] for r, v in runs.items() if r in base)
-    print(f"{name:9s} runs {len(runs):3d}  {medians}  event vs none {paired:+6.1f}")
-PY
+python3 "$here/summary.py" "$log" --against none

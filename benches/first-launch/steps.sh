@@ -5,28 +5,16 @@
 set -eu
 snippets=${1:?usage: steps.sh PATH/TO/cuda-snippets [ROUNDS]}
 rounds=${2:-25}
-here=$(cd "$(dirname "$0")" && pwd)
-kernels=$here/../../kernels
-build=$(mktemp -d)
-nvcc -O3 -arch=sm_90 -o "$build/b03" "$snippets/benchmark_03_cudaEvents.cu" -I"$snippets"
+source "$(dirname "$0")/common.sh"
 nvcc -O3 -arch=sm_90 -o "$build/steps" "$here/runtime_steps.cu" -I"$kernels" -lcuda
 nvcc -fatbin -arch=sm_90 -o "$build/matmul.fatbin" "$kernels/matmul.cu"
 log=$build/log.txt
 for r in $(seq "$rounds"); do
     for n in 512 1024; do
-        echo "b03 n=$n event_us=$("$build/b03" $n | sed -n 's/Kernel took: \(.*\)ms/\1/p' | awk '{print $1*1000}')" >> "$log"
+        post03 $n "$r" >> "$log"
         for step in drv rt-driver rt-library rt-launch; do
-            "$build/steps" $step "$build/matmul.fatbin" $n >> "$log"
+            "$build/steps" $step "$build/matmul.fatbin" $n | sed "s/^$step /$step r=$r /" >> "$log"
         done
     done
 done
-python3 - "$log" <<'PY'
-import sys, statistics, collections
-rows = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = dict(kv.split("=") for kv in line.split()[1:])
-    rows[(line.split()[0], int(f["n"]))].append(float(f["event_us"]))
-for (step, n), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    q = statistics.quantiles(v, n=4)
-    print(f"{step:12s} n={n:5d} runs {len(v):3d} median {statistics.median(v):7.1f} us  p25 {q[0]:7.1f}  p75 {q[2]:7.1f}")
-PY
+python3 "$here/summary.py" "$log"
