@@ -42,17 +42,26 @@ impl<'a> Peers<'a> {
     fn beside(&self, cell: &Cell, process: u32) -> Vec<(usize, usize, u32)> {
         let mut due = Vec::new();
         for (p, peer) in self.exp.peers.iter().enumerate() {
-            if peer.variant != cell.variant || process >= peer.processes {
+            if peer.variant != cell.variant {
                 continue;
             }
             for (i, point) in self.exp.points.iter().enumerate() {
                 let run = (p, i, process);
-                if at(point, cell) && peer.commands[i].is_some() && !self.ran.contains(&run) {
+                if at(point, cell) && self.pending(run) {
                     due.push(run);
                 }
             }
         }
         due
+    }
+
+    /// Whether process `process` of peer `p` at point `i` is one the peer has, with a
+    /// command at that point, and has not run.
+    fn pending(&self, (p, i, process): (usize, usize, u32)) -> bool {
+        let peer = &self.exp.peers[p];
+        process < peer.processes
+            && peer.commands[i].is_some()
+            && !self.ran.contains(&(p, i, process))
     }
 
     /// Whether a peer process stands beside `cell`'s process `process` and has not run.
@@ -81,7 +90,7 @@ impl<'a> Peers<'a> {
                     let planned =
                         (self.cells.iter()).any(|c| c.variant == peer.variant && at(point, c));
                     let run = (p, i, process);
-                    if process < peer.processes && planned && !self.ran.contains(&run) {
+                    if planned && self.pending(run) {
                         self.run(run);
                     }
                 }
