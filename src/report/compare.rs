@@ -82,7 +82,8 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
             let agreement = if a < JUDGED_FROM_NS {
                 "shorter than 50 µs".to_string()
             } else {
-                judged.add(in_cycles.unwrap_or(diff), in_cycles.is_some(), diff)
+                let holds = (c.knobs.queue).reading_holds_launch_time(c.knobs.timer);
+                judged.add(in_cycles.unwrap_or(diff), in_cycles.is_some(), diff, holds)
             };
             Some(CompareRow {
                 cell: c.id.clone(),
@@ -114,29 +115,52 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
     }
 }
 
-/// The cells long enough to judge, and how many agree.
+/// The cells long enough to judge, and how many agree: held to the tolerance where the
+/// reading is the GPU's own work, told apart where it holds the host's launch time.
 #[derive(Default)]
 struct Judged {
-    count: usize,
-    agree: usize,
-    worst: f64,
+    gpu_work: Tally,
+    launch_time: Tally,
     /// Of those judged in cycles, how many would agree in time.
     in_cycles: usize,
     agree_in_time: usize,
 }
 
+/// How many cells, how many agree, and the largest difference among them.
+#[derive(Default)]
+struct Tally {
+    count: usize,
+    agree: usize,
+    worst: f64,
+}
+
+impl Tally {
+    fn add(&mut self, diff: f64) -> bool {
+        let agrees = diff.abs() <= TOLERANCE_PCT;
+        self.count += 1;
+        self.agree += usize::from(agrees);
+        self.worst = self.worst.max(diff.abs());
+        agrees
+    }
+}
+
 impl Judged {
     /// Judges a cell by `diff` (in cycles where `cycles`); `time_diff` for the record.
-    fn add(&mut self, diff: f64, cycles: bool, time_diff: f64) -> String {
-        self.count += 1;
-        self.worst = self.worst.max(diff.abs());
+    /// A reading that holds the host's launch time is told, not held to the tolerance:
+    /// that time moves between runs by about a microsecond whatever the method does.
+    fn add(&mut self, diff: f64, cycles: bool, time_diff: f64, holds_launch_time: bool) -> String {
         if cycles {
             self.in_cycles += 1;
             self.agree_in_time += usize::from(time_diff.abs() <= TOLERANCE_PCT);
         }
         let unit = if cycles { "in cycles" } else { "in time" };
-        if diff.abs() <= TOLERANCE_PCT {
-            self.agree += 1;
+        if holds_launch_time {
+            if self.launch_time.add(diff) {
+                format!("holds the launch time; agrees {unit}")
+            } else {
+                format!("holds the launch time; differs by more than {TOLERANCE_PCT}% {unit}")
+            }
+        } else if self.gpu_work.add(diff) {
             format!("agrees {unit}")
         } else {
             format!("⚠ differs by more than {TOLERANCE_PCT}% {unit}")
@@ -144,23 +168,34 @@ impl Judged {
     }
 
     fn summary(&self, followers: &[&str]) -> String {
-        let Judged {
-            count,
-            agree,
-            worst,
-            in_cycles,
-            agree_in_time,
-        } = self;
         let how = match followers {
             [] => "in time".to_string(),
             f => format!(
-                "in SM cycles for {} (whose time follows the SM clock: {agree_in_time} of its {in_cycles} such cells would agree in time), in time for the rest",
-                f.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                "in SM cycles for {} (whose time follows the SM clock: {} of its {} such cells would agree in time), in time for the rest",
+                f.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                self.agree_in_time,
+                self.in_cycles
             ),
         };
-        format!(
-            "{agree} of {count} cells of at least 50 µs agree within {TOLERANCE_PCT}% ({how}); the largest difference among them is {worst:.2}%"
-        )
+        let gpu = &self.gpu_work;
+        let host = &self.launch_time;
+        let mut parts = Vec::new();
+        if gpu.count > 0 {
+            parts.push(format!(
+                "{} of {} cells of at least 50 µs that time the GPU's own work agree within {TOLERANCE_PCT}%, the largest difference among them {:.2}%",
+                gpu.agree, gpu.count, gpu.worst
+            ));
+        }
+        if host.count > 0 {
+            parts.push(format!(
+                "the {} whose reading holds the host's launch time (a host timer, or events on an idle queue) are not held to it: {} agree within {TOLERANCE_PCT}%, the largest difference {:.2}%",
+                host.count, host.agree, host.worst
+            ));
+        }
+        if parts.is_empty() {
+            parts.push("no cell is 50 µs or longer".into());
+        }
+        format!("{} (judged {how})", parts.join("; "))
     }
 }
 
@@ -269,6 +304,37 @@ fn markdown(c: &verdict::Comparison, old: &str, new: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reading_that_holds_the_launch_time_is_told_apart_not_held_to_the_tolerance() {
+        let mut judged = Judged::default();
+        assert_eq!(judged.add(0.1, false, 0.1, false), "agrees in time");
+        assert_eq!(
+            judged.add(-0.5, true, -0.2, false),
+            "⚠ differs by more than 0.3% in cycles"
+        );
+        assert_eq!(
+            judged.add(-1.48, false, -1.48, true),
+            "holds the launch time; differs by more than 0.3% in time"
+        );
+        assert_eq!(
+            judged.add(0.2, false, 0.2, true),
+            "holds the launch time; agrees in time"
+        );
+        assert_eq!(
+            judged.summary(&["matmul"]),
+            "1 of 2 cells of at least 50 µs that time the GPU's own work agree within 0.3%, \
+             the largest difference among them 0.50%; the 2 whose reading holds the host's \
+             launch time (a host timer, or events on an idle queue) are not held to it: 1 agree \
+             within 0.3%, the largest difference 1.48% (judged in SM cycles for `matmul` (whose \
+             time follows the SM clock: 1 of its 1 such cells would agree in time), in time for \
+             the rest)"
+        );
+        assert_eq!(
+            Judged::default().summary(&[]),
+            "no cell is 50 µs or longer (judged in time)"
+        );
+    }
 
     #[test]
     fn relative_paths_climb_to_the_common_folder() {

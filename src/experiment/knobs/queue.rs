@@ -15,6 +15,19 @@ pub enum Queue {
     Saturate { wait_us: Option<u64> },
 }
 
+impl Queue {
+    /// Whether a reading under `timer` holds the host's launch time: a host timer's always,
+    /// events' on an idle queue, where the start event fires before the launch arrives.
+    /// That time moves between runs by about a microsecond, whatever the kernel.
+    pub fn reading_holds_launch_time(self, timer: TimerKind) -> bool {
+        match timer {
+            TimerKind::Host | TimerKind::HostSync => true,
+            TimerKind::Events => self == Queue::Idle,
+            TimerKind::Cupti | TimerKind::Profiler => false,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum QueueKind {
@@ -72,6 +85,16 @@ impl Knob for Queue {
 mod tests {
     use super::super::tests::read;
     use super::*;
+
+    #[test]
+    fn only_host_timers_and_events_on_an_idle_queue_hold_the_launch_time() {
+        let saturated = Queue::Saturate { wait_us: None };
+        assert!(Queue::Idle.reading_holds_launch_time(TimerKind::Events));
+        assert!(Queue::Idle.reading_holds_launch_time(TimerKind::HostSync));
+        assert!(!saturated.reading_holds_launch_time(TimerKind::Events));
+        assert!(!Queue::Idle.reading_holds_launch_time(TimerKind::Cupti));
+        assert!(!Queue::Idle.reading_holds_launch_time(TimerKind::Profiler));
+    }
 
     #[test]
     fn a_saturated_queue_needs_events_and_a_wait_needs_saturation() {
