@@ -1,14 +1,26 @@
 //! `timer = "profiler"`: the cell's worker runs under Nsight Compute, which times each
 //! kernel launch (`gpu__time_duration.sum`, clocks left alone, caches flushed or not as the
-//! cell asks); the launches of the measured kernel become the cell's samples.
+//! cell asks); the launches of the measured kernel become the cell's samples. Each launch's
+//! SM clock comes from the same pass (`sm__cycles_elapsed.avg.per_second`): under the
+//! profiler the clock probe is itself profiled, and need not see the clock the timed
+//! launches ran at.
 
 use super::worker_process::WorkerProgram;
 use crate::experiment::knobs::env::ProfilerCache;
 use crate::protocol::CellRecord;
 use std::path::{Path, PathBuf};
 
-/// The metric read for each launch.
-const METRIC: &str = "gpu__time_duration.sum";
+/// The metrics read for each launch, in one pass: its time and its SM clock.
+const TIME: &str = "gpu__time_duration.sum";
+const SM_CLOCK: &str = "sm__cycles_elapsed.avg.per_second";
+
+/// One profiled launch: its kernel, its time and the SM clock it ran at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profiled {
+    pub kernel: String,
+    pub ns: f64,
+    pub sm_hz: Option<f64>,
+}
 
 /// `ncu` on PATH, else where the CUDA toolkit installs it.
 pub fn ncu() -> Option<PathBuf> {
@@ -32,7 +44,7 @@ pub fn wrap(
 ) -> WorkerProgram {
     let mut args: Vec<String> = [
         "--metrics",
-        METRIC,
+        &format!("{TIME},{SM_CLOCK}"),
         "--clock-control",
         "none",
         "--cache-control",
@@ -54,8 +66,9 @@ pub fn wrap(
     }
 }
 
-/// Each profiled launch in the report, in launch order: (kernel name, duration in ns).
-pub fn launches(report: &str) -> Result<Vec<(String, f64)>, String> {
+/// Each profiled launch in the report, in launch order (the report's IDs), with its time
+/// in nanoseconds and, where the report has it, its SM clock.
+pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
     let mut lines = report.lines().skip_while(|l| !l.starts_with("\"ID\""));
     let header = split(
         lines
@@ -68,30 +81,63 @@ pub fn launches(report: &str) -> Result<Vec<(String, f64)>, String> {
             .position(|h| h == name)
             .ok_or(format!("the profiler's report has no `{name}` column"))
     };
-    let (kernel, metric, unit, value) = (
+    let (id, kernel, metric, unit, value) = (
+        col("ID")?,
         col("Kernel Name")?,
         col("Metric Name")?,
         col("Metric Unit")?,
         col("Metric Value")?,
     );
-    let mut out = Vec::new();
+    let mut out: Vec<Profiled> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
     for line in lines.filter(|l| l.starts_with('"')) {
         let f = split(line);
-        if f.get(metric).map(String::as_str) != Some(METRIC) {
-            continue;
-        }
-        let scale = match f[unit].as_str() {
-            "nsecond" | "ns" => 1.0,
-            "usecond" | "us" => 1e3,
-            "msecond" | "ms" => 1e6,
-            "second" | "s" => 1e9,
-            other => return Err(format!("the profiler reported time in `{other}`")),
+        let number = || {
+            f[value]
+                .replace(',', "")
+                .parse::<f64>()
+                .map_err(|_| format!("the profiler reported `{}` for {}", f[value], f[metric]))
         };
-        let v: f64 = f[value]
-            .replace(',', "")
-            .parse()
-            .map_err(|_| format!("the profiler reported `{}` as a time", f[value]))?;
-        out.push((f[kernel].clone(), v * scale));
+        // A launch's rows come together; a new ID starts the next launch.
+        let index = match ids.iter().rposition(|i| *i == f[id]) {
+            Some(i) => i,
+            None => {
+                ids.push(f[id].clone());
+                out.push(Profiled {
+                    kernel: f[kernel].clone(),
+                    ns: f64::NAN,
+                    sm_hz: None,
+                });
+                out.len() - 1
+            }
+        };
+        match f[metric].as_str() {
+            TIME => {
+                let scale = match f[unit].as_str() {
+                    "nsecond" | "ns" => 1.0,
+                    "usecond" | "us" => 1e3,
+                    "msecond" | "ms" => 1e6,
+                    "second" | "s" => 1e9,
+                    other => return Err(format!("the profiler reported time in `{other}`")),
+                };
+                out[index].ns = number()? * scale;
+            }
+            SM_CLOCK => {
+                let scale = match f[unit].as_str() {
+                    "hz" | "Hz" | "cycle/second" => 1.0,
+                    "cycle/nsecond" => 1e9,
+                    other => return Err(format!("the profiler reported a clock in `{other}`")),
+                };
+                out[index].sm_hz = Some(number()? * scale);
+            }
+            _ => {}
+        }
+    }
+    if let Some(l) = out.iter().find(|l| l.ns.is_nan()) {
+        return Err(format!(
+            "the profiler reported no time for a launch of {}",
+            l.kernel
+        ));
     }
     Ok(out)
 }
@@ -120,17 +166,16 @@ fn split(line: &str) -> Vec<String> {
 /// `kernel_launches` times, the timed launches last. `entry(record)` names its kernel.
 pub fn assign(
     records: &mut [CellRecord],
-    launches: &[(String, f64)],
+    launches: &[Profiled],
     entry: impl Fn(&CellRecord) -> String,
     per_sample: impl Fn(&CellRecord) -> u64,
 ) {
     let mut taken: std::collections::HashMap<String, usize> = Default::default();
     for rec in records.iter_mut() {
         let name = entry(rec);
-        let mine: Vec<f64> = launches
+        let mine: Vec<&Profiled> = launches
             .iter()
-            .filter(|(k, _)| *k == name || k.starts_with(&format!("{name}(")))
-            .map(|(_, t)| *t)
+            .filter(|l| l.kernel == name || l.kernel.starts_with(&format!("{name}(")))
             .collect();
         let from = *taken.get(&name).unwrap_or(&0);
         let count = rec.kernel_launches as usize;
@@ -148,12 +193,16 @@ pub fn assign(
             ));
             continue;
         };
-        let values: Vec<f64> = all[count - timed..]
+        let timed = &all[count - timed..];
+        let values: Vec<f64> = timed
             .chunks(per)
-            .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+            .map(|c| c.iter().map(|l| l.ns).sum::<f64>() / c.len() as f64)
             .collect();
         rec.first_ns = values.first().copied();
         rec.samples_ns = values[1..].to_vec();
+        rec.profiler_sm_mhz =
+            crate::analysis::median(timed.iter().filter_map(|l| l.sm_hz).collect())
+                .map(|hz| hz / 1e6);
     }
 }
 
@@ -164,17 +213,31 @@ mod tests {
     const REPORT: &str = "==PROF== Connected to process 1\n\
 \"ID\",\"Process ID\",\"Kernel Name\",\"Context\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
 \"0\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"20,100\"\n\
+\"0\",\"1\",\"matMulKernel\",\"1\",\"sm__cycles_elapsed.avg.per_second\",\"hz\",\"1,979,436,476.44\"\n\
 \"1\",\"1\",\"empty\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"900\"\n\
+\"2\",\"1\",\"matMulKernel\",\"1\",\"sm__cycles_elapsed.avg.per_second\",\"hz\",\"1,960,000,000\"\n\
 \"2\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"usecond\",\"13.5\"\n\
-\"3\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"13,300\"\n";
+\"3\",\"1\",\"matMulKernel\",\"1\",\"gpu__time_duration.sum\",\"nsecond\",\"13,300\"\n\
+\"3\",\"1\",\"matMulKernel\",\"1\",\"sm__cycles_elapsed.avg.per_second\",\"hz\",\"1,970,000,000\"\n";
 
     #[test]
     fn the_report_gives_each_launch_in_nanoseconds() {
         let l = launches(REPORT).unwrap();
         assert_eq!(l.len(), 4);
-        assert_eq!(l[0], ("matMulKernel".to_string(), 20_100.0));
-        assert_eq!(l[2].1, 13_500.0);
+        assert_eq!(
+            l[0],
+            Profiled {
+                kernel: "matMulKernel".into(),
+                ns: 20_100.0,
+                sm_hz: Some(1_979_436_476.44)
+            }
+        );
+        assert_eq!((l[1].ns, l[1].sm_hz), (900.0, None));
+        assert_eq!((l[2].ns, l[2].sm_hz), (13_500.0, Some(1.96e9)));
         assert!(launches("no table here").is_err());
+        let no_time = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
+                       \"0\",\"k\",\"sm__cycles_elapsed.avg.per_second\",\"hz\",\"1\"\n";
+        assert!(launches(no_time).unwrap_err().contains("no time"));
     }
 
     /// A matmul cell that launched its kernel `launches_done` times and took `samples`
@@ -196,6 +259,8 @@ mod tests {
         let r = assigned(3, 1);
         assert_eq!(r.first_ns, Some(13_500.0));
         assert_eq!(r.samples_ns, vec![13_300.0]);
+        // The timed launches' own clock: the median of 1960 and 1970 MHz.
+        assert_eq!(r.profiler_sm_mhz, Some(1965.0));
     }
 
     #[test]

@@ -104,6 +104,13 @@ impl Response {
     }
 }
 
+/// The SM clock a run's cycles are counted at: Nsight Compute's reading of the timed
+/// launches themselves where it profiled them (the probe was profiled too), else the
+/// probes' around the run.
+fn counting_clock(r: &crate::protocol::CellRecord) -> Option<f64> {
+    r.profiler_sm_mhz.or_else(|| probe_of(r))
+}
+
 /// Each probed cell's runs as (time, probed clock), by cell index.
 /// A run's time is the median of its headline values, as comparisons take them.
 fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
@@ -112,7 +119,7 @@ fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
     for r in &s.records {
         let values = runs.get(&r.id).and_then(|by_run| by_run.get(&r.process));
         let time = values.and_then(|v| median(v.clone()));
-        if let (Some(t), Some(mhz)) = (time, probe_of(r)) {
+        if let (Some(t), Some(mhz)) = (time, counting_clock(r)) {
             out.entry(r.cell).or_default().push((t, mhz));
         }
     }
@@ -276,6 +283,17 @@ mod tests {
         let memory: Vec<_> = sizes.iter().map(|t| cell(*t, 0.0, &noise)).collect();
         let r = Response::fit(&memory).unwrap();
         assert!(r.slope.abs() < 0.2 && !r.follows(), "{r:?}");
+    }
+
+    #[test]
+    fn a_profiled_run_counts_cycles_at_the_profilers_clock_not_the_probes() {
+        let mut r = crate::protocol::CellRecord {
+            probe_mhz: Some((1980.0, 1990.0)),
+            ..Default::default()
+        };
+        assert_eq!(counting_clock(&r), Some(1985.0));
+        r.profiler_sm_mhz = Some(1967.5);
+        assert_eq!(counting_clock(&r), Some(1967.5));
     }
 
     #[test]
