@@ -89,7 +89,7 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
         col("Metric Value")?,
     );
     let mut out: Vec<Profiled> = Vec::new();
-    let mut ids: Vec<String> = Vec::new();
+    let mut last_id: Option<String> = None;
     for line in lines.filter(|l| l.starts_with('"')) {
         let f = split(line);
         let number = || {
@@ -98,19 +98,16 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
                 .parse::<f64>()
                 .map_err(|_| format!("the profiler reported `{}` for {}", f[value], f[metric]))
         };
-        // A launch's rows come together; a new ID starts the next launch.
-        let index = match ids.iter().rposition(|i| *i == f[id]) {
-            Some(i) => i,
-            None => {
-                ids.push(f[id].clone());
-                out.push(Profiled {
-                    kernel: f[kernel].clone(),
-                    ns: f64::NAN,
-                    sm_hz: None,
-                });
-                out.len() - 1
-            }
-        };
+        // A launch's rows come together: a new ID starts the next launch.
+        if last_id.as_deref() != Some(f[id].as_str()) {
+            last_id = Some(f[id].clone());
+            out.push(Profiled {
+                kernel: f[kernel].clone(),
+                ns: f64::NAN,
+                sm_hz: None,
+            });
+        }
+        let launch = out.last_mut().expect("a launch was just pushed");
         match f[metric].as_str() {
             TIME => {
                 let scale = match f[unit].as_str() {
@@ -120,7 +117,7 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
                     "second" | "s" => 1e9,
                     other => return Err(format!("the profiler reported time in `{other}`")),
                 };
-                out[index].ns = number()? * scale;
+                launch.ns = number()? * scale;
             }
             SM_CLOCK => {
                 let scale = match f[unit].as_str() {
@@ -128,7 +125,7 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
                     "cycle/nsecond" => 1e9,
                     other => return Err(format!("the profiler reported a clock in `{other}`")),
                 };
-                out[index].sm_hz = Some(number()? * scale);
+                launch.sm_hz = Some(number()? * scale);
             }
             _ => {}
         }
