@@ -141,9 +141,9 @@ pub struct CellRecord {
     /// The SM clock the clock probe measured just before and just after the cell, in MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_mhz: Option<(f64, f64)>,
-    /// The SM clock Nsight Compute measured over the cell's timed launches (their median),
-    /// in MHz: under the profiler the probe is profiled too, and this is the timed
-    /// launches' own clock.
+    /// Nsight Compute's elapsed SM cycles per second over the cell's timed launches (their
+    /// median), in MHz: the clock its cycles are counted at, since under the profiler the
+    /// probe is profiled too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler_sm_mhz: Option<f64>,
     /// GPU timer nanoseconds per host nanosecond from the probe before the cell to the one

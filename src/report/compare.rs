@@ -33,7 +33,9 @@ pub struct CompareRow {
     pub this: String,
     pub earlier: String,
     pub difference: String,
-    /// The difference in SM cycles, where both runs probed the clock.
+    /// The difference in SM cycles, where both runs have a clock for the cell (the probes',
+    /// or Nsight Compute's for its cells: comparing a run from before it read one with a
+    /// later one mixes the two, up to about 2% apart on a sub-µs kernel).
     pub cycles_difference: String,
     pub agreement: String,
     /// This run's median over the earlier one's, with its 95% bootstrap interval.
@@ -188,7 +190,7 @@ impl Judged {
         }
         if host.count > 0 {
             parts.push(format!(
-                "the {} whose reading holds the host's launch time (a host timer, or events on an idle queue) are not held to it: {} agree within {TOLERANCE_PCT}%, the largest difference {:.2}%",
+                "{} cells of at least 50 µs whose reading holds the host's launch time (a host timer, or events on an idle queue) are not held to it: of those, {} agree within {TOLERANCE_PCT}%, the largest difference {:.2}%",
                 host.count, host.agree, host.worst
             ));
         }
@@ -324,9 +326,9 @@ mod tests {
         assert_eq!(
             judged.summary(&["matmul"]),
             "1 of 2 cells of at least 50 µs that time the GPU's own work agree within 0.3%, \
-             the largest difference among them 0.50%; the 2 whose reading holds the host's \
-             launch time (a host timer, or events on an idle queue) are not held to it: 1 agree \
-             within 0.3%, the largest difference 1.48% (judged in SM cycles for `matmul` (whose \
+             the largest difference among them 0.50%; 2 cells of at least 50 µs whose reading \
+             holds the host's launch time (a host timer, or events on an idle queue) are not \
+             held to it: of those, 1 agree within 0.3%, the largest difference 1.48% (judged in SM cycles for `matmul` (whose \
              time follows the SM clock: 1 of its 1 such cells would agree in time), in time for \
              the rest)"
         );

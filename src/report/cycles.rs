@@ -1,5 +1,6 @@
 //! SM cycles: where the clock probe ran, each cell's median also as SM cycles (its time x
-//! the probed effective SM clock), and whether a kernel's time follows the clock across its
+//! the probed effective SM clock; for Nsight Compute's cells, x the elapsed SM cycles per
+//! second it read over their timed launches), and whether a kernel's time follows the clock across its
 //! runs (a compute-bound kernel's does; a memory-bound one's does not): for those, cycles
 //! are the number that repeats from run to run on a GPU whose clock wanders. For the others
 //! the memory clock's view: what NVML read of it over the kernel's cells.
@@ -111,7 +112,7 @@ fn counting_clock(r: &crate::protocol::CellRecord) -> Option<f64> {
     r.profiler_sm_mhz.or_else(|| probe_of(r))
 }
 
-/// Each probed cell's runs as (time, probed clock), by cell index.
+/// Each probed cell's runs as (time, the clock its cycles are counted at), by cell index.
 /// A run's time is the median of its headline values, as comparisons take them.
 fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
     let runs = verdict::headline_runs(s);
@@ -143,7 +144,7 @@ pub fn responses(runs: &[&Stored]) -> HashMap<String, Response> {
         .collect()
 }
 
-/// Each probed cell's mean probed SM clock, by cell id.
+/// Each probed cell's mean clock, as its cycles are counted, by cell id.
 pub fn cell_mhz(s: &Stored) -> HashMap<String, f64> {
     let probed = probed_runs(s);
     (s.plan.cells.iter())
