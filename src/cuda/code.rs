@@ -55,10 +55,10 @@ impl Module {
 
 /// The driver reads an image through a bare pointer: an empty one is refused first.
 fn not_empty(image: &[u8]) -> Result<(), CudaError> {
-    match image.is_empty() {
-        true => Err(CudaError::Library("an empty module image".into())),
-        false => Ok(()),
+    if image.is_empty() {
+        return Err(CudaError::Library("an empty module image".into()));
     }
+    Ok(())
 }
 
 fn kernel_name(name: &str) -> Result<CString, CudaError> {

@@ -328,9 +328,9 @@ mod tests {
             "1 of 2 cells of at least 50 µs that time the GPU's own work agree within 0.3%, \
              the largest difference among them 0.50%; 2 cells of at least 50 µs whose reading \
              holds the host's launch time (a host timer, or events on an idle queue) are not \
-             held to it: of those, 1 agree within 0.3%, the largest difference 1.48% (judged in SM cycles for `matmul` (whose \
-             time follows the SM clock: 1 of its 1 such cells would agree in time), in time for \
-             the rest)"
+             held to it: of those, 1 agree within 0.3%, the largest difference 1.48% (judged \
+             in SM cycles for `matmul` (whose time follows the SM clock: 1 of its 1 such cells \
+             would agree in time), in time for the rest)"
         );
         assert_eq!(
             Judged::default().summary(&[]),

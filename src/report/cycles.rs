@@ -1,9 +1,9 @@
 //! SM cycles: where the clock probe ran, each cell's median also as SM cycles (its time x
 //! the probed effective SM clock; for Nsight Compute's cells, x the elapsed SM cycles per
-//! second it read over their timed launches), and whether a kernel's time follows the clock across its
-//! runs (a compute-bound kernel's does; a memory-bound one's does not): for those, cycles
-//! are the number that repeats from run to run on a GPU whose clock wanders. For the others
-//! the memory clock's view: what NVML read of it over the kernel's cells.
+//! second it read over their timed launches), and whether a kernel's time follows the clock
+//! across its runs (a compute-bound kernel's does; a memory-bound one's does not): for those,
+//! cycles are the number that repeats from run to run on a GPU whose clock wanders. For the
+//! others the memory clock's view: what NVML read of it over the kernel's cells.
 
 use super::cells::probe_of;
 use crate::analysis::{median, Analysis};

@@ -8,8 +8,9 @@
 //! kernel lives in the same image, as the post's does; nothing runs on the GPU before it
 //! but the copies that fill the buffers (outputs are poisoned by a copy), and no clock
 //! probe runs before it. The worker returns its free heap to the system just before it, so
-//! that the driver's allocations there fault fresh pages in as a new program's do. A kernel with more than 48 KiB of dynamic shared memory also
-//! makes the call that allows it there, at its loading.
+//! that the driver's allocations there fault fresh pages in as a new program's do. A kernel
+//! with more than 48 KiB of dynamic shared memory also makes the call that allows it there,
+//! at its loading.
 
 use super::env::Env;
 use super::launches::Launches;
