@@ -76,6 +76,33 @@ struct RunArgs {
     /// cells with the first GPU's, with verdicts.
     #[arg(long, requires = "devices")]
     each: bool,
+    /// Exit 0 even where cells failed, were suspect or impossible, or a kernel written to be
+    /// caught passed (by default such a run exits 3).
+    #[arg(long)]
+    allow_failures: bool,
+}
+
+/// Exit codes: done; an error; `runner compare` found a cell slower; a run whose cells did
+/// not all end as their kernels expect; interrupted (its report still written).
+const EXIT_ERROR: u8 = 1;
+const EXIT_SLOWER: u8 = 2;
+const EXIT_UNTRUSTED: u8 = 3;
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// How a run ended.
+struct Ended {
+    /// Every planned run finished (no interrupt).
+    complete: bool,
+    /// Cells that did not end as their kernels expect (failed, suspect, impossible, or a
+    /// kernel written to be caught that passed), each as `cell (verdict)`.
+    unexpected: Vec<String>,
+}
+
+/// The cells of a rendered run that did not end as their kernels expect.
+fn unexpected(r: &report::Rendered) -> Vec<String> {
+    (r.trust.unexpected.iter())
+        .map(|(cell, verdict)| format!("{cell} ({})", verdict.word()))
+        .collect()
 }
 
 #[derive(Subcommand)]
@@ -164,7 +191,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
-        Some(Command::Run { experiment, run: r }) => return finish(run(experiment, &r)),
+        Some(Command::Run { experiment, run: r }) => return ended(run(experiment, &r), &r),
         Some(Command::Plan {
             experiment,
             only,
@@ -202,7 +229,7 @@ fn main() -> ExitCode {
         }) => compare
             .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
             .and_then(|()| report::render_dir(&dir, template.as_deref()))
-            .map(|p| println!("wrote {}", p.display())),
+            .map(|r| println!("wrote {}", r.path.display())),
         Some(Command::Compare {
             old,
             new,
@@ -210,9 +237,30 @@ fn main() -> ExitCode {
             floor,
             json,
         }) => return compare(&old, &new, threshold, floor, json.as_deref()),
-        None => return finish(run(cli.experiment, &cli.run)),
+        None => return ended(run(cli.experiment, &cli.run), &cli.run),
     };
     finish(result.map(|()| true))
+}
+
+/// A run's exit code: as [`finish`]'s, or 3 where cells did not end as their kernels
+/// expect (unless --allow-failures), so that CI cannot miss a failed or suspect cell.
+fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
+    match result {
+        Ok(e) if e.complete && !e.unexpected.is_empty() && !args.allow_failures => {
+            const SHOWN: usize = 5;
+            let more = match e.unexpected.len().saturating_sub(SHOWN) {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            eprintln!(
+                "error: {} cell(s) did not end as their kernels expect: {}{more} (the report's first lines say why); --allow-failures exits 0 anyway",
+                e.unexpected.len(),
+                e.unexpected[..e.unexpected.len().min(SHOWN)].join(", ")
+            );
+            ExitCode::from(EXIT_UNTRUSTED)
+        }
+        other => finish(other.map(|e| e.complete)),
+    }
 }
 
 /// `runner compare`: exit 0 when no cell got slower beyond the threshold, 2 when one did,
@@ -220,7 +268,7 @@ fn main() -> ExitCode {
 fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
     match report::run_compare(old, new, threshold, floor, json) {
         Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(2),
+        Ok(false) => ExitCode::from(EXIT_SLOWER),
         Err(e) => finish(Err(e)),
     }
 }
@@ -229,10 +277,10 @@ fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Pat
 fn finish(result: anyhow::Result<bool>) -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(130),
+        Ok(false) => ExitCode::from(EXIT_INTERRUPTED),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(EXIT_ERROR)
         }
     }
 }
@@ -244,8 +292,8 @@ fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
 }
 
 /// Runs an experiment (or resumes a run) and renders its report, also after an interrupt;
-/// whether it finished.
-fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
+/// how it ended.
+fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
     let (path, dir, start) = match (&args.resume, experiment) {
         (Some(dir), given) => {
             let path = match given {
@@ -287,29 +335,44 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
         )?;
         if !args.each {
             let report = report::render_dir(&dir, None)?;
-            println!("wrote {} ({} GPUs)", report.display(), devices.len());
-            return Ok(finished);
+            println!("wrote {} ({} GPUs)", report.path.display(), devices.len());
+            println!("trust: {}", report.trust.line());
+            return Ok(Ended {
+                complete: finished,
+                unexpected: unexpected(&report),
+            });
         }
         for part in &parts[1..] {
             report::set_comparison(part, &parts[0])?;
         }
+        let mut untrusted = Vec::new();
         for part in &parts {
-            println!("wrote {}", report::render_dir(part, None)?.display());
+            let report = report::render_dir(part, None)?;
+            println!("wrote {}", report.path.display());
+            println!("trust: {}", report.trust.line());
+            untrusted.extend(unexpected(&report));
         }
-        return Ok(finished);
+        return Ok(Ended {
+            complete: finished,
+            unexpected: untrusted,
+        });
     }
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {
-        println!("wrote {}", report.display());
+        println!("wrote {}", report.path.display());
     } else {
         println!(
             "interrupted: wrote {} with the cells that finished; `runner run --resume {}` runs the rest",
-            report.display(),
+            report.path.display(),
             outcome.dir.display()
         );
     }
-    Ok(outcome.complete)
+    println!("trust: {}", report.trust.line());
+    Ok(Ended {
+        complete: outcome.complete,
+        unexpected: unexpected(&report),
+    })
 }
 
 fn sbatch(
@@ -344,7 +407,7 @@ fn merge(parts: &[PathBuf], out: &Path) -> anyhow::Result<()> {
         "merged {} part(s) on {} GPU(s) into {}{}",
         parts.len(),
         meta.devices.len(),
-        report.display(),
+        report.path.display(),
         if meta.complete {
             ""
         } else {

@@ -153,9 +153,33 @@ pub struct CellRecord {
     /// What CUPTI's records said beside the spans (`timer = "cupti"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cupti: Option<CuptiRecord>,
+    /// One more launch after the timed ones, on new inputs: checked, timed, set against the
+    /// reading. None for a failed cell, an unchecked kernel and the floor cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditRecord>,
     /// The `CUDA_*` variables the worker process started with: the environment it ran in.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub cuda_env: std::collections::BTreeMap<String, String>,
+}
+
+/// The audit of a cell's timed launches (`worker::audit`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AuditRecord {
+    /// How the audit launch's output was checked against the reference on its inputs.
+    pub check: String,
+    /// Which inputs held new data, or that none could be redrawn and the outputs were
+    /// poisoned again instead.
+    pub inputs: String,
+    /// The audit launch's time as the cell's timer sees the kernel, in ns; None until the
+    /// profiler's report gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_ns: Option<f64>,
+    /// Launches of the kernel the audit made after the timed ones (a profiler's report
+    /// holds them last).
+    pub launches: u64,
+    /// Why the cell's reading is suspect against the audit launch's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<String>,
 }
 
 /// The wait kernel a `queue = "saturate"` cell ran before each timed region.

@@ -708,3 +708,93 @@ fn copies_and_copy_steps_are_checked_before_anything_runs() {
     let out = run(&["plan", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The matmul experiment with a persistent-style counter buffer `arg` added to its kernel.
+fn with_counter(arg: &str) -> String {
+    good().replace(
+        "  { name = \"m\", scalar = \"i32\", value = \"n\" },",
+        &format!("  {arg},\n  {{ name = \"m\", scalar = \"i32\", value = \"n\" }},"),
+    )
+}
+
+#[test]
+fn a_reset_buffer_is_written_by_the_kernel_so_an_input_init_is_refused() {
+    let text = with_counter(
+        r#"{ name = "next", buffer = "u32", len = 1, init = "uniform(0, 4)", reset = "zeros" }"#,
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "init = \"uniform(0, 4)\", reset");
+    assert!(err.contains("would never be seen"), "{err}");
+}
+
+#[test]
+fn a_reset_value_must_be_a_memset_the_driver_can_do_in_device_memory() {
+    for (arg, says) in [
+        (
+            r#"{ name = "next", buffer = "f64", len = 1, reset = 1.5 }"#,
+            "two different 4-byte halves",
+        ),
+        (
+            r#"{ name = "next", buffer = "u8", len = 1, reset = 300 }"#,
+            "does not fit u8",
+        ),
+        (
+            r#"{ name = "next", buffer = "u32", len = 1, reset = "ones" }"#,
+            "not \"zeros\" or a finite number",
+        ),
+        (
+            r#"{ name = "next", buffer = "u32", len = 1, reset = "zeros", memory = "pinned" }"#,
+            "lives in host memory",
+        ),
+    ] {
+        let err = plan_error(&with_counter(arg));
+        assert!(err.contains(says), "{arg}: {err}");
+    }
+}
+
+#[test]
+fn plan_names_the_buffers_reset_before_every_launch() {
+    let text = with_counter(r#"{ name = "next", buffer = "i32", len = 1, reset = -1 }"#);
+    let (_dir, path) = write_experiment("reset.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("kernel matmul resets next to -1 before every launch"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn event_nodes_have_no_room_for_resets() {
+    let text = with_counter(r#"{ name = "next", buffer = "u32", len = 1, reset = "zeros" }"#)
+        .replace(
+            "name = \"sync\"\ntimer = \"host_sync\"",
+            "name = \"sync\"\ntimer = \"events\"\ngraph = 4\ncache = \"flush\"\nqueue = \"saturate\"\nflushed_graph = \"event_nodes\"",
+        );
+    let err = plan_error(&text);
+    assert!(
+        err.contains("no room for the kernel's `reset` buffers"),
+        "{err}"
+    );
+}
+
+#[test]
+fn expect_is_caught_or_left_out_and_needs_a_check() {
+    let text = good().replace("check = {", "expect = \"maybe\"\ncheck = {");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "expect = \"maybe\"");
+    assert!(
+        err.contains("expect = \\\"caught\\\"") || err.contains("expect = \"caught\""),
+        "{err}"
+    );
+    let start = good().find("check = {").unwrap();
+    let end = start + good()[start..].find('\n').unwrap();
+    let unchecked = format!(
+        "{}expect = \"caught\"\nunchecked = true{}",
+        &good()[..start],
+        &good()[end..]
+    );
+    let err = plan_error(&unchecked);
+    assert!(err.contains("cannot be expected to be caught"), "{err}");
+}

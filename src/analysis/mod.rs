@@ -3,14 +3,18 @@
 //! of its own from raw samples.
 
 pub mod clocks;
+pub mod peaks;
 pub mod stats;
+pub mod trust;
 
 use crate::plan::{Cell, Headline};
-use crate::protocol::{CellRecord, Status, TelemetryPoint};
+use crate::protocol::{CellRecord, TelemetryPoint};
 use crate::store::Stored;
 use clocks::Window;
+use peaks::Peaks;
 use stats::Stats;
 use std::collections::HashMap;
+use trust::Verdict;
 
 pub use crate::method::median;
 
@@ -44,6 +48,10 @@ pub struct Analysis<'a> {
     pub launches: Launches,
     pub windows: HashMap<(u32, u32), Window>,
     pub records: HashMap<usize, Vec<&'a CellRecord>>,
+    /// The device's peaks, where the run knows its device.
+    pub peaks: Option<Peaks>,
+    /// Each cell's verdict: whether its reading can be trusted, and why not.
+    pub verdicts: HashMap<usize, Verdict>,
 }
 
 impl<'a> Analysis<'a> {
@@ -89,14 +97,65 @@ impl<'a> Analysis<'a> {
         for r in &s.records {
             records.entry(r.cell).or_default().push(r);
         }
-        Ok(Analysis {
+        let exp = &s.experiment;
+        let types: Vec<crate::experiment::Dtype> =
+            exp.kernels.iter().filter_map(|k| k.flops_type).collect();
+        let host_copies =
+            (exp.kernels.iter()).any(|k| k.copy.is_some() && (k.on_host(0) || k.on_host(1)));
+        let peaks = (s.meta.device.as_ref()).map(|d| peaks::peaks(d, &types, host_copies));
+        let mut a = Analysis {
             run: s,
             stats,
             series,
             launches,
             windows,
             records,
-        })
+            peaks,
+            verdicts: HashMap::new(),
+        };
+        let device = (a.peaks.as_ref())
+            .zip(s.meta.device.as_ref())
+            .map(|(p, d)| trust::Device {
+                peaks: p,
+                l2_bytes: d.l2_bytes.max(0) as u64,
+            });
+        a.verdicts = (s.plan.cells.iter())
+            .map(|c| {
+                let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
+                let kernel = c.kernel.map(|k| &exp.kernels[k]);
+                let median = a.headline(c).map(|st| st.median);
+                (
+                    c.index,
+                    trust::judge(c, kernel, records, median, device.as_ref()),
+                )
+            })
+            .collect();
+        Ok(a)
+    }
+
+    /// The verdicts counted against what the kernels expect.
+    pub fn trust(&self) -> trust::Summary {
+        let exp = &self.run.experiment;
+        trust::Summary::of(self.run.plan.cells.iter().map(|c| {
+            let kernel = c.kernel.map(|k| &exp.kernels[k]);
+            let caught = kernel.is_some_and(|k| k.expect_caught);
+            let records = self.records.get(&c.index).map_or(&[][..], Vec::as_slice);
+            let audited = (records
+                .iter()
+                .filter(|r| r.status == crate::protocol::Status::Ok))
+            .all(|r| r.audit.is_some());
+            let scrutiny = match (kernel.is_some_and(|k| k.unchecked), audited) {
+                (true, _) => trust::Scrutiny::Unchecked,
+                (false, true) => trust::Scrutiny::Audited,
+                (false, false) => trust::Scrutiny::Checked,
+            };
+            (c, self.verdict(c), caught, scrutiny)
+        }))
+    }
+
+    /// Cell `c`'s verdict (not run, where the run has no record of it).
+    pub fn verdict(&self, c: &Cell) -> &Verdict {
+        self.verdicts.get(&c.index).unwrap_or(&Verdict::NotRun)
     }
 
     /// The statistics a table shows for a cell: its steady samples, or its first launches
@@ -124,8 +183,9 @@ impl<'a> Analysis<'a> {
         self.headline(c).map(|st| st.median)
     }
 
-    /// [`Self::median_at`], only where none of the cell's runs failed: the median that
-    /// comparisons between cells may rank (a partly failed cell's holds fewer runs).
+    /// [`Self::median_at`], only where the cell's reading is trusted (no run failed or was
+    /// suspect, the throughput is possible): the median that comparisons between cells may
+    /// rank.
     pub fn sound_median_at(
         &self,
         k: usize,
@@ -133,11 +193,7 @@ impl<'a> Analysis<'a> {
         variant: &str,
     ) -> Option<f64> {
         let c = self.cell_at(k, p, variant)?;
-        let failed = self
-            .records
-            .get(&c.index)
-            .is_some_and(|rs| rs.iter().any(|r| r.status == Status::Failed));
-        if failed {
+        if *self.verdict(c) != Verdict::Ok {
             return None;
         }
         self.headline(c).map(|st| st.median)

@@ -7,7 +7,7 @@ use super::code::Function;
 use super::error::{Check, CudaError};
 use super::event::Event;
 use super::launch::{Launch, Param};
-use super::memory::DeviceBuffer;
+use super::memory::{DeviceBuffer, Fill};
 use cudarc::driver::{result, sys};
 use std::marker::PhantomData;
 
@@ -20,8 +20,40 @@ pub struct Graph<'b> {
     _buffers: PhantomData<&'b DeviceBuffer>,
 }
 
-/// Work captured before each launch of a graph: an L2 flush, so that every launch in the
-/// graph starts cold.
+/// Buffers set before each launch of one buffer set (`reset`), and how.
+pub type Resets<'b> = Vec<(&'b DeviceBuffer, Fill)>;
+
+/// What a graph captures before each of its launches: the resets of the buffer set the
+/// launch takes, then an L2 flush, so that every launch starts cold.
+pub struct Before<'p, 'b> {
+    /// Per buffer set, as launch `i` takes set `i % len` (empty: no resets).
+    pub resets: &'p [Resets<'b>],
+    pub flush: Option<Prelude<'p, 'b>>,
+}
+
+impl Before<'_, '_> {
+    /// Nothing before the launches.
+    pub fn nothing() -> Self {
+        Before {
+            resets: &[],
+            flush: None,
+        }
+    }
+
+    fn enqueue_on(&mut self, stream: sys::CUstream, i: usize) -> Result<(), CudaError> {
+        if !self.resets.is_empty() {
+            for (buf, fill) in &self.resets[i % self.resets.len()] {
+                buf.fill_with_on(*fill, stream)?;
+            }
+        }
+        match self.flush.as_mut() {
+            Some(p) => p.enqueue_on(stream),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An L2 flush captured before each launch of a graph.
 pub enum Prelude<'p, 'b> {
     /// Every byte of the buffer set to zero (the memset flush).
     Memset(&'b DeviceBuffer),
@@ -65,14 +97,14 @@ impl<'b> Marks<'b> {
 }
 
 impl<'b> Graph<'b> {
-    /// Captures `count` launches, each after `prelude` where there is one; launch `i`
+    /// Captures `count` launches, each after what `before` holds for it; launch `i`
     /// takes its parameters from `sets[i % len]` (one set: all alike), and `launch` is left
     /// with the first set's; `marks` places event nodes around them.
     pub fn capture(
         launch: &mut Launch<'b>,
         count: u64,
         sets: &[Vec<Param<'b>>],
-        mut prelude: Option<Prelude<'_, 'b>>,
+        mut before: Before<'_, 'b>,
         marks: Marks<'b>,
     ) -> Result<Graph<'b>, CudaError> {
         if let Marks::EachLaunch(pairs) = marks {
@@ -85,22 +117,20 @@ impl<'b> Graph<'b> {
         }
         let func = launch.resolve()?;
         let captured = capture(count, |stream, i| {
-            let (before, after) = marks.around(i, count as usize);
-            if let Some(p) = prelude.as_mut() {
-                p.enqueue_on(stream)?;
-            }
+            let (opening, closing) = marks.around(i, count as usize);
+            before.enqueue_on(stream, i)?;
             if sets.len() > 1 {
                 for (j, v) in sets[i % sets.len()].iter().enumerate() {
                     launch.set_param(j, *v);
                 }
             }
-            if let Some(b) = before {
+            if let Some(b) = opening {
                 b.record_as_node(stream)?;
             }
             launch
                 .enqueue_on(stream)
                 .map_err(|e| CudaError::driver("launch during graph capture", e))?;
-            match after {
+            match closing {
                 Some(a) => a.record_as_node(stream),
                 None => Ok(()),
             }
@@ -113,17 +143,14 @@ impl<'b> Graph<'b> {
         Graph::made(captured?, func)
     }
 
-    /// Captures `count` preludes alone: what a graph of prelude and launch pairs spends
-    /// besides its launches.
-    pub fn capture_preludes(
-        mut prelude: Prelude<'_, 'b>,
-        count: u64,
-    ) -> Result<Graph<'b>, CudaError> {
-        let func = match &mut prelude {
-            Prelude::Launch(l) => l.resolve()?,
-            Prelude::Memset(_) => None,
+    /// Captures what `before` holds for `count` launches, without the launches: what a
+    /// graph of such pairs spends besides its launches.
+    pub fn capture_before(mut before: Before<'_, 'b>, count: u64) -> Result<Graph<'b>, CudaError> {
+        let func = match &mut before.flush {
+            Some(Prelude::Launch(l)) => l.resolve()?,
+            Some(Prelude::Memset(_)) | None => None,
         };
-        let captured = capture(count, |stream, _| prelude.enqueue_on(stream));
+        let captured = capture(count, |stream, i| before.enqueue_on(stream, i));
         Graph::made(captured?, func)
     }
 

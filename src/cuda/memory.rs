@@ -72,6 +72,35 @@ impl Direction {
     }
 }
 
+/// What a memset writes over and over: the driver sets 1, 2 or 4 bytes at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    Bytes(u8),
+    Halves(u16),
+    Words(u32),
+}
+
+impl Fill {
+    /// Units of `unit` bytes (1, 2 or 4), each the low bytes of `value`; None for another
+    /// width.
+    pub fn new(unit: usize, value: u32) -> Option<Fill> {
+        match unit {
+            1 => Some(Fill::Bytes(value as u8)),
+            2 => Some(Fill::Halves(value as u16)),
+            4 => Some(Fill::Words(value)),
+            _ => None,
+        }
+    }
+
+    fn unit(self) -> usize {
+        match self {
+            Fill::Bytes(_) => 1,
+            Fill::Halves(_) => 2,
+            Fill::Words(_) => 4,
+        }
+    }
+}
+
 pub struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     bytes: usize,
@@ -172,6 +201,27 @@ impl DeviceBuffer {
 
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Whether it is plain device memory (not managed, not on the host).
+    pub fn in_device_memory(&self) -> bool {
+        matches!(self.placement, Placement::Device)
+    }
+
+    /// Copies all of `source`, a buffer of the same size, into this one on the device, and
+    /// waits.
+    pub fn copy_from(&self, source: &DeviceBuffer) -> Result<(), CudaError> {
+        if source.bytes != self.bytes {
+            return Err(CudaError::Library(format!(
+                "a copy of {} bytes into a buffer of {}",
+                source.bytes, self.bytes
+            )));
+        }
+        // SAFETY: both buffers are live and hold exactly self.bytes bytes (checked above);
+        // unified addressing reaches either wherever it lives.
+        unsafe { sys::cuMemcpyDtoD_v2(self.ptr, source.ptr, self.bytes) }
+            .result()
+            .during("cuMemcpyDtoD")
     }
 
     /// The device address, as a kernel parameter holds it.
@@ -292,6 +342,42 @@ impl DeviceBuffer {
         // captured); the buffer is freed only after a synchronizing cuMemFree.
         unsafe { result::memset_d8_async(self.ptr, byte, self.bytes, stream) }
             .during("cuMemsetD8Async")
+    }
+}
+
+impl DeviceBuffer {
+    /// Enqueues a memset of every element to `fill` on the legacy default stream (ordered
+    /// before anything enqueued later), without waiting.
+    pub fn fill_with_async(&self, fill: Fill) -> Result<(), CudaError> {
+        self.fill_with_on(fill, std::ptr::null_mut())
+    }
+
+    /// Enqueues a memset of every element to `fill` on `stream`, without waiting.
+    pub(super) fn fill_with_on(&self, fill: Fill, stream: sys::CUstream) -> Result<(), CudaError> {
+        if self.on_host() {
+            return Err(CudaError::Library(
+                "a memset of host memory: reset buffers live in device or managed memory".into(),
+            ));
+        }
+        if !self.bytes.is_multiple_of(fill.unit()) {
+            return Err(CudaError::Library(format!(
+                "a buffer of {} bytes cannot be set {} bytes at a time",
+                self.bytes,
+                fill.unit()
+            )));
+        }
+        let count = self.bytes / fill.unit();
+        // SAFETY: writes `count` units of `fill`, exactly self.bytes bytes, of a live device
+        // or managed buffer on a live stream (or one being captured); the buffer is freed
+        // only after a synchronizing cuMemFree.
+        let code = unsafe {
+            match fill {
+                Fill::Bytes(b) => sys::cuMemsetD8Async(self.ptr, b, count, stream),
+                Fill::Halves(h) => sys::cuMemsetD16Async(self.ptr, h, count, stream),
+                Fill::Words(w) => sys::cuMemsetD32Async(self.ptr, w, count, stream),
+            }
+        };
+        code.result().during("cuMemsetAsync")
     }
 }
 

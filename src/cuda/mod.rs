@@ -21,9 +21,9 @@ pub use device::{
 };
 pub use error::CudaError;
 pub use event::Event;
-pub use graph::{Graph, Marks, Prelude};
+pub use graph::{Before, Graph, Marks, Prelude, Resets};
 pub use launch::{Dims, Launch, Param};
-pub use memory::{memory_info, DeviceBuffer};
+pub use memory::{memory_info, DeviceBuffer, Fill};
 
 /// What a machine without the CUDA driver is told.
 pub const NO_DRIVER: &str = "no CUDA driver: libcuda could not be loaded, so nothing can run on a GPU here.\n  \

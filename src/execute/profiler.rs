@@ -7,6 +7,7 @@
 
 use super::worker_process::WorkerProgram;
 use crate::experiment::knobs::env::ProfilerCache;
+use crate::experiment::knobs::timer::TimerKind;
 use crate::protocol::CellRecord;
 use std::path::{Path, PathBuf};
 
@@ -168,7 +169,8 @@ fn split(line: &str) -> Vec<String> {
 }
 
 /// Gives each record its samples: the cells ran in order, each launching its kernel
-/// `kernel_launches` times, the timed launches last. `entry(record)` names its kernel.
+/// `kernel_launches` times, the timed launches last but for the audit's, which give the
+/// audit its time and verdict. `entry(record)` names its kernel.
 pub fn assign(
     records: &mut [CellRecord],
     launches: &[Profiled],
@@ -191,14 +193,18 @@ pub fn assign(
         }
         let per = per_sample(rec).max(1) as usize;
         let timed = (1 + rec.samples_ns.len()) * per;
-        let Some(all) = mine.get(from..from + count) else {
+        let after = rec.audit.as_ref().map_or(0, |a| a.launches as usize);
+        let Some(all) = mine
+            .get(from..from + count)
+            .filter(|all| all.len() >= timed + after)
+        else {
             rec.fail(format!(
                 "the profiler reported {} launches of {name}, fewer than the cells launched",
                 mine.len()
             ));
             continue;
         };
-        let timed = &all[count - timed..];
+        let (timed, audit) = all[count - after - timed..].split_at(timed);
         let values: Vec<f64> = timed
             .chunks(per)
             .map(|c| c.iter().map(|l| l.ns).sum::<f64>() / c.len() as f64)
@@ -208,6 +214,12 @@ pub fn assign(
         rec.profiler_sm_mhz =
             crate::analysis::median(timed.iter().filter_map(|l| l.sm_hz).collect())
                 .map(|hz| hz / 1e6);
+        let reading = crate::analysis::median(rec.samples_ns.clone()).or(rec.first_ns);
+        if let (Some(a), Some(launch), Some(reading)) = (rec.audit.as_mut(), audit.first(), reading)
+        {
+            a.launch_ns = Some(launch.ns);
+            a.suspect = crate::method::audit::suspect(TimerKind::Profiler, reading, launch.ns);
+        }
     }
 }
 
@@ -297,6 +309,33 @@ mod tests {
         assert_eq!(records[0].first_ns, None);
         assert_eq!(records[1].first_ns, Some(13_500.0));
         assert_eq!(records[1].samples_ns, vec![13_300.0]);
+    }
+
+    #[test]
+    fn the_audit_launch_comes_after_the_timed_ones_and_is_judged_against_them() {
+        let launch = |ns| Profiled {
+            kernel: "k".into(),
+            ns,
+            sm_hz: None,
+        };
+        // A checked launch, the first timed launch, two samples, then the audit's launch.
+        let report = [50e3, 1.5e3, 1.6e3, 1.4e3, 46.6e3].map(launch);
+        let mut r = CellRecord::failed(0, "k", 0, String::new());
+        r.status = crate::protocol::Status::Ok;
+        r.kernel_launches = 5;
+        r.samples_ns = vec![f64::NAN; 2];
+        r.audit = Some(crate::protocol::AuditRecord {
+            launches: 1,
+            ..Default::default()
+        });
+        let mut records = vec![r];
+        assign(&mut records, &report, |_| "k".into(), |_| 1);
+        let r = &records[0];
+        assert_eq!(r.first_ns, Some(1.5e3));
+        assert_eq!(r.samples_ns, vec![1.6e3, 1.4e3]);
+        let audit = r.audit.as_ref().unwrap();
+        assert_eq!(audit.launch_ns, Some(46.6e3));
+        assert!(audit.suspect.as_ref().unwrap().starts_with("suspect"));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A kernel of the experiment: its source, entry and arguments as written, and its launch
 //! at every sweep point ([`super::launch`]).
 
-pub use super::launch::{evaluate, launch_shape, LaunchExprs, LaunchSpec, Part, Shape};
+pub use super::launch::{
+    evaluate, launch_shape, reset_memset, LaunchExprs, LaunchSpec, Part, Shape,
+};
 
 use super::arg::Arg;
 use super::expr::NumExpr;
@@ -24,6 +26,10 @@ pub struct Kernel {
     /// `unchecked = true`: the user chose to time the kernel unchecked; every table says so.
     #[serde(default)]
     pub unchecked: bool,
+    /// `expect = "caught"`: the kernel is wrong on purpose (a planted bug, a cheat), and
+    /// every cell of it must end failed, suspect or impossible; one that passes fails the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expect_caught: bool,
     /// The entry's parameters (indices into `args`) where it does not take all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub takes: Option<Vec<usize>>,
@@ -170,6 +176,19 @@ impl Kernel {
             super::ArgKind::Buffer { memory, .. } => memory.on_host(),
             super::ArgKind::Scalar { .. } => false,
         }
+    }
+
+    /// Whether the kernel may write argument `i`: an output, a reset buffer, what its check
+    /// compares (a buffer updated in place), a copy's destination. Any other buffer it is
+    /// given is an input, and must come back as it went in.
+    pub fn writes(&self, i: usize) -> bool {
+        let declared =
+            matches!(&self.args[i].kind, super::ArgKind::Buffer { init, .. } if init.is_written());
+        let checked = self.check.as_ref().is_some_and(|c| c.output == i)
+            || (self.check_kernel.as_ref()).is_some_and(|c| c.outputs.contains(&i));
+        let copied_into = (self.copy.is_some() && i == 0)
+            || (self.steps.iter()).any(|s| s.copy.is_some() && s.args.first() == Some(&i));
+        declared || checked || copied_into
     }
 
     /// What its file holds: the source, or the prebuilt module's bytes.

@@ -55,6 +55,32 @@ impl LaunchSpec {
     }
 }
 
+/// The memset that resets a buffer of `dtype` to `value` before each launch, as the bytes
+/// the driver sets at a time (1, 2 or 4) and the value of each such unit (its low bytes):
+/// the value encoded exactly in the type, in the narrowest unit that repeats it.
+pub fn reset_memset(dtype: super::Dtype, value: f64) -> Result<(usize, u32), String> {
+    let number = if value.fract() == 0.0 && value.abs() < 1e30 {
+        expr::Number::Int(value as i128)
+    } else {
+        expr::Number::Float(value)
+    };
+    let element = super::scalar::encode(dtype, number)?;
+    let repeats = |unit: usize| {
+        unit <= element.len()
+            && element.len().is_multiple_of(unit)
+            && element.chunks(unit).all(|c| c == &element[..unit])
+    };
+    let unit = [1, 2, 4].into_iter().find(|&u| repeats(u)).ok_or_else(|| {
+        format!(
+            "{value} in {} has two different 4-byte halves, and the driver sets at most 4 bytes at a time: reset an 8-byte buffer to 0 or -1, or use a 4-byte type",
+            dtype.key()
+        )
+    })?;
+    let mut word = [0u8; 4];
+    word[..unit].copy_from_slice(&element[..unit]);
+    Ok((unit, u32::from_ne_bytes(word)))
+}
+
 /// Which expression of a kernel an evaluation error is about, so it can be located.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Part {
@@ -125,6 +151,11 @@ pub fn evaluate(
                             format!("buffer `{}`: a chase of {len} elements needs an integer type that holds index {}, not {}", a.name, len.saturating_sub(1), dtype.key()),
                         ));
                     }
+                }
+                if let Init::Reset(v) = init {
+                    reset_memset(*dtype, *v).map_err(|m| {
+                        (Part::Arg(i), format!("buffer `{}`: reset {m}", a.name))
+                    })?;
                 }
                 if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
                     return Err((
@@ -274,6 +305,20 @@ pub fn launch_shape(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_reset_value_takes_the_narrowest_memset_that_repeats_it() {
+        use crate::experiment::Dtype;
+        assert_eq!(reset_memset(Dtype::U64, 0.0), Ok((1, 0)));
+        assert_eq!(reset_memset(Dtype::I32, -1.0), Ok((1, 0xFF)));
+        assert_eq!(reset_memset(Dtype::F16, 1.0), Ok((2, 0x3C00)));
+        assert_eq!(reset_memset(Dtype::F32, 1.5), Ok((4, 1.5f32.to_bits())));
+        assert_eq!(reset_memset(Dtype::I64, -1.0), Ok((1, 0xFF)));
+        assert!(reset_memset(Dtype::F64, 1.0)
+            .unwrap_err()
+            .contains("two different 4-byte halves"));
+        assert!(reset_memset(Dtype::U8, 256.0).is_err());
+    }
     use super::*;
     use crate::experiment::arg::TypeSpec;
     use crate::experiment::schema::Dtype;

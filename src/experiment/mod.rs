@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub use arg::{ArgKind, ArgValue, Memory};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
-pub use kernel::{CopyOp, Kernel, LaunchSpec, ModuleKind};
+pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 pub use sweep::SweepValue;

@@ -96,6 +96,8 @@ pub struct RawKernel {
     pub check_kernel: Option<Spanned<RawKernelCheck>>,
     /// `unchecked = true`: time the kernel without checking its output, by choice.
     pub unchecked: Option<Spanned<bool>>,
+    /// `expect = "caught"`: a kernel wrong on purpose, which the checks must catch.
+    pub expect: Option<Spanned<String>>,
     /// Bytes the kernel reads and writes per launch (an expression): its GB/s.
     pub bytes: Option<Spanned<NumExpr>>,
     /// Floating-point operations per launch (an expression): its FLOP/s.
@@ -162,6 +164,9 @@ pub struct RawArg {
     pub value: Option<Spanned<NumExpr>>,
     /// Where a buffer lives: `"device"` (the default), `"managed"` or `"mapped"`.
     pub memory: Option<Spanned<String>>,
+    /// `"zeros"` or a number: the buffer is set to it before every launch (a histogram's
+    /// bins, an accumulator, a persistent kernel's tile counter), outside the timed region.
+    pub reset: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -285,6 +290,31 @@ pub enum Init {
     /// The data of a `.npy` file: its path as written (relative to the experiment file),
     /// then, once validated, resolved, with the offset of its data.
     Npy { path: String, offset: u64 },
+    /// Written by the kernel, and set to this value before every launch (`reset = ...`):
+    /// never an input.
+    Reset(f64),
+}
+
+impl Init {
+    /// Whether the kernel writes the buffer rather than reads data drawn for it.
+    pub fn is_written(&self) -> bool {
+        matches!(self, Init::Output | Init::Reset(_))
+    }
+}
+
+/// A buffer's `reset`: `"zeros"` or a finite number.
+pub fn parse_reset(value: &toml::Value) -> Result<f64, String> {
+    let v = match value {
+        toml::Value::String(s) if s == "zeros" => 0.0,
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) if f.is_finite() => *f,
+        other => {
+            return Err(format!(
+                "reset = {other} is not \"zeros\" or a finite number"
+            ))
+        }
+    };
+    Ok(v)
 }
 
 pub fn parse_init(text: &str) -> Result<Init, String> {

@@ -2,22 +2,26 @@
 //! `batch` launches back to back, or one replay of a graph of launches. The synchronize that
 //! ends a host-timer sample, and a `queue = "saturate"` wait kernel, lie outside it.
 
-use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch};
+use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
 use crate::experiment::knobs::timer::TimerKind;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// What one timed region runs.
 pub enum Body<'b> {
-    /// `n` launches of the kernel, back to back.
-    Launches(u64),
+    /// `n` launches of the kernel, back to back. With `resets` (a batch of a kernel with
+    /// `reset` buffers; per buffer set), each launch comes after the resets of the set it
+    /// takes, and a reading is those pairs less the resets alone. A single launch has its
+    /// resets before the region instead (none here).
+    Launches { n: u64, resets: Vec<Resets<'b>> },
     /// One replay of a graph holding `n` launches.
     Graph(Graph<'b>, u64),
-    /// A graph of `n` flush and launch pairs, and one of the `n` flushes alone: every
-    /// launch meets a flushed L2, and a reading is the pairs' replay less the flushes'.
-    FlushedGraph {
+    /// A graph of `n` launches each after its preludes (the buffer resets, then an L2
+    /// flush), and one of the `n` preludes alone: every launch meets reset buffers and a
+    /// flushed L2 where the cell asks, and a reading is the pairs' replay less the preludes'.
+    PreludedGraph {
         pairs: Graph<'b>,
-        flushes: Graph<'b>,
+        preludes: Graph<'b>,
         n: u64,
     },
     /// A graph of `n` flush and launch pairs with event nodes around each launch, and two
@@ -38,9 +42,9 @@ impl Body<'_> {
     /// Launches per region: a reading is divided by this.
     pub fn launches(&self) -> u64 {
         match self {
-            Body::Launches(n)
+            Body::Launches { n, .. }
             | Body::Graph(_, n)
-            | Body::FlushedGraph { n, .. }
+            | Body::PreludedGraph { n, .. }
             | Body::NodeTimedGraph { n, .. } => *n,
         }
     }
@@ -54,21 +58,34 @@ impl Body<'_> {
         }
     }
 
-    /// Enqueues the region's work (of a flushed graph: the pairs).
+    /// Enqueues the region's work (of a preluded graph: the pairs; of a batch with
+    /// resets, each launch after the resets of buffer set `set`).
     #[inline]
-    fn enqueue(&self, launch: &mut Launch) -> Result<(), CudaError> {
+    fn enqueue(&self, launch: &mut Launch, set: usize) -> Result<(), CudaError> {
         match self {
-            Body::Launches(n) => {
+            Body::Launches { n, resets } => {
                 for _ in 0..*n {
+                    reset(resets, set)?;
                     launch.enqueue()?;
                 }
                 Ok(())
             }
             Body::Graph(g, _)
-            | Body::FlushedGraph { pairs: g, .. }
+            | Body::PreludedGraph { pairs: g, .. }
             | Body::NodeTimedGraph { pairs: g, .. } => g.launch(),
         }
     }
+}
+
+/// Enqueues the resets of buffer set `set`, where there are any.
+#[inline]
+fn reset(resets: &[Resets], set: usize) -> Result<(), CudaError> {
+    if let Some(list) = resets.get(set) {
+        for (buf, fill) in list {
+            buf.fill_with_async(*fill)?;
+        }
+    }
+    Ok(())
 }
 
 /// Replays `graph` (behind the wait kernel, where there is one) and returns the median time,
@@ -174,7 +191,7 @@ impl<'b> Timer<'b> {
     /// the kernel and its steps, from the first's start to the last's end; averaged per
     /// sample), or NaN where the profiler's report gives them later.
     pub fn finish(
-        mut self,
+        &mut self,
         entries: &[String],
         first_ns: f64,
         samples_ns: Vec<f64>,
@@ -202,16 +219,26 @@ impl<'b> Timer<'b> {
         }
     }
 
-    /// Times one region and returns nanoseconds per launch; the GPU is idle again when it
-    /// returns. CUPTI and profiler samples read NaN here: their values come afterwards.
+    /// Times one region on buffer set `set` and returns nanoseconds per launch; the GPU is
+    /// idle again when it returns. CUPTI and profiler samples read NaN here: their values
+    /// come afterwards.
     #[inline]
-    pub fn time(&mut self, launch: &mut Launch, body: &Body) -> Result<f64, CudaError> {
+    pub fn time(&mut self, launch: &mut Launch, body: &Body, set: usize) -> Result<f64, CudaError> {
         let per = body.launches() as f64;
         match body {
+            // The resets alone, timed as the pairs were, are taken off.
+            Body::Launches { n, resets } if !resets.is_empty() => {
+                let with = self.time_region(&mut || body.enqueue(launch, set))?;
+                let alone =
+                    self.time_region(&mut || (0..*n).try_for_each(|_| reset(resets, set)))?;
+                Ok((with - alone) / per)
+            }
             // Two regions, each with its own wait kernel where the queue is saturated.
-            Body::FlushedGraph { pairs, flushes, .. } => {
+            Body::PreludedGraph {
+                pairs, preludes, ..
+            } => {
                 let with = self.time_region(&mut || pairs.launch())?;
-                let alone = self.time_region(&mut || flushes.launch())?;
+                let alone = self.time_region(&mut || preludes.launch())?;
                 Ok((with - alone) / per)
             }
             // Nodes time the launches inside the replays, so no submission counts; the hot
@@ -233,7 +260,7 @@ impl<'b> Timer<'b> {
                 let cold_nodes = node_median(&mut self.saturate, pairs, marks)?;
                 Ok(cold_nodes - (hot_nodes - hot_whole))
             }
-            _ => Ok(self.time_region(&mut || body.enqueue(launch))? / per),
+            _ => Ok(self.time_region(&mut || body.enqueue(launch, set))? / per),
         }
     }
 
@@ -288,7 +315,7 @@ impl<'b> Timer<'b> {
         for _ in 0..tries {
             let t0 = Instant::now();
             self.start.record()?;
-            body.enqueue(launch)?;
+            body.enqueue(launch, 0)?;
             self.stop.record()?;
             costs.push(t0.elapsed().as_nanos() as f64);
             synchronize()?;

@@ -71,6 +71,25 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
         })
         .collect();
     let _ = writeln!(out, "  kernels: {}", kernels.join(", "));
+    for k in &exp.kernels {
+        let resets: Vec<String> = (k.args.iter())
+            .filter_map(|a| match &a.kind {
+                crate::experiment::ArgKind::Buffer {
+                    init: crate::experiment::Init::Reset(v),
+                    ..
+                } => Some(format!("{} to {v}", a.name)),
+                _ => None,
+            })
+            .collect();
+        if !resets.is_empty() {
+            let _ = writeln!(
+                out,
+                "  kernel {} resets {} before every launch (checked, warm-up, timed, audit), outside the timed region; in a graph as memset nodes, timed apart and taken off",
+                k.name,
+                resets.join(", ")
+            );
+        }
+    }
     let width = plan
         .cells
         .iter()

@@ -15,6 +15,35 @@ use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec,
 pub use describe::{describe, estimated_seconds};
 use serde::{Deserialize, Serialize};
 
+/// Refuses a cell whose graph's launches event nodes would time one by one for a kernel
+/// with `reset` buffers: their hot graphs have no room for the resets.
+fn refuse_resets_between_launches(
+    exp: &Experiment,
+    id: &str,
+    knobs: &Knobs,
+    launch: &LaunchSpec,
+) -> Result<(), ConfigError> {
+    use crate::experiment::knobs::{flushed_graph::FlushedGraph, launches::Launches};
+    let resets = (launch.args.iter()).any(|a| {
+        matches!(
+            a,
+            crate::experiment::ArgValue::Buffer {
+                init: crate::experiment::Init::Reset(_),
+                ..
+            }
+        )
+    });
+    if !resets {
+        return Ok(());
+    }
+    match knobs.launches {
+        Launches::Graph(_) if knobs.flushed_graph == FlushedGraph::EventNodes => Err(exp
+            .error(format!("cell {id}: event nodes time a flushed graph's launches against hot graphs that have no room for the kernel's `reset` buffers"))
+            .with_hint("leave flushed_graph at its default: the graph of resets, flushes and launches is read less a graph of the resets and flushes alone")),
+        _ => Ok(()),
+    }
+}
+
 /// Warm-up launches before a floor cell's samples.
 pub const FLOOR_WARMUP: u64 = 100;
 
@@ -191,6 +220,7 @@ impl Plan {
                             .error(format!("cell {id}: a CUDA graph cannot capture `{}`'s copies: a sync copy blocks the host, and one of pageable memory is staged by it", kernel.name))
                             .with_hint("time these copies without graph, or make them async copies of pinned memory"));
                     }
+                    refuse_resets_between_launches(exp, &id, &knobs, &launch)?;
                     let check_bytes = reference_launch.as_ref().map_or(0, |l| l.device_bytes());
                     fits(exp, &id, &knobs, &launch, check_bytes)?;
                     cells.push(Cell {

@@ -264,6 +264,9 @@ fn markdown(c: &verdict::Comparison, old: &str, new: &str) -> String {
             out.push_str(&format!("\n- Cells {what}: {}.", cells.join(", ")));
         }
     }
+    for (cell, why) in &c.untrusted {
+        out.push_str(&format!("\n- Not compared, {cell}: {why}."));
+    }
     out.push_str(
         "\n\nRatio = new median / old median of the cells' headline values; the interval is a 95% \
          percentile bootstrap over independent units (a cell's rounds or processes where it has \

@@ -4,6 +4,7 @@
 
 use super::best;
 use super::format;
+use crate::analysis::trust::Verdict;
 use crate::analysis::Analysis;
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{point_label, Point};
@@ -74,11 +75,15 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
             .get(&c.index)
             .is_some_and(|rs| rs.iter().any(|r| r.status == status))
     };
-    let shown = |c: &Cell| match a.headline(c) {
-        Some(st) => format::time(st.median, unit),
-        None if has(c, Status::Failed) => "failed".into(),
-        None if has(c, Status::Skipped) => "skipped".into(),
-        None => "not run".into(),
+    let shown = |c: &Cell| match (a.headline(c), a.verdict(c)) {
+        // A reading the audit or the device's peaks call into question says so.
+        (Some(st), v @ (Verdict::Suspect(_) | Verdict::Impossible(_))) => {
+            format!("{} {}", format::time(st.median, unit), v.word())
+        }
+        (Some(st), _) => format::time(st.median, unit),
+        (None, _) if has(c, Status::Failed) => "failed".into(),
+        (None, _) if has(c, Status::Skipped) => "skipped".into(),
+        (None, _) => "not run".into(),
     };
     let diffs = &exp.report.differences;
     let marks = best::Marks::of(exp, k, |k, p, v| a.sound_median_at(k, p, v));

@@ -37,13 +37,15 @@ pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
         .with_context(|| format!("cannot write {}", dir.join(COMPARE_FILE).display()))
 }
 
-/// Renders `dir`'s stored run into `report.md` (and `summary.csv`); returns the report's path.
-pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
+/// Renders `dir`'s stored run into `report.md` (and `summary.csv`); returns the report's path
+/// and the run's trust.
+pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
     let stored = Stored::load(dir)?;
     for w in &stored.warnings {
         eprintln!("warning: {w}");
     }
     let analysis = Analysis::of(&stored)?;
+    let trust = analysis.trust();
     let mut view = view::View::build(&analysis)?;
     if let Ok(rel) = std::fs::read_to_string(dir.join(COMPARE_FILE)) {
         let rel = rel.trim();
@@ -77,7 +79,13 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<PathBuf> {
         .map_err(|e| anyhow::anyhow!("template {name} failed to render: {e:#}"))?;
     let path = dir.join(REPORT_FILE);
     std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
+    Ok(Rendered { path, trust })
+}
+
+/// A rendered report, and how far its run's readings can be trusted.
+pub struct Rendered {
+    pub path: PathBuf,
+    pub trust: crate::analysis::trust::Summary,
 }
 
 /// The template to use: the one asked for, else the experiment's own (copied into the run

@@ -14,6 +14,10 @@ use serde::Serialize;
 #[derive(Serialize)]
 pub struct View {
     experiment: ExperimentView,
+    /// Whether the run's readings can be trusted, in a sentence: the report's first line.
+    trust: String,
+    /// Each cell not trusted, or (a kernel written to be caught) not caught, and why.
+    untrusted: Vec<UntrustedRow>,
     run: Vec<Pair>,
     system: Vec<Pair>,
     variants: Vec<VariantView>,
@@ -120,6 +124,37 @@ struct FailureRow {
     error: String,
 }
 
+#[derive(Serialize)]
+struct UntrustedRow {
+    cell: String,
+    verdict: String,
+    /// Whether the kernel was written to be caught (then this row is as expected).
+    expected: bool,
+    reason: String,
+}
+
+/// The cells whose reading is not trusted, and those of kernels written to be caught that
+/// passed, in plan order.
+fn untrusted(a: &Analysis) -> Vec<UntrustedRow> {
+    let exp = &a.run.experiment;
+    (a.run.plan.cells.iter())
+        .filter_map(|c| {
+            let caught = c.kernel.is_some_and(|k| exp.kernels[k].expect_caught);
+            let v = a.verdict(c);
+            let listed = v.reason().is_some() || (caught && v.as_expected(true) == Some(false));
+            listed.then(|| UntrustedRow {
+                cell: c.id.clone(),
+                verdict: v.word().into(),
+                expected: v.as_expected(caught) == Some(true),
+                reason: v.reason().map_or_else(
+                    || "passed: the kernel was written to be caught".into(),
+                    str::to_string,
+                ),
+            })
+        })
+        .collect()
+}
+
 impl View {
     pub fn build(a: &Analysis) -> anyhow::Result<View> {
         let s = a.run;
@@ -200,20 +235,7 @@ impl View {
             }))
             .collect();
         let (plots, bias, mut plot_files) = figures::build(a)?;
-        let types: Vec<crate::experiment::Dtype> =
-            exp.kernels.iter().filter_map(|k| k.flops_type).collect();
-        let host_copies = exp
-            .kernels
-            .iter()
-            .any(|k| k.copy.is_some() && (k.on_host(0) || k.on_host(1)));
-        let peaks = s
-            .meta
-            .device
-            .as_ref()
-            .map(|d| super::throughput::peaks(d, &types, host_copies));
-        let throughput = peaks
-            .as_ref()
-            .map_or(vec![], |p| super::throughput::build(a, p));
+        let throughput = (a.peaks.as_ref()).map_or(vec![], |p| super::throughput::build(a, p));
         let (phases, phase_plots) = super::phases::build(s, |cell| {
             a.stats.get(&(cell, Phase::Steady)).map(|st| st.median)
         })
@@ -223,13 +245,15 @@ impl View {
         plot_files.extend(metric_plots);
         let m = &s.meta;
         Ok(View {
+            trust: a.trust().line(),
+            untrusted: untrusted(a),
             plots,
             plot_files,
             phases,
             bias,
             throughput,
             cycles: super::cycles::build(a),
-            peaks: peaks.map_or(String::new(), |p| p.source),
+            peaks: a.peaks.as_ref().map_or(String::new(), |p| p.source.clone()),
             comparison: None,
             experiment: ExperimentView {
                 name: exp.name.clone(),

@@ -71,6 +71,10 @@ pub struct Comparison {
     /// Cells in only one of the runs.
     pub only_old: Vec<String>,
     pub only_new: Vec<String>,
+    /// Cells left out because a run's reading of them is not trusted (failed, suspect,
+    /// impossible): the cell, and which run says what.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<(String, String)>,
 }
 
 impl Comparison {
@@ -78,10 +82,14 @@ impl Comparison {
         self.cells.iter().filter(|c| c.verdict == v).count()
     }
 
-    /// One sentence: how many cells got which verdict.
+    /// One sentence: how many cells got which verdict, and how many were left out.
     pub fn summary(&self) -> String {
+        let left_out = match self.untrusted.len() {
+            0 => String::new(),
+            n => format!(" ({n} left out: a run's reading of them is not trusted)"),
+        };
         format!(
-            "{} cells compared at a threshold of {}% and {} µs: {} slower, {} faster, {} the same, {} too noisy to tell",
+            "{} cells compared at a threshold of {}% and {} µs: {} slower, {} faster, {} the same, {} too noisy to tell{left_out}",
             self.cells.len(),
             self.threshold_pct,
             self.floor_us,
@@ -223,11 +231,22 @@ fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
 pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) -> Comparison {
     let (before, after) = (units_of(old), units_of(new));
     let (run_differences, changed) = run_differences(old, new);
+    let (doubts_old, doubts_new) = (doubts(old), doubts(new));
     let mut cells = Vec::new();
+    let mut untrusted = Vec::new();
     for cell in &new.plan.cells {
         let (Some((what, a)), Some((_, b))) = (before.get(&cell.id), after.get(&cell.id)) else {
             continue;
         };
+        // A speed-up from a reading the audit or the device's peaks do not support is none.
+        let doubt = [("old", &doubts_old), ("new", &doubts_new)]
+            .into_iter()
+            .filter_map(|(run, d)| Some(format!("{run} run: {}", d.get(&cell.id)?)))
+            .collect::<Vec<_>>();
+        if !doubt.is_empty() {
+            untrusted.push((cell.id.clone(), doubt.join("; ")));
+            continue;
+        }
         let (old_median, new_median) = (stats::median_of(a), stats::median_of(b));
         let (ratio_low, ratio_high) = stats::ratio_interval(a, b, seed_of(&cell.id));
         let t = (threshold_pct / 100.0).max(floor_us * 1e3 / old_median);
@@ -281,5 +300,19 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
         cells,
         only_old: only(&before, &after),
         only_new: only(&after, &before),
+        untrusted,
     }
+}
+
+/// The cells of a run whose reading is not trusted, by id, with the verdict's word.
+fn doubts(s: &Stored) -> HashMap<String, &'static str> {
+    let Ok(a) = crate::analysis::Analysis::of(s) else {
+        return HashMap::new();
+    };
+    (s.plan.cells.iter())
+        .filter_map(|c| {
+            let v = a.verdict(c);
+            v.reason().map(|_| (c.id.clone(), v.word()))
+        })
+        .collect()
 }

@@ -44,7 +44,7 @@ impl Checker<'_> {
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
-            return Ok(buffers.check(self.def, &cell.launch, self.reference)?);
+            return Ok(buffers.check(host, self.def, &cell.launch, self.reference)?);
         };
         let spec = cell
             .reference_launch

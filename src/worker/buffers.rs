@@ -4,8 +4,12 @@
 
 use super::inputs::HostInputs;
 use super::reference;
-use crate::cuda::{self, CudaError, DeviceBuffer, Param};
-use crate::experiment::{ArgValue, Kernel, LaunchSpec, Memory};
+use crate::cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
+use crate::experiment::{ArgValue, Init, Kernel, LaunchSpec, Memory};
+
+/// The byte every output is filled with before a checked launch: all bits set, NaN in
+/// every float type, so that an element the kernel never writes fails the check.
+pub const POISON: u8 = 0xFF;
 
 /// How outputs are poisoned before the kernel writes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +54,8 @@ pub(super) fn refuse_managed_beyond_free(args: &[ArgValue], sets: usize) -> Resu
 pub struct Buffers {
     device: Vec<Option<DeviceBuffer>>,
     host: HostInputs,
+    /// The buffers set before every launch (`reset`), by argument index, and how.
+    resets: Vec<(usize, Fill)>,
 }
 
 impl Buffers {
@@ -61,10 +67,14 @@ impl Buffers {
     ) -> Result<Buffers, CudaError> {
         refuse_managed_beyond_free(args, 1)?;
         let mut device = Vec::new();
+        let mut resets = Vec::new();
         for (a, data) in args.iter().zip(host.iter()) {
             match a {
                 ArgValue::Buffer {
-                    dtype, len, memory, ..
+                    dtype,
+                    len,
+                    memory,
+                    init,
                 } => {
                     let bytes = len * dtype.size();
                     let buf = match memory {
@@ -76,15 +86,66 @@ impl Buffers {
                     };
                     match (data, poison) {
                         (Some(data), _) => buf.upload(data)?,
-                        (None, Poison::ByMemset) => buf.fill(0xFF)?,
-                        (None, Poison::ByCopy) => buf.fill_by_copy(0xFF)?,
+                        (None, Poison::ByMemset) => buf.fill(POISON)?,
+                        (None, Poison::ByCopy) => buf.fill_by_copy(POISON)?,
+                    }
+                    if let Init::Reset(value) = init {
+                        let (unit, each) = crate::experiment::reset_memset(*dtype, *value)
+                            .map_err(CudaError::Library)?;
+                        let fill = Fill::new(unit, each).ok_or_else(|| {
+                            CudaError::Library(format!("a memset of {unit}-byte units"))
+                        })?;
+                        resets.push((device.len(), fill));
                     }
                     device.push(Some(buf));
                 }
                 ArgValue::Scalar { .. } => device.push(None),
             }
         }
-        Ok(Buffers { device, host })
+        Ok(Buffers {
+            device,
+            host,
+            resets,
+        })
+    }
+
+    /// Enqueues the resets (`reset = ...`) of these buffers on the legacy stream, ahead of
+    /// anything enqueued after them; nothing when there are none.
+    pub fn reset(&self) -> Result<(), CudaError> {
+        for (buf, fill) in self.reset_list() {
+            buf.fill_with_async(fill)?;
+        }
+        Ok(())
+    }
+
+    /// The buffers set before every launch and how, as a graph captures them.
+    pub fn reset_list(&self) -> Resets<'_> {
+        self.resets
+            .iter()
+            .filter_map(|&(i, fill)| Some((self.device[i].as_ref()?, fill)))
+            .collect()
+    }
+
+    /// Whether any buffer is set before every launch.
+    pub fn resets(&self) -> bool {
+        !self.resets.is_empty()
+    }
+
+    /// The arguments that hold input data (their initial contents drawn or read).
+    pub fn inputs(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.device.len()).filter(|&i| self.device[i].is_some() && self.host[i].is_some())
+    }
+
+    /// Argument `index`'s buffer, where it is one.
+    pub fn buffer(&self, index: usize) -> Option<&DeviceBuffer> {
+        self.device.get(index)?.as_ref()
+    }
+
+    /// The first byte of input `index` that differs from `data` (its bytes as uploaded),
+    /// read back now: where a kernel wrote into a buffer it was given to read.
+    pub fn first_change(&self, index: usize, data: &[u8]) -> Result<Option<usize>, String> {
+        let now = self.download(index)?;
+        Ok(now.iter().zip(data).position(|(a, b)| a != b))
     }
 
     /// Argument `index`'s buffer, read back.
@@ -135,7 +196,7 @@ impl Buffers {
 
     /// Outputs are poisoned (all bits set: NaN for floats) so an unwritten element fails the check.
     pub fn poison_outputs(&self) -> Result<(), CudaError> {
-        self.fill_outputs(0xFF)
+        self.fill_outputs(POISON)
     }
 
     /// Sets every byte of the outputs (the buffers no input data fills).
@@ -148,9 +209,11 @@ impl Buffers {
         Ok(())
     }
 
-    /// Compares the kernel's output with its reference; Ok holds a one-line account.
+    /// Compares the kernel's output with its reference computed from `host` (the inputs
+    /// the launch read); Ok holds a one-line account.
     pub fn check(
         &self,
+        host: &HostInputs,
         kernel: Option<&Kernel>,
         spec: &LaunchSpec,
         cache: &reference::Cache,
@@ -181,7 +244,7 @@ impl Buffers {
             .map(|&i| reference::HostBuffer {
                 name: &kernel.args[i].name,
                 dtype: dtype(i),
-                bytes: self.host[i].as_deref().unwrap_or(&[]),
+                bytes: host[i].as_deref().unwrap_or(&[]),
             })
             .collect();
         let out = reference::HostBuffer {

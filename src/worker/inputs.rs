@@ -20,6 +20,15 @@ type Drawn = Vec<Option<Vec<u8>>>;
 /// the seeds right after it).
 const FRESH_SEED: u64 = 1 << 32;
 
+/// The audit's inputs (`worker::audit`) lie this far from the point's own seed: data no
+/// timed launch saw, the same for every variant at a point (drawn once per run).
+const AUDIT_SEED: u64 = 1 << 33;
+
+/// The seed of the inputs a cell's audit launch reads.
+pub fn audit_seed(cell: &Cell) -> u64 {
+    fnv1a(cell.point_key().as_bytes()).wrapping_add(AUDIT_SEED)
+}
+
 /// The seeds of a cell's input sets: one per `rotate` set it uses, then those of its
 /// `inputs = "fresh"` draws. Every variant and round at one point times the same inputs.
 pub fn seeds_of(cell: &Cell) -> (Vec<u64>, Vec<u64>) {
@@ -129,7 +138,7 @@ fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Dra
         .map(|a| match a {
             ArgValue::Buffer {
                 dtype, len, init, ..
-            } if *init != Init::Output => Some(len * dtype.size()),
+            } if !init.is_written() => Some(len * dtype.size()),
             _ => None,
         })
         .collect();
@@ -164,7 +173,7 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
             } => {
                 let (dtype, len) = (*dtype, *len);
                 Ok(match init.clone() {
-                    Init::Output => None,
+                    Init::Output | Init::Reset(_) => None,
                     Init::Npy { path, offset } => {
                         Some(npy_data(&path, offset, len * dtype.size())?)
                     }

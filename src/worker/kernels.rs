@@ -18,8 +18,10 @@ const EMPTY_SOURCE: &str = include_str!("../../kernels/empty.cu");
 const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
 /// The built-in clock probe, for `[telemetry] clock_probe = true`.
 const PROBE_SOURCE: &str = include_str!("../../kernels/clock_probe.cu");
-/// The built-in wait kernel, for `queue = "saturate"`.
+/// The built-in wait kernel, for `queue = "saturate"` and the audit launch's clock.
 const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
+/// The built-in comparison of an input with its copy, for the audit.
+const AUDIT_SOURCE: &str = include_str!("../../kernels/audit.cu");
 
 /// Which kernel: one of the experiment's as a cell compiles it, or a built-in (always a
 /// CUBIN for the device).
@@ -34,6 +36,7 @@ pub enum KernelKey {
     FlushRead,
     Spin,
     Probe,
+    FirstDifference,
 }
 
 impl KernelKey {
@@ -62,6 +65,7 @@ impl KernelKey {
             KernelKey::FlushRead => format!("{what} (read flush kernel)"),
             KernelKey::Spin => format!("{what} (wait kernel)"),
             KernelKey::Probe => format!("{what} (clock probe)"),
+            KernelKey::FirstDifference => format!("{what} (audit comparison)"),
         }
     }
 
@@ -76,6 +80,9 @@ impl KernelKey {
             KernelKey::FlushRead => Err((FLUSH_SOURCE, "kernels/flush.cu", "flush_l2_read")),
             KernelKey::Spin => Err((SPIN_SOURCE, "kernels/spin.cu", "spin")),
             KernelKey::Probe => Err((PROBE_SOURCE, "kernels/clock_probe.cu", "clock_probe")),
+            KernelKey::FirstDifference => {
+                Err((AUDIT_SOURCE, "kernels/audit.cu", "first_difference"))
+            }
         }
     }
 }
@@ -200,6 +207,7 @@ impl Kernels {
             compiler: Compiler {
                 capability,
                 run_cache,
+                kept: HashMap::new(),
             },
             loaded: HashMap::new(),
             lazy: HashMap::new(),
@@ -286,6 +294,16 @@ impl Kernels {
         Ok((lazy, image.made.compile_ms()))
     }
 
+    /// Unloads the experiment's kernels: the next cell loads its own module, so that its
+    /// device globals (a tile counter, a flag, a cached result) start as the source writes
+    /// them and no cell inherits another's state. Their compiled images stay in memory;
+    /// reference kernels and the built-ins stay loaded.
+    pub fn end_cell(&mut self) {
+        self.loaded
+            .retain(|key, _| !matches!(key, KernelKey::Experiment(..)));
+        self.lazy.clear();
+    }
+
     /// The kernel's function, loading it on first use.
     pub fn function(
         &mut self,
@@ -298,6 +316,7 @@ impl Kernels {
 
 /// A kernel image ready to load, with its entries' names in it (the kernel's, then its
 /// steps').
+#[derive(Clone)]
 struct Image {
     bytes: Vec<u8>,
     entries: Vec<String>,
@@ -305,11 +324,14 @@ struct Image {
 }
 
 /// Where an image came from.
+#[derive(Clone, Copy)]
 enum Made {
     /// NVRTC compiled it now, taking this many ms.
     Compiled(f64),
     /// An earlier process of the run compiled the same source with the same options.
     Shared,
+    /// An earlier cell of this process compiled it (or read it from the run).
+    Kept,
     /// A module built outside the runner.
     Prebuilt,
 }
@@ -319,7 +341,7 @@ impl Made {
         match self {
             Made::Compiled(_) => Some("NVRTC compile"),
             Made::Shared => Some("compiled image (from an earlier process)"),
-            Made::Prebuilt => None,
+            Made::Kept | Made::Prebuilt => None,
         }
     }
 
@@ -337,11 +359,14 @@ impl Made {
 struct Compiler {
     capability: (i64, i64),
     run_cache: Option<PathBuf>,
+    /// Images compiled (or read) in this process, by the hash of what made them: every
+    /// cell loads its own module from them.
+    kept: HashMap<[u8; 32], Image>,
 }
 
 impl Compiler {
     fn compile(
-        &self,
+        &mut self,
         source: &str,
         file: &str,
         entries: &[&str],
@@ -362,34 +387,50 @@ impl Compiler {
             key.as_bytes(),
             options_text.as_bytes(),
         ];
-        let stored = shared::file(self.run_cache.as_deref(), &parts, "image");
-        // Stored as the lowered entries (a line each), a NUL, and the image.
-        if let Some(bytes) = stored.as_deref().and_then(|f| std::fs::read(f).ok()) {
-            if let Some(cut) = bytes.iter().position(|b| *b == 0) {
-                return Ok(Image {
-                    entries: String::from_utf8_lossy(&bytes[..cut])
-                        .lines()
-                        .map(str::to_string)
-                        .collect(),
-                    bytes: bytes[cut + 1..].to_vec(),
-                    made: Made::Shared,
-                });
-            }
+        let key = shared::key(&parts);
+        if let Some(kept) = self.kept.get(&key) {
+            return Ok(Image {
+                made: Made::Kept,
+                ..kept.clone()
+            });
         }
-        let c = nvrtc::compile(source, file, entries, output, &arch, options)?;
-        let record = [c.lowered.join("\n").as_bytes(), &[0], &c.image].concat();
-        shared::write(stored.as_deref(), &record);
-        Ok(Image {
-            bytes: c.image,
-            entries: c.lowered,
-            made: Made::Compiled(c.compile_ms),
+        let stored = shared::file(self.run_cache.as_deref(), &parts, "image");
+        let image = match Self::read_stored(stored.as_deref()) {
+            Some(image) => image,
+            None => {
+                let c = nvrtc::compile(source, file, entries, output, &arch, options)?;
+                let record = [c.lowered.join("\n").as_bytes(), &[0], &c.image].concat();
+                shared::write(stored.as_deref(), &record);
+                Image {
+                    bytes: c.image,
+                    entries: c.lowered,
+                    made: Made::Compiled(c.compile_ms),
+                }
+            }
+        };
+        self.kept.insert(key, image.clone());
+        Ok(image)
+    }
+
+    /// An image an earlier process stored: the lowered entries (a line each), a NUL, and
+    /// the image.
+    fn read_stored(file: Option<&std::path::Path>) -> Option<Image> {
+        let bytes = std::fs::read(file?).ok()?;
+        let cut = bytes.iter().position(|b| *b == 0)?;
+        Some(Image {
+            entries: String::from_utf8_lossy(&bytes[..cut])
+                .lines()
+                .map(str::to_string)
+                .collect(),
+            bytes: bytes[cut + 1..].to_vec(),
+            made: Made::Shared,
         })
     }
 
     /// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
     /// appended) compiled as `how` says.
     fn image_of(
-        &self,
+        &mut self,
         def: &Kernel,
         how: Compile,
         build: Build,

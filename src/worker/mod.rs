@@ -1,11 +1,14 @@
 //! The worker: a process of the same binary that opens the device, runs the planned cells
 //! of its job in order and streams each finished cell to the parent as one JSON line.
 
+mod arm;
 mod assemble;
+mod audit;
 mod buffers;
 mod cell;
 mod inputs;
 mod kernels;
+mod prepare;
 pub mod reference;
 mod shared;
 mod timeline;

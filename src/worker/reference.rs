@@ -1,5 +1,6 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
+use super::buffers::POISON;
 use super::shared;
 use crate::experiment::Dtype;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
@@ -28,6 +29,22 @@ impl HostBuffer<'_> {
 
     fn len(&self) -> usize {
         self.bytes.len() / self.dtype.size()
+    }
+
+    /// Whether element `i` still holds the poison its buffer was filled with before the
+    /// checked launch: the kernel never wrote it.
+    fn poisoned(&self, i: usize) -> bool {
+        let s = self.dtype.size();
+        self.bytes[i * s..(i + 1) * s].iter().all(|b| *b == POISON)
+    }
+
+    /// The account of an output the kernel left (partly) unwritten: `count` of the `of`
+    /// elements compared still hold the poison, the first at `first`.
+    fn unwritten(&self, count: usize, of: usize, first: usize) -> String {
+        format!(
+            "output `{}` was not written: {count} of {of} elements compared still hold the poison, the first {}[{first}]",
+            self.name, self.name
+        )
     }
 }
 
@@ -144,6 +161,8 @@ pub fn compare(
     let exact = !got.dtype.is_float();
     let size = got.dtype.size();
     let (mut max_abs, mut max_rel, mut worst, mut bad) = (0.0f64, 0.0f64, 0usize, 0usize);
+    // Elements that differ because they still hold the poison (where the reference's do not).
+    let (mut unwritten, mut first_unwritten) = (0usize, None);
     for i in 0..n {
         let (g, w) = (got.f64_at(i), want.f64_at(i));
         let abs = (g - w).abs();
@@ -161,6 +180,10 @@ pub fn compare(
                 worst = i;
             }
             bad += 1;
+            if got.poisoned(i) && !want.poisoned(i) {
+                unwritten += 1;
+                first_unwritten.get_or_insert(i);
+            }
         }
         if abs > max_abs || abs.is_nan() {
             max_abs = abs;
@@ -173,6 +196,9 @@ pub fn compare(
         "{}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements",
         got.name
     );
+    if let Some(first) = first_unwritten {
+        return Err(got.unwritten(unwritten, n, first));
+    }
     if bad > 0 {
         return Err(format!(
             "{account}; {bad} outside atol {atol:e} + rtol {rtol:e}, the worst {}[{worst}] = {} against {}",
@@ -212,13 +238,17 @@ fn matmul(
             w
         }
     };
+    let unwritten: Vec<usize> = cells.iter().copied().filter(|&i| out.poisoned(i)).collect();
+    if let Some(&first) = unwritten.first() {
+        return Err(out.unwritten(unwritten.len(), cells.len(), first));
+    }
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
     for (&idx, &want) in cells.iter().zip(&want) {
         let (row, col) = (idx / n, idx % n);
         let got = out.f64_at(idx);
         if !got.is_finite() {
             return Err(format!(
-                "{}[{row}][{col}] is {got}: the kernel did not write it or overflowed",
+                "{}[{row}][{col}] is {got}: the kernel overflowed or wrote a value that is not finite",
                 out.name
             ));
         }
@@ -281,6 +311,16 @@ fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, String> {
         .zip(&out.bytes[..n])
         .position(|(a, b)| a != b)
         .unwrap_or_default();
+    let elements = n / out.dtype.size();
+    let unwritten = (0..elements)
+        .filter(|&e| out.poisoned(e) && !src.poisoned(e))
+        .count();
+    if unwritten > 0 {
+        let first = (0..elements)
+            .find(|&e| out.poisoned(e) && !src.poisoned(e))
+            .unwrap_or_default();
+        return Err(out.unwritten(unwritten, elements, first));
+    }
     Err(format!(
         "copy check failed: {}[{}] differs from {}",
         out.name,
@@ -304,41 +344,30 @@ mod tests {
         let good = f32_bytes(&[19.0, 22.0, 43.0, 50.0]);
         let bad = f32_bytes(&[19.0, 22.0, 43.0, 51.0]);
         let nan = f32_bytes(&[19.0, 22.0, 43.0, f32::NAN]);
+        let mut unwritten = good.clone();
+        unwritten[8..].fill(POISON);
         let buf = |name, bytes| HostBuffer {
             name,
             dtype: Dtype::F32,
             bytes,
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
-        assert!(check(
-            "matmul",
-            &ins,
-            &buf("C", &good),
-            &[2, 2, 2],
-            1e-4,
-            &Cache::new(None, String::new())
-        )
-        .is_ok());
-        assert!(check(
-            "matmul",
-            &ins,
-            &buf("C", &bad),
-            &[2, 2, 2],
-            1e-4,
-            &Cache::new(None, String::new())
-        )
-        .unwrap_err()
-        .contains("relative error"));
-        assert!(check(
-            "matmul",
-            &ins,
-            &buf("C", &nan),
-            &[2, 2, 2],
-            1e-4,
-            &Cache::new(None, String::new())
-        )
-        .unwrap_err()
-        .contains("did not write"));
+        let none = Cache::new(None, String::new());
+        let c = |bytes: &[u8]| {
+            let out = HostBuffer {
+                name: "C",
+                dtype: Dtype::F32,
+                bytes,
+            };
+            check("matmul", &ins, &out, &[2, 2, 2], 1e-4, &none)
+        };
+        assert!(c(&good).is_ok());
+        assert!(c(&bad).unwrap_err().contains("relative error"));
+        assert!(c(&nan).unwrap_err().contains("not finite"));
+        assert_eq!(
+            c(&unwritten).unwrap_err(),
+            "output `C` was not written: 2 of 4 elements compared still hold the poison, the first C[2]"
+        );
     }
 
     #[test]
@@ -423,6 +452,10 @@ mod tests {
             e.contains("y[2] = 3.5 against 3") && e.contains("1 outside"),
             "{e}"
         );
+        let mut left = want.clone();
+        left[4..].fill(POISON);
+        let e = compare(&buf("y", &left), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
+        assert!(e.starts_with("output `y` was not written: 2 of 3"), "{e}");
         let inf = f32_bytes(&[1.0, 2.0, f32::INFINITY]);
         assert!(compare(&buf("y", &off), &buf("y", &inf), 1e-5, 1e-6).is_err());
         assert!(compare(&buf("y", &inf), &buf("y", &inf), 1e-5, 1e-6).is_ok());

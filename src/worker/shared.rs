@@ -5,14 +5,19 @@
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The file for `parts` in `dir`, named by their hash, with `extension`.
-pub fn file(dir: Option<&Path>, parts: &[&[u8]], extension: &str) -> Option<PathBuf> {
+/// The hash that names `parts` (each length-prefixed, so the cut between them counts).
+pub fn key(parts: &[&[u8]]) -> [u8; 32] {
     let mut h = Sha256::new();
     for p in parts {
         h.update((p.len() as u64).to_le_bytes());
         h.update(p);
     }
-    let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    h.finalize().into()
+}
+
+/// The file for `parts` in `dir`, named by their hash, with `extension`.
+pub fn file(dir: Option<&Path>, parts: &[&[u8]], extension: &str) -> Option<PathBuf> {
+    let key: String = key(parts).iter().map(|b| format!("{b:02x}")).collect();
     Some(dir?.join(format!("{key}.{extension}")))
 }
 

@@ -85,7 +85,8 @@ pub fn write_experiment(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) 
 }
 
 /// Runs the experiment `text` (saved as `name`.toml) on the GPU and reads its cell records;
-/// returns the output folder (kept alive by the guard) and the records.
+/// returns the output folder (kept alive by the guard) and the records. Cells may fail
+/// (`--allow-failures`): the tests judge each one themselves.
 pub fn run_on_gpu(name: &str, text: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
     let out_dir = tempfile::tempdir().unwrap();
     let (_d, path) = write_experiment(&format!("{name}.toml"), text);
@@ -93,15 +94,21 @@ pub fn run_on_gpu(name: &str, text: &str) -> (tempfile::TempDir, PathBuf, Vec<se
         path.to_str().unwrap(),
         "--out",
         out_dir.path().to_str().unwrap(),
+        "--allow-failures",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = out_dir.path().join(name);
-    let records = std::fs::read_to_string(dir.join("cells.jsonl"))
+    let records = records_of(&dir);
+    (out_dir, dir, records)
+}
+
+/// A run folder's cell records, one JSON value per line of `cells.jsonl`.
+pub fn records_of(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("cells.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (out_dir, dir, records)
+        .collect()
 }
 
 /// The first record whose cell id ends with `suffix`.

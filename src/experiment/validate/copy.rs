@@ -89,6 +89,7 @@ impl Validator<'_> {
             args,
             check_kernel: None,
             unchecked: false,
+            expect_caught: false,
             takes: None,
             steps: vec![],
             copy: Some(CopyOp {

@@ -94,6 +94,21 @@ impl Validator<'_> {
             args.push(arg);
         }
         let unchecked = rk.unchecked.as_ref().is_some_and(|u| *u.get_ref());
+        let expect_caught = match &rk.expect {
+            None => false,
+            Some(e) if e.get_ref() == "caught" => true,
+            Some(e) if e.get_ref() == "ok" => false,
+            Some(e) => {
+                return Err(self
+                    .err(e, format!("unknown expect `{}`", e.get_ref()))
+                    .with_hint("expect = \"caught\" for a kernel wrong on purpose (its cells must fail or be suspect), or leave it out"))
+            }
+        };
+        if let (Some(e), true) = (&rk.expect, expect_caught && unchecked) {
+            return Err(self
+                .err(e, "an unchecked kernel cannot be expected to be caught")
+                .with_hint("give the kernel a check, so that there is something to catch it"));
+        }
         if let (Some(u), true) = (
             &rk.unchecked,
             unchecked && (rk.check.is_some() || has_kernel_check),
@@ -254,6 +269,7 @@ impl Validator<'_> {
             check,
             check_kernel: None,
             unchecked,
+            expect_caught,
             takes,
             steps,
             copy: None,
@@ -380,6 +396,26 @@ impl Validator<'_> {
         Ok(())
     }
 
+    /// A buffer's `reset`: written by the kernel and set before every launch, so an init
+    /// other than "output" would never be seen.
+    fn reset(
+        &self,
+        name: &str,
+        init: Option<&Spanned<String>>,
+        reset: &Spanned<toml::Value>,
+    ) -> Result<schema::Init, ConfigError> {
+        if let Some(init) = init.filter(|i| i.get_ref().trim() != "output") {
+            return Err(self
+                .err(init, format!("buffer `{name}` is reset before every launch, so its init `{}` would never be seen", init.get_ref()))
+                .with_hint("leave init out (or write init = \"output\"): a reset buffer is written by the kernel"));
+        }
+        let value = schema::parse_reset(reset.get_ref()).map_err(|m| {
+            self.err(reset, m)
+                .with_hint("reset = \"zeros\", or a number the buffer's type holds (reset = -1)")
+        })?;
+        Ok(schema::Init::Reset(value))
+    }
+
     fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
         let name = ra.name.get_ref().clone();
         let type_of =
@@ -391,15 +427,18 @@ impl Validator<'_> {
                     self.err(&ra.name, format!("buffer `{name}` needs a len"))
                         .with_hint("e.g. len = \"n * n\"")
                 })?;
-                let init = ra.init.as_ref().ok_or_else(|| {
-                    self.err(&ra.name, format!("buffer `{name}` needs an init"))
-                        .with_hint("init = \"uniform(0, 100)\" for inputs, \"output\" for what the kernel writes")
-                })?;
-                let init =
-                    match schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))? {
-                        schema::Init::Npy { path, .. } => self.npy(&path, init)?,
-                        other => other,
-                    };
+                let init = match (&ra.init, &ra.reset) {
+                    (_, Some(reset)) => self.reset(&name, ra.init.as_ref(), reset)?,
+                    (Some(init), None) => {
+                        match schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))? {
+                            schema::Init::Npy { path, .. } => self.npy(&path, init)?,
+                            other => other,
+                        }
+                    }
+                    (None, None) => return Err(self
+                        .err(&ra.name, format!("buffer `{name}` needs an init"))
+                        .with_hint("init = \"uniform(0, 100)\" for inputs, \"output\" for what the kernel writes, or reset = \"zeros\" for what it writes and must find cleared before every launch")),
+                };
                 if ra.value.is_some() {
                     return Err(self
                         .err(&ra.name, format!("buffer `{name}` cannot have a value"))
@@ -409,6 +448,11 @@ impl Validator<'_> {
                     Some(m) => arg::Memory::parse(m.get_ref()).map_err(|e| self.err(m, e))?,
                     None => arg::Memory::Device,
                 };
+                if let (Some(reset), true) = (&ra.reset, memory.on_host()) {
+                    return Err(self
+                        .err(reset, format!("buffer `{name}` is reset before every launch, but lives in host memory"))
+                        .with_hint("a reset is a memset on the GPU: keep the buffer in \"device\" or \"managed\" memory"));
+                }
                 ArgKind::Buffer {
                     dtype,
                     len: len.into_inner(),
@@ -422,7 +466,11 @@ impl Validator<'_> {
                     self.err(&ra.name, format!("scalar `{name}` needs a value"))
                         .with_hint("e.g. value = \"n\"")
                 })?;
-                if ra.len.is_some() || ra.init.is_some() || ra.memory.is_some() {
+                if ra.len.is_some()
+                    || ra.init.is_some()
+                    || ra.memory.is_some()
+                    || ra.reset.is_some()
+                {
                     return Err(self.err(&ra.name, format!("scalar `{name}` takes only a value")));
                 }
                 ArgKind::Scalar {

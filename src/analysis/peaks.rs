@@ -1,0 +1,140 @@
+//! The device's peaks, from the driver's facts and the CUDA programming guide's throughput
+//! tables: DRAM and host-link bytes per second, FLOPs per second by type. A reading above
+//! one is reported as a share of it, and judged impossible where no cache explains it
+//! ([`super::trust`]).
+
+use crate::cuda::{capability, DeviceInfo};
+use crate::experiment::Dtype;
+
+/// The device's peaks and where each figure comes from.
+pub struct Peaks {
+    /// Bytes per second of DRAM.
+    pub dram: Option<f64>,
+    /// Bytes per second each way over the link to the host.
+    pub host_link: Option<f64>,
+    /// FP32 operations per second.
+    pub fp32: Option<f64>,
+    /// FP64, FP16 and BF16 (no tensor cores) operations per second.
+    pub fp64: Option<f64>,
+    pub fp16: Option<f64>,
+    pub bf16: Option<f64>,
+    pub source: String,
+}
+
+impl Peaks {
+    /// The peak a kernel's FLOPs of `dtype` are a share of.
+    pub fn flops(&self, dtype: Dtype) -> Option<f64> {
+        match dtype {
+            Dtype::F64 => self.fp64,
+            Dtype::F16 => self.fp16,
+            Dtype::Bf16 => self.bf16,
+            _ => self.fp32,
+        }
+    }
+}
+
+/// FP16 and BF16 rates without tensor cores as multiples of FP32's, by compute capability
+/// (the CUDA programming guide's throughput table: packed pairs on 8.0 and 9.0, four-fold
+/// FP16 on the A100).
+fn half_factors(cc: (i64, i64)) -> (Option<f64>, Option<f64>) {
+    match cc {
+        (9, 0) => (Some(2.0), Some(2.0)),
+        (8, 0) => (Some(4.0), Some(2.0)),
+        (8, 6) | (8, 7) | (8, 9) => (Some(1.0), Some(1.0)),
+        (7, 0) => (Some(2.0), None),
+        _ => (None, None),
+    }
+}
+
+/// FP64 lanes per SM by compute capability (the CUDA programming guide's throughput table).
+fn fp64_lanes(cc: (i64, i64)) -> Option<f64> {
+    match cc {
+        (7, 0) | (8, 0) => Some(32.0),
+        (9, 0) => Some(64.0),
+        (7, _) | (8, _) | (12, _) => Some(2.0),
+        _ => None,
+    }
+}
+
+/// FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table).
+fn fp32_lanes(cc: (i64, i64)) -> Option<f64> {
+    match cc {
+        (7, _) | (8, 0) => Some(64.0),
+        (8, _) | (9, 0) | (10, _) | (12, _) => Some(128.0),
+        _ => None,
+    }
+}
+
+/// The device's peaks; `types`: the FLOP types the experiment's kernels declare, `host`:
+/// whether it copies to or from the host (a peak is described only where a kernel is
+/// compared with it).
+pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
+    let dram = d
+        .mem_bus_width_bits
+        .map(|bits| 2.0 * d.mem_clock_max_mhz as f64 * 1e6 * bits as f64 / 8.0);
+    let lanes = fp32_lanes(capability(d));
+    let fp32 = lanes.map(|l| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * l * 2.0);
+    let mut source = Vec::new();
+    if let (Some(p), Some(bits)) = (dram, d.mem_bus_width_bits) {
+        source.push(format!(
+            "DRAM {:.0} GB/s = 2 transfers x {} MHz x a {bits}-bit bus (the driver's memory clock and bus width)",
+            p / 1e9,
+            d.mem_clock_max_mhz
+        ));
+    }
+    if let (Some(p), Some(l)) = (fp32, lanes) {
+        source.push(format!(
+            "FP32 {:.1} TFLOP/s = {} SMs x {} MHz x {l} FP32 lanes x 2 (a fused multiply-add), at the driver's maximum SM clock",
+            p / 1e12,
+            d.sm_count,
+            d.sm_clock_max_mhz
+        ));
+    }
+    let per_sm = |lanes: f64| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * lanes * 2.0;
+    let fp64 = fp64_lanes(capability(d)).map(per_sm);
+    let (f16x, bf16x) = half_factors(capability(d));
+    let fp16 = fp32.zip(f16x).map(|(p, x)| p * x);
+    let bf16 = fp32.zip(bf16x).map(|(p, x)| p * x);
+    if let (Some(p), true) = (fp64, types.contains(&Dtype::F64)) {
+        source.push(format!(
+            "FP64 {:.1} TFLOP/s = {} SMs x {} MHz x {} FP64 lanes x 2",
+            p / 1e12,
+            d.sm_count,
+            d.sm_clock_max_mhz,
+            fp64_lanes(capability(d)).unwrap_or_default()
+        ));
+    }
+    for (dtype, peak, factor) in [(Dtype::F16, fp16, f16x), (Dtype::Bf16, bf16, bf16x)] {
+        if let (Some(p), Some(x), true) = (peak, factor, types.contains(&dtype)) {
+            source.push(format!(
+                "{} without tensor cores {:.1} TFLOP/s = {x} x FP32",
+                dtype.key().to_uppercase(),
+                p / 1e12
+            ));
+        }
+    }
+    let host_link = d.host_link.filter(|_| host);
+    source.extend(host_link.and_then(|l| l.describe()));
+    Peaks {
+        dram,
+        host_link: host_link.and_then(|l| l.peak_bytes_per_s()),
+        fp32,
+        fp64,
+        fp16,
+        bf16,
+        source: source.join("; "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_per_sm_follow_the_programming_guides_table() {
+        assert_eq!(fp64_lanes((9, 0)), Some(64.0));
+        assert_eq!(half_factors((8, 0)), (Some(4.0), Some(2.0)));
+        assert_eq!(half_factors((8, 9)), (Some(1.0), Some(1.0)));
+        assert_eq!(fp32_lanes((9, 0)), Some(128.0));
+    }
+}

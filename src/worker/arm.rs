@@ -1,0 +1,273 @@
+//! A cell's second step: its launch made ready to time, with its parameters per buffer set,
+//! the L2 flush, the graphs or batch one timed region runs, the timer and the warm-up launch;
+//! and each timed region's turn (buffer set, fresh data, resets, flush).
+
+use super::assemble::{add_steps, copy_launch, dims_of, taken};
+use super::buffers::Buffers;
+use super::cell::{during, Failure};
+use super::kernels::KernelKey;
+use super::prepare::{Code, Data};
+use super::timeline::Timeline;
+use super::Session;
+use crate::cuda::{
+    self, Before, CudaError, DeviceBuffer, Dims, Event, Function, Graph, Launch, Marks, Param,
+};
+use crate::experiment::knobs::flushed_graph::FlushedGraph;
+use crate::experiment::knobs::{
+    cache::{Cache, FlushMethod},
+    launches::Launches,
+    queue::Queue,
+    warmup::WarmupKernel,
+};
+use crate::method::{
+    flush::{Flush, FlushBuffer},
+    timer::{Body, Saturate, Timer},
+};
+use crate::plan::Cell;
+use std::time::Instant;
+
+/// What the timed launches use beside the buffers, made once per cell: the flush buffer
+/// and kernel, the event pairs of a node-timed graph, the wait kernel's output.
+pub(super) struct Gear {
+    flush: Option<(FlushBuffer, FlushMethod, Option<Function>)>,
+    /// Event nodes around each launch of a flushed graph, and around all of a hot one.
+    marks: Vec<(Event, Event)>,
+    whole: Option<(Event, Event)>,
+    /// The wait kernel's output: one float nobody reads.
+    wait_out: DeviceBuffer,
+}
+
+impl Gear {
+    pub(super) fn make(s: &mut Session, cell: &Cell) -> Result<Gear, Failure> {
+        let knobs = &cell.knobs;
+        let flush = match knobs.cache {
+            Cache::Hot => None,
+            Cache::Flush { bytes, method } => {
+                let kernel = match KernelKey::flush(method) {
+                    Some(key) => Some(s.kernels.function(key, &mut s.timeline)?),
+                    None => None,
+                };
+                Some((FlushBuffer::alloc(bytes as usize)?, method, kernel))
+            }
+        };
+        let (marks, whole) = match (knobs.launches, knobs.flushed_graph) {
+            (Launches::Graph(n), FlushedGraph::EventNodes) if flush.is_some() => (
+                (0..n)
+                    .map(|_| Ok((Event::new()?, Event::new()?)))
+                    .collect::<Result<Vec<_>, CudaError>>()?,
+                Some((Event::new()?, Event::new()?)),
+            ),
+            _ => (Vec::new(), None),
+        };
+        Ok(Gear {
+            flush,
+            marks,
+            whole,
+            wait_out: DeviceBuffer::alloc(4)?,
+        })
+    }
+}
+
+/// The cell's launch ready to time: its parameters per buffer set, the L2 flush, what one
+/// timed region runs, the timer and the warm-up launch.
+pub(super) struct Armed<'b> {
+    pub(super) params: Vec<Vec<Param<'b>>>,
+    /// The names CUPTI finds the cell's launches by: the kernel's, its steps', its copies'.
+    pub(super) entries: Vec<String>,
+    pub(super) launch: Launch<'b>,
+    /// The L2 flush, where the cell asks for one.
+    pub(super) flush: Option<Flush<'b>>,
+    /// Whether a flush precedes each timed region (a graph captures its own).
+    flush_each: bool,
+    pub(super) body: Body<'b>,
+    pub(super) timer: Timer<'b>,
+    /// A warm-up kernel other than the measured one (`warmup_kernel = "empty"`).
+    pub(super) warm: Option<Launch<'b>>,
+    /// Timed regions so far: which buffer set and fresh data the next one takes.
+    turn: usize,
+}
+
+impl<'b> Armed<'b> {
+    pub(super) fn arm(
+        s: &mut Session,
+        cell: &Cell,
+        code: &Code,
+        data: &'b Data,
+        gear: &'b Gear,
+    ) -> Result<Armed<'b>, Failure> {
+        let (knobs, spec) = (&cell.knobs, &cell.launch);
+        let params: Vec<Vec<Param>> = data.sets.iter().map(|b| b.params(&spec.args)).collect();
+        let dims = dims_of(spec);
+        let mine = taken(&params[0], code.takes.as_deref());
+        let launch = match (code.own_copy, &code.lazy, &code.func) {
+            (Some(op), ..) => copy_launch(op, &params[0], 0, 1)?,
+            (None, Some((kernel, _)), _) => Launch::lazy(kernel.clone(), dims, &mine),
+            (None, None, Some(func)) => Launch::new(func, dims, &mine),
+            (None, None, None) => unreachable!("a kernel is loaded or lazy"),
+        };
+        let mut launch = match &code.takes {
+            Some(from) => launch.taking(from.clone()),
+            None => launch,
+        };
+        if let Some(def) = &code.def {
+            add_steps(&mut launch, def, spec, &params[0], &code.steps)?;
+        }
+        // CUPTI finds the cell's copies among its records as it finds kernels, by name.
+        let mut entries = code.entries.clone();
+        entries.extend(launch.copy_records());
+        let mut flush = match &gear.flush {
+            None => None,
+            Some((buf, method, kernel)) => {
+                Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
+            }
+        };
+        let resets: Vec<_> = data.sets.iter().map(Buffers::reset_list).collect();
+        let has_resets = data.sets[0].resets();
+        let body = match (knobs.launches, gear.whole.as_ref()) {
+            // With `rotate`, the graph's launches take the buffer sets in turn; with a flush
+            // or resets, each comes after them, and the graph is read by event nodes around
+            // its launches or against a graph of what comes before them alone.
+            (Launches::Graph(n), Some(whole)) => {
+                let f = flush.as_mut().expect("event nodes come with a flush");
+                let (marks, before) = (&gear.marks, || Before {
+                    resets: &[],
+                    flush: None,
+                });
+                Body::NodeTimedGraph {
+                    pairs: Graph::capture(
+                        &mut launch,
+                        n,
+                        &params,
+                        Before {
+                            resets: &[],
+                            flush: Some(f.prelude()),
+                        },
+                        Marks::EachLaunch(marks),
+                    )?,
+                    hot_marked: Graph::capture(
+                        &mut launch,
+                        n,
+                        &params,
+                        before(),
+                        Marks::EachLaunch(marks),
+                    )?,
+                    hot: Graph::capture(&mut launch, n, &params, before(), Marks::Whole(whole))?,
+                    marks,
+                    whole,
+                    n,
+                }
+            }
+            (Launches::Graph(n), None) if flush.is_some() || has_resets => {
+                let before = Before {
+                    resets: &resets,
+                    flush: flush.as_mut().map(Flush::prelude),
+                };
+                let pairs = Graph::capture(&mut launch, n, &params, before, Marks::None)?;
+                let before = Before {
+                    resets: &resets,
+                    flush: flush.as_mut().map(Flush::prelude),
+                };
+                Body::PreludedGraph {
+                    pairs,
+                    preludes: Graph::capture_before(before, n)?,
+                    n,
+                }
+            }
+            (Launches::Graph(n), None) => Body::Graph(
+                Graph::capture(&mut launch, n, &params, Before::nothing(), Marks::None)?,
+                n,
+            ),
+            (other, _) => {
+                let n = other.count();
+                let batched = n > 1 && has_resets;
+                Body::Launches {
+                    n,
+                    resets: if batched { resets } else { vec![] },
+                }
+            }
+        };
+        let flush_each = matches!(body, Body::Launches { .. } | Body::Graph(..));
+        let saturate = match knobs.queue {
+            Queue::Idle => None,
+            Queue::Saturate { .. } => {
+                let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
+                let values = [Param::Buffer(&gear.wait_out), Param::u64(0)];
+                Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
+            }
+        };
+        let timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
+        let warm = match (knobs.warmup.kernel, &code.lazy) {
+            (WarmupKernel::Same, _) => None,
+            // The post's empty kernel shares the measured kernel's module (a prebuilt module
+            // has none: the built-in one stands in).
+            (WarmupKernel::Empty, Some((_, Some(empty)))) => {
+                Some(Launch::lazy(empty.clone(), Dims::ONE, &[]))
+            }
+            (WarmupKernel::Empty, _) => Some(Launch::new(
+                &s.kernels.function(KernelKey::Empty, &mut s.timeline)?,
+                Dims::ONE,
+                &[],
+            )),
+        };
+        Ok(Armed {
+            params,
+            entries,
+            launch,
+            flush,
+            flush_each,
+            body,
+            timer,
+            warm,
+            turn: 0,
+        })
+    }
+
+    /// Times the next region: the buffer set and fresh data it takes, its resets and the
+    /// flush (all outside the timer's region), then the region itself; ns per launch.
+    pub(super) fn time_next(
+        &mut self,
+        data: &'b Data,
+        origin: Instant,
+        starts: &mut Vec<f64>,
+        timeline: Option<&mut Timeline>,
+        what: &'static str,
+    ) -> Result<f64, Failure> {
+        let launches = matches!(self.body, Body::Launches { .. });
+        let mut set = 0;
+        if self.params.len() > 1 && launches {
+            set = self.turn % self.params.len();
+            for (i, v) in self.params[set].iter().enumerate() {
+                self.launch.set_param(i, *v);
+            }
+            self.turn += 1;
+        }
+        if !data.fresh.is_empty() {
+            data.sets[0]
+                .refill(&data.fresh[self.turn % data.fresh.len()])
+                .map_err(during("copying fresh inputs"))?;
+            if self.params.len() == 1 {
+                self.turn += 1;
+            }
+        }
+        // A graph or a batch holds its own resets; a flush ends with a synchronize, as a
+        // reset before the region must.
+        let reset = launches && self.body.launches() == 1 && data.sets[set].resets();
+        if reset {
+            data.sets[set].reset().map_err(during("buffer reset"))?;
+        }
+        match self.flush.as_mut().filter(|_| self.flush_each) {
+            Some(f) => {
+                f.run().map_err(during("L2 flush"))?;
+                if let Some(t) = timeline {
+                    t.mark("L2 flush");
+                }
+            }
+            None if reset => cuda::synchronize().map_err(during("buffer reset"))?,
+            None => {}
+        }
+        starts.push(origin.elapsed().as_secs_f64() * 1e6);
+        self.timer
+            .time(&mut self.launch, &self.body, set)
+            .map_err(during(what))
+    }
+}

@@ -1,0 +1,286 @@
+//! The audit, a cell's last step: one more launch of its kernel after the timed samples,
+//! on inputs no timed launch saw (a fresh draw of each input's `init`), its outputs left as
+//! the timed launches left them (a kernel that skips work it has done shows a stale result)
+//! and its buffers reset, in the cell's cache state. Its output is checked against the
+//! reference on the new inputs, its inputs are read back unchanged, and its time is set
+//! against the cell's reading ([`crate::method::audit`]): a cell whose timed launches did
+//! less than the checked work fails or is marked suspect.
+
+use super::arm::Armed;
+use super::assemble::Checker;
+use super::buffers::Buffers;
+use super::cell::{during, Failure};
+use super::inputs::{audit_seed, shares};
+use super::kernels::{KernelKey, Kernels};
+use super::prepare::{Code, Data};
+use super::reference;
+use super::timeline::Timeline;
+use super::Session;
+use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
+use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::{ArgValue, Kernel, Memory};
+use crate::method::audit::suspect;
+use crate::method::timer::{Body, Saturate, Timer};
+use crate::plan::{Cell, Role};
+use crate::protocol::{AuditRecord, CellRecord};
+use std::path::Path;
+
+/// Audits the cell's timed launches; a failure fails the cell (its samples are dropped).
+/// Unchecked kernels (by the user's choice) and the floor cells are not audited.
+pub(super) fn run<'b>(
+    s: &mut Session,
+    cell: &Cell,
+    code: &Code,
+    data: &'b Data,
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+) -> Result<(), Failure> {
+    let Some(def) = code.def.as_ref() else {
+        return Ok(());
+    };
+    if cell.role != Role::Measure || def.unchecked {
+        return Ok(());
+    }
+    let spec = &cell.launch;
+    let buffers = &data.sets[0];
+    let seed = audit_seed(cell);
+    let new = s.inputs.get(&data.point, &spec.args, seed, shares(cell))?;
+    let name = |i: usize| def.args[i].name.as_str();
+    let inputs: Vec<usize> = buffers.inputs().collect();
+    let (changed, kept): (Vec<usize>, Vec<usize>) =
+        inputs.iter().partition(|&&i| new[i] != data.timed[i]);
+    buffers
+        .refill(&new)
+        .map_err(during("audit: copying new inputs"))?;
+    let list = |is: &[usize]| is.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ");
+    // Where no input could change, a stale output would equal a fresh one: the outputs are
+    // poisoned again instead, so that a launch that skips its work leaves them unwritten.
+    let note = if changed.is_empty() {
+        buffers
+            .poison_outputs()
+            .map_err(during("audit: poisoning the outputs"))?;
+        match inputs.is_empty() {
+            true => "no inputs: the outputs poisoned again".to_string(),
+            false => format!(
+                "no input could be drawn anew ({}: constant, iota or a file): the outputs poisoned again",
+                list(&kept)
+            ),
+        }
+    } else if kept.is_empty() {
+        format!("new data in {}", list(&changed))
+    } else {
+        format!(
+            "new data in {}; {} as timed (constant, iota or a file)",
+            list(&changed),
+            list(&kept)
+        )
+    };
+    // The inputs the kernel must leave as they are, kept on the device where they fit.
+    let unwritten: Vec<usize> = inputs.iter().copied().filter(|&i| !def.writes(i)).collect();
+    let kept = keep(buffers, &unwritten)?;
+    s.timeline.mark("audit inputs");
+    for (i, v) in armed.params[0].iter().enumerate() {
+        armed.launch.set_param(i, *v);
+    }
+    let launch_ns = time_launch(s, cell, buffers, armed)?;
+    rec.kernel_launches += 1;
+    s.timeline.mark("audit launch");
+
+    let run_cache = s.run_cache.as_deref();
+    let cache = reference::Cache::new(run_cache, format!("{}#{seed}", data.point));
+    let checker = Checker {
+        cell,
+        def: Some(def),
+        host: &new,
+        reference: &cache,
+    };
+    let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
+    let check = match checker.check(kernels, timeline, buffers, None) {
+        Ok(account) => account,
+        Err(f) => {
+            let was_stale = !changed.is_empty()
+                && holds_timed_result(kernels, timeline, run_cache, cell, def, data, buffers);
+            return Err(match was_stale {
+                true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", list(&changed))),
+                false => f,
+            }
+            .during("audit on new inputs"));
+        }
+    };
+    for (&i, copy) in unwritten.iter().zip(&kept) {
+        let first = match copy {
+            Some(copy) => first_difference(s, buffers, i, copy)?,
+            None => buffers.first_change(i, new[i].as_deref().unwrap_or_default())?,
+        };
+        if let (Some(byte), ArgValue::Buffer { dtype, .. }) = (first, &spec.args[i]) {
+            return Err(Failure::from(format!(
+                "audit: the kernel wrote into its input `{}` (element {} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
+                name(i),
+                byte / dtype.size()
+            )));
+        }
+    }
+    s.timeline.mark("audit check");
+
+    // Managed memory the host has just refilled migrates back during the audit launch,
+    // which the timed launches on resident pages did not pay: their times are not set
+    // against each other.
+    let migrates = (spec.args.iter()).any(
+        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
+    );
+    let reading = crate::method::median(rec.samples_ns.clone()).or(rec.first_ns);
+    let verdict = match (launch_ns, reading) {
+        (Some(a), Some(r)) if !migrates => suspect(cell.knobs.timer, r, a),
+        _ => None,
+    };
+    rec.audit = Some(AuditRecord {
+        check,
+        inputs: note,
+        launch_ns,
+        launches: 1,
+        suspect: verdict,
+    });
+    Ok(())
+}
+
+/// Launches the kernel once in the cell's cache state, timed as the cell's timer sees the
+/// kernel: CUPTI's span; under the profiler, by its report later (None here); else CUDA
+/// events around it behind a wait kernel (so that the host's launch time stays out), less
+/// their reading of an empty kernel.
+fn time_launch(
+    s: &mut Session,
+    cell: &Cell,
+    buffers: &Buffers,
+    armed: &mut Armed,
+) -> Result<Option<f64>, Failure> {
+    let what = during("audit launch");
+    match cell.knobs.timer {
+        TimerKind::Cupti => {
+            prepare(buffers, armed)?;
+            let copies = !armed.launch.copy_records().is_empty();
+            let collector = cupti::Collector::start(copies)?;
+            armed.launch.enqueue().map_err(&what)?;
+            cuda::synchronize().map_err(&what)?;
+            let spans = collector.finish(&armed.entries, 1)?;
+            Ok(spans.launches.first().map(|sp| (sp.end - sp.start) as f64))
+        }
+        TimerKind::Profiler => {
+            prepare(buffers, armed)?;
+            armed.launch.enqueue().map_err(&what)?;
+            cuda::synchronize().map_err(&what)?;
+            Ok(None)
+        }
+        TimerKind::Events | TimerKind::Host | TimerKind::HostSync => {
+            let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
+            let empty = s.kernels.function(KernelKey::Empty, &mut s.timeline)?;
+            let wait_out = DeviceBuffer::alloc(4)?;
+            let values = [Param::Buffer(&wait_out), Param::u64(AUDIT_WAIT_NS)];
+            let wait = Saturate::new(Launch::new(&spin, Dims::ONE, &values))?;
+            let mut events = Timer::new(TimerKind::Events, Some(wait), 1)?;
+            let one = Body::Launches {
+                n: 1,
+                resets: vec![],
+            };
+            // The floor first (its kernel's first launch loads it), so that nothing lies
+            // between the flush and the launch.
+            let mut bare = Launch::new(&empty, Dims::ONE, &[]);
+            bare.enqueue().map_err(during("audit: the events' floor"))?;
+            let floor: Vec<f64> = (0..FLOOR_READINGS)
+                .map(|_| events.time(&mut bare, &one, 0))
+                .collect::<Result<_, _>>()
+                .map_err(during("audit: the events' floor"))?;
+            let floor = crate::method::median(floor).unwrap_or_default();
+            prepare(buffers, armed)?;
+            let ns = events.time(&mut armed.launch, &one, 0).map_err(&what)?;
+            Ok(Some((ns - floor).max(0.0)))
+        }
+    }
+}
+
+/// How long the wait kernel ahead of the audit launch spins: far longer than the host
+/// takes to enqueue an event, a launch and an event.
+const AUDIT_WAIT_NS: u64 = 50_000;
+/// Readings of an empty kernel the events' floor is the median of.
+const FLOOR_READINGS: usize = 3;
+
+/// Resets the buffers and flushes L2 where the cell does: the timed launches' cache state.
+fn prepare(buffers: &Buffers, armed: &mut Armed) -> Result<(), Failure> {
+    buffers.reset().map_err(during("audit: buffer reset"))?;
+    match armed.flush.as_mut() {
+        Some(f) => f.run().map_err(during("audit: L2 flush")),
+        None => cuda::synchronize().map_err(during("audit: buffer reset")),
+    }
+}
+
+/// A copy on the device of each input in `indices` that lives in device memory (None for
+/// the others, and where the copy does not fit: those are read back to the host instead).
+fn keep(buffers: &Buffers, indices: &[usize]) -> Result<Vec<Option<DeviceBuffer>>, Failure> {
+    indices
+        .iter()
+        .map(|&i| {
+            let Some(buf) = buffers.buffer(i).filter(|b| b.in_device_memory()) else {
+                return Ok(None);
+            };
+            let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+                return Ok(None);
+            };
+            copy.copy_from(buf)
+                .map_err(during("audit: keeping an input"))?;
+            Ok(Some(copy))
+        })
+        .collect()
+}
+
+/// The first byte at which input `index` differs from its copy, compared on the GPU.
+fn first_difference(
+    s: &mut Session,
+    buffers: &Buffers,
+    index: usize,
+    copy: &DeviceBuffer,
+) -> Result<Option<usize>, Failure> {
+    let what = during("audit: comparing an input with its copy");
+    let Some(buf) = buffers.buffer(index) else {
+        return Ok(None);
+    };
+    let func = s
+        .kernels
+        .function(KernelKey::FirstDifference, &mut s.timeline)?;
+    let first = DeviceBuffer::alloc(8)?;
+    first.fill(0xFF).map_err(&what)?;
+    let dims = Dims {
+        grid: (s.facts.sm_count.max(1) as u32 * 4, 1, 1),
+        block: (256, 1, 1),
+        shared_bytes: 0,
+    };
+    let values = [
+        Param::Buffer(buf),
+        Param::Buffer(copy),
+        Param::u64(buf.bytes() as u64),
+        Param::Buffer(&first),
+    ];
+    Launch::new(&func, dims, &values).enqueue().map_err(&what)?;
+    let bytes = first.download().map_err(&what)?;
+    let at = u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"));
+    Ok((at != u64::MAX).then_some(at as usize))
+}
+
+/// Whether the buffers' output, which failed its check on the new inputs, passes it on the
+/// timed inputs: the audit launch left the timed launches' result in place.
+fn holds_timed_result(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    run_cache: Option<&Path>,
+    cell: &Cell,
+    def: &Kernel,
+    data: &Data,
+    buffers: &Buffers,
+) -> bool {
+    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, data.seed));
+    let earlier = Checker {
+        cell,
+        def: Some(def),
+        host: &data.timed,
+        reference: &cache,
+    };
+    earlier.check(kernels, timeline, buffers, None).is_ok()
+}

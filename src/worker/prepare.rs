@@ -1,0 +1,155 @@
+//! A cell's first step: the kernel's code (loaded into the cell's own module, or left to
+//! load at its first launch) and its inputs and buffers.
+
+use super::assemble::{check_params, sizes, StepCode};
+use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
+use super::cell::Failure;
+use super::inputs::{seeds_of, shares, HostInputs};
+use super::kernels::{Build, KernelKey};
+use super::Session;
+use crate::cuda::{Function, LazyFunction};
+use crate::experiment::knobs::first_launch::FirstLaunch;
+use crate::experiment::{CopyOp, Kernel};
+use crate::plan::Cell;
+use crate::protocol::{CellRecord, Telemetry};
+use std::time::Instant;
+
+/// The kernel as a cell launches it: loaded now, or (lazy) compiled now and loaded by its
+/// first launch; a `[[copy]]` has no code.
+pub(super) struct Code {
+    pub(super) func: Option<Function>,
+    /// The lazily loaded kernel, and the empty kernel of its module where it has one.
+    pub(super) lazy: Option<(LazyFunction, Option<LazyFunction>)>,
+    /// The names CUPTI finds the kernel's launches by: the kernel's, its steps'.
+    pub(super) entries: Vec<String>,
+    pub(super) steps: StepCode,
+    pub(super) takes: Option<Vec<usize>>,
+    pub(super) own_copy: Option<CopyOp>,
+    pub(super) def: Option<Kernel>,
+}
+
+impl Code {
+    pub(super) fn prepare(
+        s: &mut Session,
+        cell: &Cell,
+        rec: &mut CellRecord,
+    ) -> Result<Code, Failure> {
+        let (knobs, spec, timeline) = (&cell.knobs, &cell.launch, &mut s.timeline);
+        let def = cell.kernel.map(|k| s.kernels.def(k).clone());
+        let takes = def.as_ref().and_then(|d| d.takes.clone());
+        let own_copy = def.as_ref().and_then(|d| d.copy);
+        let mut code = Code {
+            func: None,
+            lazy: None,
+            entries: vec![],
+            steps: StepCode::Loaded(vec![]),
+            takes,
+            own_copy,
+            def,
+        };
+        match (cell.kernel, knobs.first_launch) {
+            _ if own_copy.is_some() => {}
+            (Some(k), FirstLaunch::Lazy) => {
+                let (l, compile_ms) =
+                    s.kernels
+                        .lazy(k, knobs.compile, Build::of(spec), timeline)?;
+                rec.compile_ms = compile_ms;
+                code.steps = StepCode::Lazy(l.steps());
+                code.lazy = Some((l.kernel(), l.empty()));
+                code.entries = l.entries();
+            }
+            _ => {
+                let (loaded, cost) =
+                    s.kernels
+                        .get(KernelKey::of(cell), Build::of(spec), timeline)?;
+                if let Some(cost) = cost {
+                    rec.compile_ms = cost.compile_ms;
+                    rec.module_load_ms = Some(cost.module_load_ms);
+                }
+                let func = loaded.func.clone();
+                check_params(
+                    &func,
+                    &sizes(&spec.args, code.takes.as_deref()),
+                    &loaded.entry,
+                )?;
+                if spec.shared_bytes > 48 * 1024 {
+                    func.allow_shared_bytes(spec.shared_bytes)?;
+                }
+                code.entries = std::iter::once(loaded.entry.clone())
+                    .chain(loaded.steps.iter().map(|(name, _)| name.clone()))
+                    .collect();
+                code.steps = StepCode::Loaded(loaded.steps.clone());
+                code.func = Some(func);
+            }
+        }
+        Ok(code)
+    }
+
+    /// Whether the kernel's module loads at its first launch, as a runtime-API program's.
+    pub(super) fn loads_at_first_launch(&self) -> bool {
+        self.lazy.is_some()
+    }
+}
+
+/// A cell's inputs and buffers.
+pub(super) struct Data {
+    /// The kernel and point the inputs are drawn for, and the first set's seed: what the
+    /// reference results are kept under.
+    pub(super) point: String,
+    pub(super) seed: u64,
+    /// The first set's data: what the checked launch reads.
+    pub(super) timed: HostInputs,
+    /// One set of buffers per `rotate` set; the first is the checked one.
+    pub(super) sets: Vec<Buffers>,
+    /// `inputs = "fresh"`: data of two other draws, copied in turn before each timed launch.
+    pub(super) fresh: Vec<HostInputs>,
+    pub(super) poison: Poison,
+    /// The cell's start reading (NVML's reads take milliseconds) and when it was taken:
+    /// before the buffers are filled, so that no wait lies between the input copies and
+    /// the first launch.
+    pub(super) start_reading: (Instant, Option<Telemetry>),
+}
+
+impl Data {
+    pub(super) fn prepare(s: &mut Session, cell: &Cell, code: &Code) -> Result<Data, Failure> {
+        let spec = &cell.launch;
+        // Nothing runs on the GPU before a lazy first launch, as in a runtime-API program.
+        let poison = if code.loads_at_first_launch() {
+            Poison::ByCopy
+        } else {
+            Poison::ByMemset
+        };
+        // Every variant and round at one point times the same inputs; further sets for
+        // `rotate`, which the timed samples use in turn.
+        let point = cell.point_key();
+        let share = shares(cell);
+        let (set_seeds, fresh_seeds) = seeds_of(cell);
+        let mut draw = |seeds: Vec<u64>| -> Result<Vec<HostInputs>, String> {
+            (seeds.into_iter())
+                .map(|seed| s.inputs.get(&point, &spec.args, seed, share))
+                .collect()
+        };
+        let seed = set_seeds[0];
+        let hosts = draw(set_seeds)?;
+        let fresh = draw(fresh_seeds)?;
+        s.timeline.mark("inputs");
+        refuse_managed_beyond_free(&spec.args, hosts.len())?;
+        let start_reading = (Instant::now(), s.sensor.read());
+        s.timeline.mark("telemetry start");
+        let timed = hosts[0].clone();
+        let sets = hosts
+            .into_iter()
+            .map(|host| Buffers::create(&spec.args, host, poison))
+            .collect::<Result<_, _>>()?;
+        s.timeline.mark("buffers");
+        Ok(Data {
+            point,
+            seed,
+            timed,
+            sets,
+            fresh,
+            poison,
+            start_reading,
+        })
+    }
+}

@@ -1,0 +1,228 @@
+//! Trust on a GPU: the cheat corpus (`experiments/trust.toml`, at n = 512) caught family by
+//! family, honest kernels with reset buffers trusted and timed without their resets, an
+//! unwritten output named, and the exit status of a run with a cheat nobody expected.
+//! Ignored by default; `cargo test --release -- --include-ignored` runs them on a GPU.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The corpus at n = 512, run once for all the tests of this file: the folder (kept while
+/// the tests run), the run's own folder in it, and the cell records.
+fn corpus() -> &'static (tempfile::TempDir, PathBuf, Vec<Value>) {
+    static RUN: OnceLock<(tempfile::TempDir, PathBuf, Vec<Value>)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = run(&[
+            "experiments/trust.toml",
+            "--only",
+            "n=512",
+            "--out",
+            out_dir.path().to_str().unwrap(),
+        ]);
+        // Every cheat is written to be caught: a run that catches them all exits 0.
+        assert!(out.status.success(), "{}", stderr(&out));
+        let dir = out_dir.path().join("trust");
+        let records = records_of(&dir);
+        (out_dir, dir, records)
+    })
+}
+
+/// The records of `kernel`'s cells under every variant.
+fn cells_of(kernel: &str) -> Vec<&'static Value> {
+    let prefix = format!("{kernel}/");
+    let found: Vec<&Value> = (corpus().2.iter())
+        .filter(|r| r["id"].as_str().unwrap().starts_with(&prefix))
+        .collect();
+    assert_eq!(found.len(), 4, "hot, cold, graph and batch of {kernel}");
+    found
+}
+
+/// Every cell of `kernel` failed, with a reason that contains `why`.
+fn all_fail_with(kernel: &str, why: &str) {
+    for r in cells_of(kernel) {
+        assert_eq!(r["status"], "failed", "{r}");
+        let error = r["error"].as_str().unwrap();
+        assert!(error.contains(why), "{}: {error}", r["id"]);
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_skips_written_output_shows_a_stale_result() {
+    all_fail_with(
+        "cheat-lazy-output",
+        "audit on new inputs: the output still holds the timed inputs' result",
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_computes_once_passes_its_check_in_every_cell_and_fails_the_audit() {
+    // Every cell loads its own module: the first launch of each computes and passes.
+    for r in cells_of("cheat-once-per-module") {
+        assert_eq!(r["status"], "failed", "{r}");
+        assert!(
+            r["check"].as_str().unwrap().contains("matmul vs float64"),
+            "the checked launch passed: {r}"
+        );
+        assert!(r["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed inputs' result"));
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_cache_keyed_by_pointers_is_caught_by_new_data_at_the_same_addresses() {
+    all_fail_with("cheat-pointer-cache", "timed inputs' result");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_cache_keyed_by_input_values_is_correct_on_new_data_and_suspect_in_time() {
+    for r in cells_of("cheat-fingerprint-cache") {
+        assert_eq!(r["status"], "ok", "{r}");
+        let audit = &r["audit"];
+        assert!(
+            audit["check"]
+                .as_str()
+                .unwrap()
+                .contains("matmul vs float64"),
+            "{r}"
+        );
+        let suspect = audit["suspect"].as_str().unwrap_or_else(|| panic!("{r}"));
+        assert!(suspect.starts_with("suspect"), "{suspect}");
+    }
+    let report = std::fs::read_to_string(corpus().1.join("report.md")).unwrap();
+    // No speed-up is reported for a suspect cell.
+    let compared = report
+        .lines()
+        .skip_while(|l| !l.contains("`cheat-fingerprint-cache` against `matmul`"))
+        .nth(4)
+        .unwrap();
+    assert!(!compared.contains("faster"), "{compared}");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_writes_its_input_is_caught_reading_the_input_back() {
+    all_fail_with(
+        "cheat-mutates-input",
+        "the kernel wrote into its input `A` (element 0",
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_writes_part_of_its_output_later_fails_the_audit() {
+    all_fail_with(
+        "cheat-partial-output",
+        "audit on new inputs: matmul check failed",
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_forgotten_counter_reset_shows_as_a_written_input() {
+    all_fail_with(
+        "cheat-persistent-no-reset",
+        "the kernel wrote into its input `next_tile`",
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn honest_kernels_are_audited_and_trusted() {
+    for kernel in ["matmul", "persistent", "saxpy", "histogram"] {
+        for r in cells_of(kernel) {
+            assert_eq!(r["status"], "ok", "{r}");
+            let audit = &r["audit"];
+            assert!(audit["suspect"].is_null(), "{r}");
+            assert!(audit["inputs"].as_str().unwrap().starts_with("new data in"));
+            // The audit launch reads the kernel as the timed launches do: within a third of
+            // the reading, where the kernel is long enough for one launch to say so.
+            let launch = audit["launch_ns"].as_f64().unwrap();
+            let reading = median(r["id"].as_str().unwrap());
+            if reading > 10_000.0 {
+                let ratio = launch / reading;
+                assert!((0.67..1.5).contains(&ratio), "{ratio}: {r}");
+            }
+        }
+    }
+    let report = std::fs::read_to_string(corpus().1.join("report.md")).unwrap();
+    assert!(
+        report.contains("were caught, as expected") && !report.contains("NOT TRUSTED"),
+        "{}",
+        &report[..report.len().min(3000)]
+    );
+}
+
+/// A cell's median in ns from the run's summary.
+fn median(id: &str) -> f64 {
+    let summary = std::fs::read_to_string(corpus().1.join("summary.csv")).unwrap();
+    let line = (summary.lines())
+        .find(|l| l.starts_with(&format!("{id},steady,")))
+        .unwrap_or_else(|| panic!("no steady row for {id}"));
+    line.split(',').nth(4).unwrap().parse().unwrap()
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn resets_inside_a_graph_and_a_batch_are_done_and_taken_off() {
+    for kernel in ["histogram", "persistent"] {
+        let hot = median(&format!("{kernel}/n=512/hot"));
+        for variant in ["graph", "batch"] {
+            let got = median(&format!("{kernel}/n=512/{variant}"));
+            // Without resets the persistent kernel finds its tiles taken and reads a few µs;
+            // with the memsets left in, the histogram reads their time too.
+            let off = (got - hot).abs();
+            assert!(
+                off <= (0.1 * hot).max(1_500.0),
+                "{kernel} {variant}: {got} ns against {hot} ns hot"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn an_unwritten_output_is_named_and_a_cheat_nobody_expected_fails_the_run() {
+    let src = tempfile::tempdir().unwrap();
+    let cu = src.path().join("nothing.cu");
+    std::fs::write(
+        &cu,
+        "extern \"C\" __global__ void nothing(float *A, float *B, float *C, int m, int k, int n) {}\n",
+    )
+    .unwrap();
+    let text = matmul_with(
+        "n = [64]",
+        "[[variant]]\nname = \"hot\"\nsamples = 5\n[report]\nfloor = false\n",
+    )
+    .replace(
+        &kernels_dir().join("matmul.cu").display().to_string(),
+        &cu.display().to_string(),
+    )
+    .replace("matMulKernel", "nothing");
+    let out_dir = tempfile::tempdir().unwrap();
+    let (_d, path) = write_experiment("nothing.toml", &text);
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("NOT TRUSTED: 1 cell failed"),
+        "{}",
+        stdout(&out)
+    );
+    let r = record(&records_of(&out_dir.path().join("nothing")), "n=64/hot").clone();
+    assert_eq!(
+        r["error"].as_str().unwrap(),
+        "output `C` was not written: 4096 of 4096 elements compared still hold the poison, the first C[0]"
+    );
+}
