@@ -18,6 +18,9 @@ pub struct Peaks {
     pub fp64: Option<f64>,
     pub fp16: Option<f64>,
     pub bf16: Option<f64>,
+    /// The fastest the device does FLOPs of FP32 (as TF32), FP16, BF16 and FP64 inputs with
+    /// any unit, tensor cores included (dense), where its tables are known.
+    pub ceilings: Option<[f64; 4]>,
     pub source: String,
 }
 
@@ -30,6 +33,30 @@ impl Peaks {
             Dtype::Bf16 => self.bf16,
             _ => self.fp32,
         }
+    }
+
+    /// The most FLOPs of `dtype` per second any unit of the device does, tensor cores
+    /// included: above it a reading is impossible (a kernel on tensor cores may well be
+    /// above [`Peaks::flops`]).
+    pub fn flops_ceiling(&self, dtype: Dtype) -> Option<f64> {
+        let [f32, f16, bf16, f64] = self.ceilings?;
+        Some(match dtype {
+            Dtype::F64 => f64,
+            Dtype::F16 => f16,
+            Dtype::Bf16 => bf16,
+            _ => f32,
+        })
+    }
+}
+
+/// Dense tensor-core FLOPs per SM per clock of TF32, FP16, BF16 and FP64 inputs, by compute
+/// capability (NVIDIA's A100 and H100 data sheets: 156 / 312 / 312 / 19.5 TFLOP/s on 108
+/// SMs at 1410 MHz; 495 / 989 / 989 / 67 on 132 SMs at 1830 MHz); None where not known.
+fn tensor_rates(cc: (i64, i64)) -> Option<[f64; 4]> {
+    match cc {
+        (8, 0) => Some([1024.0, 2048.0, 2048.0, 128.0]),
+        (9, 0) => Some([2048.0, 4096.0, 4096.0, 256.0]),
+        _ => None,
     }
 }
 
@@ -113,6 +140,11 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
             ));
         }
     }
+    let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
+    let cores = [fp32, fp16, bf16, fp64];
+    let ceilings = tensor_rates(capability(d)).map(|rates| {
+        std::array::from_fn(|i| (rates[i] * clocks).max(cores[i].unwrap_or_default()))
+    });
     let host_link = d.host_link.filter(|_| host);
     source.extend(host_link.and_then(|l| l.describe()));
     Peaks {
@@ -122,6 +154,7 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
         fp64,
         fp16,
         bf16,
+        ceilings,
         source: source.join("; "),
     }
 }
@@ -136,5 +169,8 @@ mod tests {
         assert_eq!(half_factors((8, 0)), (Some(4.0), Some(2.0)));
         assert_eq!(half_factors((8, 9)), (Some(1.0), Some(1.0)));
         assert_eq!(fp32_lanes((9, 0)), Some(128.0));
+        // An H100's TF32 tensor cores do 8 times its FP32 lanes' FLOPs per clock.
+        assert_eq!(tensor_rates((9, 0)).unwrap()[0], 8.0 * 2.0 * 128.0);
+        assert_eq!(tensor_rates((8, 9)), None);
     }
 }

@@ -110,13 +110,13 @@ fn impossible(cell: &Cell, kernel: &Kernel, ns: f64, device: &Device) -> Option<
         }
     }
     let dtype = kernel.flops_type.unwrap_or(Dtype::F32);
-    if let (Some(flops), Some(peak)) = (launch.flops, device.peaks.flops(dtype)) {
-        if per_s(flops) > peak {
+    if let (Some(flops), Some(ceiling)) = (launch.flops, device.peaks.flops_ceiling(dtype)) {
+        if per_s(flops) > ceiling {
             return Some(format!(
-                "impossible: {:.1} TFLOP/s is above the {} peak of {:.1} TFLOP/s without tensor cores: the launches did not do the work declared (`flops` overstates it, or work was skipped)",
+                "impossible: {:.1} TFLOP/s is above the most the device does with {} inputs on any unit, tensor cores included ({:.1} TFLOP/s): the launches did not do the work declared (`flops` overstates it, or work was skipped)",
                 per_s(flops) / 1e12,
                 dtype.key(),
-                peak / 1e12
+                ceiling / 1e12
             ));
         }
     }
@@ -259,6 +259,7 @@ mod tests {
         fp64: None,
         fp16: None,
         bf16: None,
+        ceilings: Some([535e12, 1070e12, 1070e12, 67e12]),
         source: String::new(),
     };
 
@@ -363,5 +364,26 @@ mod tests {
         );
         assert_eq!(v(&k, &large.cells[1], 100e3).word(), "impossible");
         assert_eq!(v(&k, &large.cells[0], 150e3), Verdict::Ok);
+        // FLOPs: above the FP32 lanes' 66.9 TFLOP/s is tensor cores' work (TF32), above
+        // their 535 is impossible.
+        let mut k = k;
+        let mut cell = large.cells[0].clone();
+        cell.launch.bytes = None;
+        cell.launch.flops = Some(1e9);
+        assert_eq!(v(&k, &cell, 10e3), Verdict::Ok, "100 TFLOP/s");
+        let beyond = v(&k, &cell, 1e3);
+        assert!(
+            beyond
+                .reason()
+                .unwrap()
+                .contains("tensor cores included (535.0 TFLOP/s)"),
+            "{beyond:?}"
+        );
+        k.flops_type = Some(Dtype::F64);
+        assert_eq!(
+            v(&k, &cell, 10e3).word(),
+            "impossible",
+            "100 TFLOP/s of FP64"
+        );
     }
 }

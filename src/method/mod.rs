@@ -1,7 +1,9 @@
 //! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
-//! an L2 [`flush`]), the clock [`probe`] around a cell, and adaptive stopping ([`stop`]).
+//! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]), and the
+//! audit's verdict ([`audit`]) with its comparison of buffers on the GPU ([`compare`]).
 
 pub mod audit;
+pub mod compare;
 pub mod flush;
 pub mod probe;
 pub mod stop;

@@ -2,7 +2,7 @@
 //! arguments it takes and its steps, and the check of its output (a CPU reference, or a
 //! reference kernel run on the same inputs).
 
-use super::buffers::{Buffers, Poison};
+use super::buffers::{Buffers, Poison, POISON};
 use super::cell::{during, Failure};
 use super::inputs::HostInputs;
 use super::kernels::{Build, KernelKey, Kernels};
@@ -10,6 +10,7 @@ use super::reference;
 use super::timeline::Timeline;
 use crate::cuda::{self, Dims, Launch, Param};
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
+use crate::method::compare;
 use crate::plan::Cell;
 
 /// A launch's dimensions.
@@ -44,6 +45,9 @@ impl Checker<'_> {
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
+            if let Some(account) = self.copy_on_gpu(kernels, timeline, buffers)? {
+                return Ok(account);
+            }
             return Ok(buffers.check(host, self.def, &cell.launch, self.reference)?);
         };
         let spec = cell
@@ -100,6 +104,58 @@ impl Checker<'_> {
             kernels.def(kc.kernel).name,
             notes.join("; ")
         ))
+    }
+}
+
+impl Checker<'_> {
+    /// A `copy` check of two buffers in device memory, compared on the GPU (through the host,
+    /// the check of a GiB copy took over a second); None where the check is another, or a
+    /// buffer lives elsewhere.
+    fn copy_on_gpu(
+        &self,
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        buffers: &Buffers,
+    ) -> Result<Option<String>, Failure> {
+        let Some((def, check)) = (self.def)
+            .filter(|d| !d.unchecked)
+            .and_then(|d| Some((d, d.check.as_ref()?)))
+            .filter(|(_, c)| c.reference == "copy")
+        else {
+            return Ok(None);
+        };
+        let in_device = |i: usize| buffers.buffer(i).filter(|b| b.in_device_memory());
+        let (Some(out), Some(src)) = (in_device(check.output), in_device(check.inputs[0])) else {
+            return Ok(None);
+        };
+        let ArgValue::Buffer { dtype, .. } = self.cell.launch.args[check.output] else {
+            return Ok(None);
+        };
+        if out.bytes() != src.bytes() {
+            return Ok(None);
+        }
+        let func = kernels.function(KernelKey::FirstDifference, timeline)?;
+        let (size, name) = (dtype.size(), &def.args[check.output].name);
+        let Some(byte) =
+            compare::first_difference(&func, out, src).map_err(during("copy check"))?
+        else {
+            return Ok(Some(format!(
+                "copy: all {} elements equal",
+                out.bytes() / size
+            )));
+        };
+        let e = byte / size;
+        let at = e * size..(e + 1) * size;
+        let poisoned = buffers.download_ranges(check.output, std::slice::from_ref(&at))?[at]
+            .iter()
+            .all(|b| *b == POISON);
+        Err(Failure::from(match poisoned {
+            true => format!("output `{name}` was not written: element {e} still holds the poison"),
+            false => format!(
+                "copy check failed: {name}[{e}] differs from {}",
+                def.args[check.inputs[0]].name
+            ),
+        }))
     }
 }
 

@@ -10,7 +10,7 @@ use super::arm::Armed;
 use super::assemble::Checker;
 use super::buffers::Buffers;
 use super::cell::{during, Failure};
-use super::inputs::{audit_seed, shares};
+use super::inputs::{audit_seed, shares, HostInputs};
 use super::kernels::{KernelKey, Kernels};
 use super::prepare::{Code, Data};
 use super::reference;
@@ -19,8 +19,8 @@ use super::Session;
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::{ArgValue, Kernel, Memory};
-use crate::method::audit::suspect;
 use crate::method::timer::{Body, Saturate, Timer};
+use crate::method::{audit::suspect, compare};
 use crate::plan::{Cell, Role};
 use crate::protocol::{AuditRecord, CellRecord};
 use std::path::Path;
@@ -49,9 +49,14 @@ pub(super) fn run<'b>(
     let inputs: Vec<usize> = buffers.inputs().collect();
     let (changed, kept): (Vec<usize>, Vec<usize>) =
         inputs.iter().partition(|&&i| new[i] != data.timed[i]);
+    let stash = match s.audit_stash.take() {
+        Some(stash) if stash.point == data.point => stash,
+        _ => Stash::upload(&data.point, buffers, &new)?,
+    };
     buffers
-        .refill(&new)
+        .refill_from(&stash.copies, &new)
         .map_err(during("audit: copying new inputs"))?;
+    s.audit_stash = Some(stash);
     let list = |is: &[usize]| is.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ");
     // Where no input could change, a stale output would equal a fresh one: the outputs are
     // poisoned again instead, so that a launch that skips its work leaves them unwritten.
@@ -141,6 +146,52 @@ pub(super) fn run<'b>(
         suspect: verdict,
     });
     Ok(())
+}
+
+/// The audit's inputs at one point, kept on the device by the point's first audit and
+/// copied into each later one's buffers there: a GiB of inputs crosses the host link once
+/// per point and process, not once per cell.
+pub struct Stash {
+    point: String,
+    /// Per argument: a copy of its audit data, for inputs in device memory.
+    copies: Vec<Option<DeviceBuffer>>,
+}
+
+impl Stash {
+    /// Uploads `new`'s data of the inputs `buffers` keeps in device memory (none where a
+    /// copy does not fit: those are uploaded each time).
+    fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
+        let copies = (0..new.len())
+            .map(|i| {
+                let (Some(buf), Some(data)) = (buffers.buffer(i), new[i].as_deref()) else {
+                    return Ok(None);
+                };
+                if !buf.in_device_memory() {
+                    return Ok(None);
+                }
+                let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+                    return Ok(None);
+                };
+                copy.upload(data)
+                    .map_err(during("audit: uploading new inputs"))?;
+                Ok(Some(copy))
+            })
+            .collect::<Result<_, Failure>>()?;
+        Ok(Stash {
+            point: point.to_string(),
+            copies,
+        })
+    }
+
+    /// Lets go of the device memory of another point's stash before `cell` allocates.
+    pub(super) fn forget_unless_at(s: &mut Session, cell: &Cell) {
+        if s.audit_stash
+            .as_ref()
+            .is_some_and(|st| st.point != cell.point_key())
+        {
+            s.audit_stash = None;
+        }
+    }
 }
 
 /// Launches the kernel once in the cell's cache state, timed as the cell's timer sees the
@@ -238,30 +289,14 @@ fn first_difference(
     index: usize,
     copy: &DeviceBuffer,
 ) -> Result<Option<usize>, Failure> {
-    let what = during("audit: comparing an input with its copy");
     let Some(buf) = buffers.buffer(index) else {
         return Ok(None);
     };
     let func = s
         .kernels
         .function(KernelKey::FirstDifference, &mut s.timeline)?;
-    let first = DeviceBuffer::alloc(8)?;
-    first.fill(0xFF).map_err(&what)?;
-    let dims = Dims {
-        grid: (s.facts.sm_count.max(1) as u32 * 4, 1, 1),
-        block: (256, 1, 1),
-        shared_bytes: 0,
-    };
-    let values = [
-        Param::Buffer(buf),
-        Param::Buffer(copy),
-        Param::u64(buf.bytes() as u64),
-        Param::Buffer(&first),
-    ];
-    Launch::new(&func, dims, &values).enqueue().map_err(&what)?;
-    let bytes = first.download().map_err(&what)?;
-    let at = u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"));
-    Ok((at != u64::MAX).then_some(at as usize))
+    compare::first_difference(&func, buf, copy)
+        .map_err(during("audit: comparing an input with its copy"))
 }
 
 /// Whether the buffers' output, which failed its check on the new inputs, passes it on the

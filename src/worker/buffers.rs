@@ -170,6 +170,23 @@ impl Buffers {
             .map_err(|e| e.to_string())
     }
 
+    /// Copies other input data (drawn as `host` was) into these buffers: from `copies` on
+    /// the device where it holds the argument's data, else from the host.
+    pub fn refill_from(
+        &self,
+        copies: &[Option<DeviceBuffer>],
+        host: &HostInputs,
+    ) -> Result<(), CudaError> {
+        for (i, (d, h)) in self.device.iter().zip(host.iter()).enumerate() {
+            match (d, h, copies.get(i).and_then(Option::as_ref)) {
+                (Some(buf), Some(_), Some(copy)) => buf.copy_from(copy)?,
+                (Some(buf), Some(data), None) => buf.upload(data)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Copies other input data (drawn as `host` was) into these buffers.
     pub fn refill(&self, host: &HostInputs) -> Result<(), CudaError> {
         for (d, h) in self.device.iter().zip(host.iter()) {

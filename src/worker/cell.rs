@@ -63,6 +63,7 @@ pub(super) fn during(what: &'static str) -> impl Fn(CudaError) -> Failure {
 /// Runs one cell; the flag says whether the CUDA context is lost.
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
+    super::audit::Stash::forget_unless_at(s, cell);
     let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))

@@ -132,6 +132,7 @@ pub fn main() -> ExitCode {
         timeline,
         probe: None,
         inputs: InputCache::new(job.run_cache.clone(), prefetched),
+        audit_stash: None,
         run_cache: job.run_cache,
     };
     let cell_of = |index: usize| cells.get(&index);
@@ -188,6 +189,8 @@ pub struct Session {
     /// The clock probe, made on first use when the experiment asks for it.
     probe: Option<Probe>,
     inputs: InputCache,
+    /// The audit's inputs at the current point, on the device.
+    audit_stash: Option<audit::Stash>,
     /// Where drawn inputs and reference results are shared with the run's other processes.
     run_cache: Option<std::path::PathBuf>,
 }
