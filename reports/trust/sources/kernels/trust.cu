@@ -1,0 +1,195 @@
+// The trust corpus: matmuls that cheat, each in a way a kernel under test (or a kernel
+// generator's output) has been seen to, and honest kernels that need the same machinery
+// done right (a histogram and a persistent kernel whose buffers are reset before every
+// launch). experiments/trust.toml runs them: every cheat must end failed or suspect.
+//
+// All matmuls: C (m x n) = A (m x k) * B (k x n), row-major, one thread per element of C,
+// launched with 32x32 blocks.
+
+__device__ float dot(const float *A, const float *B, int row, int col, int k, int n) {
+    float c = 0.0f;
+    for (int i = 0; i < k; i++) {
+        c += A[row * k + i] * B[i * n + col];
+    }
+    return c;
+}
+
+// Counts finished blocks; reset by the last one, for the next launch.
+__device__ unsigned int blocks_done;
+
+// True in thread (0, 0) of the last block of a launch to get here, once every block has
+// done its work: where a kernel leaves state for its next launch. Every thread calls it.
+__device__ bool last_block_of_launch() {
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        __threadfence();
+        unsigned int done = atomicAdd(&blocks_done, 1) + 1;
+        last = done == gridDim.x * gridDim.y;
+        if (last) {
+            blocks_done = 0;
+        }
+    }
+    __syncthreads();
+    return last && threadIdx.x == 0 && threadIdx.y == 0;
+}
+
+// Lazy output: an element already written is not computed again. The first (checked)
+// launch finds the poison (NaN) and computes; every later launch returns at once.
+extern "C" __global__ void cheat_lazy_output(const float *A, const float *B, float *C, int m,
+                                             int k, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    if (row < m && col < n && isnan(C[row * n + col])) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+}
+
+// Computes on its first launch in its module only: a device-global flag, as a persistent
+// or stream-K kernel's tile counter that nobody resets.
+__device__ volatile int computed_once;
+
+extern "C" __global__ void cheat_once_per_module(const float *A, const float *B, float *C, int m,
+                                                 int k, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    if (!computed_once && row < m && col < n) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+    if (last_block_of_launch()) {
+        computed_once = 1;
+    }
+}
+
+// A result cache keyed by the buffers' addresses: the same pointers, the same answer.
+__device__ const float *volatile cached_a;
+__device__ const float *volatile cached_b;
+__device__ float *volatile cached_c;
+
+extern "C" __global__ void cheat_pointer_cache(const float *A, const float *B, float *C, int m,
+                                               int k, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    bool cached = cached_a == A && cached_b == B && cached_c == C;
+    if (!cached && row < m && col < n) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+    if (last_block_of_launch()) {
+        cached_a = A;
+        cached_b = B;
+        cached_c = C;
+    }
+}
+
+// A result cache keyed by a fingerprint of four input values: new data is computed (and
+// correct), the same data is not. Only timing catches it.
+__device__ volatile float seen[4];
+__device__ volatile int seen_valid;
+
+extern "C" __global__ void cheat_fingerprint_cache(const float *A, const float *B, float *C,
+                                                   int m, int k, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    float print[4] = {A[0], A[(m * k) / 2], B[0], B[k * n - 1]};
+    bool cached = seen_valid && print[0] == seen[0] && print[1] == seen[1] &&
+                  print[2] == seen[2] && print[3] == seen[3];
+    if (!cached && row < m && col < n) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+    if (last_block_of_launch()) {
+        for (int i = 0; i < 4; i++) {
+            seen[i] = print[i];
+        }
+        seen_valid = 1;
+    }
+}
+
+// Computes C correctly, then uses its input A as scratch space: later launches read a
+// changed A.
+extern "C" __global__ void cheat_mutates_input(float *A, const float *B, float *C, int m, int k,
+                                               int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    if (row < m && col < n) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+    if (last_block_of_launch()) {
+        A[0] = 0.0f;
+    }
+}
+
+// Writes every row on its first launch in its module, the even rows only after that.
+__device__ volatile int launched_before;
+
+extern "C" __global__ void cheat_partial_output(const float *A, const float *B, float *C, int m,
+                                                int k, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    bool skipped = launched_before && (row & 1);
+    if (!skipped && row < m && col < n) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+    if (last_block_of_launch()) {
+        launched_before = 1;
+    }
+}
+
+// A persistent matmul: a grid of a few blocks per SM takes 32x32 tiles of C from a
+// counter in memory until none are left. Honest where the counter is reset before every
+// launch (`reset = "zeros"`); with the reset forgotten, every launch after the first finds
+// the tiles taken and does nothing.
+extern "C" __global__ void persistent_matmul(const float *A, const float *B, float *C,
+                                             unsigned int *next_tile, int m, int k, int n) {
+    unsigned int tiles_x = (n + 31) / 32;
+    unsigned int tiles = tiles_x * ((m + 31) / 32);
+    __shared__ unsigned int tile;
+    while (true) {
+        if (threadIdx.x == 0 && threadIdx.y == 0) {
+            tile = atomicAdd(next_tile, 1);
+        }
+        __syncthreads();
+        unsigned int t = tile;
+        if (t >= tiles) {
+            return;
+        }
+        int row = (t / tiles_x) * 32 + threadIdx.y;
+        int col = (t % tiles_x) * 32 + threadIdx.x;
+        if (row < m && col < n) {
+            C[row * n + col] = dot(A, B, row, col, k, n);
+        }
+        // Every thread has read `tile` before the next one is taken.
+        __syncthreads();
+    }
+}
+
+// A 256-bin histogram of bytes' low 8 bits: bins in shared memory per block, added to the
+// global bins with atomics. The global bins accumulate, so they must be zero before every
+// launch (`reset = "zeros"`).
+extern "C" __global__ void histogram(const unsigned int *data, unsigned int *bins,
+                                     unsigned long long count) {
+    __shared__ unsigned int local[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+        local[i] = 0;
+    }
+    __syncthreads();
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < count; i += stride) {
+        atomicAdd(&local[data[i] & 255u], 1u);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+        if (local[i] != 0) {
+            atomicAdd(&bins[i], local[i]);
+        }
+    }
+}
+
+// The plain version it is checked against: one global atomic per element.
+extern "C" __global__ void histogram_ref(const unsigned int *data, unsigned int *bins,
+                                         unsigned long long count) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) {
+        atomicAdd(&bins[data[i] & 255u], 1u);
+    }
+}
