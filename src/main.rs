@@ -9,6 +9,7 @@ mod clock_lock;
 mod cuda;
 mod execute;
 mod experiment;
+mod files;
 mod method;
 mod plan;
 mod protocol;
@@ -260,7 +261,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             (path, dir.clone(), start)
         }
         (None, Some(path)) => {
-            let dir = args.out.join(experiment::name_of(&path));
+            let dir = args.out.join(experiment::name_of(&path)?);
             (path, dir, Start::New)
         }
         (None, None) => anyhow::bail!(
@@ -368,5 +369,6 @@ fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     print!("{}", plan::describe(&exp, &plan, &previous));
+    print!("{}", execute::peers::describe(&exp, &plan.cells));
     Ok(())
 }

@@ -65,7 +65,7 @@ pub fn run(
     allow_clock_changes: bool,
 ) -> Result<(bool, Vec<PathBuf>)> {
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
-    let name = crate::experiment::name_of(path);
+    let name = crate::experiment::name_of(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let mut children = Vec::new();
     let mut parts: Vec<PathBuf> = Vec::new();

@@ -4,7 +4,7 @@
 
 pub mod devices;
 mod jit_cache;
-mod peers;
+pub mod peers;
 mod profiler;
 mod scheduler;
 pub mod slurm;
