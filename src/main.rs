@@ -53,8 +53,10 @@ struct RunArgs {
     /// Continue the interrupted run in this folder: its finished cells are kept.
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
-    /// With --resume: start the run over in that folder, even if the experiment changed.
-    #[arg(long, requires = "resume")]
+    /// Replace a run already in the output folder (its cells, report, findings.md and
+    /// notes.md), which is otherwise refused; with --resume: start that run over, even if
+    /// the experiment changed.
+    #[arg(long)]
     force: bool,
     /// Run only the cells that match: `kernel=`, `variant=` or a sweep parameter, with
     /// comma-separated globs (`--only variant=events*,graph --only n=512,1024`); repeat to
@@ -130,6 +132,10 @@ enum Command {
         parts: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+        /// Replace another run in --out (refused otherwise); a merge of the same run there
+        /// is replaced without it.
+        #[arg(long)]
+        force: bool,
     },
     /// Write (and with --submit, submit) a Slurm job array for an experiment: one task per
     /// part (`--shard i/N`), resumed when requeued, and a job that merges the parts into
@@ -171,7 +177,7 @@ fn main() -> ExitCode {
             only,
             set,
         }) => plan(&experiment, &only, &set),
-        Some(Command::Merge { parts, out }) => merge(&parts, &out),
+        Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
             experiment,
             parts,
@@ -244,6 +250,9 @@ fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+const NO_EXPERIMENT: &str =
+    "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`";
+
 /// Runs an experiment (or resumes a run) and renders its report, also after an interrupt;
 /// whether it finished.
 fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
@@ -253,20 +262,21 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
                 Some(p) => p,
                 None => store::Stored::experiment_path(dir)?,
             };
-            let start = if args.force {
-                Start::New
-            } else {
-                Start::Resume
+            let start = match args.force {
+                true => Start::Replace,
+                false => Start::Resume,
             };
             (path, dir.clone(), start)
         }
         (None, Some(path)) => {
             let dir = args.out.join(experiment::name_of(&path)?);
-            (path, dir, Start::New)
+            let start = match args.force {
+                true => Start::Replace,
+                false => Start::New,
+            };
+            (path, dir, start)
         }
-        (None, None) => anyhow::bail!(
-            "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
-        ),
+        (None, None) => anyhow::bail!(NO_EXPERIMENT),
     };
     let subset = execute::Subset {
         only: args.only.clone(),
@@ -285,6 +295,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             &subset,
             args.each,
             args.allow_clock_changes,
+            args.force,
         )?;
         if !args.each {
             let report = report::render_dir(&dir, None)?;
@@ -337,9 +348,9 @@ fn sbatch(
     Ok(())
 }
 
-fn merge(parts: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let meta = store::merge(&parts, out)?;
+    let meta = store::merge(&parts, out, force)?;
     let report = report::render_dir(out, None)?;
     println!(
         "merged {} part(s) on {} GPU(s) into {}{}",
