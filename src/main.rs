@@ -26,6 +26,20 @@ use experiment::{DeviceFacts, Experiment, Sources};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The exit codes, each with one meaning, so that scripts and CI can tell them apart.
+mod exit {
+    /// Done.
+    pub const OK: u8 = 0;
+    /// An error: bad input, a damaged run folder, a refused write; the message says which.
+    pub const ERROR: u8 = 1;
+    /// `runner compare` found a cell that got slower: a CI gate.
+    pub const SLOWER: u8 = 2;
+    /// The command line is wrong (EX_USAGE); clap's own code for it, 2, means "slower".
+    pub const USAGE: u8 = 64;
+    /// Interrupted by Ctrl-C, with the report of the cells that finished written.
+    pub const INTERRUPTED: u8 = 130;
+}
+
 #[derive(Parser)]
 #[command(
     name = "runner",
@@ -150,7 +164,7 @@ enum Command {
         #[arg(long)]
         partition: Option<String>,
         /// Minutes per task (default: three times a part's share of `plan`'s estimate).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=execute::slurm::MAX_MINUTES))]
         minutes: Option<u64>,
         #[arg(long, default_value = "reports")]
         out: PathBuf,
@@ -168,7 +182,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Help and version are printed on stdout and are no error.
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
         Some(Command::Run { experiment, run: r }) => return finish(run(experiment, &r)),
@@ -226,20 +251,40 @@ fn main() -> ExitCode {
 /// 1 on error.
 fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
     match report::run_compare(old, new, threshold, floor, json) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(2),
+        Ok(true) => ExitCode::from(exit::OK),
+        Ok(false) => ExitCode::from(exit::SLOWER),
         Err(e) => finish(Err(e)),
     }
 }
 
-/// The exit code: 0 when done, 130 after an interrupt (its report still written), 1 on error.
+/// A mistake in the command line that clap cannot see.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(message: &str) -> anyhow::Error {
+    Usage(message.to_string()).into()
+}
+
+/// The exit code: 0 when done, 130 after an interrupt (its report still written), 64 for a
+/// wrong command line, 1 on any other error.
 fn finish(result: anyhow::Result<bool>) -> ExitCode {
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(130),
+        Ok(true) => ExitCode::from(exit::OK),
+        Ok(false) => ExitCode::from(exit::INTERRUPTED),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(match e.is::<Usage>() {
+                true => exit::USAGE,
+                false => exit::ERROR,
+            })
         }
     }
 }
@@ -276,7 +321,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
             };
             (path, dir, start)
         }
-        (None, None) => anyhow::bail!(NO_EXPERIMENT),
+        (None, None) => return Err(usage(NO_EXPERIMENT)),
     };
     let subset = execute::Subset {
         only: args.only.clone(),
@@ -285,7 +330,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<bool> {
     };
     if let Some(list) = &args.devices {
         if args.resume.is_some() || args.shard.is_some() {
-            anyhow::bail!("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead");
+            return Err(usage("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead"));
         }
         let devices = execute::devices::parse(list)?;
         let (finished, parts) = execute::devices::run(
