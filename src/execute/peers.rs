@@ -124,8 +124,9 @@ impl<'a> Peers<'a> {
     }
 }
 
-/// Peer commands `runner plan` lists at most, per peer; the programs are listed whole.
-const MAX_LISTED: usize = 100;
+/// Peer commands `runner plan` lists at most, per peer (as it lists at most 2,000 cells);
+/// every program is named, whatever the count.
+const MAX_LISTED: usize = 2000;
 
 /// What the peers would run beside `cells`, for `runner plan`: they start programs, so the
 /// plan names each program and the command at each point (words shell-quoted, so that an
@@ -141,10 +142,13 @@ pub fn describe(exp: &Experiment, cells: &[Cell]) -> String {
         if commands.is_empty() {
             continue;
         }
-        let mut programs: Vec<String> = (commands.iter())
-            .map(|(_, c)| peer::program(&exp.path, &c[0]).display().to_string())
-            .collect();
-        programs.dedup();
+        let mut programs: Vec<String> = Vec::new();
+        for (_, command) in &commands {
+            let program = peer::program(&exp.path, &command[0]).display().to_string();
+            if !programs.contains(&program) {
+                programs.push(program);
+            }
+        }
         out += &format!(
             "  peer {} beside {}: {} process(es) at each of {} point(s), running {}\n",
             peer.name,
