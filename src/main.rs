@@ -9,6 +9,7 @@ mod clock_lock;
 mod cuda;
 mod execute;
 mod experiment;
+mod files;
 mod method;
 mod plan;
 mod protocol;
@@ -24,6 +25,23 @@ use execute::Start;
 use experiment::{DeviceFacts, Experiment, Sources};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The exit codes, each with one meaning, so that scripts and CI can tell them apart.
+mod exit {
+    /// Done.
+    pub const OK: u8 = 0;
+    /// An error: bad input, a damaged run folder, a refused write; the message says which.
+    pub const ERROR: u8 = 1;
+    /// `runner compare` found a cell that got slower: a CI gate.
+    pub const SLOWER: u8 = 2;
+    /// A run whose cells did not all end as their kernels expect: failed, suspect or
+    /// impossible, or a kernel written to be caught that passed (unless --allow-failures).
+    pub const UNTRUSTED: u8 = 3;
+    /// The command line is wrong (EX_USAGE); clap's own code for it, 2, means "slower".
+    pub const USAGE: u8 = 64;
+    /// Interrupted by Ctrl-C, with the report of the cells that finished written.
+    pub const INTERRUPTED: u8 = 130;
+}
 
 #[derive(Parser)]
 #[command(
@@ -52,8 +70,10 @@ struct RunArgs {
     /// Continue the interrupted run in this folder: its finished cells are kept.
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
-    /// With --resume: start the run over in that folder, even if the experiment changed.
-    #[arg(long, requires = "resume")]
+    /// Replace a run already in the output folder (its cells, report, findings.md and
+    /// notes.md), which is otherwise refused; with --resume: start that run over, even if
+    /// the experiment changed.
+    #[arg(long)]
     force: bool,
     /// Run only the cells that match: `kernel=`, `variant=` or a sweep parameter, with
     /// comma-separated globs (`--only variant=events*,graph --only n=512,1024`); repeat to
@@ -81,13 +101,6 @@ struct RunArgs {
     #[arg(long)]
     allow_failures: bool,
 }
-
-/// Exit codes: done; an error; `runner compare` found a cell slower; a run whose cells did
-/// not all end as their kernels expect; interrupted (its report still written).
-const EXIT_ERROR: u8 = 1;
-const EXIT_SLOWER: u8 = 2;
-const EXIT_UNTRUSTED: u8 = 3;
-const EXIT_INTERRUPTED: u8 = 130;
 
 /// How a run ended.
 struct Ended {
@@ -156,6 +169,10 @@ enum Command {
         parts: Vec<PathBuf>,
         #[arg(long)]
         out: PathBuf,
+        /// Replace another run in --out (refused otherwise); a merge of the same run there
+        /// is replaced without it.
+        #[arg(long)]
+        force: bool,
     },
     /// Write (and with --submit, submit) a Slurm job array for an experiment: one task per
     /// part (`--shard i/N`), resumed when requeued, and a job that merges the parts into
@@ -170,7 +187,7 @@ enum Command {
         #[arg(long)]
         partition: Option<String>,
         /// Minutes per task (default: three times a part's share of `plan`'s estimate).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=execute::slurm::MAX_MINUTES))]
         minutes: Option<u64>,
         #[arg(long, default_value = "reports")]
         out: PathBuf,
@@ -188,7 +205,18 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Help and version are printed on stdout and are no error.
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
     let result = match cli.command {
         Some(Command::Worker) => return worker::main(),
         Some(Command::Run { experiment, run: r }) => return ended(run(experiment, &r), &r),
@@ -197,7 +225,7 @@ fn main() -> ExitCode {
             only,
             set,
         }) => plan(&experiment, &only, &set),
-        Some(Command::Merge { parts, out }) => merge(&parts, &out),
+        Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
             experiment,
             parts,
@@ -257,7 +285,7 @@ fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
                 e.unexpected.len(),
                 e.unexpected[..e.unexpected.len().min(SHOWN)].join(", ")
             );
-            ExitCode::from(EXIT_UNTRUSTED)
+            ExitCode::from(exit::UNTRUSTED)
         }
         other => finish(other.map(|e| e.complete)),
     }
@@ -267,20 +295,40 @@ fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
 /// 1 on error.
 fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
     match report::run_compare(old, new, threshold, floor, json) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(EXIT_SLOWER),
+        Ok(true) => ExitCode::from(exit::OK),
+        Ok(false) => ExitCode::from(exit::SLOWER),
         Err(e) => finish(Err(e)),
     }
 }
 
-/// The exit code: 0 when done, 130 after an interrupt (its report still written), 1 on error.
+/// A mistake in the command line that clap cannot see.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(message: &str) -> anyhow::Error {
+    Usage(message.to_string()).into()
+}
+
+/// The exit code: 0 when done, 130 after an interrupt (its report still written), 64 for a
+/// wrong command line, 1 on any other error.
 fn finish(result: anyhow::Result<bool>) -> ExitCode {
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(EXIT_INTERRUPTED),
+        Ok(true) => ExitCode::from(exit::OK),
+        Ok(false) => ExitCode::from(exit::INTERRUPTED),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(EXIT_ERROR)
+            ExitCode::from(match e.is::<Usage>() {
+                true => exit::USAGE,
+                false => exit::ERROR,
+            })
         }
     }
 }
@@ -291,6 +339,9 @@ fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+const NO_EXPERIMENT: &str =
+    "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`";
+
 /// Runs an experiment (or resumes a run) and renders its report, also after an interrupt;
 /// how it ended.
 fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
@@ -300,20 +351,21 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
                 Some(p) => p,
                 None => store::Stored::experiment_path(dir)?,
             };
-            let start = if args.force {
-                Start::New
-            } else {
-                Start::Resume
+            let start = match args.force {
+                true => Start::Replace,
+                false => Start::Resume,
             };
             (path, dir.clone(), start)
         }
         (None, Some(path)) => {
-            let dir = args.out.join(experiment::name_of(&path));
-            (path, dir, Start::New)
+            let dir = args.out.join(experiment::name_of(&path)?);
+            let start = match args.force {
+                true => Start::Replace,
+                false => Start::New,
+            };
+            (path, dir, start)
         }
-        (None, None) => anyhow::bail!(
-            "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`"
-        ),
+        (None, None) => return Err(usage(NO_EXPERIMENT)),
     };
     let subset = execute::Subset {
         only: args.only.clone(),
@@ -322,7 +374,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
     };
     if let Some(list) = &args.devices {
         if args.resume.is_some() || args.shard.is_some() {
-            anyhow::bail!("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead");
+            return Err(usage("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead"));
         }
         let devices = execute::devices::parse(list)?;
         let (finished, parts) = execute::devices::run(
@@ -332,6 +384,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             &subset,
             args.each,
             args.allow_clock_changes,
+            args.force,
         )?;
         if !args.each {
             let report = report::render_dir(&dir, None)?;
@@ -399,9 +452,9 @@ fn sbatch(
     Ok(())
 }
 
-fn merge(parts: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let meta = store::merge(&parts, out)?;
+    let meta = store::merge(&parts, out, force)?;
     let report = report::render_dir(out, None)?;
     println!(
         "merged {} part(s) on {} GPU(s) into {}{}",
@@ -431,5 +484,6 @@ fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     print!("{}", plan::describe(&exp, &plan, &previous));
+    print!("{}", execute::peers::describe(&exp, &plan.cells));
     Ok(())
 }

@@ -26,17 +26,6 @@ fn run_without_a_driver_says_so_and_points_to_plan_and_report() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-fn has_driver() -> bool {
-    [
-        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-        "/usr/lib64/libcuda.so.1",
-        "/usr/local/nvidia/lib64/libcuda.so.1",
-        "/usr/lib/libcuda.so.1",
-    ]
-    .iter()
-    .any(|p| Path::new(p).exists())
-}
-
 #[test]
 fn every_shipped_experiment_plans() {
     for entry in std::fs::read_dir("experiments").unwrap() {
@@ -110,7 +99,7 @@ fn report_on_a_folder_without_a_run_fails_clearly() {
 #[test]
 fn no_arguments_is_a_usage_error() {
     let out = run(&[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(64));
     assert!(
         stderr(&out).contains("no experiment given"),
         "{}",
@@ -308,4 +297,26 @@ fn set_replaces_a_sweep_for_a_plan_and_names_what_it_cannot_replace() {
         assert_eq!(out.status.code(), Some(1), "{clause}");
         assert!(stderr(&out).contains(says), "{clause}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn a_wrong_command_line_exits_64_not_the_slower_code() {
+    for args in [
+        &["--no-such-flag"][..],
+        &["compare", "reports/events"],
+        &[
+            "sbatch",
+            "experiments/events.toml",
+            "--parts",
+            "2",
+            "--minutes",
+            "0",
+        ],
+        &["run", "experiments/events.toml", "--shard", "2/1"],
+        &["run", "experiments/events.toml", "--each"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(run(&["--help"]).status.code(), Some(0));
 }

@@ -39,18 +39,6 @@ fn scaled_copy(name: &str, prefix: &str, factor: f64) -> tempfile::TempDir {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_run_against_itself_is_the_same_everywhere_and_exits_zero() {
     let out = run(&["compare", "reports/accuracy", "reports/accuracy"]);
@@ -125,4 +113,23 @@ fn bad_input_is_an_error_that_says_what_to_do() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn runs_without_a_cell_in_common_are_not_compared() {
+    for (old, new) in [
+        ("reports/events", "reports/kernels"),
+        ("reports/kernels", "reports/events"),
+    ] {
+        let out = run(&["compare", old, new]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(
+            stderr(&out).contains("have no cell in common"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // An A/B comparison of one experiment's cells compares.
+    let out = run(&["compare", "reports/compare", "reports/compare-tiled"]);
+    assert!(matches!(out.status.code(), Some(0 | 2)), "{}", stderr(&out));
 }

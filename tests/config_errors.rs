@@ -709,6 +709,311 @@ fn copies_and_copy_steps_are_checked_before_anything_runs() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// `good()` with `extra` added to its `[defaults]`.
+fn with_defaults(extra: &str) -> String {
+    good().replace("warmup = 5", &format!("warmup = 5\n{extra}"))
+}
+
+#[test]
+fn counts_sizes_and_durations_beyond_their_limits_are_refused_with_the_limit() {
+    let options = format!("options = [{}]", vec!["\"-DX\""; 257].join(", "));
+    for (extra, at, says) in [
+        (
+            "samples = 10000001",
+            "samples = 1",
+            "more than the 10000000",
+        ),
+        (
+            "warmup = 4611686018427387904",
+            "warmup = 4",
+            "more than the 10000000",
+        ),
+        ("batch = 100001", "batch", "more than the 100000"),
+        (
+            "graph = 9223372036854775807",
+            "graph",
+            "more than the 100000",
+        ),
+        ("rotate = 10001", "rotate", "more than the 10000"),
+        (
+            "fresh_process = true\nprocesses = 1000000000",
+            "processes",
+            "more than the 10000",
+        ),
+        (
+            "order = \"interleaved\"\nrounds = 100000000",
+            "rounds",
+            "more than the 10000",
+        ),
+        (
+            "queue = \"saturate\"\nqueue_wait_us = 1000000000000",
+            "queue_wait_us",
+            "10000000",
+        ),
+        ("timeout = \"1e300s\"", "timeout", "longer than 1day"),
+        ("timeout = \"25h\"", "timeout", "longer than 1day"),
+        (
+            "stop = { timeout = \"1e300s\" }",
+            "stop",
+            "longer than 1day",
+        ),
+        (
+            "stop = { min_gpu_time = \"1e20s\" }",
+            "stop",
+            "longer than 1day",
+        ),
+        ("stop = { min_samples = 1000000000000 }", "stop", "10000000"),
+        ("stop = { rsd_pct = nan }", "stop", "rsd_pct is NaN"),
+        (&options, "options", "more than the 256"),
+    ] {
+        let text = good().replace("samples = 20\nwarmup = 5", extra);
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, at);
+        assert!(err.contains(says), "{extra}: {err}");
+    }
+    let text = good() + "\n[environment]\ngpu_warmup = \"1e300s\"\n";
+    assert!(plan_error(&text).contains("longer than 1day"));
+    let text = good() + "floor_samples = 1000000000000\n";
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "floor_samples");
+    let text = good() + "\n[telemetry]\ninterval_ms = 100000000000\n";
+    assert!(plan_error(&text).contains("more than the 60000"));
+}
+
+#[test]
+fn every_float_is_a_finite_number_its_buffer_can_hold() {
+    for (from, to, says) in [
+        (
+            "uniform(0, 100)",
+            "uniform(0, 1e309)",
+            "not a finite number",
+        ),
+        ("uniform(0, 100)", "uniform(nan, 1)", "not a finite number"),
+        ("uniform(0, 100)", "normal(0, inf)", "not a finite number"),
+        ("uniform(0, 100)", "constant(1e39)", "beyond what f32 holds"),
+        (
+            "uniform(0, 100)",
+            "iota(3e38, 1e38)",
+            "beyond what f32 holds",
+        ),
+        (
+            "dims = [\"n\", \"n\", \"n\"] }",
+            "dims = [\"n\", \"n\", \"n\"], tolerance = nan }",
+            "tolerance = NaN is not a tolerance",
+        ),
+    ] {
+        let text = good().replacen(from, to, 1);
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, to);
+        assert!(err.contains(says), "{to}: {err}");
+    }
+    for tolerance in ["nan", "inf", "-1.0"] {
+        let text = good() + &format!("\n[telemetry]\nclock_tolerance_pct = {tolerance}\n");
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, "clock_tolerance_pct");
+        assert!(err.contains("from 0 to 100"), "{err}");
+    }
+    let text = good() + "\n[[report.published]]\nvariant = \"events\"\nsource = \"x\"\nunit = \"ms\"\nvalues = { 64 = nan }\n";
+    assert!(plan_error(&text).contains("is not a time"));
+}
+
+#[test]
+fn strings_and_names_are_of_bounded_length() {
+    let long = "x".repeat(4097);
+    let text = good().replace("title = \"test\"", &format!("title = \"{long}\""));
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, &long);
+    assert!(err.contains("more than the 4096"), "{err}");
+    let text = with_defaults(&format!("options = [\"-D{long}\"]"));
+    assert!(plan_error(&text).contains("more than the 4096"));
+    for (old, what) in [
+        ("name = \"matmul\"", "kernel"),
+        ("name = \"sync\"", "variant"),
+    ] {
+        let name = "k".repeat(101);
+        let text = good().replace(old, &format!("name = \"{name}\""));
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, &name);
+        assert!(
+            err.contains(&format!("{what} name")) && err.contains("100"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn an_experiment_file_whose_name_is_no_identifier_is_refused() {
+    for name in [
+        "...toml",
+        "..toml",
+        "x$(touch F).toml",
+        "a b.toml",
+        "a\nb.toml",
+    ] {
+        let (_dir, path) = write_experiment(name, &good());
+        let out = run(&["plan", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(
+            stderr(&out).contains("rename the file"),
+            "{name}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn duplicate_values_names_and_pairs_are_refused() {
+    for (from, to, says) in [
+        ("n = [64, 96]", "n = [64, 64]", "gives 64 twice"),
+        ("n = [64, 96]", "n = [\"2^6\", 64]", "gives 64 twice"),
+        (
+            "baseline = \"events\"",
+            "differences = [[\"sync\", \"sync\"]]",
+            "with itself",
+        ),
+        (
+            "baseline = \"events\"",
+            "bias = [[\"events\", \"events\"]]",
+            "with itself",
+        ),
+        (
+            "baseline = \"events\"",
+            "kernels = [[\"matmul\", \"matmul\"]]",
+            "with itself",
+        ),
+        (
+            "baseline = \"events\"",
+            "differences = [[\"sync\", \"events\"], [\"sync\", \"events\"]]",
+            "listed twice",
+        ),
+    ] {
+        let text = good().replace(from, to);
+        let err = plan_error(&text);
+        assert!(err.contains(says), "{to}: {err}");
+        assert!(err.contains("bad.toml:"), "{err}");
+    }
+    let metric = "\n[[report.metric]]\nname = \"m\"\nvalue = \"time_ns\"\nunit = \"ns\"\n";
+    let err = plan_error(&(good() + metric + metric));
+    assert!(err.contains("metric `m` is defined twice"), "{err}");
+    let peer = "\n[[peer]]\nname = \"p\"\nvariant = \"events\"\ncommand = [\"/bin/true\"]\nreads = \"took {ms}ms\"\n";
+    let err = plan_error(&(good() + peer + peer));
+    assert!(err.contains("peer `p` is defined twice"), "{err}");
+}
+
+const PEER: &str = "\n[[peer]]\nname = \"p\"\nvariant = \"events\"\ncommand = [\"/bin/echo\", \"{{ n }}\", \"a b\"]\nreads = \"took {ms}ms\"\n";
+
+#[test]
+fn peer_programs_are_checked_and_plan_shows_every_command_it_would_run() {
+    for (from, to, says) in [
+        ("\"/bin/echo\", ", "\"\", ", "names a program"),
+        ("\"/bin/echo\"", "\"/bin/ec\\u0000ho\"", "without NUL"),
+        ("\"a b\"", "\"a\\u0000b\"", "without NUL"),
+        ("reads", "processes = 1000000000\nreads", "from 1 to 10000"),
+        ("reads", "env = { \"A=B\" = \"x\" }\nreads", "cannot be set"),
+    ] {
+        let text = good() + &PEER.replace(from, to);
+        let err = plan_error(&text);
+        assert!(err.contains(says), "{to}: {err}");
+    }
+    let (_dir, path) = write_experiment("peer.toml", &(good() + PEER));
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "peer p beside events: 5 process(es) at each of 2 point(s), running /bin/echo"
+        ) && text.contains("64: /bin/echo 64 'a b'")
+            && text.contains("96: /bin/echo 96 'a b'"),
+        "{text}"
+    );
+}
+
+#[test]
+fn long_deep_or_endless_expressions_and_templates_are_refused_in_bounded_time() {
+    let terms = vec!["1"; 600].join("+");
+    let nested = format!("{}1{}", "(".repeat(400), ")".repeat(400));
+    let loops = "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}";
+    let metric = vec!["time_ns"; 4000].join("+");
+    for (text, says) in [
+        (
+            good().replace("(n + 31) // 32\", \"(n", &format!("{terms}\", \"(n")),
+            "more than the 1024",
+        ),
+        (
+            good().replace("(n + 31) // 32\", \"(n", &format!("{nested}\", \"(n")),
+            "cannot parse",
+        ),
+        (
+            with_defaults(&format!("options = [\"-D{loops}\"]")),
+            "renders to more than",
+        ),
+        (
+            with_defaults("options = [\"{% for a in range(100000) %}{% endfor %}\"]"),
+            "fuel",
+        ),
+        (
+            good()
+                + &format!(
+                    "\n[[report.metric]]\nname = \"m\"\nvalue = \"{metric}\"\nunit = \"ns\"\n"
+                ),
+            "more than the 4096",
+        ),
+        (
+            good() + &PEER.replace("{{ n }}", loops),
+            "renders to more than",
+        ),
+        (
+            good() + PEER + &format!("when = \"{}\"\n", vec!["n > 0"; 300].join(" and ")),
+            "more than the 1024",
+        ),
+    ] {
+        let (dir, path) = write_experiment("bad.toml", &text);
+        let out = run_within(dir.path(), &["plan", path.to_str().unwrap()], 20)
+            .expect("refused within 20 s");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(says) && err.contains("bad.toml:"), "{err}");
+    }
+    // A key nested deeper than TOML's reader follows is placed at its line.
+    let text = good() + "\n[x]\n" + &vec!["a"; 1000].join(".") + " = 1\n";
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "a.a.a");
+    assert!(err.contains("flatten it"), "{err}");
+}
+
+#[test]
+fn only_regular_files_are_read_and_never_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let link = dir.path().join("link.cu");
+    std::os::unix::fs::symlink(kernels_dir().join("matmul.cu"), &link).unwrap();
+    let matmul = kernels_dir().join("matmul.cu").display().to_string();
+    for (to, says) in [
+        (fifo.display().to_string(), "a FIFO"),
+        ("/dev/zero".to_string(), "a device"),
+        (link.display().to_string(), "symbolic link"),
+        (dir.path().display().to_string(), "a directory"),
+    ] {
+        for text in [
+            good().replace(&matmul, &to),
+            good().replacen("uniform(0, 100)", &format!("npy({to})"), 1),
+            good() + &format!("template = \"{to}\"\n"),
+        ] {
+            let (d, path) = write_experiment("bad.toml", &text);
+            let out = run_within(d.path(), &["plan", path.to_str().unwrap()], 20)
+                .expect("refused within 20 s");
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(err.contains(says), "{to}: {err}");
+        }
+    }
+}
+
 /// The matmul experiment with a persistent-style counter buffer `arg` added to its kernel.
 fn with_counter(arg: &str) -> String {
     good().replace(

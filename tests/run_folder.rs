@@ -1,37 +1,9 @@
 //! The run folder without a GPU: it renders from anywhere with the kernel sources gone,
-//! survives a torn tail, refuses a damaged one, and a changed experiment is not resumed.
+//! survives a torn tail, leaves a damaged cell out, and a changed experiment is not resumed.
 
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-
-/// A copy of a committed run in a new scratch folder.
-fn copy_run(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let root = tempfile::tempdir().unwrap();
-    let copy = root.path().join(name);
-    copy_dir(&Path::new("reports").join(name), &copy);
-    (root, copy)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for f in std::fs::read_dir(from).unwrap() {
-        let f = f.unwrap();
-        if f.path().is_dir() {
-            copy_dir(&f.path(), &to.join(f.file_name()));
-        } else {
-            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
-        }
-    }
-}
-
-fn report_in(cwd: &Path, dir: &Path) -> std::process::Output {
-    runner()
-        .current_dir(cwd)
-        .args(["report", dir.to_str().unwrap()])
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn a_copied_run_renders_the_same_from_another_folder_without_its_sources() {
@@ -79,20 +51,24 @@ fn a_torn_last_cell_is_dropped_with_a_warning_naming_it() {
 }
 
 #[test]
-fn samples_missing_for_a_cell_called_ok_is_an_error() {
+fn samples_missing_for_a_cell_called_ok_leave_that_cell_out_named() {
     let (root, copy) = copy_run("events");
     let header = sample_rows(&copy)[0].join(",") + "\n";
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, header.as_bytes()).unwrap();
     std::fs::write(copy.join("samples.csv.gz"), gz.finish().unwrap()).unwrap();
     let out = report_in(root.path(), &copy);
-    assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
     assert!(
-        err.contains("records as ok") && err.contains("damaged"),
+        err.contains("cell matmul/n=512/events is unreadable") && err.contains("records as ok"),
         "{err}"
     );
-    assert!(!err.contains("panicked"), "{err}");
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(
+        report.contains("matmul/n=512/events is unreadable"),
+        "the report names it"
+    );
 }
 
 #[test]
@@ -232,9 +208,28 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
     // A part's report renders alone, with its cells only.
     let part = run(&["report", a.to_str().unwrap()]);
     assert!(part.status.success(), "{}", stderr(&part));
-    // The same part twice overlaps.
+    // The same part twice, by the same path, another spelling of it or a copy, is refused
+    // (it would double every record and sample).
     let again = root.path().join("again");
     copy_dir(&a, &again);
+    let slash = PathBuf::from(format!("{}/", a.display()));
+    for twice in [&a, &slash, &again] {
+        let out = merge(&[&a, twice], &root.path().join("bad"));
+        assert_eq!(out.status.code(), Some(1), "{}", twice.display());
+        assert!(
+            stderr(&out).contains("are the same part"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!root.path().join("bad").exists());
+    }
+    // Two parts that share a cell overlap.
+    let meta = std::fs::read_to_string(again.join("run.json")).unwrap();
+    std::fs::write(
+        again.join("run.json"),
+        meta.replacen("\"started_utc\":\"", "\"started_utc\":\"1", 1),
+    )
+    .unwrap();
     let out = merge(&[&a, &again], &root.path().join("bad"));
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -54,8 +54,10 @@ fn visible_as(ordinal: &str, inherited: Option<&str>) -> Result<String> {
 }
 
 /// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there;
-/// whether every part finished, and the parts' run folders. `allow_clock_changes` is passed
-/// on to every part (each locks its own GPU's clocks where the experiment asks).
+/// whether every part finished, and the parts' run folders. `allow_clock_changes` and
+/// `force` are passed on to every part (each locks its own GPU's clocks where the
+/// experiment asks; each replaces its folder's earlier part). A run already in `dir` is
+/// refused, before any part starts, unless `force`.
 pub fn run(
     path: &Path,
     dir: &Path,
@@ -63,9 +65,19 @@ pub fn run(
     subset: &Subset,
     each: bool,
     allow_clock_changes: bool,
+    force: bool,
 ) -> Result<(bool, Vec<PathBuf>)> {
+    if !cuda::driver_present() {
+        bail!(cuda::NO_DRIVER);
+    }
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
-    let name = crate::experiment::name_of(path);
+    let name = crate::experiment::name_of(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !each {
+        // Only checked here: the merge at the end makes room.
+        store::may_write(dir, force)?;
+    }
+    // A second's margin for file systems whose clock for times of change runs coarse.
+    let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let mut children = Vec::new();
     let mut parts: Vec<PathBuf> = Vec::new();
@@ -90,6 +102,9 @@ pub fn run(
         }
         // The parts' cells are judged where they are reported: here, after the merge.
         cmd.arg("--allow-failures");
+        if force {
+            cmd.arg("--force");
+        }
         cmd.args(subset.arguments());
         let child = cmd
             .spawn()
@@ -105,7 +120,18 @@ pub fn run(
             finished = false;
         }
     }
-    parts.retain(|p| p.join(store::RUN_FILE).exists());
+    // Only what this run wrote: a part that wrote nothing may have left an older run there.
+    parts.retain(|p| {
+        let written = std::fs::metadata(p.join(store::RUN_FILE)).and_then(|m| m.modified());
+        let fresh = written.is_ok_and(|t| t >= started);
+        if !fresh && p.join(store::RUN_FILE).exists() {
+            eprintln!(
+                "warning: {} holds an earlier run, left out of the merge",
+                p.display()
+            );
+        }
+        fresh
+    });
     if parts.is_empty() {
         bail!("no GPU's part wrote a run");
     }
@@ -113,7 +139,7 @@ pub fn run(
         return Ok((finished, parts));
     }
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let meta = store::merge(&present, dir)?;
+    let meta = store::merge(&present, dir, force)?;
     Ok((finished && meta.complete, parts))
 }
 

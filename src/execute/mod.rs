@@ -4,7 +4,7 @@
 
 pub mod devices;
 mod jit_cache;
-mod peers;
+pub mod peers;
 mod profiler;
 mod scheduler;
 pub mod slurm;
@@ -13,7 +13,6 @@ mod worker_process;
 use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
 use crate::plan::{shard::Shard, Plan, Run};
-use crate::protocol::CellRecord;
 use crate::store::{self, RunMeta, ShardCells, Stored, Writer};
 use crate::{cuda, system};
 use anyhow::{bail, Context, Result};
@@ -36,8 +35,10 @@ pub struct Outcome {
 /// What to do with a run folder that exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
-    /// Start the run afresh in it.
+    /// Start the run afresh in it, refused where another run's finished cells lie there.
     New,
+    /// Start the run afresh in it, replacing the run there (`--force`).
+    Replace,
     /// Keep its finished cells and run the rest; the experiment and its sources must be
     /// unchanged.
     Resume,
@@ -94,15 +95,9 @@ pub fn run(
         .map_err(anyhow::Error::msg)?;
     let inputs = inputs_sha256(&exp);
     let stored = match start {
-        Start::New => None,
+        Start::New | Start::Replace => None,
         Start::Resume => Some(resumable(dir, path, &inputs)?),
     };
-    // A part of a run (`--shard`) on a machine without a GPU still records its cells, each
-    // failed with why, so that a cluster's merged run shows the part rather than lose it.
-    let part = subset.shard.is_some() || stored.as_ref().is_some_and(|s| s.meta.shard.is_some());
-    if device.is_none() && !part {
-        bail!(cuda::NO_DRIVER);
-    }
     if stored.is_some()
         && !(subset.only.is_empty() && subset.set.is_empty() && subset.shard.is_none())
     {
@@ -139,6 +134,11 @@ pub fn run(
         }
         plan = plan.keep(&part.cells)?;
     }
+    // A run that could not start a cell leaves the folder as it was (a cluster's part too:
+    // its task fails, and the merge names the cells it lacks).
+    let Some(device) = device else {
+        bail!(cuda::NO_DRIVER);
+    };
     // Peers run beside variants the selection kept.
     exp.peers
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
@@ -159,6 +159,7 @@ pub fn run(
             (meta, writer, done)
         }
         None => {
+            store::claim(dir, start == Start::Replace, |_| false)?;
             let meta = RunMeta {
                 experiment_path: exp.path.clone(),
                 experiment_sha256: system::sha256_hex(exp.text.as_bytes()),
@@ -181,24 +182,6 @@ pub fn run(
             let writer = Writer::create(dir, &exp, &meta)?;
             (meta, writer, HashSet::new())
         }
-    };
-    let Some(device) = device else {
-        for cell in plan
-            .cells
-            .iter()
-            .filter(|c| !done.iter().any(|r| r.cell == c.index))
-        {
-            let why = format!("not run: {}", cuda::NO_DRIVER);
-            writer.append(cell, &CellRecord::failed(cell.index, &cell.id, 0, why))?;
-        }
-        meta.complete = true;
-        meta.finished_utc = Some(now());
-        writer.write_meta(&meta)?;
-        eprintln!("{}", cuda::NO_DRIVER);
-        return Ok(Outcome {
-            dir: dir.to_path_buf(),
-            complete: true,
-        });
     };
     ctrlc::set_handler(|| {
         if INTERRUPTED.swap(true, Ordering::SeqCst) {

@@ -124,6 +124,57 @@ impl<'a> Peers<'a> {
     }
 }
 
+/// Peer commands `runner plan` lists at most, per peer (as it lists at most 2,000 cells);
+/// every program is named, whatever the count.
+const MAX_LISTED: usize = 2000;
+
+/// What the peers would run beside `cells`, for `runner plan`: they start programs, so the
+/// plan names each program and the command at each point (words shell-quoted, so that an
+/// odd character shows).
+pub fn describe(exp: &Experiment, cells: &[Cell]) -> String {
+    let quote = |w: &str| shlex::try_quote(w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned());
+    let mut out = String::new();
+    for peer in &exp.peers {
+        let commands: Vec<(String, &Vec<String>)> = (exp.points.iter().zip(&peer.commands))
+            .filter(|(point, _)| (cells.iter()).any(|c| c.variant == peer.variant && at(point, c)))
+            .filter_map(|(point, command)| Some((point_label(point), command.as_ref()?)))
+            .collect();
+        if commands.is_empty() {
+            continue;
+        }
+        let mut programs: Vec<String> = Vec::new();
+        for (_, command) in &commands {
+            let program = peer::program(&exp.path, &command[0]).display().to_string();
+            if !programs.contains(&program) {
+                programs.push(program);
+            }
+        }
+        out += &format!(
+            "  peer {} beside {}: {} process(es) at each of {} point(s), running {}\n",
+            peer.name,
+            peer.variant,
+            peer.processes,
+            commands.len(),
+            programs
+                .iter()
+                .map(|p| quote(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for (label, command) in commands.iter().take(MAX_LISTED) {
+            let words: Vec<String> = command.iter().map(|w| quote(w)).collect();
+            out += &format!("    {label}: {}\n", words.join(" "));
+        }
+        if commands.len() > MAX_LISTED {
+            out += &format!(
+                "    ... and {} more point(s)\n",
+                commands.len() - MAX_LISTED
+            );
+        }
+    }
+    out
+}
+
 /// Whether `cell` lies at the experiment's `point` (a kernel's own axes extend its points).
 fn at(point: &Point, cell: &Cell) -> bool {
     point.iter().all(|kv| cell.point.contains(kv))

@@ -1,11 +1,13 @@
 //! `runner sbatch`: an experiment as a Slurm job array, one task per part (`--shard i/N`),
 //! each into its own folder and resumed where it stopped when Slurm requeues it, then a
-//! job that merges the parts once the array is over.
+//! job that merges the parts once the array is over. Every value in a script is
+//! shell-quoted (`shlex`), and one that no quoting carries safely (a newline, a NUL, an
+//! `#SBATCH` value that would need quotes) is refused.
 
 use super::Subset;
 use crate::experiment::Experiment;
 use crate::plan::{self, Plan};
-use crate::store;
+use crate::{files, store};
 use anyhow::{bail, Context, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,9 +22,28 @@ pub struct Request {
     pub minutes: Option<u64>,
 }
 
-/// Shell-quotes one word.
-fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
+/// The most minutes a task may ask for: a year.
+pub const MAX_MINUTES: u64 = 366 * 24 * 60;
+
+/// One word for a line of bash, shell-quoted; refused where it holds a newline or a NUL,
+/// which would end the line (or the string) whatever the quoting.
+fn quote(what: &str, word: &str) -> Result<String> {
+    if word.contains(['\n', '\r', '\0']) {
+        bail!("{what} {word:?} holds a newline or NUL, which a job script cannot carry: rename it");
+    }
+    shlex::try_quote(word)
+        .map(|q| q.into_owned())
+        .map_err(|e| anyhow::anyhow!("{what} {word:?} cannot be quoted: {e}"))
+}
+
+/// A value of an `#SBATCH` line, which sbatch reads without a shell: refused unless it is
+/// made of characters that need no quoting.
+fn sbatch_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/:%+=@~".contains(c);
+    if value.is_empty() || !value.chars().all(plain) {
+        bail!("{what} {value:?}: an #SBATCH line takes letters, digits and `_-.,/:%+=@~` only; choose one written so");
+    }
+    Ok(value)
 }
 
 /// Minutes a part may take: three times its share of the plan's estimate (a lower bound
@@ -43,6 +64,9 @@ pub fn write(
     subset: &Subset,
     req: &Request,
 ) -> Result<(PathBuf, PathBuf)> {
+    if !(1..=MAX_MINUTES).contains(&req.minutes.unwrap_or(1)) {
+        bail!("--minutes: give 1 to {MAX_MINUTES} minutes per task");
+    }
     if req.parts == 0 || req.parts > plan.cells.len() {
         bail!(
             "--parts {}: give 1 to {} (the plan's cells)",
@@ -53,15 +77,22 @@ pub fn write(
     // The tasks start where sbatch is called, where `path` and `dir` are as given.
     let runner = std::env::current_exe().context("cannot find the runner's own binary")?;
     let slurm = dir.join("slurm");
-    std::fs::create_dir_all(&slurm)
-        .with_context(|| format!("cannot create {}", slurm.display()))?;
     let minutes = req
         .minutes
         .unwrap_or_else(|| minutes_for(exp, plan, req.parts));
-    let q = |p: &Path| quote(&p.to_string_lossy());
-    let mut head = format!("#!/bin/bash\n#SBATCH --job-name=runner-{}\n", exp.name);
+    let q = |what: &str, p: &Path| quote(what, &p.to_string_lossy());
+    let logs = slurm.to_string_lossy();
+    let logs = sbatch_value("the output folder", &logs)?;
+    let mut head = format!(
+        "#!/bin/bash\n#SBATCH --job-name=runner-{}\n",
+        sbatch_value("the experiment's name", &exp.name)?
+    );
     if let Some(p) = &req.partition {
-        let _ = writeln!(head, "#SBATCH --partition={p}");
+        let _ = writeln!(
+            head,
+            "#SBATCH --partition={}",
+            sbatch_value("--partition", p)?
+        );
     }
     let mut array = head.clone();
     let _ = writeln!(array, "#SBATCH --array=0-{}", req.parts - 1);
@@ -70,39 +101,39 @@ pub fn write(
     }
     let _ = writeln!(array, "#SBATCH --time={minutes}");
     let _ = writeln!(array, "#SBATCH --requeue");
-    let _ = writeln!(array, "#SBATCH --output={}/part-%a.log", slurm.display());
-    let extra: String = subset
+    let _ = writeln!(array, "#SBATCH --output={logs}/part-%a.log");
+    let extra = subset
         .arguments()
         .iter()
-        .map(|a| format!(" {}", quote(a)))
-        .collect();
+        .map(|a| quote("an argument", a).map(|a| format!(" {a}")))
+        .collect::<Result<String>>()?;
+    let (runner, parts, name) = (
+        q("the runner's path", &runner)?,
+        q("the output folder", &dir.join("parts"))?,
+        quote("the experiment's name", &exp.name)?,
+    );
     let _ = write!(
         array,
         "set -u\npart={parts}/part$SLURM_ARRAY_TASK_ID\n\
          # A requeued task carries on where its part stopped.\n\
-         if [ -f \"$part/{name}/run.json\" ]; then\n  \
-         exec {runner} run --resume \"$part/{name}\"\nfi\n\
+         if [ -f \"$part\"/{name}/run.json ]; then\n  \
+         exec {runner} run --resume \"$part\"/{name}\nfi\n\
          exec {runner} run {exp} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" --out \"$part\"{extra}\n",
-        parts = q(&dir.join("parts")),
-        name = exp.name,
-        runner = q(&runner),
-        exp = q(path),
+        exp = q("the experiment's path", path)?,
         n = req.parts,
     );
     let mut merge = head;
     let _ = writeln!(merge, "#SBATCH --time=10");
-    let _ = writeln!(merge, "#SBATCH --output={}/merge.log", slurm.display());
+    let _ = writeln!(merge, "#SBATCH --output={logs}/merge.log");
     let _ = write!(
         merge,
         "set -u\nexec {runner} merge {parts}/part*/{name} --out {dir}\n",
-        runner = q(&runner),
-        parts = q(&dir.join("parts")),
-        name = exp.name,
-        dir = q(dir),
+        dir = q("the output folder", dir)?,
     );
+    files::create_dir(&slurm).with_context(|| format!("cannot create {}", slurm.display()))?;
     let (a, m) = (slurm.join("array.sbatch"), slurm.join("merge.sbatch"));
-    std::fs::write(&a, array).with_context(|| format!("cannot write {}", a.display()))?;
-    std::fs::write(&m, merge).with_context(|| format!("cannot write {}", m.display()))?;
+    files::write(&a, array).with_context(|| format!("cannot write {}", a.display()))?;
+    files::write(&m, merge).with_context(|| format!("cannot write {}", m.display()))?;
     Ok((a, m))
 }
 

@@ -88,6 +88,21 @@ impl Dtype {
         matches!(self, Dtype::F16 | Dtype::Bf16 | Dtype::F32 | Dtype::F64)
     }
 
+    /// The values the type holds: a float type's finite ones, an integer type's range.
+    pub fn value_range(self) -> (f64, f64) {
+        let max = match self {
+            Dtype::F16 => f64::from(half::f16::MAX),
+            Dtype::Bf16 => f64::from(half::bf16::MAX),
+            Dtype::F32 => f64::from(f32::MAX),
+            Dtype::F64 => f64::MAX,
+            int => {
+                let (lo, hi) = int.int_range().expect("an integer type");
+                return (lo as f64, hi as f64);
+            }
+        };
+        (-max, max)
+    }
+
     /// The range an integer type holds.
     pub fn int_range(self) -> Option<(i128, i128)> {
         Some(match self {

@@ -1,5 +1,7 @@
 //! Integer expressions over sweep parameters and device facts, evaluated by minijinja
-//! (`n * n`, `(n + 31) // 32`, `l2_bytes // 2 // 4`, `1000 if n <= 1024 else 20`).
+//! (`n * n`, `(n + 31) // 32`, `l2_bytes // 2 // 4`, `1000 if n <= 1024 else 20`), and
+//! template strings of the sweep. Both are bounded: their length, minijinja's steps (fuel)
+//! and what a template renders, so no file can make `plan` loop or recurse without end.
 
 use minijinja::{Environment, Value};
 use serde::{Deserialize, Serialize};
@@ -92,12 +94,73 @@ impl DeviceFacts {
     }
 }
 
+/// The longest expression or template string of an experiment, in bytes.
+pub const MAX_EXPRESSION_BYTES: usize = 1024;
+/// Steps (minijinja's fuel) an expression or a template string of the sweep may take.
+pub const FUEL: u64 = 100_000;
+/// The longest text a template string of the sweep renders to, in bytes.
+pub const MAX_RENDERED_BYTES: usize = 4096;
+
+/// A minijinja environment for text from a file: undefined names are errors, and a
+/// template or expression runs out of fuel after `fuel` steps instead of looping on.
+pub fn environment(fuel: u64) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_fuel(Some(fuel));
+    env
+}
+
+/// Refuses an expression or template string too long to be one a person wrote; its
+/// length also bounds its depth, which minijinja evaluates by recursion.
+fn bounded(text: &str) -> Result<(), String> {
+    if text.len() <= MAX_EXPRESSION_BYTES {
+        return Ok(());
+    }
+    let start: String = text.chars().take(30).collect();
+    Err(format!(
+        "`{start}…` is {} bytes long, more than the {MAX_EXPRESSION_BYTES} an expression or template may be: shorten it",
+        text.len()
+    ))
+}
+
+/// A writer that refuses text beyond its cap: what a template renders is bounded too.
+pub struct Capped {
+    pub bytes: Vec<u8>,
+    cap: usize,
+}
+
+impl Capped {
+    pub fn new(cap: usize) -> Self {
+        Capped {
+            bytes: Vec::new(),
+            cap,
+        }
+    }
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.cap {
+            return Err(std::io::Error::other(format!(
+                "it renders to more than {}",
+                crate::files::size_text(self.cap as u64)
+            )));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Renders a template of the sweep (`"-DBLOCK={{ block }}"`, `"softmax<{{ dtype | ctype }}>"`):
 /// an undefined name is an error, and the `ctype` filter turns a type name (`"bf16"`) into
 /// the CUDA C type it is stored as (`__nv_bfloat16`).
 pub fn render(template: &str, scope: &Scope) -> Result<String, String> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    bounded(template)?;
+    let mut env = environment(FUEL);
     env.add_filter("ctype", |name: String| {
         super::Dtype::parse(&name)
             .map(|d| d.c_type())
@@ -108,13 +171,17 @@ pub fn render(template: &str, scope: &Scope) -> Result<String, String> {
                 )
             })
     });
-    env.render_str(template, scope)
-        .map_err(|e| format!("cannot render `{template}`: {}", detail(&e)))
+    let mut out = Capped::new(MAX_RENDERED_BYTES);
+    env.template_from_str(template)
+        .and_then(|t| t.render_captured_to(scope, &mut out).map(|_| ()))
+        .map_err(|e| format!("cannot render `{template}`: {}", detail(&e)))?;
+    String::from_utf8(out.bytes)
+        .map_err(|_| format!("`{template}` renders to bytes that are not text"))
 }
 
 fn eval_value(text: &str, scope: &Scope) -> Result<Value, String> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    bounded(text)?;
+    let env = environment(FUEL);
     let compiled = env
         .compile_expression(text)
         .map_err(|e| format!("cannot parse expression `{text}`: {}", detail(&e)))?;
@@ -174,6 +241,11 @@ pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, String> {
     }
 }
 
+/// Evaluates a condition (a peer's `when = "n <= 1024"`).
+pub fn eval_bool(text: &str, scope: &Scope) -> Result<bool, String> {
+    eval_value(text, scope).map(|v| v.is_true())
+}
+
 /// Evaluates to a float (a derived metric: `time_ns / steps`); NaN stays NaN.
 pub fn eval_float(text: &str, scope: &Scope) -> Result<f64, String> {
     let v = eval_value(text, scope)?;
@@ -189,7 +261,14 @@ pub fn show(expr: &NumExpr) -> String {
     }
 }
 
-fn detail(e: &minijinja::Error) -> String {
+/// What went wrong, with the limit and the fix where a bound was met.
+pub fn detail(e: &minijinja::Error) -> String {
+    if e.kind() == minijinja::ErrorKind::OutOfFuel {
+        return "it takes more steps than the runner allows (minijinja's fuel): nested loops or a long range? write it more simply".into();
+    }
+    if let Some(cause) = std::error::Error::source(e) {
+        return format!("{} ({cause})", e.kind());
+    }
     match e.detail() {
         Some(d) => format!("{} ({d})", e.kind()),
         None => e.kind().to_string(),
@@ -248,6 +327,35 @@ mod tests {
     fn unknown_name_is_an_error() {
         let err = eval_int(&NumExpr::Expr("m * 2".into()), &scope(1)).unwrap_err();
         assert!(err.contains("m * 2"), "{err}");
+    }
+
+    #[test]
+    fn long_deep_or_endless_expressions_and_templates_are_refused() {
+        let terms = vec!["1"; 30_000].join("+");
+        let e = eval_int(&NumExpr::Expr(terms), &scope(1)).unwrap_err();
+        assert!(e.contains("more than the 1024"), "{e}");
+        // As long as allowed, and as deep as that allows, it evaluates.
+        let terms = vec!["1"; 500].join("+");
+        assert_eq!(eval_int(&NumExpr::Expr(terms), &scope(1)).unwrap(), 500);
+        let nested = format!("{}1{}", "(".repeat(500), ")".repeat(500));
+        assert!(eval_int(&NumExpr::Expr(nested), &scope(1)).is_err());
+        let loops =
+            "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}";
+        let e = render(loops, &scope(1)).unwrap_err();
+        assert!(
+            e.contains("renders to more than 4096") || e.contains("fuel"),
+            "{e}"
+        );
+        let e = render("{% for a in range(100000) %}{% endfor %}", &scope(1)).unwrap_err();
+        assert!(e.contains("fuel"), "{e}");
+        let e = render("{{ \"x\" * 100000 }}", &scope(1)).unwrap_err();
+        assert!(e.contains("4096"), "{e}");
+        let e = render(
+            "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+            &scope(1),
+        )
+        .unwrap_err();
+        assert!(!e.is_empty());
     }
 
     #[test]

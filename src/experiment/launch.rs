@@ -157,6 +157,19 @@ pub fn evaluate(
                         (Part::Arg(i), format!("buffer `{}`: reset {m}", a.name))
                     })?;
                 }
+                let (lowest, highest) = dtype.value_range();
+                if let Some((lo, hi)) = init.extremes(len).filter(|(lo, hi)| {
+                    !(lo.is_finite() && hi.is_finite() && *lo >= lowest && *hi <= highest)
+                }) {
+                    return Err((
+                        Part::Arg(i),
+                        format!(
+                            "buffer `{}`: its init writes values from {lo:e} to {hi:e}, beyond what {} holds ({lowest:e} to {highest:e})",
+                            a.name,
+                            dtype.key()
+                        ),
+                    ));
+                }
                 if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
                     return Err((
                         Part::Arg(i),

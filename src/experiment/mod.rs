@@ -153,6 +153,9 @@ pub struct Published {
     pub values: Vec<(String, f64)>,
 }
 
+/// The largest experiment file, in bytes (the largest shipped one holds 7 KB).
+pub const MAX_EXPERIMENT_BYTES: u64 = 1 << 20;
+
 /// The most cells an experiment may plan: each is at least one process start or a
 /// warm-up and samples on the GPU, and every one is evaluated when the file is read.
 pub const MAX_CELLS: u64 = 100_000;
@@ -172,7 +175,7 @@ impl Experiment {
         sources: Sources,
         set: &[String],
     ) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::files::read_text(path, MAX_EXPERIMENT_BYTES).map_err(|e| {
             ConfigError::at(
                 path,
                 "",
@@ -224,11 +227,19 @@ impl Experiment {
 }
 
 /// An experiment's name, as its run folder is named: `experiments/cold-start.toml` ->
-/// `cold-start`.
-pub fn name_of(path: &Path) -> String {
-    path.file_stem()
+/// `cold-start`; refused where the file's name is not an identifier (`...toml` would name
+/// the folder `..`, a quote or `$( )` would reach a generated script).
+pub fn name_of(path: &Path) -> Result<String, ConfigError> {
+    let stem = path
+        .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "experiment".into())
+        .unwrap_or_default();
+    names::check("experiment", &stem).map_err(|(message, hint)| {
+        ConfigError::at(path, "", None, message).with_hint(format!(
+            "rename the file: an experiment is named by its file name, which names its run folder; {hint}"
+        ))
+    })?;
+    Ok(stem)
 }
 
 /// One sweep point: parameter name -> value, in file order.

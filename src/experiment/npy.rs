@@ -16,7 +16,7 @@ pub struct Header {
 pub fn header(path: &std::path::Path) -> Result<Header, String> {
     use std::io::Read;
     let mut f =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        crate::files::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut head = vec![0u8; 12];
     f.read_exact(&mut head)
         .map_err(|_| format!("{} is too short for a .npy file", path.display()))?;

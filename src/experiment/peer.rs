@@ -2,8 +2,9 @@
 //! run in the same run, one process per reading, and shown beside the variant's column.
 
 use super::error::ConfigError;
+use super::knobs::process::MAX_PROCESSES;
 use super::schema::RawPeer;
-use super::{names, scope, DeviceFacts, Point};
+use super::{expr, names, point_label, scope, DeviceFacts, Point};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -93,40 +94,62 @@ pub fn validate(
     let reads = Reads::parse(raw.reads.get_ref(), raw.occurrence.unwrap_or(0))
         .map_err(|m| err(raw.reads.span(), m))?;
     let command = raw.command.get_ref();
-    if command.is_empty() {
+    if command.first().is_none_or(|p| p.trim().is_empty()) {
         return Err(err(
             raw.command.span(),
-            "a peer's command names a program".into(),
+            "a peer's command names a program first".into(),
+        )
+        .with_hint("command = [\"path/to/program\", \"{{ n }}\"]"));
+    }
+    let processes = raw.processes.unwrap_or(5);
+    if !(1..=MAX_PROCESSES).contains(&i64::from(processes)) {
+        return Err(err(
+            raw.command.span(),
+            format!(
+                "peer `{}` asks for {processes} processes per point",
+                raw.name.get_ref()
+            ),
+        )
+        .with_hint(format!("give processes from 1 to {MAX_PROCESSES}")));
+    }
+    if let Some((k, v)) = raw
+        .env
+        .iter()
+        .find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0'))
+    {
+        return Err(err(
+            raw.command.span(),
+            format!(
+                "peer `{}`'s environment variable `{k}` = `{v}` cannot be set",
+                raw.name.get_ref()
+            ),
+        )
+        .with_hint(
+            "a variable's name is not empty and holds no `=` or NUL, and its value holds no NUL",
         ));
     }
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let commands = points
         .iter()
         .map(|p| {
             let s = scope(p, facts);
             if let Some(when) = &raw.when {
-                let on = env
-                    .compile_expression(when.get_ref())
-                    .and_then(|e| e.eval(&s))
-                    .map_err(|e| {
-                        err(
-                            when.span(),
-                            format!("cannot evaluate `{}`: {e}", when.get_ref()),
-                        )
-                    })?;
-                if !on.is_true() {
+                let on = expr::eval_bool(when.get_ref(), &s).map_err(|m| err(when.span(), m))?;
+                if !on {
                     return Ok(None);
                 }
             }
-            command
+            let words = command
                 .iter()
-                .map(|arg| {
-                    env.render_str(arg, &s)
-                        .map_err(|e| err(raw.command.span(), format!("cannot render `{arg}`: {e}")))
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some)
+                .map(|arg| expr::render(arg, &s).map_err(|m| err(raw.command.span(), m)))
+                .collect::<Result<Vec<_>, _>>()?;
+            // A NUL cannot pass to a program; an empty program is no program.
+            if words[0].trim().is_empty() || words.iter().any(|w| w.contains('\0')) {
+                return Err(err(
+                    raw.command.span(),
+                    format!("peer `{}`'s command at {} is {words:?}: a program name and arguments without NUL characters", raw.name.get_ref(), point_label(p)),
+                ));
+            }
+            Ok(Some(words))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Peer {
@@ -138,7 +161,7 @@ pub fn validate(
             .unwrap_or_else(|| raw.name.get_ref().clone()),
         commands,
         reads,
-        processes: raw.processes.unwrap_or(5).max(1),
+        processes,
         env: raw
             .env
             .iter()

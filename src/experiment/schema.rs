@@ -64,10 +64,10 @@ pub struct RawEnvironment {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTelemetry {
-    pub interval_ms: Option<u64>,
-    pub clock_tolerance_pct: Option<f64>,
+    pub interval_ms: Option<Spanned<u64>>,
+    pub clock_tolerance_pct: Option<Spanned<f64>>,
     pub clock_probe: Option<bool>,
-    pub probe_tolerance_pct: Option<f64>,
+    pub probe_tolerance_pct: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -209,7 +209,7 @@ pub struct RawReport {
     pub unit: Option<Unit>,
     pub template: Option<Spanned<String>>,
     pub floor: Option<bool>,
-    pub floor_samples: Option<u64>,
+    pub floor_samples: Option<Spanned<u64>>,
     #[serde(default)]
     pub published: Vec<RawPublished>,
     /// Fit `time = a + bytes / b` over each kernel's points (launch overhead a, bandwidth b).
@@ -317,6 +317,24 @@ pub fn parse_reset(value: &toml::Value) -> Result<f64, String> {
     Ok(v)
 }
 
+impl Init {
+    /// The least and greatest values it writes into `len` elements (a normal distribution's
+    /// to eight standard deviations, which no draw reaches); None for what it does not
+    /// choose (an output, a chase of indices, a file's data).
+    pub fn extremes(&self, len: usize) -> Option<(f64, f64)> {
+        match *self {
+            Init::Uniform(lo, hi) => Some((lo, hi)),
+            Init::Normal(mean, std) => Some((mean - 8.0 * std, mean + 8.0 * std)),
+            Init::Constant(v) => Some((v, v)),
+            Init::Iota(start, step) => {
+                let last = start + step * len.saturating_sub(1) as f64;
+                Some((start.min(last), start.max(last)))
+            }
+            Init::Output | Init::Reset(_) | Init::Chase(_) | Init::Npy { .. } => None,
+        }
+    }
+}
+
 pub fn parse_init(text: &str) -> Result<Init, String> {
     let t = text.trim();
     let bad = || {
@@ -333,6 +351,9 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
             .split(',')
             .map(|x| x.trim().parse::<f64>().map_err(|_| bad()))
             .collect::<Result<_, _>>()?;
+        if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+            return Err(format!("`{text}`: {x} is not a finite number"));
+        }
         (v.len() == count).then_some(Some(v)).ok_or_else(bad)
     };
     if let Some(stride) = t.strip_prefix("chase(").and_then(|p| p.strip_suffix(')')) {
@@ -362,6 +383,9 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
         }
         if lo == 0.0 && hi <= f64::MIN_POSITIVE {
             return Err("inputs must not be all zeros".into());
+        }
+        if !(hi - lo).is_finite() {
+            return Err(format!("uniform({lo}, {hi}) spans more than a float holds"));
         }
         return Ok(Init::Uniform(lo, hi));
     }

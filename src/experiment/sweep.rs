@@ -146,8 +146,24 @@ pub fn from_command_line(values: &str) -> SweepSpec {
     )
 }
 
-/// The axis `name = spec` makes.
+/// The axis `name = spec` makes; a value (or a zipped group's row) given twice is refused,
+/// as it would make two cells of one id.
 pub fn axis(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
+    let axis = rows_of(name, spec)?;
+    let mut seen = std::collections::HashSet::new();
+    for row in &axis.rows {
+        let label: Vec<String> = row.iter().map(SweepValue::to_string).collect();
+        if !seen.insert(label.clone()) {
+            return Err(format!(
+                "`{name}` gives {} twice: each value makes its own cells, so name each once",
+                label.join(", ")
+            ));
+        }
+    }
+    Ok(axis)
+}
+
+fn rows_of(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
     let SweepSpec::Zip(columns) = spec else {
         return Ok(Axis {
             names: vec![name.to_string()],
@@ -311,6 +327,28 @@ mod tests {
             .contains("empty"));
         assert!(expand(&SweepSpec::Text("1..x".into())).is_err());
         assert!(expand(&SweepSpec::Text("1..9 step 0".into())).is_err());
+    }
+
+    #[test]
+    fn a_value_given_twice_is_refused() {
+        for spec in [
+            SweepSpec::List(vec![ListItem::Int(64), ListItem::Int(64)]),
+            SweepSpec::List(vec![text("2^6"), ListItem::Int(64)]),
+            SweepSpec::List(vec![ListItem::Int(64), ListItem::Float(64.0)]),
+        ] {
+            let e = axis("n", &spec).unwrap_err();
+            assert!(e.contains("64 twice"), "{e}");
+        }
+        let zip = SweepSpec::Zip(IndexMap::from([
+            ("m".to_string(), vec![ListItem::Int(1), ListItem::Int(1)]),
+            ("n".to_string(), vec![ListItem::Int(2), ListItem::Int(2)]),
+        ]));
+        assert!(axis("shape", &zip).unwrap_err().contains("1, 2 twice"));
+        let zip = SweepSpec::Zip(IndexMap::from([
+            ("m".to_string(), vec![ListItem::Int(1), ListItem::Int(1)]),
+            ("n".to_string(), vec![ListItem::Int(2), ListItem::Int(3)]),
+        ]));
+        assert!(axis("shape", &zip).is_ok(), "a zipped column may repeat");
     }
 
     #[test]

@@ -135,6 +135,10 @@ pub struct WorkerJob {
     pub runs: Vec<Run>,
 }
 
+/// The most runs of cells a plan holds (a fresh process or a round each): about five days
+/// of process starts alone.
+pub const MAX_RUNS: u64 = 1_000_000;
+
 impl Plan {
     pub fn new(exp: &Experiment) -> Result<Plan, ConfigError> {
         let mut cells = Vec::new();
@@ -237,6 +241,12 @@ impl Plan {
                     });
                 }
             }
+        }
+        let runs: u64 = cells.iter().map(|c| u64::from(c.runs())).sum();
+        if runs > MAX_RUNS {
+            return Err(exp
+                .error(format!("the plan has {runs} runs of its cells (processes and rounds), more than the {MAX_RUNS} a run may hold"))
+                .with_hint("ask for fewer processes or rounds, or split the experiment"));
         }
         if exp.report.floor {
             for timer in TimerKind::ALL {

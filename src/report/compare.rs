@@ -201,6 +201,26 @@ impl Judged {
     }
 }
 
+/// Refuses two runs without a cell in common (by cell id: kernel, point and variant): a
+/// comparison of them would say nothing, and "0 cells compared" reads as a pass.
+pub fn common_cells(old: &Stored, new: &Stored) -> Result<usize> {
+    let ids: std::collections::HashSet<&str> = old.records.iter().map(|r| r.id.as_str()).collect();
+    let common: std::collections::HashSet<&str> = (new.records.iter())
+        .map(|r| r.id.as_str())
+        .filter(|id| ids.contains(id))
+        .collect();
+    if common.is_empty() {
+        bail!(
+            "{} ({}) and {} ({}) have no cell in common: nothing to compare\n  hint: compare two runs of one experiment (the same kernels, sweep points and variants)",
+            old.dir.display(),
+            old.meta.experiment_path.display(),
+            new.dir.display(),
+            new.meta.experiment_path.display()
+        );
+    }
+    Ok(common.len())
+}
+
 /// `to` as seen from `from` (both folders), so the record survives a move of the whole tree.
 pub fn relative_path(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
     let (from, to) = (from.canonicalize()?, to.canonicalize()?);
@@ -238,13 +258,14 @@ pub fn run_compare(
         Stored::load(dir).with_context(|| format!("{} is not a stored run", dir.display()))
     };
     let (a, b) = (load(old)?, load(new)?);
+    common_cells(&a, &b)?;
     let c = verdict::compare(&a, &b, threshold_pct, floor_us);
     print!(
         "{}",
         markdown(&c, &old.display().to_string(), &new.display().to_string())
     );
     if let Some(path) = json {
-        std::fs::write(path, serde_json::to_string_pretty(&c)? + "\n")
+        crate::files::write(path, serde_json::to_string_pretty(&c)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(c.count(verdict::Verdict::Slower) == 0)

@@ -20,65 +20,80 @@ mod throughput;
 mod view;
 
 use crate::analysis::Analysis;
+use crate::experiment::expr;
+use crate::files;
 use crate::store::{Stored, COMPARE_FILE, REPORT_FILE, SUMMARY_FILE, TEMPLATE_FILE};
 use anyhow::{Context, Result};
-use minijinja::Environment;
 use std::path::{Path, PathBuf};
 
 /// The default template, built into the binary so a run renders the same anywhere.
 const BUILTIN_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 
+/// Steps (minijinja's fuel) a report's template may take: over a hundred times what the
+/// largest stored report takes (accuracy's, 76,000), so that only a template that loops
+/// without end meets it.
+const REPORT_FUEL: u64 = 10_000_000;
+/// The longest report a template may render, in bytes.
+const MAX_REPORT_BYTES: usize = 64 << 20;
+
 /// Records in `dir` that its report compares against the run in `earlier`.
 pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
-    Stored::load(earlier).with_context(|| format!("{} is not a stored run", earlier.display()))?;
+    let this = Stored::load(dir)?;
+    let before = Stored::load(earlier)
+        .with_context(|| format!("{} is not a stored run", earlier.display()))?;
+    compare::common_cells(&before, &this)?;
     let rel = compare::relative_path(dir, earlier)
         .with_context(|| format!("cannot relate {} to {}", earlier.display(), dir.display()))?;
-    std::fs::write(dir.join(COMPARE_FILE), format!("{}\n", rel.display()))
-        .with_context(|| format!("cannot write {}", dir.join(COMPARE_FILE).display()))
+    let path = dir.join(COMPARE_FILE);
+    files::write(&path, format!("{}\n", rel.display()))
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Renders `dir`'s stored run into `report.md` (and `summary.csv`); returns the report's path
-/// and the run's trust.
+/// Renders `dir`'s stored run into `report.md` (and `summary.csv` and `plots/`); returns
+/// the report's path and the run's trust. Everything is rendered before anything is
+/// written, and each file is written whole, so a failure leaves the earlier report as it was.
 pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
-    let stored = Stored::load(dir)?;
+    let mut stored = Stored::load(dir)?;
+    let earlier = earlier_run(&mut stored)?;
     for w in &stored.warnings {
         eprintln!("warning: {w}");
     }
     let analysis = Analysis::of(&stored)?;
     let trust = analysis.trust();
     let mut view = view::View::build(&analysis)?;
-    if let Ok(rel) = std::fs::read_to_string(dir.join(COMPARE_FILE)) {
-        let rel = rel.trim();
-        let earlier = Stored::load(&dir.join(rel))
-            .with_context(|| format!("the run {rel} named in {COMPARE_FILE} cannot be read"))?;
-        view.set_comparison(compare::build(&stored, &earlier, rel));
-    }
-    std::fs::write(dir.join(SUMMARY_FILE), analysis.summary_csv()?)
-        .with_context(|| format!("cannot write {}", dir.join(SUMMARY_FILE).display()))?;
-    let plot_dir = dir.join("plots");
-    if plot_dir.exists() {
-        std::fs::remove_dir_all(&plot_dir)
-            .with_context(|| format!("cannot clear {}", plot_dir.display()))?;
-    }
-    for (path, svg) in &view.plot_files {
-        let path = dir.join(path);
-        std::fs::create_dir_all(&plot_dir)
-            .with_context(|| format!("cannot create {}", plot_dir.display()))?;
-        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    if let Some((earlier, rel)) = &earlier {
+        view.set_comparison(compare::build(&stored, earlier, rel));
     }
     let (name, text) = template_text(&stored, template)?;
-    let mut env = Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let mut env = expr::environment(REPORT_FUEL);
     env.set_keep_trailing_newline(true);
     env.add_template_owned(name.clone(), text)
         .with_context(|| format!("template {name} does not parse"))?;
-    let out = env
-        .get_template(&name)
+    let mut out = expr::Capped::new(MAX_REPORT_BYTES);
+    env.get_template(&name)
         .expect("just added")
-        .render(&view)
-        .map_err(|e| anyhow::anyhow!("template {name} failed to render: {e:#}"))?;
+        .render_captured_to(&view, &mut out)
+        .map_err(|e| anyhow::anyhow!("template {name} failed to render: {}", expr::detail(&e)))?;
+    let summary = analysis.summary_csv()?;
+    let plot_dir = dir.join("plots");
+    files::not_a_link(&plot_dir).with_context(|| format!("cannot write {}", plot_dir.display()))?;
+    let new_plots = files::temporary_beside(&plot_dir);
+    files::remove(&new_plots)?;
+    for (path, svg) in &view.plot_files {
+        let path = new_plots.join(path.strip_prefix("plots/").unwrap_or(path));
+        files::create_dir(&new_plots)
+            .with_context(|| format!("cannot create {}", new_plots.display()))?;
+        files::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let path = dir.join(SUMMARY_FILE);
+    files::write(&path, summary).with_context(|| format!("cannot write {}", path.display()))?;
+    files::remove(&plot_dir).with_context(|| format!("cannot clear {}", plot_dir.display()))?;
+    if new_plots.exists() {
+        std::fs::rename(&new_plots, &plot_dir)
+            .with_context(|| format!("cannot write {}", plot_dir.display()))?;
+    }
     let path = dir.join(REPORT_FILE);
-    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
+    files::write(&path, out.bytes).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Rendered { path, trust })
 }
 
@@ -88,17 +103,38 @@ pub struct Rendered {
     pub trust: crate::analysis::trust::Summary,
 }
 
+/// The run `dir`'s `compare_to` names, with its path as written there; where it cannot be
+/// read (a run folder copied alone), the report says so and compares with nothing.
+fn earlier_run(stored: &mut Stored) -> Result<Option<(Stored, String)>> {
+    let path = stored.dir.join(COMPARE_FILE);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    let rel = files::read_text(&path, files::MAX_TEXT_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .trim()
+        .to_string();
+    match Stored::load(&stored.dir.join(&rel)) {
+        Ok(earlier) => Ok(Some((earlier, rel))),
+        Err(e) => {
+            eprintln!("warning: {COMPARE_FILE}: {e:#}");
+            stored.warnings.push(format!(
+                "{COMPARE_FILE} names the run `{rel}`, which cannot be read here: this report leaves the comparison out"
+            ));
+            Ok(None)
+        }
+    }
+}
+
 /// The template to use: the one asked for, else the experiment's own (copied into the run
 /// folder when it ran), else the built-in one.
 fn template_text(stored: &Stored, asked: Option<&Path>) -> Result<(String, String)> {
     let own = stored.dir.join(TEMPLATE_FILE);
-    match asked
-        .map(Path::to_path_buf)
-        .or(own.is_file().then_some(own))
-    {
+    let own = std::fs::symlink_metadata(&own).is_ok().then_some(own);
+    match asked.map(Path::to_path_buf).or(own) {
         Some(p) => Ok((
             p.display().to_string(),
-            std::fs::read_to_string(&p)
+            files::read_text(&p, files::MAX_TEXT_BYTES)
                 .with_context(|| format!("cannot read template {}", p.display()))?,
         )),
         None => Ok(("built-in report.md.j2".into(), BUILTIN_TEMPLATE.into())),

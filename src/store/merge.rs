@@ -1,16 +1,19 @@
 //! `runner merge PARTS... --out DIR`: the run folders of one experiment's shards (or of the
 //! GPUs of one machine) joined into one run folder, each cell renumbered into the whole
-//! plan and marked with the GPU that ran it.
+//! plan and marked with the GPU that ran it. A part named twice (by another path, or as a
+//! copy) is refused, and so is an `--out` that holds another run, unless `force`.
 
-use super::{RunMeta, Stored, Writer, EXPERIMENT_FILE, PEERS_FILE, SOURCES_DIR, TEMPLATE_FILE};
+use super::{
+    RunMeta, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SOURCES_DIR, TEMPLATE_FILE,
+};
+use crate::files;
 use crate::plan::Plan;
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
-use std::fs;
 use std::path::Path;
 
 /// Joins the runs in `parts` into `out`; the merged run's metadata.
-pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
+pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
     let runs: Vec<Stored> = parts
         .iter()
         .map(|p| Stored::load(p).with_context(|| format!("cannot merge {}", p.display())))
@@ -18,6 +21,16 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
     let Some(first) = runs.first() else {
         bail!("nothing to merge: name the run folders of the parts");
     };
+    let mut seen: HashMap<String, &Path> = HashMap::new();
+    for r in &runs {
+        if let Some(other) = seen.insert(fingerprint(&r.dir)?, &r.dir) {
+            bail!(
+                "{} and {} are the same part (their {RUN_FILE} and {CELLS_FILE} are identical): name each part once",
+                other.display(),
+                r.dir.display()
+            );
+        }
+    }
     for r in &runs[1..] {
         let same = r.meta.experiment_sha256 == first.meta.experiment_sha256
             && r.meta.set == first.meta.set
@@ -38,18 +51,17 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
         .iter()
         .map(|c| (c.id.as_str(), c.index))
         .collect();
-    let mut owner: HashMap<&str, &Path> = HashMap::new();
-    for r in &runs {
+    // Which part ran each cell.
+    let mut owner: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in runs.iter().enumerate() {
         for rec in &r.records {
-            if let Some(other) = owner.insert(&rec.id, &r.dir) {
-                if other != r.dir {
-                    bail!(
-                        "cell {} ran in both {} and {}: the parts overlap",
-                        rec.id,
-                        other.display(),
-                        r.dir.display()
-                    );
-                }
+            if let Some(other) = owner.insert(&rec.id, i).filter(|o| *o != i) {
+                bail!(
+                    "cell {} ran in both {} and {}: the parts overlap",
+                    rec.id,
+                    runs[other].dir.display(),
+                    r.dir.display()
+                );
             }
         }
     }
@@ -59,23 +71,6 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
             "--out {}: merge into a new folder, not into one of its parts",
             out.display()
         );
-    }
-    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    // A folder merged into before keeps nothing of that merge that this one would not write.
-    let stale = [SOURCES_DIR, TEMPLATE_FILE, PEERS_FILE].map(|f| out.join(f));
-    for path in stale.iter().filter(|p| p.exists()) {
-        let removed = match path.is_dir() {
-            true => fs::remove_dir_all(path),
-            false => fs::remove_file(path),
-        };
-        removed.with_context(|| format!("cannot remove {}", path.display()))?;
-    }
-    copy_tree(&first.dir.join(SOURCES_DIR), &out.join(SOURCES_DIR))?;
-    for file in [EXPERIMENT_FILE, TEMPLATE_FILE] {
-        if first.dir.join(file).exists() {
-            fs::copy(first.dir.join(file), out.join(file))
-                .with_context(|| format!("cannot write {}", out.join(file).display()))?;
-        }
     }
     let mut meta = first.meta.clone();
     meta.shard = None;
@@ -94,6 +89,28 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
     for device in runs.iter().filter_map(|r| r.meta.device.as_ref()) {
         if !meta.devices.iter().any(|d| d.uuid == device.uuid) {
             meta.devices.push(device.clone());
+        }
+    }
+    // A merge of the same run (its parts merged again, more of them done) replaces itself.
+    let same_run = |m: &RunMeta| {
+        (&m.experiment_sha256, &m.set, &m.only, &m.started_utc)
+            == (
+                &meta.experiment_sha256,
+                &meta.set,
+                &meta.only,
+                &meta.started_utc,
+            )
+    };
+    files::create_dir(out).with_context(|| format!("cannot create {}", out.display()))?;
+    super::claim(out, force, same_run)?;
+    copy_tree(&first.dir.join(SOURCES_DIR), &out.join(SOURCES_DIR))?;
+    for file in [EXPERIMENT_FILE, TEMPLATE_FILE] {
+        let from = first.dir.join(file);
+        if std::fs::symlink_metadata(&from).is_ok() {
+            let bytes = files::read(&from, files::MAX_TEXT_BYTES)
+                .with_context(|| format!("cannot read {}", from.display()))?;
+            files::write(&out.join(file), bytes)
+                .with_context(|| format!("cannot write {}", out.join(file).display()))?;
         }
     }
     let mut writer = Writer::merged(out, &first.experiment, &meta)?;
@@ -120,18 +137,36 @@ pub fn merge(parts: &[&Path], out: &Path) -> Result<RunMeta> {
     Ok(meta)
 }
 
+/// A part by its content: its metadata and cell records, so that a part named twice, by
+/// another path or as a copy, is told from two parts.
+fn fingerprint(dir: &Path) -> Result<String> {
+    let mut all = Vec::new();
+    for name in [RUN_FILE, CELLS_FILE] {
+        let path = dir.join(name);
+        all.extend(
+            files::read(&path, files::MAX_RUN_FILE_BYTES)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        );
+        all.push(0);
+    }
+    Ok(crate::system::sha256_hex(&all))
+}
+
+/// Copies a part's `sources/` (no link in it is followed: it is refused).
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     if !from.is_dir() {
         return Ok(());
     }
-    fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
-    for entry in fs::read_dir(from)? {
+    files::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let target = to.join(entry.file_name());
         if entry.file_type()?.is_dir() {
             copy_tree(&entry.path(), &target)?;
         } else {
-            fs::copy(entry.path(), &target)
+            let bytes = files::read(&entry.path(), files::MAX_MODULE_BYTES)
+                .with_context(|| format!("cannot read {}", entry.path().display()))?;
+            files::write(&target, bytes)
                 .with_context(|| format!("cannot write {}", target.display()))?;
         }
     }

@@ -3,8 +3,10 @@
 //! (a gzip member per cell) and one JSON line per finished cell, written in that order and
 //! flushed the moment a cell finishes, so an interrupt or a crash loses no completed cell.
 
+mod guard;
 mod merge;
 mod read;
+mod rows;
 mod write;
 
 use crate::cuda::DeviceInfo;
@@ -13,6 +15,7 @@ use crate::system::{Git, Host};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use guard::{claim, may_write};
 pub use merge::merge;
 pub use read::{device_facts, previous_wall_times, Stored};
 pub use write::Writer;

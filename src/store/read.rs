@@ -1,21 +1,22 @@
 //! Reading a run folder back: only what the run stored (no kernel source, no template from
 //! elsewhere), so it renders the same from any directory. A torn last line (a crash
-//! mid-write) is dropped with a warning; anything else malformed is an error naming the
-//! file and line.
+//! mid-write) is dropped with a warning; a cell whose stored data is damaged (a malformed
+//! or repeated record, a malformed sample, a time that is not one) is left out and named,
+//! so damage loses only what it damaged; an experiment file changed since the run, or a
+//! file that is not the run's own (a link), refuses the whole.
 
+use super::rows::{csv_rows, file_name, read_csv_bytes, read_records, Rows, Unreadable};
 use super::{
     PeerRow, RunMeta, CELLS_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
     SAMPLES_FILE, TELEMETRY_FILE,
 };
 use crate::cuda::{self, DeviceInfo};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
+use crate::files;
 use crate::plan::Plan;
 use crate::protocol::{CellRecord, Status, Telemetry, TelemetryPoint};
 use anyhow::{bail, Context, Result};
-use flate2::read::MultiGzDecoder;
 use std::collections::{HashMap, HashSet};
-use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A run read back from disk.
@@ -74,96 +75,62 @@ pub fn device_facts(info: &DeviceInfo) -> DeviceFacts {
     }
 }
 
-fn read_text(dir: &Path, name: &str) -> Result<String> {
-    fs::read_to_string(dir.join(name)).with_context(|| {
+/// A run file's text, refused where it is a link, not a regular file, or larger than `cap`.
+pub(super) fn read_text(dir: &Path, name: &str, cap: u64) -> Result<String> {
+    let path = dir.join(name);
+    files::read_text(&path, cap).with_context(|| {
         format!(
             "cannot read {} (is {} a run's folder?)",
-            dir.join(name).display(),
+            path.display(),
             dir.display()
         )
     })
 }
 
-/// A CSV file's bytes: the gzip members that decode (a torn last member gives what it
-/// holds), or a plain `.csv` of an older run.
-fn read_csv_bytes(dir: &Path, name: &str) -> Result<Option<(PathBuf, Vec<u8>)>> {
-    let gz = dir.join(name);
-    if let Ok(file) = fs::File::open(&gz) {
-        let mut bytes = Vec::new();
-        // Bytes decoded before a torn member's end stay in `bytes`.
-        let _ = MultiGzDecoder::new(file).read_to_end(&mut bytes);
-        return Ok(Some((gz, bytes)));
+/// An optional file a person wrote (findings, notes): None where there is none.
+fn read_optional(dir: &Path, name: &str) -> Result<Option<String>> {
+    let path = dir.join(name);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
     }
-    let plain = dir.join(name.trim_end_matches(".gz"));
-    match fs::read(&plain) {
-        Ok(bytes) => Ok(Some((plain, bytes))),
-        Err(_) => Ok(None),
-    }
-}
-
-/// The columns asked for, by position, and each row with its line number.
-type Rows = (Vec<usize>, Vec<(u64, csv::StringRecord)>);
-
-/// CSV rows with their line numbers; a malformed last row is torn (dropped, with a
-/// warning), a malformed row before it an error.
-fn csv_rows(path: &Path, bytes: &[u8], want: &[&str], warnings: &mut Vec<String>) -> Result<Rows> {
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
-    let header = reader
-        .headers()
-        .with_context(|| format!("{}: no header", path.display()))?
-        .clone();
-    let cols = want
-        .iter()
-        .map(|name| {
-            header
-                .iter()
-                .position(|c| c == *name)
-                .with_context(|| format!("{}: no `{name}` column", path.display()))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let rows: Vec<_> = reader.records().collect();
-    let total = rows.len();
-    let mut out = Vec::with_capacity(total);
-    for (i, row) in rows.into_iter().enumerate() {
-        let line = i as u64 + 2;
-        let ok = row.ok().filter(|r| r.len() == header.len());
-        match ok {
-            Some(r) => out.push((line, r)),
-            None if i + 1 == total => warnings.push(format!(
-                "{}:{line}: dropped a torn last row (the run stopped while writing it)",
-                file_name(path)
-            )),
-            None => bail!("{}:{line}: malformed row", path.display()),
-        }
-    }
-    Ok((cols, out))
+    files::read_text(&path, files::MAX_TEXT_BYTES)
+        .map(Some)
+        .with_context(|| format!("cannot read {}", path.display()))
 }
 
 impl Stored {
     /// The experiment file a stored run was made from, as its `run.json` names it.
     pub fn experiment_path(dir: &Path) -> Result<PathBuf> {
-        let meta: RunMeta = serde_json::from_str(&read_text(dir, RUN_FILE)?)
-            .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))?;
-        Ok(meta.experiment_path)
+        Ok(read_meta(dir)?.experiment_path)
     }
 
     pub fn load(dir: &Path) -> Result<Stored> {
-        let meta: RunMeta = serde_json::from_str(&read_text(dir, RUN_FILE)?)
-            .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))?;
-        let text = read_text(dir, EXPERIMENT_FILE)?;
-        // Checked against the device it ran on; the kernel sources are not needed.
+        let meta = read_meta(dir)?;
+        let text = read_text(dir, EXPERIMENT_FILE, files::MAX_TEXT_BYTES)?;
+        let stored_path = dir.join(EXPERIMENT_FILE);
+        // The run's own record of what it ran: a changed file would put another
+        // experiment's words on these samples.
+        let sha = crate::system::sha256_hex(text.as_bytes());
+        if sha != meta.experiment_sha256 {
+            bail!(
+                "{} is not the experiment this run was made with (its sha256 is {sha}, {RUN_FILE} records {}): a stored run is rendered only as it ran\n  hint: restore the file (e.g. `git checkout -- {}`), or run the changed experiment anew",
+                stored_path.display(),
+                meta.experiment_sha256,
+                stored_path.display()
+            );
+        }
+        // Checked against the device it ran on; the kernel sources are not needed. Errors
+        // name the stored file, the path it ran from names the run.
         let facts = meta
             .device
             .as_ref()
             .map_or_else(DeviceFacts::nominal, device_facts);
-        let experiment = Experiment::parse_set(
-            &meta.experiment_path,
-            &text,
-            &facts,
-            Sources::Skip,
-            &meta.set,
-        )
-        .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;
+        let mut experiment =
+            Experiment::parse_set(&stored_path, &text, &facts, Sources::Skip, &meta.set)
+                .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;
+        experiment.name = crate::experiment::name_of(&meta.experiment_path)
+            .map_err(|e| anyhow::anyhow!("{RUN_FILE}: {e}"))?;
+        experiment.path = meta.experiment_path.clone();
         let mut plan = Plan::new(&experiment)
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .select(&meta.only)?;
@@ -171,18 +138,8 @@ impl Stored {
             plan = plan.keep(&part.cells)?;
         }
         let mut warnings = Vec::new();
-        let records = read_records(dir, &mut warnings)?;
-        if let Some(r) = records
-            .iter()
-            .find(|r| plan.cells.get(r.cell).is_none_or(|c| c.id != r.id))
-        {
-            bail!(
-                "{}: cell {} (index {}) is not in the stored experiment's plan: the run folder is damaged or its experiment.toml was changed",
-                dir.join(CELLS_FILE).display(),
-                r.id,
-                r.cell
-            );
-        }
+        let mut unreadable = Unreadable::default();
+        let records = read_records(dir, &plan, &mut unreadable, &mut warnings)?;
         let mut stored = Stored {
             dir: dir.to_path_buf(),
             meta,
@@ -192,16 +149,13 @@ impl Stored {
             samples: Samples::default(),
             telemetry: vec![],
             peers: read_peers(dir)?,
-            notes: fs::read_to_string(dir.join(NOTES_FILE))
-                .ok()
-                .map(|n| n.trim().to_string()),
-            findings: fs::read_to_string(dir.join(FINDINGS_FILE))
-                .ok()
-                .map(|n| n.trim().to_string()),
+            notes: read_optional(dir, NOTES_FILE)?.map(|n| n.trim().to_string()),
+            findings: read_optional(dir, FINDINGS_FILE)?.map(|n| n.trim().to_string()),
             warnings,
         };
-        stored.read_samples()?;
+        stored.read_samples(&mut unreadable)?;
         stored.read_telemetry()?;
+        stored.leave_out(unreadable);
         Ok(stored)
     }
 
@@ -213,7 +167,7 @@ impl Stored {
             .collect()
     }
 
-    fn read_samples(&mut self) -> Result<()> {
+    fn read_samples(&mut self, unreadable: &mut Unreadable) -> Result<()> {
         let Some((path, bytes)) = read_csv_bytes(&self.dir, SAMPLES_FILE)? else {
             bail!(
                 "cannot read {} (is {} a run's folder?)",
@@ -221,43 +175,65 @@ impl Stored {
                 self.dir.display()
             );
         };
-        let (cols, rows) = csv_rows(
+        let Rows {
+            cols,
+            rows,
+            damaged,
+        } = csv_rows(
             &path,
             &bytes,
             &["cell", "process", "phase", "time_ns", "t_us"],
             &mut self.warnings,
         )?;
+        let name = file_name(&path);
         let index = self.plan.index_by_id();
+        for (line, id) in damaged {
+            match id.filter(|id| index.contains_key(id.as_str())) {
+                Some(id) => unreadable.add(&id, format!("{name}:{line}: a malformed row")),
+                None => self
+                    .warnings
+                    .push(format!("{name}:{line}: dropped a malformed row")),
+            }
+        }
         let recorded = self.recorded();
         let mut unfinished = HashSet::new();
         let s = &mut self.samples;
         for (line, r) in rows {
-            let at = || format!("{}:{line}", path.display());
             let id = &r[cols[0]];
             let Some(&cell) = index.get(id) else {
-                bail!("{}: cell `{id}` is not in the experiment's plan", at());
+                self.warnings.push(format!(
+                    "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
+                ));
+                continue;
             };
-            let process: u32 = r[cols[1]]
-                .parse()
-                .with_context(|| format!("{}: bad process `{}`", at(), &r[cols[1]]))?;
+            let Ok(process) = r[cols[1]].parse::<u32>() else {
+                unreadable.add(id, format!("{name}:{line}: a process of `{}`", &r[cols[1]]));
+                continue;
+            };
             if !recorded.contains(&(cell as u32, process)) {
                 unfinished.insert(id.to_string());
                 continue;
             }
+            // A reading is a positive time, but where the method subtracts two timings.
+            let may_be_negative = self.plan.cells[cell]
+                .knobs
+                .flushed_graph
+                .reads_a_difference();
+            match r[cols[3]].parse::<f64>() {
+                Ok(t) if t.is_finite() && (t > 0.0 || may_be_negative) => s.time_ns.push(t),
+                _ => {
+                    unreadable.add(id, format!("{name}:{line}: a time of `{}` ns", &r[cols[3]]));
+                    continue;
+                }
+            }
             s.cell.push(cell as u32);
             s.process.push(process);
             s.first.push(&r[cols[2]] == "first");
-            s.time_ns.push(
-                r[cols[3]]
-                    .parse()
-                    .with_context(|| format!("{}: bad time `{}`", at(), &r[cols[3]]))?,
-            );
             s.start_us.push(r[cols[4]].parse().unwrap_or(f64::NAN));
         }
         for id in unfinished {
             self.warnings.push(format!(
-                "{}: dropped the samples of cell {id}, which {CELLS_FILE} does not record as finished",
-                file_name(&path)
+                "{name}: dropped the samples of cell {id}, which {CELLS_FILE} does not record as finished"
             ));
         }
         // A cell recorded as finished and ok has at least its first launch stored.
@@ -265,16 +241,17 @@ impl Stored {
             .filter(|&i| s.first[i])
             .map(|i| (s.cell[i], s.process[i]))
             .collect();
-        if let Some(r) = self
+        for r in self
             .records
             .iter()
-            .find(|r| r.status == Status::Ok && !with_first.contains(&(r.cell as u32, r.process)))
+            .filter(|r| r.status == Status::Ok && !with_first.contains(&(r.cell as u32, r.process)))
         {
-            bail!(
-                "{} lacks the samples of cell {} (process {}), which {CELLS_FILE} records as ok: the run folder is damaged",
-                path.display(),
-                r.id,
-                r.process
+            unreadable.add(
+                &r.id,
+                format!(
+                    "{name} lacks its samples (process {}), which {CELLS_FILE} records as ok",
+                    r.process
+                ),
             );
         }
         Ok(())
@@ -285,7 +262,11 @@ impl Stored {
         let Some((path, bytes)) = read_csv_bytes(&self.dir, TELEMETRY_FILE)? else {
             return Ok(());
         };
-        let (cols, rows) = csv_rows(
+        let Rows {
+            cols,
+            rows,
+            damaged,
+        } = csv_rows(
             &path,
             &bytes,
             &[
@@ -294,21 +275,27 @@ impl Stored {
             ],
             &mut self.warnings,
         )?;
+        let name = file_name(&path);
         let index = self.plan.index_by_id();
         let recorded = self.recorded();
+        // A reading lost costs a cell nothing but that reading.
+        let mut dropped: Vec<u64> = damaged.into_iter().map(|(line, _)| line).collect();
         for (line, r) in rows {
-            let bad = || anyhow::anyhow!("{}:{line}: malformed telemetry row", path.display());
             let f = |i: usize| &r[cols[i]];
-            let cell = *index.get(f(0)).ok_or_else(bad)? as u32;
-            let process: u32 = f(1).parse().map_err(|_| bad())?;
-            if !recorded.contains(&(cell, process)) {
+            let (Some(&cell), Ok(process), Ok(t_us)) =
+                (index.get(f(0)), f(1).parse::<u32>(), f(2).parse::<f64>())
+            else {
+                dropped.push(line);
+                continue;
+            };
+            if !recorded.contains(&(cell as u32, process)) {
                 continue;
             }
             self.telemetry.push(TelemetryRow {
-                cell,
+                cell: cell as u32,
                 process,
                 point: TelemetryPoint {
-                    t_us: f(2).parse().map_err(|_| bad())?,
+                    t_us,
                     reading: Telemetry {
                         sm_mhz: f(3).parse().ok(),
                         mem_mhz: f(4).parse().ok(),
@@ -324,7 +311,44 @@ impl Stored {
                 },
             });
         }
+        if let Some(first) = dropped.iter().min() {
+            self.warnings.push(format!(
+                "{name}: dropped {} malformed row(s), the first at line {first}: those readings are missing from the clocks and flags",
+                dropped.len()
+            ));
+        }
         Ok(())
+    }
+
+    /// Leaves the unreadable cells out: their records, samples and telemetry, each named in
+    /// a warning (they count as not run, and a resume runs them again).
+    fn leave_out(&mut self, unreadable: Unreadable) {
+        if unreadable.0.is_empty() {
+            return;
+        }
+        let index = self.plan.index_by_id();
+        let gone: HashSet<u32> = (unreadable.0.keys())
+            .filter_map(|id| index.get(id.as_str()).map(|&i| i as u32))
+            .collect();
+        self.records.retain(|r| !unreadable.0.contains_key(&r.id));
+        let s = &mut self.samples;
+        let keep: Vec<bool> = s.cell.iter().map(|c| !gone.contains(c)).collect();
+        for column in [&mut s.time_ns, &mut s.start_us] {
+            let mut k = keep.iter();
+            column.retain(|_| *k.next().expect("one flag per row"));
+        }
+        for column in [&mut s.cell, &mut s.process] {
+            let mut k = keep.iter();
+            column.retain(|_| *k.next().expect("one flag per row"));
+        }
+        let mut k = keep.iter();
+        s.first.retain(|_| *k.next().expect("one flag per row"));
+        self.telemetry.retain(|t| !gone.contains(&t.cell));
+        for (id, why) in unreadable.0 {
+            self.warnings.push(format!(
+                "cell {id} is unreadable ({why}): the run folder is damaged there, and the cell is left out"
+            ));
+        }
     }
 
     /// A record with its samples and telemetry put back, as the worker reported it.
@@ -351,49 +375,18 @@ impl Stored {
     }
 }
 
-/// A file's name alone: warnings end up in the report, which must not depend on where the
-/// run folder lies.
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map_or(String::new(), |n| n.to_string_lossy().into_owned())
-}
-
-/// `cells.jsonl`: one record per line; a torn last line is dropped with a warning.
-fn read_records(dir: &Path, warnings: &mut Vec<String>) -> Result<Vec<CellRecord>> {
-    let path = dir.join(CELLS_FILE);
-    let text = read_text(dir, CELLS_FILE)?;
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let mut records = Vec::with_capacity(lines.len());
-    for (n, (i, line)) in lines.iter().enumerate() {
-        match serde_json::from_str::<CellRecord>(line) {
-            Ok(r) => records.push(r),
-            Err(_) if n + 1 == lines.len() => {
-                let id = line
-                    .split("\"id\":\"")
-                    .nth(1)
-                    .and_then(|s| s.split('"').next())
-                    .map_or(String::new(), |id| format!(" of cell {id}"));
-                warnings.push(format!(
-                    "{CELLS_FILE}:{}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run",
-                    i + 1
-                ));
-            }
-            Err(e) => bail!("{}:{}: malformed cell record: {e}", path.display(), i + 1),
-        }
-    }
-    Ok(records)
+/// `run.json`.
+fn read_meta(dir: &Path) -> Result<RunMeta> {
+    serde_json::from_str(&read_text(dir, RUN_FILE, files::MAX_TEXT_BYTES)?)
+        .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))
 }
 
 /// `peers.csv`, if the run has one.
 fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
-    let path = dir.join(PEERS_FILE);
-    let Ok(mut reader) = csv::Reader::from_path(&path) else {
+    let Some(text) = read_optional(dir, PEERS_FILE)? else {
         return Ok(vec![]);
     };
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
     reader
         .records()
         .enumerate()
@@ -417,7 +410,7 @@ fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
 pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
     let mut sums: HashMap<String, (f64, f64)> = HashMap::new();
-    for line in fs::read_to_string(dir.join(CELLS_FILE))
+    for line in files::read_text(&dir.join(CELLS_FILE), files::MAX_RUN_FILE_BYTES)
         .unwrap_or_default()
         .lines()
     {

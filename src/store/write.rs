@@ -7,11 +7,12 @@ use super::{
     SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
 };
 use crate::experiment::Experiment;
+use crate::files;
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, TelemetryPoint};
 use anyhow::{Context, Result};
 use flate2::{write::GzEncoder, Compression};
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -69,29 +70,28 @@ pub fn source_copy(written: &str) -> PathBuf {
 }
 
 impl Writer {
-    /// Starts a run in `dir`, replacing the files of an earlier run there.
+    /// Starts a run in `dir`, which [`super::claim`] has cleared of an earlier run.
     pub fn create(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
-        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        files::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let sources = dir.join(SOURCES_DIR);
-        if sources.exists() {
-            fs::remove_dir_all(&sources)
-                .with_context(|| format!("cannot clear {}", sources.display()))?;
-        }
         // A `[[copy]]` has no source.
         for k in exp.kernels.iter().filter(|k| !k.source.is_empty()) {
             let to = sources.join(source_copy(&k.source));
             if let Some(parent) = to.parent() {
-                fs::create_dir_all(parent)
+                files::create_dir(parent)
                     .with_context(|| format!("cannot create {}", parent.display()))?;
             }
-            fs::write(&to, k.code()).with_context(|| format!("cannot write {}", to.display()))?;
+            files::write(&to, k.code())
+                .with_context(|| format!("cannot write {}", to.display()))?;
         }
         if let Some(t) = &exp.report.template {
             let from = exp.path.parent().unwrap_or(Path::new(".")).join(t);
-            fs::copy(&from, dir.join(TEMPLATE_FILE))
-                .with_context(|| format!("cannot copy the template {}", from.display()))?;
+            let text = files::read(&from, files::MAX_TEXT_BYTES)
+                .with_context(|| format!("cannot read the template {}", from.display()))?;
+            files::write(&dir.join(TEMPLATE_FILE), text)
+                .with_context(|| format!("cannot write into {}", dir.display()))?;
         }
-        fs::write(dir.join(EXPERIMENT_FILE), &exp.text)
+        files::write(&dir.join(EXPERIMENT_FILE), &exp.text)
             .with_context(|| format!("cannot write into {}", dir.display()))?;
         let writer = Writer::empty(dir, exp, "")?;
         writer.write_meta(meta)?;
@@ -112,7 +112,7 @@ impl Writer {
         let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
         let create = |name: &str| {
             let path = dir.join(format!("{prefix}{name}"));
-            File::create(&path).with_context(|| format!("cannot create {}", path.display()))
+            files::create(&path).with_context(|| format!("cannot create {}", path.display()))
         };
         let mut samples = create(SAMPLES_FILE)?;
         append_member(&mut samples, &[samples_header(&params)])?;
@@ -142,7 +142,7 @@ impl Writer {
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
         }
         for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
-            fs::rename(dir.join(format!("{NEW}{name}")), dir.join(name))
+            std::fs::rename(dir.join(format!("{NEW}{name}")), dir.join(name))
                 .with_context(|| format!("cannot replace {}", dir.join(name).display()))?;
         }
         writer.write_meta(meta)?;
@@ -151,7 +151,7 @@ impl Writer {
 
     /// Writes the peers' readings (all at once: they are taken after the cells).
     pub fn write_peers(&self, rows: &[PeerRow]) -> Result<()> {
-        let mut w = csv::Writer::from_path(self.dir.join(PEERS_FILE))?;
+        let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(["peer", "point", "process", "time_ns", "note"])?;
         for r in rows {
             w.write_record([
@@ -162,15 +162,15 @@ impl Writer {
                 r.note.clone(),
             ])?;
         }
-        w.flush()?;
-        Ok(())
+        let path = self.dir.join(PEERS_FILE);
+        files::write(&path, w.into_inner()?)
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     pub fn write_meta(&self, meta: &RunMeta) -> Result<()> {
-        let tmp = self.dir.join(".run.json.tmp");
-        fs::write(&tmp, serde_json::to_string_pretty(meta)? + "\n")?;
-        fs::rename(&tmp, self.dir.join(RUN_FILE))?;
-        Ok(())
+        let path = self.dir.join(RUN_FILE);
+        files::write(&path, serde_json::to_string_pretty(meta)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Appends a finished cell: its samples and telemetry, then its line of `cells.jsonl`.

@@ -162,3 +162,88 @@ pub fn steady_median(dir: &Path, suffix: &str) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// A copy of a committed run in a new scratch folder.
+pub fn copy_run(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let copy = root.path().join(name);
+    copy_dir(&Path::new("reports").join(name), &copy);
+    (root, copy)
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for f in std::fs::read_dir(from).unwrap() {
+        let f = f.unwrap();
+        if f.path().is_dir() {
+            copy_dir(&f.path(), &to.join(f.file_name()));
+        } else {
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+}
+
+/// `runner report DIR`, run from `cwd`.
+pub fn report_in(cwd: &Path, dir: &Path) -> Output {
+    runner()
+        .current_dir(cwd)
+        .args(["report", dir.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
+/// Every file and link under `dir` with its bytes (a link: its target), to tell whether
+/// anything there changed.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&p).unwrap();
+            out.insert(p, target.to_string_lossy().as_bytes().to_vec());
+        } else if meta.is_dir() {
+            out.extend(snapshot(&p));
+        } else {
+            out.insert(p.clone(), std::fs::read(&p).unwrap());
+        }
+    }
+    out
+}
+
+/// Whether this machine has a CUDA driver (a run there would start cells).
+pub fn has_driver() -> bool {
+    [
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/local/nvidia/lib64/libcuda.so.1",
+        "/usr/lib/libcuda.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+}
+
+/// `runner ARGS` in `cwd`, killed if it takes longer than `seconds`: None then.
+pub fn run_within(cwd: &Path, args: &[&str], seconds: u64) -> Option<Output> {
+    let mut child = runner()
+        .current_dir(cwd)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runner starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while std::time::Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}

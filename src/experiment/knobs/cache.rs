@@ -38,7 +38,7 @@ impl Knob for Cache {
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
-        let bytes = layer.int("flush_bytes", 1)?;
+        let bytes = layer.int("flush_bytes", 1..=i64::MAX)?;
         let method: Option<FlushMethod> = layer.get("flush_method")?;
         match layer.get("cache")?.unwrap_or(CacheKind::Hot) {
             CacheKind::Hot => Ok(Cache::Hot),

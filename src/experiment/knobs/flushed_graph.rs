@@ -28,6 +28,14 @@ pub enum FlushedGraph {
     EventNodes,
 }
 
+impl FlushedGraph {
+    /// Whether a reading is the difference of two timings (one less another), which noise
+    /// can take below zero on a kernel shorter than that noise.
+    pub fn reads_a_difference(self) -> bool {
+        self != FlushedGraph::None
+    }
+}
+
 impl Knob for FlushedGraph {
     const KEYS: &'static [&'static str] = &["flushed_graph"];
     const ASPECT: Aspect = Aspect::Method;

@@ -43,7 +43,7 @@ impl Knob for LaunchConfig {
                 .map(Some)
         };
         let (grid, block) = (dims("grid")?, dims("block")?);
-        let shared = layer.int("shared_bytes", 0)?;
+        let shared = layer.int("shared_bytes", 0..=i64::MAX)?;
         if grid.is_none() && block.is_none() && shared.is_none() {
             return Ok(LaunchConfig::default());
         }

@@ -17,6 +17,9 @@ pub enum Launches {
     Graph(u64),
 }
 
+/// The most launches one timed region holds, back to back or in a graph.
+pub const MAX_LAUNCHES_PER_REGION: i64 = 100_000;
+
 impl Launches {
     /// Launches per timed region: a reading is divided by this.
     pub fn count(self) -> u64 {
@@ -32,7 +35,11 @@ impl Knob for Launches {
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
-        match (layer.int("batch", 1)?, layer.int("graph", 1)?) {
+        let per_region = 1..=MAX_LAUNCHES_PER_REGION;
+        match (
+            layer.int("batch", per_region.clone())?,
+            layer.int("graph", per_region)?,
+        ) {
             (Some(_), Some(_)) => Err(layer
                 .err_at("graph", "batch and graph exclude each other")
                 .with_hint("graph = N already times N launches per replay")),

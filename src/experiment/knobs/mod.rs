@@ -151,9 +151,15 @@ impl Layer<'_> {
             })
     }
 
-    /// A whole number of at least `min` at this point, from a number or an expression of
-    /// the sweep parameters and device facts.
-    pub fn int(&self, key: &str, min: i64) -> Result<Option<i64>, ConfigError> {
+    /// A whole number within `range` at this point, from a number or an expression of the
+    /// sweep parameters and device facts. Each knob's upper limit lies far beyond any real
+    /// measurement, so that a slip (an extra digit, an exponent) is caught before a run.
+    pub fn int(
+        &self,
+        key: &str,
+        range: std::ops::RangeInclusive<i64>,
+    ) -> Result<Option<i64>, ConfigError> {
+        let (min, max) = (*range.start(), *range.end());
         let Some(e) = self.get::<NumExpr>(key)? else {
             return Ok(None);
         };
@@ -171,6 +177,19 @@ impl Layer<'_> {
                     super::point_label(self.point)
                 ),
             ));
+        }
+        if n > max {
+            return Err(self
+                .err(
+                    raw,
+                    format!(
+                        "{key} is {n} at {}, more than the {max} the runner takes",
+                        super::point_label(self.point)
+                    ),
+                )
+                .with_hint(format!(
+                    "give {key} at most {max}: no real measurement needs more, and a value this large is likely a slip"
+                )));
         }
         Ok(Some(n))
     }
@@ -203,16 +222,32 @@ impl Layer<'_> {
     }
 }
 
-/// A duration as text: `30s`, `10 min`, `0.5s`.
+/// The longest duration an experiment may give (a cell's timeout, a warm-up, a stop rule's):
+/// a day, longer than any cell needs.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// A duration as text: `30s`, `10 min`, `0.5s`; at most [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    if let Some(secs) = text.trim().strip_suffix('s') {
-        if let Ok(v) = secs.trim().parse::<f64>() {
-            if v.is_finite() && v >= 0.0 {
-                return Ok(std::time::Duration::from_secs_f64(v));
-            }
-        }
+    let seconds = text
+        .trim()
+        .strip_suffix('s')
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0);
+    let d = match seconds {
+        Some(v) if v <= MAX_DURATION.as_secs_f64() => std::time::Duration::from_secs_f64(v),
+        Some(_) => std::time::Duration::MAX,
+        None => humantime::parse_duration(text).map_err(|e| match e {
+            humantime::DurationError::NumberOverflow => format!("`{text}` is longer than a day"),
+            _ => format!("`{text}` is not a duration"),
+        })?,
+    };
+    if d > MAX_DURATION {
+        return Err(format!(
+            "`{text}` is longer than {}, the longest duration the runner takes",
+            humantime::format_duration(MAX_DURATION)
+        ));
     }
-    humantime::parse_duration(text).map_err(|_| format!("`{text}` is not a duration"))
+    Ok(d)
 }
 
 /// Serializes a duration as seconds.
@@ -266,5 +301,36 @@ pub mod tests {
         assert_eq!(parse_duration("0.5s").unwrap().as_millis(), 500);
         assert_eq!(parse_duration("10 min").unwrap().as_secs(), 600);
         assert!(parse_duration("soon").is_err());
+        for huge in [
+            "1e300s",
+            "1e20s",
+            "25h",
+            "1000000 h",
+            "99999999999999999999 years",
+        ] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.contains("longer than"), "{huge}: {e}");
+        }
+        assert_eq!(parse_duration("24h").unwrap(), MAX_DURATION);
+    }
+
+    #[test]
+    fn a_count_beyond_its_limit_names_the_limit() {
+        let table: RawTable = toml::from_str("samples = 11").unwrap();
+        let point = vec![("n".to_string(), 512.into())];
+        let layer = Layer {
+            variant: &table,
+            defaults: &RawTable::new(),
+            path: Path::new("t.toml"),
+            text: "samples = 11",
+            point: &point,
+            facts: &DeviceFacts::nominal(),
+        };
+        assert_eq!(layer.int("samples", 0..=11).unwrap(), Some(11));
+        let e = layer.int("samples", 0..=10).unwrap_err().to_string();
+        assert!(
+            e.contains("t.toml:1:") && e.contains("more than the 10"),
+            "{e}"
+        );
     }
 }

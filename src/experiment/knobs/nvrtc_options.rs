@@ -22,6 +22,28 @@ pub fn resolve_include(option: &str, dir: &std::path::Path) -> String {
     option.to_string()
 }
 
+/// The most NVRTC options a kernel or a variant gives.
+pub const MAX_OPTIONS: usize = 256;
+
+/// Options as a kernel or a variant writes them, rendered at a sweep point (`scope`), with
+/// relative include directories made relative to `dir`.
+pub fn render_all(
+    options: &[String],
+    scope: &expr::Scope,
+    dir: &std::path::Path,
+) -> Result<Vec<String>, String> {
+    if options.len() > MAX_OPTIONS {
+        return Err(format!(
+            "{} options, more than the {MAX_OPTIONS} the runner passes to NVRTC",
+            options.len()
+        ));
+    }
+    options
+        .iter()
+        .map(|o| expr::render(o, scope).map(|o| resolve_include(&o, dir)))
+        .collect()
+}
+
 impl NvrtcOptions {
     /// The kernel's launch at this point with these options after its own.
     pub fn apply(&self, launch: &mut crate::experiment::LaunchSpec) {
@@ -37,17 +59,10 @@ impl Knob for NvrtcOptions {
         let Some(options) = layer.get::<Vec<String>>("options")? else {
             return Ok(NvrtcOptions::default());
         };
-        let scope = layer.scope();
         let dir = layer.path.parent().unwrap_or(std::path::Path::new("."));
-        options
-            .iter()
-            .map(|o| {
-                expr::render(o, &scope)
-                    .map(|o| resolve_include(&o, dir))
-                    .map_err(|m| layer.err_at("options", m))
-            })
-            .collect::<Result<_, _>>()
+        render_all(&options, &layer.scope(), dir)
             .map(NvrtcOptions)
+            .map_err(|m| layer.err_at("options", m))
     }
 
     fn describe(&self) -> Option<String> {

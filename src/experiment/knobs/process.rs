@@ -17,6 +17,9 @@ impl Process {
     }
 }
 
+/// The most fresh processes a cell (or a peer, at a point) takes.
+pub const MAX_PROCESSES: i64 = 10_000;
+
 impl Knob for Process {
     const KEYS: &'static [&'static str] = &["fresh_process", "processes"];
     const ASPECT: Aspect = Aspect::Method;
@@ -32,9 +35,8 @@ impl Knob for Process {
             // A default `processes` applies to the variants that run in fresh processes.
             return Ok(Process { fresh: None });
         }
-        let n = layer.int("processes", 1)?.unwrap_or(1);
-        let n = u32::try_from(n)
-            .map_err(|_| layer.err_at("processes", format!("{n} processes are too many")))?;
+        // Within MAX_PROCESSES, which fits.
+        let n = layer.int("processes", 1..=MAX_PROCESSES)?.unwrap_or(1) as u32;
         Ok(Process { fresh: Some(n) })
     }
 

@@ -35,12 +35,15 @@ enum QueueKind {
     Saturate,
 }
 
+/// The longest wait kernel, in µs (ten seconds).
+pub const MAX_QUEUE_WAIT_US: i64 = 10_000_000;
+
 impl Knob for Queue {
     const KEYS: &'static [&'static str] = &["queue", "queue_wait_us"];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
-        let wait_us = layer.int("queue_wait_us", 1)?.map(|n| n as u64);
+        let wait_us = layer.int("queue_wait_us", 1..=MAX_QUEUE_WAIT_US)?.map(|n| n as u64);
         match layer.get("queue")?.unwrap_or(QueueKind::Idle) {
             QueueKind::Idle => match wait_us {
                 Some(_) => Err(layer.err_at(

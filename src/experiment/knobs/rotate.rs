@@ -26,12 +26,15 @@ impl Rotate {
     }
 }
 
+/// The most buffer sets a cell rotates through.
+pub const MAX_ROTATE: i64 = 10_000;
+
 impl Knob for Rotate {
     const KEYS: &'static [&'static str] = &["rotate"];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
-        let Some(n) = layer.int("rotate", 1)? else {
+        let Some(n) = layer.int("rotate", 1..=MAX_ROTATE)? else {
             return Ok(Rotate(1));
         };
         Ok(Rotate(n as u64))

@@ -45,6 +45,8 @@ struct RawStop {
 
 /// The most samples an adaptive cell takes when it does not set `samples`.
 pub const ADAPTIVE_MAX_SAMPLES: u64 = 100_000;
+/// The most samples a cell (or the floor's) takes: ten million launches of one kernel.
+pub const MAX_SAMPLES: i64 = 10_000_000;
 
 impl Knob for Samples {
     const KEYS: &'static [&'static str] = &["samples", "stop"];
@@ -64,8 +66,16 @@ impl Knob for Samples {
                         .with_hint("CUPTI's spans arrive after the cell's last launch"));
                 }
                 let rsd_pct = r.rsd_pct.unwrap_or(0.5);
-                if rsd_pct <= 0.0 {
-                    return Err(layer.err_at("stop", "stop.rsd_pct must be positive"));
+                if !(rsd_pct > 0.0 && rsd_pct <= 100.0) {
+                    return Err(layer
+                        .err_at("stop", format!("stop.rsd_pct is {rsd_pct}"))
+                        .with_hint("give a percentage above 0 and at most 100, e.g. rsd_pct = 0.5"));
+                }
+                let min_samples = r.min_samples.unwrap_or(10);
+                if min_samples > MAX_SAMPLES as u64 {
+                    return Err(layer
+                        .err_at("stop", format!("stop.min_samples is {min_samples}, more than the {MAX_SAMPLES} a cell takes"))
+                        .with_hint(format!("give stop.min_samples at most {MAX_SAMPLES}")));
                 }
                 let duration = |text: Option<String>, default| match text {
                     None => Ok(default),
@@ -77,7 +87,7 @@ impl Knob for Samples {
                 };
                 Some(StopRule {
                     rsd_pct,
-                    min_samples: r.min_samples.unwrap_or(10),
+                    min_samples,
                     min_gpu_ns: duration(r.min_gpu_time, Duration::from_millis(500))?.as_nanos()
                         as f64,
                     timeout: duration(r.timeout, Duration::from_secs(15))?,
@@ -90,7 +100,9 @@ impl Knob for Samples {
             100
         };
         Ok(Samples {
-            count: layer.int("samples", 0)?.map_or(default, |n| n as u64),
+            count: layer
+                .int("samples", 0..=MAX_SAMPLES)?
+                .map_or(default, |n| n as u64),
             stop,
         })
     }

@@ -20,13 +20,16 @@ pub enum WarmupKernel {
     Empty,
 }
 
+/// The most warm-up launches a cell takes.
+pub const MAX_WARMUP: i64 = 10_000_000;
+
 impl Knob for Warmup {
     const KEYS: &'static [&'static str] = &["warmup", "warmup_kernel"];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
         Ok(Warmup {
-            launches: layer.int("warmup", 0)?.unwrap_or(0) as u64,
+            launches: layer.int("warmup", 0..=MAX_WARMUP)?.unwrap_or(0) as u64,
             kernel: layer.get("warmup_kernel")?.unwrap_or_default(),
         })
     }

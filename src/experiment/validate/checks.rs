@@ -81,6 +81,7 @@ impl Validator<'_> {
                 ),
             ));
         }
+        self.tolerance(rc, "tolerance", c.tolerance)?;
         Ok(Check {
             reference: c.reference.get_ref().clone(),
             inputs,
@@ -88,6 +89,18 @@ impl Validator<'_> {
             dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
             tolerance: c.tolerance.unwrap_or(1e-4),
         })
+    }
+
+    /// A check's tolerance, where given: a finite number, 0 or more.
+    fn tolerance<T>(&self, at: &Spanned<T>, key: &str, v: Option<f64>) -> Result<(), ConfigError> {
+        match v {
+            Some(v) if !(v.is_finite() && v >= 0.0) => Err(self
+                .err(at, format!("{key} = {v} is not a tolerance"))
+                .with_hint(format!(
+                    "give {key} as a finite number, 0 or more, e.g. 1e-5"
+                ))),
+            _ => Ok(()),
+        }
     }
 
     /// `check_kernel`: the reference kernel exists, takes the same arguments (names, kinds,
@@ -177,6 +190,8 @@ impl Validator<'_> {
         if outputs.is_empty() {
             return Err(self.err(ck, "check_kernel names no outputs"));
         }
+        self.tolerance(ck, "rtol", c.rtol)?;
+        self.tolerance(ck, "atol", c.atol)?;
         Ok(crate::experiment::kernel::KernelCheck {
             kernel: r,
             outputs,

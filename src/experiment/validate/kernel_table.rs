@@ -35,7 +35,7 @@ impl Validator<'_> {
                 }),
             ),
             (Sources::Read, None) => {
-                let t = std::fs::read_to_string(&source_path).map_err(|e| {
+                let t = crate::files::read_text(&source_path, crate::files::MAX_TEXT_BYTES).map_err(|e| {
                     self.err(&rk.source, format!("cannot read kernel source {}: {e}", source_path.display()))
                         .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"; a prebuilt module ends in .cubin, .ptx or .fatbin")
                 })?;
@@ -55,7 +55,7 @@ impl Validator<'_> {
                 (t, None)
             }
             (Sources::Read, Some(kind)) => {
-                let image = std::fs::read(&source_path).map_err(|e| {
+                let image = crate::files::read(&source_path, crate::files::MAX_MODULE_BYTES).map_err(|e| {
                     self.err(&rk.source, format!("cannot read module {}: {e}", source_path.display()))
                         .with_hint("modules are relative to the experiment file; build one with e.g. `nvcc -cubin -arch=sm_90 -o k.cubin k.cu`")
                 })?;
@@ -235,19 +235,12 @@ impl Validator<'_> {
                 })?;
             }
             if let Some(opts) = &rk.options {
-                spec.options = opts
-                    .get_ref()
-                    .iter()
-                    .map(|o| {
-                        expr::render(o, &scope)
-                            .map(|o| {
-                                crate::experiment::knobs::nvrtc_options::resolve_include(&o, dir)
-                            })
-                            .map_err(|m| {
-                                self.err(opts, format!("option at {}: {m}", point_label(p)))
-                            })
-                    })
-                    .collect::<Result<_, _>>()?;
+                spec.options = crate::experiment::knobs::nvrtc_options::render_all(
+                    opts.get_ref(),
+                    &scope,
+                    dir,
+                )
+                .map_err(|m| self.err(opts, format!("options at {}: {m}", point_label(p))))?;
             }
             spec.bytes = work(&rk.bytes, "bytes")?;
             spec.flops = work(&rk.flops, "flops")?;

@@ -13,6 +13,7 @@ use super::{
 mod checks;
 mod copy;
 mod kernel_table;
+mod limits;
 mod report;
 mod sequence;
 mod set;
@@ -31,19 +32,27 @@ pub fn experiment(
     sources: Sources,
     set: &[String],
 ) -> Result<Experiment, ConfigError> {
-    let raw: RawExperiment = toml::from_str(text).map_err(|e| {
-        ConfigError::at(path, text, e.span(), e.message().trim().to_string())
-            .with_hint("see the experiment format in README.md")
+    let name = super::name_of(path)?;
+    let raw: RawExperiment = toml::from_str(text).map_err(|e| match e.span() {
+        Some(span) => ConfigError::at(path, text, Some(span), e.message().trim().to_string())
+            .with_hint("see the experiment format in README.md"),
+        // TOML's reader stops at a depth it gives no place for: the deepest line is it.
+        None => ConfigError::at(path, text, limits::deepest_line(text), e.message().trim().to_string())
+            .with_hint("a key, table or array is nested deeper than TOML's reader follows (80 levels): flatten it"),
     })?;
-    Validator {
+    let validator = Validator {
         path,
         text,
         facts,
         sources,
         set,
-    }
-    .experiment(raw)
+    };
+    validator.strings_within_limit()?;
+    validator.experiment(raw, name)
 }
+
+/// The longest NVML sampling interval, in ms.
+const MAX_INTERVAL_MS: u64 = 60_000;
 
 pub(super) struct Validator<'a> {
     path: &'a Path,
@@ -66,7 +75,7 @@ impl Validator<'_> {
         names::check(what, name).map_err(|(m, h)| self.err(at, m).with_hint(h))
     }
 
-    fn experiment(&self, mut raw: RawExperiment) -> Result<Experiment, ConfigError> {
+    fn experiment(&self, mut raw: RawExperiment, name: String) -> Result<Experiment, ConfigError> {
         self.apply_set(&mut raw)?;
         let mut axes = Vec::new();
         for (name, spec) in &raw.sweep {
@@ -199,11 +208,25 @@ impl Validator<'_> {
             .iter()
             .map(|p| super::peer::validate(p, &names, &points, self.facts, &err))
             .collect::<Result<Vec<_>, _>>()?;
-        let t = raw.telemetry.as_ref();
+        if let Some((i, p)) = (raw.peers.iter().enumerate()).find(|(i, p)| {
+            raw.peers[..*i]
+                .iter()
+                .any(|o| o.name.get_ref() == p.name.get_ref())
+        }) {
+            return Err(self.err(
+                &p.name,
+                format!(
+                    "peer `{}` is defined twice (peer #{})",
+                    p.name.get_ref(),
+                    i + 1
+                ),
+            ));
+        }
+        let telemetry = self.telemetry(raw.telemetry.as_ref())?;
         Ok(Experiment {
             path: self.path.to_path_buf(),
             text: self.text.to_string(),
-            name: super::name_of(self.path),
+            name,
             title: raw.experiment.title,
             description: raw.experiment.description.unwrap_or_default(),
             params,
@@ -215,13 +238,48 @@ impl Validator<'_> {
             gpu_warmup,
             facts: self.facts.clone(),
             peers,
-            telemetry: TelemetrySpec {
-                interval_ms: t.and_then(|t| t.interval_ms).unwrap_or(10),
-                clock_tolerance_pct: t.and_then(|t| t.clock_tolerance_pct).unwrap_or(1.0),
-                clock_probe: t.and_then(|t| t.clock_probe).unwrap_or(false),
-                probe_tolerance_pct: t.and_then(|t| t.probe_tolerance_pct).unwrap_or(0.5),
-            },
+            telemetry,
         })
+    }
+
+    /// `[telemetry]`: an interval up to a minute, tolerances that are percentages.
+    fn telemetry(
+        &self,
+        t: Option<&crate::experiment::schema::RawTelemetry>,
+    ) -> Result<TelemetrySpec, ConfigError> {
+        let value = |v: Option<&Spanned<f64>>, default| v.map_or(default, |v| *v.get_ref());
+        let spec = TelemetrySpec {
+            interval_ms: t
+                .and_then(|t| t.interval_ms.as_ref())
+                .map_or(10, |i| *i.get_ref()),
+            clock_tolerance_pct: value(t.and_then(|t| t.clock_tolerance_pct.as_ref()), 1.0),
+            clock_probe: t.and_then(|t| t.clock_probe).unwrap_or(false),
+            probe_tolerance_pct: value(t.and_then(|t| t.probe_tolerance_pct.as_ref()), 0.5),
+        };
+        let Some(t) = t else {
+            return Ok(spec);
+        };
+        if let Some(i) = t
+            .interval_ms
+            .as_ref()
+            .filter(|i| *i.get_ref() > MAX_INTERVAL_MS)
+        {
+            return Err(self
+                .err(i, format!("interval_ms is {}, more than the {MAX_INTERVAL_MS} (a minute) the sampler takes", i.get_ref()))
+                .with_hint("sample every 10 ms or so, or give 0 to turn sampling off"));
+        }
+        for pct in [&t.clock_tolerance_pct, &t.probe_tolerance_pct]
+            .into_iter()
+            .flatten()
+        {
+            let v = *pct.get_ref();
+            if !(v.is_finite() && (0.0..=100.0).contains(&v)) {
+                return Err(self
+                    .err(pct, format!("a tolerance of {v}%"))
+                    .with_hint("give a percentage from 0 to 100, e.g. 1.0"));
+            }
+        }
+        Ok(spec)
     }
 
     /// Refuses a matrix too large to plan, before a single point is made.

@@ -2,6 +2,7 @@
 //! numbers and derived metrics, each checked against the experiment.
 
 use super::*;
+use crate::experiment::knobs::samples::MAX_SAMPLES;
 
 impl Validator<'_> {
     /// `name` as one of `known`, the names of this experiment's `what`s (variants, kernels).
@@ -21,7 +22,7 @@ impl Validator<'_> {
     }
 
     /// Pairs of names of `what`s (variants, kernels), as `differences`, `bias` and
-    /// `kernels` list them.
+    /// `kernels` list them: two different ones, each pair once.
     fn pairs(
         &self,
         list: &[Spanned<Vec<Spanned<String>>>],
@@ -29,14 +30,29 @@ impl Validator<'_> {
         known: &[&str],
         example: &str,
     ) -> Result<Vec<(String, String)>, ConfigError> {
-        list.iter()
-            .map(|pair| match pair.get_ref().as_slice() {
-                [a, b] => Ok((self.known(of, known, a)?, self.known(of, known, b)?)),
-                _ => Err(self
-                    .err(pair, format!("each {what} is a pair of {of}s"))
-                    .with_hint(format!("e.g. {example}"))),
-            })
-            .collect()
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for pair in list {
+            let (a, b) = match pair.get_ref().as_slice() {
+                [a, b] => (self.known(of, known, a)?, self.known(of, known, b)?),
+                _ => {
+                    return Err(self
+                        .err(pair, format!("each {what} is a pair of {of}s"))
+                        .with_hint(format!("e.g. {example}")))
+                }
+            };
+            if a == b {
+                return Err(self
+                    .err(pair, format!("{what} of the {of} `{a}` with itself"))
+                    .with_hint(format!(
+                        "a {what} pairs two different {of}s, e.g. {example}"
+                    )));
+            }
+            if pairs.contains(&(a.clone(), b.clone())) {
+                return Err(self.err(pair, format!("the {what} [`{a}`, `{b}`] is listed twice")));
+            }
+            pairs.push((a, b));
+        }
+        Ok(pairs)
     }
 
     /// `best`: a sweep parameter with at least two values to choose between.
@@ -76,6 +92,23 @@ impl Validator<'_> {
         raw: &[crate::experiment::schema::RawMetric],
         kernels: &[Kernel],
     ) -> Result<Vec<crate::experiment::Metric>, ConfigError> {
+        for (i, m) in raw.iter().enumerate() {
+            let name = m.name.get_ref();
+            let fine = !name.trim().is_empty()
+                && name.chars().count() <= names::MAX_NAME_CHARS
+                && !name.chars().any(char::is_control);
+            if !fine {
+                return Err(self
+                    .err(&m.name, format!("a metric's name is {name:?}"))
+                    .with_hint(format!(
+                    "name it in words, at most {} characters on one line, e.g. \"ns per access\"",
+                    names::MAX_NAME_CHARS
+                )));
+            }
+            if raw[..i].iter().any(|o| o.name.get_ref() == name) {
+                return Err(self.err(&m.name, format!("metric `{name}` is defined twice")));
+            }
+        }
         raw.iter()
             .map(|m| {
                 let metric = crate::experiment::Metric {
@@ -184,6 +217,16 @@ impl Validator<'_> {
                         points.first().map(point_label).unwrap_or_default()
                     )));
             }
+            if let Some((k, v)) =
+                (p.values.get_ref().iter()).find(|(_, v)| !(v.is_finite() && **v > 0.0))
+            {
+                return Err(self
+                    .err(
+                        &p.values,
+                        format!("published value {v} for `{k}` is not a time"),
+                    )
+                    .with_hint("published values are positive, finite times in the given unit"));
+            }
             if p.unit == Unit::Auto {
                 return Err(self.err(
                     &p.variant,
@@ -208,12 +251,26 @@ impl Validator<'_> {
                 .parent()
                 .unwrap_or(Path::new("."))
                 .join(t.get_ref());
-            if !path.is_file() {
-                return Err(self
-                    .err(t, format!("template {} does not exist", path.display()))
-                    .with_hint("templates are relative to the experiment file, e.g. \"../templates/report.md.j2\""));
-            }
+            crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES).map_err(|e| {
+                self.err(t, format!("cannot read template {}: {e}", path.display()))
+                    .with_hint("templates are relative to the experiment file, e.g. \"../templates/report.md.j2\"")
+            })?;
         }
+        let floor_samples = match &r.floor_samples {
+            None => 1000,
+            Some(n) if *n.get_ref() <= MAX_SAMPLES as u64 => *n.get_ref(),
+            Some(n) => {
+                return Err(self
+                    .err(
+                        n,
+                        format!(
+                            "floor_samples is {}, more than the {MAX_SAMPLES} a cell takes",
+                            n.get_ref()
+                        ),
+                    )
+                    .with_hint(format!("give floor_samples at most {MAX_SAMPLES}")))
+            }
+        };
         Ok(ReportSpec {
             differences,
             bias,
@@ -222,7 +279,7 @@ impl Validator<'_> {
             unit: r.unit.unwrap_or(Unit::Auto),
             template: r.template.map(Spanned::into_inner),
             floor: r.floor.unwrap_or(true),
-            floor_samples: r.floor_samples.unwrap_or(1000),
+            floor_samples,
             published,
             metrics: self.metrics(&r.metrics, kernels)?,
             fit: r.fit.unwrap_or(false),

@@ -1,0 +1,230 @@
+//! Every file the runner reads or writes goes through here, opened one way: a regular file
+//! only (a FIFO would block, a device never ends), never through a symbolic link at the
+//! path's last component (a run folder must not reach outside itself, nor pull a file from
+//! elsewhere into its report), each read capped in size, and each whole-file write made to
+//! a temporary file renamed into place, so a crash leaves the old file or the new one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// What a person writes: an experiment, a kernel source, a template, findings and notes.
+pub const MAX_TEXT_BYTES: u64 = 16 << 20;
+/// A prebuilt module (CUBIN, PTX, fatbinary) and a `.npy` header's file.
+pub const MAX_MODULE_BYTES: u64 = 512 << 20;
+/// A run folder's stored files as they lie on disk (`cells.jsonl`, the gzipped CSVs).
+pub const MAX_RUN_FILE_BYTES: u64 = 256 << 20;
+/// A gzipped CSV of a run once decompressed (about ten million samples).
+pub const MAX_DECOMPRESSED_BYTES: u64 = 1 << 30;
+
+/// An error about a file, its reason in words; callers add the path and what it was for.
+fn refusal(kind: io::ErrorKind, why: impl Into<String>) -> io::Error {
+    io::Error::new(kind, why.into())
+}
+
+fn symlink_refusal() -> io::Error {
+    refusal(
+        io::ErrorKind::InvalidInput,
+        "it is a symbolic link, which the runner does not follow (put the file itself there)",
+    )
+}
+
+/// Opens `path` for reading: a regular file, not through a link.
+pub fn open(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        // O_NONBLOCK: opening a FIFO returns at once, and is refused below.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => symlink_refusal(),
+            _ => e,
+        })?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(refusal(
+            io::ErrorKind::InvalidInput,
+            format!("it is {what}, not a regular file"),
+        ));
+    }
+    Ok(file)
+}
+
+/// A file's bytes, refused beyond `cap` bytes.
+pub fn read(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let file = open(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_large(cap));
+    }
+    Ok(bytes)
+}
+
+/// A file's text (UTF-8), refused beyond `cap` bytes.
+pub fn read_text(path: &Path, cap: u64) -> io::Result<String> {
+    String::from_utf8(read(path, cap)?)
+        .map_err(|_| refusal(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
+/// Why a file is refused for its size.
+pub fn too_large(cap: u64) -> io::Error {
+    refusal(
+        io::ErrorKind::InvalidData,
+        format!(
+            "it holds more than {}, the most the runner reads of such a file",
+            size_text(cap)
+        ),
+    )
+}
+
+/// `16 MiB`, `1 GiB`.
+pub fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// Refuses `path` where it is a link or something other than a regular file; a path that
+/// does not exist is fine (it is about to be written).
+fn writable(path: &Path) -> io::Result<()> {
+    not_a_link(path)?;
+    match fs::symlink_metadata(path) {
+        Ok(m) if !m.is_file() => Err(refusal(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        )),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates (or empties) `path` for writing, refusing a link there.
+pub fn create(path: &Path) -> io::Result<File> {
+    writable(path)?;
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// Writes `path` whole: a temporary file beside it, renamed over it once written.
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    writable(path)?;
+    let tmp = temporary_beside(path);
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes.as_ref()))
+        .and_then(|()| fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// A name beside `path` that no other process of the runner uses: `.NAME.tmp-PID`.
+pub fn temporary_beside(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Refuses `path` where it is a link: a file or folder inside a run folder must not lead
+/// out of it.
+pub fn not_a_link(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(symlink_refusal()),
+        _ => Ok(()),
+    }
+}
+
+/// Creates the folder `path` (and its parents), refused where it is a link.
+pub fn create_dir(path: &Path) -> io::Result<()> {
+    not_a_link(path)?;
+    fs::create_dir_all(path)
+}
+
+/// Removes the file or folder at `path` if there is one (a link itself, never its target).
+pub fn remove(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_fifos_and_devices_are_refused_with_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "secret").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let e = read(&link, 100).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        let e = write(&link, "x").unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(create(&link).is_err());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret");
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = read(&fifo, 100).unwrap_err().to_string();
+        assert!(e.contains("FIFO"), "{e}");
+        let e = read(Path::new("/dev/zero"), 100).unwrap_err().to_string();
+        assert!(e.contains("device"), "{e}");
+        let e = read(dir.path(), 100).unwrap_err().to_string();
+        assert!(e.contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn a_read_is_capped_and_a_write_replaces_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        write(&path, "12345").unwrap();
+        assert_eq!(read(&path, 5).unwrap(), b"12345");
+        let e = read(&path, 4).unwrap_err().to_string();
+        assert!(e.contains("more than 4 bytes"), "{e}");
+        write(&path, "6").unwrap();
+        assert_eq!(read_text(&path, 5).unwrap(), "6");
+        // Nothing temporary is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_folder_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("plots");
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        assert!(create_dir(&link).is_err());
+        remove(&link).unwrap();
+        assert!(dir.path().exists() && !link.exists());
+    }
+}
