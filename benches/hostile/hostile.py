@@ -41,44 +41,9 @@ SLOWER = 2
 
 
 def base_experiment(kernels: Path) -> str:
-    """The CLI tests' matmul experiment (tests/common/mod.rs)."""
-    return f"""[experiment]
-title = "test"
-
-[sweep]
-n = [64, 96]
-
-[[kernel]]
-name = "matmul"
-source = "{kernels / 'matmul.cu'}"
-entry = "matMulKernel"
-grid = ["(n + 31) // 32", "(n + 31) // 32"]
-block = [32, 32]
-args = [
-  {{ name = "A", buffer = "f32", len = "n * n", init = "uniform(0, 100)" }},
-  {{ name = "B", buffer = "f32", len = "n * n", init = "uniform(0, 100)" }},
-  {{ name = "C", buffer = "f32", len = "n * n", init = "output" }},
-  {{ name = "m", scalar = "i32", value = "n" }},
-  {{ name = "k", scalar = "i32", value = "n" }},
-  {{ name = "n", scalar = "i32", value = "n" }},
-]
-check = {{ reference = "matmul", inputs = ["A", "B"], output = "C", dims = ["n", "n", "n"] }}
-
-[defaults]
-samples = 20
-warmup = 5
-
-[[variant]]
-name = "events"
-timer = "events"
-
-[[variant]]
-name = "sync"
-timer = "host_sync"
-
-[report]
-baseline = "events"
-"""
+    """The CLI tests' matmul experiment (tests/matmul-experiment.toml)."""
+    text = (ROOT / "tests" / "matmul-experiment.toml").read_text()
+    return text.replace('"../kernels/matmul.cu"', f'"{kernels / "matmul.cu"}"')
 
 
 def limit_child():
@@ -902,36 +867,24 @@ unit = "ns"
                            ("device", {"bogus": 1}), ("started_utc", 5), ("complete", "yes")]:
             report(f"run.json {key} = {json.dumps(value)[:30]}", meta_edit(key, value))
 
-        def telemetry_value(col, v):
+        def column_value(name, col, v, every):
             def t(d):
-                lines = gzip.decompress((d / "telemetry.csv.gz").read_bytes()).decode().split("\n")
+                lines = gzip.decompress((d / name).read_bytes()).decode().split("\n")
                 header = lines[0].split(",")
                 i = header.index(col)
-                for j in range(1, len(lines), 7):
+                for j in range(1, len(lines), every):
                     f = lines[j].split(",")
                     if len(f) == len(header):
                         f[i] = v
                         lines[j] = ",".join(f)
-                (d / "telemetry.csv.gz").write_bytes(gzip.compress("\n".join(lines).encode()))
+                (d / name).write_bytes(gzip.compress("\n".join(lines).encode()))
             return t
         for col in ["t_us", "sm_mhz", "power_w", "temp_c"]:
             for v in ["NaN", "inf", "-1e308", "99999999999999999999"]:
-                report(f"telemetry {col} = {v}", telemetry_value(col, v))
+                report(f"telemetry {col} = {v}", column_value("telemetry.csv.gz", col, v, 7))
 
-        def start_value(v):
-            def t(d):
-                lines = gzip.decompress((d / "samples.csv.gz").read_bytes()).decode().split("\n")
-                header = lines[0].split(",")
-                i = header.index("t_us")
-                for j in range(1, len(lines), 5):
-                    f = lines[j].split(",")
-                    if len(f) == len(header):
-                        f[i] = v
-                        lines[j] = ",".join(f)
-                (d / "samples.csv.gz").write_bytes(gzip.compress("\n".join(lines).encode()))
-            return t
         for v in ["NaN", "inf", "-inf", "1e308"]:
-            report(f"samples t_us = {v}", start_value(v))
+            report(f"samples t_us = {v}", column_value("samples.csv.gz", "t_us", v, 5))
 
         def record_value(key, v):
             def t(d):

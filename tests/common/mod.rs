@@ -32,47 +32,12 @@ pub fn kernels_dir() -> PathBuf {
     std::env::current_dir().unwrap().join("kernels")
 }
 
-/// A valid experiment around the post's matmul; tests replace parts of it.
+/// A valid experiment around the post's matmul (`tests/matmul-experiment.toml`, with the
+/// kernel's path in `kernels`); tests replace parts of it.
 pub fn matmul_experiment(kernels: &Path) -> String {
-    format!(
-        r#"[experiment]
-title = "test"
-
-[sweep]
-n = [64, 96]
-
-[[kernel]]
-name = "matmul"
-source = "{}"
-entry = "matMulKernel"
-grid = ["(n + 31) // 32", "(n + 31) // 32"]
-block = [32, 32]
-args = [
-  {{ name = "A", buffer = "f32", len = "n * n", init = "uniform(0, 100)" }},
-  {{ name = "B", buffer = "f32", len = "n * n", init = "uniform(0, 100)" }},
-  {{ name = "C", buffer = "f32", len = "n * n", init = "output" }},
-  {{ name = "m", scalar = "i32", value = "n" }},
-  {{ name = "k", scalar = "i32", value = "n" }},
-  {{ name = "n", scalar = "i32", value = "n" }},
-]
-check = {{ reference = "matmul", inputs = ["A", "B"], output = "C", dims = ["n", "n", "n"] }}
-
-[defaults]
-samples = 20
-warmup = 5
-
-[[variant]]
-name = "events"
-timer = "events"
-
-[[variant]]
-name = "sync"
-timer = "host_sync"
-
-[report]
-baseline = "events"
-"#,
-        kernels.join("matmul.cu").display()
+    include_str!("../matmul-experiment.toml").replace(
+        "\"../kernels/matmul.cu\"",
+        &format!("\"{}\"", kernels.join("matmul.cu").display()),
     )
 }
 
