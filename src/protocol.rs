@@ -180,6 +180,9 @@ pub struct AuditRecord {
     /// Why the cell's reading is suspect against the audit launch's time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspect: Option<String>,
+    /// Why the two times are not set against each other, where they are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<String>,
 }
 
 /// The wait kernel a `queue = "saturate"` cell ran before each timed region.

@@ -1103,3 +1103,26 @@ fn expect_is_caught_or_left_out_and_needs_a_check() {
     let err = plan_error(&unchecked);
     assert!(err.contains("cannot be expected to be caught"), "{err}");
 }
+
+#[test]
+fn a_kernel_that_writes_only_a_reset_buffer_needs_a_check() {
+    let text = with_counter(r#"{ name = "bins", buffer = "u32", len = 256, reset = "zeros" }"#)
+        .replace("check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }\n", "")
+        .replace("init = \"output\" }", "init = \"uniform(0, 1)\" }");
+    let err = plan_error(&text);
+    assert!(err.contains("writes `bins` but has no check"), "{err}");
+}
+
+#[test]
+fn a_lazy_first_launch_has_no_room_for_resets() {
+    let text = with_counter(r#"{ name = "next", buffer = "u32", len = 1, reset = "zeros" }"#)
+        .replace(
+            "name = \"sync\"\ntimer = \"host_sync\"",
+            "name = \"sync\"\ntimer = \"events\"\nfirst_launch = \"lazy\"",
+        );
+    let err = plan_error(&text);
+    assert!(
+        err.contains("a lazy first launch has nothing on the GPU before it"),
+        "{err}"
+    );
+}

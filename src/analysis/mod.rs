@@ -144,10 +144,12 @@ impl<'a> Analysis<'a> {
                 .iter()
                 .filter(|r| r.status == crate::protocol::Status::Ok))
             .all(|r| r.audit.is_some());
-            let scrutiny = match (kernel.is_some_and(|k| k.unchecked), audited) {
-                (true, _) => trust::Scrutiny::Unchecked,
-                (false, true) => trust::Scrutiny::Audited,
-                (false, false) => trust::Scrutiny::Checked,
+            let checks = kernel.is_some_and(|k| k.check.is_some() || k.check_kernel.is_some());
+            let scrutiny = match (kernel.is_some_and(|k| k.unchecked), checks, audited) {
+                (true, ..) => trust::Scrutiny::Unchecked,
+                (false, false, _) => trust::Scrutiny::NoOutput,
+                (false, true, true) => trust::Scrutiny::Audited,
+                (false, true, false) => trust::Scrutiny::Checked,
             };
             (c, self.verdict(c), caught, scrutiny)
         }))

@@ -18,9 +18,9 @@ pub struct Peaks {
     pub fp64: Option<f64>,
     pub fp16: Option<f64>,
     pub bf16: Option<f64>,
-    /// The fastest the device does FLOPs of FP32 (as TF32), FP16, BF16 and FP64 inputs with
-    /// any unit, tensor cores included (dense), where its tables are known.
-    pub ceilings: Option<[f64; 4]>,
+    /// The most operations per second the device does of any type on any unit (FP8 or INT8
+    /// on tensor cores, with 2:4 sparsity), where its tables are known.
+    pub ceiling: Option<f64>,
     pub source: String,
 }
 
@@ -35,27 +35,22 @@ impl Peaks {
         }
     }
 
-    /// The most FLOPs of `dtype` per second any unit of the device does, tensor cores
-    /// included: above it a reading is impossible (a kernel on tensor cores may well be
-    /// above [`Peaks::flops`]).
-    pub fn flops_ceiling(&self, dtype: Dtype) -> Option<f64> {
-        let [f32, f16, bf16, f64] = self.ceilings?;
-        Some(match dtype {
-            Dtype::F64 => f64,
-            Dtype::F16 => f16,
-            Dtype::Bf16 => bf16,
-            _ => f32,
-        })
+    /// The most operations per second any unit of the device does, whatever their type:
+    /// above it a reading is impossible however its `flops` are counted (a kernel on tensor
+    /// cores is well above [`Peaks::flops`], and a quantized one may declare its work in
+    /// any float type).
+    pub fn flops_ceiling(&self) -> Option<f64> {
+        self.ceiling
     }
 }
 
-/// Dense tensor-core FLOPs per SM per clock of TF32, FP16, BF16 and FP64 inputs, by compute
-/// capability (NVIDIA's A100 and H100 data sheets: 156 / 312 / 312 / 19.5 TFLOP/s on 108
-/// SMs at 1410 MHz; 495 / 989 / 989 / 67 on 132 SMs at 1830 MHz); None where not known.
-fn tensor_rates(cc: (i64, i64)) -> Option<[f64; 4]> {
+/// The most operations per SM per clock of any type on any unit, by compute capability:
+/// INT8 (A100) and FP8 (H100) on tensor cores with 2:4 sparsity (NVIDIA's data sheets: 1248
+/// TOPS on 108 SMs at 1410 MHz; 3958 TFLOP/s on 132 SMs at 1830 MHz); None where not known.
+fn ops_per_sm_clock(cc: (i64, i64)) -> Option<f64> {
     match cc {
-        (8, 0) => Some([1024.0, 2048.0, 2048.0, 128.0]),
-        (9, 0) => Some([2048.0, 4096.0, 4096.0, 256.0]),
+        (8, 0) => Some(8192.0),
+        (9, 0) => Some(16384.0),
         _ => None,
     }
 }
@@ -141,10 +136,7 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
         }
     }
     let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
-    let cores = [fp32, fp16, bf16, fp64];
-    let ceilings = tensor_rates(capability(d)).map(|rates| {
-        std::array::from_fn(|i| (rates[i] * clocks).max(cores[i].unwrap_or_default()))
-    });
+    let ceiling = ops_per_sm_clock(capability(d)).map(|ops| ops * clocks);
     let host_link = d.host_link.filter(|_| host);
     source.extend(host_link.and_then(|l| l.describe()));
     Peaks {
@@ -154,7 +146,7 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
         fp64,
         fp16,
         bf16,
-        ceilings,
+        ceiling,
         source: source.join("; "),
     }
 }
@@ -169,8 +161,8 @@ mod tests {
         assert_eq!(half_factors((8, 0)), (Some(4.0), Some(2.0)));
         assert_eq!(half_factors((8, 9)), (Some(1.0), Some(1.0)));
         assert_eq!(fp32_lanes((9, 0)), Some(128.0));
-        // An H100's TF32 tensor cores do 8 times its FP32 lanes' FLOPs per clock.
-        assert_eq!(tensor_rates((9, 0)).unwrap()[0], 8.0 * 2.0 * 128.0);
-        assert_eq!(tensor_rates((8, 9)), None);
+        // An H100's sparse FP8 tensor cores do 64 times its FP32 lanes' FLOPs per clock.
+        assert_eq!(ops_per_sm_clock((9, 0)), Some(64.0 * 2.0 * 128.0));
+        assert_eq!(ops_per_sm_clock((8, 9)), None);
     }
 }

@@ -4,7 +4,7 @@
 //! written to be caught (`expect = "caught"`) must have none.
 
 use super::peaks::Peaks;
-use crate::experiment::{Dtype, Kernel};
+use crate::experiment::Kernel;
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, Status};
 
@@ -109,13 +109,11 @@ fn impossible(cell: &Cell, kernel: &Kernel, ns: f64, device: &Device) -> Option<
             ));
         }
     }
-    let dtype = kernel.flops_type.unwrap_or(Dtype::F32);
-    if let (Some(flops), Some(ceiling)) = (launch.flops, device.peaks.flops_ceiling(dtype)) {
+    if let (Some(flops), Some(ceiling)) = (launch.flops, device.peaks.flops_ceiling()) {
         if per_s(flops) > ceiling {
             return Some(format!(
-                "impossible: {:.1} TFLOP/s is above the most the device does with {} inputs on any unit, tensor cores included ({:.1} TFLOP/s): the launches did not do the work declared (`flops` overstates it, or work was skipped)",
+                "impossible: {:.1} TFLOP/s is above the most the device does of any type on any unit ({:.1} TFLOP/s: FP8 or INT8 on tensor cores, 2:4 sparse): the launches did not do the work declared (`flops` overstates it, or work was skipped)",
                 per_s(flops) / 1e12,
-                dtype.key(),
                 ceiling / 1e12
             ));
         }
@@ -130,8 +128,10 @@ const MIB: f64 = 1024.0 * 1024.0;
 pub enum Scrutiny {
     /// Checked, and its timed launches audited on new inputs in every run.
     Audited,
-    /// Checked, not audited: no output to check, or a run from before audits.
+    /// Checked, not audited: a run from before audits.
     Checked,
+    /// A kernel that writes nothing to check (an empty kernel).
+    NoOutput,
     /// `unchecked = true`, by the experiment's choice.
     Unchecked,
 }
@@ -141,8 +141,10 @@ pub enum Scrutiny {
 pub struct Summary {
     /// Cells trusted, of kernels expected to pass.
     pub trusted: usize,
-    /// Of those, the cells audited in every run, and those unchecked by choice.
+    /// Of those, the cells audited in every run, those with no output to check, and those
+    /// unchecked by choice.
     pub audited: usize,
+    pub no_output: usize,
     pub unchecked: usize,
     /// Cells failed, suspect or impossible, of kernels written to be caught.
     pub caught: usize,
@@ -166,6 +168,7 @@ impl Summary {
                 Some(true) => {
                     s.trusted += 1;
                     s.audited += usize::from(scrutiny == Scrutiny::Audited);
+                    s.no_output += usize::from(scrutiny == Scrutiny::NoOutput);
                     s.unchecked += usize::from(scrutiny == Scrutiny::Unchecked);
                 }
                 Some(false) => s.unexpected.push((cell.id.clone(), verdict.clone())),
@@ -182,16 +185,14 @@ impl Summary {
             n => format!("{n} cells"),
         };
         let mut parts = Vec::new();
-        let checked = self.trusted - self.audited - self.unchecked;
+        let checked = self.trusted - self.audited - self.no_output - self.unchecked;
         let how: Vec<String> = [
             (
                 self.audited,
                 "checked, and their timed launches audited on new inputs",
             ),
-            (
-                checked,
-                "checked, not audited (no output, or a run from before audits)",
-            ),
+            (checked, "checked, not audited (a run from before audits)"),
+            (self.no_output, "with no output to check"),
             (self.unchecked, "unchecked by the experiment's choice"),
         ]
         .into_iter()
@@ -259,7 +260,7 @@ mod tests {
         fp64: None,
         fp16: None,
         bf16: None,
-        ceilings: Some([535e12, 1070e12, 1070e12, 67e12]),
+        ceiling: Some(4282e12),
         source: String::new(),
     };
 
@@ -364,26 +365,19 @@ mod tests {
         );
         assert_eq!(v(&k, &large.cells[1], 100e3).word(), "impossible");
         assert_eq!(v(&k, &large.cells[0], 150e3), Verdict::Ok);
-        // FLOPs: above the FP32 lanes' 66.9 TFLOP/s is tensor cores' work (TF32), above
-        // their 535 is impossible.
-        let mut k = k;
+        // FLOPs: far above the FP32 lanes' 66.9 TFLOP/s is tensor cores' work; above the
+        // sparse FP8 ceiling of 4282 it is no unit's.
         let mut cell = large.cells[0].clone();
         cell.launch.bytes = None;
         cell.launch.flops = Some(1e9);
-        assert_eq!(v(&k, &cell, 10e3), Verdict::Ok, "100 TFLOP/s");
-        let beyond = v(&k, &cell, 1e3);
+        assert_eq!(v(&k, &cell, 1e3), Verdict::Ok, "1000 TFLOP/s");
+        let beyond = v(&k, &cell, 100.0);
         assert!(
             beyond
                 .reason()
                 .unwrap()
-                .contains("tensor cores included (535.0 TFLOP/s)"),
+                .contains("10000.0 TFLOP/s is above"),
             "{beyond:?}"
-        );
-        k.flops_type = Some(Dtype::F64);
-        assert_eq!(
-            v(&k, &cell, 10e3).word(),
-            "impossible",
-            "100 TFLOP/s of FP64"
         );
     }
 }

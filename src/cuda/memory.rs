@@ -208,17 +208,17 @@ impl DeviceBuffer {
         matches!(self.placement, Placement::Device)
     }
 
-    /// Copies all of `source`, a buffer of the same size, into this one on the device, and
-    /// waits.
+    /// Enqueues a copy of all of `source`, a device buffer of the same size, into this one
+    /// (on the legacy stream: work enqueued after it sees the copy done).
     pub fn copy_from(&self, source: &DeviceBuffer) -> Result<(), CudaError> {
-        if source.bytes != self.bytes {
+        if source.bytes != self.bytes || !self.in_device_memory() || !source.in_device_memory() {
             return Err(CudaError::Library(format!(
-                "a copy of {} bytes into a buffer of {}",
+                "a device copy needs two buffers of device memory of one size, not {} bytes into {}",
                 source.bytes, self.bytes
             )));
         }
-        // SAFETY: both buffers are live and hold exactly self.bytes bytes (checked above);
-        // unified addressing reaches either wherever it lives.
+        // SAFETY: both are live buffers of device memory holding exactly self.bytes bytes
+        // (checked above), freed only after a synchronizing cuMemFree.
         unsafe { sys::cuMemcpyDtoD_v2(self.ptr, source.ptr, self.bytes) }
             .result()
             .during("cuMemcpyDtoD")

@@ -218,7 +218,9 @@ pub fn assign(
         if let (Some(a), Some(launch), Some(reading)) = (rec.audit.as_mut(), audit.first(), reading)
         {
             a.launch_ns = Some(launch.ns);
-            a.suspect = crate::method::audit::suspect(TimerKind::Profiler, reading, launch.ns);
+            if a.unjudged.is_none() {
+                a.suspect = crate::method::audit::suspect(TimerKind::Profiler, reading, launch.ns);
+            }
         }
     }
 }
@@ -336,6 +338,30 @@ mod tests {
         let audit = r.audit.as_ref().unwrap();
         assert_eq!(audit.launch_ns, Some(46.6e3));
         assert!(audit.suspect.as_ref().unwrap().starts_with("suspect"));
+    }
+
+    #[test]
+    fn an_audit_the_worker_left_unjudged_gets_its_time_but_no_verdict() {
+        let launch = |ns| Profiled {
+            kernel: "k".into(),
+            ns,
+            sm_hz: None,
+        };
+        let report = [50e3, 1.5e3, 1.6e3, 46.6e3].map(launch);
+        let mut r = CellRecord::failed(0, "k", 0, String::new());
+        r.status = crate::protocol::Status::Ok;
+        r.kernel_launches = 4;
+        r.samples_ns = vec![f64::NAN];
+        r.audit = Some(crate::protocol::AuditRecord {
+            launches: 1,
+            unjudged: Some("its managed inputs migrate back on the audit's refill".into()),
+            ..Default::default()
+        });
+        let mut records = vec![r];
+        assign(&mut records, &report, |_| "k".into(), |_| 1);
+        let audit = records[0].audit.as_ref().unwrap();
+        assert_eq!(audit.launch_ns, Some(46.6e3));
+        assert_eq!(audit.suspect, None);
     }
 
     #[test]

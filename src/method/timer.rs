@@ -304,15 +304,19 @@ impl<'b> Timer<'b> {
     }
 
     /// Host time to enqueue one events-timed region on an idle queue (median of `tries`):
-    /// what a wait kernel must outlast.
+    /// what a wait kernel must outlast. `before_each` runs first each time, outside the
+    /// measure (the resets a single launch of the kernel needs).
     pub fn enqueue_cost_ns(
         &mut self,
         launch: &mut Launch,
         body: &Body,
         tries: usize,
+        mut before_each: impl FnMut() -> Result<(), CudaError>,
     ) -> Result<f64, CudaError> {
         let mut costs = Vec::with_capacity(tries);
         for _ in 0..tries {
+            before_each()?;
+            synchronize()?;
             let t0 = Instant::now();
             self.start.record()?;
             body.enqueue(launch, 0)?;

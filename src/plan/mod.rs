@@ -15,8 +15,9 @@ use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec,
 pub use describe::{describe, estimated_seconds};
 use serde::{Deserialize, Serialize};
 
-/// Refuses a cell whose graph's launches event nodes would time one by one for a kernel
-/// with `reset` buffers: their hot graphs have no room for the resets.
+/// Refuses a cell of a kernel with `reset` buffers where a reset cannot come before every
+/// launch: a lazy first launch (nothing may run on the GPU before it), a graph whose
+/// launches event nodes time one by one (their hot graphs have no room for the resets).
 fn refuse_resets_between_launches(
     exp: &Experiment,
     id: &str,
@@ -35,6 +36,11 @@ fn refuse_resets_between_launches(
     });
     if !resets {
         return Ok(());
+    }
+    if knobs.first_launch == crate::experiment::knobs::first_launch::FirstLaunch::Lazy {
+        return Err(exp
+            .error(format!("cell {id}: a lazy first launch has nothing on the GPU before it, but the kernel's `reset` buffers are set by a memset before every launch"))
+            .with_hint("time this kernel with first_launch = \"prepared\""));
     }
     match knobs.launches {
         Launches::Graph(_) if knobs.flushed_graph == FlushedGraph::EventNodes => Err(exp

@@ -131,7 +131,7 @@ mod tests {
             fp64: Some(33.5e12),
             fp16: None,
             bf16: None,
-            ceilings: None,
+            ceiling: None,
             source: String::new(),
         };
         // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.

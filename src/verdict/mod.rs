@@ -304,10 +304,12 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
     }
 }
 
-/// The cells of a run whose reading is not trusted, by id, with the verdict's word.
+/// The cells of a run whose reading is not trusted, by id, with the verdict's word (every
+/// cell, where the run's statistics cannot be computed to judge them).
 fn doubts(s: &Stored) -> HashMap<String, &'static str> {
     let Ok(a) = crate::analysis::Analysis::of(s) else {
-        return HashMap::new();
+        let unjudged = |c: &Cell| (c.id.clone(), "not judged: its statistics failed");
+        return s.plan.cells.iter().map(unjudged).collect();
     };
     (s.plan.cells.iter())
         .filter_map(|c| {

@@ -74,8 +74,9 @@ impl Checker<'_> {
         }
         let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
         // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
-        // writes differs, whatever its type.
+        // writes differs, whatever its type. Then its own resets, as before every launch.
         theirs.fill_outputs(0)?;
+        theirs.reset()?;
         let params = theirs.params(&spec.args);
         let mut launch = Launch::new(&func, dims_of(spec), &taken(&params, takes));
         let steps = StepCode::Loaded(steps);

@@ -17,7 +17,7 @@ use super::reference;
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
-use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::experiment::{ArgValue, Kernel, Memory};
 use crate::method::timer::{Body, Saturate, Timer};
 use crate::method::{audit::suspect, compare};
@@ -87,7 +87,7 @@ pub(super) fn run<'b>(
     for (i, v) in armed.params[0].iter().enumerate() {
         armed.launch.set_param(i, *v);
     }
-    let launch_ns = time_launch(s, cell, buffers, armed)?;
+    let (launch_ns, queue_ran_dry) = time_launch(s, cell, buffers, armed)?;
     rec.kernel_launches += 1;
     s.timeline.mark("audit launch");
 
@@ -128,14 +128,19 @@ pub(super) fn run<'b>(
     s.timeline.mark("audit check");
 
     // Managed memory the host has just refilled migrates back during the audit launch,
-    // which the timed launches on resident pages did not pay: their times are not set
-    // against each other.
+    // which the timed launches on resident pages did not pay; a wait kernel that ran out
+    // before the launch was queued lets the host's launch time into the reading.
     let migrates = (spec.args.iter()).any(
         |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
     );
+    let unjudged = match (migrates, queue_ran_dry) {
+        (true, _) => Some("its managed inputs migrate back on the audit's refill".to_string()),
+        (false, true) => Some("the wait kernel ended before the audit launch was queued".into()),
+        (false, false) => None,
+    };
     let reading = crate::method::median(rec.samples_ns.clone()).or(rec.first_ns);
-    let verdict = match (launch_ns, reading) {
-        (Some(a), Some(r)) if !migrates => suspect(cell.knobs.timer, r, a),
+    let verdict = match (launch_ns, reading, &unjudged) {
+        (Some(a), Some(r), None) => suspect(cell.knobs.timer, r, a),
         _ => None,
     };
     rec.audit = Some(AuditRecord {
@@ -144,6 +149,7 @@ pub(super) fn run<'b>(
         launch_ns,
         launches: 1,
         suspect: verdict,
+        unjudged,
     });
     Ok(())
 }
@@ -183,12 +189,22 @@ impl Stash {
         })
     }
 
-    /// Lets go of the device memory of another point's stash before `cell` allocates.
+    /// Lets go of the stash's device memory before `cell` allocates, unless it is the stash
+    /// of `cell`'s point and the cell's buffers (every set) and flush fit beside it.
     pub(super) fn forget_unless_at(s: &mut Session, cell: &Cell) {
-        if s.audit_stash
-            .as_ref()
-            .is_some_and(|st| st.point != cell.point_key())
-        {
+        let Some(stash) = &s.audit_stash else {
+            return;
+        };
+        let sets = cell.knobs.rotate.sets(cell.knobs.launches);
+        let flush = match cell.knobs.cache {
+            Cache::Flush { bytes, .. } => bytes,
+            Cache::Hot => 0,
+        };
+        let needs = (cell.launch.device_bytes())
+            .saturating_mul(sets)
+            .saturating_add(flush);
+        let fits = cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64);
+        if stash.point != cell.point_key() || !fits {
             s.audit_stash = None;
         }
     }
@@ -197,13 +213,14 @@ impl Stash {
 /// Launches the kernel once in the cell's cache state, timed as the cell's timer sees the
 /// kernel: CUPTI's span; under the profiler, by its report later (None here); else CUDA
 /// events around it behind a wait kernel (so that the host's launch time stays out), less
-/// their reading of an empty kernel.
+/// their reading of an empty kernel. The flag: the wait kernel ran out before a timed
+/// region was queued.
 fn time_launch(
     s: &mut Session,
     cell: &Cell,
     buffers: &Buffers,
     armed: &mut Armed,
-) -> Result<Option<f64>, Failure> {
+) -> Result<(Option<f64>, bool), Failure> {
     let what = during("audit launch");
     match cell.knobs.timer {
         TimerKind::Cupti => {
@@ -213,13 +230,14 @@ fn time_launch(
             armed.launch.enqueue().map_err(&what)?;
             cuda::synchronize().map_err(&what)?;
             let spans = collector.finish(&armed.entries, 1)?;
-            Ok(spans.launches.first().map(|sp| (sp.end - sp.start) as f64))
+            let span = spans.launches.first().map(|sp| (sp.end - sp.start) as f64);
+            Ok((span, false))
         }
         TimerKind::Profiler => {
             prepare(buffers, armed)?;
             armed.launch.enqueue().map_err(&what)?;
             cuda::synchronize().map_err(&what)?;
-            Ok(None)
+            Ok((None, false))
         }
         TimerKind::Events | TimerKind::Host | TimerKind::HostSync => {
             let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
@@ -243,7 +261,8 @@ fn time_launch(
             let floor = crate::method::median(floor).unwrap_or_default();
             prepare(buffers, armed)?;
             let ns = events.time(&mut armed.launch, &one, 0).map_err(&what)?;
-            Ok(Some((ns - floor).max(0.0)))
+            let dry = events.saturate.as_ref().is_some_and(|w| w.too_short > 0);
+            Ok((Some((ns - floor).max(0.0)), dry))
         }
     }
 }

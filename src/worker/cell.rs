@@ -82,23 +82,24 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
         }
         Ok(())
     });
-    // Every cell loads its own module: no device global of this one reaches the next.
-    s.kernels.end_cell();
     rec.wall_s = t0.elapsed().as_secs_f64();
     rec.phases = s.timeline.take();
-    match outcome {
+    let lost = match outcome {
         Ok(()) => {
             rec.status = Status::Ok;
             rec.error = None;
-            (rec, false)
+            false
         }
         Err(f) => {
             rec.fail(f.message);
             // A fault may surface only now; a context that cannot synchronize is lost.
-            let lost = f.context_lost || cuda::synchronize().is_err();
-            (rec, lost)
+            f.context_lost || cuda::synchronize().is_err()
         }
-    }
+    };
+    // Every cell loads its own module (once the GPU is done with this one's): no device
+    // global of this cell reaches the next.
+    s.kernels.end_cell();
+    (rec, lost)
 }
 
 /// Slack added to twice the measured enqueue cost when sizing a wait kernel.
@@ -185,9 +186,13 @@ fn sample<'b>(
         let wait_ns = match wait_us {
             Some(us) => us * 1000,
             None => {
+                // A single launch's resets come before its region (a batch's and a graph's
+                // are inside it).
+                let single = armed.body.launches() == 1;
+                let reset = || if single { buffers.reset() } else { Ok(()) };
                 let cost = armed
                     .timer
-                    .enqueue_cost_ns(&mut armed.launch, &armed.body, 5)
+                    .enqueue_cost_ns(&mut armed.launch, &armed.body, 5, reset)
                     .map_err(during("sizing the wait kernel"))?;
                 rec.kernel_launches += 5 * armed.body.launches();
                 (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS

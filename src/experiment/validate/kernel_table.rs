@@ -128,15 +128,10 @@ impl Validator<'_> {
         let check = match &rk.check {
             None if unchecked || has_kernel_check => None,
             None => {
-                let output = args.iter().find(|a| {
-                    matches!(
-                        a.kind,
-                        ArgKind::Buffer {
-                            init: schema::Init::Output,
-                            ..
-                        }
-                    )
-                });
+                // An output, or a buffer reset before every launch (a histogram's bins).
+                let output = args
+                    .iter()
+                    .find(|a| matches!(&a.kind, ArgKind::Buffer { init, .. } if init.is_written()));
                 if let Some(out) = output {
                     return Err(self
                         .err(&rk.name, format!("kernel `{}` writes `{}` but has no check", rk.name.get_ref(), out.name))
