@@ -71,7 +71,19 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
         })
         .collect();
     let _ = writeln!(out, "  kernels: {}", kernels.join(", "));
-    for k in &exp.kernels {
+    for (i, k) in exp.kernels.iter().enumerate() {
+        if k.check_only {
+            let checks: Vec<&str> = (exp.kernels.iter())
+                .filter(|o| o.check_kernel.as_ref().is_some_and(|c| c.kernel == i))
+                .map(|o| o.name.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  kernel {} is not timed (timed = false): it runs only in the checks of {}",
+                k.name,
+                checks.join(", ")
+            );
+        }
         let resets: Vec<String> = (k.args.iter())
             .filter_map(|a| match &a.kind {
                 crate::experiment::ArgKind::Buffer {

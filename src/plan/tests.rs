@@ -188,6 +188,40 @@ fn the_estimate_counts_the_gpu_warm_up() {
 }
 
 #[test]
+fn a_kernel_that_is_not_timed_has_no_cells_but_gives_the_checks_their_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "extern \"C\" __global__ void k(float* y) {}\nextern \"C\" __global__ void r(float* y) {}",
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }}]\n{extra}\n")
+    };
+    let text =
+        format!(
+        "[experiment]\ntitle = \"t\"\n{}{}[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n",
+        kernel("ref", "r", "timed = false"),
+        kernel("k", "k", "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }")
+    );
+    let e = Experiment::parse(
+        &dir.path().join("e.toml"),
+        &text,
+        &DeviceFacts::nominal(),
+        Sources::Read,
+    )
+    .unwrap();
+    let plan = Plan::new(&e).unwrap();
+    let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["k/hot"]);
+    assert_eq!(plan.cells[0].kernel, Some(1));
+    assert!(
+        plan.cells[0].reference_launch.is_some(),
+        "checked against ref"
+    );
+}
+
+#[test]
 fn shuffled_cells_take_turns_in_a_seeded_order() {
     let v = |n: &str| format!("[[variant]]\nname = \"{n}\"\norder = \"shuffled\"\nrounds = 8\n");
     let e = experiment(&format!(
