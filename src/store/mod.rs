@@ -9,6 +9,9 @@ mod read;
 mod rows;
 mod write;
 
+#[cfg(test)]
+mod committed_tests;
+
 use crate::cuda::DeviceInfo;
 use crate::protocol::Startup;
 use crate::system::{Git, Host};
