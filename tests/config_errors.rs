@@ -1150,3 +1150,25 @@ fn a_kernel_that_is_not_timed_serves_a_check_and_nothing_else() {
     let err = plan_error(&text);
     assert!(err.contains("matmul"), "{err}");
 }
+
+#[test]
+fn a_budget_is_a_duration_a_table_or_none() {
+    let text = good().replace("warmup = 5", "warmup = 5\nbudget = \"soon\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "budget = ");
+    assert!(err.contains("budget") && err.contains("\"none\""), "{err}");
+    let ok = good().replace(
+        "warmup = 5",
+        "warmup = 5\nbudget = { gpu_time = \"2s\", min_samples = 3 }",
+    );
+    let (_dir, path) = write_experiment("ok.toml", &ok);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "budget: stops once the steady samples hold 2s of GPU time (at least 3 samples)"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -12,6 +12,7 @@ mod launch;
 mod names;
 pub mod npy;
 pub mod peer;
+pub mod rates;
 mod scalar;
 pub mod schema;
 pub mod sweep;

@@ -2,7 +2,9 @@
 //! read an empty kernel with each timer) with its knobs and launch fixed, and the worker
 //! processes that will run them.
 
+pub mod cost;
 mod describe;
+mod model;
 mod select;
 pub mod shard;
 
@@ -12,7 +14,7 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use describe::{describe, estimated_seconds};
+pub use describe::describe;
 use serde::{Deserialize, Serialize};
 
 /// Refuses a cell whose graph's launches event nodes would time one by one for a kernel

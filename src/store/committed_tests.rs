@@ -1,10 +1,11 @@
-//! The default budget against the committed runs in `reports/`: the budget the experiments
-//! run under now stops none of the cells they took.
+//! The plan's estimate and the default budget against the committed runs in `reports/`:
+//! how close a first run's estimate comes to each run's wall time, and that the budget the
+//! experiments run under now stops none of the cells they took.
 
 use super::Stored;
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::method::budget::Meter;
-use crate::plan::Plan;
+use crate::plan::{cost::Estimate, Plan};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,6 +31,79 @@ fn committed() -> Vec<(PathBuf, Stored)> {
             (d, s)
         })
         .collect()
+}
+
+fn wall_s(s: &Stored) -> Option<f64> {
+    let at = |t: &str| humantime::parse_rfc3339(t).ok();
+    let (start, end) = (
+        at(&s.meta.started_utc)?,
+        at(s.meta.finished_utc.as_deref()?)?,
+    );
+    Some(end.duration_since(start).ok()?.as_secs_f64())
+}
+
+/// The runs at the commits since every cell is audited (5ac6784) and the fresh-process
+/// runs just before it (e04683c), which the model's constants were read from and stand for.
+const CURRENT: &[&str] = &["5ac6784", "e04683c"];
+
+#[test]
+fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
+    let mut rows = Vec::new();
+    for (dir, s) in committed() {
+        let (Some(wall), true) = (wall_s(&s), s.meta.complete) else {
+            continue;
+        };
+        // A resumed run's clock ran between its parts; a part of a merged run has its own.
+        let cells: f64 = s.records.iter().map(|r| r.wall_s).sum();
+        if wall > 2.0 * cells + 60.0 {
+            continue;
+        }
+        let estimate = Estimate::new(&s.experiment, &s.plan, &HashMap::new());
+        let commit = s
+            .meta
+            .git
+            .as_ref()
+            .map_or("", |g| &g.commit[..7.min(g.commit.len())]);
+        let declared = estimate.undeclared.is_empty();
+        rows.push((
+            dir,
+            commit.to_string(),
+            declared,
+            wall,
+            estimate.total_s(&s.plan),
+        ));
+    }
+    println!("run | commit | work declared | wall s | estimate s | estimate / wall");
+    for (dir, commit, declared, wall, est) in &rows {
+        println!(
+            "{} | {commit} | {declared} | {wall:.0} | {est:.1} | {:.2}",
+            dir.display(),
+            est / wall
+        );
+    }
+    // The runs the constants stand for: each within a factor of three (a kernel that
+    // declares no work, or runs far below its peaks, takes longer than the model says),
+    // and half of them within 0.67-1.5.
+    let mut ratios = Vec::new();
+    for (dir, commit, _, wall, est) in &rows {
+        if !CURRENT.contains(&commit.as_str()) {
+            continue;
+        }
+        let ratio = est / wall;
+        assert!(
+            (1.0 / 3.0..=3.0).contains(&ratio),
+            "{}: estimated {est:.1} s, ran {wall:.0} s",
+            dir.display()
+        );
+        ratios.push(ratio);
+    }
+    assert!(ratios.len() >= 8, "{} current runs", ratios.len());
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        (0.67..=1.5).contains(&median),
+        "median {median:.2}: {ratios:?}"
+    );
 }
 
 /// For each committed run, each of its cell runs replayed through the budget of the
