@@ -135,7 +135,7 @@ pub struct CellRecord {
     /// sample of this methodology costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_wall_ns: Option<f64>,
-    /// Why an adaptive cell stopped taking samples.
+    /// Why a cell stopped taking samples before its count: an adaptive stop, or the budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
     /// The SM clock the clock probe measured just before and just after the cell, in MHz.

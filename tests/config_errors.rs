@@ -1105,6 +1105,75 @@ fn expect_is_caught_or_left_out_and_needs_a_check() {
 }
 
 #[test]
+fn a_kernel_that_is_not_timed_serves_a_check_and_nothing_else() {
+    let check = "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }";
+    let block = good();
+    let start = block.find("[[kernel]]").unwrap();
+    let end = block.find("[defaults]").unwrap();
+    let twin = block[start..end]
+        .replace("name = \"matmul\"", "name = \"twin\"")
+        .replace(
+            check,
+            "check_kernel = { kernel = \"matmul\", outputs = [\"C\"] }",
+        );
+    let with_twin = block.replace("[defaults]", &format!("{twin}[defaults]"));
+    // A reference run only for the check needs no check of its own.
+    let text = with_twin.replacen(check, "timed = false\ncheck = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }", 1);
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "timed = false");
+    assert!(
+        err.contains("runs only as another kernel's reference"),
+        "{err}"
+    );
+    let ok = with_twin.replacen(check, "timed = false", 1);
+    let (_dir, path) = write_experiment("ok.toml", &ok);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    let plan = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(plan.contains("twin/n=64/events"), "{plan}");
+    assert!(
+        !plan.contains("\nmatmul/n=64"),
+        "the reference has no cells: {plan}"
+    );
+    assert!(
+        plan.contains(
+            "kernel matmul is not timed (timed = false): it runs only in the checks of twin"
+        ),
+        "{plan}"
+    );
+    // No kernel checks against it: it would never run.
+    let text = block.replacen(check, "timed = false", 1);
+    let err = plan_error(&text);
+    assert!(err.contains("no kernel's check_kernel names it"), "{err}");
+    // It has no times to compare.
+    let text = ok.replace("[report]", "[report]\nkernels = [[\"twin\", \"matmul\"]]");
+    let err = plan_error(&text);
+    assert!(err.contains("matmul"), "{err}");
+}
+
+#[test]
+fn a_budget_is_a_duration_a_table_or_none() {
+    let text = good().replace("warmup = 5", "warmup = 5\nbudget = \"soon\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "budget = ");
+    assert!(err.contains("budget") && err.contains("\"none\""), "{err}");
+    let ok = good().replace(
+        "warmup = 5",
+        "warmup = 5\nbudget = { gpu_time = \"2s\", min_samples = 3 }",
+    );
+    let (_dir, path) = write_experiment("ok.toml", &ok);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "budget: stops once the steady samples hold 2s of GPU time (at least 3 samples)"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn a_kernel_that_writes_only_a_reset_buffer_needs_a_check() {
     let text = with_counter(r#"{ name = "bins", buffer = "u32", len = 256, reset = "zeros" }"#)
         .replace("check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }\n", "")

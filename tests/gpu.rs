@@ -579,3 +579,88 @@ fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() 
     );
     assert_eq!(record(&records, "matmul/n=64/hot")["status"], "ok");
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_budget_stops_a_cell_between_samples_and_a_reference_that_is_not_timed_only_checks() {
+    let base = matmul_with(
+        "n = [512]",
+        r#"[defaults]
+warmup = 1
+samples = 100000
+budget = { gpu_time = "50ms", min_samples = 5 }
+
+[[variant]]
+name = "events"
+
+[[variant]]
+name = "cupti"
+timer = "cupti"
+
+[[variant]]
+name = "fixed"
+samples = 30
+budget = "none"
+
+[report]
+floor = false
+"#,
+    );
+    // The tiled matmul checked against the naive one, which is not timed itself.
+    let start = base.find("[[kernel]]").unwrap();
+    let end = base.find("[defaults]").unwrap();
+    let tiled = base[start..end]
+        .replace("name = \"matmul\"", "name = \"tiled\"")
+        .replace("matmul.cu", "matmul_tiled.cu")
+        .replace("entry = \"matMulKernel\"", "entry = \"matMulTiled\"")
+        .replace(
+            "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
+            "check_kernel = { kernel = \"matmul\", outputs = [\"C\"], rtol = 1e-3, atol = 1e-3 }",
+        );
+    let text = base
+        .replacen(
+            "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
+            "timed = false",
+            1,
+        )
+        .replace("[defaults]", &format!("{tiled}[defaults]"));
+    let (_out, dir, records) = run_on_gpu("budget", &text);
+    assert_eq!(
+        records.len(),
+        3,
+        "only the tiled kernel's cells: {records:?}"
+    );
+    let rows = sample_rows(&dir);
+    let steady = |suffix: &str| {
+        (rows.iter())
+            .filter(|r| r[0].ends_with(suffix) && r.contains(&"steady".to_string()))
+            .count()
+    };
+    for v in ["/events", "/cupti"] {
+        let rec = record(&records, v);
+        assert_eq!(rec["status"], "ok", "{rec}");
+        assert!(
+            rec["check"]
+                .as_str()
+                .unwrap()
+                .contains("against kernel `matmul`"),
+            "{rec}"
+        );
+        let why = rec["stopped"].as_str().unwrap();
+        assert!(
+            why.starts_with("budget: ") && why.contains("of 100000 samples"),
+            "{why}"
+        );
+        let n = steady(v);
+        assert!((5..100_000).contains(&n), "{v}: {n} samples");
+    }
+    // Events count the samples' own time: 50 ms of launches of tens of microseconds.
+    let median_ns = steady_median(&dir, "/events");
+    let taken = steady("/events") as f64;
+    assert!(
+        taken * median_ns >= 45e6 && (taken - 1.0) * median_ns < 55e6,
+        "{taken} samples of {median_ns} ns"
+    );
+    assert!(record(&records, "/fixed")["stopped"].is_null());
+    assert_eq!(steady("/fixed"), 30);
+}

@@ -4,6 +4,9 @@
 //! ([`super::trust`]).
 
 use crate::cuda::{capability, DeviceInfo};
+use crate::experiment::rates::{
+    core_flops, dram, fp32_lanes, fp64_lanes, half_factors, ops_per_sm_clock,
+};
 use crate::experiment::Dtype;
 
 /// The device's peaks and where each figure comes from.
@@ -44,58 +47,16 @@ impl Peaks {
     }
 }
 
-/// The most operations per SM per clock of any type on any unit, by compute capability:
-/// INT8 (A100) and FP8 (H100) on tensor cores with 2:4 sparsity (NVIDIA's data sheets: 1248
-/// TOPS on 108 SMs at 1410 MHz; 3958 TFLOP/s on 132 SMs at 1830 MHz); None where not known.
-fn ops_per_sm_clock(cc: (i64, i64)) -> Option<f64> {
-    match cc {
-        (8, 0) => Some(8192.0),
-        (9, 0) => Some(16384.0),
-        _ => None,
-    }
-}
-
-/// FP16 and BF16 rates without tensor cores as multiples of FP32's, by compute capability
-/// (the CUDA programming guide's throughput table: packed pairs on 8.0 and 9.0, four-fold
-/// FP16 on the A100).
-fn half_factors(cc: (i64, i64)) -> (Option<f64>, Option<f64>) {
-    match cc {
-        (9, 0) => (Some(2.0), Some(2.0)),
-        (8, 0) => (Some(4.0), Some(2.0)),
-        (8, 6) | (8, 7) | (8, 9) => (Some(1.0), Some(1.0)),
-        (7, 0) => (Some(2.0), None),
-        _ => (None, None),
-    }
-}
-
-/// FP64 lanes per SM by compute capability (the CUDA programming guide's throughput table).
-fn fp64_lanes(cc: (i64, i64)) -> Option<f64> {
-    match cc {
-        (7, 0) | (8, 0) => Some(32.0),
-        (9, 0) => Some(64.0),
-        (7, _) | (8, _) | (12, _) => Some(2.0),
-        _ => None,
-    }
-}
-
-/// FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table).
-fn fp32_lanes(cc: (i64, i64)) -> Option<f64> {
-    match cc {
-        (7, _) | (8, 0) => Some(64.0),
-        (8, _) | (9, 0) | (10, _) | (12, _) => Some(128.0),
-        _ => None,
-    }
-}
-
 /// The device's peaks; `types`: the FLOP types the experiment's kernels declare, `host`:
 /// whether it copies to or from the host (a peak is described only where a kernel is
 /// compared with it).
 pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
     let dram = d
         .mem_bus_width_bits
-        .map(|bits| 2.0 * d.mem_clock_max_mhz as f64 * 1e6 * bits as f64 / 8.0);
+        .map(|bits| dram(d.mem_clock_max_mhz, bits));
     let lanes = fp32_lanes(capability(d));
-    let fp32 = lanes.map(|l| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * l * 2.0);
+    let cores = |dtype| core_flops(capability(d), d.sm_count, d.sm_clock_max_mhz, dtype);
+    let fp32 = cores(Dtype::F32);
     let mut source = Vec::new();
     if let (Some(p), Some(bits)) = (dram, d.mem_bus_width_bits) {
         source.push(format!(
@@ -112,11 +73,8 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
             d.sm_clock_max_mhz
         ));
     }
-    let per_sm = |lanes: f64| d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6 * lanes * 2.0;
-    let fp64 = fp64_lanes(capability(d)).map(per_sm);
+    let (fp64, fp16, bf16) = (cores(Dtype::F64), cores(Dtype::F16), cores(Dtype::Bf16));
     let (f16x, bf16x) = half_factors(capability(d));
-    let fp16 = fp32.zip(f16x).map(|(p, x)| p * x);
-    let bf16 = fp32.zip(bf16x).map(|(p, x)| p * x);
     if let (Some(p), true) = (fp64, types.contains(&Dtype::F64)) {
         source.push(format!(
             "FP64 {:.1} TFLOP/s = {} SMs x {} MHz x {} FP64 lanes x 2",
@@ -148,21 +106,5 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
         bf16,
         ceiling,
         source: source.join("; "),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lanes_per_sm_follow_the_programming_guides_table() {
-        assert_eq!(fp64_lanes((9, 0)), Some(64.0));
-        assert_eq!(half_factors((8, 0)), (Some(4.0), Some(2.0)));
-        assert_eq!(half_factors((8, 9)), (Some(1.0), Some(1.0)));
-        assert_eq!(fp32_lanes((9, 0)), Some(128.0));
-        // An H100's sparse FP8 tensor cores do 64 times its FP32 lanes' FLOPs per clock.
-        assert_eq!(ops_per_sm_clock((9, 0)), Some(64.0 * 2.0 * 128.0));
-        assert_eq!(ops_per_sm_clock((8, 9)), None);
     }
 }

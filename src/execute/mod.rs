@@ -12,6 +12,7 @@ mod worker_process;
 
 use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
+use crate::plan::cost::{seconds, Estimate};
 use crate::plan::{shard::Shard, Plan, Run};
 use crate::store::{self, RunMeta, ShardCells, Stored, Writer};
 use crate::{cuda, system};
@@ -119,7 +120,7 @@ pub fn run(
             let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
             Some(ShardCells {
                 shard,
-                cells: plan.shard_ids(shard, &previous),
+                cells: plan.shard_ids(shard, &Estimate::new(&exp, &plan, &previous)),
             })
         }
         (None, None) => None,
@@ -142,6 +143,7 @@ pub fn run(
     // Peers run beside variants the selection kept.
     exp.peers
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
+    let resumed = stored.is_some();
     let (mut meta, mut writer, done) = match stored {
         Some(stored) => {
             let done: HashSet<Run> = stored
@@ -169,6 +171,7 @@ pub fn run(
                 started_utc: now(),
                 peers_s: None,
                 workers: None,
+                estimate: Some(estimate(&exp, &plan)),
                 finished_utc: None,
                 complete: false,
                 only,
@@ -198,6 +201,7 @@ pub fn run(
         }
         _ => None,
     };
+    let started = SystemTime::now();
     let program = WorkerProgram::this_binary()?;
     let mut peers = peers::Peers::new(&exp, &plan.cells);
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?
@@ -212,10 +216,30 @@ pub fn run(
     meta.complete = complete;
     meta.finished_utc = Some(now());
     writer.write_meta(&meta)?;
+    // A resumed run's clock ran only for its rest.
+    if let (Some(e), Ok(took), false) = (meta.estimate, started.elapsed(), resumed) {
+        eprintln!(
+            "ran for {}; the plan estimated {} ({} for a first run)",
+            seconds(took.as_secs_f64()),
+            seconds(e.seconds),
+            seconds(e.modelled_seconds)
+        );
+    }
     Ok(Outcome {
         dir: dir.to_path_buf(),
         complete,
     })
+}
+
+/// The plan's estimate of a new run, which it states before the run starts.
+fn estimate(exp: &Experiment, plan: &Plan) -> store::RunEstimate {
+    let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
+    let estimate = Estimate::new(exp, plan, &previous);
+    eprintln!("estimated time: {}", estimate.describe(exp, plan));
+    store::RunEstimate {
+        seconds: estimate.total_s(plan),
+        modelled_seconds: Estimate::new(exp, plan, &Default::default()).total_s(plan),
+    }
 }
 
 /// The stored run in `dir`, if the experiment and its sources are as they were.

@@ -10,12 +10,13 @@ use super::INTERRUPTED;
 use crate::experiment::knobs::env::ProcessEnv;
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
+use crate::plan::cost::{seconds, Estimate};
 use crate::plan::{Plan, Run, WorkerJob};
 use crate::protocol::{CellRecord, Job, Message, Status};
-use crate::store::{RunMeta, Writer};
+use crate::store::{self, RunMeta, Writer};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::{HashSet, VecDeque};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -34,6 +35,10 @@ pub struct Scheduler<'a> {
     /// Drawn inputs and reference results the run's workers share, removed with the run.
     run_cache: tempfile::TempDir,
     bar: ProgressBar,
+    /// Each run's share of the plan's estimate, in milliseconds: what it moves the bar.
+    weights: HashMap<Run, u64>,
+    /// Runs stored, of those the run has.
+    runs: (usize, usize),
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
     /// The worker that reported all its cells and is exiting (the driver's teardown takes
@@ -58,12 +63,17 @@ impl<'a> Scheduler<'a> {
         meta: &'a mut RunMeta,
         program: &'a WorkerProgram,
     ) -> Result<Self> {
+        // The bar counts the plan's estimate in milliseconds, each run by its weight.
         let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} cells, eta {eta} {msg}",
+                "{elapsed_precise} [{bar:30}] {prefix} cells, {left} {msg}",
             )
             .expect("valid template")
+            .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let (done, all) = (s.pos() as f64 / 1e3, s.len().unwrap_or(0) as f64 / 1e3);
+                let _ = write!(w, "{}", left(done, all, s.elapsed().as_secs_f64()));
+            })
             .progress_chars("=> "),
         );
         Ok(Scheduler {
@@ -78,6 +88,8 @@ impl<'a> Scheduler<'a> {
                 .tempdir()
                 .context("cannot create a folder for the run's shared inputs")?,
             bar,
+            weights: HashMap::new(),
+            runs: (0, 0),
             gpu_warmup: exp.gpu_warmup,
             exiting: None,
         })
@@ -97,8 +109,16 @@ impl<'a> Scheduler<'a> {
             })
             .filter(|j| !j.runs.is_empty())
             .collect();
-        self.bar
-            .set_length(jobs.iter().map(|j| j.runs.len() as u64).sum());
+        let runs: Vec<Run> = jobs.iter().flat_map(|j| j.runs.iter().copied()).collect();
+        let previous = store::previous_wall_times(&Path::new("reports").join(&self.exp.name));
+        let weights = Estimate::new(self.exp, self.plan, &previous).run_weights(&runs);
+        // Whole milliseconds, at least one a run, so that every run moves the bar.
+        self.weights = (runs.iter().zip(weights))
+            .map(|(r, w)| (*r, ((w * 1e3) as u64).max(1)))
+            .collect();
+        self.bar.set_length(self.weights.values().sum());
+        self.runs = (0, runs.len());
+        self.bar.set_prefix(format!("0/{}", runs.len()));
         // A fresh process runs one run; the peers beside it run once it has exited.
         let plan = self.plan;
         let fresh = |j: &WorkerJob| match j.runs[..] {
@@ -126,7 +146,10 @@ impl<'a> Scheduler<'a> {
     fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
         let cell = &self.plan.cells[run.cell];
         self.writer.append(cell, rec)?;
-        self.bar.inc(1);
+        self.bar.inc(self.weights.get(&run).copied().unwrap_or(1));
+        self.runs.0 += 1;
+        self.bar
+            .set_prefix(format!("{}/{}", self.runs.0, self.runs.1));
         Ok(())
     }
 
@@ -429,6 +452,20 @@ fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup:
         run_cache: None,
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
         describe_device: false,
+    }
+}
+
+/// The time left, `done` of `all` estimated seconds done after `elapsed`: until a first run
+/// ends the plan's estimate less the time gone, then the estimate of what is left scaled by
+/// how the runs so far went against theirs.
+fn left(done: f64, all: f64, elapsed: f64) -> String {
+    let rest = (all - done).max(0.0);
+    match done > 0.0 {
+        false => format!(
+            "about {} left by the plan",
+            seconds((all - elapsed).max(0.0))
+        ),
+        true => format!("about {} left", seconds(rest * elapsed / done)),
     }
 }
 

@@ -46,11 +46,12 @@ fn sbatch_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
     Ok(value)
 }
 
-/// Minutes a part may take: three times its share of the plan's estimate (a lower bound
-/// where no previous run gives cell times), and at least ten.
+/// Minutes a part may take: three times its share of the plan's estimate (modelled where
+/// no previous run gives cell times), and at least ten.
 fn minutes_for(exp: &Experiment, plan: &Plan, parts: usize) -> u64 {
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
-    let seconds = plan::estimated_seconds(exp, plan, &previous) / parts as f64;
+    let estimate = plan::cost::Estimate::new(exp, plan, &previous);
+    let seconds = estimate.total_s(plan) / parts as f64;
     ((3.0 * seconds / 60.0).ceil() as u64).max(10)
 }
 

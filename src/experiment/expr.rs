@@ -34,6 +34,11 @@ pub struct DeviceFacts {
     /// Dynamic shared memory a block may opt in to.
     pub max_shared_bytes: i64,
     pub sm_clock_max_mhz: i64,
+    /// The memory clock and bus, for the DRAM's peak (plan's estimate of a kernel's time).
+    #[serde(default)]
+    pub mem_clock_max_mhz: i64,
+    #[serde(default)]
+    pub mem_bus_width_bits: Option<i64>,
     /// Whether these are the real device's facts or the assumed ones.
     pub assumed: bool,
 }
@@ -62,6 +67,8 @@ impl DeviceFacts {
             max_grid: [(1 << 31) - 1, 65535, 65535],
             max_shared_bytes: 227 * 1024,
             sm_clock_max_mhz: 1980,
+            mem_clock_max_mhz: 2619,
+            mem_bus_width_bits: Some(5120),
             assumed: true,
         }
     }

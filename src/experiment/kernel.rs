@@ -30,6 +30,10 @@ pub struct Kernel {
     /// every cell of it must end failed, suspect or impossible; one that passes fails the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expect_caught: bool,
+    /// `timed = false`: a reference kernel, compiled and run only for the `check_kernel` of
+    /// others; the plan gives it no cells.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check_only: bool,
     /// The entry's parameters (indices into `args`) where it does not take all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub takes: Option<Vec<usize>>,

@@ -12,6 +12,7 @@ mod launch;
 mod names;
 pub mod npy;
 pub mod peer;
+pub mod rates;
 mod scalar;
 pub mod schema;
 pub mod sweep;
@@ -161,6 +162,15 @@ pub const MAX_EXPERIMENT_BYTES: u64 = 1 << 20;
 pub const MAX_CELLS: u64 = 100_000;
 
 impl Experiment {
+    /// The kernels the plan times, with their indices: all but those run only in the
+    /// checks of others (`timed = false`).
+    pub fn timed_kernels(&self) -> impl Iterator<Item = (usize, &Kernel)> {
+        self.kernels
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| !k.check_only)
+    }
+
     /// Reads and validates an experiment file against `facts` (as written: tests).
     #[cfg(test)]
     pub fn load(path: &Path, facts: &DeviceFacts, sources: Sources) -> Result<Self, ConfigError> {

@@ -98,6 +98,8 @@ pub struct RawKernel {
     pub unchecked: Option<Spanned<bool>>,
     /// `expect = "caught"`: a kernel wrong on purpose, which the checks must catch.
     pub expect: Option<Spanned<String>>,
+    /// `timed = false`: a reference kernel, run only for other kernels' `check_kernel`.
+    pub timed: Option<Spanned<bool>>,
     /// Bytes the kernel reads and writes per launch (an expression): its GB/s.
     pub bytes: Option<Spanned<NumExpr>>,
     /// Floating-point operations per launch (an expression): its FLOP/s.

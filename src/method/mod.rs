@@ -1,8 +1,10 @@
 //! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
-//! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]), and the
-//! audit's verdict ([`audit`]) with its comparison of buffers on the GPU ([`compare`]).
+//! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]) and the
+//! per-cell [`budget`], and the audit's verdict ([`audit`]) with its comparison of buffers
+//! on the GPU ([`compare`]).
 
 pub mod audit;
+pub mod budget;
 pub mod compare;
 pub mod flush;
 pub mod probe;

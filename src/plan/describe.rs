@@ -1,8 +1,10 @@
 //! `runner plan`: the expanded matrix with every value evaluated, the counts, and an
 //! estimate of the time.
 
+use super::cost::Estimate;
 use super::{Cell, Plan};
 use crate::experiment::knobs::{
+    budget::Budget,
     cache::{bytes_text, Cache, FlushMethod},
     env::JitCache,
     flushed_graph::FlushedGraph,
@@ -14,23 +16,11 @@ use crate::experiment::{point_label, Aspect, Experiment};
 use std::collections::HashMap;
 use std::fmt::Write;
 
-/// Seconds a fresh worker process spends before its first cell (CUDA context, NVRTC, module
-/// load), measured on an H100; used only when no earlier run gives real timings.
-const PROCESS_START_S: f64 = 0.4;
-/// A lower bound per launch when a kernel's time is unknown (launch and sync overhead).
-const LAUNCH_FLOOR_S: f64 = 10e-6;
 /// Cells listed one per line at most; the rest are counted.
 const MAX_ROWS: usize = 2000;
 
 /// The plan as `runner plan` prints it, with an estimate of the time from `previous` (cell
 /// id -> seconds per run, from an earlier run) where it has the cell.
-/// The plan's time: the previous run's cell times where known, a lower bound elsewhere, with
-/// process start-up and the GPU warm-up the experiment asks for before its first cell.
-pub fn estimated_seconds(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> f64 {
-    let (known, guessed) = estimate(plan, previous);
-    known + guessed + PROCESS_START_S + exp.gpu_warmup.as_secs_f64()
-}
-
 pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} ({})", exp.title, exp.path.display());
@@ -71,7 +61,19 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
         })
         .collect();
     let _ = writeln!(out, "  kernels: {}", kernels.join(", "));
-    for k in &exp.kernels {
+    for (i, k) in exp.kernels.iter().enumerate() {
+        if k.check_only {
+            let checks: Vec<&str> = (exp.kernels.iter())
+                .filter(|o| o.check_kernel.as_ref().is_some_and(|c| c.kernel == i))
+                .map(|o| o.name.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  kernel {} is not timed (timed = false): it runs only in the checks of {}",
+                k.name,
+                checks.join(", ")
+            );
+        }
         let resets: Vec<String> = (k.args.iter())
             .filter_map(|a| match &a.kind {
                 crate::experiment::ArgKind::Buffer {
@@ -127,7 +129,6 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
             }
         }
     }
-    let (known, guessed) = estimate(plan, previous);
     let jobs = plan.jobs();
     let mut warm: Vec<_> = jobs
         .iter()
@@ -149,22 +150,9 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
         plan.timed_launches(),
         plan.untimed_launches()
     );
-    let total = estimated_seconds(exp, plan, previous);
-    let _ = writeln!(
-        out,
-        "estimated time: {}",
-        if guessed == 0.0 {
-            format!("{} (from the previous run's cell timings)", seconds(total))
-        } else if known == 0.0 {
-            format!("at least {} (kernel times unknown until a first run; this counts process start-up and launch overhead only)", seconds(total))
-        } else {
-            format!(
-                "at least {} ({} from the previous run, the rest a lower bound)",
-                seconds(total),
-                seconds(known)
-            )
-        }
-    );
+    let estimate = Estimate::new(exp, plan, previous);
+    let _ = writeln!(out, "estimated time: {}", estimate.describe(exp, plan));
+    let _ = writeln!(out, "budget: {}", budget(exp, plan, &estimate));
     let _ = writeln!(
         out,
         "clock policy: {}",
@@ -240,38 +228,6 @@ fn row(c: &Cell, width: usize) -> String {
     )
 }
 
-/// Seconds known from the previous run, and a lower bound for the cells it lacks.
-fn estimate(plan: &Plan, previous: &HashMap<String, f64>) -> (f64, f64) {
-    let (mut known, mut guessed) = (0.0, 0.0);
-    for c in &plan.cells {
-        match cell_seconds(c, previous) {
-            (s, true) => known += s,
-            (s, false) => guessed += s,
-        }
-    }
-    (known, guessed)
-}
-
-/// A cell's time, all its runs: the previous run's time per run (`previous`, by cell id)
-/// where it has the cell, else a lower bound; each fresh process's start-up added. Whether
-/// the previous run had it. What the plan's estimate and a shard's balance both count.
-pub fn cell_seconds(c: &Cell, previous: &HashMap<String, f64>) -> (f64, bool) {
-    let k = &c.knobs;
-    let runs = c.runs() as f64;
-    let start = if k.process.fresh.is_some() {
-        PROCESS_START_S
-    } else {
-        0.0
-    };
-    match previous.get(&c.id) {
-        Some(s) => ((s + start) * runs, true),
-        None => {
-            let launches = (1 + k.warmup.launches + k.samples_per_run()) * k.launches.count();
-            (runs * (launches as f64 * LAUNCH_FLOOR_S + start), false)
-        }
-    }
-}
-
 fn preview(values: &[crate::experiment::SweepValue]) -> String {
     if values.len() <= 8 {
         let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
@@ -286,10 +242,42 @@ fn preview(values: &[crate::experiment::SweepValue]) -> String {
     }
 }
 
-fn seconds(s: f64) -> String {
-    if s < 120.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{:.1} min", s / 60.0)
+/// The budget the cells run under (the default unless the experiment chose one), and the
+/// cells the estimate expects it to stop.
+fn budget(exp: &Experiment, plan: &Plan, estimate: &Estimate) -> String {
+    let mut chosen: Vec<(Budget, Vec<&str>)> = Vec::new();
+    for v in &exp.variants {
+        for b in v.knobs.iter().map(|k| k.budget) {
+            match chosen.iter_mut().find(|(c, _)| *c == b) {
+                Some((_, names)) if !names.contains(&v.name.as_str()) => names.push(&v.name),
+                Some(_) => {}
+                None => chosen.push((b, vec![&v.name])),
+            }
+        }
+    }
+    let mut text = match &chosen[..] {
+        [(b, _)] => b.text(),
+        _ => (chosen.iter())
+            .map(|(b, names)| format!("{}: {}", names.join(", "), b.text()))
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    if chosen.iter().any(|(b, _)| *b != Budget::Fixed) {
+        text += " (split over a cell's runs; CUPTI and profiler cells count the sample loop's wall time); budget = \"none\" takes every sample";
+    }
+    let stops: Vec<&str> = (estimate.budget_stops.iter())
+        .map(|&i| plan.cells[i].id.as_str())
+        .collect();
+    match stops.len() {
+        0 => text,
+        n => {
+            let shown = stops.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+            let more = if n > 5 {
+                format!(" and {} more", n - 5)
+            } else {
+                String::new()
+            };
+            format!("{text}. By the estimate it stops {n} cell(s): {shown}{more}")
+        }
     }
 }

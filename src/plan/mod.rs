@@ -2,7 +2,9 @@
 //! read an empty kernel with each timer) with its knobs and launch fixed, and the worker
 //! processes that will run them.
 
+pub mod cost;
 mod describe;
+mod model;
 mod select;
 pub mod shard;
 
@@ -12,7 +14,7 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use describe::{describe, estimated_seconds};
+pub use describe::describe;
 use serde::{Deserialize, Serialize};
 
 /// Refuses a cell of a kernel with `reset` buffers where a reset cannot come before every
@@ -148,7 +150,8 @@ pub const MAX_RUNS: u64 = 1_000_000;
 impl Plan {
     pub fn new(exp: &Experiment) -> Result<Plan, ConfigError> {
         let mut cells = Vec::new();
-        for (k, kernel) in exp.kernels.iter().enumerate() {
+        // A kernel that is not timed runs only in the checks of others.
+        for (k, kernel) in exp.timed_kernels() {
             for (p, point) in kernel.points.iter().enumerate() {
                 for v in &exp.variants {
                     // Knobs are read at the experiment's points; a kernel's own axes extend them.

@@ -3,10 +3,10 @@
 //! together. A run records its part's cell ids, so a resume, a re-render and `merge` see
 //! exactly the cells it was given.
 
+use super::cost::Estimate;
 use super::Plan;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Part `index` (from 0) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,13 +41,12 @@ impl std::fmt::Display for Shard {
 }
 
 impl Plan {
-    /// The ids of part `shard`'s cells: the longest cells first (as the plan's estimate
-    /// counts them from `seconds`, a previous run's time per run by cell id), each to the
-    /// part with the least time so far, ties to the lower part. Every cell lands in exactly
-    /// one part.
-    pub fn shard_ids(&self, shard: Shard, seconds: &HashMap<String, f64>) -> Vec<String> {
+    /// The ids of part `shard`'s cells: the longest cells first (as the plan's `estimate`
+    /// counts them, from a previous run's times where it has them), each to the part with
+    /// the least time so far, ties to the lower part. Every cell lands in exactly one part.
+    pub fn shard_ids(&self, shard: Shard, estimate: &Estimate) -> Vec<String> {
         let cost: Vec<f64> = (self.cells.iter())
-            .map(|c| super::describe::cell_seconds(c, seconds).0)
+            .map(|c| estimate.cell_seconds(c))
             .collect();
         let mut order: Vec<usize> = (0..self.cells.len()).collect();
         order.sort_by(|&a, &b| cost[b].total_cmp(&cost[a]).then(a.cmp(&b)));

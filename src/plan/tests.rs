@@ -184,7 +184,112 @@ fn the_estimate_counts_the_gpu_warm_up() {
     let e = experiment("[[variant]]\nname = \"a\"\n[environment]\ngpu_warmup = \"30s\"\n");
     let text = describe(&e, &Plan::new(&e).unwrap(), &Default::default());
     assert!(text.contains("GPU warm-up: 30s"), "{text}");
-    assert!(text.contains("at least 30."), "{text}");
+    assert!(text.contains("; GPU warm-up 30.0 s"), "{text}");
+}
+
+/// A kernel whose launch moves 3.35 GB, one millisecond at an H100's DRAM peak.
+const MILLISECOND: &str = "bytes = \"3352320000\"\n";
+
+#[test]
+fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
+    let e = experiment(&format!(
+        "{MILLISECOND}[[variant]]\nname = \"a\"\nsamples = 1000\n[report]\nfloor = false\n"
+    ));
+    let plan = Plan::new(&e).unwrap();
+    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
+    // 4 cells of 1 + 1000 timed launches of 1 ms each (and 3 µs to launch, 12 µs a region).
+    let per_cell = 1001.0 * (1e-3 + 3e-6 + 12e-6);
+    assert!(
+        (estimate.launches_s - 4.0 * per_cell).abs() < 1e-6,
+        "{}",
+        estimate.launches_s
+    );
+    assert!(estimate.undeclared.is_empty() && estimate.budget_stops.is_empty());
+    let text = describe(&e, &plan, &HashMap::new());
+    assert!(
+        text.contains(
+            "for a first run, modelled: the kernels' launches 4.1 s at an assumed H100's peaks"
+        ),
+        "{text}"
+    );
+    // From a previous run's times where it has every cell.
+    let previous: HashMap<String, f64> = plan.cells.iter().map(|c| (c.id.clone(), 2.0)).collect();
+    let text = describe(&e, &plan, &previous);
+    assert!(
+        text.contains(
+            "estimated time: 8.2 s from the previous run's cell times: the cells it ran 8.0 s"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
+    // 1000 launches of 100 ms: 100 s a cell, stopped at 30 s.
+    let slow = MILLISECOND.replace("3352320000", "335232000000");
+    let e = experiment(&format!(
+        "{slow}[[variant]]\nname = \"a\"\nsamples = 1000\n[report]\nfloor = false\n"
+    ));
+    let plan = Plan::new(&e).unwrap();
+    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
+    assert_eq!(estimate.budget_stops.len(), 4);
+    let text = describe(&e, &plan, &HashMap::new());
+    assert!(
+        text.contains(
+            "budget: stops once the steady samples hold 30s of GPU time (at least 10 samples)"
+        ) && text.contains("By the estimate it stops 4 cell(s): k/n=1 m=10/a"),
+        "{text}"
+    );
+    // 4 cells of about 301 launches of 100 ms: the first, the 300 samples that hold 30 s.
+    assert!(
+        (estimate.launches_s / 4.0 - 30.1).abs() < 0.1,
+        "{}",
+        estimate.launches_s
+    );
+    // Fixed counts take every sample.
+    let e = experiment(&format!(
+        "{slow}[[variant]]\nname = \"a\"\nsamples = 1000\nbudget = \"none\"\n[report]\nfloor = false\n"
+    ));
+    let plan = Plan::new(&e).unwrap();
+    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
+    assert!(estimate.budget_stops.is_empty());
+    assert!(
+        describe(&e, &plan, &HashMap::new()).contains("budget: no budget: every sample asked for")
+    );
+}
+
+#[test]
+fn a_kernel_that_is_not_timed_has_no_cells_but_gives_the_checks_their_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "extern \"C\" __global__ void k(float* y) {}\nextern \"C\" __global__ void r(float* y) {}",
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }}]\n{extra}\n")
+    };
+    let text =
+        format!(
+        "[experiment]\ntitle = \"t\"\n{}{}[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n",
+        kernel("ref", "r", "timed = false"),
+        kernel("k", "k", "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }")
+    );
+    let e = Experiment::parse(
+        &dir.path().join("e.toml"),
+        &text,
+        &DeviceFacts::nominal(),
+        Sources::Read,
+    )
+    .unwrap();
+    let plan = Plan::new(&e).unwrap();
+    let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["k/hot"]);
+    assert_eq!(plan.cells[0].kernel, Some(1));
+    assert!(
+        plan.cells[0].reference_launch.is_some(),
+        "checked against ref"
+    );
 }
 
 #[test]
@@ -281,7 +386,8 @@ fn shards_split_the_plan_disjointly_and_balance_a_previous_runs_times() {
     let plan = Plan::new(&e).unwrap();
     assert_eq!(plan.cells.len(), 8);
     let part = |i, seconds: &HashMap<String, f64>| {
-        plan.shard_ids(shard::Shard { index: i, count: 3 }, seconds)
+        let estimate = cost::Estimate::new(&e, &plan, seconds);
+        plan.shard_ids(shard::Shard { index: i, count: 3 }, &estimate)
     };
     let none = HashMap::new();
     let mut all: Vec<String> = (0..3).flat_map(|i| part(i, &none)).collect();
@@ -301,10 +407,15 @@ fn shards_split_the_plan_disjointly_and_balance_a_previous_runs_times() {
     let fresh = experiment(
         "[[variant]]\nname = \"a\"\nfresh_process = true\nprocesses = 4\n[report]\nfloor = false\n",
     );
-    let fresh = Plan::new(&fresh).unwrap();
-    let cell = &fresh.cells[0];
-    let (seconds, known) = super::describe::cell_seconds(cell, &[(cell.id.clone(), 1.0)].into());
-    assert!(known && (seconds - 4.0 * 1.4).abs() < 1e-9, "{seconds}");
+    let fresh_plan = Plan::new(&fresh).unwrap();
+    let cell = &fresh_plan.cells[0];
+    let estimate = cost::Estimate::new(&fresh, &fresh_plan, &[(cell.id.clone(), 1.0)].into());
+    let seconds = estimate.cell_seconds(cell);
+    assert!(estimate.per_run[0].1, "from the previous run");
+    assert!(
+        (seconds - 4.0 * (1.0 + cost::PROCESS_S)).abs() < 1e-9,
+        "{seconds}"
+    );
     let kept = plan.clone().keep(&part(1, &none)).unwrap();
     assert_eq!(kept.cells.len(), 3);
     assert!(kept.cells.iter().enumerate().all(|(i, c)| c.index == i));

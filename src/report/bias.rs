@@ -80,7 +80,7 @@ pub fn build(
             points: vec![],
         })
         .collect();
-    for (k, kernel) in exp.kernels.iter().enumerate() {
+    for (k, kernel) in exp.timed_kernels() {
         let unit = format::unit_for(
             kernel.points.iter().flat_map(|p| {
                 references

@@ -196,7 +196,7 @@ pub fn build(a: &Analysis) -> Vec<CyclesTable> {
     let exp = &a.run.experiment;
     let (responses, cell_mhz) = (responses(&[a.run]), cell_mhz(a.run));
     let mut tables = Vec::new();
-    for (k, kernel) in exp.kernels.iter().enumerate() {
+    for (k, kernel) in exp.timed_kernels() {
         let mut probed = Vec::new();
         let rows = kernel
             .points

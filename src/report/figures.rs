@@ -48,7 +48,7 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
         }
     };
     // A plot per kernel swept over one parameter.
-    for (k, kernel) in exp.kernels.iter().enumerate() {
+    for (k, kernel) in exp.timed_kernels() {
         let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) else {
             continue;
         };

@@ -34,7 +34,7 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), String> 
     let exp = &a.run.experiment;
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (mi, m) in exp.report.metrics.iter().enumerate() {
-        for (k, kernel) in exp.kernels.iter().enumerate() {
+        for (k, kernel) in exp.timed_kernels() {
             let value = |p: &crate::experiment::Point, launch, v: &str| {
                 a.median_at(k, p, v)
                     .and_then(|ns| metric_value(m, p, &exp.facts, ns, launch).ok())

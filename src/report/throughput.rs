@@ -29,9 +29,7 @@ pub struct ThroughputRow {
 /// One table per kernel that declares its work.
 pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
     let exp = &a.run.experiment;
-    exp.kernels
-        .iter()
-        .enumerate()
+    exp.timed_kernels()
         .filter(|(_, k)| {
             k.launches
                 .iter()

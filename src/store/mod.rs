@@ -9,6 +9,9 @@ mod read;
 mod rows;
 mod write;
 
+#[cfg(test)]
+mod committed_tests;
+
 use crate::cuda::DeviceInfo;
 use crate::protocol::Startup;
 use crate::system::{Git, Host};
@@ -52,6 +55,15 @@ pub const FINDINGS_FILE: &str = "findings.md";
 /// Optional, written by a person after reading the run; the report includes it.
 pub const NOTES_FILE: &str = "notes.md";
 
+/// The plan's estimate of a run, in seconds: as `runner plan` stated it (from an earlier
+/// run's cell times where `reports/<name>/` has them), and the model's alone, as for a
+/// first run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct RunEstimate {
+    pub seconds: f64,
+    pub modelled_seconds: f64,
+}
+
 /// How many worker processes a run started, and their exits' total time.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct WorkerCount {
@@ -81,6 +93,10 @@ pub struct RunMeta {
     /// (CUDA's teardown), summed: where a run of fresh processes spends its time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers: Option<WorkerCount>,
+    /// What the plan estimated the run would take before it started, to hold against its
+    /// start and finish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<RunEstimate>,
     /// Whether every planned run finished (false after an interrupt or a fatal error).
     pub complete: bool,
     /// The `--only` clauses the run was planned with: a part of the experiment.

@@ -71,6 +71,8 @@ pub fn device_facts(info: &DeviceInfo) -> DeviceFacts {
         max_grid: limits.map_or(nominal.max_grid, |l| l.max_grid),
         max_shared_bytes: limits.map_or(nominal.max_shared_bytes, |l| l.max_shared_bytes),
         sm_clock_max_mhz: info.sm_clock_max_mhz,
+        mem_clock_max_mhz: info.mem_clock_max_mhz,
+        mem_bus_width_bits: info.mem_bus_width_bits,
         assumed: false,
     }
 }

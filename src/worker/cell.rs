@@ -13,7 +13,7 @@ use super::reference;
 use super::Session;
 use crate::cuda::{self, CudaError, Param};
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
-use crate::method::{self, stop::Stopper};
+use crate::method::{self, budget::Meter, stop::Stopper};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
     CellRecord, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
@@ -247,14 +247,16 @@ fn sample<'b>(
     let mut samples = Vec::with_capacity(n);
     let loop_start = Instant::now();
     let mut stopper = knobs.samples.stop.map(Stopper::new);
+    let mut budget = Meter::new(knobs.budget, knobs.timer, cell.runs(), n as u64);
     for _ in 0..n {
         let t = armed.time_next(data, origin, &mut starts, None, "timed launch")?;
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
-        if let Some(why) = stopper
-            .as_mut()
-            .and_then(|s| s.push(t, knobs.launches.count()))
-        {
+        // Between samples, from what the loop already read: the timed region is untouched.
+        let launches = knobs.launches.count();
+        let precise = stopper.as_mut().and_then(|s| s.push(t, launches));
+        let spent = || budget.as_mut()?.push(t, launches, loop_start.elapsed());
+        if let Some(why) = precise.or_else(spent) {
             rec.stopped = Some(why);
             break;
         }

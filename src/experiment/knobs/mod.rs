@@ -72,6 +72,7 @@ knobs! {
     timer: timer::TimerKind,
     warmup: warmup::Warmup,
     samples: samples::Samples,
+    budget: budget::Budget,
     launches: launches::Launches,
     queue: queue::Queue,
     cache: cache::Cache,

@@ -89,6 +89,7 @@ impl Validator<'_> {
             args,
             check_kernel: None,
             unchecked: false,
+            check_only: false,
             expect_caught: false,
             takes: None,
             steps: vec![],

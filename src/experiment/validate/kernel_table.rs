@@ -104,6 +104,15 @@ impl Validator<'_> {
                     .with_hint("expect = \"caught\" for a kernel wrong on purpose (its cells must fail or be suspect), or leave it out"))
             }
         };
+        let check_only = rk.timed.as_ref().is_some_and(|t| !*t.get_ref());
+        if let (Some(t), true) = (
+            &rk.timed,
+            check_only && (expect_caught || rk.check.is_some() || has_kernel_check),
+        ) {
+            return Err(self
+                .err(t, "a kernel that is not timed is neither checked nor caught: it runs only as another kernel's reference")
+                .with_hint("remove `check` or `expect` from it (a reference kernel needs neither), or remove timed = false"));
+        }
         if let (Some(e), true) = (&rk.expect, expect_caught && unchecked) {
             return Err(self
                 .err(e, "an unchecked kernel cannot be expected to be caught")
@@ -126,7 +135,7 @@ impl Validator<'_> {
                 .with_hint("keep check = { reference = ... } or check_kernel = { kernel = ... }"));
         }
         let check = match &rk.check {
-            None if unchecked || has_kernel_check => None,
+            None if unchecked || has_kernel_check || check_only => None,
             None => {
                 // An output, or a buffer reset before every launch (a histogram's bins).
                 let output = args
@@ -258,6 +267,7 @@ impl Validator<'_> {
             check_kernel: None,
             unchecked,
             expect_caught,
+            check_only,
             takes,
             steps,
             copy: None,

@@ -134,7 +134,17 @@ impl Validator<'_> {
 
         let mut kernels: Vec<Kernel> = Vec::new();
         let mut kernel_checks = Vec::new();
+        let references: Vec<String> = (raw.kernels.iter())
+            .filter_map(|k| Some(k.check_kernel.as_ref()?.get_ref().kernel.get_ref().clone()))
+            .collect();
         for mut rk in raw.kernels {
+            if let Some(t) = rk.timed.as_ref().filter(|t| !*t.get_ref()) {
+                if !references.contains(rk.name.get_ref()) {
+                    return Err(self
+                        .err(t, format!("kernel `{}` is not timed and no kernel's check_kernel names it: it would never run", rk.name.get_ref()))
+                        .with_hint(format!("check a kernel against it with check_kernel = {{ kernel = \"{}\", outputs = [...] }}, or remove timed = false", rk.name.get_ref())));
+                }
+            }
             if let Some(ck) = rk.check_kernel.take() {
                 kernel_checks.push((kernels.len(), ck));
             }

@@ -163,7 +163,11 @@ impl Validator<'_> {
             &names,
             "bias = [[\"events\", \"cupti\"]] (method, reference)",
         )?;
-        let kernel_names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        // A kernel that is not timed has no times to compare.
+        let kernel_names: Vec<&str> = (kernels.iter())
+            .filter(|k| !k.check_only)
+            .map(|k| k.name.as_str())
+            .collect();
         let kernel_pairs = self.pairs(
             &r.kernels,
             ("kernel comparison", "kernel"),

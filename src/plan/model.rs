@@ -1,0 +1,292 @@
+//! What one run of a cell costs by the model, for a first run: the kernel's launches (its
+//! declared work at the device's peaks), each timed region's own cost (events or clock, the
+//! synchronize, a flush, a wait), and the host's work around them (inputs drawn and
+//! uploaded, the check and the audit's, the reference's).
+//!
+//! The constants are the H100's host and GPU as the committed runs at 5ac6784 and e04683c
+//! time them (accuracy-audited, trust, cold-start-audited, events, softmax, latency), each
+//! phase of `cells.jsonl` against the size of what it handles.
+
+use super::{Cell, Role};
+use crate::experiment::knobs::{
+    budget::Budget, cache::Cache, inputs::Inputs, launches::Launches, queue::Queue,
+    timer::TimerKind,
+};
+use crate::experiment::{ArgValue, Dtype, Experiment, Init, Kernel, LaunchSpec, Memory};
+
+/// A worker process's start (NVML, driver, context) and exit, outside its cells: the run's
+/// wall time less its cells and peers, per process, was 0.20 s in each fresh-process run.
+pub const PROCESS_S: f64 = 0.2;
+/// A kernel build compiled by NVRTC once per run (images are shared by the run's
+/// processes): 25-75 ms for the committed kernels, 0.14-0.22 s for templates.
+pub const COMPILE_S: f64 = 0.1;
+/// The runner's own kernels (the audit's comparison, the empty, wait, flush and probe
+/// kernels), compiled once per run: 0.14 s and about 20 ms each.
+pub const HELPERS_S: f64 = 0.25;
+/// A peer program's process: its CUDA start-up, the launch it times, its exit (the
+/// peers' seconds over their processes: 0.2-0.3 s).
+pub const PEER_S: f64 = 0.25;
+/// What a cell run pays whatever its kernel: module load, set-up, telemetry readings,
+/// records (trust: 2-4 ms a cell beside its kernel, inputs and checks).
+const CELL_S: f64 = 3e-3;
+/// A launch's own cost beyond its work (the launch latency a kernel of no work shows).
+const LAUNCH_S: f64 = 3e-6;
+/// A timed region's cost beyond its launches: the events or clock around it, the
+/// synchronize, the reading (each report's floor: 13 µs per event-timed sample).
+const REGION_S: f64 = 12e-6;
+/// Host time per element drawn: uniform 14 ns (512 Mi floats in 1.9 s), normal 60 ns
+/// (softmax's 128 Mi halves in 8 s), a pointer chase 17 ns (latency's 64 MiB in 0.29 s).
+const DRAW_UNIFORM_S: f64 = 14e-9;
+const DRAW_NORMAL_S: f64 = 60e-9;
+const DRAW_CHASE_S: f64 = 17e-9;
+/// Device memory allocated, inputs uploaded and outputs poisoned, per byte of a cell's
+/// buffers: 120 ms for the 2 GiB copy in accuracy-audited.
+const BUFFER_S_PER_BYTE: f64 = 6e-11;
+/// An output element downloaded and compared on the host: against a reference kernel's
+/// (both downloaded) 15-24 ns (prebuilt: 256 Mi floats in 4.0 s; softmax: 128 Mi halves in
+/// 3.2 s), against the CPU's 15 ns.
+const KERNEL_CHECK_S: f64 = 20e-9;
+const CPU_CHECK_S: f64 = 15e-9;
+/// The CPU's float64 matmul reference per multiply-add: blocked over every element up to
+/// 512 x 512 (134 M in 0.126 s), column walks for the 4096 sampled elements beyond (10 ns).
+const FULL_REFERENCE_S: f64 = 0.94e-9;
+const SAMPLED_REFERENCE_S: f64 = 10e-9;
+/// Elements of the matmul reference's output compared beyond 512 x 512 (a sample).
+const SAMPLED_ELEMENTS: f64 = 4096.0;
+/// Nsight Compute's profiling of each launch of the kernel (accuracy: 20-24 ms a launch).
+const PROFILED_LAUNCH_S: f64 = 0.02;
+/// Host-link bytes per second each way, for copies to or from host memory.
+const HOST_LINK_BYTES_PER_S: f64 = 25e9;
+/// The clock probe before and after a cell run (3.4 ms each).
+const PROBE_S: f64 = 7e-3;
+
+/// What one run of a cell costs by the model.
+pub struct Modelled {
+    /// The kernel's launches: checked, warm-up, timed (with what each timed region adds),
+    /// audited.
+    pub launches_s: f64,
+    /// The rest of a run: buffers, checks, the audit's draw, probes, the cell's fixed cost.
+    pub work_s: f64,
+    /// Once per point and run: its inputs drawn, its CPU reference computed.
+    pub per_point_s: f64,
+    /// Whether the kernel declares its work (else its time is a guess).
+    pub declared: bool,
+    /// Whether the budget is expected to stop the cell.
+    pub stopped: bool,
+}
+
+pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>) -> Modelled {
+    let k = &c.knobs;
+    let spec = &c.launch;
+    let (kernel_s, declared) = launch_seconds(exp, spec, kernel);
+    let count = k.launches.count() as f64;
+    let profiled = match k.timer {
+        TimerKind::Profiler => PROFILED_LAUNCH_S,
+        _ => 0.0,
+    };
+    let flush_s = match k.cache {
+        Cache::Flush { bytes, .. } => bytes as f64 / dram(exp) + REGION_S,
+        Cache::Hot => 0.0,
+    };
+    // A flushed graph holds a flush per launch, and the graph of flushes alone is timed too.
+    let flushes = match k.launches {
+        Launches::Graph(n) => 2.0 * n as f64,
+        _ => 1.0,
+    };
+    let wait_s = match k.queue {
+        Queue::Saturate { wait_us: Some(us) } => us as f64 * 1e-6,
+        Queue::Saturate { wait_us: None } => 2.0 * count * LAUNCH_S + 10e-6,
+        Queue::Idle => 0.0,
+    };
+    let fresh_s = match k.inputs {
+        Inputs::Fresh => input_bytes(spec) * BUFFER_S_PER_BYTE,
+        Inputs::Same => 0.0,
+    };
+    let gpu_s = count * kernel_s;
+    let region_s = gpu_s + count * profiled + REGION_S + wait_s + fresh_s + flushes * flush_s;
+    let planned = k.samples_per_run();
+    let samples = samples_taken(k, c.runs(), planned, gpu_s, region_s);
+    let sizing = match k.queue {
+        Queue::Saturate { wait_us: None } => 5.0 * region_s,
+        _ => 0.0,
+    };
+    let warmup_s = k.warmup.launches as f64 * (kernel_s + profiled);
+    let checked =
+        kernel.is_some_and(|k| !k.unchecked && (k.check.is_some() || k.check_kernel.is_some()));
+    // The checked launch, and the audit's launch in the cell's cache state.
+    let extra = match checked {
+        true => 2.0 * (kernel_s + REGION_S + profiled) + flush_s,
+        false => 0.0,
+    };
+    let launches_s = (1 + samples) as f64 * region_s + warmup_s + sizing + extra;
+    let sets = k.rotate.sets(k.launches) as f64;
+    let mut work_s = CELL_S + spec.device_bytes() as f64 * sets * BUFFER_S_PER_BYTE;
+    if exp.telemetry.clock_probe {
+        work_s += PROBE_S;
+    }
+    // Drawn once per point and run, and again for the audit; written by the host into
+    // managed and mapped buffers for every cell run.
+    let mut per_point_s = 0.0;
+    let draw = draw_seconds(spec);
+    match host_written(spec) {
+        true => work_s += draw,
+        false => per_point_s += draw,
+    }
+    if let Some(kernel) = kernel.filter(|_| checked) {
+        let (check_s, reference_s) = check_seconds(exp, kernel, c);
+        work_s += 2.0 * check_s;
+        per_point_s += reference_s + draw;
+    }
+    Modelled {
+        launches_s,
+        work_s,
+        per_point_s,
+        declared: declared || c.role == Role::Floor,
+        stopped: samples < planned,
+    }
+}
+
+/// Steady samples a run takes: all it asks for, or as many as the budget (or an adaptive
+/// stop's time limit) lets it, never fewer than their minimum counts.
+fn samples_taken(
+    k: &crate::experiment::Knobs,
+    runs: u32,
+    planned: u64,
+    gpu_s: f64,
+    region_s: f64,
+) -> u64 {
+    let mut n = planned;
+    if let Budget::Gpu {
+        gpu_time,
+        min_samples,
+    } = k.budget
+    {
+        // What the worker's meter counts: GPU time, or for CUPTI and the profiler the
+        // loop's wall time.
+        let per = match k.timer.reads_each_sample() {
+            true => gpu_s,
+            false => region_s,
+        };
+        let share = gpu_time.as_secs_f64() / f64::from(runs.max(1));
+        if per > 0.0 {
+            n = n.min(((share / per).ceil() as u64).max(min_samples));
+        }
+    }
+    if let Some(stop) = k.samples.stop {
+        let by_time = (stop.timeout.as_secs_f64() / region_s).ceil() as u64;
+        n = n.min(by_time.max(stop.min_samples));
+    }
+    n
+}
+
+/// A launch of the kernel (and its steps) at the device's peaks: its declared work; where
+/// it declares none, a matmul check's 2 m n k FLOPs, else its buffers crossing DRAM once.
+/// And whether it declared its work.
+fn launch_seconds(exp: &Experiment, spec: &LaunchSpec, kernel: Option<&Kernel>) -> (f64, bool) {
+    let launches = 1.0 + spec.steps.len() as f64;
+    let Some(kernel) = kernel else {
+        return (LAUNCH_S, true);
+    };
+    let bytes_per_s = match kernel.copy {
+        Some(_) if kernel.on_host(0) || kernel.on_host(1) => HOST_LINK_BYTES_PER_S,
+        _ => dram(exp),
+    };
+    let flops_peak = exp
+        .facts
+        .flops_peak(kernel.flops_type.unwrap_or(Dtype::F32));
+    let declared = spec.bytes.is_some() || spec.flops.is_some();
+    let matmul = match (&kernel.check, &spec.check_dims[..]) {
+        (Some(c), [m, k, n]) if c.reference == "matmul" => Some(2.0 * (m * k * n) as f64),
+        _ => None,
+    };
+    let (bytes, flops) = match declared {
+        true => (spec.bytes.unwrap_or(0.0), spec.flops),
+        false => (spec.buffer_bytes() as f64, matmul),
+    };
+    let flops_s = match (flops, flops_peak) {
+        (Some(f), Some(peak)) => f / peak,
+        _ => 0.0,
+    };
+    let work = (bytes / bytes_per_s).max(flops_s);
+    (launches * LAUNCH_S + work, declared)
+}
+
+/// A check's cost per check (outputs downloaded and compared; a `copy` check compares on
+/// the GPU), and its CPU reference's once per point.
+fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64) {
+    let spec = &c.launch;
+    if let (Some(reference), Some(kc)) = (&c.reference_launch, &kernel.check_kernel) {
+        let outputs: f64 = kc.outputs.iter().map(|&o| elements(spec, o)).sum();
+        let theirs = launch_seconds(exp, reference, Some(&exp.kernels[kc.kernel])).0;
+        let buffers = reference.device_bytes() as f64 * BUFFER_S_PER_BYTE;
+        return (outputs * KERNEL_CHECK_S + theirs + buffers, 0.0);
+    }
+    let Some(check) = &kernel.check else {
+        return (0.0, 0.0);
+    };
+    if check.reference == "copy" {
+        return (bytes(spec, check.output) / dram(exp), 0.0);
+    }
+    let [m, k, n] = match spec.check_dims[..] {
+        [m, k, n] => [m as f64, k as f64, n as f64],
+        _ => return (elements(spec, check.output) * CPU_CHECK_S, 0.0),
+    };
+    match m * n <= 512.0 * 512.0 {
+        true => (m * n * CPU_CHECK_S, m * n * k * FULL_REFERENCE_S),
+        false => (
+            SAMPLED_ELEMENTS * CPU_CHECK_S,
+            SAMPLED_ELEMENTS * k * SAMPLED_REFERENCE_S,
+        ),
+    }
+}
+
+fn dram(exp: &Experiment) -> f64 {
+    exp.facts.dram_peak().unwrap_or(1e12)
+}
+
+fn elements(spec: &LaunchSpec, arg: usize) -> f64 {
+    match &spec.args[arg] {
+        ArgValue::Buffer { len, .. } => *len as f64,
+        ArgValue::Scalar { .. } => 0.0,
+    }
+}
+
+fn bytes(spec: &LaunchSpec, arg: usize) -> f64 {
+    match &spec.args[arg] {
+        ArgValue::Buffer { dtype, len, .. } => (*len * dtype.size()) as f64,
+        ArgValue::Scalar { .. } => 0.0,
+    }
+}
+
+/// Bytes of the buffers the kernel reads (not written by it).
+fn input_bytes(spec: &LaunchSpec) -> f64 {
+    (spec.args.iter().enumerate())
+        .filter(|(_, a)| matches!(a, ArgValue::Buffer { init, .. } if !init.is_written()))
+        .map(|(i, _)| bytes(spec, i))
+        .sum()
+}
+
+/// The host's time to draw the inputs drawn at random.
+fn draw_seconds(spec: &LaunchSpec) -> f64 {
+    (spec.args.iter())
+        .map(|a| match a {
+            ArgValue::Buffer { init, len, .. } => {
+                *len as f64
+                    * match init {
+                        Init::Uniform(..) => DRAW_UNIFORM_S,
+                        Init::Normal(..) => DRAW_NORMAL_S,
+                        Init::Chase(_) => DRAW_CHASE_S,
+                        _ => 0.0,
+                    }
+            }
+            ArgValue::Scalar { .. } => 0.0,
+        })
+        .sum()
+}
+
+/// Whether the host writes the cell's inputs itself (managed or mapped memory), every run.
+fn host_written(spec: &LaunchSpec) -> bool {
+    (spec.args.iter()).any(|a| {
+        matches!(a, ArgValue::Buffer { memory: Memory::Managed | Memory::Mapped, init, .. } if !init.is_written())
+    })
+}

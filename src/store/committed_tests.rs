@@ -1,0 +1,157 @@
+//! The plan's estimate and the default budget against the committed runs in `reports/`:
+//! how close a first run's estimate comes to each run's wall time, and that the budget the
+//! experiments run under now stops none of the cells they took.
+
+use super::Stored;
+use crate::experiment::{DeviceFacts, Experiment, Sources};
+use crate::method::budget::Meter;
+use crate::plan::{cost::Estimate, Plan};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Every committed run folder (merged runs' parts aside), each with its run loaded.
+fn committed() -> Vec<(PathBuf, Stored)> {
+    let mut dirs = Vec::new();
+    let mut stack = vec![PathBuf::from("reports")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() && !p.ends_with("parts") {
+                stack.push(p);
+            } else if p.ends_with(super::RUN_FILE) {
+                dirs.push(dir.clone());
+            }
+        }
+    }
+    dirs.sort();
+    dirs.into_iter()
+        .map(|d| {
+            let s = Stored::load(&d).unwrap_or_else(|e| panic!("{}: {e:#}", d.display()));
+            (d, s)
+        })
+        .collect()
+}
+
+fn wall_s(s: &Stored) -> Option<f64> {
+    let at = |t: &str| humantime::parse_rfc3339(t).ok();
+    let (start, end) = (
+        at(&s.meta.started_utc)?,
+        at(s.meta.finished_utc.as_deref()?)?,
+    );
+    Some(end.duration_since(start).ok()?.as_secs_f64())
+}
+
+/// The runs at the commits since every cell is audited (5ac6784) and the fresh-process
+/// runs just before it (e04683c), which the model's constants were read from and stand for.
+const CURRENT: &[&str] = &["5ac6784", "e04683c"];
+
+#[test]
+fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
+    let mut rows = Vec::new();
+    for (dir, s) in committed() {
+        let (Some(wall), true) = (wall_s(&s), s.meta.complete) else {
+            continue;
+        };
+        // A resumed run's clock ran between its parts; a part of a merged run has its own.
+        let cells: f64 = s.records.iter().map(|r| r.wall_s).sum();
+        if wall > 2.0 * cells + 60.0 {
+            continue;
+        }
+        let estimate = Estimate::new(&s.experiment, &s.plan, &HashMap::new());
+        let commit = s
+            .meta
+            .git
+            .as_ref()
+            .map_or("", |g| &g.commit[..7.min(g.commit.len())]);
+        let declared = estimate.undeclared.is_empty();
+        rows.push((
+            dir,
+            commit.to_string(),
+            declared,
+            wall,
+            estimate.total_s(&s.plan),
+        ));
+    }
+    println!("run | commit | work declared | wall s | estimate s | estimate / wall");
+    for (dir, commit, declared, wall, est) in &rows {
+        println!(
+            "{} | {commit} | {declared} | {wall:.0} | {est:.1} | {:.2}",
+            dir.display(),
+            est / wall
+        );
+    }
+    // The runs the constants stand for: each within a factor of three (a kernel that
+    // declares no work, or runs far below its peaks, takes longer than the model says),
+    // and half of them within 0.67-1.5.
+    let mut ratios = Vec::new();
+    for (dir, commit, _, wall, est) in &rows {
+        if !CURRENT.contains(&commit.as_str()) {
+            continue;
+        }
+        let ratio = est / wall;
+        assert!(
+            (1.0 / 3.0..=3.0).contains(&ratio),
+            "{}: estimated {est:.1} s, ran {wall:.0} s",
+            dir.display()
+        );
+        ratios.push(ratio);
+    }
+    assert!(ratios.len() >= 8, "{} current runs", ratios.len());
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        (0.67..=1.5).contains(&median),
+        "median {median:.2}: {ratios:?}"
+    );
+}
+
+/// For each committed run, each of its cell runs replayed through the budget of the
+/// experiment file as it is now (`experiments/<name>.toml`): none may stop early.
+#[test]
+fn the_budget_stops_no_cell_of_a_committed_run() {
+    let mut checked = 0;
+    for (dir, s) in committed() {
+        let path = &s.meta.experiment_path;
+        let Ok(now) =
+            Experiment::load_set(path, &DeviceFacts::nominal(), Sources::Skip, &s.meta.set)
+        else {
+            continue;
+        };
+        let plan = Plan::new(&now).unwrap();
+        let knobs: HashMap<&str, _> = (plan.cells.iter())
+            .map(|c| (c.id.as_str(), (&c.knobs, c.runs())))
+            .collect();
+        let mut samples: HashMap<(u32, u32), Vec<f64>> = HashMap::new();
+        let sm = &s.samples;
+        for i in (0..sm.cell.len()).filter(|&i| !sm.first[i]) {
+            (samples.entry((sm.cell[i], sm.process[i])).or_default()).push(sm.time_ns[i]);
+        }
+        for r in &s.records {
+            let Some((k, runs)) = knobs.get(r.id.as_str()) else {
+                continue;
+            };
+            let taken = samples
+                .remove(&(r.cell as u32, r.process))
+                .unwrap_or_default();
+            // The loop's wall time per sample where the record has it, else the cell's.
+            let per = r
+                .sample_wall_ns
+                .map_or(r.wall_s / taken.len().max(1) as f64, |ns| ns / 1e9);
+            // The worker meters the samples it was to take; a run that took fewer (an
+            // adaptive stop) is replayed as far as it went.
+            let planned = k.samples_per_run().max(taken.len() as u64);
+            let Some(mut meter) = Meter::new(k.budget, k.timer, *runs, planned) else {
+                continue;
+            };
+            checked += 1;
+            for (i, t) in taken.iter().enumerate() {
+                let wall = Duration::from_secs_f64(per * (i + 1) as f64);
+                if let Some(why) = meter.push(*t, k.launches.count(), wall) {
+                    panic!("{}: {} process {}: {why}", dir.display(), r.id, r.process);
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} cell runs replayed");
+}
