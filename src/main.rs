@@ -111,6 +111,15 @@ struct Ended {
     unexpected: Vec<String>,
 }
 
+/// What a run ends by saying: its trust, then its findings.
+fn print_ending(r: &report::Rendered) {
+    println!("trust: {}", r.trust.line());
+    println!("findings:");
+    for f in &r.findings {
+        println!("  - {f}");
+    }
+}
+
 /// The cells of a rendered run that did not end as their kernels expect.
 fn unexpected(r: &report::Rendered) -> Vec<String> {
     (r.trust.unexpected.iter())
@@ -389,7 +398,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         if !args.each {
             let report = report::render_dir(&dir, None)?;
             println!("wrote {} ({} GPUs)", report.path.display(), devices.len());
-            println!("trust: {}", report.trust.line());
+            print_ending(&report);
             return Ok(Ended {
                 complete: finished,
                 unexpected: unexpected(&report),
@@ -402,7 +411,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         for part in &parts {
             let report = report::render_dir(part, None)?;
             println!("wrote {}", report.path.display());
-            println!("trust: {}", report.trust.line());
+            print_ending(&report);
             untrusted.extend(unexpected(&report));
         }
         return Ok(Ended {
@@ -421,7 +430,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             outcome.dir.display()
         );
     }
-    println!("trust: {}", report.trust.line());
+    print_ending(&report);
     Ok(Ended {
         complete: outcome.complete,
         unexpected: unexpected(&report),

@@ -187,8 +187,9 @@ fn the_readme_example_experiments_are_valid() {
     );
 }
 
-/// Every committed report opens with its findings (at most about ten lines, each with a
-/// number), and every table shows its times in one unit.
+/// Every committed report opens with its findings: the runner's (at most ten lines, each
+/// with a number), below the person's where the run has a `findings.md` (likewise), and
+/// every table shows its times in one unit.
 #[test]
 fn committed_reports_open_with_findings_and_keep_one_unit_per_table() {
     fn time(cell: &str) -> Option<&str> {
@@ -208,20 +209,38 @@ fn committed_reports_open_with_findings_and_keep_one_unit_per_table() {
         let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
         let first_section = report.lines().find(|l| l.starts_with("## "));
         assert_eq!(first_section, Some("## Findings"), "{}", dir.display());
-        let findings: Vec<&str> = report
-            .split("## Findings")
-            .nth(1)
-            .unwrap()
+        let section = report.split("## Findings").nth(1).unwrap();
+        let section: Vec<&str> = section
             .lines()
             .take_while(|l| !l.starts_with("## "))
-            .filter(|l| l.starts_with("- "))
             .collect();
-        assert!(
-            (1..=10).contains(&findings.len()),
-            "{}: {} findings",
-            dir.display(),
-            findings.len()
+        let bullets = |lines: &[&str]| -> Vec<String> {
+            let found: Vec<String> = (lines.iter())
+                .take_while(|l| !l.starts_with("### "))
+                .filter(|l| l.starts_with("- "))
+                .map(|l| l.to_string())
+                .collect();
+            assert!(
+                (1..=10).contains(&found.len()),
+                "{}: {} findings",
+                dir.display(),
+                found.len()
+            );
+            found
+        };
+        let at = |heading: &str| section.iter().position(|l| *l == heading);
+        let written = at("### Written for this run");
+        assert_eq!(
+            written.is_some(),
+            dir.join("findings.md").exists(),
+            "{}",
+            dir.display()
         );
+        let mut findings =
+            bullets(&section[at("### Computed by the runner").map_or(0, |i| i + 1)..]);
+        if let Some(i) = written {
+            findings.extend(bullets(&section[i + 1..]));
+        }
         for f in &findings {
             assert!(
                 f.chars().any(|c| c.is_ascii_digit()),

@@ -220,6 +220,14 @@ fn an_unwritten_output_is_named_and_a_cheat_nobody_expected_fails_the_run() {
         "{}",
         stdout(&out)
     );
+    // The run ends with its findings, the failed cell first.
+    assert!(
+        stdout(&out).contains(
+            "\nfindings:\n  - `matmul` failed at its one cell (n=64/hot): output `C` was not written"
+        ),
+        "{}",
+        stdout(&out)
+    );
     let r = record(&records_of(&out_dir.path().join("nothing")), "n=64/hot").clone();
     assert_eq!(
         r["error"].as_str().unwrap(),

@@ -2,10 +2,13 @@
 //! launches ran under, and `summary.csv`. The report formats these; it computes nothing
 //! of its own from raw samples.
 
+pub mod agreement;
 pub mod clocks;
+pub mod findings;
 pub mod peaks;
 pub mod stats;
 pub mod trust;
+pub mod units;
 
 use crate::plan::{Cell, Headline};
 use crate::protocol::{CellRecord, TelemetryPoint};

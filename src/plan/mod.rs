@@ -115,7 +115,7 @@ impl Cell {
 }
 
 /// The point as a cell id holds it: `n=512`, `m=1 n=2`.
-fn point_id(point: &Point) -> String {
+pub fn point_id(point: &Point) -> String {
     point
         .iter()
         .map(|(k, v)| format!("{k}={v}"))

@@ -4,13 +4,10 @@
 
 use super::format;
 use super::plots::{self, Line};
+use crate::analysis::agreement::{bias, within_tolerance};
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{point_label, Experiment, Point, Unit};
 use serde::Serialize;
-
-/// A method is close enough to its reference within this fraction or this many ns.
-pub const TOLERANCE_FRACTION: f64 = 0.01;
-pub const TOLERANCE_NS: f64 = 500.0;
 
 #[derive(Serialize)]
 pub struct BiasTable {
@@ -34,16 +31,6 @@ pub struct BiasRow {
     pub biases: Vec<String>,
     /// The method nearest its reference at this point.
     pub closest: String,
-}
-
-/// The bias of `method` against `reference`: (ns, fraction).
-pub fn bias(method: f64, reference: f64) -> (f64, f64) {
-    (method - reference, (method - reference) / reference)
-}
-
-/// Whether a bias is within max(1%, 0.5 µs).
-pub fn within_tolerance(ns: f64, fraction: f64) -> bool {
-    ns.abs() <= TOLERANCE_NS || fraction.abs() <= TOLERANCE_FRACTION
 }
 
 /// The pair with the smallest absolute bias at one point: (method, ns, fraction).
@@ -181,22 +168,6 @@ fn sign(ns: f64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bias_is_signed_in_time_and_fraction() {
-        let (ns, f) = bias(22_000.0, 20_000.0);
-        assert_eq!(ns, 2_000.0);
-        assert!((f - 0.1).abs() < 1e-12);
-        assert!(!within_tolerance(ns, f));
-        assert!(
-            within_tolerance(400.0, 0.2),
-            "0.5 µs is close enough on a tiny kernel"
-        );
-        assert!(
-            within_tolerance(-9_000.0, -0.009),
-            "1% is close enough on a long one"
-        );
-    }
 
     #[test]
     fn the_closest_method_is_recommended() {

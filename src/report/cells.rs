@@ -2,13 +2,12 @@
 //! under, what its timer noted, and its flags.
 
 use super::format;
-use crate::analysis::clocks::{self, ClockSummary, Window};
+use crate::analysis::clocks::{self, ClockSummary};
 use crate::analysis::{median, Analysis};
-use crate::experiment::{ClockPolicy, Unit};
+use crate::experiment::Unit;
 use crate::plan::Cell;
-use crate::protocol::{CellRecord, Status, TelemetryPoint};
+use crate::protocol::{CellRecord, Status};
 use serde::Serialize;
-use std::collections::HashMap;
 
 #[derive(Serialize)]
 pub struct CellRow {
@@ -32,10 +31,6 @@ pub struct CellRow {
 pub fn rows(a: &Analysis) -> Vec<CellRow> {
     let s = a.run;
     let exp = &s.experiment;
-    let expect = match exp.clocks {
-        ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),
-        ClockPolicy::Observe => None,
-    };
     let probe = ProbeScale::of(
         s.records.iter().filter_map(probe_of).collect(),
         exp.telemetry.probe_tolerance_pct,
@@ -45,14 +40,7 @@ pub fn rows(a: &Analysis) -> Vec<CellRow> {
         .iter()
         .filter_map(|c| {
             let rs = a.records.get(&c.index)?;
-            let clocks = cell_clocks(
-                c,
-                rs,
-                &a.series,
-                &a.windows,
-                exp.telemetry.clock_tolerance_pct,
-                expect,
-            );
+            let clocks = a.clocks(c);
             let key = (c.index as u32, 0);
             let r = a
                 .launches
@@ -254,36 +242,6 @@ fn cell_row(
             }
         },
     }
-}
-
-/// The readings of a cell's timed launches: the sampled series joined on time, or, where no
-/// reading of a series lies at or before a launch (runs recorded without a sampler, or
-/// before a series began with the start reading), the readings at each run's start and end.
-fn cell_clocks(
-    c: &Cell,
-    rs: &[&CellRecord],
-    series: &HashMap<(u32, u32), Vec<TelemetryPoint>>,
-    windows: &HashMap<(u32, u32), Window>,
-    tolerance_pct: f64,
-    expect: Option<u32>,
-) -> ClockSummary {
-    let mut points: Vec<&TelemetryPoint> = Vec::new();
-    for r in rs {
-        let key = (c.index as u32, r.process);
-        if let (Some(s), Some(w)) = (series.get(&key), windows.get(&key)) {
-            points.extend(clocks::during(s, *w));
-        }
-    }
-    if !points.is_empty() {
-        return clocks::summarize(&points, tolerance_pct, expect);
-    }
-    let snapshots: Vec<TelemetryPoint> = rs
-        .iter()
-        .flat_map(|r| [r.telemetry_start.clone(), r.telemetry_end.clone()])
-        .flatten()
-        .map(|reading| TelemetryPoint { t_us: 0.0, reading })
-        .collect();
-    clocks::summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct, expect)
 }
 
 #[cfg(test)]

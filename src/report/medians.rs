@@ -57,7 +57,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
             .iter()
             .find(|c| c.kernel == Some(k) && c.point == *p && c.variant == variant)
     };
-    let peers = super::peers::medians(s);
+    let peers = crate::analysis::agreement::peer_medians(s);
     let points = &exp.kernels[k].points;
     let mut all: Vec<f64> = points
         .iter()

@@ -8,6 +8,7 @@ mod compare;
 mod cycles;
 pub use compare::run_compare;
 mod figures;
+mod findings;
 mod fit;
 pub mod format;
 mod kernels;
@@ -94,13 +95,19 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
     }
     let path = dir.join(REPORT_FILE);
     files::write(&path, out.bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(Rendered { path, trust })
+    Ok(Rendered {
+        path,
+        trust,
+        findings: view.generated,
+    })
 }
 
-/// A rendered report, and how far its run's readings can be trusted.
+/// A rendered report, how far its run's readings can be trusted, and its findings.
 pub struct Rendered {
     pub path: PathBuf,
     pub trust: crate::analysis::trust::Summary,
+    /// The findings the runner drew from the run, a sentence each.
+    pub findings: Vec<String>,
 }
 
 /// The run `dir`'s `compare_to` names, with its path as written there; where it cannot be

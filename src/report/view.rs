@@ -33,7 +33,9 @@ pub struct View {
     cells: Vec<CellRow>,
     failures: Vec<FailureRow>,
     notes: Option<String>,
+    /// The findings a person wrote (`findings.md`), and those the runner drew.
     findings: Option<String>,
+    pub generated: Vec<String>,
     warnings: Vec<String>,
     clock_tolerance_pct: f64,
     clock_policy: String,
@@ -276,6 +278,7 @@ impl View {
             failures,
             notes: s.notes.clone(),
             findings: s.findings.clone(),
+            generated: super::findings::sentences(&crate::analysis::findings::of(a)),
             warnings: s.warnings.clone(),
             clock_tolerance_pct: exp.telemetry.clock_tolerance_pct,
             clock_policy: crate::clock_lock::describe(exp.clocks),

@@ -5,7 +5,9 @@
 
 mod stats;
 
-use crate::plan::{Cell, Headline};
+pub use crate::analysis::units::headline_runs;
+use crate::analysis::units::{median_of, ratio_interval, seed_of, unit_values};
+use crate::plan::Cell;
 use crate::store::{Stored, SOURCES_DIR};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -101,27 +103,6 @@ impl Comparison {
     }
 }
 
-/// Each cell's headline values (steady samples, or first launches where it takes none) by
-/// cell id, grouped by run (process or round).
-pub fn headline_runs(s: &Stored) -> HashMap<String, BTreeMap<u32, Vec<f64>>> {
-    let mut by_run: HashMap<u32, BTreeMap<u32, Vec<f64>>> = HashMap::new();
-    for i in 0..s.samples.cell.len() {
-        let cell = &s.plan.cells[s.samples.cell[i] as usize];
-        if s.samples.first[i] == (cell.headline() == Headline::First) {
-            by_run
-                .entry(s.samples.cell[i])
-                .or_default()
-                .entry(s.samples.process[i])
-                .or_default()
-                .push(s.samples.time_ns[i]);
-        }
-    }
-    by_run
-        .into_iter()
-        .map(|(c, runs)| (s.plan.cells[c as usize].id.clone(), runs))
-        .collect()
-}
-
 /// A cell's headline values grouped into independent units, and what a unit is.
 fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
     let cells: HashMap<&str, &Cell> = s.plan.cells.iter().map(|c| (c.id.as_str(), c)).collect();
@@ -132,35 +113,6 @@ fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
             (id, units)
         })
         .collect()
-}
-
-/// One value per unit: the median of each run (round or process) where the cell has
-/// several, else the medians of consecutive blocks of its samples (at least 3 per block,
-/// at most 20 blocks), since neighbouring samples of one run are not independent.
-fn unit_values(cell: &Cell, runs: BTreeMap<u32, Vec<f64>>) -> (String, Vec<f64>) {
-    if runs.len() > 1 {
-        let what = if cell.knobs.process.fresh.is_some() {
-            "process"
-        } else {
-            "round"
-        };
-        let medians = runs.values().map(|v| stats::median_of(v)).collect();
-        return (what.into(), medians);
-    }
-    let samples: Vec<f64> = runs.into_values().flatten().collect();
-    let blocks = (samples.len() / 3).clamp(1, 20);
-    // Exactly `blocks` near-equal blocks, every sample in one.
-    let bound = |b: usize| b * samples.len() / blocks;
-    let medians = (0..blocks)
-        .map(|b| stats::median_of(&samples[bound(b)..bound(b + 1)]))
-        .collect();
-    let size = samples.len() / blocks;
-    (format!("block of {size}+ samples"), medians)
-}
-
-/// The bootstrap's seed from a cell's id, so a comparison renders the same twice.
-fn seed_of(id: &str) -> u64 {
-    u64::from_str_radix(&crate::system::sha256_hex(id.as_bytes())[..16], 16).unwrap_or(0)
 }
 
 /// Files under `dir` (recursively) by their path relative to it, with their bytes.
@@ -247,8 +199,8 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
             untrusted.push((cell.id.clone(), doubt.join("; ")));
             continue;
         }
-        let (old_median, new_median) = (stats::median_of(a), stats::median_of(b));
-        let (ratio_low, ratio_high) = stats::ratio_interval(a, b, seed_of(&cell.id));
+        let (old_median, new_median) = (median_of(a), median_of(b));
+        let (ratio_low, ratio_high) = ratio_interval(a, b, seed_of(&cell.id));
         let t = (threshold_pct / 100.0).max(floor_us * 1e3 / old_median);
         let verdict = if a.len() < MIN_UNITS || b.len() < MIN_UNITS {
             Verdict::TooNoisy

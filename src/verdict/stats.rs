@@ -1,43 +1,5 @@
-//! The statistics of a comparison: a bootstrap interval for the ratio of two medians and a
-//! Mann-Whitney U test, both over independent units (one value per unit).
-
-use rand::{rngs::SmallRng, Rng, SeedableRng};
-
-/// Bootstrap resamples per interval: enough for stable 2.5% and 97.5% percentiles.
-const RESAMPLES: usize = 2000;
-
-/// The median; NaN for no values.
-pub fn median_of(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// The 95% percentile-bootstrap interval of `median(new) / median(old)`, resampling each
-/// side's units with replacement; `seed` makes a report re-render to the same bytes.
-pub fn ratio_interval(old: &[f64], new: &[f64], seed: u64) -> (f64, f64) {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut draw = |units: &[f64], buf: &mut Vec<f64>| {
-        buf.clear();
-        buf.extend((0..units.len()).map(|_| units[rng.random_range(0..units.len())]));
-        median_of(buf)
-    };
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    let mut ratios: Vec<f64> = (0..RESAMPLES)
-        .map(|_| draw(new, &mut b) / draw(old, &mut a))
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let at = |q: f64| ratios[((RESAMPLES - 1) as f64 * q).round() as usize];
-    (at(0.025), at(0.975))
-}
+//! The Mann-Whitney U test of a comparison, over independent units (one value per unit;
+//! the bootstrap interval beside it is `analysis::units`).
 
 /// The two-sided p-value of the Mann-Whitney U test (normal approximation with the tie
 /// correction and a continuity correction): how likely samples as far apart are when both
@@ -113,16 +75,5 @@ mod tests {
         assert!(mann_whitney_p(&a, &a) > 0.9);
         // All values tied: no evidence either way.
         assert_eq!(mann_whitney_p(&[1.0; 5], &[1.0; 5]), 1.0);
-    }
-
-    #[test]
-    fn the_interval_holds_the_true_ratio_and_excludes_one_for_a_real_change() {
-        let old: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
-        let new: Vec<f64> = old.iter().map(|x| x * 1.1).collect();
-        let (lo, hi) = ratio_interval(&old, &new, 7);
-        assert!(lo <= 1.1 && 1.1 <= hi && lo > 1.0, "[{lo}, {hi}]");
-        let (lo, hi) = ratio_interval(&old, &old, 7);
-        assert!(lo <= 1.0 && 1.0 <= hi, "[{lo}, {hi}]");
-        assert_eq!(ratio_interval(&old, &new, 7), ratio_interval(&old, &new, 7));
     }
 }

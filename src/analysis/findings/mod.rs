@@ -1,0 +1,279 @@
+//! Findings: the few facts of a run a CUDA developer acts on, each with its numbers, chosen
+//! by fixed rules from the trusted cells (README, "Findings written by the runner") and
+//! ranked so that the headline comes first. The report words them (`report::findings`).
+
+mod cells;
+mod kernels;
+mod variants;
+
+pub use cells::Range;
+pub use kernels::{Best, Peak, Speedup, Work};
+pub use variants::{Bias, Difference, PeerAgreement};
+
+use super::trust::Verdict;
+use super::Analysis;
+use crate::experiment::{Experiment, Point};
+use crate::plan::{point_id, Role};
+
+/// At most this many findings: a reader takes them in at a glance.
+pub const MAX_FINDINGS: usize = 10;
+
+/// At most this many findings of one rule, so that one kind cannot crowd out the others.
+const MAX_PER_RULE: usize = 3;
+
+/// Two readings within this fraction of each other are alike: the default threshold of a
+/// comparison between runs (`verdict::DEFAULT_THRESHOLD_PCT`).
+pub const ALIKE_FRACTION: f64 = 0.02;
+
+/// A cell a finding names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct At {
+    pub kernel: String,
+    /// The sweep point as a cell id writes it (`n=512`, `m=1 n=2`; empty without a sweep).
+    pub point: String,
+    pub variant: String,
+}
+
+impl At {
+    pub fn new(kernel: &str, point: &Point, variant: &str) -> At {
+        At {
+            kernel: kernel.into(),
+            point: point_id(point),
+            variant: variant.into(),
+        }
+    }
+}
+
+/// A cell and its reading(s) in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub at: At,
+    pub ns: f64,
+    /// What it is set against (a baseline, a reference, a peer), where it is.
+    pub against_ns: Option<f64>,
+}
+
+/// A fact of the run, with the numbers it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    /// Cells of one kernel that did not end as it expects: `word` is the verdict's
+    /// (failed, suspect, impossible) or "passed" for a kernel written to be caught.
+    Untrusted {
+        kernel: String,
+        word: &'static str,
+        /// The cells' ids without the kernel: `n=512/hot`.
+        cells: Vec<String>,
+        /// The kernel's cells in the plan.
+        of: usize,
+        /// The first cell's reason.
+        reason: String,
+    },
+    /// Cells of kernels written to be caught (`expect = "caught"`) that were, by verdict.
+    Caught {
+        kernels: usize,
+        cells: usize,
+        caught: Vec<(&'static str, usize)>,
+    },
+    /// A kernel against its baseline kernel (`[report] kernels`).
+    Speedup(Speedup),
+    /// A kernel's best share of the device's peak.
+    Peak(Peak),
+    /// The best value of the tuned parameter (`[report] best`).
+    Best(Best),
+    /// A variant against another (`[report] differences`, `baseline`, or a flushed variant
+    /// against the hot one it differs from only by its cache).
+    Difference(Difference),
+    /// A method against its reference (`[report] bias`).
+    Bias(Bias),
+    /// The methods within tolerance of their references at every cell, of `of` methods.
+    BiasWithin { methods: Vec<Bias>, of: usize },
+    /// A peer program against the variant it stands beside.
+    Peer(PeerAgreement),
+    /// Trusted cells whose clocks moved, whose GPU throttled, or whose wait kernel was too
+    /// short: the ids, of how many trusted cells, and one cell's flags.
+    Flagged {
+        cells: Vec<String>,
+        of: usize,
+        example: (String, Vec<String>),
+    },
+    /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
+    Range(Range),
+    /// No rule has anything to say: how many cells are trusted, of how many.
+    Nothing { trusted: usize, cells: usize },
+}
+
+/// What the rules read: the experiment, its trusted cells' headline medians (ns) and their
+/// independent units (for bootstrap intervals), by kernel, point and variant.
+pub struct Trusted<'a> {
+    pub exp: &'a Experiment,
+    pub median: &'a dyn Fn(usize, &Point, &str) -> Option<f64>,
+    pub units: &'a dyn Fn(usize, &Point, &str) -> Vec<f64>,
+}
+
+impl Trusted<'_> {
+    /// Kernel `k`'s trusted cells as (point, variant, median), in sweep and variant order.
+    fn cells(&self, k: usize) -> Vec<(&Point, &str, f64)> {
+        let exp = self.exp;
+        exp.kernels[k]
+            .points
+            .iter()
+            .flat_map(|p| {
+                exp.variants
+                    .iter()
+                    .filter_map(move |v| Some((p, v.name.as_str(), (self.median)(k, p, &v.name)?)))
+            })
+            .collect()
+    }
+}
+
+/// The run's findings, headline first, at most [`MAX_FINDINGS`].
+pub fn of(a: &Analysis) -> Vec<Finding> {
+    let s = a.run;
+    let exp = &s.experiment;
+    let runs = super::units::headline_runs(s);
+    let median = |k: usize, p: &Point, v: &str| a.sound_median_at(k, p, v);
+    let units = |k: usize, p: &Point, v: &str| {
+        let Some(c) = a.cell_at(k, p, v) else {
+            return vec![];
+        };
+        runs.get(&c.id)
+            .map_or(vec![], |r| super::units::unit_values(c, r.clone()).1)
+    };
+    let t = Trusted {
+        exp,
+        median: &median,
+        units: &units,
+    };
+    let measured = || (s.plan.cells.iter()).filter(|c| c.role == Role::Measure);
+    let verdicts: Vec<_> = measured().map(|c| (c, a.verdict(c))).collect();
+    let rule = |found: Vec<Finding>| found.into_iter().take(MAX_PER_RULE);
+    let mut out: Vec<Finding> = rule(cells::untrusted(exp, &verdicts)).collect();
+    out.extend(cells::caught(exp, &verdicts));
+    let mut spoken: Vec<Finding> = rule(kernels::speedups(&t)).collect();
+    if let Some(p) = &a.peaks {
+        let l2 = (s.meta.device.as_ref()).map_or(0, |d| d.l2_bytes.max(0) as u64);
+        spoken.extend(rule(kernels::peaks(&t, p, l2)));
+    }
+    spoken.extend(rule(kernels::best(&t)));
+    spoken.extend(rule(variants::bias(&t)));
+    spoken.extend(rule(variants::differences(&t)));
+    let peers = super::agreement::peer_medians(s);
+    spoken.extend(rule(variants::peers(&t, &peers)));
+    if spoken.is_empty() {
+        spoken.extend(rule(cells::ranges(&t)));
+    }
+    out.extend(spoken);
+    let trusted: Vec<_> = verdicts
+        .iter()
+        .filter(|(_, v)| **v == Verdict::Ok)
+        .map(|(c, _)| *c)
+        .collect();
+    let flags: Vec<_> = (trusted.iter())
+        .map(|c| {
+            let (flags, lowest_mhz) = cells::flags(a, c);
+            (c.id.clone(), flags, lowest_mhz)
+        })
+        .collect();
+    out.extend(cells::flagged(&flags));
+    if out.is_empty() {
+        out.push(Finding::Nothing {
+            trusted: trusted.len(),
+            cells: verdicts.len(),
+        });
+    }
+    out.truncate(MAX_FINDINGS);
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::experiment::{DeviceFacts, Sources};
+    use std::collections::HashMap;
+    use std::path::Path;
+
+    /// An experiment of `kernels` (name, extra TOML lines) over `sweep`, under `variants`
+    /// (name, extra lines), with `report` lines.
+    pub fn experiment(
+        sweep: &str,
+        kernels: &[(&str, &str)],
+        variants: &[(&str, &str)],
+        report: &str,
+    ) -> Experiment {
+        let mut text = format!("[experiment]\ntitle = \"t\"\n[sweep]\n{sweep}\n");
+        for (name, extra) in kernels {
+            text += &format!(
+                "[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\n{extra}\n"
+            );
+        }
+        for (name, extra) in variants {
+            text += &format!("[[variant]]\nname = \"{name}\"\n{extra}\n");
+        }
+        text += &format!("[report]\nfloor = false\n{report}\n");
+        Experiment::parse(
+            Path::new("e.toml"),
+            &text,
+            &DeviceFacts::nominal(),
+            Sources::Skip,
+        )
+        .unwrap()
+    }
+
+    /// Medians by cell id (`kernel/point/variant`), as a [`Trusted`] reads them; units: the
+    /// median repeated, spread by 1%.
+    pub struct Fake(pub HashMap<String, f64>);
+
+    impl Fake {
+        pub fn median(&self, exp: &Experiment, k: usize, p: &Point, v: &str) -> Option<f64> {
+            let at = At::new(&exp.kernels[k].name, p, v);
+            self.0
+                .get(&format!("{}/{}/{}", at.kernel, at.point, at.variant))
+                .copied()
+        }
+
+        pub fn units(&self, exp: &Experiment, k: usize, p: &Point, v: &str) -> Vec<f64> {
+            self.median(exp, k, p, v).map_or(vec![], |m| {
+                (0..10).map(|i| m * (0.995 + 0.001 * i as f64)).collect()
+            })
+        }
+    }
+
+    /// Runs `rule` over `exp` with the medians of `fake`.
+    pub fn with<T>(exp: &Experiment, fake: &Fake, rule: impl Fn(&Trusted) -> T) -> T {
+        let median = |k: usize, p: &Point, v: &str| fake.median(exp, k, p, v);
+        let units = |k: usize, p: &Point, v: &str| fake.units(exp, k, p, v);
+        rule(&Trusted {
+            exp,
+            median: &median,
+            units: &units,
+        })
+    }
+
+    pub fn fake(cells: &[(&str, f64)]) -> Fake {
+        Fake(cells.iter().map(|(id, ns)| (id.to_string(), *ns)).collect())
+    }
+
+    #[test]
+    fn a_trusted_kernels_cells_come_in_sweep_and_variant_order() {
+        let exp = experiment(
+            "n = [1, 2]",
+            &[("k", "")],
+            &[("hot", ""), ("cold", "cache = \"flush\"")],
+            "",
+        );
+        let f = fake(&[("k/n=2/hot", 2.0), ("k/n=1/cold", 3.0), ("k/n=2/cold", 4.0)]);
+        let cells = with(&exp, &f, |t| {
+            (t.cells(0).into_iter())
+                .map(|(p, v, ns)| (point_id(p), v.to_string(), ns))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(
+            cells,
+            [
+                ("n=1".into(), "cold".into(), 3.0),
+                ("n=2".into(), "hot".into(), 2.0),
+                ("n=2".into(), "cold".into(), 4.0)
+            ]
+        );
+    }
+}

@@ -1,0 +1,298 @@
+//! The run's findings (`analysis::findings`) in words: one sentence each, every number as
+//! the tables below show it (times with four significant digits, ratios with two decimals).
+
+mod kernels;
+mod methods;
+
+use super::format;
+use crate::analysis::findings::{At, Finding, Range};
+use crate::experiment::Unit;
+
+/// At most this many cells a finding lists by name.
+const MAX_LISTED: usize = 4;
+
+/// The longest a sentence grows by what it may leave out, in characters.
+const MAX_SENTENCE: usize = 300;
+
+fn time(ns: f64) -> String {
+    format::time(ns, Unit::Auto)
+}
+
+/// Two times in the smaller one's unit (`116.5 µs against 1449 µs`), or each in its own
+/// where one is over ten times the other (`35.29 ms against 603.6 µs`).
+fn against(ns: f64, other: f64) -> String {
+    let (lo, hi) = (ns.min(other), ns.max(other));
+    let unit = match hi / lo > 10.0 {
+        true => Unit::Auto,
+        false => format::unit_for([lo], Unit::Auto),
+    };
+    format!(
+        "{} against {}",
+        format::time(ns, unit),
+        format::time(other, unit)
+    )
+}
+
+/// A fraction as a signed percentage with two significant digits or more: `+0.17%`,
+/// `-4.5%`, `+360%`.
+fn signed_pct(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    let decimals = match p.abs() {
+        x if x < 1.0 => 2,
+        x if x < 10.0 => 1,
+        _ => 0,
+    };
+    format!("{p:+.decimals$}%")
+}
+
+/// A share as a percentage: `89%`, `4.5%`.
+fn share(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if p < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+/// A speed-up (baseline / kernel) as it reads: `1.52x faster`, `1.10x slower`.
+fn speed(ratio: f64) -> String {
+    super::kernels::speedup(1.0, ratio)
+}
+
+/// A count with its noun: `1 cell`, `3 cells`.
+fn count(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+/// Where a cell is: `at n=512 (hot)`, or `under hot` without a sweep; with its kernel
+/// first where asked: `` `matmul` at n=512 (hot) ``.
+fn place(at: &At, kernel: bool) -> String {
+    let k = if kernel {
+        format!("`{}` ", at.kernel)
+    } else {
+        String::new()
+    };
+    match at.point.as_str() {
+        "" => format!("{k}under {}", at.variant),
+        p => format!("{k}at {p} ({})", at.variant),
+    }
+}
+
+/// A kernel at a point, without the variant: `` `matmul` at n=512 ``.
+fn spot(at: &At) -> String {
+    match at.point.as_str() {
+        "" => format!("`{}`", at.kernel),
+        p => format!("`{}` at {p}", at.kernel),
+    }
+}
+
+/// `a, b, c, d, …` of at most [`MAX_LISTED`].
+fn listed(items: &[String]) -> String {
+    let mut shown: Vec<String> = items.iter().take(MAX_LISTED).cloned().collect();
+    if items.len() > MAX_LISTED {
+        shown.push("…".into());
+    }
+    shown.join(", ")
+}
+
+/// Each finding as a sentence.
+pub fn sentences(findings: &[Finding]) -> Vec<String> {
+    findings.iter().map(sentence).collect()
+}
+
+fn sentence(f: &Finding) -> String {
+    match f {
+        Finding::Untrusted {
+            kernel,
+            word,
+            cells,
+            of,
+            reason,
+        } => {
+            let what = match *word {
+                "passed" => format!("`{kernel}`, written to be caught, passed"),
+                w => format!("`{kernel}` {w}"),
+            };
+            let at = match cells.len() {
+                1 if *of == 1 => "its one cell".to_string(),
+                n if n == *of => format!("all {}", count(n, "cell")),
+                n => format!("{n} of its {}", count(*of, "cell")),
+            };
+            format!("{what} at {at} ({}): {reason}.", listed(cells))
+        }
+        Finding::Caught {
+            kernels,
+            cells,
+            caught,
+        } => {
+            let n: usize = caught.iter().map(|c| c.1).sum();
+            let all = if n == *cells {
+                format!("All {cells}")
+            } else {
+                format!("{n} of the {cells}")
+            };
+            let by: Vec<String> = caught.iter().map(|(w, n)| format!("{n} {w}")).collect();
+            format!(
+                "{all} cells of the {} written to be caught (`expect = \"caught\"`) were caught: {}.",
+                count(*kernels, "kernel"),
+                by.join(", ")
+            )
+        }
+        Finding::Speedup(s) => kernels::speedup(s),
+        Finding::Peak(p) => kernels::peak(p),
+        Finding::Best(b) => kernels::best(b),
+        Finding::Difference(d) => methods::difference(d),
+        Finding::Bias(b) => methods::bias(b),
+        Finding::BiasWithin { methods: m, of } => methods::bias_within(m, *of),
+        Finding::Peer(p) => methods::peer(p),
+        Finding::Flagged { cells, of, example } => format!(
+            "{} of {of} trusted cells are flagged ({}); `{}`: {}.",
+            cells.len(),
+            listed(cells),
+            example.0,
+            example.1.join("; ")
+        ),
+        Finding::Range(r) => range(r),
+        Finding::Nothing { trusted, cells } => {
+            format!("{trusted} of {cells} cells trusted: no finding to draw.")
+        }
+    }
+}
+
+/// A kernel's fastest and slowest trusted cell.
+fn range(r: &Range) -> String {
+    if let (1, Some((lo, hi))) = (r.cells, &r.variants) {
+        return format!(
+            "{} reads {} under `{}` to {} under `{}`.",
+            spot(&lo.at),
+            time(lo.ns),
+            lo.at.variant,
+            time(hi.ns),
+            hi.at.variant
+        );
+    }
+    let under = if r.cells == 1 {
+        format!(
+            "`{}` reads {} {}",
+            r.fastest.at.kernel,
+            time(r.fastest.ns),
+            place(&r.fastest.at, false)
+        )
+    } else {
+        format!(
+            "`{}` reads {} at {} to {} at {} under `{}` over {}",
+            r.fastest.at.kernel,
+            time(r.fastest.ns),
+            r.fastest.at.point,
+            time(r.slowest.ns),
+            r.slowest.at.point,
+            r.fastest.at.variant,
+            count(r.cells, "cell")
+        )
+    };
+    let variants = r.variants.as_ref().map_or(String::new(), |(lo, hi)| {
+        let at = match lo.at.point.as_str() {
+            "" => String::new(),
+            p => format!(" at {p}"),
+        };
+        format!(
+            "; its variants read{at} {} (`{}`) to {} (`{}`)",
+            time(lo.ns),
+            lo.at.variant,
+            time(hi.ns),
+            hi.at.variant
+        )
+    });
+    format!("{under}{variants}.")
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::analysis::findings::Reading;
+
+    /// A reading of `ns` at `kernel/point/variant`, set against `against`.
+    pub fn reading(id: &str, ns: f64, against: Option<f64>) -> Reading {
+        let parts: Vec<&str> = id.split('/').collect();
+        Reading {
+            at: At {
+                kernel: parts[0].into(),
+                point: parts[1].into(),
+                variant: parts[2].into(),
+            },
+            ns,
+            against_ns: against,
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_the_tables_show_them() {
+        assert_eq!(signed_pct(0.0017), "+0.17%");
+        assert_eq!(signed_pct(-0.045), "-4.5%");
+        assert_eq!(signed_pct(3.6), "+360%");
+        assert_eq!((share(0.891), share(0.028)), ("89%".into(), "2.8%".into()));
+        assert_eq!(against(216_500.0, 1_449_000.0), "216.5 µs against 1449 µs");
+        assert_eq!(against(35.29e6, 603_600.0), "35.29 ms against 603.6 µs");
+        assert_eq!(speed(0.5), "2.00x slower");
+        let cells: Vec<String> = (1..=6).map(|i| i.to_string()).collect();
+        assert_eq!(listed(&cells), "1, 2, 3, 4, …");
+        let at = reading("k//hot", 1.0, None).at;
+        assert_eq!(
+            (place(&at, true), spot(&at)),
+            ("`k` under hot".into(), "`k`".into())
+        );
+    }
+
+    #[test]
+    fn cells_not_trusted_caught_and_flagged_in_words() {
+        let untrusted = Finding::Untrusted {
+            kernel: "off-by-one".into(),
+            word: "failed",
+            cells: vec!["n=1/hot".into(), "n=2/hot".into()],
+            of: 2,
+            reason: "C: max abs error 1.5e1".into(),
+        };
+        let caught = Finding::Caught {
+            kernels: 7,
+            cells: 56,
+            caught: vec![("failed", 48), ("suspect", 8)],
+        };
+        let flagged = Finding::Flagged {
+            cells: vec!["k/n=1/hot".into()],
+            of: 10,
+            example: (
+                "k/n=1/hot".into(),
+                vec!["SM clock moved 1350-1980 MHz (31.8%)".into()],
+            ),
+        };
+        assert_eq!(
+            sentences(&[untrusted, caught, flagged]),
+            [
+                "`off-by-one` failed at all 2 cells (n=1/hot, n=2/hot): C: max abs error 1.5e1.",
+                "All 56 cells of the 7 kernels written to be caught (`expect = \"caught\"`) were caught: 48 failed, 8 suspect.",
+                "1 of 10 trusted cells are flagged (k/n=1/hot); `k/n=1/hot`: SM clock moved 1350-1980 MHz (31.8%)."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_range_names_its_ends_and_the_variants_at_the_last_point() {
+        let r = Range {
+            cells: 3,
+            fastest: reading("k/n=2/hot", 3_000.0, None),
+            slowest: reading("k/n=3/hot", 9_000.0, None),
+            variants: Some((
+                reading("k/n=3/hot", 9_000.0, None),
+                reading("k/n=3/cold", 12_000.0, None),
+            )),
+        };
+        assert_eq!(
+            range(&r),
+            "`k` reads 3.000 µs at n=2 to 9.000 µs at n=3 under `hot` over 3 cells; its variants read at n=3 9.000 µs (`hot`) to 12.00 µs (`cold`)."
+        );
+    }
+}

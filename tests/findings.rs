@@ -1,0 +1,876 @@
+//! The runner's findings in every committed report, recomputed apart from the code that
+//! wrote them: from the run's `summary.csv`, `samples.csv.gz`, `peers.csv`, `run.json`,
+//! `cells.jsonl` and `experiment.toml`, and the report's trust and cells tables. Each number
+//! a finding states must be what the data gives, to the digits it shows, and each claim
+//! (the largest, the most, how many) must hold over the trusted cells.
+
+use regex::{Captures, Regex};
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+const TIME: &str = r"-?[\d.]+ (?:ns|µs|ms|s)";
+
+/// A committed run, read back as plain data.
+struct Run {
+    dir: PathBuf,
+    report: String,
+    /// Each cell's headline median (steady, else first launches), ns; and whether its
+    /// headline is its first launches.
+    medians: HashMap<String, (f64, bool)>,
+    /// The trust table: cell -> (verdict, as expected, why).
+    untrusted: HashMap<String, (String, bool, String)>,
+    exp: toml::Value,
+    meta: serde_json::Value,
+}
+
+impl Run {
+    fn load(dir: &Path) -> Run {
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let mut medians = HashMap::new();
+        let mut summary = csv::Reader::from_path(dir.join("summary.csv")).unwrap();
+        for row in summary.records() {
+            let row = row.unwrap();
+            let (id, phase, median) = (&row[0], &row[1], row[4].parse::<f64>().unwrap());
+            if phase == "steady" || !medians.contains_key(id) {
+                medians.insert(id.to_string(), (median, phase == "first"));
+            }
+        }
+        let mut untrusted = HashMap::new();
+        for line in report.lines().take_while(|l| !l.starts_with("## ")) {
+            let cols: Vec<&str> = line.split(" | ").collect();
+            if line.starts_with("| ") && cols.len() >= 4 && cols[1] != "verdict" && cols[1] != "---"
+            {
+                let why = cols[3..].join(" | ");
+                let why = why.trim_end_matches(" |").replace("\\|", "|");
+                let expected = cols[2] == "yes";
+                untrusted.insert(
+                    cols[0][2..].to_string(),
+                    (cols[1].to_string(), expected, why),
+                );
+            }
+        }
+        let exp = std::fs::read_to_string(dir.join("experiment.toml")).unwrap();
+        let meta = std::fs::read_to_string(dir.join("run.json")).unwrap();
+        Run {
+            dir: dir.to_path_buf(),
+            report,
+            medians,
+            untrusted,
+            exp: toml::from_str(&exp).unwrap(),
+            meta: serde_json::from_str(&meta).unwrap(),
+        }
+    }
+
+    /// The generated findings: those under "Computed by the runner", or every bullet of
+    /// the section where no person wrote any.
+    fn findings(&self) -> Vec<String> {
+        let section = self.report.split("\n## Findings\n").nth(1).unwrap();
+        let section = section.split("\n## ").next().unwrap();
+        let generated = section
+            .split("### Computed by the runner\n")
+            .last()
+            .unwrap();
+        (generated.lines())
+            .filter_map(|l| l.strip_prefix("- "))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The trusted cells' medians: every measured cell with a headline, less those the
+    /// trust table lists.
+    fn trusted(&self) -> impl Iterator<Item = (&str, f64)> {
+        (self.medians.iter())
+            .filter(|(id, _)| !id.starts_with("floor/") && !self.untrusted.contains_key(*id))
+            .map(|(id, (m, _))| (id.as_str(), *m))
+    }
+
+    fn median(&self, id: &str) -> f64 {
+        assert!(!self.untrusted.contains_key(id), "{id} is not trusted");
+        self.medians.get(id).unwrap_or_else(|| panic!("no {id}")).0
+    }
+
+    /// Variant `v` of the experiment flushes L2 (its own `cache`, else `[defaults]`').
+    fn flushes(&self, v: &str) -> bool {
+        let variants = self.exp["variant"].as_array().unwrap();
+        let table = variants
+            .iter()
+            .find(|t| t["name"].as_str() == Some(v))
+            .unwrap();
+        let cache = table
+            .get("cache")
+            .or_else(|| self.exp.get("defaults")?.get("cache"));
+        cache.and_then(|c| c.as_str()) == Some("flush")
+    }
+
+    /// Each cell's headline samples.
+    fn samples(&self) -> HashMap<String, Vec<f64>> {
+        let mut text = String::new();
+        let file = std::fs::File::open(self.dir.join("samples.csv.gz")).unwrap();
+        flate2::read::MultiGzDecoder::new(file)
+            .read_to_string(&mut text)
+            .unwrap();
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let heads = reader.headers().unwrap().clone();
+        let at = |name: &str| heads.iter().position(|h| h == name).unwrap();
+        let (cell, phase, time) = (at("cell"), at("phase"), at("time_ns"));
+        let mut out: HashMap<String, Vec<f64>> = HashMap::new();
+        for row in reader.records() {
+            let row = row.unwrap();
+            let first = self.medians.get(&row[cell]).is_some_and(|m| m.1);
+            if (&row[phase] == "first") == first {
+                out.entry(row[cell].to_string())
+                    .or_default()
+                    .push(row[time].parse().unwrap());
+            }
+        }
+        out
+    }
+}
+
+/// A cell's id: `kernel/point/variant`, or `kernel/variant` without a sweep.
+fn id(kernel: &str, point: Option<&str>, variant: &str) -> String {
+    match point {
+        Some(p) => format!("{kernel}/{p}/{variant}"),
+        None => format!("{kernel}/{variant}"),
+    }
+}
+
+/// A cell id's parts: (kernel, point, variant).
+fn parts(id: &str) -> (&str, &str, &str) {
+    let (kernel, rest) = id.split_once('/').unwrap();
+    match rest.rsplit_once('/') {
+        Some((point, variant)) => (kernel, point, variant),
+        None => (kernel, "", rest),
+    }
+}
+
+/// The value a printed number stands for and half its last digit.
+fn printed(text: &str) -> (f64, f64) {
+    let text = text.trim_start_matches('+');
+    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+    (
+        text.parse().unwrap(),
+        0.5 * 10f64.powi(-(decimals as i32)) + 1e-9,
+    )
+}
+
+/// `225.2 µs` in ns, and half its last digit.
+fn time(text: &str) -> (f64, f64) {
+    let (number, unit) = text.split_once(' ').unwrap();
+    let scale = match unit {
+        "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => panic!("unit {u}"),
+    };
+    let (v, tol) = printed(number);
+    (v * scale, tol * scale)
+}
+
+fn assert_time(text: &str, ns: f64, what: &str) {
+    let (v, tol) = time(text);
+    assert!((v - ns).abs() <= tol, "{what}: {text} is not {ns} ns");
+}
+
+fn assert_number(text: &str, value: f64, what: &str) {
+    let (v, tol) = printed(text);
+    assert!((v - value).abs() <= tol, "{what}: {text} is not {value}");
+}
+
+/// A percentage `+4.6%` against a fraction.
+fn assert_pct(text: &str, fraction: f64, what: &str) {
+    assert_number(text.trim_end_matches('%'), fraction * 100.0, what);
+}
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(&pattern.replace("TIME", TIME)).unwrap()
+}
+
+/// A kind of finding's check, given its sentence's parts.
+type Rule = fn(&Run, &Captures);
+
+/// A tuned kernel's trusted cell: the tuned parameter's value, its median and its id.
+type Tuned<'a> = (String, f64, &'a str);
+
+/// Checks one finding against the run; false where it is of no known kind.
+fn check(run: &Run, f: &str) -> bool {
+    let rules: [(&str, Rule); 13] = [
+        (
+            r"^`(?P<k>[^`]+)`(?:, written to be caught,)? (?P<w>failed|suspect|impossible|passed) at (?:its (?P<one>one) cell|all (?P<all>\d+) cells?|(?P<c>\d+) of its (?P<n>\d+) cells?) \((?P<cells>[^()]*)\): (?P<why>.+)\.$",
+            untrusted,
+        ),
+        (
+            r"^(?:All (?P<all>\d+)|(?P<c>\d+) of the (?P<n>\d+)) cells of the (?P<k>\d+) kernels? written to be caught \(`expect = .caught.`\) were caught: (?P<by>.+)\.$",
+            caught,
+        ),
+        (
+            r"^`(?P<k>[^`]+)` (?:is |runs as fast as |against )(?P<head>.*?)`(?P<b>[^`]+)`(?P<tail>.*?); (?:at (?P<p>[^()]+) \((?P<v>[^)]+)\)|under (?P<v2>\S+)): (?P<t1>TIME) against (?P<t2>TIME), (?P<r>[\d.]+)x (?P<dir>faster|slower)(?: \(95% interval (?P<lo>[\d.]+)x to (?P<hi>[\d.]+)x(?P<one>: it holds 1x)?\))?\.$",
+            speedup,
+        ),
+        (
+            r"^`(?P<k>[^`]+)` reaches (?P<rate>[\d.]+) (?P<ru>GB/s|TFLOP/s), (?P<share>[\d.]+)% of the (?P<peak>[\d.]+) (?:GB/s|TFLOP/s) (?P<name>DRAM|host link|FP32|FP64|FP16 \(without tensor cores\)|BF16 \(without tensor cores\)) peak, (?:at (?P<p>[^()]+) \((?P<v>[^)]+)\)|under (?P<v2>[^:]+)): (?P<amount>[\d.]+) (?P<prefix>[kMGT]?)(?:B|FLOP) in (?P<t>TIME)(?:; at no trusted point must all its bytes cross DRAM .*)?\.$",
+            peak,
+        ),
+        (
+            r"^The fastest `(?P<param>[^`]+)` for `(?P<k>[^`]+)` is (?P<val>\S+), (?:under its one variant|under (?P<w1>\d+) of (?P<g1>\d+) variants|in (?P<w2>\d+) of (?P<g2>\d+) groups \(a variant at a value of the other parameters\)); it wins by most at (?P<p>[^()]+) \((?P<v>[^)]+)\): (?P<t1>TIME) against (?P<t2>TIME) with `[^`]+` = (?P<slow>\S+) \((?P<r>[\d.]+)x\)\.$",
+            best,
+        ),
+        (
+            r"^`(?P<param>[^`]+)` barely matters to `(?P<k>[^`]+)`: its fastest and slowest value are within (?P<pct>[\d.]+)% of each other (?:under every variant|in every group), at most (?P<r>[\d.]+)x apart\.$",
+            barely,
+        ),
+        (
+            r"^`(?P<a>[^`]+)` (?:reads (?P<range>\S+(?: to \S+)?) against `(?P<b>[^`]+)`|and `(?P<b2>[^`]+)` agree within 2%) (?:over (?P<n>\d+) cells(?:: (?P<range2>\S+(?: to \S+)?))?; the largest is for|for) `(?P<k>[^`]+)`(?: at (?P<p>[^:]+))?: (?:(?P<range3>\S+), )?(?P<t1>TIME) against (?P<t2>TIME)(?: \(`[^`]+`: .*?\))?(?:; flushed reads faster than hot at (?P<cf>\d+) cells?(?P<why>: .*)?)?\.$",
+            difference,
+        ),
+        (
+            r"^`(?P<m>[^`]+)` is (?P<io>within|outside) max\(1%, 0\.5 µs\) of `(?P<r>[^`]+)` at (?:all (?P<all>\d+) cells?|(?P<c>\d+) of (?P<n>\d+) cells): from (?P<lo>[+-]TIME) \((?P<lop>[+-][\d.]+%)\) for `(?P<k1>[^`]+)`(?: at (?P<p1>.+?))? to (?P<hi>[+-]TIME) \((?P<hip>[+-][\d.]+%)\) for `(?P<k2>[^`]+)`(?: at (?P<p2>.+?))?\.$",
+            bias,
+        ),
+        (
+            r"^(?P<x>\d+) of (?P<y>\d+) methods are within max\(1%, 0\.5 µs\) of their reference at every cell: (?P<list>.+)\.$",
+            bias_within,
+        ),
+        (
+            r"^`(?P<v>[^`]+)` (?:agrees with|differs from) the peer `(?P<peer>[^`]+)` \(.*\) (?:within|beyond) max\((?P<tp>\d+)%, (?P<tu>\d+) µs\) at (?:all (?P<all>\d+) points?|(?P<a>\d+) of (?P<n>\d+) points?); the largest difference is (?P<pct>[+-][\d.]+%), for `(?P<k>[^`]+)`(?: at (?P<p>[^:]+))?: (?P<t1>TIME) against (?P<t2>TIME)\.$",
+            peer,
+        ),
+        (
+            r"^(?P<n>\d+) of (?P<of>\d+) trusted cells are flagged \((?P<list>[^()]*)\); `(?P<id>[^`]+)`: (?P<flags>.+)\.$",
+            flagged,
+        ),
+        (
+            r"^`(?P<k>[^`]+)`(?: at (?P<p>\S+))? reads (?P<t1>TIME) (?:at (?P<p1>.+?) to (?P<t2>TIME) at (?P<p2>.+?) under `(?P<v>[^`]+)` over (?P<n>\d+) cells|under `(?P<v1>[^`]+)` to (?P<t4>TIME) under `(?P<v4>[^`]+)`|at (?P<p5>\S+) \((?P<v5>[^)]+)\)|under (?P<v6>\S+))(?:; its variants read(?: at \S+)? (?P<t3a>TIME) \(`(?P<v3a>[^`]+)`\) to (?P<t3b>TIME) \(`(?P<v3b>[^`]+)`\))?\.$",
+            range,
+        ),
+        (
+            r"^(?P<t>\d+) of (?P<n>\d+) cells trusted: no finding to draw\.$",
+            nothing,
+        ),
+    ];
+    for (pattern, rule) in rules {
+        if let Some(c) = re(pattern).captures(f) {
+            rule(run, &c);
+            return true;
+        }
+    }
+    false
+}
+
+fn untrusted(run: &Run, c: &Captures) {
+    let (k, w) = (&c["k"], &c["w"]);
+    let listed: Vec<&str> = c["cells"].split(", ").filter(|x| *x != "…").collect();
+    let rows: Vec<&String> = (run.untrusted.iter())
+        .filter(|(id, (v, expected, _))| {
+            parts(id).0 == k && !expected && (v == w || (w == "passed" && v == "ok"))
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let of = (run.medians.keys().chain(run.untrusted.keys()))
+        .filter(|id| parts(id).0 == k)
+        .collect::<HashSet<_>>()
+        .len();
+    let (n, of_printed) = match (c.name("one"), c.name("all")) {
+        (Some(_), _) => ("1", "1"),
+        (_, Some(all)) => (all.as_str(), all.as_str()),
+        _ => (&c["c"], &c["n"]),
+    };
+    assert_eq!(n.parse::<usize>().unwrap(), rows.len(), "{k} {w}");
+    assert_eq!(of_printed.parse::<usize>().unwrap(), of, "{k}'s cells");
+    let first = format!("{k}/{}", listed[0]);
+    let why = c["why"].trim_end_matches('…');
+    assert!(run.untrusted[&first].2.starts_with(why), "{first}: {why}");
+}
+
+fn caught(run: &Run, c: &Captures) {
+    let kernels: Vec<&str> = (run.exp["kernel"].as_array().unwrap().iter())
+        .filter(|k| k.get("expect").and_then(|e| e.as_str()) == Some("caught"))
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    assert_eq!(c["k"].parse::<usize>().unwrap(), kernels.len());
+    let theirs = |id: &&String| kernels.contains(&parts(id).0);
+    let cells: HashSet<&String> = run
+        .medians
+        .keys()
+        .chain(run.untrusted.keys())
+        .filter(theirs)
+        .collect();
+    let total = c.name("all").or(c.name("n")).unwrap().as_str();
+    assert_eq!(total.parse::<usize>().unwrap(), cells.len());
+    for by in c["by"].split(", ") {
+        let (n, word) = by.split_once(' ').unwrap();
+        let found = (run.untrusted.iter())
+            .filter(|(id, (v, expected, _))| theirs(id) && *expected && v == word)
+            .count();
+        assert_eq!(n.parse::<usize>().unwrap(), found, "{word}");
+    }
+}
+
+fn speedup(run: &Run, c: &Captures) {
+    let (k, b) = (&c["k"], &c["b"]);
+    // Each trusted cell of k against b's cell of the same variant at its point (b may
+    // lack k's own axes).
+    let base = |point: &str, v: &str| {
+        let theirs = run
+            .trusted()
+            .map(|(id, _)| id)
+            .filter(|id| parts(id).0 == b && parts(id).2 == v);
+        let within = |q: &str| q.split(' ').all(|kv| point.split(' ').any(|x| x == kv));
+        theirs
+            .filter(|id| within(parts(id).1))
+            .max_by_key(|id| parts(id).1.len())
+            .map(str::to_string)
+    };
+    let ratios: Vec<(String, f64)> = (run.trusted())
+        .filter(|(id, _)| parts(id).0 == k)
+        .filter_map(|(id, ns)| {
+            let (_, p, v) = parts(id);
+            Some((id.to_string(), run.median(&base(p, v)?) / ns))
+        })
+        .collect();
+    let lo = ratios.iter().map(|r| r.1).fold(f64::MAX, f64::min);
+    let hi = ratios.iter().map(|r| r.1).fold(f64::MIN, f64::max);
+    let count = |f: &dyn Fn(f64) -> bool| ratios.iter().filter(|r| f(r.1)).count();
+    let (faster, slower) = (count(&|r| r > 1.02), count(&|r| r < 0.98));
+    let (head, tail) = (&c["head"], &c["tail"]);
+    let numbers: Vec<f64> = (re(r"(\d+\.\d\d)x").captures_iter(&format!("{head}{tail}")))
+        .map(|m| m[1].parse().unwrap())
+        .collect();
+    let close = |shown: f64, value: f64, what: &str| {
+        assert!(
+            (shown - value).abs() <= 0.005 + 1e-9,
+            "{k} against {b}: {what} {shown} is not {value}"
+        );
+    };
+    let alike = ratios.len() - faster - slower;
+    if let Some(mixed) = tail.strip_prefix(": ") {
+        // Faster, slower and alike cells, each where there are some.
+        let count = |pattern: &str| {
+            re(pattern).captures(mixed).map(|m| {
+                (
+                    m[1].parse::<usize>().unwrap(),
+                    m.get(2).map(|x| x.as_str().parse::<f64>().unwrap()),
+                )
+            })
+        };
+        let f = count(r"faster at (\d+) of \d+ cells \(up to ([\d.]+)x\)");
+        let s = count(r"slower at (\d+)(?: of \d+ cells)? \(up to ([\d.]+)x\)");
+        let a = count(r"within 2% at (\d+)$");
+        assert_eq!(
+            (
+                f.map_or(0, |f| f.0),
+                s.map_or(0, |s| s.0),
+                a.map_or(0, |a| a.0)
+            ),
+            (faster, slower, alike)
+        );
+        if let Some((_, Some(up))) = f {
+            close(up, hi, "faster up to");
+        }
+        if let Some((_, Some(up))) = s {
+            close(up, 1.0 / lo, "slower up to");
+        }
+    } else if tail.starts_with(", within 2%:") {
+        assert_eq!(alike, ratios.len());
+        close(numbers[0], lo, "lowest");
+        close(numbers[1], hi, "highest");
+    } else if let Some(n) = re(r"over (\d+) cells").captures(tail) {
+        assert_eq!(
+            n[1].parse::<usize>().unwrap(),
+            ratios.len(),
+            "{k} against {b}"
+        );
+        if head.contains("slower") {
+            assert_eq!(slower, ratios.len());
+            close(numbers[0], 1.0 / hi, "least slower");
+            close(numbers[1], 1.0 / lo, "most slower");
+        } else {
+            assert_eq!(faster, ratios.len());
+            close(numbers[0], lo, "least faster");
+            close(numbers[1], hi, "most faster");
+        }
+    } else {
+        assert_eq!(ratios.len(), 1);
+    }
+    // The detail: the cell of the largest effect, its medians, its interval within what
+    // any medians of its samples can give.
+    let v = c.name("v").or(c.name("v2")).unwrap().as_str();
+    let cell = id(k, c.name("p").map(|p| p.as_str()), v);
+    let other = base(parts(&cell).1, v).unwrap();
+    let (kn, bn) = (run.median(&cell), run.median(&other));
+    assert_time(&c["t1"], kn, &cell);
+    assert_time(&c["t2"], bn, &other);
+    let strongest = ratios.iter().map(|r| r.1.ln().abs()).fold(0.0, f64::max);
+    assert!(
+        ((bn / kn).ln().abs() - strongest).abs() < 1e-12,
+        "{cell} is not the largest effect"
+    );
+    let slower = &c["dir"] == "slower";
+    assert_number(&c["r"], if slower { kn / bn } else { bn / kn }, "speed-up");
+    if let (Some(l), Some(h)) = (c.name("lo"), c.name("hi")) {
+        let samples = run.samples();
+        let (ks, bs) = (&samples[&cell], &samples[&other]);
+        let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
+        let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+        let (rmin, rmax) = (min(bs) / max(ks), max(bs) / min(ks));
+        let (rmin, rmax) = if slower {
+            (1.0 / rmax, 1.0 / rmin)
+        } else {
+            (rmin, rmax)
+        };
+        let (l, h) = (printed(l.as_str()).0, printed(h.as_str()).0);
+        assert!(
+            rmin - 0.005 <= l && l <= h && h <= rmax + 0.005,
+            "{cell}: [{l}, {h}] outside [{rmin}, {rmax}]"
+        );
+        assert_eq!(c.name("one").is_some(), l <= 1.0 && 1.0 <= h);
+    }
+}
+
+/// The device's peak the finding names, from `run.json`'s facts (compute capability 9.0's
+/// lanes), in GB/s or TFLOP/s; None for the host link.
+fn device_peak(run: &Run, name: &str) -> Option<f64> {
+    let d = &run.meta["device"];
+    let f = |key: &str| d[key].as_f64().unwrap();
+    assert_eq!(d["compute_capability"], "9.0", "the test knows 9.0's lanes");
+    let lanes = |n: f64| f("sm_count") * f("sm_clock_max_mhz") * 1e6 * n * 2.0 / 1e12;
+    match name {
+        "DRAM" => Some(2.0 * f("mem_clock_max_mhz") * 1e6 * f("mem_bus_width_bits") / 8.0 / 1e9),
+        "FP32" => Some(lanes(128.0)),
+        "FP64" => Some(lanes(64.0)),
+        n if n.starts_with("FP16") || n.starts_with("BF16") => Some(lanes(256.0)),
+        _ => None,
+    }
+}
+
+fn peak(run: &Run, c: &Captures) {
+    let v = c.name("v").or(c.name("v2")).unwrap().as_str();
+    let cell = id(&c["k"], c.name("p").map(|p| p.as_str()), v);
+    let ns = run.median(&cell);
+    assert_time(&c["t"], ns, &cell);
+    let scale = match &c["prefix"] {
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        _ => 1.0,
+    };
+    let (amount, tol) = printed(&c["amount"]);
+    let unit = if &c["ru"] == "GB/s" { 1e9 } else { 1e12 };
+    let rate = amount * scale / (ns * 1e-9) / unit;
+    let (shown, _) = printed(&c["rate"]);
+    assert!(
+        (shown - rate).abs() <= rate * (tol / amount + 1e-3),
+        "{cell}: {shown} against {rate}"
+    );
+    let (peak, _) = printed(&c["peak"]);
+    if let Some(device) = device_peak(run, &c["name"]) {
+        assert_number(&c["peak"], device, "peak");
+    }
+    // The share of the rate shown, to its digits and the rounding of the amount and peak.
+    let (share, tol) = printed(&c["share"]);
+    let expect = rate / peak * 100.0;
+    assert!(
+        (share - expect).abs() <= tol + expect * 2e-3,
+        "{cell}: {share}% is not {expect}%"
+    );
+}
+
+/// A kernel's trusted cells grouped by variant and the other parameters than `param`:
+/// each group's (value, ns).
+fn groups<'a>(run: &'a Run, k: &str, param: &str) -> Vec<Vec<Tuned<'a>>> {
+    let mut groups: HashMap<(String, String), Vec<Tuned>> = HashMap::new();
+    for (id, ns) in run.trusted().filter(|(id, _)| parts(id).0 == k) {
+        let (_, point, v) = parts(id);
+        let (mine, others): (Vec<&str>, Vec<&str>) = point
+            .split(' ')
+            .partition(|kv| kv.starts_with(&format!("{param}=")));
+        let value = mine[0].split_once('=').unwrap().1.to_string();
+        groups
+            .entry((v.to_string(), others.join(" ")))
+            .or_default()
+            .push((value, ns, id));
+    }
+    groups.into_values().filter(|g| g.len() > 1).collect()
+}
+
+fn best(run: &Run, c: &Captures) {
+    let all = groups(run, &c["k"], &c["param"]);
+    let fastest = |g: &[Tuned]| {
+        g.iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap()
+            .0
+            .clone()
+    };
+    let wins = all.iter().filter(|g| fastest(g) == c["val"]).count();
+    let most = (all.iter())
+        .map(|g| all.iter().filter(|h| fastest(h) == fastest(g)).count())
+        .max()
+        .unwrap();
+    assert_eq!(wins, most, "{} wins most", &c["val"]);
+    if let Some(w) = c.name("w1").or(c.name("w2")) {
+        assert_eq!(w.as_str().parse::<usize>().unwrap(), wins);
+        assert_eq!(
+            c.name("g1")
+                .or(c.name("g2"))
+                .unwrap()
+                .as_str()
+                .parse::<usize>()
+                .unwrap(),
+            all.len()
+        );
+    }
+    let cell = id(&c["k"], Some(&c["p"]), &c["v"]);
+    let slow = cell.replace(
+        &format!("{}={}", &c["param"], &c["val"]),
+        &format!("{}={}", &c["param"], &c["slow"]),
+    );
+    assert_time(&c["t1"], run.median(&cell), &cell);
+    assert_time(&c["t2"], run.median(&slow), &slow);
+    assert_number(&c["r"], run.median(&slow) / run.median(&cell), "margin");
+}
+
+fn barely(run: &Run, c: &Captures) {
+    let spread = (groups(run, &c["k"], &c["param"]).iter())
+        .map(|g| {
+            let ns: Vec<f64> = g.iter().map(|x| x.1).collect();
+            ns.iter().copied().fold(f64::MIN, f64::max)
+                / ns.iter().copied().fold(f64::MAX, f64::min)
+        })
+        .fold(1.0, f64::max);
+    assert!(spread <= 1.02);
+    assert_number(&c["r"], spread, "spread");
+    assert_number(&c["pct"], (spread - 1.0) * 100.0, "spread %");
+}
+
+fn difference(run: &Run, c: &Captures) {
+    let a = &c["a"];
+    let b = c.name("b").or(c.name("b2")).unwrap().as_str();
+    let diffs: Vec<(String, f64)> = (run.trusted())
+        .filter(|(id, _)| parts(id).2 == a)
+        .filter_map(|(id, ns)| {
+            let (k, p, _) = parts(id);
+            let other = id_of(k, p, b);
+            let theirs = run.trusted().find(|(x, _)| *x == other)?.1;
+            Some((id.to_string(), (ns - theirs) / theirs))
+        })
+        .collect();
+    let range = c
+        .name("range")
+        .or(c.name("range2"))
+        .or(c.name("range3"))
+        .unwrap()
+        .as_str();
+    let ends: Vec<&str> = range.split(" to ").collect();
+    let lo = diffs.iter().map(|d| d.1).fold(f64::MAX, f64::min);
+    let hi = diffs.iter().map(|d| d.1).fold(f64::MIN, f64::max);
+    assert_eq!(
+        c.name("n").map_or(1, |n| n.as_str().parse().unwrap()),
+        diffs.len(),
+        "{a} against {b}"
+    );
+    assert_pct(ends[0], if ends.len() == 2 { lo } else { hi }, "lowest");
+    assert_pct(ends[ends.len() - 1], hi, "highest");
+    let cell = id(&c["k"], c.name("p").map(|p| p.as_str()), a);
+    let largest = diffs.iter().map(|d| d.1.abs()).fold(0.0, f64::max);
+    let this = diffs.iter().find(|d| d.0 == cell).unwrap().1;
+    assert!(
+        (this.abs() - largest).abs() < 1e-12,
+        "{cell} is not the largest"
+    );
+    assert_time(&c["t1"], run.median(&cell), &cell);
+    assert_time(&c["t2"], run.median(&cell_as(&cell, b)), b);
+    if let Some(n) = c.name("cf") {
+        let cold_is_a = run.flushes(a);
+        let faster = (diffs.iter())
+            .filter(|d| {
+                if cold_is_a {
+                    d.1 < -0.02
+                } else {
+                    d.1 > 1.0 / 0.98 - 1.0
+                }
+            })
+            .count();
+        assert_eq!(
+            n.as_str().parse::<usize>().unwrap(),
+            faster,
+            "flushed faster"
+        );
+    }
+}
+
+fn id_of(k: &str, p: &str, v: &str) -> String {
+    id(k, (!p.is_empty()).then_some(p), v)
+}
+
+fn cell_as(cell: &str, variant: &str) -> String {
+    let (k, p, _) = parts(cell);
+    id_of(k, p, variant)
+}
+
+/// Each (kernel and point, method) cell's bias against its reference: (cell, ns, fraction).
+fn biases(run: &Run, m: &str, r: &str) -> Vec<(String, f64, f64)> {
+    (run.trusted())
+        .filter(|(id, _)| parts(id).2 == m)
+        .filter_map(|(id, ns)| {
+            let other = cell_as(id, r);
+            let reference = run.trusted().find(|(x, _)| *x == other)?.1;
+            Some((id.to_string(), ns - reference, (ns - reference) / reference))
+        })
+        .collect()
+}
+
+fn within(ns: f64, f: f64) -> bool {
+    ns.abs() <= 500.0 || f.abs() <= 0.01
+}
+
+fn bias(run: &Run, c: &Captures) {
+    let all = biases(run, &c["m"], &c["r"]);
+    let inside = all.iter().filter(|b| within(b.1, b.2)).count();
+    let (n, stated) = match c.name("all") {
+        Some(n) => (
+            n.as_str().parse::<usize>().unwrap(),
+            if &c["io"] == "within" { all.len() } else { 0 },
+        ),
+        None => (c["n"].parse().unwrap(), c["c"].parse().unwrap()),
+    };
+    assert_eq!(n, all.len());
+    let count = if &c["io"] == "within" {
+        inside
+    } else {
+        all.len() - inside
+    };
+    assert_eq!(
+        stated,
+        if c.name("all").is_some() {
+            inside
+        } else {
+            count
+        }
+    );
+    let lo = all.iter().min_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
+    let hi = all.iter().max_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
+    for (end, pct, k, p, b) in [("lo", "lop", "k1", "p1", lo), ("hi", "hip", "k2", "p2", hi)] {
+        assert_eq!(
+            id(&c[k], c.name(p).map(|p| p.as_str()), &c["m"]),
+            b.0,
+            "{end}"
+        );
+        assert_time(c[end].trim_start_matches('+'), b.1, end);
+        assert_pct(&c[pct], b.2, pct);
+    }
+}
+
+fn bias_within(run: &Run, c: &Captures) {
+    let report = run.exp["report"]["bias"].as_array().unwrap();
+    let pairs: Vec<(&str, &str)> = (report.iter())
+        .map(|p| (p[0].as_str().unwrap(), p[1].as_str().unwrap()))
+        .filter(|(m, r)| !biases(run, m, r).is_empty())
+        .collect();
+    assert_eq!(c["y"].parse::<usize>().unwrap(), pairs.len());
+    let everywhere = (pairs.iter())
+        .filter(|(m, r)| biases(run, m, r).iter().all(|b| within(b.1, b.2)))
+        .count();
+    assert_eq!(c["x"].parse::<usize>().unwrap(), everywhere);
+    let item =
+        re(r"`(?P<m>[^`]+)` \((?P<lo>[+-]TIME) to (?P<hi>[+-]TIME) against `(?P<r>[^`]+)`\)");
+    for i in item.captures_iter(&c["list"]) {
+        let all = biases(run, &i["m"], &i["r"]);
+        assert!(all.iter().all(|b| within(b.1, b.2)), "{}", &i["m"]);
+        let lo = all.iter().map(|b| b.1).fold(f64::MAX, f64::min);
+        let hi = all.iter().map(|b| b.1).fold(f64::MIN, f64::max);
+        assert_time(i["lo"].trim_start_matches('+'), lo, "lowest bias");
+        assert_time(i["hi"].trim_start_matches('+'), hi, "highest bias");
+    }
+}
+
+fn peer(run: &Run, c: &Captures) {
+    let mut readings: HashMap<String, Vec<f64>> = HashMap::new();
+    let mut peers = csv::Reader::from_path(run.dir.join("peers.csv")).unwrap();
+    for row in peers.records().map(Result::unwrap) {
+        if row[0] == c["peer"] {
+            if let Ok(t) = row[3].parse::<f64>() {
+                readings.entry(row[1].to_string()).or_default().push(t);
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let theirs: HashMap<String, f64> = readings.into_iter().map(|(p, v)| (p, median(v))).collect();
+    // The runner's trusted cells of the variant, by point label (a lone parameter's value).
+    let cells: Vec<(String, f64, f64, bool)> = (run.trusted())
+        .filter(|(id, _)| parts(id).2 == &c["v"])
+        .filter_map(|(id, ns)| {
+            let label = parts(id).1.split_once('=')?.1;
+            Some((id.to_string(), ns, *theirs.get(label)?, run.medians[id].1))
+        })
+        .collect();
+    let agree = |(_, ours, theirs, first): &(String, f64, f64, bool)| {
+        let d = (ours - theirs).abs();
+        if *first {
+            d <= (0.1 * theirs).max(20e3)
+        } else {
+            d <= (0.01 * theirs).max(2e3)
+        }
+    };
+    let (a, n) = match c.name("all") {
+        Some(n) => (0, n.as_str().parse::<usize>().unwrap()),
+        None => (c["a"].parse().unwrap(), c["n"].parse().unwrap()),
+    };
+    assert_eq!(
+        (a, n),
+        (cells.iter().filter(|x| agree(x)).count(), cells.len()),
+        "{}",
+        &c["peer"]
+    );
+    let first = cells[0].3;
+    assert_eq!(
+        (&c["tp"], &c["tu"]),
+        if first { ("10", "20") } else { ("1", "2") }
+    );
+    let off = |x: &(String, f64, f64, bool)| ((x.1 - x.2) / x.2).abs();
+    let largest = cells
+        .iter()
+        .max_by(|x, y| off(x).total_cmp(&off(y)))
+        .unwrap();
+    assert_eq!(
+        id(&c["k"], c.name("p").map(|p| p.as_str()), &c["v"]),
+        largest.0
+    );
+    assert_pct(&c["pct"], (largest.1 - largest.2) / largest.2, "difference");
+    assert_time(&c["t1"], largest.1, "ours");
+    assert_time(&c["t2"], largest.2, "theirs");
+}
+
+fn flagged(run: &Run, c: &Captures) {
+    // The cells table, wherever the report keeps it; its flags less the probe's and the
+    // timer's, which findings leave to the table.
+    let mut text = run.report.clone();
+    text += &std::fs::read_to_string(run.dir.join("cells.md")).unwrap_or_default();
+    let table = text
+        .split("\n| cell | runs |")
+        .nth(1)
+        .expect("a cells table");
+    let mut flags: HashMap<&str, String> = HashMap::new();
+    let rows = table.lines().skip(2).take_while(|l| l.starts_with("| "));
+    for line in rows {
+        let cols: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        if let (Some(id), Some(last)) = (cols.first(), cols.last()) {
+            if let Some(f) = last.strip_prefix("⚠ ") {
+                let kept: Vec<&str> = (f.split("; "))
+                    .filter(|x| {
+                        !x.starts_with("probed SM clock") && !x.starts_with("GPU timer ran")
+                    })
+                    .collect();
+                if !kept.is_empty() && run.medians.contains_key(*id) {
+                    flags.insert(id, kept.join("; "));
+                }
+            }
+        }
+    }
+    let trusted: Vec<&str> = run.trusted().map(|(id, _)| id).collect();
+    let flagged = trusted.iter().filter(|id| flags.contains_key(**id)).count();
+    assert_eq!(c["n"].parse::<usize>().unwrap(), flagged);
+    assert_eq!(c["of"].parse::<usize>().unwrap(), trusted.len());
+    assert_eq!(flags[&c["id"]], &c["flags"]);
+}
+
+fn range(run: &Run, c: &Captures) {
+    let k = &c["k"];
+    if let Some(v) = c.name("v") {
+        let under: Vec<(&str, f64)> = run
+            .trusted()
+            .filter(|(id, _)| parts(id).0 == k && parts(id).2 == v.as_str())
+            .collect();
+        assert_eq!(c["n"].parse::<usize>().unwrap(), under.len());
+        let lo = under.iter().min_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
+        let hi = under.iter().max_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
+        assert_time(&c["t1"], lo.1, lo.0);
+        assert_time(&c["t2"], hi.1, hi.0);
+        assert_eq!((parts(lo.0).1, parts(hi.0).1), (&c["p1"], &c["p2"]));
+    } else if let Some(v1) = c.name("v1") {
+        let p = c.name("p").map(|p| p.as_str());
+        assert_time(
+            &c["t1"],
+            run.median(&id(k, p, v1.as_str())),
+            "fastest variant",
+        );
+        assert_time(&c["t4"], run.median(&id(k, p, &c["v4"])), "slowest variant");
+    } else {
+        let v = c.name("v5").or(c.name("v6")).unwrap().as_str();
+        assert_time(
+            &c["t1"],
+            run.median(&id(k, c.name("p5").map(|p| p.as_str()), v)),
+            "the cell",
+        );
+    }
+    if let (Some(a), Some(b)) = (c.name("v3a"), c.name("v3b")) {
+        let last = |v: &str| {
+            (run.trusted())
+                .filter(|(id, _)| parts(id).0 == k && parts(id).2 == v)
+                .count()
+        };
+        assert!(last(a.as_str()) > 0 && last(b.as_str()) > 0);
+    }
+}
+
+fn nothing(run: &Run, c: &Captures) {
+    assert_eq!(c["t"].parse::<usize>().unwrap(), run.trusted().count());
+}
+
+/// Every committed run folder.
+fn committed() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut todo = vec![PathBuf::from("reports")];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.join("run.json").exists() {
+                dirs.push(p);
+            } else if p.is_dir() {
+                todo.push(p);
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_number_of_the_committed_reports_findings_is_what_their_data_gives() {
+    let mut checked = 0;
+    for dir in committed() {
+        let run = Run::load(&dir);
+        let findings = run.findings();
+        assert!(
+            (1..=10).contains(&findings.len()),
+            "{}: {} findings",
+            dir.display(),
+            findings.len()
+        );
+        for f in &findings {
+            assert!(
+                f.chars().count() <= 300,
+                "{}: over 300 characters: {f}",
+                dir.display()
+            );
+            let known = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&run, f)));
+            match known {
+                Ok(true) => checked += 1,
+                Ok(false) => panic!("{}: a finding of no known kind: {f}", dir.display()),
+                Err(_) => panic!("{}: does not hold: {f}", dir.display()),
+            }
+        }
+    }
+    assert!(checked >= 150, "{checked} findings checked");
+}
