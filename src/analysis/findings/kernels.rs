@@ -352,7 +352,7 @@ mod tests {
             fp64: None,
             fp16: None,
             bf16: None,
-            ceilings: None,
+            ceiling: None,
             source: String::new(),
         }
     }
