@@ -208,7 +208,8 @@ pub struct Check {
     pub inputs: Vec<usize>,
     pub output: usize,
     pub dims: Vec<NumExpr>,
-    pub tolerance: f64,
+    /// The relative error allowed; None: 1e-4 for a float output, exact for an integer one.
+    pub tolerance: Option<f64>,
 }
 
 /// A check against a reference kernel: the outputs (argument indices) both kernels write

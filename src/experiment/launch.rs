@@ -158,7 +158,7 @@ pub fn evaluate(
                     })?;
                 }
                 let (lowest, highest) = dtype.value_range();
-                if let Some((lo, hi)) = init.extremes(len).filter(|(lo, hi)| {
+                if let Some((lo, hi)) = init.extremes(len, *dtype).filter(|(lo, hi)| {
                     !(lo.is_finite() && hi.is_finite() && *lo >= lowest && *hi <= highest)
                 }) {
                     return Err((

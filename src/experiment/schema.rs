@@ -318,11 +318,13 @@ pub fn parse_reset(value: &toml::Value) -> Result<f64, String> {
 }
 
 impl Init {
-    /// The least and greatest values it writes into `len` elements (a normal distribution's
-    /// to eight standard deviations, which no draw reaches); None for what it does not
-    /// choose (an output, a chase of indices, a file's data).
-    pub fn extremes(&self, len: usize) -> Option<(f64, f64)> {
+    /// The least and greatest values it writes into `len` elements of `dtype` (a normal
+    /// distribution's to eight standard deviations, which no draw reaches; an integer type's
+    /// uniform draws rounded down, so `uniform(0, 256)` fills a u8 with 0 to 255); None for
+    /// what it does not choose (an output, a chase of indices, a file's data).
+    pub fn extremes(&self, len: usize, dtype: Dtype) -> Option<(f64, f64)> {
         match *self {
+            Init::Uniform(lo, hi) if !dtype.is_float() => Some((lo.floor(), hi.ceil() - 1.0)),
             Init::Uniform(lo, hi) => Some((lo, hi)),
             Init::Normal(mean, std) => Some((mean - 8.0 * std, mean + 8.0 * std)),
             Init::Constant(v) => Some((v, v)),
@@ -426,5 +428,14 @@ mod tests {
         assert!(parse_init("uniform(5, 1)").is_err());
         assert!(parse_init("normal(0, 0)").is_err());
         assert!(parse_init("gaussian(0, 1)").is_err());
+    }
+
+    #[test]
+    fn an_integer_type_draws_uniform_values_from_lo_to_below_hi() {
+        let bins = Init::Uniform(0.0, 256.0);
+        assert_eq!(bins.extremes(10, Dtype::U8), Some((0.0, 255.0)));
+        assert_eq!(bins.extremes(10, Dtype::F32), Some((0.0, 256.0)));
+        let signed = Init::Uniform(-1.5, 1.5);
+        assert_eq!(signed.extremes(10, Dtype::I32), Some((-2.0, 1.0)));
     }
 }

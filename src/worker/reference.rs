@@ -27,6 +27,20 @@ impl HostBuffer<'_> {
         self.dtype.read(&self.bytes[i * s..(i + 1) * s])
     }
 
+    /// Element `i` of an integer buffer, exactly; None for floats.
+    fn int_at(&self, i: usize) -> Option<i128> {
+        let s = self.dtype.size();
+        self.dtype.read_int(&self.bytes[i * s..(i + 1) * s])
+    }
+
+    /// Element `i` as written in a message: an integer exactly.
+    fn show(&self, i: usize) -> String {
+        match self.int_at(i) {
+            Some(v) => v.to_string(),
+            None => self.f64_at(i).to_string(),
+        }
+    }
+
     fn len(&self) -> usize {
         self.bytes.len() / self.dtype.size()
     }
@@ -98,7 +112,7 @@ pub fn check(
     inputs: &[HostBuffer],
     out: &HostBuffer,
     dims: &[i64],
-    tolerance: f64,
+    tolerance: Option<f64>,
     cache: &Cache,
 ) -> Result<String, String> {
     match reference {
@@ -142,6 +156,8 @@ fn matmul_cells(m: usize, n: usize) -> Vec<usize> {
 
 /// Compares an output with a reference kernel's: every element within
 /// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
+/// Integers are compared as stored (no detour through f64), so with no tolerance (their
+/// default) exactly.
 pub fn compare(
     got: &HostBuffer,
     want: &HostBuffer,
@@ -157,27 +173,26 @@ pub fn compare(
         ));
     }
     let n = got.len();
-    // Integers must match exactly, compared as stored (no detour through f64).
-    let exact = !got.dtype.is_float();
-    let size = got.dtype.size();
-    let (mut max_abs, mut max_rel, mut worst, mut bad) = (0.0f64, 0.0f64, 0usize, 0usize);
+    let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
+    let (mut max_abs, mut max_rel, mut worst, mut worst_abs, mut bad) =
+        (0.0f64, 0.0f64, 0usize, 0.0f64, 0usize);
     // Elements that differ because they still hold the poison (where the reference's do not).
     let (mut unwritten, mut first_unwritten) = (0usize, None);
     for i in 0..n {
         let (g, w) = (got.f64_at(i), want.f64_at(i));
-        let abs = (g - w).abs();
-        let rel = abs / w.abs().max(f64::MIN_POSITIVE);
-        // A NaN on either side is outside any tolerance; infinities must match exactly.
-        let within = if exact {
-            got.bytes[i * size..(i + 1) * size] == want.bytes[i * size..(i + 1) * size]
-        } else if !(g.is_finite() && w.is_finite()) {
-            g == w
-        } else {
-            abs <= atol + rtol * w.abs()
+        let (abs, within) = match (got.int_at(i), want.int_at(i)) {
+            (Some(gi), Some(wi)) => {
+                let abs = gi.abs_diff(wi) as f64;
+                (abs, abs <= atol + rtol * wi.unsigned_abs() as f64)
+            }
+            // A NaN on either side is outside any tolerance; infinities must match exactly.
+            _ if !(g.is_finite() && w.is_finite()) => ((g - w).abs(), g == w),
+            _ => ((g - w).abs(), (g - w).abs() <= atol + rtol * w.abs()),
         };
+        let rel = abs / w.abs().max(f64::MIN_POSITIVE);
         if !within {
-            if bad == 0 || abs > (got.f64_at(worst) - want.f64_at(worst)).abs() {
-                worst = i;
+            if bad == 0 || abs > worst_abs {
+                (worst, worst_abs) = (i, abs);
             }
             bad += 1;
             if got.poisoned(i) && !want.poisoned(i) {
@@ -192,31 +207,37 @@ pub fn compare(
             max_rel = rel;
         }
     }
-    let account = format!(
-        "{}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements",
-        got.name
-    );
     if let Some(first) = first_unwritten {
         return Err(got.unwritten(unwritten, n, first));
     }
-    if bad > 0 {
-        return Err(format!(
-            "{account}; {bad} outside atol {atol:e} + rtol {rtol:e}, the worst {}[{worst}] = {} against {}",
-            got.name,
-            got.f64_at(worst),
-            want.f64_at(worst)
-        ));
+    let name = got.name;
+    let worst = format!(
+        "the worst {name}[{worst}] = {} against {}",
+        got.show(worst),
+        want.show(worst)
+    );
+    match (exact, bad) {
+        (true, 0) => Ok(format!("{name}: all {n} elements equal (integers, compared exactly)")),
+        (true, _) => Err(format!(
+            "{name}: {bad} of {n} elements differ (integers are compared exactly unless check_kernel gives atol or rtol), {worst}"
+        )),
+        (false, 0) => Ok(format!(
+            "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements"
+        )),
+        (false, _) => Err(format!(
+            "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements; {bad} outside atol {atol:e} + rtol {rtol:e}, {worst}"
+        )),
     }
-    Ok(account)
 }
 
-/// `out = a (m x k) * b (k x n)`, row-major, against a float64 reference.
+/// `out = a (m x k) * b (k x n)`, row-major, against a float64 reference: within a
+/// relative error (`tol`, by default 1e-4), or, for an integer output without one, exactly.
 fn matmul(
     a: &HostBuffer,
     b: &HostBuffer,
     out: &HostBuffer,
     dims: &[i64],
-    tol: f64,
+    tol: Option<f64>,
     cache: &Cache,
 ) -> Result<String, String> {
     let (m, k, n) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
@@ -242,6 +263,28 @@ fn matmul(
     if let Some(&first) = unwritten.first() {
         return Err(out.unwritten(unwritten.len(), cells.len(), first));
     }
+    let scope = if cells.len() == m * n {
+        format!("all {} elements", m * n)
+    } else {
+        format!("{} sampled elements of {}", cells.len(), m * n)
+    };
+    if tol.is_none() && !out.dtype.is_float() {
+        // The float64 product of integers is exact below 2^53: an integer output equals it.
+        let differ = (cells.iter().zip(&want)).find(|(&i, &w)| out.f64_at(i) != w);
+        return match differ {
+            None => Ok(format!(
+                "matmul vs float64: {scope} equal (integers, compared exactly)"
+            )),
+            Some((&idx, want)) => Err(format!(
+                "matmul check failed: {}[{}][{}] = {} against {want} (integers are compared exactly unless the check gives a tolerance)",
+                out.name,
+                idx / n,
+                idx % n,
+                out.show(idx)
+            )),
+        };
+    }
+    let tol = tol.unwrap_or(1e-4);
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
     for (&idx, &want) in cells.iter().zip(&want) {
         let (row, col) = (idx / n, idx % n);
@@ -256,11 +299,6 @@ fn matmul(
         ref2 += want * want;
     }
     let rel = (err2 / ref2.max(f64::MIN_POSITIVE)).sqrt();
-    let scope = if cells.len() == m * n {
-        format!("all {} elements", m * n)
-    } else {
-        format!("{} sampled elements of {}", cells.len(), m * n)
-    };
     if rel.is_nan() || rel >= tol {
         return Err(format!(
             "matmul check failed: relative error {rel:.3e} over {scope}, tolerance {tol:.0e}"
@@ -359,7 +397,7 @@ mod tests {
                 dtype: Dtype::F32,
                 bytes,
             };
-            check("matmul", &ins, &out, &[2, 2, 2], 1e-4, &none)
+            check("matmul", &ins, &out, &[2, 2, 2], Some(1e-4), &none)
         };
         assert!(c(&good).is_ok());
         assert!(c(&bad).unwrap_err().contains("relative error"));
@@ -401,13 +439,13 @@ mod tests {
         let dims = [m as i64, k as i64, n as i64];
         let none = Cache::new(None, String::new());
         let good = f32_bytes(&c);
-        let account = check("matmul", &ins, &buf("C", &good), &dims, 1e-4, &none).unwrap();
+        let account = check("matmul", &ins, &buf("C", &good), &dims, Some(1e-4), &none).unwrap();
         assert!(account.contains("4096 sampled elements"), "{account}");
         // A row the check reads, left unwritten, fails it.
         let row = rows[rows.len() / 2].clone();
         c[row].iter_mut().for_each(|v| *v = f32::NAN);
         let bad = f32_bytes(&c);
-        assert!(check("matmul", &ins, &buf("C", &bad), &dims, 1e-4, &none).is_err());
+        assert!(check("matmul", &ins, &buf("C", &bad), &dims, Some(1e-4), &none).is_err());
     }
 
     #[test]
@@ -423,7 +461,15 @@ mod tests {
             bytes,
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
-        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_ok());
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &good),
+            &[2, 2, 2],
+            Some(1e-4),
+            &cache
+        )
+        .is_ok());
         let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1, "stored once");
         // A later process reads the stored reference: a planted wrong value there shows it.
@@ -433,7 +479,15 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         std::fs::write(&file, planted).unwrap();
-        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_err());
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &good),
+            &[2, 2, 2],
+            Some(1e-4),
+            &cache
+        )
+        .is_err());
     }
 
     #[test]
@@ -467,10 +521,76 @@ mod tests {
             bytes,
         };
         assert!(
-            compare(&int("k", &a), &int("k", &b), 1e-5, 1e-6).is_err(),
-            "integers match exactly"
+            compare(&int("k", &a), &int("k", &b), 0.0, 0.0).is_err(),
+            "integers without a tolerance match exactly"
+        );
+        assert!(
+            compare(&int("k", &a), &int("k", &b), 1e-5, 0.0).is_ok(),
+            "a tolerance the experiment gives holds for integers too"
         );
         assert!(compare(&buf("y", &want), &buf("y", &want[..8]), 1e-5, 1e-6).is_err());
+    }
+
+    #[test]
+    fn integers_are_compared_exactly_unless_the_check_gives_a_tolerance() {
+        let (rtol, atol) = Dtype::U32.default_tolerances();
+        assert_eq!((rtol, atol), (0.0, 0.0));
+        let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        let bins = |bytes| HostBuffer {
+            name: "bins",
+            dtype: Dtype::U32,
+            bytes,
+        };
+        let (want, off) = (u32s(&[5, 1_000_000, 7]), u32s(&[5, 1_000_001, 7]));
+        let ok = compare(&bins(&want), &bins(&want), rtol, atol).unwrap();
+        assert_eq!(
+            ok,
+            "bins: all 3 elements equal (integers, compared exactly)"
+        );
+        let e = compare(&bins(&off), &bins(&want), rtol, atol).unwrap_err();
+        assert!(
+            e.contains("1 of 3 elements differ") && e.contains("bins[1] = 1000001 against 1000000"),
+            "{e}"
+        );
+        // An atol the experiment gives lets a count be off by it.
+        assert!(compare(&bins(&off), &bins(&want), 0.0, 1.0).is_ok());
+        // 64-bit integers beyond f64's 53 bits still differ by one.
+        let u64s = |v: u64| v.to_ne_bytes().to_vec();
+        let (a, b) = (u64s((1 << 60) + 1), u64s(1 << 60));
+        let big = |bytes| HostBuffer {
+            name: "k",
+            dtype: Dtype::U64,
+            bytes,
+        };
+        let e = compare(&big(&a), &big(&b), 0.0, 0.0).unwrap_err();
+        assert!(
+            e.contains("k[0] = 1152921504606846977 against 1152921504606846976"),
+            "{e}"
+        );
+        // A matmul of integers without a tolerance: exact too.
+        let i32s = |v: &[i32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        let (x, y) = (i32s(&[1, 2, 3, 4]), i32s(&[5, 6, 7, 8]));
+        let int = |name, bytes| HostBuffer {
+            name,
+            dtype: Dtype::I32,
+            bytes,
+        };
+        let none = Cache::new(None, String::new());
+        let ins = [int("A", &x[..]), int("B", &y[..])];
+        let good = i32s(&[19, 22, 43, 50]);
+        let near = i32s(&[19, 22, 43, 51]);
+        let mm = |out: &[u8], tol| {
+            let out = HostBuffer {
+                name: "C",
+                dtype: Dtype::I32,
+                bytes: out,
+            };
+            check("matmul", &ins, &out, &[2, 2, 2], tol, &none)
+        };
+        assert!(mm(&good, None).unwrap().contains("compared exactly"));
+        let e = mm(&near, None).unwrap_err();
+        assert!(e.contains("C[1][1] = 51 against 50"), "{e}");
+        assert!(mm(&near, Some(0.1)).is_ok(), "a tolerance given is used");
     }
 
     #[test]
@@ -487,7 +607,7 @@ mod tests {
             &[buf("src", &s)],
             &buf("dst", &s),
             &[],
-            0.0,
+            None,
             &Cache::new(None, String::new())
         )
         .is_ok());
@@ -496,7 +616,7 @@ mod tests {
             &[buf("src", &s)],
             &buf("dst", &d),
             &[],
-            0.0,
+            None,
             &Cache::new(None, String::new())
         )
         .unwrap_err()

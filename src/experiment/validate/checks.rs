@@ -87,7 +87,7 @@ impl Validator<'_> {
             inputs,
             output,
             dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
-            tolerance: c.tolerance.unwrap_or(1e-4),
+            tolerance: c.tolerance,
         })
     }
 

@@ -84,7 +84,7 @@ impl Validator<'_> {
                 inputs: vec![1],
                 output: 0,
                 dims: vec![],
-                tolerance: 0.0,
+                tolerance: None,
             }),
             args,
             check_kernel: None,
