@@ -178,8 +178,8 @@ impl Kernel {
         }
     }
 
-    /// Whether the kernel may write argument `i`: an output, a reset buffer, what its check
-    /// compares (a buffer updated in place), a copy's destination. Any other buffer it is
+    /// Whether the kernel may write argument `i`: an output, a scratch or reset buffer, what
+    /// its check compares (a buffer updated in place), a copy's destination. Any other buffer it is
     /// given is an input, and must come back as it went in.
     pub fn writes(&self, i: usize) -> bool {
         let declared =

@@ -283,6 +283,9 @@ pub enum Init {
     Iota(f64, f64),
     /// Written by the kernel: poisoned (NaN / all ones) before a checked launch.
     Output,
+    /// Written and read by the kernel as working space (a scan's block sums, a split
+    /// reduction's partials): neither poisoned nor checked nor an input, left as allocated.
+    Scratch,
     /// A pointer chase: element `i * stride` holds the index of the next line's first
     /// element, the lines in one random cycle (every line once before any repeats), the other
     /// elements zero.
@@ -298,7 +301,7 @@ pub enum Init {
 impl Init {
     /// Whether the kernel writes the buffer rather than reads data drawn for it.
     pub fn is_written(&self) -> bool {
-        matches!(self, Init::Output | Init::Reset(_))
+        matches!(self, Init::Output | Init::Scratch | Init::Reset(_))
     }
 }
 
@@ -332,7 +335,9 @@ impl Init {
                 let last = start + step * len.saturating_sub(1) as f64;
                 Some((start.min(last), start.max(last)))
             }
-            Init::Output | Init::Reset(_) | Init::Chase(_) | Init::Npy { .. } => None,
+            Init::Output | Init::Scratch | Init::Reset(_) | Init::Chase(_) | Init::Npy { .. } => {
+                None
+            }
         }
     }
 }
@@ -341,7 +346,7 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
     let t = text.trim();
     let bad = || {
         format!(
-            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\", \"npy(path/to/file.npy)\" or \"chase(stride)\" for inputs, or \"output\""
+            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\", \"npy(path/to/file.npy)\" or \"chase(stride)\" for inputs, \"output\" for what the kernel writes, or \"scratch\" for its working space"
         )
     };
     let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, String> {
@@ -374,6 +379,7 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
     }
     match t {
         "output" => return Ok(Init::Output),
+        "scratch" => return Ok(Init::Scratch),
         "zeros" => return Ok(Init::Constant(0.0)),
         "iota" => return Ok(Init::Iota(0.0, 1.0)),
         _ => {}
@@ -420,6 +426,8 @@ mod tests {
             Init::Uniform(0.0, 100.0)
         );
         assert_eq!(parse_init("output").unwrap(), Init::Output);
+        assert_eq!(parse_init("scratch").unwrap(), Init::Scratch);
+        assert!(Init::Scratch.is_written());
         assert_eq!(parse_init("zeros").unwrap(), Init::Constant(0.0));
         assert_eq!(parse_init("normal(0, 2)").unwrap(), Init::Normal(0.0, 2.0));
         assert_eq!(parse_init("constant(1.5)").unwrap(), Init::Constant(1.5));

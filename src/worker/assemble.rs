@@ -72,7 +72,8 @@ impl Checker<'_> {
         if spec.shared_bytes > 48 * 1024 {
             func.allow_shared_bytes(spec.shared_bytes)?;
         }
-        let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
+        let data: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
+        let theirs = Buffers::create(&spec.args, &data, Poison::ByMemset)?;
         // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
         // writes differs, whatever its type.
         theirs.fill_outputs(0)?;

@@ -66,6 +66,7 @@ impl Validator<'_> {
         }
         let inputs = c.inputs.iter().map(buffer).collect::<Result<Vec<_>, _>>()?;
         let output = buffer(&c.output)?;
+        self.not_scratch(&args[output], &c.output)?;
         if !matches!(
             args[output].kind,
             ArgKind::Buffer {
@@ -89,6 +90,20 @@ impl Validator<'_> {
             dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
             tolerance: c.tolerance,
         })
+    }
+
+    /// Refuses to check a scratch buffer: the kernel's working space holds whatever it
+    /// left there.
+    fn not_scratch(&self, arg: &Arg, at: &Spanned<String>) -> Result<(), ConfigError> {
+        match &arg.kind {
+            ArgKind::Buffer {
+                init: schema::Init::Scratch,
+                ..
+            } => Err(self
+                .err(at, format!("`{}` is a scratch buffer, which no check reads", arg.name))
+                .with_hint("check the buffers that hold the kernel's result; a scratch buffer is its working space (init = \"scratch\"), left as the kernel leaves it")),
+            _ => Ok(()),
+        }
     }
 
     /// A check's tolerance, where given: a finite number, 0 or more.
@@ -185,6 +200,7 @@ impl Validator<'_> {
                     .ok_or_else(|| {
                         self.err(o, format!("no buffer argument named `{}`", o.get_ref()))
                     })
+                    .and_then(|i| self.not_scratch(&this.args[i], o).map(|_| i))
             })
             .collect::<Result<Vec<_>, _>>()?;
         if outputs.is_empty() {
@@ -198,5 +214,68 @@ impl Validator<'_> {
             rtol: c.rtol,
             atol: c.atol,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::{ConfigError, DeviceFacts, Experiment, Sources};
+    use std::path::Path;
+
+    /// A kernel `k` of `args`, checked by `check`, beside a reference kernel `r` of
+    /// `reference_args`; checked without reading sources.
+    fn parse(args: &str, check: &str, reference_args: &str) -> Result<Experiment, ConfigError> {
+        let text = format!(
+            "[experiment]\ntitle = \"t\"\n[sweep]\nn = [256, 512]\n[[kernel]]\nname = \"r\"\nsource = \"k.cu\"\nentry = \"r\"\ngrid = [1]\nblock = [1]\nargs = [\n{reference_args}\n]\nunchecked = true\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [\n{args}\n]\n{check}\n[[variant]]\nname = \"hot\"\n"
+        );
+        Experiment::parse(
+            Path::new("e.toml"),
+            &text,
+            &DeviceFacts::nominal(),
+            Sources::Skip,
+        )
+    }
+
+    /// The error, asserted to be on the check's line.
+    fn error(args: &str, check: &str, reference_args: &str) -> ConfigError {
+        let e = parse(args, check, reference_args).unwrap_err();
+        let line = 22 + args.lines().count() + reference_args.lines().count();
+        assert_eq!(e.position.map(|p| p.0), Some(line), "{e}");
+        e
+    }
+
+    const X: &str = r#"{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" },"#;
+    const Y: &str = r#"{ name = "y", buffer = "f32", len = "n", init = "output" },"#;
+    const TMP: &str = r#"{ name = "tmp", buffer = "f32", len = "n", init = "scratch" },"#;
+    const N: &str = r#"{ name = "n", scalar = "i32", value = "n" },"#;
+
+    #[test]
+    fn a_scratch_buffer_is_written_but_never_checked() {
+        let all = [X, Y, TMP, N].join("\n");
+        let e = parse(
+            &all,
+            r#"check_kernel = { kernel = "r", outputs = ["y"] }"#,
+            &all,
+        )
+        .unwrap();
+        assert!(
+            e.kernels[1].writes(2),
+            "the kernel may write its scratch buffer"
+        );
+        let err = error(
+            &all,
+            r#"check_kernel = { kernel = "r", outputs = ["tmp"] }"#,
+            &all,
+        );
+        assert_eq!(
+            err.message,
+            "`tmp` is a scratch buffer, which no check reads"
+        );
+        let check = r#"check = { reference = "copy", inputs = ["x"], output = "tmp" }"#;
+        let err = error(&[X, TMP, N].join("\n"), check, &all);
+        assert_eq!(
+            err.message,
+            "`tmp` is a scratch buffer, which no check reads"
+        );
     }
 }
