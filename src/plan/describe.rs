@@ -75,7 +75,7 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
         let resets: Vec<String> = (k.args.iter())
             .filter_map(|a| match &a.kind {
                 crate::experiment::ArgKind::Buffer {
-                    init: crate::experiment::Init::Reset(v),
+                    init: crate::experiment::InitSpec::Fixed(crate::experiment::Init::Reset(v)),
                     ..
                 } => Some(format!("{} to {v}", a.name)),
                 _ => None,

@@ -32,7 +32,8 @@ pub(super) struct Checker<'a> {
 
 impl Checker<'_> {
     /// Checks the output: against its CPU reference, or against a reference kernel run
-    /// now, on fresh buffers of the same inputs (`check_kernel`).
+    /// now, on fresh buffers of the same inputs, each of its arguments given the checked
+    /// kernel's of its name (`check_kernel`).
     /// `recorded`: the kernel names CUPTI is recording timed launches of, where the check
     /// runs among them (after the first timed launch): a reference kernel of the same name
     /// would be taken for one.
@@ -72,7 +73,9 @@ impl Checker<'_> {
         if spec.shared_bytes > 48 * 1024 {
             func.allow_shared_bytes(spec.shared_bytes)?;
         }
-        let data: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
+        let data: Vec<Option<&[u8]>> = (kc.from.iter())
+            .map(|f| f.and_then(|i| host[i].as_deref()))
+            .collect();
         let theirs = Buffers::create(&spec.args, &data, Poison::ByMemset)?;
         // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
         // writes differs, whatever its type.
@@ -86,10 +89,16 @@ impl Checker<'_> {
         timeline.mark("reference kernel");
         let mut notes = Vec::new();
         for &o in &kc.outputs {
-            let dtype = match spec.args[o] {
+            let r = (kc.reference_arg(o)).ok_or_else(|| {
+                format!(
+                    "the reference kernel has no argument `{}`",
+                    def.args[o].name
+                )
+            })?;
+            let dtype = match spec.args[r] {
                 ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
             };
-            let (got, want) = (buffers.download(o)?, theirs.download(o)?);
+            let (got, want) = (buffers.download(o)?, theirs.download(r)?);
             let name = &def.args[o].name;
             let view = |bytes| reference::HostBuffer { name, dtype, bytes };
             let (rtol, atol) = dtype.default_tolerances();

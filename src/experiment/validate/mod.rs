@@ -12,6 +12,7 @@ use super::{
 };
 mod checks;
 mod copy;
+mod inits;
 mod kernel_table;
 mod limits;
 mod report;
