@@ -484,6 +484,9 @@ fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     print!("{}", plan::describe(&exp, &plan, &previous));
-    print!("{}", execute::peers::describe(&exp, &plan.cells));
+    let peers = execute::peers::describe(&exp, &plan.cells);
+    if !peers.is_empty() {
+        print!("peers (other programs measuring the same, beside a variant):\n{peers}");
+    }
     Ok(())
 }

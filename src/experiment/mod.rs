@@ -41,6 +41,9 @@ pub struct Experiment {
     /// Each sweep parameter with its distinct values, in file order (a zipped group's
     /// parameters each).
     pub params: Vec<(String, Vec<SweepValue>)>,
+    /// The parameters of each zipped group (`shape = { m = [..], n = [..] }`), which
+    /// advance together rather than as a product.
+    pub zipped: Vec<Vec<String>>,
     /// Sweep points, the first parameter varying slowest.
     pub points: Vec<Point>,
     pub kernels: Vec<Kernel>,

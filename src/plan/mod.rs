@@ -3,6 +3,7 @@
 //! processes that will run them.
 
 mod describe;
+mod kernels;
 mod select;
 pub mod shard;
 

@@ -231,6 +231,10 @@ impl Validator<'_> {
             title: raw.experiment.title,
             description: raw.experiment.description.unwrap_or_default(),
             params,
+            zipped: (axes.iter())
+                .filter(|a| a.names.len() > 1)
+                .map(|a| a.names.clone())
+                .collect(),
             points,
             kernels,
             variants,
