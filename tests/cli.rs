@@ -385,3 +385,23 @@ fn plan_shows_each_kernels_launch_work_buffers_check_zipped_axes_and_peers() {
         assert!(text.contains(line), "no line {line:?} in:\n{text}");
     }
 }
+
+#[test]
+fn plan_compile_compiles_with_nvrtc_where_it_is_installed_and_says_so_where_not() {
+    let (_dir, path) = write_experiment("sum.toml", &two_pass_sum());
+    let out = run(&["plan", path.to_str().unwrap(), "--compile"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(text.contains("kernels:"), "the plan comes first: {text}");
+    if out.status.success() {
+        assert!(
+            text.contains("compiled with NVRTC") && text.contains(", 0 failed"),
+            "{text}"
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("libnvrtc cannot be loaded, so nothing was compiled"),
+            "{err}"
+        );
+    }
+}

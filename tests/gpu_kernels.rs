@@ -319,3 +319,52 @@ fn a_graph_takes_the_buffer_sets_in_turn_and_stays_checked() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs NVRTC (the CUDA toolkit), not a GPU: cargo test --release -- --include-ignored"]
+fn plan_compile_names_the_kernel_file_and_line_of_a_compile_error_and_a_wrong_argument_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        "extern \"C\" __global__ void ok(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1; }\n\nextern \"C\" __global__ void broken(float* y, int n) {\n  y[0] = undefined_name;\n}\n",
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, args: &str| {
+        format!(
+            "[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"y\", buffer = \"f32\", len = 32, init = \"output\" }},\n{args}]\nunchecked = true\n"
+        )
+    };
+    let text = |kernels: &str| {
+        format!("[experiment]\ntitle = \"t\"\n{kernels}[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n")
+    };
+    let plan = |kernels: &str| {
+        let path = dir.path().join("e.toml");
+        std::fs::write(&path, text(kernels)).unwrap();
+        run(&["plan", path.to_str().unwrap(), "--compile"])
+    };
+    let n = "  { name = \"n\", scalar = \"i32\", value = 32 },\n";
+    let out = plan(&kernel("good", "ok", n));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("1 build(s) of 1 kernel(s), 0 failed"),
+        "{}",
+        stdout(&out)
+    );
+    let out = plan(&kernel("bad", "broken", n));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let at = format!("{}:4: error", source.display());
+    assert!(
+        err.contains("kernel `bad` (broken)") && err.contains(&at),
+        "{err}"
+    );
+    let long = "  { name = \"n\", scalar = \"i64\", value = 32 },\n";
+    let out = plan(&kernel("wide", "ok", long));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("kernel `wide` (ok): the kernel `ok` takes 2 parameter(s) of [8, 4] bytes, but the experiment gives 2 of [8, 8] bytes"),
+        "{err}"
+    );
+}

@@ -188,15 +188,20 @@ pub(super) fn check_params(
     given: &[usize],
     entry: &str,
 ) -> Result<(), Failure> {
-    let want = func.param_sizes()?;
-    if want == given {
-        return Ok(());
+    match params_differ(&func.param_sizes()?, given, entry) {
+        None => Ok(()),
+        Some(m) => Err(Failure::from(m)),
     }
-    Err(Failure::from(format!(
+}
+
+/// What is wrong with an argument list of `given` bytes per parameter for a kernel that
+/// takes `want`; None where they agree.
+pub(super) fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
+    (want != given).then(|| format!(
         "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes: list every parameter in `args`, in order, with its type",
         want.len(),
         given.len()
-    )))
+    ))
 }
 
 /// The parameters an entry takes: all of `values`, or those `takes` picks.
