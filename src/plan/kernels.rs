@@ -24,7 +24,7 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
         .map(|(n, _)| n.as_str())
         .collect();
     let origin = match (k.source.is_empty(), &k.module) {
-        (true, _) => "a copy".to_string(),
+        (true, _) => k.entry.clone(),
         (false, Some(m)) => format!(
             "{}, a prebuilt {} module",
             k.source,
@@ -99,10 +99,13 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
 /// What each buffer is to the kernel: read, written (poisoned first), its working space,
 /// or set before every launch.
 fn roles(k: &Kernel) -> String {
-    let mut groups: Vec<(&str, Vec<String>)> = ["inputs", "outputs", "scratch", "reset"]
-        .iter()
-        .map(|g| (*g, Vec::new()))
-        .collect();
+    let groups = [
+        "inputs",
+        "outputs",
+        "scratch",
+        "set before every launch, outside the timed region:",
+    ];
+    let mut groups: Vec<(&str, Vec<String>)> = groups.iter().map(|g| (*g, Vec::new())).collect();
     for a in &k.args {
         let ArgKind::Buffer { init, .. } = &a.kind else {
             continue;

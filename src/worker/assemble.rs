@@ -102,7 +102,7 @@ impl Checker<'_> {
             let name = &def.args[o].name;
             let view = |bytes| reference::HostBuffer { name, dtype, bytes };
             let (rtol, atol) = dtype.default_tolerances();
-            notes.push(reference::compare(
+            notes.push(super::agreement::compare(
                 &view(&got),
                 &view(&want),
                 kc.rtol.unwrap_or(rtol),

@@ -1,6 +1,7 @@
 //! The worker: a process of the same binary that opens the device, runs the planned cells
 //! of its job in order and streams each finished cell to the parent as one JSON line.
 
+mod agreement;
 mod arm;
 mod assemble;
 mod audit;
