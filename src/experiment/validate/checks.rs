@@ -65,6 +65,13 @@ impl Validator<'_> {
             ));
         }
         let inputs = c.inputs.iter().map(buffer).collect::<Result<Vec<_>, _>>()?;
+        for (&i, name) in inputs.iter().zip(&c.inputs) {
+            if matches!(&args[i].kind, ArgKind::Buffer { init, .. } if init.is_written()) {
+                return Err(self
+                    .err(name, format!("`{}` is written by the kernel, so the reference would read no data in it", name.get_ref()))
+                    .with_hint("the check's inputs are buffers the kernel reads (an init such as \"uniform(0, 1)\")"));
+            }
+        }
         let output = buffer(&c.output)?;
         self.not_scratch(&args[output], &c.output)?;
         if !matches!(
@@ -358,6 +365,12 @@ mod tests {
         assert_eq!(
             err.message,
             "`tmp` is a scratch buffer, which no check reads"
+        );
+        let check = r#"check = { reference = "copy", inputs = ["tmp"], output = "y" }"#;
+        let err = error(&[X, Y, TMP, N].join("\n"), check, &all);
+        assert_eq!(
+            err.message,
+            "`tmp` is written by the kernel, so the reference would read no data in it"
         );
     }
 
