@@ -96,24 +96,26 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
     let _ = writeln!(out, "    check: {}", check(exp, k));
 }
 
-/// What each buffer is to the kernel: read, written (poisoned first), its working space,
-/// or set before every launch.
+/// What each buffer is to the kernel: read, read and written (checked), written (poisoned
+/// first), its working space, or set before every launch.
 fn roles(k: &Kernel) -> String {
     let groups = [
         "inputs",
+        "updated in place",
         "outputs",
         "scratch",
         "set before every launch, outside the timed region:",
     ];
     let mut groups: Vec<(&str, Vec<String>)> = groups.iter().map(|g| (*g, Vec::new())).collect();
-    for a in &k.args {
+    for (i, a) in k.args.iter().enumerate() {
         let ArgKind::Buffer { init, .. } = &a.kind else {
             continue;
         };
         let (group, name) = match init {
-            InitSpec::Fixed(Init::Output) => (1, a.name.clone()),
-            InitSpec::Fixed(Init::Scratch) => (2, a.name.clone()),
-            InitSpec::Fixed(Init::Reset(v)) => (3, format!("{} to {v}", a.name)),
+            InitSpec::Fixed(Init::Output) => (2, a.name.clone()),
+            InitSpec::Fixed(Init::Scratch) => (3, a.name.clone()),
+            InitSpec::Fixed(Init::Reset(v)) => (4, format!("{} to {v}", a.name)),
+            _ if k.writes(i) => (1, a.name.clone()),
             _ => (0, a.name.clone()),
         };
         groups[group].1.push(name);

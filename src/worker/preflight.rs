@@ -281,6 +281,10 @@ mod tests {
         assert_eq!(ptx_params(ptx, "reduce_block_ref"), Some(vec![8]));
         assert_eq!(ptx_params(ptx, "_Z5emptyv"), Some(vec![]));
         assert_eq!(ptx_params(ptx, "reduce"), None, "a name is matched whole");
+        // nvcc's PTX of the repository's prebuilt saxpy: (float, float*, float*, u64).
+        let saxpy = include_str!("../../kernels/prebuilt/saxpy.compute_90.ptx");
+        assert_eq!(ptx_params(saxpy, "saxpy"), Some(vec![4, 8, 8, 8]));
+        assert_eq!(ptx_params(saxpy, "saxpy_ref"), Some(vec![4, 8, 8, 8]));
     }
 
     #[test]
