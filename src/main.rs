@@ -145,6 +145,10 @@ enum Command {
         /// Replace a sweep parameter's values, as `run --set` does.
         #[arg(long, value_name = "KEY=VALUES")]
         set: Vec<String>,
+        /// Also compile every kernel with NVRTC as the run would (no GPU needed) and check
+        /// the arguments against the compiled parameters; exits 1 on any failure.
+        #[arg(long)]
+        compile: bool,
     },
     /// Re-render a stored run's report from its samples; needs no GPU.
     Report {
@@ -233,7 +237,8 @@ fn main() -> ExitCode {
             experiment,
             only,
             set,
-        }) => plan(&experiment, &only, &set),
+            compile,
+        }) => plan(&experiment, &only, &set, compile),
         Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
             experiment,
@@ -479,7 +484,7 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {
+fn plan(path: &Path, only: &[String], set: &[String], compile: bool) -> anyhow::Result<()> {
     let exp = load(path, set)?;
     let all = plan::Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
     let total = all.cells.len();
@@ -493,6 +498,21 @@ fn plan(path: &Path, only: &[String], set: &[String]) -> anyhow::Result<()> {
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     print!("{}", plan::describe(&exp, &plan, &previous));
-    print!("{}", execute::peers::describe(&exp, &plan.cells));
+    let peers = execute::peers::describe(&exp, &plan.cells);
+    if !peers.is_empty() {
+        print!("peers (other programs measuring the same, beside a variant):\n{peers}");
+    }
+    if !compile {
+        return Ok(());
+    }
+    let found = worker::compile_plan(&exp, &plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    print!("{}", found.account);
+    if !found.failures.is_empty() {
+        anyhow::bail!(
+            "{} build(s) failed `plan --compile`:\n{}",
+            found.failures.len(),
+            found.failures.join("\n")
+        );
+    }
     Ok(())
 }

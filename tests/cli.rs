@@ -339,3 +339,88 @@ fn a_wrong_command_line_exits_64_not_the_slower_code() {
     }
     assert_eq!(run(&["--help"]).status.code(), Some(0));
 }
+
+/// A two-pass sum beside its reference, over a zipped sweep with a peer: what `plan` says
+/// of each kernel.
+fn two_pass_sum() -> String {
+    let reduce = kernels_dir().join("reduce.cu");
+    let kernel = |name: &str, first: &str, second: &str, block: u32, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{src}"
+entry = "{first}"
+grid = ["blocks"]
+block = [{block}]
+shared_bytes = "{block} * 4"
+takes = ["x", "partial", "n", "per_block"]
+then = [{{ entry = "{second}", grid = [1], block = [256], shared_bytes = 1024, args = ["partial", "out", "blocks"] }}]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" }},
+  {{ name = "partial", buffer = "f32", len = "blocks", init = "scratch" }},
+  {{ name = "out", buffer = "f32", len = 1, init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+  {{ name = "per_block", scalar = "i32", value = 4096 }},
+  {{ name = "blocks", scalar = "i32", value = "blocks" }},
+]
+{extra}
+"#,
+            src = reduce.display()
+        )
+    };
+    [
+        "[experiment]\ntitle = \"sum\"\n[sweep]\nshape = { n = [4096, 65536], blocks = [1, 16] }\n".to_string(),
+        kernel("sum-ref", "reduce_ref", "reduce_final_ref", 32, "unchecked = true"),
+        kernel(
+            "sum",
+            "reduce_block",
+            "reduce_final",
+            256,
+            "check_kernel = { kernel = \"sum-ref\", outputs = [\"out\"] }\nbytes = \"4 * n\"\nflops = \"n\"",
+        ),
+        "[defaults]\ntimer = \"events\"\nwarmup = 1\nsamples = 5\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+        "[[peer]]\nname = \"echo\"\nvariant = \"hot\"\ncommand = [\"echo\", \"{{ n }}\"]\nreads = \"{us}\"\n".into(),
+    ]
+    .join("\n")
+}
+
+#[test]
+fn plan_shows_each_kernels_launch_work_buffers_check_zipped_axes_and_peers() {
+    let (_dir, path) = write_experiment("sum.toml", &two_pass_sum());
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "  zipped: n, blocks advance together, one point per position (not a product)",
+        "    entry reduce_block(x, partial, n, per_block)",
+        "    launch: grid 1 (n=4096 blocks=1), 16 (n=65536 blocks=16); block 256; shared 1.0 KiB",
+        "    then reduce_final(partial, out, blocks): grid 1; block 256; shared 1.0 KiB",
+        "    buffers: inputs x; outputs out; scratch partial",
+        "    per launch: bytes 16.0 KiB (n=4096 blocks=1), 256.0 KiB (n=65536 blocks=16); flops 4.1 kFLOP (n=4096 blocks=1), 65.5 kFLOP (n=65536 blocks=16)",
+        "    check: kernel `sum-ref` on the same inputs, comparing out; it is given x, partial, out, n, per_block, blocks by name",
+        "    check: none: timed unchecked (unchecked = true), and every table says so; the reference of sum",
+        "peers (other programs measuring the same, beside a variant):",
+    ] {
+        assert!(text.contains(line), "no line {line:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn plan_compile_compiles_with_nvrtc_where_it_is_installed_and_says_so_where_not() {
+    let (_dir, path) = write_experiment("sum.toml", &two_pass_sum());
+    let out = run(&["plan", path.to_str().unwrap(), "--compile"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(text.contains("kernels:"), "the plan comes first: {text}");
+    if out.status.success() {
+        assert!(
+            text.contains("compiled with NVRTC") && text.contains(", 0 failed"),
+            "{text}"
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("libnvrtc cannot be loaded, so nothing was compiled"),
+            "{err}"
+        );
+    }
+}

@@ -528,7 +528,7 @@ fn compile_options_render_at_every_point_and_name_unknown_values() {
 }
 
 #[test]
-fn a_reference_kernel_must_exist_and_take_the_same_arguments() {
+fn a_reference_kernel_must_exist_and_be_given_the_kernels_arguments_by_name() {
     let check = "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }";
     let text = good().replace(
         check,
@@ -540,7 +540,7 @@ fn a_reference_kernel_must_exist_and_take_the_same_arguments() {
         err.contains("no kernel named `naive`") && err.contains("matmul"),
         "{err}"
     );
-    // A second kernel whose arguments differ from the first's.
+    // A second kernel whose argument of a name differs from the first's.
     let second = format!(
         "\n[[kernel]]\nname = \"other\"\nsource = \"{}\"\nentry = \"matMulKernel\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"A\", buffer = \"f32\", len = 4, init = \"output\" }}]\nunchecked = true\n",
         kernels_dir().join("matmul.cu").display()
@@ -552,7 +552,21 @@ fn a_reference_kernel_must_exist_and_take_the_same_arguments() {
         )
         .replace("[defaults]", &format!("{second}\n[defaults]"));
     let err = plan_error(&text);
-    assert!(err.contains("does not take the same arguments"), "{err}");
+    assert!(
+        err.contains("`A` is 4096 elements of f32 in `matmul` but 4 of f32 in `other` (at 64,"),
+        "{err}"
+    );
+    // A reference that reads what the kernel does not have.
+    let text = text.replace(
+        "args = [{ name = \"A\", buffer = \"f32\", len = 4, init = \"output\" }]",
+        "args = [{ name = \"C\", buffer = \"f32\", len = \"n * n\", init = \"output\" }, { name = \"bias\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }]",
+    );
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "\"other\", outputs");
+    assert!(
+        err.contains("kernel `other` reads `bias`, which `matmul` does not have"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1064,7 +1078,9 @@ fn plan_names_the_buffers_reset_before_every_launch() {
     let out = run(&["plan", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("kernel matmul resets next to -1 before every launch"),
+        stdout(&out).contains(
+            "    buffers: inputs A, B; outputs C; set before every launch, outside the timed region: next to -1"
+        ),
         "{}",
         stdout(&out)
     );

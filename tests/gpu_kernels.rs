@@ -319,3 +319,185 @@ fn a_graph_takes_the_buffer_sets_in_turn_and_stays_checked() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs NVRTC (the CUDA toolkit), not a GPU: cargo test --release -- --include-ignored"]
+fn plan_compile_names_the_kernel_file_and_line_of_a_compile_error_and_a_wrong_argument_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        "extern \"C\" __global__ void ok(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1; }\n\nextern \"C\" __global__ void broken(float* y, int n) {\n  y[0] = undefined_name;\n}\n",
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, args: &str| {
+        format!(
+            "[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"y\", buffer = \"f32\", len = 32, init = \"output\" }},\n{args}]\nunchecked = true\n"
+        )
+    };
+    let text = |kernels: &str| {
+        format!("[experiment]\ntitle = \"t\"\n{kernels}[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n")
+    };
+    let plan = |kernels: &str| {
+        let path = dir.path().join("e.toml");
+        std::fs::write(&path, text(kernels)).unwrap();
+        run(&["plan", path.to_str().unwrap(), "--compile"])
+    };
+    let n = "  { name = \"n\", scalar = \"i32\", value = 32 },\n";
+    let out = plan(&kernel("good", "ok", n));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("1 build(s) of 1 kernel(s), 0 failed"),
+        "{}",
+        stdout(&out)
+    );
+    let out = plan(&kernel("bad", "broken", n));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let at = format!("{}:4: error", source.display());
+    assert!(
+        err.contains("kernel `bad` (broken)") && err.contains(&at),
+        "{err}"
+    );
+    let long = "  { name = \"n\", scalar = \"i64\", value = 32 },\n";
+    let out = plan(&kernel("wide", "ok", long));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("kernel `wide` (ok): the kernel `ok` takes 2 parameter(s) of [8, 4] bytes, but the experiment gives 2 of [8, 8] bytes"),
+        "{err}"
+    );
+}
+
+/// A `.npy` file of u32 values (numpy's format 1.0, C order).
+fn npy_u32(values: &[u32]) -> Vec<u8> {
+    let dict = format!(
+        "{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}",
+        values.len()
+    );
+    // The header, padded with spaces and ended by a newline, fills a multiple of 64 bytes.
+    let pad = 64 - (10 + dict.len() + 1) % 64;
+    let header = format!("{dict}{}\n", " ".repeat(pad % 64));
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((header.len() as u16).to_le_bytes());
+    out.extend(header.bytes());
+    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    out
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_newcomers_kernels_run_checked_by_name_with_scratch_and_inits_from_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reference takes neither the block sums nor per_block, in its own order.
+    std::fs::write(
+        dir.path().join("sum_ref.cu"),
+        "extern \"C\" __global__ void sum_ref(float* out, const float* x, unsigned long long n) {\n  if (threadIdx.x != 0 || blockIdx.x != 0) return;\n  double s = 0.0;\n  for (unsigned long long i = 0; i < n; ++i) s += x[i];\n  out[0] = (float)s;\n}\n",
+    )
+    .unwrap();
+    for spread in [256u32, 2] {
+        let data: Vec<u32> = (0..65536u32).map(|i| (i * 7919) % spread).collect();
+        std::fs::write(
+            dir.path().join(format!("data_{spread}.npy")),
+            npy_u32(&data),
+        )
+        .unwrap();
+    }
+    let (reduce, trust) = (
+        kernels_dir().join("reduce.cu"),
+        kernels_dir().join("trust.cu"),
+    );
+    let histogram = |name: &str, entry: &str, init: &str, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = [256]
+block = [256]
+args = [
+  {{ name = "data", buffer = "u32", len = 65536, init = "{init}" }},
+  {{ name = "bins", buffer = "u32", len = 256, reset = "zeros" }},
+  {{ name = "count", scalar = "u64", value = 65536 }},
+]
+{extra}
+"#,
+            trust.display()
+        )
+    };
+    let by_ref = "check_kernel = { kernel = \"histogram-ref\", outputs = [\"bins\"] }";
+    let text = [
+        "[experiment]\ntitle = \"newcomer\"\n[sweep]\nspread = [256, 2]\n".to_string(),
+        histogram("histogram-ref", "histogram_ref", "uniform(0, {{ spread }})", "unchecked = true"),
+        histogram("histogram", "histogram", "uniform(0, {{ spread }})", by_ref),
+        histogram("histogram-file", "histogram", "npy(data_{{ spread }}.npy)", by_ref),
+        format!(
+            r#"[[kernel]]
+name = "sum-ref"
+source = "sum_ref.cu"
+entry = "sum_ref"
+grid = [1]
+block = [32]
+args = [
+  {{ name = "out", buffer = "f32", len = 1, init = "output" }},
+  {{ name = "x", buffer = "f32", len = 65536, init = "uniform(0, 1)" }},
+  {{ name = "n", scalar = "u64", value = 65536 }},
+]
+unchecked = true
+[[kernel]]
+name = "sum"
+source = "{}"
+entry = "reduce_block"
+grid = [16]
+block = [256]
+shared_bytes = 1024
+takes = ["x", "partial", "n", "per_block"]
+then = [{{ entry = "reduce_final", grid = [1], block = [256], shared_bytes = 1024, args = ["partial", "out", "blocks"] }}]
+args = [
+  {{ name = "x", buffer = "f32", len = 65536, init = "uniform(0, 1)" }},
+  {{ name = "partial", buffer = "f32", len = 16, init = "scratch" }},
+  {{ name = "out", buffer = "f32", len = 1, init = "output" }},
+  {{ name = "n", scalar = "u64", value = 65536 }},
+  {{ name = "per_block", scalar = "i32", value = 4096 }},
+  {{ name = "blocks", scalar = "i32", value = 16 }},
+]
+check_kernel = {{ kernel = "sum-ref", outputs = ["out"] }}
+"#,
+            reduce.display()
+        ),
+        "[defaults]\ntimer = \"events\"\nwarmup = 1\nsamples = 5\n[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"graph\"\ngraph = 10\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let path = dir.path().join("newcomer.toml");
+    std::fs::write(&path, &text).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "every cell trusted: {}", stderr(&out));
+    let records = records_of(&out_dir.path().join("newcomer"));
+    for spread in [256, 2] {
+        for kernel in ["histogram", "histogram-file"] {
+            for variant in ["hot", "graph"] {
+                let r = record(&records, &format!("{kernel}/spread={spread}/{variant}"));
+                assert_eq!(r["status"], "ok", "{r}");
+                let check = r["check"].as_str().unwrap();
+                assert!(
+                    check.contains("bins: all 256 elements equal (integers, compared exactly)"),
+                    "{check}"
+                );
+            }
+        }
+    }
+    let sum = record(&records, "sum/spread=2/graph");
+    assert_eq!(sum["status"], "ok", "{sum}");
+    assert!(
+        sum["check"]
+            .as_str()
+            .unwrap()
+            .contains("against kernel `sum-ref`: out:"),
+        "{sum}"
+    );
+}

@@ -260,23 +260,28 @@ fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<Stored> {
 }
 
 /// The experiment file and every kernel source it compiles, hashed together, with the path,
-/// size and modification time of every `.npy` file it reads (they may hold gigabytes).
+/// size and modification time of every `.npy` file it reads at any point (they may hold
+/// gigabytes).
 fn inputs_sha256(exp: &Experiment) -> String {
     let mut all = exp.text.clone().into_bytes();
     for k in &exp.kernels {
         all.extend(format!("\0{}\0", k.source).bytes());
         all.extend(k.code());
-        for a in &k.args {
-            if let crate::experiment::ArgKind::Buffer {
-                init: crate::experiment::Init::Npy { path, .. },
-                ..
-            } = &a.kind
-            {
-                let stamp = std::fs::metadata(path)
-                    .map(|m| format!("{:?} {:?}", m.len(), m.modified().ok()))
-                    .unwrap_or_default();
-                all.extend(format!("\0{path}\0{stamp}").bytes());
-            }
+        let files: std::collections::BTreeSet<&str> = (k.launches.iter())
+            .flat_map(|l| &l.args)
+            .filter_map(|a| match a {
+                crate::experiment::ArgValue::Buffer {
+                    init: crate::experiment::Init::Npy { path, .. },
+                    ..
+                } => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
+        for path in files {
+            let stamp = std::fs::metadata(path)
+                .map(|m| format!("{:?} {:?}", m.len(), m.modified().ok()))
+                .unwrap_or_default();
+            all.extend(format!("\0{path}\0{stamp}").bytes());
         }
     }
     system::sha256_hex(&all)

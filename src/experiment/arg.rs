@@ -2,7 +2,7 @@
 //! values as expressions, where buffers live), and as evaluated at one point.
 
 use super::expr::{self, NumExpr};
-use super::schema::{Dtype, Init};
+use super::schema::{parse_init, Dtype, Init};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,7 +69,7 @@ pub enum ArgKind {
     Buffer {
         dtype: TypeSpec,
         len: NumExpr,
-        init: Init,
+        init: InitSpec,
         #[serde(default)]
         memory: Memory,
     },
@@ -108,6 +108,46 @@ impl TypeSpec {
         let text = expr::render(template, scope)?;
         Dtype::parse(&text)
             .ok_or_else(|| format!("`{template}` is `{text}` here, not a type ({TYPES})"))
+    }
+}
+
+/// A buffer's `init` as written: fixed, or taken from the sweep (`"{{ dist }}"`, a
+/// data-distribution axis; `"npy(csr_{{ rows }}_vals.npy)"`, a file per point), read at
+/// every point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum InitSpec {
+    Fixed(Init),
+    Swept(String),
+}
+
+impl InitSpec {
+    /// Reads an init as written; one that uses the sweep is read at each point.
+    pub fn parse(text: &str) -> Result<InitSpec, String> {
+        if text.contains("{{") {
+            return Ok(InitSpec::Swept(text.to_string()));
+        }
+        parse_init(text).map(InitSpec::Fixed)
+    }
+
+    /// Whether the kernel writes the buffer (one from the sweep holds input data).
+    pub fn is_written(&self) -> bool {
+        matches!(self, InitSpec::Fixed(init) if init.is_written())
+    }
+
+    /// The init at one point: an init from the sweep draws or reads input data at every
+    /// point, since what the kernel writes and what is checked are the kernel's, not a
+    /// point's.
+    pub(super) fn at(&self, scope: &expr::Scope) -> Result<Init, String> {
+        let template = match self {
+            InitSpec::Fixed(init) => return Ok(init.clone()),
+            InitSpec::Swept(t) => t,
+        };
+        let text = expr::render(template, scope)?;
+        let init = parse_init(&text).map_err(|m| format!("`{template}` is `{text}` here: {m}"))?;
+        if init.is_written() {
+            return Err(format!("`{template}` is `{text}` here, but an init from the sweep must be input data at every point (what the kernel writes is the same at all of them): write init = \"{text}\" without the sweep"));
+        }
+        Ok(init)
     }
 }
 

@@ -171,12 +171,33 @@ impl Dtype {
     }
 
     /// Tolerances a reference-kernel check uses where the experiment gives none:
-    /// `(rtol, atol)`; for f16 and bf16 those of `torch.testing.assert_close`.
+    /// `(rtol, atol)`; for f16 and bf16 those of `torch.testing.assert_close`; for integers
+    /// none (exact: a histogram's count off by one is wrong, not close).
     pub fn default_tolerances(self) -> (f64, f64) {
         match self {
             Dtype::F16 => (1e-3, 1e-5),
             Dtype::Bf16 => (1.6e-2, 1e-5),
-            _ => (1e-5, 1e-6),
+            Dtype::F32 | Dtype::F64 => (1e-5, 1e-6),
+            _ => (0.0, 0.0),
         }
+    }
+
+    /// The value of one element of an integer type, exactly (a 64-bit one does not fit an
+    /// f64's 53 bits); None for a float type.
+    pub fn read_int(self, b: &[u8]) -> Option<i128> {
+        let b2 = || -> [u8; 2] { b.try_into().expect("2 bytes") };
+        let b4 = || -> [u8; 4] { b.try_into().expect("4 bytes") };
+        let b8 = || -> [u8; 8] { b.try_into().expect("8 bytes") };
+        Some(match self {
+            Dtype::I8 => (b[0] as i8).into(),
+            Dtype::U8 => b[0].into(),
+            Dtype::I16 => i16::from_ne_bytes(b2()).into(),
+            Dtype::U16 => u16::from_ne_bytes(b2()).into(),
+            Dtype::I32 => i32::from_ne_bytes(b4()).into(),
+            Dtype::U32 => u32::from_ne_bytes(b4()).into(),
+            Dtype::I64 => i64::from_ne_bytes(b8()).into(),
+            Dtype::U64 => u64::from_ne_bytes(b8()).into(),
+            Dtype::F16 | Dtype::Bf16 | Dtype::F32 | Dtype::F64 => return None,
+        })
     }
 }

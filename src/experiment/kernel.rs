@@ -182,8 +182,8 @@ impl Kernel {
         }
     }
 
-    /// Whether the kernel may write argument `i`: an output, a reset buffer, what its check
-    /// compares (a buffer updated in place), a copy's destination. Any other buffer it is
+    /// Whether the kernel may write argument `i`: an output, a scratch or reset buffer, what
+    /// its check compares (a buffer updated in place), a copy's destination. Any other buffer it is
     /// given is an input, and must come back as it went in.
     pub fn writes(&self, i: usize) -> bool {
         let declared =
@@ -212,18 +212,31 @@ pub struct Check {
     pub inputs: Vec<usize>,
     pub output: usize,
     pub dims: Vec<NumExpr>,
-    pub tolerance: f64,
+    /// The relative error allowed; None: 1e-4 for a float output, exact for an integer one.
+    pub tolerance: Option<f64>,
 }
 
-/// A check against a reference kernel: the outputs (argument indices) both kernels write
-/// from the same inputs must agree within `|a - b| <= atol + rtol * |b|`; where not given,
-/// the tolerances of the output's type ([`Dtype::default_tolerances`]).
+/// A check against a reference kernel, given the checked kernel's arguments by name: the
+/// outputs both kernels write from the same inputs must agree within
+/// `|a - b| <= atol + rtol * |b|`; where not given, the tolerances of the output's type
+/// ([`Dtype::default_tolerances`]: integers exactly).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelCheck {
     pub kernel: usize,
+    /// For each of the reference's arguments, the checked kernel's of its name (None: the
+    /// reference's own, a buffer it writes or a scalar).
+    pub from: Vec<Option<usize>>,
+    /// The checked kernel's arguments compared, each with the reference's of its name.
     pub outputs: Vec<usize>,
     pub rtol: Option<f64>,
     pub atol: Option<f64>,
+}
+
+impl KernelCheck {
+    /// The reference's argument that the checked kernel's argument `i` is given as.
+    pub fn reference_arg(&self, i: usize) -> Option<usize> {
+        self.from.iter().position(|f| *f == Some(i))
+    }
 }
 
 /// Reference checks the runner knows: name, number of inputs, dims it takes.

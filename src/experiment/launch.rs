@@ -88,6 +88,8 @@ pub enum Part {
     Block(usize),
     Shared,
     Arg(usize),
+    /// A buffer's `init`, where it takes the sweep.
+    Init(usize),
     CheckDim(usize),
     /// The kernel as a whole (a limit over all its buffers).
     Whole,
@@ -133,6 +135,9 @@ pub fn evaluate(
                 memory,
             } => {
                 let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
+                let init = &init
+                    .at(&scope)
+                    .map_err(|m| (Part::Init(i), format!("buffer `{}`: {m}", a.name)))?;
                 let n = int(len, Part::Arg(i))?;
                 let len = usize::try_from(n).map_err(|_| {
                     (
@@ -147,22 +152,22 @@ pub fn evaluate(
                         .is_some_and(|(_, hi)| (len as i128).saturating_sub(1) <= hi);
                     if !fits {
                         return Err((
-                            Part::Arg(i),
+                            Part::Init(i),
                             format!("buffer `{}`: a chase of {len} elements needs an integer type that holds index {}, not {}", a.name, len.saturating_sub(1), dtype.key()),
                         ));
                     }
                 }
                 if let Init::Reset(v) = init {
                     reset_memset(*dtype, *v).map_err(|m| {
-                        (Part::Arg(i), format!("buffer `{}`: reset {m}", a.name))
+                        (Part::Init(i), format!("buffer `{}`: reset {m}", a.name))
                     })?;
                 }
                 let (lowest, highest) = dtype.value_range();
-                if let Some((lo, hi)) = init.extremes(len).filter(|(lo, hi)| {
+                if let Some((lo, hi)) = init.extremes(len, *dtype).filter(|(lo, hi)| {
                     !(lo.is_finite() && hi.is_finite() && *lo >= lowest && *hi <= highest)
                 }) {
                     return Err((
-                        Part::Arg(i),
+                        Part::Init(i),
                         format!(
                             "buffer `{}`: its init writes values from {lo:e} to {hi:e}, beyond what {} holds ({lowest:e} to {highest:e})",
                             a.name,
@@ -333,7 +338,7 @@ mod tests {
         assert!(reset_memset(Dtype::U8, 256.0).is_err());
     }
     use super::*;
-    use crate::experiment::arg::TypeSpec;
+    use crate::experiment::arg::{InitSpec, TypeSpec};
     use crate::experiment::schema::Dtype;
 
     fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, String)> {
@@ -343,7 +348,7 @@ mod tests {
                 kind: ArgKind::Buffer {
                     dtype: TypeSpec::Fixed(Dtype::F32),
                     len: NumExpr::Expr("n".into()),
-                    init: Init::Output,
+                    init: InitSpec::Fixed(Init::Output),
                     memory: Memory::Device,
                 },
             },

@@ -21,7 +21,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use arg::{ArgKind, ArgValue, Memory};
+pub use arg::{ArgKind, ArgValue, InitSpec, Memory};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
 pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind};
@@ -42,6 +42,9 @@ pub struct Experiment {
     /// Each sweep parameter with its distinct values, in file order (a zipped group's
     /// parameters each).
     pub params: Vec<(String, Vec<SweepValue>)>,
+    /// The parameters of each zipped group (`shape = { m = [..], n = [..] }`), which
+    /// advance together rather than as a product.
+    pub zipped: Vec<Vec<String>>,
     /// Sweep points, the first parameter varying slowest.
     pub points: Vec<Point>,
     pub kernels: Vec<Kernel>,

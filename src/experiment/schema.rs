@@ -285,6 +285,9 @@ pub enum Init {
     Iota(f64, f64),
     /// Written by the kernel: poisoned (NaN / all ones) before a checked launch.
     Output,
+    /// Written and read by the kernel as working space (a scan's block sums, a split
+    /// reduction's partials): neither poisoned nor checked nor an input, left as allocated.
+    Scratch,
     /// A pointer chase: element `i * stride` holds the index of the next line's first
     /// element, the lines in one random cycle (every line once before any repeats), the other
     /// elements zero.
@@ -300,7 +303,7 @@ pub enum Init {
 impl Init {
     /// Whether the kernel writes the buffer rather than reads data drawn for it.
     pub fn is_written(&self) -> bool {
-        matches!(self, Init::Output | Init::Reset(_))
+        matches!(self, Init::Output | Init::Scratch | Init::Reset(_))
     }
 }
 
@@ -320,11 +323,13 @@ pub fn parse_reset(value: &toml::Value) -> Result<f64, String> {
 }
 
 impl Init {
-    /// The least and greatest values it writes into `len` elements (a normal distribution's
-    /// to eight standard deviations, which no draw reaches); None for what it does not
-    /// choose (an output, a chase of indices, a file's data).
-    pub fn extremes(&self, len: usize) -> Option<(f64, f64)> {
+    /// The least and greatest values it writes into `len` elements of `dtype` (a normal
+    /// distribution's to eight standard deviations, which no draw reaches; an integer type's
+    /// uniform draws rounded down, so `uniform(0, 256)` fills a u8 with 0 to 255); None for
+    /// what it does not choose (an output, a chase of indices, a file's data).
+    pub fn extremes(&self, len: usize, dtype: Dtype) -> Option<(f64, f64)> {
         match *self {
+            Init::Uniform(lo, hi) if !dtype.is_float() => Some((lo.floor(), hi.ceil() - 1.0)),
             Init::Uniform(lo, hi) => Some((lo, hi)),
             Init::Normal(mean, std) => Some((mean - 8.0 * std, mean + 8.0 * std)),
             Init::Constant(v) => Some((v, v)),
@@ -332,7 +337,9 @@ impl Init {
                 let last = start + step * len.saturating_sub(1) as f64;
                 Some((start.min(last), start.max(last)))
             }
-            Init::Output | Init::Reset(_) | Init::Chase(_) | Init::Npy { .. } => None,
+            Init::Output | Init::Scratch | Init::Reset(_) | Init::Chase(_) | Init::Npy { .. } => {
+                None
+            }
         }
     }
 }
@@ -341,7 +348,7 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
     let t = text.trim();
     let bad = || {
         format!(
-            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\", \"npy(path/to/file.npy)\" or \"chase(stride)\" for inputs, or \"output\""
+            "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\", \"npy(path/to/file.npy)\" or \"chase(stride)\" for inputs, \"output\" for what the kernel writes, or \"scratch\" for its working space"
         )
     };
     let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, String> {
@@ -374,6 +381,7 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
     }
     match t {
         "output" => return Ok(Init::Output),
+        "scratch" => return Ok(Init::Scratch),
         "zeros" => return Ok(Init::Constant(0.0)),
         "iota" => return Ok(Init::Iota(0.0, 1.0)),
         _ => {}
@@ -420,6 +428,8 @@ mod tests {
             Init::Uniform(0.0, 100.0)
         );
         assert_eq!(parse_init("output").unwrap(), Init::Output);
+        assert_eq!(parse_init("scratch").unwrap(), Init::Scratch);
+        assert!(Init::Scratch.is_written());
         assert_eq!(parse_init("zeros").unwrap(), Init::Constant(0.0));
         assert_eq!(parse_init("normal(0, 2)").unwrap(), Init::Normal(0.0, 2.0));
         assert_eq!(parse_init("constant(1.5)").unwrap(), Init::Constant(1.5));
@@ -428,5 +438,14 @@ mod tests {
         assert!(parse_init("uniform(5, 1)").is_err());
         assert!(parse_init("normal(0, 0)").is_err());
         assert!(parse_init("gaussian(0, 1)").is_err());
+    }
+
+    #[test]
+    fn an_integer_type_draws_uniform_values_from_lo_to_below_hi() {
+        let bins = Init::Uniform(0.0, 256.0);
+        assert_eq!(bins.extremes(10, Dtype::U8), Some((0.0, 255.0)));
+        assert_eq!(bins.extremes(10, Dtype::F32), Some((0.0, 256.0)));
+        let signed = Init::Uniform(-1.5, 1.5);
+        assert_eq!(signed.extremes(10, Dtype::I32), Some((-2.0, 1.0)));
     }
 }

@@ -32,35 +32,14 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
             preview(values)
         );
     }
-    for k in &exp.kernels {
-        let own = k
-            .points
-            .first()
-            .map_or(0, Vec::len)
-            .saturating_sub(exp.params.len());
-        if own > 0 {
-            let names: Vec<&str> = k.points[0][exp.params.len()..]
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect();
-            let _ = writeln!(
-                out,
-                "  kernel {} also sweeps {}: {} point(s)",
-                k.name,
-                names.join(", "),
-                k.points.len()
-            );
-        }
+    for group in &exp.zipped {
+        let _ = writeln!(
+            out,
+            "  zipped: {} advance together, one point per position (not a product)",
+            group.join(", ")
+        );
     }
-    let kernels: Vec<String> = exp
-        .kernels
-        .iter()
-        .map(|k| match k.source.is_empty() {
-            true => format!("{} ({})", k.name, k.entry),
-            false => format!("{} ({})", k.name, k.source),
-        })
-        .collect();
-    let _ = writeln!(out, "  kernels: {}", kernels.join(", "));
+    out += &super::kernels::describe(exp);
     for (i, k) in exp.kernels.iter().enumerate() {
         if k.check_only {
             let checks: Vec<&str> = (exp.kernels.iter())
@@ -72,23 +51,6 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
                 "  kernel {} is not timed (timed = false): it runs only in the checks of {}",
                 k.name,
                 checks.join(", ")
-            );
-        }
-        let resets: Vec<String> = (k.args.iter())
-            .filter_map(|a| match &a.kind {
-                crate::experiment::ArgKind::Buffer {
-                    init: crate::experiment::Init::Reset(v),
-                    ..
-                } => Some(format!("{} to {v}", a.name)),
-                _ => None,
-            })
-            .collect();
-        if !resets.is_empty() {
-            let _ = writeln!(
-                out,
-                "  kernel {} resets {} before every launch (checked, warm-up, timed, audit), outside the timed region; in a graph as memset nodes, timed apart and taken off",
-                k.name,
-                resets.join(", ")
             );
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod cost;
 mod describe;
+mod kernels;
 mod model;
 mod select;
 pub mod shard;

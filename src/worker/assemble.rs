@@ -32,7 +32,8 @@ pub(super) struct Checker<'a> {
 
 impl Checker<'_> {
     /// Checks the output: against its CPU reference, or against a reference kernel run
-    /// now, on fresh buffers of the same inputs (`check_kernel`).
+    /// now, on fresh buffers of the same inputs, each of its arguments given the checked
+    /// kernel's of its name (`check_kernel`).
     /// `recorded`: the kernel names CUPTI is recording timed launches of, where the check
     /// runs among them (after the first timed launch): a reference kernel of the same name
     /// would be taken for one.
@@ -72,7 +73,10 @@ impl Checker<'_> {
         if spec.shared_bytes > 48 * 1024 {
             func.allow_shared_bytes(spec.shared_bytes)?;
         }
-        let theirs = Buffers::create(&spec.args, host.clone(), Poison::ByMemset)?;
+        let data: Vec<Option<&[u8]>> = (kc.from.iter())
+            .map(|f| f.and_then(|i| host[i].as_deref()))
+            .collect();
+        let theirs = Buffers::create(&spec.args, &data, Poison::ByMemset)?;
         // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
         // writes differs, whatever its type. Then its own resets, as before every launch.
         theirs.fill_outputs(0)?;
@@ -86,14 +90,20 @@ impl Checker<'_> {
         timeline.mark("reference kernel");
         let mut notes = Vec::new();
         for &o in &kc.outputs {
-            let dtype = match spec.args[o] {
+            let r = (kc.reference_arg(o)).ok_or_else(|| {
+                format!(
+                    "the reference kernel has no argument `{}`",
+                    def.args[o].name
+                )
+            })?;
+            let dtype = match spec.args[r] {
                 ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
             };
-            let (got, want) = (buffers.download(o)?, theirs.download(o)?);
+            let (got, want) = (buffers.download(o)?, theirs.download(r)?);
             let name = &def.args[o].name;
             let view = |bytes| reference::HostBuffer { name, dtype, bytes };
             let (rtol, atol) = dtype.default_tolerances();
-            notes.push(reference::compare(
+            notes.push(super::agreement::compare(
                 &view(&got),
                 &view(&want),
                 kc.rtol.unwrap_or(rtol),
@@ -179,15 +189,20 @@ pub(super) fn check_params(
     given: &[usize],
     entry: &str,
 ) -> Result<(), Failure> {
-    let want = func.param_sizes()?;
-    if want == given {
-        return Ok(());
+    match params_differ(&func.param_sizes()?, given, entry) {
+        None => Ok(()),
+        Some(m) => Err(Failure::from(m)),
     }
-    Err(Failure::from(format!(
+}
+
+/// What is wrong with an argument list of `given` bytes per parameter for a kernel that
+/// takes `want`; None where they agree.
+pub(super) fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
+    (want != given).then(|| format!(
         "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes: list every parameter in `args`, in order, with its type",
         want.len(),
         given.len()
-    )))
+    ))
 }
 
 /// The parameters an entry takes: all of `values`, or those `takes` picks.

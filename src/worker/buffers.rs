@@ -50,25 +50,41 @@ pub(super) fn refuse_managed_beyond_free(args: &[ArgValue], sets: usize) -> Resu
     Ok(())
 }
 
-/// A cell's device buffers with the host copies of their initial contents.
+/// A cell's device buffers, and what each holds.
 pub struct Buffers {
     device: Vec<Option<DeviceBuffer>>,
-    host: HostInputs,
+    /// By argument: whether input data was uploaded into it.
+    filled: Vec<bool>,
+    /// By argument: whether the kernel writes it as it likes (`init = "scratch"`): never
+    /// poisoned, never checked.
+    scratch: Vec<bool>,
     /// The buffers set before every launch (`reset`), by argument index, and how.
     resets: Vec<(usize, Fill)>,
 }
 
 impl Buffers {
-    /// Allocates every buffer argument, uploads the inputs and poisons the outputs.
+    /// Allocates every buffer argument, uploads the inputs (`data`, by argument) and
+    /// poisons the outputs; scratch buffers are left as allocated.
     pub fn create(
         args: &[ArgValue],
-        host: HostInputs,
+        data: &[Option<&[u8]>],
         poison: Poison,
     ) -> Result<Buffers, CudaError> {
         refuse_managed_beyond_free(args, 1)?;
         let mut device = Vec::new();
         let mut resets = Vec::new();
-        for (a, data) in args.iter().zip(host.iter()) {
+        let scratch: Vec<bool> = (args.iter())
+            .map(|a| {
+                matches!(
+                    a,
+                    ArgValue::Buffer {
+                        init: Init::Scratch,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        for ((a, data), scratch) in args.iter().zip(data).zip(&scratch) {
             match a {
                 ArgValue::Buffer {
                     dtype,
@@ -86,6 +102,7 @@ impl Buffers {
                     };
                     match (data, poison) {
                         (Some(data), _) => buf.upload(data)?,
+                        (None, _) if *scratch => {}
                         (None, Poison::ByMemset) => buf.fill(POISON)?,
                         (None, Poison::ByCopy) => buf.fill_by_copy(POISON)?,
                     }
@@ -104,7 +121,8 @@ impl Buffers {
         }
         Ok(Buffers {
             device,
-            host,
+            filled: data.iter().map(Option::is_some).collect(),
+            scratch,
             resets,
         })
     }
@@ -133,7 +151,7 @@ impl Buffers {
 
     /// The arguments that hold input data (their initial contents drawn or read).
     pub fn inputs(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.device.len()).filter(|&i| self.device[i].is_some() && self.host[i].is_some())
+        (0..self.device.len()).filter(|&i| self.device[i].is_some() && self.filled[i])
     }
 
     /// Argument `index`'s buffer, where it is one.
@@ -216,10 +234,10 @@ impl Buffers {
         self.fill_outputs(POISON)
     }
 
-    /// Sets every byte of the outputs (the buffers no input data fills).
+    /// Sets every byte of the outputs (the buffers no input data fills), scratch ones left.
     pub fn fill_outputs(&self, byte: u8) -> Result<(), CudaError> {
-        for (d, h) in self.device.iter().zip(self.host.iter()) {
-            if let (Some(buf), None) = (d, h) {
+        for (i, d) in self.device.iter().enumerate() {
+            if let (Some(buf), false, false) = (d, self.filled[i], self.scratch[i]) {
                 buf.fill(byte)?;
             }
         }

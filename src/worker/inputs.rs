@@ -173,7 +173,7 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
             } => {
                 let (dtype, len) = (*dtype, *len);
                 Ok(match init.clone() {
-                    Init::Output | Init::Reset(_) => None,
+                    Init::Output | Init::Scratch | Init::Reset(_) => None,
                     Init::Npy { path, offset } => {
                         Some(npy_data(&path, offset, len * dtype.size())?)
                     }

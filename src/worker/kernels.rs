@@ -204,11 +204,7 @@ impl Kernels {
     pub fn new(defs: Vec<Kernel>, capability: (i64, i64), run_cache: Option<PathBuf>) -> Self {
         Kernels {
             defs,
-            compiler: Compiler {
-                capability,
-                run_cache,
-                kept: HashMap::new(),
-            },
+            compiler: Compiler::new(capability, run_cache),
             loaded: HashMap::new(),
             lazy: HashMap::new(),
         }
@@ -317,9 +313,9 @@ impl Kernels {
 /// A kernel image ready to load, with its entries' names in it (the kernel's, then its
 /// steps').
 #[derive(Clone)]
-struct Image {
-    bytes: Vec<u8>,
-    entries: Vec<String>,
+pub(super) struct Image {
+    pub(super) bytes: Vec<u8>,
+    pub(super) entries: Vec<String>,
     made: Made,
 }
 
@@ -356,7 +352,7 @@ impl Made {
 /// Compiles for the device, once per run: an image one process compiled is read by the
 /// run's later processes from the run's cache folder (NVRTC takes 20-140 ms a kernel,
 /// paid again by every fresh process otherwise).
-struct Compiler {
+pub(super) struct Compiler {
     capability: (i64, i64),
     run_cache: Option<PathBuf>,
     /// Images compiled (or read) in this process, by the hash of what made them: every
@@ -365,6 +361,16 @@ struct Compiler {
 }
 
 impl Compiler {
+    /// For a device of compute capability `capability`; `run_cache`: where the run's
+    /// processes share compiled images.
+    pub(super) fn new(capability: (i64, i64), run_cache: Option<PathBuf>) -> Compiler {
+        Compiler {
+            capability,
+            run_cache,
+            kept: HashMap::new(),
+        }
+    }
+
     fn compile(
         &mut self,
         source: &str,
@@ -429,7 +435,7 @@ impl Compiler {
 
     /// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
     /// appended) compiled as `how` says.
-    fn image_of(
+    pub(super) fn image_of(
         &mut self,
         def: &Kernel,
         how: Compile,

@@ -1,6 +1,7 @@
 //! The worker: a process of the same binary that opens the device, runs the planned cells
 //! of its job in order and streams each finished cell to the parent as one JSON line.
 
+mod agreement;
 mod arm;
 mod assemble;
 mod audit;
@@ -8,6 +9,7 @@ mod buffers;
 mod cell;
 mod inputs;
 mod kernels;
+mod preflight;
 mod prepare;
 pub mod reference;
 mod shared;
@@ -28,6 +30,7 @@ use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
 use crate::telemetry::Sensor;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
+pub use preflight::compile_plan;
 use std::collections::HashMap;
 use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;

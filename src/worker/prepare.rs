@@ -139,7 +139,10 @@ impl Data {
         let timed = hosts[0].clone();
         let sets = hosts
             .into_iter()
-            .map(|host| Buffers::create(&spec.args, host, poison))
+            .map(|host| {
+                let data: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
+                Buffers::create(&spec.args, &data, poison)
+            })
             .collect::<Result<_, _>>()?;
         s.timeline.mark("buffers");
         Ok(Data {

@@ -22,25 +22,39 @@ pub struct HostBuffer<'a> {
 }
 
 impl HostBuffer<'_> {
-    fn f64_at(&self, i: usize) -> f64 {
+    pub(super) fn f64_at(&self, i: usize) -> f64 {
         let s = self.dtype.size();
         self.dtype.read(&self.bytes[i * s..(i + 1) * s])
     }
 
-    fn len(&self) -> usize {
+    /// Element `i` of an integer buffer, exactly; None for floats.
+    pub(super) fn int_at(&self, i: usize) -> Option<i128> {
+        let s = self.dtype.size();
+        self.dtype.read_int(&self.bytes[i * s..(i + 1) * s])
+    }
+
+    /// Element `i` as written in a message: an integer exactly.
+    pub(super) fn show(&self, i: usize) -> String {
+        match self.int_at(i) {
+            Some(v) => v.to_string(),
+            None => self.f64_at(i).to_string(),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
         self.bytes.len() / self.dtype.size()
     }
 
     /// Whether element `i` still holds the poison its buffer was filled with before the
     /// checked launch: the kernel never wrote it.
-    fn poisoned(&self, i: usize) -> bool {
+    pub(super) fn poisoned(&self, i: usize) -> bool {
         let s = self.dtype.size();
         self.bytes[i * s..(i + 1) * s].iter().all(|b| *b == POISON)
     }
 
     /// The account of an output the kernel left (partly) unwritten: `count` of the `of`
     /// elements compared still hold the poison, the first at `first`.
-    fn unwritten(&self, count: usize, of: usize, first: usize) -> String {
+    pub(super) fn unwritten(&self, count: usize, of: usize, first: usize) -> String {
         format!(
             "output `{}` was not written: {count} of {of} elements compared still hold the poison, the first {}[{first}]",
             self.name, self.name
@@ -98,7 +112,7 @@ pub fn check(
     inputs: &[HostBuffer],
     out: &HostBuffer,
     dims: &[i64],
-    tolerance: f64,
+    tolerance: Option<f64>,
     cache: &Cache,
 ) -> Result<String, String> {
     match reference {
@@ -140,83 +154,14 @@ fn matmul_cells(m: usize, n: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Compares an output with a reference kernel's: every element within
-/// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
-pub fn compare(
-    got: &HostBuffer,
-    want: &HostBuffer,
-    rtol: f64,
-    atol: f64,
-) -> Result<String, String> {
-    if got.len() != want.len() || got.dtype != want.dtype {
-        return Err(format!(
-            "{}: {} elements against the reference's {}",
-            got.name,
-            got.len(),
-            want.len()
-        ));
-    }
-    let n = got.len();
-    // Integers must match exactly, compared as stored (no detour through f64).
-    let exact = !got.dtype.is_float();
-    let size = got.dtype.size();
-    let (mut max_abs, mut max_rel, mut worst, mut bad) = (0.0f64, 0.0f64, 0usize, 0usize);
-    // Elements that differ because they still hold the poison (where the reference's do not).
-    let (mut unwritten, mut first_unwritten) = (0usize, None);
-    for i in 0..n {
-        let (g, w) = (got.f64_at(i), want.f64_at(i));
-        let abs = (g - w).abs();
-        let rel = abs / w.abs().max(f64::MIN_POSITIVE);
-        // A NaN on either side is outside any tolerance; infinities must match exactly.
-        let within = if exact {
-            got.bytes[i * size..(i + 1) * size] == want.bytes[i * size..(i + 1) * size]
-        } else if !(g.is_finite() && w.is_finite()) {
-            g == w
-        } else {
-            abs <= atol + rtol * w.abs()
-        };
-        if !within {
-            if bad == 0 || abs > (got.f64_at(worst) - want.f64_at(worst)).abs() {
-                worst = i;
-            }
-            bad += 1;
-            if got.poisoned(i) && !want.poisoned(i) {
-                unwritten += 1;
-                first_unwritten.get_or_insert(i);
-            }
-        }
-        if abs > max_abs || abs.is_nan() {
-            max_abs = abs;
-        }
-        if rel.is_finite() && rel > max_rel {
-            max_rel = rel;
-        }
-    }
-    let account = format!(
-        "{}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements",
-        got.name
-    );
-    if let Some(first) = first_unwritten {
-        return Err(got.unwritten(unwritten, n, first));
-    }
-    if bad > 0 {
-        return Err(format!(
-            "{account}; {bad} outside atol {atol:e} + rtol {rtol:e}, the worst {}[{worst}] = {} against {}",
-            got.name,
-            got.f64_at(worst),
-            want.f64_at(worst)
-        ));
-    }
-    Ok(account)
-}
-
-/// `out = a (m x k) * b (k x n)`, row-major, against a float64 reference.
+/// `out = a (m x k) * b (k x n)`, row-major, against a float64 reference: within a
+/// relative error (`tol`, by default 1e-4), or, for an integer output without one, exactly.
 fn matmul(
     a: &HostBuffer,
     b: &HostBuffer,
     out: &HostBuffer,
     dims: &[i64],
-    tol: f64,
+    tol: Option<f64>,
     cache: &Cache,
 ) -> Result<String, String> {
     let (m, k, n) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
@@ -242,6 +187,28 @@ fn matmul(
     if let Some(&first) = unwritten.first() {
         return Err(out.unwritten(unwritten.len(), cells.len(), first));
     }
+    let scope = if cells.len() == m * n {
+        format!("all {} elements", m * n)
+    } else {
+        format!("{} sampled elements of {}", cells.len(), m * n)
+    };
+    if tol.is_none() && !out.dtype.is_float() {
+        // The float64 product of integers is exact below 2^53: an integer output equals it.
+        let differ = (cells.iter().zip(&want)).find(|(&i, &w)| out.f64_at(i) != w);
+        return match differ {
+            None => Ok(format!(
+                "matmul vs float64: {scope} equal (integers, compared exactly)"
+            )),
+            Some((&idx, want)) => Err(format!(
+                "matmul check failed: {}[{}][{}] = {} against {want} (integers are compared exactly unless the check gives a tolerance)",
+                out.name,
+                idx / n,
+                idx % n,
+                out.show(idx)
+            )),
+        };
+    }
+    let tol = tol.unwrap_or(1e-4);
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
     for (&idx, &want) in cells.iter().zip(&want) {
         let (row, col) = (idx / n, idx % n);
@@ -256,11 +223,6 @@ fn matmul(
         ref2 += want * want;
     }
     let rel = (err2 / ref2.max(f64::MIN_POSITIVE)).sqrt();
-    let scope = if cells.len() == m * n {
-        format!("all {} elements", m * n)
-    } else {
-        format!("{} sampled elements of {}", cells.len(), m * n)
-    };
     if rel.is_nan() || rel >= tol {
         return Err(format!(
             "matmul check failed: relative error {rel:.3e} over {scope}, tolerance {tol:.0e}"
@@ -359,7 +321,7 @@ mod tests {
                 dtype: Dtype::F32,
                 bytes,
             };
-            check("matmul", &ins, &out, &[2, 2, 2], 1e-4, &none)
+            check("matmul", &ins, &out, &[2, 2, 2], Some(1e-4), &none)
         };
         assert!(c(&good).is_ok());
         assert!(c(&bad).unwrap_err().contains("relative error"));
@@ -401,13 +363,13 @@ mod tests {
         let dims = [m as i64, k as i64, n as i64];
         let none = Cache::new(None, String::new());
         let good = f32_bytes(&c);
-        let account = check("matmul", &ins, &buf("C", &good), &dims, 1e-4, &none).unwrap();
+        let account = check("matmul", &ins, &buf("C", &good), &dims, Some(1e-4), &none).unwrap();
         assert!(account.contains("4096 sampled elements"), "{account}");
         // A row the check reads, left unwritten, fails it.
         let row = rows[rows.len() / 2].clone();
         c[row].iter_mut().for_each(|v| *v = f32::NAN);
         let bad = f32_bytes(&c);
-        assert!(check("matmul", &ins, &buf("C", &bad), &dims, 1e-4, &none).is_err());
+        assert!(check("matmul", &ins, &buf("C", &bad), &dims, Some(1e-4), &none).is_err());
     }
 
     #[test]
@@ -423,7 +385,15 @@ mod tests {
             bytes,
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
-        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_ok());
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &good),
+            &[2, 2, 2],
+            Some(1e-4),
+            &cache
+        )
+        .is_ok());
         let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1, "stored once");
         // A later process reads the stored reference: a planted wrong value there shows it.
@@ -433,44 +403,42 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         std::fs::write(&file, planted).unwrap();
-        assert!(check("matmul", &ins, &buf("C", &good), &[2, 2, 2], 1e-4, &cache).is_err());
+        assert!(check(
+            "matmul",
+            &ins,
+            &buf("C", &good),
+            &[2, 2, 2],
+            Some(1e-4),
+            &cache
+        )
+        .is_err());
     }
 
     #[test]
-    fn a_kernel_check_names_the_worst_element() {
-        let buf = |name, bytes| HostBuffer {
-            name,
-            dtype: Dtype::F32,
-            bytes,
-        };
-        let want = f32_bytes(&[1.0, 2.0, 3.0]);
-        let close = f32_bytes(&[1.0, 2.0000001, 3.0]);
-        let off = f32_bytes(&[1.0, 2.0, 3.5]);
-        assert!(compare(&buf("y", &close), &buf("y", &want), 1e-5, 1e-6).is_ok());
-        let e = compare(&buf("y", &off), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
-        assert!(
-            e.contains("y[2] = 3.5 against 3") && e.contains("1 outside"),
-            "{e}"
-        );
-        let mut left = want.clone();
-        left[4..].fill(POISON);
-        let e = compare(&buf("y", &left), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
-        assert!(e.starts_with("output `y` was not written: 2 of 3"), "{e}");
-        let inf = f32_bytes(&[1.0, 2.0, f32::INFINITY]);
-        assert!(compare(&buf("y", &off), &buf("y", &inf), 1e-5, 1e-6).is_err());
-        assert!(compare(&buf("y", &inf), &buf("y", &inf), 1e-5, 1e-6).is_ok());
-        let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
-        let (a, b) = (ints(&[200_000]), ints(&[200_001]));
+    fn an_integer_matmul_without_a_tolerance_is_exact() {
+        let i32s = |v: &[i32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        let (x, y) = (i32s(&[1, 2, 3, 4]), i32s(&[5, 6, 7, 8]));
         let int = |name, bytes| HostBuffer {
             name,
             dtype: Dtype::I32,
             bytes,
         };
-        assert!(
-            compare(&int("k", &a), &int("k", &b), 1e-5, 1e-6).is_err(),
-            "integers match exactly"
-        );
-        assert!(compare(&buf("y", &want), &buf("y", &want[..8]), 1e-5, 1e-6).is_err());
+        let none = Cache::new(None, String::new());
+        let ins = [int("A", &x[..]), int("B", &y[..])];
+        let good = i32s(&[19, 22, 43, 50]);
+        let near = i32s(&[19, 22, 43, 51]);
+        let mm = |out: &[u8], tol| {
+            let out = HostBuffer {
+                name: "C",
+                dtype: Dtype::I32,
+                bytes: out,
+            };
+            check("matmul", &ins, &out, &[2, 2, 2], tol, &none)
+        };
+        assert!(mm(&good, None).unwrap().contains("compared exactly"));
+        let e = mm(&near, None).unwrap_err();
+        assert!(e.contains("C[1][1] = 51 against 50"), "{e}");
+        assert!(mm(&near, Some(0.1)).is_ok(), "a tolerance given is used");
     }
 
     #[test]
@@ -487,7 +455,7 @@ mod tests {
             &[buf("src", &s)],
             &buf("dst", &s),
             &[],
-            0.0,
+            None,
             &Cache::new(None, String::new())
         )
         .is_ok());
@@ -496,7 +464,7 @@ mod tests {
             &[buf("src", &s)],
             &buf("dst", &d),
             &[],
-            0.0,
+            None,
             &Cache::new(None, String::new())
         )
         .unwrap_err()

@@ -2,7 +2,7 @@
 //! whose two buffers (`to`, then `from`) the copy joins, checked byte for byte.
 
 use super::Validator;
-use crate::experiment::arg::{Arg, ArgKind, Memory, TypeSpec};
+use crate::experiment::arg::{Arg, ArgKind, InitSpec, Memory, TypeSpec};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
 use crate::experiment::kernel::{self, Check, CopyOp, Kernel, LaunchExprs};
@@ -38,7 +38,7 @@ impl Validator<'_> {
             kind: ArgKind::Buffer {
                 dtype: TypeSpec::Fixed(Dtype::U32),
                 len: words.clone(),
-                init,
+                init: InitSpec::Fixed(init),
                 memory,
             },
         };
@@ -84,7 +84,7 @@ impl Validator<'_> {
                 inputs: vec![1],
                 output: 0,
                 dims: vec![],
-                tolerance: 0.0,
+                tolerance: None,
             }),
             args,
             check_kernel: None,

@@ -137,10 +137,12 @@ impl Validator<'_> {
         let check = match &rk.check {
             None if unchecked || has_kernel_check || check_only => None,
             None => {
-                // An output, or a buffer reset before every launch (a histogram's bins).
-                let output = args
-                    .iter()
-                    .find(|a| matches!(&a.kind, ArgKind::Buffer { init, .. } if init.is_written()));
+                // An output, or a buffer reset before every launch (a histogram's bins); a
+                // scratch buffer holds nothing to check.
+                let output = args.iter().find(|a| {
+                    matches!(&a.kind, ArgKind::Buffer { init: arg::InitSpec::Fixed(init), .. }
+                        if init.is_written() && *init != schema::Init::Scratch)
+                });
                 if let Some(out) = output {
                     return Err(self
                         .err(&rk.name, format!("kernel `{}` writes `{}` but has no check", rk.name.get_ref(), out.name))
@@ -194,6 +196,12 @@ impl Validator<'_> {
                             .as_ref()
                             .or(ra.value.as_ref())
                             .map_or(ra.name.span(), |e| e.span())
+                    }
+                    Part::Init(i) => {
+                        let ra = &rk.args[i];
+                        (ra.init.as_ref().map(|e| e.span()))
+                            .or(ra.reset.as_ref().map(|e| e.span()))
+                            .unwrap_or(ra.name.span())
                     }
                     Part::CheckDim(i) => rk
                         .check
@@ -256,7 +264,7 @@ impl Validator<'_> {
                 .collect::<Result<_, _>>()?;
             launches.push(spec);
         }
-        self.npy_fits(&rk, &args, &launches)?;
+        self.npy_files(&rk, &points, &mut launches)?;
         Ok(Kernel {
             name: rk.name.into_inner(),
             source: rk.source.into_inner(),
@@ -340,60 +348,6 @@ impl Validator<'_> {
         Ok((kernel_points, base))
     }
 
-    /// A `.npy` init with its path resolved against the experiment's folder and its data's
-    /// offset read from its header (left as written where sources are not read).
-    fn npy(&self, path: &str, at: &Spanned<String>) -> Result<schema::Init, ConfigError> {
-        if self.sources == Sources::Skip {
-            return Ok(schema::Init::Npy {
-                path: path.to_string(),
-                offset: 0,
-            });
-        }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let full = dir.join(path);
-        let header = crate::experiment::npy::header(&full).map_err(|m| {
-            self.err(at, m)
-                .with_hint("a .npy path is relative to the experiment file; save the array with numpy.save in C order")
-        })?;
-        Ok(schema::Init::Npy {
-            path: full.to_string_lossy().into_owned(),
-            offset: header.offset,
-        })
-    }
-
-    /// Every `.npy` buffer's type and length at every point against its file's header.
-    fn npy_fits(
-        &self,
-        rk: &RawKernel,
-        args: &[Arg],
-        launches: &[kernel::LaunchSpec],
-    ) -> Result<(), ConfigError> {
-        for (i, a) in args.iter().enumerate() {
-            let ArgKind::Buffer {
-                init: schema::Init::Npy { path, .. },
-                ..
-            } = &a.kind
-            else {
-                continue;
-            };
-            if self.sources == Sources::Skip {
-                continue;
-            }
-            let at = rk.args[i].init.as_ref().expect("a buffer has an init");
-            let h = crate::experiment::npy::header(Path::new(path)).map_err(|m| self.err(at, m))?;
-            for l in launches {
-                if let arg::ArgValue::Buffer { dtype, len, .. } = &l.args[i] {
-                    if !crate::experiment::npy::fits(h.dtype, *dtype) || *len as u64 != h.count {
-                        return Err(self
-                            .err(at, format!("`{}` holds {} elements of {}, but buffer `{}` takes {len} of {}", path, h.count, h.dtype.key(), a.name, dtype.key()))
-                            .with_hint("the file must hold exactly the buffer's elements, of its type (bf16 as '<u2' bits)"));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// A buffer's `reset`: written by the kernel and set before every launch, so an init
     /// other than "output" would never be seen.
     fn reset(
@@ -401,7 +355,7 @@ impl Validator<'_> {
         name: &str,
         init: Option<&Spanned<String>>,
         reset: &Spanned<toml::Value>,
-    ) -> Result<schema::Init, ConfigError> {
+    ) -> Result<arg::InitSpec, ConfigError> {
         if let Some(init) = init.filter(|i| i.get_ref().trim() != "output") {
             return Err(self
                 .err(init, format!("buffer `{name}` is reset before every launch, so its init `{}` would never be seen", init.get_ref()))
@@ -411,7 +365,7 @@ impl Validator<'_> {
             self.err(reset, m)
                 .with_hint("reset = \"zeros\", or a number the buffer's type holds (reset = -1)")
         })?;
-        Ok(schema::Init::Reset(value))
+        Ok(arg::InitSpec::Fixed(schema::Init::Reset(value)))
     }
 
     fn arg(&self, ra: &RawArg) -> Result<Arg, ConfigError> {
@@ -428,10 +382,7 @@ impl Validator<'_> {
                 let init = match (&ra.init, &ra.reset) {
                     (_, Some(reset)) => self.reset(&name, ra.init.as_ref(), reset)?,
                     (Some(init), None) => {
-                        match schema::parse_init(init.get_ref()).map_err(|m| self.err(init, m))? {
-                            schema::Init::Npy { path, .. } => self.npy(&path, init)?,
-                            other => other,
-                        }
+                        arg::InitSpec::parse(init.get_ref()).map_err(|m| self.err(init, m))?
                     }
                     (None, None) => return Err(self
                         .err(&ra.name, format!("buffer `{name}` needs an init"))

@@ -12,6 +12,7 @@ use super::{
 };
 mod checks;
 mod copy;
+mod inits;
 mod kernel_table;
 mod limits;
 mod report;
@@ -240,6 +241,10 @@ impl Validator<'_> {
             title: raw.experiment.title,
             description: raw.experiment.description.unwrap_or_default(),
             params,
+            zipped: (axes.iter())
+                .filter(|a| a.names.len() > 1)
+                .map(|a| a.names.clone())
+                .collect(),
             points,
             kernels,
             variants,

@@ -1,0 +1,306 @@
+//! `runner plan`'s kernels: each with its launch (grid, block, dynamic shared memory, its
+//! steps), what its buffers are (inputs, outputs, scratch, reset), the work it declares and
+//! what checks it; a value that differs by point written once as a short list.
+
+use crate::experiment::knobs::cache::bytes_text;
+use crate::experiment::{ArgKind, Experiment, Init, InitSpec, Kernel, ModuleKind, Point};
+use std::fmt::Write;
+
+/// Groups of values listed in full; more are cut to their ends.
+const MAX_GROUPS: usize = 4;
+
+/// The kernels as `runner plan` shows them, a block each.
+pub fn describe(exp: &Experiment) -> String {
+    let mut out = String::from("kernels:\n");
+    for k in &exp.kernels {
+        describe_kernel(exp, k, &mut out);
+    }
+    out
+}
+
+fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
+    let own: Vec<&str> = (k.points.first().map_or(&[][..], |p| &p[exp.params.len()..]))
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let origin = match (k.source.is_empty(), &k.module) {
+        (true, _) => k.entry.clone(),
+        (false, Some(m)) => format!(
+            "{}, a prebuilt {} module",
+            k.source,
+            match m.kind {
+                ModuleKind::Cubin => "CUBIN",
+                ModuleKind::Ptx => "PTX",
+                ModuleKind::Fatbin => "fatbin",
+            }
+        ),
+        (false, None) => k.source.clone(),
+    };
+    let _ = write!(out, "  {} ({origin})", k.name);
+    if !own.is_empty() {
+        let _ = write!(
+            out,
+            ", also sweeping {}: {} point(s)",
+            own.join(", "),
+            k.points.len()
+        );
+    }
+    out.push('\n');
+    let at = |f: &dyn Fn(usize) -> String| {
+        let values: Vec<String> = (0..k.points.len()).map(f).collect();
+        by_point(&k.points, &values)
+    };
+    if k.copy.is_none() {
+        let taken: Vec<&str> = match &k.takes {
+            Some(t) => t.iter().map(|&i| k.args[i].name.as_str()).collect(),
+            None => k.args.iter().map(|a| a.name.as_str()).collect(),
+        };
+        let entry = |p: usize| match k.launches[p].entry.as_str() {
+            "" => format!("{}({})", k.entry, taken.join(", ")),
+            e => format!("{e}({})", taken.join(", ")),
+        };
+        let _ = writeln!(out, "    entry {}", at(&entry));
+        let l = &k.launches;
+        let _ = writeln!(
+            out,
+            "    launch: grid {}; block {}; shared {}",
+            at(&|p| dims(l[p].grid)),
+            at(&|p| dims(l[p].block)),
+            at(&|p| bytes_text(l[p].shared_bytes.into()))
+        );
+        for (s, step) in k.steps.iter().enumerate() {
+            let names: Vec<&str> = step.args.iter().map(|&i| k.args[i].name.as_str()).collect();
+            let what = match step.copy {
+                Some(_) => format!("a copy of {} into {}", names[1], names[0]),
+                None => format!(
+                    "{}({}): grid {}; block {}; shared {}",
+                    step.entry,
+                    names.join(", "),
+                    at(&|p| dims(l[p].steps[s].0)),
+                    at(&|p| dims(l[p].steps[s].1)),
+                    at(&|p| bytes_text(l[p].steps[s].2.into()))
+                ),
+            };
+            let when = if step.before { "first" } else { "then" };
+            let _ = writeln!(out, "    {when} {what}");
+        }
+    }
+    let _ = writeln!(out, "    buffers: {}", roles(k));
+    let work = |v: Option<f64>, text: fn(f64) -> String| v.map_or("not declared".into(), text);
+    let _ = writeln!(
+        out,
+        "    per launch: bytes {}; flops {}",
+        at(&|p| work(k.launches[p].bytes, |b| bytes_text(b as u64))),
+        at(&|p| work(k.launches[p].flops, flops_text))
+    );
+    let _ = writeln!(out, "    check: {}", check(exp, k));
+}
+
+/// What each buffer is to the kernel: read, read and written (checked), written (poisoned
+/// first), its working space, or set before every launch.
+fn roles(k: &Kernel) -> String {
+    let groups = [
+        "inputs",
+        "updated in place",
+        "outputs",
+        "scratch",
+        "set before every launch, outside the timed region:",
+    ];
+    let mut groups: Vec<(&str, Vec<String>)> = groups.iter().map(|g| (*g, Vec::new())).collect();
+    for (i, a) in k.args.iter().enumerate() {
+        let ArgKind::Buffer { init, .. } = &a.kind else {
+            continue;
+        };
+        let (group, name) = match init {
+            InitSpec::Fixed(Init::Output) => (2, a.name.clone()),
+            InitSpec::Fixed(Init::Scratch) => (3, a.name.clone()),
+            InitSpec::Fixed(Init::Reset(v)) => (4, format!("{} to {v}", a.name)),
+            _ if k.writes(i) => (1, a.name.clone()),
+            _ => (0, a.name.clone()),
+        };
+        groups[group].1.push(name);
+    }
+    let text: Vec<String> = (groups.iter())
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(g, names)| format!("{g} {}", names.join(", ")))
+        .collect();
+    match text.is_empty() {
+        true => "none".into(),
+        false => text.join("; "),
+    }
+}
+
+/// What the kernel's output is checked against, and how.
+fn check(exp: &Experiment, k: &Kernel) -> String {
+    let name = |i: usize| k.args[i].name.as_str();
+    let mut text = if k.unchecked {
+        "none: timed unchecked (unchecked = true), and every table says so".to_string()
+    } else if let Some(c) = &k.check {
+        let inputs: Vec<&str> = c.inputs.iter().map(|&i| name(i)).collect();
+        format!(
+            "the CPU reference `{}` of {} against {}",
+            c.reference,
+            inputs.join(", "),
+            name(c.output)
+        )
+    } else if let Some(c) = &k.check_kernel {
+        let reference = &exp.kernels[c.kernel];
+        let outputs: Vec<&str> = c.outputs.iter().map(|&i| name(i)).collect();
+        let given: Vec<&str> = (c.from.iter().flatten()).map(|&i| name(i)).collect();
+        let own: Vec<&str> = (c.from.iter().zip(&reference.args))
+            .filter(|(f, _)| f.is_none())
+            .map(|(_, a)| a.name.as_str())
+            .collect();
+        let mut t = format!(
+            "kernel `{}` on the same inputs, comparing {}; it is given {} by name",
+            reference.name,
+            outputs.join(", "),
+            given.join(", ")
+        );
+        if !own.is_empty() {
+            t += &format!(" and has its own {}", own.join(", "));
+        }
+        t
+    } else {
+        "nothing to check (it writes no output)".to_string()
+    };
+    if k.expect_caught {
+        text += "; expected to be caught (expect = \"caught\")";
+    }
+    let checks: Vec<&str> = (exp.kernels.iter())
+        .filter(|o| (o.check_kernel.as_ref()).is_some_and(|c| exp.kernels[c.kernel].name == k.name))
+        .map(|o| o.name.as_str())
+        .collect();
+    if !checks.is_empty() {
+        text += &format!("; the reference of {}", checks.join(", "));
+    }
+    text
+}
+
+/// A launch dimension without its trailing ones: `256`, `32x32`.
+fn dims(d: [u32; 3]) -> String {
+    let used = match d {
+        [x, 1, 1] => vec![x],
+        [x, y, 1] => vec![x, y],
+        [x, y, z] => vec![x, y, z],
+    };
+    used.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+fn flops_text(f: f64) -> String {
+    let (scale, unit) = [
+        (1e12, "TFLOP"),
+        (1e9, "GFLOP"),
+        (1e6, "MFLOP"),
+        (1e3, "kFLOP"),
+    ]
+    .into_iter()
+    .find(|(s, _)| f >= *s)
+    .unwrap_or((1.0, "FLOP"));
+    format!("{:.1} {unit}", f / scale)
+}
+
+/// One value per point, written once where all agree, else as the values with the points
+/// they hold at, named by the parameters that vary ("256 (n=1024), 4096 (n=16384 to
+/// n=65536)"); more than a few groups are cut to their ends.
+pub(super) fn by_point(points: &[Point], values: &[String]) -> String {
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        match groups.last_mut() {
+            Some((_, end)) if values[*end] == *v => *end = i,
+            _ => groups.push((i, i)),
+        }
+    }
+    if groups.len() <= 1 {
+        return values.first().cloned().unwrap_or_default();
+    }
+    let varying: Vec<usize> = (0..points[0].len())
+        .filter(|&j| points.iter().any(|p| p[j].1 != points[0][j].1))
+        .collect();
+    let label = |p: &Point, of: &[usize]| {
+        (of.iter())
+            .map(|&j| format!("{}={}", p[j].0, p[j].1))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // A run of points is named by what holds over all of it (`dtype=f16`), else by its ends.
+    let show = |&(start, end): &(usize, usize)| {
+        let run = &points[start..=end];
+        let held: Vec<usize> = (varying.iter().copied())
+            .filter(|&j| run.iter().all(|p| p[j].1 == run[0][j].1))
+            .collect();
+        let at = match (start == end, held.is_empty()) {
+            (true, _) => label(&points[start], &varying),
+            (false, false) => label(&points[start], &held),
+            (false, true) => format!(
+                "{} to {}",
+                label(&points[start], &varying),
+                label(&points[end], &varying)
+            ),
+        };
+        format!("{} ({at})", values[start])
+    };
+    if groups.len() <= MAX_GROUPS {
+        return groups.iter().map(show).collect::<Vec<_>>().join(", ");
+    }
+    format!(
+        "{}, {}, ..., {} ({} values)",
+        show(&groups[0]),
+        show(&groups[1]),
+        show(&groups[groups.len() - 1]),
+        groups.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_that_differs_by_point_is_written_once_per_run_of_points() {
+        let points: Vec<Point> = [1024i64, 2048, 4096, 8192]
+            .iter()
+            .map(|&n| vec![("m".to_string(), 3.into()), ("n".to_string(), n.into())])
+            .collect();
+        let text = |v: &[&str]| {
+            let values: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            by_point(&points, &values)
+        };
+        assert_eq!(text(&["256"; 4]), "256");
+        assert_eq!(
+            text(&["4", "8", "8", "16"]),
+            "4 (n=1024), 8 (n=2048 to n=4096), 16 (n=8192)"
+        );
+        // A run over which one parameter holds is named by it.
+        let typed: Vec<Point> = ["f16", "bf16"]
+            .iter()
+            .flat_map(|t| {
+                [256i64, 1024].map(|c| {
+                    let t = crate::experiment::SweepValue::Text(t.to_string());
+                    vec![("dtype".to_string(), t), ("cols".to_string(), c.into())]
+                })
+            })
+            .collect();
+        let values: Vec<String> = ["k<__half>", "k<__half>", "k<bf16>", "k<bf16>"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            by_point(&typed, &values),
+            "k<__half> (dtype=f16), k<bf16> (dtype=bf16)"
+        );
+        let many: Vec<Point> = (0..8i64)
+            .map(|i| vec![("n".to_string(), i.into())])
+            .collect();
+        let values: Vec<String> = (0..8).map(|i| (i * 10).to_string()).collect();
+        assert_eq!(
+            by_point(&many, &values),
+            "0 (n=0), 10 (n=1), ..., 70 (n=7) (8 values)"
+        );
+        assert_eq!(dims([256, 1, 1]), "256");
+        assert_eq!(dims([32, 32, 1]), "32x32");
+        assert_eq!(flops_text(2.0 * 4096f64.powi(3)), "137.4 GFLOP");
+    }
+}

@@ -1,0 +1,170 @@
+//! A reference kernel's check: the checked kernel's output against the reference's,
+//! element by element, integers exactly unless the experiment gives a tolerance.
+
+use super::reference::HostBuffer;
+
+/// Compares an output with a reference kernel's: every element within
+/// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
+/// Integers are compared as stored (no detour through f64), so with no tolerance (their
+/// default) exactly.
+pub fn compare(
+    got: &HostBuffer,
+    want: &HostBuffer,
+    rtol: f64,
+    atol: f64,
+) -> Result<String, String> {
+    if got.len() != want.len() || got.dtype != want.dtype {
+        return Err(format!(
+            "{}: {} elements against the reference's {}",
+            got.name,
+            got.len(),
+            want.len()
+        ));
+    }
+    let n = got.len();
+    let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
+    let (mut max_abs, mut max_rel, mut worst, mut worst_abs, mut bad) =
+        (0.0f64, 0.0f64, 0usize, 0.0f64, 0usize);
+    // Elements that differ because they still hold the poison (where the reference's do not).
+    let (mut unwritten, mut first_unwritten) = (0usize, None);
+    for i in 0..n {
+        let (g, w) = (got.f64_at(i), want.f64_at(i));
+        let (abs, within) = match (got.int_at(i), want.int_at(i)) {
+            (Some(gi), Some(wi)) => {
+                let abs = gi.abs_diff(wi) as f64;
+                (abs, abs <= atol + rtol * wi.unsigned_abs() as f64)
+            }
+            // A NaN on either side is outside any tolerance; infinities must match exactly.
+            _ if !(g.is_finite() && w.is_finite()) => ((g - w).abs(), g == w),
+            _ => ((g - w).abs(), (g - w).abs() <= atol + rtol * w.abs()),
+        };
+        let rel = abs / w.abs().max(f64::MIN_POSITIVE);
+        if !within {
+            if bad == 0 || abs > worst_abs {
+                (worst, worst_abs) = (i, abs);
+            }
+            bad += 1;
+            if got.poisoned(i) && !want.poisoned(i) {
+                unwritten += 1;
+                first_unwritten.get_or_insert(i);
+            }
+        }
+        if abs > max_abs || abs.is_nan() {
+            max_abs = abs;
+        }
+        if rel.is_finite() && rel > max_rel {
+            max_rel = rel;
+        }
+    }
+    if let Some(first) = first_unwritten {
+        return Err(got.unwritten(unwritten, n, first));
+    }
+    let name = got.name;
+    let worst = format!(
+        "the worst {name}[{worst}] = {} against {}",
+        got.show(worst),
+        want.show(worst)
+    );
+    match (exact, bad) {
+        (true, 0) => Ok(format!("{name}: all {n} elements equal (integers, compared exactly)")),
+        (true, _) => Err(format!(
+            "{name}: {bad} of {n} elements differ (integers are compared exactly unless check_kernel gives atol or rtol), {worst}"
+        )),
+        (false, 0) => Ok(format!(
+            "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements"
+        )),
+        (false, _) => Err(format!(
+            "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements; {bad} outside atol {atol:e} + rtol {rtol:e}, {worst}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Dtype;
+    use crate::worker::buffers::POISON;
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn a_kernel_check_names_the_worst_element() {
+        let buf = |name, bytes| HostBuffer {
+            name,
+            dtype: Dtype::F32,
+            bytes,
+        };
+        let want = f32_bytes(&[1.0, 2.0, 3.0]);
+        let close = f32_bytes(&[1.0, 2.0000001, 3.0]);
+        let off = f32_bytes(&[1.0, 2.0, 3.5]);
+        assert!(compare(&buf("y", &close), &buf("y", &want), 1e-5, 1e-6).is_ok());
+        let e = compare(&buf("y", &off), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
+        assert!(
+            e.contains("y[2] = 3.5 against 3") && e.contains("1 outside"),
+            "{e}"
+        );
+        let mut left = want.clone();
+        left[4..].fill(POISON);
+        let e = compare(&buf("y", &left), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
+        assert!(e.starts_with("output `y` was not written: 2 of 3"), "{e}");
+        let inf = f32_bytes(&[1.0, 2.0, f32::INFINITY]);
+        assert!(compare(&buf("y", &off), &buf("y", &inf), 1e-5, 1e-6).is_err());
+        assert!(compare(&buf("y", &inf), &buf("y", &inf), 1e-5, 1e-6).is_ok());
+        let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        let (a, b) = (ints(&[200_000]), ints(&[200_001]));
+        let int = |name, bytes| HostBuffer {
+            name,
+            dtype: Dtype::I32,
+            bytes,
+        };
+        assert!(
+            compare(&int("k", &a), &int("k", &b), 0.0, 0.0).is_err(),
+            "integers without a tolerance match exactly"
+        );
+        assert!(
+            compare(&int("k", &a), &int("k", &b), 1e-5, 0.0).is_ok(),
+            "a tolerance the experiment gives holds for integers too"
+        );
+        assert!(compare(&buf("y", &want), &buf("y", &want[..8]), 1e-5, 1e-6).is_err());
+    }
+
+    #[test]
+    fn integers_are_compared_exactly_unless_the_check_gives_a_tolerance() {
+        let (rtol, atol) = Dtype::U32.default_tolerances();
+        assert_eq!((rtol, atol), (0.0, 0.0));
+        let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        let bins = |bytes| HostBuffer {
+            name: "bins",
+            dtype: Dtype::U32,
+            bytes,
+        };
+        let (want, off) = (u32s(&[5, 1_000_000, 7]), u32s(&[5, 1_000_001, 7]));
+        let ok = compare(&bins(&want), &bins(&want), rtol, atol).unwrap();
+        assert_eq!(
+            ok,
+            "bins: all 3 elements equal (integers, compared exactly)"
+        );
+        let e = compare(&bins(&off), &bins(&want), rtol, atol).unwrap_err();
+        assert!(
+            e.contains("1 of 3 elements differ") && e.contains("bins[1] = 1000001 against 1000000"),
+            "{e}"
+        );
+        // An atol the experiment gives lets a count be off by it.
+        assert!(compare(&bins(&off), &bins(&want), 0.0, 1.0).is_ok());
+        // 64-bit integers beyond f64's 53 bits still differ by one.
+        let u64s = |v: u64| v.to_ne_bytes().to_vec();
+        let (a, b) = (u64s((1 << 60) + 1), u64s(1 << 60));
+        let big = |bytes| HostBuffer {
+            name: "k",
+            dtype: Dtype::U64,
+            bytes,
+        };
+        let e = compare(&big(&a), &big(&b), 0.0, 0.0).unwrap_err();
+        assert!(
+            e.contains("k[0] = 1152921504606846977 against 1152921504606846976"),
+            "{e}"
+        );
+    }
+}
