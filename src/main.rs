@@ -147,6 +147,9 @@ enum Command {
         /// in DIR for later renders).
         #[arg(long)]
         compare: Option<PathBuf>,
+        /// Fail where notes.md or findings.md quotes a number the run does not show.
+        #[arg(long)]
+        check_notes: bool,
     },
     /// Compare two stored runs cell by cell: ratio of medians with a bootstrap interval, a
     /// Mann-Whitney U p-value and a verdict; exits 2 when a cell got slower; needs no GPU.
@@ -254,10 +257,19 @@ fn main() -> ExitCode {
             dir,
             template,
             compare,
+            check_notes,
         }) => compare
             .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
             .and_then(|()| report::render_dir(&dir, template.as_deref()))
-            .map(|r| println!("wrote {}", r.path.display())),
+            .and_then(|r| {
+                println!("wrote {}", r.path.display());
+                match (check_notes, r.stale.len()) {
+                    (true, n) if n > 0 => Err(anyhow::anyhow!(
+                        "the notes quote {n} number(s) this run does not show (listed above)\n  hint: correct them against the run, or give a number from elsewhere a footnote (`1.2 µs[^a]`, `[^a]: where it comes from`)"
+                    )),
+                    _ => Ok(()),
+                }
+            }),
         Some(Command::Compare {
             old,
             new,

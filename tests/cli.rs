@@ -40,6 +40,53 @@ fn every_shipped_experiment_plans() {
     }
 }
 
+/// What `runner report` writes into a run folder (besides `plots/`).
+const RENDERED: [&str; 3] = ["report.md", "cells.md", "summary.csv"];
+
+/// Every committed run folder, `reports/slurm/compare` included.
+fn committed_runs() -> Vec<std::path::PathBuf> {
+    let mut runs = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("reports")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| !["plots", "sources", "parts"].contains(&n.to_str().unwrap()))
+            {
+                dirs.push(p.clone());
+            }
+            if p.file_name().is_some_and(|n| n == "run.json") {
+                runs.push(dir.clone());
+            }
+        }
+    }
+    runs.sort();
+    runs
+}
+
+#[test]
+fn committed_reports_keep_their_lines_short_and_the_accuracy_report_under_900_lines() {
+    let runs = committed_runs();
+    assert!(runs.len() > 50, "found only {} runs", runs.len());
+    for dir in runs {
+        let path = dir.join("report.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let n = line.chars().count();
+            assert!(n <= 300, "{}:{}: {n} characters", path.display(), i + 1);
+        }
+        assert!(
+            dir.join("cells.md").exists(),
+            "{}: no cells.md",
+            dir.display()
+        );
+    }
+    let accuracy = std::fs::read_to_string("reports/accuracy/report.md").unwrap();
+    let lines = accuracy.lines().count();
+    assert!(lines < 900, "reports/accuracy/report.md has {lines} lines");
+}
+
 /// Snapshot test on real results: each committed report is exactly what `runner report`
 /// renders from its stored samples.
 #[test]
@@ -57,7 +104,7 @@ fn stored_reports_rerender_byte_for_byte() {
         for f in std::fs::read_dir(&dir).unwrap() {
             let f = f.unwrap();
             let name = f.file_name().into_string().unwrap();
-            if f.path().is_file() && !["report.md", "summary.csv"].contains(&name.as_str()) {
+            if f.path().is_file() && !RENDERED.contains(&name.as_str()) {
                 std::fs::copy(f.path(), copy.join(&name)).unwrap();
             }
         }
@@ -67,11 +114,12 @@ fn stored_reports_rerender_byte_for_byte() {
             std::os::unix::fs::symlink(&earlier, root.path().join(earlier.file_name().unwrap()))
                 .unwrap();
         }
-        let out = run(&["report", copy.to_str().unwrap()]);
+        // Every number the notes and findings quote is one the run shows.
+        let out = run(&["report", copy.to_str().unwrap(), "--check-notes"]);
         assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
         let plots = |d: &Path| std::fs::read_dir(d.join("plots")).map_or(0, |r| r.count());
         assert_eq!(plots(&dir), plots(&copy), "{}: plots", dir.display());
-        for f in ["report.md", "summary.csv"] {
+        for f in RENDERED {
             let want = std::fs::read_to_string(dir.join(f)).unwrap();
             let got = std::fs::read_to_string(copy.join(f)).unwrap();
             assert!(
@@ -208,14 +256,16 @@ fn committed_reports_open_with_findings_and_keep_one_unit_per_table() {
         let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
         let first_section = report.lines().find(|l| l.starts_with("## "));
         assert_eq!(first_section, Some("## Findings"), "{}", dir.display());
-        let findings: Vec<&str> = report
-            .split("## Findings")
-            .nth(1)
-            .unwrap()
-            .lines()
-            .take_while(|l| !l.starts_with("## "))
-            .filter(|l| l.starts_with("- "))
-            .collect();
+        // Each finding with the lines a long one wraps onto.
+        let mut findings: Vec<String> = Vec::new();
+        let section = report.split("## Findings").nth(1).unwrap().lines();
+        for l in section.take_while(|l| !l.starts_with("## ")) {
+            match (l.strip_prefix("- "), findings.last_mut()) {
+                (Some(item), _) => findings.push(item.to_string()),
+                (None, Some(last)) if l.starts_with("  ") => last.push_str(l),
+                _ => {}
+            }
+        }
         assert!(
             (1..=10).contains(&findings.len()),
             "{}: {} findings",
