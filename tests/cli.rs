@@ -136,6 +136,47 @@ fn stored_reports_rerender_byte_for_byte() {
     );
 }
 
+/// A number the notes quote that the run does not show is named, in the report too, and
+/// fails `--check-notes`; one with a footnote (from elsewhere) is not.
+#[test]
+fn a_stale_number_in_the_notes_fails_check_notes() {
+    let root = tempfile::tempdir().unwrap();
+    let copy = root.path().join("l2-flush");
+    std::fs::create_dir(&copy).unwrap();
+    for f in std::fs::read_dir("reports/l2-flush").unwrap() {
+        let f = f.unwrap();
+        let name = f.file_name().into_string().unwrap();
+        if f.path().is_file() && !RENDERED.contains(&name.as_str()) && name != "findings.md" {
+            std::fs::copy(f.path(), copy.join(&name)).unwrap();
+        }
+    }
+    // The notes as they were: an older run's medians at n = 256; the run reads 18.98 and
+    // 25.54 µs, 34.57% apart.
+    let notes = "- 16.96 vs 23.92 µs at n = 256; now 18.98 vs 25.54 µs, +34.57%, 7 µs[^a] elsewhere.\n\n[^a]: another run.\n";
+    std::fs::write(copy.join("notes.md"), notes).unwrap();
+    let dir = copy.to_str().unwrap();
+    let out = run(&["report", dir, "--check-notes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("16.96 µs") && err.contains("23.92 µs"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("18.98") && !err.contains("34.57") && !err.contains("7 µs"),
+        "{err}"
+    );
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(
+        report.contains("16.96 µs (notes.md:1)"),
+        "the report says so too"
+    );
+    assert!(
+        run(&["report", dir]).status.success(),
+        "a warning alone without the flag"
+    );
+}
+
 #[test]
 fn report_on_a_folder_without_a_run_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();
