@@ -40,6 +40,53 @@ fn every_shipped_experiment_plans() {
     }
 }
 
+/// What `runner report` writes into a run folder (besides `plots/`).
+const RENDERED: [&str; 3] = ["report.md", "cells.md", "summary.csv"];
+
+/// Every committed run folder, `reports/slurm/compare` included.
+fn committed_runs() -> Vec<std::path::PathBuf> {
+    let mut runs = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("reports")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| !["plots", "sources", "parts"].contains(&n.to_str().unwrap()))
+            {
+                dirs.push(p.clone());
+            }
+            if p.file_name().is_some_and(|n| n == "run.json") {
+                runs.push(dir.clone());
+            }
+        }
+    }
+    runs.sort();
+    runs
+}
+
+#[test]
+fn committed_reports_keep_their_lines_short_and_the_accuracy_report_under_900_lines() {
+    let runs = committed_runs();
+    assert!(runs.len() > 50, "found only {} runs", runs.len());
+    for dir in runs {
+        let path = dir.join("report.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let n = line.chars().count();
+            assert!(n <= 300, "{}:{}: {n} characters", path.display(), i + 1);
+        }
+        assert!(
+            dir.join("cells.md").exists(),
+            "{}: no cells.md",
+            dir.display()
+        );
+    }
+    let accuracy = std::fs::read_to_string("reports/accuracy/report.md").unwrap();
+    let lines = accuracy.lines().count();
+    assert!(lines < 900, "reports/accuracy/report.md has {lines} lines");
+}
+
 /// Snapshot test on real results: each committed report is exactly what `runner report`
 /// renders from its stored samples.
 #[test]
@@ -57,7 +104,7 @@ fn stored_reports_rerender_byte_for_byte() {
         for f in std::fs::read_dir(&dir).unwrap() {
             let f = f.unwrap();
             let name = f.file_name().into_string().unwrap();
-            if f.path().is_file() && !["report.md", "summary.csv"].contains(&name.as_str()) {
+            if f.path().is_file() && !RENDERED.contains(&name.as_str()) {
                 std::fs::copy(f.path(), copy.join(&name)).unwrap();
             }
         }
@@ -67,11 +114,12 @@ fn stored_reports_rerender_byte_for_byte() {
             std::os::unix::fs::symlink(&earlier, root.path().join(earlier.file_name().unwrap()))
                 .unwrap();
         }
-        let out = run(&["report", copy.to_str().unwrap()]);
+        // Every number the notes and findings quote is one the run shows.
+        let out = run(&["report", copy.to_str().unwrap(), "--check-notes"]);
         assert!(out.status.success(), "{}: {}", dir.display(), stderr(&out));
         let plots = |d: &Path| std::fs::read_dir(d.join("plots")).map_or(0, |r| r.count());
         assert_eq!(plots(&dir), plots(&copy), "{}: plots", dir.display());
-        for f in ["report.md", "summary.csv"] {
+        for f in RENDERED {
             let want = std::fs::read_to_string(dir.join(f)).unwrap();
             let got = std::fs::read_to_string(copy.join(f)).unwrap();
             assert!(
@@ -85,6 +133,47 @@ fn stored_reports_rerender_byte_for_byte() {
     assert!(
         checked >= 7,
         "expected the seven committed reports, found {checked}"
+    );
+}
+
+/// A number the notes quote that the run does not show is named, in the report too, and
+/// fails `--check-notes`; one with a footnote (from elsewhere) is not.
+#[test]
+fn a_stale_number_in_the_notes_fails_check_notes() {
+    let root = tempfile::tempdir().unwrap();
+    let copy = root.path().join("l2-flush");
+    std::fs::create_dir(&copy).unwrap();
+    for f in std::fs::read_dir("reports/l2-flush").unwrap() {
+        let f = f.unwrap();
+        let name = f.file_name().into_string().unwrap();
+        if f.path().is_file() && !RENDERED.contains(&name.as_str()) && name != "findings.md" {
+            std::fs::copy(f.path(), copy.join(&name)).unwrap();
+        }
+    }
+    // The notes as they were: an older run's medians at n = 256; the run reads 18.98 and
+    // 25.54 µs, 34.57% apart.
+    let notes = "- 16.96 vs 23.92 µs at n = 256; now 18.98 vs 25.54 µs, +34.57%, 7 µs[^a] elsewhere.\n\n[^a]: another run.\n";
+    std::fs::write(copy.join("notes.md"), notes).unwrap();
+    let dir = copy.to_str().unwrap();
+    let out = run(&["report", dir, "--check-notes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("16.96 µs") && err.contains("23.92 µs"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("18.98") && !err.contains("34.57") && !err.contains("7 µs"),
+        "{err}"
+    );
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(
+        report.contains("16.96 µs (notes.md:1)"),
+        "the report says so too"
+    );
+    assert!(
+        run(&["report", dir]).status.success(),
+        "a warning alone without the flag"
     );
 }
 
@@ -214,12 +303,16 @@ fn committed_reports_open_with_findings_and_keep_one_unit_per_table() {
             .lines()
             .take_while(|l| !l.starts_with("## "))
             .collect();
+        // Each finding with the lines a long one wraps onto.
         let bullets = |lines: &[&str]| -> Vec<String> {
-            let found: Vec<String> = (lines.iter())
-                .take_while(|l| !l.starts_with("### "))
-                .filter(|l| l.starts_with("- "))
-                .map(|l| l.to_string())
-                .collect();
+            let mut found: Vec<String> = Vec::new();
+            for l in lines.iter().take_while(|l| !l.starts_with("### ")) {
+                match (l.strip_prefix("- "), found.last_mut()) {
+                    (Some(item), _) => found.push(item.to_string()),
+                    (None, Some(last)) if l.starts_with("  ") => last.push_str(l),
+                    _ => {}
+                }
+            }
             assert!(
                 (1..=10).contains(&found.len()),
                 "{}: {} findings",

@@ -206,11 +206,12 @@ arch = "sm_80"
         assert_eq!(r["status"], "failed", "{r}");
         assert!(r["error"].as_str().unwrap().contains("CUDA_ERROR"), "{r}");
     }
-    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let cells = std::fs::read_to_string(dir.join("cells.md")).unwrap();
     assert!(
-        report.contains("## A fresh process, phase by phase"),
-        "{report}"
+        cells.contains("## A fresh process, phase by phase"),
+        "{cells}"
     );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("CUDA_MODULE_LOADING=EAGER"), "{report}");
 }
 
@@ -270,7 +271,8 @@ bias = [["events", "cupti"], ["batch", "cupti"], ["graph", "cupti"], ["saturate"
     }
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Bias against the reference"), "{report}");
-    assert!(report.contains("CUPTI submitted→start"), "{report}");
+    let cells = std::fs::read_to_string(dir.join("cells.md")).unwrap();
+    assert!(cells.contains("CUPTI submitted→start"), "{cells}");
 }
 
 #[test]

@@ -92,9 +92,15 @@ impl<'a> Analysis<'a> {
                 .or_default()
                 .push((s.samples.start_us[i], s.samples.time_ns[i]));
         }
+        let per_sample: HashMap<usize, u64> = (s.plan.cells.iter())
+            .map(|c| (c.index, c.knobs.launches.count()))
+            .collect();
         let windows = launches
             .iter()
-            .filter_map(|(k, v)| Some((*k, Window::of(v.iter().copied())?)))
+            .filter_map(|(k, v)| {
+                let n = per_sample.get(&(k.0 as usize)).copied().unwrap_or(1);
+                Some((*k, Window::of(v.iter().copied(), n)?))
+            })
             .collect();
         let mut records: HashMap<usize, Vec<&CellRecord>> = HashMap::new();
         for r in &s.records {

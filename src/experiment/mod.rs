@@ -9,6 +9,7 @@ pub mod expr;
 mod kernel;
 pub mod knobs;
 mod launch;
+mod methodology;
 mod names;
 pub mod npy;
 pub mod peer;

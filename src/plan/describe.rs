@@ -12,7 +12,7 @@ use crate::experiment::knobs::{
     queue::Queue,
     warmup::WarmupKernel,
 };
-use crate::experiment::{point_label, Aspect, Experiment};
+use crate::experiment::{Aspect, Experiment};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -72,24 +72,16 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
     if plan.cells.len() > MAX_ROWS {
         let _ = writeln!(out, "... and {} more cells", plan.cells.len() - MAX_ROWS);
     }
-    let _ = writeln!(out, "\nvariants (values at each point where they differ):");
+    let _ = writeln!(
+        out,
+        "\nvariants (values listed by point where they differ):"
+    );
     for v in &exp.variants {
-        let text = |p: usize| {
-            [Aspect::Timer, Aspect::Method, Aspect::Process]
-                .iter()
-                .flat_map(|a| v.knobs[p].describe(*a))
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let first = text(0);
-        if (1..exp.points.len()).all(|p| text(p) == first) {
-            let _ = writeln!(out, "  {}: {first}", v.name);
-        } else {
-            let _ = writeln!(out, "  {}:", v.name);
-            for (p, point) in exp.points.iter().enumerate() {
-                let _ = writeln!(out, "    at {}: {}", point_label(point), text(p));
-            }
-        }
+        let text: Vec<String> = Aspect::ALL
+            .iter()
+            .flat_map(|a| v.describe(&exp.points, *a))
+            .collect();
+        let _ = writeln!(out, "  {}: {}", v.name, text.join("; "));
     }
     let jobs = plan.jobs();
     let mut warm: Vec<_> = jobs

@@ -137,7 +137,7 @@ fn shared_cells_run_in_one_process_per_environment() {
     );
     let text = describe(&e, &plan, &Default::default());
     assert!(
-            text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; hot L2; one shared process; environment: CUDA_MODULE_LOADING=EAGER"),
+            text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; one shared process; hot L2; environment: CUDA_MODULE_LOADING=EAGER"),
             "{text}"
         );
     assert!(

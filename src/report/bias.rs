@@ -3,6 +3,7 @@
 //! method closest to its reference, and a plot of bias against the reference's duration.
 
 use super::format;
+use super::layout::{self, Part};
 use super::plots::{self, Line};
 use crate::analysis::agreement::{bias, within_tolerance};
 use crate::experiment::knobs::cache::bytes_text;
@@ -18,6 +19,8 @@ pub struct BiasTable {
     pub references: Vec<String>,
     pub methods: Vec<String>,
     pub rows: Vec<BiasRow>,
+    /// The rows as the page shows them: split by columns where a line would be too long.
+    pub parts: Vec<Part>,
     /// Methods within max(1%, 0.5 µs) of their reference at every point where both ran:
     /// those a user can take for this kernel without looking up the point.
     pub within_everywhere: Vec<String>,
@@ -129,12 +132,32 @@ pub fn build(
                 closest: nearest,
             });
         }
+        let sized = exp.kernels.len() > 1;
+        let methods: Vec<String> = pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect();
+        let keys = 1 + usize::from(sized);
+        let header = (std::iter::once(exp.parameter_names(k)))
+            .chain(sized.then(|| "buffers".to_string()))
+            .chain(references.iter().cloned())
+            .chain(methods.iter().cloned())
+            .chain(["closest".to_string()])
+            .collect();
+        let lines = (rows.iter())
+            .map(|r| {
+                (std::iter::once(r.point.clone()))
+                    .chain(sized.then(|| r.size.clone()))
+                    .chain(r.references.iter().cloned())
+                    .chain(r.biases.iter().cloned())
+                    .chain([r.closest.clone()])
+                    .collect()
+            })
+            .collect();
         tables.push(BiasTable {
             kernel: kernel.name.clone(),
-            sized: exp.kernels.len() > 1,
+            sized,
             parameters: exp.parameter_names(k),
             references: references.clone(),
-            methods: pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect(),
+            methods,
+            parts: layout::split(header, lines, keys),
             rows,
             within_everywhere: pairs
                 .iter()

@@ -81,7 +81,7 @@ pub fn build(a: &Analysis) -> Vec<FitRow> {
                 scope,
                 points,
                 overhead: format::time(overhead, unit),
-                bandwidth: format!("{bandwidth:.1} GB/s"),
+                bandwidth: format!("{} GB/s", format::number(bandwidth)),
                 worst: format!("{worst:.1}%"),
             },
         )

@@ -2,32 +2,40 @@
 
 use crate::experiment::Unit;
 
-/// Formats nanoseconds in `unit`; `Auto` picks the unit per value and keeps 4 significant digits.
+/// Formats nanoseconds in `unit`; `Auto` picks the unit per value. Four significant digits
+/// (one decimal in ns), more decimals for a small value in a large unit, and a value of five
+/// digits or more before the point rounded to four (`130988 µs` reads `131000 µs`).
 pub fn time(ns: f64, unit: Unit) -> String {
     if !ns.is_finite() {
         return "–".into();
     }
     let unit = match unit {
-        Unit::Auto => match ns.abs() {
-            x if x < 1e3 => Unit::Ns,
-            x if x < 1e6 => Unit::Us,
-            x if x < 1e9 => Unit::Ms,
-            _ => Unit::S,
-        },
+        Unit::Auto => UNITS
+            .into_iter()
+            .rev()
+            .find(|u| ns.abs() >= u.ns_per_unit())
+            .unwrap_or(Unit::Ns),
         u => u,
     };
     let v = ns / unit.ns_per_unit();
     if v == 0.0 {
         return format!("0 {}", unit.symbol());
     }
-    // Four significant digits (more decimals for a small value in a large unit).
+    let magnitude = v.abs().max(1e-9).log10().floor() as i32;
+    if magnitude >= 4 {
+        let step = 10f64.powi(magnitude - 3);
+        return format!("{:.0} {}", (v / step).round() * step, unit.symbol());
+    }
     let digits = if unit == Unit::Ns {
         1
     } else {
-        (3 - v.abs().max(1e-9).log10().floor() as i32).clamp(0, 6) as usize
+        (3 - magnitude).clamp(0, 6) as usize
     };
     format!("{v:.digits$} {}", unit.symbol())
 }
+
+/// The units a table's times may take, smallest first.
+const UNITS: [Unit; 4] = [Unit::Ns, Unit::Us, Unit::Ms, Unit::S];
 
 /// A number with four significant digits (`1234`, `12.34`, `0.001234`).
 pub fn number(v: f64) -> String {
@@ -41,13 +49,15 @@ pub fn number(v: f64) -> String {
     format!("{v:.digits$}")
 }
 
-/// The unit a table shows all its times in: `asked`, or for `Auto` the unit that suits
-/// the median of the table's values (one unit per table, so columns compare at a glance).
+/// The unit a table shows all its times in: `asked`, or for `Auto` the unit in which the
+/// most of the table's values have one to four digits before the point (1 to 9999), the
+/// larger unit on a tie. One unit per table, so columns compare at a glance, chosen for the
+/// bulk of its values: one far from the bulk keeps its four significant digits in it.
 pub fn unit_for(values: impl IntoIterator<Item = f64>, asked: Unit) -> Unit {
     if asked != Unit::Auto {
         return asked;
     }
-    let mut v: Vec<f64> = values
+    let v: Vec<f64> = values
         .into_iter()
         .filter(|x| x.is_finite() && *x != 0.0)
         .map(f64::abs)
@@ -55,13 +65,79 @@ pub fn unit_for(values: impl IntoIterator<Item = f64>, asked: Unit) -> Unit {
     if v.is_empty() {
         return Unit::Us;
     }
-    v.sort_by(f64::total_cmp);
-    match v[v.len() / 2] {
-        x if x < 1e3 => Unit::Ns,
-        x if x < 1e6 => Unit::Us,
-        x if x < 1e9 => Unit::Ms,
-        _ => Unit::S,
+    let bulk = |u: &Unit| {
+        let range = u.ns_per_unit()..u.ns_per_unit() * 1e4;
+        v.iter().filter(|x| range.contains(x)).count()
+    };
+    // `max_by_key` keeps the last of equals: the larger unit on a tie.
+    UNITS.into_iter().max_by_key(bulk).expect("four units")
+}
+
+/// The widest line [`wrap`] writes, in characters.
+pub const WRAP_WIDTH: usize = 100;
+
+/// Prose wrapped at spaces into lines of at most [`WRAP_WIDTH`] characters (a longer word
+/// keeps a line of its own), so that a report's lines stay short however long a sentence its
+/// data makes. Markdown reads the line breaks as spaces.
+pub fn wrap(text: &str) -> String {
+    let mut out = String::new();
+    let mut width = 0;
+    for word in text.split_whitespace() {
+        let n = word.chars().count();
+        if width > 0 && width + 1 + n > WRAP_WIDTH {
+            out.push('\n');
+            width = 0;
+        } else if width > 0 {
+            out.push(' ');
+            width += 1;
+        }
+        out.push_str(word);
+        width += n;
     }
+    out
+}
+
+/// The longest line a report writes where it can choose, in characters: longer prose is
+/// wrapped, a wider table split by its columns.
+pub const MAX_LINE: usize = 300;
+
+/// Markdown a person wrote (notes, findings) with each line longer than [`MAX_LINE`] wrapped
+/// at [`WRAP_WIDTH`] (a list item's or quote's lines kept in it); tables and code as written.
+pub fn wrap_long_lines(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut code = false;
+    for line in text.lines() {
+        code ^= line.trim_start().starts_with("```");
+        let table = line.trim_start().starts_with('|');
+        if code || table || line.chars().count() <= MAX_LINE {
+            out.push(line.to_string());
+            continue;
+        }
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        let marker = ["- ", "* ", "+ ", "> "]
+            .into_iter()
+            .find(|m| body.starts_with(m))
+            .map(str::len)
+            .or_else(|| {
+                let digits = body.chars().take_while(char::is_ascii_digit).count();
+                (digits > 0 && body[digits..].starts_with(". ")).then_some(digits + 2)
+            })
+            .unwrap_or(0);
+        let (head, rest) = line.split_at(indent + marker);
+        let more = match body.starts_with("> ") {
+            true => format!("{}> ", &line[..indent]),
+            false => " ".repeat(head.chars().count()),
+        };
+        for (i, l) in wrap(rest).lines().enumerate() {
+            out.push(format!("{}{l}", if i == 0 { head } else { &more }));
+        }
+    }
+    let mut text = out.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    text
 }
 
 /// `+38.90%`
@@ -87,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn a_table_takes_the_unit_of_its_median_value() {
+    fn a_table_takes_the_unit_of_its_bulk() {
         let u = unit_for([12_900.0, 46_400.0, 2_750_000.0], Unit::Auto);
         assert_eq!(u, Unit::Us);
         assert_eq!(time(2_750_000.0, u), "2750 µs");
@@ -98,6 +174,75 @@ mod tests {
             "0.000300 ms",
             "a small value keeps its digits"
         );
+        // Values between 1 and 10 ms fit both µs and ms: the larger unit reads shorter.
+        assert_eq!(unit_for([2.95e6, 2.77e6, 5e6], Unit::Auto), Unit::Ms);
+        // The post's cold start: 49 µs to 131 ms, most of it in µs; the largest value keeps
+        // four significant digits, not six.
+        let cold = [
+            48_990.0,
+            225_200.0,
+            352_700.0,
+            2_748_000.0,
+            21_646_000.0,
+            130_988_000.0,
+        ];
+        let u = unit_for(cold, Unit::Auto);
+        assert_eq!(u, Unit::Us);
+        assert_eq!(time(130_988_000.0, u), "131000 µs");
+        assert_eq!(time(21_646_000.0, u), "21650 µs");
+        assert_eq!(time(48_990.0, u), "48.99 µs");
+        // The post's async table: 8.2 µs to 904 ms, most of it in µs (no `0.008219 ms`).
+        let asynchronous = [
+            189e3, 2.95e6, 8_219.0, 2.767e6, 218.5e3, 213.2e3, 13_730.0, 244e3,
+        ];
+        assert_eq!(
+            time(8_219.0, unit_for(asynchronous, Unit::Auto)),
+            "8.219 µs"
+        );
+        assert_eq!(time(15_424.0, Unit::Ns), "15420 ns");
+    }
+
+    #[test]
+    fn prose_wraps_at_spaces() {
+        let text = "word ".repeat(60);
+        let wrapped = wrap(&text);
+        assert!(wrapped.lines().all(|l| l.chars().count() <= WRAP_WIDTH));
+        assert_eq!(wrapped.split_whitespace().count(), 60);
+        assert_eq!(wrap("a  b"), "a b");
+    }
+
+    #[test]
+    fn a_persons_long_lines_wrap_inside_their_list_items() {
+        let item = format!("- **Finding**: {}", "a number 1.5 µs ".repeat(30));
+        let text = format!(
+            "{item}\n  1. {}\n| a | {} |\nshort\n",
+            "x ".repeat(200),
+            "b".repeat(400)
+        );
+        let wrapped = wrap_long_lines(&text);
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert!(lines[0].starts_with("- **Finding**: a number"));
+        let item: Vec<&str> = lines
+            .iter()
+            .take_while(|l| !l.contains("1. "))
+            .copied()
+            .collect();
+        assert!(
+            item.len() > 3
+                && item[1..]
+                    .iter()
+                    .all(|l| l.starts_with("  ") && l.len() < 110)
+        );
+        assert!(
+            wrapped.contains("\n     x x"),
+            "a numbered item's lines under its text"
+        );
+        assert!(
+            wrapped.contains(&"b".repeat(400)),
+            "a table row stays whole"
+        );
+        assert!(wrapped.ends_with("short\n"));
+        assert_eq!(wrap_long_lines("a\n\nb\n"), "a\n\nb\n");
     }
 
     #[test]

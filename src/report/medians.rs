@@ -4,6 +4,7 @@
 
 use super::best;
 use super::format;
+use super::layout::{self, Part};
 use crate::analysis::trust::Verdict;
 use crate::analysis::Analysis;
 use crate::experiment::knobs::cache::bytes_text;
@@ -15,21 +16,18 @@ use serde::Serialize;
 #[derive(Serialize)]
 pub struct Table {
     kernel: String,
-    parameters: String,
     /// The one unit all its times are shown in.
     unit: String,
     /// `unchecked = true`: timed unchecked, by the user's choice.
     unchecked: bool,
     /// Buffers outside device memory, e.g. "managed memory: `a`, `b`".
     placement: Option<String>,
-    /// Whether rows show the kernel's buffer bytes: where kernels of different sizes share
-    /// one sweep, the sweep value alone does not say how large each is.
-    sized: bool,
-    columns: Vec<String>,
-    diff_columns: Vec<String>,
-    published_columns: Vec<String>,
-    peer_columns: Vec<String>,
-    rows: Vec<TableRow>,
+    /// The point (and, where kernels of different sizes share one sweep, the kernel's
+    /// buffer bytes), then each variant, difference, published number and peer.
+    parts: Vec<Part>,
+    /// Whether it shows differences asked for, and peers' readings (each is explained).
+    differences: bool,
+    peers: bool,
     /// The line saying what `best` marks, where the experiment tunes a parameter.
     best: Option<String>,
 }
@@ -87,7 +85,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
     };
     let diffs = &exp.report.differences;
     let marks = best::Marks::of(exp, k, |k, p, v| a.sound_median_at(k, p, v));
-    let rows = points
+    let rows: Vec<TableRow> = points
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -145,27 +143,36 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
             }
         })
         .collect();
+    let sized = exp.kernels.len() > 1;
+    let keys: Vec<String> = std::iter::once(exp.parameter_names(k))
+        .chain(sized.then(|| "buffers".to_string()))
+        .collect();
+    let header = (keys.iter().cloned())
+        .chain(exp.variants.iter().map(|v| v.name.clone()))
+        .chain(diffs.iter().map(|(v, b)| format!("Δ {v} vs {b}")))
+        .chain((exp.report.published.iter()).map(|p| format!("{}: {}", p.source, p.variant)))
+        .chain((exp.peers.iter()).map(|p| format!("{} (beside {})", p.label, p.variant)))
+        .collect();
+    let rows = rows
+        .into_iter()
+        .map(|r| {
+            (std::iter::once(r.point))
+                .chain(sized.then_some(r.size))
+                .chain(r.values)
+                .chain(r.diffs)
+                .chain(r.published)
+                .chain(r.peers)
+                .collect()
+        })
+        .collect();
     Table {
         kernel: kernel.to_string(),
-        parameters: exp.parameter_names(k),
         unit: unit.symbol().into(),
         unchecked: exp.kernels[k].unchecked,
         placement: placement(&exp.kernels[k]),
-        sized: exp.kernels.len() > 1,
-        diff_columns: diffs.iter().map(|(v, b)| format!("{v} vs {b}")).collect(),
-        columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-        published_columns: exp
-            .report
-            .published
-            .iter()
-            .map(|p| format!("{}: {}", p.source, p.variant))
-            .collect(),
-        peer_columns: exp
-            .peers
-            .iter()
-            .map(|p| format!("{} (beside {})", p.label, p.variant))
-            .collect(),
-        rows,
+        parts: layout::split(header, rows, keys.len()),
+        differences: !diffs.is_empty(),
+        peers: !exp.peers.is_empty(),
         best: best::note(exp),
     }
 }

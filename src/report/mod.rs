@@ -12,23 +12,34 @@ mod findings;
 mod fit;
 pub mod format;
 mod kernels;
+mod layout;
 mod medians;
+mod methodology;
 mod metrics;
 mod peers;
 mod phases;
 pub mod plots;
+pub mod quotes;
+mod scan;
 mod throughput;
 mod view;
 
 use crate::analysis::Analysis;
 use crate::experiment::expr;
 use crate::files;
-use crate::store::{Stored, COMPARE_FILE, REPORT_FILE, SUMMARY_FILE, TEMPLATE_FILE};
+use crate::store::{
+    Stored, CELLS_REPORT_FILE, COMPARE_FILE, FINDINGS_FILE, NOTES_FILE, REPORT_FILE, SUMMARY_FILE,
+    TEMPLATE_FILE,
+};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The default template, built into the binary so a run renders the same anywhere.
 const BUILTIN_TEMPLATE: &str = include_str!("../../templates/report.md.j2");
+/// The template of `cells.md`, the report's per-cell tables, whatever template the report
+/// takes.
+const CELLS_TEMPLATE: &str = include_str!("../../templates/cells.md.j2");
+const CELLS_TEMPLATE_NAME: &str = "built-in cells.md.j2";
 
 /// Steps (minijinja's fuel) a report's template may take: over a hundred times what the
 /// largest stored report takes (accuracy's, 76,000), so that only a template that loops
@@ -50,9 +61,10 @@ pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Renders `dir`'s stored run into `report.md` (and `summary.csv` and `plots/`); returns
-/// the report's path and the run's trust. Everything is rendered before anything is
-/// written, and each file is written whole, so a failure leaves the earlier report as it was.
+/// Renders `dir`'s stored run into `report.md` and `cells.md` (and `summary.csv` and
+/// `plots/`); returns the report's path and the run's trust. Everything is rendered before
+/// anything is written, and each file is written whole, so a failure leaves the earlier
+/// report as it was.
 pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
     let mut stored = Stored::load(dir)?;
     let earlier = earlier_run(&mut stored)?;
@@ -68,13 +80,34 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
     let (name, text) = template_text(&stored, template)?;
     let mut env = expr::environment(REPORT_FUEL);
     env.set_keep_trailing_newline(true);
+    env.add_filter("wrap", |text: &str| format::wrap(text));
     env.add_template_owned(name.clone(), text)
         .with_context(|| format!("template {name} does not parse"))?;
-    let mut out = expr::Capped::new(MAX_REPORT_BYTES);
-    env.get_template(&name)
-        .expect("just added")
-        .render_captured_to(&view, &mut out)
-        .map_err(|e| anyhow::anyhow!("template {name} failed to render: {}", expr::detail(&e)))?;
+    env.add_template(CELLS_TEMPLATE_NAME, CELLS_TEMPLATE)
+        .expect("the built-in cells template parses");
+    let render = |name: &str, view: &view::View| -> Result<Vec<u8>> {
+        let mut out = expr::Capped::new(MAX_REPORT_BYTES);
+        (env.get_template(name).expect("added above"))
+            .render_captured_to(view, &mut out)
+            .map_err(|e| {
+                anyhow::anyhow!("template {name} failed to render: {}", expr::detail(&e))
+            })?;
+        Ok(out.bytes)
+    };
+    let mut report = render(&name, &view)?;
+    let cells = render(CELLS_TEMPLATE_NAME, &view)?;
+    let stale = stale_quotes(&stored, &analysis, &view, &report, &cells);
+    if !stale.is_empty() {
+        for q in &stale {
+            eprintln!(
+                "warning: {}: {} appears nowhere in this run's report, cells.md or summary.csv",
+                dir.join(q.file).display(),
+                q.quote
+            );
+        }
+        view.warn(quotes::warning(&stale));
+        report = render(&name, &view)?;
+    }
     let summary = analysis.summary_csv()?;
     let plot_dir = dir.join("plots");
     files::not_a_link(&plot_dir).with_context(|| format!("cannot write {}", plot_dir.display()))?;
@@ -93,21 +126,55 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
         std::fs::rename(&new_plots, &plot_dir)
             .with_context(|| format!("cannot write {}", plot_dir.display()))?;
     }
+    let path = dir.join(CELLS_REPORT_FILE);
+    files::write(&path, cells).with_context(|| format!("cannot write {}", path.display()))?;
     let path = dir.join(REPORT_FILE);
-    files::write(&path, out.bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    files::write(&path, report).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Rendered {
         path,
         trust,
         findings: view.generated,
+        stale,
     })
 }
 
-/// A rendered report, how far its run's readings can be trusted, and its findings.
+/// The numbers the run's notes and findings quote that the run does not show.
+fn stale_quotes(
+    stored: &Stored,
+    analysis: &Analysis,
+    view: &view::View,
+    report: &[u8],
+    cells: &[u8],
+) -> Vec<quotes::Stale> {
+    let notes: Vec<(&'static str, &str)> = [
+        (FINDINGS_FILE, stored.findings.as_deref()),
+        (NOTES_FILE, stored.notes.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(file, text)| Some((file, text?)))
+    .collect();
+    if notes.is_empty() {
+        return Vec::new();
+    }
+    let stats: Vec<f64> = (analysis.stats.values())
+        .flat_map(|s| {
+            [
+                s.min, s.max, s.mean, s.median, s.std, s.p25, s.p75, s.p95, s.p99, s.iqr,
+            ]
+        })
+        .collect();
+    let report = view.less_notes(&String::from_utf8_lossy(report));
+    quotes::check(&notes, &report, &String::from_utf8_lossy(cells), &stats)
+}
+
+/// A rendered report, how far its run's readings can be trusted, and the numbers its notes
+/// and findings quote that it does not show.
 pub struct Rendered {
     pub path: PathBuf,
     pub trust: crate::analysis::trust::Summary,
     /// The findings the runner drew from the run, a sentence each.
     pub findings: Vec<String>,
+    pub stale: Vec<quotes::Stale>,
 }
 
 /// The run `dir`'s `compare_to` names, with its path as written there; where it cannot be

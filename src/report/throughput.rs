@@ -4,6 +4,7 @@
 //! reading above 100% is L2's work, or impossible (`analysis::trust` says which).
 
 use super::best;
+use super::format;
 use crate::analysis::{peaks::Peaks, trust::Verdict, Analysis};
 use crate::experiment::{point_label, Dtype};
 use serde::Serialize;
@@ -83,7 +84,7 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
         .collect()
 }
 
-/// `3012 GB/s (90%)`, `12.5 TFLOP/s (19%)`, or both; above 100% of the DRAM peak, where L2
+/// `3012 GB/s (90%)`, `12.50 TFLOP/s (19%)`, or both, four significant digits; above 100% of the DRAM peak, where L2
 /// served the work (else the cell's verdict calls it impossible), "from L2".
 fn cell(
     ns: f64,
@@ -99,7 +100,7 @@ fn cell(
             let pct = per_s / p * 100.0;
             format!(" ({pct:.0}%{})", if pct > 100.0 { over } else { "" })
         });
-        format!("{:.1} {unit}{share}", per_s / scale)
+        format!("{} {unit}{share}", format::number(per_s / scale))
     };
     let mut parts = Vec::new();
     if let Some(b) = bytes {
@@ -134,11 +135,11 @@ mod tests {
         };
         // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.
         let c = cell(750_000.0, Some(2.0 * 1073741824.0), p.dram, None, &p);
-        assert_eq!(c, "2863.3 GB/s (85%)");
+        assert_eq!(c, "2863 GB/s (85%)");
         assert!(cell(1_000.0, Some(4e6), p.dram, None, &p).contains("from L2"));
-        // A copy of 1 GiB to the host in 20 ms: 53.7 GB/s, 85% of the link's 63 GB/s.
+        // A copy of 1 GiB to the host in 20 ms: 53.69 GB/s, 85% of the link's 63 GB/s.
         let c = cell(20e6, Some(1073741824.0), p.host_link, None, &p);
-        assert_eq!(c, "53.7 GB/s (85%)");
+        assert_eq!(c, "53.69 GB/s (85%)");
         let both = cell(1e6, Some(1e9), p.dram, Some((2e9, Dtype::F32)), &p);
         assert!(both.contains("GB/s") && both.contains("TFLOP/s"), "{both}");
         // 20 TFLOP/s: 30% of FP32's peak, 60% of FP64's; no FP16 peak, no share.
@@ -146,7 +147,7 @@ mod tests {
         assert!(cell(1e6, None, None, Some((2e10, Dtype::F64)), &p).ends_with("(60%)"));
         assert_eq!(
             cell(1e6, None, None, Some((2e10, Dtype::F16)), &p),
-            "20.0 TFLOP/s"
+            "20.00 TFLOP/s"
         );
     }
 }

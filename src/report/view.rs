@@ -6,7 +6,7 @@ use super::format;
 use super::medians::{self, Table};
 use crate::analysis::{Analysis, Phase};
 use crate::experiment::knobs::cache::bytes_text;
-use crate::experiment::{point_label, Aspect, Unit};
+use crate::experiment::{Aspect, Unit};
 use crate::plan::{Cell, Role};
 use crate::protocol::Status;
 use serde::Serialize;
@@ -20,7 +20,7 @@ pub struct View {
     untrusted: Vec<UntrustedRow>,
     run: Vec<Pair>,
     system: Vec<Pair>,
-    variants: Vec<VariantView>,
+    methodology: super::methodology::Methodology,
     tables: Vec<Table>,
     kernels: Vec<super::kernels::KernelsTable>,
     /// Derived metrics, a table per metric and kernel.
@@ -73,17 +73,6 @@ fn pair(key: &str, value: impl Into<String>) -> Pair {
         key: key.into(),
         value: value.into(),
     }
-}
-
-#[derive(Serialize)]
-struct VariantView {
-    name: String,
-    description: String,
-    timer: String,
-    method: String,
-    /// The worker processes' environment and how the kernel was compiled.
-    process: String,
-    headline: String,
 }
 
 #[derive(Serialize)]
@@ -148,9 +137,14 @@ fn untrusted(a: &Analysis) -> Vec<UntrustedRow> {
                 cell: c.id.clone(),
                 verdict: v.word().into(),
                 expected: v.as_expected(caught) == Some(true),
+                // The verdict has its column: a reason that opens with it says it once.
                 reason: v.reason().map_or_else(
                     || "passed: the kernel was written to be caught".into(),
-                    str::to_string,
+                    |r| {
+                        r.strip_prefix(&format!("{}: ", v.word()))
+                            .unwrap_or(r)
+                            .to_string()
+                    },
                 ),
             })
         })
@@ -266,7 +260,7 @@ impl View {
             },
             run: run_pairs(s),
             system: system_pairs(s),
-            variants: variants(a),
+            methodology: super::methodology::build(a),
             tables,
             kernels: super::kernels::build(exp, |k, p, v| a.sound_median_at(k, p, v)),
             metrics,
@@ -276,8 +270,8 @@ impl View {
             stats,
             cells: cells::rows(a),
             failures,
-            notes: s.notes.clone(),
-            findings: s.findings.clone(),
+            notes: s.notes.as_deref().map(format::wrap_long_lines),
+            findings: s.findings.as_deref().map(format::wrap_long_lines),
             generated: super::findings::sentences(&crate::analysis::findings::of(a)),
             warnings: s.warnings.clone(),
             clock_tolerance_pct: exp.telemetry.clock_tolerance_pct,
@@ -289,45 +283,20 @@ impl View {
     pub fn set_comparison(&mut self, c: super::compare::Comparison) {
         self.comparison = Some(c);
     }
-}
 
-/// The methodology table: each variant's knobs as they describe themselves, with the
-/// values at each sweep point where they differ.
-fn variants(a: &Analysis) -> Vec<VariantView> {
-    let exp = &a.run.experiment;
-    exp.variants
-        .iter()
-        .map(|v| {
-            let aspect = |aspect: Aspect| {
-                let at = |p: usize| v.knobs[p].describe(aspect).join("; ");
-                let first = at(0);
-                if (1..exp.points.len()).all(|p| at(p) == first) {
-                    first
-                } else {
-                    exp.points
-                        .iter()
-                        .enumerate()
-                        .map(|(p, point)| format!("at {}: {}", point_label(point), at(p)))
-                        .collect::<Vec<_>>()
-                        .join("<br>")
-                }
-            };
-            let k = &v.knobs[0];
-            let headline = match (k.samples_per_run(), k.process.fresh) {
-                (0, Some(_)) => "median of the first launch of each process",
-                (0, None) => "the first launch",
-                _ => "median of the samples after the first launch",
-            };
-            VariantView {
-                name: v.name.clone(),
-                description: v.description.clone(),
-                timer: aspect(Aspect::Timer),
-                method: aspect(Aspect::Method),
-                process: aspect(Aspect::Process),
-                headline: headline.into(),
-            }
-        })
-        .collect()
+    /// A rendering of this view without the notes and findings a person wrote in it: what
+    /// the run itself shows.
+    pub fn less_notes(&self, rendered: &str) -> String {
+        let mut text = rendered.to_string();
+        for words in self.notes.iter().chain(&self.findings) {
+            text = text.replacen(words.as_str(), "", 1);
+        }
+        text
+    }
+
+    pub fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
 }
 
 fn run_pairs(s: &crate::store::Stored) -> Vec<Pair> {

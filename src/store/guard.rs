@@ -3,15 +3,16 @@
 //! the old run first.
 
 use super::{
-    RunMeta, CELLS_FILE, COMPARE_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE,
-    REPORT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE, TELEMETRY_FILE, TEMPLATE_FILE,
+    RunMeta, CELLS_FILE, CELLS_REPORT_FILE, COMPARE_FILE, EXPERIMENT_FILE, FINDINGS_FILE,
+    NOTES_FILE, PEERS_FILE, REPORT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE,
+    TELEMETRY_FILE, TEMPLATE_FILE,
 };
 use crate::files;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 
 /// What a run writes into its folder, and what its report renders there.
-const RUN_FILES: [&str; 11] = [
+const RUN_FILES: [&str; 12] = [
     EXPERIMENT_FILE,
     RUN_FILE,
     SAMPLES_FILE,
@@ -19,6 +20,7 @@ const RUN_FILES: [&str; 11] = [
     TELEMETRY_FILE,
     SUMMARY_FILE,
     REPORT_FILE,
+    CELLS_REPORT_FILE,
     TEMPLATE_FILE,
     PEERS_FILE,
     SOURCES_DIR,

@@ -41,6 +41,8 @@ pub const CELLS_FILE: &str = "cells.jsonl";
 pub const SUMMARY_FILE: &str = "summary.csv";
 pub const TELEMETRY_FILE: &str = "telemetry.csv.gz";
 pub const REPORT_FILE: &str = "report.md";
+/// The report's per-cell tables (statistics, phases, checks and telemetry), beside it.
+pub const CELLS_REPORT_FILE: &str = "cells.md";
 /// The kernel sources the run compiled, at their paths relative to the experiment file.
 pub const SOURCES_DIR: &str = "sources";
 /// The experiment's own report template, when it names one.

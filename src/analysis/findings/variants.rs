@@ -52,7 +52,7 @@ fn pairs(exp: &Experiment) -> Vec<(String, String)> {
 
 /// The phrases of `knobs` (every aspect).
 fn phrases(knobs: &Knobs) -> Vec<String> {
-    [Aspect::Timer, Aspect::Method, Aspect::Process]
+    Aspect::ALL
         .into_iter()
         .flat_map(|a| knobs.describe(a))
         .collect()
@@ -327,7 +327,7 @@ mod tests {
         assert_eq!(
             warm.differs,
             (
-                vec!["warm-up 10 launches of the same kernel".to_string()],
+                vec!["warm-up 10 launches".to_string()],
                 vec!["no warm-up".to_string()]
             )
         );

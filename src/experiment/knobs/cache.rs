@@ -35,7 +35,7 @@ enum CacheKind {
 
 impl Knob for Cache {
     const KEYS: &'static [&'static str] = &["cache", "flush_bytes", "flush_method"];
-    const ASPECT: Aspect = Aspect::Method;
+    const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
         let bytes = layer.int("flush_bytes", 1..=i64::MAX)?;

@@ -63,7 +63,7 @@ impl Knob for FirstLaunch {
         match self {
             FirstLaunch::Prepared => None,
             FirstLaunch::Lazy => Some(
-                "the kernel loads at its first launch, as a runtime-API program's does (lazy loading); nothing runs on the GPU before it but the buffers' copies"
+                "lazy loading (the kernel loads at its first launch)"
                     .into(),
             ),
         }

@@ -81,10 +81,10 @@ impl Knob for FlushedGraph {
         match self {
             FlushedGraph::None => None,
             FlushedGraph::LessFlushes => {
-                Some("the graph's replay less that of a graph of its flushes alone".into())
+                Some("less a graph of its flushes alone".into())
             }
             FlushedGraph::EventNodes => Some(
-                "read by event nodes around each launch inside the graph, less what the nodes add to a hot launch; each replay behind the wait kernel"
+                "read by event nodes around each launch, less what they add to a hot launch"
                     .into(),
             ),
         }

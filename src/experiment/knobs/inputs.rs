@@ -19,7 +19,7 @@ pub enum Inputs {
 
 impl Knob for Inputs {
     const KEYS: &'static [&'static str] = &["inputs"];
-    const ASPECT: Aspect = Aspect::Method;
+    const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
         let inputs = layer.get("inputs")?.unwrap_or_default();

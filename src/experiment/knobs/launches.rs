@@ -53,10 +53,10 @@ impl Knob for Launches {
         match self {
             Launches::Single => None,
             Launches::Batch(n) => Some(format!(
-                "each timed region holds {n} launches back to back (hot by nature), read per launch"
+                "{n} launches back to back per timed region (hot by nature)"
             )),
             Launches::Graph(n) => Some(format!(
-                "each timed region replays a CUDA graph of {n} launches, read per launch (with a flush: {n} flush and launch pairs)"
+                "a CUDA graph of {n} launches per timed region"
             )),
         }
     }

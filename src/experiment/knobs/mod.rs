@@ -15,12 +15,34 @@ use toml::Spanned;
 /// A `[defaults]` or `[[variant]]` table as written: each key's value with its place.
 pub type RawTable = IndexMap<String, Spanned<toml::Value>>;
 
-/// Where a knob's value is described: the timer, how samples are taken, or the process.
+/// Where a knob's value is described: the timer, how samples are taken, what the timed
+/// launches meet (the cache, their data), or the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Aspect {
     Timer,
     Method,
+    Cache,
     Process,
+}
+
+impl Aspect {
+    /// Every aspect, in the order the methodology is told.
+    pub const ALL: [Aspect; 4] = [
+        Aspect::Timer,
+        Aspect::Method,
+        Aspect::Cache,
+        Aspect::Process,
+    ];
+
+    /// The aspect's column in the methodology table.
+    pub fn title(self) -> &'static str {
+        match self {
+            Aspect::Timer => "timer",
+            Aspect::Method => "method",
+            Aspect::Cache => "cache and data",
+            Aspect::Process => "process",
+        }
+    }
 }
 
 /// One knob: its keys, how it is read at a sweep point, and how it describes itself.
@@ -58,9 +80,15 @@ macro_rules! knobs {
 
             /// The phrases of every knob with something to say, by aspect.
             pub fn describe(&self, aspect: Aspect) -> Vec<String> {
+                self.phrases(aspect).into_iter().flatten().collect()
+            }
+
+            /// Each knob of `aspect`'s phrase in a fixed order, `None` where it has nothing
+            /// to say, so that a knob's phrases line up over the sweep points.
+            pub fn phrases(&self, aspect: Aspect) -> Vec<Option<String>> {
                 let mut out = Vec::new();
                 $(if <$module::$ty as Knob>::ASPECT == aspect {
-                    out.extend(self.$field.describe());
+                    out.push(self.$field.describe());
                 })*
                 out
             }

@@ -69,10 +69,11 @@ impl Knob for Order {
             OrderKind::Interleaved => "interleaved",
             OrderKind::Shuffled => "shuffled",
         };
-        Some(format!(
-            "samples split over {} rounds, {how} with the other such variants at its point",
-            self.rounds
-        ))
+        let rounds = match self.rounds {
+            1 => "1 round".to_string(),
+            n => format!("{n} rounds"),
+        };
+        Some(format!("samples {how} in {rounds}"))
     }
 }
 

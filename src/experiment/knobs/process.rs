@@ -43,7 +43,7 @@ impl Knob for Process {
     fn describe(&self) -> Option<String> {
         Some(match self.fresh {
             None => "one shared process".into(),
-            Some(n) => format!("a fresh process per run, {n} runs"),
+            Some(n) => format!("{n} fresh processes"),
         })
     }
 }

@@ -73,13 +73,8 @@ impl Knob for Queue {
     fn describe(&self) -> Option<String> {
         match self {
             Queue::Idle => None,
-            Queue::Saturate { wait_us: Some(w) } => Some(format!(
-                "a {w} µs wait kernel queued before each timed region"
-            )),
-            Queue::Saturate { wait_us: None } => Some(
-                "a wait kernel (sized from the measured enqueue cost) queued before each timed region"
-                    .into(),
-            ),
+            Queue::Saturate { wait_us: Some(w) } => Some(format!("behind a {w} µs wait kernel")),
+            Queue::Saturate { wait_us: None } => Some("behind a wait kernel".into()),
         }
     }
 }

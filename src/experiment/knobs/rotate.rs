@@ -31,7 +31,7 @@ pub const MAX_ROTATE: i64 = 10_000;
 
 impl Knob for Rotate {
     const KEYS: &'static [&'static str] = &["rotate"];
-    const ASPECT: Aspect = Aspect::Method;
+    const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
         let Some(n) = layer.int("rotate", 1..=MAX_ROTATE)? else {
@@ -43,7 +43,7 @@ impl Knob for Rotate {
     fn describe(&self) -> Option<String> {
         (self.0 > 1).then(|| {
             format!(
-                "{} sets of the kernel's buffers, taken in turn by the timed samples (in a graph, by its launches, as many sets as it has launches at most)",
+                "{} buffer sets taken in turn (in a graph, at most one per launch)",
                 self.0
             )
         })

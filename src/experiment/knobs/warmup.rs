@@ -37,7 +37,7 @@ impl Knob for Warmup {
     fn describe(&self) -> Option<String> {
         Some(match (self.launches, self.kernel) {
             (0, _) => "no warm-up".into(),
-            (n, WarmupKernel::Same) => format!("warm-up {n} launches of the same kernel"),
+            (n, WarmupKernel::Same) => format!("warm-up {n} launches"),
             (n, WarmupKernel::Empty) => format!("warm-up {n} launches of an empty kernel"),
         })
     }

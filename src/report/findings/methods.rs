@@ -238,7 +238,7 @@ mod tests {
         assert!(bias(&bias_of(3)).contains("is within max(1%, 0.5 µs) of `cupti` at all 3 cells"));
         assert_eq!(
             bias_within(&[bias_of(3)], 5),
-            "1 of 5 methods are within max(1%, 0.5 µs) of their reference at every cell: `events` (-0.5000 µs to +6.000 µs against `cupti`)."
+            "1 of 5 methods are within max(1%, 0.5 µs) of their reference at every cell: `events` (-500.0 ns to +6000.0 ns against `cupti`)."
         );
     }
 
