@@ -324,15 +324,26 @@ fn a_graph_takes_the_buffer_sets_in_turn_and_stays_checked() {
 #[ignore = "needs NVRTC (the CUDA toolkit), not a GPU: cargo test --release -- --include-ignored"]
 fn plan_compile_names_the_kernel_file_and_line_of_a_compile_error_and_a_wrong_argument_list() {
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("k.cu");
+    // NVRTC compiles a whole file: the broken kernel has its own.
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "extern \"C\" __global__ void ok(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1; }\n",
+    )
+    .unwrap();
+    let source = dir.path().join("broken.cu");
     std::fs::write(
         &source,
-        "extern \"C\" __global__ void ok(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1; }\n\nextern \"C\" __global__ void broken(float* y, int n) {\n  y[0] = undefined_name;\n}\n",
+        "// A kernel that does not compile.\n\nextern \"C\" __global__ void broken(float* y, int n) {\n  y[0] = undefined_name;\n}\n",
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, args: &str| {
+        let file = if entry == "broken" {
+            "broken.cu"
+        } else {
+            "k.cu"
+        };
         format!(
-            "[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"y\", buffer = \"f32\", len = 32, init = \"output\" }},\n{args}]\nunchecked = true\n"
+            "[[kernel]]\nname = \"{name}\"\nsource = \"{file}\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"y\", buffer = \"f32\", len = 32, init = \"output\" }},\n{args}]\nunchecked = true\n"
         )
     };
     let text = |kernels: &str| {

@@ -215,16 +215,18 @@ impl Collector {
                 "CUPTI dropped {dropped} kernel or copy records"
             )));
         }
-        let mut spans: Vec<Span> = std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?)
-            .into_iter()
-            .filter(|s| entries.contains(&s.name))
-            .collect();
+        let (mut spans, others): (Vec<Span>, Vec<Span>) =
+            std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?)
+                .into_iter()
+                .partition(|s| entries.contains(&s.name));
         spans.sort_by_key(|s| s.start);
         let per = entries.len().max(1);
         if spans.len() < count * per {
             return Err(CudaError::Library(format!(
-                "CUPTI delivered {} records of the kernel for {count} timed launches of {per} kernel(s) or copies",
-                spans.len()
+                "CUPTI delivered {} records of {} for {count} timed launches of {per} kernel(s) or copies; {}",
+                spans.len(),
+                entries.join(", "),
+                other_names(&others)
             )));
         }
         let last = spans.split_off(spans.len() - count * per);
@@ -232,6 +234,24 @@ impl Collector {
             launches: last.chunks(per).map(merge).collect(),
             kernels: (per > 1).then_some(last),
         })
+    }
+}
+
+/// The records that named none of the expected kernels, counted by name: where the
+/// expected ones are missing, these say what ran instead.
+fn other_names(others: &[Span]) -> String {
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for s in others {
+        *counts.entry(&s.name).or_default() += 1;
+    }
+    match counts.is_empty() {
+        true => "no other records".into(),
+        false => {
+            let named: Vec<String> = (counts.iter().take(8))
+                .map(|(name, n)| format!("{n} of `{name}`"))
+                .collect();
+            format!("other records: {}", named.join(", "))
+        }
     }
 }
 

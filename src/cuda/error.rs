@@ -20,6 +20,17 @@ impl CudaError {
         }
     }
 
+    /// Whether the device ran out of memory.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            CudaError::Driver {
+                code: sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+                ..
+            }
+        )
+    }
+
     /// Whether the error leaves the context unusable, so the process must not go on.
     pub fn is_sticky(&self) -> bool {
         use sys::CUresult::*;

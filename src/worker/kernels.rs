@@ -8,6 +8,7 @@ use crate::experiment::knobs::cache::FlushMethod;
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Kernel, LaunchSpec, ModuleKind};
 use crate::plan::Cell;
+use std::any::Any;
 use std::collections::hash_map::{Entry, HashMap};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -197,6 +198,13 @@ pub struct Kernels {
     compiler: Compiler,
     loaded: HashMap<KernelKey, Loaded>,
     lazy: HashMap<(usize, Compile, u64), Lazy>,
+    /// The modules of ended cells, kept loaded until the process ends: CUPTI names a
+    /// kernel record by a cache its function handle keys, and a module loaded where an
+    /// unloaded one was can reuse a handle and have its records named after the old kernel
+    /// (a bf16 softmax's records came named as the f16 one of the cell before). A small
+    /// module holds about 6 KiB of device memory; they are let go only where a load runs out
+    /// of memory.
+    retired: Vec<Box<dyn Any>>,
 }
 
 impl Kernels {
@@ -207,6 +215,7 @@ impl Kernels {
             compiler: Compiler::new(capability, run_cache),
             loaded: HashMap::new(),
             lazy: HashMap::new(),
+            retired: Vec::new(),
         }
     }
 
@@ -237,7 +246,13 @@ impl Kernels {
             timeline.mark(&key.phase(phase));
         }
         let t = Instant::now();
-        let module = Module::load(&image.bytes)?;
+        let module = match Module::load(&image.bytes) {
+            Err(e) if e.is_out_of_memory() && !self.retired.is_empty() => {
+                self.retired.clear();
+                Module::load(&image.bytes)?
+            }
+            loaded => loaded?,
+        };
         let module_load_ms = t.elapsed().as_secs_f64() * 1e3;
         timeline.mark(&key.phase("module load"));
         let func = module.function(&image.entries[0])?;
@@ -290,14 +305,18 @@ impl Kernels {
         Ok((lazy, image.made.compile_ms()))
     }
 
-    /// Unloads the experiment's kernels: the next cell loads its own module, so that its
+    /// Retires the experiment's kernels: the next cell loads its own module, so that its
     /// device globals (a tile counter, a flag, a cached result) start as the source writes
     /// them and no cell inherits another's state. Their compiled images stay in memory;
-    /// reference kernels and the built-ins stay loaded.
+    /// reference kernels and the built-ins stay in use.
     pub fn end_cell(&mut self) {
-        self.loaded
-            .retain(|key, _| !matches!(key, KernelKey::Experiment(..)));
-        self.lazy.clear();
+        let (cell, kept): (Vec<_>, Vec<_>) =
+            (self.loaded.drain()).partition(|(key, _)| matches!(key, KernelKey::Experiment(..)));
+        self.loaded = kept.into_iter().collect();
+        let retired = cell.into_iter().map(|(_, l)| Box::new(l) as Box<dyn Any>);
+        self.retired.extend(retired);
+        let lazy = self.lazy.drain().map(|(_, l)| Box::new(l) as Box<dyn Any>);
+        self.retired.extend(lazy);
     }
 
     /// The kernel's function, loading it on first use.
