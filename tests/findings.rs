@@ -209,7 +209,7 @@ type Tuned<'a> = (String, f64, &'a str);
 
 /// Checks one finding against the run; false where it is of no known kind.
 fn check(run: &Run, f: &str) -> bool {
-    let rules: [(&str, Rule); 13] = [
+    let rules: [(&str, Rule); 14] = [
         (
             r"^`(?P<k>[^`]+)`(?:, written to be caught,)? (?P<w>failed|suspect|impossible|passed) at (?:its (?P<one>one) cell|all (?P<all>\d+) cells?|(?P<c>\d+) of its (?P<n>\d+) cells?) \((?P<cells>[^()]*)\): (?P<why>.+)\.$",
             untrusted,
@@ -253,6 +253,10 @@ fn check(run: &Run, f: &str) -> bool {
         (
             r"^(?P<n>\d+) of (?P<of>\d+) trusted cells are flagged \((?P<list>[^()]*)\); `(?P<id>[^`]+)`: (?P<flags>.+)\.$",
             flagged,
+        ),
+        (
+            r#"^(?P<n>\d+) of (?P<of>\d+) trusted cells stopped at the per-cell budget before their sample count \((?P<list>[^()]*)\); `(?P<id>[^`]+)`: (?P<why>.+) \(`budget = "none"` takes every sample\)\.$"#,
+            stopped,
         ),
         (
             r"^`(?P<k>[^`]+)`(?: at (?P<p>\S+))? reads (?P<t1>TIME) (?:at (?P<p1>.+?) to (?P<t2>TIME) at (?P<p2>.+?) under `(?P<v>[^`]+)` over (?P<n>\d+) cells|under `(?P<v1>[^`]+)` to (?P<t4>TIME) under `(?P<v4>[^`]+)`|at (?P<p5>\S+) \((?P<v5>[^)]+)\)|under (?P<v6>\S+))(?:; its variants read(?: at \S+)? (?P<t3a>TIME) \(`(?P<v3a>[^`]+)`\) to (?P<t3b>TIME) \(`(?P<v3b>[^`]+)`\))?\.$",
@@ -766,6 +770,26 @@ fn peer(run: &Run, c: &Captures) {
     assert_pct(&c["pct"], (largest.1 - largest.2) / largest.2, "difference");
     assert_time(&c["t1"], largest.1, "ours");
     assert_time(&c["t2"], largest.2, "theirs");
+}
+
+fn stopped(run: &Run, c: &Captures) {
+    let cells = std::fs::read_to_string(run.dir.join("cells.jsonl")).unwrap();
+    let trusted: HashSet<&str> = run.trusted().map(|(id, _)| id).collect();
+    let mut stops: HashMap<String, String> = HashMap::new();
+    for line in cells.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (Some(id), Some(why)) = (record["id"].as_str(), record["stopped"].as_str()) else {
+            continue;
+        };
+        if why.starts_with("budget:") && trusted.contains(id) {
+            stops
+                .entry(id.to_string())
+                .or_insert_with(|| why.to_string());
+        }
+    }
+    assert_eq!(c["n"].parse::<usize>().unwrap(), stops.len());
+    assert_eq!(c["of"].parse::<usize>().unwrap(), trusted.len());
+    assert_eq!(stops[&c["id"]], &c["why"]);
 }
 
 fn flagged(run: &Run, c: &Captures) {

@@ -13,6 +13,9 @@
 use crate::experiment::knobs::{budget::Budget, timer::TimerKind};
 use std::time::Duration;
 
+/// How the reason for a cell the budget stopped begins (findings look for it).
+pub const STOPPED_BY_BUDGET: &str = "budget:";
+
 pub struct Meter {
     /// This run's share of the cell's GPU time, in nanoseconds.
     limit_ns: f64,
@@ -62,7 +65,7 @@ impl Meter {
             false => "of GPU time",
         };
         Some(format!(
-            "budget: {} {what} spent after {} of {} samples",
+            "{STOPPED_BY_BUDGET} {} {what} spent after {} of {} samples",
             seconds(self.spent_ns),
             self.n,
             self.planned

@@ -4,7 +4,7 @@
 
 use super::Stored;
 use crate::experiment::{DeviceFacts, Experiment, Sources};
-use crate::method::budget::Meter;
+use crate::method::budget::{Meter, STOPPED_BY_BUDGET};
 use crate::plan::{cost::Estimate, Plan};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -107,7 +107,8 @@ fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
 }
 
 /// For each committed run, each of its cell runs replayed through the budget of the
-/// experiment file as it is now (`experiments/<name>.toml`): none may stop early.
+/// experiment file as it is now (`experiments/<name>.toml`): none may stop early, and one
+/// the budget stopped stops where it did.
 #[test]
 fn the_budget_stops_no_cell_of_a_committed_run() {
     let mut checked = 0;
@@ -145,12 +146,25 @@ fn the_budget_stops_no_cell_of_a_committed_run() {
                 continue;
             };
             checked += 1;
+            // A run that the budget stopped (histogram-budget's point) must stop again at
+            // its last sample, no sooner.
+            let stopped = (r.stopped.as_deref()).is_some_and(|w| w.starts_with(STOPPED_BY_BUDGET));
+            let mut stops = Vec::new();
             for (i, t) in taken.iter().enumerate() {
                 let wall = Duration::from_secs_f64(per * (i + 1) as f64);
                 if let Some(why) = meter.push(*t, k.launches.count(), wall) {
-                    panic!("{}: {} process {}: {why}", dir.display(), r.id, r.process);
+                    stops.push((i + 1, why));
                 }
             }
+            let expected = stopped.then_some(taken.len());
+            assert_eq!(
+                stops.first().map(|s| s.0),
+                expected,
+                "{}: {} process {}: {stops:?}",
+                dir.display(),
+                r.id,
+                r.process
+            );
         }
     }
     assert!(checked > 1000, "only {checked} cell runs replayed");

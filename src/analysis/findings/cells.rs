@@ -5,6 +5,7 @@ use super::{At, Finding, Reading, Trusted};
 use crate::analysis::trust::Verdict;
 use crate::analysis::Analysis;
 use crate::experiment::Experiment;
+use crate::method::budget::STOPPED_BY_BUDGET;
 use crate::plan::Cell;
 
 /// The longest reason a finding quotes, in characters; the trust table has it whole.
@@ -109,6 +110,22 @@ pub fn flagged(flags: &[(String, Vec<String>, Option<u32>)]) -> Option<Finding> 
         of: flags.len(),
         example: (example.0.clone(), example.1.clone()),
     })
+}
+
+/// The trusted cells the per-cell budget stopped before their sample count (a stop the
+/// experiment asked for, `stop = {...}`, is no news), with the first run's reason.
+pub fn stopped(a: &Analysis, trusted: &[&Cell]) -> Option<Finding> {
+    let cells: Vec<(String, String)> = (trusted.iter())
+        .filter_map(|c| {
+            let records = a.records.get(&c.index)?;
+            let why = (records.iter())
+                .filter_map(|r| r.stopped.as_deref())
+                .find(|why| why.starts_with(STOPPED_BY_BUDGET))?;
+            Some((c.id.clone(), why.to_string()))
+        })
+        .collect();
+    let of = trusted.len();
+    (!cells.is_empty()).then_some(Finding::Stopped { cells, of })
 }
 
 /// A kernel's fastest and slowest trusted cell under one variant, and, where several

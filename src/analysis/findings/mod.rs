@@ -96,6 +96,12 @@ pub enum Finding {
         of: usize,
         example: (String, Vec<String>),
     },
+    /// Trusted cells that the per-cell budget stopped before their sample count: each id
+    /// and why, of how many trusted cells.
+    Stopped {
+        cells: Vec<(String, String)>,
+        of: usize,
+    },
     /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
     Range(Range),
     /// No rule has anything to say: how many cells are trusted, of how many.
@@ -175,6 +181,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
         })
         .collect();
     out.extend(cells::flagged(&flags));
+    out.extend(cells::stopped(a, &trusted));
     if out.is_empty() {
         out.push(Finding::Nothing {
             trusted: trusted.len(),

@@ -156,6 +156,16 @@ fn sentence(f: &Finding) -> String {
             example.0,
             example.1.join("; ")
         ),
+        Finding::Stopped { cells, of } => {
+            let ids: Vec<String> = cells.iter().map(|(id, _)| id.clone()).collect();
+            format!(
+                "{} of {of} trusted cells stopped at the per-cell budget before their sample count ({}); `{}`: {} (`budget = \"none\"` takes every sample).",
+                cells.len(),
+                listed(&ids),
+                cells[0].0,
+                cells[0].1
+            )
+        }
         Finding::Range(r) => range(r),
         Finding::Nothing { trusted, cells } => {
             format!("{trusted} of {cells} cells trusted: no finding to draw.")
