@@ -1,6 +1,6 @@
 // 256-bin histograms of 32-bit values' low 8 bits, three ways, for
-// experiments/histogram-budget.toml. The bins accumulate, so they are reset to zero before
-// every launch (`reset = "zeros"`).
+// experiments/histogram-budget.toml and the honest histogram of experiments/trust.toml. The
+// bins accumulate, so they are reset to zero before every launch (`reset = "zeros"`).
 
 // Bins in shared memory per block, added to the global bins once per block.
 extern "C" __global__ void histogram_shared(const unsigned int *data, unsigned int *bins,

@@ -414,9 +414,9 @@ fn a_newcomers_kernels_run_checked_by_name_with_scratch_and_inits_from_the_sweep
         )
         .unwrap();
     }
-    let (reduce, trust) = (
+    let (reduce, histograms) = (
         kernels_dir().join("reduce.cu"),
-        kernels_dir().join("trust.cu"),
+        kernels_dir().join("histogram.cu"),
     );
     let histogram = |name: &str, entry: &str, init: &str, extra: &str| {
         format!(
@@ -433,15 +433,15 @@ args = [
 ]
 {extra}
 "#,
-            trust.display()
+            histograms.display()
         )
     };
     let by_ref = "check_kernel = { kernel = \"histogram-ref\", outputs = [\"bins\"] }";
     let text = [
         "[experiment]\ntitle = \"newcomer\"\n[sweep]\nspread = [256, 2]\n".to_string(),
-        histogram("histogram-ref", "histogram_ref", "uniform(0, {{ spread }})", "unchecked = true"),
-        histogram("histogram", "histogram", "uniform(0, {{ spread }})", by_ref),
-        histogram("histogram-file", "histogram", "npy(data_{{ spread }}.npy)", by_ref),
+        histogram("histogram-ref", "histogram_plain", "uniform(0, {{ spread }})", "unchecked = true"),
+        histogram("histogram", "histogram_shared", "uniform(0, {{ spread }})", by_ref),
+        histogram("histogram-file", "histogram_shared", "npy(data_{{ spread }}.npy)", by_ref),
         format!(
             r#"[[kernel]]
 name = "sum-ref"
