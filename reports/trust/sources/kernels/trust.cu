@@ -1,7 +1,7 @@
 // The trust corpus: matmuls that cheat, each in a way a kernel under test (or a kernel
-// generator's output) has been seen to, and honest kernels that need the same machinery
-// done right (a histogram and a persistent kernel whose buffers are reset before every
-// launch). experiments/trust.toml runs them: every cheat must end failed or suspect.
+// generator's output) has been seen to, and an honest persistent kernel that needs the same
+// machinery done right (its tile counter reset before every launch; the honest histogram is
+// in histogram.cu). experiments/trust.toml runs them: every cheat must end failed or suspect.
 //
 // All matmuls: C (m x n) = A (m x k) * B (k x n), row-major, one thread per element of C,
 // launched with 32x32 blocks.
@@ -159,37 +159,5 @@ extern "C" __global__ void persistent_matmul(const float *A, const float *B, flo
         }
         // Every thread has read `tile` before the next one is taken.
         __syncthreads();
-    }
-}
-
-// A 256-bin histogram of bytes' low 8 bits: bins in shared memory per block, added to the
-// global bins with atomics. The global bins accumulate, so they must be zero before every
-// launch (`reset = "zeros"`).
-extern "C" __global__ void histogram(const unsigned int *data, unsigned int *bins,
-                                     unsigned long long count) {
-    __shared__ unsigned int local[256];
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-        local[i] = 0;
-    }
-    __syncthreads();
-    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         i < count; i += stride) {
-        atomicAdd(&local[data[i] & 255u], 1u);
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-        if (local[i] != 0) {
-            atomicAdd(&bins[i], local[i]);
-        }
-    }
-}
-
-// The plain version it is checked against: one global atomic per element.
-extern "C" __global__ void histogram_ref(const unsigned int *data, unsigned int *bins,
-                                         unsigned long long count) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count) {
-        atomicAdd(&bins[data[i] & 255u], 1u);
     }
 }
