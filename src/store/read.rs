@@ -5,7 +5,7 @@
 //! so damage loses only what it damaged; an experiment file changed since the run, or a
 //! file that is not the run's own (a link), refuses the whole.
 
-use super::rows::{csv_rows, file_name, read_csv_bytes, read_records, Rows, Unreadable};
+use super::rows::{each_csv_row, file_name, read_records, Unreadable};
 use super::{
     PeerRow, RunMeta, CELLS_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
     SAMPLES_FILE, TELEMETRY_FILE,
@@ -170,26 +170,61 @@ impl Stored {
     }
 
     fn read_samples(&mut self, unreadable: &mut Unreadable) -> Result<()> {
-        let Some((path, bytes)) = read_csv_bytes(&self.dir, SAMPLES_FILE)? else {
+        let index = self.plan.index_by_id();
+        let recorded = self.recorded();
+        let plan = &self.plan;
+        let s = &mut self.samples;
+        // Rows' problems, said after the damaged rows', as when the file was read whole.
+        let mut dropped = Vec::new();
+        let mut bad = Vec::new();
+        let mut unfinished = HashSet::new();
+        let want = ["cell", "process", "phase", "time_ns", "t_us"];
+        let read = each_csv_row(&self.dir, SAMPLES_FILE, &want, |name, line, r| {
+            let id = &r[0];
+            let Some(&cell) = index.get(id) else {
+                dropped.push(format!(
+                    "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
+                ));
+                return;
+            };
+            let Ok(process) = r[1].parse::<u32>() else {
+                bad.push((
+                    id.to_string(),
+                    format!("{name}:{line}: a process of `{}`", &r[1]),
+                ));
+                return;
+            };
+            if !recorded.contains(&(cell as u32, process)) {
+                unfinished.insert(id.to_string());
+                return;
+            }
+            // A reading is a positive time, but where the method subtracts two timings.
+            let may_be_negative = plan.cells[cell].knobs.flushed_graph.reads_a_difference();
+            match r[3].parse::<f64>() {
+                Ok(t) if t.is_finite() && (t > 0.0 || may_be_negative) => s.time_ns.push(t),
+                _ => {
+                    bad.push((
+                        id.to_string(),
+                        format!("{name}:{line}: a time of `{}` ns", &r[3]),
+                    ));
+                    return;
+                }
+            }
+            s.cell.push(cell as u32);
+            s.process.push(process);
+            s.first.push(&r[2] == "first");
+            s.start_us.push(r[4].parse().unwrap_or(f64::NAN));
+        })?;
+        let Some(read) = read else {
             bail!(
                 "cannot read {} (is {} a run's folder?)",
                 self.dir.join(SAMPLES_FILE).display(),
                 self.dir.display()
             );
         };
-        let Rows {
-            cols,
-            rows,
-            damaged,
-        } = csv_rows(
-            &path,
-            &bytes,
-            &["cell", "process", "phase", "time_ns", "t_us"],
-            &mut self.warnings,
-        )?;
-        let name = file_name(&path);
-        let index = self.plan.index_by_id();
-        for (line, id) in damaged {
+        let name = file_name(&read.path);
+        self.warnings.extend(read.torn_warning());
+        for (line, id) in read.damaged {
             match id.filter(|id| index.contains_key(id.as_str())) {
                 Some(id) => unreadable.add(&id, format!("{name}:{line}: a malformed row")),
                 None => self
@@ -197,42 +232,11 @@ impl Stored {
                     .push(format!("{name}:{line}: dropped a malformed row")),
             }
         }
-        let recorded = self.recorded();
-        let mut unfinished = HashSet::new();
-        let s = &mut self.samples;
-        for (line, r) in rows {
-            let id = &r[cols[0]];
-            let Some(&cell) = index.get(id) else {
-                self.warnings.push(format!(
-                    "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
-                ));
-                continue;
-            };
-            let Ok(process) = r[cols[1]].parse::<u32>() else {
-                unreadable.add(id, format!("{name}:{line}: a process of `{}`", &r[cols[1]]));
-                continue;
-            };
-            if !recorded.contains(&(cell as u32, process)) {
-                unfinished.insert(id.to_string());
-                continue;
-            }
-            // A reading is a positive time, but where the method subtracts two timings.
-            let may_be_negative = self.plan.cells[cell]
-                .knobs
-                .flushed_graph
-                .reads_a_difference();
-            match r[cols[3]].parse::<f64>() {
-                Ok(t) if t.is_finite() && (t > 0.0 || may_be_negative) => s.time_ns.push(t),
-                _ => {
-                    unreadable.add(id, format!("{name}:{line}: a time of `{}` ns", &r[cols[3]]));
-                    continue;
-                }
-            }
-            s.cell.push(cell as u32);
-            s.process.push(process);
-            s.first.push(&r[cols[2]] == "first");
-            s.start_us.push(r[cols[4]].parse().unwrap_or(f64::NAN));
+        self.warnings.extend(dropped);
+        for (id, why) in bad {
+            unreadable.add(&id, why);
         }
+        let s = &self.samples;
         for id in unfinished {
             self.warnings.push(format!(
                 "{name}: dropped the samples of cell {id}, which {CELLS_FILE} does not record as finished"
@@ -260,40 +264,26 @@ impl Stored {
     }
 
     fn read_telemetry(&mut self) -> Result<()> {
-        // Runs before telemetry sampling have none.
-        let Some((path, bytes)) = read_csv_bytes(&self.dir, TELEMETRY_FILE)? else {
-            return Ok(());
-        };
-        let Rows {
-            cols,
-            rows,
-            damaged,
-        } = csv_rows(
-            &path,
-            &bytes,
-            &[
-                "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate",
-                "throttle",
-            ],
-            &mut self.warnings,
-        )?;
-        let name = file_name(&path);
         let index = self.plan.index_by_id();
         let recorded = self.recorded();
-        // A reading lost costs a cell nothing but that reading.
-        let mut dropped: Vec<u64> = damaged.into_iter().map(|(line, _)| line).collect();
-        for (line, r) in rows {
-            let f = |i: usize| &r[cols[i]];
+        let telemetry = &mut self.telemetry;
+        let mut dropped: Vec<u64> = Vec::new();
+        let want = [
+            "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate",
+            "throttle",
+        ];
+        let read = each_csv_row(&self.dir, TELEMETRY_FILE, &want, |_, line, r| {
+            let f = |i: usize| &r[i];
             let (Some(&cell), Ok(process), Ok(t_us)) =
                 (index.get(f(0)), f(1).parse::<u32>(), f(2).parse::<f64>())
             else {
                 dropped.push(line);
-                continue;
+                return;
             };
             if !recorded.contains(&(cell as u32, process)) {
-                continue;
+                return;
             }
-            self.telemetry.push(TelemetryRow {
+            telemetry.push(TelemetryRow {
                 cell: cell as u32,
                 process,
                 point: TelemetryPoint {
@@ -312,7 +302,15 @@ impl Stored {
                     },
                 },
             });
-        }
+        })?;
+        // Runs before telemetry sampling have none.
+        let Some(read) = read else {
+            return Ok(());
+        };
+        let name = file_name(&read.path);
+        self.warnings.extend(read.torn_warning());
+        // A reading lost costs a cell nothing but that reading.
+        dropped.extend(read.damaged.into_iter().map(|(line, _)| line));
         if let Some(first) = dropped.iter().min() {
             self.warnings.push(format!(
                 "{name}: dropped {} malformed row(s), the first at line {first}: those readings are missing from the clocks and flags",

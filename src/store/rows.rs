@@ -15,9 +15,11 @@ use std::path::{Path, PathBuf};
 /// The gzip magic number every member starts with.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// A CSV file's bytes: the gzip members that decode (a torn last member gives what it
-/// holds), or a plain `.csv` of an older run; at most `MAX_DECOMPRESSED_BYTES` of text.
-pub(super) fn read_csv_bytes(dir: &Path, name: &str) -> Result<Option<(PathBuf, Vec<u8>)>> {
+/// A stored CSV file, read as a stream: the gzip members that decode (a torn or damaged
+/// member ends the data, as a crash leaves it), or a plain `.csv` of an older run; at most
+/// `MAX_DECOMPRESSED_BYTES` of text. Streaming keeps a run's samples out of memory as text:
+/// only the rows' values are kept.
+fn open_csv(dir: &Path, name: &str) -> Result<Option<(PathBuf, Box<dyn Read>)>> {
     let gz = dir.join(name);
     if std::fs::symlink_metadata(&gz).is_ok() {
         let file = files::open(&gz).with_context(|| format!("cannot read {}", gz.display()))?;
@@ -34,47 +36,103 @@ pub(super) fn read_csv_bytes(dir: &Path, name: &str) -> Result<Option<(PathBuf, 
                 gz.display()
             );
         }
-        let file = files::open(&gz)?;
-        let mut bytes = Vec::new();
-        // Bytes decoded before a torn member's end stay in `bytes`.
-        let _ = MultiGzDecoder::new(file)
-            .take(files::MAX_DECOMPRESSED_BYTES + 1)
-            .read_to_end(&mut bytes);
-        if bytes.len() as u64 > files::MAX_DECOMPRESSED_BYTES {
-            bail!(
-                "{} decompresses to more than {}, the most the runner reads: the run is too large to render (split it into parts) or the file is damaged",
-                gz.display(),
-                files::size_text(files::MAX_DECOMPRESSED_BYTES)
-            );
-        }
-        return Ok(Some((gz, bytes)));
+        let file = std::io::BufReader::new(files::open(&gz)?);
+        return Ok(Some((gz, Box::new(MultiGzDecoder::new(file)))));
     }
     let plain = dir.join(name.trim_end_matches(".gz"));
     if std::fs::symlink_metadata(&plain).is_err() {
         return Ok(None);
     }
-    let bytes = files::read(&plain, files::MAX_DECOMPRESSED_BYTES)
-        .with_context(|| format!("cannot read {}", plain.display()))?;
-    Ok(Some((plain, bytes)))
+    let file = files::open(&plain).with_context(|| format!("cannot read {}", plain.display()))?;
+    Ok(Some((plain, Box::new(file))))
 }
 
-/// The columns asked for, by position, each readable row with its line number, and the
-/// lines of rows that are not (the first field of each where it can be read).
-pub(super) struct Rows {
-    pub cols: Vec<usize>,
-    pub rows: Vec<(u64, csv::StringRecord)>,
+/// A reader that ends where its source fails (the data decoded so far stands, as a torn
+/// gzip member leaves it) or passes `limit` bytes (noted, so that the caller refuses it).
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    limit: u64,
+    over: bool,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.over {
+            return Ok(0);
+        }
+        let n = self.inner.read(buf).unwrap_or(0);
+        self.read += n as u64;
+        self.over = self.read > self.limit;
+        Ok(if self.over { 0 } else { n })
+    }
+}
+
+/// A readable row of a stored CSV, by the columns asked for.
+pub(super) struct Row<'a> {
+    record: &'a csv::ByteRecord,
+    cols: &'a [usize],
+}
+
+impl std::ops::Index<usize> for Row<'_> {
+    type Output = str;
+
+    /// The value of the `i`th column asked for; empty where it is not UTF-8 (no value the
+    /// runner writes is), which the caller then finds malformed.
+    fn index(&self, i: usize) -> &str {
+        std::str::from_utf8(&self.record[self.cols[i]]).unwrap_or("")
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What reading a stored CSV found besides its rows: where it is, the lines of rows that
+/// are not readable (the first field of each where it can be read), and the line of a torn
+/// last row, dropped.
+pub(super) struct CsvRead {
+    pub path: PathBuf,
     pub damaged: Vec<(u64, Option<String>)>,
+    pub torn: Option<u64>,
 }
 
-/// CSV rows with their line numbers; a malformed last row is torn (dropped, with a
-/// warning), a malformed row before it is damage the caller decides about.
-pub(super) fn csv_rows(
-    path: &Path,
-    bytes: &[u8],
+impl CsvRead {
+    /// The warning for a torn last row, where there was one.
+    pub fn torn_warning(&self) -> Option<String> {
+        self.torn.map(|line| {
+            format!(
+                "{}:{line}: dropped a torn last row (the run stopped while writing it)",
+                file_name(&self.path)
+            )
+        })
+    }
+}
+
+/// Streams each readable row of the stored CSV `name` in `dir` to `row`, with the file's
+/// name (`samples.csv` in an older run), its line number and the positions of the columns
+/// asked for, without holding the file: a
+/// malformed last row is torn (dropped), a malformed row before it is damage the caller
+/// decides about. None where the run has no such file.
+pub(super) fn each_csv_row(
+    dir: &Path,
+    name: &str,
     want: &[&str],
-    warnings: &mut Vec<String>,
-) -> Result<Rows> {
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+    mut row: impl FnMut(&str, u64, Row),
+) -> Result<Option<CsvRead>> {
+    let Some((path, source)) = open_csv(dir, name)? else {
+        return Ok(None);
+    };
+    let bounded = Bounded {
+        inner: source,
+        read: 0,
+        limit: files::MAX_DECOMPRESSED_BYTES,
+        over: false,
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .buffer_capacity(1 << 20)
+        .from_reader(bounded);
     let header = reader
         .headers()
         .with_context(|| format!("{}: no header", path.display()))?
@@ -91,28 +149,49 @@ pub(super) fn csv_rows(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let all: Vec<_> = reader.records().collect();
-    let total = all.len();
-    let mut rows = Rows {
-        cols,
-        rows: Vec::with_capacity(total),
+    let file = file_name(&path);
+    let mut read = CsvRead {
+        path,
         damaged: Vec::new(),
+        torn: None,
     };
-    for (i, row) in all.into_iter().enumerate() {
-        let line = i as u64 + 2;
-        match row {
-            Ok(r) if r.len() == header.len() => rows.rows.push((line, r)),
-            _ if i + 1 == total => warnings.push(format!(
-                "{}:{line}: dropped a torn last row (the run stopped while writing it)",
-                file_name(path)
-            )),
-            row => {
-                let first = row.ok().and_then(|r| r.get(0).map(String::from));
-                rows.damaged.push((line, first));
+    // One row behind, so that the last one is known as last; bytes, not text, since
+    // checking every field as UTF-8 costs more than reading it.
+    let mut pending: Option<(u64, csv::Result<csv::ByteRecord>)> = None;
+    let mut line = 1u64;
+    let mut records = reader.byte_records();
+    loop {
+        let next = records.next();
+        if let Some((at, r)) = pending.take() {
+            let last = next.is_none();
+            match r {
+                Ok(r) if r.len() == header.len() => row(
+                    &file,
+                    at,
+                    Row {
+                        record: &r,
+                        cols: &cols,
+                    },
+                ),
+                _ if last => read.torn = Some(at),
+                r => {
+                    let first = r.ok().and_then(|r| r.get(0).map(lossy));
+                    read.damaged.push((at, first));
+                }
             }
         }
+        let Some(r) = next else { break };
+        line += 1;
+        pending = Some((line, r));
     }
-    Ok(rows)
+    if reader.get_ref().over {
+        bail!(
+            "{} decompresses to more than {}, the most the runner reads: the run is too large to render (split it into parts) or the file is damaged",
+            read.path.display(),
+            files::size_text(files::MAX_DECOMPRESSED_BYTES)
+        );
+    }
+    Ok(Some(read))
 }
 
 /// Cells whose stored data cannot be trusted, each with why: left out of the run read
