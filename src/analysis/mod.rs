@@ -60,14 +60,11 @@ pub struct Analysis<'a> {
 impl<'a> Analysis<'a> {
     pub fn of(s: &'a Stored) -> anyhow::Result<Analysis<'a>> {
         let key = |c: u32, first: bool| c * 2 + u32::from(!first);
-        let keys = s
-            .samples
-            .cell
-            .iter()
+        let samples = (s.samples.cell.iter())
             .zip(&s.samples.first)
-            .map(|(c, f)| key(*c, *f))
-            .collect();
-        let stats = stats::summarize(keys, s.samples.time_ns.clone())?
+            .zip(&s.samples.time_ns)
+            .map(|((c, f), t)| (key(*c, *f), *t));
+        let stats = stats::summarize(samples)?
             .into_iter()
             .map(|(k, st)| {
                 let phase = if k % 2 == 0 {

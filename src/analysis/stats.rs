@@ -24,10 +24,11 @@ pub struct Stats {
     pub iqr: f64,
 }
 
-/// Statistics of `times` grouped by `keys` (any integer naming a cell and phase).
-pub fn summarize(keys: Vec<u32>, times: Vec<f64>) -> PolarsResult<HashMap<u32, Stats>> {
+/// Statistics of times grouped by their keys (any integer naming a cell and phase); taken
+/// as a stream, so that no copy of a run's samples is made beside the groups.
+pub fn summarize(samples: impl Iterator<Item = (u32, f64)>) -> PolarsResult<HashMap<u32, Stats>> {
     let mut groups: HashMap<u32, Vec<f64>> = HashMap::new();
-    for (k, t) in keys.into_iter().zip(times) {
+    for (k, t) in samples {
         groups.entry(k).or_default().push(t);
     }
     groups
@@ -74,7 +75,7 @@ mod tests {
         let mut times: Vec<f64> = (1..=10).map(|x| x as f64).collect();
         keys.push(3);
         times.push(42.0);
-        let s = summarize(keys, times).unwrap();
+        let s = summarize(keys.into_iter().zip(times)).unwrap();
         let a = s[&7];
         assert_eq!(a.count, 10);
         close(a.min, 1.0);
