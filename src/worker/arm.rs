@@ -4,7 +4,7 @@
 
 use super::assemble::{add_steps, copy_launch, dims_of, taken};
 use super::buffers::Buffers;
-use super::cell::{during, Failure};
+use super::failure::{during, Failure};
 use super::kernels::KernelKey;
 use super::prepare::{Code, Data};
 use super::timeline::Timeline;

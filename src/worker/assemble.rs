@@ -3,7 +3,7 @@
 //! reference kernel run on the same inputs).
 
 use super::buffers::{Buffers, Poison, POISON};
-use super::cell::{during, Failure};
+use super::failure::{during, Failure};
 use super::inputs::HostInputs;
 use super::kernels::{Build, KernelKey, Kernels};
 use super::reference;

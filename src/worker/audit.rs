@@ -9,7 +9,7 @@
 use super::arm::Armed;
 use super::assemble::Checker;
 use super::buffers::Buffers;
-use super::cell::{during, Failure};
+use super::failure::{during, Failure};
 use super::inputs::{audit_seed, shares, HostInputs};
 use super::kernels::{KernelKey, Kernels};
 use super::prepare::{Code, Data};

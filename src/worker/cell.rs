@@ -7,11 +7,12 @@
 use super::arm::{Armed, Gear};
 use super::assemble::Checker;
 use super::buffers::Poison;
+use super::failure::{during, Failure};
 use super::kernels::{Build, KernelKey};
 use super::prepare::{Code, Data};
 use super::reference;
 use super::Session;
-use crate::cuda::{self, CudaError, Param};
+use crate::cuda::{self, Param};
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
 use crate::method::{self, budget::Meter, stop::Stopper};
 use crate::plan::{Cell, Role};
@@ -20,45 +21,6 @@ use crate::protocol::{
 };
 use crate::telemetry::Sampler;
 use std::time::{Duration, Instant};
-
-/// A cell's failure, and whether it broke the context.
-pub(super) struct Failure {
-    message: String,
-    context_lost: bool,
-}
-
-impl Failure {
-    /// The same failure, its message prefixed (which step of the cell it was).
-    pub(super) fn during(self, what: &str) -> Failure {
-        Failure {
-            message: format!("{what}: {}", self.message),
-            ..self
-        }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(message: String) -> Self {
-        Failure {
-            message,
-            context_lost: false,
-        }
-    }
-}
-
-impl From<CudaError> for Failure {
-    fn from(e: CudaError) -> Self {
-        Failure {
-            context_lost: e.is_sticky(),
-            message: e.to_string(),
-        }
-    }
-}
-
-/// A CUDA error of one step of the cell, named.
-pub(super) fn during(what: &'static str) -> impl Fn(CudaError) -> Failure {
-    move |e| Failure::from(e).during(what)
-}
 
 /// Runs one cell; the flag says whether the CUDA context is lost.
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {

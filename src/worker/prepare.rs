@@ -3,7 +3,7 @@
 
 use super::assemble::{check_params, sizes, StepCode};
 use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
-use super::cell::Failure;
+use super::failure::Failure;
 use super::inputs::{seeds_of, shares, HostInputs};
 use super::kernels::{Build, KernelKey};
 use super::Session;
