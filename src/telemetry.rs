@@ -43,10 +43,10 @@ impl Sensor {
     }
 
     /// The fastest PCIe link the device and its system allow.
-    pub fn host_link(&self) -> Option<crate::cuda::HostLink> {
+    pub fn host_link(&self) -> Option<crate::protocol::HostLink> {
         let nvml = self.nvml.as_ref()?;
         let dev = nvml.device_by_uuid(self.uuid.as_str()).ok()?;
-        Some(crate::cuda::HostLink {
+        Some(crate::protocol::HostLink {
             generation: dev.max_pcie_link_gen().ok()?,
             lanes: dev.max_pcie_link_width().ok()?,
         })

@@ -3,11 +3,11 @@
 //! one is reported as a share of it, and judged impossible where no cache explains it
 //! ([`super::trust`]).
 
-use crate::cuda::{capability, DeviceInfo};
 use crate::experiment::rates::{
     core_flops, dram, fp32_lanes, fp64_lanes, half_factors, ops_per_sm_clock,
 };
 use crate::experiment::Dtype;
+use crate::protocol::{capability, DeviceInfo};
 
 /// The device's peaks and where each figure comes from.
 pub struct Peaks {

@@ -16,8 +16,7 @@ pub mod nvrtc;
 pub use bare::events_loop as bare_events_loop;
 pub use code::{release_free_heap, Function, LazyFunction, LazyModule, Module};
 pub use device::{
-    capability, device_count, driver_present, nvrtc_version, query, synchronize, DeviceInfo, Gpu,
-    HostLink, CONTEXT, DRIVER_INIT,
+    device_count, driver_present, nvrtc_version, query, synchronize, Gpu, CONTEXT, DRIVER_INIT,
 };
 pub use error::CudaError;
 pub use event::Event;

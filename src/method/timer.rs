@@ -4,7 +4,7 @@
 
 use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
 use crate::experiment::knobs::timer::TimerKind;
-use serde::{Deserialize, Serialize};
+use crate::protocol::CuptiRecord;
 use std::time::Instant;
 
 /// What one timed region runs.
@@ -327,19 +327,6 @@ impl<'b> Timer<'b> {
         costs.sort_by(f64::total_cmp);
         Ok(costs[costs.len() / 2])
     }
-}
-
-/// CUPTI's account of a cell's timed launches, beside their spans.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CuptiRecord {
-    pub records: u64,
-    /// Median time from the launch's submission to the GPU to the kernel's start.
-    pub submitted_to_start_median_ns: Option<f64>,
-    /// Median time from the launch being queued to its submission.
-    pub queued_to_submitted_median_ns: Option<f64>,
-    /// Where a launch runs a kernel and its steps: each kernel's median span, by name.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kernels: Vec<(String, f64)>,
 }
 
 /// Each kernel's median span, in the order the kernels first ran.

@@ -12,7 +12,7 @@ mod write;
 #[cfg(test)]
 mod committed_tests;
 
-use crate::cuda::DeviceInfo;
+use crate::protocol::DeviceInfo;
 use crate::protocol::Startup;
 use crate::system::{Git, Host};
 use serde::{Deserialize, Serialize};

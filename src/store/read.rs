@@ -10,10 +10,10 @@ use super::{
     PeerRow, RunMeta, CELLS_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
     SAMPLES_FILE, TELEMETRY_FILE,
 };
-use crate::cuda::{self, DeviceInfo};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::files;
 use crate::plan::Plan;
+use crate::protocol::{capability, DeviceInfo};
 use crate::protocol::{CellRecord, Status, Telemetry, TelemetryPoint};
 use anyhow::{bail, Context, Result};
 use std::collections::{HashMap, HashSet};
@@ -56,7 +56,7 @@ pub struct TelemetryRow {
 
 /// The facts an experiment is checked against for a device the driver described.
 pub fn device_facts(info: &DeviceInfo) -> DeviceFacts {
-    let (cc_major, cc_minor) = cuda::capability(info);
+    let (cc_major, cc_minor) = capability(info);
     let nominal = DeviceFacts::nominal();
     let limits = info.limits;
     DeviceFacts {

@@ -27,7 +27,7 @@ use crate::experiment::TelemetrySpec;
 use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
-use crate::protocol::{Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
+use crate::protocol::{capability, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
 use crate::telemetry::Sensor;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
@@ -132,7 +132,7 @@ pub fn main() -> ExitCode {
         },
         sensor,
         telemetry: job.telemetry,
-        kernels: Kernels::new(job.kernels, cuda::capability(&info), job.run_cache.clone()),
+        kernels: Kernels::new(job.kernels, capability(&info), job.run_cache.clone()),
         timeline,
         probe: None,
         inputs: InputCache::new(job.run_cache.clone(), prefetched),

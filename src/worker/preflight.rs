@@ -9,6 +9,7 @@ use crate::cuda::{self, nvrtc, Gpu, Module};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Experiment, Kernel, LaunchSpec, ModuleKind};
 use crate::plan::{Plan, Role};
+use crate::protocol::{capability, DeviceInfo};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -35,7 +36,7 @@ pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, String> 
     let version = nvrtc::version().map_err(|e| e.to_string())?;
     let (params, capability, device) = match open_gpu() {
         Ok((gpu, info)) => {
-            let capability = cuda::capability(&info);
+            let capability = capability(&info);
             (
                 Params::Driver { _context: gpu },
                 capability,
@@ -127,7 +128,7 @@ const PTX: Compile = Compile {
 };
 
 /// A context on GPU 0 and its facts; why not, where there is no driver or GPU.
-fn open_gpu() -> Result<(Gpu, cuda::DeviceInfo), String> {
+fn open_gpu() -> Result<(Gpu, DeviceInfo), String> {
     if !cuda::driver_present() {
         return Err("no CUDA driver here".into());
     }

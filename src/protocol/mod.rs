@@ -1,11 +1,15 @@
 //! Messages between the parent and its worker processes: one JSON job on the worker's stdin,
 //! one JSON line per message on its stdout, so finished cells stream back as they complete.
+//! The data in them (cell records, the device, CUPTI's account) is all that the stages after
+//! the worker read, so it lives here rather than in `cuda` or `method`, which fill it.
 
-use crate::cuda::DeviceInfo;
 use crate::experiment::{Kernel, TelemetrySpec};
-use crate::method::timer::CuptiRecord;
 use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
+
+mod device;
+
+pub use device::{capability, DeviceInfo, HostLink, LaunchLimits};
 
 /// Phase names the report looks for.
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
@@ -160,6 +164,19 @@ pub struct CellRecord {
     /// The `CUDA_*` variables the worker process started with: the environment it ran in.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub cuda_env: std::collections::BTreeMap<String, String>,
+}
+
+/// CUPTI's account of a cell's timed launches, beside their spans (`method::timer` fills it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CuptiRecord {
+    pub records: u64,
+    /// Median time from the launch's submission to the GPU to the kernel's start.
+    pub submitted_to_start_median_ns: Option<f64>,
+    /// Median time from the launch being queued to its submission.
+    pub queued_to_submitted_median_ns: Option<f64>,
+    /// Where a launch runs a kernel and its steps: each kernel's median span, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<(String, f64)>,
 }
 
 /// The audit of a cell's timed launches (`worker::audit`).
