@@ -11,6 +11,7 @@ mod cuda;
 mod execute;
 mod experiment;
 mod files;
+mod median;
 mod method;
 mod plan;
 mod protocol;

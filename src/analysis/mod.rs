@@ -19,7 +19,9 @@ use stats::Stats;
 use std::collections::HashMap;
 use trust::Verdict;
 
-pub use crate::method::median;
+/// The runner's one median: it lives in a leaf module because the worker's methods take it
+/// too; the analysis and the report read it from here.
+pub use crate::median::median;
 
 /// A phase of a cell's timed launches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -211,10 +211,9 @@ pub fn assign(
             .collect();
         rec.first_ns = values.first().copied();
         rec.samples_ns = values[1..].to_vec();
-        rec.profiler_sm_mhz =
-            crate::analysis::median(timed.iter().filter_map(|l| l.sm_hz).collect())
-                .map(|hz| hz / 1e6);
-        let reading = crate::analysis::median(rec.samples_ns.clone()).or(rec.first_ns);
+        rec.profiler_sm_mhz = crate::median::median(timed.iter().filter_map(|l| l.sm_hz).collect())
+            .map(|hz| hz / 1e6);
+        let reading = crate::median::median(rec.samples_ns.clone()).or(rec.first_ns);
         if let (Some(a), Some(launch), Some(reading)) = (rec.audit.as_mut(), audit.first(), reading)
         {
             a.launch_ns = Some(launch.ns);

@@ -4,6 +4,7 @@
 
 use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
 use crate::experiment::knobs::timer::TimerKind;
+use crate::median::median;
 use crate::protocol::CuptiRecord;
 use std::time::Instant;
 
@@ -101,7 +102,7 @@ fn node_median(
         .iter()
         .map(|(a, b)| Ok(b.elapsed_ms_since(a)? as f64 * 1e6))
         .collect::<Result<Vec<f64>, CudaError>>()?;
-    super::median(spans).ok_or_else(|| CudaError::Library("a graph without event nodes".into()))
+    median(spans).ok_or_else(|| CudaError::Library("a graph without event nodes".into()))
 }
 
 /// Enqueues the wait kernel, where there is one, then `region`; counts a wait that had ended
@@ -345,7 +346,7 @@ fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
                 .filter(|s| s.name == name)
                 .map(|s| (s.end - s.start) as f64)
                 .collect();
-            Some((name.to_string(), super::median(of)?))
+            Some((name.to_string(), median(of)?))
         })
         .collect()
 }
@@ -375,8 +376,8 @@ fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
         per_sample,
         record: CuptiRecord {
             records: spans.len() as u64,
-            submitted_to_start_median_ns: super::median(latency),
-            queued_to_submitted_median_ns: super::median(queued),
+            submitted_to_start_median_ns: median(latency),
+            queued_to_submitted_median_ns: median(queued),
             kernels: vec![],
         },
     }

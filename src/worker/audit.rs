@@ -19,6 +19,7 @@ use super::Session;
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::experiment::{ArgValue, Kernel, Memory};
+use crate::median::median;
 use crate::method::timer::{Body, Saturate, Timer};
 use crate::method::{audit::suspect, compare};
 use crate::plan::{Cell, Role};
@@ -138,7 +139,7 @@ pub(super) fn run<'b>(
         (false, true) => Some("the wait kernel ended before the audit launch was queued".into()),
         (false, false) => None,
     };
-    let reading = crate::method::median(rec.samples_ns.clone()).or(rec.first_ns);
+    let reading = median(rec.samples_ns.clone()).or(rec.first_ns);
     let verdict = match (launch_ns, reading, &unjudged) {
         (Some(a), Some(r), None) => suspect(cell.knobs.timer, r, a),
         _ => None,
@@ -265,7 +266,7 @@ fn time_launch(
                 .map(|_| events.time(&mut bare, &one, 0))
                 .collect::<Result<_, _>>()
                 .map_err(during("audit: the events' floor"))?;
-            let floor = crate::method::median(floor).unwrap_or_default();
+            let floor = median(floor).unwrap_or_default();
             prepare(buffers, armed)?;
             let ns = events.time(&mut armed.launch, &one, 0).map_err(&what)?;
             let dry = events.saturate.as_ref().is_some_and(|w| w.too_short > 0);
