@@ -11,10 +11,8 @@
 //! than their GPU time, so such a cell stops no later than the budget says.
 
 use crate::experiment::knobs::{budget::Budget, timer::TimerKind};
+use crate::protocol::STOPPED_BY_BUDGET;
 use std::time::Duration;
-
-/// How the reason for a cell the budget stopped begins (findings look for it).
-pub const STOPPED_BY_BUDGET: &str = "budget:";
 
 pub struct Meter {
     /// This run's share of the cell's GPU time, in nanoseconds.

@@ -15,6 +15,10 @@ pub use device::{capability, DeviceInfo, HostLink, LaunchLimits};
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
 pub const OUTPUT_CHECK: &str = "output check";
 
+/// How a cell's `stopped` reason begins when the budget stopped it (`method::budget` writes
+/// it, the findings look for it).
+pub const STOPPED_BY_BUDGET: &str = "budget:";
+
 /// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
 pub const EXIT_CONTEXT_LOST: u8 = 3;
 

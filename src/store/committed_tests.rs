@@ -4,8 +4,9 @@
 
 use super::Stored;
 use crate::experiment::{DeviceFacts, Experiment, Sources};
-use crate::method::budget::{Meter, STOPPED_BY_BUDGET};
+use crate::method::budget::Meter;
 use crate::plan::{cost::Estimate, Plan};
+use crate::protocol::STOPPED_BY_BUDGET;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;

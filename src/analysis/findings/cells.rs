@@ -5,8 +5,8 @@ use super::{At, Finding, Reading, Trusted};
 use crate::analysis::trust::Verdict;
 use crate::analysis::Analysis;
 use crate::experiment::Experiment;
-use crate::method::budget::STOPPED_BY_BUDGET;
 use crate::plan::Cell;
+use crate::protocol::STOPPED_BY_BUDGET;
 
 /// The longest reason a finding quotes, in characters; the trust table has it whole.
 const MAX_REASON: usize = 140;
