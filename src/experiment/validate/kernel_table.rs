@@ -1,17 +1,27 @@
-//! A kernel's table: its source, entry, arguments and check, and its launch evaluated at
-//! every sweep point against the device's limits.
+//! A kernel's table: its source, entry, arguments, roles and check, and its sweep points
+//! (its launch at each point: [`super::launches`]).
 
 use super::Validator;
 use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
-use crate::experiment::expr::{self, NumExpr};
-use crate::experiment::kernel::{self, Kernel, LaunchExprs, Part};
+use crate::experiment::expr;
+use crate::experiment::kernel::{self, Check, Kernel};
 use crate::experiment::schema::{self, RawArg, RawKernel};
 use crate::experiment::sweep::SweepSpec;
-use crate::experiment::{point_label, sweep, Point, Sources};
+use crate::experiment::{sweep, Dtype, Point, Sources};
 use indexmap::IndexMap;
 use std::path::Path;
 use toml::Spanned;
+
+/// What a kernel is there for, from `unchecked`, `expect` and `timed`.
+struct Roles {
+    /// Timed without a check (every table says so).
+    unchecked: bool,
+    /// Wrong on purpose: its cells must fail or be suspect.
+    expect_caught: bool,
+    /// Not timed: it runs only as another kernel's reference.
+    check_only: bool,
+}
 
 impl Validator<'_> {
     pub(super) fn kernel(
@@ -22,11 +32,74 @@ impl Validator<'_> {
     ) -> Result<Kernel, ConfigError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let source_path = dir.join(rk.source.get_ref());
+        let (source_text, module) = self.kernel_code(&rk, &source_path)?;
+        if let (Some(o), Some(_)) = (&rk.options, &module) {
+            return Err(self
+                .err(o, "a prebuilt module takes no NVRTC options")
+                .with_hint(
+                    "options apply to CUDA C sources; build the module with the options instead",
+                ));
+        }
+        self.dims_counts(&rk)?;
+        let args = self.kernel_args(&rk)?;
+        let roles = self.roles(&rk, has_kernel_check)?;
+        let check = self.reference_check(&rk, &args, &roles, has_kernel_check)?;
+        let steps = rk
+            .then
+            .iter()
+            .map(|step| self.step(step, &rk.name, &args, &source_text, module.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let takes = rk
+            .takes
+            .as_ref()
+            .map(|names| self.arg_indices(names, &args))
+            .transpose()?;
+        self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
+        let (points, base) = self.kernel_points(&rk.sweep, points)?;
+        let mut launches = self.launches(&rk, &args, check.as_ref(), &steps, &points, dir)?;
+        self.npy_files(&rk, &points, &mut launches)?;
+        let flops_type = self.flops_type(&rk)?;
+        Ok(Kernel {
+            name: rk.name.into_inner(),
+            source: rk.source.into_inner(),
+            source_text,
+            entry: rk.entry.into_inner(),
+            args,
+            check,
+            check_kernel: None,
+            unchecked: roles.unchecked,
+            expect_caught: roles.expect_caught,
+            check_only: roles.check_only,
+            takes,
+            steps,
+            copy: None,
+            flops_type,
+            source_dir: match &module {
+                Some(_) => String::new(),
+                None => source_path
+                    .parent()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            },
+            module,
+            points,
+            base,
+            launches,
+        })
+    }
+
+    /// The kernel's code: its CUDA C source's text, or its prebuilt module's image (neither
+    /// is read under [`Sources::Skip`]), after checking that it holds the entry.
+    fn kernel_code(
+        &self,
+        rk: &RawKernel,
+        source_path: &Path,
+    ) -> Result<(String, Option<kernel::Prebuilt>), ConfigError> {
         let module_kind = kernel::ModuleKind::of_path(rk.source.get_ref());
         let entry = rk.entry.get_ref();
         let base = entry.split('<').next().unwrap_or(entry).trim();
         let templated = entry.contains("{{");
-        let (source_text, module) = match (self.sources, module_kind) {
+        Ok(match (self.sources, module_kind) {
             (Sources::Skip, kind) => (
                 String::new(),
                 kind.map(|kind| kernel::Prebuilt {
@@ -35,7 +108,7 @@ impl Validator<'_> {
                 }),
             ),
             (Sources::Read, None) => {
-                let t = crate::files::read_text(&source_path, crate::files::MAX_TEXT_BYTES).map_err(|e| {
+                let t = crate::files::read_text(source_path, crate::files::MAX_TEXT_BYTES).map_err(|e| {
                     self.err(&rk.source, format!("cannot read kernel source {}: {e}", source_path.display()))
                         .with_hint("kernel sources are relative to the experiment file, e.g. \"../kernels/matmul.cu\"; a prebuilt module ends in .cubin, .ptx or .fatbin")
                 })?;
@@ -55,7 +128,7 @@ impl Validator<'_> {
                 (t, None)
             }
             (Sources::Read, Some(kind)) => {
-                let image = crate::files::read(&source_path, crate::files::MAX_MODULE_BYTES).map_err(|e| {
+                let image = crate::files::read(source_path, crate::files::MAX_MODULE_BYTES).map_err(|e| {
                     self.err(&rk.source, format!("cannot read module {}: {e}", source_path.display()))
                         .with_hint("modules are relative to the experiment file; build one with e.g. `nvcc -cubin -arch=sm_90 -o k.cubin k.cu`")
                 })?;
@@ -66,14 +139,11 @@ impl Validator<'_> {
                 }
                 (String::new(), Some(kernel::Prebuilt { kind, image }))
             }
-        };
-        if let (Some(o), Some(_)) = (&rk.options, &module) {
-            return Err(self
-                .err(o, "a prebuilt module takes no NVRTC options")
-                .with_hint(
-                    "options apply to CUDA C sources; build the module with the options instead",
-                ));
-        }
+        })
+    }
+
+    /// Grid and block each have 1 to 3 dimensions.
+    fn dims_counts(&self, rk: &RawKernel) -> Result<(), ConfigError> {
         for (what, dims) in [("grid", &rk.grid), ("block", &rk.block)] {
             if dims.get_ref().is_empty() || dims.get_ref().len() > 3 {
                 return Err(self.err(
@@ -85,6 +155,11 @@ impl Validator<'_> {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The kernel's arguments, each name once.
+    fn kernel_args(&self, rk: &RawKernel) -> Result<Vec<Arg>, ConfigError> {
         let mut args: Vec<Arg> = Vec::new();
         for ra in &rk.args {
             let arg = self.arg(ra)?;
@@ -93,6 +168,11 @@ impl Validator<'_> {
             }
             args.push(arg);
         }
+        Ok(args)
+    }
+
+    /// The kernel's roles, refused where they contradict each other or its check.
+    fn roles(&self, rk: &RawKernel, has_kernel_check: bool) -> Result<Roles, ConfigError> {
         let unchecked = rk.unchecked.as_ref().is_some_and(|u| *u.get_ref());
         let expect_caught = match &rk.expect {
             None => false,
@@ -134,8 +214,24 @@ impl Validator<'_> {
                 )
                 .with_hint("keep check = { reference = ... } or check_kernel = { kernel = ... }"));
         }
-        let check = match &rk.check {
-            None if unchecked || has_kernel_check || check_only => None,
+        Ok(Roles {
+            unchecked,
+            expect_caught,
+            check_only,
+        })
+    }
+
+    /// The kernel's check against a reference, if it has one; a kernel that writes an
+    /// output must have some check, or say it runs unchecked.
+    fn reference_check(
+        &self,
+        rk: &RawKernel,
+        args: &[Arg],
+        roles: &Roles,
+        has_kernel_check: bool,
+    ) -> Result<Option<Check>, ConfigError> {
+        Ok(match &rk.check {
+            None if roles.unchecked || has_kernel_check || roles.check_only => None,
             None => {
                 // An output, or a buffer reset before every launch (a histogram's bins); a
                 // scratch buffer holds nothing to check.
@@ -150,164 +246,25 @@ impl Validator<'_> {
                 }
                 None
             }
-            Some(rc) => Some(self.check(rc, rc.get_ref(), &args)?),
-        };
-        let inner = |v: &Spanned<Vec<Spanned<NumExpr>>>| -> Vec<NumExpr> {
-            v.get_ref().iter().map(|e| e.get_ref().clone()).collect()
-        };
-        let (grid, block) = (inner(&rk.grid), inner(&rk.block));
-        let shared = rk
-            .shared_bytes
-            .as_ref()
-            .map_or(NumExpr::Int(0), |s| s.get_ref().clone());
-        let check_dims: Vec<NumExpr> = check.as_ref().map_or(vec![], |c| c.dims.clone());
-        let exprs = LaunchExprs {
-            grid: &grid,
-            block: &block,
-            shared_bytes: &shared,
-            args: &args,
-            check_dims: &check_dims,
-        };
-        let steps = rk
-            .then
-            .iter()
-            .map(|step| self.step(step, &rk.name, &args, &source_text, module.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let takes = rk
-            .takes
-            .as_ref()
-            .map(|names| self.arg_indices(names, &args))
-            .transpose()?;
-        self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
-        let (points, base) = self.kernel_points(&rk.sweep, points)?;
-        let mut launches = Vec::with_capacity(points.len());
-        for p in &points {
-            let spec = kernel::evaluate(&exprs, p, self.facts).map_err(|(part, msg)| {
-                let at = match part {
-                    Part::Grid(i) => rk.grid.get_ref()[i].span(),
-                    Part::Block(i) => rk.block.get_ref()[i].span(),
-                    Part::Shared => rk
-                        .shared_bytes
-                        .as_ref()
-                        .map_or(rk.name.span(), |s| s.span()),
-                    Part::Arg(i) => {
-                        let ra = &rk.args[i];
-                        ra.len
-                            .as_ref()
-                            .or(ra.value.as_ref())
-                            .map_or(ra.name.span(), |e| e.span())
-                    }
-                    Part::Init(i) => {
-                        let ra = &rk.args[i];
-                        (ra.init.as_ref().map(|e| e.span()))
-                            .or(ra.reset.as_ref().map(|e| e.span()))
-                            .unwrap_or(ra.name.span())
-                    }
-                    Part::CheckDim(i) => rk
-                        .check
-                        .as_ref()
-                        .and_then(|c| c.get_ref().dims.get(i))
-                        .map_or(rk.name.span(), |d| d.span()),
-                    Part::Whole => rk.name.span(),
-                };
-                let scope = crate::experiment::scope(p, self.facts);
-                ConfigError::at(
-                    self.path,
-                    self.text,
-                    Some(at),
-                    format!("{msg} {}", self.at_point(p)),
-                )
-                .with_hint(format!(
-                    "expressions may use the sweep parameters and device facts: {}",
-                    expr::names(&scope)
-                ))
-            })?;
-            let mut spec = spec;
-            let work = |e: &Option<Spanned<NumExpr>>,
-                        what: &str|
-             -> Result<Option<f64>, ConfigError> {
-                let Some(e) = e else { return Ok(None) };
-                let scope = crate::experiment::scope(p, self.facts);
-                let v = match expr::eval_exact(e.get_ref(), &scope).map_err(|m| self.err(e, m))? {
-                    expr::Number::Int(i) => i as f64,
-                    expr::Number::Float(f) => f,
-                };
-                if v < 0.0 {
-                    return Err(self.err(
-                        e,
-                        format!("{what} is {v} at {}, not positive", point_label(p)),
-                    ));
-                }
-                Ok(Some(v))
-            };
-            let scope = crate::experiment::scope(p, self.facts);
-            if rk.entry.get_ref().contains("{{") {
-                spec.entry = expr::render(rk.entry.get_ref(), &scope).map_err(|m| {
-                    self.err(&rk.entry, format!("entry at {}: {m}", point_label(p)))
-                })?;
-            }
-            if let Some(opts) = &rk.options {
-                spec.options = crate::experiment::knobs::nvrtc_options::render_all(
-                    opts.get_ref(),
-                    &scope,
-                    dir,
-                )
-                .map_err(|m| self.err(opts, format!("options at {}: {m}", point_label(p))))?;
-            }
-            spec.bytes = work(&rk.bytes, "bytes")?;
-            spec.flops = work(&rk.flops, "flops")?;
-            spec.steps = rk
-                .then
-                .iter()
-                .zip(&steps)
-                .map(|(raw, step)| self.step_shape(raw, step, &spec.args, p))
-                .collect::<Result<_, _>>()?;
-            launches.push(spec);
-        }
-        self.npy_files(&rk, &points, &mut launches)?;
-        Ok(Kernel {
-            name: rk.name.into_inner(),
-            source: rk.source.into_inner(),
-            source_text,
-            entry: rk.entry.into_inner(),
-            args,
-            check,
-            check_kernel: None,
-            unchecked,
-            expect_caught,
-            check_only,
-            takes,
-            steps,
-            copy: None,
-            flops_type: match &rk.flops_type {
-                None => None,
-                Some(t) => Some(
-                    crate::experiment::Dtype::parse(t.get_ref())
-                        .filter(|d| d.is_float())
-                        .ok_or_else(|| {
-                            self.err(
-                                t,
-                                format!(
-                                    "flops_type `{}` is not a floating-point type",
-                                    t.get_ref()
-                                ),
-                            )
-                            .with_hint("one of f16, bf16, f32, f64")
-                        })?,
-                ),
-            },
-            source_dir: match &module {
-                Some(_) => String::new(),
-                None => source_path
-                    .parent()
-                    .map(|d| d.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            },
-            module,
-            points,
-            base,
-            launches,
+            Some(rc) => Some(self.check(rc, rc.get_ref(), args)?),
         })
+    }
+
+    /// `flops_type`, a floating-point type where given.
+    fn flops_type(&self, rk: &RawKernel) -> Result<Option<Dtype>, ConfigError> {
+        let Some(t) = &rk.flops_type else {
+            return Ok(None);
+        };
+        let dtype = Dtype::parse(t.get_ref())
+            .filter(|d| d.is_float())
+            .ok_or_else(|| {
+                self.err(
+                    t,
+                    format!("flops_type `{}` is not a floating-point type", t.get_ref()),
+                )
+                .with_hint("one of f16, bf16, f32, f64")
+            })?;
+        Ok(Some(dtype))
     }
 
     /// The kernel's points: each of the experiment's, crossed with the kernel's own axes;

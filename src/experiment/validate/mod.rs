@@ -14,6 +14,7 @@ mod checks;
 mod copy;
 mod inits;
 mod kernel_table;
+mod launches;
 mod limits;
 mod report;
 mod sequence;

@@ -1,0 +1,143 @@
+//! A kernel's launch at each of its sweep points: the launch expressions evaluated against
+//! the device's limits, and what else a point decides (a templated entry, NVRTC options,
+//! the work per launch, the shapes of the kernel's steps).
+
+use super::Validator;
+use crate::experiment::arg::Arg;
+use crate::experiment::error::ConfigError;
+use crate::experiment::expr::{self, NumExpr, Scope};
+use crate::experiment::kernel::{self, Check, LaunchExprs, Part, Step};
+use crate::experiment::schema::RawKernel;
+use crate::experiment::{point_label, LaunchSpec, Point};
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+impl Validator<'_> {
+    /// The kernel's launch at each of `points`; `dir` is the experiment's folder, which
+    /// NVRTC options' paths are relative to.
+    pub(super) fn launches(
+        &self,
+        rk: &RawKernel,
+        args: &[Arg],
+        check: Option<&Check>,
+        steps: &[Step],
+        points: &[Point],
+        dir: &Path,
+    ) -> Result<Vec<LaunchSpec>, ConfigError> {
+        let inner = |v: &Spanned<Vec<Spanned<NumExpr>>>| -> Vec<NumExpr> {
+            v.get_ref().iter().map(|e| e.get_ref().clone()).collect()
+        };
+        let (grid, block) = (inner(&rk.grid), inner(&rk.block));
+        let shared = rk
+            .shared_bytes
+            .as_ref()
+            .map_or(NumExpr::Int(0), |s| s.get_ref().clone());
+        let check_dims: Vec<NumExpr> = check.map_or(vec![], |c| c.dims.clone());
+        let exprs = LaunchExprs {
+            grid: &grid,
+            block: &block,
+            shared_bytes: &shared,
+            args,
+            check_dims: &check_dims,
+        };
+        points
+            .iter()
+            .map(|p| self.launch_at(rk, &exprs, steps, p, dir))
+            .collect()
+    }
+
+    fn launch_at(
+        &self,
+        rk: &RawKernel,
+        exprs: &LaunchExprs,
+        steps: &[Step],
+        p: &Point,
+        dir: &Path,
+    ) -> Result<LaunchSpec, ConfigError> {
+        let scope = crate::experiment::scope(p, self.facts);
+        let mut spec = kernel::evaluate(exprs, p, self.facts).map_err(|(part, msg)| {
+            ConfigError::at(
+                self.path,
+                self.text,
+                Some(part_span(rk, part)),
+                format!("{msg} {}", self.at_point(p)),
+            )
+            .with_hint(format!(
+                "expressions may use the sweep parameters and device facts: {}",
+                expr::names(&scope)
+            ))
+        })?;
+        if rk.entry.get_ref().contains("{{") {
+            spec.entry = expr::render(rk.entry.get_ref(), &scope)
+                .map_err(|m| self.err(&rk.entry, format!("entry at {}: {m}", point_label(p))))?;
+        }
+        if let Some(opts) = &rk.options {
+            spec.options =
+                crate::experiment::knobs::nvrtc_options::render_all(opts.get_ref(), &scope, dir)
+                    .map_err(|m| self.err(opts, format!("options at {}: {m}", point_label(p))))?;
+        }
+        spec.bytes = self.work(rk.bytes.as_ref(), "bytes", p, &scope)?;
+        spec.flops = self.work(rk.flops.as_ref(), "flops", p, &scope)?;
+        spec.steps = rk
+            .then
+            .iter()
+            .zip(steps)
+            .map(|(raw, step)| self.step_shape(raw, step, &spec.args, p))
+            .collect::<Result<_, _>>()?;
+        Ok(spec)
+    }
+
+    /// Bytes or flops per launch at point `p`, where the kernel declares them: not negative.
+    fn work(
+        &self,
+        e: Option<&Spanned<NumExpr>>,
+        what: &str,
+        p: &Point,
+        scope: &Scope,
+    ) -> Result<Option<f64>, ConfigError> {
+        let Some(e) = e else { return Ok(None) };
+        let v = match expr::eval_exact(e.get_ref(), scope).map_err(|m| self.err(e, m))? {
+            expr::Number::Int(i) => i as f64,
+            expr::Number::Float(f) => f,
+        };
+        if v < 0.0 {
+            return Err(self.err(
+                e,
+                format!("{what} is {v} at {}, not positive", point_label(p)),
+            ));
+        }
+        Ok(Some(v))
+    }
+}
+
+/// Where in the kernel's table the part of its launch that failed is written.
+fn part_span(rk: &RawKernel, part: Part) -> Range<usize> {
+    match part {
+        Part::Grid(i) => rk.grid.get_ref()[i].span(),
+        Part::Block(i) => rk.block.get_ref()[i].span(),
+        Part::Shared => rk
+            .shared_bytes
+            .as_ref()
+            .map_or(rk.name.span(), |s| s.span()),
+        Part::Arg(i) => {
+            let ra = &rk.args[i];
+            ra.len
+                .as_ref()
+                .or(ra.value.as_ref())
+                .map_or(ra.name.span(), |e| e.span())
+        }
+        Part::Init(i) => {
+            let ra = &rk.args[i];
+            (ra.init.as_ref().map(|e| e.span()))
+                .or(ra.reset.as_ref().map(|e| e.span()))
+                .unwrap_or(ra.name.span())
+        }
+        Part::CheckDim(i) => rk
+            .check
+            .as_ref()
+            .and_then(|c| c.get_ref().dims.get(i))
+            .map_or(rk.name.span(), |d| d.span()),
+        Part::Whole => rk.name.span(),
+    }
+}
