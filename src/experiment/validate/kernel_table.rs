@@ -1,14 +1,14 @@
-//! A kernel's table: its source, entry, arguments, roles and check, and its sweep points
-//! (its launch at each point: [`super::launches`]).
+//! The experiment's kernel tables: each one's source, entry, arguments, roles and check,
+//! and its sweep points (its launch at each point: [`super::launches`]).
 
 use super::Validator;
 use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr;
 use crate::experiment::kernel::{self, Check, Kernel};
-use crate::experiment::schema::{self, RawArg, RawKernel};
+use crate::experiment::schema::{self, RawArg, RawCopy, RawKernel};
 use crate::experiment::sweep::SweepSpec;
-use crate::experiment::{sweep, Dtype, Point, Sources};
+use crate::experiment::{sweep, Dtype, Point, Sources, MAX_CELLS};
 use indexmap::IndexMap;
 use std::path::Path;
 use toml::Spanned;
@@ -24,6 +24,66 @@ struct Roles {
 }
 
 impl Validator<'_> {
+    /// The experiment's kernels and copies, each name once, within the cells a run may hold
+    /// (their own axes multiply the experiment's), with the checks of one kernel by another.
+    pub(super) fn kernels(
+        &self,
+        raw_kernels: Vec<RawKernel>,
+        raw_copies: Vec<RawCopy>,
+        points: &[Point],
+        variants: usize,
+    ) -> Result<Vec<Kernel>, ConfigError> {
+        let mut kernels: Vec<Kernel> = Vec::new();
+        let mut kernel_checks = Vec::new();
+        let references: Vec<String> = (raw_kernels.iter())
+            .filter_map(|k| Some(k.check_kernel.as_ref()?.get_ref().kernel.get_ref().clone()))
+            .collect();
+        for mut rk in raw_kernels {
+            if let Some(t) = rk.timed.as_ref().filter(|t| !*t.get_ref()) {
+                if !references.contains(rk.name.get_ref()) {
+                    return Err(self
+                        .err(t, format!("kernel `{}` is not timed and no kernel's check_kernel names it: it would never run", rk.name.get_ref()))
+                        .with_hint(format!("check a kernel against it with check_kernel = {{ kernel = \"{}\", outputs = [...] }}, or remove timed = false", rk.name.get_ref())));
+                }
+            }
+            if let Some(ck) = rk.check_kernel.take() {
+                kernel_checks.push((kernels.len(), ck));
+            }
+            self.name("kernel", &rk.name, rk.name.get_ref())?;
+            if kernels.iter().any(|k| k.name == *rk.name.get_ref()) {
+                return Err(self.err(
+                    &rk.name,
+                    format!("kernel `{}` is defined twice", rk.name.get_ref()),
+                ));
+            }
+            let has_kernel_check = kernel_checks
+                .last()
+                .is_some_and(|(k, _)| *k == kernels.len());
+            kernels.push(self.kernel(rk, points, has_kernel_check)?);
+        }
+        for rc in raw_copies {
+            self.name("copy", &rc.name, rc.name.get_ref())?;
+            if kernels.iter().any(|k| k.name == *rc.name.get_ref()) {
+                return Err(self.err(
+                    &rc.name,
+                    format!("`{}` names a kernel or copy already", rc.name.get_ref()),
+                ));
+            }
+            kernels.push(self.copy(rc, points)?);
+        }
+        // The kernels' own axes multiply their cells beyond the cap checked before.
+        let cells: usize = kernels.iter().map(|k| k.points.len()).sum::<usize>() * variants;
+        if cells as u64 > MAX_CELLS {
+            return Err(self
+                .nowhere(format!("the experiment has {cells} cells with its kernels' own sweeps, more than the {MAX_CELLS} a run may hold"))
+                .with_hint("sweep fewer values (a larger step, powers of two) or split the experiment"));
+        }
+        for (k, ck) in &kernel_checks {
+            kernels[*k].check_kernel = Some(self.kernel_check(&kernels, *k, ck)?);
+        }
+        Ok(kernels)
+    }
+
     pub(super) fn kernel(
         &self,
         rk: RawKernel,

@@ -5,7 +5,9 @@ use super::error::ConfigError;
 use super::expr::{DeviceFacts, FACT_NAMES};
 use super::kernel::Kernel;
 use super::knobs::{Knobs, Layer, RawTable};
-use super::schema::{RawExperiment, RawReport};
+use super::peer::Peer;
+use super::schema::{RawExperiment, RawPeer, RawReport};
+use super::sweep::SweepSpec;
 use super::{
     names, point_label, sweep, ClockPolicy, Experiment, Point, Published, ReportSpec, Sources,
     SweepValue, TelemetrySpec, Unit, Variant, MAX_CELLS,
@@ -22,8 +24,10 @@ mod set;
 #[cfg(test)]
 mod tests;
 
+use indexmap::IndexMap;
 use std::collections::HashSet;
 use std::path::Path;
+use std::time::Duration;
 use toml::Spanned;
 
 /// `set`: `--set key=values` clauses that replace sweep parameters' values.
@@ -79,44 +83,8 @@ impl Validator<'_> {
 
     fn experiment(&self, mut raw: RawExperiment, name: String) -> Result<Experiment, ConfigError> {
         self.apply_set(&mut raw)?;
-        let mut axes = Vec::new();
-        for (name, spec) in &raw.sweep {
-            let axis = sweep::axis(name, spec.get_ref()).map_err(|m| self.err(spec, m))?;
-            for name in &axis.names {
-                self.name("sweep parameter", spec, name)?;
-                if FACT_NAMES.contains(&name.as_str()) {
-                    return Err(self
-                        .err(
-                            spec,
-                            format!("sweep parameter `{name}` shadows a device fact"),
-                        )
-                        .with_hint(format!(
-                            "rename it; device facts are {}",
-                            FACT_NAMES.join(", ")
-                        )));
-                }
-            }
-            axes.push(axis);
-        }
-        let params: Vec<(String, Vec<SweepValue>)> = axes
-            .iter()
-            .flat_map(|a| {
-                a.names
-                    .iter()
-                    .map(|n| (n.clone(), a.values_of(n).expect("its own name")))
-            })
-            .collect();
-        if let Some(dup) = params
-            .iter()
-            .enumerate()
-            .find(|(i, (n, _))| params[..*i].iter().any(|(m, _)| m == n))
-        {
-            return Err(self
-                .nowhere(format!("sweep parameter `{}` appears twice", (dup.1).0))
-                .with_hint(
-                    "a zipped group's parameters are parameters of the experiment: name each once",
-                ));
-        }
+        let axes = self.axes(&raw.sweep)?;
+        let params = self.params(&axes)?;
         if raw.kernels.is_empty() && raw.copies.is_empty() {
             return Err(self.nowhere("the experiment has no kernel").with_hint(
                 "add a [[kernel]] table with name, source, entry, grid, block and args (or a [[copy]] with name, from, to and bytes)",
@@ -133,70 +101,8 @@ impl Validator<'_> {
             raw.variants.len(),
         )?;
         let points = sweep::product(&axes);
-
-        let mut kernels: Vec<Kernel> = Vec::new();
-        let mut kernel_checks = Vec::new();
-        let references: Vec<String> = (raw.kernels.iter())
-            .filter_map(|k| Some(k.check_kernel.as_ref()?.get_ref().kernel.get_ref().clone()))
-            .collect();
-        for mut rk in raw.kernels {
-            if let Some(t) = rk.timed.as_ref().filter(|t| !*t.get_ref()) {
-                if !references.contains(rk.name.get_ref()) {
-                    return Err(self
-                        .err(t, format!("kernel `{}` is not timed and no kernel's check_kernel names it: it would never run", rk.name.get_ref()))
-                        .with_hint(format!("check a kernel against it with check_kernel = {{ kernel = \"{}\", outputs = [...] }}, or remove timed = false", rk.name.get_ref())));
-                }
-            }
-            if let Some(ck) = rk.check_kernel.take() {
-                kernel_checks.push((kernels.len(), ck));
-            }
-            self.name("kernel", &rk.name, rk.name.get_ref())?;
-            if kernels.iter().any(|k| k.name == *rk.name.get_ref()) {
-                return Err(self.err(
-                    &rk.name,
-                    format!("kernel `{}` is defined twice", rk.name.get_ref()),
-                ));
-            }
-            let has_kernel_check = kernel_checks
-                .last()
-                .is_some_and(|(k, _)| *k == kernels.len());
-            kernels.push(self.kernel(rk, &points, has_kernel_check)?);
-        }
-        for rc in raw.copies {
-            self.name("copy", &rc.name, rc.name.get_ref())?;
-            if kernels.iter().any(|k| k.name == *rc.name.get_ref()) {
-                return Err(self.err(
-                    &rc.name,
-                    format!("`{}` names a kernel or copy already", rc.name.get_ref()),
-                ));
-            }
-            kernels.push(self.copy(rc, &points)?);
-        }
-        // The kernels' own axes multiply their cells beyond the cap checked above.
-        let cells: usize =
-            kernels.iter().map(|k| k.points.len()).sum::<usize>() * raw.variants.len();
-        if cells as u64 > MAX_CELLS {
-            return Err(self
-                .nowhere(format!("the experiment has {cells} cells with its kernels' own sweeps, more than the {MAX_CELLS} a run may hold"))
-                .with_hint("sweep fewer values (a larger step, powers of two) or split the experiment"));
-        }
-        for (k, ck) in &kernel_checks {
-            kernels[*k].check_kernel = Some(self.kernel_check(&kernels, *k, ck)?);
-        }
-
-        let empty = Spanned::new(0..0, RawTable::new());
-        let defaults = raw.defaults.as_ref().unwrap_or(&empty);
-        if let Some(name) = defaults.get_ref().get("name") {
-            return Err(self
-                .err(name, "[defaults] cannot have a name")
-                .with_hint("names belong to [[variant]] tables"));
-        }
-        self.known_keys(defaults)?;
-        let mut variants: Vec<Variant> = Vec::new();
-        for rv in &raw.variants {
-            variants.push(self.variant(rv, defaults, &variants, &points)?);
-        }
-
+        let kernels = self.kernels(raw.kernels, raw.copies, &points, raw.variants.len())?;
+        let variants = self.variants(raw.defaults.as_ref(), &raw.variants, &points)?;
         let report = self.report(
             raw.report.unwrap_or_default(),
             &variants,
@@ -206,34 +112,8 @@ impl Validator<'_> {
         )?;
         let env = raw.environment.as_ref();
         let clocks = self.clocks(env.and_then(|e| e.clocks.as_ref()))?;
-        let gpu_warmup = match env.and_then(|e| e.gpu_warmup.as_ref()) {
-            None => std::time::Duration::ZERO,
-            Some(t) => super::knobs::parse_duration(t.get_ref()).map_err(|m| {
-                self.err(t, format!("gpu_warmup: {m}"))
-                    .with_hint("write a duration such as gpu_warmup = \"30s\"")
-            })?,
-        };
-        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-        let err = |span, msg| ConfigError::at(self.path, self.text, Some(span), msg);
-        let peers = raw
-            .peers
-            .iter()
-            .map(|p| super::peer::validate(p, &names, &points, self.facts, &err))
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some((i, p)) = (raw.peers.iter().enumerate()).find(|(i, p)| {
-            raw.peers[..*i]
-                .iter()
-                .any(|o| o.name.get_ref() == p.name.get_ref())
-        }) {
-            return Err(self.err(
-                &p.name,
-                format!(
-                    "peer `{}` is defined twice (peer #{})",
-                    p.name.get_ref(),
-                    i + 1
-                ),
-            ));
-        }
+        let gpu_warmup = self.gpu_warmup(env.and_then(|e| e.gpu_warmup.as_ref()))?;
+        let peers = self.peers(&raw.peers, &variants, &points)?;
         let telemetry = self.telemetry(raw.telemetry.as_ref())?;
         Ok(Experiment {
             path: self.path.to_path_buf(),
@@ -256,6 +136,121 @@ impl Validator<'_> {
             peers,
             telemetry,
         })
+    }
+
+    /// The experiment's sweep axes, their parameters named well and apart from the device
+    /// facts.
+    fn axes(
+        &self,
+        sweep: &IndexMap<String, Spanned<SweepSpec>>,
+    ) -> Result<Vec<sweep::Axis>, ConfigError> {
+        let mut axes = Vec::new();
+        for (name, spec) in sweep {
+            let axis = sweep::axis(name, spec.get_ref()).map_err(|m| self.err(spec, m))?;
+            for name in &axis.names {
+                self.name("sweep parameter", spec, name)?;
+                if FACT_NAMES.contains(&name.as_str()) {
+                    return Err(self
+                        .err(
+                            spec,
+                            format!("sweep parameter `{name}` shadows a device fact"),
+                        )
+                        .with_hint(format!(
+                            "rename it; device facts are {}",
+                            FACT_NAMES.join(", ")
+                        )));
+                }
+            }
+            axes.push(axis);
+        }
+        Ok(axes)
+    }
+
+    /// Each sweep parameter with its values, each name once (a zipped group's too).
+    fn params(&self, axes: &[sweep::Axis]) -> Result<Vec<(String, Vec<SweepValue>)>, ConfigError> {
+        let params: Vec<(String, Vec<SweepValue>)> = axes
+            .iter()
+            .flat_map(|a| {
+                a.names
+                    .iter()
+                    .map(|n| (n.clone(), a.values_of(n).expect("its own name")))
+            })
+            .collect();
+        if let Some(dup) = params
+            .iter()
+            .enumerate()
+            .find(|(i, (n, _))| params[..*i].iter().any(|(m, _)| m == n))
+        {
+            return Err(self
+                .nowhere(format!("sweep parameter `{}` appears twice", (dup.1).0))
+                .with_hint(
+                    "a zipped group's parameters are parameters of the experiment: name each once",
+                ));
+        }
+        Ok(params)
+    }
+
+    /// The variants, each over `[defaults]` (which has no name).
+    fn variants(
+        &self,
+        defaults: Option<&Spanned<RawTable>>,
+        raw: &[Spanned<RawTable>],
+        points: &[Point],
+    ) -> Result<Vec<Variant>, ConfigError> {
+        let empty = Spanned::new(0..0, RawTable::new());
+        let defaults = defaults.unwrap_or(&empty);
+        if let Some(name) = defaults.get_ref().get("name") {
+            return Err(self
+                .err(name, "[defaults] cannot have a name")
+                .with_hint("names belong to [[variant]] tables"));
+        }
+        self.known_keys(defaults)?;
+        let mut variants: Vec<Variant> = Vec::new();
+        for rv in raw {
+            variants.push(self.variant(rv, defaults, &variants, points)?);
+        }
+        Ok(variants)
+    }
+
+    /// `[environment] gpu_warmup`: none unless given.
+    fn gpu_warmup(&self, raw: Option<&Spanned<String>>) -> Result<Duration, ConfigError> {
+        let Some(t) = raw else {
+            return Ok(Duration::ZERO);
+        };
+        super::knobs::parse_duration(t.get_ref()).map_err(|m| {
+            self.err(t, format!("gpu_warmup: {m}"))
+                .with_hint("write a duration such as gpu_warmup = \"30s\"")
+        })
+    }
+
+    /// The peers, each named once and checked against the variants and points.
+    fn peers(
+        &self,
+        raw: &[RawPeer],
+        variants: &[Variant],
+        points: &[Point],
+    ) -> Result<Vec<Peer>, ConfigError> {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        let err = |span, msg| ConfigError::at(self.path, self.text, Some(span), msg);
+        let peers = raw
+            .iter()
+            .map(|p| super::peer::validate(p, &names, points, self.facts, &err))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some((i, p)) = (raw.iter().enumerate()).find(|(i, p)| {
+            raw[..*i]
+                .iter()
+                .any(|o| o.name.get_ref() == p.name.get_ref())
+        }) {
+            return Err(self.err(
+                &p.name,
+                format!(
+                    "peer `{}` is defined twice (peer #{})",
+                    p.name.get_ref(),
+                    i + 1
+                ),
+            ));
+        }
+        Ok(peers)
     }
 
     /// `[telemetry]`: an interval up to a minute, tolerances that are percentages.
