@@ -2,8 +2,8 @@
 //! checked against the device's limits.
 
 use super::arg::{Arg, ArgKind, ArgValue, Memory};
-use super::expr::{self, DeviceFacts, NumExpr};
-use super::schema::Init;
+use super::expr::{self, DeviceFacts, NumExpr, Scope};
+use super::schema::{Dtype, Init};
 use serde::{Deserialize, Serialize};
 
 /// A kernel's launch with every expression evaluated for one sweep point and device.
@@ -125,114 +125,10 @@ pub fn evaluate(
         int(e.shared_bytes, Part::Shared)?,
         facts,
     )?;
-    let mut args = Vec::with_capacity(e.args.len());
-    for (i, a) in e.args.iter().enumerate() {
-        args.push(match &a.kind {
-            ArgKind::Buffer {
-                dtype,
-                len,
-                init,
-                memory,
-            } => {
-                let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
-                let init = &init
-                    .at(&scope)
-                    .map_err(|m| (Part::Init(i), format!("buffer `{}`: {m}", a.name)))?;
-                let n = int(len, Part::Arg(i))?;
-                let len = usize::try_from(n).map_err(|_| {
-                    (
-                        Part::Arg(i),
-                        format!("buffer `{}` has a negative length {n}", a.name),
-                    )
-                })?;
-                if let Init::Chase(_) = init {
-                    // The chase stores indices: an integer type that holds the last one.
-                    let fits = dtype
-                        .int_range()
-                        .is_some_and(|(_, hi)| (len as i128).saturating_sub(1) <= hi);
-                    if !fits {
-                        return Err((
-                            Part::Init(i),
-                            format!("buffer `{}`: a chase of {len} elements needs an integer type that holds index {}, not {}", a.name, len.saturating_sub(1), dtype.key()),
-                        ));
-                    }
-                }
-                if let Init::Reset(v) = init {
-                    reset_memset(*dtype, *v).map_err(|m| {
-                        (Part::Init(i), format!("buffer `{}`: reset {m}", a.name))
-                    })?;
-                }
-                let (lowest, highest) = dtype.value_range();
-                if let Some((lo, hi)) = init.extremes(len, *dtype).filter(|(lo, hi)| {
-                    !(lo.is_finite() && hi.is_finite() && *lo >= lowest && *hi <= highest)
-                }) {
-                    return Err((
-                        Part::Init(i),
-                        format!(
-                            "buffer `{}`: its init writes values from {lo:e} to {hi:e}, beyond what {} holds ({lowest:e} to {highest:e})",
-                            a.name,
-                            dtype.key()
-                        ),
-                    ));
-                }
-                if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
-                    return Err((
-                        Part::Arg(i),
-                        format!(
-                            "buffer `{}` of {len} elements is larger than the device's memory",
-                            a.name
-                        ),
-                    ));
-                }
-                ArgValue::Buffer {
-                    dtype: *dtype,
-                    len,
-                    init: init.clone(),
-                    memory: *memory,
-                }
-            }
-            ArgKind::Scalar { dtype, value } => {
-                let dtype = &dtype.at(&scope).map_err(|m| (Part::Arg(i), m))?;
-                let v = expr::eval_exact(value, &scope).map_err(|m| (Part::Arg(i), m))?;
-                ArgValue::Scalar {
-                    dtype: *dtype,
-                    bytes: super::scalar::encode(*dtype, v)
-                        .map_err(|m| (Part::Arg(i), format!("scalar `{}`: {m}", a.name)))?,
-                }
-            }
-        });
-    }
-    let managed: u128 = args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Buffer {
-                dtype,
-                len,
-                memory: Memory::Managed,
-                ..
-            } => *len as u128 * dtype.size() as u128,
-            _ => 0,
-        })
-        .sum();
-    if managed > facts.mem_bytes as u128 {
-        let first = e
-            .args
-            .iter()
-            .position(|a| {
-                matches!(
-                    a.kind,
-                    ArgKind::Buffer {
-                        memory: Memory::Managed,
-                        ..
-                    }
-                )
-            })
-            .unwrap_or(0);
-        return Err((
-            Part::Arg(first),
-            format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU"),
-        ));
-    }
+    let args = (e.args.iter().enumerate())
+        .map(|(i, a)| arg_at(a, i, &scope, facts))
+        .collect::<Result<Vec<_>, _>>()?;
+    managed_fits(e.args, &args, facts)?;
     let check_dims = e
         .check_dims
         .iter()
@@ -268,6 +164,140 @@ pub fn evaluate(
         ));
     }
     Ok(spec)
+}
+
+/// Argument `i`, `a`, at one point: a buffer's type, init and length, or a scalar's value
+/// encoded in its type.
+fn arg_at(
+    a: &Arg,
+    i: usize,
+    scope: &Scope,
+    facts: &DeviceFacts,
+) -> Result<ArgValue, (Part, String)> {
+    Ok(match &a.kind {
+        ArgKind::Buffer {
+            dtype,
+            len,
+            init,
+            memory,
+        } => {
+            let dtype = &dtype.at(scope).map_err(|m| (Part::Arg(i), m))?;
+            let init = &init
+                .at(scope)
+                .map_err(|m| (Part::Init(i), format!("buffer `{}`: {m}", a.name)))?;
+            let n = expr::eval_int(len, scope).map_err(|m| (Part::Arg(i), m))?;
+            let len = usize::try_from(n).map_err(|_| {
+                (
+                    Part::Arg(i),
+                    format!("buffer `{}` has a negative length {n}", a.name),
+                )
+            })?;
+            buffer_fits(&a.name, i, *dtype, init, len, facts)?;
+            ArgValue::Buffer {
+                dtype: *dtype,
+                len,
+                init: init.clone(),
+                memory: *memory,
+            }
+        }
+        ArgKind::Scalar { dtype, value } => {
+            let dtype = &dtype.at(scope).map_err(|m| (Part::Arg(i), m))?;
+            let v = expr::eval_exact(value, scope).map_err(|m| (Part::Arg(i), m))?;
+            ArgValue::Scalar {
+                dtype: *dtype,
+                bytes: super::scalar::encode(*dtype, v)
+                    .map_err(|m| (Part::Arg(i), format!("scalar `{}`: {m}", a.name)))?,
+            }
+        }
+    })
+}
+
+/// Buffer `i`, `name`, holds what its init writes (a chase's indices, a reset's value,
+/// every value of its distribution) and fits in the device's memory.
+fn buffer_fits(
+    name: &str,
+    i: usize,
+    dtype: Dtype,
+    init: &Init,
+    len: usize,
+    facts: &DeviceFacts,
+) -> Result<(), (Part, String)> {
+    if let Init::Chase(_) = init {
+        // The chase stores indices: an integer type that holds the last one.
+        let fits = dtype
+            .int_range()
+            .is_some_and(|(_, hi)| (len as i128).saturating_sub(1) <= hi);
+        if !fits {
+            return Err((
+                Part::Init(i),
+                format!("buffer `{name}`: a chase of {len} elements needs an integer type that holds index {}, not {}", len.saturating_sub(1), dtype.key()),
+            ));
+        }
+    }
+    if let Init::Reset(v) = init {
+        reset_memset(dtype, *v)
+            .map_err(|m| (Part::Init(i), format!("buffer `{name}`: reset {m}")))?;
+    }
+    let (lowest, highest) = dtype.value_range();
+    if let Some((lo, hi)) = init
+        .extremes(len, dtype)
+        .filter(|(lo, hi)| !(lo.is_finite() && hi.is_finite() && *lo >= lowest && *hi <= highest))
+    {
+        return Err((
+            Part::Init(i),
+            format!(
+                "buffer `{name}`: its init writes values from {lo:e} to {hi:e}, beyond what {} holds ({lowest:e} to {highest:e})",
+                dtype.key()
+            ),
+        ));
+    }
+    if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
+        return Err((
+            Part::Arg(i),
+            format!("buffer `{name}` of {len} elements is larger than the device's memory"),
+        ));
+    }
+    Ok(())
+}
+
+/// The managed buffers together fit in the device's memory (a shared GPU can stall beyond
+/// it); an error names the first managed one of the `declared` arguments.
+fn managed_fits(
+    declared: &[Arg],
+    args: &[ArgValue],
+    facts: &DeviceFacts,
+) -> Result<(), (Part, String)> {
+    let managed: u128 = args
+        .iter()
+        .map(|a| match a {
+            ArgValue::Buffer {
+                dtype,
+                len,
+                memory: Memory::Managed,
+                ..
+            } => *len as u128 * dtype.size() as u128,
+            _ => 0,
+        })
+        .sum();
+    if managed > facts.mem_bytes as u128 {
+        let first = declared
+            .iter()
+            .position(|a| {
+                matches!(
+                    a.kind,
+                    ArgKind::Buffer {
+                        memory: Memory::Managed,
+                        ..
+                    }
+                )
+            })
+            .unwrap_or(0);
+        return Err((
+            Part::Arg(first),
+            format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU"),
+        ));
+    }
+    Ok(())
 }
 
 /// A launch's grid, block and dynamic shared memory bytes.
