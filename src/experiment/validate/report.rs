@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::experiment::knobs::samples::MAX_SAMPLES;
+use crate::experiment::schema::RawPublished;
 
 impl Validator<'_> {
     /// `name` as one of `known`, the names of this experiment's `what`s (variants, kernels).
@@ -140,10 +141,9 @@ impl Validator<'_> {
         points: &[Point],
     ) -> Result<ReportSpec, ConfigError> {
         let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-        let known_variant = |s: &Spanned<String>| self.known("variant", &names, s);
         let mut differences = Vec::new();
         if let Some(b) = &r.baseline {
-            let b = known_variant(b)?;
+            let b = self.known("variant", &names, b)?;
             differences.extend(
                 names
                     .iter()
@@ -163,19 +163,55 @@ impl Validator<'_> {
             &names,
             "bias = [[\"events\", \"cupti\"]] (method, reference)",
         )?;
+        let kernel_pairs = self.kernel_pairs(&r.kernels, kernels)?;
+        let best = self.best(r.best, &every_axis(params, kernels))?;
+        let published = self.published(&r.published, &names, points)?;
+        if let (Some(t), Sources::Read) = (&r.template, self.sources) {
+            let path = self
+                .path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(t.get_ref());
+            crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES).map_err(|e| {
+                self.err(t, format!("cannot read template {}: {e}", path.display()))
+                    .with_hint("templates are relative to the experiment file, e.g. \"../templates/report.md.j2\"")
+            })?;
+        }
+        let floor_samples = self.floor_samples(r.floor_samples.as_ref())?;
+        Ok(ReportSpec {
+            differences,
+            bias,
+            kernels: kernel_pairs,
+            best,
+            unit: r.unit.unwrap_or(Unit::Auto),
+            template: r.template.map(Spanned::into_inner),
+            floor: r.floor.unwrap_or(true),
+            floor_samples,
+            published,
+            metrics: self.metrics(&r.metrics, kernels)?,
+            fit: r.fit.unwrap_or(false),
+        })
+    }
+
+    /// `kernels`: pairs of timed kernels (kernel, baseline), the baseline's points each
+    /// answering one of the kernel's.
+    fn kernel_pairs(
+        &self,
+        raw: &[Spanned<Vec<Spanned<String>>>],
+        kernels: &[Kernel],
+    ) -> Result<Vec<(String, String)>, ConfigError> {
         // A kernel that is not timed has no times to compare.
         let kernel_names: Vec<&str> = (kernels.iter())
             .filter(|k| !k.check_only)
             .map(|k| k.name.as_str())
             .collect();
         let kernel_pairs = self.pairs(
-            &r.kernels,
+            raw,
             ("kernel comparison", "kernel"),
             &kernel_names,
             "kernels = [[\"matmul-tiled\", \"matmul-naive\"]] (kernel, baseline)",
         )?;
-        // A baseline's points must each answer one of the kernel's.
-        for (pair, (kernel, baseline)) in r.kernels.iter().zip(&kernel_pairs) {
+        for (pair, (kernel, baseline)) in raw.iter().zip(&kernel_pairs) {
             let of = |name: &str| {
                 kernels
                     .iter()
@@ -189,27 +225,20 @@ impl Validator<'_> {
                     .with_hint("a baseline kernel's own axes must be among the kernel's; the experiment's sweep is shared"));
             }
         }
-        // A kernel's own axes count too.
-        let mut all = params.to_vec();
-        for k in kernels {
-            for (name, _) in k.points.first().into_iter().flatten() {
-                if !all.iter().any(|(n, _)| n == name) {
-                    let mut values: Vec<SweepValue> = Vec::new();
-                    for p in &k.points {
-                        let v = &p.iter().find(|(n, _)| n == name).expect("on every point").1;
-                        if !values.contains(v) {
-                            values.push(v.clone());
-                        }
-                    }
-                    all.push((name.clone(), values));
-                }
-            }
-        }
-        let best = self.best(r.best, &all)?;
+        Ok(kernel_pairs)
+    }
+
+    /// `published`: each a known variant's positive times in a unit, at sweep points.
+    fn published(
+        &self,
+        raw: &[RawPublished],
+        variants: &[&str],
+        points: &[Point],
+    ) -> Result<Vec<Published>, ConfigError> {
         let labels: HashSet<String> = points.iter().map(point_label).collect();
         let mut published = Vec::new();
-        for p in &r.published {
-            let variant = known_variant(&p.variant)?;
+        for p in raw {
+            let variant = self.known("variant", variants, &p.variant)?;
             if let Some(key) = p.values.get_ref().keys().find(|k| !labels.contains(*k)) {
                 return Err(self
                     .err(
@@ -249,18 +278,12 @@ impl Validator<'_> {
                     .collect(),
             });
         }
-        if let (Some(t), Sources::Read) = (&r.template, self.sources) {
-            let path = self
-                .path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(t.get_ref());
-            crate::files::read_text(&path, crate::files::MAX_TEXT_BYTES).map_err(|e| {
-                self.err(t, format!("cannot read template {}: {e}", path.display()))
-                    .with_hint("templates are relative to the experiment file, e.g. \"../templates/report.md.j2\"")
-            })?;
-        }
-        let floor_samples = match &r.floor_samples {
+        Ok(published)
+    }
+
+    /// `floor_samples`: 1000 unless given, at most what a cell takes.
+    fn floor_samples(&self, raw: Option<&Spanned<u64>>) -> Result<u64, ConfigError> {
+        Ok(match raw {
             None => 1000,
             Some(n) if *n.get_ref() <= MAX_SAMPLES as u64 => *n.get_ref(),
             Some(n) => {
@@ -274,19 +297,29 @@ impl Validator<'_> {
                     )
                     .with_hint(format!("give floor_samples at most {MAX_SAMPLES}")))
             }
-        };
-        Ok(ReportSpec {
-            differences,
-            bias,
-            kernels: kernel_pairs,
-            best,
-            unit: r.unit.unwrap_or(Unit::Auto),
-            template: r.template.map(Spanned::into_inner),
-            floor: r.floor.unwrap_or(true),
-            floor_samples,
-            published,
-            metrics: self.metrics(&r.metrics, kernels)?,
-            fit: r.fit.unwrap_or(false),
         })
     }
+}
+
+/// The experiment's sweep parameters and each kernel's own, with their values.
+fn every_axis(
+    params: &[(String, Vec<SweepValue>)],
+    kernels: &[Kernel],
+) -> Vec<(String, Vec<SweepValue>)> {
+    let mut all = params.to_vec();
+    for k in kernels {
+        for (name, _) in k.points.first().into_iter().flatten() {
+            if !all.iter().any(|(n, _)| n == name) {
+                let mut values: Vec<SweepValue> = Vec::new();
+                for p in &k.points {
+                    let v = &p.iter().find(|(n, _)| n == name).expect("on every point").1;
+                    if !values.contains(v) {
+                        values.push(v.clone());
+                    }
+                }
+                all.push((name.clone(), values));
+            }
+        }
+    }
+    all
 }
