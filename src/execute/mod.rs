@@ -111,30 +111,7 @@ pub fn run(
     if set != subset.set {
         exp = load(&set)?;
     }
-    let mut plan = Plan::new(&exp)
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .select(&only)?;
-    let shard = match (&stored, subset.shard) {
-        (Some(s), _) => s.meta.shard.clone(),
-        (None, Some(shard)) => {
-            let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
-            Some(ShardCells {
-                shard,
-                cells: plan.shard_ids(shard, &Estimate::new(&exp, &plan, &previous)),
-            })
-        }
-        (None, None) => None,
-    };
-    if let Some(part) = &shard {
-        if part.cells.is_empty() {
-            bail!(
-                "--shard {}: this part has no cells (the plan has {}): use fewer parts",
-                part.shard,
-                plan.cells.len()
-            );
-        }
-        plan = plan.keep(&part.cells)?;
-    }
+    let (plan, shard) = planned(&exp, &only, stored.as_ref(), subset.shard)?;
     // A run that could not start a cell leaves the folder as it was (a cluster's part too:
     // its task fails, and the merge names the cells it lacks).
     let Some(device) = device else {
@@ -145,55 +122,15 @@ pub fn run(
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
     let resumed = stored.is_some();
     let (mut meta, mut writer, done) = match stored {
-        Some(stored) => {
-            let done: HashSet<Run> = stored
-                .records
-                .iter()
-                .map(|r| Run {
-                    cell: r.cell,
-                    process: r.process,
-                })
-                .collect();
-            let mut meta = stored.meta.clone();
-            meta.finished_utc = None;
-            meta.complete = false;
-            let writer = Writer::resume(dir, &stored, &meta)?;
-            (meta, writer, done)
-        }
+        Some(stored) => resume_folder(dir, &stored)?,
         None => {
             store::claim(dir, start == Start::Replace, |_| false)?;
-            let meta = RunMeta {
-                experiment_path: exp.path.clone(),
-                experiment_sha256: system::sha256_hex(exp.text.as_bytes()),
-                inputs_sha256: Some(inputs),
-                git: system::git(&exp.path, dir),
-                runner_version: env!("CARGO_PKG_VERSION").to_string(),
-                started_utc: now(),
-                peers_s: None,
-                workers: None,
-                estimate: Some(estimate(&exp, &plan)),
-                finished_utc: None,
-                complete: false,
-                only,
-                set,
-                shard,
-                host: system::host(),
-                device: None,
-                devices: vec![],
-                startup: None,
-            };
+            let meta = new_meta(&exp, &plan, dir, inputs, only, set, shard);
             let writer = Writer::create(dir, &exp, &meta)?;
             (meta, writer, HashSet::new())
         }
     };
-    ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            eprintln!("interrupted twice: stopping now");
-            std::process::exit(130);
-        }
-        eprintln!("interrupted: stopping after the finished cells (Ctrl-C again to quit now)");
-    })
-    .context("cannot install the Ctrl-C handler")?;
+    stop_on_ctrl_c()?;
     // Held for the whole run; dropping it resets the clocks, also on an early return.
     let _lock = match exp.clocks {
         ClockPolicy::Lock(mhz) => {
@@ -202,17 +139,7 @@ pub fn run(
         _ => None,
     };
     let started = SystemTime::now();
-    let program = WorkerProgram::this_binary()?;
-    let mut peers = peers::Peers::new(&exp, &plan.cells);
-    let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)?
-        .run_all(&done, &mut peers)?;
-    if complete && !exp.peers.is_empty() {
-        let (rows, seconds) = peers.finish();
-        writer.write_peers(&rows)?;
-        meta.peers_s = Some(seconds);
-    }
-    // An interrupt during the last peers leaves the run incomplete too.
-    let complete = complete && !INTERRUPTED.load(Ordering::SeqCst);
+    let complete = run_cells(&exp, &plan, &mut writer, &mut meta, &done)?;
     meta.complete = complete;
     meta.finished_utc = Some(now());
     writer.write_meta(&meta)?;
@@ -229,6 +156,125 @@ pub fn run(
         dir: dir.to_path_buf(),
         complete,
     })
+}
+
+/// The plan of the run's cells: those `only` selects and, of them, one shard's part (a
+/// resumed run's own, or the part `shard` asks for, balanced by the committed runs' cell
+/// times).
+fn planned(
+    exp: &Experiment,
+    only: &[String],
+    stored: Option<&Stored>,
+    shard: Option<Shard>,
+) -> Result<(Plan, Option<ShardCells>)> {
+    let mut plan = Plan::new(exp)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .select(only)?;
+    let shard = match (stored, shard) {
+        (Some(s), _) => s.meta.shard.clone(),
+        (None, Some(shard)) => {
+            let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
+            Some(ShardCells {
+                shard,
+                cells: plan.shard_ids(shard, &Estimate::new(exp, &plan, &previous)),
+            })
+        }
+        (None, None) => None,
+    };
+    if let Some(part) = &shard {
+        if part.cells.is_empty() {
+            bail!(
+                "--shard {}: this part has no cells (the plan has {}): use fewer parts",
+                part.shard,
+                plan.cells.len()
+            );
+        }
+        plan = plan.keep(&part.cells)?;
+    }
+    Ok((plan, shard))
+}
+
+/// A resumed run's folder: its meta marked unfinished again, a writer that appends to it,
+/// and the runs that finished before.
+fn resume_folder(dir: &Path, stored: &Stored) -> Result<(RunMeta, Writer, HashSet<Run>)> {
+    let done: HashSet<Run> = stored
+        .records
+        .iter()
+        .map(|r| Run {
+            cell: r.cell,
+            process: r.process,
+        })
+        .collect();
+    let mut meta = stored.meta.clone();
+    meta.finished_utc = None;
+    meta.complete = false;
+    let writer = Writer::resume(dir, stored, &meta)?;
+    Ok((meta, writer, done))
+}
+
+/// A new run's meta as it starts: what it runs, where, and the plan's estimate.
+fn new_meta(
+    exp: &Experiment,
+    plan: &Plan,
+    dir: &Path,
+    inputs: String,
+    only: Vec<String>,
+    set: Vec<String>,
+    shard: Option<ShardCells>,
+) -> RunMeta {
+    RunMeta {
+        experiment_path: exp.path.clone(),
+        experiment_sha256: system::sha256_hex(exp.text.as_bytes()),
+        inputs_sha256: Some(inputs),
+        git: system::git(&exp.path, dir),
+        runner_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_utc: now(),
+        peers_s: None,
+        workers: None,
+        estimate: Some(estimate(exp, plan)),
+        finished_utc: None,
+        complete: false,
+        only,
+        set,
+        shard,
+        host: system::host(),
+        device: None,
+        devices: vec![],
+        startup: None,
+    }
+}
+
+/// Ctrl-C stops the run after the cells that finished; a second one stops it at once.
+fn stop_on_ctrl_c() -> Result<()> {
+    ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            eprintln!("interrupted twice: stopping now");
+            std::process::exit(130);
+        }
+        eprintln!("interrupted: stopping after the finished cells (Ctrl-C again to quit now)");
+    })
+    .context("cannot install the Ctrl-C handler")
+}
+
+/// Runs the plan's cells that are not `done`, then, where all of them ran, the peers;
+/// whether the run is complete (nothing interrupted it).
+fn run_cells(
+    exp: &Experiment,
+    plan: &Plan,
+    writer: &mut Writer,
+    meta: &mut RunMeta,
+    done: &HashSet<Run>,
+) -> Result<bool> {
+    let program = WorkerProgram::this_binary()?;
+    let mut peers = peers::Peers::new(exp, &plan.cells);
+    let complete = Scheduler::new(exp, plan, writer, meta, &program)?.run_all(done, &mut peers)?;
+    if complete && !exp.peers.is_empty() {
+        let (rows, seconds) = peers.finish();
+        writer.write_peers(&rows)?;
+        meta.peers_s = Some(seconds);
+    }
+    // An interrupt during the last peers leaves the run incomplete too.
+    Ok(complete && !INTERRUPTED.load(Ordering::SeqCst))
 }
 
 /// The plan's estimate of a new run, which it states before the run starts.
