@@ -2,10 +2,14 @@
 //! one per environment (filled by a priming process before its first use), disabled, or
 //! the user's. The caches live in a temporary folder removed when the run ends.
 
+use super::worker_process::{tail, Next, WorkerProcess, WorkerProgram};
+use super::INTERRUPTED;
 use crate::experiment::knobs::env::{JitCache, ProcessEnv};
+use crate::protocol::{Job, Message};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub struct JitCaches {
     root: tempfile::TempDir,
@@ -73,6 +77,40 @@ impl JitCaches {
 
 fn cache_path(dir: PathBuf) -> (String, String) {
     ("CUDA_CACHE_PATH".into(), dir.to_string_lossy().into_owned())
+}
+
+/// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.
+pub(super) fn prime(
+    program: &WorkerProgram,
+    job: Job,
+    vars: &[(String, String)],
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut worker = WorkerProcess::start(program, job, vars)
+        .map_err(|e| format!("cannot start the priming process: {e:#}"))?;
+    loop {
+        match worker.next(timeout, &INTERRUPTED) {
+            Next::Message(Message::Fatal { error }) => {
+                worker.kill();
+                return Err(format!("priming the JIT cache failed: {error}"));
+            }
+            Next::Message(_) => {}
+            Next::Closed => break,
+            Next::TimedOut(_) | Next::Interrupted | Next::Malformed(_) => {
+                worker.kill();
+                return Err("priming the JIT cache did not finish".into());
+            }
+        }
+    }
+    let (exit, stderr) = worker.finish().map_err(|e| format!("{e:#}"))?;
+    if exit.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "priming the JIT cache failed ({exit}){}",
+            tail(&stderr)
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::jit_cache::JitCaches;
 use super::peers::Peers;
 use super::profiler;
-use super::worker_process::{Next, WorkerProcess, WorkerProgram};
+use super::worker_process::{tail, Next, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
 use crate::experiment::knobs::env::ProcessEnv;
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
@@ -175,23 +175,13 @@ impl<'a> Scheduler<'a> {
             None => None,
             Some(cache) => match profiler::ncu() {
                 Some(ncu) => Some((ncu, cache)),
-                None => {
-                    for run in job.runs {
-                        let id = self.plan.cells[run.cell].id.clone();
-                        let mut rec = CellRecord::failed(run.cell, &id, run.process, String::new());
-                        rec.status = Status::Skipped;
-                        rec.error = Some("skipped: Nsight Compute (ncu) is not on PATH".into());
-                        self.store(run, &rec)?;
-                    }
-                    return Ok(());
-                }
+                None => return self.skip_unprofiled(job.runs),
             },
         };
         let mut pending: Vec<(Run, CellRecord)> = Vec::new();
         let mut remaining: VecDeque<Run> = job.runs.into();
         while let Some(&first) = remaining.front() {
             self.bar.set_message(self.plan.cells[first.cell].id.clone());
-            let runs: Vec<Run> = remaining.iter().copied().collect();
             let warmup = std::mem::take(&mut self.gpu_warmup);
             let report = tempfile::NamedTempFile::new()
                 .context("cannot create a file for the profiler's report")?;
@@ -199,79 +189,16 @@ impl<'a> Scheduler<'a> {
                 Some((ncu, cache)) => profiler::wrap(ncu, self.program, *cache, report.path()),
                 None => self.program.clone(),
             };
-            let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
-            sent.run_cache = Some(self.run_cache.path().to_path_buf());
-            sent.describe_device = self.meta.device.is_none();
-            // Under the profiler, the previous worker exits first (ncu starts its own
-            // processes); otherwise the new one starts while it exits and waits for its
-            // exit before it creates its context: a fresh process meets an idle GPU, as a
-            // program run from a shell does.
-            if profiled.is_some() {
-                self.settle()?;
-            }
-            let mut worker = WorkerProcess::start_held(&program, sent, &vars)?;
-            if let Err(e) = self.settle() {
-                // Released by its drop, it would run its cells for nobody.
-                worker.kill();
-                return Err(e);
-            }
-            worker.release();
-            let mut deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
-            let mut last_message = Instant::now();
-            let ended = loop {
-                let next = worker.next(deadline, &INTERRUPTED);
-                if matches!(next, Next::Message(_)) {
-                    last_message = Instant::now();
-                }
-                match next {
-                    Next::Message(Message::Ready { device, startup }) => {
-                        if self.meta.device.is_none() {
-                            let mut device = *device;
-                            device.nvrtc_version = crate::cuda::nvrtc_version();
-                            self.meta.device = Some(device);
-                            self.meta.startup = Some(startup);
-                            self.writer.write_meta(self.meta)?;
-                        }
-                    }
-                    Next::Message(Message::Cell(rec)) => {
-                        let run = remaining
-                            .pop_front()
-                            .context("a worker reported more cells than it was given")?;
-                        if (run.cell, run.process) != (rec.cell, rec.process) {
-                            worker.kill();
-                            bail!(
-                                "a worker reported cell {} instead of {}",
-                                rec.id,
-                                self.plan.cells[run.cell].id
-                            );
-                        }
-                        if profiled.is_some() {
-                            pending.push((run, *rec));
-                        } else {
-                            self.store(run, &rec)?;
-                        }
-                        match remaining.front() {
-                            Some(next) => {
-                                let cell = &self.plan.cells[next.cell];
-                                self.bar.set_message(cell.id.clone());
-                                deadline = cell.knobs.timeout.0;
-                            }
-                            // Done: only its exit is left.
-                            None if profiled.is_none() => break Next::Closed,
-                            None => {}
-                        }
-                    }
-                    Next::Message(Message::Fatal { error }) => {
-                        worker.kill();
-                        bail!("{error}");
-                    }
-                    Next::Malformed(why) => {
-                        worker.kill();
-                        bail!("{why}");
-                    }
-                    other => break other,
-                }
-            };
+            let mut worker =
+                self.start_worker(&program, &remaining, &vars, warmup, profiled.is_some())?;
+            let deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
+            let (ended, last_message) = self.follow(
+                &mut worker,
+                &mut remaining,
+                &mut pending,
+                profiled.is_some(),
+                deadline,
+            )?;
             let Some(run) = remaining.front().copied() else {
                 // ncu writes its report as the worker exits: no limit on a profiled one.
                 let exiting = Exiting {
@@ -311,6 +238,119 @@ impl<'a> Scheduler<'a> {
             remaining.pop_front();
         }
         Ok(())
+    }
+
+    /// Records a profiler job's cells skipped: ncu is not on PATH.
+    fn skip_unprofiled(&mut self, runs: Vec<Run>) -> Result<()> {
+        for run in runs {
+            let id = self.plan.cells[run.cell].id.clone();
+            let mut rec = CellRecord::failed(run.cell, &id, run.process, String::new());
+            rec.status = Status::Skipped;
+            rec.error = Some("skipped: Nsight Compute (ncu) is not on PATH".into());
+            self.store(run, &rec)?;
+        }
+        Ok(())
+    }
+
+    /// Starts `program` as the worker of the `remaining` runs, and lets it onto the device
+    /// once the previous worker has exited.
+    fn start_worker(
+        &mut self,
+        program: &WorkerProgram,
+        remaining: &VecDeque<Run>,
+        vars: &[(String, String)],
+        warmup: Duration,
+        profiled: bool,
+    ) -> Result<WorkerProcess> {
+        let runs: Vec<Run> = remaining.iter().copied().collect();
+        let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
+        sent.run_cache = Some(self.run_cache.path().to_path_buf());
+        sent.describe_device = self.meta.device.is_none();
+        // Under the profiler, the previous worker exits first (ncu starts its own
+        // processes); otherwise the new one starts while it exits and waits for its
+        // exit before it creates its context: a fresh process meets an idle GPU, as a
+        // program run from a shell does.
+        if profiled {
+            self.settle()?;
+        }
+        let mut worker = WorkerProcess::start_held(program, sent, vars)?;
+        if let Err(e) = self.settle() {
+            // Released by its drop, it would run its cells for nobody.
+            worker.kill();
+            return Err(e);
+        }
+        worker.release();
+        Ok(worker)
+    }
+
+    /// Follows a worker's messages, storing each cell it reports in the order of
+    /// `remaining` (a profiled worker's go to `pending`, to wait for ncu's report), until
+    /// it closes, overruns the `deadline` of the cell it is on, or is interrupted: that
+    /// ending, with when it last spoke.
+    fn follow(
+        &mut self,
+        worker: &mut WorkerProcess,
+        remaining: &mut VecDeque<Run>,
+        pending: &mut Vec<(Run, CellRecord)>,
+        profiled: bool,
+        mut deadline: Duration,
+    ) -> Result<(Next, Instant)> {
+        let mut last_message = Instant::now();
+        let ended = loop {
+            let next = worker.next(deadline, &INTERRUPTED);
+            if matches!(next, Next::Message(_)) {
+                last_message = Instant::now();
+            }
+            match next {
+                Next::Message(Message::Ready { device, startup }) => {
+                    if self.meta.device.is_none() {
+                        let mut device = *device;
+                        device.nvrtc_version = crate::cuda::nvrtc_version();
+                        self.meta.device = Some(device);
+                        self.meta.startup = Some(startup);
+                        self.writer.write_meta(self.meta)?;
+                    }
+                }
+                Next::Message(Message::Cell(rec)) => {
+                    let run = remaining
+                        .pop_front()
+                        .context("a worker reported more cells than it was given")?;
+                    if (run.cell, run.process) != (rec.cell, rec.process) {
+                        worker.kill();
+                        bail!(
+                            "a worker reported cell {} instead of {}",
+                            rec.id,
+                            self.plan.cells[run.cell].id
+                        );
+                    }
+                    if profiled {
+                        pending.push((run, *rec));
+                    } else {
+                        self.store(run, &rec)?;
+                    }
+                    match remaining.front() {
+                        Some(next) => {
+                            let cell = &self.plan.cells[next.cell];
+                            self.bar.set_message(cell.id.clone());
+                            deadline = cell.knobs.timeout.0;
+                        }
+                        // Done: only its exit is left.
+                        None if !profiled => break Next::Closed,
+                        None => {}
+                    }
+                }
+                Next::Message(Message::Fatal { error }) => {
+                    worker.kill();
+                    bail!("{error}");
+                }
+                Next::Malformed(why) => {
+                    worker.kill();
+                    bail!("{why}");
+                }
+                other => break other,
+            }
+        };
+        Ok((ended, last_message))
     }
 
     /// Waits for the exiting worker, if there is one.
@@ -376,7 +416,7 @@ impl<'a> Scheduler<'a> {
             if let Some(e) = exiting.take() {
                 reap(e, meta, bar).map_err(|e| format!("{e:#}"))?;
             }
-            prime(
+            super::jit_cache::prime(
                 program,
                 job_for(exp, plan, &runs, true, Duration::ZERO),
                 vars,
@@ -402,40 +442,6 @@ fn reap(exiting: Exiting, meta: &mut RunMeta, bar: &ProgressBar) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.
-fn prime(
-    program: &WorkerProgram,
-    job: Job,
-    vars: &[(String, String)],
-    timeout: Duration,
-) -> Result<(), String> {
-    let mut worker = WorkerProcess::start(program, job, vars)
-        .map_err(|e| format!("cannot start the priming process: {e:#}"))?;
-    loop {
-        match worker.next(timeout, &INTERRUPTED) {
-            Next::Message(Message::Fatal { error }) => {
-                worker.kill();
-                return Err(format!("priming the JIT cache failed: {error}"));
-            }
-            Next::Message(_) => {}
-            Next::Closed => break,
-            Next::TimedOut(_) | Next::Interrupted | Next::Malformed(_) => {
-                worker.kill();
-                return Err("priming the JIT cache did not finish".into());
-            }
-        }
-    }
-    let (exit, stderr) = worker.finish().map_err(|e| format!("{e:#}"))?;
-    if exit.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "priming the JIT cache failed ({exit}){}",
-            tail(&stderr)
-        ))
-    }
 }
 
 /// The job a worker is sent: its runs and the planned cells they name.
@@ -476,15 +482,6 @@ fn timed_out(limit: Duration, stderr: &str) -> String {
         humantime::format_duration(limit),
         tail(stderr)
     )
-}
-
-fn tail(stderr: &str) -> String {
-    let t = stderr.trim();
-    if t.is_empty() {
-        return String::new();
-    }
-    let start = t.char_indices().rev().nth(2000).map_or(0, |(i, _)| i);
-    format!("; its stderr ends: {}", &t[start..])
 }
 
 #[cfg(test)]

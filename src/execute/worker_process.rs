@@ -231,3 +231,13 @@ impl WorkerProcess {
         Ok((status, stderr))
     }
 }
+
+/// The end of a worker's stderr, for the message that says why it failed.
+pub(super) fn tail(stderr: &str) -> String {
+    let t = stderr.trim();
+    if t.is_empty() {
+        return String::new();
+    }
+    let start = t.char_indices().rev().nth(2000).map_or(0, |(i, _)| i);
+    format!("; its stderr ends: {}", &t[start..])
+}
