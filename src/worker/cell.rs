@@ -6,11 +6,12 @@
 
 use super::arm::{Armed, Gear};
 use super::assemble::Checker;
-use super::buffers::Poison;
+use super::buffers::{Buffers, Poison};
 use super::failure::{during, Failure};
-use super::kernels::{Build, KernelKey};
+use super::kernels::{Build, KernelKey, Kernels};
 use super::prepare::{Code, Data};
 use super::reference;
+use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, Param};
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
@@ -134,39 +135,19 @@ fn sample<'b>(
     // fails later), so that a profiler's per-launch report can be cut into cells.
     if armed.warm.is_none() && warmup > 0 {
         // The first warm-up launch is the checked one: verified before anything is timed.
-        buffers.reset().map_err(during("buffer reset"))?;
-        armed.launch.enqueue().map_err(during("checked launch"))?;
-        cuda::synchronize().map_err(during("checked launch"))?;
-        s.timeline.mark("checked launch");
-        rec.kernel_launches += 1;
-        rec.check = Some(checker.check(&mut s.kernels, &mut s.timeline, buffers, None)?);
-        s.timeline.mark(OUTPUT_CHECK);
+        checked_launch(
+            &mut s.kernels,
+            &mut s.timeline,
+            armed,
+            buffers,
+            &checker,
+            rec,
+        )?;
         warmup -= 1;
     }
     if let Queue::Saturate { wait_us } = knobs.queue {
         // Sized before the warm-up, so that nothing lies between it and the first sample.
-        let wait_ns = match wait_us {
-            Some(us) => us * 1000,
-            None => {
-                // A single launch's resets come before its region (a batch's and a graph's
-                // are inside it).
-                let single = armed.body.launches() == 1;
-                let reset = || if single { buffers.reset() } else { Ok(()) };
-                let cost = armed
-                    .timer
-                    .enqueue_cost_ns(&mut armed.launch, &armed.body, 5, reset)
-                    .map_err(during("sizing the wait kernel"))?;
-                rec.kernel_launches += 5 * armed.body.launches();
-                (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
-            }
-        };
-        let sat = armed.timer.saturate.as_mut().expect("made when armed");
-        sat.wait.set_param(1, Param::u64(wait_ns));
-        rec.queue = Some(QueueRecord {
-            wait_ns,
-            too_short: 0,
-        });
-        s.timeline.mark("wait kernel sizing");
+        size_wait_kernel(&mut s.timeline, armed, buffers, wait_us, rec)?;
     }
     if knobs.cupti_collect.on {
         armed
@@ -174,17 +155,7 @@ fn sample<'b>(
             .collect(armed.entries.len() > code.entries.len())?;
     }
     if warmup > 0 {
-        match armed.warm.as_mut() {
-            Some(other) => method::warm_up(other, warmup, knobs.timer, || Ok(())),
-            None => {
-                let reset = || buffers.reset();
-                let warm = method::warm_up(&mut armed.launch, warmup, knobs.timer, reset);
-                rec.kernel_launches += warmup;
-                warm
-            }
-        }
-        .map_err(during("warm-up"))?;
-        s.timeline.mark("warm-up");
+        warm_up(&mut s.timeline, cell, armed, buffers, warmup, rec)?;
     }
 
     let n = knobs.samples_per_run() as usize;
@@ -205,13 +176,115 @@ fn sample<'b>(
         s.timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
+    let samples = steady(cell, data, origin, armed, &mut starts, rec)?;
+    if n > 0 {
+        s.timeline.mark("steady samples");
+    }
+    Ok(Sampled {
+        first,
+        samples,
+        starts,
+        sampler,
+    })
+}
 
+/// The checked launch: one launch on reset buffers, its output checked before anything
+/// is timed.
+fn checked_launch(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    armed: &mut Armed,
+    buffers: &Buffers,
+    checker: &Checker,
+    rec: &mut CellRecord,
+) -> Result<(), Failure> {
+    buffers.reset().map_err(during("buffer reset"))?;
+    armed.launch.enqueue().map_err(during("checked launch"))?;
+    cuda::synchronize().map_err(during("checked launch"))?;
+    timeline.mark("checked launch");
+    rec.kernel_launches += 1;
+    rec.check = Some(checker.check(kernels, timeline, buffers, None)?);
+    timeline.mark(OUTPUT_CHECK);
+    Ok(())
+}
+
+/// `queue = "saturate"`: the wait kernel's length, given or twice the measured cost of
+/// enqueueing a timed region plus a margin.
+fn size_wait_kernel(
+    timeline: &mut Timeline,
+    armed: &mut Armed,
+    buffers: &Buffers,
+    wait_us: Option<u64>,
+    rec: &mut CellRecord,
+) -> Result<(), Failure> {
+    let wait_ns = match wait_us {
+        Some(us) => us * 1000,
+        None => {
+            // A single launch's resets come before its region (a batch's and a graph's
+            // are inside it).
+            let single = armed.body.launches() == 1;
+            let reset = || if single { buffers.reset() } else { Ok(()) };
+            let cost = armed
+                .timer
+                .enqueue_cost_ns(&mut armed.launch, &armed.body, 5, reset)
+                .map_err(during("sizing the wait kernel"))?;
+            rec.kernel_launches += 5 * armed.body.launches();
+            (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
+        }
+    };
+    let sat = armed.timer.saturate.as_mut().expect("made when armed");
+    sat.wait.set_param(1, Param::u64(wait_ns));
+    rec.queue = Some(QueueRecord {
+        wait_ns,
+        too_short: 0,
+    });
+    timeline.mark("wait kernel sizing");
+    Ok(())
+}
+
+/// The warm-up's `count` launches: the cell's kernel on reset buffers, or the other kernel
+/// the cell warms up with.
+fn warm_up(
+    timeline: &mut Timeline,
+    cell: &Cell,
+    armed: &mut Armed,
+    buffers: &Buffers,
+    count: u64,
+    rec: &mut CellRecord,
+) -> Result<(), Failure> {
+    let timer = cell.knobs.timer;
+    match armed.warm.as_mut() {
+        Some(other) => method::warm_up(other, count, timer, || Ok(())),
+        None => {
+            let reset = || buffers.reset();
+            let warm = method::warm_up(&mut armed.launch, count, timer, reset);
+            rec.kernel_launches += count;
+            warm
+        }
+    }
+    .map_err(during("warm-up"))?;
+    timeline.mark("warm-up");
+    Ok(())
+}
+
+/// The steady samples after the first: until the cell's count, an adaptive stop or the
+/// budget, with the host's wall time per sample.
+fn steady<'b>(
+    cell: &Cell,
+    data: &'b Data,
+    origin: Instant,
+    armed: &mut Armed<'b>,
+    starts: &mut Vec<f64>,
+    rec: &mut CellRecord,
+) -> Result<Vec<f64>, Failure> {
+    let knobs = &cell.knobs;
+    let n = knobs.samples_per_run() as usize;
     let mut samples = Vec::with_capacity(n);
     let loop_start = Instant::now();
     let mut stopper = knobs.samples.stop.map(Stopper::new);
     let mut budget = Meter::new(knobs.budget, knobs.timer, cell.runs(), n as u64);
     for _ in 0..n {
-        let t = armed.time_next(data, origin, &mut starts, None, "timed launch")?;
+        let t = armed.time_next(data, origin, starts, None, "timed launch")?;
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
@@ -230,15 +303,7 @@ fn sample<'b>(
         let wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len() as f64;
         rec.sample_wall_ns = Some(wall_ns);
     }
-    if n > 0 {
-        s.timeline.mark("steady samples");
-    }
-    Ok(Sampled {
-        first,
-        samples,
-        starts,
-        sampler,
-    })
+    Ok(samples)
 }
 
 /// The timer's readings (CUPTI's come from its records now), the telemetry sampled beside
