@@ -121,94 +121,11 @@ impl<'b> Armed<'b> {
                 Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
             }
         };
-        let resets: Vec<_> = data.sets.iter().map(Buffers::reset_list).collect();
-        let has_resets = data.sets[0].resets();
-        let body = match (knobs.launches, gear.whole.as_ref()) {
-            // With `rotate`, the graph's launches take the buffer sets in turn; with a flush
-            // or resets, each comes after them, and the graph is read by event nodes around
-            // its launches or against a graph of what comes before them alone.
-            (Launches::Graph(n), Some(whole)) => {
-                let f = flush.as_mut().expect("event nodes come with a flush");
-                let (marks, before) = (&gear.marks, || Before {
-                    resets: &[],
-                    flush: None,
-                });
-                Body::NodeTimedGraph {
-                    pairs: Graph::capture(
-                        &mut launch,
-                        n,
-                        &params,
-                        Before {
-                            resets: &[],
-                            flush: Some(f.prelude()),
-                        },
-                        Marks::EachLaunch(marks),
-                    )?,
-                    hot_marked: Graph::capture(
-                        &mut launch,
-                        n,
-                        &params,
-                        before(),
-                        Marks::EachLaunch(marks),
-                    )?,
-                    hot: Graph::capture(&mut launch, n, &params, before(), Marks::Whole(whole))?,
-                    marks,
-                    whole,
-                    n,
-                }
-            }
-            (Launches::Graph(n), None) if flush.is_some() || has_resets => {
-                let before = Before {
-                    resets: &resets,
-                    flush: flush.as_mut().map(Flush::prelude),
-                };
-                let pairs = Graph::capture(&mut launch, n, &params, before, Marks::None)?;
-                let before = Before {
-                    resets: &resets,
-                    flush: flush.as_mut().map(Flush::prelude),
-                };
-                Body::PreludedGraph {
-                    pairs,
-                    preludes: Graph::capture_before(before, n)?,
-                    n,
-                }
-            }
-            (Launches::Graph(n), None) => Body::Graph(
-                Graph::capture(&mut launch, n, &params, Before::nothing(), Marks::None)?,
-                n,
-            ),
-            (other, _) => {
-                let n = other.count();
-                let batched = n > 1 && has_resets;
-                Body::Launches {
-                    n,
-                    resets: if batched { resets } else { vec![] },
-                }
-            }
-        };
+        let body = timed_body(knobs.launches, gear, data, &params, &mut launch, &mut flush)?;
         let flush_each = matches!(body, Body::Launches { .. } | Body::Graph(..));
-        let saturate = match knobs.queue {
-            Queue::Idle => None,
-            Queue::Saturate { .. } => {
-                let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
-                let values = [Param::Buffer(&gear.wait_out), Param::u64(0)];
-                Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
-            }
-        };
+        let saturate = saturate(s, knobs.queue, gear)?;
         let timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
-        let warm = match (knobs.warmup.kernel, &code.lazy) {
-            (WarmupKernel::Same, _) => None,
-            // The post's empty kernel shares the measured kernel's module (a prebuilt module
-            // has none: the built-in one stands in).
-            (WarmupKernel::Empty, Some((_, Some(empty)))) => {
-                Some(Launch::lazy(empty.clone(), Dims::ONE, &[]))
-            }
-            (WarmupKernel::Empty, _) => Some(Launch::new(
-                &s.kernels.function(KernelKey::Empty, &mut s.timeline)?,
-                Dims::ONE,
-                &[],
-            )),
-        };
+        let warm = warm_launch(s, knobs.warmup.kernel, code)?;
         Ok(Armed {
             params,
             entries,
@@ -270,4 +187,112 @@ impl<'b> Armed<'b> {
             .time(&mut self.launch, &self.body, set)
             .map_err(during(what))
     }
+}
+
+/// What one timed region runs: `launches` back to back (a batch after each set's resets),
+/// or a graph of them, preluded by the resets and the flush, or read by event nodes.
+fn timed_body<'b>(
+    launches: Launches,
+    gear: &'b Gear,
+    data: &'b Data,
+    params: &[Vec<Param<'b>>],
+    launch: &mut Launch<'b>,
+    flush: &mut Option<Flush<'b>>,
+) -> Result<Body<'b>, Failure> {
+    let resets: Vec<_> = data.sets.iter().map(Buffers::reset_list).collect();
+    let has_resets = data.sets[0].resets();
+    Ok(match (launches, gear.whole.as_ref()) {
+        // With `rotate`, the graph's launches take the buffer sets in turn; with a flush
+        // or resets, each comes after them, and the graph is read by event nodes around
+        // its launches or against a graph of what comes before them alone.
+        (Launches::Graph(n), Some(whole)) => {
+            let f = flush.as_mut().expect("event nodes come with a flush");
+            let (marks, before) = (&gear.marks, || Before {
+                resets: &[],
+                flush: None,
+            });
+            Body::NodeTimedGraph {
+                pairs: Graph::capture(
+                    launch,
+                    n,
+                    params,
+                    Before {
+                        resets: &[],
+                        flush: Some(f.prelude()),
+                    },
+                    Marks::EachLaunch(marks),
+                )?,
+                hot_marked: Graph::capture(launch, n, params, before(), Marks::EachLaunch(marks))?,
+                hot: Graph::capture(launch, n, params, before(), Marks::Whole(whole))?,
+                marks,
+                whole,
+                n,
+            }
+        }
+        (Launches::Graph(n), None) if flush.is_some() || has_resets => {
+            let before = Before {
+                resets: &resets,
+                flush: flush.as_mut().map(Flush::prelude),
+            };
+            let pairs = Graph::capture(launch, n, params, before, Marks::None)?;
+            let before = Before {
+                resets: &resets,
+                flush: flush.as_mut().map(Flush::prelude),
+            };
+            Body::PreludedGraph {
+                pairs,
+                preludes: Graph::capture_before(before, n)?,
+                n,
+            }
+        }
+        (Launches::Graph(n), None) => Body::Graph(
+            Graph::capture(launch, n, params, Before::nothing(), Marks::None)?,
+            n,
+        ),
+        (other, _) => {
+            let n = other.count();
+            let batched = n > 1 && has_resets;
+            Body::Launches {
+                n,
+                resets: if batched { resets } else { vec![] },
+            }
+        }
+    })
+}
+
+/// `queue = "saturate"`: the wait kernel enqueued before each timed region.
+fn saturate<'b>(
+    s: &mut Session,
+    queue: Queue,
+    gear: &'b Gear,
+) -> Result<Option<Saturate<'b>>, Failure> {
+    Ok(match queue {
+        Queue::Idle => None,
+        Queue::Saturate { .. } => {
+            let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
+            let values = [Param::Buffer(&gear.wait_out), Param::u64(0)];
+            Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
+        }
+    })
+}
+
+/// The warm-up's launch where it is not the measured kernel's own.
+fn warm_launch<'b>(
+    s: &mut Session,
+    kernel: WarmupKernel,
+    code: &Code,
+) -> Result<Option<Launch<'b>>, Failure> {
+    Ok(match (kernel, &code.lazy) {
+        (WarmupKernel::Same, _) => None,
+        // The post's empty kernel shares the measured kernel's module (a prebuilt module
+        // has none: the built-in one stands in).
+        (WarmupKernel::Empty, Some((_, Some(empty)))) => {
+            Some(Launch::lazy(empty.clone(), Dims::ONE, &[]))
+        }
+        (WarmupKernel::Empty, _) => Some(Launch::new(
+            &s.kernels.function(KernelKey::Empty, &mut s.timeline)?,
+            Dims::ONE,
+            &[],
+        )),
+    })
 }
