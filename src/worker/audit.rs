@@ -46,7 +46,6 @@ pub(super) fn run<'b>(
     let buffers = &data.sets[0];
     let seed = audit_seed(cell);
     let new = s.inputs.get(&data.point, &spec.args, seed, shares(cell))?;
-    let name = |i: usize| def.args[i].name.as_str();
     let inputs: Vec<usize> = buffers.inputs().collect();
     let (changed, kept): (Vec<usize>, Vec<usize>) =
         inputs.iter().partition(|&&i| new[i] != data.timed[i]);
@@ -58,29 +57,7 @@ pub(super) fn run<'b>(
         .refill_from(&stash.copies, &new)
         .map_err(during("audit: copying new inputs"))?;
     s.audit_stash = Some(stash);
-    let list = |is: &[usize]| is.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ");
-    // Where no input could change, a stale output would equal a fresh one: the outputs are
-    // poisoned again instead, so that a launch that skips its work leaves them unwritten.
-    let note = if changed.is_empty() {
-        buffers
-            .poison_outputs()
-            .map_err(during("audit: poisoning the outputs"))?;
-        match inputs.is_empty() {
-            true => "no inputs: the outputs poisoned again".to_string(),
-            false => format!(
-                "no input could be drawn anew ({}: constant, iota or a file): the outputs poisoned again",
-                list(&kept)
-            ),
-        }
-    } else if kept.is_empty() {
-        format!("new data in {}", list(&changed))
-    } else {
-        format!(
-            "new data in {}; {} as timed (constant, iota or a file)",
-            list(&changed),
-            list(&kept)
-        )
-    };
+    let note = new_inputs(def, buffers, &inputs, &changed, &kept)?;
     // The inputs the kernel must leave as they are, kept on the device where they fit.
     let unwritten: Vec<usize> = inputs.iter().copied().filter(|&i| !def.writes(i)).collect();
     let kept = keep(buffers, &unwritten)?;
@@ -91,54 +68,11 @@ pub(super) fn run<'b>(
     let (launch_ns, queue_ran_dry) = time_launch(s, cell, buffers, armed)?;
     rec.kernel_launches += 1;
     s.timeline.mark("audit launch");
-
-    let run_cache = s.run_cache.as_deref();
-    let cache = reference::Cache::new(run_cache, format!("{}#{seed}", data.point));
-    let checker = Checker {
-        cell,
-        def: Some(def),
-        host: &new,
-        reference: &cache,
-    };
-    let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
-    let check = match checker.check(kernels, timeline, buffers, None) {
-        Ok(account) => account,
-        Err(f) => {
-            let was_stale = !changed.is_empty()
-                && holds_timed_result(kernels, timeline, run_cache, cell, def, data, buffers);
-            return Err(match was_stale {
-                true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", list(&changed))),
-                false => f,
-            }
-            .during("audit on new inputs"));
-        }
-    };
-    for (&i, copy) in unwritten.iter().zip(&kept) {
-        let first = match copy {
-            Some(copy) => first_difference(s, buffers, i, copy)?,
-            None => buffers.first_change(i, new[i].as_deref().unwrap_or_default())?,
-        };
-        if let (Some(byte), ArgValue::Buffer { dtype, .. }) = (first, &spec.args[i]) {
-            return Err(Failure::from(format!(
-                "audit: the kernel wrote into its input `{}` (element {} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
-                name(i),
-                byte / dtype.size()
-            )));
-        }
-    }
+    let check = check_on_new_inputs(s, cell, def, data, &new, seed, &changed)?;
+    inputs_unchanged(s, def, &spec.args, buffers, &unwritten, &kept, &new)?;
     s.timeline.mark("audit check");
 
-    // Managed memory the host has just refilled migrates back during the audit launch,
-    // which the timed launches on resident pages did not pay; a wait kernel that ran out
-    // before the launch was queued lets the host's launch time into the reading.
-    let migrates = (spec.args.iter()).any(
-        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
-    );
-    let unjudged = match (migrates, queue_ran_dry) {
-        (true, _) => Some("its managed inputs migrate back on the audit's refill".to_string()),
-        (false, true) => Some("the wait kernel ended before the audit launch was queued".into()),
-        (false, false) => None,
-    };
+    let unjudged = unjudged(&spec.args, queue_ran_dry);
     let reading = median(rec.samples_ns.clone()).or(rec.first_ns);
     let verdict = match (launch_ns, reading, &unjudged) {
         (Some(a), Some(r), None) => suspect(cell.knobs.timer, r, a),
@@ -153,6 +87,118 @@ pub(super) fn run<'b>(
         unjudged,
     });
     Ok(())
+}
+
+/// The names of arguments `indices` of `def`, for the audit's notes and failures.
+fn names(def: &Kernel, indices: &[usize]) -> String {
+    let names: Vec<&str> = indices.iter().map(|&i| def.args[i].name.as_str()).collect();
+    names.join(", ")
+}
+
+/// What the audit launch's inputs hold: new data in the `changed` inputs, the `kept` ones as
+/// timed. Where no input could change, a stale output would equal a fresh one: the outputs
+/// are poisoned again instead, so that a launch that skips its work leaves them unwritten.
+fn new_inputs(
+    def: &Kernel,
+    buffers: &Buffers,
+    inputs: &[usize],
+    changed: &[usize],
+    kept: &[usize],
+) -> Result<String, Failure> {
+    Ok(if changed.is_empty() {
+        buffers
+            .poison_outputs()
+            .map_err(during("audit: poisoning the outputs"))?;
+        match inputs.is_empty() {
+            true => "no inputs: the outputs poisoned again".to_string(),
+            false => format!(
+                "no input could be drawn anew ({}: constant, iota or a file): the outputs poisoned again",
+                names(def, kept)
+            ),
+        }
+    } else if kept.is_empty() {
+        format!("new data in {}", names(def, changed))
+    } else {
+        format!(
+            "new data in {}; {} as timed (constant, iota or a file)",
+            names(def, changed),
+            names(def, kept)
+        )
+    })
+}
+
+/// The audit launch's output checked against the reference on the `new` inputs; a failed
+/// check that still holds the timed inputs' result names the kernel as stale.
+fn check_on_new_inputs(
+    s: &mut Session,
+    cell: &Cell,
+    def: &Kernel,
+    data: &Data,
+    new: &HostInputs,
+    seed: u64,
+    changed: &[usize],
+) -> Result<String, Failure> {
+    let buffers = &data.sets[0];
+    let run_cache = s.run_cache.as_deref();
+    let cache = reference::Cache::new(run_cache, format!("{}#{seed}", data.point));
+    let checker = Checker {
+        cell,
+        def: Some(def),
+        host: new,
+        reference: &cache,
+    };
+    let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
+    checker.check(kernels, timeline, buffers, None).map_err(|f| {
+        let was_stale = !changed.is_empty()
+            && holds_timed_result(kernels, timeline, run_cache, cell, def, data, buffers);
+        match was_stale {
+            true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed))),
+            false => f,
+        }
+        .during("audit on new inputs")
+    })
+}
+
+/// The `unwritten` inputs came back from the audit launch as they went in (each against
+/// its copy on the device where `kept` holds one, else against the `new` data on the host).
+fn inputs_unchanged(
+    s: &mut Session,
+    def: &Kernel,
+    args: &[ArgValue],
+    buffers: &Buffers,
+    unwritten: &[usize],
+    kept: &[Option<DeviceBuffer>],
+    new: &HostInputs,
+) -> Result<(), Failure> {
+    for (&i, copy) in unwritten.iter().zip(kept) {
+        let first = match copy {
+            Some(copy) => first_difference(s, buffers, i, copy)?,
+            None => buffers.first_change(i, new[i].as_deref().unwrap_or_default())?,
+        };
+        if let (Some(byte), ArgValue::Buffer { dtype, .. }) = (first, &args[i]) {
+            return Err(Failure::from(format!(
+                "audit: the kernel wrote into its input `{}` (element {} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
+                def.args[i].name,
+                byte / dtype.size()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why the audit launch's time is not set against the cell's reading, where it is not.
+/// Managed memory the host has just refilled migrates back during the audit launch, which
+/// the timed launches on resident pages did not pay; a wait kernel that ran out before the
+/// launch was queued lets the host's launch time into the reading.
+fn unjudged(args: &[ArgValue], queue_ran_dry: bool) -> Option<String> {
+    let migrates = (args.iter()).any(
+        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
+    );
+    match (migrates, queue_ran_dry) {
+        (true, _) => Some("its managed inputs migrate back on the audit's refill".to_string()),
+        (false, true) => Some("the wait kernel ended before the audit launch was queued".into()),
+        (false, false) => None,
+    }
 }
 
 /// The audit's inputs at one point, kept on the device by the point's first audit and
