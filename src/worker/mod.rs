@@ -26,14 +26,16 @@ use crate::experiment::knobs::{
 use crate::experiment::TelemetrySpec;
 use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
-use crate::plan::Cell;
-use crate::protocol::{capability, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR};
+use crate::plan::{Cell, Run};
+use crate::protocol::{
+    capability, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
+};
 use crate::telemetry::Sensor;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
 pub use preflight::compile_plan;
 use std::collections::HashMap;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read, StdinLock, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
@@ -85,39 +87,10 @@ pub fn main() -> ExitCode {
     let dir = job.run_cache.clone();
     let beside =
         std::thread::spawn(move || first.map(|cell| Prefetched::read(&cell, dir.as_deref())));
-    let mut sensor = Sensor::open();
-    timeline.mark("NVML open");
-    if let Err(e) = Gpu::init_driver() {
-        return fatal(e.to_string());
-    }
-    timeline.mark(cuda::DRIVER_INIT);
-    if let Err(e) = stdin.read_to_end(&mut Vec::new()) {
-        return fatal(format!("cannot read the end of the job: {e}"));
-    }
-    drop(stdin);
-    // The wait for the previous worker's exit is not this process's cost.
-    timeline.exclude();
-    let gpu = match Gpu::open(0, &mut |phase| timeline.mark(phase)) {
-        Ok(g) => g,
-        Err(e) => return fatal(e.to_string()),
+    let (gpu, info, sensor) = match open_device(stdin, &mut timeline, job.describe_device) {
+        Ok(opened) => opened,
+        Err(e) => return fatal(e),
     };
-    let mut info = match cuda::query(0) {
-        Ok(i) => i,
-        Err(e) => return fatal(e.to_string()),
-    };
-    sensor.select(&info.uuid);
-    if job.describe_device {
-        info.driver_version = sensor.driver_version();
-        info.host_link = sensor.host_link();
-    }
-    timeline.mark("device query");
-    send(&Message::Ready {
-        startup: Startup {
-            driver_init_ms: timeline.ms_of(cuda::DRIVER_INIT).unwrap_or_default(),
-            context_ms: timeline.ms_of(cuda::CONTEXT).unwrap_or_default(),
-        },
-        device: Box::new(info.clone()),
-    });
     let Ok(prefetched) = beside.join() else {
         return fatal("reading the first cell's inputs failed".into());
     };
@@ -139,9 +112,56 @@ pub fn main() -> ExitCode {
         audit_stash: None,
         run_cache: job.run_cache,
     };
+    run_cells(&mut session, &job.runs, &cells, job.prime, job.gpu_warmup_s)
+}
+
+/// Starts NVML and the driver, then, once the parent ends the job's input (the previous
+/// worker is gone), opens the context and reads the device, and tells the parent `Ready`.
+fn open_device(
+    mut stdin: StdinLock,
+    timeline: &mut Timeline,
+    describe: bool,
+) -> Result<(Gpu, DeviceInfo, Sensor), String> {
+    let mut sensor = Sensor::open();
+    timeline.mark("NVML open");
+    Gpu::init_driver().map_err(|e| e.to_string())?;
+    timeline.mark(cuda::DRIVER_INIT);
+    stdin
+        .read_to_end(&mut Vec::new())
+        .map_err(|e| format!("cannot read the end of the job: {e}"))?;
+    drop(stdin);
+    // The wait for the previous worker's exit is not this process's cost.
+    timeline.exclude();
+    let gpu = Gpu::open(0, &mut |phase| timeline.mark(phase)).map_err(|e| e.to_string())?;
+    let mut info = cuda::query(0).map_err(|e| e.to_string())?;
+    sensor.select(&info.uuid);
+    if describe {
+        info.driver_version = sensor.driver_version();
+        info.host_link = sensor.host_link();
+    }
+    timeline.mark("device query");
+    send(&Message::Ready {
+        startup: Startup {
+            driver_init_ms: timeline.ms_of(cuda::DRIVER_INIT).unwrap_or_default(),
+            context_ms: timeline.ms_of(cuda::CONTEXT).unwrap_or_default(),
+        },
+        device: Box::new(info.clone()),
+    });
+    Ok((gpu, info, sensor))
+}
+
+/// Runs the job's `runs` and sends each cell's record (or, for a priming job, only loads
+/// their kernels), after the GPU warm-up the job owes.
+fn run_cells(
+    session: &mut Session,
+    runs: &[Run],
+    cells: &HashMap<usize, Cell>,
+    prime: bool,
+    gpu_warmup_s: f64,
+) -> ExitCode {
     let cell_of = |index: usize| cells.get(&index);
-    if job.prime {
-        for run in &job.runs {
+    if prime {
+        for run in runs {
             let Some(cell) = cell_of(run.cell) else {
                 return fatal(format!("the job has no cell {}", run.cell));
             };
@@ -151,19 +171,19 @@ pub fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    if job.gpu_warmup_s > 0.0 {
-        if let Err(e) = session.warm_gpu(Duration::from_secs_f64(job.gpu_warmup_s)) {
+    if gpu_warmup_s > 0.0 {
+        if let Err(e) = session.warm_gpu(Duration::from_secs_f64(gpu_warmup_s)) {
             return fatal(e);
         }
     }
-    for (i, run) in job.runs.iter().enumerate() {
+    for (i, run) in runs.iter().enumerate() {
         if i > 0 {
             session.timeline.skip();
         }
         let Some(cell) = cell_of(run.cell) else {
             return fatal(format!("the job has no cell {}", run.cell));
         };
-        let (record, context_lost) = cell::run(&mut session, cell, run.process);
+        let (record, context_lost) = cell::run(session, cell, run.process);
         send(&Message::Cell(Box::new(record)));
         if context_lost {
             return ExitCode::from(EXIT_CONTEXT_LOST);
