@@ -5,53 +5,18 @@
 pub mod cost;
 mod describe;
 mod kernels;
+mod measure;
 mod model;
 mod select;
 pub mod shard;
 
-use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::knobs::{
-    cache::Cache, cupti_collect::CuptiCollect, env::ProcessEnv, order::OrderKind, samples::Samples,
+    cupti_collect::CuptiCollect, env::ProcessEnv, order::OrderKind, samples::Samples,
     timer::TimerKind, warmup::Warmup,
 };
-use crate::experiment::{point_label, ConfigError, Experiment, Knobs, LaunchSpec, Point};
+use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
 pub use describe::describe;
 use serde::{Deserialize, Serialize};
-
-/// Refuses a cell of a kernel with `reset` buffers where a reset cannot come before every
-/// launch: a lazy first launch (nothing may run on the GPU before it), a graph whose
-/// launches event nodes time one by one (their hot graphs have no room for the resets).
-fn refuse_resets_between_launches(
-    exp: &Experiment,
-    id: &str,
-    knobs: &Knobs,
-    launch: &LaunchSpec,
-) -> Result<(), ConfigError> {
-    use crate::experiment::knobs::{flushed_graph::FlushedGraph, launches::Launches};
-    let resets = (launch.args.iter()).any(|a| {
-        matches!(
-            a,
-            crate::experiment::ArgValue::Buffer {
-                init: crate::experiment::Init::Reset(_),
-                ..
-            }
-        )
-    });
-    if !resets {
-        return Ok(());
-    }
-    if knobs.first_launch == crate::experiment::knobs::first_launch::FirstLaunch::Lazy {
-        return Err(exp
-            .error(format!("cell {id}: a lazy first launch has nothing on the GPU before it, but the kernel's `reset` buffers are set by a memset before every launch"))
-            .with_hint("time this kernel with first_launch = \"prepared\""));
-    }
-    match knobs.launches {
-        Launches::Graph(_) if knobs.flushed_graph == FlushedGraph::EventNodes => Err(exp
-            .error(format!("cell {id}: event nodes time a flushed graph's launches against hot graphs that have no room for the kernel's `reset` buffers"))
-            .with_hint("leave flushed_graph at its default: the graph of resets, flushes and launches is read less a graph of the resets and flushes alone")),
-        _ => Ok(()),
-    }
-}
 
 /// Warm-up launches before a floor cell's samples.
 pub const FLOOR_WARMUP: u64 = 100;
@@ -153,102 +118,9 @@ impl Plan {
         let mut cells = Vec::new();
         // A kernel that is not timed runs only in the checks of others.
         for (k, kernel) in exp.timed_kernels() {
-            for (p, point) in kernel.points.iter().enumerate() {
+            for p in 0..kernel.points.len() {
                 for v in &exp.variants {
-                    // Knobs are read at the experiment's points; a kernel's own axes extend them.
-                    let knobs = v.knobs[kernel.base[p]].clone();
-                    let label = point_id(point);
-                    let id = if label.is_empty() {
-                        format!("{}/{}", kernel.name, v.name)
-                    } else {
-                        format!("{}/{label}/{}", kernel.name, v.name)
-                    };
-                    let mut launch = kernel.launches[p].clone();
-                    knobs.launch_config.apply(&mut launch);
-                    if kernel.module.is_some() && !knobs.nvrtc_options.0.is_empty() {
-                        return Err(exp
-                            .error(format!("cell {id}: `{}` is a prebuilt module, which takes no NVRTC options", kernel.name))
-                            .with_hint("build the module with the options instead, or leave options out of this variant"));
-                    }
-                    knobs.nvrtc_options.apply(&mut launch);
-                    let reference_launch = match &kernel.check_kernel {
-                        None => None,
-                        Some(c) => {
-                            let reference = &exp.kernels[c.kernel];
-                            let at = reference.point_for(point);
-                            Some(reference.launches[at.ok_or_else(|| {
-                                exp.error(format!("cell {id}: the reference kernel `{}` is not swept over {}", reference.name, point_label(point)))
-                                    .with_hint("a reference kernel takes the same sweep as the kernel it checks, its own axes included")
-                            })?].clone())
-                        }
-                    };
-                    let checked_after_warmup = knobs.warmup.launches > 0
-                        && knobs.warmup.kernel
-                            == crate::experiment::knobs::warmup::WarmupKernel::Same;
-                    if reference_launch.is_some()
-                        && !checked_after_warmup
-                        && knobs.launches.count() > 1
-                    {
-                        return Err(exp
-                            .error(format!("cell {id}: a kernel checked against a reference kernel is checked after one launch, but the first timed region here holds {} (batch or graph) and no warm-up of the kernel comes first", knobs.launches.count()))
-                            .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
-                    }
-                    if !kernel.steps.is_empty() && knobs.timer == TimerKind::Profiler {
-                        return Err(exp
-                            .error(format!("cell {id}: the profiler times each kernel launch on its own, so it cannot time `{}` with its steps as one region", kernel.name))
-                            .with_hint("time a kernel with steps by cupti or events; its steps alone can be separate kernels under the profiler"));
-                    }
-                    let copies = kernel.copies();
-                    if copies && knobs.timer == TimerKind::Profiler {
-                        return Err(exp
-                            .error(format!("cell {id}: the profiler times kernel launches only, and `{}` copies", kernel.name))
-                            .with_hint("time copies by events, cupti or a host timer"));
-                    }
-                    let checks_output = !kernel.unchecked
-                        && (kernel.check.is_some() || kernel.check_kernel.is_some());
-                    if copies
-                        && knobs.timer == TimerKind::Cupti
-                        && checks_output
-                        && !checked_after_warmup
-                    {
-                        return Err(exp
-                            .error(format!("cell {id}: CUPTI is timing `{}`'s copies, and with no warm-up of the kernel its output check runs among the timed launches, where its own copies would be taken for them", kernel.name))
-                            .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
-                    }
-                    if copies && knobs.timer == TimerKind::Cupti && knobs.inputs == Inputs::Fresh {
-                        return Err(exp
-                            .error(format!("cell {id}: CUPTI would take the copies of fresh inputs between samples for the timed copies of `{}`", kernel.name))
-                            .with_hint("time copies with inputs = \"same\", or by events"));
-                    }
-                    let pageable = (launch.args.iter()).any(|a| {
-                        matches!(a, crate::experiment::ArgValue::Buffer { memory, .. } if *memory == crate::experiment::Memory::Pageable)
-                    });
-                    if copies
-                        && matches!(
-                            knobs.launches,
-                            crate::experiment::knobs::launches::Launches::Graph(_)
-                        )
-                        && (pageable || kernel.copies_synchronously())
-                    {
-                        return Err(exp
-                            .error(format!("cell {id}: a CUDA graph cannot capture `{}`'s copies: a sync copy blocks the host, and one of pageable memory is staged by it", kernel.name))
-                            .with_hint("time these copies without graph, or make them async copies of pinned memory"));
-                    }
-                    refuse_resets_between_launches(exp, &id, &knobs, &launch)?;
-                    let check_bytes = reference_launch.as_ref().map_or(0, |l| l.device_bytes());
-                    fits(exp, &id, &knobs, &launch, check_bytes)?;
-                    cells.push(Cell {
-                        index: cells.len(),
-                        id,
-                        role: Role::Measure,
-                        kernel: Some(k),
-                        kernel_name: kernel.name.clone(),
-                        point: point.clone(),
-                        variant: v.name.clone(),
-                        knobs,
-                        launch,
-                        reference_launch,
-                    });
+                    cells.push(measure::measure_cell(exp, cells.len(), k, kernel, p, v)?);
                 }
             }
         }
@@ -366,38 +238,6 @@ impl Plan {
             .map(|c| c.knobs.warmup.launches * c.runs() as u64)
             .sum()
     }
-}
-
-/// Refuses a cell whose buffers (every rotation set, and a reference kernel's for its
-/// check) and flush do not fit the device.
-fn fits(
-    exp: &Experiment,
-    id: &str,
-    knobs: &Knobs,
-    launch: &LaunchSpec,
-    check_bytes: u64,
-) -> Result<(), ConfigError> {
-    let buffers = launch
-        .device_bytes()
-        .saturating_mul(knobs.rotate.sets(knobs.launches))
-        .saturating_add(check_bytes);
-    let flush = match knobs.cache {
-        Cache::Flush { bytes, .. } => bytes,
-        Cache::Hot => 0,
-    };
-    let need = buffers.saturating_add(flush);
-    if need <= exp.facts.mem_bytes as u64 {
-        return Ok(());
-    }
-    Err(exp
-        .error(format!(
-            "cell {id} needs {} of device memory ({} sets of buffers, {} flush), more than {} has",
-            crate::experiment::knobs::cache::bytes_text(need),
-            knobs.rotate.sets(knobs.launches),
-            crate::experiment::knobs::cache::bytes_text(flush),
-            exp.facts.describe()
-        ))
-        .with_hint("use fewer rotation sets, a smaller flush or smaller sizes"))
 }
 
 /// The built-in empty kernel under one timer.

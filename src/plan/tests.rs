@@ -1,7 +1,7 @@
 //! The plan's matrix, its worker processes and their order.
 
 use super::*;
-use crate::experiment::knobs::{compile::CompileMode, env::JitCache};
+use crate::experiment::knobs::{cache::Cache, compile::CompileMode, env::JitCache};
 use crate::experiment::{DeviceFacts, Sources};
 use std::collections::HashMap;
 use std::path::Path;
