@@ -163,12 +163,39 @@ impl Validator<'_> {
                     .with_hint("a reference kernel's own axes must be among the kernel's; the experiment's sweep is shared")
             })?;
         let from = self.by_name(&c.kernel, this, reference)?;
+        self.same_arguments(&c.kernel, this, reference, &matched, &from)?;
+        let outputs = self.compared_outputs(&c.outputs, this, reference, &from)?;
+        if outputs.is_empty() {
+            return Err(self.err(ck, "check_kernel names no outputs"));
+        }
+        self.tolerance(ck, "rtol", c.rtol)?;
+        self.tolerance(ck, "atol", c.atol)?;
+        Ok(KernelCheck {
+            kernel: r,
+            from,
+            outputs,
+            rtol: c.rtol,
+            atol: c.atol,
+        })
+    }
+
+    /// What the kernel and its reference both take agrees at every point (`matched`: the
+    /// reference's point for each of the kernel's): buffers in type and length, scalars in
+    /// type and value.
+    fn same_arguments(
+        &self,
+        at: &Spanned<String>,
+        this: &Kernel,
+        reference: &Kernel,
+        matched: &[usize],
+        from: &[Option<usize>],
+    ) -> Result<(), ConfigError> {
         for (p, &q) in matched.iter().enumerate() {
             let (mine, theirs) = (&this.launches[p].args, &reference.launches[q].args);
             for (j, i) in from.iter().enumerate() {
                 let Some(i) = *i else { continue };
                 let differ = |what: String| {
-                    self.err(&c.kernel, format!("`{}` is {what} {}", this.args[i].name, self.at_point(&this.points[p])))
+                    self.err(at, format!("`{}` is {what} {}", this.args[i].name, self.at_point(&this.points[p])))
                         .with_hint("a reference kernel is given the checked kernel's arguments by name: the same types, lengths and scalar values")
                 };
                 match (&mine[i], &theirs[j]) {
@@ -204,8 +231,18 @@ impl Validator<'_> {
                 }
             }
         }
-        let outputs = c
-            .outputs
+        Ok(())
+    }
+
+    /// `check_kernel`'s outputs: buffers of both kernels, written (not scratch) by both.
+    fn compared_outputs(
+        &self,
+        outputs: &[Spanned<String>],
+        this: &Kernel,
+        reference: &Kernel,
+        from: &[Option<usize>],
+    ) -> Result<Vec<usize>, ConfigError> {
+        outputs
             .iter()
             .map(|o| {
                 let is =
@@ -228,19 +265,7 @@ impl Validator<'_> {
                 self.not_scratch(&reference.args[j], o)?;
                 Ok(i)
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        if outputs.is_empty() {
-            return Err(self.err(ck, "check_kernel names no outputs"));
-        }
-        self.tolerance(ck, "rtol", c.rtol)?;
-        self.tolerance(ck, "atol", c.atol)?;
-        Ok(KernelCheck {
-            kernel: r,
-            from,
-            outputs,
-            rtol: c.rtol,
-            atol: c.atol,
-        })
+            .collect()
     }
 
     /// For each of the reference's arguments, the checked kernel's of the same name, of
