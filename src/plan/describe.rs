@@ -24,6 +24,18 @@ const MAX_ROWS: usize = 2000;
 pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} ({})", exp.title, exp.path.display());
+    out += &sweep(exp);
+    out += &super::kernels::describe(exp);
+    out += &untimed_kernels(exp);
+    out += &cell_table(plan);
+    out += &variants(exp);
+    out += &totals(exp, plan, previous);
+    out
+}
+
+/// The sweep's parameters with a preview of their values, and its zipped groups.
+fn sweep(exp: &Experiment) -> String {
+    let mut out = String::new();
     for (name, values) in &exp.params {
         let _ = writeln!(
             out,
@@ -39,7 +51,12 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
             group.join(", ")
         );
     }
-    out += &super::kernels::describe(exp);
+    out
+}
+
+/// The kernels that run only in others' checks.
+fn untimed_kernels(exp: &Experiment) -> String {
+    let mut out = String::new();
     for (i, k) in exp.kernels.iter().enumerate() {
         if k.check_only {
             let checks: Vec<&str> = (exp.kernels.iter())
@@ -54,6 +71,12 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
             );
         }
     }
+    out
+}
+
+/// One row per cell, up to [`MAX_ROWS`].
+fn cell_table(plan: &Plan) -> String {
+    let mut out = String::new();
     let width = plan
         .cells
         .iter()
@@ -72,6 +95,12 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
     if plan.cells.len() > MAX_ROWS {
         let _ = writeln!(out, "... and {} more cells", plan.cells.len() - MAX_ROWS);
     }
+    out
+}
+
+/// Each variant's knobs.
+fn variants(exp: &Experiment) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "\nvariants (values listed by point where they differ):"
@@ -83,6 +112,12 @@ pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) 
             .collect();
         let _ = writeln!(out, "  {}: {}", v.name, text.join("; "));
     }
+    out
+}
+
+/// The counts, the estimate, the budget, the clocks and the device checked against.
+fn totals(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
+    let mut out = String::new();
     let jobs = plan.jobs();
     let mut warm: Vec<_> = jobs
         .iter()
