@@ -71,15 +71,14 @@ pub fn build(
         })
         .collect();
     for (k, kernel) in exp.timed_kernels() {
-        let unit = format::unit_for(
-            kernel.points.iter().flat_map(|p| {
-                references
-                    .iter()
-                    .filter_map(|r| median(k, p, r))
-                    .collect::<Vec<_>>()
-            }),
-            Unit::Auto,
-        );
+        // One unit per table: the references' medians choose it.
+        let medians = (kernel.points.iter()).flat_map(|p| {
+            references
+                .iter()
+                .filter_map(|r| median(k, p, r))
+                .collect::<Vec<_>>()
+        });
+        let unit = format::unit_for(medians, Unit::Auto);
         let time = |ns: f64| format::time(ns, unit);
         let mut rows = Vec::new();
         // Per pair: measured at some point, and within tolerance at every such point.
@@ -104,20 +103,7 @@ pub fn build(
                     _ => "–".into(),
                 })
                 .collect();
-            let nearest = match closest(pairs, at) {
-                Some((m, ns, f)) => format!(
-                    "{m} ({}{}, {}){}",
-                    sign(ns),
-                    time(ns.abs()),
-                    format::percent(f * 100.0),
-                    if within_tolerance(ns, f) {
-                        ""
-                    } else {
-                        " ⚠ outside max(1%, 0.5 µs)"
-                    }
-                ),
-                None => "–".into(),
-            };
+            let nearest = closest(pairs, at).map_or("–".into(), |c| closest_text(c, time));
             rows.push(BiasRow {
                 point: point_label(point),
                 size: kernel
@@ -134,22 +120,11 @@ pub fn build(
         }
         let sized = exp.kernels.len() > 1;
         let methods: Vec<String> = pairs.iter().map(|(m, r)| format!("{m} vs {r}")).collect();
-        let keys = 1 + usize::from(sized);
         let header = (std::iter::once(exp.parameter_names(k)))
             .chain(sized.then(|| "buffers".to_string()))
             .chain(references.iter().cloned())
             .chain(methods.iter().cloned())
             .chain(["closest".to_string()])
-            .collect();
-        let lines = (rows.iter())
-            .map(|r| {
-                (std::iter::once(r.point.clone()))
-                    .chain(sized.then(|| r.size.clone()))
-                    .chain(r.references.iter().cloned())
-                    .chain(r.biases.iter().cloned())
-                    .chain([r.closest.clone()])
-                    .collect()
-            })
             .collect();
         tables.push(BiasTable {
             kernel: kernel.name.clone(),
@@ -157,14 +132,9 @@ pub fn build(
             parameters: exp.parameter_names(k),
             references: references.clone(),
             methods,
-            parts: layout::split(header, lines, keys),
+            parts: parts(header, &rows, sized),
             rows,
-            within_everywhere: pairs
-                .iter()
-                .zip(&close)
-                .filter(|(_, &(measured, within))| measured && within)
-                .map(|((m, _), _)| m.clone())
-                .collect(),
+            within_everywhere: within_everywhere(pairs, &close),
         });
     }
     for l in &mut lines {
@@ -178,6 +148,47 @@ pub fn build(
         true,
     )?;
     Ok((tables, (!svg.is_empty()).then_some(svg)))
+}
+
+/// The methods measured at some point and within tolerance at every such point
+/// (`close`: per pair, measured and within).
+fn within_everywhere(pairs: &[(String, String)], close: &[(bool, bool)]) -> Vec<String> {
+    (pairs.iter().zip(close))
+        .filter(|(_, &(measured, within))| measured && within)
+        .map(|((m, _), _)| m.clone())
+        .collect()
+}
+
+/// The method closest to its reference at a point: its bias, and whether it is outside the
+/// tolerance.
+fn closest_text((m, ns, f): (&str, f64, f64), time: impl Fn(f64) -> String) -> String {
+    format!(
+        "{m} ({}{}, {}){}",
+        sign(ns),
+        time(ns.abs()),
+        format::percent(f * 100.0),
+        if within_tolerance(ns, f) {
+            ""
+        } else {
+            " ⚠ outside max(1%, 0.5 µs)"
+        }
+    )
+}
+
+/// A bias table's rows under `header`, split by its columns where too wide for a line (the
+/// point, and the buffers where `sized`, repeated in each part).
+fn parts(header: Vec<String>, rows: &[BiasRow], sized: bool) -> Vec<layout::Part> {
+    let lines = (rows.iter())
+        .map(|r| {
+            (std::iter::once(r.point.clone()))
+                .chain(sized.then(|| r.size.clone()))
+                .chain(r.references.iter().cloned())
+                .chain(r.biases.iter().cloned())
+                .chain([r.closest.clone()])
+                .collect()
+        })
+        .collect();
+    layout::split(header, lines, 1 + usize::from(sized))
 }
 
 fn sign(ns: f64) -> &'static str {

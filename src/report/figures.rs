@@ -34,20 +34,48 @@ pub type PlotFile = (String, String);
 
 /// The figures, the bias tables (made with their plot), and the files to write.
 pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFile>)> {
-    let s = a.run;
-    let exp = &s.experiment;
+    let exp = &a.run.experiment;
     let mut plots = Plots::default();
-    let mut plot_files = Vec::new();
-    let mut add = |list: &mut Vec<PlotRef>, title: String, path: String, svg: String| {
-        if !svg.is_empty() {
-            list.push(PlotRef {
-                title,
-                path: path.clone(),
-            });
-            plot_files.push((path, svg));
-        }
-    };
-    // A plot per kernel swept over one parameter.
+    let mut files = Vec::new();
+    kernel_plots(a, &mut plots, &mut files)?;
+    series_plots(a, &mut plots.series, &mut files)?;
+    probe_plot(a, &mut plots.probe, &mut files)?;
+    let (bias, bias_plot) =
+        super::bias::build(exp, |k, p, v| a.median_at(k, p, v)).map_err(anyhow::Error::msg)?;
+    if let Some(svg) = bias_plot {
+        let title = "bias of each method against its reference".into();
+        add(
+            &mut plots.bias,
+            &mut files,
+            title,
+            "plots/bias.svg".into(),
+            svg,
+        );
+    }
+    Ok((plots, bias, files))
+}
+
+/// Lists a plot under `list` and its file among `files`; an empty plot is left out.
+fn add(
+    list: &mut Vec<PlotRef>,
+    files: &mut Vec<PlotFile>,
+    title: String,
+    path: String,
+    svg: String,
+) {
+    if !svg.is_empty() {
+        list.push(PlotRef {
+            title,
+            path: path.clone(),
+        });
+        files.push((path, svg));
+    }
+}
+
+/// Per kernel swept over one parameter: its medians per variant, and the differences the
+/// report asks for.
+fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> anyhow::Result<()> {
+    let exp = &a.run.experiment;
     for (k, kernel) in exp.timed_kernels() {
         let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) else {
             continue;
@@ -68,12 +96,8 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
         let title = format!("{}: median per variant", kernel.name);
         let svg = plots::lines(&title, param, "median (µs)", &medians, false)
             .map_err(anyhow::Error::msg)?;
-        add(
-            &mut plots.medians,
-            title,
-            format!("plots/{}-median.svg", kernel.name),
-            svg,
-        );
+        let path = format!("plots/{}-median.svg", kernel.name);
+        add(&mut plots.medians, files, title, path, svg);
         let diffs: Vec<Line> = exp
             .report
             .differences
@@ -94,14 +118,19 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
         let title = format!("{}: relative difference of the medians", kernel.name);
         let svg = plots::lines(&title, param, "difference (%)", &diffs, false)
             .map_err(anyhow::Error::msg)?;
-        add(
-            &mut plots.differences,
-            title,
-            format!("plots/{}-difference.svg", kernel.name),
-            svg,
-        );
+        let path = format!("plots/{}-difference.svg", kernel.name);
+        add(&mut plots.differences, files, title, path, svg);
     }
-    for c in &s.plan.cells {
+    Ok(())
+}
+
+/// Per cell with enough samples in its first run: the samples and the SM clock over time.
+fn series_plots(
+    a: &Analysis,
+    list: &mut Vec<PlotRef>,
+    files: &mut Vec<PlotFile>,
+) -> anyhow::Result<()> {
+    for c in &a.run.plan.cells {
         let key = (c.index as u32, 0);
         let Some(launches) = a
             .launches
@@ -134,14 +163,25 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
         let title = format!("{}: samples{shown} and SM clock over time", c.id);
         let svg = plots::series(&title, &samples, &clock).map_err(anyhow::Error::msg)?;
         add(
-            &mut plots.series,
+            list,
+            files,
             title,
             format!("plots/cell-{}.svg", c.index),
             svg,
         );
     }
+    Ok(())
+}
 
-    let probe_lines: Vec<Line> = exp
+/// The probed SM clock of each cell run, in run order, a line per variant.
+fn probe_plot(
+    a: &Analysis,
+    list: &mut Vec<PlotRef>,
+    files: &mut Vec<PlotFile>,
+) -> anyhow::Result<()> {
+    let s = a.run;
+    let probe_lines: Vec<Line> = s
+        .experiment
         .variants
         .iter()
         .map(|v| Line {
@@ -160,17 +200,7 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
         let title = "probed SM clock of each cell run, in run order".to_string();
         let svg = plots::lines(&title, "cell run", "SM clock (MHz)", &probe_lines, false)
             .map_err(anyhow::Error::msg)?;
-        add(&mut plots.probe, title, "plots/clock-probe.svg".into(), svg);
+        add(list, files, title, "plots/clock-probe.svg".into(), svg);
     }
-    let (bias, bias_plot) =
-        super::bias::build(exp, |k, p, v| a.median_at(k, p, v)).map_err(anyhow::Error::msg)?;
-    if let Some(svg) = bias_plot {
-        add(
-            &mut plots.bias,
-            "bias of each method against its reference".into(),
-            "plots/bias.svg".into(),
-            svg,
-        );
-    }
-    Ok((plots, bias, plot_files))
+    Ok(())
 }

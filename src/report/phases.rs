@@ -6,8 +6,8 @@ use super::figures::PlotFile;
 use super::format;
 use super::plots;
 use crate::analysis::median;
-use crate::experiment::Unit;
-use crate::plan::Role;
+use crate::experiment::{Point, Unit};
+use crate::plan::{Cell, Role};
 use crate::protocol::FIRST_TIMED_LAUNCH;
 use crate::protocol::{CellRecord, Phase, Status};
 use crate::store::Stored;
@@ -40,27 +40,7 @@ pub fn build(
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (k, kernel) in exp.kernels.iter().enumerate() {
         for point in &kernel.points {
-            let cells: Vec<_> = s
-                .plan
-                .cells
-                .iter()
-                .filter(|c| {
-                    c.role == Role::Measure
-                        && c.kernel == Some(k)
-                        && c.point == *point
-                        && c.knobs.process.fresh.is_some()
-                })
-                .collect();
-            let runs: Vec<Vec<&CellRecord>> = cells
-                .iter()
-                .map(|c| {
-                    s.records
-                        .iter()
-                        .filter(|r| r.cell == c.index && r.status == Status::Ok)
-                        .filter(|r| r.phases.first().is_some_and(|p| p.start_ms == 0.0))
-                        .collect()
-                })
-                .collect();
+            let (cells, runs) = fresh_runs(s, k, point);
             if runs.iter().all(Vec::is_empty) {
                 continue;
             }
@@ -68,76 +48,7 @@ pub fn build(
             // be in both, such as the output check, which follows whichever launch is checked).
             let before = phase_order(runs.iter().flatten().map(|r| split(&r.phases).0));
             let after = phase_order(runs.iter().flatten().map(|r| split(&r.phases).1));
-            let phase_median = |rs: &[&CellRecord], name: &str, late: bool| {
-                median(
-                    rs.iter()
-                        .filter_map(|r| {
-                            let (b, a) = split(&r.phases);
-                            if late { a } else { b }.iter().find(|p| p.name == name)
-                        })
-                        .map(|p| p.ms)
-                        .collect(),
-                )
-            };
-            let fmt =
-                |ms: Option<f64>| ms.map_or("–".into(), |v| format::time(v * 1e6, Unit::Ms));
-            let mut rows: Vec<PhaseRow> = before
-                .iter()
-                .map(|n| (n, false))
-                .chain(after.iter().map(|n| (n, true)))
-                .map(|(name, late)| PhaseRow {
-                    name: name.clone(),
-                    values: runs
-                        .iter()
-                        .map(|rs| fmt(phase_median(rs, name, late)))
-                        .collect(),
-                    total: false,
-                })
-                .collect();
-            let until_first = |r: &&CellRecord| {
-                r.phases
-                    .iter()
-                    .find(|p| p.name == FIRST_TIMED_LAUNCH)
-                    .map(|p| p.start_ms + p.ms)
-            };
-            rows.push(PhaseRow {
-                name: "process start to the end of the first timed launch".into(),
-                values: runs
-                    .iter()
-                    .map(|rs| fmt(median(rs.iter().filter_map(until_first).collect())))
-                    .collect(),
-                total: true,
-            });
-            rows.push(PhaseRow {
-                name: "first timed launch, as the cell's timer reads it".into(),
-                values: cells
-                    .iter()
-                    .zip(&runs)
-                    .map(|(c, rs)| {
-                        median(rs.iter().filter_map(|r| r.first_ns).collect()).map_or(
-                            "–".into(),
-                            |ns| {
-                                format!("{} ({})", format::time(ns, Unit::Ms), c.knobs.timer.key())
-                            },
-                        )
-                    })
-                    .collect(),
-                total: true,
-            });
-            if cells.iter().any(|c| c.knobs.samples_per_run() > 0) {
-                rows.push(PhaseRow {
-                    name: "steady state after it (median sample)".into(),
-                    values: cells
-                        .iter()
-                        .map(|c| {
-                            steady_median_ns(c.index)
-                                .map_or("–".into(), |ns| format::time(ns, Unit::Ms))
-                        })
-                        .collect(),
-                    total: true,
-                });
-            }
-
+            let rows = rows(&cells, &runs, (&before, &after), &steady_median_ns);
             let label = point
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
@@ -182,6 +93,111 @@ pub fn build(
         }
     }
     Ok((tables, files))
+}
+
+/// Kernel `k`'s fresh-process cells at `point`, and each one's finished processes whose
+/// phases start at the process's start.
+fn fresh_runs<'a>(
+    s: &'a Stored,
+    k: usize,
+    point: &Point,
+) -> (Vec<&'a Cell>, Vec<Vec<&'a CellRecord>>) {
+    let cells: Vec<_> = (s.plan.cells.iter())
+        .filter(|c| {
+            c.role == Role::Measure
+                && c.kernel == Some(k)
+                && c.point == *point
+                && c.knobs.process.fresh.is_some()
+        })
+        .collect();
+    let runs = cells
+        .iter()
+        .map(|c| {
+            (s.records.iter())
+                .filter(|r| r.cell == c.index && r.status == Status::Ok)
+                .filter(|r| r.phases.first().is_some_and(|p| p.start_ms == 0.0))
+                .collect()
+        })
+        .collect();
+    (cells, runs)
+}
+
+/// The median time of phase `name` over `rs`, among the phases after the first timed
+/// launch where `late`, else those up to it.
+fn phase_median(rs: &[&CellRecord], name: &str, late: bool) -> Option<f64> {
+    median(
+        rs.iter()
+            .filter_map(|r| {
+                let (b, a) = split(&r.phases);
+                if late { a } else { b }.iter().find(|p| p.name == name)
+            })
+            .map(|p| p.ms)
+            .collect(),
+    )
+}
+
+/// A table's rows: each phase's median per cell (`phases`: those up to the first timed
+/// launch, then those after it), then the totals.
+fn rows(
+    cells: &[&Cell],
+    runs: &[Vec<&CellRecord>],
+    (before, after): (&[String], &[String]),
+    steady_median_ns: &impl Fn(usize) -> Option<f64>,
+) -> Vec<PhaseRow> {
+    let fmt = |ms: Option<f64>| ms.map_or("–".into(), |v| format::time(v * 1e6, Unit::Ms));
+    let mut rows: Vec<PhaseRow> = before
+        .iter()
+        .map(|n| (n, false))
+        .chain(after.iter().map(|n| (n, true)))
+        .map(|(name, late)| PhaseRow {
+            name: name.clone(),
+            values: runs
+                .iter()
+                .map(|rs| fmt(phase_median(rs, name, late)))
+                .collect(),
+            total: false,
+        })
+        .collect();
+    let until_first = |r: &&CellRecord| {
+        r.phases
+            .iter()
+            .find(|p| p.name == FIRST_TIMED_LAUNCH)
+            .map(|p| p.start_ms + p.ms)
+    };
+    rows.push(PhaseRow {
+        name: "process start to the end of the first timed launch".into(),
+        values: runs
+            .iter()
+            .map(|rs| fmt(median(rs.iter().filter_map(until_first).collect())))
+            .collect(),
+        total: true,
+    });
+    rows.push(PhaseRow {
+        name: "first timed launch, as the cell's timer reads it".into(),
+        values: cells
+            .iter()
+            .zip(runs)
+            .map(|(c, rs)| {
+                median(rs.iter().filter_map(|r| r.first_ns).collect()).map_or("–".into(), |ns| {
+                    format!("{} ({})", format::time(ns, Unit::Ms), c.knobs.timer.key())
+                })
+            })
+            .collect(),
+        total: true,
+    });
+    if cells.iter().any(|c| c.knobs.samples_per_run() > 0) {
+        rows.push(PhaseRow {
+            name: "steady state after it (median sample)".into(),
+            values: cells
+                .iter()
+                .map(|c| {
+                    steady_median_ns(c.index).map_or("–".into(), |ns| format::time(ns, Unit::Ms))
+                })
+                .collect(),
+            total: true,
+        });
+    }
+    rows
 }
 
 /// A process's phases up to and including its first timed launch, and those after it.
