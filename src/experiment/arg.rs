@@ -163,3 +163,19 @@ pub enum ArgValue {
     /// The scalar's bytes, encoded exactly in its dtype.
     Scalar { dtype: Dtype, bytes: Vec<u8> },
 }
+
+/// The bytes of the managed buffers among `args`: what must fit in the device's memory,
+/// since managed memory beyond it is evicted and refaulted (a stall on a shared GPU).
+pub fn managed_bytes(args: &[ArgValue]) -> u128 {
+    (args.iter())
+        .map(|a| match a {
+            ArgValue::Buffer {
+                dtype,
+                len,
+                memory: Memory::Managed,
+                ..
+            } => *len as u128 * dtype.size() as u128,
+            _ => 0,
+        })
+        .sum()
+}

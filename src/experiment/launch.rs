@@ -267,18 +267,7 @@ fn managed_fits(
     args: &[ArgValue],
     facts: &DeviceFacts,
 ) -> Result<(), (Part, String)> {
-    let managed: u128 = args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Buffer {
-                dtype,
-                len,
-                memory: Memory::Managed,
-                ..
-            } => *len as u128 * dtype.size() as u128,
-            _ => 0,
-        })
-        .sum();
+    let managed = super::arg::managed_bytes(args);
     if managed > facts.mem_bytes as u128 {
         let first = declared
             .iter()

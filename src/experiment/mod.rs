@@ -22,7 +22,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-pub use arg::{ArgKind, ArgValue, InitSpec, Memory};
+pub use arg::{managed_bytes, ArgKind, ArgValue, InitSpec, Memory};
 pub use error::ConfigError;
 pub use expr::{DeviceFacts, Scope};
 pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind};

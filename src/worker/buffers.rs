@@ -5,7 +5,7 @@
 use super::inputs::HostInputs;
 use super::reference;
 use crate::cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
-use crate::experiment::{ArgValue, Init, Kernel, LaunchSpec, Memory};
+use crate::experiment::{managed_bytes, ArgValue, Init, Kernel, LaunchSpec, Memory};
 
 /// The byte every output is filled with before a checked launch: all bits set, NaN in
 /// every float type, so that an element the kernel never writes fails the check.
@@ -25,24 +25,12 @@ pub enum Poison {
 /// shared GPU. Checked for all sets before the first is made, since managed memory may not
 /// count as used until it is touched.
 pub(super) fn refuse_managed_beyond_free(args: &[ArgValue], sets: usize) -> Result<(), CudaError> {
-    let managed: usize = args
-        .iter()
-        .map(|a| match a {
-            ArgValue::Buffer {
-                dtype,
-                len,
-                memory: Memory::Managed,
-                ..
-            } => len * dtype.size(),
-            _ => 0,
-        })
-        .sum::<usize>()
-        .saturating_mul(sets);
+    let managed = managed_bytes(args).saturating_mul(sets as u128);
     if managed == 0 {
         return Ok(());
     }
     let (free, _) = cuda::memory_info()?;
-    if managed > free {
+    if managed > free as u128 {
         return Err(CudaError::Library(format!(
             "refusing {managed} bytes of managed memory: the device has {free} bytes free, and managed memory beyond it would be evicted and refaulted (on a shared GPU, a stall for everyone); make the buffers smaller or use fewer rotate sets"
         )));
