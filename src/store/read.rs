@@ -176,7 +176,8 @@ impl Stored {
         let s = &mut self.samples;
         // Rows' problems, said after the damaged rows', as when the file was read whole.
         let mut dropped = Vec::new();
-        let mut bad = Vec::new();
+        // The first problem of each cell's rows: bounded by the cells, not the rows.
+        let mut bad: HashMap<String, String> = HashMap::new();
         let mut unfinished = HashSet::new();
         let want = ["cell", "process", "phase", "time_ns", "t_us"];
         let read = each_csv_row(&self.dir, SAMPLES_FILE, &want, |name, line, r| {
@@ -188,10 +189,8 @@ impl Stored {
                 return;
             };
             let Ok(process) = r[1].parse::<u32>() else {
-                bad.push((
-                    id.to_string(),
-                    format!("{name}:{line}: a process of `{}`", &r[1]),
-                ));
+                let why = format!("{name}:{line}: a process of `{}`", &r[1]);
+                bad.entry(id.to_string()).or_insert(why);
                 return;
             };
             if !recorded.contains(&(cell as u32, process)) {
@@ -203,10 +202,8 @@ impl Stored {
             match r[3].parse::<f64>() {
                 Ok(t) if t.is_finite() && (t > 0.0 || may_be_negative) => s.time_ns.push(t),
                 _ => {
-                    bad.push((
-                        id.to_string(),
-                        format!("{name}:{line}: a time of `{}` ns", &r[3]),
-                    ));
+                    let why = format!("{name}:{line}: a time of `{}` ns", &r[3]);
+                    bad.entry(id.to_string()).or_insert(why);
                     return;
                 }
             }

@@ -68,7 +68,8 @@ impl<R: Read> Read for Bounded<R> {
     }
 }
 
-/// A readable row of a stored CSV, by the columns asked for.
+/// A readable row of a stored CSV, indexed by the position of a column among those asked
+/// for.
 pub(super) struct Row<'a> {
     record: &'a csv::ByteRecord,
     cols: &'a [usize],
@@ -82,10 +83,6 @@ impl std::ops::Index<usize> for Row<'_> {
     fn index(&self, i: usize) -> &str {
         std::str::from_utf8(&self.record[self.cols[i]]).unwrap_or("")
     }
-}
-
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// What reading a stored CSV found besides its rows: where it is, the lines of rows that
@@ -110,8 +107,7 @@ impl CsvRead {
 }
 
 /// Streams each readable row of the stored CSV `name` in `dir` to `row`, with the file's
-/// name (`samples.csv` in an older run), its line number and the positions of the columns
-/// asked for, without holding the file: a
+/// name (`samples.csv` in an older run) and its line number, without holding the file: a
 /// malformed last row is torn (dropped), a malformed row before it is damage the caller
 /// decides about. None where the run has no such file.
 pub(super) fn each_csv_row(
@@ -175,7 +171,9 @@ pub(super) fn each_csv_row(
                 ),
                 _ if last => read.torn = Some(at),
                 r => {
-                    let first = r.ok().and_then(|r| r.get(0).map(lossy));
+                    let first = r
+                        .ok()
+                        .and_then(|r| r.get(0).map(|id| String::from_utf8_lossy(id).into_owned()));
                     read.damaged.push((at, first));
                 }
             }
