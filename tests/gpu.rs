@@ -320,6 +320,95 @@ stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn counters_check_declared_bytes_hot_and_cold_and_catch_a_wrong_count() {
+    if !has_ncu() {
+        eprintln!("SKIPPED: Nsight Compute (ncu) is not on PATH: the counter pass cannot run");
+        return;
+    }
+    let text = r#"[experiment]
+title = "counters"
+
+[[kernel]]
+name = "copy"
+source = "KERNELS/copy.cu"
+entry = "copy"
+sweep = { mib = [256] }
+grid = ["sm_count * 4"]
+block = [1024]
+args = [
+  { name = "output", buffer = "f32", len = "mib * 262144", init = "output" },
+  { name = "input", buffer = "f32", len = "mib * 262144", init = "uniform(0, 100)" },
+  { name = "n", scalar = "u64", value = "mib * 262144" },
+]
+check = { reference = "copy", inputs = ["input"], output = "output" }
+bytes = "2 * 4 * mib * 262144"
+
+[[kernel]]
+name = "copy-twice"
+source = "KERNELS/copy.cu"
+entry = "copy"
+sweep = { mib = [256] }
+grid = ["sm_count * 4"]
+block = [1024]
+args = [
+  { name = "output", buffer = "f32", len = "mib * 262144", init = "output" },
+  { name = "input", buffer = "f32", len = "mib * 262144", init = "uniform(0, 100)" },
+  { name = "n", scalar = "u64", value = "mib * 262144" },
+]
+check = { reference = "copy", inputs = ["input"], output = "output" }
+bytes = "4 * 4 * mib * 262144"
+
+[defaults]
+timer = "cupti"
+warmup = 2
+samples = 5
+counters = "memory"
+
+[[variant]]
+name = "cold"
+cache = "flush"
+flush_method = "read"
+
+[report]
+floor = false
+"#
+    .replace("KERNELS", &kernels_dir().display().to_string());
+    let (_out, dir, records) = run_on_gpu("counters", &text);
+    for id in ["copy/mib=256/cold", "copy-twice/mib=256/cold"] {
+        let r = records.iter().find(|r| r["id"] == id).unwrap();
+        assert_eq!(r["status"], "ok", "{r}");
+        let c = &r["counters"];
+        assert!(c["error"].is_null(), "{c}");
+        let read = c["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "dram__bytes_read.sum")
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap();
+        // A cold 256 MiB copy reads its input from DRAM once.
+        let input = 256.0 * 1048576.0;
+        assert!(
+            (read / input - 1.0).abs() < 0.1,
+            "{id}: read {read} of {input}"
+        );
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Hardware counters"), "{report}");
+    let row = |id: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {id} |")) && l.contains("declared"))
+            .unwrap_or_else(|| panic!("no bytes row for {id}"))
+            .to_string()
+    };
+    assert!(row("copy/mib=256/cold").contains("agrees with DRAM"));
+    assert!(row("copy-twice/mib=256/cold").contains("⚠ declared more than moved"));
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn every_flush_method_makes_the_launch_cold_alone_and_in_a_graph() {
     let variants = r#"[defaults]
 timer = "cupti"

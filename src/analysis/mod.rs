@@ -4,6 +4,7 @@
 
 pub mod agreement;
 pub mod clocks;
+pub mod counters;
 pub mod findings;
 pub mod peaks;
 pub mod stats;

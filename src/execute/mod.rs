@@ -2,6 +2,7 @@
 //! run folder (new, or an interrupted run resumed), and hands the plan's jobs to the
 //! scheduler; Ctrl-C stops it after the cells that finished.
 
+mod counted;
 pub mod devices;
 mod jit_cache;
 pub mod peers;

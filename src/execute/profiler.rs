@@ -8,7 +8,7 @@
 use super::worker_process::WorkerProgram;
 use crate::experiment::knobs::env::ProfilerCache;
 use crate::experiment::knobs::timer::TimerKind;
-use crate::protocol::CellRecord;
+use crate::protocol::{CellRecord, Counter, CounterRecord};
 use std::path::{Path, PathBuf};
 
 /// The metrics read for each launch, in one pass: its time, and its elapsed SM cycles over
@@ -17,12 +17,14 @@ use std::path::{Path, PathBuf};
 const TIME: &str = "gpu__time_duration.sum";
 const SM_CLOCK: &str = "sm__cycles_elapsed.avg.per_second";
 
-/// One profiled launch: its kernel, its time and its elapsed SM cycles per second.
+/// One profiled launch: its kernel, its time, its elapsed SM cycles per second and any
+/// other counter the pass read (`counters`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profiled {
     pub kernel: String,
     pub ns: f64,
     pub sm_hz: Option<f64>,
+    pub counters: Vec<Counter>,
 }
 
 /// `ncu` on PATH, else where the CUDA toolkit installs it.
@@ -38,16 +40,24 @@ pub fn ncu() -> Option<PathBuf> {
     })
 }
 
-/// `program` run under `ncu`, its report written as CSV to `log`.
+/// `program` run under `ncu`, its report written as CSV to `log`: each launch's time and
+/// SM clock, and the `counters` asked for.
 pub fn wrap(
     ncu: &Path,
     program: &WorkerProgram,
     cache: ProfilerCache,
+    counters: &[String],
     log: &Path,
 ) -> WorkerProgram {
+    let mut metrics: Vec<&str> = vec![TIME, SM_CLOCK];
+    for c in counters {
+        if !metrics.contains(&c.as_str()) {
+            metrics.push(c);
+        }
+    }
     let mut args: Vec<String> = [
         "--metrics",
-        &format!("{TIME},{SM_CLOCK}"),
+        &metrics.join(","),
         "--clock-control",
         "none",
         "--cache-control",
@@ -111,9 +121,18 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
                 kernel: kernel.clone(),
                 ns: f64::NAN,
                 sm_hz: None,
+                counters: Vec::new(),
             });
             out.len() - 1
         });
+        // Every metric is kept as a counter too: a counter pass may ask for these two.
+        if let Ok(value) = number {
+            out[index].counters.push(Counter {
+                name: metric.clone(),
+                unit: unit.clone(),
+                value,
+            });
+        }
         match metric.as_str() {
             TIME => {
                 let scale = match unit.as_str() {
@@ -168,43 +187,80 @@ fn split(line: &str) -> Vec<String> {
     fields
 }
 
-/// Gives each record its samples: the cells ran in order, each launching its kernel
-/// `kernel_launches` times, the timed launches last but for the audit's, which give the
-/// audit its time and verdict. `entry(record)` names its kernel.
+/// Each record's own launches in the report: the cells ran in order, each launching its
+/// kernel `kernel_launches` times, the timed launches (the first, then `per_sample` per
+/// sample) last but for the audit's. `entry(record)` names its kernel. Gives each cell
+/// that ran its timed and audit launches, or why the report is short of them; a failed
+/// cell's launches still take their place, and it gets `None`.
+fn cut<'a>(
+    records: &[CellRecord],
+    launches: &'a [Profiled],
+    entry: impl Fn(&CellRecord) -> String,
+    per_sample: impl Fn(&CellRecord) -> u64,
+) -> Vec<Option<Result<Cut<'a>, String>>> {
+    let mut taken: std::collections::HashMap<String, usize> = Default::default();
+    records
+        .iter()
+        .map(|rec| {
+            let name = entry(rec);
+            let mine: Vec<&Profiled> = launches
+                .iter()
+                .filter(|l| l.kernel == name || l.kernel.starts_with(&format!("{name}(")))
+                .collect();
+            let from = *taken.get(&name).unwrap_or(&0);
+            let count = rec.kernel_launches as usize;
+            taken.insert(name.clone(), from + count);
+            if rec.status != crate::protocol::Status::Ok || count == 0 {
+                return None;
+            }
+            let per = per_sample(rec).max(1) as usize;
+            let timed = (1 + rec.samples_ns.len()) * per;
+            let after = rec.audit.as_ref().map_or(0, |a| a.launches as usize);
+            let Some(all) = mine
+                .get(from..from + count)
+                .filter(|all| all.len() >= timed + after)
+            else {
+                return Some(Err(format!(
+                    "the profiler reported {} launches of {name}, fewer than the cells launched",
+                    mine.len()
+                )));
+            };
+            let (timed, audit) = all[count - after - timed..].split_at(timed);
+            Some(Ok(Cut {
+                timed: timed.to_vec(),
+                audit: audit.to_vec(),
+                per,
+            }))
+        })
+        .collect()
+}
+
+/// One cell's launches in a profiler's report.
+struct Cut<'a> {
+    /// The first timed launch's, then each sample's `per` launches.
+    timed: Vec<&'a Profiled>,
+    audit: Vec<&'a Profiled>,
+    per: usize,
+}
+
+/// Gives each record its samples from its timed launches, and its audit the time and
+/// verdict of the launch after them.
 pub fn assign(
     records: &mut [CellRecord],
     launches: &[Profiled],
     entry: impl Fn(&CellRecord) -> String,
     per_sample: impl Fn(&CellRecord) -> u64,
 ) {
-    let mut taken: std::collections::HashMap<String, usize> = Default::default();
-    for rec in records.iter_mut() {
-        let name = entry(rec);
-        let mine: Vec<&Profiled> = launches
-            .iter()
-            .filter(|l| l.kernel == name || l.kernel.starts_with(&format!("{name}(")))
-            .collect();
-        let from = *taken.get(&name).unwrap_or(&0);
-        let count = rec.kernel_launches as usize;
-        taken.insert(name.clone(), from + count);
-        // A failed cell's launches still take their place in the report.
-        if rec.status != crate::protocol::Status::Ok || count == 0 {
-            continue;
-        }
-        let per = per_sample(rec).max(1) as usize;
-        let timed = (1 + rec.samples_ns.len()) * per;
-        let after = rec.audit.as_ref().map_or(0, |a| a.launches as usize);
-        let Some(all) = mine
-            .get(from..from + count)
-            .filter(|all| all.len() >= timed + after)
-        else {
-            rec.fail(format!(
-                "the profiler reported {} launches of {name}, fewer than the cells launched",
-                mine.len()
-            ));
-            continue;
+    let cuts = cut(records, launches, entry, per_sample);
+    for (rec, cut) in records.iter_mut().zip(cuts) {
+        let Cut { timed, audit, per } = match cut {
+            None => continue,
+            Some(Err(why)) => {
+                rec.fail(why);
+                continue;
+            }
+            Some(Ok(c)) => c,
         };
-        let (timed, audit) = all[count - after - timed..].split_at(timed);
         let values: Vec<f64> = timed
             .chunks(per)
             .map(|c| c.iter().map(|l| l.ns).sum::<f64>() / c.len() as f64)
@@ -221,6 +277,56 @@ pub fn assign(
                 a.suspect = crate::method::audit::suspect(TimerKind::Profiler, reading, launch.ns);
             }
         }
+    }
+}
+
+/// Gives each record of a counter pass its counters: each one's median over the steady
+/// samples' launches (all timed launches where there are no steady samples), so that a
+/// first launch after no warm-up does not stand for the cell.
+pub fn assign_counters(
+    records: &mut [CellRecord],
+    launches: &[Profiled],
+    cache: ProfilerCache,
+    entry: impl Fn(&CellRecord) -> String,
+    per_sample: impl Fn(&CellRecord) -> u64,
+) {
+    let cuts = cut(records, launches, entry, per_sample);
+    for (rec, cut) in records.iter_mut().zip(cuts) {
+        let Cut { timed, per, .. } = match cut {
+            None => continue,
+            Some(Err(why)) => {
+                rec.fail(why);
+                continue;
+            }
+            Some(Ok(c)) => c,
+        };
+        let steady = if timed.len() > per {
+            &timed[per..]
+        } else {
+            &timed[..]
+        };
+        let mut values: Vec<Counter> = Vec::new();
+        for l in steady {
+            for c in &l.counters {
+                if !values.iter().any(|v| v.name == c.name) {
+                    let all = steady
+                        .iter()
+                        .flat_map(|l| l.counters.iter().filter(|x| x.name == c.name))
+                        .map(|x| x.value)
+                        .collect();
+                    if let Some(value) = crate::median::median(all) {
+                        values.push(Counter { value, ..c.clone() });
+                    }
+                }
+            }
+        }
+        rec.counters = Some(CounterRecord {
+            cache: cache.flag().to_string(),
+            launches: steady.len() as u64,
+            launch_ns: crate::median::median(steady.iter().map(|l| l.ns).collect()),
+            values,
+            error: None,
+        });
     }
 }
 
@@ -243,13 +349,12 @@ mod tests {
         let l = launches(REPORT).unwrap();
         assert_eq!(l.len(), 4);
         assert_eq!(
-            l[0],
-            Profiled {
-                kernel: "matMulKernel".into(),
-                ns: 20_100.0,
-                sm_hz: Some(1_979_436_476.44)
-            }
+            (l[0].kernel.as_str(), l[0].ns, l[0].sm_hz),
+            ("matMulKernel", 20_100.0, Some(1_979_436_476.44))
         );
+        // Both metrics are kept as counters too, in the report's units.
+        assert_eq!(l[0].counters.len(), 2);
+        assert_eq!(l[2].counters[1].unit, "usecond");
         assert_eq!((l[1].ns, l[1].sm_hz), (900.0, None));
         assert_eq!((l[2].ns, l[2].sm_hz), (13_500.0, Some(1.96e9)));
         assert!(launches("no table here").is_err());
@@ -318,6 +423,7 @@ mod tests {
             kernel: "k".into(),
             ns,
             sm_hz: None,
+            counters: vec![],
         };
         // A checked launch, the first timed launch, two samples, then the audit's launch.
         let report = [50e3, 1.5e3, 1.6e3, 1.4e3, 46.6e3].map(launch);
@@ -345,6 +451,7 @@ mod tests {
             kernel: "k".into(),
             ns,
             sm_hz: None,
+            counters: vec![],
         };
         let report = [50e3, 1.5e3, 1.6e3, 46.6e3].map(launch);
         let mut r = CellRecord::failed(0, "k", 0, String::new());
@@ -378,11 +485,77 @@ mod tests {
             Path::new("/x/ncu"),
             &w,
             ProfilerCache::All,
+            &["dram__bytes_read.sum".into(), TIME.into()],
             Path::new("/tmp/r.csv"),
         );
         let args = p.args.join(" ");
+        assert!(
+            args.contains(&format!(
+                "--metrics {TIME},{SM_CLOCK},dram__bytes_read.sum "
+            )),
+            "{args}"
+        );
         assert!(args.contains("--clock-control none"), "{args}");
         assert!(args.contains("--cache-control all"), "{args}");
         assert!(args.ends_with("/tmp/r.csv /bin/runner __worker"), "{args}");
+    }
+
+    #[test]
+    fn a_counter_pass_gives_each_counter_its_median_over_the_steady_launches() {
+        let launch = |ns: f64, dram: f64| Profiled {
+            kernel: "k".into(),
+            ns,
+            sm_hz: None,
+            counters: vec![Counter {
+                name: "dram__bytes_read.sum".into(),
+                unit: "byte".into(),
+                value: dram,
+            }],
+        };
+        // A checked launch, the first timed launch (cold: 9 MB), three samples, the audit's.
+        let report = [
+            (5.0, 8e6),
+            (7.0, 9e6),
+            (4.0, 1e6),
+            (4.2, 2e6),
+            (4.4, 3e6),
+            (5.0, 8e6),
+        ]
+        .map(|(ns, d)| launch(ns, d));
+        let mut r = CellRecord::failed(0, "k", 0, String::new());
+        r.status = crate::protocol::Status::Ok;
+        r.kernel_launches = 6;
+        r.samples_ns = vec![f64::NAN; 3];
+        r.audit = Some(crate::protocol::AuditRecord {
+            launches: 1,
+            ..Default::default()
+        });
+        let mut records = vec![r];
+        assign_counters(
+            &mut records,
+            &report,
+            ProfilerCache::None,
+            |_| "k".into(),
+            |_| 1,
+        );
+        let c = records[0].counters.as_ref().unwrap();
+        assert_eq!(
+            (c.cache.as_str(), c.launches, c.launch_ns),
+            ("none", 3, Some(4.2))
+        );
+        assert_eq!(c.value("dram__bytes_read.sum"), Some(2e6));
+        // Too few launches in the report fail the cell, as a timed pass's would.
+        let mut short = records[0].clone();
+        short.counters = None;
+        short.kernel_launches = 9;
+        let mut records = vec![short];
+        assign_counters(
+            &mut records,
+            &report,
+            ProfilerCache::None,
+            |_| "k".into(),
+            |_| 1,
+        );
+        assert_eq!(records[0].status, crate::protocol::Status::Failed);
     }
 }

@@ -2,22 +2,25 @@
 //! environment, stores each cell the moment a worker reports it, kills a worker that
 //! overruns a cell's timeout, records cells whose worker died, and stops on Ctrl-C.
 
+use super::counted;
 use super::jit_cache::JitCaches;
 use super::peers::Peers;
 use super::profiler;
 use super::worker_process::{tail, Next, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
 use crate::experiment::knobs::env::ProcessEnv;
+use crate::experiment::knobs::env::ProfilerCache;
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
 use crate::plan::cost::{seconds, Estimate};
+use crate::plan::counted::{self as counted_plan, CounterPass};
 use crate::plan::{Plan, Run, WorkerJob};
-use crate::protocol::{CellRecord, Job, Message, Status};
+use crate::protocol::{CellRecord, CounterRecord, Job, Message, Status};
 use crate::store::{self, RunMeta, Writer};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -45,6 +48,28 @@ pub struct Scheduler<'a> {
     /// tens of milliseconds): the next one starts meanwhile and is held off the device
     /// until this one is gone.
     exiting: Option<Exiting>,
+    /// Cells whose counter pass has run, and the counters waiting for their cell's first
+    /// timed record.
+    counted: HashSet<usize>,
+    counters: HashMap<usize, CounterRecord>,
+}
+
+/// What a worker runs its cells for.
+#[derive(Clone, Copy)]
+enum Pass<'p> {
+    /// The cells' timed run, under Nsight Compute where its timer is the profiler.
+    Timed { profiled: bool },
+    /// A counter pass: always under Nsight Compute, its records kept only for counters.
+    Counted(&'p CounterPass),
+}
+
+impl Pass<'_> {
+    fn profiled(self) -> bool {
+        match self {
+            Pass::Timed { profiled } => profiled,
+            Pass::Counted(_) => true,
+        }
+    }
 }
 
 /// A worker that reported all its cells, with when it last spoke and how long it may take
@@ -92,6 +117,8 @@ impl<'a> Scheduler<'a> {
             runs: (0, 0),
             gpu_warmup: exp.gpu_warmup,
             exiting: None,
+            counted: HashSet::new(),
+            counters: HashMap::new(),
         })
     }
 
@@ -145,7 +172,14 @@ impl<'a> Scheduler<'a> {
 
     fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
         let cell = &self.plan.cells[run.cell];
-        self.writer.append(cell, rec)?;
+        match self.counters.remove(&run.cell) {
+            Some(counters) => {
+                let mut rec = rec.clone();
+                rec.counters = Some(counters);
+                self.writer.append(cell, &rec)?;
+            }
+            None => self.writer.append(cell, rec)?,
+        }
         self.bar.inc(self.weights.get(&run).copied().unwrap_or(1));
         self.runs.0 += 1;
         self.bar
@@ -158,8 +192,30 @@ impl<'a> Scheduler<'a> {
         self.store(run, &CellRecord::failed(run.cell, &id, run.process, why))
     }
 
-    /// Runs one job's cells; a worker that dies or overruns a cell's timeout is replaced by
-    /// a new one for the cells after it.
+    /// Keeps what a pass's worker reported of a run: a timed record is stored, a counted
+    /// one gives its cell's counters.
+    fn record(&mut self, pass: Pass, run: Run, rec: CellRecord) -> Result<()> {
+        match pass {
+            Pass::Timed { .. } => self.store(run, &rec),
+            Pass::Counted(p) => {
+                let counters = counted::outcome(&self.plan.cells[run.cell], p.cache, rec);
+                self.counters.insert(run.cell, counters);
+                Ok(())
+            }
+        }
+    }
+
+    /// Records a run its pass's worker could not finish.
+    fn fail_in(&mut self, pass: Pass, run: Run, why: String) -> Result<()> {
+        let id = self.plan.cells[run.cell].id.clone();
+        self.record(
+            pass,
+            run,
+            CellRecord::failed(run.cell, &id, run.process, why),
+        )
+    }
+
+    /// Runs one job's cells, after the counter passes of those that read counters.
     fn run_job(&mut self, job: WorkerJob) -> Result<()> {
         let vars = match self.worker_vars(&job.env) {
             Ok(v) => v,
@@ -170,6 +226,23 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             }
         };
+        for pass in counted_plan::passes(self.plan, &job.runs, &self.counted) {
+            self.counted.extend(pass.runs.iter().map(|r| r.cell));
+            match profiler::ncu() {
+                Some(ncu) => {
+                    // Not timed, and no JIT cache of the run's is touched by it.
+                    let mut vars = vars.clone();
+                    vars.push(("CUDA_CACHE_DISABLE".into(), "1".into()));
+                    let profiled = Some((ncu, pass.cache));
+                    self.run_pass(Pass::Counted(&pass), pass.runs.clone(), &vars, profiled)?;
+                }
+                None => {
+                    for run in &pass.runs {
+                        self.counters.insert(run.cell, counted::skipped(pass.cache));
+                    }
+                }
+            }
+        }
         // A profiler job's worker runs under ncu; its cells wait for ncu's report.
         let profiled = match job.env.profiler {
             None => None,
@@ -178,27 +251,47 @@ impl<'a> Scheduler<'a> {
                 None => return self.skip_unprofiled(job.runs),
             },
         };
+        let pass = Pass::Timed {
+            profiled: profiled.is_some(),
+        };
+        self.run_pass(pass, job.runs, &vars, profiled)
+    }
+
+    /// Runs `runs` in workers started with `vars` (under ncu where `profiled`); a worker
+    /// that dies or overruns a cell's timeout is replaced by a new one for the cells after
+    /// it.
+    fn run_pass(
+        &mut self,
+        pass: Pass,
+        runs: Vec<Run>,
+        vars: &[(String, String)],
+        profiled: Option<(PathBuf, ProfilerCache)>,
+    ) -> Result<()> {
         let mut pending: Vec<(Run, CellRecord)> = Vec::new();
-        let mut remaining: VecDeque<Run> = job.runs.into();
+        let mut remaining: VecDeque<Run> = runs.into();
         while let Some(&first) = remaining.front() {
             self.bar.set_message(self.plan.cells[first.cell].id.clone());
-            let warmup = std::mem::take(&mut self.gpu_warmup);
+            // The GPU warm-up is owed by the first worker that times.
+            let warmup = match pass {
+                Pass::Timed { .. } => std::mem::take(&mut self.gpu_warmup),
+                Pass::Counted(_) => Duration::ZERO,
+            };
             let report = tempfile::NamedTempFile::new()
                 .context("cannot create a file for the profiler's report")?;
+            let counters = match pass {
+                Pass::Counted(p) => &p.counters[..],
+                Pass::Timed { .. } => &[],
+            };
             let program = match &profiled {
-                Some((ncu, cache)) => profiler::wrap(ncu, self.program, *cache, report.path()),
+                Some((ncu, cache)) => {
+                    profiler::wrap(ncu, self.program, *cache, counters, report.path())
+                }
                 None => self.program.clone(),
             };
-            let mut worker =
-                self.start_worker(&program, &remaining, &vars, warmup, profiled.is_some())?;
+            let mut worker = self.start_worker(&program, &remaining, vars, warmup, pass)?;
             let deadline = self.plan.cells[first.cell].knobs.timeout.0 + warmup;
-            let (ended, last_message) = self.follow(
-                &mut worker,
-                &mut remaining,
-                &mut pending,
-                profiled.is_some(),
-                deadline,
-            )?;
+            let (ended, last_message) =
+                self.follow(&mut worker, &mut remaining, &mut pending, pass, deadline)?;
             let Some(run) = remaining.front().copied() else {
                 // ncu writes its report as the worker exits: no limit on a profiled one.
                 let exiting = Exiting {
@@ -208,7 +301,7 @@ impl<'a> Scheduler<'a> {
                 };
                 if profiled.is_some() {
                     reap(exiting, self.meta, &self.bar)?;
-                    self.store_profiled(&mut pending, report.path())?;
+                    self.store_profiled(&mut pending, report.path(), pass)?;
                 } else {
                     self.exiting = Some(exiting);
                 }
@@ -221,7 +314,7 @@ impl<'a> Scheduler<'a> {
                 worker.kill();
             }
             let (exit, stderr) = worker.finish()?;
-            self.store_profiled(&mut pending, report.path())?;
+            self.store_profiled(&mut pending, report.path(), pass)?;
             if matches!(ended, Next::Interrupted) || INTERRUPTED.load(Ordering::SeqCst) {
                 return Ok(()); // the interrupt may have reached the worker too
             }
@@ -234,7 +327,7 @@ impl<'a> Scheduler<'a> {
                     tail(&stderr)
                 ),
             };
-            self.fail(run, why)?;
+            self.fail_in(pass, run, why)?;
             remaining.pop_front();
         }
         Ok(())
@@ -260,17 +353,20 @@ impl<'a> Scheduler<'a> {
         remaining: &VecDeque<Run>,
         vars: &[(String, String)],
         warmup: Duration,
-        profiled: bool,
+        pass: Pass,
     ) -> Result<WorkerProcess> {
         let runs: Vec<Run> = remaining.iter().copied().collect();
         let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
         sent.describe_device = self.meta.device.is_none();
+        if let Pass::Counted(_) = pass {
+            sent.cells.iter_mut().for_each(counted_plan::counting);
+        }
         // Under the profiler, the previous worker exits first (ncu starts its own
         // processes); otherwise the new one starts while it exits and waits for its
         // exit before it creates its context: a fresh process meets an idle GPU, as a
         // program run from a shell does.
-        if profiled {
+        if pass.profiled() {
             self.settle()?;
         }
         let mut worker = WorkerProcess::start_held(program, sent, vars)?;
@@ -292,9 +388,10 @@ impl<'a> Scheduler<'a> {
         worker: &mut WorkerProcess,
         remaining: &mut VecDeque<Run>,
         pending: &mut Vec<(Run, CellRecord)>,
-        profiled: bool,
+        pass: Pass,
         mut deadline: Duration,
     ) -> Result<(Next, Instant)> {
+        let profiled = pass.profiled();
         let mut last_message = Instant::now();
         let ended = loop {
             let next = worker.next(deadline, &INTERRUPTED);
@@ -303,7 +400,8 @@ impl<'a> Scheduler<'a> {
             }
             match next {
                 Next::Message(Message::Ready { device, startup }) => {
-                    if self.meta.device.is_none() {
+                    // A counter pass's start-up is the profiler's, not the device's.
+                    if self.meta.device.is_none() && matches!(pass, Pass::Timed { .. }) {
                         let mut device = *device;
                         device.nvrtc_version = crate::cuda::nvrtc_version();
                         self.meta.device = Some(device);
@@ -366,23 +464,26 @@ impl<'a> Scheduler<'a> {
         &mut self,
         pending: &mut Vec<(Run, CellRecord)>,
         report: &Path,
+        pass: Pass,
     ) -> Result<()> {
         if pending.is_empty() {
             return Ok(());
         }
         let mut records: Vec<CellRecord> = pending.iter().map(|(_, r)| r.clone()).collect();
         let text = std::fs::read_to_string(report).unwrap_or_default();
+        let entry = |r: &CellRecord| {
+            let cell = &self.plan.cells[r.cell];
+            cell.kernel
+                .map_or("empty".into(), |k| self.exp.kernels[k].entry.clone())
+        };
+        let per_sample = |r: &CellRecord| self.plan.cells[r.cell].knobs.launches.count();
         match profiler::launches(&text) {
-            Ok(launches) => profiler::assign(
-                &mut records,
-                &launches,
-                |r| {
-                    let cell = &self.plan.cells[r.cell];
-                    cell.kernel
-                        .map_or("empty".into(), |k| self.exp.kernels[k].entry.clone())
-                },
-                |r| self.plan.cells[r.cell].knobs.launches.count(),
-            ),
+            Ok(launches) => match pass {
+                Pass::Timed { .. } => profiler::assign(&mut records, &launches, entry, per_sample),
+                Pass::Counted(p) => {
+                    profiler::assign_counters(&mut records, &launches, p.cache, entry, per_sample)
+                }
+            },
             Err(e) => {
                 let why = format!(
                     "{e}; ncu said: {}",
@@ -395,7 +496,7 @@ impl<'a> Scheduler<'a> {
         }
         let runs: Vec<Run> = pending.drain(..).map(|(run, _)| run).collect();
         for (run, rec) in runs.into_iter().zip(records) {
-            self.store(run, &rec)?;
+            self.record(pass, run, rec)?;
         }
         Ok(())
     }

@@ -146,6 +146,38 @@ fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
 }
 
 #[test]
+fn counters_are_skipped_with_a_note_where_ncu_is_missing_and_the_cell_still_times() {
+    if profiler::ncu().is_some() {
+        eprintln!("SKIPPED: this machine has ncu");
+        return;
+    }
+    let (_tmp, out) = run_edited("true", |text| {
+        text.replace(
+            "name = \"b\"\n",
+            "name = \"b\"\ncounters = [\"dram__bytes_read.sum\"]\n",
+        )
+    });
+    assert!(out.complete);
+    let text = std::fs::read_to_string(out.dir.join(crate::store::CELLS_FILE)).unwrap();
+    let records: Vec<CellRecord> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let b = records.iter().find(|r| r.cell == 1).unwrap();
+    assert_eq!(b.status, Status::Ok, "the timed run is not held back");
+    let why = b
+        .counters
+        .as_ref()
+        .and_then(|c| c.error.as_deref())
+        .unwrap();
+    assert!(why.contains("ncu") && why.starts_with("skipped"), "{why}");
+    assert!(records
+        .iter()
+        .filter(|r| r.cell != 1)
+        .all(|r| r.counters.is_none()));
+}
+
+#[test]
 fn malformed_worker_output_stops_the_run_with_a_message() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = experiment(tmp.path());

@@ -5,7 +5,7 @@
 //! its basis; the progress bar weighs each run by it and refines it as runs end.
 
 pub use super::model::PROCESS_S;
-use super::model::{model, COMPILE_S, HELPERS_S, PEER_S};
+use super::model::{model, COMPILE_S, COUNTER_PASS_S, HELPERS_S, PEER_S};
 use super::{Cell, Plan, Run};
 use crate::experiment::knobs::env::JitCache;
 use crate::experiment::Experiment;
@@ -26,6 +26,9 @@ pub struct Estimate {
     pub undeclared: Vec<String>,
     /// Cells the budget is expected to stop before their sample count.
     pub budget_stops: Vec<usize>,
+    /// Counter passes (a process under Nsight Compute each), and their cells' share.
+    pub counter_passes: usize,
+    pub counted_s: f64,
 }
 
 impl Estimate {
@@ -51,7 +54,16 @@ impl Estimate {
             gpu_warmup_s: exp.gpu_warmup.as_secs_f64(),
             undeclared: Vec::new(),
             budget_stops: Vec::new(),
+            counter_passes: 0,
+            counted_s: 0.0,
         };
+        let mut counted = HashSet::new();
+        for j in &jobs {
+            for pass in super::counted::passes(plan, &j.runs, &counted) {
+                counted.extend(pass.runs.iter().map(|r| r.cell));
+                e.counter_passes += 1;
+            }
+        }
         let mut points = HashSet::new();
         let mut builds = HashSet::new();
         for c in &plan.cells {
@@ -80,8 +92,9 @@ impl Estimate {
             }
             e.launches_s += m.launches_s * runs;
             e.work_s += m.work_s * runs + once;
+            e.counted_s += m.counted_s;
             e.per_run
-                .push((m.launches_s + m.work_s + once / runs, false));
+                .push((m.launches_s + m.work_s + (once + m.counted_s) / runs, false));
             if m.stopped {
                 e.budget_stops.push(c.index);
             }
@@ -102,6 +115,7 @@ impl Estimate {
             n => n as f64 * COMPILE_S + HELPERS_S,
         };
         self.processes as f64 * PROCESS_S
+            + self.counter_passes as f64 * COUNTER_PASS_S
             + compiles
             + self.peer_processes as f64 * PEER_S
             + self.gpu_warmup_s
@@ -181,6 +195,13 @@ impl Estimate {
             self.processes,
             seconds(self.processes as f64 * PROCESS_S)
         ));
+        if self.counter_passes > 0 {
+            parts.push(format!(
+                "{} counter pass(es) under Nsight Compute {}",
+                self.counter_passes,
+                seconds(self.counter_passes as f64 * COUNTER_PASS_S + self.counted_s)
+            ));
+        }
         if self.builds > 0 {
             parts.push(format!(
                 "{} NVRTC build(s) and the runner's own kernels {}",

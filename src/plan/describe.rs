@@ -2,7 +2,8 @@
 //! estimate of the time.
 
 use super::cost::Estimate;
-use super::{Cell, Plan};
+use super::{Cell, Plan, Role};
+use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
     budget::Budget,
     cache::{bytes_text, Cache, FlushMethod},
@@ -142,6 +143,9 @@ fn totals(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> Str
     let estimate = Estimate::new(exp, plan, previous);
     let _ = writeln!(out, "estimated time: {}", estimate.describe(exp, plan));
     let _ = writeln!(out, "budget: {}", budget(exp, plan, &estimate));
+    if let Some(line) = counters(plan, &estimate) {
+        let _ = writeln!(out, "counters: {line}");
+    }
     let _ = writeln!(
         out,
         "clock policy: {}",
@@ -269,4 +273,33 @@ fn budget(exp: &Experiment, plan: &Plan, estimate: &Estimate) -> String {
             format!("{text}. By the estimate it stops {n} cell(s): {shown}{more}")
         }
     }
+}
+
+/// The counter passes in words: which cells read which counters, and how; None where no
+/// cell reads any.
+fn counters(plan: &Plan, estimate: &Estimate) -> Option<String> {
+    let counting: Vec<&Cell> = (plan.cells.iter())
+        .filter(|c| c.knobs.counters.wanted() && c.role == Role::Measure)
+        .collect();
+    if counting.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for c in &counting {
+        for n in &c.knobs.counters.0 {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+    }
+    Some(format!(
+        "{} cell(s) read {} ({}) in {} Nsight Compute process(es) of their own before their timed runs: at most {COUNTED_WARMUP} warm-up launches and {COUNTED_SAMPLES} samples in the cell's cache state (a cold cell's caches flushed by Nsight Compute too); no timed sample runs under the profiler, and without Nsight Compute the counters are skipped",
+        counting.len(),
+        match names.len() {
+            1 => "1 counter".to_string(),
+            n => format!("{n} counters"),
+        },
+        names.join(", "),
+        estimate.counter_passes,
+    ))
 }

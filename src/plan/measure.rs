@@ -112,7 +112,20 @@ fn refuse_untimeable(
             .error(format!("cell {id}: the profiler times each kernel launch on its own, so it cannot time `{}` with its steps as one region", kernel.name))
             .with_hint("time a kernel with steps by cupti or events; its steps alone can be separate kernels under the profiler"));
     }
+    if !kernel.steps.is_empty() && knobs.counters.wanted() {
+        return Err(exp
+            .error(format!("cell {id}: counters are read for one kernel's launches, and `{}` runs steps", kernel.name))
+            .with_hint("read counters of its steps as separate kernels, or drop `counters` for this kernel's variant"));
+    }
     let copies = kernel.copies();
+    if copies && knobs.counters.wanted() {
+        return Err(exp
+            .error(format!(
+                "cell {id}: counters are read for kernel launches only, and `{}` copies",
+                kernel.name
+            ))
+            .with_hint("drop `counters` for this kernel's variant"));
+    }
     if copies && knobs.timer == TimerKind::Profiler {
         return Err(exp
             .error(format!(

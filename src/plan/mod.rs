@@ -3,6 +3,7 @@
 //! processes that will run them.
 
 pub mod cost;
+pub mod counted;
 mod describe;
 mod kernels;
 mod measure;

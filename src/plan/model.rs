@@ -8,6 +8,7 @@
 //! phase of `cells.jsonl` against the size of what it handles.
 
 use super::{Cell, Role};
+use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
     budget::Budget, cache::Cache, inputs::Inputs, launches::Launches, queue::Queue,
     timer::TimerKind,
@@ -55,6 +56,11 @@ const SAMPLED_REFERENCE_S: f64 = 10e-9;
 const SAMPLED_ELEMENTS: f64 = 4096.0;
 /// Nsight Compute's profiling of each launch of the kernel (accuracy: 20-24 ms a launch).
 const PROFILED_LAUNCH_S: f64 = 0.02;
+/// A launch in a counter pass: Nsight Compute's replay of it for each group of counters,
+/// with the kernel's memory saved and restored between (to be measured).
+const COUNTED_LAUNCH_S: f64 = 0.05;
+/// Nsight Compute's own start and end around a counter pass's worker (to be measured).
+pub const COUNTER_PASS_S: f64 = 3.0;
 /// Host-link bytes per second each way, for copies to or from host memory.
 const HOST_LINK_BYTES_PER_S: f64 = 25e9;
 /// The clock probe before and after a cell run (3.4 ms each).
@@ -73,6 +79,9 @@ pub struct Modelled {
     pub declared: bool,
     /// Whether the budget is expected to stop the cell.
     pub stopped: bool,
+    /// The cell's counter pass, once for all its runs: its launches under Nsight Compute
+    /// (a cold cell's flushes too) and its work again.
+    pub counted_s: f64,
 }
 
 pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>) -> Modelled {
@@ -137,12 +146,27 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>) -> Modelled {
         work_s += 2.0 * check_s;
         per_point_s += reference_s + draw;
     }
+    let counted_s = match k.counters.wanted() && c.role == Role::Measure {
+        true => {
+            let launches = 2 * u64::from(checked)
+                + k.warmup.launches.min(COUNTED_WARMUP)
+                + 1
+                + k.samples.count.min(COUNTED_SAMPLES);
+            let profiled = match k.cache {
+                Cache::Flush { .. } => 2.0,
+                Cache::Hot => 1.0,
+            };
+            launches as f64 * count * (kernel_s + profiled * COUNTED_LAUNCH_S) + work_s
+        }
+        false => 0.0,
+    };
     Modelled {
         launches_s,
         work_s,
         per_point_s,
         declared: declared || c.role == Role::Floor,
         stopped: samples < planned,
+        counted_s,
     }
 }
 

@@ -168,6 +168,45 @@ pub struct CellRecord {
     /// The `CUDA_*` variables the worker process started with: the environment it ran in.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub cuda_env: std::collections::BTreeMap<String, String>,
+    /// Hardware counters of the measured kernel from the cell's counter pass (`counters`),
+    /// on the first run of the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<CounterRecord>,
+}
+
+/// What Nsight Compute counted for a cell's kernel in a pass of its own, before the timed
+/// run: each counter's median over the pass's steady launches, or why there are none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CounterRecord {
+    /// Nsight Compute's `--cache-control`: `all` (caches flushed before each counted
+    /// launch, a cold cell) or `none` (a hot one).
+    pub cache: String,
+    /// Launches whose counters the medians are of.
+    pub launches: u64,
+    /// The median launch's time under the profiler, in ns: what the counted launches took,
+    /// to set against the cell's reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<Counter>,
+    /// Why the pass gave no counters (no Nsight Compute, the pass failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One counter's value, in Nsight Compute's base unit (`byte`, `%`, ...).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Counter {
+    pub name: String,
+    pub unit: String,
+    pub value: f64,
+}
+
+impl CounterRecord {
+    /// A counter's value by name.
+    pub fn value(&self, name: &str) -> Option<f64> {
+        self.values.iter().find(|c| c.name == name).map(|c| c.value)
+    }
 }
 
 /// CUPTI's account of a cell's timed launches, beside their spans (`method::timer` fills it).

@@ -5,6 +5,7 @@ mod best;
 mod bias;
 mod cells;
 mod compare;
+mod counters;
 mod cycles;
 pub use compare::run_compare;
 mod figures;

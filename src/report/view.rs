@@ -44,6 +44,8 @@ pub struct View {
     phases: Vec<super::phases::PhaseTable>,
     bias: Vec<super::bias::BiasTable>,
     throughput: Vec<super::throughput::ThroughputTable>,
+    /// Hardware counters of the cells that read them, and their declared bytes checked.
+    counters: Option<super::counters::CountersView>,
     cycles: Vec<super::cycles::CyclesTable>,
     /// Where the peaks the throughput tables compare with come from.
     peaks: String,
@@ -248,6 +250,7 @@ impl View {
             phases,
             bias,
             throughput,
+            counters: super::counters::build(&crate::analysis::counters::of(a)),
             cycles: super::cycles::build(a),
             peaks: a.peaks.as_ref().map_or(String::new(), |p| p.source.clone()),
             comparison: None,

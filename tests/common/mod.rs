@@ -212,3 +212,11 @@ pub fn run_within(cwd: &Path, args: &[&str], seconds: u64) -> Option<Output> {
     let _ = child.wait();
     None
 }
+
+/// Whether Nsight Compute is where the runner looks for it: on PATH, or in the CUDA
+/// toolkit's `bin`.
+pub fn has_ncu() -> bool {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("ncu").is_file()));
+    on_path || Path::new("/usr/local/cuda/bin/ncu").is_file()
+}

@@ -107,6 +107,7 @@ knobs! {
     flushed_graph: flushed_graph::FlushedGraph,
     rotate: rotate::Rotate,
     cupti_collect: cupti_collect::CuptiCollect,
+    counters: counters::Counters,
     order: order::Order,
     process: process::Process,
     env: env::Env,

@@ -1,0 +1,140 @@
+//! Counters against the declared work: a cell that declares the `bytes` its kernel moves
+//! and reads DRAM and L2 byte counters (`counters`) gets a check of the declaration. A
+//! GB/s figure rests on the declared bytes; this tells a reading served from L2 (hot data:
+//! DRAM saw fewer bytes, L2 all of them) apart from a count that is wrong.
+
+use super::Analysis;
+use crate::experiment::knobs::counters::{DRAM_READ, DRAM_WRITE, L2_BYTES};
+use crate::plan::Cell;
+use crate::protocol::CounterRecord;
+
+/// Declared and counted bytes within this fraction of each other agree.
+pub const BYTES_TOLERANCE: f64 = 0.10;
+
+/// What the counters say of a cell's declared bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BytesVerdict {
+    /// DRAM moved the declared bytes, within the tolerance.
+    Agrees,
+    /// DRAM moved fewer, but L2 passed at least the declared bytes: data the cache held
+    /// (a hot cell) or written back only after the kernel. The declaration may hold; the
+    /// GB/s is not DRAM's.
+    ServedByL2,
+    /// Neither DRAM nor L2 moved the declared bytes: the kernel did less than declared, or
+    /// the declaration counts too much; its GB/s is inflated.
+    Overstated,
+    /// DRAM moved more than declared: the declaration leaves traffic out, or the kernel
+    /// moves more than it needs (uncoalesced or repeated reads).
+    MovedMore,
+}
+
+impl BytesVerdict {
+    /// Whether the declaration is wrong by the counters: a reading to mark.
+    pub fn marked(self) -> bool {
+        matches!(self, BytesVerdict::Overstated | BytesVerdict::MovedMore)
+    }
+}
+
+/// One cell's declared bytes against what its counted launches moved, per launch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BytesCheck {
+    pub declared: f64,
+    /// DRAM bytes read plus written.
+    pub dram: f64,
+    /// Bytes through L2 (its requests from L1 and the other units).
+    pub l2: f64,
+    pub verdict: BytesVerdict,
+}
+
+impl BytesCheck {
+    pub fn of(declared: f64, dram: f64, l2: f64) -> BytesCheck {
+        let (d, l) = (dram / declared, l2 / declared);
+        let verdict = if (d - 1.0).abs() <= BYTES_TOLERANCE {
+            BytesVerdict::Agrees
+        } else if d > 1.0 {
+            BytesVerdict::MovedMore
+        } else if l >= 1.0 - BYTES_TOLERANCE {
+            BytesVerdict::ServedByL2
+        } else {
+            BytesVerdict::Overstated
+        };
+        BytesCheck {
+            declared,
+            dram,
+            l2,
+            verdict,
+        }
+    }
+
+    /// DRAM bytes over declared bytes.
+    pub fn dram_ratio(&self) -> f64 {
+        self.dram / self.declared
+    }
+
+    /// L2 bytes over declared bytes.
+    pub fn l2_ratio(&self) -> f64 {
+        self.l2 / self.declared
+    }
+}
+
+/// A cell's counters, and its bytes check where it declares bytes and counted them.
+#[derive(Debug, Clone)]
+pub struct CellCounters<'a> {
+    pub cell: &'a Cell,
+    pub record: &'a CounterRecord,
+    /// The cell's headline median, in ns, to set against the counted launches' time.
+    pub reading_ns: Option<f64>,
+    pub bytes: Option<BytesCheck>,
+}
+
+/// Every cell with counters, in plan order.
+pub fn of<'a>(a: &'a Analysis) -> Vec<CellCounters<'a>> {
+    (a.run.plan.cells.iter())
+        .filter_map(|cell| {
+            let records = a.records.get(&cell.index)?;
+            let record = records.iter().find_map(|r| r.counters.as_ref())?;
+            let counted = (
+                record.value(DRAM_READ),
+                record.value(DRAM_WRITE),
+                record.value(L2_BYTES),
+            );
+            let bytes = match (cell.launch.bytes, counted) {
+                (Some(declared), (Some(read), Some(write), Some(l2))) if declared > 0.0 => {
+                    Some(BytesCheck::of(declared, read + write, l2))
+                }
+                _ => None,
+            };
+            Some(CellCounters {
+                cell,
+                record,
+                reading_ns: a.headline(cell).map(|s| s.median),
+                bytes,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declaration_agrees_is_served_by_l2_or_is_wrong() {
+        let mb = 1e6;
+        let v = |dram: f64, l2: f64| BytesCheck::of(8.0 * mb, dram * mb, l2 * mb).verdict;
+        assert_eq!(v(8.2, 8.1), BytesVerdict::Agrees);
+        assert_eq!(v(7.3, 8.0), BytesVerdict::Agrees);
+        // Hot: DRAM saw nothing, L2 all of it.
+        assert_eq!(v(0.01, 8.0), BytesVerdict::ServedByL2);
+        // Written back after the kernel: half the bytes in DRAM, all through L2.
+        assert_eq!(v(4.0, 9.5), BytesVerdict::ServedByL2);
+        // Declared twice what moved, hot or cold.
+        assert_eq!(v(4.0, 4.0), BytesVerdict::Overstated);
+        assert_eq!(v(0.0, 4.0), BytesVerdict::Overstated);
+        assert_eq!(v(16.0, 16.0), BytesVerdict::MovedMore);
+        assert!(BytesVerdict::Overstated.marked() && BytesVerdict::MovedMore.marked());
+        assert!(!BytesVerdict::ServedByL2.marked() && !BytesVerdict::Agrees.marked());
+        let c = BytesCheck::of(8.0, 4.0, 12.0);
+        assert_eq!((c.dram_ratio(), c.l2_ratio()), (0.5, 1.5));
+    }
+}

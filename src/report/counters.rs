@@ -1,0 +1,125 @@
+//! The hardware counters table: each counted cell's declared bytes beside what DRAM and L2
+//! moved (`analysis::counters` judges them), and every counter it read.
+
+use super::format;
+use crate::analysis::counters::{BytesVerdict, CellCounters};
+use crate::experiment::Unit;
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct CountersView {
+    /// Declared against counted bytes, for the cells that declare bytes.
+    pub bytes: Vec<BytesRow>,
+    /// How many of them are marked.
+    pub marked: usize,
+    /// Every counter: one column per counter any cell read.
+    pub columns: Vec<String>,
+    pub rows: Vec<CounterRow>,
+}
+
+#[derive(Serialize)]
+pub struct BytesRow {
+    pub cell: String,
+    pub cache: String,
+    pub declared: String,
+    pub dram: String,
+    pub l2: String,
+    pub dram_ratio: String,
+    pub l2_ratio: String,
+    pub verdict: String,
+}
+
+#[derive(Serialize)]
+pub struct CounterRow {
+    pub cell: String,
+    /// The counted launches' median time, then the cell's reading, in µs.
+    pub counted: String,
+    pub reading: String,
+    pub values: Vec<String>,
+}
+
+/// The words for a verdict; a marked one starts with ⚠.
+pub fn verdict_words(v: BytesVerdict) -> &'static str {
+    match v {
+        BytesVerdict::Agrees => "agrees with DRAM",
+        BytesVerdict::ServedByL2 => "served by L2: DRAM moved fewer",
+        BytesVerdict::Overstated => "⚠ declared more than moved",
+        BytesVerdict::MovedMore => "⚠ DRAM moved more than declared",
+    }
+}
+
+/// The view of the counted cells; None where no cell read counters.
+pub fn build(counted: &[CellCounters]) -> Option<CountersView> {
+    if counted.is_empty() {
+        return None;
+    }
+    let mb = |b: f64| format::number(b / 1e6);
+    let ratio = |r: f64| format!("{r:.2}x");
+    let bytes: Vec<BytesRow> = (counted.iter())
+        .filter_map(|c| {
+            let b = c.bytes?;
+            Some(BytesRow {
+                cell: c.cell.id.clone(),
+                cache: cache_words(&c.record.cache),
+                declared: mb(b.declared),
+                dram: mb(b.dram),
+                l2: mb(b.l2),
+                dram_ratio: ratio(b.dram_ratio()),
+                l2_ratio: ratio(b.l2_ratio()),
+                verdict: verdict_words(b.verdict).into(),
+            })
+        })
+        .collect();
+    let marked = (counted.iter())
+        .filter(|c| c.bytes.is_some_and(|b| b.verdict.marked()))
+        .count();
+    let mut names: Vec<(String, String)> = Vec::new();
+    for c in counted {
+        for v in &c.record.values {
+            if !names.iter().any(|(n, _)| *n == v.name) {
+                names.push((v.name.clone(), v.unit.clone()));
+            }
+        }
+    }
+    let us = |ns: Option<f64>| ns.map_or("–".into(), |ns| format::time(ns, Unit::Us));
+    let rows = (counted.iter())
+        .map(|c| CounterRow {
+            cell: c.cell.id.clone(),
+            counted: us(c.record.launch_ns),
+            reading: us(c.reading_ns),
+            values: match &c.record.error {
+                // Why there are none, in the first column; the rest left empty.
+                Some(why) => (std::iter::once(why.clone()))
+                    .chain(std::iter::repeat_n(
+                        String::new(),
+                        names.len().saturating_sub(1),
+                    ))
+                    .collect(),
+                None => (names.iter())
+                    .map(|(n, _)| c.record.value(n).map_or("–".into(), format::number))
+                    .collect(),
+            },
+        })
+        .collect();
+    let mut columns: Vec<String> = (names.into_iter())
+        .map(|(n, unit)| format!("`{n}` ({unit})"))
+        .collect();
+    if columns.is_empty() {
+        columns.push("counters".into());
+    }
+    Some(CountersView {
+        bytes,
+        marked,
+        columns,
+        rows,
+    })
+}
+
+/// The cache state the counted launches met.
+fn cache_words(control: &str) -> String {
+    match control {
+        "all" => "cold (flushed)".into(),
+        "none" => "hot".into(),
+        other => other.into(),
+    }
+}
