@@ -6,7 +6,10 @@
 use super::{Cell, Plan, Role, Run};
 use crate::experiment::knobs::budget::Budget;
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
+use crate::experiment::knobs::cupti_collect::CuptiCollect;
 use crate::experiment::knobs::env::ProfilerCache;
+use crate::experiment::knobs::flushed_graph::FlushedGraph;
+use crate::experiment::knobs::queue::Queue;
 use crate::experiment::knobs::samples::Samples;
 use crate::experiment::knobs::timer::TimerKind;
 use std::collections::HashSet;
@@ -59,14 +62,104 @@ pub fn passes(plan: &Plan, runs: &[Run], counted: &HashSet<usize>) -> Vec<Counte
 }
 
 /// The cell as its counter pass runs it: the profiler times it (the worker keeps no time of
-/// its own), a few samples after at most a short warm-up, and no budget.
+/// its own, and CUPTI, which Nsight Compute holds, stays off), with no wait kernel or flush
+/// inside its graphs (Nsight Compute flushes a cold cell's caches itself), a few samples
+/// after at most a short warm-up, and no budget.
 pub fn counting(cell: &mut Cell) {
     let k = &mut cell.knobs;
     k.timer = TimerKind::Profiler;
+    k.cupti_collect = CuptiCollect::default();
+    k.queue = Queue::Idle;
+    k.flushed_graph = FlushedGraph::None;
     k.samples = Samples {
         count: k.samples.count.min(COUNTED_SAMPLES),
         stop: None,
     };
     k.budget = Budget::Fixed;
     k.warmup.launches = k.warmup.launches.min(COUNTED_WARMUP);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{DeviceFacts, Experiment, Sources};
+
+    /// A CUPTI-timed cell of `copy`, hot and cold, reading counters where `counters` says.
+    fn plan(dir: &std::path::Path) -> Plan {
+        std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k() {}").unwrap();
+        let text = r#"
+[experiment]
+title = "t"
+[[kernel]]
+name = "k"
+source = "k.cu"
+entry = "k"
+grid = [1]
+block = [1]
+[defaults]
+timer = "cupti"
+warmup = 10
+samples = 100
+[[variant]]
+name = "hot"
+counters = "memory"
+[[variant]]
+name = "cold"
+cache = "flush"
+counters = ["dram__bytes_read.sum"]
+[[variant]]
+name = "plain"
+[report]
+floor = false
+"#;
+        let path = dir.join("e.toml");
+        std::fs::write(&path, text).unwrap();
+        let exp = Experiment::load(&path, &DeviceFacts::nominal(), Sources::Read).unwrap();
+        Plan::new(&exp).unwrap()
+    }
+
+    #[test]
+    fn each_counting_cell_is_counted_once_under_its_cache_control() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = plan(tmp.path());
+        let runs: Vec<Run> = (plan.cells.iter())
+            .map(|c| Run {
+                cell: c.index,
+                process: 0,
+            })
+            .collect();
+        let passes = passes(&plan, &runs, &HashSet::new());
+        assert_eq!(passes.len(), 2, "{passes:?}");
+        let hot = passes
+            .iter()
+            .find(|p| p.cache == ProfilerCache::None)
+            .unwrap();
+        assert_eq!(hot.counters.len(), 5);
+        let cold = passes
+            .iter()
+            .find(|p| p.cache == ProfilerCache::All)
+            .unwrap();
+        assert_eq!(cold.counters, ["dram__bytes_read.sum"]);
+        // Once counted, a cell is not counted again.
+        let done: HashSet<usize> = (passes.iter())
+            .flat_map(|p| p.runs.iter().map(|r| r.cell))
+            .collect();
+        assert!(passes(&plan, &runs, &done).is_empty());
+    }
+
+    #[test]
+    fn a_counted_cell_runs_under_the_profiler_with_few_launches_and_no_cupti() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cell = plan(tmp.path()).cells[0].clone();
+        assert!(cell.knobs.cupti_collect.on);
+        counting(&mut cell);
+        let k = &cell.knobs;
+        assert_eq!(k.timer, TimerKind::Profiler);
+        assert!(!k.cupti_collect.on);
+        assert_eq!(
+            (k.samples.count, k.warmup.launches),
+            (COUNTED_SAMPLES, COUNTED_WARMUP)
+        );
+        assert_eq!(k.budget, Budget::Fixed);
+    }
 }
