@@ -1,6 +1,6 @@
 //! `cache`, `flush_bytes`, `flush_method`: the L2 state each timed launch starts from.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,7 +34,24 @@ enum CacheKind {
 }
 
 impl Knob for Cache {
-    const KEYS: &'static [&'static str] = &["cache", "flush_bytes", "flush_method"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "cache",
+            r#""hot""#,
+            r#"or "flush": evict L2 before every timed launch"#,
+        ),
+        Key::set(
+            "flush_bytes",
+            r#""2 * l2_bytes""#,
+            "flush buffer size (expression; default twice the L2)",
+        ),
+        Key::set(
+            "flush_method",
+            r#""memset""#,
+            r#"or "kernel" (kernels/flush.cu, a grid-stride write), or "read" (a grid-stride
+            read: L2 left clean, no write-back to pay)"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,7 +1,7 @@
 //! `fresh_process`, `processes`: whether each run of a cell starts a new process (its first
 //! launch is then the process's), and how many.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,7 +21,18 @@ impl Process {
 pub const MAX_PROCESSES: i64 = 10_000;
 
 impl Knob for Process {
-    const KEYS: &'static [&'static str] = &["fresh_process", "processes"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "fresh_process",
+            "false",
+            "run each cell in a new process: its first launch is the process's",
+        ),
+        Key::set(
+            "processes",
+            "1",
+            "fresh processes per cell (only with fresh_process)",
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,6 +1,6 @@
 //! `warmup`, `warmup_kernel`: launches before the first timed one, and of which kernel.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -24,7 +24,18 @@ pub enum WarmupKernel {
 pub const MAX_WARMUP: i64 = 10_000_000;
 
 impl Knob for Warmup {
-    const KEYS: &'static [&'static str] = &["warmup", "warmup_kernel"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "warmup",
+            "0",
+            "warm-up launches (may be an expression of the sweep)",
+        ),
+        Key::set(
+            "warmup_kernel",
+            r#""same""#,
+            r#""same" | "empty" (kernels/empty.cu)"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
