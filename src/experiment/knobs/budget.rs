@@ -96,6 +96,9 @@ impl Knob for Budget {
     }
 }
 
+/// How any budget is spent, which `runner plan` says once after the budgets it lists.
+pub const SPENDING: &str = "(split over a cell's runs; CUPTI and profiler cells count the sample loop's wall time); budget = \"none\" takes every sample";
+
 impl Budget {
     /// The budget in words, as `runner plan` and the methodology state it.
     pub fn text(&self) -> String {

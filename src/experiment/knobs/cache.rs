@@ -26,6 +26,24 @@ pub enum FlushMethod {
     Read,
 }
 
+impl Cache {
+    /// The cache in `runner plan`'s cell table.
+    pub fn plan_text(&self) -> String {
+        match self {
+            Cache::Hot => "hot".into(),
+            Cache::Flush { bytes, method } => format!(
+                "flush {} ({})",
+                bytes_text(*bytes),
+                match method {
+                    FlushMethod::Memset => "memset",
+                    FlushMethod::Kernel => "write kernel",
+                    FlushMethod::Read => "read kernel",
+                }
+            ),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum CacheKind {

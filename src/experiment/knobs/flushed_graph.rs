@@ -34,6 +34,12 @@ impl FlushedGraph {
     pub fn reads_a_difference(self) -> bool {
         self != FlushedGraph::None
     }
+
+    /// What `runner plan`'s cell table adds to the timed region: only event nodes, the
+    /// subtraction being a flushed graph's default.
+    pub fn plan_text(self) -> Option<&'static str> {
+        (self == FlushedGraph::EventNodes).then_some("(event nodes)")
+    }
 }
 
 impl Knob for FlushedGraph {

@@ -28,6 +28,15 @@ impl Launches {
             Launches::Batch(n) | Launches::Graph(n) => n,
         }
     }
+
+    /// The timed region in `runner plan`'s cell table.
+    pub fn plan_text(self) -> String {
+        match self {
+            Launches::Single => "1 launch".into(),
+            Launches::Batch(n) => format!("batch of {n}"),
+            Launches::Graph(n) => format!("graph of {n}"),
+        }
+    }
 }
 
 impl Knob for Launches {

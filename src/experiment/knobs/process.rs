@@ -15,6 +15,14 @@ impl Process {
     pub fn count(&self) -> u32 {
         self.fresh.unwrap_or(1)
     }
+
+    /// The process in `runner plan`'s cell table.
+    pub fn plan_text(&self) -> &'static str {
+        match self.fresh {
+            Some(_) => "fresh",
+            None => "shared",
+        }
+    }
 }
 
 /// The most fresh processes a cell (or a peer, at a point) takes.

@@ -26,6 +26,15 @@ impl Queue {
             TimerKind::Cupti | TimerKind::Profiler => false,
         }
     }
+
+    /// What `runner plan`'s cell table adds to the timed region: the wait kernel before it.
+    pub fn plan_text(self) -> Option<String> {
+        match self {
+            Queue::Idle => None,
+            Queue::Saturate { wait_us: Some(w) } => Some(format!("+{w}µs wait")),
+            Queue::Saturate { wait_us: None } => Some("+wait".into()),
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -21,6 +21,17 @@ impl Default for Samples {
     }
 }
 
+impl Samples {
+    /// A run's `per_run` samples in `runner plan`'s cell table, `≤` where a stop rule may
+    /// end them sooner.
+    pub fn plan_text(&self, per_run: u64) -> String {
+        match self.stop {
+            Some(_) => format!("≤{per_run}"),
+            None => per_run.to_string(),
+        }
+    }
+}
+
 /// Adaptive stopping, with NVBench's defaults: stop once the samples' relative standard
 /// deviation is under `rsd_pct` with at least `min_samples` samples and `min_gpu_ns` of
 /// measured time, or at `timeout`.

@@ -20,6 +20,17 @@ pub enum WarmupKernel {
     Empty,
 }
 
+impl Warmup {
+    /// The warm-up in `runner plan`'s cell table: its launches, `e` marking an empty
+    /// kernel's.
+    pub fn plan_text(&self) -> String {
+        match self.kernel {
+            WarmupKernel::Same => self.launches.to_string(),
+            WarmupKernel::Empty => format!("{}e", self.launches),
+        }
+    }
+}
+
 /// The most warm-up launches a cell takes.
 pub const MAX_WARMUP: i64 = 10_000_000;
 
