@@ -49,8 +49,7 @@ impl Aspect {
 }
 
 /// One key of a knob, as the key reference (`runner keys`, README.md) shows it: set to its
-/// example in `[defaults]`, or commented out where setting it there would need or refuse
-/// other keys.
+/// example in `[defaults]`, or, for a key unset by default, commented out.
 #[derive(Debug)]
 pub struct Key {
     pub name: &'static str,
@@ -73,7 +72,7 @@ impl Key {
         }
     }
 
-    /// A key the reference shows commented out.
+    /// A key unset by default, which the reference shows commented out.
     pub const fn commented(name: &'static str, example: &'static str, doc: &'static str) -> Key {
         Key {
             name,

@@ -12,8 +12,8 @@ const WIDTH: usize = 96;
 const INTRO: &str = "\
 `[defaults]` sets the methodology knobs for every variant, and a `[[variant]]` may set any of
 them again for itself. A key set below shows its default unless its comment says otherwise; a
-key commented out shows an example, which needs or excludes another key as set here.
-`runner keys` prints this reference from the knobs' own files (`src/experiment/knobs/`).
+key commented out is unset unless an experiment sets it, and shows an example. `runner keys`
+prints this reference from the knobs' own files (`src/experiment/knobs/`).
 ";
 
 /// The reference in Markdown: a paragraph, then a `[defaults]` table with every knob's keys,
