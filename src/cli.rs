@@ -103,6 +103,9 @@ pub enum Command {
         #[arg(long)]
         compile: bool,
     },
+    /// Print every methodology key of `[defaults]` and `[[variant]]` with its documentation,
+    /// in Markdown: the reference README.md holds, made from the knobs' own files.
+    Keys,
     /// Re-render a stored run's report from its samples; needs no GPU.
     Report {
         dir: PathBuf,

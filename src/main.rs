@@ -76,6 +76,10 @@ fn main() -> ExitCode {
             set,
             compile,
         }) => plan(&experiment, &only, &set, compile),
+        Some(Command::Keys) => {
+            print!("{}", experiment::knobs::reference::markdown());
+            Ok(())
+        }
         Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
             experiment,

@@ -255,9 +255,14 @@ fn the_readme_example_experiments_are_valid() {
     )
     .unwrap();
     let tomls = blocks("```toml\n");
-    assert_eq!(tomls.len(), 2, "the walkthrough and the full reference");
+    assert_eq!(
+        tomls.len(),
+        4,
+        "the walkthrough and the full reference in three parts, `runner keys`'s between"
+    );
+    let experiments = [tomls[0].clone(), tomls[1..].concat()];
     let mut planned = Vec::new();
-    for (i, text) in tomls.iter().enumerate() {
+    for (i, text) in experiments.iter().enumerate() {
         let path = root.path().join(format!("experiments/readme{i}.toml"));
         std::fs::write(&path, text).unwrap();
         let out = run(&["plan", path.to_str().unwrap()]);
@@ -273,6 +278,44 @@ fn the_readme_example_experiments_are_valid() {
         planned[1].contains("environment: CUDA_MODULE_LOADING=EAGER"),
         "{}",
         planned[1]
+    );
+}
+
+/// README.md's reference of the methodology keys is what `runner keys` prints from the knobs'
+/// own files, so that each key is documented once. `UPDATE_README=1` rewrites it.
+#[test]
+fn the_readme_key_reference_is_what_runner_keys_prints() {
+    const BEGIN: &str = "<!-- keys:begin -->\n";
+    const END: &str = "<!-- keys:end -->\n";
+    let out = run(&["keys"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let keys = stdout(&out);
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let start = readme
+        .find(BEGIN)
+        .expect("README.md marks its key reference")
+        + BEGIN.len();
+    let end = start
+        + readme[start..]
+            .find(END)
+            .expect("README.md ends its key reference");
+    let block = &readme[start..end];
+    if block == keys {
+        return;
+    }
+    if std::env::var_os("UPDATE_README").is_some() {
+        let updated = format!("{}{keys}{}", &readme[..start], &readme[end..]);
+        std::fs::write("README.md", updated).unwrap();
+        return;
+    }
+    let (line, (readme_line, keys_line)) = (block.lines().chain(["(end)"]))
+        .zip(keys.lines().chain(["(end)"]))
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+        .expect("a line differs");
+    panic!(
+        "README.md's key reference differs from `runner keys` at its line {}:\n  README: {readme_line}\n  keys:   {keys_line}\nregenerate it from the knobs' files: UPDATE_README=1 cargo test --test cli the_readme_key_reference",
+        line + 1
     );
 }
 

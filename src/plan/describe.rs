@@ -3,16 +3,9 @@
 
 use super::cost::Estimate;
 use super::{Cell, Plan, Role};
+use crate::experiment::knobs::budget::{Budget, SPENDING};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
-use crate::experiment::knobs::{
-    budget::Budget,
-    cache::{bytes_text, Cache, FlushMethod},
-    env::JitCache,
-    flushed_graph::FlushedGraph,
-    launches::Launches,
-    queue::Queue,
-    warmup::WarmupKernel,
-};
+use crate::experiment::knobs::env::JitCache;
 use crate::experiment::{Aspect, Experiment};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -166,58 +159,29 @@ fn totals(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> Str
     out
 }
 
+/// A cell's row: each knob in its own words (`plan_text`), placed in the table's columns.
 fn row(c: &Cell, width: usize) -> String {
     let k = &c.knobs;
-    let warm = match k.warmup.kernel {
-        WarmupKernel::Same => k.warmup.launches.to_string(),
-        WarmupKernel::Empty => format!("{}e", k.warmup.launches),
-    };
-    let mut region = match k.launches {
-        Launches::Single => "1 launch".to_string(),
-        Launches::Batch(n) => format!("batch of {n}"),
-        Launches::Graph(n) => format!("graph of {n}"),
-    };
-    if !c.launch.steps.is_empty() {
-        region += &format!(" +{} step(s)", c.launch.steps.len());
-    }
-    if k.flushed_graph == FlushedGraph::EventNodes {
-        region += " (event nodes)";
-    }
-    if let Queue::Saturate { wait_us } = k.queue {
-        region += &match wait_us {
-            Some(w) => format!(" +{w}µs wait"),
-            None => " +wait".to_string(),
-        };
-    }
-    let cache = match k.cache {
-        Cache::Hot => "hot".to_string(),
-        Cache::Flush { bytes, method } => format!(
-            "flush {} ({})",
-            bytes_text(bytes),
-            match method {
-                FlushMethod::Memset => "memset",
-                FlushMethod::Kernel => "write kernel",
-                FlushMethod::Read => "read kernel",
-            }
-        ),
-    };
-    let samples = match k.samples.stop {
-        Some(_) => format!("≤{}", k.samples_per_run()),
-        None => k.samples_per_run().to_string(),
-    };
+    let steps = (!c.launch.steps.is_empty()).then(|| format!("+{} step(s)", c.launch.steps.len()));
+    let region: Vec<String> = [
+        Some(k.launches.plan_text()),
+        steps,
+        k.flushed_graph.plan_text().map(String::from),
+        k.queue.plan_text(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     format!(
-        "{:<width$} {:<10} {:>8} {:>8} {:>6}  {:<7} {:<22} {cache}",
+        "{:<width$} {:<10} {:>8} {:>8} {:>6}  {:<7} {:<22} {}",
         c.id,
         k.timer.key(),
-        warm,
-        samples,
+        k.warmup.plan_text(),
+        k.samples.plan_text(k.samples_per_run()),
         c.runs(),
-        if k.process.fresh.is_some() {
-            "fresh"
-        } else {
-            "shared"
-        },
-        region,
+        k.process.plan_text(),
+        region.join(" "),
+        k.cache.plan_text(),
     )
 }
 
@@ -256,7 +220,8 @@ fn budget(exp: &Experiment, plan: &Plan, estimate: &Estimate) -> String {
             .join("; "),
     };
     if chosen.iter().any(|(b, _)| *b != Budget::Fixed) {
-        text += " (split over a cell's runs; CUPTI and profiler cells count the sample loop's wall time); budget = \"none\" takes every sample";
+        text += " ";
+        text += SPENDING;
     }
     let stops: Vec<&str> = (estimate.budget_stops.iter())
         .map(|&i| plan.cells[i].id.as_str())

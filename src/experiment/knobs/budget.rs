@@ -2,7 +2,7 @@
 //! one slow kernel cannot hold the run for its fixed sample count (NVBench bounds each state
 //! the same way). `budget = "none"` takes every sample asked for.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -46,7 +46,13 @@ struct RawBudget {
 const HINT: &str = "write budget = \"30s\" (GPU time), budget = { gpu_time = \"30s\", min_samples = 10 }, or budget = \"none\" for fixed sample counts";
 
 impl Knob for Budget {
-    const KEYS: &'static [&'static str] = &["budget"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "budget",
+        r#"{ gpu_time = "30s", min_samples = 10 }"#,
+        r#"the default: a cell stops taking samples once they hold 30 s of GPU time, after 10
+        at least (a cell of several runs splits it); "none": every sample asked for; "2 min":
+        that GPU time, at least 10 samples"#,
+    )];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
@@ -89,6 +95,9 @@ impl Knob for Budget {
         (*self != Budget::default()).then(|| self.text())
     }
 }
+
+/// How any budget is spent, which `runner plan` says once after the budgets it lists.
+pub const SPENDING: &str = "(split over a cell's runs; CUPTI and profiler cells count the sample loop's wall time); budget = \"none\" takes every sample";
 
 impl Budget {
     /// The budget in words, as `runner plan` and the methodology state it.

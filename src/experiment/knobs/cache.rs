@@ -1,6 +1,6 @@
 //! `cache`, `flush_bytes`, `flush_method`: the L2 state each timed launch starts from.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +26,24 @@ pub enum FlushMethod {
     Read,
 }
 
+impl Cache {
+    /// The cache in `runner plan`'s cell table.
+    pub fn plan_text(&self) -> String {
+        match self {
+            Cache::Hot => "hot".into(),
+            Cache::Flush { bytes, method } => format!(
+                "flush {} ({})",
+                bytes_text(*bytes),
+                match method {
+                    FlushMethod::Memset => "memset",
+                    FlushMethod::Kernel => "write kernel",
+                    FlushMethod::Read => "read kernel",
+                }
+            ),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum CacheKind {
@@ -34,7 +52,24 @@ enum CacheKind {
 }
 
 impl Knob for Cache {
-    const KEYS: &'static [&'static str] = &["cache", "flush_bytes", "flush_method"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "cache",
+            r#""hot""#,
+            r#"or "flush": evict L2 before every timed launch"#,
+        ),
+        Key::set(
+            "flush_bytes",
+            r#""2 * l2_bytes""#,
+            "flush buffer size (expression; default twice the L2)",
+        ),
+        Key::set(
+            "flush_method",
+            r#""memset""#,
+            r#"or "kernel" (kernels/flush.cu, a grid-stride write), or "read" (a grid-stride
+            read: L2 left clean, no write-back to pay)"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

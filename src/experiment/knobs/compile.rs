@@ -1,7 +1,7 @@
 //! `compile`, `arch`: what NVRTC emits for the kernel: a CUBIN for a real architecture
 //! (loads with no JIT) or PTX the driver JIT-compiles at module load.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 /// What NVRTC emits (`compile` knob).
@@ -125,7 +125,19 @@ impl Default for Compile {
 }
 
 impl Knob for Compile {
-    const KEYS: &'static [&'static str] = &["compile", "arch"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "compile",
+            r#""cubin""#,
+            r#"or "ptx": PTX that the driver JIT-compiles at module load"#,
+        ),
+        Key::set(
+            "arch",
+            r#""sm_90""#,
+            r#"optional: "sm_XY" for a CUBIN, "compute_XY" for PTX (default: the device's
+            own)"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Process;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

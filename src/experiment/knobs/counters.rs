@@ -3,7 +3,7 @@
 //! cache state: `counters = "memory"` for the memory set below, or a list of metric names
 //! as `ncu --metrics` takes them.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +66,14 @@ enum RawCounters {
 }
 
 impl Knob for Counters {
-    const KEYS: &'static [&'static str] = &["counters"];
+    const KEYS: &'static [Key] = &[Key::commented(
+        "counters",
+        r#""memory""#,
+        "hardware counters of the measured kernel, read by Nsight Compute in a pass of their
+        own before the timed run, with the cell's cache state: \"memory\" (DRAM bytes each
+        way, L2 bytes, L2 and L1 hit rates; with `bytes`, the declared bytes are checked
+        against them), or a list of metric names as `ncu --metrics` takes them",
+    )];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

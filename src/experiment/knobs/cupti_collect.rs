@@ -2,7 +2,7 @@
 //! `timer = "cupti"`; with another timer it measures what collecting costs that timer).
 
 use super::timer::TimerKind;
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -13,7 +13,11 @@ pub struct CuptiCollect {
 }
 
 impl Knob for CuptiCollect {
-    const KEYS: &'static [&'static str] = &["cupti_collect"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "cupti_collect",
+        "false",
+        "CUPTI collects during the samples (measures what CUPTI costs)",
+    )];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

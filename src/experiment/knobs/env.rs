@@ -3,7 +3,7 @@
 //! own.
 
 use super::cache::Cache;
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -196,7 +196,23 @@ pub struct Env {
 }
 
 impl Knob for Env {
-    const KEYS: &'static [&'static str] = &["env", "jit_cache"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "env",
+            r#"{ CUDA_MODULE_LOADING = "EAGER" }"#,
+            "variables of the worker processes (none by default; merged with a variant's);
+            CUDA_FORCE_JIT, CUDA_CACHE_DISABLE, CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE,
+            CUDA_MODULE_LOADING, CUDA_VISIBLE_DEVICES and a few more are checked; a near miss
+            of one is an error",
+        ),
+        Key::set(
+            "jit_cache",
+            r#""inherit""#,
+            r#""empty": a new empty CUDA_CACHE_PATH per process; "warm": one per environment,
+            filled by a priming process first; "disabled": CUDA_CACHE_DISABLE=1; "inherit":
+            the user's cache"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Process;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -15,7 +15,7 @@
 use super::env::Env;
 use super::launches::Launches;
 use super::queue::Queue;
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -27,7 +27,14 @@ pub enum FirstLaunch {
 }
 
 impl Knob for FirstLaunch {
-    const KEYS: &'static [&'static str] = &["first_launch"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "first_launch",
+        r#""prepared""#,
+        r#"or "lazy": the kernel loads at its first launch, inside its timed region when no
+        same-kernel warm-up comes first, through the calls a runtime-API program's
+        kernel<<<>>> makes (library load, kernel lookup, launch); nothing runs on the GPU
+        before it, and the worker's free heap goes back to the system first"#,
+    )];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

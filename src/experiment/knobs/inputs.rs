@@ -6,7 +6,7 @@
 
 use super::rotate::Rotate;
 use super::warmup::{Warmup, WarmupKernel};
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,7 +18,12 @@ pub enum Inputs {
 }
 
 impl Knob for Inputs {
-    const KEYS: &'static [&'static str] = &["inputs"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "inputs",
+        r#""same""#,
+        r#"or "fresh": new input data copied to the GPU before each timed launch, outside the
+        timed region (the post's 05 and 08)"#,
+    )];
     const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,7 +1,7 @@
 //! `grid`, `block`, `shared_bytes`: a variant's own launch configuration, replacing the
 //! kernel's (the same kernel timed with 128 and 256 threads per block as two variants).
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use crate::experiment::expr::{self, NumExpr};
 use crate::experiment::kernel::{self, Part};
 use serde::{Deserialize, Serialize};
@@ -25,7 +25,20 @@ impl LaunchConfig {
 }
 
 impl Knob for LaunchConfig {
-    const KEYS: &'static [&'static str] = &["grid", "block", "shared_bytes"];
+    const KEYS: &'static [Key] = &[
+        Key::commented(
+            "grid",
+            r#"["sm_count * 32"]"#,
+            "a variant's own launch configuration (grid, block, shared_bytes), replacing the
+            kernel's (launch-config.toml)",
+        ),
+        Key::commented("block", "[256]", "the variant's block, replacing the kernel's"),
+        Key::commented(
+            "shared_bytes",
+            "49152",
+            "the variant's dynamic shared memory in bytes, replacing the kernel's",
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,6 +1,6 @@
 //! `batch`, `graph`: what one timed region holds.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,10 +28,32 @@ impl Launches {
             Launches::Batch(n) | Launches::Graph(n) => n,
         }
     }
+
+    /// The timed region in `runner plan`'s cell table.
+    pub fn plan_text(self) -> String {
+        match self {
+            Launches::Single => "1 launch".into(),
+            Launches::Batch(n) => format!("batch of {n}"),
+            Launches::Graph(n) => format!("graph of {n}"),
+        }
+    }
 }
 
 impl Knob for Launches {
-    const KEYS: &'static [&'static str] = &["batch", "graph"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "batch",
+            "1",
+            "launches back to back in one timed region, read per launch",
+        ),
+        Key::commented(
+            "graph",
+            "10",
+            r#"or: launches captured in a CUDA graph, the replay timed, read per launch; with
+            cache = "flush": a flush before each launch in the graph, read as flushed_graph
+            says"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

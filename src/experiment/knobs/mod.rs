@@ -1,7 +1,8 @@
 //! The methodology knobs of `[defaults]` and each `[[variant]]`. A knob is one file here: its
-//! keys, how its raw TOML values become a checked value at one sweep point, its default and
-//! how it describes itself (for `runner plan`, the methodology table and the report). The
-//! code that acts on a knob reads the value; nothing else restates it.
+//! keys with their documentation (`runner keys` and README.md's key reference print them),
+//! how its raw TOML values become a checked value at one sweep point, its default and how it
+//! describes itself (for `runner plan`, the methodology table and the report). The code that
+//! acts on a knob reads the value; nothing else restates it.
 
 use super::error::ConfigError;
 use super::expr::{self, DeviceFacts, NumExpr, Scope};
@@ -11,6 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use toml::Spanned;
+
+pub mod reference;
 
 /// A `[defaults]` or `[[variant]]` table as written: each key's value with its place.
 pub type RawTable = IndexMap<String, Spanned<toml::Value>>;
@@ -45,9 +48,45 @@ impl Aspect {
     }
 }
 
+/// One key of a knob, as the key reference (`runner keys`, README.md) shows it: set to its
+/// example in `[defaults]`, or, for a key unset by default, commented out.
+#[derive(Debug)]
+pub struct Key {
+    pub name: &'static str,
+    /// A value as TOML: the default, unless `doc` says otherwise.
+    pub example: &'static str,
+    /// Whether the reference sets the key, rather than showing it commented out.
+    pub set: bool,
+    /// What the key does and what else it takes; rewrapped when printed.
+    pub doc: &'static str,
+}
+
+impl Key {
+    /// A key the reference sets to `example`.
+    pub const fn set(name: &'static str, example: &'static str, doc: &'static str) -> Key {
+        Key {
+            name,
+            example,
+            set: true,
+            doc,
+        }
+    }
+
+    /// A key unset by default, which the reference shows commented out.
+    pub const fn commented(name: &'static str, example: &'static str, doc: &'static str) -> Key {
+        Key {
+            name,
+            example,
+            set: false,
+            doc,
+        }
+    }
+}
+
 /// One knob: its keys, how it is read at a sweep point, and how it describes itself.
 pub trait Knob: Sized + Default {
-    const KEYS: &'static [&'static str];
+    /// Every key the knob reads, with its documentation: the one place it is written.
+    const KEYS: &'static [Key];
     const ASPECT: Aspect;
     /// The knob's value at the layer's sweep point; the default where no key is set.
     fn read(layer: &Layer) -> Result<Self, ConfigError>;
@@ -67,9 +106,9 @@ macro_rules! knobs {
         }
 
         impl Knobs {
-            /// Every key a `[defaults]` or `[[variant]]` table may hold besides its name.
-            pub fn keys() -> Vec<&'static str> {
-                let mut keys = vec!["name", "description"];
+            /// Every knob's keys, in the order the knobs are declared.
+            pub fn documented_keys() -> Vec<&'static Key> {
+                let mut keys = Vec::new();
                 $(keys.extend(<$module::$ty as Knob>::KEYS);)*
                 keys
             }
@@ -120,6 +159,12 @@ knobs! {
 }
 
 impl Knobs {
+    /// Every key a `[defaults]` or `[[variant]]` table may hold.
+    pub fn keys() -> Vec<&'static str> {
+        let knobs = Knobs::documented_keys().into_iter().map(|k| k.name);
+        ["name", "description"].into_iter().chain(knobs).collect()
+    }
+
     /// Steady samples per run: the samples asked for, split over the rounds (rounded up).
     pub fn samples_per_run(&self) -> u64 {
         self.samples

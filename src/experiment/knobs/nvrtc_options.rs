@@ -1,7 +1,7 @@
 //! `options`: NVRTC options a variant adds to its kernels' own (`["--use_fast_math"]`,
 //! `["-DUNROLL={{ unroll }}"]`), so one source can be timed compiled two ways.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use crate::experiment::expr;
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +52,12 @@ impl NvrtcOptions {
 }
 
 impl Knob for NvrtcOptions {
-    const KEYS: &'static [&'static str] = &["options"];
+    const KEYS: &'static [Key] = &[Key::commented(
+        "options",
+        r#"["--use_fast_math"]"#,
+        "NVRTC options a variant adds to its kernels' own (may use the sweep): one source
+        timed compiled two ways",
+    )];
     const ASPECT: Aspect = Aspect::Process;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

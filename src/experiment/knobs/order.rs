@@ -1,6 +1,6 @@
 //! `order`, `rounds`: how the variants at one sweep point take turns in their shared process.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +36,20 @@ pub const DEFAULT_ROUNDS: u32 = 10;
 pub const MAX_ROUNDS: i64 = 10_000;
 
 impl Knob for Order {
-    const KEYS: &'static [&'static str] = &["order", "rounds"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "order",
+            r#""sequential""#,
+            r#"or "interleaved" / "shuffled": the variants at a point with the same rounds take
+            turns, samples split over the rounds, so drift of the GPU spreads evenly
+            (shared-process cells only); "shuffled" takes a new seeded order every round"#,
+        ),
+        Key::commented(
+            "rounds",
+            "10",
+            "the rounds of an interleaved or shuffled order (default 10)",
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,7 +1,7 @@
 //! `fresh_process`, `processes`: whether each run of a cell starts a new process (its first
 //! launch is then the process's), and how many.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,13 +15,32 @@ impl Process {
     pub fn count(&self) -> u32 {
         self.fresh.unwrap_or(1)
     }
+
+    /// The process in `runner plan`'s cell table.
+    pub fn plan_text(&self) -> &'static str {
+        match self.fresh {
+            Some(_) => "fresh",
+            None => "shared",
+        }
+    }
 }
 
 /// The most fresh processes a cell (or a peer, at a point) takes.
 pub const MAX_PROCESSES: i64 = 10_000;
 
 impl Knob for Process {
-    const KEYS: &'static [&'static str] = &["fresh_process", "processes"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "fresh_process",
+            "false",
+            "run each cell in a new process: its first launch is the process's",
+        ),
+        Key::set(
+            "processes",
+            "1",
+            "fresh processes per cell (only with fresh_process)",
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

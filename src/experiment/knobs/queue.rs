@@ -1,7 +1,7 @@
 //! `queue`, `queue_wait_us`: the stream's state when a timed launch is enqueued.
 
 use super::timer::TimerKind;
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +26,15 @@ impl Queue {
             TimerKind::Cupti | TimerKind::Profiler => false,
         }
     }
+
+    /// What `runner plan`'s cell table adds to the timed region: the wait kernel before it.
+    pub fn plan_text(self) -> Option<String> {
+        match self {
+            Queue::Idle => None,
+            Queue::Saturate { wait_us: Some(w) } => Some(format!("+{w}µs wait")),
+            Queue::Saturate { wait_us: None } => Some("+wait".into()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -39,7 +48,19 @@ enum QueueKind {
 pub const MAX_QUEUE_WAIT_US: i64 = 10_000_000;
 
 impl Knob for Queue {
-    const KEYS: &'static [&'static str] = &["queue", "queue_wait_us"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "queue",
+            r#""idle""#,
+            r#"or "saturate": a wait kernel first, so the timed launch is queued when its start
+            event fires (events only)"#,
+        ),
+        Key::commented(
+            "queue_wait_us",
+            "500",
+            "the wait's length; default: twice the measured enqueue cost + 10 µs",
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

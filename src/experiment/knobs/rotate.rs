@@ -4,7 +4,7 @@
 //! the host.
 
 use super::launches::Launches;
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,7 +30,14 @@ impl Rotate {
 pub const MAX_ROTATE: i64 = 10_000;
 
 impl Knob for Rotate {
-    const KEYS: &'static [&'static str] = &["rotate"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "rotate",
+        "1",
+        r#"sets of the kernel's buffers the timed samples use in turn (expression; enough sets
+        make each launch cold, no flush); with graph = N the graph's launches take them in
+        turn: with queue = "saturate" a cold reading without CUPTI for kernels that leave L2
+        dirty (reports/cold-graph)"#,
+    )];
     const ASPECT: Aspect = Aspect::Cache;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

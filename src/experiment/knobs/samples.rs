@@ -1,7 +1,7 @@
 //! `samples`, `stop`: steady samples after the first launch, and adaptive stopping.
 
 use super::timer::TimerKind;
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -17,6 +17,17 @@ impl Default for Samples {
         Samples {
             count: 100,
             stop: None,
+        }
+    }
+}
+
+impl Samples {
+    /// A run's `per_run` samples in `runner plan`'s cell table, `≤` where a stop rule may
+    /// end them sooner.
+    pub fn plan_text(&self, per_run: u64) -> String {
+        match self.stop {
+            Some(_) => format!("≤{per_run}"),
+            None => per_run.to_string(),
         }
     }
 }
@@ -49,7 +60,20 @@ pub const ADAPTIVE_MAX_SAMPLES: u64 = 100_000;
 pub const MAX_SAMPLES: i64 = 10_000_000;
 
 impl Knob for Samples {
-    const KEYS: &'static [&'static str] = &["samples", "stop"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "samples",
+            "100",
+            "steady samples after the first launch (0: first launch only)",
+        ),
+        Key::commented(
+            "stop",
+            r#"{ rsd_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }"#,
+            "adaptive: stop once the samples are this precise (NVBench's defaults); `samples`
+            is then the most a cell takes (default 100000); only with a timer that reads each
+            sample as it is taken, not CUPTI or the profiler",
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

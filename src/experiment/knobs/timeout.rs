@@ -1,7 +1,7 @@
 //! `timeout`: the longest a worker may take for one cell before it is killed and the cell
 //! recorded failed.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -18,7 +18,11 @@ impl Default for Timeout {
 }
 
 impl Knob for Timeout {
-    const KEYS: &'static [&'static str] = &["timeout"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "timeout",
+        r#""10 min""#,
+        "a worker that takes longer for one cell is killed, the cell failed",
+    )];
     const ASPECT: Aspect = Aspect::Process;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,6 +1,6 @@
 //! `timer`: how a sample's time is taken.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -46,7 +46,16 @@ impl TimerKind {
 }
 
 impl Knob for TimerKind {
-    const KEYS: &'static [&'static str] = &["timer"];
+    const KEYS: &'static [Key] = &[Key::set(
+        "timer",
+        r#""events""#,
+        r#""host" (around the launch call only) | "host_sync" | "events" | "cupti": the
+        kernel's span from CUPTI activity records (with steps, `then`: from the first
+        launch's start to the last's end) (libcupti from RUNNER_CUPTI, the CUDA toolkit or
+        LD_LIBRARY_PATH) | "profiler": Nsight Compute's gpu__time_duration per launch and its
+        SM clock, for cycles (the worker runs under ncu, --clock-control none; skipped, with
+        a note, without ncu)"#,
+    )];
     const ASPECT: Aspect = Aspect::Timer;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {

@@ -1,6 +1,6 @@
 //! `warmup`, `warmup_kernel`: launches before the first timed one, and of which kernel.
 
-use super::{Aspect, ConfigError, Knob, Layer};
+use super::{Aspect, ConfigError, Key, Knob, Layer};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -20,11 +20,33 @@ pub enum WarmupKernel {
     Empty,
 }
 
+impl Warmup {
+    /// The warm-up in `runner plan`'s cell table: its launches, `e` marking an empty
+    /// kernel's.
+    pub fn plan_text(&self) -> String {
+        match self.kernel {
+            WarmupKernel::Same => self.launches.to_string(),
+            WarmupKernel::Empty => format!("{}e", self.launches),
+        }
+    }
+}
+
 /// The most warm-up launches a cell takes.
 pub const MAX_WARMUP: i64 = 10_000_000;
 
 impl Knob for Warmup {
-    const KEYS: &'static [&'static str] = &["warmup", "warmup_kernel"];
+    const KEYS: &'static [Key] = &[
+        Key::set(
+            "warmup",
+            "0",
+            "warm-up launches (may be an expression of the sweep)",
+        ),
+        Key::set(
+            "warmup_kernel",
+            r#""same""#,
+            r#""same" | "empty" (kernels/empty.cu)"#,
+        ),
+    ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
