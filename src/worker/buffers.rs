@@ -96,7 +96,7 @@ impl Buffers {
                     }
                     if let Init::Reset(value) = init {
                         let (unit, each) = crate::experiment::reset_memset(*dtype, *value)
-                            .map_err(CudaError::Library)?;
+                            .map_err(|e| CudaError::Library(e.0))?;
                         let fill = Fill::new(unit, each).ok_or_else(|| {
                             CudaError::Library(format!("a memset of {unit}-byte units"))
                         })?;
