@@ -4,7 +4,9 @@
 
 use crate::experiment::ClockPolicy;
 use nvml_wrapper::enums::device::GpuLockedClocksSetting;
+use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
+use std::fmt;
 
 /// One line for `runner plan` and the report.
 pub fn describe(policy: ClockPolicy) -> String {
@@ -31,21 +33,48 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Why the clocks are not locked.
+#[derive(Debug)]
+pub enum LockError {
+    /// The experiment locks them at these MHz, and the user did not pass
+    /// `--allow-clock-changes`.
+    NotAllowed(u32),
+    /// Locking needs root.
+    NotRoot,
+    /// NVML refused: what the runner was doing, and NVML's error.
+    Nvml(String, NvmlError),
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::NotAllowed(mhz) => write!(
+                f,
+                "this experiment locks the SM clock at {mhz} MHz (clocks = {{ lock = {mhz} }}), which changes the GPU for \
+                 everyone using it.\n  Pass --allow-clock-changes to allow it, or use clocks = {{ expect = {mhz} }} to only check."
+            ),
+            LockError::NotRoot => f.write_str(
+                "locking clocks needs root: run as root, or use clocks = { expect = <MHz> }",
+            ),
+            LockError::Nvml(doing, e) => write!(f, "{doing}: {e}"),
+        }
+    }
+}
+
+/// NVML's error is part of the message, not a source: printed as a chain, it would be
+/// named twice.
+impl std::error::Error for LockError {}
+
 /// Refuses a policy that would change the device unless the user allowed it and is root.
-pub fn check_allowed(policy: ClockPolicy, allowed: bool, root: bool) -> Result<(), String> {
+pub fn check_allowed(policy: ClockPolicy, allowed: bool, root: bool) -> Result<(), LockError> {
     let ClockPolicy::Lock(mhz) = policy else {
         return Ok(());
     };
     if !allowed {
-        return Err(format!(
-            "this experiment locks the SM clock at {mhz} MHz (clocks = {{ lock = {mhz} }}), which changes the GPU for \
-             everyone using it.\n  Pass --allow-clock-changes to allow it, or use clocks = {{ expect = {mhz} }} to only check."
-        ));
+        return Err(LockError::NotAllowed(mhz));
     }
     if !root {
-        return Err(
-            "locking clocks needs root: run as root, or use clocks = { expect = <MHz> }".into(),
-        );
+        return Err(LockError::NotRoot);
     }
     Ok(())
 }
@@ -56,26 +85,25 @@ pub struct ClockLock {
 }
 
 impl ClockLock {
-    pub fn acquire(mhz: u32, uuid: &str) -> Result<ClockLock, String> {
-        let nvml = Nvml::init().map_err(|e| format!("cannot lock clocks: NVML: {e}"))?;
-        let mut dev = nvml
-            .device_by_uuid(uuid)
-            .map_err(|e| format!("cannot lock clocks: {e}"))?;
+    pub fn acquire(mhz: u32, uuid: &str) -> Result<ClockLock, LockError> {
+        let refused = |doing: String| move |e| LockError::Nvml(doing, e);
+        let nvml = Nvml::init().map_err(refused("cannot lock clocks: NVML".into()))?;
+        let mut dev = (nvml.device_by_uuid(uuid)).map_err(refused("cannot lock clocks".into()))?;
         dev.set_gpu_locked_clocks(GpuLockedClocksSetting::Numeric {
             min_clock_mhz: mhz,
             max_clock_mhz: mhz,
         })
-        .map_err(|e| format!("cannot lock the SM clock at {mhz} MHz: {e}"))?;
+        .map_err(refused(format!("cannot lock the SM clock at {mhz} MHz")))?;
         Ok(ClockLock {
             uuid: uuid.to_string(),
         })
     }
 }
 
-fn reset(uuid: &str) -> Result<(), String> {
-    let nvml = Nvml::init().map_err(|e| e.to_string())?;
-    let mut dev = nvml.device_by_uuid(uuid).map_err(|e| e.to_string())?;
-    dev.reset_gpu_locked_clocks().map_err(|e| e.to_string())
+fn reset(uuid: &str) -> Result<(), NvmlError> {
+    let nvml = Nvml::init()?;
+    let mut dev = nvml.device_by_uuid(uuid)?;
+    dev.reset_gpu_locked_clocks()
 }
 
 impl Drop for ClockLock {
@@ -97,9 +125,11 @@ mod tests {
         let lock = ClockPolicy::Lock(1755);
         assert!(check_allowed(lock, false, true)
             .unwrap_err()
+            .to_string()
             .contains("--allow-clock-changes"));
         assert!(check_allowed(lock, true, false)
             .unwrap_err()
+            .to_string()
             .contains("root"));
         assert!(check_allowed(lock, true, true).is_ok());
         assert!(check_allowed(ClockPolicy::Expect(1980), false, false).is_ok());

@@ -199,8 +199,8 @@ fn finish(result: anyhow::Result<bool>) -> ExitCode {
 
 /// Reads and checks an experiment against the assumed device: needs no GPU.
 fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
-    Experiment::load_set(path, &DeviceFacts::nominal(), Sources::Read, set)
-        .map_err(|e| anyhow::anyhow!("{e}"))
+    let facts = DeviceFacts::nominal();
+    Ok(Experiment::load_set(path, &facts, Sources::Read, set)?)
 }
 
 const NO_EXPERIMENT: &str =
@@ -300,9 +300,7 @@ fn sbatch(
     submit: bool,
 ) -> anyhow::Result<()> {
     let exp = load(path, &subset.set)?;
-    let plan = plan::Plan::new(&exp)
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .select(&subset.only)?;
+    let plan = plan::Plan::new(&exp)?.select(&subset.only)?;
     let dir = out.join(&exp.name);
     let (array, merge) = execute::slurm::write(&exp, &plan, path, &dir, subset, request)?;
     println!("wrote {} and {}", array.display(), merge.display());
@@ -336,7 +334,7 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
 
 fn plan(path: &Path, only: &[String], set: &[String], compile: bool) -> anyhow::Result<()> {
     let exp = load(path, set)?;
-    let all = plan::Plan::new(&exp).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let all = plan::Plan::new(&exp)?;
     let total = all.cells.len();
     let plan = all.select(only)?;
     if !only.is_empty() {
@@ -355,7 +353,7 @@ fn plan(path: &Path, only: &[String], set: &[String], compile: bool) -> anyhow::
     if !compile {
         return Ok(());
     }
-    let found = worker::compile_plan(&exp, &plan).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let found = worker::compile_plan(&exp, &plan)?;
     print!("{}", found.account);
     if !found.failures.is_empty() {
         anyhow::bail!(

@@ -71,7 +71,7 @@ pub fn run(
         bail!(cuda::NO_DRIVER);
     }
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
-    let name = crate::experiment::name_of(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let name = crate::experiment::name_of(path)?;
     if !each {
         // Only checked here: the merge at the end makes room.
         store::may_write(dir, force)?;

@@ -14,7 +14,10 @@ use std::time::Duration;
 pub struct JitCaches {
     root: tempfile::TempDir,
     empties: usize,
-    /// Per warm environment: the variables that point at its primed cache, or why priming failed.
+    /// Per warm environment: the variables that point at its primed cache, or why priming
+    /// failed. Why is text, here and in what `vars` and `prime` return: it is kept, and
+    /// handed cloned to every worker of the environment, whose cells record it as their
+    /// error.
     warm: HashMap<ProcessEnv, Result<Vec<(String, String)>, String>>,
 }
 
@@ -67,6 +70,7 @@ impl JitCaches {
         Ok(vars)
     }
 
+    /// A new folder for a cache; why not as text, which `vars` returns (see `warm`).
     fn new_dir(&self, name: &str) -> Result<PathBuf, String> {
         let dir = self.root.path().join(name);
         std::fs::create_dir(&dir)
@@ -80,6 +84,7 @@ fn cache_path(dir: PathBuf) -> (String, String) {
 }
 
 /// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.
+/// Why it failed is text, the cells' error (see `JitCaches::warm`).
 pub(super) fn prime(
     program: &WorkerProgram,
     job: Job,
@@ -129,6 +134,7 @@ mod tests {
         PathBuf::from(&vars.iter().find(|(k, _)| k == "CUDA_CACHE_PATH").unwrap().1)
     }
 
+    /// A priming step, of the type `vars` takes, for caches that are never primed.
     fn never(_: &[(String, String)]) -> Result<(), String> {
         panic!("only a warm cache is primed")
     }

@@ -83,18 +83,15 @@ pub fn run(
     // Checked once, against the real device where there is one; mistakes in the file and
     // a run that cannot resume are reported even without a GPU.
     let device = match cuda::driver_present() {
-        true => Some(cuda::query(0).map_err(|e| anyhow::anyhow!("{e}"))?),
+        true => Some(cuda::query(0)?),
         false => None,
     };
     let facts = device
         .as_ref()
         .map_or_else(DeviceFacts::nominal, store::device_facts);
-    let load = |set: &[String]| {
-        Experiment::load_set(path, &facts, Sources::Read, set).map_err(|e| anyhow::anyhow!("{e}"))
-    };
+    let load = |set: &[String]| anyhow::Ok(Experiment::load_set(path, &facts, Sources::Read, set)?);
     let mut exp = load(&subset.set)?;
-    clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())
-        .map_err(anyhow::Error::msg)?;
+    clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())?;
     let inputs = inputs_sha256(&exp);
     let stored = match start {
         Start::New | Start::Replace => None,
@@ -134,9 +131,7 @@ pub fn run(
     stop_on_ctrl_c()?;
     // Held for the whole run; dropping it resets the clocks, also on an early return.
     let _lock = match exp.clocks {
-        ClockPolicy::Lock(mhz) => {
-            Some(ClockLock::acquire(mhz, &device.uuid).map_err(anyhow::Error::msg)?)
-        }
+        ClockPolicy::Lock(mhz) => Some(ClockLock::acquire(mhz, &device.uuid)?),
         _ => None,
     };
     let started = SystemTime::now();
@@ -168,9 +163,7 @@ fn planned(
     stored: Option<&Stored>,
     shard: Option<Shard>,
 ) -> Result<(Plan, Option<ShardCells>)> {
-    let mut plan = Plan::new(exp)
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .select(only)?;
+    let mut plan = Plan::new(exp)?.select(only)?;
     let shard = match (stored, shard) {
         (Some(s), _) => s.meta.shard.clone(),
         (None, Some(shard)) => {

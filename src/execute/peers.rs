@@ -180,7 +180,8 @@ fn at(point: &Point, cell: &Cell) -> bool {
     point.iter().all(|kv| cell.point.contains(kv))
 }
 
-/// One process of a peer: its reading in ns, or why there is none.
+/// One process of a peer: its reading in ns, or why there is none. Why is text: it is the
+/// note of the peer's row in the run folder, whatever failed (start, exit, output).
 fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, String> {
     let program = peer::program(&exp.path, &command[0]);
     let child = Command::new(&program)
@@ -220,5 +221,5 @@ fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, 
             err.trim()
         ));
     }
-    p.reads.time_ns(&text)
+    p.reads.time_ns(&text).map_err(|e| e.to_string())
 }

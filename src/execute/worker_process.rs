@@ -60,6 +60,8 @@ pub struct WorkerProcess {
     /// While held, the worker's input stays open after the job: the worker waits for its
     /// end before it creates its context.
     hold: Option<mpsc::Sender<()>>,
+    /// Each line of the worker's output, or, for one that is no `Message`, the line itself
+    /// and why: text from another process, recorded as the cells' error.
     lines: Receiver<Result<Message, String>>,
     stderr: Option<JoinHandle<String>>,
 }

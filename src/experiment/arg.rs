@@ -1,6 +1,7 @@
 //! A kernel's arguments: as written (names, types that may come from the sweep, lengths and
 //! values as expressions, where buffers live), and as evaluated at one point.
 
+use super::error::BadValue;
 use super::expr::{self, NumExpr};
 use super::schema::{parse_init, Dtype, Init};
 use serde::{Deserialize, Serialize};
@@ -50,11 +51,11 @@ impl Memory {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Memory, String> {
+    pub fn parse(s: &str) -> Result<Memory, BadValue> {
         Memory::ALL.into_iter().find(|m| m.key() == s).ok_or_else(|| {
-            format!(
+            BadValue(format!(
                 "unknown memory `{s}`: use \"device\", \"managed\", \"mapped\", \"pinned\" or \"pageable\""
-            )
+            ))
         })
     }
 
@@ -91,23 +92,26 @@ const TYPES: &str = "f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64";
 
 impl TypeSpec {
     /// Reads a type as written; an unknown fixed type is an error naming the known ones.
-    pub fn parse(text: &str) -> Result<TypeSpec, String> {
+    pub fn parse(text: &str) -> Result<TypeSpec, BadValue> {
         if text.contains("{{") {
             return Ok(TypeSpec::Swept(text.to_string()));
         }
         Dtype::parse(text)
             .map(TypeSpec::Fixed)
-            .ok_or_else(|| format!("unknown type `{text}`; types are {TYPES}, or a sweep parameter such as \"{{{{ dtype }}}}\""))
+            .ok_or_else(|| BadValue(format!("unknown type `{text}`; types are {TYPES}, or a sweep parameter such as \"{{{{ dtype }}}}\"")))
     }
 
-    pub(super) fn at(&self, scope: &expr::Scope) -> Result<Dtype, String> {
+    pub(super) fn at(&self, scope: &expr::Scope) -> Result<Dtype, BadValue> {
         let template = match self {
             TypeSpec::Fixed(d) => return Ok(*d),
             TypeSpec::Swept(t) => t,
         };
         let text = expr::render(template, scope)?;
-        Dtype::parse(&text)
-            .ok_or_else(|| format!("`{template}` is `{text}` here, not a type ({TYPES})"))
+        Dtype::parse(&text).ok_or_else(|| {
+            BadValue(format!(
+                "`{template}` is `{text}` here, not a type ({TYPES})"
+            ))
+        })
     }
 }
 
@@ -122,7 +126,7 @@ pub enum InitSpec {
 
 impl InitSpec {
     /// Reads an init as written; one that uses the sweep is read at each point.
-    pub fn parse(text: &str) -> Result<InitSpec, String> {
+    pub fn parse(text: &str) -> Result<InitSpec, BadValue> {
         if text.contains("{{") {
             return Ok(InitSpec::Swept(text.to_string()));
         }
@@ -137,15 +141,16 @@ impl InitSpec {
     /// The init at one point: an init from the sweep draws or reads input data at every
     /// point, since what the kernel writes and what is checked are the kernel's, not a
     /// point's.
-    pub(super) fn at(&self, scope: &expr::Scope) -> Result<Init, String> {
+    pub(super) fn at(&self, scope: &expr::Scope) -> Result<Init, BadValue> {
         let template = match self {
             InitSpec::Fixed(init) => return Ok(init.clone()),
             InitSpec::Swept(t) => t,
         };
         let text = expr::render(template, scope)?;
-        let init = parse_init(&text).map_err(|m| format!("`{template}` is `{text}` here: {m}"))?;
+        let init = parse_init(&text)
+            .map_err(|m| BadValue(format!("`{template}` is `{text}` here: {m}")))?;
         if init.is_written() {
-            return Err(format!("`{template}` is `{text}` here, but an init from the sweep must be input data at every point (what the kernel writes is the same at all of them): write init = \"{text}\" without the sweep"));
+            return Err(BadValue(format!("`{template}` is `{text}` here, but an init from the sweep must be input data at every point (what the kernel writes is the same at all of them): write init = \"{text}\" without the sweep")));
         }
         Ok(init)
     }

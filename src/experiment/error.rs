@@ -61,6 +61,28 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// What is wrong with a value of the file, found by code that does not know where the value
+/// sits (an expression, a type, an init, a sweep axis, a `.npy` header); the message names
+/// the fix. The caller, which holds the value's span, makes it a [`ConfigError`] there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadValue(pub String);
+
+impl fmt::Display for BadValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadValue {}
+
+/// The message of the [`ConfigError`] that places it (`ConfigError::at` and the
+/// validators' `err` take their message as `impl Into<String>`).
+impl From<BadValue> for String {
+    fn from(e: BadValue) -> String {
+        e.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

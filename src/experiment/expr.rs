@@ -3,6 +3,7 @@
 //! template strings of the sweep. Both are bounded: their length, minijinja's steps (fuel)
 //! and what a template renders, so no file can make `plan` loop or recurse without end.
 
+use super::error::BadValue;
 use minijinja::{Environment, Value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -119,15 +120,15 @@ pub fn environment(fuel: u64) -> Environment<'static> {
 
 /// Refuses an expression or template string too long to be one a person wrote; its
 /// length also bounds its depth, which minijinja evaluates by recursion.
-fn bounded(text: &str) -> Result<(), String> {
+fn bounded(text: &str) -> Result<(), BadValue> {
     if text.len() <= MAX_EXPRESSION_BYTES {
         return Ok(());
     }
     let start: String = text.chars().take(30).collect();
-    Err(format!(
+    Err(BadValue(format!(
         "`{start}…` is {} bytes long, more than the {MAX_EXPRESSION_BYTES} an expression or template may be: shorten it",
         text.len()
-    ))
+    )))
 }
 
 /// A writer that refuses text beyond its cap: what a template renders is bounded too.
@@ -165,7 +166,7 @@ impl std::io::Write for Capped {
 /// Renders a template of the sweep (`"-DBLOCK={{ block }}"`, `"softmax<{{ dtype | ctype }}>"`):
 /// an undefined name is an error, and the `ctype` filter turns a type name (`"bf16"`) into
 /// the CUDA C type it is stored as (`__nv_bfloat16`).
-pub fn render(template: &str, scope: &Scope) -> Result<String, String> {
+pub fn render(template: &str, scope: &Scope) -> Result<String, BadValue> {
     bounded(template)?;
     let mut env = environment(FUEL);
     env.add_filter("ctype", |name: String| {
@@ -181,38 +182,42 @@ pub fn render(template: &str, scope: &Scope) -> Result<String, String> {
     let mut out = Capped::new(MAX_RENDERED_BYTES);
     env.template_from_str(template)
         .and_then(|t| t.render_captured_to(scope, &mut out).map(|_| ()))
-        .map_err(|e| format!("cannot render `{template}`: {}", detail(&e)))?;
+        .map_err(|e| BadValue(format!("cannot render `{template}`: {}", detail(&e))))?;
     String::from_utf8(out.bytes)
-        .map_err(|_| format!("`{template}` renders to bytes that are not text"))
+        .map_err(|_| BadValue(format!("`{template}` renders to bytes that are not text")))
 }
 
-fn eval_value(text: &str, scope: &Scope) -> Result<Value, String> {
+fn eval_value(text: &str, scope: &Scope) -> Result<Value, BadValue> {
     bounded(text)?;
     let env = environment(FUEL);
     let compiled = env
         .compile_expression(text)
-        .map_err(|e| format!("cannot parse expression `{text}`: {}", detail(&e)))?;
+        .map_err(|e| BadValue(format!("cannot parse expression `{text}`: {}", detail(&e))))?;
     let value = compiled
         .eval(scope)
-        .map_err(|e| format!("cannot evaluate `{text}`: {}", detail(&e)))?;
+        .map_err(|e| BadValue(format!("cannot evaluate `{text}`: {}", detail(&e))))?;
     if value.is_undefined() {
-        return Err(format!(
+        return Err(BadValue(format!(
             "`{text}` is undefined; known names: {}",
             names(scope)
-        ));
+        )));
     }
     Ok(value)
 }
 
 /// Evaluates to an integer, exactly (no detour through f64); a fraction is an error.
-pub fn eval_int(expr: &NumExpr, scope: &Scope) -> Result<i64, String> {
+pub fn eval_int(expr: &NumExpr, scope: &Scope) -> Result<i64, BadValue> {
     match eval_exact(expr, scope)? {
-        Number::Int(i) => i64::try_from(i)
-            .map_err(|_| format!("{} gives {i}, which does not fit 64 bits", show(expr))),
-        Number::Float(v) => Err(format!(
+        Number::Int(i) => i64::try_from(i).map_err(|_| {
+            BadValue(format!(
+                "{} gives {i}, which does not fit 64 bits",
+                show(expr)
+            ))
+        }),
+        Number::Float(v) => Err(BadValue(format!(
             "{} gives {v}, which is not a whole number (use // for integer division)",
             show(expr)
-        )),
+        ))),
     }
 }
 
@@ -224,7 +229,7 @@ pub enum Number {
 }
 
 /// Evaluates to a number without losing integer precision; `4.0` counts as whole.
-pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, String> {
+pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, BadValue> {
     let value = match expr {
         NumExpr::Int(i) => return Ok(Number::Int(*i as i128)),
         NumExpr::Float(f) => *f,
@@ -233,10 +238,10 @@ pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, String> {
             if v.is_integer() {
                 return i128::try_from(v.clone())
                     .map(Number::Int)
-                    .map_err(|_| format!("`{text}` gives {v}, which is too large"));
+                    .map_err(|_| BadValue(format!("`{text}` gives {v}, which is too large")));
             }
             f64::try_from(v.clone())
-                .map_err(|_| format!("`{text}` gives {v}, which is not a number"))?
+                .map_err(|_| BadValue(format!("`{text}` gives {v}, which is not a number")))?
         }
     };
     if value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(63) {
@@ -244,19 +249,23 @@ pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, String> {
     } else if value.is_finite() {
         Ok(Number::Float(value))
     } else {
-        Err(format!("{} gives {value}, which is not finite", show(expr)))
+        Err(BadValue(format!(
+            "{} gives {value}, which is not finite",
+            show(expr)
+        )))
     }
 }
 
 /// Evaluates a condition (a peer's `when = "n <= 1024"`).
-pub fn eval_bool(text: &str, scope: &Scope) -> Result<bool, String> {
+pub fn eval_bool(text: &str, scope: &Scope) -> Result<bool, BadValue> {
     eval_value(text, scope).map(|v| v.is_true())
 }
 
 /// Evaluates to a float (a derived metric: `time_ns / steps`); NaN stays NaN.
-pub fn eval_float(text: &str, scope: &Scope) -> Result<f64, String> {
+pub fn eval_float(text: &str, scope: &Scope) -> Result<f64, BadValue> {
     let v = eval_value(text, scope)?;
-    f64::try_from(v.clone()).map_err(|_| format!("`{text}` gives {v}, which is not a number"))
+    f64::try_from(v.clone())
+        .map_err(|_| BadValue(format!("`{text}` gives {v}, which is not a number")))
 }
 
 /// An expression as a person wrote it: `n * n` in backquotes, a number as it is.
@@ -333,14 +342,14 @@ mod tests {
     #[test]
     fn unknown_name_is_an_error() {
         let err = eval_int(&NumExpr::Expr("m * 2".into()), &scope(1)).unwrap_err();
-        assert!(err.contains("m * 2"), "{err}");
+        assert!(err.0.contains("m * 2"), "{err}");
     }
 
     #[test]
     fn long_deep_or_endless_expressions_and_templates_are_refused() {
         let terms = vec!["1"; 30_000].join("+");
         let e = eval_int(&NumExpr::Expr(terms), &scope(1)).unwrap_err();
-        assert!(e.contains("more than the 1024"), "{e}");
+        assert!(e.0.contains("more than the 1024"), "{e}");
         // As long as allowed, and as deep as that allows, it evaluates.
         let terms = vec!["1"; 500].join("+");
         assert_eq!(eval_int(&NumExpr::Expr(terms), &scope(1)).unwrap(), 500);
@@ -350,19 +359,19 @@ mod tests {
             "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}";
         let e = render(loops, &scope(1)).unwrap_err();
         assert!(
-            e.contains("renders to more than 4096") || e.contains("fuel"),
+            e.0.contains("renders to more than 4096") || e.0.contains("fuel"),
             "{e}"
         );
         let e = render("{% for a in range(100000) %}{% endfor %}", &scope(1)).unwrap_err();
-        assert!(e.contains("fuel"), "{e}");
+        assert!(e.0.contains("fuel"), "{e}");
         let e = render("{{ \"x\" * 100000 }}", &scope(1)).unwrap_err();
-        assert!(e.contains("4096"), "{e}");
+        assert!(e.0.contains("4096"), "{e}");
         let e = render(
             "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
             &scope(1),
         )
         .unwrap_err();
-        assert!(!e.is_empty());
+        assert!(!e.0.is_empty());
     }
 
     #[test]
@@ -370,6 +379,7 @@ mod tests {
         assert!(eval_int(&NumExpr::Expr("n +* 2".into()), &scope(1)).is_err());
         assert!(eval_int(&NumExpr::Expr("n / 3".into()), &scope(4))
             .unwrap_err()
+            .0
             .contains("//"));
     }
 }

@@ -2,6 +2,7 @@
 //! checked against the device's limits.
 
 use super::arg::{Arg, ArgKind, ArgValue, Memory};
+use super::error::BadValue;
 use super::expr::{self, DeviceFacts, NumExpr, Scope};
 use super::schema::{Dtype, Init};
 use serde::{Deserialize, Serialize};
@@ -58,7 +59,7 @@ impl LaunchSpec {
 /// The memset that resets a buffer of `dtype` to `value` before each launch, as the bytes
 /// the driver sets at a time (1, 2 or 4) and the value of each such unit (its low bytes):
 /// the value encoded exactly in the type, in the narrowest unit that repeats it.
-pub fn reset_memset(dtype: super::Dtype, value: f64) -> Result<(usize, u32), String> {
+pub fn reset_memset(dtype: super::Dtype, value: f64) -> Result<(usize, u32), BadValue> {
     let number = if value.fract() == 0.0 && value.abs() < 1e30 {
         expr::Number::Int(value as i128)
     } else {
@@ -71,10 +72,10 @@ pub fn reset_memset(dtype: super::Dtype, value: f64) -> Result<(usize, u32), Str
             && element.chunks(unit).all(|c| c == &element[..unit])
     };
     let unit = [1, 2, 4].into_iter().find(|&u| repeats(u)).ok_or_else(|| {
-        format!(
+        BadValue(format!(
             "{value} in {} has two different 4-byte halves, and the driver sets at most 4 bytes at a time: reset an 8-byte buffer to 0 or -1, or use a 4-byte type",
             dtype.key()
-        )
+        ))
     })?;
     let mut word = [0u8; 4];
     word[..unit].copy_from_slice(&element[..unit]);
@@ -109,7 +110,7 @@ pub fn evaluate(
     e: &LaunchExprs,
     point: &super::Point,
     facts: &DeviceFacts,
-) -> Result<LaunchSpec, (Part, String)> {
+) -> Result<LaunchSpec, (Part, BadValue)> {
     let scope = super::scope(point, facts);
     let int = |x: &NumExpr, part: Part| expr::eval_int(x, &scope).map_err(|m| (part, m));
     let ints = |exprs: &[NumExpr], part: fn(usize) -> Part| {
@@ -137,7 +138,7 @@ pub fn evaluate(
             v if v >= 1 => Ok(v),
             v => Err((
                 Part::CheckDim(i),
-                format!("a check dimension is {v}, not positive"),
+                BadValue(format!("a check dimension is {v}, not positive")),
             )),
         })
         .collect::<Result<_, _>>()?;
@@ -156,11 +157,11 @@ pub fn evaluate(
     if spec.device_bytes() > facts.mem_bytes as u64 {
         return Err((
             Part::Whole,
-            format!(
+            BadValue(format!(
                 "its buffers need {} bytes of device memory, more than the device's {}",
                 spec.device_bytes(),
                 facts.mem_bytes
-            ),
+            )),
         ));
     }
     Ok(spec)
@@ -173,7 +174,7 @@ fn arg_at(
     i: usize,
     scope: &Scope,
     facts: &DeviceFacts,
-) -> Result<ArgValue, (Part, String)> {
+) -> Result<ArgValue, (Part, BadValue)> {
     Ok(match &a.kind {
         ArgKind::Buffer {
             dtype,
@@ -184,12 +185,12 @@ fn arg_at(
             let dtype = &dtype.at(scope).map_err(|m| (Part::Arg(i), m))?;
             let init = &init
                 .at(scope)
-                .map_err(|m| (Part::Init(i), format!("buffer `{}`: {m}", a.name)))?;
+                .map_err(|m| (Part::Init(i), BadValue(format!("buffer `{}`: {m}", a.name))))?;
             let n = expr::eval_int(len, scope).map_err(|m| (Part::Arg(i), m))?;
             let len = usize::try_from(n).map_err(|_| {
                 (
                     Part::Arg(i),
-                    format!("buffer `{}` has a negative length {n}", a.name),
+                    BadValue(format!("buffer `{}` has a negative length {n}", a.name)),
                 )
             })?;
             buffer_fits(&a.name, i, *dtype, init, len, facts)?;
@@ -206,7 +207,7 @@ fn arg_at(
             ArgValue::Scalar {
                 dtype: *dtype,
                 bytes: super::scalar::encode(*dtype, v)
-                    .map_err(|m| (Part::Arg(i), format!("scalar `{}`: {m}", a.name)))?,
+                    .map_err(|m| (Part::Arg(i), BadValue(format!("scalar `{}`: {m}", a.name))))?,
             }
         }
     })
@@ -221,7 +222,7 @@ fn buffer_fits(
     init: &Init,
     len: usize,
     facts: &DeviceFacts,
-) -> Result<(), (Part, String)> {
+) -> Result<(), (Part, BadValue)> {
     if let Init::Chase(_) = init {
         // The chase stores indices: an integer type that holds the last one.
         let fits = dtype
@@ -230,13 +231,17 @@ fn buffer_fits(
         if !fits {
             return Err((
                 Part::Init(i),
-                format!("buffer `{name}`: a chase of {len} elements needs an integer type that holds index {}, not {}", len.saturating_sub(1), dtype.key()),
+                BadValue(format!("buffer `{name}`: a chase of {len} elements needs an integer type that holds index {}, not {}", len.saturating_sub(1), dtype.key())),
             ));
         }
     }
     if let Init::Reset(v) = init {
-        reset_memset(dtype, *v)
-            .map_err(|m| (Part::Init(i), format!("buffer `{name}`: reset {m}")))?;
+        reset_memset(dtype, *v).map_err(|m| {
+            (
+                Part::Init(i),
+                BadValue(format!("buffer `{name}`: reset {m}")),
+            )
+        })?;
     }
     let (lowest, highest) = dtype.value_range();
     if let Some((lo, hi)) = init
@@ -245,16 +250,18 @@ fn buffer_fits(
     {
         return Err((
             Part::Init(i),
-            format!(
+            BadValue(format!(
                 "buffer `{name}`: its init writes values from {lo:e} to {hi:e}, beyond what {} holds ({lowest:e} to {highest:e})",
                 dtype.key()
-            ),
+            )),
         ));
     }
     if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
         return Err((
             Part::Arg(i),
-            format!("buffer `{name}` of {len} elements is larger than the device's memory"),
+            BadValue(format!(
+                "buffer `{name}` of {len} elements is larger than the device's memory"
+            )),
         ));
     }
     Ok(())
@@ -266,7 +273,7 @@ fn managed_fits(
     declared: &[Arg],
     args: &[ArgValue],
     facts: &DeviceFacts,
-) -> Result<(), (Part, String)> {
+) -> Result<(), (Part, BadValue)> {
     let managed = super::arg::managed_bytes(args);
     if managed > facts.mem_bytes as u128 {
         let first = declared
@@ -283,7 +290,7 @@ fn managed_fits(
             .unwrap_or(0);
         return Err((
             Part::Arg(first),
-            format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU"),
+            BadValue(format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU")),
         ));
     }
     Ok(())
@@ -298,18 +305,18 @@ pub fn launch_shape(
     block: &[i64],
     shared: i64,
     facts: &DeviceFacts,
-) -> Result<Shape, (Part, String)> {
+) -> Result<Shape, (Part, BadValue)> {
     let dims = |values: &[i64], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
         let mut d = [1u32; 3];
         for (i, &v) in values.iter().enumerate() {
             if v < 1 || v > max[i] {
                 return Err((
                     part(i),
-                    format!(
+                    BadValue(format!(
                         "{what} dimension {} is {v}, but the device allows 1 to {}",
                         ["x", "y", "z"][i],
                         max[i]
-                    ),
+                    )),
                 ));
             }
             d[i] = v as u32;
@@ -322,19 +329,19 @@ pub fn launch_shape(
     if threads > facts.max_threads_per_block {
         return Err((
             Part::Block(0),
-            format!(
+            BadValue(format!(
                 "a block of {threads} threads is more than the device's {} per block",
                 facts.max_threads_per_block
-            ),
+            )),
         ));
     }
     if shared < 0 || shared > facts.max_shared_bytes {
         return Err((
             Part::Shared,
-            format!(
+            BadValue(format!(
                 "shared_bytes is {shared}, but a block may have 0 to {} bytes of dynamic shared memory",
                 facts.max_shared_bytes
-            ),
+            )),
         ));
     }
     Ok((grid, block, shared as u32))
@@ -353,6 +360,7 @@ mod tests {
         assert_eq!(reset_memset(Dtype::I64, -1.0), Ok((1, 0xFF)));
         assert!(reset_memset(Dtype::F64, 1.0)
             .unwrap_err()
+            .0
             .contains("two different 4-byte halves"));
         assert!(reset_memset(Dtype::U8, 256.0).is_err());
     }
@@ -360,7 +368,7 @@ mod tests {
     use crate::experiment::arg::{InitSpec, TypeSpec};
     use crate::experiment::schema::Dtype;
 
-    fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, String)> {
+    fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, BadValue)> {
         let args = [
             Arg {
                 name: "x".into(),
@@ -423,7 +431,7 @@ mod tests {
         );
         let (part, msg) = spec([1, 1, 1], 0, NumExpr::Expr("2 ** 32".into())).unwrap_err();
         assert_eq!(part, Part::Arg(1));
-        assert!(msg.contains("does not fit i32"), "{msg}");
+        assert!(msg.0.contains("does not fit i32"), "{msg}");
         assert!(spec([1, 1, 1], 0, NumExpr::Float(0.5)).is_err());
     }
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub use arg::{managed_bytes, ArgKind, ArgValue, InitSpec, Memory};
-pub use error::ConfigError;
+pub use error::{BadValue, ConfigError};
 pub use expr::{DeviceFacts, Scope};
 pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
@@ -140,7 +140,7 @@ pub fn metric_value(
     facts: &DeviceFacts,
     time_ns: f64,
     launch: &LaunchSpec,
-) -> Result<f64, String> {
+) -> Result<f64, BadValue> {
     let mut s = scope(point, facts);
     s.insert("time_ns".into(), time_ns.into());
     s.insert("bytes".into(), launch.bytes.unwrap_or(f64::NAN).into());

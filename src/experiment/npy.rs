@@ -2,6 +2,7 @@
 //! read when the experiment is checked (type and element count against the buffer's), the
 //! data by the worker from the offset the header gives.
 
+use super::error::BadValue;
 use super::Dtype;
 
 /// What a `.npy` header says: the element type, how many elements, where the data starts.
@@ -13,22 +14,23 @@ pub struct Header {
 }
 
 /// Reads the header of the file at `path`.
-pub fn header(path: &std::path::Path) -> Result<Header, String> {
+pub fn header(path: &std::path::Path) -> Result<Header, BadValue> {
     use std::io::Read;
-    let mut f =
-        crate::files::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut f = crate::files::open(path)
+        .map_err(|e| BadValue(format!("cannot read {}: {e}", path.display())))?;
     let mut head = vec![0u8; 12];
     f.read_exact(&mut head)
-        .map_err(|_| format!("{} is too short for a .npy file", path.display()))?;
-    let (len, start) = parse_preamble(&head).map_err(|m| format!("{}: {m}", path.display()))?;
+        .map_err(|_| BadValue(format!("{} is too short for a .npy file", path.display())))?;
+    let (len, start) =
+        parse_preamble(&head).map_err(|m| BadValue(format!("{}: {m}", path.display())))?;
     // The 12 bytes read hold the header's first bytes where its length took only 2.
     let mut text = head[start..].to_vec();
     let mut more = vec![0u8; len.saturating_sub(text.len())];
     f.read_exact(&mut more)
-        .map_err(|_| format!("{}: the header is cut short", path.display()))?;
+        .map_err(|_| BadValue(format!("{}: the header is cut short", path.display())))?;
     text.extend(more);
     let (dtype, count) = parse_dict(&String::from_utf8_lossy(&text))
-        .map_err(|m| format!("{}: {m}", path.display()))?;
+        .map_err(|m| BadValue(format!("{}: {m}", path.display())))?;
     Ok(Header {
         dtype,
         count,
@@ -37,9 +39,9 @@ pub fn header(path: &std::path::Path) -> Result<Header, String> {
 }
 
 /// The header's length and where it starts, from the magic string and version.
-fn parse_preamble(head: &[u8]) -> Result<(usize, usize), String> {
+fn parse_preamble(head: &[u8]) -> Result<(usize, usize), BadValue> {
     if !head.starts_with(b"\x93NUMPY") {
-        return Err("not a .npy file (no \\x93NUMPY magic)".into());
+        return Err(BadValue("not a .npy file (no \\x93NUMPY magic)".into()));
     }
     match head[6] {
         1 => Ok((u16::from_le_bytes([head[8], head[9]]) as usize, 10)),
@@ -47,17 +49,17 @@ fn parse_preamble(head: &[u8]) -> Result<(usize, usize), String> {
             u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize,
             12,
         )),
-        v => Err(format!(".npy version {v} is not known")),
+        v => Err(BadValue(format!(".npy version {v} is not known"))),
     }
 }
 
 /// The type and element count of a header's dictionary
 /// (`{'descr': '<f4', 'fortran_order': False, 'shape': (32, 32), }`).
-fn parse_dict(text: &str) -> Result<(Dtype, u64), String> {
-    let value = |key: &str| -> Result<&str, String> {
+fn parse_dict(text: &str) -> Result<(Dtype, u64), BadValue> {
+    let value = |key: &str| -> Result<&str, BadValue> {
         let at = text
             .find(&format!("'{key}'"))
-            .ok_or_else(|| format!("the header has no '{key}'"))?;
+            .ok_or_else(|| BadValue(format!("the header has no '{key}'")))?;
         let rest = text[at + key.len() + 2..].trim_start();
         Ok(rest.strip_prefix(':').unwrap_or(rest).trim_start())
     };
@@ -65,7 +67,7 @@ fn parse_dict(text: &str) -> Result<(Dtype, u64), String> {
     let descr = descr
         .strip_prefix('\'')
         .and_then(|d| d.split('\'').next())
-        .ok_or("cannot read 'descr'")?;
+        .ok_or_else(|| BadValue("cannot read 'descr'".into()))?;
     // bf16 has no numpy type of its own: its bits are stored as '<u2'.
     let dtype = match descr {
         "<f2" => Dtype::F16,
@@ -79,16 +81,18 @@ fn parse_dict(text: &str) -> Result<(Dtype, u64), String> {
         "<u4" => Dtype::U32,
         "<i8" => Dtype::I64,
         "<u8" => Dtype::U64,
-        d => return Err(format!("the element type '{d}' is not one the runner reads (little-endian numbers, or '<u2' for bf16 bits)")),
+        d => return Err(BadValue(format!("the element type '{d}' is not one the runner reads (little-endian numbers, or '<u2' for bf16 bits)"))),
     };
     if value("fortran_order")?.starts_with("True") {
-        return Err("the array is in Fortran order; save it in C order".into());
+        return Err(BadValue(
+            "the array is in Fortran order; save it in C order".into(),
+        ));
     }
     let shape = value("shape")?;
     let dims = shape
         .strip_prefix('(')
         .and_then(|s| s.split(')').next())
-        .ok_or("cannot read 'shape'")?;
+        .ok_or_else(|| BadValue("cannot read 'shape'".into()))?;
     let count = dims
         .split(',')
         .map(str::trim)
@@ -97,7 +101,7 @@ fn parse_dict(text: &str) -> Result<(Dtype, u64), String> {
             d.parse::<u64>()
                 .ok()
                 .and_then(|d| n.checked_mul(d))
-                .ok_or_else(|| format!("cannot read the shape ({dims})"))
+                .ok_or_else(|| BadValue(format!("cannot read the shape ({dims})")))
         })?;
     Ok((dtype, count))
 }
@@ -137,13 +141,13 @@ mod tests {
         std::fs::write(&path, npy_f32("(5,)", &[1.0; 5])).unwrap();
         assert_eq!(header(&path).unwrap().count, 5);
         std::fs::write(&path, b"not numpy at all").unwrap();
-        assert!(header(&path).unwrap_err().contains("magic"));
+        assert!(header(&path).unwrap_err().0.contains("magic"));
         let mut fortran = npy_f32("(2, 3)", &[1.0; 6]);
         let at = fortran.windows(5).position(|w| w == b"False").unwrap();
         fortran[at..at + 5].copy_from_slice(b"True ");
         std::fs::write(&path, &fortran).unwrap();
         let e = header(&path).unwrap_err();
-        assert!(e.contains("Fortran"), "{e}");
+        assert!(e.0.contains("Fortran"), "{e}");
         assert!(header(&dir.path().join("missing.npy")).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! Peers: other programs that measure what a variant measures (the post's own programs),
 //! run in the same run, one process per reading, and shown beside the variant's column.
 
-use super::error::ConfigError;
+use super::error::{BadValue, ConfigError};
 use super::knobs::process::MAX_PROCESSES;
 use super::schema::RawPeer;
 use super::{expr, names, point_label, scope, DeviceFacts, Point};
@@ -32,7 +32,7 @@ pub struct Reads {
 
 impl Reads {
     /// Parses `Kernel took: {ms}ms`.
-    pub fn parse(pattern: &str, occurrence: usize) -> Result<Reads, String> {
+    pub fn parse(pattern: &str, occurrence: usize) -> Result<Reads, BadValue> {
         for (slot, unit_ns) in [("{ms}", 1e6), ("{us}", 1e3), ("{ns}", 1.0), ("{s}", 1e9)] {
             if let Some((before, after)) = pattern.split_once(slot) {
                 return Ok(Reads {
@@ -43,13 +43,13 @@ impl Reads {
                 });
             }
         }
-        Err(format!(
+        Err(BadValue(format!(
             "`{pattern}` has no {{ms}}, {{us}}, {{ns}} or {{s}} where the time stands"
-        ))
+        )))
     }
 
     /// The time in `output`, in ns.
-    pub fn time_ns(&self, output: &str) -> Result<f64, String> {
+    pub fn time_ns(&self, output: &str) -> Result<f64, NoReading> {
         let mut found = output.match_indices(&self.before).filter_map(|(i, _)| {
             let rest = &output[i + self.before.len()..];
             let end = if self.after.is_empty() {
@@ -62,14 +62,30 @@ impl Reads {
         found
             .nth(self.occurrence)
             .map(|v| v * self.unit_ns)
-            .ok_or_else(|| {
-                format!(
-                    "no reading `{}…{}` (match {}) in its output",
-                    self.before, self.after, self.occurrence
-                )
-            })
+            .ok_or_else(|| NoReading(self.clone()))
     }
 }
+
+/// A peer's output without the reading its pattern names.
+#[derive(Debug)]
+pub struct NoReading(Reads);
+
+impl std::fmt::Display for NoReading {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Reads {
+            before,
+            after,
+            occurrence,
+            ..
+        } = &self.0;
+        write!(
+            f,
+            "no reading `{before}…{after}` (match {occurrence}) in its output"
+        )
+    }
+}
+
+impl std::error::Error for NoReading {}
 
 /// Validates a `[[peer]]` table against the variants and renders its command per point.
 pub fn validate(
@@ -92,7 +108,7 @@ pub fn validate(
         )));
     }
     let reads = Reads::parse(raw.reads.get_ref(), raw.occurrence.unwrap_or(0))
-        .map_err(|m| err(raw.reads.span(), m))?;
+        .map_err(|m| err(raw.reads.span(), m.into()))?;
     let command = raw.command.get_ref();
     if command.first().is_none_or(|p| p.trim().is_empty()) {
         return Err(err(
@@ -133,14 +149,14 @@ pub fn validate(
         .map(|p| {
             let s = scope(p, facts);
             if let Some(when) = &raw.when {
-                let on = expr::eval_bool(when.get_ref(), &s).map_err(|m| err(when.span(), m))?;
+                let on = expr::eval_bool(when.get_ref(), &s).map_err(|m| err(when.span(), m.into()))?;
                 if !on {
                     return Ok(None);
                 }
             }
             let words = command
                 .iter()
-                .map(|arg| expr::render(arg, &s).map_err(|m| err(raw.command.span(), m)))
+                .map(|arg| expr::render(arg, &s).map_err(|m| err(raw.command.span(), m.into())))
                 .collect::<Result<Vec<_>, _>>()?;
             // A NUL cannot pass to a program; an empty program is no program.
             if words[0].trim().is_empty() || words.iter().any(|w| w.contains('\0')) {

@@ -1,6 +1,7 @@
 //! The TOML schema as serde reads it. Unknown keys are errors (`deny_unknown_fields`), and
 //! values the validator must locate are `Spanned`.
 
+use super::error::BadValue;
 use super::expr::NumExpr;
 use super::knobs::RawTable;
 use super::sweep::SweepSpec;
@@ -308,15 +309,15 @@ impl Init {
 }
 
 /// A buffer's `reset`: `"zeros"` or a finite number.
-pub fn parse_reset(value: &toml::Value) -> Result<f64, String> {
+pub fn parse_reset(value: &toml::Value) -> Result<f64, BadValue> {
     let v = match value {
         toml::Value::String(s) if s == "zeros" => 0.0,
         toml::Value::Integer(i) => *i as f64,
         toml::Value::Float(f) if f.is_finite() => *f,
         other => {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "reset = {other} is not \"zeros\" or a finite number"
-            ))
+            )))
         }
     };
     Ok(v)
@@ -344,14 +345,14 @@ impl Init {
     }
 }
 
-pub fn parse_init(text: &str) -> Result<Init, String> {
+pub fn parse_init(text: &str) -> Result<Init, BadValue> {
     let t = text.trim();
     let bad = || {
-        format!(
+        BadValue(format!(
             "unknown init `{text}`; write \"uniform(lo, hi)\", \"normal(mean, std)\", \"constant(v)\", \"zeros\", \"iota\", \"iota(start, step)\", \"npy(path/to/file.npy)\" or \"chase(stride)\" for inputs, \"output\" for what the kernel writes, or \"scratch\" for its working space"
-        )
+        ))
     };
-    let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, String> {
+    let numbers = |name: &str, count: usize| -> Result<Option<Vec<f64>>, BadValue> {
         let Some(inner) = t.strip_prefix(name).and_then(|s| s.strip_prefix('(')) else {
             return Ok(None);
         };
@@ -361,16 +362,16 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
             .map(|x| x.trim().parse::<f64>().map_err(|_| bad()))
             .collect::<Result<_, _>>()?;
         if let Some(x) = v.iter().find(|x| !x.is_finite()) {
-            return Err(format!("`{text}`: {x} is not a finite number"));
+            return Err(BadValue(format!("`{text}`: {x} is not a finite number")));
         }
         (v.len() == count).then_some(Some(v)).ok_or_else(bad)
     };
     if let Some(stride) = t.strip_prefix("chase(").and_then(|p| p.strip_suffix(')')) {
         return match stride.trim().parse::<u64>() {
             Ok(s) if s >= 1 => Ok(Init::Chase(s)),
-            _ => Err(format!(
+            _ => Err(BadValue(format!(
                 "chase({stride}) needs a stride of at least 1 element"
-            )),
+            ))),
         };
     }
     if let Some(path) = t.strip_prefix("npy(").and_then(|p| p.strip_suffix(')')) {
@@ -389,22 +390,24 @@ pub fn parse_init(text: &str) -> Result<Init, String> {
     if let Some(v) = numbers("uniform", 2)? {
         let (lo, hi) = (v[0], v[1]);
         if lo >= hi {
-            return Err(format!("uniform({lo}, {hi}) needs lo < hi"));
+            return Err(BadValue(format!("uniform({lo}, {hi}) needs lo < hi")));
         }
         if lo == 0.0 && hi <= f64::MIN_POSITIVE {
-            return Err("inputs must not be all zeros".into());
+            return Err(BadValue("inputs must not be all zeros".into()));
         }
         if !(hi - lo).is_finite() {
-            return Err(format!("uniform({lo}, {hi}) spans more than a float holds"));
+            return Err(BadValue(format!(
+                "uniform({lo}, {hi}) spans more than a float holds"
+            )));
         }
         return Ok(Init::Uniform(lo, hi));
     }
     if let Some(v) = numbers("normal", 2)? {
         if v[1].is_nan() || v[1] <= 0.0 {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "normal({}, {}) needs a positive standard deviation",
                 v[0], v[1]
-            ));
+            )));
         }
         return Ok(Init::Normal(v[0], v[1]));
     }

@@ -3,6 +3,7 @@
 //! zipped group of equal-length lists (`shape = { m = [..], n = [..] }`, one point per
 //! position). Axes combine as a cartesian product in file order.
 
+use super::error::BadValue;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -72,15 +73,17 @@ impl From<i64> for SweepValue {
 }
 
 impl ListItem {
-    fn value(&self) -> Result<SweepValue, String> {
+    fn value(&self) -> Result<SweepValue, BadValue> {
         let text = match self {
             ListItem::Int(v) => return Ok(SweepValue::Int(*v)),
             ListItem::Float(v) if v.is_finite() => return Ok(SweepValue::Float(*v)),
-            ListItem::Float(v) => return Err(format!("the sweep value {v} is not a number")),
+            ListItem::Float(v) => {
+                return Err(BadValue(format!("the sweep value {v} is not a number")))
+            }
             ListItem::Text(t) => t.trim(),
         };
         let bad = || {
-            format!("cannot read sweep value `{text}`; write a number, a power of two such as \"2^20\", or a name of letters, digits, `_`, `-` and `.`")
+            BadValue(format!("cannot read sweep value `{text}`; write a number, a power of two such as \"2^20\", or a name of letters, digits, `_`, `-` and `.`"))
         };
         if let Some(e) = text.strip_prefix("2^") {
             return match e.trim().parse::<u32>() {
@@ -148,22 +151,22 @@ pub fn from_command_line(values: &str) -> SweepSpec {
 
 /// The axis `name = spec` makes; a value (or a zipped group's row) given twice is refused,
 /// as it would make two cells of one id.
-pub fn axis(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
+pub fn axis(name: &str, spec: &SweepSpec) -> Result<Axis, BadValue> {
     let axis = rows_of(name, spec)?;
     let mut seen = std::collections::HashSet::new();
     for row in &axis.rows {
         let label: Vec<String> = row.iter().map(SweepValue::to_string).collect();
         if !seen.insert(label.clone()) {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "`{name}` gives {} twice: each value makes its own cells, so name each once",
                 label.join(", ")
-            ));
+            )));
         }
     }
     Ok(axis)
 }
 
-fn rows_of(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
+fn rows_of(name: &str, spec: &SweepSpec) -> Result<Axis, BadValue> {
     let SweepSpec::Zip(columns) = spec else {
         return Ok(Axis {
             names: vec![name.to_string()],
@@ -172,11 +175,11 @@ fn rows_of(name: &str, spec: &SweepSpec) -> Result<Axis, String> {
     };
     let lens: Vec<usize> = columns.values().map(Vec::len).collect();
     if lens.is_empty() || lens[0] == 0 || lens.iter().any(|l| *l != lens[0]) {
-        return Err(format!(
+        return Err(BadValue(format!(
             "`{name}` zips {} into points: each must list the same number of values, at least one ({})",
             columns.keys().cloned().collect::<Vec<_>>().join(", "),
             lens.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
-        ));
+        )));
     }
     let values: Vec<Vec<SweepValue>> = columns
         .values()
@@ -198,21 +201,21 @@ const FORMS: &str =
     "a list `[512, 1024]`, a range `256..2048 step 32` (inclusive), or powers of two `2^8..2^12`";
 
 /// Expands one parameter's spec into its values, in order.
-pub fn expand(spec: &SweepSpec) -> Result<Vec<SweepValue>, String> {
+pub fn expand(spec: &SweepSpec) -> Result<Vec<SweepValue>, BadValue> {
     let values: Vec<SweepValue> = match spec {
         SweepSpec::List(v) => v.iter().map(ListItem::value).collect::<Result<_, _>>()?,
         SweepSpec::One(v) => vec![SweepValue::Int(*v)],
         SweepSpec::Text(text) => parse_text(text)?.into_iter().map(SweepValue::Int).collect(),
-        SweepSpec::Zip(_) => return Err("a zipped group is not one parameter".into()),
+        SweepSpec::Zip(_) => return Err(BadValue("a zipped group is not one parameter".into())),
     };
     if values.is_empty() {
-        return Err(format!("the sweep is empty; write {FORMS}"));
+        return Err(BadValue(format!("the sweep is empty; write {FORMS}")));
     }
     Ok(values)
 }
 
-fn parse_text(text: &str) -> Result<Vec<i64>, String> {
-    let bad = || format!("cannot read sweep `{text}`; write {FORMS}");
+fn parse_text(text: &str) -> Result<Vec<i64>, BadValue> {
+    let bad = || BadValue(format!("cannot read sweep `{text}`; write {FORMS}"));
     let (range, step) = match text.split_once("step") {
         Some((r, s)) => (r.trim(), Some(s.trim().parse::<i64>().map_err(|_| bad())?)),
         None => (text.trim(), None),
@@ -222,12 +225,14 @@ fn parse_text(text: &str) -> Result<Vec<i64>, String> {
         (lo.trim().strip_prefix("2^"), hi.trim().strip_prefix("2^"))
     {
         if step.is_some() {
-            return Err(format!("`{text}`: powers of two take no step"));
+            return Err(BadValue(format!("`{text}`: powers of two take no step")));
         }
         let lo: u32 = lo_exp.trim().parse().map_err(|_| bad())?;
         let hi: u32 = hi_exp.trim().parse().map_err(|_| bad())?;
         if hi > 62 {
-            return Err(format!("`{text}`: exponent {hi} is too large (at most 62)"));
+            return Err(BadValue(format!(
+                "`{text}`: exponent {hi} is too large (at most 62)"
+            )));
         }
         return Ok((lo..=hi).map(|e| 1i64 << e).collect());
     }
@@ -235,14 +240,14 @@ fn parse_text(text: &str) -> Result<Vec<i64>, String> {
     let hi: i64 = hi.trim().parse().map_err(|_| bad())?;
     let step = step.unwrap_or(1);
     if step <= 0 {
-        return Err(format!("`{text}`: the step must be positive"));
+        return Err(BadValue(format!("`{text}`: the step must be positive")));
     }
     if hi >= lo {
         let count = (hi as i128 - lo as i128) / step as i128 + 1;
         if count > MAX_VALUES as i128 {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "`{text}` has {count} values, more than the {MAX_VALUES} a parameter may take; use a larger step or powers of two"
-            ));
+            )));
         }
     }
     Ok((lo..=hi).step_by(step as usize).collect())
@@ -317,13 +322,15 @@ mod tests {
     fn empty_and_malformed_sweeps_are_errors() {
         for bad in ["2^x", "2^63", "12abc", "two words", "-x"] {
             let e = expand(&SweepSpec::List(vec![text(bad)])).unwrap_err();
-            assert!(e.contains("cannot read sweep value"), "{bad}: {e}");
+            assert!(e.0.contains("cannot read sweep value"), "{bad}: {e}");
         }
         assert!(expand(&SweepSpec::List(vec![]))
             .unwrap_err()
+            .0
             .contains("empty"));
         assert!(expand(&SweepSpec::Text("10..5".into()))
             .unwrap_err()
+            .0
             .contains("empty"));
         assert!(expand(&SweepSpec::Text("1..x".into())).is_err());
         assert!(expand(&SweepSpec::Text("1..9 step 0".into())).is_err());
@@ -337,13 +344,13 @@ mod tests {
             SweepSpec::List(vec![ListItem::Int(64), ListItem::Float(64.0)]),
         ] {
             let e = axis("n", &spec).unwrap_err();
-            assert!(e.contains("64 twice"), "{e}");
+            assert!(e.0.contains("64 twice"), "{e}");
         }
         let zip = SweepSpec::Zip(IndexMap::from([
             ("m".to_string(), vec![ListItem::Int(1), ListItem::Int(1)]),
             ("n".to_string(), vec![ListItem::Int(2), ListItem::Int(2)]),
         ]));
-        assert!(axis("shape", &zip).unwrap_err().contains("1, 2 twice"));
+        assert!(axis("shape", &zip).unwrap_err().0.contains("1, 2 twice"));
         let zip = SweepSpec::Zip(IndexMap::from([
             ("m".to_string(), vec![ListItem::Int(1), ListItem::Int(1)]),
             ("n".to_string(), vec![ListItem::Int(2), ListItem::Int(3)]),
@@ -354,7 +361,7 @@ mod tests {
     #[test]
     fn a_huge_range_is_refused_before_it_is_expanded() {
         let err = expand(&SweepSpec::Text("1..1000000000".into())).unwrap_err();
-        assert!(err.contains("1000000000 values"), "{err}");
+        assert!(err.0.contains("1000000000 values"), "{err}");
     }
 
     #[test]
@@ -391,6 +398,6 @@ mod tests {
         assert_eq!(shape.values_of("n"), Some(ints(&[10, 20])));
         columns.insert("k".to_string(), vec![ListItem::Int(1)]);
         let e = axis("shape", &SweepSpec::Zip(columns)).unwrap_err();
-        assert!(e.contains("same number of values"), "{e}");
+        assert!(e.0.contains("same number of values"), "{e}");
     }
 }

@@ -20,10 +20,10 @@ const BLOCK: u32 = 256;
 const BLOCKS_PER_SM: u32 = 8;
 
 impl FlushBuffer {
-    pub fn alloc(bytes: usize) -> Result<FlushBuffer, String> {
+    pub fn alloc(bytes: usize) -> Result<FlushBuffer, FlushError> {
         DeviceBuffer::alloc(bytes)
             .map(FlushBuffer)
-            .map_err(|e| format!("the L2 flush buffer ({bytes} bytes) does not fit: {e}"))
+            .map_err(|e| FlushError::DoesNotFit(bytes, e))
     }
 
     /// A flush over this buffer; `kernel` is the built-in flush kernel of `method` (none
@@ -33,7 +33,7 @@ impl FlushBuffer {
         method: FlushMethod,
         kernel: Option<&Function>,
         sm_count: i64,
-    ) -> Result<Flush<'_>, String> {
+    ) -> Result<Flush<'_>, FlushError> {
         let buf = &self.0;
         let kernel = match (method, kernel) {
             (FlushMethod::Memset, _) => None,
@@ -52,12 +52,34 @@ impl FlushBuffer {
                 Some(Launch::new(func, dims, &params))
             }
             (FlushMethod::Kernel | FlushMethod::Read, None) => {
-                return Err("the flush kernel is not loaded".into())
+                return Err(FlushError::KernelNotLoaded)
             }
         };
         Ok(Flush { buf, kernel })
     }
 }
+
+/// Why no flush could be made.
+#[derive(Debug)]
+pub enum FlushError {
+    /// The buffer of so many bytes could not be allocated.
+    DoesNotFit(usize, CudaError),
+    /// A flush by kernel was asked for without the kernel.
+    KernelNotLoaded,
+}
+
+impl std::fmt::Display for FlushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlushError::DoesNotFit(bytes, e) => {
+                write!(f, "the L2 flush buffer ({bytes} bytes) does not fit: {e}")
+            }
+            FlushError::KernelNotLoaded => f.write_str("the flush kernel is not loaded"),
+        }
+    }
+}
+
+impl std::error::Error for FlushError {}
 
 impl<'b> Flush<'b> {
     /// The flush as a graph captures it before each launch.

@@ -49,18 +49,17 @@ impl Probe {
     }
 
     /// The SM clock in MHz, from the median of a few probes; the GPU is idle afterwards.
-    pub fn read(&self) -> Result<Reading, String> {
+    pub fn read(&self) -> Result<Reading, ProbeError> {
         let params = [Param::Buffer(&self.out), Param::u64(CYCLES as u64)];
         let mut launch = Launch::new(&self.func, Dims::ONE, &params);
         let mut mhz = Vec::with_capacity(REPEATS);
         // Each probe's end on the GPU's timer and when the host saw it.
         let mut ends = Vec::with_capacity(REPEATS);
-        let cuda = |e: CudaError| format!("clock probe: {e}");
         for _ in 0..REPEATS {
-            launch.enqueue().map_err(cuda)?;
-            synchronize().map_err(cuda)?;
+            launch.enqueue()?;
+            synchronize()?;
             let host = Instant::now();
-            let bytes = self.out.download().map_err(cuda)?;
+            let bytes = self.out.download()?;
             let word = |i: usize| u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
             mhz.push(effective_mhz(word(0), word(1))?);
             ends.push((word(2), host));
@@ -88,12 +87,38 @@ fn soonest_seen(ends: &[(u64, Instant)]) -> (u64, Instant) {
 }
 
 /// SM cycles over nanoseconds, in MHz.
-pub fn effective_mhz(cycles: u64, ns: u64) -> Result<f64, String> {
+pub fn effective_mhz(cycles: u64, ns: u64) -> Result<f64, ProbeError> {
     if ns == 0 {
-        return Err("clock probe: the global timer did not advance".into());
+        return Err(ProbeError::TimerStill);
     }
     Ok(cycles as f64 / ns as f64 * 1e3)
 }
+
+/// Why the probe gave no reading.
+#[derive(Debug)]
+pub enum ProbeError {
+    /// Its launch, or reading its output back, failed.
+    Cuda(CudaError),
+    /// The global timer read the same before and after the probe's cycles.
+    TimerStill,
+}
+
+impl From<CudaError> for ProbeError {
+    fn from(e: CudaError) -> Self {
+        ProbeError::Cuda(e)
+    }
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::Cuda(e) => write!(f, "clock probe: {e}"),
+            ProbeError::TimerStill => f.write_str("clock probe: the global timer did not advance"),
+        }
+    }
+}
+
+impl std::error::Error for ProbeError {}
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,8 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// The error is text: clap prints it as the `--shard` argument's error, and nothing else
+/// reads it.
 impl std::str::FromStr for Shard {
     type Err = String;
 

@@ -40,8 +40,27 @@ fn bounds(lines: &[Line]) -> Option<((f64, f64), (f64, f64))> {
     (x0 <= x1).then_some(((x0, x1.max(x0 + 1.0)), (y0, y1)))
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    format!("cannot draw a plot: {e}")
+/// Why plotters drew no plot, in its words.
+#[derive(Debug)]
+pub struct PlotError(String);
+
+impl std::fmt::Display for PlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot draw a plot: {}", self.0)
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+/// The message of the report's builders, which gather what went wrong as text.
+impl From<PlotError> for String {
+    fn from(e: PlotError) -> String {
+        e.to_string()
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> PlotError {
+    PlotError(e.to_string())
 }
 
 /// Lines against the sweep; a log y axis when the values span more than a decade, a log x
@@ -52,7 +71,7 @@ pub fn lines(
     y_label: &str,
     lines: &[Line],
     log_x: bool,
-) -> Result<String, String> {
+) -> Result<String, PlotError> {
     let Some(((x0, x1), (y0, y1))) = bounds(lines) else {
         return Ok(String::new());
     };
@@ -119,7 +138,11 @@ pub fn lines(
 }
 
 /// A cell's samples over time (µs against s) with the SM clock (MHz) on the right axis.
-pub fn series(title: &str, samples: &[(f64, f64)], clock: &[(f64, f64)]) -> Result<String, String> {
+pub fn series(
+    title: &str,
+    samples: &[(f64, f64)],
+    clock: &[(f64, f64)],
+) -> Result<String, PlotError> {
     let all = [Line {
         name: String::new(),
         points: samples.to_vec(),
@@ -196,7 +219,7 @@ pub fn stacked(
     y_label: &str,
     categories: &[String],
     segments: &[(String, Vec<f64>)],
-) -> Result<String, String> {
+) -> Result<String, PlotError> {
     let total = |i: usize| -> f64 {
         segments
             .iter()

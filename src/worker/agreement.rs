@@ -1,6 +1,7 @@
 //! A reference kernel's check: the checked kernel's output against the reference's,
 //! element by element, integers exactly unless the experiment gives a tolerance.
 
+use super::failure::Failure;
 use super::reference::HostBuffer;
 
 /// Compares an output with a reference kernel's: every element within
@@ -12,14 +13,14 @@ pub fn compare(
     want: &HostBuffer,
     rtol: f64,
     atol: f64,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     if got.len() != want.len() || got.dtype != want.dtype {
-        return Err(format!(
+        return Err(Failure::from(format!(
             "{}: {} elements against the reference's {}",
             got.name,
             got.len(),
             want.len()
-        ));
+        )));
     }
     let n = got.len();
     let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
@@ -57,7 +58,7 @@ pub fn compare(
         }
     }
     if let Some(first) = first_unwritten {
-        return Err(got.unwritten(unwritten, n, first));
+        return Err(Failure::from(got.unwritten(unwritten, n, first)));
     }
     let name = got.name;
     let worst = format!(
@@ -67,15 +68,15 @@ pub fn compare(
     );
     match (exact, bad) {
         (true, 0) => Ok(format!("{name}: all {n} elements equal (integers, compared exactly)")),
-        (true, _) => Err(format!(
+        (true, _) => Err(Failure::from(format!(
             "{name}: {bad} of {n} elements differ (integers are compared exactly unless check_kernel gives atol or rtol), {worst}"
-        )),
+        ))),
         (false, 0) => Ok(format!(
             "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements"
         )),
-        (false, _) => Err(format!(
+        (false, _) => Err(Failure::from(format!(
             "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements; {bad} outside atol {atol:e} + rtol {rtol:e}, {worst}"
-        )),
+        ))),
     }
 }
 
@@ -102,13 +103,18 @@ mod tests {
         assert!(compare(&buf("y", &close), &buf("y", &want), 1e-5, 1e-6).is_ok());
         let e = compare(&buf("y", &off), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
         assert!(
-            e.contains("y[2] = 3.5 against 3") && e.contains("1 outside"),
-            "{e}"
+            e.message.contains("y[2] = 3.5 against 3") && e.message.contains("1 outside"),
+            "{}",
+            e.message
         );
         let mut left = want.clone();
         left[4..].fill(POISON);
         let e = compare(&buf("y", &left), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
-        assert!(e.starts_with("output `y` was not written: 2 of 3"), "{e}");
+        assert!(
+            e.message.starts_with("output `y` was not written: 2 of 3"),
+            "{}",
+            e.message
+        );
         let inf = f32_bytes(&[1.0, 2.0, f32::INFINITY]);
         assert!(compare(&buf("y", &off), &buf("y", &inf), 1e-5, 1e-6).is_err());
         assert!(compare(&buf("y", &inf), &buf("y", &inf), 1e-5, 1e-6).is_ok());
@@ -148,8 +154,10 @@ mod tests {
         );
         let e = compare(&bins(&off), &bins(&want), rtol, atol).unwrap_err();
         assert!(
-            e.contains("1 of 3 elements differ") && e.contains("bins[1] = 1000001 against 1000000"),
-            "{e}"
+            e.message.contains("1 of 3 elements differ")
+                && e.message.contains("bins[1] = 1000001 against 1000000"),
+            "{}",
+            e.message
         );
         // An atol the experiment gives lets a count be off by it.
         assert!(compare(&bins(&off), &bins(&want), 0.0, 1.0).is_ok());
@@ -163,8 +171,10 @@ mod tests {
         };
         let e = compare(&big(&a), &big(&b), 0.0, 0.0).unwrap_err();
         assert!(
-            e.contains("k[0] = 1152921504606846977 against 1152921504606846976"),
-            "{e}"
+            e.message
+                .contains("k[0] = 1152921504606846977 against 1152921504606846976"),
+            "{}",
+            e.message
         );
     }
 }

@@ -49,7 +49,7 @@ impl Checker<'_> {
             if let Some(account) = self.copy_on_gpu(kernels, timeline, buffers)? {
                 return Ok(account);
             }
-            return Ok(buffers.check(host, self.def, &cell.launch, self.reference)?);
+            return buffers.check(host, self.def, &cell.launch, self.reference);
         };
         let spec = cell
             .reference_launch

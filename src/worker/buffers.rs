@@ -2,6 +2,7 @@
 //! pinned or pageable memory), inputs uploaded, outputs poisoned so only the kernel can make the check
 //! pass, and the check of the output against its CPU reference.
 
+use super::failure::Failure;
 use super::inputs::HostInputs;
 use super::reference;
 use crate::cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
@@ -96,7 +97,7 @@ impl Buffers {
                     }
                     if let Init::Reset(value) = init {
                         let (unit, each) = crate::experiment::reset_memset(*dtype, *value)
-                            .map_err(CudaError::Library)?;
+                            .map_err(|e| CudaError::Library(e.0))?;
                         let fill = Fill::new(unit, each).ok_or_else(|| {
                             CudaError::Library(format!("a memset of {unit}-byte units"))
                         })?;
@@ -149,18 +150,18 @@ impl Buffers {
 
     /// The first byte of input `index` that differs from `data` (its bytes as uploaded),
     /// read back now: where a kernel wrote into a buffer it was given to read.
-    pub fn first_change(&self, index: usize, data: &[u8]) -> Result<Option<usize>, String> {
+    pub fn first_change(&self, index: usize, data: &[u8]) -> Result<Option<usize>, Failure> {
         let now = self.download(index)?;
         Ok(now.iter().zip(data).position(|(a, b)| a != b))
     }
 
     /// Argument `index`'s buffer, read back.
-    pub fn download(&self, index: usize) -> Result<Vec<u8>, String> {
+    pub fn download(&self, index: usize) -> Result<Vec<u8>, Failure> {
         self.device[index]
             .as_ref()
-            .ok_or("the checked output is not a buffer")?
+            .ok_or_else(not_a_buffer)?
             .download()
-            .map_err(|e| e.to_string())
+            .map_err(Failure::message)
     }
 
     /// Argument `index`'s buffer, with only the byte `ranges` read back (the rest zero).
@@ -168,12 +169,12 @@ impl Buffers {
         &self,
         index: usize,
         ranges: &[std::ops::Range<usize>],
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, Failure> {
         self.device[index]
             .as_ref()
-            .ok_or("the checked output is not a buffer")?
+            .ok_or_else(not_a_buffer)?
             .download_ranges(ranges)
-            .map_err(|e| e.to_string())
+            .map_err(Failure::message)
     }
 
     /// Copies other input data (drawn as `host` was) into these buffers: from `copies` on
@@ -240,7 +241,7 @@ impl Buffers {
         kernel: Option<&Kernel>,
         spec: &LaunchSpec,
         cache: &reference::Cache,
-    ) -> Result<String, String> {
+    ) -> Result<String, Failure> {
         if kernel.is_some_and(|k| k.unchecked) {
             return Ok("UNCHECKED (unchecked = true)".into());
         }
@@ -284,4 +285,9 @@ impl Buffers {
             cache,
         )
     }
+}
+
+/// A check that names an argument without a buffer for its output.
+fn not_a_buffer() -> Failure {
+    Failure::from("the checked output is not a buffer".to_string())
 }

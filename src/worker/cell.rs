@@ -34,7 +34,7 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     // A lazy first launch follows nothing on the GPU: no probe around it.
     let probed = cell.knobs.first_launch == FirstLaunch::Prepared;
     let probe = |s: &mut Session| if probed { s.probe() } else { Ok(None) };
-    let outcome = probe(s).map_err(Failure::from).and_then(|before| {
+    let outcome = probe(s).and_then(|before| {
         measure(s, cell, &mut rec)?;
         if let (Some(b), Some(a)) = (before, probe(s)?) {
             rec.probe_mhz = Some((b.mhz, a.mhz));

@@ -1,9 +1,12 @@
 //! How a cell fails: the message a step gives, and whether the CUDA context survived it.
-//! Its own file so that every step of the cell can use it without importing the cell.
+//! Its own file so that every step of the cell can use it without importing the cell. The
+//! worker's other work (opening the device, the GPU warm-up) fails with it too.
 
 use crate::cuda::CudaError;
+use crate::method::flush::FlushError;
 
-/// A cell's failure, and whether it broke the context.
+/// A cell's failure (or the worker's), and whether it broke the context.
+#[derive(Debug)]
 pub(super) struct Failure {
     pub(super) message: String,
     pub(super) context_lost: bool,
@@ -16,6 +19,14 @@ impl Failure {
             message: format!("{what}: {}", self.message),
             ..self
         }
+    }
+}
+
+impl Failure {
+    /// A failure of a step that leaves judging the context to the steps after it (the
+    /// clock probe, reading an output back for its check): its message alone.
+    pub(super) fn message(e: impl std::fmt::Display) -> Failure {
+        Failure::from(e.to_string())
     }
 }
 
@@ -34,6 +45,14 @@ impl From<CudaError> for Failure {
             context_lost: e.is_sticky(),
             message: e.to_string(),
         }
+    }
+}
+
+/// A flush that cannot be made breaks nothing: its buffer did not fit, or its kernel is
+/// missing.
+impl From<FlushError> for Failure {
+    fn from(e: FlushError) -> Self {
+        Failure::message(e)
     }
 }
 

@@ -1,6 +1,7 @@
 //! A cell's input data: drawn once per sweep point (every variant and round at a point
 //! times the same data), shared with later processes of the run through its cache folder.
 
+use super::failure::Failure;
 use super::shared;
 use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::{ArgValue, Dtype, Init};
@@ -53,7 +54,7 @@ pub fn shares(cell: &Cell) -> bool {
 pub struct Prefetched {
     point: String,
     args: Vec<ArgValue>,
-    sets: Vec<(u64, Result<Drawn, String>)>,
+    sets: Vec<(u64, Result<Drawn, Failure>)>,
 }
 
 impl Prefetched {
@@ -111,7 +112,7 @@ impl InputCache {
         args: &[ArgValue],
         seed: u64,
         share: bool,
-    ) -> Result<HostInputs, String> {
+    ) -> Result<HostInputs, Failure> {
         if self.point != point || self.args != args {
             // A new point: the old data is never asked for again.
             self.point = point.to_string();
@@ -130,7 +131,7 @@ impl InputCache {
 
 /// The inputs of `args` drawn with `seed`: read where an earlier process stored them, else
 /// drawn and stored. The file is named by the arguments as evaluated and the seed.
-fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
+fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Drawn, Failure> {
     let described = serde_json::to_vec(args).expect("arguments serialize");
     let file = shared::file(dir, &[&described, &seed.to_le_bytes()], "inputs");
     let lens: Vec<Option<usize>> = args
@@ -164,7 +165,7 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// The initial contents of each input buffer, the random ones from one generator seeded
 /// with `seed`.
-fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
+fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, Failure> {
     let mut rng = SmallRng::seed_from_u64(seed);
     args.iter()
         .map(|a| match a {
@@ -202,13 +203,18 @@ fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, String> {
 
 /// `bytes` of a `.npy` file's data from `offset` (checked against its header when the
 /// experiment was).
-fn npy_data(path: &str, offset: u64, bytes: usize) -> Result<Vec<u8>, String> {
+fn npy_data(path: &str, offset: u64, bytes: usize) -> Result<Vec<u8>, Failure> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let mut f =
+        std::fs::File::open(path).map_err(|e| Failure::from(format!("cannot read {path}: {e}")))?;
     let mut data = vec![0u8; bytes];
     f.seek(SeekFrom::Start(offset))
         .and_then(|_| f.read_exact(&mut data))
-        .map_err(|e| format!("cannot read {bytes} bytes of data from {path}: {e}"))?;
+        .map_err(|e| {
+            Failure::from(format!(
+                "cannot read {bytes} bytes of data from {path}: {e}"
+            ))
+        })?;
     Ok(data)
 }
 
@@ -345,7 +351,10 @@ mod tests {
         let prefetched = Prefetched {
             point: "k/n=1".into(),
             args: args.clone(),
-            sets: vec![(5, Ok(read.clone())), (6, Err("unreadable".into()))],
+            sets: vec![
+                (5, Ok(read.clone())),
+                (6, Err(Failure::from("unreadable".to_string()))),
+            ],
         };
         let mut cache = InputCache::new(None, Some(prefetched));
         assert_eq!(*cache.get("k/n=1", &args, 5, false).unwrap(), read);
@@ -381,7 +390,10 @@ mod tests {
             .collect();
         assert_eq!(floats, [1.0, 2.0, 3.0, 4.0]);
         std::fs::remove_file(&path).unwrap();
-        assert!(draw_inputs(&args, 1).unwrap_err().contains("cannot read"));
+        assert!(draw_inputs(&args, 1)
+            .unwrap_err()
+            .message
+            .contains("cannot read"));
     }
 
     #[test]

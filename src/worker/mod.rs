@@ -12,7 +12,7 @@ mod inputs;
 mod kernels;
 mod preflight;
 mod prepare;
-pub mod reference;
+mod reference;
 mod shared;
 mod timeline;
 
@@ -31,6 +31,7 @@ use crate::protocol::{
     capability, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
 };
 use crate::telemetry::Sensor;
+use failure::Failure;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
 pub use preflight::compile_plan;
@@ -89,7 +90,7 @@ pub fn main() -> ExitCode {
         std::thread::spawn(move || first.map(|cell| Prefetched::read(&cell, dir.as_deref())));
     let (gpu, info, sensor) = match open_device(stdin, &mut timeline, job.describe_device) {
         Ok(opened) => opened,
-        Err(e) => return fatal(e),
+        Err(e) => return fatal(e.message),
     };
     let Ok(prefetched) = beside.join() else {
         return fatal("reading the first cell's inputs failed".into());
@@ -121,19 +122,19 @@ fn open_device(
     mut stdin: StdinLock,
     timeline: &mut Timeline,
     describe: bool,
-) -> Result<(Gpu, DeviceInfo, Sensor), String> {
+) -> Result<(Gpu, DeviceInfo, Sensor), Failure> {
     let mut sensor = Sensor::open();
     timeline.mark("NVML open");
-    Gpu::init_driver().map_err(|e| e.to_string())?;
+    Gpu::init_driver()?;
     timeline.mark(cuda::DRIVER_INIT);
     stdin
         .read_to_end(&mut Vec::new())
-        .map_err(|e| format!("cannot read the end of the job: {e}"))?;
+        .map_err(|e| Failure::from(format!("cannot read the end of the job: {e}")))?;
     drop(stdin);
     // The wait for the previous worker's exit is not this process's cost.
     timeline.exclude();
-    let gpu = Gpu::open(0, &mut |phase| timeline.mark(phase)).map_err(|e| e.to_string())?;
-    let mut info = cuda::query(0).map_err(|e| e.to_string())?;
+    let gpu = Gpu::open(0, &mut |phase| timeline.mark(phase))?;
+    let mut info = cuda::query(0)?;
     sensor.select(&info.uuid);
     if describe {
         info.driver_version = sensor.driver_version();
@@ -173,7 +174,7 @@ fn run_cells(
     }
     if gpu_warmup_s > 0.0 {
         if let Err(e) = session.warm_gpu(Duration::from_secs_f64(gpu_warmup_s)) {
-            return fatal(e);
+            return fatal(e.message);
         }
     }
     for (i, run) in runs.iter().enumerate() {
@@ -222,34 +223,31 @@ pub struct Session {
 impl Session {
     /// Keeps every SM busy writing a buffer twice the L2's size for `span` (the
     /// experiment's `gpu_warmup`), so the first cell does not meet an idle GPU.
-    fn warm_gpu(&mut self, span: Duration) -> Result<(), String> {
-        let func = self
-            .kernels
-            .function(KernelKey::Flush, &mut self.timeline)
-            .map_err(|e| e.to_string())?;
+    fn warm_gpu(&mut self, span: Duration) -> Result<(), Failure> {
+        let func = (self.kernels).function(KernelKey::Flush, &mut self.timeline)?;
         let buf = FlushBuffer::alloc(2 * self.facts.l2_bytes as usize)?;
         let mut busy = buf.flush(FlushMethod::Kernel, Some(&func), self.facts.sm_count)?;
         let start = Instant::now();
         while start.elapsed() < span {
-            busy.run().map_err(|e| format!("GPU warm-up: {e}"))?;
+            busy.run().map_err(failure::during("GPU warm-up"))?;
         }
         self.timeline.mark("GPU warm-up");
         Ok(())
     }
 
     /// The SM clock as the probe reads it now, when the experiment asks for probes.
-    fn probe(&mut self) -> Result<Option<Reading>, String> {
+    fn probe(&mut self) -> Result<Option<Reading>, Failure> {
         if !self.telemetry.clock_probe {
             return Ok(None);
         }
         if self.probe.is_none() {
-            let func = self
-                .kernels
+            let func = (self.kernels)
                 .function(KernelKey::Probe, &mut self.timeline)
-                .map_err(|e| e.to_string())?;
-            self.probe = Some(Probe::new(func).map_err(|e| e.to_string())?);
+                .map_err(Failure::message)?;
+            self.probe = Some(Probe::new(func).map_err(Failure::message)?);
         }
-        let reading = self.probe.as_ref().expect("made above").read()?;
+        let probe = self.probe.as_ref().expect("made above");
+        let reading = probe.read().map_err(Failure::message)?;
         self.timeline.mark("clock probe");
         Ok(Some(reading))
     }

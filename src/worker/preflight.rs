@@ -5,7 +5,7 @@
 
 use super::assemble::{params_differ, sizes};
 use super::kernels::{Build, Compiler};
-use crate::cuda::{self, nvrtc, Gpu, Module};
+use crate::cuda::{self, nvrtc, CudaError, Gpu, Module};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Experiment, Kernel, LaunchSpec, ModuleKind};
 use crate::plan::{Plan, Role};
@@ -29,12 +29,16 @@ enum Params {
 }
 
 /// Compiles every build the plan uses; an error where NVRTC cannot be loaded.
-pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, String> {
+pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, CudaError> {
     if !nvrtc::present() {
-        return Err("libnvrtc cannot be loaded, so nothing was compiled: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into());
+        return Err(CudaError::Library("libnvrtc cannot be loaded, so nothing was compiled: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into()));
     }
-    let version = nvrtc::version().map_err(|e| e.to_string())?;
-    let (params, capability, device) = match open_gpu() {
+    let version = nvrtc::version()?;
+    let gpu = match cuda::driver_present() {
+        true => open_gpu().map_err(|e| format!("no GPU here: {e}")),
+        false => Err("no CUDA driver here".to_string()),
+    };
+    let (params, capability, device) = match gpu {
         Ok((gpu, info)) => {
             let capability = capability(&info);
             (
@@ -127,15 +131,11 @@ const PTX: Compile = Compile {
     arch: None,
 };
 
-/// A context on GPU 0 and its facts; why not, where there is no driver or GPU.
-fn open_gpu() -> Result<(Gpu, DeviceInfo), String> {
-    if !cuda::driver_present() {
-        return Err("no CUDA driver here".into());
-    }
-    let no_gpu = |e: cuda::CudaError| format!("no GPU here: {e}");
-    Gpu::init_driver().map_err(no_gpu)?;
-    let gpu = Gpu::open(0, &mut |_| {}).map_err(no_gpu)?;
-    Ok((gpu, cuda::query(0).map_err(no_gpu)?))
+/// A context on GPU 0 and its facts, where there is a driver.
+fn open_gpu() -> Result<(Gpu, DeviceInfo), CudaError> {
+    Gpu::init_driver()?;
+    let gpu = Gpu::open(0, &mut |_| {})?;
+    Ok((gpu, cuda::query(0)?))
 }
 
 /// Each build once: the kernel, how it compiles, its launch (entry, options, arguments) at

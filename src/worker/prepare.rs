@@ -124,7 +124,7 @@ impl Data {
         let point = cell.point_key();
         let share = shares(cell);
         let (set_seeds, fresh_seeds) = seeds_of(cell);
-        let mut draw = |seeds: Vec<u64>| -> Result<Vec<HostInputs>, String> {
+        let mut draw = |seeds: Vec<u64>| -> Result<Vec<HostInputs>, Failure> {
             (seeds.into_iter())
                 .map(|seed| s.inputs.get(&point, &spec.args, seed, share))
                 .collect()

@@ -1,6 +1,7 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
 use super::buffers::POISON;
+use super::failure::Failure;
 use super::shared;
 use crate::experiment::Dtype;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
@@ -114,11 +115,11 @@ pub fn check(
     dims: &[i64],
     tolerance: Option<f64>,
     cache: &Cache,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     match reference {
         "matmul" => matmul(&inputs[0], &inputs[1], out, dims, tolerance, cache),
         "copy" => copy(&inputs[0], out),
-        other => Err(format!("unknown reference `{other}`")),
+        other => Err(Failure::from(format!("unknown reference `{other}`"))),
     }
 }
 
@@ -163,15 +164,15 @@ fn matmul(
     dims: &[i64],
     tol: Option<f64>,
     cache: &Cache,
-) -> Result<String, String> {
+) -> Result<String, Failure> {
     let (m, k, n) = (dims[0] as usize, dims[1] as usize, dims[2] as usize);
     if a.len() < m * k || b.len() < k * n || out.len() < m * n {
-        return Err(format!(
+        return Err(Failure::from(format!(
             "matmul {m}x{k}x{n} does not fit the buffers ({}, {}, {} elements)",
             a.len(),
             b.len(),
             out.len()
-        ));
+        )));
     }
     let cells = matmul_cells(m, n);
     let file = cache.file("matmul", &[a, b], dims);
@@ -185,7 +186,11 @@ fn matmul(
     };
     let unwritten: Vec<usize> = cells.iter().copied().filter(|&i| out.poisoned(i)).collect();
     if let Some(&first) = unwritten.first() {
-        return Err(out.unwritten(unwritten.len(), cells.len(), first));
+        return Err(Failure::from(out.unwritten(
+            unwritten.len(),
+            cells.len(),
+            first,
+        )));
     }
     let scope = if cells.len() == m * n {
         format!("all {} elements", m * n)
@@ -199,13 +204,13 @@ fn matmul(
             None => Ok(format!(
                 "matmul vs float64: {scope} equal (integers, compared exactly)"
             )),
-            Some((&idx, want)) => Err(format!(
+            Some((&idx, want)) => Err(Failure::from(format!(
                 "matmul check failed: {}[{}][{}] = {} against {want} (integers are compared exactly unless the check gives a tolerance)",
                 out.name,
                 idx / n,
                 idx % n,
                 out.show(idx)
-            )),
+            ))),
         };
     }
     let tol = tol.unwrap_or(1e-4);
@@ -214,19 +219,19 @@ fn matmul(
         let (row, col) = (idx / n, idx % n);
         let got = out.f64_at(idx);
         if !got.is_finite() {
-            return Err(format!(
+            return Err(Failure::from(format!(
                 "{}[{row}][{col}] is {got}: the kernel overflowed or wrote a value that is not finite",
                 out.name
-            ));
+            )));
         }
         err2 += (got - want).powi(2);
         ref2 += want * want;
     }
     let rel = (err2 / ref2.max(f64::MIN_POSITIVE)).sqrt();
     if rel.is_nan() || rel >= tol {
-        return Err(format!(
+        return Err(Failure::from(format!(
             "matmul check failed: relative error {rel:.3e} over {scope}, tolerance {tol:.0e}"
-        ));
+        )));
     }
     Ok(format!(
         "matmul vs float64: relative error {rel:.2e} over {scope}"
@@ -261,7 +266,7 @@ fn matmul_reference(
         .collect()
 }
 
-fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, String> {
+fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, Failure> {
     let n = src.bytes.len().min(out.bytes.len());
     // A slice comparison (memcmp) first: outputs of a GiB compare in a fraction of a second.
     if src.bytes[..n] == out.bytes[..n] {
@@ -281,14 +286,14 @@ fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, String> {
         let first = (0..elements)
             .find(|&e| out.poisoned(e) && !src.poisoned(e))
             .unwrap_or_default();
-        return Err(out.unwritten(unwritten, elements, first));
+        return Err(Failure::from(out.unwritten(unwritten, elements, first)));
     }
-    Err(format!(
+    Err(Failure::from(format!(
         "copy check failed: {}[{}] differs from {}",
         out.name,
         i / out.dtype.size(),
         src.name
-    ))
+    )))
 }
 
 #[cfg(test)]
@@ -324,10 +329,10 @@ mod tests {
             check("matmul", &ins, &out, &[2, 2, 2], Some(1e-4), &none)
         };
         assert!(c(&good).is_ok());
-        assert!(c(&bad).unwrap_err().contains("relative error"));
-        assert!(c(&nan).unwrap_err().contains("not finite"));
+        assert!(c(&bad).unwrap_err().message.contains("relative error"));
+        assert!(c(&nan).unwrap_err().message.contains("not finite"));
         assert_eq!(
-            c(&unwritten).unwrap_err(),
+            c(&unwritten).unwrap_err().message,
             "output `C` was not written: 2 of 4 elements compared still hold the poison, the first C[2]"
         );
     }
@@ -437,7 +442,11 @@ mod tests {
         };
         assert!(mm(&good, None).unwrap().contains("compared exactly"));
         let e = mm(&near, None).unwrap_err();
-        assert!(e.contains("C[1][1] = 51 against 50"), "{e}");
+        assert!(
+            e.message.contains("C[1][1] = 51 against 50"),
+            "{}",
+            e.message
+        );
         assert!(mm(&near, Some(0.1)).is_ok(), "a tolerance given is used");
     }
 
@@ -468,6 +477,7 @@ mod tests {
             &Cache::new(None, String::new())
         )
         .unwrap_err()
+        .message
         .contains("dst[1]"));
     }
 }

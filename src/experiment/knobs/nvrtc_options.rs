@@ -40,7 +40,7 @@ pub fn render_all(
     }
     options
         .iter()
-        .map(|o| expr::render(o, scope).map(|o| resolve_include(&o, dir)))
+        .map(|o| expr::render(o, scope).map_err(String::from).map(|o| resolve_include(&o, dir)))
         .collect()
 }
 
