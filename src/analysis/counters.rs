@@ -1,10 +1,13 @@
 //! Counters against the declared work: a cell that declares the `bytes` its kernel moves
-//! and reads DRAM and L2 byte counters (`counters`) gets a check of the declaration. A
-//! GB/s figure rests on the declared bytes; this tells a reading served from L2 (hot data:
-//! DRAM saw fewer bytes, L2 all of them) apart from a count that is wrong.
+//! and reads the memory counters (`counters = "memory"`) gets a check of the declaration.
+//! A GB/s figure rests on the declared bytes; this tells a reading the caches served (hot
+//! data, reuse, writes still in L2 when the kernel ends: DRAM saw fewer bytes, the caches
+//! all of them) apart from a count that is wrong.
 
 use super::Analysis;
-use crate::experiment::knobs::counters::{DRAM_READ, DRAM_WRITE, L2_BYTES};
+use crate::experiment::knobs::counters::{
+    DRAM_READ, DRAM_WRITE, L1_BYTES, L2_SECTORS_FROM_SMS, SECTOR_BYTES,
+};
 use crate::plan::Cell;
 use crate::protocol::CounterRecord;
 
@@ -16,15 +19,15 @@ pub const BYTES_TOLERANCE: f64 = 0.10;
 pub enum BytesVerdict {
     /// DRAM moved the declared bytes, within the tolerance.
     Agrees,
-    /// DRAM moved fewer, but L2 passed at least the declared bytes: data the cache held
-    /// (a hot cell) or written back only after the kernel. The declaration may hold; the
-    /// GB/s is not DRAM's.
-    ServedByL2,
-    /// Neither DRAM nor L2 moved the declared bytes: the kernel did less than declared, or
-    /// the declaration counts too much; its GB/s is inflated.
+    /// DRAM moved fewer, but the SMs asked L1 or L2 for at least the declared bytes: data
+    /// the caches held (a hot cell, bytes read more than once) or writes still in L2 when
+    /// the kernel ended. The declaration holds; the GB/s is not DRAM's.
+    ServedByCaches,
+    /// The SMs asked neither L1 nor L2 for the declared bytes: the kernel did less than
+    /// declared, or the declaration counts too much; its GB/s is inflated.
     Overstated,
     /// DRAM moved more than declared: the declaration leaves traffic out, or the kernel
-    /// moves more than it needs (uncoalesced or repeated reads).
+    /// moves more than it needs (partial sectors, repeated reads that miss).
     MovedMore,
 }
 
@@ -41,27 +44,31 @@ pub struct BytesCheck {
     pub declared: f64,
     /// DRAM bytes read plus written.
     pub dram: f64,
-    /// Bytes through L2 (its requests from L1 and the other units).
+    /// Bytes the SMs' L1s asked of L2 (its sectors from them, 32 bytes each).
     pub l2: f64,
+    /// Bytes the SMs asked of L1.
+    pub l1: f64,
     pub verdict: BytesVerdict,
 }
 
 impl BytesCheck {
-    pub fn of(declared: f64, dram: f64, l2: f64) -> BytesCheck {
-        let (d, l) = (dram / declared, l2 / declared);
-        let verdict = if (d - 1.0).abs() <= BYTES_TOLERANCE {
+    pub fn of(declared: f64, dram: f64, l2: f64, l1: f64) -> BytesCheck {
+        let tolerance = 1.0 + BYTES_TOLERANCE;
+        let d = dram / declared;
+        let verdict = if declared > tolerance * l1.max(l2) {
+            BytesVerdict::Overstated
+        } else if (d - 1.0).abs() <= BYTES_TOLERANCE {
             BytesVerdict::Agrees
         } else if d > 1.0 {
             BytesVerdict::MovedMore
-        } else if l >= 1.0 - BYTES_TOLERANCE {
-            BytesVerdict::ServedByL2
         } else {
-            BytesVerdict::Overstated
+            BytesVerdict::ServedByCaches
         };
         BytesCheck {
             declared,
             dram,
             l2,
+            l1,
             verdict,
         }
     }
@@ -71,9 +78,9 @@ impl BytesCheck {
         self.dram / self.declared
     }
 
-    /// L2 bytes over declared bytes.
-    pub fn l2_ratio(&self) -> f64 {
-        self.l2 / self.declared
+    /// The most bytes the SMs asked of a cache (L1 or L2) over declared bytes.
+    pub fn caches_ratio(&self) -> f64 {
+        self.l1.max(self.l2) / self.declared
     }
 }
 
@@ -96,11 +103,19 @@ pub fn of<'a>(a: &'a Analysis) -> Vec<CellCounters<'a>> {
             let counted = (
                 record.value(DRAM_READ),
                 record.value(DRAM_WRITE),
-                record.value(L2_BYTES),
+                record.value(L2_SECTORS_FROM_SMS),
+                record.value(L1_BYTES),
             );
             let bytes = match (cell.launch.bytes, counted) {
-                (Some(declared), (Some(read), Some(write), Some(l2))) if declared > 0.0 => {
-                    Some(BytesCheck::of(declared, read + write, l2))
+                (Some(declared), (Some(read), Some(write), Some(sectors), Some(l1)))
+                    if declared > 0.0 =>
+                {
+                    Some(BytesCheck::of(
+                        declared,
+                        read + write,
+                        sectors * SECTOR_BYTES,
+                        l1,
+                    ))
                 }
                 _ => None,
             };
@@ -119,22 +134,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_declaration_agrees_is_served_by_l2_or_is_wrong() {
+    fn a_declaration_agrees_is_served_by_the_caches_or_is_wrong() {
         let mb = 1e6;
-        let v = |dram: f64, l2: f64| BytesCheck::of(8.0 * mb, dram * mb, l2 * mb).verdict;
-        assert_eq!(v(8.2, 8.1), BytesVerdict::Agrees);
-        assert_eq!(v(7.3, 8.0), BytesVerdict::Agrees);
+        let v = |dram: f64, l2: f64, l1: f64| {
+            BytesCheck::of(8.0 * mb, dram * mb, l2 * mb, l1 * mb).verdict
+        };
+        assert_eq!(v(8.2, 8.1, 8.0), BytesVerdict::Agrees);
+        assert_eq!(v(7.3, 8.0, 8.0), BytesVerdict::Agrees);
         // Hot: DRAM saw nothing, L2 all of it.
-        assert_eq!(v(0.01, 8.0), BytesVerdict::ServedByL2);
-        // Written back after the kernel: half the bytes in DRAM, all through L2.
-        assert_eq!(v(4.0, 9.5), BytesVerdict::ServedByL2);
-        // Declared twice what moved, hot or cold.
-        assert_eq!(v(4.0, 4.0), BytesVerdict::Overstated);
-        assert_eq!(v(0.0, 4.0), BytesVerdict::Overstated);
-        assert_eq!(v(16.0, 16.0), BytesVerdict::MovedMore);
+        assert_eq!(v(0.01, 8.0, 8.0), BytesVerdict::ServedByCaches);
+        // Reuse in L1: L2 saw a part, L1 all of it.
+        assert_eq!(v(0.0, 5.0, 8.6), BytesVerdict::ServedByCaches);
+        // Written back after the kernel: half the bytes in DRAM, all through the caches.
+        assert_eq!(v(4.0, 8.0, 8.0), BytesVerdict::ServedByCaches);
+        // Declared twice what moved, hot or cold: no cache was asked for all of it.
+        assert_eq!(v(4.0, 4.0, 4.0), BytesVerdict::Overstated);
+        assert_eq!(v(0.0, 4.0, 4.0), BytesVerdict::Overstated);
+        assert_eq!(v(9.7, 9.7, 9.7), BytesVerdict::MovedMore);
         assert!(BytesVerdict::Overstated.marked() && BytesVerdict::MovedMore.marked());
-        assert!(!BytesVerdict::ServedByL2.marked() && !BytesVerdict::Agrees.marked());
-        let c = BytesCheck::of(8.0, 4.0, 12.0);
-        assert_eq!((c.dram_ratio(), c.l2_ratio()), (0.5, 1.5));
+        assert!(!BytesVerdict::ServedByCaches.marked() && !BytesVerdict::Agrees.marked());
+        let c = BytesCheck::of(8.0, 4.0, 12.0, 6.0);
+        assert_eq!((c.dram_ratio(), c.caches_ratio()), (0.5, 1.5));
     }
 }

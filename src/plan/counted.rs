@@ -82,6 +82,7 @@ pub fn counting(cell: &mut Cell) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::knobs::counters::MEMORY;
     use crate::experiment::{DeviceFacts, Experiment, Sources};
 
     /// A CUPTI-timed cell of `copy`, hot and cold, reading counters where `counters` says.
@@ -128,20 +129,20 @@ floor = false
                 process: 0,
             })
             .collect();
-        let passes = passes(&plan, &runs, &HashSet::new());
-        assert_eq!(passes.len(), 2, "{passes:?}");
-        let hot = passes
+        let found = passes(&plan, &runs, &HashSet::new());
+        assert_eq!(found.len(), 2, "{found:?}");
+        let hot = found
             .iter()
             .find(|p| p.cache == ProfilerCache::None)
             .unwrap();
-        assert_eq!(hot.counters.len(), 5);
-        let cold = passes
+        assert_eq!(hot.counters.len(), MEMORY.len());
+        let cold = found
             .iter()
             .find(|p| p.cache == ProfilerCache::All)
             .unwrap();
         assert_eq!(cold.counters, ["dram__bytes_read.sum"]);
         // Once counted, a cell is not counted again.
-        let done: HashSet<usize> = (passes.iter())
+        let done: HashSet<usize> = (found.iter())
             .flat_map(|p| p.runs.iter().map(|r| r.cell))
             .collect();
         assert!(passes(&plan, &runs, &done).is_empty());

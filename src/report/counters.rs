@@ -24,8 +24,9 @@ pub struct BytesRow {
     pub declared: String,
     pub dram: String,
     pub l2: String,
+    pub l1: String,
     pub dram_ratio: String,
-    pub l2_ratio: String,
+    pub caches_ratio: String,
     pub verdict: String,
 }
 
@@ -42,8 +43,8 @@ pub struct CounterRow {
 pub fn verdict_words(v: BytesVerdict) -> &'static str {
     match v {
         BytesVerdict::Agrees => "agrees with DRAM",
-        BytesVerdict::ServedByL2 => "served by L2: DRAM moved fewer",
-        BytesVerdict::Overstated => "⚠ declared more than moved",
+        BytesVerdict::ServedByCaches => "served by the caches: DRAM moved fewer",
+        BytesVerdict::Overstated => "⚠ declared more than any level moved",
         BytesVerdict::MovedMore => "⚠ DRAM moved more than declared",
     }
 }
@@ -64,8 +65,9 @@ pub fn build(counted: &[CellCounters]) -> Option<CountersView> {
                 declared: mb(b.declared),
                 dram: mb(b.dram),
                 l2: mb(b.l2),
+                l1: mb(b.l1),
                 dram_ratio: ratio(b.dram_ratio()),
-                l2_ratio: ratio(b.l2_ratio()),
+                caches_ratio: ratio(b.caches_ratio()),
                 verdict: verdict_words(b.verdict).into(),
             })
         })

@@ -9,20 +9,26 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters(pub Vec<String>);
 
-/// DRAM bytes each way, bytes through L2 and its hit rate, and L1's hit rate: enough to
-/// tell where a memory-bound kernel's bytes came from and to check its declared `bytes`.
-pub const MEMORY: [&str; 5] = [
+/// DRAM bytes each way, the bytes the SMs asked of L1 and of L2, and both hit rates: enough
+/// to tell where a memory-bound kernel's bytes came from and to check its declared `bytes`.
+pub const MEMORY: [&str; 6] = [
     DRAM_READ,
     DRAM_WRITE,
-    L2_BYTES,
+    L2_SECTORS_FROM_SMS,
+    L1_BYTES,
     "lts__t_sector_hit_rate.pct",
     "l1tex__t_sector_hit_rate.pct",
 ];
 
-/// The counters that set a cell's declared `bytes` against what moved.
+/// The counters that set a cell's declared `bytes` against what moved. L2's sectors asked
+/// for by the SMs' L1s (32 bytes each) leave out the traffic between the L2's halves, which
+/// `lts__t_bytes` counts (1.5x a copy's bytes on the H100).
 pub const DRAM_READ: &str = "dram__bytes_read.sum";
 pub const DRAM_WRITE: &str = "dram__bytes_write.sum";
-pub const L2_BYTES: &str = "lts__t_bytes.sum";
+pub const L2_SECTORS_FROM_SMS: &str = "lts__t_sectors_srcunit_tex.sum";
+pub const L1_BYTES: &str = "l1tex__t_bytes.sum";
+/// Bytes in an L2 sector.
+pub const SECTOR_BYTES: f64 = 32.0;
 
 /// Steady samples a counter pass takes: each counter is the median of their launches.
 pub const COUNTED_SAMPLES: u64 = 5;
@@ -71,8 +77,9 @@ impl Knob for Counters {
         r#""memory""#,
         "hardware counters of the measured kernel, read by Nsight Compute in a pass of their
         own before the timed run, with the cell's cache state: \"memory\" (DRAM bytes each
-        way, L2 bytes, L2 and L1 hit rates; with `bytes`, the declared bytes are checked
-        against them), or a list of metric names as `ncu --metrics` takes them",
+        way, the bytes the SMs asked of L1 and L2, both hit rates; with `bytes`, the declared
+        bytes are checked against them), or a list of metric names as `ncu --metrics` takes
+        them",
     )];
     const ASPECT: Aspect = Aspect::Method;
 
