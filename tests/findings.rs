@@ -209,7 +209,11 @@ type Tuned<'a> = (String, f64, &'a str);
 
 /// Checks one finding against the run; false where it is of no known kind.
 fn check(run: &Run, f: &str) -> bool {
-    let rules: [(&str, Rule); 14] = [
+    let rules: [(&str, Rule); 15] = [
+        (
+            r"^Hardware counters (?:confirm the declared `bytes` of all (?P<all>\d+) checked cells?: (?P<agree>\d+) agree with the bytes DRAM moved \(within 10%\) and the caches served (?P<cached>\d+)|contradict the declared `bytes` of (?P<m>\d+) of (?P<n>\d+) checked cells? \(⚠ in the counters table\); at `(?P<id>[^`]+)` (?P<how>no cache level was asked for them|DRAM moved more than declared): (?P<decl>[\d.]+) MB declared, L1 or L2 at most (?P<cache>[\d.]+) MB \((?P<cr>[\d.]+)x\), DRAM (?P<dram>[\d.]+) MB \((?P<dr>[\d.]+)x\))\.$",
+            bytes,
+        ),
         (
             r"^`(?P<k>[^`]+)`(?:, written to be caught,)? (?P<w>failed|suspect|impossible|passed) at (?:its (?P<one>one) cell|all (?P<all>\d+) cells?|(?P<c>\d+) of its (?P<n>\d+) cells?) \((?P<cells>[^()]*)\): (?P<why>.+)\.$",
             untrusted,
@@ -861,6 +865,77 @@ fn range(run: &Run, c: &Captures) {
                 .count()
         };
         assert!(last(a.as_str()) > 0 && last(b.as_str()) > 0);
+    }
+}
+
+/// The report's counters table of declared against measured bytes: cell -> (declared,
+/// DRAM, L2, L1 in MB, its words).
+fn bytes_table(run: &Run) -> HashMap<String, (f64, f64, f64, f64, String)> {
+    let mut rows = HashMap::new();
+    let table = run
+        .report
+        .split("| cell | cache | declared |")
+        .nth(1)
+        .unwrap();
+    for line in table.lines().skip(2).take_while(|l| l.starts_with("| ")) {
+        let cols: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let mb = |i: usize| cols[i].parse::<f64>().unwrap();
+        rows.insert(
+            cols[0].to_string(),
+            (mb(2), mb(3), mb(4), mb(5), cols[8].to_string()),
+        );
+    }
+    rows
+}
+
+/// DRAM bytes (read plus written) of a cell's counter pass, from `cells.jsonl`.
+fn counted_dram(run: &Run, id: &str) -> f64 {
+    let text = std::fs::read_to_string(run.dir.join("cells.jsonl")).unwrap();
+    let value = |r: &serde_json::Value, name: &str| -> f64 {
+        (r["counters"]["values"].as_array().unwrap().iter())
+            .find(|v| v["name"] == name)
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    (text.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["id"] == id && r["counters"]["values"].is_array())
+        .map(|r| value(&r, "dram__bytes_read.sum") + value(&r, "dram__bytes_write.sum"))
+        .unwrap()
+}
+
+fn bytes(run: &Run, c: &Captures) {
+    let rows = bytes_table(run);
+    let marked = rows.values().filter(|r| r.4.starts_with('⚠')).count();
+    let with = |word: &str| rows.values().filter(|r| r.4.starts_with(word)).count();
+    if let Some(all) = c.name("all") {
+        assert_eq!(all.as_str().parse::<usize>().unwrap(), rows.len());
+        assert_eq!(marked, 0);
+        assert_eq!(c["agree"].parse::<usize>().unwrap(), with("agrees"));
+        assert_eq!(c["cached"].parse::<usize>().unwrap(), with("served"));
+        return;
+    }
+    assert_eq!(c["m"].parse::<usize>().unwrap(), marked);
+    assert_eq!(c["n"].parse::<usize>().unwrap(), rows.len());
+    let (declared, dram, l2, l1, words) = &rows[&c["id"]];
+    assert!(words.starts_with('⚠'), "{words}");
+    assert_number(&c["decl"], *declared, "declared MB");
+    assert_number(&c["cache"], l1.max(*l2), "cache MB");
+    assert_number(&c["dram"], *dram, "DRAM MB");
+    // The table's DRAM bytes are the counter pass's own.
+    assert_number(
+        &c["dram"],
+        counted_dram(run, &c["id"]) / 1e6,
+        "counted DRAM MB",
+    );
+    // Ratios of the table's rounded megabytes: within a unit of their last digit.
+    let ratio = |text: &str, r: f64| assert!((text.parse::<f64>().unwrap() - r).abs() <= 0.011);
+    ratio(&c["cr"], l1.max(*l2) / declared);
+    ratio(&c["dr"], dram / declared);
+    match &c["how"] {
+        "DRAM moved more than declared" => assert!(dram / declared > 1.1),
+        _ => assert!(*declared > 1.1 * l1.max(*l2)),
     }
 }
 

@@ -43,6 +43,13 @@ impl Verdict {
         }
     }
 
+    /// The reason without the verdict's word it may open with (`impossible: ...`): for a
+    /// place that says the word beside it.
+    pub fn reason_after_word(&self) -> Option<&str> {
+        let r = self.reason()?;
+        Some(r.strip_prefix(&format!("{}: ", self.word())).unwrap_or(r))
+    }
+
     /// Whether the cell ended as its kernel's `expect` says: trusted, or (a kernel written
     /// to be caught) failed, suspect or impossible. A cell that did not run is neither.
     pub fn as_expected(&self, expect_caught: bool) -> Option<bool> {

@@ -361,6 +361,10 @@ impl<'a> Scheduler<'a> {
         sent.describe_device = self.meta.device.is_none();
         if let Pass::Counted(_) = pass {
             sent.cells.iter_mut().for_each(counted_plan::counting);
+            // Nothing here is timed: no probe launches among the counted ones (a kernel of
+            // the probe's name would take them for its own), no NVML sampling.
+            sent.telemetry.clock_probe = false;
+            sent.telemetry.interval_ms = 0;
         }
         // Under the profiler, the previous worker exits first (ncu starts its own
         // processes); otherwise the new one starts while it exits and waits for its

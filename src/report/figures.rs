@@ -72,12 +72,132 @@ fn add(
     }
 }
 
-/// Per kernel swept over one parameter: its medians per variant, and the differences the
-/// report asks for.
+/// A plot holds at most this many lines: more could not be told apart.
+const MAX_LINES: usize = 12;
+
+/// A kernel's points laid out for plots against one swept parameter `x`: its only one, else
+/// its numeric one with the most values. One panel per value of its text parameters (one
+/// unnamed panel where it has none), each with a line per value of its other numeric
+/// parameters (one unnamed line where it has none), as (name, indices of its points).
+pub struct Panels {
+    pub x: String,
+    pub panels: Vec<(String, Vec<PanelLine>)>,
+}
+
+/// A line of a panel: its name and the indices of its points.
+pub type PanelLine = (String, Vec<usize>);
+
+impl Panels {
+    /// The layout of `points`; None where no parameter is numeric, or a panel would hold
+    /// more than [`MAX_LINES`] lines across `variants` variants.
+    pub fn of(points: &[Point], variants: usize) -> Option<Panels> {
+        let first = points.first()?;
+        let values = |i: usize| {
+            let mut seen: Vec<String> = Vec::new();
+            for p in points {
+                let v = p[i].1.to_string();
+                if !seen.contains(&v) {
+                    seen.push(v);
+                }
+            }
+            seen.len()
+        };
+        let numeric = |i: usize| points.iter().all(|p| p[i].1.as_f64().is_some());
+        let x = (0..first.len())
+            .filter(|&i| numeric(i))
+            .max_by_key(|&i| (values(i), std::cmp::Reverse(i)))?;
+        let label = |p: &Point, text: bool| {
+            let parts: Vec<String> = (p.iter().enumerate())
+                .filter(|&(i, _)| i != x && numeric(i) != text)
+                .map(|(_, (name, v))| format!("{name}={v}"))
+                .collect();
+            parts.join(" ")
+        };
+        let mut panels: Vec<(String, Vec<PanelLine>)> = Vec::new();
+        for (i, p) in points.iter().enumerate() {
+            let (panel, line) = (label(p, true), label(p, false));
+            let at = match panels.iter().position(|(n, _)| *n == panel) {
+                Some(at) => at,
+                None => {
+                    panels.push((panel, Vec::new()));
+                    panels.len() - 1
+                }
+            };
+            let lines = &mut panels[at].1;
+            match lines.iter_mut().find(|(n, _)| *n == line) {
+                Some((_, idx)) => idx.push(i),
+                None => lines.push((line, vec![i])),
+            }
+        }
+        // A kernel of one parameter has a line per variant, however many.
+        let fits = first.len() == 1 || panels.iter().all(|(_, l)| l.len() * variants <= MAX_LINES);
+        fits.then(|| Panels {
+            x: first[x].0.clone(),
+            panels,
+        })
+    }
+
+    /// A line's name: its variant's where it is the panel's only line, else its own, with
+    /// the variant where there are several.
+    pub fn line_name(line: &str, variant: &str, variants: usize) -> String {
+        match (line.is_empty(), variants) {
+            (true, _) => variant.to_string(),
+            (false, 1) => line.to_string(),
+            (false, _) => format!("{line} {variant}"),
+        }
+    }
+
+    /// A panel's title and file suffixes: nothing for the unnamed one.
+    pub fn suffixes(panel: &str) -> (String, String) {
+        match panel.is_empty() {
+            true => (String::new(), String::new()),
+            false => (
+                format!(", {panel}"),
+                format!("-{}", panel.replace([' ', '='], "-")),
+            ),
+        }
+    }
+
+    /// The x value of point `i` of `points`.
+    pub fn x_of(&self, points: &[Point], i: usize) -> Option<f64> {
+        let p = &points[i];
+        p.iter().find(|(n, _)| *n == self.x)?.1.as_f64()
+    }
+}
+
+/// Per kernel swept over a numeric parameter: its medians per variant (a plot per panel,
+/// [`Panels`]), and for a kernel of one swept parameter the differences the report asks for.
 fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> anyhow::Result<()> {
     let exp = &a.run.experiment;
+    let variants = exp.variants.len();
     for (k, kernel) in exp.timed_kernels() {
-        let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) else {
+        let points = &kernel.points;
+        let Some(layout) = Panels::of(points, variants) else {
+            continue;
+        };
+        let [(param, _)] = points[0].as_slice() else {
+            for (panel, lines) in &layout.panels {
+                let medians: Vec<Line> = (lines.iter())
+                    .flat_map(|(line, idx)| {
+                        let layout = &layout;
+                        exp.variants.iter().map(move |v| Line {
+                            name: Panels::line_name(line, &v.name, variants),
+                            points: (idx.iter())
+                                .filter_map(|&i| {
+                                    let ns = a.median_at(k, &points[i], &v.name)?;
+                                    Some((layout.x_of(points, i)?, ns / 1e3))
+                                })
+                                .collect(),
+                        })
+                    })
+                    .collect();
+                let (title_end, file_end) = Panels::suffixes(panel);
+                let title = format!("{}: median{title_end}", kernel.name);
+                let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)
+                    .map_err(anyhow::Error::msg)?;
+                let path = format!("plots/{}-median{file_end}.svg", kernel.name);
+                add(&mut plots.medians, files, title, path, svg);
+            }
             continue;
         };
         let at = |variant: &str, p: &Point| a.median_at(k, p, variant);
@@ -203,4 +323,45 @@ fn probe_plot(
         add(list, files, title, "plots/clock-probe.svg".into(), svg);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::SweepValue;
+
+    fn point(op: &str, ilp: i64, warps: i64) -> Point {
+        vec![
+            ("op".into(), SweepValue::Text(op.into())),
+            ("ilp".into(), SweepValue::Int(ilp)),
+            ("warps".into(), SweepValue::Int(warps)),
+        ]
+    }
+
+    #[test]
+    fn a_sweep_of_several_parameters_is_plotted_by_panel_and_line() {
+        let mut points = Vec::new();
+        for op in ["FMA", "DIV"] {
+            for ilp in 1..=4 {
+                for warps in [1, 2] {
+                    points.push(point(op, ilp, warps));
+                }
+            }
+        }
+        let p = Panels::of(&points, 1).unwrap();
+        // x: the numeric parameter with the most values; a panel per op, a line per warps.
+        assert_eq!(p.x, "ilp");
+        let names: Vec<&str> = p.panels.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["op=FMA", "op=DIV"]);
+        let lines = &p.panels[0].1;
+        assert_eq!(lines[0], ("warps=1".to_string(), vec![0, 2, 4, 6]));
+        assert_eq!(p.x_of(&points, 2), Some(2.0));
+        assert_eq!(Panels::suffixes("op=FMA").1, "-op-FMA");
+        assert_eq!(Panels::line_name("warps=1", "hot", 2), "warps=1 hot");
+        // Too many lines to tell apart: no plot.
+        assert!(Panels::of(&points, 7).is_none());
+        // A text sweep alone has nothing to plot against.
+        let names = vec![vec![("op".to_string(), SweepValue::Text("FMA".into()))]];
+        assert!(Panels::of(&names, 1).is_none());
+    }
 }

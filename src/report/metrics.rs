@@ -1,7 +1,7 @@
 //! Derived metrics (`[[report.metric]]`): per kernel, each cell's median turned into the
 //! number the experiment asks for (ns per access, bytes per cycle), a column per variant.
 
-use super::figures::PlotFile;
+use super::figures::{Panels, PlotFile};
 use super::format;
 use super::plots::{self, Line};
 use crate::analysis::Analysis;
@@ -17,8 +17,14 @@ pub struct MetricTable {
     pub parameters: String,
     pub columns: Vec<String>,
     pub rows: Vec<MetricRow>,
-    /// The metric against the kernel's one swept parameter, where it has one.
-    pub plot: Option<String>,
+    /// The metric against a swept parameter, a plot per panel ([`Panels`]).
+    pub plots: Vec<MetricPlot>,
+}
+
+#[derive(Serialize)]
+pub struct MetricPlot {
+    pub alt: String,
+    pub path: String,
 }
 
 #[derive(Serialize)]
@@ -53,35 +59,43 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), String> 
                         .collect(),
                 })
                 .collect();
-            let mut plot = None;
-            if let Some([(param, _)]) = kernel.points.first().map(Vec::as_slice) {
-                let lines: Vec<Line> = exp
-                    .variants
-                    .iter()
-                    .map(|v| Line {
-                        name: v.name.clone(),
-                        points: kernel
-                            .points
-                            .iter()
-                            .zip(&kernel.launches)
-                            .filter_map(|(p, l)| Some((p[0].1.as_f64()?, value(p, l, &v.name)?)))
-                            .collect(),
-                    })
-                    .collect();
-                let xs: Vec<f64> = lines
-                    .iter()
-                    .flat_map(|l| l.points.iter().map(|p| p.0))
-                    .collect();
-                let (lo, hi) = xs
-                    .iter()
-                    .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
-                let title = format!("{}: {} ({})", kernel.name, m.name, m.unit);
-                let svg =
-                    plots::lines(&title, param, &m.unit, &lines, lo > 0.0 && hi / lo >= 100.0)?;
-                if !svg.is_empty() {
-                    let path = format!("plots/{}-metric-{mi}.svg", kernel.name);
-                    files.push((path.clone(), svg));
-                    plot = Some(path);
+            let mut plots_made = Vec::new();
+            let variants = exp.variants.len();
+            if let Some(layout) = Panels::of(&kernel.points, variants) {
+                for (panel, lines) in &layout.panels {
+                    let lines: Vec<Line> = (lines.iter())
+                        .flat_map(|(line, idx)| {
+                            let (layout, points) = (&layout, &kernel.points);
+                            exp.variants.iter().map(move |v| Line {
+                                name: Panels::line_name(line, &v.name, variants),
+                                points: (idx.iter())
+                                    .filter_map(|&i| {
+                                        let y = value(&points[i], &kernel.launches[i], &v.name)?;
+                                        Some((layout.x_of(points, i)?, y))
+                                    })
+                                    .collect(),
+                            })
+                        })
+                        .collect();
+                    let xs: Vec<f64> = lines
+                        .iter()
+                        .flat_map(|l| l.points.iter().map(|p| p.0))
+                        .collect();
+                    let (lo, hi) = xs
+                        .iter()
+                        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+                    let (title_end, file_end) = Panels::suffixes(panel);
+                    let title = format!("{}: {} ({}){title_end}", kernel.name, m.name, m.unit);
+                    let log_x = lo > 0.0 && hi / lo >= 100.0;
+                    let svg = plots::lines(&title, &layout.x, &m.unit, &lines, log_x)?;
+                    if !svg.is_empty() {
+                        let path = format!("plots/{}-metric-{mi}{file_end}.svg", kernel.name);
+                        files.push((path.clone(), svg));
+                        plots_made.push(MetricPlot {
+                            alt: format!("{}: {}{title_end}", m.name, kernel.name),
+                            path,
+                        });
+                    }
                 }
             }
             tables.push(MetricTable {
@@ -92,7 +106,7 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), String> 
                 parameters: exp.parameter_names(k),
                 columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
                 rows,
-                plot,
+                plots: plots_made,
             });
         }
     }

@@ -53,7 +53,7 @@ pub fn untrusted(exp: &Experiment, verdicts: &[(&Cell, &Verdict)]) -> Vec<Findin
                     .filter(|(x, _)| x.kernel_name == c.kernel_name)
                     .count(),
                 reason: v
-                    .reason()
+                    .reason_after_word()
                     .map_or_else(|| "the kernel is written to be caught".into(), short),
             }),
         }

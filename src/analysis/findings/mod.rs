@@ -10,6 +10,7 @@ pub use cells::Range;
 pub use kernels::{Best, Peak, Speedup, Work};
 pub use variants::{Bias, Difference, PeerAgreement};
 
+use super::counters::{BytesCheck, BytesVerdict};
 use super::trust::Verdict;
 use super::Analysis;
 use crate::experiment::{Experiment, Point};
@@ -73,6 +74,15 @@ pub enum Finding {
         kernels: usize,
         cells: usize,
         caught: Vec<(&'static str, usize)>,
+    },
+    /// Cells whose declared bytes the counters checked: how many of `checked` agree with
+    /// DRAM and how many the caches served, and those the counters contradict (each id
+    /// and its check).
+    Bytes {
+        checked: usize,
+        agree: usize,
+        cached: usize,
+        marked: Vec<(String, BytesCheck)>,
     },
     /// A kernel against its baseline kernel (`[report] kernels`).
     Speedup(Speedup),
@@ -155,6 +165,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
     let rule = |found: Vec<Finding>| found.into_iter().take(MAX_PER_RULE);
     let mut out: Vec<Finding> = rule(cells::untrusted(exp, &verdicts)).collect();
     out.extend(cells::caught(exp, &verdicts));
+    out.extend(bytes(a));
     let mut spoken: Vec<Finding> = rule(kernels::speedups(&t)).collect();
     if let Some(p) = &a.peaks {
         let l2 = (s.meta.device.as_ref()).map_or(0, |d| d.l2_bytes.max(0) as u64);
@@ -190,6 +201,23 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
     }
     out.truncate(MAX_FINDINGS);
     out
+}
+
+/// What the counters say of the declared bytes, where any cell had them checked.
+fn bytes(a: &Analysis) -> Option<Finding> {
+    let checks: Vec<(String, BytesCheck)> = (super::counters::of(a).into_iter())
+        .filter_map(|c| Some((c.cell.id.clone(), c.bytes?)))
+        .collect();
+    let count = |v: BytesVerdict| checks.iter().filter(|(_, c)| c.verdict == v).count();
+    (!checks.is_empty()).then(|| Finding::Bytes {
+        checked: checks.len(),
+        agree: count(BytesVerdict::Agrees),
+        cached: count(BytesVerdict::ServedByCaches),
+        marked: (checks.iter())
+            .filter(|(_, c)| c.verdict.marked())
+            .cloned()
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod kernels;
 mod methods;
 
 use super::format;
+use crate::analysis::counters::{BytesCheck, BytesVerdict};
 use crate::analysis::findings::{At, Finding, Range};
 use crate::experiment::Unit;
 
@@ -142,6 +143,12 @@ fn sentence(f: &Finding) -> String {
                 by.join(", ")
             )
         }
+        Finding::Bytes {
+            checked,
+            agree,
+            cached,
+            marked,
+        } => bytes(*checked, *agree, *cached, marked),
         Finding::Speedup(s) => kernels::speedup(s),
         Finding::Peak(p) => kernels::peak(p),
         Finding::Best(b) => kernels::best(b),
@@ -171,6 +178,31 @@ fn sentence(f: &Finding) -> String {
             format!("{trusted} of {cells} cells trusted: no finding to draw.")
         }
     }
+}
+
+/// The counters' word on the declared bytes: how many they contradict, with the first
+/// one's numbers, else how the declarations held.
+fn bytes(checked: usize, agree: usize, cached: usize, marked: &[(String, BytesCheck)]) -> String {
+    let Some((id, c)) = marked.first() else {
+        return format!(
+            "Hardware counters confirm the declared `bytes` of all {}: {agree} agree with the bytes DRAM moved (within 10%) and the caches served {cached}.",
+            count(checked, "checked cell")
+        );
+    };
+    let how = match c.verdict {
+        BytesVerdict::MovedMore => "DRAM moved more than declared",
+        _ => "no cache level was asked for them",
+    };
+    format!(
+        "Hardware counters contradict the declared `bytes` of {} of {} (⚠ in the counters table); at `{id}` {how}: {} MB declared, L1 or L2 at most {} MB ({:.2}x), DRAM {} MB ({:.2}x).",
+        marked.len(),
+        count(checked, "checked cell"),
+        format::number(c.declared / 1e6),
+        format::number(c.l1.max(c.l2) / 1e6),
+        c.caches_ratio(),
+        format::number(c.dram / 1e6),
+        c.dram_ratio(),
+    )
 }
 
 /// A kernel's fastest and slowest trusted cell.
