@@ -4,7 +4,7 @@
 
 use super::format;
 use super::layout::{self, Part};
-use super::plots::{self, Line};
+use super::plots::{self, Line, PlotError};
 use crate::analysis::agreement::{bias, within_tolerance};
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{point_label, Experiment, Point, Unit};
@@ -55,7 +55,7 @@ pub fn closest(
 pub fn build(
     exp: &Experiment,
     median: impl Fn(usize, &Point, &str) -> Option<f64>,
-) -> Result<(Vec<BiasTable>, Option<String>), String> {
+) -> Result<(Vec<BiasTable>, Option<String>), PlotError> {
     let pairs = &exp.report.bias;
     if pairs.is_empty() {
         return Ok((vec![], None));

@@ -40,8 +40,7 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
     kernel_plots(a, &mut plots, &mut files)?;
     series_plots(a, &mut plots.series, &mut files)?;
     probe_plot(a, &mut plots.probe, &mut files)?;
-    let (bias, bias_plot) =
-        super::bias::build(exp, |k, p, v| a.median_at(k, p, v)).map_err(anyhow::Error::msg)?;
+    let (bias, bias_plot) = super::bias::build(exp, |k, p, v| a.median_at(k, p, v))?;
     if let Some(svg) = bias_plot {
         let title = "bias of each method against its reference".into();
         add(
@@ -193,8 +192,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
                     .collect();
                 let (title_end, file_end) = Panels::suffixes(panel);
                 let title = format!("{}: median{title_end}", kernel.name);
-                let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)
-                    .map_err(anyhow::Error::msg)?;
+                let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)?;
                 let path = format!("plots/{}-median{file_end}.svg", kernel.name);
                 add(&mut plots.medians, files, title, path, svg);
             }
@@ -214,8 +212,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             })
             .collect();
         let title = format!("{}: median per variant", kernel.name);
-        let svg = plots::lines(&title, param, "median (µs)", &medians, false)
-            .map_err(anyhow::Error::msg)?;
+        let svg = plots::lines(&title, param, "median (µs)", &medians, false)?;
         let path = format!("plots/{}-median.svg", kernel.name);
         add(&mut plots.medians, files, title, path, svg);
         let diffs: Vec<Line> = exp
@@ -236,8 +233,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             })
             .collect();
         let title = format!("{}: relative difference of the medians", kernel.name);
-        let svg = plots::lines(&title, param, "difference (%)", &diffs, false)
-            .map_err(anyhow::Error::msg)?;
+        let svg = plots::lines(&title, param, "difference (%)", &diffs, false)?;
         let path = format!("plots/{}-difference.svg", kernel.name);
         add(&mut plots.differences, files, title, path, svg);
     }
@@ -281,7 +277,7 @@ fn series_plots(
             String::new()
         };
         let title = format!("{}: samples{shown} and SM clock over time", c.id);
-        let svg = plots::series(&title, &samples, &clock).map_err(anyhow::Error::msg)?;
+        let svg = plots::series(&title, &samples, &clock)?;
         add(
             list,
             files,
@@ -318,8 +314,7 @@ fn probe_plot(
         .collect();
     if !probe_lines.is_empty() {
         let title = "probed SM clock of each cell run, in run order".to_string();
-        let svg = plots::lines(&title, "cell run", "SM clock (MHz)", &probe_lines, false)
-            .map_err(anyhow::Error::msg)?;
+        let svg = plots::lines(&title, "cell run", "SM clock (MHz)", &probe_lines, false)?;
         add(list, files, title, "plots/clock-probe.svg".into(), svg);
     }
     Ok(())

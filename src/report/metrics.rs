@@ -3,7 +3,7 @@
 
 use super::figures::{Panels, PlotFile};
 use super::format;
-use super::plots::{self, Line};
+use super::plots::{self, Line, PlotError};
 use crate::analysis::Analysis;
 use crate::experiment::{metric_value, point_label};
 use serde::Serialize;
@@ -36,7 +36,7 @@ pub struct MetricRow {
 /// One table per metric and kernel, `–` where a cell did not give a median or the expression
 /// no number; and a plot of each against the kernel's swept parameter where it has one
 /// (a log x axis where the sweep spans decades, as powers of two do).
-pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), String> {
+pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), PlotError> {
     let exp = &a.run.experiment;
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (mi, m) in exp.report.metrics.iter().enumerate() {

@@ -4,7 +4,7 @@
 
 use super::figures::PlotFile;
 use super::format;
-use super::plots;
+use super::plots::{self, PlotError};
 use crate::analysis::median;
 use crate::experiment::{Point, Unit};
 use crate::plan::{Cell, Role};
@@ -35,7 +35,7 @@ pub struct PhaseRow {
 pub fn build(
     s: &Stored,
     steady_median_ns: impl Fn(usize) -> Option<f64>,
-) -> Result<(Vec<PhaseTable>, Vec<PlotFile>), String> {
+) -> Result<(Vec<PhaseTable>, Vec<PlotFile>), PlotError> {
     let exp = &s.experiment;
     let (mut tables, mut files) = (Vec::new(), Vec::new());
     for (k, kernel) in exp.kernels.iter().enumerate() {

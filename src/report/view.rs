@@ -232,10 +232,9 @@ impl View {
         let throughput = (a.peaks.as_ref()).map_or(vec![], |p| super::throughput::build(a, p));
         let (phases, phase_plots) = super::phases::build(s, |cell| {
             a.stats.get(&(cell, Phase::Steady)).map(|st| st.median)
-        })
-        .map_err(anyhow::Error::msg)?;
+        })?;
         plot_files.extend(phase_plots);
-        let (metrics, metric_plots) = super::metrics::build(a).map_err(anyhow::Error::msg)?;
+        let (metrics, metric_plots) = super::metrics::build(a)?;
         plot_files.extend(metric_plots);
         let m = &s.meta;
         Ok(View {

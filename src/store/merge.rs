@@ -43,9 +43,7 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
             );
         }
     }
-    let plan = Plan::new(&first.experiment)
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .select(&first.meta.only)?;
+    let plan = Plan::new(&first.experiment)?.select(&first.meta.only)?;
     let index: HashMap<&str, usize> = plan
         .cells
         .iter()

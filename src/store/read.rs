@@ -133,9 +133,7 @@ impl Stored {
         experiment.name = crate::experiment::name_of(&meta.experiment_path)
             .map_err(|e| anyhow::anyhow!("{RUN_FILE}: {e}"))?;
         experiment.path = meta.experiment_path.clone();
-        let mut plan = Plan::new(&experiment)
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .select(&meta.only)?;
+        let mut plan = Plan::new(&experiment)?.select(&meta.only)?;
         if let Some(part) = &meta.shard {
             plan = plan.keep(&part.cells)?;
         }
