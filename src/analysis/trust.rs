@@ -106,7 +106,7 @@ fn impossible(cell: &Cell, kernel: &Kernel, ns: f64, device: &Device) -> Option<
         let must_cross = bytes.min(2.0 * buffers) - held;
         if must_cross > 0.0 && per_s(must_cross) > dram {
             return Some(format!(
-                "impossible: {:.0} GB/s declared, of which at least {:.1} MiB must cross DRAM ({:.1} MiB of buffers, L2 holding at most {:.0} MiB of them): {:.0} GB/s, above the DRAM peak of {:.0} GB/s; the launches did not move the bytes declared (`bytes` overstates them, or work was skipped)",
+                "impossible: {:.0} GB/s declared, of which at least {:.1} MiB must cross DRAM ({:.1} MiB of buffers, L2 holding at most {:.0} MiB): {:.0} GB/s, above the {:.0} GB/s DRAM peak; `bytes` overstates the work, or work was skipped",
                 per_s(bytes) / 1e9,
                 must_cross / MIB,
                 buffers / MIB,
