@@ -7,6 +7,7 @@ pub mod devices;
 mod jit_cache;
 pub mod peers;
 mod profiler;
+mod progress;
 mod scheduler;
 pub mod slurm;
 mod worker_process;

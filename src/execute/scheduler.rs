@@ -6,19 +6,18 @@ use super::counted;
 use super::jit_cache::JitCaches;
 use super::peers::Peers;
 use super::profiler;
-use super::worker_process::{tail, Next, WorkerProcess, WorkerProgram};
+use super::worker_process::{self, reap, tail, Exiting, Next, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
-use crate::experiment::knobs::env::ProcessEnv;
-use crate::experiment::knobs::env::ProfilerCache;
+use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
-use crate::plan::cost::{seconds, Estimate};
+use crate::plan::cost::Estimate;
 use crate::plan::counted::{self as counted_plan, CounterPass};
 use crate::plan::{Plan, Run, WorkerJob};
-use crate::protocol::{CellRecord, CounterRecord, Job, Message, Status};
+use crate::protocol::{CellRecord, CounterRecord, Message, Status};
 use crate::store::{self, RunMeta, Writer};
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use indicatif::ProgressBar;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -72,14 +71,6 @@ impl Pass<'_> {
     }
 }
 
-/// A worker that reported all its cells, with when it last spoke and how long it may take
-/// to exit.
-struct Exiting {
-    worker: WorkerProcess,
-    last_message: Instant,
-    limit: Option<Duration>,
-}
-
 impl<'a> Scheduler<'a> {
     pub fn new(
         exp: &'a Experiment,
@@ -88,19 +79,7 @@ impl<'a> Scheduler<'a> {
         meta: &'a mut RunMeta,
         program: &'a WorkerProgram,
     ) -> Result<Self> {
-        // The bar counts the plan's estimate in milliseconds, each run by its weight.
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {prefix} cells, {left} {msg}",
-            )
-            .expect("valid template")
-            .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let (done, all) = (s.pos() as f64 / 1e3, s.len().unwrap_or(0) as f64 / 1e3);
-                let _ = write!(w, "{}", left(done, all, s.elapsed().as_secs_f64()));
-            })
-            .progress_chars("=> "),
-        );
+        let bar = super::progress::bar();
         Ok(Scheduler {
             exp,
             plan,
@@ -319,7 +298,7 @@ impl<'a> Scheduler<'a> {
                 return Ok(()); // the interrupt may have reached the worker too
             }
             let why = match ended {
-                Next::TimedOut(limit) => timed_out(limit, &stderr),
+                Next::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.
                 _ if exit.code() == Some(crate::protocol::EXIT_CONTEXT_LOST as i32) => continue,
                 _ => format!(
@@ -356,7 +335,7 @@ impl<'a> Scheduler<'a> {
         pass: Pass,
     ) -> Result<WorkerProcess> {
         let runs: Vec<Run> = remaining.iter().copied().collect();
-        let mut sent = job_for(self.exp, self.plan, &runs, false, warmup);
+        let mut sent = worker_process::job_for(self.exp, self.plan, &runs, false, warmup);
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
         sent.describe_device = self.meta.device.is_none();
         if let Pass::Counted(_) = pass {
@@ -474,30 +453,17 @@ impl<'a> Scheduler<'a> {
             return Ok(());
         }
         let mut records: Vec<CellRecord> = pending.iter().map(|(_, r)| r.clone()).collect();
-        let text = std::fs::read_to_string(report).unwrap_or_default();
         let entry = |r: &CellRecord| {
             let cell = &self.plan.cells[r.cell];
             cell.kernel
                 .map_or("empty".into(), |k| self.exp.kernels[k].entry.clone())
         };
         let per_sample = |r: &CellRecord| self.plan.cells[r.cell].knobs.launches.count();
-        match profiler::launches(&text) {
-            Ok(launches) => match pass {
-                Pass::Timed { .. } => profiler::assign(&mut records, &launches, entry, per_sample),
-                Pass::Counted(p) => {
-                    profiler::assign_counters(&mut records, &launches, p.cache, entry, per_sample)
-                }
-            },
-            Err(e) => {
-                let why = format!(
-                    "{e}; ncu said: {}",
-                    text.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
-                );
-                for r in records.iter_mut().filter(|r| r.status == Status::Ok) {
-                    r.fail(why.clone());
-                }
-            }
-        }
+        let counted = match pass {
+            Pass::Timed { .. } => None,
+            Pass::Counted(p) => Some(p.cache),
+        };
+        profiler::read_report(&mut records, report, counted, entry, per_sample);
         let runs: Vec<Run> = pending.drain(..).map(|(run, _)| run).collect();
         for (run, rec) in runs.into_iter().zip(records) {
             self.record(pass, run, rec)?;
@@ -523,70 +489,12 @@ impl<'a> Scheduler<'a> {
             }
             super::jit_cache::prime(
                 program,
-                job_for(exp, plan, &runs, true, Duration::ZERO),
+                worker_process::job_for(exp, plan, &runs, true, Duration::ZERO),
                 vars,
                 timeout,
             )
         })
     }
-}
-
-/// Waits for a worker that reported all its cells to exit (killed past its limit: it only
-/// has to exit), counts its exit time, and says so where it did not exit cleanly.
-fn reap(exiting: Exiting, meta: &mut RunMeta, bar: &ProgressBar) -> Result<()> {
-    let (status, stderr) = exiting.worker.finish_within(exiting.limit)?;
-    let count = meta.workers.get_or_insert_with(Default::default);
-    count.processes += 1;
-    count.exit_s += exiting.last_message.elapsed().as_secs_f64();
-    if !status.success() {
-        bar.suspend(|| {
-            eprintln!(
-                "warning: a worker reported all its cells but ended with {status}{}",
-                tail(&stderr)
-            )
-        });
-    }
-    Ok(())
-}
-
-/// The job a worker is sent: its runs and the planned cells they name.
-fn job_for(exp: &Experiment, plan: &Plan, runs: &[Run], prime: bool, gpu_warmup: Duration) -> Job {
-    let mut cells: Vec<usize> = runs.iter().map(|r| r.cell).collect();
-    cells.sort_unstable();
-    cells.dedup();
-    Job {
-        cells: cells.into_iter().map(|c| plan.cells[c].clone()).collect(),
-        kernels: exp.kernels.clone(),
-        telemetry: exp.telemetry.clone(),
-        runs: runs.to_vec(),
-        prime,
-        run_cache: None,
-        gpu_warmup_s: gpu_warmup.as_secs_f64(),
-        describe_device: false,
-    }
-}
-
-/// The time left, `done` of `all` estimated seconds done after `elapsed`: until a first run
-/// ends the plan's estimate less the time gone, then the estimate of what is left scaled by
-/// how the runs so far went against theirs.
-fn left(done: f64, all: f64, elapsed: f64) -> String {
-    let rest = (all - done).max(0.0);
-    match done > 0.0 {
-        false => format!(
-            "about {} left by the plan",
-            seconds((all - elapsed).max(0.0))
-        ),
-        true => format!("about {} left", seconds(rest * elapsed / done)),
-    }
-}
-
-/// Why a cell whose worker overran the cell's timeout failed.
-fn timed_out(limit: Duration, stderr: &str) -> String {
-    format!(
-        "no result within the cell's timeout of {}: worker killed{}",
-        humantime::format_duration(limit),
-        tail(stderr)
-    )
 }
 
 #[cfg(test)]

@@ -349,11 +349,3 @@ fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() 
     assert_eq!(workers.processes, 3);
     assert!(workers.exit_s >= 3.0 * 0.5, "{workers:?}");
 }
-
-#[test]
-fn the_time_left_is_the_plans_until_a_run_ends_then_scaled_by_how_runs_went() {
-    assert_eq!(left(0.0, 100.0, 10.0), "about 90.0 s left by the plan");
-    // A quarter of the estimate done in twice its time: the rest takes twice as long too.
-    assert_eq!(left(25.0, 100.0, 50.0), "about 2.5 min left");
-    assert_eq!(left(100.0, 100.0, 80.0), "about 0.0 s left");
-}

@@ -2,8 +2,12 @@
 //! line by line on a thread so that the parent can wait with a deadline, and killed when a
 //! cell overruns it.
 
+use crate::experiment::Experiment;
+use crate::plan::{Plan, Run};
 use crate::protocol::{Job, Message, SPAWNED_VAR};
+use crate::store::RunMeta;
 use anyhow::{Context, Result};
+use indicatif::ProgressBar;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -242,4 +246,62 @@ pub(super) fn tail(stderr: &str) -> String {
     }
     let start = t.char_indices().rev().nth(2000).map_or(0, |(i, _)| i);
     format!("; its stderr ends: {}", &t[start..])
+}
+
+/// The job a worker is sent: its runs and the planned cells they name.
+pub fn job_for(
+    exp: &Experiment,
+    plan: &Plan,
+    runs: &[Run],
+    prime: bool,
+    gpu_warmup: Duration,
+) -> Job {
+    let mut cells: Vec<usize> = runs.iter().map(|r| r.cell).collect();
+    cells.sort_unstable();
+    cells.dedup();
+    Job {
+        cells: cells.into_iter().map(|c| plan.cells[c].clone()).collect(),
+        kernels: exp.kernels.clone(),
+        telemetry: exp.telemetry.clone(),
+        runs: runs.to_vec(),
+        prime,
+        run_cache: None,
+        gpu_warmup_s: gpu_warmup.as_secs_f64(),
+        describe_device: false,
+    }
+}
+
+/// Why a cell whose worker overran the cell's timeout failed.
+pub fn timed_out(limit: Duration, stderr: &str) -> String {
+    format!(
+        "no result within the cell's timeout of {}: worker killed{}",
+        humantime::format_duration(limit),
+        tail(stderr)
+    )
+}
+
+/// A worker that reported all its cells, with when it last spoke and how long it may take
+/// to exit.
+pub struct Exiting {
+    pub worker: WorkerProcess,
+    pub last_message: Instant,
+    pub limit: Option<Duration>,
+}
+
+/// Waits for a worker that reported all its cells to exit (killed past its limit: it only
+/// has to exit), counts its exit time, and says so where it did not exit cleanly.
+pub fn reap(exiting: Exiting, meta: &mut RunMeta, bar: &ProgressBar) -> Result<()> {
+    let (status, stderr) = exiting.worker.finish_within(exiting.limit)?;
+    let count = meta.workers.get_or_insert_with(Default::default);
+    count.processes += 1;
+    count.exit_s += exiting.last_message.elapsed().as_secs_f64();
+    if !status.success() {
+        bar.suspend(|| {
+            eprintln!(
+                "warning: a worker reported all its cells but ended with {status}{}",
+                tail(&stderr)
+            )
+        });
+    }
+    Ok(())
 }
