@@ -325,39 +325,33 @@ fn counters_check_declared_bytes_hot_and_cold_and_catch_a_wrong_count() {
         eprintln!("SKIPPED: Nsight Compute (ncu) is not on PATH: the counter pass cannot run");
         return;
     }
-    let text = r#"[experiment]
+    // The copy, and the same copy declaring twice its bytes.
+    let copy = |name: &str, bytes_per_element: u32| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{kernels}/copy.cu"
+entry = "copy"
+sweep = {{ mib = [256] }}
+grid = ["sm_count * 4"]
+block = [1024]
+args = [
+  {{ name = "output", buffer = "f32", len = "mib * 262144", init = "output" }},
+  {{ name = "input", buffer = "f32", len = "mib * 262144", init = "uniform(0, 100)" }},
+  {{ name = "n", scalar = "u64", value = "mib * 262144" }},
+]
+check = {{ reference = "copy", inputs = ["input"], output = "output" }}
+bytes = "{bytes_per_element} * mib * 262144"
+"#,
+            kernels = kernels_dir().display()
+        )
+    };
+    let text = format!(
+        r#"[experiment]
 title = "counters"
 
-[[kernel]]
-name = "copy"
-source = "KERNELS/copy.cu"
-entry = "copy"
-sweep = { mib = [256] }
-grid = ["sm_count * 4"]
-block = [1024]
-args = [
-  { name = "output", buffer = "f32", len = "mib * 262144", init = "output" },
-  { name = "input", buffer = "f32", len = "mib * 262144", init = "uniform(0, 100)" },
-  { name = "n", scalar = "u64", value = "mib * 262144" },
-]
-check = { reference = "copy", inputs = ["input"], output = "output" }
-bytes = "2 * 4 * mib * 262144"
-
-[[kernel]]
-name = "copy-twice"
-source = "KERNELS/copy.cu"
-entry = "copy"
-sweep = { mib = [256] }
-grid = ["sm_count * 4"]
-block = [1024]
-args = [
-  { name = "output", buffer = "f32", len = "mib * 262144", init = "output" },
-  { name = "input", buffer = "f32", len = "mib * 262144", init = "uniform(0, 100)" },
-  { name = "n", scalar = "u64", value = "mib * 262144" },
-]
-check = { reference = "copy", inputs = ["input"], output = "output" }
-bytes = "4 * 4 * mib * 262144"
-
+{}
+{}
 [defaults]
 timer = "cupti"
 warmup = 2
@@ -371,8 +365,10 @@ flush_method = "read"
 
 [report]
 floor = false
-"#
-    .replace("KERNELS", &kernels_dir().display().to_string());
+"#,
+        copy("copy", 8),
+        copy("copy-twice", 16)
+    );
     let (_out, dir, records) = run_on_gpu("counters", &text);
     for id in ["copy/mib=256/cold", "copy-twice/mib=256/cold"] {
         let r = records.iter().find(|r| r["id"] == id).unwrap();
