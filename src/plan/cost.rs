@@ -26,9 +26,11 @@ pub struct Estimate {
     pub undeclared: Vec<String>,
     /// Cells the budget is expected to stop before their sample count.
     pub budget_stops: Vec<usize>,
-    /// Counter passes (a process under Nsight Compute each), and their cells' share.
+    /// Counter passes (a process under Nsight Compute each), and their cells' share (of
+    /// which that of cells an earlier run gave).
     pub counter_passes: usize,
     pub counted_s: f64,
+    pub counted_known_s: f64,
 }
 
 impl Estimate {
@@ -56,6 +58,7 @@ impl Estimate {
             budget_stops: Vec::new(),
             counter_passes: 0,
             counted_s: 0.0,
+            counted_known_s: 0.0,
         };
         let mut counted = HashSet::new();
         for j in &jobs {
@@ -67,13 +70,16 @@ impl Estimate {
         let mut points = HashSet::new();
         let mut builds = HashSet::new();
         for c in &plan.cells {
-            if let Some(s) = previous.get(&c.id) {
-                e.per_run.push((*s, true));
-                continue;
-            }
             let kernel = c.kernel.map(|k| &exp.kernels[k]);
             let m = model(exp, c, kernel);
             let runs = f64::from(c.runs());
+            if let Some(s) = previous.get(&c.id) {
+                // A cell's stored wall time holds no counter pass: the model's is added.
+                e.counted_s += m.counted_s;
+                e.counted_known_s += m.counted_s;
+                e.per_run.push((*s + m.counted_s / runs, true));
+                continue;
+            }
             // A point's inputs and reference are drawn once per run, by its first cell.
             let once = match points.insert(c.point_key()) {
                 true => m.per_point_s,
@@ -167,7 +173,8 @@ impl Estimate {
         let modelled = known.len() < plan.cells.len();
         let mut parts = Vec::new();
         if !known.is_empty() {
-            parts.push(format!("the cells it ran {}", seconds(known_s)));
+            let ran = known_s - self.counted_known_s;
+            parts.push(format!("the cells it ran {}", seconds(ran)));
         }
         if modelled {
             let device = match exp.facts.assumed {

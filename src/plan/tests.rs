@@ -187,6 +187,32 @@ fn the_estimate_counts_the_gpu_warm_up() {
     assert!(text.contains("; GPU warm-up 30.0 s"), "{text}");
 }
 
+#[test]
+fn the_counter_passes_are_planned_and_costed_first_run_or_not() {
+    let e =
+        experiment("[[variant]]\nname = \"a\"\ncounters = \"memory\"\n[[variant]]\nname = \"b\"\n");
+    let plan = Plan::new(&e).unwrap();
+    let first = cost::Estimate::new(&e, &plan, &HashMap::new());
+    // One pass (the shared process's hot cells), four cells counted.
+    assert_eq!(first.counter_passes, 1);
+    assert!(first.counted_s > 0.0 && first.counted_known_s == 0.0);
+    let text = describe(&e, &plan, &HashMap::new());
+    assert!(
+        text.contains("counters: 4 cell(s) read 6 counters")
+            && text.contains("1 counter pass(es) under Nsight Compute"),
+        "{text}"
+    );
+    // An earlier run's cell times hold no counter pass: the model's is added to them.
+    let previous: HashMap<String, f64> = plan.cells.iter().map(|c| (c.id.clone(), 1.0)).collect();
+    let again = cost::Estimate::new(&e, &plan, &previous);
+    assert_eq!(again.counted_known_s, first.counted_s);
+    assert!(
+        again.total_s(&plan) > 8.0 + first.counted_s,
+        "{}",
+        again.total_s(&plan)
+    );
+}
+
 /// A kernel whose launch moves 3.35 GB, one millisecond at an H100's DRAM peak.
 const MILLISECOND: &str = "bytes = \"3352320000\"\n";
 
