@@ -63,10 +63,8 @@ pub struct Analysis<'a> {
 impl<'a> Analysis<'a> {
     pub fn of(s: &'a Stored) -> anyhow::Result<Analysis<'a>> {
         let key = |c: u32, first: bool| c * 2 + u32::from(!first);
-        let samples = (s.samples.cell.iter())
-            .zip(&s.samples.first)
-            .zip(&s.samples.time_ns)
-            .map(|((c, f), t)| (key(*c, *f), *t));
+        let samples =
+            (s.samples.stretches()).map(|r| (key(r.cell, r.first), &s.samples.time_ns[r.at]));
         let stats = stats::summarize(samples)?
             .into_iter()
             .map(|(k, st)| {
@@ -86,11 +84,10 @@ impl<'a> Analysis<'a> {
                 .push(t.point.clone());
         }
         let mut launches: Launches = HashMap::new();
-        for i in 0..s.samples.cell.len() {
-            launches
-                .entry((s.samples.cell[i], s.samples.process[i]))
-                .or_default()
-                .push((s.samples.start_us[i], s.samples.time_ns[i]));
+        for r in s.samples.stretches() {
+            let (starts, times) = (&s.samples.start_us[r.at.clone()], &s.samples.time_ns[r.at]);
+            (launches.entry((r.cell, r.process)).or_default())
+                .extend(starts.iter().copied().zip(times.iter().copied()));
         }
         let per_sample: HashMap<usize, u64> = (s.plan.cells.iter())
             .map(|c| (c.index, c.knobs.launches.count()))

@@ -20,15 +20,15 @@ pub fn median_of(values: &[f64]) -> f64 {
 /// cell id, grouped by run (process or round).
 pub fn headline_runs(s: &Stored) -> HashMap<String, BTreeMap<u32, Vec<f64>>> {
     let mut by_run: HashMap<u32, BTreeMap<u32, Vec<f64>>> = HashMap::new();
-    for i in 0..s.samples.cell.len() {
-        let cell = &s.plan.cells[s.samples.cell[i] as usize];
-        if s.samples.first[i] == (cell.headline() == Headline::First) {
-            by_run
-                .entry(s.samples.cell[i])
+    for r in s.samples.stretches() {
+        let cell = &s.plan.cells[r.cell as usize];
+        if r.first == (cell.headline() == Headline::First) {
+            (by_run
+                .entry(r.cell)
                 .or_default()
-                .entry(s.samples.process[i])
-                .or_default()
-                .push(s.samples.time_ns[i]);
+                .entry(r.process)
+                .or_default())
+            .extend_from_slice(&s.samples.time_ns[r.at]);
         }
     }
     by_run

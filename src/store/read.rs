@@ -47,6 +47,42 @@ pub struct Samples {
     pub start_us: Vec<f64>,
 }
 
+/// A stretch of consecutive samples of one run of a cell in one phase: its cell, process,
+/// whether its samples are first launches, and where they lie.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stretch {
+    pub cell: u32,
+    pub process: u32,
+    pub first: bool,
+    pub at: std::ops::Range<usize>,
+}
+
+impl Samples {
+    /// The samples as stretches of one run and phase, in stored order: a run's samples are
+    /// written together, so that a consumer groups them a stretch at a time rather than a
+    /// sample at a time.
+    pub fn stretches(&self) -> impl Iterator<Item = Stretch> + '_ {
+        let n = self.cell.len();
+        let key = move |i: usize| (self.cell[i], self.process[i], self.first[i]);
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            if start >= n {
+                return None;
+            }
+            let k = key(start);
+            let end = (start + 1..n).find(|&i| key(i) != k).unwrap_or(n);
+            let at = start..end;
+            start = end;
+            Some(Stretch {
+                cell: k.0,
+                process: k.1,
+                first: k.2,
+                at,
+            })
+        })
+    }
+}
+
 /// A telemetry reading of one cell's run.
 pub struct TelemetryRow {
     pub cell: u32,
@@ -178,20 +214,38 @@ impl Stored {
         let mut bad: HashMap<String, String> = HashMap::new();
         let mut unfinished = HashSet::new();
         let want = ["cell", "process", "phase", "time_ns", "t_us"];
+        // A run's rows come together: the last row's cell and run spare a lookup a row.
+        let mut last_cell: Option<(String, usize)> = None;
+        let mut last_run: Option<((usize, u32), bool)> = None;
         let read = each_csv_row(&self.dir, SAMPLES_FILE, &want, |name, line, r| {
             let id = &r[0];
-            let Some(&cell) = index.get(id) else {
-                dropped.push(format!(
-                    "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
-                ));
-                return;
+            let cell = match &last_cell {
+                Some((last, cell)) if last == id => *cell,
+                _ => {
+                    let Some(&cell) = index.get(id) else {
+                        dropped.push(format!(
+                            "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
+                        ));
+                        return;
+                    };
+                    last_cell = Some((id.to_string(), cell));
+                    cell
+                }
             };
             let Ok(process) = r[1].parse::<u32>() else {
                 let why = format!("{name}:{line}: a process of `{}`", &r[1]);
                 bad.entry(id.to_string()).or_insert(why);
                 return;
             };
-            if !recorded.contains(&(cell as u32, process)) {
+            let finished = match last_run {
+                Some((run, finished)) if run == (cell, process) => finished,
+                _ => {
+                    let finished = recorded.contains(&(cell as u32, process));
+                    last_run = Some(((cell, process), finished));
+                    finished
+                }
+            };
+            if !finished {
                 unfinished.insert(id.to_string());
                 return;
             }
@@ -416,4 +470,36 @@ pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
         }
     }
     sums.into_iter().map(|(k, (s, n))| (k, s / n)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_come_in_stretches_of_one_run_and_phase_in_stored_order() {
+        let s = Samples {
+            cell: vec![0, 0, 0, 0, 1, 1, 0],
+            process: vec![0, 0, 0, 1, 0, 0, 0],
+            first: vec![true, false, false, false, false, false, false],
+            time_ns: vec![1.0; 7],
+            start_us: vec![0.0; 7],
+        };
+        let got: Vec<(u32, u32, bool, std::ops::Range<usize>)> = s
+            .stretches()
+            .map(|r| (r.cell, r.process, r.first, r.at))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, 0, true, 0..1),
+                (0, 0, false, 1..3),
+                (0, 1, false, 3..4),
+                (1, 0, false, 4..6),
+                // A run's samples apart from the rest still make their own stretch.
+                (0, 0, false, 6..7),
+            ]
+        );
+        assert_eq!(Samples::default().stretches().count(), 0);
+    }
 }
