@@ -60,13 +60,11 @@ pub fn during(series: &[TelemetryPoint], w: Window) -> Vec<&TelemetryPoint> {
         .collect()
 }
 
-/// The SM clock a launch that started at `t_us` ran under: the last reading at or before it.
+/// The SM clock a launch that started at `t_us` ran under: the last reading at or before it
+/// (a series is in time order, as it was sampled: a search, not a scan per launch).
 pub fn sm_clock_at(series: &[TelemetryPoint], t_us: f64) -> Option<u32> {
-    series
-        .iter()
-        .rev()
-        .find(|p| p.t_us <= t_us)
-        .and_then(|p| p.reading.sm_mhz)
+    let after = series.partition_point(|p| p.t_us <= t_us);
+    series[..after].last().and_then(|p| p.reading.sm_mhz)
 }
 
 /// Pearson correlation between each launch's time and the SM clock it started under, over
