@@ -47,6 +47,28 @@ pub struct Samples {
     pub start_us: Vec<f64>,
 }
 
+/// `look`'s answer for `key`, or the one `last` holds for it: consecutive rows of a run
+/// ask the same question.
+fn remembered<K, Q, V>(
+    last: &mut Option<(K, V)>,
+    key: &Q,
+    look: impl FnOnce() -> Option<V>,
+) -> Option<V>
+where
+    K: std::borrow::Borrow<Q>,
+    Q: PartialEq + ToOwned<Owned = K> + ?Sized,
+    V: Copy,
+{
+    if let Some((k, v)) = last {
+        if k.borrow() == key {
+            return Some(*v);
+        }
+    }
+    let v = look()?;
+    *last = Some((key.to_owned(), v));
+    Some(v)
+}
+
 /// A stretch of consecutive samples of one run of a cell in one phase: its cell, process,
 /// whether its samples are first launches, and where they lie.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,36 +238,22 @@ impl Stored {
         let want = ["cell", "process", "phase", "time_ns", "t_us"];
         // A run's rows come together: the last row's cell and run spare a lookup a row.
         let mut last_cell: Option<(String, usize)> = None;
-        let mut last_run: Option<((usize, u32), bool)> = None;
+        let mut last_run: Option<((u32, u32), bool)> = None;
         let read = each_csv_row(&self.dir, SAMPLES_FILE, &want, |name, line, r| {
             let id = &r[0];
-            let cell = match &last_cell {
-                Some((last, cell)) if last == id => *cell,
-                _ => {
-                    let Some(&cell) = index.get(id) else {
-                        dropped.push(format!(
-                            "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
-                        ));
-                        return;
-                    };
-                    last_cell = Some((id.to_string(), cell));
-                    cell
-                }
+            let Some(cell) = remembered(&mut last_cell, id, || index.get(id).copied()) else {
+                dropped.push(format!(
+                    "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
+                ));
+                return;
             };
             let Ok(process) = r[1].parse::<u32>() else {
                 let why = format!("{name}:{line}: a process of `{}`", &r[1]);
                 bad.entry(id.to_string()).or_insert(why);
                 return;
             };
-            let finished = match last_run {
-                Some((run, finished)) if run == (cell, process) => finished,
-                _ => {
-                    let finished = recorded.contains(&(cell as u32, process));
-                    last_run = Some(((cell, process), finished));
-                    finished
-                }
-            };
-            if !finished {
+            let run = (cell as u32, process);
+            if !remembered(&mut last_run, &run, || Some(recorded.contains(&run))).unwrap_or(false) {
                 unfinished.insert(id.to_string());
                 return;
             }
