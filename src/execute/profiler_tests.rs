@@ -94,15 +94,7 @@ fn the_audit_launch_comes_after_the_timed_ones_and_is_judged_against_them() {
     };
     // A checked launch, the first timed launch, two samples, then the audit's launch.
     let report = [50e3, 1.5e3, 1.6e3, 1.4e3, 46.6e3].map(launch);
-    let mut r = CellRecord::failed(0, "k", 0, String::new());
-    r.status = crate::protocol::Status::Ok;
-    r.kernel_launches = 5;
-    r.samples_ns = vec![f64::NAN; 2];
-    r.audit = Some(crate::protocol::AuditRecord {
-        launches: 1,
-        ..Default::default()
-    });
-    let mut records = vec![r];
+    let mut records = vec![audited(5, 2)];
     assign(&mut records, &report, |_| "k".into(), |_| 1);
     let r = &records[0];
     assert_eq!(r.first_ns, Some(1.5e3));
@@ -189,15 +181,7 @@ fn a_counter_pass_gives_each_counter_its_median_over_the_steady_launches() {
         (5.0, 8e6),
     ]
     .map(|(ns, d)| launch(ns, d));
-    let mut r = CellRecord::failed(0, "k", 0, String::new());
-    r.status = crate::protocol::Status::Ok;
-    r.kernel_launches = 6;
-    r.samples_ns = vec![f64::NAN; 3];
-    r.audit = Some(crate::protocol::AuditRecord {
-        launches: 1,
-        ..Default::default()
-    });
-    let mut records = vec![r];
+    let mut records = vec![audited(6, 3)];
     assign_counters(
         &mut records,
         &report,
@@ -224,4 +208,18 @@ fn a_counter_pass_gives_each_counter_its_median_over_the_steady_launches() {
         |_| 1,
     );
     assert_eq!(records[0].status, crate::protocol::Status::Failed);
+}
+
+/// A cell of kernel `k` that launched it `launches_done` times and took `samples` samples,
+/// the last launch its audit's.
+fn audited(launches_done: u64, samples: usize) -> CellRecord {
+    let mut r = CellRecord::failed(0, "k", 0, String::new());
+    r.status = crate::protocol::Status::Ok;
+    r.kernel_launches = launches_done;
+    r.samples_ns = vec![f64::NAN; samples];
+    r.audit = Some(crate::protocol::AuditRecord {
+        launches: 1,
+        ..Default::default()
+    });
+    r
 }
