@@ -136,9 +136,34 @@ impl Panels {
         })
     }
 
+    /// Each panel's name and lines: one per line of the panel and variant, through the
+    /// points where `value(point index, variant)` gives a number.
+    pub fn lines(
+        &self,
+        points: &[Point],
+        variants: &[&str],
+        value: impl Fn(usize, &str) -> Option<f64>,
+    ) -> Vec<(&str, Vec<Line>)> {
+        (self.panels.iter())
+            .map(|(panel, lines)| {
+                let lines = (lines.iter())
+                    .flat_map(|(line, idx)| {
+                        variants.iter().map(|v| Line {
+                            name: Self::line_name(line, v, variants.len()),
+                            points: (idx.iter())
+                                .filter_map(|&i| Some((self.x_of(points, i)?, value(i, v)?)))
+                                .collect(),
+                        })
+                    })
+                    .collect();
+                (panel.as_str(), lines)
+            })
+            .collect()
+    }
+
     /// A line's name: its variant's where it is the panel's only line, else its own, with
     /// the variant where there are several.
-    pub fn line_name(line: &str, variant: &str, variants: usize) -> String {
+    fn line_name(line: &str, variant: &str, variants: usize) -> String {
         match (line.is_empty(), variants) {
             (true, _) => variant.to_string(),
             (false, 1) => line.to_string(),
@@ -158,7 +183,7 @@ impl Panels {
     }
 
     /// The x value of point `i` of `points`.
-    pub fn x_of(&self, points: &[Point], i: usize) -> Option<f64> {
+    fn x_of(&self, points: &[Point], i: usize) -> Option<f64> {
         let p = &points[i];
         p.iter().find(|(n, _)| *n == self.x)?.1.as_f64()
     }
@@ -168,53 +193,28 @@ impl Panels {
 /// [`Panels`]), and for a kernel of one swept parameter the differences the report asks for.
 fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> anyhow::Result<()> {
     let exp = &a.run.experiment;
-    let variants = exp.variants.len();
+    let variants: Vec<&str> = exp.variants.iter().map(|v| v.name.as_str()).collect();
     for (k, kernel) in exp.timed_kernels() {
         let points = &kernel.points;
-        let Some(layout) = Panels::of(points, variants) else {
-            continue;
-        };
-        let [(param, _)] = points[0].as_slice() else {
-            for (panel, lines) in &layout.panels {
-                let medians: Vec<Line> = (lines.iter())
-                    .flat_map(|(line, idx)| {
-                        let layout = &layout;
-                        exp.variants.iter().map(move |v| Line {
-                            name: Panels::line_name(line, &v.name, variants),
-                            points: (idx.iter())
-                                .filter_map(|&i| {
-                                    let ns = a.median_at(k, &points[i], &v.name)?;
-                                    Some((layout.x_of(points, i)?, ns / 1e3))
-                                })
-                                .collect(),
-                        })
-                    })
-                    .collect();
-                let (title_end, file_end) = Panels::suffixes(panel);
-                let title = format!("{}: median{title_end}", kernel.name);
-                let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)?;
-                let path = format!("plots/{}-median{file_end}.svg", kernel.name);
-                add(&mut plots.medians, files, title, path, svg);
-            }
+        let Some(layout) = Panels::of(points, variants.len()) else {
             continue;
         };
         let at = |variant: &str, p: &Point| a.median_at(k, p, variant);
-        let points = &kernel.points;
-        let medians: Vec<Line> = exp
-            .variants
-            .iter()
-            .map(|v| Line {
-                name: v.name.clone(),
-                points: points
-                    .iter()
-                    .filter_map(|p| Some((p[0].1.as_f64()?, at(&v.name, p)? / 1e3)))
-                    .collect(),
-            })
-            .collect();
-        let title = format!("{}: median per variant", kernel.name);
-        let svg = plots::lines(&title, param, "median (µs)", &medians, false)?;
-        let path = format!("plots/{}-median.svg", kernel.name);
-        add(&mut plots.medians, files, title, path, svg);
+        let panels = layout.lines(points, &variants, |i, v| Some(at(v, &points[i])? / 1e3));
+        for (panel, medians) in panels {
+            // A kernel of one parameter has a line per variant and nothing else.
+            let (title_end, file_end) = match points[0].len() {
+                1 => (" per variant".to_string(), String::new()),
+                _ => Panels::suffixes(panel),
+            };
+            let title = format!("{}: median{title_end}", kernel.name);
+            let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)?;
+            let path = format!("plots/{}-median{file_end}.svg", kernel.name);
+            add(&mut plots.medians, files, title, path, svg);
+        }
+        let [(param, _)] = points[0].as_slice() else {
+            continue;
+        };
         let diffs: Vec<Line> = exp
             .report
             .differences

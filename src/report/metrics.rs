@@ -3,7 +3,7 @@
 
 use super::figures::{Panels, PlotFile};
 use super::format;
-use super::plots::{self, Line, PlotError};
+use super::plots::{self, PlotError};
 use crate::analysis::Analysis;
 use crate::experiment::{metric_value, point_label};
 use serde::Serialize;
@@ -60,23 +60,12 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), PlotErro
                 })
                 .collect();
             let mut plots_made = Vec::new();
-            let variants = exp.variants.len();
-            if let Some(layout) = Panels::of(&kernel.points, variants) {
-                for (panel, lines) in &layout.panels {
-                    let lines: Vec<Line> = (lines.iter())
-                        .flat_map(|(line, idx)| {
-                            let (layout, points) = (&layout, &kernel.points);
-                            exp.variants.iter().map(move |v| Line {
-                                name: Panels::line_name(line, &v.name, variants),
-                                points: (idx.iter())
-                                    .filter_map(|&i| {
-                                        let y = value(&points[i], &kernel.launches[i], &v.name)?;
-                                        Some((layout.x_of(points, i)?, y))
-                                    })
-                                    .collect(),
-                            })
-                        })
-                        .collect();
+            let variants: Vec<&str> = exp.variants.iter().map(|v| v.name.as_str()).collect();
+            if let Some(layout) = Panels::of(&kernel.points, variants.len()) {
+                let (points, launches) = (&kernel.points, &kernel.launches);
+                let panels =
+                    layout.lines(points, &variants, |i, v| value(&points[i], &launches[i], v));
+                for (panel, lines) in panels {
                     let xs: Vec<f64> = lines
                         .iter()
                         .flat_map(|l| l.points.iter().map(|p| p.0))
