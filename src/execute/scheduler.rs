@@ -19,7 +19,7 @@ use crate::store::{self, RunMeta, Writer};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -53,21 +53,32 @@ pub struct Scheduler<'a> {
     counters: HashMap<usize, CounterRecord>,
 }
 
-/// What a worker runs its cells for.
+/// What a worker runs its cells for, and the Nsight Compute it runs under, if any.
 #[derive(Clone, Copy)]
 enum Pass<'p> {
-    /// The cells' timed run, under Nsight Compute where its timer is the profiler.
-    Timed { profiled: bool },
+    /// The cells' timed run, under Nsight Compute (with this cache control) where its timer
+    /// is the profiler.
+    Timed {
+        ncu: Option<(&'p Path, ProfilerCache)>,
+    },
     /// A counter pass: always under Nsight Compute, its records kept only for counters.
-    Counted(&'p CounterPass),
+    Counted {
+        ncu: &'p Path,
+        pass: &'p CounterPass,
+    },
 }
 
-impl Pass<'_> {
-    fn profiled(self) -> bool {
+impl<'p> Pass<'p> {
+    /// Nsight Compute and its cache control, where the worker runs under it.
+    fn ncu(self) -> Option<(&'p Path, ProfilerCache)> {
         match self {
-            Pass::Timed { profiled } => profiled,
-            Pass::Counted(_) => true,
+            Pass::Timed { ncu } => ncu,
+            Pass::Counted { ncu, pass } => Some((ncu, pass.cache)),
         }
+    }
+
+    fn profiled(self) -> bool {
+        self.ncu().is_some()
     }
 }
 
@@ -176,8 +187,8 @@ impl<'a> Scheduler<'a> {
     fn record(&mut self, pass: Pass, run: Run, rec: CellRecord) -> Result<()> {
         match pass {
             Pass::Timed { .. } => self.store(run, &rec),
-            Pass::Counted(p) => {
-                let counters = counted::outcome(&self.plan.cells[run.cell], p.cache, rec);
+            Pass::Counted { pass, .. } => {
+                let counters = counted::outcome(&self.plan.cells[run.cell], pass.cache, rec);
                 self.counters.insert(run.cell, counters);
                 Ok(())
             }
@@ -212,8 +223,11 @@ impl<'a> Scheduler<'a> {
                     // Not timed, and no JIT cache of the run's is touched by it.
                     let mut vars = vars.clone();
                     vars.push(("CUDA_CACHE_DISABLE".into(), "1".into()));
-                    let profiled = Some((ncu, pass.cache));
-                    self.run_pass(Pass::Counted(&pass), pass.runs.clone(), &vars, profiled)?;
+                    let counting = Pass::Counted {
+                        ncu: &ncu,
+                        pass: &pass,
+                    };
+                    self.run_pass(counting, pass.runs.clone(), &vars)?;
                 }
                 None => {
                     for run in &pass.runs {
@@ -223,29 +237,21 @@ impl<'a> Scheduler<'a> {
             }
         }
         // A profiler job's worker runs under ncu; its cells wait for ncu's report.
-        let profiled = match job.env.profiler {
+        let ncu = match job.env.profiler {
             None => None,
             Some(cache) => match profiler::ncu() {
                 Some(ncu) => Some((ncu, cache)),
                 None => return self.skip_unprofiled(job.runs),
             },
         };
-        let pass = Pass::Timed {
-            profiled: profiled.is_some(),
-        };
-        self.run_pass(pass, job.runs, &vars, profiled)
+        let ncu = ncu.as_ref().map(|(path, cache)| (path.as_path(), *cache));
+        self.run_pass(Pass::Timed { ncu }, job.runs, &vars)
     }
 
-    /// Runs `runs` in workers started with `vars` (under ncu where `profiled`); a worker
+    /// Runs `runs` in workers started with `vars` (under ncu where the pass says); a worker
     /// that dies or overruns a cell's timeout is replaced by a new one for the cells after
     /// it.
-    fn run_pass(
-        &mut self,
-        pass: Pass,
-        runs: Vec<Run>,
-        vars: &[(String, String)],
-        profiled: Option<(PathBuf, ProfilerCache)>,
-    ) -> Result<()> {
+    fn run_pass(&mut self, pass: Pass, runs: Vec<Run>, vars: &[(String, String)]) -> Result<()> {
         let mut pending: Vec<(Run, CellRecord)> = Vec::new();
         let mut remaining: VecDeque<Run> = runs.into();
         while let Some(&first) = remaining.front() {
@@ -253,17 +259,17 @@ impl<'a> Scheduler<'a> {
             // The GPU warm-up is owed by the first worker that times.
             let warmup = match pass {
                 Pass::Timed { .. } => std::mem::take(&mut self.gpu_warmup),
-                Pass::Counted(_) => Duration::ZERO,
+                Pass::Counted { .. } => Duration::ZERO,
             };
             let report = tempfile::NamedTempFile::new()
                 .context("cannot create a file for the profiler's report")?;
             let counters = match pass {
-                Pass::Counted(p) => &p.counters[..],
+                Pass::Counted { pass, .. } => &pass.counters[..],
                 Pass::Timed { .. } => &[],
             };
-            let program = match &profiled {
+            let program = match pass.ncu() {
                 Some((ncu, cache)) => {
-                    profiler::wrap(ncu, self.program, *cache, counters, report.path())
+                    profiler::wrap(ncu, self.program, cache, counters, report.path())
                 }
                 None => self.program.clone(),
             };
@@ -276,9 +282,9 @@ impl<'a> Scheduler<'a> {
                 let exiting = Exiting {
                     worker,
                     last_message,
-                    limit: profiled.is_none().then_some(EXIT_LIMIT),
+                    limit: (!pass.profiled()).then_some(EXIT_LIMIT),
                 };
-                if profiled.is_some() {
+                if pass.profiled() {
                     reap(exiting, self.meta, &self.bar)?;
                     self.store_profiled(&mut pending, report.path(), pass)?;
                 } else {
@@ -338,7 +344,7 @@ impl<'a> Scheduler<'a> {
         let mut sent = worker_process::job_for(self.exp, self.plan, &runs, false, warmup);
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
         sent.describe_device = self.meta.device.is_none();
-        if let Pass::Counted(_) = pass {
+        if let Pass::Counted { .. } = pass {
             sent.cells.iter_mut().for_each(counted_plan::counting);
             // Nothing here is timed: no probe launches among the counted ones (a kernel of
             // the probe's name would take them for its own), no NVML sampling.
@@ -461,7 +467,7 @@ impl<'a> Scheduler<'a> {
         let per_sample = |r: &CellRecord| self.plan.cells[r.cell].knobs.launches.count();
         let counted = match pass {
             Pass::Timed { .. } => None,
-            Pass::Counted(p) => Some(p.cache),
+            Pass::Counted { pass, .. } => Some(pass.cache),
         };
         profiler::read_report(&mut records, report, counted, entry, per_sample);
         let runs: Vec<Run> = pending.drain(..).map(|(run, _)| run).collect();
