@@ -31,7 +31,7 @@ pub fn outcome(cell: &Cell, cache: ProfilerCache, rec: CellRecord) -> CounterRec
 pub fn skipped(cache: ProfilerCache) -> CounterRecord {
     CounterRecord {
         cache: cache.flag().to_string(),
-        error: Some("skipped: Nsight Compute (ncu) is not on PATH".into()),
+        error: Some(super::profiler::NO_NCU.into()),
         ..Default::default()
     }
 }

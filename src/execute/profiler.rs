@@ -27,6 +27,9 @@ pub struct Profiled {
     pub counters: Vec<Counter>,
 }
 
+/// Why a cell's profiled timing or counters were skipped: there is no `ncu` to run.
+pub const NO_NCU: &str = "skipped: Nsight Compute (ncu) is not on PATH";
+
 /// `ncu` on PATH, else where the CUDA toolkit installs it.
 pub fn ncu() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {

@@ -324,7 +324,7 @@ impl<'a> Scheduler<'a> {
             let id = self.plan.cells[run.cell].id.clone();
             let mut rec = CellRecord::failed(run.cell, &id, run.process, String::new());
             rec.status = Status::Skipped;
-            rec.error = Some("skipped: Nsight Compute (ncu) is not on PATH".into());
+            rec.error = Some(super::profiler::NO_NCU.into());
             self.store(run, &rec)?;
         }
         Ok(())
