@@ -28,19 +28,21 @@ impl Window {
     pub fn of(samples: impl IntoIterator<Item = (f64, f64)>, launches: u64) -> Option<Window> {
         let mut w: Option<Window> = None;
         for (start, ns) in samples.into_iter().filter(|(s, _)| s.is_finite()) {
-            let end = start + ns * launches as f64 / 1e3;
-            w = Some(match w {
-                None => Window {
-                    start_us: start,
-                    end_us: end,
-                },
-                Some(w) => Window {
-                    start_us: w.start_us.min(start),
-                    end_us: w.end_us.max(end),
-                },
-            });
+            let this = Window {
+                start_us: start,
+                end_us: start + ns * launches as f64 / 1e3,
+            };
+            w = Some(w.map_or(this, |w| w.union(this)));
         }
         w
+    }
+
+    /// The span of both windows.
+    pub fn union(self, other: Window) -> Window {
+        Window {
+            start_us: self.start_us.min(other.start_us),
+            end_us: self.end_us.max(other.end_us),
+        }
     }
 }
 

@@ -1,12 +1,13 @@
-//! Samples -> estimates: statistics per cell and phase, the telemetry each cell's timed
-//! launches ran under, and `summary.csv`. The report formats these; it computes nothing
-//! of its own from raw samples.
+//! Samples -> estimates: statistics per cell and phase (reduced from the stream of samples
+//! as each cell ends, `reduce.rs`), the telemetry each cell's timed launches ran under, the
+//! verdicts, and `summary.csv`. The report formats these; it never sees a sample.
 
 pub mod agreement;
 pub mod clocks;
 pub mod counters;
 pub mod findings;
 pub mod peaks;
+pub mod reduce;
 pub mod stats;
 pub mod trust;
 pub mod units;
@@ -16,6 +17,7 @@ use crate::protocol::{CellRecord, TelemetryPoint};
 use crate::store::Stored;
 use clocks::Window;
 use peaks::Peaks;
+pub use reduce::{Reduced, Reducer, Trace, Units};
 use stats::Stats;
 use std::collections::HashMap;
 use trust::Verdict;
@@ -42,17 +44,21 @@ impl Phase {
     }
 }
 
-/// Telemetry series, and each run's timed launches as (start µs, ns), by (cell, process).
+/// Telemetry series by (cell, process).
 pub type Series = HashMap<(u32, u32), Vec<TelemetryPoint>>;
-pub type Launches = HashMap<(u32, u32), Vec<(f64, f64)>>;
 
 /// A stored run's estimates.
 pub struct Analysis<'a> {
     pub run: &'a Stored,
     pub stats: HashMap<(usize, Phase), Stats>,
     pub series: Series,
-    pub launches: Launches,
     pub windows: HashMap<(u32, u32), Window>,
+    /// The median of each run's headline values, by (cell, process).
+    pub run_medians: HashMap<(usize, u32), f64>,
+    /// Each cell's headline values as independent units.
+    pub units: HashMap<usize, Units>,
+    /// Each cell's first run over time.
+    pub traces: HashMap<usize, Trace>,
     pub records: HashMap<usize, Vec<&'a CellRecord>>,
     /// The device's peaks, where the run knows its device.
     pub peaks: Option<Peaks>,
@@ -60,45 +66,25 @@ pub struct Analysis<'a> {
     pub verdicts: HashMap<usize, Verdict>,
 }
 
+/// The stored run in `dir`, its samples reduced as they are read: what an [`Analysis`] is
+/// made of.
+pub fn load(dir: &std::path::Path) -> anyhow::Result<(Stored, Reduced)> {
+    let mut reducer = Reducer::default();
+    let stored = Stored::load(dir, &mut reducer)?;
+    Ok((stored, reducer.finish()?))
+}
+
 impl<'a> Analysis<'a> {
-    pub fn of(s: &'a Stored) -> anyhow::Result<Analysis<'a>> {
-        let key = |c: u32, first: bool| c * 2 + u32::from(!first);
-        let samples =
-            (s.samples.stretches()).map(|r| (key(r.cell, r.first), &s.samples.time_ns[r.at]));
-        let stats = stats::summarize(samples)?
-            .into_iter()
-            .map(|(k, st)| {
-                let phase = if k % 2 == 0 {
-                    Phase::First
-                } else {
-                    Phase::Steady
-                };
-                (((k / 2) as usize, phase), st)
-            })
-            .collect();
-        let mut series: Series = HashMap::new();
-        for t in &s.telemetry {
-            series
-                .entry((t.cell, t.process))
-                .or_default()
-                .push(t.point.clone());
-        }
-        let mut launches: Launches = HashMap::new();
-        for r in s.samples.stretches() {
-            let (starts, times) = (&s.samples.start_us[r.at.clone()], &s.samples.time_ns[r.at]);
-            (launches.entry((r.cell, r.process)).or_default())
-                .extend(starts.iter().copied().zip(times.iter().copied()));
-        }
-        let per_sample: HashMap<usize, u64> = (s.plan.cells.iter())
-            .map(|c| (c.index, c.knobs.launches.count()))
-            .collect();
-        let windows = launches
-            .iter()
-            .filter_map(|(k, v)| {
-                let n = per_sample.get(&(k.0 as usize)).copied().unwrap_or(1);
-                Some((*k, Window::of(v.iter().copied(), n)?))
-            })
-            .collect();
+    /// The estimates of run `s`, from its samples as `reduce` left them.
+    pub fn of(s: &'a Stored, reduced: Reduced) -> Analysis<'a> {
+        let Reduced {
+            stats,
+            series,
+            windows,
+            run_medians,
+            units,
+            traces,
+        } = reduced;
         let mut records: HashMap<usize, Vec<&CellRecord>> = HashMap::new();
         for r in &s.records {
             records.entry(r.cell).or_default().push(r);
@@ -113,8 +99,10 @@ impl<'a> Analysis<'a> {
             run: s,
             stats,
             series,
-            launches,
             windows,
+            run_medians,
+            units,
+            traces,
             records,
             peaks,
             verdicts: HashMap::new(),
@@ -136,7 +124,7 @@ impl<'a> Analysis<'a> {
                 )
             })
             .collect();
-        Ok(a)
+        a
     }
 
     /// The verdicts counted against what the kernels expect.

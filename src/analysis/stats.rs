@@ -3,7 +3,6 @@
 
 use polars::prelude::*;
 use serde::Serialize;
-use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Stats {
@@ -24,24 +23,9 @@ pub struct Stats {
     pub iqr: f64,
 }
 
-/// Statistics of times grouped by their keys (any integer naming a cell and phase); taken
-/// as a stream, so that no copy of a run's samples is made beside the groups.
-pub fn summarize<'a>(
-    samples: impl Iterator<Item = (u32, &'a [f64])>,
-) -> PolarsResult<HashMap<u32, Stats>> {
-    let mut groups: HashMap<u32, Vec<f64>> = HashMap::new();
-    for (k, times) in samples {
-        groups.entry(k).or_default().extend_from_slice(times);
-    }
-    groups
-        .into_iter()
-        .map(|(k, v)| Ok((k, stats(v)?)))
-        .collect()
-}
-
 /// Polars' reductions over one group's samples: the sums in the samples' order, the
 /// quantiles over one sorted copy (flagged sorted, so that no quantile sorts again).
-fn stats(times: Vec<f64>) -> PolarsResult<Stats> {
+pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
     let f = |s: PolarsResult<Scalar>| -> PolarsResult<f64> {
         Ok(s?.value().extract::<f64>().unwrap_or(f64::NAN))
     };
@@ -78,18 +62,7 @@ mod tests {
 
     #[test]
     fn statistics_match_hand_computed_values() {
-        // Group 7: 1..=10. Group 3: a single value.
-        let mut keys = vec![7u32; 10];
-        let mut times: Vec<f64> = (1..=10).map(|x| x as f64).collect();
-        keys.push(3);
-        times.push(42.0);
-        let s = summarize(
-            keys.iter()
-                .zip(&times)
-                .map(|(k, t)| (*k, std::slice::from_ref(t))),
-        )
-        .unwrap();
-        let a = s[&7];
+        let a = of((1..=10).map(|x| x as f64).collect()).unwrap();
         assert_eq!(a.count, 10);
         close(a.min, 1.0);
         close(a.max, 10.0);
@@ -104,7 +77,7 @@ mod tests {
         close(a.p99, 9.91);
         close(a.iqr, 4.5);
         close(a.cv, 8.25f64.sqrt() / 5.5);
-        let b = s[&3];
+        let b = of(vec![42.0]).unwrap();
         assert_eq!(b.count, 1);
         close(b.median, 42.0);
         close(b.std, 0.0);

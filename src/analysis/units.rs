@@ -3,10 +3,8 @@
 //! comparison between runs (`verdict`) and a speed-up between kernels (`findings`) state.
 
 use super::median;
-use crate::plan::{Cell, Headline};
-use crate::store::Stored;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Bootstrap resamples per interval: enough for stable 2.5% and 97.5% percentiles.
 const RESAMPLES: usize = 2000;
@@ -16,40 +14,14 @@ pub fn median_of(values: &[f64]) -> f64 {
     median(values.to_vec()).unwrap_or(f64::NAN)
 }
 
-/// Each cell's headline values (steady samples, or first launches where it takes none) by
-/// cell id, grouped by run (process or round).
-pub fn headline_runs(s: &Stored) -> HashMap<String, BTreeMap<u32, Vec<f64>>> {
-    let mut by_run: HashMap<u32, BTreeMap<u32, Vec<f64>>> = HashMap::new();
-    for r in s.samples.stretches() {
-        let cell = &s.plan.cells[r.cell as usize];
-        if r.first == (cell.headline() == Headline::First) {
-            (by_run
-                .entry(r.cell)
-                .or_default()
-                .entry(r.process)
-                .or_default())
-            .extend_from_slice(&s.samples.time_ns[r.at]);
-        }
-    }
-    by_run
-        .into_iter()
-        .map(|(c, runs)| (s.plan.cells[c as usize].id.clone(), runs))
-        .collect()
-}
-
 /// One value per unit: the median of each run (round or process) where the cell has
 /// several, else the medians of consecutive blocks of its samples (at least 3 per block,
 /// at most 20 blocks), since neighbouring samples of one run are not independent; and what
 /// a unit is.
-pub fn unit_values(cell: &Cell, runs: BTreeMap<u32, Vec<f64>>) -> (String, Vec<f64>) {
+pub fn unit_values(run_unit: &str, runs: BTreeMap<u32, Vec<f64>>) -> (String, Vec<f64>) {
     if runs.len() > 1 {
-        let what = if cell.knobs.process.fresh.is_some() {
-            "process"
-        } else {
-            "round"
-        };
         let medians = runs.values().map(|v| median_of(v)).collect();
-        return (what.into(), medians);
+        return (run_unit.into(), medians);
     }
     let samples: Vec<f64> = runs.into_values().flatten().collect();
     let blocks = (samples.len() / 3).clamp(1, 20);

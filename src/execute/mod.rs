@@ -16,7 +16,7 @@ use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
 use crate::plan::cost::{seconds, Estimate};
 use crate::plan::{shard::Shard, Plan, Run};
-use crate::store::{self, RunMeta, ShardCells, Stored, Writer};
+use crate::store::{self, RunMeta, Samples, ShardCells, Stored, Writer};
 use crate::{cuda, system};
 use anyhow::{bail, Context, Result};
 use scheduler::Scheduler;
@@ -104,13 +104,13 @@ pub fn run(
         bail!("--only, --set or --shard with --resume: a resumed run keeps the cells it was started with (add --force to start over with a new selection)");
     }
     let (only, set) = match &stored {
-        Some(s) => (s.meta.only.clone(), s.meta.set.clone()),
+        Some((s, _)) => (s.meta.only.clone(), s.meta.set.clone()),
         None => (subset.only.clone(), subset.set.clone()),
     };
     if set != subset.set {
         exp = load(&set)?;
     }
-    let (plan, shard) = planned(&exp, &only, stored.as_ref(), subset.shard)?;
+    let (plan, shard) = planned(&exp, &only, stored.as_ref().map(|(s, _)| s), subset.shard)?;
     // A run that could not start a cell leaves the folder as it was (a cluster's part too:
     // its task fails, and the merge names the cells it lacks).
     let Some(device) = device else {
@@ -121,7 +121,7 @@ pub fn run(
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
     let resumed = stored.is_some();
     let (mut meta, mut writer, done) = match stored {
-        Some(stored) => resume_folder(dir, &stored)?,
+        Some((stored, samples)) => resume_folder(dir, &stored, &samples)?,
         None => {
             store::claim(dir, start == Start::Replace, |_| false)?;
             let meta = new_meta(&exp, &plan, dir, inputs, only, set, shard);
@@ -191,7 +191,11 @@ fn planned(
 
 /// A resumed run's folder: its meta marked unfinished again, a writer that appends to it,
 /// and the runs that finished before.
-fn resume_folder(dir: &Path, stored: &Stored) -> Result<(RunMeta, Writer, HashSet<Run>)> {
+fn resume_folder(
+    dir: &Path,
+    stored: &Stored,
+    samples: &Samples,
+) -> Result<(RunMeta, Writer, HashSet<Run>)> {
     let done: HashSet<Run> = stored
         .records
         .iter()
@@ -203,7 +207,7 @@ fn resume_folder(dir: &Path, stored: &Stored) -> Result<(RunMeta, Writer, HashSe
     let mut meta = stored.meta.clone();
     meta.finished_utc = None;
     meta.complete = false;
-    let writer = Writer::resume(dir, stored, &meta)?;
+    let writer = Writer::resume(dir, stored, samples, &meta)?;
     Ok((meta, writer, done))
 }
 
@@ -284,8 +288,9 @@ fn estimate(exp: &Experiment, plan: &Plan) -> store::RunEstimate {
 }
 
 /// The stored run in `dir`, if the experiment and its sources are as they were.
-fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<Stored> {
-    let stored = Stored::load(dir)
+fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<(Stored, Samples)> {
+    let mut samples = Samples::default();
+    let stored = Stored::load(dir, &mut samples)
         .with_context(|| format!("cannot resume: {} is not a readable run", dir.display()))?;
     if stored.meta.inputs_sha256.as_deref() != Some(inputs) {
         bail!(
@@ -297,7 +302,7 @@ fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<Stored> {
     for w in &stored.warnings {
         eprintln!("warning: {w}");
     }
-    Ok(stored)
+    Ok((stored, samples))
 }
 
 /// The experiment file and every kernel source it compiles, hashed together, with the path,

@@ -41,12 +41,7 @@ pub fn rows(a: &Analysis) -> Vec<CellRow> {
         .filter_map(|c| {
             let rs = a.records.get(&c.index)?;
             let clocks = a.clocks(c);
-            let key = (c.index as u32, 0);
-            let r = a
-                .launches
-                .get(&key)
-                .zip(a.series.get(&key))
-                .and_then(|(l, s)| clocks::time_clock_correlation(l, s));
+            let r = (a.traces.get(&c.index)).and_then(|t| t.clock_correlation);
             Some(cell_row(c, rs, &clocks, r, &probe))
         })
         .collect()

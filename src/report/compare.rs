@@ -5,7 +5,7 @@
 
 use super::cycles;
 use super::format;
-use crate::analysis::median;
+use crate::analysis::{self, Analysis};
 use crate::experiment::Unit;
 use crate::store::Stored;
 use crate::verdict;
@@ -44,14 +44,13 @@ pub struct CompareRow {
 }
 
 /// Each cell's headline median (steady samples, or first launches where it takes none), by id.
-pub fn headline_medians(s: &Stored) -> HashMap<String, f64> {
-    verdict::headline_runs(s)
-        .into_iter()
-        .filter_map(|(id, runs)| Some((id, median(runs.into_values().flatten().collect())?)))
+pub fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
+    (a.run.plan.cells.iter())
+        .filter_map(|c| Some((c.id.as_str(), a.units.get(&c.index)?.median)))
         .collect()
 }
 
-pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
+pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
     let (now, before) = (headline_medians(this), headline_medians(earlier));
     let verdicts = verdict::compare(
         earlier,
@@ -70,12 +69,9 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
     let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
     let (clock_now, clock_before) = (cycles::cell_mhz(this), cycles::cell_mhz(earlier));
     let mut judged = Judged::default();
-    let rows = this
-        .plan
-        .cells
-        .iter()
+    let rows = (this.run.plan.cells.iter())
         .filter_map(|c| {
-            let (a, b) = (*now.get(&c.id)?, *before.get(&c.id)?);
+            let (a, b) = (*now.get(c.id.as_str())?, *before.get(c.id.as_str())?);
             let diff = (a - b) / b * 100.0;
             let clocks = (clock_now.get(&c.id)).zip(clock_before.get(&c.id));
             let cycles_diff = clocks.map(|(x, y)| (a * x - b * y) / (b * y) * 100.0);
@@ -105,7 +101,7 @@ pub fn build(this: &Stored, earlier: &Stored, label: &str) -> Comparison {
             })
         })
         .collect();
-    let followers: Vec<&str> = (this.experiment.kernels.iter())
+    let followers: Vec<&str> = (this.run.experiment.kernels.iter())
         .map(|k| k.name.as_str())
         .filter(|k| follows(k))
         .collect();
@@ -255,10 +251,11 @@ pub fn run_compare(
         bail!("--floor {floor_us}: give microseconds, 0 or more, e.g. --floor 2");
     }
     let load = |dir: &Path| {
-        Stored::load(dir).with_context(|| format!("{} is not a stored run", dir.display()))
+        analysis::load(dir).with_context(|| format!("{} is not a stored run", dir.display()))
     };
-    let (a, b) = (load(old)?, load(new)?);
+    let ((a, reduced_a), (b, reduced_b)) = (load(old)?, load(new)?);
     common_cells(&a, &b)?;
+    let (a, b) = (Analysis::of(&a, reduced_a), Analysis::of(&b, reduced_b));
     let c = verdict::compare(&a, &b, threshold_pct, floor_us);
     print!(
         "{}",

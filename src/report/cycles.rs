@@ -6,10 +6,8 @@
 //! others the memory clock's view: what NVML read of it over the kernel's cells.
 
 use super::cells::probe_of;
-use crate::analysis::{median, Analysis};
+use crate::analysis::Analysis;
 use crate::experiment::point_label;
-use crate::store::Stored;
-use crate::verdict;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -114,13 +112,11 @@ fn counting_clock(r: &crate::protocol::CellRecord) -> Option<f64> {
 
 /// Each probed cell's runs as (time, the clock its cycles are counted at), by cell index.
 /// A run's time is the median of its headline values, as comparisons take them.
-fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
-    let runs = verdict::headline_runs(s);
+fn probed_runs(a: &Analysis) -> HashMap<usize, Vec<(f64, f64)>> {
     let mut out: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
-    for r in &s.records {
-        let values = runs.get(&r.id).and_then(|by_run| by_run.get(&r.process));
-        let time = values.and_then(|v| median(v.clone()));
-        if let (Some(t), Some(mhz)) = (time, counting_clock(r)) {
+    for r in &a.run.records {
+        let time = a.run_medians.get(&(r.cell, r.process));
+        if let (Some(&t), Some(mhz)) = (time, counting_clock(r)) {
             out.entry(r.cell).or_default().push((t, mhz));
         }
     }
@@ -129,11 +125,11 @@ fn probed_runs(s: &Stored) -> HashMap<usize, Vec<(f64, f64)>> {
 
 /// Each kernel's response to the SM clock, pooled over the probed cells of `runs` (a cell
 /// of each run counts apart: their clocks and times are not one series).
-pub fn responses(runs: &[&Stored]) -> HashMap<String, Response> {
+pub fn responses(runs: &[&Analysis]) -> HashMap<String, Response> {
     let mut by_kernel: HashMap<String, Vec<Vec<(f64, f64)>>> = HashMap::new();
-    for s in runs {
-        let mut probed = probed_runs(s);
-        for c in &s.plan.cells {
+    for a in runs {
+        let mut probed = probed_runs(a);
+        for c in &a.run.plan.cells {
             if let Some(rs) = probed.remove(&c.index) {
                 by_kernel.entry(c.kernel_name.clone()).or_default().push(rs);
             }
@@ -145,9 +141,9 @@ pub fn responses(runs: &[&Stored]) -> HashMap<String, Response> {
 }
 
 /// Each probed cell's mean clock, as its cycles are counted, by cell id.
-pub fn cell_mhz(s: &Stored) -> HashMap<String, f64> {
-    let probed = probed_runs(s);
-    (s.plan.cells.iter())
+pub fn cell_mhz(a: &Analysis) -> HashMap<String, f64> {
+    let probed = probed_runs(a);
+    (a.run.plan.cells.iter())
         .filter_map(|c| {
             let rs = probed.get(&c.index)?;
             Some((
@@ -194,7 +190,7 @@ fn memory_clock(a: &Analysis, cells: &[usize]) -> Option<(u32, u32, usize)> {
 /// One table per kernel whose cells were probed.
 pub fn build(a: &Analysis) -> Vec<CyclesTable> {
     let exp = &a.run.experiment;
-    let (responses, cell_mhz) = (responses(&[a.run]), cell_mhz(a.run));
+    let (responses, cell_mhz) = (responses(&[a]), cell_mhz(a));
     let mut tables = Vec::new();
     for (k, kernel) in exp.timed_kernels() {
         let mut probed = Vec::new();

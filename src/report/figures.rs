@@ -24,11 +24,6 @@ struct PlotRef {
     path: String,
 }
 
-/// Cells with at least this many timed launches get a time-series plot.
-const SERIES_MIN_SAMPLES: usize = 2000;
-/// A time-series plot shows at most this many samples (every k-th), to stay readable and small.
-const SERIES_MAX_POINTS: usize = 10_000;
-
 /// A plot to write beside the report: its path relative to it, and its SVG text.
 pub type PlotFile = (String, String);
 
@@ -248,20 +243,13 @@ fn series_plots(
 ) -> anyhow::Result<()> {
     for c in &a.run.plan.cells {
         let key = (c.index as u32, 0);
-        let Some(launches) = a
-            .launches
-            .get(&key)
-            .filter(|l| l.len() >= SERIES_MIN_SAMPLES)
+        let Some((trace, points)) =
+            (a.traces.get(&c.index)).and_then(|t| Some((t, t.points.as_ref()?)))
         else {
             continue;
         };
-        let step = launches.len().div_ceil(SERIES_MAX_POINTS);
-        let samples: Vec<(f64, f64)> = launches
-            .iter()
-            .step_by(step)
-            .filter(|(t, _)| t.is_finite())
-            .map(|(t, ns)| (t / 1e6, ns / 1e3))
-            .collect();
+        let step = trace.step;
+        let samples: Vec<(f64, f64)> = (points.iter()).map(|(t, ns)| (t / 1e6, ns / 1e3)).collect();
         let clock: Vec<(f64, f64)> = a
             .series
             .get(&key)

@@ -25,7 +25,7 @@ mod scan;
 mod throughput;
 mod view;
 
-use crate::analysis::Analysis;
+use crate::analysis::{self, Analysis, Reduced};
 use crate::experiment::expr;
 use crate::files;
 use crate::store::{
@@ -51,8 +51,8 @@ const MAX_REPORT_BYTES: usize = 64 << 20;
 
 /// Records in `dir` that its report compares against the run in `earlier`.
 pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
-    let this = Stored::load(dir)?;
-    let before = Stored::load(earlier)
+    let (this, _) = analysis::load(dir)?;
+    let (before, _) = analysis::load(earlier)
         .with_context(|| format!("{} is not a stored run", earlier.display()))?;
     compare::common_cells(&before, &this)?;
     let rel = compare::relative_path(dir, earlier)
@@ -67,16 +67,17 @@ pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
 /// anything is written, and each file is written whole, so a failure leaves the earlier
 /// report as it was.
 pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
-    let mut stored = Stored::load(dir)?;
+    let (mut stored, reduced) = analysis::load(dir)?;
     let earlier = earlier_run(&mut stored)?;
     for w in &stored.warnings {
         eprintln!("warning: {w}");
     }
-    let analysis = Analysis::of(&stored)?;
+    let analysis = Analysis::of(&stored, reduced);
     let trust = analysis.trust();
     let mut view = view::View::build(&analysis)?;
-    if let Some((earlier, rel)) = &earlier {
-        view.set_comparison(compare::build(&stored, earlier, rel));
+    if let Some((earlier, reduced, rel)) = earlier {
+        let earlier = Analysis::of(&earlier, reduced);
+        view.set_comparison(compare::build(&analysis, &earlier, &rel));
     }
     let (name, text) = template_text(&stored, template)?;
     let mut env = expr::environment(REPORT_FUEL);
@@ -180,7 +181,7 @@ pub struct Rendered {
 
 /// The run `dir`'s `compare_to` names, with its path as written there; where it cannot be
 /// read (a run folder copied alone), the report says so and compares with nothing.
-fn earlier_run(stored: &mut Stored) -> Result<Option<(Stored, String)>> {
+fn earlier_run(stored: &mut Stored) -> Result<Option<(Stored, Reduced, String)>> {
     let path = stored.dir.join(COMPARE_FILE);
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
@@ -189,8 +190,8 @@ fn earlier_run(stored: &mut Stored) -> Result<Option<(Stored, String)>> {
         .with_context(|| format!("cannot read {}", path.display()))?
         .trim()
         .to_string();
-    match Stored::load(&stored.dir.join(&rel)) {
-        Ok(earlier) => Ok(Some((earlier, rel))),
+    match analysis::load(&stored.dir.join(&rel)) {
+        Ok((earlier, reduced)) => Ok(Some((earlier, reduced, rel))),
         Err(e) => {
             eprintln!("warning: {COMPARE_FILE}: {e:#}");
             stored.warnings.push(format!(

@@ -2,17 +2,17 @@
 //! how close a first run's estimate comes to each run's wall time, and that the budget the
 //! experiments run under now stops none of the cells they took.
 
-use super::Stored;
+use super::{SampleSink, Samples, Stored, Stretch};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::method::budget::Meter;
 use crate::plan::{cost::Estimate, Plan};
 use crate::protocol::STOPPED_BY_BUDGET;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Every committed run folder (merged runs' parts aside), each with its run loaded.
-fn committed() -> Vec<(PathBuf, Stored)> {
+/// Every committed run folder (merged runs' parts aside).
+fn committed_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     let mut stack = vec![PathBuf::from("reports")];
     while let Some(dir) = stack.pop() {
@@ -26,12 +26,76 @@ fn committed() -> Vec<(PathBuf, Stored)> {
         }
     }
     dirs.sort();
-    dirs.into_iter()
+    dirs
+}
+
+/// Every committed run folder, each with its run and samples loaded.
+fn committed() -> Vec<(PathBuf, Stored, Samples)> {
+    (committed_dirs().into_iter())
         .map(|d| {
-            let s = Stored::load(&d).unwrap_or_else(|e| panic!("{}: {e:#}", d.display()));
-            (d, s)
+            let mut samples = Samples::default();
+            let s = (Stored::load(&d, &mut samples))
+                .unwrap_or_else(|e| panic!("{}: {e:#}", d.display()));
+            (d, s, samples)
         })
         .collect()
+}
+
+/// Checks the order a run's samples stream in: one pass, and each cell's stretches before
+/// it is done, done once.
+#[derive(Default)]
+struct Order {
+    passes: usize,
+    done: HashSet<u32>,
+    faults: Vec<String>,
+}
+
+impl SampleSink for Order {
+    fn begin(&mut self, _: &Plan, _: &[super::TelemetryRow]) {
+        self.passes += 1;
+    }
+
+    fn stretch(&mut self, s: Stretch<'_>) {
+        if self.done.contains(&s.cell) {
+            self.faults
+                .push(format!("cell {} has samples after it was done", s.cell));
+        }
+    }
+
+    fn done(&mut self, cell: u32) {
+        if !self.done.insert(cell) {
+            self.faults.push(format!("cell {cell} done twice"));
+        }
+    }
+
+    fn leave_out(&mut self, _: &HashSet<u32>) {}
+}
+
+/// Streaming ends each cell as its last run passes, so a report holds the cells still open:
+/// every committed run is stored in its records' order and reads in one pass.
+#[test]
+fn every_committed_run_streams_its_cells_in_one_pass() {
+    let dirs = committed_dirs();
+    for d in &dirs {
+        let mut order = Order::default();
+        let s = Stored::load(d, &mut order).unwrap_or_else(|e| panic!("{}: {e:#}", d.display()));
+        assert_eq!(order.passes, 1, "{}", d.display());
+        assert!(
+            order.faults.is_empty(),
+            "{}: {:?}",
+            d.display(),
+            order.faults
+        );
+        for r in &s.records {
+            assert!(
+                order.done.contains(&(r.cell as u32)),
+                "{}: {}",
+                d.display(),
+                r.id
+            );
+        }
+    }
+    assert!(dirs.len() > 50, "only {} runs", dirs.len());
 }
 
 fn wall_s(s: &Stored) -> Option<f64> {
@@ -50,7 +114,7 @@ const CURRENT: &[&str] = &["5ac6784", "e04683c"];
 #[test]
 fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
     let mut rows = Vec::new();
-    for (dir, s) in committed() {
+    for (dir, s, _) in committed() {
         let (Some(wall), true) = (wall_s(&s), s.meta.complete) else {
             continue;
         };
@@ -113,7 +177,7 @@ fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
 #[test]
 fn the_budget_stops_no_cell_of_a_committed_run() {
     let mut checked = 0;
-    for (dir, s) in committed() {
+    for (dir, s, sm) in committed() {
         let path = &s.meta.experiment_path;
         let Ok(now) =
             Experiment::load_set(path, &DeviceFacts::nominal(), Sources::Skip, &s.meta.set)
@@ -125,7 +189,6 @@ fn the_budget_stops_no_cell_of_a_committed_run() {
             .map(|c| (c.id.as_str(), (&c.knobs, c.runs())))
             .collect();
         let mut samples: HashMap<(u32, u32), Vec<f64>> = HashMap::new();
-        let sm = &s.samples;
         for i in (0..sm.cell.len()).filter(|&i| !sm.first[i]) {
             (samples.entry((sm.cell[i], sm.process[i])).or_default()).push(sm.time_ns[i]);
         }

@@ -4,7 +4,8 @@
 //! copy) is refused, and so is an `--out` that holds another run, unless `force`.
 
 use super::{
-    RunMeta, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SOURCES_DIR, TEMPLATE_FILE,
+    RunMeta, Samples, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SOURCES_DIR,
+    TEMPLATE_FILE,
 };
 use crate::files;
 use crate::plan::Plan;
@@ -14,10 +15,8 @@ use std::path::Path;
 
 /// Joins the runs in `parts` into `out`; the merged run's metadata.
 pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
-    let runs: Vec<Stored> = parts
-        .iter()
-        .map(|p| Stored::load(p).with_context(|| format!("cannot merge {}", p.display())))
-        .collect::<Result<_>>()?;
+    let loaded = load_parts(parts)?;
+    let runs: Vec<&Stored> = loaded.iter().map(|(s, _)| s).collect();
     let Some(first) = runs.first() else {
         bail!("nothing to merge: name the run folders of the parts");
     };
@@ -112,7 +111,7 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
         }
     }
     let mut writer = Writer::merged(out, &first.experiment, &meta)?;
-    for r in &runs {
+    for (r, samples) in &loaded {
         let gpu = r.meta.device.as_ref().map(|d| d.uuid.clone());
         for rec in &r.records {
             let Some(&i) = index.get(rec.id.as_str()) else {
@@ -122,7 +121,7 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
                     rec.id
                 );
             };
-            let mut rec = r.with_samples(rec);
+            let mut rec = r.with_samples(rec, samples);
             rec.cell = i;
             rec.gpu = rec.gpu.or_else(|| gpu.clone());
             writer.append(&plan.cells[i], &rec)?;
@@ -133,6 +132,18 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
         writer.write_peers(&peers)?;
     }
     Ok(meta)
+}
+
+/// Each part with its samples, which the merged run copies.
+fn load_parts(parts: &[&Path]) -> Result<Vec<(Stored, Samples)>> {
+    (parts.iter())
+        .map(|p| {
+            let mut samples = Samples::default();
+            let stored = Stored::load(p, &mut samples)
+                .with_context(|| format!("cannot merge {}", p.display()))?;
+            Ok((stored, samples))
+        })
+        .collect()
 }
 
 /// A part by its content: its metadata and cell records, so that a part named twice, by

@@ -7,6 +7,7 @@ mod guard;
 mod merge;
 mod read;
 mod rows;
+mod samples;
 mod write;
 
 #[cfg(test)]
@@ -20,7 +21,8 @@ use std::path::PathBuf;
 
 pub use guard::{claim, may_write};
 pub use merge::merge;
-pub use read::{device_facts, previous_wall_times, Stored};
+pub use read::{device_facts, previous_wall_times, Stored, TelemetryRow};
+pub use samples::{SampleSink, Samples, Stretch};
 pub use write::Writer;
 
 /// One reading of a peer program: its time, or why there is none.

@@ -6,15 +6,16 @@
 //! file that is not the run's own (a link), refuses the whole.
 
 use super::rows::{each_csv_row, file_name, read_records, Unreadable};
+use super::samples::{self, SampleSink, Samples};
 use super::{
     PeerRow, RunMeta, CELLS_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
-    SAMPLES_FILE, TELEMETRY_FILE,
+    TELEMETRY_FILE,
 };
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::files;
 use crate::plan::Plan;
 use crate::protocol::{capability, DeviceInfo};
-use crate::protocol::{CellRecord, Status, Telemetry, TelemetryPoint};
+use crate::protocol::{CellRecord, Telemetry, TelemetryPoint};
 use anyhow::{bail, Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -26,7 +27,6 @@ pub struct Stored {
     pub experiment: Experiment,
     pub plan: Plan,
     pub records: Vec<CellRecord>,
-    pub samples: Samples,
     pub telemetry: Vec<TelemetryRow>,
     pub notes: Option<String>,
     pub findings: Option<String>,
@@ -34,75 +34,6 @@ pub struct Stored {
     pub peers: Vec<PeerRow>,
     /// What was dropped as torn or unfinished, to tell the user.
     pub warnings: Vec<String>,
-}
-
-/// The timing columns of the samples: for each sample its cell index, phase and time.
-#[derive(Default)]
-pub struct Samples {
-    pub cell: Vec<u32>,
-    pub process: Vec<u32>,
-    pub first: Vec<bool>,
-    pub time_ns: Vec<f64>,
-    /// Host start of each launch, µs from its cell's start (NaN where not recorded).
-    pub start_us: Vec<f64>,
-}
-
-/// `look`'s answer for `key`, or the one `last` holds for it: consecutive rows of a run
-/// ask the same question.
-fn remembered<K, Q, V>(
-    last: &mut Option<(K, V)>,
-    key: &Q,
-    look: impl FnOnce() -> Option<V>,
-) -> Option<V>
-where
-    K: std::borrow::Borrow<Q>,
-    Q: PartialEq + ToOwned<Owned = K> + ?Sized,
-    V: Copy,
-{
-    if let Some((k, v)) = last {
-        if k.borrow() == key {
-            return Some(*v);
-        }
-    }
-    let v = look()?;
-    *last = Some((key.to_owned(), v));
-    Some(v)
-}
-
-/// A stretch of consecutive samples of one run of a cell in one phase: its cell, process,
-/// whether its samples are first launches, and where they lie.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stretch {
-    pub cell: u32,
-    pub process: u32,
-    pub first: bool,
-    pub at: std::ops::Range<usize>,
-}
-
-impl Samples {
-    /// The samples as stretches of one run and phase, in stored order: a run's samples are
-    /// written together, so that a consumer groups them a stretch at a time rather than a
-    /// sample at a time.
-    pub fn stretches(&self) -> impl Iterator<Item = Stretch> + '_ {
-        let n = self.cell.len();
-        let key = move |i: usize| (self.cell[i], self.process[i], self.first[i]);
-        let mut start = 0;
-        std::iter::from_fn(move || {
-            if start >= n {
-                return None;
-            }
-            let k = key(start);
-            let end = (start + 1..n).find(|&i| key(i) != k).unwrap_or(n);
-            let at = start..end;
-            start = end;
-            Some(Stretch {
-                cell: k.0,
-                process: k.1,
-                first: k.2,
-                at,
-            })
-        })
-    }
 }
 
 /// A telemetry reading of one cell's run.
@@ -164,7 +95,8 @@ impl Stored {
         Ok(read_meta(dir)?.experiment_path)
     }
 
-    pub fn load(dir: &Path) -> Result<Stored> {
+    /// Reads the run in `dir`, streaming its samples to `sink` (see [`SampleSink`]).
+    pub fn load(dir: &Path, sink: &mut dyn SampleSink) -> Result<Stored> {
         let meta = read_meta(dir)?;
         let text = read_text(dir, EXPERIMENT_FILE, files::MAX_TEXT_BYTES)?;
         let stored_path = dir.join(EXPERIMENT_FILE);
@@ -204,16 +136,23 @@ impl Stored {
             experiment,
             plan,
             records,
-            samples: Samples::default(),
             telemetry: vec![],
             peers: read_peers(dir)?,
             notes: read_optional(dir, NOTES_FILE)?.map(|n| n.trim().to_string()),
             findings: read_optional(dir, FINDINGS_FILE)?.map(|n| n.trim().to_string()),
             warnings,
         };
-        stored.read_samples(&mut unreadable)?;
+        // Telemetry first, for the sink; its warnings after the samples'.
+        let before = stored.warnings.len();
         stored.read_telemetry()?;
-        stored.leave_out(unreadable);
+        let telemetry_warnings = stored.warnings.split_off(before);
+        let scan = samples::stream(dir, &stored.plan, &stored.records, &stored.telemetry, sink)?;
+        stored.warnings.extend(scan.warnings);
+        stored.warnings.extend(telemetry_warnings);
+        for (id, why) in scan.unreadable.0 {
+            unreadable.add(&id, why);
+        }
+        stored.leave_out(unreadable, sink);
         Ok(stored)
     }
 
@@ -223,101 +162,6 @@ impl Stored {
             .iter()
             .map(|r| (r.cell as u32, r.process))
             .collect()
-    }
-
-    fn read_samples(&mut self, unreadable: &mut Unreadable) -> Result<()> {
-        let index = self.plan.index_by_id();
-        let recorded = self.recorded();
-        let plan = &self.plan;
-        let s = &mut self.samples;
-        // Rows' problems, said after the damaged rows', as when the file was read whole.
-        let mut dropped = Vec::new();
-        // The first problem of each cell's rows: bounded by the cells, not the rows.
-        let mut bad: HashMap<String, String> = HashMap::new();
-        let mut unfinished = HashSet::new();
-        let want = ["cell", "process", "phase", "time_ns", "t_us"];
-        // A run's rows come together: the last row's cell and run spare a lookup a row.
-        let mut last_cell: Option<(String, usize)> = None;
-        let mut last_run: Option<((u32, u32), bool)> = None;
-        let read = each_csv_row(&self.dir, SAMPLES_FILE, &want, |name, line, r| {
-            let id = &r[0];
-            let Some(cell) = remembered(&mut last_cell, id, || index.get(id).copied()) else {
-                dropped.push(format!(
-                    "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
-                ));
-                return;
-            };
-            let Ok(process) = r[1].parse::<u32>() else {
-                let why = format!("{name}:{line}: a process of `{}`", &r[1]);
-                bad.entry(id.to_string()).or_insert(why);
-                return;
-            };
-            let run = (cell as u32, process);
-            if !remembered(&mut last_run, &run, || Some(recorded.contains(&run))).unwrap_or(false) {
-                unfinished.insert(id.to_string());
-                return;
-            }
-            // A reading is a positive time, but where the method subtracts two timings.
-            let may_be_negative = plan.cells[cell].knobs.flushed_graph.reads_a_difference();
-            match r[3].parse::<f64>() {
-                Ok(t) if t.is_finite() && (t > 0.0 || may_be_negative) => s.time_ns.push(t),
-                _ => {
-                    let why = format!("{name}:{line}: a time of `{}` ns", &r[3]);
-                    bad.entry(id.to_string()).or_insert(why);
-                    return;
-                }
-            }
-            s.cell.push(cell as u32);
-            s.process.push(process);
-            s.first.push(&r[2] == "first");
-            s.start_us.push(r[4].parse().unwrap_or(f64::NAN));
-        })?;
-        let Some(read) = read else {
-            bail!(
-                "cannot read {} (is {} a run's folder?)",
-                self.dir.join(SAMPLES_FILE).display(),
-                self.dir.display()
-            );
-        };
-        let name = file_name(&read.path);
-        self.warnings.extend(read.torn_warning());
-        for (line, id) in read.damaged {
-            match id.filter(|id| index.contains_key(id.as_str())) {
-                Some(id) => unreadable.add(&id, format!("{name}:{line}: a malformed row")),
-                None => self
-                    .warnings
-                    .push(format!("{name}:{line}: dropped a malformed row")),
-            }
-        }
-        self.warnings.extend(dropped);
-        for (id, why) in bad {
-            unreadable.add(&id, why);
-        }
-        let s = &self.samples;
-        for id in unfinished {
-            self.warnings.push(format!(
-                "{name}: dropped the samples of cell {id}, which {CELLS_FILE} does not record as finished"
-            ));
-        }
-        // A cell recorded as finished and ok has at least its first launch stored.
-        let with_first: HashSet<(u32, u32)> = (0..s.cell.len())
-            .filter(|&i| s.first[i])
-            .map(|i| (s.cell[i], s.process[i]))
-            .collect();
-        for r in self
-            .records
-            .iter()
-            .filter(|r| r.status == Status::Ok && !with_first.contains(&(r.cell as u32, r.process)))
-        {
-            unreadable.add(
-                &r.id,
-                format!(
-                    "{name} lacks its samples (process {}), which {CELLS_FILE} records as ok",
-                    r.process
-                ),
-            );
-        }
-        Ok(())
     }
 
     fn read_telemetry(&mut self) -> Result<()> {
@@ -379,7 +223,7 @@ impl Stored {
 
     /// Leaves the unreadable cells out: their records, samples and telemetry, each named in
     /// a warning (they count as not run, and a resume runs them again).
-    fn leave_out(&mut self, unreadable: Unreadable) {
+    fn leave_out(&mut self, unreadable: Unreadable, sink: &mut dyn SampleSink) {
         if unreadable.0.is_empty() {
             return;
         }
@@ -388,18 +232,7 @@ impl Stored {
             .filter_map(|id| index.get(id.as_str()).map(|&i| i as u32))
             .collect();
         self.records.retain(|r| !unreadable.0.contains_key(&r.id));
-        let s = &mut self.samples;
-        let keep: Vec<bool> = s.cell.iter().map(|c| !gone.contains(c)).collect();
-        for column in [&mut s.time_ns, &mut s.start_us] {
-            let mut k = keep.iter();
-            column.retain(|_| *k.next().expect("one flag per row"));
-        }
-        for column in [&mut s.cell, &mut s.process] {
-            let mut k = keep.iter();
-            column.retain(|_| *k.next().expect("one flag per row"));
-        }
-        let mut k = keep.iter();
-        s.first.retain(|_| *k.next().expect("one flag per row"));
+        sink.leave_out(&gone);
         self.telemetry.retain(|t| !gone.contains(&t.cell));
         for (id, why) in unreadable.0 {
             self.warnings.push(format!(
@@ -409,10 +242,9 @@ impl Stored {
     }
 
     /// A record with its samples and telemetry put back, as the worker reported it.
-    pub fn with_samples(&self, rec: &CellRecord) -> CellRecord {
+    pub fn with_samples(&self, rec: &CellRecord, s: &Samples) -> CellRecord {
         let mut out = rec.clone();
         let key = (rec.cell as u32, rec.process);
-        let s = &self.samples;
         for i in (0..s.cell.len()).filter(|&i| (s.cell[i], s.process[i]) == key) {
             if s.first[i] {
                 out.first_ns = Some(s.time_ns[i]);
@@ -478,36 +310,4 @@ pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
         }
     }
     sums.into_iter().map(|(k, (s, n))| (k, s / n)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_come_in_stretches_of_one_run_and_phase_in_stored_order() {
-        let s = Samples {
-            cell: vec![0, 0, 0, 0, 1, 1, 0],
-            process: vec![0, 0, 0, 1, 0, 0, 0],
-            first: vec![true, false, false, false, false, false, false],
-            time_ns: vec![1.0; 7],
-            start_us: vec![0.0; 7],
-        };
-        let got: Vec<(u32, u32, bool, std::ops::Range<usize>)> = s
-            .stretches()
-            .map(|r| (r.cell, r.process, r.first, r.at))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (0, 0, true, 0..1),
-                (0, 0, false, 1..3),
-                (0, 1, false, 3..4),
-                (1, 0, false, 4..6),
-                // A run's samples apart from the rest still make their own stretch.
-                (0, 0, false, 6..7),
-            ]
-        );
-        assert_eq!(Samples::default().stretches().count(), 0);
-    }
 }

@@ -3,8 +3,8 @@
 //! is written last, so a line in `cells.jsonl` means its samples are on disk.
 
 use super::{
-    PeerRow, RunMeta, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE, RUN_FILE, SAMPLES_FILE,
-    SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
+    PeerRow, RunMeta, Samples, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE, RUN_FILE,
+    SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
 };
 use crate::experiment::Experiment;
 use crate::files;
@@ -132,13 +132,18 @@ impl Writer {
 
     /// Continues the stored run in `dir`: its files are written anew from what was read
     /// back (a torn last cell dropped), and later cells are appended.
-    pub fn resume(dir: &Path, stored: &Stored, meta: &RunMeta) -> Result<Writer> {
+    pub fn resume(
+        dir: &Path,
+        stored: &Stored,
+        samples: &Samples,
+        meta: &RunMeta,
+    ) -> Result<Writer> {
         // Written beside the old files and renamed over them once whole, so that nothing
         // of the run is lost if this stops half-way.
         const NEW: &str = ".resumed-";
         let mut writer = Writer::empty(dir, &stored.experiment, NEW)?;
         for rec in &stored.records {
-            let rec = stored.with_samples(rec);
+            let rec = stored.with_samples(rec, samples);
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
         }
         for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {

@@ -5,9 +5,8 @@
 
 mod stats;
 
-pub use crate::analysis::units::headline_runs;
-use crate::analysis::units::{median_of, ratio_interval, seed_of, unit_values};
-use crate::plan::Cell;
+use crate::analysis::units::{median_of, ratio_interval, seed_of};
+use crate::analysis::Analysis;
 use crate::store::{Stored, SOURCES_DIR};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -103,14 +102,12 @@ impl Comparison {
     }
 }
 
-/// A cell's headline values grouped into independent units, and what a unit is.
-fn units_of(s: &Stored) -> HashMap<String, (String, Vec<f64>)> {
-    let cells: HashMap<&str, &Cell> = s.plan.cells.iter().map(|c| (c.id.as_str(), c)).collect();
-    headline_runs(s)
-        .into_iter()
-        .map(|(id, runs)| {
-            let units = unit_values(cells[id.as_str()], runs);
-            (id, units)
+/// Each cell's independent units by id, and what a unit is.
+fn units_of<'a>(a: &'a Analysis) -> HashMap<&'a str, (&'a str, &'a [f64])> {
+    (a.run.plan.cells.iter())
+        .filter_map(|c| {
+            let u = a.units.get(&c.index)?;
+            Some((c.id.as_str(), (u.what.as_str(), u.values.as_slice())))
         })
         .collect()
 }
@@ -180,20 +177,22 @@ fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
 
 /// Cell by cell: a change is one beyond `threshold_pct` of the old median and beyond
 /// `floor_us`, whichever is larger.
-pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) -> Comparison {
+pub fn compare(old: &Analysis, new: &Analysis, threshold_pct: f64, floor_us: f64) -> Comparison {
     let (before, after) = (units_of(old), units_of(new));
-    let (run_differences, changed) = run_differences(old, new);
+    let (run_differences, changed) = run_differences(old.run, new.run);
     let (doubts_old, doubts_new) = (doubts(old), doubts(new));
     let mut cells = Vec::new();
     let mut untrusted = Vec::new();
-    for cell in &new.plan.cells {
-        let (Some((what, a)), Some((_, b))) = (before.get(&cell.id), after.get(&cell.id)) else {
+    for cell in &new.run.plan.cells {
+        let (Some(&(what, a)), Some(&(_, b))) =
+            (before.get(cell.id.as_str()), after.get(cell.id.as_str()))
+        else {
             continue;
         };
         // A speed-up from a reading the audit or the device's peaks do not support is none.
         let doubt = [("old", &doubts_old), ("new", &doubts_new)]
             .into_iter()
-            .filter_map(|(run, d)| Some(format!("{run} run: {}", d.get(&cell.id)?)))
+            .filter_map(|(run, d)| Some(format!("{run} run: {}", d.get(cell.id.as_str())?)))
             .collect::<Vec<_>>();
         if !doubt.is_empty() {
             untrusted.push((cell.id.clone(), doubt.join("; ")));
@@ -217,7 +216,7 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
         // whole file names, so `stream.cu` is not taken for `mystream.cu`.
         let source = cell
             .kernel
-            .and_then(|k| new.experiment.kernels.get(k))
+            .and_then(|k| new.run.experiment.kernels.get(k))
             .and_then(|k| k.source.rsplit('/').next())
             .filter(|s| !s.is_empty());
         let differs = source
@@ -232,16 +231,17 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
             ratio_low,
             ratio_high,
             p_value: stats::mann_whitney_p(a, b),
-            units: what.clone(),
+            units: what.to_string(),
             old_units: a.len(),
             new_units: b.len(),
             verdict,
             differs,
         });
     }
-    let only = |x: &HashMap<String, (String, Vec<f64>)>,
-                y: &HashMap<String, (String, Vec<f64>)>| {
-        let mut v: Vec<String> = x.keys().filter(|k| !y.contains_key(*k)).cloned().collect();
+    let only = |x: &HashMap<&str, _>, y: &HashMap<&str, _>| {
+        let mut v: Vec<String> = (x.keys().filter(|k| !y.contains_key(*k)))
+            .map(|k| k.to_string())
+            .collect();
         v.sort();
         v
     };
@@ -256,17 +256,12 @@ pub fn compare(old: &Stored, new: &Stored, threshold_pct: f64, floor_us: f64) ->
     }
 }
 
-/// The cells of a run whose reading is not trusted, by id, with the verdict's word (every
-/// cell, where the run's statistics cannot be computed to judge them).
-fn doubts(s: &Stored) -> HashMap<String, &'static str> {
-    let Ok(a) = crate::analysis::Analysis::of(s) else {
-        let unjudged = |c: &Cell| (c.id.clone(), "not judged: its statistics failed");
-        return s.plan.cells.iter().map(unjudged).collect();
-    };
-    (s.plan.cells.iter())
+/// The cells of a run whose reading is not trusted, by id, with the verdict's word.
+fn doubts<'a>(a: &'a Analysis) -> HashMap<&'a str, &'static str> {
+    (a.run.plan.cells.iter())
         .filter_map(|c| {
             let v = a.verdict(c);
-            v.reason().map(|_| (c.id.clone(), v.word()))
+            v.reason().map(|_| (c.id.as_str(), v.word()))
         })
         .collect()
 }

@@ -146,14 +146,11 @@ impl Trusted<'_> {
 pub fn of(a: &Analysis) -> Vec<Finding> {
     let s = a.run;
     let exp = &s.experiment;
-    let runs = super::units::headline_runs(s);
     let median = |k: usize, p: &Point, v: &str| a.sound_median_at(k, p, v);
     let units = |k: usize, p: &Point, v: &str| {
-        let Some(c) = a.cell_at(k, p, v) else {
-            return vec![];
-        };
-        runs.get(&c.id)
-            .map_or(vec![], |r| super::units::unit_values(c, r.clone()).1)
+        (a.cell_at(k, p, v))
+            .and_then(|c| a.units.get(&c.index))
+            .map_or(vec![], |u| u.values.clone())
     };
     let t = Trusted {
         exp,
