@@ -8,6 +8,7 @@ use super::stats::{self, Stats};
 use super::units::unit_values;
 use super::{median, Phase, Series};
 use crate::plan::{Headline, Plan};
+use crate::protocol::TelemetryPoint;
 use crate::store::{SampleSink, Stretch, TelemetryRow};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -93,20 +94,12 @@ impl Reducer {
         }
     }
 
-    /// Reduces cell `cell` from its stretches in stored order.
+    /// Reduces cell `cell` from its stretches in stored order, a step at a time, so that
+    /// no step's copies outlive it.
     fn reduce(&mut self, cell: u32, taken: Vec<Taken>) -> polars::error::PolarsResult<()> {
-        let facts = &self.facts[cell as usize];
         let index = cell as usize;
+        let facts = &self.facts[index];
         let r = &mut self.reduced;
-        for (phase, first) in [(Phase::First, true), (Phase::Steady, false)] {
-            let times: Vec<f64> = (taken.iter().filter(|t| t.first == first))
-                .flat_map(|t| t.time_ns.iter().copied())
-                .collect();
-            if !times.is_empty() {
-                r.stats.insert((index, phase), stats::of(times)?);
-            }
-        }
-        let mut headline: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
         for t in &taken {
             let launches = t.start_us.iter().copied().zip(t.time_ns.iter().copied());
             if let Some(w) = Window::of(launches, facts.launches) {
@@ -114,17 +107,12 @@ impl Reducer {
                     .and_modify(|earlier| *earlier = earlier.union(w))
                     .or_insert(w);
             }
-            if t.first == facts.headline_first {
-                (headline.entry(t.process).or_default()).extend_from_slice(&t.time_ns);
-            }
         }
-        let first_run: Vec<(f64, f64)> = (taken.iter().filter(|t| t.process == 0))
-            .flat_map(|t| t.start_us.iter().copied().zip(t.time_ns.iter().copied()))
-            .collect();
-        if !first_run.is_empty() {
-            let series = r.series.get(&(cell, 0)).map_or(&[][..], Vec::as_slice);
-            r.traces.insert(index, trace(&first_run, series));
+        let series = r.series.get(&(cell, 0)).map_or(&[][..], Vec::as_slice);
+        if let Some(t) = first_run_trace(&taken, series) {
+            r.traces.insert(index, t);
         }
+        let headline = headline_runs(&taken, facts.headline_first);
         for (&process, values) in &headline {
             if let Some(m) = median(values.clone()) {
                 r.run_medians.insert((index, process), m);
@@ -143,13 +131,38 @@ impl Reducer {
                 },
             );
         }
+        for (phase, first) in [(Phase::First, true), (Phase::Steady, false)] {
+            let times: Vec<f64> = (taken.iter().filter(|t| t.first == first))
+                .flat_map(|t| t.time_ns.iter().copied())
+                .collect();
+            if !times.is_empty() {
+                r.stats.insert((index, phase), stats::of(times)?);
+            }
+        }
         Ok(())
     }
 }
 
+/// A cell's headline values (steady samples, or first launches where it takes none) by run.
+fn headline_runs(taken: &[Taken], headline_first: bool) -> BTreeMap<u32, Vec<f64>> {
+    let mut runs: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for t in taken.iter().filter(|t| t.first == headline_first) {
+        (runs.entry(t.process).or_default()).extend_from_slice(&t.time_ns);
+    }
+    runs
+}
+
+/// The trace of a cell's first run (process or round 0), where it has one.
+fn first_run_trace(taken: &[Taken], series: &[TelemetryPoint]) -> Option<Trace> {
+    let launches: Vec<(f64, f64)> = (taken.iter().filter(|t| t.process == 0))
+        .flat_map(|t| t.start_us.iter().copied().zip(t.time_ns.iter().copied()))
+        .collect();
+    (!launches.is_empty()).then(|| trace(&launches, series))
+}
+
 /// A run's launches over time, thinned to at most [`TRACE_POINTS`], and how its times
 /// follow the SM clock.
-fn trace(launches: &[(f64, f64)], series: &[crate::protocol::TelemetryPoint]) -> Trace {
+fn trace(launches: &[(f64, f64)], series: &[TelemetryPoint]) -> Trace {
     let step = launches.len().div_ceil(TRACE_POINTS).max(1);
     Trace {
         step,
@@ -190,12 +203,12 @@ impl SampleSink for Reducer {
         };
     }
 
-    fn stretch(&mut self, s: Stretch<'_>) {
+    fn stretch(&mut self, s: Stretch) {
         (self.open.entry(s.cell).or_default()).push(Taken {
             process: s.process,
             first: s.first,
-            time_ns: s.time_ns.to_vec(),
-            start_us: s.start_us.to_vec(),
+            time_ns: s.time_ns,
+            start_us: s.start_us,
         });
     }
 

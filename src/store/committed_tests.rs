@@ -55,7 +55,7 @@ impl SampleSink for Order {
         self.passes += 1;
     }
 
-    fn stretch(&mut self, s: Stretch<'_>) {
+    fn stretch(&mut self, s: Stretch) {
         if self.done.contains(&s.cell) {
             self.faults
                 .push(format!("cell {} has samples after it was done", s.cell));

@@ -15,13 +15,13 @@ use std::path::Path;
 
 /// Consecutive samples of one run of a cell in one phase: its cell index, process, whether
 /// they are first launches, and each sample's time and host start (µs from its cell's
-/// start; NaN where not recorded).
-pub struct Stretch<'a> {
+/// start; NaN where not recorded). Handed over, not lent: a sink that keeps it makes no copy.
+pub struct Stretch {
     pub cell: u32,
     pub process: u32,
     pub first: bool,
-    pub time_ns: &'a [f64],
-    pub start_us: &'a [f64],
+    pub time_ns: Vec<f64>,
+    pub start_us: Vec<f64>,
 }
 
 /// What takes a run's samples as they are read.
@@ -30,7 +30,7 @@ pub trait SampleSink {
     /// forgets what it took, where the samples are streamed a second time.
     fn begin(&mut self, plan: &Plan, telemetry: &[TelemetryRow]);
     /// The next stretch, in stored order.
-    fn stretch(&mut self, s: Stretch<'_>);
+    fn stretch(&mut self, s: Stretch);
     /// Cell `cell` has no samples to come.
     fn done(&mut self, cell: u32);
     /// Cells whose stored data is damaged, found once every sample is read: everything of
@@ -54,13 +54,13 @@ impl SampleSink for Samples {
         *self = Samples::default();
     }
 
-    fn stretch(&mut self, s: Stretch<'_>) {
+    fn stretch(&mut self, mut s: Stretch) {
         let n = s.time_ns.len();
         self.cell.extend(std::iter::repeat_n(s.cell, n));
         self.process.extend(std::iter::repeat_n(s.process, n));
         self.first.extend(std::iter::repeat_n(s.first, n));
-        self.time_ns.extend_from_slice(s.time_ns);
-        self.start_us.extend_from_slice(s.start_us);
+        self.time_ns.append(&mut s.time_ns);
+        self.start_us.append(&mut s.start_us);
     }
 
     fn done(&mut self, _: u32) {}
@@ -216,17 +216,19 @@ fn pass(
                 Err(()) => scan.out_of_order = true,
             }
         }
+        let (time_ns, start_us) = (
+            std::mem::take(&mut g.time_ns),
+            std::mem::take(&mut g.start_us),
+        );
         if !scan.out_of_order {
             sink.stretch(Stretch {
                 cell,
                 process,
                 first,
-                time_ns: &g.time_ns,
-                start_us: &g.start_us,
+                time_ns,
+                start_us,
             });
         }
-        g.time_ns.clear();
-        g.start_us.clear();
     };
     let mut checks = Checks::default();
     let want = ["cell", "process", "phase", "time_ns", "t_us"];
