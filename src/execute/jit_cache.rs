@@ -8,17 +8,84 @@ use crate::experiment::knobs::env::{JitCache, ProcessEnv};
 use crate::protocol::{Job, Message};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
+use std::error::Error;
+use std::fmt;
 use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Why a JIT cache could not be prepared. It is kept per warm environment and handed,
+/// cloned, to every job of it (hence `Arc` around the causes, which do not clone); the
+/// job's cells record [`PrimeError::text`] as their error.
+#[derive(Debug, Clone)]
+pub enum PrimeError {
+    /// The cache's folder could not be created.
+    Folder {
+        dir: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    /// The priming process could not be started.
+    Start(Arc<anyhow::Error>),
+    /// The priming process reported a fatal error, in its words.
+    Fatal(String),
+    /// The priming process timed out, was interrupted or wrote a malformed line.
+    Unfinished,
+    /// The priming process exited with a failure.
+    Exit { status: ExitStatus, stderr: String },
+    /// A worker process could not be waited for: the priming one, or the one exiting
+    /// before it (a priming process does not share the device).
+    Wait(Arc<anyhow::Error>),
+}
+
+impl PrimeError {
+    /// The error and its causes on one line (`a: b: c`), as the job's cells record it.
+    pub fn text(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = self.source();
+        while let Some(c) = cause {
+            text += &format!(": {c}");
+            cause = c.source();
+        }
+        text
+    }
+}
+
+impl fmt::Display for PrimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrimeError::Folder { dir, .. } => {
+                write!(f, "cannot create the JIT cache {}", dir.display())
+            }
+            PrimeError::Start(_) => f.write_str("cannot start the priming process"),
+            PrimeError::Fatal(error) => write!(f, "priming the JIT cache failed: {error}"),
+            PrimeError::Unfinished => f.write_str("priming the JIT cache did not finish"),
+            PrimeError::Exit { status, stderr } => {
+                write!(f, "priming the JIT cache failed ({status}){}", tail(stderr))
+            }
+            PrimeError::Wait(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl Error for PrimeError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            PrimeError::Folder { source, .. } => Some(&**source),
+            PrimeError::Start(e) => Some(&***e),
+            // Its message is the outermost error's; its causes follow.
+            PrimeError::Wait(e) => e.source(),
+            PrimeError::Fatal(_) | PrimeError::Unfinished | PrimeError::Exit { .. } => None,
+        }
+    }
+}
 
 pub struct JitCaches {
     root: tempfile::TempDir,
     empties: usize,
     /// Per warm environment: the variables that point at its primed cache, or why priming
-    /// failed. Why is text, here and in what `vars` and `prime` return: it is kept, and
-    /// handed cloned to every worker of the environment, whose cells record it as their
-    /// error.
-    warm: HashMap<ProcessEnv, Result<Vec<(String, String)>, String>>,
+    /// failed (kept, and handed cloned to every job of the environment).
+    warm: HashMap<ProcessEnv, Result<Vec<(String, String)>, PrimeError>>,
 }
 
 impl JitCaches {
@@ -38,8 +105,8 @@ impl JitCaches {
     pub fn vars(
         &mut self,
         env: &ProcessEnv,
-        prime: impl FnOnce(&[(String, String)]) -> Result<(), String>,
-    ) -> Result<Vec<(String, String)>, String> {
+        prime: impl FnOnce(&[(String, String)]) -> Result<(), PrimeError>,
+    ) -> Result<Vec<(String, String)>, PrimeError> {
         let mut vars: Vec<(String, String)> = env
             .vars
             .iter()
@@ -70,12 +137,16 @@ impl JitCaches {
         Ok(vars)
     }
 
-    /// A new folder for a cache; why not as text, which `vars` returns (see `warm`).
-    fn new_dir(&self, name: &str) -> Result<PathBuf, String> {
+    /// A new folder for a cache.
+    fn new_dir(&self, name: &str) -> Result<PathBuf, PrimeError> {
         let dir = self.root.path().join(name);
-        std::fs::create_dir(&dir)
-            .map_err(|e| format!("cannot create the JIT cache {}: {e}", dir.display()))?;
-        Ok(dir)
+        match std::fs::create_dir(&dir) {
+            Ok(()) => Ok(dir),
+            Err(e) => Err(PrimeError::Folder {
+                dir,
+                source: Arc::new(e),
+            }),
+        }
     }
 }
 
@@ -84,37 +155,33 @@ fn cache_path(dir: PathBuf) -> (String, String) {
 }
 
 /// Fills a warm JIT cache: a worker in the cells' environment loads every kernel they use.
-/// Why it failed is text, the cells' error (see `JitCaches::warm`).
 pub(super) fn prime(
     program: &WorkerProgram,
     job: Job,
     vars: &[(String, String)],
     timeout: Duration,
-) -> Result<(), String> {
-    let mut worker = WorkerProcess::start(program, job, vars)
-        .map_err(|e| format!("cannot start the priming process: {e:#}"))?;
+) -> Result<(), PrimeError> {
+    let mut worker =
+        WorkerProcess::start(program, job, vars).map_err(|e| PrimeError::Start(Arc::new(e)))?;
     loop {
         match worker.next(timeout, &INTERRUPTED) {
             Next::Message(Message::Fatal { error }) => {
                 worker.kill();
-                return Err(format!("priming the JIT cache failed: {error}"));
+                return Err(PrimeError::Fatal(error));
             }
             Next::Message(_) => {}
             Next::Closed => break,
             Next::TimedOut(_) | Next::Interrupted | Next::Malformed(_) => {
                 worker.kill();
-                return Err("priming the JIT cache did not finish".into());
+                return Err(PrimeError::Unfinished);
             }
         }
     }
-    let (exit, stderr) = worker.finish().map_err(|e| format!("{e:#}"))?;
-    if exit.success() {
+    let (status, stderr) = worker.finish().map_err(|e| PrimeError::Wait(Arc::new(e)))?;
+    if status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "priming the JIT cache failed ({exit}){}",
-            tail(&stderr)
-        ))
+        Err(PrimeError::Exit { status, stderr })
     }
 }
 
@@ -135,7 +202,7 @@ mod tests {
     }
 
     /// A priming step, of the type `vars` takes, for caches that are never primed.
-    fn never(_: &[(String, String)]) -> Result<(), String> {
+    fn never(_: &[(String, String)]) -> Result<(), PrimeError> {
         panic!("only a warm cache is primed")
     }
 
@@ -186,9 +253,32 @@ mod tests {
     fn a_failed_priming_fails_every_process_of_that_environment() {
         let mut caches = JitCaches::new().unwrap();
         let e = env(JitCache::Warm);
-        let first = caches.vars(&e, |_| Err("no driver".into()));
-        assert_eq!(first, Err("no driver".to_string()));
-        assert_eq!(caches.vars(&e, |_| Ok(())), first);
+        let first = caches.vars(&e, |_| Err(PrimeError::Fatal("no driver".into())));
+        let first = first.unwrap_err().text();
+        assert_eq!(first, "priming the JIT cache failed: no driver");
+        assert_eq!(caches.vars(&e, |_| Ok(())).unwrap_err().text(), first);
+    }
+
+    #[test]
+    fn a_priming_error_reads_as_its_sentence_then_its_causes() {
+        let gone = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let folder = PrimeError::Folder {
+            dir: "/tmp/c".into(),
+            source: Arc::new(gone()),
+        };
+        assert_eq!(
+            folder.text(),
+            format!("cannot create the JIT cache /tmp/c: {}", gone())
+        );
+        let failed = || anyhow::Error::new(gone()).context("cannot wait for a worker process");
+        assert_eq!(
+            PrimeError::Start(Arc::new(failed())).text(),
+            format!("cannot start the priming process: {:#}", failed())
+        );
+        assert_eq!(
+            PrimeError::Wait(Arc::new(failed())).text(),
+            format!("{:#}", failed())
+        );
     }
 
     #[test]

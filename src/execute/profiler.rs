@@ -83,7 +83,9 @@ pub fn wrap(
 }
 
 /// Each profiled launch in the report, in launch order (the report's IDs), with its time
-/// in nanoseconds and, where the report has it, its SM clock.
+/// in nanoseconds and, where the report has it, its SM clock. Why a report cannot be read
+/// is text: nothing tells the causes apart, and each cell that ran records it, with ncu's
+/// last words, as its error.
 pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
     let mut lines = report.lines().skip_while(|l| !l.starts_with("\"ID\""));
     let header = split(
@@ -193,8 +195,8 @@ fn split(line: &str) -> Vec<String> {
 /// Each record's own launches in the report: the cells ran in order, each launching its
 /// kernel `kernel_launches` times, the timed launches (the first, then `per_sample` per
 /// sample) last but for the audit's. `entry(record)` names its kernel. Gives each cell
-/// that ran its timed and audit launches, or why the report is short of them; a failed
-/// cell's launches still take their place, and it gets `None`.
+/// that ran its timed and audit launches, or why the report is short of them (text: the
+/// cell's error); a failed cell's launches still take their place, and it gets `None`.
 fn cut<'a>(
     records: &[CellRecord],
     launches: &'a [Profiled],

@@ -3,7 +3,7 @@
 //! overruns a cell's timeout, records cells whose worker died, and stops on Ctrl-C.
 
 use super::counted;
-use super::jit_cache::JitCaches;
+use super::jit_cache::{JitCaches, PrimeError};
 use super::peers::Peers;
 use super::profiler;
 use super::worker_process::{self, reap, tail, Exiting, Next, WorkerProcess, WorkerProgram};
@@ -21,6 +21,7 @@ use indicatif::ProgressBar;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a worker that reported all its cells may take to exit before it is killed.
@@ -210,6 +211,7 @@ impl<'a> Scheduler<'a> {
         let vars = match self.worker_vars(&job.env) {
             Ok(v) => v,
             Err(why) => {
+                let why = why.text();
                 for run in job.runs {
                     self.fail(run, why.clone())?;
                 }
@@ -479,7 +481,7 @@ impl<'a> Scheduler<'a> {
 
     /// The variables a worker in `env` starts with; an error when its JIT cache could not
     /// be prepared (the job's cells are then recorded failed with it).
-    fn worker_vars(&mut self, env: &ProcessEnv) -> Result<Vec<(String, String)>, String> {
+    fn worker_vars(&mut self, env: &ProcessEnv) -> Result<Vec<(String, String)>, PrimeError> {
         let (program, exp, plan) = (self.program, self.exp, self.plan);
         let runs = self.plan.priming_runs(env);
         let timeout: Duration = runs
@@ -491,7 +493,7 @@ impl<'a> Scheduler<'a> {
         self.caches.vars(env, |vars| {
             // A priming process loads kernels on the device: not beside another worker.
             if let Some(e) = exiting.take() {
-                reap(e, meta, bar).map_err(|e| format!("{e:#}"))?;
+                reap(e, meta, bar).map_err(|e| PrimeError::Wait(Arc::new(e)))?;
             }
             super::jit_cache::prime(
                 program,

@@ -65,7 +65,8 @@ pub struct WorkerProcess {
     /// end before it creates its context.
     hold: Option<mpsc::Sender<()>>,
     /// Each line of the worker's output, or, for one that is no `Message`, the line itself
-    /// and why: text from another process, recorded as the cells' error.
+    /// and why: a sentence for the person, as the error that stops the run (nothing tells
+    /// one malformed line from another).
     lines: Receiver<Result<Message, String>>,
     stderr: Option<JoinHandle<String>>,
 }

@@ -78,14 +78,16 @@ pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, CudaErro
         compiled += usize::from(def.module.is_none());
         kernels.insert(k);
         let want = match &params {
-            Params::Driver { .. } => driver_params(&image.bytes, &image.entries),
+            Params::Driver { .. } => {
+                driver_params(&image.bytes, &image.entries).map_err(Unread::from)
+            }
             Params::Ptx(_) => {
                 let ptx = match (how.mode, &def.module) {
                     (CompileMode::Ptx, _) | (_, Some(_)) => Ok(image.bytes.clone()),
                     (CompileMode::Cubin, None) => {
                         (compiler.image_of(def, PTX, Build::of(spec), None))
                             .map(|i| i.bytes)
-                            .map_err(|e| e.to_string())
+                            .map_err(Unread::from)
                     }
                 };
                 ptx.and_then(|ptx| ptx_entries(&ptx, &image.entries, def))
@@ -182,28 +184,66 @@ fn located(log: &str, file: &str, shown: &str) -> String {
     lines.collect::<Vec<_>>().join("\n")
 }
 
+/// Why a build's parameters could not be read (the build is then listed as not checked).
+#[derive(Debug)]
+enum Unread {
+    /// The driver could not load the image or an entry, or NVRTC could not write its PTX.
+    Cuda(CudaError),
+    /// A prebuilt CUBIN or fatbin, and no driver to read it.
+    Prebuilt,
+    /// The PTX declares no such entry.
+    NoEntry(String),
+}
+
+impl From<CudaError> for Unread {
+    fn from(e: CudaError) -> Self {
+        Unread::Cuda(e)
+    }
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::Cuda(e) => write!(f, "{e}"),
+            Unread::Prebuilt => {
+                f.write_str("a prebuilt CUBIN or fatbin's parameters need the driver to read")
+            }
+            Unread::NoEntry(e) => write!(f, "no `.entry {e}` in its PTX"),
+        }
+    }
+}
+
+impl std::error::Error for Unread {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Its message is the CUDA error's.
+            Unread::Cuda(e) => e.source(),
+            Unread::Prebuilt | Unread::NoEntry(_) => None,
+        }
+    }
+}
+
 /// The driver's parameter sizes of each entry (the kernel's, then its steps') of a loaded
 /// image.
-fn driver_params(image: &[u8], entries: &[String]) -> Result<Vec<Vec<usize>>, String> {
-    let module = Module::load(image).map_err(|e| e.to_string())?;
+fn driver_params(image: &[u8], entries: &[String]) -> Result<Vec<Vec<usize>>, CudaError> {
+    let module = Module::load(image)?;
     (entries.iter())
         .map(|e| module.function(e)?.param_sizes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())
+        .collect()
 }
 
 /// The parameter sizes of each entry in `ptx`; a prebuilt CUBIN or fatbin has none to read.
-fn ptx_entries(ptx: &[u8], entries: &[String], def: &Kernel) -> Result<Vec<Vec<usize>>, String> {
+fn ptx_entries(ptx: &[u8], entries: &[String], def: &Kernel) -> Result<Vec<Vec<usize>>, Unread> {
     if def
         .module
         .as_ref()
         .is_some_and(|m| m.kind != ModuleKind::Ptx)
     {
-        return Err("a prebuilt CUBIN or fatbin's parameters need the driver to read".into());
+        return Err(Unread::Prebuilt);
     }
     let text = String::from_utf8_lossy(ptx);
     (entries.iter())
-        .map(|e| ptx_params(&text, e).ok_or_else(|| format!("no `.entry {e}` in its PTX")))
+        .map(|e| ptx_params(&text, e).ok_or_else(|| Unread::NoEntry(e.clone())))
         .collect()
 }
 

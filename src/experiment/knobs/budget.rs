@@ -71,7 +71,7 @@ impl Knob for Budget {
         };
         let gpu_time = match time {
             None => DEFAULT_GPU_TIME,
-            Some(t) => super::parse_duration(&t).map_err(err)?,
+            Some(t) => super::parse_duration(&t).map_err(|e| err(e.into()))?,
         };
         if gpu_time.is_zero() {
             return Err(err("a GPU time of zero would stop every cell at its minimum".into()));

@@ -4,6 +4,7 @@
 
 use super::cache::Cache;
 use super::{Aspect, ConfigError, Key, Knob, Layer};
+use crate::experiment::BadValue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -154,17 +155,17 @@ pub fn check_var(name: &str, value: &str) -> Result<(), (String, String)> {
 pub fn check_cache_conflict(
     vars: &BTreeMap<String, String>,
     cache: JitCache,
-) -> Result<(), String> {
+) -> Result<(), BadValue> {
     let clash = match cache {
         JitCache::Empty | JitCache::Warm => vars.contains_key("CUDA_CACHE_PATH"),
         JitCache::Disabled => vars.contains_key("CUDA_CACHE_DISABLE"),
         JitCache::Inherit => false,
     };
     if clash {
-        Err(format!(
+        Err(BadValue(format!(
             "jit_cache = {:?} sets the JIT cache itself; remove the cache variable from env",
             serde_json::to_value(cache).expect("serializes")
-        ))
+        )))
     } else {
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! describes itself (for `runner plan`, the methodology table and the report). The code that
 //! acts on a knob reads the value; nothing else restates it.
 
-use super::error::ConfigError;
+use super::error::{BadValue, ConfigError};
 use super::expr::{self, DeviceFacts, NumExpr, Scope};
 use super::Point;
 use indexmap::IndexMap;
@@ -302,7 +302,7 @@ impl Layer<'_> {
 pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// A duration as text: `30s`, `10 min`, `0.5s`; at most [`MAX_DURATION`].
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, BadValue> {
     let seconds = text
         .trim()
         .strip_suffix('s')
@@ -311,16 +311,20 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let d = match seconds {
         Some(v) if v <= MAX_DURATION.as_secs_f64() => std::time::Duration::from_secs_f64(v),
         Some(_) => std::time::Duration::MAX,
-        None => humantime::parse_duration(text).map_err(|e| match e {
-            humantime::DurationError::NumberOverflow => format!("`{text}` is longer than a day"),
-            _ => format!("`{text}` is not a duration"),
+        None => humantime::parse_duration(text).map_err(|e| {
+            BadValue(match e {
+                humantime::DurationError::NumberOverflow => {
+                    format!("`{text}` is longer than a day")
+                }
+                _ => format!("`{text}` is not a duration"),
+            })
         })?,
     };
     if d > MAX_DURATION {
-        return Err(format!(
+        return Err(BadValue(format!(
             "`{text}` is longer than {}, the longest duration the runner takes",
             humantime::format_duration(MAX_DURATION)
-        ));
+        )));
     }
     Ok(d)
 }
@@ -384,7 +388,7 @@ pub mod tests {
             "99999999999999999999 years",
         ] {
             let e = parse_duration(huge).unwrap_err();
-            assert!(e.contains("longer than"), "{huge}: {e}");
+            assert!(e.0.contains("longer than"), "{huge}: {e}");
         }
         assert_eq!(parse_duration("24h").unwrap(), MAX_DURATION);
     }

@@ -2,7 +2,7 @@
 //! `["-DUNROLL={{ unroll }}"]`), so one source can be timed compiled two ways.
 
 use super::{Aspect, ConfigError, Key, Knob, Layer};
-use crate::experiment::expr;
+use crate::experiment::{expr, BadValue};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,16 +31,16 @@ pub fn render_all(
     options: &[String],
     scope: &expr::Scope,
     dir: &std::path::Path,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, BadValue> {
     if options.len() > MAX_OPTIONS {
-        return Err(format!(
+        return Err(BadValue(format!(
             "{} options, more than the {MAX_OPTIONS} the runner passes to NVRTC",
             options.len()
-        ));
+        )));
     }
     options
         .iter()
-        .map(|o| expr::render(o, scope).map_err(String::from).map(|o| resolve_include(&o, dir)))
+        .map(|o| expr::render(o, scope).map(|o| resolve_include(&o, dir)))
         .collect()
 }
 
