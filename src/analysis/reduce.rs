@@ -203,7 +203,10 @@ impl SampleSink for Reducer {
         };
     }
 
-    fn stretch(&mut self, s: Stretch) {
+    fn stretch(&mut self, mut s: Stretch) {
+        // Kept until the cell ends: without the spare room its reading grew into.
+        s.time_ns.shrink_to_fit();
+        s.start_us.shrink_to_fit();
         (self.open.entry(s.cell).or_default()).push(Taken {
             process: s.process,
             first: s.first,

@@ -154,12 +154,43 @@ impl Ends {
     }
 }
 
-/// The stretch being gathered: its key (cell, process, first) and its samples.
+/// The stretch being gathered: its key (cell, process, first) and its samples; and, where
+/// cells end early, which have.
 #[derive(Default)]
 struct Gathering {
     key: Option<(u32, u32, bool)>,
     time_ns: Vec<f64>,
     start_us: Vec<f64>,
+    ends: Option<Ends>,
+}
+
+impl Gathering {
+    /// Hands the stretch gathered so far to `sink`, after ending the cells whose runs are
+    /// all past it; nothing more once the folder is found out of order.
+    fn hand_over(&mut self, scan: &mut Scan, sink: &mut dyn SampleSink) {
+        let Some((cell, process, first)) = self.key.take() else {
+            return;
+        };
+        if let Some(ends) = self.ends.as_mut().filter(|_| !scan.out_of_order) {
+            match ends.before((cell, process)) {
+                Ok(ended) => ended.into_iter().for_each(|c| sink.done(c)),
+                Err(()) => scan.out_of_order = true,
+            }
+        }
+        let (time_ns, start_us) = (
+            std::mem::take(&mut self.time_ns),
+            std::mem::take(&mut self.start_us),
+        );
+        if !scan.out_of_order {
+            sink.stretch(Stretch {
+                cell,
+                process,
+                first,
+                time_ns,
+                start_us,
+            });
+        }
+    }
 }
 
 /// What one pass over the samples found besides them.
@@ -203,32 +234,9 @@ fn pass(
         .map(|r| (r.cell as u32, r.process))
         .collect();
     let mut scan = Scan::default();
-    let mut ends = Ends::of(records);
-    let mut gathering = Gathering::default();
-    // Emits the stretch gathered so far, ending the cells whose runs are all past.
-    let mut emit = |g: &mut Gathering, scan: &mut Scan, sink: &mut dyn SampleSink| {
-        let Some((cell, process, first)) = g.key.take() else {
-            return;
-        };
-        if early && !scan.out_of_order {
-            match ends.before((cell, process)) {
-                Ok(ended) => ended.into_iter().for_each(|c| sink.done(c)),
-                Err(()) => scan.out_of_order = true,
-            }
-        }
-        let (time_ns, start_us) = (
-            std::mem::take(&mut g.time_ns),
-            std::mem::take(&mut g.start_us),
-        );
-        if !scan.out_of_order {
-            sink.stretch(Stretch {
-                cell,
-                process,
-                first,
-                time_ns,
-                start_us,
-            });
-        }
+    let mut gathering = Gathering {
+        ends: early.then(|| Ends::of(records)),
+        ..Gathering::default()
     };
     let mut checks = Checks::default();
     let want = ["cell", "process", "phase", "time_ns", "t_us"];
@@ -269,16 +277,17 @@ fn pass(
         }
         let key = (cell as u32, process, first);
         if gathering.key != Some(key) {
-            emit(&mut gathering, &mut scan, sink);
+            gathering.hand_over(&mut scan, sink);
             gathering.key = Some(key);
         }
         gathering.time_ns.push(time);
         gathering.start_us.push(r[4].parse().unwrap_or(f64::NAN));
     })?;
-    emit(&mut gathering, &mut scan, sink);
+    gathering.hand_over(&mut scan, sink);
     if scan.out_of_order {
         return Ok(scan);
     }
+    let mut ends = gathering.ends.unwrap_or_else(|| Ends::of(records));
     for cell in ends.rest() {
         sink.done(cell);
     }
