@@ -23,15 +23,17 @@ fn main() {
     .is_some_and(|s| !s.is_empty());
     println!("cargo:rustc-env=RUNNER_BUILD_COMMIT={commit}");
     println!("cargo:rustc-env=RUNNER_BUILD_DIRTY={}", u8::from(dirty));
-    // A new commit moves the branch HEAD names; staging changes the index.
-    let head = std::fs::read_to_string(".git/HEAD").unwrap_or_default();
-    let branch = head
-        .strip_prefix("ref: ")
-        .map(|r| format!(".git/{}", r.trim()));
-    for f in [".git/HEAD".to_string(), ".git/index".to_string()]
+    // A new commit moves the branch HEAD names; staging changes the index. Their paths come
+    // from git, since in a linked worktree `.git` is a file and the branch lives in the
+    // common folder: a build that watched none of them kept an old commit.
+    let path = |p: &str| git(&["rev-parse", "--path-format=absolute", "--git-path", p]);
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+    let watched = ["HEAD", "index", "packed-refs"]
         .into_iter()
+        .map(String::from)
         .chain(branch)
-    {
+        .filter_map(|p| path(&p));
+    for f in watched {
         if std::path::Path::new(&f).exists() {
             println!("cargo:rerun-if-changed={f}");
         }
