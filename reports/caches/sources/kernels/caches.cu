@@ -60,15 +60,19 @@ extern "C" __global__ void l2_read(const double* A, double* sink, unsigned regio
 // Seed 004's 2-D part of gpu-strides: a block of bx x (1024 / bx) threads reads the 5-point
 // neighbourhood of its (x, y) in an L1-resident 1024 x 8 grid of doubles, `reps` times
 // (a multiple of 4), moving down a row each time: how a warp's 32 threads fall on rows
-// (bx threads to a row) sets how many cache lines each load instruction touches.
+// (bx threads to a row) sets how many cache lines each load instruction touches. Each of
+// the 4 unrolled steps reads at its own column (x + 256 k): were they at one column, a
+// step's row below would be the next step's row, and the compiler (ptxas, even for loads
+// in volatile asm) would load each shared row once, 14 loads for the 20 declared (SASS).
 extern "C" __global__ void shape_read(const double* A, double* sink, unsigned reps) {
-    const unsigned x = threadIdx.x, y = threadIdx.y;
+    const unsigned y = threadIdx.y;
     const unsigned w = 1024, rows = 8;
-    const unsigned xl = (x + w - 1) % w, xr = (x + 1) % w;
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     for (unsigned r = 0; r < reps; r += 4) {
         #pragma unroll
         for (unsigned k = 0; k < 4; k++) {
+            const unsigned x = (threadIdx.x + 256 * k) % w;
+            const unsigned xl = (x + w - 1) % w, xr = (x + 1) % w;
             const unsigned row = (y + r + k) % rows;
             const unsigned up = (row + rows - 1) % rows, down = (row + 1) % rows;
             double v = A[row * w + x] + A[row * w + xl] + A[row * w + xr] + A[up * w + x] + A[down * w + x];
