@@ -5,7 +5,9 @@
 pub mod agreement;
 pub mod clocks;
 pub mod counters;
+pub mod cycles;
 pub mod findings;
+pub mod fit;
 pub mod peaks;
 pub mod reduce;
 pub mod stats;

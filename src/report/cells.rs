@@ -2,7 +2,7 @@
 //! under, what its timer noted, and its flags.
 
 use super::format;
-use crate::analysis::clocks::{self, ClockSummary};
+use crate::analysis::clocks::{self, probe_of, ClockSummary};
 use crate::analysis::{median, Analysis};
 use crate::experiment::Unit;
 use crate::plan::Cell;
@@ -45,11 +45,6 @@ pub fn rows(a: &Analysis) -> Vec<CellRow> {
             Some(cell_row(c, rs, &clocks, r, &probe))
         })
         .collect()
-}
-
-/// A run's probed SM clock: the mean of the probes before and after it.
-pub fn probe_of(r: &CellRecord) -> Option<f64> {
-    r.probe_mhz.map(|(b, a)| (b + a) / 2.0)
 }
 
 /// The run's own spread of probed clocks (its 5th to 95th percentile) and the tolerance

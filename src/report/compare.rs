@@ -3,8 +3,8 @@
 //! tolerance. `runner report DIR --compare EARLIER` records the earlier run in DIR, so
 //! later renders compare the same way.
 
-use super::cycles;
 use super::format;
+use crate::analysis::cycles;
 use crate::analysis::{self, Analysis};
 use crate::experiment::Unit;
 use crate::store::Stored;

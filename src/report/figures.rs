@@ -2,8 +2,8 @@
 //! the SM clock, the probed clock per cell run, and every method's bias.
 
 use super::bias::BiasTable;
-use super::cells::probe_of;
 use super::plots::{self, Line};
+use crate::analysis::clocks::probe_of;
 use crate::analysis::Analysis;
 use crate::experiment::Point;
 use serde::Serialize;

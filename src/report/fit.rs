@@ -3,7 +3,7 @@
 //! the time a launch costs however little it moves, b the bandwidth it reaches when large.
 
 use super::format;
-use crate::analysis::Analysis;
+use crate::analysis::{fit::fit, Analysis};
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::Unit;
 use serde::Serialize;
@@ -17,28 +17,6 @@ pub struct FitRow {
     pub overhead: String,
     pub bandwidth: String,
     pub worst: String,
-}
-
-/// A fit of `t = a + v / b` minimizing the relative residuals (each point weighs the same
-/// whatever its size); None with fewer than two distinct volumes.
-pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
-    // Weighted least squares on t = a + c v with weights 1 / t^2.
-    let (mut sw, mut sv, mut st, mut svv, mut svt) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for &(v, t) in points.iter().filter(|(v, t)| v.is_finite() && *t > 0.0) {
-        let w = 1.0 / (t * t);
-        sw += w;
-        sv += w * v;
-        st += w * t;
-        svv += w * v * v;
-        svt += w * v * t;
-    }
-    let det = sw * svv - sv * sv;
-    if points.len() < 2 || det.abs() <= f64::EPSILON * sw * svv {
-        return None;
-    }
-    let c = (sw * svt - sv * st) / det;
-    let a = (st - c * sv) / sw;
-    (c > 0.0).then_some((a, 1.0 / c))
 }
 
 /// Rows per kernel that declares bytes and variant, where the fit exists: over every point,
@@ -107,27 +85,6 @@ fn scopes(points: Vec<(f64, f64)>, l2_bytes: Option<f64>) -> Vec<(String, Vec<(f
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_launch_overhead_and_a_bandwidth_are_recovered() {
-        // 2 µs of overhead and 1000 bytes per ns (1000 GB/s), from 1 KB to 1 GB.
-        let points: Vec<(f64, f64)> = (0..7)
-            .map(|e| {
-                let v = 1000f64 * 10f64.powi(e);
-                (v, 2000.0 + v / 1000.0)
-            })
-            .collect();
-        let (a, b) = fit(&points).unwrap();
-        assert!(
-            (a - 2000.0).abs() < 1e-6 && (b - 1000.0).abs() < 1e-6,
-            "{a} {b}"
-        );
-        assert!(fit(&points[..1]).is_none());
-        assert!(
-            fit(&[(5.0, 1.0), (5.0, 2.0)]).is_none(),
-            "one volume fits nothing"
-        );
-    }
 
     #[test]
     fn a_second_fit_takes_the_points_within_l2_only_where_they_differ() {
