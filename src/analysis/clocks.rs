@@ -174,7 +174,10 @@ impl super::Analysis<'_> {
         let mut points: Vec<&TelemetryPoint> = Vec::new();
         for r in rs {
             let key = (c.index as u32, r.process);
-            if let (Some(s), Some(w)) = (self.series.get(&key), self.windows.get(&key)) {
+            if let (Some(s), Some(w)) = (
+                self.reduced.series.get(&key),
+                self.reduced.windows.get(&key),
+            ) {
                 points.extend(during(s, *w));
             }
         }

@@ -106,7 +106,7 @@ pub fn counting_clock(r: &crate::protocol::CellRecord) -> Option<f64> {
 fn probed_runs(a: &Analysis) -> HashMap<usize, Vec<(f64, f64)>> {
     let mut out: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
     for r in &a.run.records {
-        let time = a.run_medians.get(&(r.cell, r.process));
+        let time = a.reduced.run_medians.get(&(r.cell, r.process));
         if let (Some(&t), Some(mhz)) = (time, counting_clock(r)) {
             out.entry(r.cell).or_default().push((t, mhz));
         }

@@ -17,9 +17,8 @@ pub mod units;
 use crate::plan::{Cell, Headline};
 use crate::protocol::{CellRecord, TelemetryPoint};
 use crate::store::Stored;
-use clocks::Window;
 use peaks::Peaks;
-pub use reduce::{Reduced, Reducer, Trace, Units};
+pub use reduce::{Reduced, Reducer};
 use stats::Stats;
 use std::collections::HashMap;
 use trust::Verdict;
@@ -52,15 +51,8 @@ pub type Series = HashMap<(u32, u32), Vec<TelemetryPoint>>;
 /// A stored run's estimates.
 pub struct Analysis<'a> {
     pub run: &'a Stored,
-    pub stats: HashMap<(usize, Phase), Stats>,
-    pub series: Series,
-    pub windows: HashMap<(u32, u32), Window>,
-    /// The median of each run's headline values, by (cell, process).
-    pub run_medians: HashMap<(usize, u32), f64>,
-    /// Each cell's headline values as independent units.
-    pub units: HashMap<usize, Units>,
-    /// Each cell's first run over time.
-    pub traces: HashMap<usize, Trace>,
+    /// What the samples were reduced to: all that is read of them.
+    pub reduced: Reduced,
     pub records: HashMap<usize, Vec<&'a CellRecord>>,
     /// The device's peaks, where the run knows its device.
     pub peaks: Option<Peaks>,
@@ -79,14 +71,6 @@ pub fn load(dir: &std::path::Path) -> anyhow::Result<(Stored, Reduced)> {
 impl<'a> Analysis<'a> {
     /// The estimates of run `s`, from its samples as `reduce` left them.
     pub fn of(s: &'a Stored, reduced: Reduced) -> Analysis<'a> {
-        let Reduced {
-            stats,
-            series,
-            windows,
-            run_medians,
-            units,
-            traces,
-        } = reduced;
         let mut records: HashMap<usize, Vec<&CellRecord>> = HashMap::new();
         for r in &s.records {
             records.entry(r.cell).or_default().push(r);
@@ -99,12 +83,7 @@ impl<'a> Analysis<'a> {
         let peaks = (s.meta.device.as_ref()).map(|d| peaks::peaks(d, &types, host_copies));
         let mut a = Analysis {
             run: s,
-            stats,
-            series,
-            windows,
-            run_medians,
-            units,
-            traces,
+            reduced,
             records,
             peaks,
             verdicts: HashMap::new(),
@@ -163,7 +142,7 @@ impl<'a> Analysis<'a> {
             Headline::Steady => Phase::Steady,
             Headline::First => Phase::First,
         };
-        self.stats.get(&(c.index, phase))
+        self.reduced.stats.get(&(c.index, phase))
     }
 
     /// Kernel `k`'s cell at point `p` under `variant`.
@@ -218,7 +197,7 @@ impl<'a> Analysis<'a> {
         ])?;
         for c in &self.run.plan.cells {
             for phase in [Phase::First, Phase::Steady] {
-                let Some(s) = self.stats.get(&(c.index, phase)) else {
+                let Some(s) = self.reduced.stats.get(&(c.index, phase)) else {
                     continue;
                 };
                 let mut row = vec![c.id.clone(), phase.key().to_string(), s.count.to_string()];

@@ -41,7 +41,7 @@ pub fn rows(a: &Analysis) -> Vec<CellRow> {
         .filter_map(|c| {
             let rs = a.records.get(&c.index)?;
             let clocks = a.clocks(c);
-            let r = (a.traces.get(&c.index)).and_then(|t| t.clock_correlation);
+            let r = (a.reduced.traces.get(&c.index)).and_then(|t| t.clock_correlation);
             Some(cell_row(c, rs, &clocks, r, &probe))
         })
         .collect()

@@ -46,7 +46,7 @@ pub struct CompareRow {
 /// Each cell's headline median (steady samples, or first launches where it takes none), by id.
 pub fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
     (a.run.plan.cells.iter())
-        .filter_map(|c| Some((c.id.as_str(), a.units.get(&c.index)?.median)))
+        .filter_map(|c| Some((c.id.as_str(), a.reduced.units.get(&c.index)?.median)))
         .collect()
 }
 

@@ -244,14 +244,13 @@ fn series_plots(
     for c in &a.run.plan.cells {
         let key = (c.index as u32, 0);
         let Some((trace, points)) =
-            (a.traces.get(&c.index)).and_then(|t| Some((t, t.points.as_ref()?)))
+            (a.reduced.traces.get(&c.index)).and_then(|t| Some((t, t.points.as_ref()?)))
         else {
             continue;
         };
         let step = trace.step;
         let samples: Vec<(f64, f64)> = (points.iter()).map(|(t, ns)| (t / 1e6, ns / 1e3)).collect();
-        let clock: Vec<(f64, f64)> = a
-            .series
+        let clock: Vec<(f64, f64)> = (a.reduced.series)
             .get(&key)
             .map(|pts| {
                 pts.iter()

@@ -158,7 +158,7 @@ fn stale_quotes(
     if notes.is_empty() {
         return Vec::new();
     }
-    let stats: Vec<f64> = (analysis.stats.values())
+    let stats: Vec<f64> = (analysis.reduced.stats.values())
         .flat_map(|s| {
             [
                 s.min, s.max, s.mean, s.median, s.std, s.p25, s.p75, s.p95, s.p99, s.iqr,

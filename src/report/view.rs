@@ -165,7 +165,7 @@ impl View {
             .cells
             .iter()
             .filter(|c| c.role == Role::Floor)
-            .filter_map(|c| Some((c, a.stats.get(&(c.index, Phase::Steady))?)))
+            .filter_map(|c| Some((c, a.reduced.stats.get(&(c.index, Phase::Steady))?)))
             .collect();
         let unit = format::unit_for(floors.iter().map(|(_, st)| st.median), Unit::Auto);
         let floor = floors
@@ -189,10 +189,10 @@ impl View {
                 bare_events: format::time(o.bare_events_median_ns, Unit::Auto),
             });
         let mut stats = Vec::new();
-        let unit = format::unit_for(a.stats.values().map(|st| st.median), Unit::Auto);
+        let unit = format::unit_for(a.reduced.stats.values().map(|st| st.median), Unit::Auto);
         for c in &s.plan.cells {
             for phase in [Phase::First, Phase::Steady] {
-                let Some(st) = a.stats.get(&(c.index, phase)) else {
+                let Some(st) = a.reduced.stats.get(&(c.index, phase)) else {
                     continue;
                 };
                 let t = |v: f64| format::time(v, unit);
@@ -231,7 +231,10 @@ impl View {
         let (plots, bias, mut plot_files) = figures::build(a)?;
         let throughput = (a.peaks.as_ref()).map_or(vec![], |p| super::throughput::build(a, p));
         let (phases, phase_plots) = super::phases::build(s, |cell| {
-            a.stats.get(&(cell, Phase::Steady)).map(|st| st.median)
+            a.reduced
+                .stats
+                .get(&(cell, Phase::Steady))
+                .map(|st| st.median)
         })?;
         plot_files.extend(phase_plots);
         let (metrics, metric_plots) = super::metrics::build(a)?;

@@ -106,7 +106,7 @@ impl Comparison {
 fn units_of<'a>(a: &'a Analysis) -> HashMap<&'a str, (&'a str, &'a [f64])> {
     (a.run.plan.cells.iter())
         .filter_map(|c| {
-            let u = a.units.get(&c.index)?;
+            let u = a.reduced.units.get(&c.index)?;
             Some((c.id.as_str(), (u.what.as_str(), u.values.as_slice())))
         })
         .collect()

@@ -149,7 +149,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
     let median = |k: usize, p: &Point, v: &str| a.sound_median_at(k, p, v);
     let units = |k: usize, p: &Point, v: &str| {
         (a.cell_at(k, p, v))
-            .and_then(|c| a.units.get(&c.index))
+            .and_then(|c| a.reduced.units.get(&c.index))
             .map_or(vec![], |u| u.values.clone())
     };
     let t = Trusted {
