@@ -1,9 +1,11 @@
-//! How a run folder stores its samples and telemetry. New runs write zstd: each finished
-//! run's CSV rows as one frame of `samples.csv.zst` and `telemetry.csv.zst`. Runs written
-//! before are gzip members: they are read as they are, and a resumed one goes on in its
-//! own format.
+//! How a run folder stores its samples, telemetry and cell records. New runs write zstd:
+//! each finished run's CSV rows as one frame of `samples.csv.zst` and `telemetry.csv.zst`,
+//! and `cells.jsonl.zst` as one stream flushed after each record (records are small and
+//! alike, so a frame each would compress them 2x, a stream 5x). Runs written before are
+//! gzip members and plain `cells.jsonl`: they are read as they are, and a resumed one goes
+//! on in its own format.
 
-use super::SAMPLES_FILE;
+use super::CELLS_FILE;
 use anyhow::{bail, Result};
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -16,35 +18,39 @@ const ZSTD_LEVEL: i32 = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Zstd,
-    /// Runs written before zstd.
+    /// Runs written before zstd: gzip CSVs, plain JSON lines.
     Gzip,
 }
 
 impl Format {
-    /// The name the CSV `name` is stored under in this format.
+    /// The name `name` (a CSV, or the records) is stored under in this format.
     pub fn file(self, name: &str) -> String {
         match self {
             Format::Zstd => format!("{name}.zst"),
+            Format::Gzip if name == CELLS_FILE => name.to_string(),
             Format::Gzip => format!("{name}.gz"),
         }
     }
 
-    /// The format of the run in `dir`, by its samples; None where it has none yet.
+    /// The format of the run in `dir`, by its records; None where it has none yet.
     pub fn of(dir: &Path) -> Result<Option<Format>> {
-        Ok(find(dir, SAMPLES_FILE)?.map(|(_, format)| format))
+        Ok(find(dir, CELLS_FILE)?.map(|(_, format)| format))
     }
 
-    /// The bytes every file of this format starts with.
-    fn magic(self) -> &'static [u8] {
+    /// The bytes every file of this format starts with, None where it has none (plain).
+    fn magic(self, name: &str) -> Option<&'static [u8]> {
         match self {
-            Format::Zstd => &[0x28, 0xb5, 0x2f, 0xfd],
-            Format::Gzip => &[0x1f, 0x8b],
+            Format::Zstd => Some(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Format::Gzip if name == CELLS_FILE => None,
+            Format::Gzip => Some(&[0x1f, 0x8b]),
         }
     }
 
-    /// Refuses `path` where it does not start as this format does.
-    pub fn check_magic(self, path: &Path, file: impl Read) -> Result<()> {
-        let magic = self.magic();
+    /// Refuses `path` (stored as `name`) where it does not start as this format does.
+    pub fn check_magic(self, path: &Path, name: &str, file: impl Read) -> Result<()> {
+        let Some(magic) = self.magic(name) else {
+            return Ok(());
+        };
         let mut head = Vec::new();
         file.take(magic.len() as u64).read_to_end(&mut head)?;
         if head.len() == magic.len() && head != magic {
@@ -52,8 +58,13 @@ impl Format {
                 Format::Zstd => "zstd",
                 Format::Gzip => "gzip",
             };
+            let rows = if name == CELLS_FILE {
+                "records"
+            } else {
+                "rows"
+            };
             bail!(
-                "{} is not {what} data: the run folder is damaged (its rows cannot be read)",
+                "{} is not {what} data: the run folder is damaged (its {rows} cannot be read)",
                 path.display()
             );
         }
@@ -77,16 +88,35 @@ impl Format {
         }
     }
 
-    /// What `source` holds: all its gzip members or zstd frames.
-    pub fn decoder<'a>(self, source: impl BufRead + 'a) -> io::Result<Box<dyn Read + 'a>> {
+    /// The records' writer on `file`: each `flush` puts what was written on disk.
+    pub fn records_writer(self, file: std::fs::File) -> io::Result<Box<dyn Write>> {
+        Ok(match self {
+            Format::Zstd => {
+                let mut z = zstd::Encoder::new(file, ZSTD_LEVEL)?;
+                z.include_checksum(true)?;
+                // The frame's end is written when the run's writer goes; a run stopped
+                // before that leaves it open, and reads back to its last flush.
+                Box::new(z.auto_finish())
+            }
+            Format::Gzip => Box::new(io::BufWriter::new(file)),
+        })
+    }
+
+    /// What `source`, stored as `name`, holds: all its gzip members or zstd frames.
+    pub fn decoder<'a>(
+        self,
+        name: &str,
+        source: impl BufRead + 'a,
+    ) -> io::Result<Box<dyn Read + 'a>> {
         Ok(match self {
             Format::Zstd => Box::new(zstd::Decoder::with_buffer(source)?),
+            Format::Gzip if name == CELLS_FILE => Box::new(source),
             Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(source)),
         })
     }
 }
 
-/// Where the CSV `name` is stored in `dir`, and in which format; None
+/// Where `name` (a CSV, or the records) is stored in `dir`, and in which format; None
 /// where it is in neither. A folder holding it in both is refused: it is not one run's.
 pub fn find(dir: &Path, name: &str) -> Result<Option<(PathBuf, Format)>> {
     let [zstd, gzip] = [Format::Zstd, Format::Gzip].map(|f| (dir.join(f.file(name)), f));
@@ -145,7 +175,8 @@ impl<R: Read> Read for Bounded<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::rows::each_csv_row;
+    use crate::store::rows::{each_csv_row, read_cells};
+    use crate::store::SAMPLES_FILE;
 
     /// `samples.csv` in `dir` in `format`: a header, then one frame (or member) per run.
     fn write_runs(dir: &Path, format: Format, runs: &[&str]) -> PathBuf {
@@ -249,17 +280,36 @@ mod tests {
     fn a_zstd_bomb_is_read_up_to_the_limit_only() {
         let bomb = Format::Zstd.compress(&vec![b'\n'; 64 << 20]).unwrap();
         assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
-        let source = Format::Zstd.decoder(&bomb[..]).unwrap();
+        let source = Format::Zstd.decoder(SAMPLES_FILE, &bomb[..]).unwrap();
         let mut bounded = Bounded::new(source, 1 << 20);
         let n = io::copy(&mut bounded, &mut io::sink()).unwrap();
         assert!(bounded.over && n <= 1 << 20, "{n} bytes read");
     }
 
     #[test]
-    fn an_older_run_is_gzip_and_goes_on_so() {
+    fn records_read_back_to_the_last_flush_of_a_stream_left_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(Format::Zstd.file(CELLS_FILE));
+        let mut w = Format::Zstd
+            .records_writer(std::fs::File::create(&path).unwrap())
+            .unwrap();
+        for line in ["{\"a\":1}", "{\"b\":2}"] {
+            writeln!(w, "{line}").unwrap();
+            w.flush().unwrap();
+        }
+        // A run killed here never ends the frame.
+        std::mem::forget(w);
+        let read = read_cells(dir.path()).unwrap().unwrap();
+        assert_eq!(read.bytes, b"{\"a\":1}\n{\"b\":2}\n");
+        assert!(read.damage.is_none());
+        assert_eq!(Format::of(dir.path()).unwrap(), Some(Format::Zstd));
+    }
+
+    #[test]
+    fn an_older_run_is_gzip_and_plain_records_and_goes_on_so() {
         let old = Path::new("reports/statistics");
         assert_eq!(Format::of(old).unwrap(), Some(Format::Gzip));
-        for name in [SAMPLES_FILE, crate::store::TELEMETRY_FILE] {
+        for name in [SAMPLES_FILE, crate::store::TELEMETRY_FILE, CELLS_FILE] {
             assert!(old.join(Format::Gzip.file(name)).exists(), "{name}");
         }
         let empty = tempfile::tempdir().unwrap();

@@ -12,15 +12,13 @@ use crate::files;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 
-/// The CSVs a run stores as it goes, named in each format (and plain, as the oldest runs
-/// did).
-const STORED_FILES: [&str; 2] = [SAMPLES_FILE, TELEMETRY_FILE];
+/// What a run stores as it goes, named in each format (and plain, as the oldest runs did).
+const STORED_FILES: [&str; 3] = [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE];
 
 /// What else a run writes into its folder, and what its report renders there.
-const RUN_FILES: [&str; 10] = [
+const RUN_FILES: [&str; 9] = [
     EXPERIMENT_FILE,
     RUN_FILE,
-    CELLS_FILE,
     SUMMARY_FILE,
     REPORT_FILE,
     CELLS_REPORT_FILE,
@@ -85,18 +83,22 @@ fn refuse_another(dir: &Path, force: bool, same: impl Fn(&RunMeta) -> bool) -> R
     Ok(finished > 0 && !ours)
 }
 
-/// Lines of `cells.jsonl` in `dir`: the cells a run there finished (0 where there is none).
+/// Lines of `cells.jsonl` in `dir`, in either format: the cells a run there finished (0
+/// where there is none).
 fn finished_cells(dir: &Path) -> Result<usize> {
-    let path = dir.join(CELLS_FILE);
-    if std::fs::symlink_metadata(&path).is_err() {
-        return Ok(0);
+    let mut lines = 0;
+    for format in [Format::Zstd, Format::Gzip] {
+        let path = dir.join(format.file(CELLS_FILE));
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let records = super::rows::read_cells_at(path, format)?;
+        lines += (records.bytes)
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .count();
     }
-    let bytes = files::read(&path, files::MAX_RUN_FILE_BYTES)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(bytes
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .count())
+    Ok(lines)
 }
 
 #[cfg(test)]

@@ -467,10 +467,11 @@ fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
 pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
     let mut sums: HashMap<String, (f64, f64)> = HashMap::new();
-    for line in files::read_text(&dir.join(CELLS_FILE), files::MAX_RUN_FILE_BYTES)
-        .unwrap_or_default()
-        .lines()
-    {
+    let stored = super::rows::read_cells(dir).ok().flatten();
+    let text = stored.map_or(String::new(), |s| {
+        String::from_utf8_lossy(&s.bytes).into_owned()
+    });
+    for line in text.lines() {
         if let Ok(r) = serde_json::from_str::<CellRecord>(line) {
             let e = sums.entry(r.id).or_default();
             e.0 += r.wall_s;

@@ -13,17 +13,17 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// A stored CSV at `path`, checked to be of its `format`, as what it decodes to; at most
-/// `files::MAX_RUN_FILE_BYTES` on disk.
-fn open_stored(path: &Path, format: Format) -> Result<Box<dyn Read>> {
+/// A stored file `name` at `path`, checked to be of its `format`, as what it decodes to;
+/// at most `files::MAX_RUN_FILE_BYTES` on disk.
+fn open_stored(path: &Path, name: &str, format: Format) -> Result<Box<dyn Read>> {
     let file = files::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     if file.metadata()?.len() > files::MAX_RUN_FILE_BYTES {
         return Err(files::too_large(files::MAX_RUN_FILE_BYTES))
             .with_context(|| format!("cannot read {}", path.display()));
     }
     let mut file = BufReader::new(file);
-    format.check_magic(path, file.fill_buf()?)?;
-    Ok(format.decoder(file)?)
+    format.check_magic(path, name, file.fill_buf()?)?;
+    Ok(format.decoder(name, file)?)
 }
 
 /// A stored CSV file, read as a stream: the gzip members or zstd frames that decode (a
@@ -39,7 +39,7 @@ struct StoredCsv {
 
 fn open_csv(dir: &Path, name: &str) -> Result<Option<StoredCsv>> {
     if let Some((path, format)) = format::find(dir, name)? {
-        let source = open_stored(&path, format)?;
+        let source = open_stored(&path, name, format)?;
         return Ok(Some(StoredCsv {
             path,
             format: Some(format),
@@ -209,6 +209,64 @@ impl Unreadable {
     }
 }
 
+/// A run's records file as it decodes.
+pub(crate) struct RecordsFile {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    /// Why decoding stopped before the file's end, where damage stopped it (a zstd stream
+    /// that a stopped run left open reads to its last flush, and says nothing).
+    pub damage: Option<io::Error>,
+}
+
+/// The records of the run in `dir` (`cells.jsonl.zst`, or `cells.jsonl` of an older run)
+/// as they decode; None where it has none.
+pub(crate) fn read_cells(dir: &Path) -> Result<Option<RecordsFile>> {
+    let Some((path, format)) = format::find(dir, CELLS_FILE)? else {
+        return Ok(None);
+    };
+    read_cells_at(path, format).map(Some)
+}
+
+/// The records file at `path`, in `format`, as it decodes: at most
+/// `files::MAX_RUN_FILE_BYTES` of it.
+pub(crate) fn read_cells_at(path: PathBuf, format: Format) -> Result<RecordsFile> {
+    let cap = files::MAX_RUN_FILE_BYTES;
+    let mut decoded = Bounded::new(open_stored(&path, CELLS_FILE, format)?, cap);
+    let mut bytes = Vec::new();
+    decoded.read_to_end(&mut bytes)?;
+    if decoded.over {
+        bail!(
+            "{} decompresses to more than {}, the most the runner reads of a run's records: the file is damaged",
+            path.display(),
+            files::size_text(cap)
+        );
+    }
+    let damage = (decoded.failed).filter(|e| e.kind() != io::ErrorKind::UnexpectedEof);
+    Ok(RecordsFile {
+        path,
+        bytes,
+        damage,
+    })
+}
+
+/// The records' text: a last character cut short is a torn line's, left to be dropped as
+/// one.
+fn records_text(dir: &Path, stored: RecordsFile) -> Result<String> {
+    String::from_utf8(stored.bytes).or_else(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        if e.utf8_error().error_len().is_some() {
+            bail!(
+                "cannot read {} (is {} a run's folder?): it is not UTF-8 text",
+                stored.path.display(),
+                dir.display()
+            );
+        }
+        let mut bytes = e.into_bytes();
+        bytes.truncate(valid);
+        Ok(String::from_utf8(bytes).expect("valid up to here"))
+    })
+}
+
 /// `cells.jsonl`: one record per line; a torn last line is dropped with a warning, a
 /// malformed line before it or a cell and process recorded twice make that cell unreadable.
 pub(super) fn read_records(
@@ -217,7 +275,20 @@ pub(super) fn read_records(
     unreadable: &mut Unreadable,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<CellRecord>> {
-    let text = super::read::read_text(dir, CELLS_FILE, files::MAX_RUN_FILE_BYTES)?;
+    let Some(stored) = read_cells(dir)? else {
+        bail!(
+            "cannot read {} (is {} a run's folder?): there is no such file",
+            dir.join(CELLS_FILE).display(),
+            dir.display()
+        );
+    };
+    let file = file_name(&stored.path);
+    if let Some(e) = &stored.damage {
+        warnings.push(format!(
+            "{file}: dropped the records from a part that does not decode on ({e}): the run folder is damaged there"
+        ));
+    }
+    let text = records_text(dir, stored)?;
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -237,7 +308,7 @@ pub(super) fn read_records(
             Ok(r) if plan.cells.get(r.cell).is_none_or(|c| c.id != r.id) => unreadable.add(
                 &r.id,
                 format!(
-                    "{CELLS_FILE}:{at}: index {} is not this cell's in the stored experiment's plan",
+                    "{file}:{at}: index {} is not this cell's in the stored experiment's plan",
                     r.cell
                 ),
             ),
@@ -246,7 +317,7 @@ pub(super) fn read_records(
                     unreadable.add(
                         &r.id,
                         format!(
-                            "{CELLS_FILE}:{at}: process {} recorded again (line {earlier})",
+                            "{file}:{at}: process {} recorded again (line {earlier})",
                             r.process
                         ),
                     );
@@ -256,12 +327,12 @@ pub(super) fn read_records(
             Err(_) if n + 1 == lines.len() => {
                 let id = id_in(line).map_or(String::new(), |id| format!(" of cell {id}"));
                 warnings.push(format!(
-                    "{CELLS_FILE}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
+                    "{file}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
                 ));
             }
             Err(e) => match id_in(line) {
-                Some(id) => unreadable.add(&id, format!("{CELLS_FILE}:{at}: a malformed record: {e}")),
-                None => warnings.push(format!("{CELLS_FILE}:{at}: dropped a malformed line: {e}")),
+                Some(id) => unreadable.add(&id, format!("{file}:{at}: a malformed record: {e}")),
+                None => warnings.push(format!("{file}:{at}: dropped a malformed line: {e}")),
             },
         }
     }

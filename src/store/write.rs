@@ -14,7 +14,7 @@ use crate::plan::Cell;
 use crate::protocol::{CellRecord, TelemetryPoint};
 use anyhow::{Context, Result};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 /// Writes a run as it happens.
@@ -23,7 +23,7 @@ pub struct Writer {
     format: Format,
     samples: File,
     telemetry: File,
-    cells: BufWriter<File>,
+    cells: Box<dyn Write>,
     params: Vec<String>,
 }
 
@@ -109,12 +109,12 @@ impl Writer {
     fn empty(dir: &Path, exp: &Experiment, prefix: &str, format: Format) -> Result<Writer> {
         let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
         let create = |name: &str| {
-            let path = dir.join(format!("{prefix}{name}"));
+            let path = dir.join(format!("{prefix}{}", format.file(name)));
             files::create(&path).with_context(|| format!("cannot create {}", path.display()))
         };
-        let mut samples = create(&format.file(SAMPLES_FILE))?;
+        let mut samples = create(SAMPLES_FILE)?;
         append_frame(&mut samples, format, &[samples_header(&params)])?;
-        let mut telemetry = create(&format.file(TELEMETRY_FILE))?;
+        let mut telemetry = create(TELEMETRY_FILE)?;
         append_frame(
             &mut telemetry,
             format,
@@ -125,7 +125,7 @@ impl Writer {
             format,
             samples,
             telemetry,
-            cells: BufWriter::new(create(CELLS_FILE)?),
+            cells: format.records_writer(create(CELLS_FILE)?)?,
             params,
         })
     }
@@ -142,8 +142,7 @@ impl Writer {
             let rec = stored.with_samples(rec);
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
         }
-        let csvs = [SAMPLES_FILE, TELEMETRY_FILE].map(|n| format.file(n));
-        for name in csvs.into_iter().chain([CELLS_FILE.to_string()]) {
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE].map(|n| format.file(n)) {
             std::fs::rename(dir.join(format!("{NEW}{name}")), dir.join(&name))
                 .with_context(|| format!("cannot replace {}", dir.join(&name).display()))?;
         }
