@@ -247,6 +247,7 @@ fn telemetry_row(id: &str, process: u32, p: &TelemetryPoint) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::format::find;
 
     #[test]
     fn source_copies_stay_inside_the_folder() {
@@ -258,5 +259,43 @@ mod tests {
             source_copy("/../../etc/passwd"),
             PathBuf::from("etc/passwd")
         );
+    }
+
+    #[test]
+    fn a_resumed_older_run_goes_on_in_gzip_and_plain_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Path::new("reports/statistics");
+        for name in [
+            "run.json",
+            "experiment.toml",
+            "cells.jsonl",
+            "samples.csv.gz",
+            "telemetry.csv.gz",
+        ] {
+            std::fs::copy(old.join(name), dir.path().join(name)).unwrap();
+        }
+        let stored = Stored::load(dir.path()).unwrap();
+        drop(Writer::resume(dir.path(), &stored, &stored.meta).unwrap());
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
+            let (path, format) = find(dir.path(), name).unwrap().unwrap();
+            assert_eq!(format, Format::Gzip, "{}", path.display());
+        }
+        let again = Stored::load(dir.path()).unwrap();
+        assert_eq!(again.records, stored.records);
+        assert_eq!(again.samples.time_ns, stored.samples.time_ns);
+    }
+
+    #[test]
+    fn a_resumed_run_written_now_goes_on_in_zstd() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("statistics");
+        crate::store::merge(&[Path::new("reports/statistics")], &run, false).unwrap();
+        let stored = Stored::load(&run).unwrap();
+        drop(Writer::resume(&run, &stored, &stored.meta).unwrap());
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
+            let (path, format) = find(&run, name).unwrap().unwrap();
+            assert_eq!(format, Format::Zstd, "{}", path.display());
+        }
+        assert_eq!(Stored::load(&run).unwrap().records, stored.records);
     }
 }
