@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 pub const MAX_TEXT_BYTES: u64 = 16 << 20;
 /// A prebuilt module (CUBIN, PTX, fatbinary) and a `.npy` header's file.
 pub const MAX_MODULE_BYTES: u64 = 512 << 20;
-/// A run folder's stored files as they lie on disk (`cells.jsonl`, the gzipped CSVs).
+/// A run folder's stored files as they lie on disk (the compressed CSVs and records), and
+/// its records once decompressed.
 pub const MAX_RUN_FILE_BYTES: u64 = 256 << 20;
-/// A gzipped CSV of a run once decompressed (about ten million samples).
+/// A compressed CSV of a run once decompressed (about ten million samples).
 pub const MAX_DECOMPRESSED_BYTES: u64 = 1 << 30;
 
 /// An error about a file, its reason in words; callers add the path and what it was for.

@@ -17,7 +17,7 @@ fn matmul_runs_checked_and_reported() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = out_dir.path().join("e2e");
-    let cells = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap();
+    let cells = stored_text(&dir, "cells.jsonl");
     assert_eq!(cells.lines().count(), 4 + 2, "{cells}");
     assert!(
         cells.lines().all(|l| l.contains("\"status\":\"ok\"")),
@@ -55,7 +55,7 @@ fn a_faulting_kernel_fails_its_cell_and_the_others_complete() {
     ]);
     // Failed cells of a kernel not written to be caught: the run says so in its exit code.
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    let cells = std::fs::read_to_string(out_dir.path().join("fault/cells.jsonl")).unwrap();
+    let cells = stored_text(&out_dir.path().join("fault"), "cells.jsonl");
     let failed: Vec<&str> = cells
         .lines()
         .filter(|l| l.contains("\"status\":\"failed\""))
@@ -99,7 +99,7 @@ fn a_compile_error_shows_the_compiler_log_with_line_numbers() {
         "--allow-failures",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let cells = std::fs::read_to_string(out_dir.path().join("broken/cells.jsonl")).unwrap();
+    let cells = stored_text(&out_dir.path().join("broken"), "cells.jsonl");
     assert!(
         cells.contains("broken.cu(2)") && cells.contains("undefined_name"),
         "{cells}"
@@ -499,20 +499,14 @@ fn an_interrupted_run_resumes_keeping_its_finished_cells() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = out_dir.path().join("resume");
-    let records: Vec<&str> = vec![
-        "";
-        std::fs::read_to_string(dir.join("cells.jsonl"))
-            .unwrap()
-            .lines()
-            .count()
-    ];
+    let records: Vec<&str> = vec![""; stored_text(&dir, "cells.jsonl").lines().count()];
     assert_eq!(
         records.len(),
         2 + 2 * 2 + 1,
         "2 shared, 4 fresh runs, 1 floor"
     );
     // As if the run had stopped after three cells, the third torn mid-line.
-    let cells = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap();
+    let cells = stored_text(&dir, "cells.jsonl");
     let lines: Vec<&str> = cells.lines().collect();
     let kept = format!(
         "{}\n{}\n{}",
@@ -520,11 +514,11 @@ fn an_interrupted_run_resumes_keeping_its_finished_cells() {
         lines[1],
         &lines[2][..lines[2].len() / 2]
     );
-    std::fs::write(dir.join("cells.jsonl"), kept).unwrap();
+    write_stored(&dir, "cells.jsonl", &kept);
     let out = run(&["run", "--resume", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("torn last line"), "{}", stderr(&out));
-    let after = std::fs::read_to_string(dir.join("cells.jsonl")).unwrap();
+    let after = stored_text(&dir, "cells.jsonl");
     let after: Vec<&str> = after.lines().collect();
     assert_eq!(after.len(), records.len(), "every run recorded once");
     assert_eq!(

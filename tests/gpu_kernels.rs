@@ -172,7 +172,7 @@ fn headers_beside_the_source_and_in_an_include_option_are_found() {
         out_dir.path().to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let cells = std::fs::read_to_string(out_dir.path().join("e/cells.jsonl")).unwrap();
+    let cells = stored_text(&out_dir.path().join("e"), "cells.jsonl");
     assert!(cells.contains("\"status\":\"ok\""), "{cells}");
 }
 
@@ -271,8 +271,7 @@ fn a_run_of_part_of_an_experiment_keeps_its_selection_through_report_and_resume(
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = out_dir.path().join("part");
-    let ids: Vec<String> = std::fs::read_to_string(dir.join("cells.jsonl"))
-        .unwrap()
+    let ids: Vec<String> = stored_text(&dir, "cells.jsonl")
         .lines()
         .map(|l| {
             serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]

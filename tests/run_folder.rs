@@ -247,3 +247,70 @@ fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refuse
         stderr(&out)
     );
 }
+
+/// The committed run `name` merged alone into a new folder: stored as a run is written now.
+fn rewritten(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(name);
+    let out = merge(&[&Path::new("reports").join(name)], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    (root, dir)
+}
+
+#[test]
+fn a_run_written_now_is_zstd_and_reads_as_the_gzip_run_it_came_from() {
+    let (root, dir) = rewritten("statistics");
+    let old = Path::new("reports/statistics");
+    for (new, was) in [
+        ("samples.csv.zst", "samples.csv.gz"),
+        ("telemetry.csv.zst", "telemetry.csv.gz"),
+        ("cells.jsonl.zst", "cells.jsonl"),
+    ] {
+        assert!(dir.join(new).exists() && !dir.join(was).exists(), "{new}");
+        assert!(old.join(was).exists() && !old.join(new).exists(), "{was}");
+    }
+    for csv in ["samples.csv", "telemetry.csv"] {
+        assert!(
+            stored_text(&dir, csv) == stored_text(old, csv),
+            "{csv} differs"
+        );
+    }
+    assert_eq!(records_of(&dir).len(), records_of(old).len());
+    let out = report_in(root.path(), &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(summary(&dir), summary(old));
+}
+
+#[test]
+fn a_torn_zstd_frame_is_dropped_with_a_warning_and_a_second_format_is_refused() {
+    let (root, dir) = rewritten("statistics");
+    // A crash while appending one more run's rows.
+    let samples = dir.join("samples.csv.zst");
+    let rows = stored_text(&dir, "samples.csv");
+    let last = rows.lines().last().unwrap().to_string() + "\n";
+    let frame = zstd::bulk::compress(last.repeat(50).as_bytes(), 3).unwrap();
+    let mut bytes = std::fs::read(&samples).unwrap();
+    bytes.extend_from_slice(&frame[..frame.len() / 2]);
+    std::fs::write(&samples, bytes).unwrap();
+    let out = report_in(root.path(), &dir);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("samples.csv.zst: dropped a torn last frame"),
+        "{err}"
+    );
+    // The old run's samples copied in beside the new ones: which are the run's?
+    std::fs::copy(
+        "reports/statistics/samples.csv.gz",
+        dir.join("samples.csv.gz"),
+    )
+    .unwrap();
+    let out = report_in(root.path(), &dir);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("both samples.csv.zst and samples.csv.gz") && err.contains("hint"),
+        "{err}"
+    );
+}

@@ -2,6 +2,9 @@
 //! array of two parts, one part requeued, the parts merged. Skipped, saying so, where Slurm
 //! is not installed or the test cannot start its daemons (it needs root).
 
+mod common;
+use common::stored_text;
+
 fn installed(program: &str) -> bool {
     std::process::Command::new("sh")
         .args([
@@ -45,7 +48,7 @@ fn an_experiment_runs_as_a_slurm_array_and_its_parts_merge() {
     );
     assert!(text.contains("submitted array job"), "{text}");
     let merged = out.path().join("slurm/compare");
-    let cells = std::fs::read_to_string(merged.join("cells.jsonl")).unwrap();
+    let cells = stored_text(&merged, "cells.jsonl");
     // Every cell of the plan, from one part or the other.
     assert_eq!(cells.lines().count(), 8, "{cells}");
     assert!(merged.join("report.md").exists());

@@ -46,6 +46,39 @@ def base_experiment(kernels: Path) -> str:
     return text.replace('"../kernels/matmul.cu"', f'"{kernels / "matmul.cu"}"')
 
 
+def zstd_frame(data: bytes) -> bytes:
+    """`data` as one zstd frame of raw blocks: valid zstd, made without a zstd library."""
+    block = 1 << 17
+    # Magic, no flags, a window of 128 KiB (exponent 7): a raw block's most.
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00\x38")
+    chunks = [data[i:i + block] for i in range(0, len(data), block)] or [b""]
+    for i, chunk in enumerate(chunks):
+        last = int(i == len(chunks) - 1)
+        out += ((len(chunk) << 3) | last).to_bytes(3, "little") + chunk
+    return bytes(out)
+
+
+def zstd_bomb(byte: bytes, count: int) -> bytes:
+    """A zstd frame of `count` copies of `byte` in RLE blocks: 4 bytes per 128 KiB."""
+    block = 1 << 17
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00\x38")
+    full, rest = divmod(count, block)
+    sizes = [block] * full + ([rest] if rest else [])
+    for i, size in enumerate(sizes):
+        out += ((size << 3) | (1 << 1) | int(i == len(sizes) - 1)).to_bytes(3, "little") + byte
+    return bytes(out)
+
+
+def to_zstd(d: Path):
+    """The run folder `d` stored as runs are written now: zstd CSVs and records."""
+    for name in ["samples.csv", "telemetry.csv"]:
+        text = gzip.decompress((d / f"{name}.gz").read_bytes())
+        (d / f"{name}.zst").write_bytes(zstd_frame(text))
+        (d / f"{name}.gz").unlink()
+    (d / "cells.jsonl.zst").write_bytes(zstd_frame((d / "cells.jsonl").read_bytes()))
+    (d / "cells.jsonl").unlink()
+
+
 def limit_child():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     os.setsid()
@@ -539,6 +572,46 @@ unit = "ns"
                 for _ in range(192):
                     f.write(chunk)
         report("a gzip bomb of newlines", bomb, expect="any")
+
+        # The same damage to a run stored as runs are written now.
+        def zstd(tamper):
+            def t(tmp, d):
+                to_zstd(d)
+                tamper(tmp, d)
+            return t
+        report("zstd: the run reads", zstd(lambda tmp, d: None), expect="ok")
+        for fname in ["samples.csv.zst", "telemetry.csv.zst", "cells.jsonl.zst"]:
+            report(f"zstd: {fname} cut at 60%", zstd(truncate(fname, 0.6)), expect="ok")
+            report(f"zstd: {fname} is a FIFO", zstd(fifo(fname)))
+            report(f"zstd: {fname} is a link outside",
+                   zstd(link(fname, lambda tmp: tmp / "outside" / "canary.txt")))
+
+        def zstd_bad_row(tmp, d):
+            lines = gzip.decompress((d / "samples.csv.gz").read_bytes()).split(b"\n")
+            lines.insert(len(lines) // 2, b"x,y")
+            to_zstd(d)
+            (d / "samples.csv.zst").write_bytes(zstd_frame(b"\n".join(lines)))
+        report("zstd: samples with a bad row in the middle", zstd_bad_row, expect="ok")
+
+        def not_zstd(tmp, d):
+            (d / "samples.csv.zst").write_text("cell,kernel\nx,y\n")
+        report("zstd: samples.csv.zst is not zstd", zstd(not_zstd), says=["zstd"])
+
+        def both(tmp, d):
+            shutil.copy(ROOT / "reports/events/samples.csv.gz", d / "samples.csv.gz")
+        report("zstd: samples.csv.zst and samples.csv.gz both there", zstd(both),
+               says=["samples\\.csv\\.zst", "samples\\.csv\\.gz"])
+
+        def zstd_bombs(fname, first):
+            def t(tmp, d):
+                # About 100 KB that decompresses to about 3 GB of newlines.
+                (d / fname).write_bytes(zstd_frame(first + b"\n") + zstd_bomb(b"\n", 3 << 30))
+            return zstd(t)
+        header = gzip.decompress((ROOT / "reports/events/samples.csv.gz").read_bytes()).split(b"\n")[0]
+        report("a zstd bomb of newlines", zstd_bombs("samples.csv.zst", header), expect="any")
+        first_record = (ROOT / "reports/events/cells.jsonl").read_bytes().split(b"\n")[0]
+        report("a zstd bomb of newlines in cells.jsonl.zst", zstd_bombs("cells.jsonl.zst", first_record),
+               expect="any")
 
         def stored_error(tmp, d):
             t = (d / "experiment.toml").read_text()

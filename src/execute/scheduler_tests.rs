@@ -13,7 +13,7 @@ struct Outcome {
 
 /// Each stored cell's status and error.
 fn statuses(dir: &Path) -> HashMap<usize, (Status, Option<String>)> {
-    let text = std::fs::read_to_string(dir.join(crate::store::CELLS_FILE)).unwrap();
+    let text = crate::store::stored_records(dir);
     text.lines()
         .map(|l| {
             let r: CellRecord = serde_json::from_str(l).unwrap();
@@ -158,7 +158,7 @@ fn counters_are_skipped_with_a_note_where_ncu_is_missing_and_the_cell_still_time
         )
     });
     assert!(out.complete);
-    let text = std::fs::read_to_string(out.dir.join(crate::store::CELLS_FILE)).unwrap();
+    let text = crate::store::stored_records(&out.dir);
     let records: Vec<CellRecord> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -14,6 +14,8 @@ use serde::Serialize;
 #[derive(Serialize)]
 pub struct View {
     experiment: ExperimentView,
+    /// The run's raw files as this folder names them: (samples, records).
+    raw_files: (String, String),
     /// Whether the run's readings can be trusted, in a sentence: the report's first line.
     trust: String,
     /// Each cell not trusted, or (a kernel written to be caught) not caught, and why.
@@ -275,6 +277,10 @@ impl View {
             findings: s.findings.as_deref().map(format::wrap_long_lines),
             generated: super::findings::sentences(&crate::analysis::findings::of(a)),
             warnings: s.warnings.clone(),
+            raw_files: (
+                s.stored_name(crate::store::SAMPLES_FILE),
+                s.stored_name(crate::store::CELLS_FILE),
+            ),
             clock_tolerance_pct: exp.telemetry.clock_tolerance_pct,
             clock_policy: crate::clock_lock::describe(exp.clocks),
             complete: m.complete,

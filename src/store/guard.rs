@@ -2,6 +2,7 @@
 //! the run it holds (resumed, or its parts merged again), or with `--force`, which clears
 //! the old run first.
 
+use super::format::Format;
 use super::{
     RunMeta, CELLS_FILE, CELLS_REPORT_FILE, COMPARE_FILE, EXPERIMENT_FILE, FINDINGS_FILE,
     NOTES_FILE, PEERS_FILE, REPORT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE,
@@ -11,13 +12,13 @@ use crate::files;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 
-/// What a run writes into its folder, and what its report renders there.
-const RUN_FILES: [&str; 12] = [
+/// What a run stores as it goes, named in each format (and plain, as the oldest runs did).
+const STORED_FILES: [&str; 3] = [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE];
+
+/// What else a run writes into its folder, and what its report renders there.
+const RUN_FILES: [&str; 9] = [
     EXPERIMENT_FILE,
     RUN_FILE,
-    SAMPLES_FILE,
-    CELLS_FILE,
-    TELEMETRY_FILE,
     SUMMARY_FILE,
     REPORT_FILE,
     CELLS_REPORT_FILE,
@@ -37,7 +38,14 @@ const ABOUT_FILES: [&str; 3] = [FINDINGS_FILE, NOTES_FILE, COMPARE_FILE];
 pub fn claim(dir: &Path, force: bool, same: impl Fn(&RunMeta) -> bool) -> Result<()> {
     let replaced = refuse_another(dir, force, same)?;
     let about: &[&str] = if replaced { &ABOUT_FILES } else { &[] };
-    for name in RUN_FILES.iter().chain(about) {
+    let stored = STORED_FILES.iter().flat_map(|name| {
+        [Format::Zstd, Format::Gzip]
+            .map(|f| f.file(name))
+            .into_iter()
+            .chain([name.to_string()])
+    });
+    let names = RUN_FILES.iter().chain(about).map(|n| n.to_string());
+    for name in names.chain(stored) {
         let path = dir.join(name);
         files::remove(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     }
@@ -75,18 +83,22 @@ fn refuse_another(dir: &Path, force: bool, same: impl Fn(&RunMeta) -> bool) -> R
     Ok(finished > 0 && !ours)
 }
 
-/// Lines of `cells.jsonl` in `dir`: the cells a run there finished (0 where there is none).
+/// Lines of `cells.jsonl` in `dir`, in either format: the cells a run there finished (0
+/// where there is none).
 fn finished_cells(dir: &Path) -> Result<usize> {
-    let path = dir.join(CELLS_FILE);
-    if std::fs::symlink_metadata(&path).is_err() {
-        return Ok(0);
+    let mut lines = 0;
+    for format in [Format::Zstd, Format::Gzip] {
+        let path = dir.join(format.file(CELLS_FILE));
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let records = super::rows::read_cells_at(path, format)?;
+        lines += (records.bytes)
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .count();
     }
-    let bytes = files::read(&path, files::MAX_RUN_FILE_BYTES)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(bytes
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .count())
+    Ok(lines)
 }
 
 #[cfg(test)]

@@ -150,8 +150,8 @@ fn load_parts(parts: &[&Path]) -> Result<Vec<(Stored, Samples)>> {
 /// another path or as a copy, is told from two parts.
 fn fingerprint(dir: &Path) -> Result<String> {
     let mut all = Vec::new();
-    for name in [RUN_FILE, CELLS_FILE] {
-        let path = dir.join(name);
+    let records = super::format::find(dir, CELLS_FILE)?.map(|(path, _)| path);
+    for path in [dir.join(RUN_FILE), records.unwrap_or(dir.join(CELLS_FILE))] {
         all.extend(
             files::read(&path, files::MAX_RUN_FILE_BYTES)
                 .with_context(|| format!("cannot read {}", path.display()))?,

@@ -1,8 +1,10 @@
 //! The run folder: everything needed to re-render a run anywhere. The experiment as run,
 //! the kernel sources it compiled, `run.json`, the samples and telemetry as compressed CSV
-//! (a gzip member per cell) and one JSON line per finished cell, written in that order and
-//! flushed the moment a cell finishes, so an interrupt or a crash loses no completed cell.
+//! (a zstd frame per cell; a gzip member in older runs) and one JSON line per finished cell
+//! (a zstd stream; plain in older runs), written in that order and flushed the moment a
+//! cell finishes, so an interrupt or a crash loses no completed cell.
 
+mod format;
 mod guard;
 mod merge;
 mod read;
@@ -38,10 +40,13 @@ pub struct PeerRow {
 
 pub const EXPERIMENT_FILE: &str = "experiment.toml";
 pub const RUN_FILE: &str = "run.json";
-pub const SAMPLES_FILE: &str = "samples.csv.gz";
+/// The samples' CSV, stored as `samples.csv.zst` (`.gz` in older runs, plain in the oldest).
+pub const SAMPLES_FILE: &str = "samples.csv";
+/// The cell records, stored as `cells.jsonl.zst` (plain in older runs).
 pub const CELLS_FILE: &str = "cells.jsonl";
 pub const SUMMARY_FILE: &str = "summary.csv";
-pub const TELEMETRY_FILE: &str = "telemetry.csv.gz";
+/// The telemetry's CSV, stored as `telemetry.csv.zst` (`.gz` in older runs).
+pub const TELEMETRY_FILE: &str = "telemetry.csv";
 pub const REPORT_FILE: &str = "report.md";
 /// The report's per-cell tables (statistics, phases, checks and telemetry), beside it.
 pub const CELLS_REPORT_FILE: &str = "cells.md";
@@ -126,4 +131,11 @@ pub struct RunMeta {
 pub struct ShardCells {
     pub shard: crate::plan::shard::Shard,
     pub cells: Vec<String>,
+}
+
+/// The records a run in `dir` stored, as text: for tests that read them as a person would.
+#[cfg(test)]
+pub fn stored_records(dir: &std::path::Path) -> String {
+    let read = rows::read_cells(dir).unwrap().expect("a run's records");
+    String::from_utf8(read.bytes).unwrap()
 }

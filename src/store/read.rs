@@ -5,10 +5,11 @@
 //! so damage loses only what it damaged; an experiment file changed since the run, or a
 //! file that is not the run's own (a link), refuses the whole.
 
+use super::format::Format;
 use super::rows::{each_csv_row, file_name, read_records, Unreadable};
 use super::samples::{self, SampleSink, Samples};
 use super::{
-    PeerRow, RunMeta, CELLS_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
+    PeerRow, RunMeta, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
     TELEMETRY_FILE,
 };
 use crate::experiment::{DeviceFacts, Experiment, Sources};
@@ -34,6 +35,8 @@ pub struct Stored {
     pub peers: Vec<PeerRow>,
     /// What was dropped as torn or unfinished, to tell the user.
     pub warnings: Vec<String>,
+    /// How the folder's files are stored (runs before zstd keep gzip).
+    format: Format,
 }
 
 /// A telemetry reading of one cell's run.
@@ -141,6 +144,7 @@ impl Stored {
             notes: read_optional(dir, NOTES_FILE)?.map(|n| n.trim().to_string()),
             findings: read_optional(dir, FINDINGS_FILE)?.map(|n| n.trim().to_string()),
             warnings,
+            format: Format::of(dir)?.unwrap_or(Format::Zstd),
         };
         // Telemetry first, for the sink; its warnings after the samples'.
         let before = stored.warnings.len();
@@ -154,6 +158,11 @@ impl Stored {
         }
         stored.leave_out(unreadable, sink);
         Ok(stored)
+    }
+
+    /// The name the run file `name` (`SAMPLES_FILE`, `CELLS_FILE`, ...) has in this folder.
+    pub fn stored_name(&self, name: &str) -> String {
+        self.format.file(name)
     }
 
     /// The runs the records hold, as (cell index, process).
@@ -299,10 +308,11 @@ fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
 pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
     let mut sums: HashMap<String, (f64, f64)> = HashMap::new();
-    for line in files::read_text(&dir.join(CELLS_FILE), files::MAX_RUN_FILE_BYTES)
-        .unwrap_or_default()
-        .lines()
-    {
+    let stored = super::rows::read_cells(dir).ok().flatten();
+    let text = stored.map_or(String::new(), |s| {
+        String::from_utf8_lossy(&s.bytes).into_owned()
+    });
+    for line in text.lines() {
         if let Ok(r) = serde_json::from_str::<CellRecord>(line) {
             let e = sums.entry(r.id).or_default();
             e.0 += r.wall_s;

@@ -1,71 +1,61 @@
 //! The rows of a run's stored files, read as a crash or damage may have left them: the
-//! gzip members of a CSV that decode (a torn last row dropped with a warning), and the
-//! records of `cells.jsonl`; a damaged row or record makes its cell unreadable, not the run.
+//! gzip members or zstd frames of a CSV that decode (a torn last row dropped with a
+//! warning), and the records of `cells.jsonl`; a damaged row or record makes its cell
+//! unreadable, not the run.
 
+use super::format::{self, Bounded, Format};
 use super::CELLS_FILE;
 use crate::files;
 use crate::plan::Plan;
 use crate::protocol::CellRecord;
 use anyhow::{bail, Context, Result};
-use flate2::read::MultiGzDecoder;
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// The gzip magic number every member starts with.
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// A stored CSV file, read as a stream: the gzip members that decode (a torn or damaged
-/// member ends the data, as a crash leaves it), or a plain `.csv` of an older run; at most
-/// `MAX_DECOMPRESSED_BYTES` of text. Streaming keeps a run's samples out of memory as text:
-/// only the rows' values are kept.
-fn open_csv(dir: &Path, name: &str) -> Result<Option<(PathBuf, Box<dyn Read>)>> {
-    let gz = dir.join(name);
-    if std::fs::symlink_metadata(&gz).is_ok() {
-        let file = files::open(&gz).with_context(|| format!("cannot read {}", gz.display()))?;
-        if file.metadata()?.len() > files::MAX_RUN_FILE_BYTES {
-            return Err(files::too_large(files::MAX_RUN_FILE_BYTES))
-                .with_context(|| format!("cannot read {}", gz.display()));
-        }
-        let mut magic = [0u8; 2];
-        let mut head = file.take(2);
-        let n = head.read(&mut magic)?;
-        if n == 2 && magic != GZIP_MAGIC {
-            bail!(
-                "{} is not gzip data: the run folder is damaged (its samples cannot be read)",
-                gz.display()
-            );
-        }
-        let file = std::io::BufReader::new(files::open(&gz)?);
-        return Ok(Some((gz, Box::new(MultiGzDecoder::new(file)))));
+/// A stored file `name` at `path`, checked to be of its `format`, as what it decodes to;
+/// at most `files::MAX_RUN_FILE_BYTES` on disk.
+fn open_stored(path: &Path, name: &str, format: Format) -> Result<Box<dyn Read>> {
+    let file = files::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if file.metadata()?.len() > files::MAX_RUN_FILE_BYTES {
+        return Err(files::too_large(files::MAX_RUN_FILE_BYTES))
+            .with_context(|| format!("cannot read {}", path.display()));
     }
-    let plain = dir.join(name.trim_end_matches(".gz"));
-    if std::fs::symlink_metadata(&plain).is_err() {
+    let mut file = BufReader::new(file);
+    format.check_magic(path, name, file.fill_buf()?)?;
+    Ok(format.decoder(name, file)?)
+}
+
+/// A stored CSV file, read as a stream: the gzip members or zstd frames that decode (a
+/// torn or damaged one ends the data, as a crash leaves it), or a plain `.csv` of an older
+/// run. Streaming keeps a run's samples out of memory as text: only the rows' values are
+/// kept.
+struct StoredCsv {
+    path: PathBuf,
+    /// None for plain text.
+    format: Option<Format>,
+    source: Box<dyn Read>,
+}
+
+fn open_csv(dir: &Path, name: &str) -> Result<Option<StoredCsv>> {
+    if let Some((path, format)) = format::find(dir, name)? {
+        let source = open_stored(&path, name, format)?;
+        return Ok(Some(StoredCsv {
+            path,
+            format: Some(format),
+            source,
+        }));
+    }
+    let path = dir.join(name);
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    let file = files::open(&plain).with_context(|| format!("cannot read {}", plain.display()))?;
-    Ok(Some((plain, Box::new(file))))
-}
-
-/// A reader that ends where its source fails (the data decoded so far stands, as a torn
-/// gzip member leaves it) or passes `limit` bytes (noted, so that the caller refuses it).
-struct Bounded<R> {
-    inner: R,
-    read: u64,
-    limit: u64,
-    over: bool,
-}
-
-impl<R: Read> Read for Bounded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.over {
-            return Ok(0);
-        }
-        let n = self.inner.read(buf).unwrap_or(0);
-        self.read += n as u64;
-        self.over = self.read > self.limit;
-        Ok(if self.over { 0 } else { n })
-    }
+    let file = files::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Some(StoredCsv {
+        path,
+        format: None,
+        source: Box::new(file),
+    }))
 }
 
 /// A readable row of a stored CSV, indexed by the position of a column among those asked
@@ -86,22 +76,32 @@ impl std::ops::Index<usize> for Row<'_> {
 }
 
 /// What reading a stored CSV found besides its rows: where it is, the lines of rows that
-/// are not readable (the first field of each where it can be read), and the line of a torn
-/// last row, dropped.
+/// are not readable (the first field of each where it can be read), the line of a torn
+/// last row, dropped, and why zstd frames stopped decoding before the file's end.
 pub(super) struct CsvRead {
     pub path: PathBuf,
     pub damaged: Vec<(u64, Option<String>)>,
     pub torn: Option<u64>,
+    pub undecoded: Option<io::Error>,
 }
 
 impl CsvRead {
-    /// The warning for a torn last row, where there was one.
+    /// The warning for a torn last row, or else for a torn or damaged frame, where there
+    /// was one.
     pub fn torn_warning(&self) -> Option<String> {
-        self.torn.map(|line| {
-            format!(
-                "{}:{line}: dropped a torn last row (the run stopped while writing it)",
-                file_name(&self.path)
-            )
+        let file = file_name(&self.path);
+        if let Some(line) = self.torn {
+            return Some(format!(
+                "{file}:{line}: dropped a torn last row (the run stopped while writing it)"
+            ));
+        }
+        self.undecoded.as_ref().map(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => {
+                format!("{file}: dropped a torn last frame (the run stopped while writing it)")
+            }
+            _ => format!(
+                "{file}: dropped the rows from a frame that does not decode on ({e}): the run folder is damaged there"
+            ),
         })
     }
 }
@@ -116,15 +116,15 @@ pub(super) fn each_csv_row(
     want: &[&str],
     mut row: impl FnMut(&str, u64, Row),
 ) -> Result<Option<CsvRead>> {
-    let Some((path, source)) = open_csv(dir, name)? else {
+    let Some(StoredCsv {
+        path,
+        format,
+        source,
+    }) = open_csv(dir, name)?
+    else {
         return Ok(None);
     };
-    let bounded = Bounded {
-        inner: source,
-        read: 0,
-        limit: files::MAX_DECOMPRESSED_BYTES,
-        over: false,
-    };
+    let bounded = Bounded::new(source, files::MAX_DECOMPRESSED_BYTES);
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .buffer_capacity(1 << 20)
@@ -150,6 +150,7 @@ pub(super) fn each_csv_row(
         path,
         damaged: Vec::new(),
         torn: None,
+        undecoded: None,
     };
     // One row behind, so that the last one is known as last; bytes, not text, since
     // checking every field as UTF-8 costs more than reading it.
@@ -182,12 +183,17 @@ pub(super) fn each_csv_row(
         line += 1;
         pending = Some((line, r));
     }
-    if reader.get_ref().over {
+    let bounded = reader.into_inner();
+    if bounded.over {
         bail!(
             "{} decompresses to more than {}, the most the runner reads: the run is too large to render (split it into parts) or the file is damaged",
             read.path.display(),
             files::size_text(files::MAX_DECOMPRESSED_BYTES)
         );
+    }
+    // A gzip member that stops decoding says so by its torn row alone, as it always has.
+    if format == Some(Format::Zstd) {
+        read.undecoded = bounded.failed;
     }
     Ok(Some(read))
 }
@@ -203,6 +209,64 @@ impl Unreadable {
     }
 }
 
+/// A run's records file as it decodes.
+pub(crate) struct RecordsFile {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    /// Why decoding stopped before the file's end, where damage stopped it (a zstd stream
+    /// that a stopped run left open reads to its last flush, and says nothing).
+    pub damage: Option<io::Error>,
+}
+
+/// The records of the run in `dir` (`cells.jsonl.zst`, or `cells.jsonl` of an older run)
+/// as they decode; None where it has none.
+pub(crate) fn read_cells(dir: &Path) -> Result<Option<RecordsFile>> {
+    let Some((path, format)) = format::find(dir, CELLS_FILE)? else {
+        return Ok(None);
+    };
+    read_cells_at(path, format).map(Some)
+}
+
+/// The records file at `path`, in `format`, as it decodes: at most
+/// `files::MAX_RUN_FILE_BYTES` of it.
+pub(crate) fn read_cells_at(path: PathBuf, format: Format) -> Result<RecordsFile> {
+    let cap = files::MAX_RUN_FILE_BYTES;
+    let mut decoded = Bounded::new(open_stored(&path, CELLS_FILE, format)?, cap);
+    let mut bytes = Vec::new();
+    decoded.read_to_end(&mut bytes)?;
+    if decoded.over {
+        bail!(
+            "{} decompresses to more than {}, the most the runner reads of a run's records: the file is damaged",
+            path.display(),
+            files::size_text(cap)
+        );
+    }
+    let damage = (decoded.failed).filter(|e| e.kind() != io::ErrorKind::UnexpectedEof);
+    Ok(RecordsFile {
+        path,
+        bytes,
+        damage,
+    })
+}
+
+/// The records' text: a last character cut short is a torn line's, left to be dropped as
+/// one.
+fn records_text(dir: &Path, stored: RecordsFile) -> Result<String> {
+    String::from_utf8(stored.bytes).or_else(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        if e.utf8_error().error_len().is_some() {
+            bail!(
+                "cannot read {} (is {} a run's folder?): it is not UTF-8 text",
+                stored.path.display(),
+                dir.display()
+            );
+        }
+        let mut bytes = e.into_bytes();
+        bytes.truncate(valid);
+        Ok(String::from_utf8(bytes).expect("valid up to here"))
+    })
+}
+
 /// `cells.jsonl`: one record per line; a torn last line is dropped with a warning, a
 /// malformed line before it or a cell and process recorded twice make that cell unreadable.
 pub(super) fn read_records(
@@ -211,7 +275,20 @@ pub(super) fn read_records(
     unreadable: &mut Unreadable,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<CellRecord>> {
-    let text = super::read::read_text(dir, CELLS_FILE, files::MAX_RUN_FILE_BYTES)?;
+    let Some(stored) = read_cells(dir)? else {
+        bail!(
+            "cannot read {} (is {} a run's folder?): there is no such file",
+            dir.join(CELLS_FILE).display(),
+            dir.display()
+        );
+    };
+    let file = file_name(&stored.path);
+    if let Some(e) = &stored.damage {
+        warnings.push(format!(
+            "{file}: dropped the records from a part that does not decode on ({e}): the run folder is damaged there"
+        ));
+    }
+    let text = records_text(dir, stored)?;
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -230,13 +307,19 @@ pub(super) fn read_records(
         match serde_json::from_str::<CellRecord>(line) {
             Ok(r) if plan.cells.get(r.cell).is_none_or(|c| c.id != r.id) => unreadable.add(
                 &r.id,
-                format!("{CELLS_FILE}:{at}: index {} is not this cell's in the stored experiment's plan", r.cell),
+                format!(
+                    "{file}:{at}: index {} is not this cell's in the stored experiment's plan",
+                    r.cell
+                ),
             ),
             Ok(r) => {
                 if let Some(earlier) = lines_of.insert((r.id.clone(), r.process), at) {
                     unreadable.add(
                         &r.id,
-                        format!("{CELLS_FILE}:{at}: process {} recorded again (line {earlier})", r.process),
+                        format!(
+                            "{file}:{at}: process {} recorded again (line {earlier})",
+                            r.process
+                        ),
                     );
                 }
                 records.push(r);
@@ -244,12 +327,12 @@ pub(super) fn read_records(
             Err(_) if n + 1 == lines.len() => {
                 let id = id_in(line).map_or(String::new(), |id| format!(" of cell {id}"));
                 warnings.push(format!(
-                    "{CELLS_FILE}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
+                    "{file}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
                 ));
             }
             Err(e) => match id_in(line) {
-                Some(id) => unreadable.add(&id, format!("{CELLS_FILE}:{at}: a malformed record: {e}")),
-                None => warnings.push(format!("{CELLS_FILE}:{at}: dropped a malformed line: {e}")),
+                Some(id) => unreadable.add(&id, format!("{file}:{at}: a malformed record: {e}")),
+                None => warnings.push(format!("{file}:{at}: dropped a malformed line: {e}")),
             },
         }
     }

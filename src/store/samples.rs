@@ -1,4 +1,4 @@
-//! A run's samples, streamed from `samples.csv.gz` a stretch at a time (one run of a cell in
+//! A run's samples, streamed from `samples.csv.zst` (or `.gz`) a stretch at a time (one run of a cell in
 //! one phase) to a [`SampleSink`], each cell declared done once the stream has passed its
 //! last recorded run: a sink that reduces cells as they end holds the cells still open, not
 //! the run. Runs are stored in the order their records are, so a cell ends where its last

@@ -1,7 +1,9 @@
-//! Writing a run as it happens: each finished cell's samples and telemetry as one gzip
-//! member of their CSV files, then its line of `cells.jsonl`, each flushed. A cell's line
-//! is written last, so a line in `cells.jsonl` means its samples are on disk.
+//! Writing a run as it happens: each finished cell's samples and telemetry as one zstd
+//! frame (a gzip member in a resumed older run) of their CSV files, then its line of
+//! `cells.jsonl`, each flushed. A cell's line is written last, so a line in `cells.jsonl`
+//! means its samples are on disk.
 
+use super::format::Format;
 use super::{
     PeerRow, RunMeta, Samples, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE, RUN_FILE,
     SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
@@ -11,17 +13,17 @@ use crate::files;
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, TelemetryPoint};
 use anyhow::{Context, Result};
-use flate2::{write::GzEncoder, Compression};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 /// Writes a run as it happens.
 pub struct Writer {
     dir: PathBuf,
+    format: Format,
     samples: File,
     telemetry: File,
-    cells: BufWriter<File>,
+    cells: Box<dyn Write>,
     params: Vec<String>,
 }
 
@@ -39,20 +41,16 @@ const TELEMETRY_HEADER: [&str; 9] = [
     "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate", "throttle",
 ];
 
-/// Appends CSV rows to `file` as one gzip member.
-fn append_member(file: &mut File, rows: &[Vec<String>]) -> Result<()> {
+/// Appends CSV rows to `file` as one zstd frame or gzip member.
+fn append_frame(file: &mut File, format: Format, rows: &[Vec<String>]) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
-    {
-        let mut w = csv::Writer::from_writer(&mut gz);
-        for r in rows {
-            w.write_record(r)?;
-        }
-        w.flush()?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.write_record(r)?;
     }
-    file.write_all(&gz.finish()?)?;
+    file.write_all(&format.compress(&w.into_inner()?)?)?;
     file.flush()?;
     Ok(())
 }
@@ -93,7 +91,7 @@ impl Writer {
         }
         files::write(&dir.join(EXPERIMENT_FILE), &exp.text)
             .with_context(|| format!("cannot write into {}", dir.display()))?;
-        let writer = Writer::empty(dir, exp, "")?;
+        let writer = Writer::empty(dir, exp, "", Format::Zstd)?;
         writer.write_meta(meta)?;
         Ok(writer)
     }
@@ -101,37 +99,39 @@ impl Writer {
     /// A run in `dir` made of other runs' cells (`runner merge`): its experiment, sources and
     /// template are copied from them, its metadata is `meta`.
     pub fn merged(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
-        let writer = Writer::empty(dir, exp, "")?;
+        let writer = Writer::empty(dir, exp, "", Format::Zstd)?;
         writer.write_meta(meta)?;
         Ok(writer)
     }
 
     /// New samples, telemetry and cell files in `dir`, holding their headers only; each
-    /// named `prefix` + its name.
-    fn empty(dir: &Path, exp: &Experiment, prefix: &str) -> Result<Writer> {
+    /// named `prefix` + its name in `format`.
+    fn empty(dir: &Path, exp: &Experiment, prefix: &str, format: Format) -> Result<Writer> {
         let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
         let create = |name: &str| {
-            let path = dir.join(format!("{prefix}{name}"));
+            let path = dir.join(format!("{prefix}{}", format.file(name)));
             files::create(&path).with_context(|| format!("cannot create {}", path.display()))
         };
         let mut samples = create(SAMPLES_FILE)?;
-        append_member(&mut samples, &[samples_header(&params)])?;
+        append_frame(&mut samples, format, &[samples_header(&params)])?;
         let mut telemetry = create(TELEMETRY_FILE)?;
-        append_member(
+        append_frame(
             &mut telemetry,
+            format,
             &[TELEMETRY_HEADER.map(String::from).to_vec()],
         )?;
         Ok(Writer {
             dir: dir.to_path_buf(),
+            format,
             samples,
             telemetry,
-            cells: BufWriter::new(create(CELLS_FILE)?),
+            cells: format.records_writer(create(CELLS_FILE)?)?,
             params,
         })
     }
 
     /// Continues the stored run in `dir`: its files are written anew from what was read
-    /// back (a torn last cell dropped), and later cells are appended.
+    /// back (a torn last cell dropped), in its own format, and later cells are appended.
     pub fn resume(
         dir: &Path,
         stored: &Stored,
@@ -141,14 +141,15 @@ impl Writer {
         // Written beside the old files and renamed over them once whole, so that nothing
         // of the run is lost if this stops half-way.
         const NEW: &str = ".resumed-";
-        let mut writer = Writer::empty(dir, &stored.experiment, NEW)?;
+        let format = Format::of(dir)?.unwrap_or(Format::Zstd);
+        let mut writer = Writer::empty(dir, &stored.experiment, NEW, format)?;
         for rec in &stored.records {
             let rec = stored.with_samples(rec, samples);
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
         }
-        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
-            std::fs::rename(dir.join(format!("{NEW}{name}")), dir.join(name))
-                .with_context(|| format!("cannot replace {}", dir.join(name).display()))?;
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE].map(|n| format.file(n)) {
+            std::fs::rename(dir.join(format!("{NEW}{name}")), dir.join(&name))
+                .with_context(|| format!("cannot replace {}", dir.join(&name).display()))?;
         }
         writer.write_meta(meta)?;
         Ok(writer)
@@ -213,13 +214,13 @@ impl Writer {
         for (i, t) in rec.samples_ns.iter().enumerate() {
             rows.push(row("steady", i, *t, start(i + 1)));
         }
-        append_member(&mut self.samples, &rows)?;
+        append_frame(&mut self.samples, self.format, &rows)?;
         let telemetry: Vec<Vec<String>> = rec
             .telemetry
             .iter()
             .map(|p| telemetry_row(&cell.id, rec.process, p))
             .collect();
-        append_member(&mut self.telemetry, &telemetry)?;
+        append_frame(&mut self.telemetry, self.format, &telemetry)?;
         let stored = CellRecord {
             samples_ns: vec![],
             starts_us: vec![],
@@ -251,6 +252,7 @@ fn telemetry_row(id: &str, process: u32, p: &TelemetryPoint) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::format::find;
 
     #[test]
     fn source_copies_stay_inside_the_folder() {
@@ -261,6 +263,50 @@ mod tests {
         assert_eq!(
             source_copy("/../../etc/passwd"),
             PathBuf::from("etc/passwd")
+        );
+    }
+
+    #[test]
+    fn a_resumed_older_run_goes_on_in_gzip_and_plain_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Path::new("reports/statistics");
+        for name in [
+            "run.json",
+            "experiment.toml",
+            "cells.jsonl",
+            "samples.csv.gz",
+            "telemetry.csv.gz",
+        ] {
+            std::fs::copy(old.join(name), dir.path().join(name)).unwrap();
+        }
+        let mut samples = Samples::default();
+        let stored = Stored::load(dir.path(), &mut samples).unwrap();
+        drop(Writer::resume(dir.path(), &stored, &samples, &stored.meta).unwrap());
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
+            let (path, format) = find(dir.path(), name).unwrap().unwrap();
+            assert_eq!(format, Format::Gzip, "{}", path.display());
+        }
+        let mut again_samples = Samples::default();
+        let again = Stored::load(dir.path(), &mut again_samples).unwrap();
+        assert_eq!(again.records, stored.records);
+        assert_eq!(again_samples.time_ns, samples.time_ns);
+    }
+
+    #[test]
+    fn a_resumed_run_written_now_goes_on_in_zstd() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("statistics");
+        crate::store::merge(&[Path::new("reports/statistics")], &run, false).unwrap();
+        let mut samples = Samples::default();
+        let stored = Stored::load(&run, &mut samples).unwrap();
+        drop(Writer::resume(&run, &stored, &samples, &stored.meta).unwrap());
+        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
+            let (path, format) = find(&run, name).unwrap().unwrap();
+            assert_eq!(format, Format::Zstd, "{}", path.display());
+        }
+        assert_eq!(
+            Stored::load(&run, &mut Samples::default()).unwrap().records,
+            stored.records
         );
     }
 }

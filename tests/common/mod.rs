@@ -67,10 +67,43 @@ pub fn run_on_gpu(name: &str, text: &str) -> (tempfile::TempDir, PathBuf, Vec<se
     (out_dir, dir, records)
 }
 
+/// A run folder's stored file `name` (`samples.csv`, `telemetry.csv`, `cells.jsonl`) as
+/// text, as the run stored it: `NAME.zst`, `NAME.gz` or plain.
+pub fn stored_text(dir: &Path, name: &str) -> String {
+    use std::io::Read;
+    let open = |ext: &str| std::fs::File::open(dir.join(format!("{name}{ext}")));
+    let mut text = String::new();
+    if let Ok(file) = open(".zst") {
+        zstd::Decoder::new(file).unwrap().read_to_string(&mut text)
+    } else if let Ok(file) = open(".gz") {
+        flate2::read::MultiGzDecoder::new(file).read_to_string(&mut text)
+    } else {
+        open("").unwrap().read_to_string(&mut text)
+    }
+    .unwrap();
+    text
+}
+
+/// Writes `text` over the run folder's stored file `name` (see [`stored_text`]), in the
+/// format it is stored in: a crash or an edit as a test makes it.
+pub fn write_stored(dir: &Path, name: &str, text: &str) {
+    let path = |ext: &str| dir.join(format!("{name}{ext}"));
+    let bytes = if path(".zst").exists() {
+        (path(".zst"), zstd::encode_all(text.as_bytes(), 3).unwrap())
+    } else if path(".gz").exists() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(text.as_bytes()).unwrap();
+        (path(".gz"), gz.finish().unwrap())
+    } else {
+        (path(""), text.as_bytes().to_vec())
+    };
+    std::fs::write(bytes.0, bytes.1).unwrap();
+}
+
 /// A run folder's cell records, one JSON value per line of `cells.jsonl`.
 pub fn records_of(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("cells.jsonl"))
-        .unwrap()
+    stored_text(dir, "cells.jsonl")
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -93,12 +126,7 @@ pub fn matmul_with(sizes: &str, variants: &str) -> String {
 
 /// A run's samples as CSV rows (header first), decompressed.
 pub fn sample_rows(dir: &Path) -> Vec<Vec<String>> {
-    use std::io::Read;
-    let file = std::fs::File::open(dir.join("samples.csv.gz")).unwrap();
-    let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(file)
-        .read_to_string(&mut text)
-        .unwrap();
+    let text = stored_text(dir, "samples.csv");
     csv::ReaderBuilder::new()
         .has_headers(false)
         .from_reader(text.as_bytes())
