@@ -2,7 +2,9 @@
 # Times `runner report` on runs of about 1 and 10 million samples, built from the stored
 # statistics run by repeating each run's steady samples in place (so cells stay stored in
 # their records' order, as the runner writes them, and each cell grows), against
-# decompressing the samples alone; prints wall time and peak memory of each.
+# decompressing the samples alone; prints wall time and peak memory of each. Each size is
+# timed as an older run stores it (gzip) and as a new run does (zstd, written by
+# `runner merge`, a frame per run).
 # Usage: benches/large-result.sh [path/to/runner] [repeats...]
 #   (default: target/release/runner, repeats 48 and 480: 1.0M and 10.1M samples)
 set -euo pipefail
@@ -26,6 +28,12 @@ for r in "${repeats[@]}"; do
     { key = $1 FS $p FS $h; if (key != last && n > 0) flush(); last = key; phase = $h; buf[n++] = $0 }
     END { flush() }' | gzip -1 > "$run/samples.csv.gz"
   echo "samples: $(( $(zcat "$run/samples.csv.gz" | wc -l) - 1 )) ($(du -h "$run/samples.csv.gz" | cut -f1) gzip)"
-  for _ in 1 2; do measure "zcat samples.csv.gz" zcat "$run/samples.csv.gz"; done
-  for _ in 1 2; do measure "runner report" "$runner" report "$run"; done
+  "$runner" merge "$run" --out "$run-zst" > /dev/null 2>&1
+  echo "as zstd: $(du -h "$run-zst/samples.csv.zst" | cut -f1)"
+  for _ in 1 2; do
+    measure "zcat samples.csv.gz" zcat "$run/samples.csv.gz"
+    measure "runner report (gzip)" "$runner" report "$run"
+    measure "zstdcat samples.csv.zst" zstdcat "$run-zst/samples.csv.zst"
+    measure "runner report (zstd)" "$runner" report "$run-zst"
+  done
 done
