@@ -154,34 +154,39 @@ pub(super) fn each_csv_row(
     };
     // One row behind, so that the last one is known as last; bytes, not text, since
     // checking every field as UTF-8 costs more than reading it.
-    let mut pending: Option<(u64, csv::Result<csv::ByteRecord>)> = None;
+    // Two records read into by turns, so that no row allocates.
+    let (mut this, mut next) = (csv::ByteRecord::new(), csv::ByteRecord::new());
+    let mut pending: Option<(u64, csv::Result<()>)> = None;
     let mut line = 1u64;
-    let mut records = reader.byte_records();
     loop {
-        let next = records.next();
+        let got = reader.read_byte_record(&mut next);
+        let more = !matches!(got, Ok(false));
         if let Some((at, r)) = pending.take() {
-            let last = next.is_none();
             match r {
-                Ok(r) if r.len() == header.len() => row(
+                Ok(()) if this.len() == header.len() => row(
                     &file,
                     at,
                     Row {
-                        record: &r,
+                        record: &this,
                         cols: &cols,
                     },
                 ),
-                _ if last => read.torn = Some(at),
+                _ if !more => read.torn = Some(at),
                 r => {
-                    let first = r
-                        .ok()
-                        .and_then(|r| r.get(0).map(|id| String::from_utf8_lossy(id).into_owned()));
+                    let first = (r.ok()).and_then(|()| {
+                        this.get(0)
+                            .map(|id| String::from_utf8_lossy(id).into_owned())
+                    });
                     read.damaged.push((at, first));
                 }
             }
         }
-        let Some(r) = next else { break };
+        if !more {
+            break;
+        }
+        std::mem::swap(&mut this, &mut next);
         line += 1;
-        pending = Some((line, r));
+        pending = Some((line, got.map(|_| ())));
     }
     let bounded = reader.into_inner();
     if bounded.over {
