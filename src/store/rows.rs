@@ -13,17 +13,18 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// A stored file `name` at `path`, checked to be of its `format`, as what it decodes to;
-/// at most `files::MAX_RUN_FILE_BYTES` on disk.
-fn open_stored(path: &Path, name: &str, format: Format) -> Result<Box<dyn Read>> {
+/// A stored file `name` at `path`, checked to be of its `format`, as what it decodes to,
+/// and its size on disk, which may be at most `cap`.
+fn open_stored(path: &Path, name: &str, format: Format, cap: u64) -> Result<(Box<dyn Read>, u64)> {
     let file = files::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if file.metadata()?.len() > files::MAX_RUN_FILE_BYTES {
-        return Err(files::too_large(files::MAX_RUN_FILE_BYTES))
+    let size = file.metadata()?.len();
+    if size > cap {
+        return Err(files::too_large(cap))
             .with_context(|| format!("cannot read {}", path.display()));
     }
     let mut file = BufReader::new(file);
     format.check_magic(path, name, file.fill_buf()?)?;
-    Ok(format.decoder(name, file)?)
+    Ok((format.decoder(name, file)?, size))
 }
 
 /// A stored CSV file, read as a stream: the gzip members or zstd frames that decode (a
@@ -35,15 +36,18 @@ struct StoredCsv {
     /// None for plain text.
     format: Option<Format>,
     source: Box<dyn Read>,
+    /// The most it is read to.
+    cap: u64,
 }
 
 fn open_csv(dir: &Path, name: &str) -> Result<Option<StoredCsv>> {
     if let Some((path, format)) = format::find(dir, name)? {
-        let source = open_stored(&path, name, format)?;
+        let (source, size) = open_stored(&path, name, format, files::MAX_SAMPLES_FILE_BYTES)?;
         return Ok(Some(StoredCsv {
             path,
             format: Some(format),
             source,
+            cap: files::decompressed_cap(size),
         }));
     }
     let path = dir.join(name);
@@ -55,6 +59,7 @@ fn open_csv(dir: &Path, name: &str) -> Result<Option<StoredCsv>> {
         path,
         format: None,
         source: Box::new(file),
+        cap: files::MAX_DECOMPRESSED_BYTES,
     }))
 }
 
@@ -120,11 +125,12 @@ pub(super) fn each_csv_row(
         path,
         format,
         source,
+        cap,
     }) = open_csv(dir, name)?
     else {
         return Ok(None);
     };
-    let bounded = Bounded::new(source, files::MAX_DECOMPRESSED_BYTES);
+    let bounded = Bounded::new(source, cap);
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .buffer_capacity(1 << 20)
@@ -191,8 +197,10 @@ pub(super) fn each_csv_row(
     let bounded = reader.into_inner();
     if bounded.over {
         bail!(
-            "{} decompresses to more than {}, the most the runner reads: the run is too large to render (split it into parts) or the file is damaged",
+            "{} decompresses to more than {} ({}x its size, or {}), the most the runner reads: the file is damaged, or the run too large to render (split it into parts)",
             read.path.display(),
+            files::size_text(cap),
+            files::MAX_EXPANSION,
             files::size_text(files::MAX_DECOMPRESSED_BYTES)
         );
     }
@@ -236,7 +244,8 @@ pub(crate) fn read_cells(dir: &Path) -> Result<Option<RecordsFile>> {
 /// `files::MAX_RUN_FILE_BYTES` of it.
 pub(crate) fn read_cells_at(path: PathBuf, format: Format) -> Result<RecordsFile> {
     let cap = files::MAX_RUN_FILE_BYTES;
-    let mut decoded = Bounded::new(open_stored(&path, CELLS_FILE, format)?, cap);
+    let (records, _) = open_stored(&path, CELLS_FILE, format, files::MAX_RUN_FILE_BYTES)?;
+    let mut decoded = Bounded::new(records, cap);
     let mut bytes = Vec::new();
     decoded.read_to_end(&mut bytes)?;
     if decoded.over {
