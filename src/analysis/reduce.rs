@@ -119,7 +119,13 @@ impl Reducer {
             }
         }
         if !headline.is_empty() {
-            let pooled = median(headline.values().flatten().copied().collect());
+            // One run's median is the pooled one.
+            let pooled = match headline.len() {
+                1 => {
+                    (headline.keys().next()).and_then(|&p| r.run_medians.get(&(index, p)).copied())
+                }
+                _ => median(headline.values().flatten().copied().collect()),
+            };
             let (what, values) = unit_values(facts.run_unit, headline);
             let median = pooled.unwrap_or(f64::NAN);
             r.units.insert(

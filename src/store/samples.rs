@@ -67,17 +67,18 @@ impl SampleSink for Samples {
 
     fn leave_out(&mut self, cells: &HashSet<u32>) {
         let keep: Vec<bool> = self.cell.iter().map(|c| !cells.contains(c)).collect();
-        let mut k = keep.iter().copied();
-        self.time_ns.retain(|_| k.next().expect("one flag per row"));
-        let mut k = keep.iter().copied();
-        self.start_us
-            .retain(|_| k.next().expect("one flag per row"));
-        let mut k = keep.iter().copied();
-        self.process.retain(|_| k.next().expect("one flag per row"));
-        let mut k = keep.iter().copied();
-        self.first.retain(|_| k.next().expect("one flag per row"));
-        self.cell.retain(|c| !cells.contains(c));
+        kept(&mut self.time_ns, &keep);
+        kept(&mut self.start_us, &keep);
+        kept(&mut self.process, &keep);
+        kept(&mut self.first, &keep);
+        kept(&mut self.cell, &keep);
     }
+}
+
+/// Keeps the rows of `column` that `keep` flags.
+fn kept<T>(column: &mut Vec<T>, keep: &[bool]) {
+    let mut k = keep.iter();
+    column.retain(|_| *k.next().expect("one flag per row"));
 }
 
 /// `look`'s answer for `key`, or the one `last` holds for it: consecutive rows of a run
