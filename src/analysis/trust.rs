@@ -133,7 +133,8 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// How closely a trusted cell was looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scrutiny {
-    /// Checked, and its timed launches audited on new inputs in every run.
+    /// Checked, and its timed launches audited on new inputs in every run (in one, of runs
+    /// of one launch each).
     Audited,
     /// Checked, not audited: a run from before audits.
     Checked,

@@ -160,6 +160,8 @@ pub struct Timer<'b> {
 pub struct Readings {
     pub first_ns: f64,
     pub samples_ns: Vec<f64>,
+    /// The audited regions among them (`worker::audit`), in order.
+    pub audits_ns: Vec<f64>,
     /// What CUPTI said beside the spans (`timer = "cupti"`).
     pub cupti: Option<CuptiRecord>,
 }
@@ -190,31 +192,41 @@ impl<'b> Timer<'b> {
     /// The readings of the timed launches: the values taken as they ran (host and events
     /// timers), the spans of the kernels `entries` from CUPTI's records (one per launch of
     /// the kernel and its steps, from the first's start to the last's end; averaged per
-    /// sample), or NaN where the profiler's report gives them later.
+    /// sample), or NaN where the profiler's report gives them later. `audits`: the audited
+    /// regions among the timed ones, each as its place among all regions (the first timed
+    /// one is 0) and its reading.
     pub fn finish(
         &mut self,
         entries: &[String],
         first_ns: f64,
         samples_ns: Vec<f64>,
+        audits: &[(usize, f64)],
     ) -> Result<Readings, CudaError> {
         let launches = self.launches_per_sample;
         match (self.kind, self.collector.take()) {
             (TimerKind::Cupti, Some(c)) => {
-                let spans = c.finish(entries, (1 + samples_ns.len()) * launches as usize)?;
+                let regions = 1 + samples_ns.len() + audits.len();
+                let spans = c.finish(entries, regions * launches as usize)?;
                 let mut reading = cupti_reading(&spans.launches, launches);
                 reading.record.kernels = spans
                     .kernels
                     .map(|k| kernel_medians(&k))
                     .unwrap_or_default();
+                let (audited, timed): (Vec<_>, Vec<_>) = (reading.per_sample.iter())
+                    .enumerate()
+                    .partition(|(i, _)| audits.iter().any(|(at, _)| at == i));
+                let timed: Vec<f64> = timed.into_iter().map(|(_, t)| *t).collect();
                 Ok(Readings {
-                    first_ns: reading.per_sample[0],
-                    samples_ns: reading.per_sample[1..].to_vec(),
+                    first_ns: timed[0],
+                    samples_ns: timed[1..].to_vec(),
+                    audits_ns: audited.into_iter().map(|(_, t)| *t).collect(),
                     cupti: Some(reading.record),
                 })
             }
             _ => Ok(Readings {
                 first_ns,
                 samples_ns,
+                audits_ns: audits.iter().map(|(_, t)| *t).collect(),
                 cupti: None,
             }),
         }

@@ -1,6 +1,7 @@
 //! The report: a view of the stored run's statistics, rendered by a minijinja template into
 //! Markdown. It reads only what the run stored, so re-rendering gives the same bytes.
 
+mod audits;
 mod best;
 mod bias;
 mod cells;

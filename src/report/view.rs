@@ -33,6 +33,8 @@ pub struct View {
     overhead: Option<OverheadView>,
     stats: Vec<StatRow>,
     cells: Vec<CellRow>,
+    /// Each cell's audits, for a run audited among its timed launches.
+    audits: Option<super::audits::AuditsView>,
     failures: Vec<FailureRow>,
     notes: Option<String>,
     /// The findings a person wrote (`findings.md`), and those the runner drew.
@@ -272,6 +274,7 @@ impl View {
             overhead,
             stats,
             cells: cells::rows(a),
+            audits: super::audits::build(a),
             failures,
             notes: s.notes.as_deref().map(format::wrap_long_lines),
             findings: s.findings.as_deref().map(format::wrap_long_lines),

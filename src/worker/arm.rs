@@ -141,13 +141,15 @@ impl<'b> Armed<'b> {
 
     /// Times the next region: the buffer set and fresh data it takes, its resets and the
     /// flush (all outside the timer's region), then the region itself; ns per launch.
+    /// `stage`, for an audited region: what it does to the set's buffers after any fresh
+    /// data and before the resets and flush (the audit's inputs copied in).
     pub(super) fn time_next(
         &mut self,
         data: &'b Data,
-        origin: Instant,
-        starts: &mut Vec<f64>,
+        starts: &mut Starts,
         timeline: Option<&mut Timeline>,
         what: &'static str,
+        stage: Option<Stage>,
     ) -> Result<f64, Failure> {
         let launches = matches!(self.body, Body::Launches { .. });
         let mut set = 0;
@@ -166,6 +168,9 @@ impl<'b> Armed<'b> {
                 self.turn += 1;
             }
         }
+        if let Some(stage) = stage {
+            stage(&data.sets[set])?;
+        }
         // A graph or a batch holds its own resets; a flush ends with a synchronize, as a
         // reset before the region must.
         let reset = launches && self.body.launches() == 1 && data.sets[set].resets();
@@ -182,10 +187,32 @@ impl<'b> Armed<'b> {
             None if reset => cuda::synchronize().map_err(during("buffer reset"))?,
             None => {}
         }
-        starts.push(origin.elapsed().as_secs_f64() * 1e6);
+        starts.push();
         self.timer
             .time(&mut self.launch, &self.body, set)
             .map_err(during(what))
+    }
+}
+
+/// What an audited region does to its buffer set before its resets and flush.
+pub(super) type Stage<'s> = &'s dyn Fn(&Buffers) -> Result<(), Failure>;
+
+/// When each timed region began, in µs on the host clock since the cell's samples began.
+pub(super) struct Starts {
+    origin: Instant,
+    pub(super) at: Vec<f64>,
+}
+
+impl Starts {
+    pub(super) fn new(origin: Instant, capacity: usize) -> Starts {
+        Starts {
+            origin,
+            at: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn push(&mut self) {
+        self.at.push(self.origin.elapsed().as_secs_f64() * 1e6);
     }
 }
 

@@ -4,8 +4,9 @@
 //! and the steady timed launches), collect (the timer's readings, telemetry) and audit
 //! ([`super::audit`]: one more launch on new inputs, checked and timed against the reading).
 
-use super::arm::{Armed, Gear};
+use super::arm::{Armed, Gear, Starts};
 use super::assemble::Checker;
+use super::audit::{Auditor, Stash};
 use super::buffers::{Buffers, Poison};
 use super::failure::{during, Failure};
 use super::kernels::{Build, KernelKey, Kernels};
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 /// Runs one cell; the flag says whether the CUDA context is lost.
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
-    super::audit::Stash::forget_unless_at(s, cell);
+    Stash::forget_unless_at(s, cell);
     let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))
@@ -35,7 +36,7 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let probed = cell.knobs.first_launch == FirstLaunch::Prepared;
     let probe = |s: &mut Session| if probed { s.probe() } else { Ok(None) };
     let outcome = probe(s).and_then(|before| {
-        measure(s, cell, &mut rec)?;
+        measure(s, cell, process, &mut rec)?;
         if let (Some(b), Some(a)) = (before, probe(s)?) {
             rec.probe_mhz = Some((b.mhz, a.mhz));
             // Under the profiler the probes themselves are profiled: host time means nothing.
@@ -68,15 +69,28 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
 /// Slack added to twice the measured enqueue cost when sizing a wait kernel.
 const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
 
-fn measure(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Failure> {
+fn measure(
+    s: &mut Session,
+    cell: &Cell,
+    process: u32,
+    rec: &mut CellRecord,
+) -> Result<(), Failure> {
     let code = Code::prepare(s, cell, rec)?;
     let data = Data::prepare(s, cell, &code)?;
     rec.telemetry_start = data.start_reading.1.clone();
     let gear = Gear::make(s, cell)?;
     let mut armed = Armed::arm(s, cell, &code, &data, &gear)?;
-    let sampled = sample(s, cell, &code, &data, &mut armed, rec)?;
-    collect(s, &mut armed, sampled, rec)?;
-    super::audit::run(s, cell, &code, &data, &mut armed, rec)?;
+    let mut auditor = Auditor::plan(cell, &code, &data, &armed, process);
+    let sampled = sample(s, cell, &code, &data, &mut armed, &mut auditor, rec)?;
+    let audits = match &auditor {
+        Auditor::Among(among) => among.readings(),
+        _ => Vec::new(),
+    };
+    let audits_ns = collect(s, &mut armed, sampled, &audits, rec)?;
+    if let Auditor::Among(among) = &mut auditor {
+        among.read(&audits_ns);
+    }
+    auditor.finish(s, cell, &code, &data, &mut armed, rec)?;
     floor(s, cell, rec)
 }
 
@@ -99,6 +113,7 @@ fn sample<'b>(
     code: &Code,
     data: &'b Data,
     armed: &mut Armed<'b>,
+    auditor: &mut Auditor,
     rec: &mut CellRecord,
 ) -> Result<Sampled, Failure> {
     let knobs = &cell.knobs;
@@ -159,13 +174,13 @@ fn sample<'b>(
     }
 
     let n = knobs.samples_per_run() as usize;
-    let mut starts = Vec::with_capacity(n + 1);
+    let mut starts = Starts::new(origin, n + 1);
     let first = armed.time_next(
         data,
-        origin,
         &mut starts,
         Some(&mut s.timeline),
         "first launch",
+        None,
     )?;
     rec.kernel_launches += armed.body.kernel_launches();
     s.timeline.mark(FIRST_TIMED_LAUNCH);
@@ -176,14 +191,15 @@ fn sample<'b>(
         s.timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
-    let samples = steady(cell, data, origin, armed, &mut starts, rec)?;
+    auditor.stage(s, cell, code, data)?;
+    let samples = steady(s, cell, data, armed, (&mut starts, auditor), rec)?;
     if n > 0 {
         s.timeline.mark("steady samples");
     }
     Ok(Sampled {
         first,
         samples,
-        starts,
+        starts: starts.at,
         sampler,
     })
 }
@@ -268,13 +284,14 @@ fn warm_up(
 }
 
 /// The steady samples after the first: until the cell's count, an adaptive stop or the
-/// budget, with the host's wall time per sample.
+/// budget, with the host's wall time per sample. Audited regions run among them where the
+/// auditor places them (those a loop that stopped early did not reach, after it).
 fn steady<'b>(
+    s: &mut Session,
     cell: &Cell,
     data: &'b Data,
-    origin: Instant,
     armed: &mut Armed<'b>,
-    starts: &mut Vec<f64>,
+    (starts, auditor): (&mut Starts, &mut Auditor),
     rec: &mut CellRecord,
 ) -> Result<Vec<f64>, Failure> {
     let knobs = &cell.knobs;
@@ -283,17 +300,36 @@ fn steady<'b>(
     let loop_start = Instant::now();
     let mut stopper = knobs.samples.stop.map(Stopper::new);
     let mut budget = Meter::new(knobs.budget, knobs.timer, cell.runs(), n as u64);
-    for _ in 0..n {
-        let t = armed.time_next(data, origin, starts, None, "timed launch")?;
+    // Regions so far (the first timed one is 0), and the host time audits took among them.
+    let (mut place, mut audited) = (1, Duration::ZERO);
+    let mut among = match auditor {
+        Auditor::Among(among) => Some(among),
+        _ => None,
+    };
+    for i in 0..n {
+        if let Some(a) = among.as_mut().filter(|a| a.due(i)) {
+            let t0 = Instant::now();
+            a.region(s, cell, data, armed, rec, (place, i))?;
+            (place, audited) = (place + 1, audited + t0.elapsed());
+        }
+        let t = armed.time_next(data, starts, None, "timed launch", None)?;
+        place += 1;
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
         let precise = stopper.as_mut().and_then(|s| s.push(t, launches));
-        let spent = || budget.as_mut()?.push(t, launches, loop_start.elapsed());
+        let elapsed = loop_start.elapsed().saturating_sub(audited);
+        let spent = || budget.as_mut()?.push(t, launches, elapsed);
         if let Some(why) = precise.or_else(spent) {
             rec.stopped = Some(why);
             break;
+        }
+    }
+    if let Some(a) = among {
+        for _ in 0..a.pending() {
+            a.region(s, cell, data, armed, rec, (place, samples.len()))?;
+            place += 1;
         }
     }
     if let (Some(s), None) = (&stopper, &rec.stopped) {
@@ -308,18 +344,18 @@ fn steady<'b>(
 
 /// The timer's readings (CUPTI's come from its records now), the telemetry sampled beside
 /// them and the cell's end reading.
+/// Returns the audited regions' readings as the timer read them.
 fn collect(
     s: &mut Session,
     armed: &mut Armed,
     sampled: Sampled,
+    audits: &[(usize, f64)],
     rec: &mut CellRecord,
-) -> Result<(), Failure> {
+) -> Result<Vec<f64>, Failure> {
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), armed.timer.saturate.as_ref()) {
         q.too_short = sat.too_short;
     }
-    let readings = armed
-        .timer
-        .finish(&armed.entries, sampled.first, sampled.samples)?;
+    let readings = (armed.timer).finish(&armed.entries, sampled.first, sampled.samples, audits)?;
     if readings.cupti.is_some() {
         s.timeline.mark("CUPTI records");
     }
@@ -330,7 +366,7 @@ fn collect(
     rec.samples_ns = readings.samples_ns;
     rec.starts_us = sampled.starts;
     s.timeline.mark("telemetry end");
-    Ok(())
+    Ok(readings.audits_ns)
 }
 
 /// A floor cell read by events: the runner's host cost per sample against a bare cudarc

@@ -1,0 +1,167 @@
+//! The weaker audit: one launch after the timed samples, where audits cannot sit among
+//! them ([`super::weaker`] says why), on the audit's inputs with the outputs left as the timed
+//! launches left them (a kernel that skips work it has done shows a stale result), in the
+//! cell's cache state. Its output is checked, its inputs read back, and its time set
+//! against the cell's reading by the fixed band of [`crate::method::audit::suspect`].
+
+use super::{check_on_new_inputs, inputs_unchanged, record, unjudged, Staged};
+use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
+use crate::experiment::knobs::timer::TimerKind;
+use crate::median::median;
+use crate::method::audit::suspect;
+use crate::method::timer::{Body, Saturate, Timer};
+use crate::plan::Cell;
+use crate::protocol::CellRecord;
+use crate::worker::arm::Armed;
+use crate::worker::buffers::Buffers;
+use crate::worker::failure::{during, Failure};
+use crate::worker::kernels::KernelKey;
+use crate::worker::prepare::{Code, Data};
+use crate::worker::Session;
+use std::time::{Duration, Instant};
+
+/// Audits the cell's timed launches with one launch after them; a failure fails the cell.
+pub(super) fn run<'b>(
+    s: &mut Session,
+    cell: &Cell,
+    code: &Code,
+    data: &'b Data,
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+    why: String,
+) -> Result<(), Failure> {
+    let start = Instant::now();
+    let def = code.def.as_ref().expect("audited cells have a kernel");
+    let buffers = &data.sets[0];
+    let staged = Staged::draw(s, cell, def, data)?;
+    staged.stage(s.audit_stash.as_ref(), buffers)?;
+    // The inputs the kernel must leave as they are, kept on the device where they fit.
+    let kept = keep(buffers, &staged.unwritten)?;
+    s.timeline.mark("audit inputs");
+    for (i, v) in armed.params[0].iter().enumerate() {
+        armed.launch.set_param(i, *v);
+    }
+    let (launch_ns, queue_ran_dry) = time_launch(s, cell, buffers, armed)?;
+    rec.kernel_launches += 1;
+    s.timeline.mark("audit launch");
+    let check = check_on_new_inputs(s, cell, def, data, &staged, None)?;
+    let copies: Vec<Option<&DeviceBuffer>> = kept.iter().map(Option::as_ref).collect();
+    inputs_unchanged(s, def, &cell.launch.args, buffers, &staged, &copies)?;
+    s.timeline.mark("audit check");
+
+    let unjudged = unjudged(cell).or_else(|| {
+        queue_ran_dry.then(|| "the wait kernel ended before the audit launch was queued".into())
+    });
+    let reading = median(rec.samples_ns.clone()).or(rec.first_ns);
+    let verdict = match (launch_ns, reading, &unjudged) {
+        (Some(a), Some(r), None) => suspect(cell.knobs.timer, r, a),
+        _ => None,
+    };
+    let mut audit = record(check, &staged, Duration::ZERO);
+    audit.launch_ns = launch_ns;
+    audit.launches = 1;
+    audit.suspect = verdict;
+    audit.unjudged = unjudged;
+    audit.weaker = Some(why);
+    audit.cost_s = start.elapsed().as_secs_f64();
+    rec.audit = Some(audit);
+    Ok(())
+}
+
+/// Launches the kernel once in the cell's cache state, timed as the cell's timer sees the
+/// kernel: CUPTI's span (each kernel's own, summed, where it runs several); under the profiler, by its report later (None here); else CUDA
+/// events around it behind a wait kernel (so that the host's launch time stays out), less
+/// their reading of an empty kernel. The flag: the wait kernel ran out before a timed
+/// region was queued.
+fn time_launch(
+    s: &mut Session,
+    cell: &Cell,
+    buffers: &Buffers,
+    armed: &mut Armed,
+) -> Result<(Option<f64>, bool), Failure> {
+    let what = during("audit launch");
+    match cell.knobs.timer {
+        TimerKind::Cupti => {
+            prepare(buffers, armed)?;
+            let copies = !armed.launch.copy_records().is_empty();
+            let collector = cupti::Collector::start(copies)?;
+            armed.launch.enqueue().map_err(&what)?;
+            cuda::synchronize().map_err(&what)?;
+            let spans = collector.finish(&armed.entries, 1)?;
+            // A launch of several kernels (or copies) counts each one's own span: the GPU
+            // idles between them while the host enqueues the next, and right after CUPTI
+            // starts recording that takes milliseconds (a 6 µs two-pass sum read 3.8 ms
+            // from its first start to its last end).
+            let busy = match &spans.kernels {
+                Some(each) => Some(each.iter().map(|sp| sp.end - sp.start).sum::<u64>()),
+                None => spans.launches.first().map(|sp| sp.end - sp.start),
+            };
+            Ok((busy.map(|ns| ns as f64), false))
+        }
+        TimerKind::Profiler => {
+            prepare(buffers, armed)?;
+            armed.launch.enqueue().map_err(&what)?;
+            cuda::synchronize().map_err(&what)?;
+            Ok((None, false))
+        }
+        TimerKind::Events | TimerKind::Host | TimerKind::HostSync => {
+            let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
+            let empty = s.kernels.function(KernelKey::Empty, &mut s.timeline)?;
+            let wait_out = DeviceBuffer::alloc(4)?;
+            let values = [Param::Buffer(&wait_out), Param::u64(AUDIT_WAIT_NS)];
+            let wait = Saturate::new(Launch::new(&spin, Dims::ONE, &values))?;
+            let mut events = Timer::new(TimerKind::Events, Some(wait), 1)?;
+            let one = Body::Launches {
+                n: 1,
+                resets: vec![],
+            };
+            // The floor first (its kernel's first launch loads it), so that nothing lies
+            // between the flush and the launch.
+            let mut bare = Launch::new(&empty, Dims::ONE, &[]);
+            bare.enqueue().map_err(during("audit: the events' floor"))?;
+            let floor: Vec<f64> = (0..FLOOR_READINGS)
+                .map(|_| events.time(&mut bare, &one, 0))
+                .collect::<Result<_, _>>()
+                .map_err(during("audit: the events' floor"))?;
+            let floor = median(floor).unwrap_or_default();
+            prepare(buffers, armed)?;
+            let ns = events.time(&mut armed.launch, &one, 0).map_err(&what)?;
+            let dry = events.saturate.as_ref().is_some_and(|w| w.too_short > 0);
+            Ok((Some((ns - floor).max(0.0)), dry))
+        }
+    }
+}
+
+/// How long the wait kernel ahead of the audit launch spins: far longer than the host
+/// takes to enqueue an event, a launch and an event.
+const AUDIT_WAIT_NS: u64 = 50_000;
+/// Readings of an empty kernel the events' floor is the median of.
+const FLOOR_READINGS: usize = 3;
+
+/// Resets the buffers and flushes L2 where the cell does: the timed launches' cache state.
+fn prepare(buffers: &Buffers, armed: &mut Armed) -> Result<(), Failure> {
+    buffers.reset().map_err(during("audit: buffer reset"))?;
+    match armed.flush.as_mut() {
+        Some(f) => f.run().map_err(during("audit: L2 flush")),
+        None => cuda::synchronize().map_err(during("audit: buffer reset")),
+    }
+}
+
+/// A copy on the device of each input in `indices` that lives in device memory (None for
+/// the others, and where the copy does not fit: those are read back to the host instead).
+fn keep(buffers: &Buffers, indices: &[usize]) -> Result<Vec<Option<DeviceBuffer>>, Failure> {
+    indices
+        .iter()
+        .map(|&i| {
+            let Some(buf) = buffers.buffer(i).filter(|b| b.in_device_memory()) else {
+                return Ok(None);
+            };
+            let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+                return Ok(None);
+            };
+            copy.copy_from(buf)
+                .map_err(during("audit: keeping an input"))?;
+            Ok(Some(copy))
+        })
+        .collect()
+}

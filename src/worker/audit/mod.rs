@@ -1,0 +1,401 @@
+//! The audit: launches of the cell's kernel on inputs no timed launch saw (a fresh draw of
+//! each input's `init`), their outputs checked against the reference on those inputs and
+//! their inputs read back unchanged, their times set against the timed launches'.
+//!
+//! Where it can, the audit sits among the timed launches ([`among`]): a few regions at
+//! positions drawn from a recorded seed, each the cell's own region (a launch, a batch, a
+//! graph replay) on its own buffers, after the same resets and flush, timed by the same
+//! timer. Only the inputs' values differ, copied in just before: no pause, launch count,
+//! address, clock or prior output tells a kernel which launches are audited. A kernel that
+//! still tells them apart (by inputs it has not seen) is slower in them, and the rank test
+//! of [`crate::method::audit::judge`] says so. Elsewhere one launch after the timed ones
+//! ([`after`]) is the weaker audit, and the record says why.
+
+mod after;
+mod among;
+
+use super::arm::Armed;
+use super::assemble::Checker;
+use super::buffers::Buffers;
+use super::failure::{during, Failure};
+use super::inputs::{audit_seed, shares, HostInputs};
+use super::kernels::{KernelKey, Kernels};
+use super::prepare::{Code, Data};
+use super::reference;
+use super::timeline::Timeline;
+use super::Session;
+use crate::cuda::{self, DeviceBuffer};
+use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
+use crate::experiment::{ArgValue, Kernel, Memory};
+use crate::method::compare;
+use crate::plan::{Cell, Role};
+use crate::protocol::{AuditRecord, CellRecord};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+pub(super) use among::Among;
+
+/// How a cell's run is audited, decided before its samples.
+pub(super) enum Auditor {
+    /// Not audited: unchecked by the user's choice, a floor cell.
+    Off,
+    /// Audited regions among the timed ones, to be staged once the first timed launch is
+    /// done (nothing may run on the GPU before a lazy first launch).
+    AmongToStage(u32),
+    /// Audited regions among the timed ones, staged.
+    Among(Box<Among>),
+    /// One launch after the timed ones, and why no better.
+    After(String),
+    /// Another run of the cell gets its one audit launch (runs of one launch each).
+    OtherRun,
+}
+
+impl Auditor {
+    /// How `cell`'s run `process` is audited.
+    pub(super) fn plan(
+        cell: &Cell,
+        code: &Code,
+        data: &Data,
+        armed: &Armed,
+        process: u32,
+    ) -> Auditor {
+        let Some(def) = code.def.as_ref() else {
+            return Auditor::Off;
+        };
+        if cell.role != Role::Measure || def.unchecked {
+            return Auditor::Off;
+        }
+        let Some(why) = weaker(cell, def, data, armed) else {
+            return Auditor::AmongToStage(process);
+        };
+        // Runs of one launch each (fresh processes): one of them, drawn by the seed, is
+        // audited; the others would pay a new draw and check for one launch each.
+        let runs = cell.runs();
+        let audited = (audit_seed(cell) % u64::from(runs.max(1))) as u32;
+        match cell.knobs.samples_per_run() == 0 && runs > 1 && process != audited {
+            true => Auditor::OtherRun,
+            false => Auditor::After(why),
+        }
+    }
+
+    /// Stages audits among the timed launches, where they are planned: the audit's inputs
+    /// drawn and kept on the device, the timed ones kept to restore, the positions drawn.
+    pub(super) fn stage(
+        &mut self,
+        s: &mut Session,
+        cell: &Cell,
+        code: &Code,
+        data: &Data,
+    ) -> Result<(), Failure> {
+        if let (Auditor::AmongToStage(process), Some(def)) = (&*self, code.def.as_ref()) {
+            let among = Among::stage(s, cell, def, data, *process)?;
+            *self = Auditor::Among(Box::new(among));
+        }
+        Ok(())
+    }
+
+    /// Ends the audit once the timer's readings are in: the rank test for audits among the
+    /// timed launches, the launch after them for the weaker audit.
+    pub(super) fn finish<'b>(
+        self,
+        s: &mut Session,
+        cell: &Cell,
+        code: &Code,
+        data: &'b Data,
+        armed: &mut Armed<'b>,
+        rec: &mut CellRecord,
+    ) -> Result<(), Failure> {
+        match self {
+            Auditor::Off | Auditor::OtherRun | Auditor::AmongToStage(_) => Ok(()),
+            Auditor::Among(among) => {
+                rec.audit = Some(among.finish(s, cell, rec));
+                Ok(())
+            }
+            Auditor::After(why) => after::run(s, cell, code, data, armed, rec, why),
+        }
+    }
+}
+
+/// Why the cell's audits cannot sit among its timed launches, or None where they can.
+fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed) -> Option<String> {
+    let knobs = &cell.knobs;
+    let multi = armed.body.launches() > 1;
+    let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
+    Some(
+        match () {
+            _ if knobs.timer == TimerKind::Profiler => {
+                "the profiler's report holds a cell's launches in order: its audit comes last"
+            }
+            _ if knobs.samples_per_run() == 0 => "no steady samples to sit among",
+            _ if data.sets.len() > 1 => "its buffer sets rotate",
+            _ if !armed.launch.copy_records().is_empty() => {
+                "its launch copies memory, as the audit's staging would"
+            }
+            _ if multi && in_place => {
+                "it updates an input in place, which a region of several launches compounds"
+            }
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+/// What an audit's launches read: the new draw, which inputs it changed, and the note.
+struct Staged {
+    seed: u64,
+    new: HostInputs,
+    /// The inputs that hold new data, and those the draw left as timed.
+    changed: Vec<usize>,
+    /// The inputs the kernel must leave as they are.
+    unwritten: Vec<usize>,
+    note: String,
+}
+
+impl Staged {
+    /// Draws the audit's inputs for `cell` (the same for every variant and run at a point),
+    /// with the stash that keeps them on the device.
+    fn draw(s: &mut Session, cell: &Cell, def: &Kernel, data: &Data) -> Result<Staged, Failure> {
+        let buffers = &data.sets[0];
+        let seed = audit_seed(cell);
+        let new = (s.inputs).get(&data.point, &cell.launch.args, seed, shares(cell))?;
+        let inputs: Vec<usize> = buffers.inputs().collect();
+        let (changed, kept): (Vec<usize>, Vec<usize>) =
+            inputs.iter().partition(|&&i| new[i] != data.timed[i]);
+        let stash = match s.audit_stash.take() {
+            Some(stash) if stash.point == data.point => stash,
+            _ => Stash::upload(&data.point, buffers, &new)?,
+        };
+        s.audit_stash = Some(stash);
+        let note = note(def, &inputs, &changed, &kept);
+        let unwritten = inputs.iter().copied().filter(|&i| !def.writes(i)).collect();
+        Ok(Staged {
+            seed,
+            new,
+            changed,
+            unwritten,
+            note,
+        })
+    }
+
+    /// Copies the audit's inputs into `buffers` (from the stash where it holds them), or,
+    /// where no input could change, poisons the outputs: a launch that skips its work then
+    /// leaves them unwritten.
+    fn stage(&self, stash: Option<&Stash>, buffers: &Buffers) -> Result<(), Failure> {
+        if self.changed.is_empty() {
+            return (buffers.poison_outputs()).map_err(during("audit: poisoning the outputs"));
+        }
+        let copies = stash.map_or(&[][..], |s| &s.copies[..]);
+        (buffers.refill_from(copies, &self.new)).map_err(during("audit: copying new inputs"))
+    }
+}
+
+/// The names of arguments `indices` of `def`, for the audit's notes and failures.
+fn names(def: &Kernel, indices: &[usize]) -> String {
+    let names: Vec<&str> = indices.iter().map(|&i| def.args[i].name.as_str()).collect();
+    names.join(", ")
+}
+
+/// What the audit launches' inputs hold: new data in the `changed` inputs, the `kept` ones
+/// as timed, or, where none could change, poisoned outputs.
+fn note(def: &Kernel, inputs: &[usize], changed: &[usize], kept: &[usize]) -> String {
+    if changed.is_empty() {
+        match inputs.is_empty() {
+            true => "no inputs: the outputs poisoned again".to_string(),
+            false => format!(
+                "no input could be drawn anew ({}: constant, iota or a file): the outputs poisoned again",
+                names(def, kept)
+            ),
+        }
+    } else if kept.is_empty() {
+        format!("new data in {}", names(def, changed))
+    } else {
+        format!(
+            "new data in {}; {} as timed (constant, iota or a file)",
+            names(def, changed),
+            names(def, kept)
+        )
+    }
+}
+
+/// The audited output checked against the reference on the `staged` inputs; a failed check
+/// that still holds the timed inputs' result names the kernel as stale. `recorded`: the
+/// kernels CUPTI is recording, where the check runs among timed launches.
+fn check_on_new_inputs(
+    s: &mut Session,
+    cell: &Cell,
+    def: &Kernel,
+    data: &Data,
+    staged: &Staged,
+    recorded: Option<&[String]>,
+) -> Result<String, Failure> {
+    let buffers = &data.sets[0];
+    let run_cache = s.run_cache.as_deref();
+    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, staged.seed));
+    let checker = Checker {
+        cell,
+        def: Some(def),
+        host: &staged.new,
+        reference: &cache,
+    };
+    let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
+    checker.check(kernels, timeline, buffers, recorded).map_err(|f| {
+        let changed = &staged.changed;
+        let was_stale = !changed.is_empty()
+            && holds_timed_result(kernels, timeline, run_cache, cell, def, data, buffers);
+        match was_stale {
+            true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed))),
+            false => f,
+        }
+        .during("audit on new inputs")
+    })
+}
+
+/// The `unwritten` inputs came back from the audited launch as they went in (each against
+/// its copy on the device where `copies` holds one, else against the `new` data on the host).
+fn inputs_unchanged(
+    s: &mut Session,
+    def: &Kernel,
+    args: &[ArgValue],
+    buffers: &Buffers,
+    staged: &Staged,
+    copies: &[Option<&DeviceBuffer>],
+) -> Result<(), Failure> {
+    for (&i, copy) in staged.unwritten.iter().zip(copies) {
+        let first = match copy {
+            Some(copy) => first_difference(s, buffers, i, copy)?,
+            None => buffers.first_change(i, staged.new[i].as_deref().unwrap_or_default())?,
+        };
+        if let (Some(byte), ArgValue::Buffer { dtype, .. }) = (first, &args[i]) {
+            return Err(Failure::from(format!(
+                "audit: the kernel wrote into its input `{}` (element {} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
+                def.args[i].name,
+                byte / dtype.size()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why the audit's times are not set against the cell's reading, where they are not.
+/// Managed memory the host has just refilled migrates back during the audited launch, which
+/// the timed launches on resident pages did not pay; a host timer around an async launch
+/// reads only its enqueue.
+fn unjudged(cell: &Cell) -> Option<String> {
+    let migrates = (cell.launch.args.iter()).any(
+        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
+    );
+    match (migrates, cell.knobs.timer) {
+        (true, _) => Some("its managed inputs migrate back on the audit's refill".to_string()),
+        (false, TimerKind::Host) => Some("a host timer reads only the enqueue".to_string()),
+        _ => None,
+    }
+}
+
+/// The audit's inputs at one point, kept on the device by the point's first audit and
+/// copied into each later one's buffers there: a GiB of inputs crosses the host link once
+/// per point and process, not once per cell.
+pub struct Stash {
+    point: String,
+    /// Per argument: a copy of its audit data, for inputs in device memory.
+    copies: Vec<Option<DeviceBuffer>>,
+}
+
+impl Stash {
+    /// Uploads `new`'s data of the inputs `buffers` keeps in device memory (none where a
+    /// copy does not fit: those are uploaded each time).
+    fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
+        let copies = (0..new.len())
+            .map(|i| {
+                let (Some(buf), Some(data)) = (buffers.buffer(i), new[i].as_deref()) else {
+                    return Ok(None);
+                };
+                if !buf.in_device_memory() {
+                    return Ok(None);
+                }
+                let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+                    return Ok(None);
+                };
+                copy.upload(data)
+                    .map_err(during("audit: uploading new inputs"))?;
+                Ok(Some(copy))
+            })
+            .collect::<Result<_, Failure>>()?;
+        Ok(Stash {
+            point: point.to_string(),
+            copies,
+        })
+    }
+
+    /// Lets go of the stash's device memory before `cell` allocates, unless it is the stash
+    /// of `cell`'s point and the cell's buffers (every set) and flush fit beside it.
+    pub(super) fn forget_unless_at(s: &mut Session, cell: &Cell) {
+        let Some(stash) = &s.audit_stash else {
+            return;
+        };
+        let sets = cell.knobs.rotate.sets(cell.knobs.launches);
+        let flush = match cell.knobs.cache {
+            Cache::Flush { bytes, .. } => bytes,
+            Cache::Hot => 0,
+        };
+        let needs = (cell.launch.device_bytes())
+            .saturating_mul(sets)
+            .saturating_add(flush);
+        let fits = cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64);
+        if stash.point != cell.point_key() || !fits {
+            s.audit_stash = None;
+        }
+    }
+}
+
+/// The first byte at which input `index` differs from its copy, compared on the GPU.
+fn first_difference(
+    s: &mut Session,
+    buffers: &Buffers,
+    index: usize,
+    copy: &DeviceBuffer,
+) -> Result<Option<usize>, Failure> {
+    let Some(buf) = buffers.buffer(index) else {
+        return Ok(None);
+    };
+    let func = s
+        .kernels
+        .function(KernelKey::FirstDifference, &mut s.timeline)?;
+    compare::first_difference(&func, buf, copy)
+        .map_err(during("audit: comparing an input with its copy"))
+}
+
+/// Whether the buffers' output, which failed its check on the new inputs, passes it on the
+/// timed inputs: the audited launch left the timed launches' result in place.
+fn holds_timed_result(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    run_cache: Option<&Path>,
+    cell: &Cell,
+    def: &Kernel,
+    data: &Data,
+    buffers: &Buffers,
+) -> bool {
+    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, data.seed));
+    let earlier = Checker {
+        cell,
+        def: Some(def),
+        host: &data.timed,
+        reference: &cache,
+    };
+    earlier.check(kernels, timeline, buffers, None).is_ok()
+}
+
+/// Host time since `start`, added to an audit's cost.
+fn spent(cost: &mut Duration, start: Instant) {
+    *cost += start.elapsed();
+}
+
+/// A fresh record for an audit: what it checked and on which inputs.
+fn record(check: String, staged: &Staged, cost: Duration) -> AuditRecord {
+    AuditRecord {
+        check,
+        inputs: staged.note.clone(),
+        cost_s: cost.as_secs_f64(),
+        ..Default::default()
+    }
+}
