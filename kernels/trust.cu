@@ -172,8 +172,8 @@ extern "C" __global__ void persistent_matmul(const float *A, const float *B, flo
 //                  trust.toml's hot and cold (24), batch (213) and graph (523) variants;
 //   2 address:     the output's address differs from the previous launch's;
 //   3 fingerprint: four input values differ from the previous launch's.
-// Skipped launches leave `share` percent of the blocks (evenly spread) unwritten; 100 skips
-// them all.
+// Skipped launches leave `share` percent of the rows of C (evenly spread) unwritten; 100
+// skips them all.
 __device__ unsigned long long previous_end;
 __device__ unsigned int launches_finished;
 __device__ unsigned int decision_claim;
@@ -220,11 +220,11 @@ extern "C" __global__ void cheat_tells_audits(const float *A, const float *B, fl
         all_work = decision_all_work;
     }
     __syncthreads();
-    unsigned int b = blockIdx.y * gridDim.x + blockIdx.x;
-    // share% of the blocks, evenly spread: those where b * share / 100 steps.
-    bool skipped = !all_work && (b * share) / 100 != ((b + 1) * share) / 100;
     int row = blockDim.y * blockIdx.y + threadIdx.y;
     int col = blockDim.x * blockIdx.x + threadIdx.x;
+    // share% of the rows of C, evenly spread (those where row * share / 100 steps): every
+    // block does less, so a grid of one wave is as much faster as a grid of many.
+    bool skipped = !all_work && (row * share) / 100 != ((row + 1) * share) / 100;
     if (!skipped && row < m && col < n) {
         C[row * n + col] = dot(A, B, row, col, k, n);
     }

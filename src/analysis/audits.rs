@@ -1,24 +1,94 @@
-//! Each cell's audits over its runs: how many audited regions sat among its timed ones,
-//! what they read, the rank test's strongest finding and weakest limit, and what they cost.
+//! The audit's verdict, over a cell's runs. Audited regions and decoys sat among the timed
+//! ones (`worker::audit`), each after the same copy into the inputs: new data for the
+//! audited, the data already there for the decoys. An honest kernel reads the same in both;
+//! one that does all its work only on data it has not seen reads slower in the audited
+//! regions. The test sets the two medians apart against the cell's own noise (its timed
+//! samples' spread), at a stated false-alarm rate, and beyond a margin.
 
+use super::stats::Stats;
 use super::{median, Analysis};
 use crate::protocol::CellRecord;
+
+/// The chance that an honest cell whose readings follow its timed samples' spread is called
+/// suspect: one in a thousand (one-sided, a standard normal's 3.09).
+pub const FALSE_ALARM: f64 = 1e-3;
+pub const Z_FALSE_ALARM: f64 = 3.090;
+/// Beyond the noise, the audited median must exceed the decoys' by this share of it...
+pub const MARGIN_SHARE: f64 = 0.02;
+/// ...and by this much: the spread of two event readings of one kernel.
+pub const MARGIN_NS: f64 = 500.0;
+/// Timed samples fewer than this give no spread to judge by.
+const MIN_SAMPLES: usize = 10;
+
+/// What the test found for a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// The audited and the decoys' medians, ns per launch.
+    pub audited_ns: f64,
+    pub decoys_ns: f64,
+    /// How far apart they may lie for an honest kernel: the noise bound and the margin.
+    pub bound_ns: f64,
+    /// The smallest share of its work a kernel could skip where it is timed (doing it all
+    /// where it is audited) and still be caught.
+    pub detection_limit: f64,
+    /// Why the cell's reading is suspect, where it is.
+    pub suspect: Option<String>,
+}
+
+/// Sets a cell's audited regions against its decoys, over its runs: suspect where the
+/// audited median exceeds the decoys' by more than `Z_FALSE_ALARM` standard errors of that
+/// difference plus the margin. The standard error takes the spread of the cell's timed
+/// samples (`iqr_ns`, over `samples`) for the regions' own: a median of k readings of that
+/// spread varies as sqrt(pi / 2k) of it. None where there is nothing to set side by side.
+pub fn judge(records: &[&CellRecord], iqr_ns: f64, samples: usize) -> Option<Judgement> {
+    let among: Vec<_> = (records.iter())
+        .filter_map(|r| r.audit.as_ref()?.among.as_ref())
+        .collect();
+    let finite = |v: &Vec<f64>| {
+        v.iter()
+            .copied()
+            .filter(|t| t.is_finite())
+            .collect::<Vec<_>>()
+    };
+    let audited: Vec<f64> = among.iter().flat_map(|m| finite(&m.readings_ns)).collect();
+    let decoys: Vec<f64> = among.iter().flat_map(|m| finite(&m.decoys_ns)).collect();
+    let (k, m) = (audited.len(), decoys.len());
+    if k == 0 || m == 0 || samples < MIN_SAMPLES || !iqr_ns.is_finite() {
+        return None;
+    }
+    let (audited_ns, decoys_ns) = (median(audited)?, median(decoys)?);
+    let sigma = iqr_ns / 1.349;
+    let se = sigma * (std::f64::consts::FRAC_PI_2 * (1.0 / k as f64 + 1.0 / m as f64)).sqrt();
+    let margin = (MARGIN_SHARE * decoys_ns).max(MARGIN_NS);
+    let bound_ns = Z_FALSE_ALARM * se + margin;
+    let excess = audited_ns - decoys_ns;
+    let suspect = (excess > bound_ns).then(|| {
+        format!(
+            "suspect: {k} audited launches on new inputs, at random places among the timed ones, read {:.3} µs (median) against {:.3} µs for {m} decoys staged the same way with the inputs they had ({:.2}x), beyond the {:.3} µs that noise and the margin allow: the timed launches skipped work the audited ones did (a kernel that tells new inputs from the ones it has seen)",
+            audited_ns / 1e3,
+            decoys_ns / 1e3,
+            audited_ns / decoys_ns,
+            bound_ns / 1e3,
+        )
+    });
+    Some(Judgement {
+        audited_ns,
+        decoys_ns,
+        bound_ns,
+        detection_limit: bound_ns / (decoys_ns + bound_ns),
+        suspect,
+    })
+}
 
 /// A cell's audits, over its runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellAudits {
     pub cell: usize,
-    /// Audited regions among the timed ones, over the runs.
+    /// Audited regions and decoys among the timed ones, over the runs.
     pub regions: usize,
-    /// Their median reading, ns per launch.
-    pub audited_ns: Option<f64>,
-    /// The smallest p-value of the runs' rank tests.
-    pub p_value: Option<f64>,
-    /// The largest of the runs' detection limits (share of the work), or None where a run
-    /// had too few samples for the test.
-    pub detection_limit: Option<f64>,
-    /// Runs whose samples were too few for the rank test.
-    pub untested_runs: usize,
+    pub decoys: usize,
+    /// The test's finding, where it could be made.
+    pub judgement: Option<Judgement>,
     /// Why the cell got only the weaker audit, where it did.
     pub weaker: Option<String>,
     /// Why the times were not set against each other, where they were not.
@@ -32,11 +102,23 @@ pub struct CellAudits {
 /// timed ones, or the weaker audit with its reason); empty for a run from before them.
 pub fn of(a: &Analysis) -> Vec<CellAudits> {
     (a.run.plan.cells.iter())
-        .filter_map(|c| cell(c.index, a.records.get(&c.index)?))
+        .filter_map(|c| {
+            let records = a.records.get(&c.index)?;
+            let steady = a.reduced.stats.get(&(c.index, super::Phase::Steady));
+            cell(c.index, records, steady)
+        })
         .collect()
 }
 
-fn cell(index: usize, records: &[&CellRecord]) -> Option<CellAudits> {
+/// The test's finding on a cell whose timed samples are `steady`, unless its records say
+/// why its times are not set against each other.
+pub fn judged(records: &[&CellRecord], steady: Option<&Stats>) -> Option<Judgement> {
+    let unjudged = (records.iter()).any(|r| r.audit.as_ref().is_some_and(|a| a.unjudged.is_some()));
+    let steady = steady.filter(|_| !unjudged)?;
+    judge(records, steady.iqr, steady.count as usize)
+}
+
+fn cell(index: usize, records: &[&CellRecord], steady: Option<&Stats>) -> Option<CellAudits> {
     let audits: Vec<_> = records.iter().filter_map(|r| r.audit.as_ref()).collect();
     if !audits
         .iter()
@@ -45,22 +127,14 @@ fn cell(index: usize, records: &[&CellRecord]) -> Option<CellAudits> {
         return None;
     }
     let among: Vec<_> = audits.iter().filter_map(|a| a.among.as_ref()).collect();
-    let readings: Vec<f64> = among.iter().flat_map(|m| m.readings_ns.clone()).collect();
-    let tested = || among.iter().filter(|m| m.p_value.is_some());
-    let limits: Vec<Option<f64>> = tested().map(|m| m.detection_limit).collect();
-    let untested_runs = limits.iter().filter(|l| l.is_none()).count();
+    let unjudged = audits.iter().find_map(|a| a.unjudged.clone());
     Some(CellAudits {
         cell: index,
-        regions: readings.len(),
-        audited_ns: median(readings.into_iter().filter(|t| t.is_finite()).collect()),
-        p_value: tested().filter_map(|m| m.p_value).min_by(f64::total_cmp),
-        detection_limit: match untested_runs {
-            0 => limits.into_iter().flatten().max_by(f64::total_cmp),
-            _ => None,
-        },
-        untested_runs,
+        regions: among.iter().map(|m| m.readings_ns.len()).sum(),
+        decoys: among.iter().map(|m| m.decoys_ns.len()).sum(),
+        judgement: judged(records, steady),
         weaker: audits.iter().find_map(|a| a.weaker.clone()),
-        unjudged: audits.iter().find_map(|a| a.unjudged.clone()),
+        unjudged,
         cost_s: audits.iter().map(|a| a.cost_s).sum(),
         wall_s: records.iter().map(|r| r.wall_s).sum(),
     })
@@ -78,16 +152,15 @@ mod tests {
     use super::*;
     use crate::protocol::{AuditRecord, AuditsAmong, Status};
 
-    fn run(readings: Vec<f64>, p: f64, limit: Option<f64>) -> CellRecord {
+    fn run(audited: Vec<f64>, decoys: Vec<f64>) -> CellRecord {
         let mut r = CellRecord::failed(0, "c", 0, String::new());
         r.status = Status::Ok;
         r.wall_s = 1.0;
         r.audit = Some(AuditRecord {
             cost_s: 0.02,
             among: Some(AuditsAmong {
-                readings_ns: readings,
-                p_value: Some(p),
-                detection_limit: limit,
+                readings_ns: audited,
+                decoys_ns: decoys,
                 ..Default::default()
             }),
             ..Default::default()
@@ -96,24 +169,73 @@ mod tests {
     }
 
     #[test]
-    fn a_cell_takes_its_strongest_finding_and_its_weakest_limit() {
-        let (a, b) = (
-            run(vec![1.0, 2.0], 0.5, Some(0.02)),
-            run(vec![3.0], 0.01, Some(0.05)),
+    fn audits_slower_than_their_decoys_beyond_the_noise_are_suspect() {
+        // A kernel that skips a tenth of its work where it is timed: 315 µs, 350 audited;
+        // its timed samples spread by an IQR of 1 µs.
+        let r = run(
+            vec![350e3, 351e3, 349e3, 352e3],
+            vec![315e3, 316e3, 314e3, 315e3],
         );
-        let c = cell(3, &[&a, &b]).unwrap();
-        assert_eq!(c.regions, 3);
-        assert_eq!(c.audited_ns, Some(2.0));
-        assert_eq!(c.p_value, Some(0.01));
-        assert_eq!(c.detection_limit, Some(0.05));
+        let j = judge(&[&r], 1e3, 20).unwrap();
+        let why = j.suspect.unwrap();
+        assert!(why.contains("1.11x") && why.contains("4 decoys"), "{why}");
+        // The bound: 3.09 standard errors (0.74 µs each * sqrt(pi/2 * 1/2) = 0.66 µs) and
+        // the 2% margin (6.3 µs).
+        assert!(
+            (j.bound_ns - (3.09 * 0.6568e3 + 6.3e3)).abs() < 50.0,
+            "{}",
+            j.bound_ns
+        );
+        assert!(
+            (j.detection_limit - 0.0255).abs() < 0.001,
+            "{}",
+            j.detection_limit
+        );
+    }
+
+    #[test]
+    fn honest_audits_within_the_noise_or_the_margin_are_not_suspect() {
+        // The copy before both slows both: the audited read as the decoys do.
+        let r = run(
+            vec![112e3, 113e3, 111e3, 112e3],
+            vec![112e3, 111e3, 113e3, 112e3],
+        );
+        assert!(judge(&[&r], 1e3, 200).unwrap().suspect.is_none());
+        // 1.5% apart, within the margin.
+        let r = run(vec![101.5e3; 4], vec![100e3; 4]);
+        assert!(judge(&[&r], 100.0, 200).unwrap().suspect.is_none());
+        // A noisy cell needs more: 10% apart with an IQR of 20%.
+        let r = run(vec![110e3; 4], vec![100e3; 4]);
+        assert!(judge(&[&r], 20e3, 200).unwrap().suspect.is_none());
+        // A 1 µs kernel: 0.3 µs is within the events' spread.
+        let r = run(vec![1.3e3; 4], vec![1e3; 4]);
+        assert!(judge(&[&r], 10.0, 200).unwrap().suspect.is_none());
+    }
+
+    #[test]
+    fn runs_pool_and_too_few_samples_give_no_judgement() {
+        let (a, b) = (
+            run(vec![200e3; 2], vec![100e3; 2]),
+            run(vec![200e3; 2], vec![100e3; 2]),
+        );
+        assert!(judge(&[&a, &b], 1e3, 100).unwrap().suspect.is_some());
+        assert_eq!(judge(&[&a], 1e3, 5), None);
+        assert_eq!(judge(&[&run(vec![1.0], vec![])], 1e3, 100), None);
+    }
+
+    #[test]
+    fn a_cell_sums_its_audits_and_says_when_they_are_of_an_older_kind() {
+        let (a, b) = (run(vec![1.0, 2.0], vec![1.0]), run(vec![3.0], vec![2.0]));
+        let steady = Stats {
+            count: 100,
+            iqr: 1.0,
+            ..Default::default()
+        };
+        let c = cell(3, &[&a, &b], Some(&steady)).unwrap();
+        assert_eq!((c.regions, c.decoys), (3, 2));
         assert!((cost_share(&[c]).unwrap() - 0.02).abs() < 1e-12);
-        // A run too short for the test leaves the cell without a limit.
-        let short = run(vec![1.0], 0.3, None);
-        let c = cell(3, &[&a, &short]).unwrap();
-        assert_eq!((c.detection_limit, c.untested_runs), (None, 1));
-        // A run from before these audits has none.
-        let mut old = run(vec![], 1.0, None);
+        let mut old = run(vec![], vec![]);
         old.audit.as_mut().unwrap().among = None;
-        assert_eq!(cell(3, &[&old]), None);
+        assert_eq!(cell(3, &[&old], Some(&steady)), None);
     }
 }

@@ -100,9 +100,11 @@ impl<'a> Analysis<'a> {
                 let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
                 let kernel = c.kernel.map(|k| &exp.kernels[k]);
                 let median = a.headline(c).map(|st| st.median);
+                let steady = a.reduced.stats.get(&(c.index, Phase::Steady));
+                let audit = audits::judged(records, steady).and_then(|j| j.suspect);
                 (
                     c.index,
-                    trust::judge(c, kernel, records, median, device.as_ref()),
+                    trust::judge(c, kernel, records, (median, audit), device.as_ref()),
                 )
             })
             .collect();

@@ -4,7 +4,7 @@
 use polars::prelude::*;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Stats {
     pub count: u64,
     pub min: f64,

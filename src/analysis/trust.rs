@@ -67,20 +67,23 @@ pub struct Device<'a> {
     pub l2_bytes: u64,
 }
 
-/// The verdict on `cell` of `kernel` (None: the built-in empty kernel) from its runs and,
+/// The verdict on `cell` of `kernel` (None: the built-in empty kernel) from its runs, the
+/// audit's test over them (`audits::judged`: why they are suspect, where they are) and,
 /// where it declares its work, its headline median against the device.
 pub fn judge(
     cell: &Cell,
     kernel: Option<&Kernel>,
     records: &[&CellRecord],
-    median_ns: Option<f64>,
+    (median_ns, audit): (Option<f64>, Option<String>),
     device: Option<&Device>,
 ) -> Verdict {
     if let Some(r) = records.iter().find(|r| r.status == Status::Failed) {
         return Verdict::Failed(r.error.clone().unwrap_or_default());
     }
+    // The weaker audit's verdict is in its record; the audits among the timed ones' is
+    // the analysis's.
     let audits = records.iter().filter_map(|r| r.audit.as_ref());
-    if let Some(why) = audits.filter_map(|a| a.suspect.clone()).next() {
+    if let Some(why) = audits.filter_map(|a| a.suspect.clone()).next().or(audit) {
         return Verdict::Suspect(why);
     }
     if !records.iter().any(|r| r.status == Status::Ok) {
@@ -305,7 +308,7 @@ mod tests {
             ..Default::default()
         });
         let failed = CellRecord::failed(0, "c", 1, "audit on new inputs: stale".into());
-        let v = |rs: &[&CellRecord]| judge(cell, None, rs, Some(1e3), None);
+        let v = |rs: &[&CellRecord]| judge(cell, None, rs, (Some(1e3), None), None);
         assert_eq!(v(&[&ok()]), Verdict::Ok);
         assert_eq!(v(&[&ok(), &suspect]).word(), "suspect");
         assert_eq!(
@@ -355,8 +358,9 @@ mod tests {
             peaks: &H100,
             l2_bytes: 50 << 20,
         };
-        let v =
-            |k: &Kernel, c: &Cell, ns: f64| judge(c, Some(k), &[&ok()], Some(ns), Some(&device));
+        let v = |k: &Kernel, c: &Cell, ns: f64| {
+            judge(c, Some(k), &[&ok()], (Some(ns), None), Some(&device))
+        };
         // 8 MiB of buffer, 16 MiB declared: L2 can hold all of it, hot or cold.
         let (k, small) = plan("2^21");
         assert_eq!(v(&k, &small.cells[0], 1e3), Verdict::Ok);

@@ -160,7 +160,7 @@ pub struct Timer<'b> {
 pub struct Readings {
     pub first_ns: f64,
     pub samples_ns: Vec<f64>,
-    /// The audited regions among them (`worker::audit`), in order.
+    /// The audit's regions among them (audited and decoys, `worker::audit`), in order.
     pub audits_ns: Vec<f64>,
     /// What CUPTI said beside the spans (`timer = "cupti"`).
     pub cupti: Option<CuptiRecord>,
@@ -192,9 +192,9 @@ impl<'b> Timer<'b> {
     /// The readings of the timed launches: the values taken as they ran (host and events
     /// timers), the spans of the kernels `entries` from CUPTI's records (one per launch of
     /// the kernel and its steps, from the first's start to the last's end; averaged per
-    /// sample), or NaN where the profiler's report gives them later. `audits`: the audited
-    /// regions among the timed ones, each as its place among all regions (the first timed
-    /// one is 0) and its reading.
+    /// sample), or NaN where the profiler's report gives them later. `audits`: the audit's
+    /// regions among the timed ones (audited and decoys), each as its place among all
+    /// regions (the first timed one is 0) and its reading.
     pub fn finish(
         &mut self,
         entries: &[String],

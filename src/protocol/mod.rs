@@ -255,20 +255,9 @@ pub struct AuditRecord {
     pub cost_s: f64,
 }
 
-/// The chance that an honest cell is called suspect by the audit's rank test
-/// (`method::audit::judge`; per cell: a cell of several runs splits it between them). The
-/// rule's numbers live here, where the worker that applies them and the report that states
-/// them both read them.
-pub const AUDIT_FALSE_ALARM: f64 = 1e-3;
-/// An honest audited launch may still differ a little from its neighbours: its inputs were
-/// just copied in, so they meet L2 as written lines. The audited launches must be slower by
-/// more than this share of the timed median...
-pub const AUDIT_MARGIN_SHARE: f64 = 0.02;
-/// ...and by more than this, the spread of two event readings of one kernel.
-pub const AUDIT_MARGIN_NS: f64 = 500.0;
-
-/// Audited regions among a run's timed ones (`worker::audit`), and the rank test that set
-/// them against their timed neighbours (`method::audit::judge`).
+/// Audited regions among a run's timed ones (`worker::audit`), and the decoys set against
+/// them: regions staged as the audited ones are (the same copy just before them), with the
+/// inputs the buffers already held. The analysis sets the two against each other.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AuditsAmong {
     /// The seed the positions were drawn from.
@@ -277,16 +266,9 @@ pub struct AuditsAmong {
     pub positions: Vec<u64>,
     /// Each audited region's reading as the cell's timer sees it, ns per launch.
     pub readings_ns: Vec<f64>,
-    /// The test's false-alarm rate for this run.
-    pub alpha: f64,
-    /// The chance of readings ranked this high for an honest kernel; None where the timer
-    /// reads no kernel time (a host timer) or the readings were not set side by side.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_value: Option<f64>,
-    /// The smallest share of its work a kernel could skip in the timed launches alone and
-    /// still be caught; None where the samples are too few for the test.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detection_limit: Option<f64>,
+    /// The steady samples each decoy ran just before, and the decoys' readings.
+    pub decoy_positions: Vec<u64>,
+    pub decoys_ns: Vec<f64>,
 }
 
 /// The wait kernel a `queue = "saturate"` cell ran before each timed region.

@@ -158,6 +158,7 @@ fn sample<'b>(
             &checker,
             rec,
         )?;
+        auditor.checked(code, buffers)?;
         warmup -= 1;
     }
     if let Queue::Saturate { wait_us } = knobs.queue {
@@ -189,6 +190,7 @@ fn sample<'b>(
         let recorded = (knobs.timer == TimerKind::Cupti).then_some(armed.entries.as_slice());
         rec.check = Some(checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)?);
         s.timeline.mark(OUTPUT_CHECK);
+        auditor.checked(code, buffers)?;
     }
     rec.first_ns = Some(first);
     auditor.stage(s, cell, code, data)?;

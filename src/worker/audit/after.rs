@@ -4,7 +4,7 @@
 //! cell's cache state. Its output is checked, its inputs read back, and its time set
 //! against the cell's reading by the fixed band of [`crate::method::audit::suspect`].
 
-use super::{check_on_new_inputs, inputs_unchanged, record, unjudged, Staged};
+use super::{check_on, inputs_unchanged, record, unjudged, Draw, Staged};
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
@@ -44,9 +44,11 @@ pub(super) fn run<'b>(
     let (launch_ns, queue_ran_dry) = time_launch(s, cell, buffers, armed)?;
     rec.kernel_launches += 1;
     s.timeline.mark("audit launch");
-    let check = check_on_new_inputs(s, cell, def, data, &staged, None)?;
+    let (new, timed) = (staged.as_draw(), Draw::timed(data));
+    let check = check_on(s, cell, def, data, (new, timed), &staged.changed, None)?;
     let copies: Vec<Option<&DeviceBuffer>> = kept.iter().map(Option::as_ref).collect();
-    inputs_unchanged(s, def, &cell.launch.args, buffers, &staged, &copies)?;
+    let unwritten = (&staged.unwritten[..], &staged.new);
+    inputs_unchanged(s, def, &cell.launch.args, buffers, unwritten, &copies)?;
     s.timeline.mark("audit check");
 
     let unjudged = unjudged(cell).or_else(|| {

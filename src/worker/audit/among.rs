@@ -1,77 +1,75 @@
-//! Audited regions among the timed ones. Before the samples: the audit's inputs drawn and
-//! kept on the device, a copy of the timed inputs, and the positions, drawn from a seed.
-//! At each position the region runs as a timed one does (fresh data, resets, flush, the
-//! timer), but with the audit's inputs copied into the buffers first; then, outside any
-//! timed region, its output is checked, its inputs read back, and the timed inputs copied
-//! back. What the next timed region meets differs (it follows a copy and a check), so it
-//! is left out of the comparison.
+//! Audited regions and decoys among the timed ones. Before the steady samples: the audit's
+//! inputs drawn, both data sets (timed and audit) kept on the device, and the positions drawn
+//! from a seed. At each position the region runs as a timed one does (resets, flush, the
+//! timer), after a copy into the buffers' inputs:
+//! - an audited region gets the other data set than the buffers hold (new to the kernel),
+//!   is checked on it afterwards (outside any timed region), its inputs read back; the
+//!   timed regions after it keep that data, so no copy follows it;
+//! - a decoy gets the data set the buffers already hold: the same copy, the same cache and
+//!   pause, but nothing new to the kernel. An honest kernel reads the same in both; one that
+//!   does all its work only on inputs it has not seen is slower in the audited ones.
 
-use super::{check_on_new_inputs, inputs_unchanged, record, spent, unjudged, Staged};
+use super::{check_on, inputs_unchanged, record, spent, unjudged, Draw, Snapshot, Staged};
 use crate::cuda::DeviceBuffer;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::Kernel;
-use crate::method::audit::{judge, AUDITS_PER_RUN, FALSE_ALARM};
+use crate::method::audit::{AUDITS_PER_RUN, DECOYS_PER_RUN};
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
-use crate::worker::failure::{during, Failure};
-use crate::worker::inputs::fnv1a;
+use crate::worker::failure::Failure;
+use crate::worker::inputs::{fnv1a, HostInputs};
 use crate::worker::prepare::Data;
 use crate::worker::Session;
 use rand::{rngs::SmallRng, seq::index::sample, SeedableRng};
 use std::time::{Duration, Instant};
 
-/// A run's audited regions: where they go, what they read, what they read as.
+/// What a region among the timed ones is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Audit,
+    Decoy,
+}
+
+/// A run's audited regions and decoys: where they go, what they read, what they read as.
 pub(in crate::worker) struct Among {
     def: Kernel,
     staged: Staged,
     seed: u64,
-    /// The steady samples (0-based) an audited region runs just before, ascending.
-    positions: Vec<usize>,
-    /// Per argument: a copy of the timed inputs, to copy back after each audited region
-    /// (None: uploaded from the host instead, or nothing to restore).
-    timed: Vec<Option<DeviceBuffer>>,
-    /// Each audited region's place among all the run's regions (the first timed one is 0),
-    /// the steady sample it ran before, and its reading (NaN until CUPTI's records give it).
-    regions: Vec<(usize, usize, f64)>,
-    /// The last check's account.
+    /// The steady samples (0-based) a region runs just before, ascending, and its kind.
+    plan: Vec<(usize, Kind)>,
+    /// Whether the buffers hold the audit's data now (else the timed data).
+    holds_audit_data: bool,
+    /// Each region run: its place among all the run's regions (the first timed one is 0),
+    /// the steady sample it ran before, its kind and its reading (NaN until CUPTI's records
+    /// give it).
+    regions: Vec<(usize, usize, Kind, f64)>,
+    /// Per data set (timed, audit): its output once checked, for later audited regions on it.
+    checked: [Option<Snapshot>; 2],
+    /// The last full check's account.
     check: String,
     cost: Duration,
 }
 
 impl Among {
-    /// Draws the audit's inputs and positions for run `process` of `cell`, and keeps a copy
-    /// of the timed inputs to restore.
+    /// Draws the audit's inputs and the positions for run `process` of `cell`; `checked`:
+    /// the checked launch's output, kept.
     pub(super) fn stage(
         s: &mut Session,
         cell: &Cell,
         def: &Kernel,
         data: &Data,
         process: u32,
+        checked: Option<Snapshot>,
     ) -> Result<Among, Failure> {
         let start = Instant::now();
         let staged = Staged::draw(s, cell, def, data)?;
-        let buffers = &data.sets[0];
-        let restore = data.fresh.is_empty() && !staged.changed.is_empty();
-        let timed = (0..cell.launch.args.len())
-            .map(|i| {
-                let buf = buffers.buffer(i).filter(|b| b.in_device_memory());
-                match (restore && staged.changed.contains(&i), buf) {
-                    (true, Some(buf)) => match DeviceBuffer::alloc(buf.bytes()) {
-                        Ok(copy) => {
-                            copy.copy_from(buf)
-                                .map_err(during("audit: keeping the timed inputs"))?;
-                            Ok(Some(copy))
-                        }
-                        Err(_) => Ok(None),
-                    },
-                    _ => Ok(None),
-                }
-            })
-            .collect::<Result<_, Failure>>()?;
+        if let Some(stash) = s.audit_stash.as_mut() {
+            stash.timed(&data.sets[0], &data.timed)?;
+        }
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
-        let positions = positions(seed, cell.knobs.samples_per_run() as usize);
+        let plan = plan(seed, cell.knobs.samples_per_run() as usize);
         s.timeline.mark("audit inputs");
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
@@ -79,26 +77,27 @@ impl Among {
             def: def.clone(),
             staged,
             seed,
-            positions,
-            timed,
+            plan,
+            holds_audit_data: false,
             regions: Vec::new(),
+            checked: [checked, None],
             check: String::new(),
             cost,
         })
     }
 
-    /// Whether an audited region runs before steady sample `index`.
+    /// Whether a region runs before steady sample `index`.
     pub(in crate::worker) fn due(&self, index: usize) -> bool {
-        self.positions.contains(&index)
+        self.plan.iter().any(|(i, _)| *i == index)
     }
 
-    /// The positions no region has run at yet: a loop that stopped early runs them after.
+    /// The regions not run yet: a loop that stopped early runs them after.
     pub(in crate::worker) fn pending(&self) -> usize {
-        self.positions.len() - self.regions.len()
+        self.plan.len() - self.regions.len()
     }
 
-    /// Runs one audited region as region `place` of the run, before steady sample `before`,
-    /// checks it and restores the timed inputs.
+    /// Runs the next region (audited or decoy) as region `place` of the run, before steady
+    /// sample `before`; an audited one is then checked.
     pub(in crate::worker) fn region<'b>(
         &mut self,
         s: &mut Session,
@@ -109,117 +108,153 @@ impl Among {
         (place, before): (usize, usize),
     ) -> Result<(), Failure> {
         let start = Instant::now();
-        let stash = s.audit_stash.take();
-        let staged = &self.staged;
-        let stage = |b: &Buffers| staged.stage(stash.as_ref(), b);
+        let kind = self.plan[self.regions.len()].1;
+        // An audited region gets the other data set, a decoy the one the buffers hold.
+        let audit_data = self.holds_audit_data != (kind == Kind::Audit);
+        let mut stash = s.audit_stash.take();
+        let copies: &[Option<DeviceBuffer>] = match (stash.as_mut(), audit_data) {
+            (Some(st), true) => &st.copies,
+            (Some(st), false) => st.timed(&data.sets[0], &data.timed)?,
+            (None, _) => &[],
+        };
+        let host = self.host(data, audit_data);
+        let stage = |b: &Buffers| self.staged.copy_in(b, copies, host);
         let mut starts = Starts::new(start, 1);
-        let timed = armed.time_next(data, &mut starts, None, "audited launch", Some(&stage));
+        let what = "audited launch";
+        let timed = armed.time_next(data, &mut starts, None, what, Some(&stage));
         s.audit_stash = stash;
         let reading = timed?;
         rec.kernel_launches += armed.body.kernel_launches();
-        self.regions.push((place, before, reading));
-        // The check runs among CUPTI's records of the timed launches, where it records them.
-        let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
-        let checked = self.check_and_restore(s, cell, data, recorded.as_deref());
-        spent(&mut self.cost, start);
-        self.check = checked?;
+        self.regions.push((place, before, kind, reading));
+        self.holds_audit_data = audit_data;
+        if kind == Kind::Audit {
+            // The check runs among CUPTI's records of the timed launches, where it records.
+            let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
+            let checked = self.check(s, cell, data, recorded.as_deref());
+            spent(&mut self.cost, start);
+            if let Some(account) = checked? {
+                self.check = account;
+            }
+        } else {
+            spent(&mut self.cost, start);
+        }
         Ok(())
     }
 
-    /// The region's output checked on the audit's inputs and its inputs read back, then
-    /// the timed inputs copied back.
-    fn check_and_restore(
-        &self,
+    /// The host data of the audit's draw, or of the timed one.
+    fn host<'d>(&'d self, data: &'d Data, audit_data: bool) -> &'d HostInputs {
+        match audit_data {
+            true => &self.staged.new,
+            false => &data.timed,
+        }
+    }
+
+    /// The audited region's output checked on the data set it was given (against the
+    /// output of an earlier check on it, where that one is kept, else in full: then the
+    /// account), and its inputs read back.
+    fn check(
+        &mut self,
         s: &mut Session,
         cell: &Cell,
         data: &Data,
         recorded: Option<&[String]>,
-    ) -> Result<String, Failure> {
-        let buffers = &data.sets[0];
-        let check = check_on_new_inputs(s, cell, &self.def, data, &self.staged, recorded)?;
+    ) -> Result<Option<String>, Failure> {
+        let (audit, timed) = (self.staged.as_draw(), Draw::timed(data));
+        let draws = match self.holds_audit_data {
+            true => (audit, timed),
+            false => (timed, audit),
+        };
+        let kept = &self.checked[usize::from(self.holds_audit_data)];
+        let check = match kept {
+            Some(snapshot) if snapshot.matches(s, &data.sets[0])? => None,
+            _ => {
+                let changed = &self.staged.changed;
+                let account = check_on(s, cell, &self.def, data, draws, changed, recorded)?;
+                if kept.is_none() {
+                    let taken = Snapshot::take(&self.def, &data.sets[0])?;
+                    self.checked[usize::from(self.holds_audit_data)] = taken;
+                }
+                Some(account)
+            }
+        };
         let stash = s.audit_stash.take();
-        let copies: Vec<Option<&DeviceBuffer>> = (self.staged.unwritten.iter())
-            .map(|&i| stash.as_ref().and_then(|st| st.copies.get(i)?.as_ref()))
+        let held = stash.as_ref().map(|st| match self.holds_audit_data {
+            true => &st.copies[..],
+            false => st.timed.as_deref().unwrap_or_default(),
+        });
+        let unwritten = &self.staged.unwritten;
+        let copies: Vec<Option<&DeviceBuffer>> = (unwritten.iter())
+            .map(|&i| held.and_then(|h| h.get(i)?.as_ref()))
             .collect();
         let args = &cell.launch.args;
-        let unchanged = inputs_unchanged(s, &self.def, args, buffers, &self.staged, &copies);
+        let host = (&unwritten[..], draws.0.host);
+        let unchanged = inputs_unchanged(s, &self.def, args, &data.sets[0], host, &copies);
         s.audit_stash = stash;
-        unchanged?;
-        if data.fresh.is_empty() {
-            for &i in &self.staged.changed {
-                let (Some(buf), Some(host)) = (buffers.buffer(i), data.timed[i].as_deref()) else {
-                    continue;
-                };
-                match &self.timed[i] {
-                    Some(copy) => buf.copy_from(copy),
-                    None => buf.upload(host),
-                }
-                .map_err(during("audit: restoring the timed inputs"))?;
-            }
-        }
-        Ok(check)
+        unchanged.map(|()| check)
     }
 
     /// The regions' readings as the timer finally read them (CUPTI's, from its records).
     pub(in crate::worker) fn read(&mut self, readings: &[f64]) {
         for (region, &t) in self.regions.iter_mut().zip(readings) {
-            region.2 = t;
+            region.3 = t;
         }
     }
 
-    /// The record: the regions' readings set against the run's timed samples less those
-    /// right after an audited region.
-    pub(super) fn finish(self, s: &mut Session, cell: &Cell, rec: &CellRecord) -> AuditRecord {
-        s.timeline.mark("audit check");
-        let readings: Vec<f64> = self.regions.iter().map(|(.., t)| *t).collect();
-        // The timed sample right after each audited region.
-        let after: Vec<usize> = self.regions.iter().map(|(_, before, _)| *before).collect();
-        let timed: Vec<f64> = (rec.samples_ns.iter().enumerate())
-            .filter(|(i, _)| !after.contains(i))
-            .map(|(_, t)| *t)
-            .collect();
-        // Each run of the cell has its share of the cell's false-alarm rate.
-        let alpha = FALSE_ALARM / f64::from(cell.runs().max(1));
-        let unjudged = unjudged(cell);
-        let judged = match unjudged {
-            None => judge(&timed, &readings, alpha),
-            Some(_) => None,
-        };
-        let mut audit = record(self.check.clone(), &self.staged, self.cost);
-        audit.launch_ns = crate::median::median(readings.clone());
-        audit.suspect = judged.as_ref().and_then(|j| j.suspect.clone());
-        audit.unjudged = unjudged;
-        audit.among = Some(AuditsAmong {
-            seed: self.seed,
-            positions: self.regions.iter().map(|(_, p, _)| *p as u64).collect(),
-            readings_ns: readings,
-            alpha,
-            p_value: judged.as_ref().map(|j| j.p_value),
-            detection_limit: judged.and_then(|j| j.detection_limit),
-        });
-        audit
-    }
-
-    /// Each audited region's place among the run's regions, with its reading.
+    /// Each region's place among the run's regions, with its reading.
     pub(in crate::worker) fn readings(&self) -> Vec<(usize, f64)> {
         self.regions
             .iter()
-            .map(|&(place, _, t)| (place, t))
+            .map(|&(place, .., t)| (place, t))
             .collect()
+    }
+
+    /// The record: the audited regions' and the decoys' places and readings.
+    pub(super) fn finish(self, s: &mut Session, cell: &Cell) -> AuditRecord {
+        s.timeline.mark("audit check");
+        let of = |kind: Kind| -> (Vec<u64>, Vec<f64>) {
+            (self.regions.iter())
+                .filter(|r| r.2 == kind)
+                .map(|r| (r.1 as u64, r.3))
+                .unzip()
+        };
+        let (positions, readings_ns) = of(Kind::Audit);
+        let (decoy_positions, decoys_ns) = of(Kind::Decoy);
+        let mut audit = record(self.check.clone(), &self.staged, self.cost);
+        audit.launch_ns = crate::median::median(readings_ns.clone());
+        audit.unjudged = unjudged(cell);
+        audit.among = Some(AuditsAmong {
+            seed: self.seed,
+            positions,
+            readings_ns,
+            decoy_positions,
+            decoys_ns,
+        });
+        audit
     }
 }
 
-/// Up to [`AUDITS_PER_RUN`] steady samples an audited region runs before, drawn from `seed`
-/// uniformly among the arrangements that keep them apart: never the first (a timed region
-/// precedes each), never two side by side (the timed sample after each is left out of the
-/// comparison, and must be a timed one).
-fn positions(seed: u64, samples: usize) -> Vec<usize> {
-    let count = AUDITS_PER_RUN.min(samples.saturating_sub(1) / 2);
+/// Up to [`AUDITS_PER_RUN`] audited regions and as many decoys among `samples` steady
+/// samples, drawn from `seed` uniformly among the arrangements that keep them apart: never
+/// before the first (a timed region precedes each), never two side by side (each follows a
+/// timed region, as a timed one does). Which are audited is drawn too.
+fn plan(seed: u64, samples: usize) -> Vec<(usize, Kind)> {
+    let room = samples.saturating_sub(1) / 2;
+    let audits = AUDITS_PER_RUN.min(room.div_ceil(2));
+    let count = (audits + DECOYS_PER_RUN).min(room);
     let mut rng = SmallRng::seed_from_u64(seed);
-    // `count` of `samples - count` places, each then moved on by the audits before it.
+    // `count` of `samples - count` places, each then moved on by the regions before it.
     let mut drawn = sample(&mut rng, samples - count, count).into_vec();
     drawn.sort_unstable();
-    drawn.iter().enumerate().map(|(i, y)| 1 + y + i).collect()
+    let audited = sample(&mut rng, count, audits.min(count)).into_vec();
+    (drawn.iter().enumerate())
+        .map(|(i, y)| {
+            let kind = match audited.contains(&i) {
+                true => Kind::Audit,
+                false => Kind::Decoy,
+            };
+            (1 + y + i, kind)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -227,15 +262,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn positions_are_apart_after_the_first_sample_and_follow_the_seed() {
-        for samples in [3, 4, 9, 10, 20, 100, 10_000] {
-            let p = positions(7, samples);
-            assert_eq!(p.len(), AUDITS_PER_RUN.min((samples - 1) / 2), "{samples}");
-            assert!(p.iter().all(|&i| i >= 1 && i < samples), "{p:?}");
-            assert!(p.windows(2).all(|w| w[1] >= w[0] + 2), "{p:?}");
-            assert_eq!(p, positions(7, samples));
+    fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
+        for samples in [3, 4, 9, 10, 17, 20, 100, 10_000] {
+            let p = plan(7, samples);
+            let room = (samples - 1) / 2;
+            assert_eq!(p.len(), (AUDITS_PER_RUN + DECOYS_PER_RUN).min(room));
+            let audits = p.iter().filter(|(_, k)| *k == Kind::Audit).count();
+            assert_eq!(audits, AUDITS_PER_RUN.min(room.div_ceil(2)), "{samples}");
+            assert!(p.iter().all(|&(i, _)| i >= 1 && i < samples), "{p:?}");
+            assert!(p.windows(2).all(|w| w[1].0 >= w[0].0 + 2), "{p:?}");
+            assert_eq!(p, plan(7, samples));
         }
-        assert_ne!(positions(7, 10_000), positions(8, 10_000));
-        assert!(positions(7, 2).is_empty());
+        assert_ne!(plan(7, 10_000), plan(8, 10_000));
+        assert!(plan(7, 2).is_empty());
     }
 }

@@ -13,6 +13,7 @@
 
 mod after;
 mod among;
+mod snapshot;
 
 use super::arm::Armed;
 use super::assemble::Checker;
@@ -34,14 +35,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub(super) use among::Among;
+use snapshot::Snapshot;
 
 /// How a cell's run is audited, decided before its samples.
 pub(super) enum Auditor {
     /// Not audited: unchecked by the user's choice, a floor cell.
     Off,
     /// Audited regions among the timed ones, to be staged once the first timed launch is
-    /// done (nothing may run on the GPU before a lazy first launch).
-    AmongToStage(u32),
+    /// done (nothing may run on the GPU before a lazy first launch): the run, and the
+    /// checked launch's output once it passed its check.
+    AmongToStage(u32, Option<Snapshot>),
     /// Audited regions among the timed ones, staged.
     Among(Box<Among>),
     /// One launch after the timed ones, and why no better.
@@ -66,7 +69,7 @@ impl Auditor {
             return Auditor::Off;
         }
         let Some(why) = weaker(cell, def, data, armed) else {
-            return Auditor::AmongToStage(process);
+            return Auditor::AmongToStage(process, None);
         };
         // Runs of one launch each (fresh processes): one of them, drawn by the seed, is
         // audited; the others would pay a new draw and check for one launch each.
@@ -87,9 +90,19 @@ impl Auditor {
         code: &Code,
         data: &Data,
     ) -> Result<(), Failure> {
-        if let (Auditor::AmongToStage(process), Some(def)) = (&*self, code.def.as_ref()) {
-            let among = Among::stage(s, cell, def, data, *process)?;
-            *self = Auditor::Among(Box::new(among));
+        let (Auditor::AmongToStage(process, checked), Some(def)) = (&mut *self, &code.def) else {
+            return Ok(());
+        };
+        let among = Among::stage(s, cell, def, data, *process, checked.take())?;
+        *self = Auditor::Among(Box::new(among));
+        Ok(())
+    }
+
+    /// Keeps the output that just passed the cell's check (of the timed data), where audits
+    /// among the timed launches will compare with it.
+    pub(super) fn checked(&mut self, code: &Code, buffers: &Buffers) -> Result<(), Failure> {
+        if let (Auditor::AmongToStage(_, kept), Some(def)) = (self, code.def.as_ref()) {
+            *kept = Snapshot::take(def, buffers)?;
         }
         Ok(())
     }
@@ -106,9 +119,9 @@ impl Auditor {
         rec: &mut CellRecord,
     ) -> Result<(), Failure> {
         match self {
-            Auditor::Off | Auditor::OtherRun | Auditor::AmongToStage(_) => Ok(()),
+            Auditor::Off | Auditor::OtherRun | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(among) => {
-                rec.audit = Some(among.finish(s, cell, rec));
+                rec.audit = Some(among.finish(s, cell));
                 Ok(())
             }
             Auditor::After(why) => after::run(s, cell, code, data, armed, rec, why),
@@ -128,6 +141,7 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed) -> Option<Strin
             }
             _ if knobs.samples_per_run() == 0 => "no steady samples to sit among",
             _ if data.sets.len() > 1 => "its buffer sets rotate",
+            _ if !data.fresh.is_empty() => "its inputs are drawn anew before each region",
             _ if !armed.launch.copy_records().is_empty() => {
                 "its launch copies memory, as the audit's staging would"
             }
@@ -177,15 +191,45 @@ impl Staged {
         })
     }
 
-    /// Copies the audit's inputs into `buffers` (from the stash where it holds them), or,
-    /// where no input could change, poisons the outputs: a launch that skips its work then
-    /// leaves them unwritten.
+    /// Copies the audit's inputs into `buffers` (from the stash where it holds them).
     fn stage(&self, stash: Option<&Stash>, buffers: &Buffers) -> Result<(), Failure> {
+        let copies = stash.map_or(&[][..], |s| &s.copies[..]);
+        self.copy_in(buffers, copies, &self.new)
+    }
+
+    /// Copies `host`'s data into `buffers` (from `copies` on the device where they hold
+    /// it), or, where no input could change, poisons the outputs instead: a launch that
+    /// skips its work then leaves them unwritten.
+    fn copy_in(
+        &self,
+        buffers: &Buffers,
+        copies: &[Option<DeviceBuffer>],
+        host: &HostInputs,
+    ) -> Result<(), Failure> {
         if self.changed.is_empty() {
             return (buffers.poison_outputs()).map_err(during("audit: poisoning the outputs"));
         }
-        let copies = stash.map_or(&[][..], |s| &s.copies[..]);
-        (buffers.refill_from(copies, &self.new)).map_err(during("audit: copying new inputs"))
+        (buffers.refill_from(copies, host)).map_err(during("audit: copying inputs in"))
+    }
+}
+
+impl Staged {
+    /// The audit's draw, to check on.
+    fn as_draw(&self) -> Draw<'_> {
+        Draw {
+            seed: self.seed,
+            host: &self.new,
+        }
+    }
+}
+
+impl Draw<'_> {
+    /// The timed data: what the checked launch read.
+    fn timed(data: &Data) -> Draw<'_> {
+        Draw {
+            seed: data.seed,
+            host: &data.timed,
+        }
     }
 }
 
@@ -217,31 +261,39 @@ fn note(def: &Kernel, inputs: &[usize], changed: &[usize], kept: &[usize]) -> St
     }
 }
 
-/// The audited output checked against the reference on the `staged` inputs; a failed check
-/// that still holds the timed inputs' result names the kernel as stale. `recorded`: the
-/// kernels CUPTI is recording, where the check runs among timed launches.
-fn check_on_new_inputs(
+/// One of the data sets an audit's output is checked on: its seed (the reference results
+/// are kept under it) and its data.
+#[derive(Clone, Copy)]
+struct Draw<'a> {
+    seed: u64,
+    host: &'a HostInputs,
+}
+
+/// The audited output checked against the reference on the `checked` draw; a failed check
+/// whose output still holds the `earlier` draw's result names the kernel as stale.
+/// `recorded`: the kernels CUPTI is recording, where the check runs among timed launches.
+fn check_on(
     s: &mut Session,
     cell: &Cell,
     def: &Kernel,
     data: &Data,
-    staged: &Staged,
+    (checked, earlier): (Draw, Draw),
+    changed: &[usize],
     recorded: Option<&[String]>,
 ) -> Result<String, Failure> {
     let buffers = &data.sets[0];
     let run_cache = s.run_cache.as_deref();
-    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, staged.seed));
+    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, checked.seed));
     let checker = Checker {
         cell,
         def: Some(def),
-        host: &staged.new,
+        host: checked.host,
         reference: &cache,
     };
     let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
     checker.check(kernels, timeline, buffers, recorded).map_err(|f| {
-        let changed = &staged.changed;
         let was_stale = !changed.is_empty()
-            && holds_timed_result(kernels, timeline, run_cache, cell, def, data, buffers);
+            && holds_result(kernels, timeline, run_cache, cell, def, data, earlier);
         match was_stale {
             true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed))),
             false => f,
@@ -251,19 +303,19 @@ fn check_on_new_inputs(
 }
 
 /// The `unwritten` inputs came back from the audited launch as they went in (each against
-/// its copy on the device where `copies` holds one, else against the `new` data on the host).
+/// its copy on the device where `copies` holds one, else against its `host` data).
 fn inputs_unchanged(
     s: &mut Session,
     def: &Kernel,
     args: &[ArgValue],
     buffers: &Buffers,
-    staged: &Staged,
+    (unwritten, host): (&[usize], &HostInputs),
     copies: &[Option<&DeviceBuffer>],
 ) -> Result<(), Failure> {
-    for (&i, copy) in staged.unwritten.iter().zip(copies) {
+    for (&i, copy) in unwritten.iter().zip(copies) {
         let first = match copy {
             Some(copy) => first_difference(s, buffers, i, copy)?,
-            None => buffers.first_change(i, staged.new[i].as_deref().unwrap_or_default())?,
+            None => buffers.first_change(i, host[i].as_deref().unwrap_or_default())?,
         };
         if let (Some(byte), ArgValue::Buffer { dtype, .. }) = (first, &args[i]) {
             return Err(Failure::from(format!(
@@ -291,39 +343,39 @@ fn unjudged(cell: &Cell) -> Option<String> {
     }
 }
 
-/// The audit's inputs at one point, kept on the device by the point's first audit and
-/// copied into each later one's buffers there: a GiB of inputs crosses the host link once
-/// per point and process, not once per cell.
+/// The inputs at one point, kept on the device by the point's first audit and copied into
+/// each later one's buffers there: a GiB of inputs crosses the host link once per point and
+/// process, not once per cell or audited region.
 pub struct Stash {
     point: String,
     /// Per argument: a copy of its audit data, for inputs in device memory.
     copies: Vec<Option<DeviceBuffer>>,
+    /// Per argument: a copy of its timed data (kept by audits among the timed launches,
+    /// which copy it back in).
+    timed: Option<Vec<Option<DeviceBuffer>>>,
 }
 
 impl Stash {
     /// Uploads `new`'s data of the inputs `buffers` keeps in device memory (none where a
     /// copy does not fit: those are uploaded each time).
     fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
-        let copies = (0..new.len())
-            .map(|i| {
-                let (Some(buf), Some(data)) = (buffers.buffer(i), new[i].as_deref()) else {
-                    return Ok(None);
-                };
-                if !buf.in_device_memory() {
-                    return Ok(None);
-                }
-                let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-                    return Ok(None);
-                };
-                copy.upload(data)
-                    .map_err(during("audit: uploading new inputs"))?;
-                Ok(Some(copy))
-            })
-            .collect::<Result<_, Failure>>()?;
         Ok(Stash {
             point: point.to_string(),
-            copies,
+            copies: device_copies(buffers, new)?,
+            timed: None,
         })
+    }
+
+    /// The timed data's copies, uploaded on first use.
+    fn timed(
+        &mut self,
+        buffers: &Buffers,
+        timed: &HostInputs,
+    ) -> Result<&[Option<DeviceBuffer>], Failure> {
+        if self.timed.is_none() {
+            self.timed = Some(device_copies(buffers, timed)?);
+        }
+        Ok(self.timed.as_deref().unwrap_or_default())
     }
 
     /// Lets go of the stash's device memory before `cell` allocates, unless it is the stash
@@ -347,6 +399,30 @@ impl Stash {
     }
 }
 
+/// A copy on the device of each of `data`'s inputs that `buffers` keeps in device memory
+/// (None for the others, and where a copy does not fit: those are uploaded each time).
+fn device_copies(
+    buffers: &Buffers,
+    data: &HostInputs,
+) -> Result<Vec<Option<DeviceBuffer>>, Failure> {
+    (0..data.len())
+        .map(|i| {
+            let (Some(buf), Some(bytes)) = (buffers.buffer(i), data[i].as_deref()) else {
+                return Ok(None);
+            };
+            if !buf.in_device_memory() {
+                return Ok(None);
+            }
+            let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+                return Ok(None);
+            };
+            copy.upload(bytes)
+                .map_err(during("audit: uploading inputs"))?;
+            Ok(Some(copy))
+        })
+        .collect()
+}
+
 /// The first byte at which input `index` differs from its copy, compared on the GPU.
 fn first_difference(
     s: &mut Session,
@@ -365,24 +441,26 @@ fn first_difference(
 }
 
 /// Whether the buffers' output, which failed its check on the new inputs, passes it on the
-/// timed inputs: the audited launch left the timed launches' result in place.
-fn holds_timed_result(
+/// `earlier` draw: the audited launch left the earlier launches' result in place.
+fn holds_result(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
     run_cache: Option<&Path>,
     cell: &Cell,
     def: &Kernel,
     data: &Data,
-    buffers: &Buffers,
+    earlier: Draw,
 ) -> bool {
-    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, data.seed));
-    let earlier = Checker {
+    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, earlier.seed));
+    let checker = Checker {
         cell,
         def: Some(def),
-        host: &data.timed,
+        host: earlier.host,
         reference: &cache,
     };
-    earlier.check(kernels, timeline, buffers, None).is_ok()
+    checker
+        .check(kernels, timeline, &data.sets[0], None)
+        .is_ok()
 }
 
 /// Host time since `start`, added to an audit's cost.
