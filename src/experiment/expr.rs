@@ -190,8 +190,9 @@ pub fn render(template: &str, scope: &Scope) -> Result<String, BadValue> {
 fn eval_value(text: &str, scope: &Scope) -> Result<Value, BadValue> {
     bounded(text)?;
     let env = environment(FUEL);
+    let text_with_powers = powers(text);
     let compiled = env
-        .compile_expression(text)
+        .compile_expression(&text_with_powers)
         .map_err(|e| BadValue(format!("cannot parse expression `{text}`: {}", detail(&e))))?;
     let value = compiled
         .eval(scope)
@@ -203,6 +204,29 @@ fn eval_value(text: &str, scope: &Scope) -> Result<Value, BadValue> {
         )));
     }
     Ok(value)
+}
+
+/// `text` with each `^` outside a string as `**`: a power, as sweep values write it
+/// (`2^20`), where minijinja knows only `**`.
+fn powers(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('^') {
+        return text.into();
+    }
+    let mut quote = None;
+    let mut out = String::with_capacity(text.len() + 4);
+    for c in text.chars() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if q == c => quote = None,
+            (None, '^') => {
+                out.push_str("**");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out.into()
 }
 
 /// Evaluates to an integer, exactly (no detour through f64); a fraction is an error.
@@ -337,6 +361,16 @@ mod tests {
             eval_exact(&NumExpr::Float(1.5), &scope(1)).unwrap(),
             Number::Float(1.5)
         );
+    }
+
+    #[test]
+    fn a_caret_is_a_power_as_in_sweeps() {
+        let e = |t: &str| eval_int(&NumExpr::Expr(t.into()), &scope(10));
+        assert_eq!(e("2^30").unwrap(), 1 << 30);
+        assert_eq!(e("2^n * 3").unwrap(), 3 << 10);
+        assert_eq!(e("2 ** 4").unwrap(), 16);
+        // Inside a string it stays a caret.
+        assert_eq!(e("{'a^b': 7}['a^b']").unwrap(), 7);
     }
 
     #[test]
