@@ -3,7 +3,9 @@
 //! audited, the data already there for the decoys. An honest kernel reads the same in both;
 //! one that does all its work only on data it has not seen reads slower in the audited
 //! regions. The test sets the two medians apart against the cell's own noise (its timed
-//! samples' spread), at a stated false-alarm rate, and beyond a margin.
+//! samples' spread), at a stated false-alarm rate, and beyond a margin. Where a cell has
+//! no decoys (too few samples to spare a twentieth, or the weaker audit of one launch after
+//! its timed ones), a fixed band against its reading is all there is.
 
 use super::stats::Stats;
 use super::{median, Analysis};
@@ -19,14 +21,31 @@ pub const MARGIN_SHARE: f64 = 0.02;
 pub const MARGIN_NS: f64 = 500.0;
 /// Timed samples fewer than this give no spread to judge by.
 const MIN_SAMPLES: usize = 10;
+/// Without decoys, an audited launch is suspect where it took more than this many times the
+/// reading...
+pub const BAND_RATIO: f64 = 2.0;
+/// ...plus this much. A launch on its own meets a colder instruction cache, TLB and queue
+/// than timed launches that follow one another, and the events' floor moves by about a
+/// microsecond: a few-µs kernel may read twice as long alone without cheating.
+pub const BAND_SLACK_NS: f64 = 5_000.0;
+
+/// What the audited launches were set against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Against {
+    /// The decoys beside them.
+    Decoys,
+    /// The cell's reading, by the fixed band.
+    Reading,
+}
 
 /// What the test found for a cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
-    /// The audited and the decoys' medians, ns per launch.
+    pub against: Against,
+    /// The audited median, and the decoys' median or the cell's reading, ns per launch.
     pub audited_ns: f64,
-    pub decoys_ns: f64,
-    /// How far apart they may lie for an honest kernel: the noise bound and the margin.
+    pub baseline_ns: f64,
+    /// How far above the baseline the audited median may lie for an honest kernel.
     pub bound_ns: f64,
     /// The smallest share of its work a kernel could skip where it is timed (doing it all
     /// where it is audited) and still be caught.
@@ -35,47 +54,100 @@ pub struct Judgement {
     pub suspect: Option<String>,
 }
 
-/// Sets a cell's audited regions against its decoys, over its runs: suspect where the
-/// audited median exceeds the decoys' by more than `Z_FALSE_ALARM` standard errors of that
-/// difference plus the margin. The standard error takes the spread of the cell's timed
-/// samples (`iqr_ns`, over `samples`) for the regions' own: a median of k readings of that
-/// spread varies as sqrt(pi / 2k) of it. None where there is nothing to set side by side.
-pub fn judge(records: &[&CellRecord], iqr_ns: f64, samples: usize) -> Option<Judgement> {
-    let among: Vec<_> = (records.iter())
-        .filter_map(|r| r.audit.as_ref()?.among.as_ref())
-        .collect();
-    let finite = |v: &Vec<f64>| {
+/// The test's finding on a cell whose headline reading is `reading_ns` and whose timed
+/// samples are `steady`, unless its records say why its times are not set against each
+/// other, or there is nothing to set. Records from before these audits (no audit among the
+/// timed launches, no weaker audit's reason) carry their verdict themselves.
+pub fn judged(
+    records: &[&CellRecord],
+    reading_ns: Option<f64>,
+    steady: Option<&Stats>,
+) -> Option<Judgement> {
+    let audits: Vec<_> = records.iter().filter_map(|r| r.audit.as_ref()).collect();
+    let current = audits
+        .iter()
+        .any(|a| a.among.is_some() || a.weaker.is_some());
+    if !current || audits.iter().any(|a| a.unjudged.is_some()) {
+        return None;
+    }
+    let finite = |v: &[f64]| {
         v.iter()
             .copied()
             .filter(|t| t.is_finite())
             .collect::<Vec<_>>()
     };
-    let audited: Vec<f64> = among.iter().flat_map(|m| finite(&m.readings_ns)).collect();
-    let decoys: Vec<f64> = among.iter().flat_map(|m| finite(&m.decoys_ns)).collect();
-    let (k, m) = (audited.len(), decoys.len());
-    if k == 0 || m == 0 || samples < MIN_SAMPLES || !iqr_ns.is_finite() {
-        return None;
+    let among = audits.iter().filter_map(|a| a.among.as_ref());
+    let audited: Vec<f64> = among.clone().flat_map(|m| finite(&m.readings_ns)).collect();
+    let decoys: Vec<f64> = among.flat_map(|m| finite(&m.decoys_ns)).collect();
+    let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
+        .filter_map(|a| a.launch_ns)
+        .collect();
+    match steady {
+        Some(s) if !decoys.is_empty() && !audited.is_empty() && s.count as usize >= MIN_SAMPLES => {
+            against_decoys(&audited, &decoys, s.iqr)
+        }
+        _ => band(&[audited, after].concat(), reading_ns?),
     }
-    let (audited_ns, decoys_ns) = (median(audited)?, median(decoys)?);
+}
+
+/// The audited median against the decoys': suspect beyond `Z_FALSE_ALARM` standard errors
+/// of the difference plus the margin. The standard error takes the spread of the cell's
+/// timed samples (`iqr_ns`) for the regions' own: a median of k readings of that spread
+/// varies as sqrt(pi / 2k) of it.
+fn against_decoys(audited: &[f64], decoys: &[f64], iqr_ns: f64) -> Option<Judgement> {
+    let (k, m) = (audited.len(), decoys.len());
+    let (audited_ns, baseline_ns) = (median(audited.to_vec())?, median(decoys.to_vec())?);
     let sigma = iqr_ns / 1.349;
     let se = sigma * (std::f64::consts::FRAC_PI_2 * (1.0 / k as f64 + 1.0 / m as f64)).sqrt();
-    let margin = (MARGIN_SHARE * decoys_ns).max(MARGIN_NS);
+    let margin = (MARGIN_SHARE * baseline_ns).max(MARGIN_NS);
     let bound_ns = Z_FALSE_ALARM * se + margin;
-    let excess = audited_ns - decoys_ns;
-    let suspect = (excess > bound_ns).then(|| {
+    let suspect = (audited_ns - baseline_ns > bound_ns).then(|| {
         format!(
             "suspect: {k} audited launches on new inputs, at random places among the timed ones, read {:.3} µs (median) against {:.3} µs for {m} decoys staged the same way with the inputs they had ({:.2}x), beyond the {:.3} µs that noise and the margin allow: the timed launches skipped work the audited ones did (a kernel that tells new inputs from the ones it has seen)",
             audited_ns / 1e3,
-            decoys_ns / 1e3,
-            audited_ns / decoys_ns,
+            baseline_ns / 1e3,
+            audited_ns / baseline_ns,
             bound_ns / 1e3,
         )
     });
     Some(Judgement {
+        against: Against::Decoys,
         audited_ns,
-        decoys_ns,
+        baseline_ns,
         bound_ns,
-        detection_limit: bound_ns / (decoys_ns + bound_ns),
+        detection_limit: bound_ns / (baseline_ns + bound_ns),
+        suspect,
+    })
+}
+
+/// The audited median against the cell's reading, by the fixed band: it lets through any
+/// kernel that skips less than half its work, which is why decoys are set against audits
+/// wherever the samples allow.
+fn band(audited: &[f64], reading_ns: f64) -> Option<Judgement> {
+    let audited_ns = median(audited.to_vec())?;
+    if !reading_ns.is_finite() {
+        return None;
+    }
+    let bound_ns = (BAND_RATIO - 1.0) * reading_ns + BAND_SLACK_NS;
+    let suspect = (audited_ns > reading_ns + bound_ns).then(|| {
+        format!(
+            "suspect: the timed launches read {:.3} µs, but {} on new inputs took {:.3} µs ({:.1}x, more than {BAND_RATIO}x + {} µs): the timed launches did not do the work the audited ones did (a result kept from earlier inputs, or work skipped once done)",
+            reading_ns / 1e3,
+            match audited.len() {
+                1 => "one launch".to_string(),
+                n => format!("{n} launches (median)"),
+            },
+            audited_ns / 1e3,
+            audited_ns / reading_ns,
+            BAND_SLACK_NS / 1e3
+        )
+    });
+    Some(Judgement {
+        against: Against::Reading,
+        audited_ns,
+        baseline_ns: reading_ns,
+        bound_ns,
+        detection_limit: bound_ns / (reading_ns + bound_ns),
         suspect,
     })
 }
@@ -105,20 +177,17 @@ pub fn of(a: &Analysis) -> Vec<CellAudits> {
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;
             let steady = a.reduced.stats.get(&(c.index, super::Phase::Steady));
-            cell(c.index, records, steady)
+            let reading = a.headline(c).map(|s| s.median);
+            cell(c.index, records, (reading, steady))
         })
         .collect()
 }
 
-/// The test's finding on a cell whose timed samples are `steady`, unless its records say
-/// why its times are not set against each other.
-pub fn judged(records: &[&CellRecord], steady: Option<&Stats>) -> Option<Judgement> {
-    let unjudged = (records.iter()).any(|r| r.audit.as_ref().is_some_and(|a| a.unjudged.is_some()));
-    let steady = steady.filter(|_| !unjudged)?;
-    judge(records, steady.iqr, steady.count as usize)
-}
-
-fn cell(index: usize, records: &[&CellRecord], steady: Option<&Stats>) -> Option<CellAudits> {
+fn cell(
+    index: usize,
+    records: &[&CellRecord],
+    (reading, steady): (Option<f64>, Option<&Stats>),
+) -> Option<CellAudits> {
     let audits: Vec<_> = records.iter().filter_map(|r| r.audit.as_ref()).collect();
     if !audits
         .iter()
@@ -132,7 +201,7 @@ fn cell(index: usize, records: &[&CellRecord], steady: Option<&Stats>) -> Option
         cell: index,
         regions: among.iter().map(|m| m.readings_ns.len()).sum(),
         decoys: among.iter().map(|m| m.decoys_ns.len()).sum(),
-        judgement: judged(records, steady),
+        judgement: judged(records, reading, steady),
         weaker: audits.iter().find_map(|a| a.weaker.clone()),
         unjudged,
         cost_s: audits.iter().map(|a| a.cost_s).sum(),
@@ -168,6 +237,18 @@ mod tests {
         r
     }
 
+    fn steady(count: u64, iqr: f64) -> Stats {
+        Stats {
+            count,
+            iqr,
+            ..Default::default()
+        }
+    }
+
+    fn judge(rs: &[&CellRecord], iqr: f64, count: u64) -> Option<Judgement> {
+        judged(rs, Some(315e3), Some(&steady(count, iqr)))
+    }
+
     #[test]
     fn audits_slower_than_their_decoys_beyond_the_noise_are_suspect() {
         // A kernel that skips a tenth of its work where it is timed: 315 µs, 350 audited;
@@ -177,6 +258,7 @@ mod tests {
             vec![315e3, 316e3, 314e3, 315e3],
         );
         let j = judge(&[&r], 1e3, 20).unwrap();
+        assert_eq!(j.against, Against::Decoys);
         let why = j.suspect.unwrap();
         assert!(why.contains("1.11x") && why.contains("4 decoys"), "{why}");
         // The bound: 3.09 standard errors (0.74 µs each * sqrt(pi/2 * 1/2) = 0.66 µs) and
@@ -213,29 +295,48 @@ mod tests {
     }
 
     #[test]
-    fn runs_pool_and_too_few_samples_give_no_judgement() {
+    fn runs_pool_and_without_decoys_the_band_judges() {
         let (a, b) = (
             run(vec![200e3; 2], vec![100e3; 2]),
             run(vec![200e3; 2], vec![100e3; 2]),
         );
         assert!(judge(&[&a, &b], 1e3, 100).unwrap().suspect.is_some());
-        assert_eq!(judge(&[&a], 1e3, 5), None);
-        assert_eq!(judge(&[&run(vec![1.0], vec![])], 1e3, 100), None);
+        // Too few samples for the noise, or no decoys: the band against the 315 µs reading.
+        let j = judge(&[&a], 1e3, 5).unwrap();
+        assert_eq!((j.against, j.suspect), (Against::Reading, None));
+        let lone = run(vec![700e3], vec![]);
+        let j = judge(&[&lone], 1e3, 100).unwrap();
+        assert!(j
+            .suspect
+            .unwrap()
+            .contains("one launch on new inputs took 700.000 µs"));
+        assert!(
+            (j.detection_limit - 0.504).abs() < 0.001,
+            "{}",
+            j.detection_limit
+        );
+        // The weaker audit's one launch after the timed ones.
+        let mut after = run(vec![], vec![]);
+        let audit = after.audit.as_mut().unwrap();
+        (audit.among, audit.weaker, audit.launch_ns) = (None, Some("why".into()), Some(1e6));
+        assert!(judge(&[&after], 1e3, 100).unwrap().suspect.is_some());
+        // Unjudged, or a record from before these audits: nothing here.
+        after.audit.as_mut().unwrap().unjudged = Some("a host timer".into());
+        assert_eq!(judge(&[&after], 1e3, 100), None);
+        let mut old = run(vec![], vec![]);
+        old.audit.as_mut().unwrap().among = None;
+        assert_eq!(judge(&[&old], 1e3, 100), None);
     }
 
     #[test]
     fn a_cell_sums_its_audits_and_says_when_they_are_of_an_older_kind() {
         let (a, b) = (run(vec![1.0, 2.0], vec![1.0]), run(vec![3.0], vec![2.0]));
-        let steady = Stats {
-            count: 100,
-            iqr: 1.0,
-            ..Default::default()
-        };
-        let c = cell(3, &[&a, &b], Some(&steady)).unwrap();
+        let s = steady(100, 1.0);
+        let c = cell(3, &[&a, &b], (Some(1.0), Some(&s))).unwrap();
         assert_eq!((c.regions, c.decoys), (3, 2));
         assert!((cost_share(&[c]).unwrap() - 0.02).abs() < 1e-12);
         let mut old = run(vec![], vec![]);
         old.audit.as_mut().unwrap().among = None;
-        assert_eq!(cell(3, &[&old], Some(&steady)), None);
+        assert_eq!(cell(3, &[&old], (Some(1.0), Some(&s))), None);
     }
 }

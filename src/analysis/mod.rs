@@ -101,7 +101,7 @@ impl<'a> Analysis<'a> {
                 let kernel = c.kernel.map(|k| &exp.kernels[k]);
                 let median = a.headline(c).map(|st| st.median);
                 let steady = a.reduced.stats.get(&(c.index, Phase::Steady));
-                let audit = audits::judged(records, steady).and_then(|j| j.suspect);
+                let audit = audits::judged(records, median, steady).and_then(|j| j.suspect);
                 (
                     c.index,
                     trust::judge(c, kernel, records, (median, audit), device.as_ref()),

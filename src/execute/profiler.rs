@@ -7,7 +7,6 @@
 
 use super::worker_process::WorkerProgram;
 use crate::experiment::knobs::env::ProfilerCache;
-use crate::experiment::knobs::timer::TimerKind;
 use crate::protocol::{CellRecord, Counter, CounterRecord, Status};
 use std::path::{Path, PathBuf};
 
@@ -248,8 +247,8 @@ struct Cut<'a> {
     per: usize,
 }
 
-/// Gives each record its samples from its timed launches, and its audit the time and
-/// verdict of the launch after them.
+/// Gives each record its samples from its timed launches, and its audit the time of the
+/// launch after them.
 pub fn assign(
     records: &mut [CellRecord],
     launches: &[Profiled],
@@ -274,13 +273,9 @@ pub fn assign(
         rec.samples_ns = values[1..].to_vec();
         rec.profiler_sm_mhz = crate::median::median(timed.iter().filter_map(|l| l.sm_hz).collect())
             .map(|hz| hz / 1e6);
-        let reading = crate::median::median(rec.samples_ns.clone()).or(rec.first_ns);
-        if let (Some(a), Some(launch), Some(reading)) = (rec.audit.as_mut(), audit.first(), reading)
-        {
+        // The analysis sets the audit launch's time against the reading.
+        if let (Some(a), Some(launch)) = (rec.audit.as_mut(), audit.first()) {
             a.launch_ns = Some(launch.ns);
-            if a.unjudged.is_none() {
-                a.suspect = crate::method::audit::suspect(TimerKind::Profiler, reading, launch.ns);
-            }
         }
     }
 }

@@ -85,7 +85,7 @@ fn a_failed_cell_keeps_its_launches_out_of_the_next_one() {
 }
 
 #[test]
-fn the_audit_launch_comes_after_the_timed_ones_and_is_judged_against_them() {
+fn the_audit_launch_comes_after_the_timed_ones_and_gets_its_time() {
     let launch = |ns| Profiled {
         kernel: "k".into(),
         ns,
@@ -101,11 +101,10 @@ fn the_audit_launch_comes_after_the_timed_ones_and_is_judged_against_them() {
     assert_eq!(r.samples_ns, vec![1.6e3, 1.4e3]);
     let audit = r.audit.as_ref().unwrap();
     assert_eq!(audit.launch_ns, Some(46.6e3));
-    assert!(audit.suspect.as_ref().unwrap().starts_with("suspect"));
 }
 
 #[test]
-fn an_audit_the_worker_left_unjudged_gets_its_time_but_no_verdict() {
+fn an_audit_the_worker_left_unjudged_gets_its_time_too() {
     let launch = |ns| Profiled {
         kernel: "k".into(),
         ns,
@@ -126,7 +125,7 @@ fn an_audit_the_worker_left_unjudged_gets_its_time_but_no_verdict() {
     assign(&mut records, &report, |_| "k".into(), |_| 1);
     let audit = records[0].audit.as_ref().unwrap();
     assert_eq!(audit.launch_ns, Some(46.6e3));
-    assert_eq!(audit.suspect, None);
+    assert!(audit.unjudged.is_some());
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! rank test's finding and detection limit, and what the audits cost.
 
 use super::format;
-use crate::analysis::audits::{self, CellAudits, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE};
+use crate::analysis::audits::{
+    self, Against, CellAudits, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE,
+};
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
 use serde::Serialize;
@@ -19,7 +21,7 @@ struct AuditRow {
     audit: String,
     regions: String,
     audited: String,
-    decoys: String,
+    baseline: String,
     bound: String,
     detection_limit: String,
     cost_ms: String,
@@ -35,10 +37,11 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let spent: f64 = cells.iter().map(|c| c.cost_s).sum();
     let wall: f64 = cells.iter().map(|c| c.wall_s).sum();
     let intro = format!(
-        "Where it can, the audit sits among a run's timed samples: up to four audited regions and four decoys, at places drawn from a seed recorded in cells.jsonl, each the cell's own region after the same resets and flush, timed by the same timer, after a copy into its inputs. An audited region gets data the buffers did not hold (the timed inputs and the audit's new draw take turns), and is checked and its inputs read back; a decoy gets the data they held: the same copy and pause, nothing new. A cell is suspect when its audited median exceeds its decoys' by more than {:.2} standard errors of that difference (the spread of its timed samples standing for the regions'; false alarms {FALSE_ALARM} for that spread) plus a margin of {:.0}% or {:.1} µs (the bound). The detection limit is the smallest share of its work a kernel could skip where it is timed, doing it all where it is audited, and still be caught: the bound over the decoys' median plus the bound. Elsewhere one launch after the timed ones is the weaker audit, called suspect only beyond 2x the reading + 5 µs. The audits took {spent:.2} s of these cells' {wall:.2} s ({cost}).",
+        "Where it can, the audit sits among a run's timed samples: audited regions and decoys, a twentieth of the samples together (at least one audited), at places drawn from a seed recorded in cells.jsonl, each the cell's own region after the same resets and flush, timed by the same timer, after a copy into its inputs. An audited region gets data the buffers did not hold (the timed inputs and the audit's new draw take turns), and is checked and its inputs read back; a decoy gets the data they held: the same copy and pause, nothing new. Against its decoys, a cell is suspect when its audited median exceeds theirs by more than {:.2} standard errors of that difference (the spread of its timed samples standing for the regions'; false alarms {FALSE_ALARM} for that spread) plus {:.0}% or {:.1} µs: the bound. Without decoys (too few samples to spare them, or the weaker audit of one launch after the timed ones) the bound is the band: {BAND_RATIO}x the reading + {:.0} µs. The detection limit is the smallest share of its work a kernel could skip where it is timed, doing it all where it is audited, and still be caught: the bound over the baseline plus the bound. The audits took {spent:.2} s of these cells' {wall:.2} s ({cost}).",
         audits::Z_FALSE_ALARM,
         MARGIN_SHARE * 100.0,
         MARGIN_NS / 1e3,
+        BAND_SLACK_NS / 1e3,
     );
     let rows = (cells.iter())
         .map(|c| row(&a.run.plan.cells[c.cell].id, c))
@@ -47,21 +50,25 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
 }
 
 fn row(id: &str, c: &CellAudits) -> AuditRow {
-    let audit = match (&c.weaker, &c.unjudged, &c.judgement) {
-        (Some(why), ..) => format!("one launch after the timed ones ({why})"),
-        (None, Some(why), _) => format!("among the timed, checked, not timed ({why})"),
-        (None, None, None) => "among the timed, checked (too few samples to time)".into(),
-        (None, None, Some(j)) if j.suspect.is_some() => "among the timed: ⚠ suspect".into(),
-        (None, None, Some(_)) => "among the timed".to_string(),
+    let j = c.judgement.as_ref();
+    let verdict = match j {
+        Some(j) if j.suspect.is_some() => "⚠ suspect",
+        Some(j) if j.against == Against::Decoys => "against its decoys",
+        Some(_) => "against the reading (band)",
+        None => "checked, not timed",
+    };
+    let audit = match (&c.weaker, &c.unjudged) {
+        (Some(why), _) => format!("one launch after the timed ones ({why}): {verdict}"),
+        (None, Some(why)) => format!("among the timed: {verdict} ({why})"),
+        (None, None) => format!("among the timed: {verdict}"),
     };
     let time = |ns: f64| format::time(ns, Unit::Auto);
-    let j = c.judgement.as_ref();
     AuditRow {
         cell: id.to_string(),
         audit,
         regions: format!("{} + {}", c.regions, c.decoys),
         audited: j.map_or("–".into(), |j| time(j.audited_ns)),
-        decoys: j.map_or("–".into(), |j| time(j.decoys_ns)),
+        baseline: j.map_or("–".into(), |j| time(j.baseline_ns)),
         bound: j.map_or("–".into(), |j| time(j.bound_ns)),
         detection_limit: j.map_or("–".into(), |j| share(j.detection_limit)),
         cost_ms: format!("{:.1}", c.cost_s * 1e3),

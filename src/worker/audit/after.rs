@@ -1,14 +1,13 @@
 //! The weaker audit: one launch after the timed samples, where audits cannot sit among
 //! them ([`super::weaker`] says why), on the audit's inputs with the outputs left as the timed
 //! launches left them (a kernel that skips work it has done shows a stale result), in the
-//! cell's cache state. Its output is checked, its inputs read back, and its time set
-//! against the cell's reading by the fixed band of [`crate::method::audit::suspect`].
+//! cell's cache state. Its output is checked and its inputs read back; the analysis sets its
+//! time against the cell's reading by a fixed band (`analysis::audits`).
 
 use super::{check_on, inputs_unchanged, record, unjudged, Draw, Staged};
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
-use crate::method::audit::suspect;
 use crate::method::timer::{Body, Saturate, Timer};
 use crate::plan::Cell;
 use crate::protocol::CellRecord;
@@ -51,18 +50,13 @@ pub(super) fn run<'b>(
     inputs_unchanged(s, def, &cell.launch.args, buffers, unwritten, &copies)?;
     s.timeline.mark("audit check");
 
+    // The analysis sets the launch's time against the cell's reading.
     let unjudged = unjudged(cell).or_else(|| {
         queue_ran_dry.then(|| "the wait kernel ended before the audit launch was queued".into())
     });
-    let reading = median(rec.samples_ns.clone()).or(rec.first_ns);
-    let verdict = match (launch_ns, reading, &unjudged) {
-        (Some(a), Some(r), None) => suspect(cell.knobs.timer, r, a),
-        _ => None,
-    };
     let mut audit = record(check, &staged, Duration::ZERO);
     audit.launch_ns = launch_ns;
     audit.launches = 1;
-    audit.suspect = verdict;
     audit.unjudged = unjudged;
     audit.weaker = Some(why);
     audit.cost_s = start.elapsed().as_secs_f64();

@@ -13,7 +13,7 @@ use super::{check_on, inputs_unchanged, record, spent, unjudged, Draw, Snapshot,
 use crate::cuda::DeviceBuffer;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::Kernel;
-use crate::method::audit::{AUDITS_PER_RUN, DECOYS_PER_RUN};
+use crate::method::audit;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord};
 use crate::worker::arm::{Armed, Starts};
@@ -65,8 +65,10 @@ impl Among {
     ) -> Result<Among, Failure> {
         let start = Instant::now();
         let staged = Staged::draw(s, cell, def, data)?;
+        let mut audited = None;
         if let Some(stash) = s.audit_stash.as_mut() {
             stash.timed(&data.sets[0], &data.timed)?;
+            audited = stash.audited.take();
         }
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
         let plan = plan(seed, cell.knobs.samples_per_run() as usize);
@@ -80,7 +82,7 @@ impl Among {
             plan,
             holds_audit_data: false,
             regions: Vec::new(),
-            checked: [checked, None],
+            checked: [checked, audited],
             check: String::new(),
             cost,
         })
@@ -208,9 +210,13 @@ impl Among {
             .collect()
     }
 
-    /// The record: the audited regions' and the decoys' places and readings.
-    pub(super) fn finish(self, s: &mut Session, cell: &Cell) -> AuditRecord {
+    /// The record: the audited regions' and the decoys' places and readings. The audit
+    /// data's checked output goes back to the point's stash, for the point's next cell.
+    pub(super) fn finish(mut self, s: &mut Session, cell: &Cell) -> AuditRecord {
         s.timeline.mark("audit check");
+        if let Some(stash) = s.audit_stash.as_mut() {
+            stash.audited = self.checked[1].take();
+        }
         let of = |kind: Kind| -> (Vec<u64>, Vec<f64>) {
             (self.regions.iter())
                 .filter(|r| r.2 == kind)
@@ -233,19 +239,18 @@ impl Among {
     }
 }
 
-/// Up to [`AUDITS_PER_RUN`] audited regions and as many decoys among `samples` steady
-/// samples, drawn from `seed` uniformly among the arrangements that keep them apart: never
-/// before the first (a timed region precedes each), never two side by side (each follows a
-/// timed region, as a timed one does). Which are audited is drawn too.
+/// The audited regions and decoys among `samples` steady samples ([`audit::regions`]),
+/// drawn from `seed` uniformly among the arrangements that keep them apart: never before the
+/// first (a timed region precedes each), never two side by side (each follows a timed
+/// region, as a timed one does). Which are audited is drawn too.
 fn plan(seed: u64, samples: usize) -> Vec<(usize, Kind)> {
-    let room = samples.saturating_sub(1) / 2;
-    let audits = AUDITS_PER_RUN.min(room.div_ceil(2));
-    let count = (audits + DECOYS_PER_RUN).min(room);
+    let (audits, decoys) = audit::regions(samples);
+    let count = audits + decoys;
     let mut rng = SmallRng::seed_from_u64(seed);
     // `count` of `samples - count` places, each then moved on by the regions before it.
     let mut drawn = sample(&mut rng, samples - count, count).into_vec();
     drawn.sort_unstable();
-    let audited = sample(&mut rng, count, audits.min(count)).into_vec();
+    let audited = sample(&mut rng, count, audits).into_vec();
     (drawn.iter().enumerate())
         .map(|(i, y)| {
             let kind = match audited.contains(&i) {
@@ -263,12 +268,11 @@ mod tests {
 
     #[test]
     fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
-        for samples in [3, 4, 9, 10, 17, 20, 100, 10_000] {
+        for samples in [3, 4, 9, 10, 17, 20, 100, 200, 10_000] {
             let p = plan(7, samples);
-            let room = (samples - 1) / 2;
-            assert_eq!(p.len(), (AUDITS_PER_RUN + DECOYS_PER_RUN).min(room));
-            let audits = p.iter().filter(|(_, k)| *k == Kind::Audit).count();
-            assert_eq!(audits, AUDITS_PER_RUN.min(room.div_ceil(2)), "{samples}");
+            let (audits, decoys) = audit::regions(samples);
+            assert_eq!(p.len(), audits + decoys);
+            assert_eq!(p.iter().filter(|(_, k)| *k == Kind::Audit).count(), audits);
             assert!(p.iter().all(|&(i, _)| i >= 1 && i < samples), "{p:?}");
             assert!(p.windows(2).all(|w| w[1].0 >= w[0].0 + 2), "{p:?}");
             assert_eq!(p, plan(7, samples));

@@ -148,6 +148,9 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed) -> Option<Strin
             _ if multi && in_place => {
                 "it updates an input in place, which a region of several launches compounds"
             }
+            _ if multi && data.sets[0].resets() => {
+                "its region ends with its resets timed alone, which clear what it wrote"
+            }
             _ => return None,
         }
         .to_string(),
@@ -353,6 +356,9 @@ pub struct Stash {
     /// Per argument: a copy of its timed data (kept by audits among the timed launches,
     /// which copy it back in).
     timed: Option<Vec<Option<DeviceBuffer>>>,
+    /// The output of the first full check on the audit's data at this point: later cells
+    /// at the point compare theirs with it on the GPU.
+    audited: Option<Snapshot>,
 }
 
 impl Stash {
@@ -363,6 +369,7 @@ impl Stash {
             point: point.to_string(),
             copies: device_copies(buffers, new)?,
             timed: None,
+            audited: None,
         })
     }
 
