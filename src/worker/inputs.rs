@@ -73,17 +73,22 @@ impl Prefetched {
     }
 }
 
-/// Inputs already drawn for the current kernel and sweep point: in this worker, or by an
+/// Inputs already drawn for recent kernels and sweep points: in this worker, or by an
 /// earlier process of the run (in the run's cache folder). Drawing 1 GiB of random floats
-/// takes about a second, longer than most cells' samples and than a fresh process's start.
+/// takes about a second, longer than most cells' samples and than a fresh process's start;
+/// and rounds interleaved over the points come back to each point once per round, so the
+/// sets of several points are kept, the least recently used let go beyond [`KEPT_BYTES`].
 #[derive(Default)]
 pub struct InputCache {
-    point: String,
-    args: Vec<ArgValue>,
-    sets: HashMap<u64, HostInputs>,
+    /// Each set by its point, arguments and seed, the most recently used last.
+    sets: Vec<((String, Vec<ArgValue>, u64), HostInputs)>,
     /// The run's folder shared with its other processes.
     dir: Option<PathBuf>,
 }
+
+/// The host memory kept sets may take together; the set just asked for is kept whatever
+/// its size.
+const KEPT_BYTES: usize = 4 << 30;
 
 impl InputCache {
     /// A cache holding what `prefetched` read, as if it had drawn it (a failed read is
@@ -95,11 +100,10 @@ impl InputCache {
                 ..Default::default()
             };
         };
+        let key = |seed| (p.point.clone(), p.args.clone(), seed);
         InputCache {
-            point: p.point,
-            args: p.args,
             sets: (p.sets.into_iter())
-                .filter_map(|(seed, set)| Some((seed, Rc::new(set.ok()?))))
+                .filter_map(|(seed, set)| Some((key(seed), Rc::new(set.ok()?))))
                 .collect(),
             dir,
         }
@@ -113,19 +117,27 @@ impl InputCache {
         seed: u64,
         share: bool,
     ) -> Result<HostInputs, Failure> {
-        if self.point != point || self.args != args {
-            // A new point: the old data is never asked for again.
-            self.point = point.to_string();
-            self.args = args.to_vec();
-            self.sets.clear();
-        }
-        let dir = self.dir.as_deref().filter(|_| share);
-        if let Some(set) = self.sets.get(&seed) {
-            return Ok(set.clone());
-        }
-        let set = Rc::new(shared_inputs(dir, args, seed)?);
-        self.sets.insert(seed, set.clone());
+        let found = (self.sets.iter())
+            .position(|((p, a, s), _)| p == point && a == args && *s == seed);
+        let set = match found {
+            Some(i) => self.sets.remove(i).1,
+            None => {
+                let dir = self.dir.as_deref().filter(|_| share);
+                Rc::new(shared_inputs(dir, args, seed)?)
+            }
+        };
+        self.sets.push(((point.to_string(), args.to_vec(), seed), set.clone()));
+        self.let_go(KEPT_BYTES);
         Ok(set)
+    }
+
+    /// Lets the least recently used sets go until the rest fit `cap` bytes.
+    fn let_go(&mut self, cap: usize) {
+        let bytes = |set: &HostInputs| set.iter().flatten().map(Vec::len).sum::<usize>();
+        let mut total: usize = self.sets.iter().map(|(_, set)| bytes(set)).sum();
+        while total > cap && self.sets.len() > 1 {
+            total -= bytes(&self.sets.remove(0).1);
+        }
     }
 }
 
@@ -293,11 +305,29 @@ mod tests {
         assert_ne!(a[0], cache.get("k/n=1", &args, 8, true).unwrap()[0]);
         let again = cache.get("k/n=2", &args, 7, true).unwrap();
         assert!(!Rc::ptr_eq(&a, &again) && a[0] == again[0]);
-        assert_eq!(
-            cache.sets.len(),
-            1,
-            "a new point drops the old point's data"
-        );
+        // Interleaved rounds come back to a point: its sets are still there.
+        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7, true).unwrap()));
+        assert_eq!(cache.sets.len(), 3);
+    }
+
+    #[test]
+    fn sets_beyond_the_kept_bytes_go_least_recently_used_first() {
+        let args = vec![ArgValue::Buffer {
+            dtype: Dtype::U8,
+            len: 100,
+            init: Init::Constant(0.0),
+            memory: Memory::Device,
+        }];
+        let mut cache = InputCache::default();
+        for point in ["a", "b", "a", "c"] {
+            cache.get(point, &args, 1, false).unwrap();
+        }
+        cache.let_go(250);
+        let kept: Vec<&str> = cache.sets.iter().map(|((p, ..), _)| p.as_str()).collect();
+        assert_eq!(kept, ["a", "c"]);
+        // One set larger than the cap is kept alone.
+        cache.let_go(10);
+        assert_eq!(cache.sets.len(), 1);
     }
 
     #[test]
