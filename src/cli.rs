@@ -17,7 +17,10 @@ pub mod exit {
     pub const UNTRUSTED: u8 = 3;
     /// The command line is wrong (EX_USAGE); clap's own code for it, 2, means "slower".
     pub const USAGE: u8 = 64;
-    /// Interrupted by Ctrl-C, with the report of the cells that finished written.
+    /// Interrupted by Ctrl-C (SIGINT), with the report of the cells that finished written.
+    /// A run stopped by another signal exits as a shell reports that signal, 128 + its
+    /// number (`execute::Stop::exit_code`): 143 for SIGTERM (`kill`, Slurm's `scancel` or
+    /// time limit), 129 for SIGHUP (a closed terminal); its report is written too.
     pub const INTERRUPTED: u8 = 130;
 }
 

@@ -33,6 +33,8 @@ use std::process::ExitCode;
 struct Ended {
     /// Every planned run finished (no interrupt).
     complete: bool,
+    /// The signal that stopped it early, if one did.
+    stopped: Option<execute::Stop>,
     /// Cells that did not end as their kernels expect (failed, suspect, impossible, or a
     /// kernel written to be caught that passed), each as `cell (verdict)`.
     unexpected: Vec<String>,
@@ -134,10 +136,17 @@ fn main() -> ExitCode {
     finish(result.map(|()| true))
 }
 
-/// A run's exit code: as [`finish`]'s, or 3 where cells did not end as their kernels
-/// expect (unless --allow-failures), so that CI cannot miss a failed or suspect cell.
+/// A run's exit code: as [`finish`]'s, 128 + the signal's number where a signal stopped
+/// it (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), or 3 where cells did not end as
+/// their kernels expect (unless --allow-failures), so that CI cannot miss a failed or
+/// suspect cell.
 fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
     match result {
+        Ok(Ended {
+            complete: false,
+            stopped: Some(stop),
+            ..
+        }) => ExitCode::from(stop.exit_code()),
         Ok(e) if e.complete && !e.unexpected.is_empty() && !args.allow_failures => {
             const SHOWN: usize = 5;
             let more = match e.unexpected.len().saturating_sub(SHOWN) {
@@ -181,8 +190,9 @@ fn usage(message: &str) -> anyhow::Error {
     Usage(message.to_string()).into()
 }
 
-/// The exit code: 0 when done, 130 after an interrupt (its report still written), 64 for a
-/// wrong command line, 1 on any other error.
+/// The exit code: 0 when done, 130 after an interrupt (its report still written; 143 and
+/// 129 where SIGTERM and SIGHUP stopped a run, see [`ended`]), 64 for a wrong command
+/// line, 1 on any other error.
 fn finish(result: anyhow::Result<bool>) -> ExitCode {
     match result {
         Ok(true) => ExitCode::from(exit::OK),
@@ -256,6 +266,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             print_ending(&report);
             return Ok(Ended {
                 complete: finished,
+                stopped: None,
                 unexpected: unexpected(&report),
             });
         }
@@ -271,6 +282,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         }
         return Ok(Ended {
             complete: finished,
+            stopped: None,
             unexpected: untrusted,
         });
     }
@@ -280,7 +292,10 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         println!("wrote {}", report.path.display());
     } else {
         println!(
-            "interrupted: wrote {} with the cells that finished; `runner run --resume {}` runs the rest",
+            "{}: wrote {} with the cells that finished; `runner run --resume {}` runs the rest",
+            outcome
+                .stopped
+                .map_or("interrupted".into(), execute::Stop::said),
             report.path.display(),
             outcome.dir.display()
         );
@@ -288,6 +303,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
     print_ending(&report);
     Ok(Ended {
         complete: outcome.complete,
+        stopped: outcome.stopped,
         unexpected: unexpected(&report),
     })
 }
