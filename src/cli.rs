@@ -176,5 +176,9 @@ pub enum Command {
     },
     /// Internal: a worker process (job on stdin, results on stdout).
     #[command(name = "__worker", hide = true)]
-    Worker,
+    Worker {
+        /// The runner's pid: the worker ends when that runner is gone.
+        #[arg(long)]
+        parent: Option<u32>,
+    },
 }

@@ -70,7 +70,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Some(Command::Worker) => return worker::main(),
+        Some(Command::Worker { parent }) => return worker::main(parent),
         Some(Command::Run { experiment, run: r }) => return ended(run(experiment, &r), &r),
         Some(Command::Plan {
             experiment,
