@@ -15,6 +15,10 @@ pub mod exit {
     /// A run whose cells did not all end as their kernels expect: failed, suspect or
     /// impossible, or a kernel written to be caught that passed (unless --allow-failures).
     pub const UNTRUSTED: u8 = 3;
+    /// `runner compare`: the new run lacks a cell the old one measured, or a cell of it
+    /// did not end as its kernel expects (failed, suspect, impossible): a comparison that
+    /// cannot vouch for the new run, said before "slower".
+    pub const INCOMPLETE: u8 = 4;
     /// The command line is wrong (EX_USAGE); clap's own code for it, 2, means "slower".
     pub const USAGE: u8 = 64;
     /// Interrupted by Ctrl-C (SIGINT), with the report of the cells that finished written.
@@ -124,7 +128,9 @@ pub enum Command {
         check_notes: bool,
     },
     /// Compare two stored runs cell by cell: ratio of medians with a bootstrap interval, a
-    /// Mann-Whitney U p-value and a verdict; exits 2 when a cell got slower; needs no GPU.
+    /// Mann-Whitney U p-value and a verdict; exits 2 when a cell got slower, 4 when NEW
+    /// lacks a cell OLD measured or a cell of NEW failed (or was suspect or impossible);
+    /// needs no GPU.
     Compare {
         old: PathBuf,
         new: PathBuf,

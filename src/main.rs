@@ -164,12 +164,18 @@ fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
     }
 }
 
-/// `runner compare`: exit 0 when no cell got slower beyond the threshold, 2 when one did,
-/// 1 on error.
+/// `runner compare`: exit 0 when every cell of OLD compared and none got slower beyond
+/// the threshold, 2 when one got slower, 4 when NEW lacks a cell OLD measured or a cell of
+/// NEW did not end as its kernel expects (failed, suspect, impossible; before 2), 1 on
+/// error.
 fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
     match report::run_compare(old, new, threshold, floor, json) {
-        Ok(true) => ExitCode::from(exit::OK),
-        Ok(false) => ExitCode::from(exit::SLOWER),
+        Ok((verdict::Gate::Pass, _)) => ExitCode::from(exit::OK),
+        Ok((verdict::Gate::Slower, _)) => ExitCode::from(exit::SLOWER),
+        Ok((verdict::Gate::Incomplete, why)) => {
+            eprintln!("error: the comparison is incomplete: {why}");
+            ExitCode::from(exit::INCOMPLETE)
+        }
         Err(e) => finish(Err(e)),
     }
 }
