@@ -2,6 +2,7 @@
 
 use crate::{execute, plan, verdict};
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// The exit codes, each with one meaning, so that scripts and CI can tell them apart.
@@ -21,6 +22,9 @@ pub mod exit {
     pub const INCOMPLETE: u8 = 4;
     /// The command line is wrong (EX_USAGE); clap's own code for it, 2, means "slower".
     pub const USAGE: u8 = 64;
+    /// Standard output's reader went away (`runner plan X | head -1`): 128 + SIGPIPE, as a
+    /// shell shows a program that signal ended; nothing more is said.
+    pub const BROKEN_PIPE: u8 = 141;
     /// Interrupted by Ctrl-C (SIGINT), with the report of the cells that finished written.
     /// A run stopped by another signal exits as a shell reports that signal, 128 + its
     /// number (`execute::Stop::exit_code`): 143 for SIGTERM (`kill`, Slurm's `scancel` or
@@ -188,3 +192,33 @@ pub enum Command {
         parent: Option<u32>,
     },
 }
+
+/// Writes a command's result to standard output. Rust ignores SIGPIPE, so a reader that
+/// went away makes the write fail, and `println!` would panic: here it is an [`Unwritten`],
+/// which ends the command with [`exit::BROKEN_PIPE`] (any other failure, a full disk, is an
+/// error).
+pub fn say(text: &str) -> Result<(), Unwritten> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Unwritten)
+}
+
+/// Standard output could not be written.
+#[derive(Debug)]
+pub struct Unwritten(std::io::Error);
+
+impl Unwritten {
+    /// Whether the reader went away (a closed pipe), which ends a command quietly.
+    pub fn closed(&self) -> bool {
+        self.0.kind() == std::io::ErrorKind::BrokenPipe
+    }
+}
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for Unwritten {}

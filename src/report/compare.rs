@@ -233,15 +233,22 @@ pub fn relative_path(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
     Ok(out)
 }
 
-/// `runner compare OLD NEW`: the Markdown on stdout, JSON where asked; what it tells a CI
-/// job, and why where it does not pass for a reason besides speed.
+/// What `runner compare` says: its Markdown (for standard output), what it tells a CI
+/// job, and why the new run cannot be vouched for (empty where it can).
+pub struct Compared {
+    pub markdown: String,
+    pub gate: verdict::Gate,
+    pub incomplete: String,
+}
+
+/// `runner compare OLD NEW`, writing its JSON where asked.
 pub fn run_compare(
     old: &Path,
     new: &Path,
     threshold_pct: f64,
     floor_us: f64,
     json: Option<&Path>,
-) -> Result<(verdict::Gate, String)> {
+) -> Result<Compared> {
     if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
         bail!(
             "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. --threshold 2"
@@ -257,15 +264,15 @@ pub fn run_compare(
     common_cells(&a, &b)?;
     let (a, b) = (Analysis::of(&a, reduced_a), Analysis::of(&b, reduced_b));
     let c = verdict::compare(&a, &b, threshold_pct, floor_us);
-    print!(
-        "{}",
-        markdown(&c, &old.display().to_string(), &new.display().to_string())
-    );
     if let Some(path) = json {
         crate::files::write(path, serde_json::to_string_pretty(&c)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok((c.gate(), incomplete(&c)))
+    Ok(Compared {
+        markdown: markdown(&c, &old.display().to_string(), &new.display().to_string()),
+        gate: c.gate(),
+        incomplete: incomplete(&c),
+    })
 }
 
 /// Why the new run cannot be vouched for: the old run's cells it lacks, and its cells that
