@@ -298,18 +298,20 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             };
             // The worker is done or stuck: end it, keep what it reported (a profiled
-            // worker's cells only now get their samples, from ncu's report), then record
-            // the cell it did not finish.
+            // worker's cells only now get their samples, from ncu's report, unless the run
+            // is stopping), then record the cell it did not finish.
             if !matches!(ended, Next::Closed) {
                 worker.kill();
             }
             let (exit, stderr) = worker.finish()?;
-            self.store_profiled(&mut pending, report.path(), pass)?;
-            // A signal that stops the run may have reached the worker too: its cell is
-            // left to the resume.
+            // A signal that stops the run may have reached the worker too: its cell is left
+            // to the resume, and so are a profiled worker's reported cells, whose samples
+            // were to come from the report of the ncu that the stop killed.
             if matches!(ended, Next::Interrupted) || stop::stopping(Some(&exit)) {
+                pending.clear();
                 return Ok(());
             }
+            self.store_profiled(&mut pending, report.path(), pass)?;
             let why = match ended {
                 Next::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.
