@@ -2,6 +2,7 @@
 
 use crate::{execute, plan, verdict};
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// The exit codes, each with one meaning, so that scripts and CI can tell them apart.
@@ -15,9 +16,19 @@ pub mod exit {
     /// A run whose cells did not all end as their kernels expect: failed, suspect or
     /// impossible, or a kernel written to be caught that passed (unless --allow-failures).
     pub const UNTRUSTED: u8 = 3;
+    /// `runner compare`: the new run lacks a cell the old one measured, or a cell of it
+    /// did not end as its kernel expects (failed, suspect, impossible): a comparison that
+    /// cannot vouch for the new run, said before "slower".
+    pub const INCOMPLETE: u8 = 4;
     /// The command line is wrong (EX_USAGE); clap's own code for it, 2, means "slower".
     pub const USAGE: u8 = 64;
-    /// Interrupted by Ctrl-C, with the report of the cells that finished written.
+    /// Standard output's reader went away (`runner plan X | head -1`): 128 + SIGPIPE, as a
+    /// shell shows a program that signal ended; nothing more is said.
+    pub const BROKEN_PIPE: u8 = 141;
+    /// Interrupted by Ctrl-C (SIGINT), with the report of the cells that finished written.
+    /// A run stopped by another signal exits as a shell reports that signal, 128 + its
+    /// number (`execute::Stop::exit_code`): 143 for SIGTERM (`kill`, Slurm's `scancel` or
+    /// time limit), 129 for SIGHUP (a closed terminal); its report is written too.
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -121,7 +132,9 @@ pub enum Command {
         check_notes: bool,
     },
     /// Compare two stored runs cell by cell: ratio of medians with a bootstrap interval, a
-    /// Mann-Whitney U p-value and a verdict; exits 2 when a cell got slower; needs no GPU.
+    /// Mann-Whitney U p-value and a verdict; exits 2 when a cell got slower, 4 when NEW
+    /// lacks a cell OLD measured or a cell of NEW failed (or was suspect or impossible);
+    /// needs no GPU.
     Compare {
         old: PathBuf,
         new: PathBuf,
@@ -173,5 +186,39 @@ pub enum Command {
     },
     /// Internal: a worker process (job on stdin, results on stdout).
     #[command(name = "__worker", hide = true)]
-    Worker,
+    Worker {
+        /// The runner's pid: the worker ends when that runner is gone.
+        #[arg(long)]
+        parent: Option<u32>,
+    },
 }
+
+/// Writes a command's result to standard output. Rust ignores SIGPIPE, so a reader that
+/// went away makes the write fail, and `println!` would panic: here it is an [`Unwritten`],
+/// which ends the command with [`exit::BROKEN_PIPE`] (any other failure, a full disk, is an
+/// error).
+pub fn say(text: &str) -> Result<(), Unwritten> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Unwritten)
+}
+
+/// Standard output could not be written.
+#[derive(Debug)]
+pub struct Unwritten(std::io::Error);
+
+impl Unwritten {
+    /// Whether the reader went away (a closed pipe), which ends a command quietly.
+    pub fn closed(&self) -> bool {
+        self.0.kind() == std::io::ErrorKind::BrokenPipe
+    }
+}
+
+impl std::fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for Unwritten {}

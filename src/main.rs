@@ -23,7 +23,7 @@ mod verdict;
 mod worker;
 
 use clap::Parser;
-use cli::{exit, Cli, Command, RunArgs};
+use cli::{exit, say, Cli, Command, RunArgs, Unwritten};
 use execute::Start;
 use experiment::{DeviceFacts, Experiment, Sources};
 use std::path::{Path, PathBuf};
@@ -33,18 +33,17 @@ use std::process::ExitCode;
 struct Ended {
     /// Every planned run finished (no interrupt).
     complete: bool,
+    /// The signal that stopped it early, if one did.
+    stopped: Option<execute::Stop>,
     /// Cells that did not end as their kernels expect (failed, suspect, impossible, or a
     /// kernel written to be caught that passed), each as `cell (verdict)`.
     unexpected: Vec<String>,
 }
 
 /// What a run ends by saying: its trust, then its findings.
-fn print_ending(r: &report::Rendered) {
-    println!("trust: {}", r.trust.line());
-    println!("findings:");
-    for f in &r.findings {
-        println!("  - {f}");
-    }
+fn print_ending(r: &report::Rendered) -> Result<(), Unwritten> {
+    let findings: String = r.findings.iter().map(|f| format!("  - {f}\n")).collect();
+    say(&format!("trust: {}\nfindings:\n{findings}", r.trust.line()))
 }
 
 /// The cells of a rendered run that did not end as their kernels expect.
@@ -68,7 +67,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Some(Command::Worker) => return worker::main(),
+        Some(Command::Worker { parent }) => return worker::main(parent),
         Some(Command::Run { experiment, run: r }) => return ended(run(experiment, &r), &r),
         Some(Command::Plan {
             experiment,
@@ -76,10 +75,7 @@ fn main() -> ExitCode {
             set,
             compile,
         }) => plan(&experiment, &only, &set, compile),
-        Some(Command::Keys) => {
-            print!("{}", experiment::knobs::reference::markdown());
-            Ok(())
-        }
+        Some(Command::Keys) => say(&experiment::knobs::reference::markdown()).map_err(Into::into),
         Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
             experiment,
@@ -114,7 +110,7 @@ fn main() -> ExitCode {
             .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
             .and_then(|()| report::render_dir(&dir, template.as_deref()))
             .and_then(|r| {
-                println!("wrote {}", r.path.display());
+                say(&format!("wrote {}\n", r.path.display()))?;
                 match (check_notes, r.stale.len()) {
                     (true, n) if n > 0 => Err(anyhow::anyhow!(
                         "the notes quote {n} number(s) this run does not show (listed above)\n  hint: correct them against the run, or give a number from elsewhere a footnote (`1.2 µs[^a]`, `[^a]: where it comes from`)"
@@ -134,10 +130,17 @@ fn main() -> ExitCode {
     finish(result.map(|()| true))
 }
 
-/// A run's exit code: as [`finish`]'s, or 3 where cells did not end as their kernels
-/// expect (unless --allow-failures), so that CI cannot miss a failed or suspect cell.
+/// A run's exit code: as [`finish`]'s, 128 + the signal's number where a signal stopped
+/// it (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), or 3 where cells did not end as
+/// their kernels expect (unless --allow-failures), so that CI cannot miss a failed or
+/// suspect cell.
 fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
     match result {
+        Ok(Ended {
+            complete: false,
+            stopped: Some(stop),
+            ..
+        }) => ExitCode::from(stop.exit_code()),
         Ok(e) if e.complete && !e.unexpected.is_empty() && !args.allow_failures => {
             const SHOWN: usize = 5;
             let more = match e.unexpected.len().saturating_sub(SHOWN) {
@@ -155,12 +158,20 @@ fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
     }
 }
 
-/// `runner compare`: exit 0 when no cell got slower beyond the threshold, 2 when one did,
-/// 1 on error.
+/// `runner compare`: exit 0 when every cell of OLD compared and none got slower beyond
+/// the threshold, 2 when one got slower, 4 when NEW lacks a cell OLD measured or a cell of
+/// NEW did not end as its kernel expects (failed, suspect, impossible; before 2), 1 on
+/// error.
 fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Path>) -> ExitCode {
-    match report::run_compare(old, new, threshold, floor, json) {
-        Ok(true) => ExitCode::from(exit::OK),
-        Ok(false) => ExitCode::from(exit::SLOWER),
+    let said = report::run_compare(old, new, threshold, floor, json)
+        .and_then(|c| say(&c.markdown).map(|()| c).map_err(Into::into));
+    match said {
+        Ok(c) if c.gate == verdict::Gate::Pass => ExitCode::from(exit::OK),
+        Ok(c) if c.gate == verdict::Gate::Slower => ExitCode::from(exit::SLOWER),
+        Ok(c) => {
+            eprintln!("error: the comparison is incomplete: {}", c.incomplete);
+            ExitCode::from(exit::INCOMPLETE)
+        }
         Err(e) => finish(Err(e)),
     }
 }
@@ -181,12 +192,17 @@ fn usage(message: &str) -> anyhow::Error {
     Usage(message.to_string()).into()
 }
 
-/// The exit code: 0 when done, 130 after an interrupt (its report still written), 64 for a
-/// wrong command line, 1 on any other error.
+/// The exit code: 0 when done, 130 after an interrupt (its report still written; 143 and
+/// 129 where SIGTERM and SIGHUP stopped a run, see [`ended`]), 64 for a wrong command
+/// line, 141 without a word where standard output's reader went away (`| head`), 1 on any
+/// other error (a full disk under standard output too).
 fn finish(result: anyhow::Result<bool>) -> ExitCode {
     match result {
         Ok(true) => ExitCode::from(exit::OK),
         Ok(false) => ExitCode::from(exit::INTERRUPTED),
+        Err(e) if e.downcast_ref::<Unwritten>().is_some_and(Unwritten::closed) => {
+            ExitCode::from(exit::BROKEN_PIPE)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(match e.is::<Usage>() {
@@ -252,10 +268,15 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         )?;
         if !args.each {
             let report = report::render_dir(&dir, None)?;
-            println!("wrote {} ({} GPUs)", report.path.display(), devices.len());
-            print_ending(&report);
+            say(&format!(
+                "wrote {} ({} GPUs)\n",
+                report.path.display(),
+                devices.len()
+            ))?;
+            print_ending(&report)?;
             return Ok(Ended {
                 complete: finished,
+                stopped: None,
                 unexpected: unexpected(&report),
             });
         }
@@ -265,29 +286,34 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         let mut untrusted = Vec::new();
         for part in &parts {
             let report = report::render_dir(part, None)?;
-            println!("wrote {}", report.path.display());
-            print_ending(&report);
+            say(&format!("wrote {}\n", report.path.display()))?;
+            print_ending(&report)?;
             untrusted.extend(unexpected(&report));
         }
         return Ok(Ended {
             complete: finished,
+            stopped: None,
             unexpected: untrusted,
         });
     }
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
     let report = report::render_dir(&outcome.dir, None)?;
     if outcome.complete {
-        println!("wrote {}", report.path.display());
+        say(&format!("wrote {}\n", report.path.display()))?;
     } else {
-        println!(
-            "interrupted: wrote {} with the cells that finished; `runner run --resume {}` runs the rest",
+        say(&format!(
+            "{}: wrote {} with the cells that finished; `runner run --resume {}` runs the rest\n",
+            outcome
+                .stopped
+                .map_or("interrupted".into(), execute::Stop::said),
             report.path.display(),
             outcome.dir.display()
-        );
+        ))?;
     }
-    print_ending(&report);
+    print_ending(&report)?;
     Ok(Ended {
         complete: outcome.complete,
+        stopped: outcome.stopped,
         unexpected: unexpected(&report),
     })
 }
@@ -303,13 +329,17 @@ fn sbatch(
     let plan = plan::Plan::new(&exp)?.select(&subset.only)?;
     let dir = out.join(&exp.name);
     let (array, merge) = execute::slurm::write(&exp, &plan, path, &dir, subset, request)?;
-    println!("wrote {} and {}", array.display(), merge.display());
+    say(&format!(
+        "wrote {} and {}\n",
+        array.display(),
+        merge.display()
+    ))?;
     if submit {
         let (job, merged) = execute::slurm::submit(&array, &merge)?;
-        println!(
-            "submitted array job {job} ({} parts) and merge job {merged}",
+        say(&format!(
+            "submitted array job {job} ({} parts) and merge job {merged}\n",
             request.parts
-        );
+        ))?;
     }
     Ok(())
 }
@@ -318,17 +348,16 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let meta = store::merge(&parts, out, force)?;
     let report = report::render_dir(out, None)?;
-    println!(
-        "merged {} part(s) on {} GPU(s) into {}{}",
+    let incomplete = match meta.complete {
+        true => "",
+        false => " (not every cell of the plan ran)",
+    };
+    say(&format!(
+        "merged {} part(s) on {} GPU(s) into {}{incomplete}\n",
         parts.len(),
         meta.devices.len(),
         report.path.display(),
-        if meta.complete {
-            ""
-        } else {
-            " (not every cell of the plan ran)"
-        }
-    );
+    ))?;
     Ok(())
 }
 
@@ -338,23 +367,25 @@ fn plan(path: &Path, only: &[String], set: &[String], compile: bool) -> anyhow::
     let total = all.cells.len();
     let plan = all.select(only)?;
     if !only.is_empty() {
-        println!(
-            "only {} of {total} cells (--only {})",
+        say(&format!(
+            "only {} of {total} cells (--only {})\n",
             plan.cells.len(),
             only.join(" --only ")
-        );
+        ))?;
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
-    print!("{}", plan::describe(&exp, &plan, &previous));
+    say(&plan::describe(&exp, &plan, &previous))?;
     let peers = execute::peers::describe(&exp, &plan.cells);
     if !peers.is_empty() {
-        print!("peers (other programs measuring the same, beside a variant):\n{peers}");
+        say(&format!(
+            "peers (other programs measuring the same, beside a variant):\n{peers}"
+        ))?;
     }
     if !compile {
         return Ok(());
     }
     let found = worker::compile_plan(&exp, &plan)?;
-    print!("{}", found.account);
+    say(&found.account)?;
     if !found.failures.is_empty() {
         anyhow::bail!(
             "{} build(s) failed `plan --compile`:\n{}",

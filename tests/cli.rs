@@ -1,5 +1,6 @@
 //! The CLI without a GPU: the no-driver message, `runner plan` on the shipped experiments,
-//! and `runner report` re-rendering every stored report byte for byte.
+//! `runner report` re-rendering every stored report byte for byte, and standard output
+//! that cannot be written.
 
 mod common;
 use common::*;
@@ -452,6 +453,41 @@ fn set_replaces_a_sweep_for_a_plan_and_names_what_it_cannot_replace() {
         assert_eq!(out.status.code(), Some(1), "{clause}");
         assert!(stderr(&out).contains(says), "{clause}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn a_reader_that_went_away_ends_a_command_quietly_and_a_full_disk_is_an_error() {
+    let commands: [&[&str]; 4] = [
+        &["plan", "experiments/accuracy.toml"],
+        &["keys"],
+        &["compare", "reports/compare", "reports/compare"],
+        &["report", "reports/compare", "--template", "/nonexistent"],
+    ];
+    for args in &commands[..3] {
+        // A pipe whose reader closed before the first line, as `| head -1` does early.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = runner().args(*args).stdout(writer).output().unwrap();
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}: said nothing");
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = runner().args(*args).stdout(full).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out).trim_end(),
+            "error: cannot write to standard output: No space left on device (os error 28)",
+            "{args:?}"
+        );
+    }
+    // An error before any output is said as before.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = runner().args(commands[3]).stdout(writer).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("error: "), "{}", stderr(&out));
 }
 
 #[test]

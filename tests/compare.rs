@@ -133,3 +133,69 @@ fn runs_without_a_cell_in_common_are_not_compared() {
     let out = run(&["compare", "reports/compare", "reports/compare-tiled"]);
     assert!(matches!(out.status.code(), Some(0 | 2)), "{}", stderr(&out));
 }
+
+/// A copy of the committed run `name` whose cell records (`cells.jsonl`) `edit` changes or
+/// drops, one record at a time.
+fn edited_copy(
+    name: &str,
+    edit: impl Fn(serde_json::Value) -> Option<serde_json::Value>,
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new("reports").join(name), dir.path());
+    let path = dir.path().join("cells.jsonl");
+    let records: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| edit(serde_json::from_str(l).unwrap()))
+        .map(|r| r.to_string() + "\n")
+        .collect();
+    std::fs::write(&path, records.concat()).unwrap();
+    dir
+}
+
+#[test]
+fn a_new_run_that_lacks_a_cell_or_failed_one_fails_the_comparison_with_its_own_code() {
+    let compare = |new: &Path| run(&["compare", "reports/compare", new.to_str().unwrap()]);
+    let missing = edited_copy("compare", |r| {
+        (r["id"] != "matmul/n=2048/cold").then_some(r)
+    });
+    let out = compare(missing.path());
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("1 cell(s) of the old run missing in the new one: matmul/n=2048/cold"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("7 cells compared"),
+        "{}",
+        stdout(&out)
+    );
+    let failed = edited_copy("compare", |mut r| {
+        if r["id"] == "matmul/n=512/hot" && r["process"] == 3 {
+            r["status"] = "failed".into();
+            r["error"] = "a planted failure".into();
+        }
+        Some(r)
+    });
+    let out = compare(failed.path());
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let said =
+        "1 cell(s) of the new run did not end as their kernels expect: matmul/n=512/hot (failed)";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "In the new run, matmul/n=512/hot did not end as its kernel expects: failed."
+        ),
+        "{}",
+        stdout(&out)
+    );
+    // Only the new run is held to it: the old one failing there is no fault of the new.
+    let out = run(&[
+        "compare",
+        failed.path().to_str().unwrap(),
+        "reports/compare",
+    ]);
+    assert!(matches!(out.status.code(), Some(0 | 2)), "{}", stderr(&out));
+}

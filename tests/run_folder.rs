@@ -314,3 +314,49 @@ fn a_torn_zstd_frame_is_dropped_with_a_warning_and_a_second_format_is_refused() 
         "{err}"
     );
 }
+
+/// The whole lines of a zstd file that may end in a torn frame.
+fn whole_lines(path: &Path) -> usize {
+    use std::io::Read;
+    let mut decoder = zstd::Decoder::new(std::fs::File::open(path).unwrap()).unwrap();
+    let (mut text, mut chunk) = (Vec::new(), [0; 1 << 16]);
+    while let Ok(n @ 1..) = decoder.read(&mut chunk) {
+        text.extend_from_slice(&chunk[..n]);
+    }
+    text.iter().filter(|&&b| b == b'\n').count()
+}
+
+#[test]
+fn a_merge_killed_half_way_does_not_say_it_is_complete() {
+    use rustix::process::{kill_process, Pid, Signal};
+    let root = tempfile::tempdir().unwrap();
+    let whole = records_of(Path::new("reports/accuracy")).len();
+    let out = root.path().join("merged");
+    let mut merge = runner()
+        .args(["merge", "reports/accuracy", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed the moment run.json appears: the merge's cells are still being written.
+    let meta = out.join("run.json");
+    assert!(
+        wait_for(60.0, || meta.exists()),
+        "the merge wrote no run.json"
+    );
+    kill_process(Pid::from_raw(merge.id() as i32).unwrap(), Signal::KILL).unwrap();
+    merge.wait().unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    let written = whole_lines(&out.join("cells.jsonl.zst"));
+    assert!(
+        meta["complete"] == false || written == whole,
+        "run.json says complete with {written} of {whole} records written"
+    );
+    // Merged whole, it is complete.
+    let again = run(&["merge", "reports/accuracy", "--out", out.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["complete"], true);
+    assert_eq!(records_of(&out).len(), whole);
+}

@@ -49,6 +49,14 @@ impl PrimeError {
         }
         text
     }
+
+    /// The priming process's exit status, where it exited on its own.
+    pub fn status(&self) -> Option<&ExitStatus> {
+        match self {
+            PrimeError::Exit { status, .. } => Some(status),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for PrimeError {

@@ -1,6 +1,6 @@
 //! The parent side of a run: checks the experiment against the real device, prepares the
 //! run folder (new, or an interrupted run resumed), and hands the plan's jobs to the
-//! scheduler; Ctrl-C stops it after the cells that finished.
+//! scheduler; Ctrl-C, SIGTERM or SIGHUP stops it after the cells that finished (`stop`).
 
 mod counted;
 pub mod devices;
@@ -10,6 +10,7 @@ mod profiler;
 mod progress;
 mod scheduler;
 pub mod slurm;
+mod stop;
 mod worker_process;
 
 use crate::clock_lock::{self, ClockLock};
@@ -22,17 +23,18 @@ use anyhow::{bail, Context, Result};
 use scheduler::Scheduler;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
+pub use stop::Stop;
+use stop::INTERRUPTED;
 use worker_process::WorkerProgram;
 
-/// Set by Ctrl-C: the run stops starting work, keeps what finished and says it is incomplete.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Where a run's results went, and whether every planned run finished.
+/// Where a run's results went, whether every planned run finished, and the signal that
+/// stopped it early, if one did.
 pub struct Outcome {
     pub dir: PathBuf,
     pub complete: bool,
+    pub stopped: Option<Stop>,
 }
 
 /// What to do with a run folder that exists.
@@ -120,6 +122,8 @@ pub fn run(
     exp.peers
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
     let resumed = stored.is_some();
+    // From here a signal leaves a folder that resumes: the run stops between cells.
+    stop::stop_on_signals()?;
     let (mut meta, mut writer, done) = match stored {
         Some((stored, samples)) => resume_folder(dir, &stored, &samples)?,
         None => {
@@ -129,7 +133,6 @@ pub fn run(
             (meta, writer, HashSet::new())
         }
     };
-    stop_on_ctrl_c()?;
     // Held for the whole run; dropping it resets the clocks, also on an early return.
     let _lock = match exp.clocks {
         ClockPolicy::Lock(mhz) => Some(ClockLock::acquire(mhz, &device.uuid)?),
@@ -152,6 +155,7 @@ pub fn run(
     Ok(Outcome {
         dir: dir.to_path_buf(),
         complete,
+        stopped: stop::stopped(),
     })
 }
 
@@ -241,18 +245,6 @@ fn new_meta(
         devices: vec![],
         startup: None,
     }
-}
-
-/// Ctrl-C stops the run after the cells that finished; a second one stops it at once.
-fn stop_on_ctrl_c() -> Result<()> {
-    ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            eprintln!("interrupted twice: stopping now");
-            std::process::exit(130);
-        }
-        eprintln!("interrupted: stopping after the finished cells (Ctrl-C again to quit now)");
-    })
-    .context("cannot install the Ctrl-C handler")
 }
 
 /// Runs the plan's cells that are not `done`, then, where all of them ran, the peers;

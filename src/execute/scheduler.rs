@@ -1,11 +1,12 @@
 //! Runs the plan's worker jobs in order: starts a worker process per job in the job's
 //! environment, stores each cell the moment a worker reports it, kills a worker that
-//! overruns a cell's timeout, records cells whose worker died, and stops on Ctrl-C.
+//! overruns a cell's timeout, records cells whose worker died, and stops on a signal.
 
 use super::counted;
 use super::jit_cache::{JitCaches, PrimeError};
 use super::peers::Peers;
 use super::profiler;
+use super::stop;
 use super::worker_process::{self, reap, tail, Exiting, Next, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
 use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
@@ -210,6 +211,8 @@ impl<'a> Scheduler<'a> {
     fn run_job(&mut self, job: WorkerJob) -> Result<()> {
         let vars = match self.worker_vars(&job.env) {
             Ok(v) => v,
+            // A priming process stopped with the run leaves the job's cells to the resume.
+            Err(why) if stop::stopping(why.status()) => return Ok(()),
             Err(why) => {
                 let why = why.text();
                 for run in job.runs {
@@ -295,16 +298,20 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             };
             // The worker is done or stuck: end it, keep what it reported (a profiled
-            // worker's cells only now get their samples, from ncu's report), then record
-            // the cell it did not finish.
+            // worker's cells only now get their samples, from ncu's report, unless the run
+            // is stopping), then record the cell it did not finish.
             if !matches!(ended, Next::Closed) {
                 worker.kill();
             }
             let (exit, stderr) = worker.finish()?;
-            self.store_profiled(&mut pending, report.path(), pass)?;
-            if matches!(ended, Next::Interrupted) || INTERRUPTED.load(Ordering::SeqCst) {
-                return Ok(()); // the interrupt may have reached the worker too
+            // A signal that stops the run may have reached the worker too: its cell is left
+            // to the resume, and so are a profiled worker's reported cells, whose samples
+            // were to come from the report of the ncu that the stop killed.
+            if matches!(ended, Next::Interrupted) || stop::stopping(Some(&exit)) {
+                pending.clear();
+                return Ok(());
             }
+            self.store_profiled(&mut pending, report.path(), pass)?;
             let why = match ended {
                 Next::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.

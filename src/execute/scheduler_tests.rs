@@ -109,6 +109,25 @@ fn a_worker_that_crashes_fails_its_cell_and_a_new_one_runs_the_rest() {
 }
 
 #[test]
+fn a_worker_that_a_signal_ends_while_the_runner_gets_none_fails_its_cell() {
+    // Slurm signals the runner with its worker; one signalled alone is a failed cell.
+    let (_tmp, out) = run_with("kill -TERM $$");
+    assert!(out.complete);
+    let s = statuses(&out.dir);
+    assert_eq!(s[&1].0, Status::Failed);
+    let why = s[&1].1.as_deref().unwrap();
+    assert!(why.contains("signal: 15"), "{why}");
+    assert_eq!(s[&2].0, Status::Ok, "the cell after it still ran");
+}
+
+#[test]
+fn a_worker_is_told_the_runner_it_must_not_outlive() {
+    let program = WorkerProgram::this_binary().unwrap();
+    let pid = std::process::id().to_string();
+    assert_eq!(program.args, ["__worker", "--parent", pid.as_str()]);
+}
+
+#[test]
 fn a_worker_that_hangs_is_killed_at_the_cell_timeout() {
     let started = std::time::Instant::now();
     let (_tmp, out) = run_with("sleep 60");

@@ -26,11 +26,14 @@ pub struct WorkerProgram {
 }
 
 impl WorkerProgram {
+    /// `runner __worker --parent PID`: the worker does not outlive this runner.
     pub fn this_binary() -> Result<Self> {
         let exe = std::env::current_exe().context("cannot find the runner's own executable")?;
         Ok(WorkerProgram {
             program: exe,
-            args: vec!["__worker".into()],
+            args: ["__worker", "--parent", &std::process::id().to_string()]
+                .map(String::from)
+                .to_vec(),
         })
     }
 

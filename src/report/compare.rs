@@ -233,15 +233,22 @@ pub fn relative_path(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
     Ok(out)
 }
 
-/// `runner compare OLD NEW`: the Markdown on stdout, JSON where asked; Ok(false) when a
-/// cell got slower beyond the threshold.
+/// What `runner compare` says: its Markdown (for standard output), what it tells a CI
+/// job, and why the new run cannot be vouched for (empty where it can).
+pub struct Compared {
+    pub markdown: String,
+    pub gate: verdict::Gate,
+    pub incomplete: String,
+}
+
+/// `runner compare OLD NEW`, writing its JSON where asked.
 pub fn run_compare(
     old: &Path,
     new: &Path,
     threshold_pct: f64,
     floor_us: f64,
     json: Option<&Path>,
-) -> Result<bool> {
+) -> Result<Compared> {
     if !(threshold_pct > 0.0 && threshold_pct < 100.0) {
         bail!(
             "--threshold {threshold_pct}: give a percentage between 0 and 100, e.g. --threshold 2"
@@ -257,15 +264,48 @@ pub fn run_compare(
     common_cells(&a, &b)?;
     let (a, b) = (Analysis::of(&a, reduced_a), Analysis::of(&b, reduced_b));
     let c = verdict::compare(&a, &b, threshold_pct, floor_us);
-    print!(
-        "{}",
-        markdown(&c, &old.display().to_string(), &new.display().to_string())
-    );
     if let Some(path) = json {
         crate::files::write(path, serde_json::to_string_pretty(&c)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok(c.count(verdict::Verdict::Slower) == 0)
+    Ok(Compared {
+        markdown: markdown(&c, &old.display().to_string(), &new.display().to_string()),
+        gate: c.gate(),
+        incomplete: incomplete(&c),
+    })
+}
+
+/// Why the new run cannot be vouched for: the old run's cells it lacks, and its cells that
+/// did not end as their kernels expect; empty where neither.
+fn incomplete(c: &verdict::Comparison) -> String {
+    const SHOWN: usize = 5;
+    let list = |cells: Vec<String>| {
+        let more = cells.len().saturating_sub(SHOWN);
+        let shown = cells[..cells.len().min(SHOWN)].join(", ");
+        match more {
+            0 => shown,
+            n => format!("{shown} and {n} more"),
+        }
+    };
+    let mut why = Vec::new();
+    if !c.only_old.is_empty() {
+        why.push(format!(
+            "{} cell(s) of the old run missing in the new one: {}",
+            c.only_old.len(),
+            list(c.only_old.clone())
+        ));
+    }
+    if !c.unexpected_new.is_empty() {
+        let cells = (c.unexpected_new.iter())
+            .map(|(cell, word)| format!("{cell} ({word})"))
+            .collect();
+        why.push(format!(
+            "{} cell(s) of the new run did not end as their kernels expect: {}",
+            c.unexpected_new.len(),
+            list(cells)
+        ));
+    }
+    why.join("; ")
 }
 
 /// The comparison as a Markdown section: findings first, then the table.
@@ -284,6 +324,11 @@ fn markdown(c: &verdict::Comparison, old: &str, new: &str) -> String {
     }
     for (cell, why) in &c.untrusted {
         out.push_str(&format!("\n- Not compared, {cell}: {why}."));
+    }
+    for (cell, word) in &c.unexpected_new {
+        out.push_str(&format!(
+            "\n- In the new run, {cell} did not end as its kernel expects: {word}."
+        ));
     }
     out.push_str(
         "\n\nRatio = new median / old median of the cells' headline values; the interval is a 95% \

@@ -131,6 +131,8 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
     if !peers.is_empty() {
         writer.write_peers(&peers)?;
     }
+    // Last: until here run.json says the merge is unfinished.
+    writer.finish(&meta)?;
     Ok(meta)
 }
 

@@ -41,6 +41,13 @@ const TELEMETRY_HEADER: [&str; 9] = [
     "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate", "throttle",
 ];
 
+/// Writes `meta` as `dir`'s `run.json`, whole (a temporary file renamed into place).
+fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
+    let path = dir.join(RUN_FILE);
+    files::write(&path, serde_json::to_string_pretty(meta)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Appends CSV rows to `file` as one zstd frame or gzip member.
 fn append_frame(file: &mut File, format: Format, rows: &[Vec<String>]) -> Result<()> {
     if rows.is_empty() {
@@ -97,11 +104,26 @@ impl Writer {
     }
 
     /// A run in `dir` made of other runs' cells (`runner merge`): its experiment, sources and
-    /// template are copied from them, its metadata is `meta`.
+    /// template are copied from them, its metadata is `meta`, said unfinished until
+    /// [`Writer::finish`] (a merge stopped half-way must not read as complete).
     pub fn merged(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
         let writer = Writer::empty(dir, exp, "", Format::Zstd)?;
-        writer.write_meta(meta)?;
+        writer.write_meta(&RunMeta {
+            complete: false,
+            ..meta.clone()
+        })?;
         Ok(writer)
+    }
+
+    /// Ends the run's files (the records' zstd frame), then writes `meta`, last: a
+    /// `run.json` that says the run is complete follows everything else of it on disk.
+    pub fn finish(self, meta: &RunMeta) -> Result<()> {
+        let Writer { dir, mut cells, .. } = self;
+        cells
+            .flush()
+            .with_context(|| format!("cannot write the cell records in {}", dir.display()))?;
+        drop(cells);
+        write_meta(&dir, meta)
     }
 
     /// New samples, telemetry and cell files in `dir`, holding their headers only; each
@@ -174,9 +196,7 @@ impl Writer {
     }
 
     pub fn write_meta(&self, meta: &RunMeta) -> Result<()> {
-        let path = self.dir.join(RUN_FILE);
-        files::write(&path, serde_json::to_string_pretty(meta)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))
+        write_meta(&self.dir, meta)
     }
 
     /// Appends a finished cell: its samples and telemetry, then its line of `cells.jsonl`.

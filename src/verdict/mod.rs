@@ -76,11 +76,38 @@ pub struct Comparison {
     /// impossible): the cell, and which run says what.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub untrusted: Vec<(String, String)>,
+    /// Cells of the new run that did not end as their kernels expect (failed, suspect or
+    /// impossible; or written to be caught and trusted), with the verdict's word.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unexpected_new: Vec<(String, String)>,
+}
+
+/// What a comparison tells a CI job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Every cell of the old run compared, none slower.
+    Pass,
+    /// A cell got slower beyond the threshold.
+    Slower,
+    /// The new run cannot be vouched for: it lacks a cell the old one measured, or a cell
+    /// of it did not end as its kernel expects. Said before a slower cell: a run that
+    /// failed or left cells out is no measure of speed.
+    Incomplete,
 }
 
 impl Comparison {
     pub fn count(&self, v: Verdict) -> usize {
         self.cells.iter().filter(|c| c.verdict == v).count()
+    }
+
+    pub fn gate(&self) -> Gate {
+        if !self.only_old.is_empty() || !self.unexpected_new.is_empty() {
+            Gate::Incomplete
+        } else if self.count(Verdict::Slower) > 0 {
+            Gate::Slower
+        } else {
+            Gate::Pass
+        }
     }
 
     /// One sentence: how many cells got which verdict, and how many were left out.
@@ -253,7 +280,22 @@ pub fn compare(old: &Analysis, new: &Analysis, threshold_pct: f64, floor_us: f64
         only_old: only(&before, &after),
         only_new: only(&after, &before),
         untrusted,
+        unexpected_new: unexpected(new),
     }
+}
+
+/// The cells of a run that did not end as their kernels expect, by id, with the verdict's
+/// word: as `runner run` counts them for its exit status.
+fn unexpected(a: &Analysis) -> Vec<(String, String)> {
+    (a.run.plan.cells.iter())
+        .filter_map(|c| {
+            let caught = (c.kernel)
+                .and_then(|k| a.run.experiment.kernels.get(k))
+                .is_some_and(|k| k.expect_caught);
+            let v = a.verdict(c);
+            (v.as_expected(caught) == Some(false)).then(|| (c.id.clone(), v.word().to_string()))
+        })
+        .collect()
 }
 
 /// The cells of a run whose reading is not trusted, by id, with the verdict's word.

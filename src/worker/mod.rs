@@ -10,6 +10,7 @@ mod cell;
 mod failure;
 mod inputs;
 mod kernels;
+mod parent;
 mod preflight;
 mod prepare;
 mod reference;
@@ -34,6 +35,7 @@ use crate::telemetry::Sensor;
 use failure::Failure;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
+use parent::Parent;
 pub use preflight::compile_plan;
 use std::collections::HashMap;
 use std::io::{BufRead, Read, StdinLock, Write};
@@ -59,7 +61,12 @@ fn fatal(error: String) -> ExitCode {
 }
 
 /// Entry point of `runner __worker`: a [`Job`] on stdin, [`Message`]s on stdout.
-pub fn main() -> ExitCode {
+/// `runner`: the pid of the runner that started it (`--parent`), which it never outlives.
+pub fn main(runner: Option<u32>) -> ExitCode {
+    let Some(parent) = Parent::watch(runner) else {
+        eprintln!("the runner that started this worker is gone: not starting");
+        return ExitCode::FAILURE;
+    };
     let (entry, entry_wall) = (Instant::now(), SystemTime::now());
     let spawned = std::env::var(SPAWNED_VAR)
         .ok()
@@ -100,6 +107,7 @@ pub fn main() -> ExitCode {
     let cells: HashMap<usize, Cell> = job.cells.into_iter().map(|c| (c.index, c)).collect();
     let mut session = Session {
         _gpu: gpu,
+        parent,
         facts: Facts {
             sm_count: info.sm_count,
             l2_bytes: info.l2_bytes,
@@ -163,6 +171,7 @@ fn run_cells(
     let cell_of = |index: usize| cells.get(&index);
     if prime {
         for run in runs {
+            session.parent.leave_if_gone();
             let Some(cell) = cell_of(run.cell) else {
                 return fatal(format!("the job has no cell {}", run.cell));
             };
@@ -178,6 +187,7 @@ fn run_cells(
         }
     }
     for (i, run) in runs.iter().enumerate() {
+        session.parent.leave_if_gone();
         if i > 0 {
             session.timeline.skip();
         }
@@ -206,6 +216,8 @@ struct Facts {
 pub struct Session {
     /// The context, current for as long as the session lives.
     _gpu: Gpu,
+    /// The runner, checked before each cell.
+    parent: Parent,
     facts: Facts,
     sensor: Sensor,
     telemetry: TelemetrySpec,

@@ -248,3 +248,55 @@ pub fn has_ncu() -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("ncu").is_file()));
     on_path || Path::new("/usr/local/cuda/bin/ncu").is_file()
 }
+
+/// A stand-in CUDA driver (`tests/stand-in-cuda/libcuda.c`) built into `dir` with the C
+/// compiler: with `dir` on `LD_LIBRARY_PATH`, a run plans against an H100-like device and
+/// its worker hangs creating its context, as on a stuck GPU, until it is killed. `dir`.
+pub fn stand_in_driver(dir: &Path) -> PathBuf {
+    let source = std::env::current_dir()
+        .unwrap()
+        .join("tests/stand-in-cuda/libcuda.c");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join("libcuda.so"))
+        .arg(&source)
+        .output()
+        .expect("a C compiler (cc) builds the stand-in CUDA driver");
+    assert!(built.status.success(), "{}", stderr(&built));
+    dir.to_path_buf()
+}
+
+/// Process `pid`'s parent and state letter (`R`, `S`, `Z`...), from `/proc/PID/stat`; None
+/// once it is gone and reaped.
+pub fn process(pid: u32) -> Option<(u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((fields.next()?.parse().ok()?, state))
+}
+
+/// Whether `pid` has ended: reaped, or a zombie (an orphan's reaper may be slow).
+pub fn ended(pid: u32) -> bool {
+    process(pid).is_none_or(|(_, state)| state == 'Z')
+}
+
+/// The live children of `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&p| process(p).is_some_and(|(parent, state)| parent == pid && state != 'Z'))
+        .collect()
+}
+
+/// Waits up to `seconds` for `done`; whether it came.
+pub fn wait_for(seconds: f64, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    done()
+}
