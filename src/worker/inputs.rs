@@ -7,7 +7,6 @@ use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::{ArgValue, Dtype, Init};
 use crate::plan::Cell;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -81,10 +80,13 @@ impl Prefetched {
 #[derive(Default)]
 pub struct InputCache {
     /// Each set by its point, arguments and seed, the most recently used last.
-    sets: Vec<((String, Vec<ArgValue>, u64), HostInputs)>,
+    sets: Vec<(SetKey, HostInputs)>,
     /// The run's folder shared with its other processes.
     dir: Option<PathBuf>,
 }
+
+/// What a set of inputs is drawn for: a point, its arguments as evaluated, a seed.
+type SetKey = (String, Vec<ArgValue>, u64);
 
 /// The host memory kept sets may take together; the set just asked for is kept whatever
 /// its size.
