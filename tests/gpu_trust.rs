@@ -22,8 +22,11 @@ fn corpus() -> &'static (tempfile::TempDir, PathBuf, Vec<Value>) {
             "--out",
             out_dir.path().to_str().unwrap(),
         ]);
-        // Every cheat is written to be caught: a run that catches them all exits 0.
-        assert!(out.status.success(), "{}", stderr(&out));
+        // Every cheat is written to be caught; the kernels that tell new data apart and skip
+        // a quarter or less of their work in a batch or a graph pass, below the detection
+        // limit there (see `kernels_that_tell_audits_apart_are_caught_down_to_the_limit`),
+        // so the run exits 3.
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
         let dir = out_dir.path().join("trust");
         let records = records_of(&dir);
         (out_dir, dir, records)
@@ -233,4 +236,37 @@ fn an_unwritten_output_is_named_and_a_cheat_nobody_expected_fails_the_run() {
         r["error"].as_str().unwrap(),
         "output `C` was not written: 4096 of 4096 elements compared still hold the poison, the first C[0]"
     );
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn kernels_that_tell_audits_apart_are_caught_down_to_the_limit() {
+    let verdict = |id: &str| {
+        let r = (corpus().2.iter())
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no cell {id}"));
+        let report = std::fs::read_to_string(corpus().1.join("report.md")).unwrap();
+        let row = (report.lines())
+            .find(|l| l.starts_with(&format!("| {id} |")))
+            .map(str::to_string);
+        (r["status"].as_str().unwrap().to_string(), row)
+    };
+    for skip in [50, 25, 10, 100] {
+        for variant in ["hot", "cold", "graph", "batch"] {
+            // No pause, launch count or address tells the audited launches apart: the
+            // kernels skip work in them too, and their check fails.
+            for signal in ["pause", "count", "address"] {
+                let (status, _) = verdict(&format!("tells-{signal}/n=512 skip={skip}/{variant}"));
+                assert_eq!(status, "failed", "tells-{signal} skip={skip} {variant}");
+            }
+            // New data does, and the audited launches read slower than their decoys; in a
+            // batch or graph only the region's first launch does all its work, so a quarter
+            // or less of it skipped is below the limit there.
+            let id = format!("tells-fingerprint/n=512 skip={skip}/{variant}");
+            let (_, row) = verdict(&id);
+            let caught = row.is_some_and(|r| r.contains("| suspect |"));
+            let below_limit = ["graph", "batch"].contains(&variant) && skip <= 25;
+            assert!(caught || below_limit, "{id} not caught");
+        }
+    }
 }

@@ -178,15 +178,20 @@ pub fn of(a: &Analysis) -> Vec<CellAudits> {
             let records = a.records.get(&c.index)?;
             let steady = a.reduced.stats.get(&(c.index, super::Phase::Steady));
             let reading = a.headline(c).map(|s| s.median);
-            cell(c.index, records, (reading, steady))
+            let per_region = c.knobs.launches.count();
+            cell(c.index, records, (reading, steady), per_region)
         })
         .collect()
 }
 
+/// A cell's audits; `per_region`: launches in one timed region. In a batch or a graph of
+/// N launches on one data set, a kernel that tells new data apart does all its work on the
+/// region's first launch only, so it is caught only down to N times the limit.
 fn cell(
     index: usize,
     records: &[&CellRecord],
     (reading, steady): (Option<f64>, Option<&Stats>),
+    per_region: u64,
 ) -> Option<CellAudits> {
     let audits: Vec<_> = records.iter().filter_map(|r| r.audit.as_ref()).collect();
     if !audits
@@ -201,7 +206,10 @@ fn cell(
         cell: index,
         regions: among.iter().map(|m| m.readings_ns.len()).sum(),
         decoys: among.iter().map(|m| m.decoys_ns.len()).sum(),
-        judgement: judged(records, reading, steady),
+        judgement: judged(records, reading, steady).map(|mut j| {
+            j.detection_limit = (j.detection_limit * per_region as f64).min(1.0);
+            j
+        }),
         weaker: audits.iter().find_map(|a| a.weaker.clone()),
         unjudged,
         cost_s: audits.iter().map(|a| a.cost_s).sum(),
@@ -332,11 +340,15 @@ mod tests {
     fn a_cell_sums_its_audits_and_says_when_they_are_of_an_older_kind() {
         let (a, b) = (run(vec![1.0, 2.0], vec![1.0]), run(vec![3.0], vec![2.0]));
         let s = steady(100, 1.0);
-        let c = cell(3, &[&a, &b], (Some(1.0), Some(&s))).unwrap();
+        let c = cell(3, &[&a, &b], (Some(1.0), Some(&s)), 1).unwrap();
         assert_eq!((c.regions, c.decoys), (3, 2));
         assert!((cost_share(&[c]).unwrap() - 0.02).abs() < 1e-12);
         let mut old = run(vec![], vec![]);
         old.audit.as_mut().unwrap().among = None;
-        assert_eq!(cell(3, &[&old], (Some(1.0), Some(&s))), None);
+        assert_eq!(cell(3, &[&old], (Some(1.0), Some(&s)), 1), None);
+        // In a graph of 20, a kernel that tells new data apart pays on one launch of 20.
+        let one = cell(3, &[&b], (Some(1.0), Some(&s)), 1).unwrap().judgement.unwrap();
+        let graph = cell(3, &[&b], (Some(1.0), Some(&s)), 20).unwrap().judgement.unwrap();
+        assert!((graph.detection_limit - (20.0 * one.detection_limit).min(1.0)).abs() < 1e-12);
     }
 }
