@@ -347,8 +347,14 @@ mod tests {
         old.audit.as_mut().unwrap().among = None;
         assert_eq!(cell(3, &[&old], (Some(1.0), Some(&s)), 1), None);
         // In a graph of 20, a kernel that tells new data apart pays on one launch of 20.
-        let one = cell(3, &[&b], (Some(1.0), Some(&s)), 1).unwrap().judgement.unwrap();
-        let graph = cell(3, &[&b], (Some(1.0), Some(&s)), 20).unwrap().judgement.unwrap();
+        let one = cell(3, &[&b], (Some(1.0), Some(&s)), 1)
+            .unwrap()
+            .judgement
+            .unwrap();
+        let graph = cell(3, &[&b], (Some(1.0), Some(&s)), 20)
+            .unwrap()
+            .judgement
+            .unwrap();
         assert!((graph.detection_limit - (20.0 * one.detection_limit).min(1.0)).abs() < 1e-12);
     }
 }
