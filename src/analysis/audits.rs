@@ -207,7 +207,10 @@ fn cell(
         regions: among.iter().map(|m| m.readings_ns.len()).sum(),
         decoys: among.iter().map(|m| m.decoys_ns.len()).sum(),
         judgement: judged(records, reading, steady).map(|mut j| {
-            j.detection_limit = (j.detection_limit * per_region as f64).min(1.0);
+            // The weaker audit's one launch after the timed ones is a region of its own.
+            if audits.iter().all(|a| a.weaker.is_none()) {
+                j.detection_limit = (j.detection_limit * per_region as f64).min(1.0);
+            }
             j
         }),
         weaker: audits.iter().find_map(|a| a.weaker.clone()),

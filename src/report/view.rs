@@ -245,7 +245,7 @@ impl View {
         plot_files.extend(metric_plots);
         let m = &s.meta;
         Ok(View {
-            trust: a.trust().line(),
+            trust: trust_line(a.trust().line()),
             untrusted: untrusted(a),
             plots,
             plot_files,
@@ -430,4 +430,13 @@ fn system_pairs(s: &crate::store::Stored) -> Vec<Pair> {
         pair("OS", format!("{} (kernel {})", m.host.os, m.host.kernel)),
     ]);
     system
+}
+
+/// The trust line, wrapped where it would pass the report's longest line after its
+/// `**Trust:** ` label (many verdicts of several kinds make a long sentence).
+fn trust_line(line: String) -> String {
+    match "**Trust:** ".len() + line.chars().count() > format::MAX_LINE {
+        true => format::wrap(&line),
+        false => line,
+    }
 }
