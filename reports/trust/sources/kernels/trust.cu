@@ -161,3 +161,81 @@ extern "C" __global__ void persistent_matmul(const float *A, const float *B, flo
         __syncthreads();
     }
 }
+
+// Kernels that tell an audit from a timed launch and skip part of their work only when they
+// think they are timed: every block of a launch follows the decision of the launch's first
+// block, made from one signal:
+//   0 pause:       the global timer: more than 200 µs since the previous launch ended (an
+//                  audit that followed the end of the timed loop, new inputs and a check);
+//   1 count:       the launch count: the checked launch and the warm-up (the first 3), and
+//                  the count at which an audit after the timed samples came in experiments/
+//                  trust.toml's hot and cold (24), batch (213) and graph (523) variants;
+//   2 address:     the output's address differs from the previous launch's;
+//   3 fingerprint: four input values differ from the previous launch's.
+// Skipped launches leave `share` percent of the rows of C (evenly spread) unwritten; 100
+// skips them all.
+__device__ unsigned long long previous_end;
+__device__ unsigned int launches_finished;
+__device__ unsigned int decision_claim;
+__device__ volatile unsigned int decision_for;
+__device__ volatile int decision_all_work;
+__device__ const float *volatile previous_c;
+__device__ volatile float previous_print[4];
+
+__device__ unsigned long long global_timer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ bool launch_looks_audited(int signal, const float *A, const float *B, float *C,
+                                     int m, int k, int n) {
+    unsigned int launch = launches_finished;
+    switch (signal) {
+    case 0:
+        return launch == 0 || global_timer() - previous_end > 200000ull;
+    case 1:
+        return launch < 3 || launch == 24 || launch == 213 || launch == 523;
+    case 2:
+        return previous_c != C;
+    default:
+        return launch == 0 || A[0] != previous_print[0] || A[(m * k) / 2] != previous_print[1] ||
+               B[0] != previous_print[2] || B[k * n - 1] != previous_print[3];
+    }
+}
+
+extern "C" __global__ void cheat_tells_audits(const float *A, const float *B, float *C, int m,
+                                              int k, int n, int signal, int share) {
+    __shared__ bool all_work;
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        unsigned int launch = launches_finished;
+        if (atomicCAS(&decision_claim, launch, launch + 1) == launch) {
+            decision_all_work = launch_looks_audited(signal, A, B, C, m, k, n);
+            __threadfence();
+            decision_for = launch + 1;
+        } else {
+            while (decision_for != launch + 1) {
+            }
+        }
+        all_work = decision_all_work;
+    }
+    __syncthreads();
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    // share% of the rows of C, evenly spread (those where row * share / 100 steps): every
+    // block does less, so a grid of one wave is as much faster as a grid of many.
+    bool skipped = !all_work && (row * share) / 100 != ((row + 1) * share) / 100;
+    if (!skipped && row < m && col < n) {
+        C[row * n + col] = dot(A, B, row, col, k, n);
+    }
+    if (last_block_of_launch()) {
+        previous_end = global_timer();
+        previous_c = C;
+        previous_print[0] = A[0];
+        previous_print[1] = A[(m * k) / 2];
+        previous_print[2] = B[0];
+        previous_print[3] = B[k * n - 1];
+        __threadfence();
+        launches_finished = launches_finished + 1;
+    }
+}
