@@ -103,7 +103,7 @@ fn against_decoys(audited: &[f64], decoys: &[f64], iqr_ns: f64) -> Option<Judgem
     let bound_ns = Z_FALSE_ALARM * se + margin;
     let suspect = (audited_ns - baseline_ns > bound_ns).then(|| {
         format!(
-            "suspect: {k} audited launches on new inputs, at random places among the timed ones, read {:.3} µs (median) against {:.3} µs for {m} decoys staged the same way with the inputs they had ({:.2}x), beyond the {:.3} µs that noise and the margin allow: the timed launches skipped work the audited ones did (a kernel that tells new inputs from the ones it has seen)",
+            "suspect: {k} audited launches on new inputs read {:.3} µs (median), {m} decoys staged alike {:.3} µs ({:.2}x), beyond the {:.3} µs noise and margin allow: the timed launches skipped work the audited ones did",
             audited_ns / 1e3,
             baseline_ns / 1e3,
             audited_ns / baseline_ns,

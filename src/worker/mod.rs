@@ -7,6 +7,7 @@ mod assemble;
 mod audit;
 mod buffers;
 mod cell;
+mod draw;
 mod failure;
 mod inputs;
 mod kernels;

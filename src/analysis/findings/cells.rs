@@ -54,7 +54,7 @@ pub fn untrusted(exp: &Experiment, verdicts: &[(&Cell, &Verdict)]) -> Vec<Findin
                     .count(),
                 reason: v
                     .reason_after_word()
-                    .map_or_else(|| "the kernel is written to be caught".into(), short),
+                    .map_or_else(|| "the kernel was written to be caught".into(), short),
             }),
         }
     }
@@ -220,7 +220,7 @@ mod tests {
                     word: "passed",
                     cells: vec!["n=2/hot".into()],
                     of: 2,
-                    reason: "the kernel is written to be caught".into(),
+                    reason: "the kernel was written to be caught".into(),
                 }
             ]
         );

@@ -127,9 +127,14 @@ pub struct Trusted<'a> {
 }
 
 impl Trusted<'_> {
-    /// Kernel `k`'s trusted cells as (point, variant, median), in sweep and variant order.
+    /// Kernel `k`'s trusted cells as (point, variant, median), in sweep and variant order;
+    /// none for a kernel written to be caught, whose cells that passed are cheats that got
+    /// through, not readings.
     fn cells(&self, k: usize) -> Vec<(&Point, &str, f64)> {
         let exp = self.exp;
+        if exp.kernels[k].expect_caught {
+            return Vec::new();
+        }
         exp.kernels[k]
             .points
             .iter()
@@ -177,9 +182,11 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
         spoken.extend(rule(cells::ranges(&t)));
     }
     out.extend(spoken);
+    // A kernel written to be caught whose cell passed is a cheat that got through.
+    let caught = |c: &crate::plan::Cell| c.kernel.is_some_and(|k| exp.kernels[k].expect_caught);
     let trusted: Vec<_> = verdicts
         .iter()
-        .filter(|(_, v)| **v == Verdict::Ok)
+        .filter(|(c, v)| **v == Verdict::Ok && !caught(c))
         .map(|(c, _)| *c)
         .collect();
     let flags: Vec<_> = (trusted.iter())
