@@ -4,7 +4,7 @@
 //! cell's cache state. Its output is checked and its inputs read back; the analysis sets its
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
-use super::{check_on, inputs_unchanged, record, unjudged, Draw, Staged};
+use super::{check_on, copy_of, inputs_unchanged, record, unjudged, Draw, Staged};
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
@@ -146,18 +146,7 @@ fn prepare(buffers: &Buffers, armed: &mut Armed) -> Result<(), Failure> {
 /// A copy on the device of each input in `indices` that lives in device memory (None for
 /// the others, and where the copy does not fit: those are read back to the host instead).
 fn keep(buffers: &Buffers, indices: &[usize]) -> Result<Vec<Option<DeviceBuffer>>, Failure> {
-    indices
-        .iter()
-        .map(|&i| {
-            let Some(buf) = buffers.buffer(i).filter(|b| b.in_device_memory()) else {
-                return Ok(None);
-            };
-            let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-                return Ok(None);
-            };
-            copy.copy_from(buf)
-                .map_err(during("audit: keeping an input"))?;
-            Ok(Some(copy))
-        })
+    (indices.iter())
+        .map(|&i| copy_of(buffers, i, None, "audit: keeping an input"))
         .collect()
 }

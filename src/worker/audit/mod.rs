@@ -413,21 +413,34 @@ fn device_copies(
     data: &HostInputs,
 ) -> Result<Vec<Option<DeviceBuffer>>, Failure> {
     (0..data.len())
-        .map(|i| {
-            let (Some(buf), Some(bytes)) = (buffers.buffer(i), data[i].as_deref()) else {
-                return Ok(None);
-            };
-            if !buf.in_device_memory() {
-                return Ok(None);
-            }
-            let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-                return Ok(None);
-            };
-            copy.upload(bytes)
-                .map_err(during("audit: uploading inputs"))?;
-            Ok(Some(copy))
+        .map(|i| match data[i].as_deref() {
+            Some(bytes) => copy_of(buffers, i, Some(bytes), "audit: uploading inputs"),
+            None => Ok(None),
         })
         .collect()
+}
+
+/// A new device buffer the size of argument `index`'s, holding `host`'s bytes or else a
+/// copy of the buffer's own; None where the argument is not in device memory or no copy
+/// fits (its caller then works from the host).
+fn copy_of(
+    buffers: &Buffers,
+    index: usize,
+    host: Option<&[u8]>,
+    what: &'static str,
+) -> Result<Option<DeviceBuffer>, Failure> {
+    let Some(buf) = buffers.buffer(index).filter(|b| b.in_device_memory()) else {
+        return Ok(None);
+    };
+    let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+        return Ok(None);
+    };
+    match host {
+        Some(bytes) => copy.upload(bytes),
+        None => copy.copy_from(buf),
+    }
+    .map_err(during(what))?;
+    Ok(Some(copy))
 }
 
 /// The first byte at which input `index` differs from its copy, compared on the GPU.

@@ -4,11 +4,11 @@
 //! compared on the host takes seconds). A kernel whose output differs from run to run
 //! (atomics in another order) gets the full check each time.
 
-use super::first_difference;
+use super::{copy_of, first_difference};
 use crate::cuda::DeviceBuffer;
 use crate::experiment::Kernel;
 use crate::worker::buffers::Buffers;
-use crate::worker::failure::{during, Failure};
+use crate::worker::failure::Failure;
 use crate::worker::Session;
 
 pub(in crate::worker) struct Snapshot {
@@ -21,15 +21,10 @@ impl Snapshot {
     pub(super) fn take(def: &Kernel, buffers: &Buffers) -> Result<Option<Snapshot>, Failure> {
         let mut copies = Vec::new();
         for i in checked_outputs(def) {
-            let Some(buf) = buffers.buffer(i).filter(|b| b.in_device_memory()) else {
-                return Ok(None);
-            };
-            let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-                return Ok(None);
-            };
-            copy.copy_from(buf)
-                .map_err(during("audit: keeping a checked output"))?;
-            copies.push((i, copy));
+            match copy_of(buffers, i, None, "audit: keeping a checked output")? {
+                Some(copy) => copies.push((i, copy)),
+                None => return Ok(None),
+            }
         }
         Ok((!copies.is_empty()).then_some(Snapshot { copies }))
     }
