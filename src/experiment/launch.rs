@@ -22,6 +22,10 @@ pub struct LaunchSpec {
     /// kernel's own.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub entry: String,
+    /// The entries of the kernel's steps at this point where one takes the sweep
+    /// (`normalize<{{ dtype | ctype }}>`); empty: the steps' own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_entries: Vec<String>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared_bytes: u32,
@@ -147,6 +151,7 @@ pub fn evaluate(
         flops: None,
         options: vec![],
         entry: String::new(),
+        step_entries: Vec::new(),
         grid,
         block,
         shared_bytes: shared,

@@ -272,6 +272,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             flops: None,
             options: vec![],
             entry: String::new(),
+            step_entries: Vec::new(),
             grid: [1, 1, 1],
             block: [1, 1, 1],
             shared_bytes: 0,

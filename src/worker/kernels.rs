@@ -88,11 +88,13 @@ impl KernelKey {
     }
 }
 
-/// What compiling an experiment kernel takes from its launch at a point: the entry (a
-/// template's arguments may come from the sweep) and the extra NVRTC options.
+/// What compiling an experiment kernel takes from its launch at a point: the entries of
+/// the kernel and its steps (a template's arguments may come from the sweep) and the extra
+/// NVRTC options.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Build<'a> {
     entry: &'a str,
+    steps: &'a [String],
     options: &'a [String],
 }
 
@@ -100,18 +102,37 @@ impl<'a> Build<'a> {
     pub fn of(spec: &'a LaunchSpec) -> Self {
         Build {
             entry: &spec.entry,
+            steps: &spec.step_entries,
             options: &spec.options,
         }
     }
 
     /// Tells compiled images apart: a define or a template argument may follow the sweep.
     pub fn hash(&self) -> u64 {
-        // Each part ends in a NUL, so ["a", "b"] and ["ab"] differ.
+        // Each part ends in a NUL, so ["a", "b"] and ["ab"] differ; the steps' entries, where
+        // the sweep sets them, after an empty part, so that an option never passes for one.
+        let steps = (!self.steps.is_empty()).then_some("");
         let joined: String = std::iter::once(self.entry)
             .chain(self.options.iter().map(String::as_str))
+            .chain(
+                steps
+                    .into_iter()
+                    .chain(self.steps.iter().map(String::as_str)),
+            )
             .map(|o| format!("{o}\0"))
             .collect();
         super::inputs::fnv1a(joined.as_bytes())
+    }
+
+    /// The entries of the kernel's steps to compile: this point's, else the steps' own.
+    pub fn step_entries<'k>(&self, def: &'k Kernel) -> Vec<&'k str>
+    where
+        'a: 'k,
+    {
+        match self.steps.is_empty() {
+            true => def.step_entries(),
+            false => self.steps.iter().map(String::as_str).collect(),
+        }
     }
 
     /// The entry to compile: this point's, else the kernel's own.
@@ -462,7 +483,7 @@ impl Compiler {
         extra: Option<&str>,
     ) -> Result<Image, CudaError> {
         let mut entries = vec![build.entry(def)];
-        entries.extend(def.step_entries());
+        entries.extend(build.step_entries(def));
         let Some(module) = &def.module else {
             let source = match extra {
                 Some(extra) => format!("{}{extra}", def.source_text),

@@ -102,7 +102,11 @@ pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, CudaErro
         };
         let mut given = vec![(entry.to_string(), sizes(&spec.args, def.takes.as_deref()))];
         let steps = def.steps.iter().filter(|s| s.copy.is_none());
-        given.extend(steps.map(|s| (s.entry.clone(), sizes(&spec.args, Some(&s.args)))));
+        let names = Build::of(spec).step_entries(def);
+        given.extend(
+            (steps.zip(names))
+                .map(|(s, name)| (name.to_string(), sizes(&spec.args, Some(&s.args)))),
+        );
         for ((name, given), want) in given.iter().zip(&want) {
             if let Some(m) = params_differ(want, given, name) {
                 failures.push(format!("{what}: {m}"));

@@ -68,9 +68,15 @@ impl Validator<'_> {
                 expr::names(&scope)
             ))
         })?;
-        if rk.entry.get_ref().contains("{{") {
-            spec.entry = expr::render(rk.entry.get_ref(), &scope)
-                .map_err(|m| self.err(&rk.entry, format!("entry at {}: {m}", point_label(p))))?;
+        if is_template(rk.entry.get_ref()) {
+            spec.entry = self.rendered(&rk.entry, "entry", p, &scope)?;
+        }
+        let step_entries: Vec<&Spanned<String>> =
+            rk.then.iter().filter_map(|s| s.entry.as_ref()).collect();
+        if step_entries.iter().any(|e| is_template(e.get_ref())) {
+            spec.step_entries = (step_entries.iter())
+                .map(|e| self.rendered(e, "a step's entry", p, &scope))
+                .collect::<Result<_, _>>()?;
         }
         if let Some(opts) = &rk.options {
             spec.options =
@@ -86,6 +92,27 @@ impl Validator<'_> {
             .map(|(raw, step)| self.step_shape(raw, step, &spec.args, p))
             .collect::<Result<_, _>>()?;
         Ok(spec)
+    }
+
+    /// `text` rendered from the sweep at point `p`, refused where it still holds a template's
+    /// braces (a brace the rendering wrote itself would reach NVRTC as it is).
+    fn rendered(
+        &self,
+        text: &Spanned<String>,
+        what: &str,
+        p: &Point,
+        scope: &Scope,
+    ) -> Result<String, ConfigError> {
+        let at = point_label(p);
+        let out = (expr::render(text.get_ref(), scope))
+            .map_err(|m| self.err(text, format!("{what} at {at}: {m}")))?;
+        match is_template(&out) {
+            true => Err(self.err(
+                text,
+                format!("{what} at {at} renders to `{out}`, which still holds `{{{{` or `{{%`: a name NVRTC cannot look up"),
+            )),
+            false => Ok(out),
+        }
     }
 
     /// Bytes or flops per launch at point `p`, where the kernel declares them: not negative.
@@ -109,6 +136,11 @@ impl Validator<'_> {
         }
         Ok(Some(v))
     }
+}
+
+/// Whether a string is a template the sweep renders.
+fn is_template(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%")
 }
 
 /// Where in the kernel's table the part of its launch that failed is written.

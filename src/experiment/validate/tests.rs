@@ -112,6 +112,30 @@ fn a_templated_entry_takes_the_sweep_at_every_point() {
 }
 
 #[test]
+fn a_step_entry_takes_the_sweep_and_a_leftover_brace_is_refused() {
+    let t = text("T = [\"float\", \"double\"]", "floor = false").replace(
+        "name = \"matmul-tiled\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\n",
+        "name = \"matmul-tiled\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nthen = [{ entry = \"second<{{ T }}>\", grid = [1], block = [1], args = [] }]\n",
+    );
+    let e = parse_text(&t).unwrap();
+    let steps: Vec<&[String]> = (e.kernels[0].launches.iter())
+        .map(|l| l.step_entries.as_slice())
+        .collect();
+    assert_eq!(steps, [["second<float>"], ["second<double>"]]);
+    assert!(e.kernels[1]
+        .launches
+        .iter()
+        .all(|l| l.step_entries.is_empty()));
+    // A brace the rendering wrote itself is refused, naming the step's entry.
+    let bad = t.replace("second<{{ T }}>", "second<{{ '{{' }}>");
+    let err = parse_text(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("a step's entry") && err.contains("still holds"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_type_axis_sets_buffer_types_and_template_arguments() {
     let text = r#"
 [experiment]
