@@ -77,7 +77,7 @@ impl<'a> Analysis<'a> {
             records.entry(r.cell).or_default().push(r);
         }
         let exp = &s.experiment;
-        let types: Vec<crate::experiment::Dtype> =
+        let types: Vec<crate::experiment::rates::FlopsType> =
             exp.kernels.iter().filter_map(|k| k.flops_type).collect();
         let host_copies =
             (exp.kernels.iter()).any(|k| k.copy.is_some() && (k.on_host(0) || k.on_host(1)));

@@ -5,6 +5,7 @@
 
 use crate::experiment::rates::{
     core_flops, dram, fp32_lanes, fp64_lanes, half_factors, ops_per_sm_clock,
+    tensor_ops_per_sm_clock, FlopsType,
 };
 use crate::experiment::Dtype;
 use crate::protocol::{capability, DeviceInfo};
@@ -21,6 +22,8 @@ pub struct Peaks {
     pub fp64: Option<f64>,
     pub fp16: Option<f64>,
     pub bf16: Option<f64>,
+    /// The tensor cores' dense peaks of the types the experiment's kernels declare.
+    pub tensor: Vec<(FlopsType, f64)>,
     /// The most operations per second the device does of any type on any unit (FP8 or INT8
     /// on tensor cores, with 2:4 sparsity), where its tables are known.
     pub ceiling: Option<f64>,
@@ -28,13 +31,16 @@ pub struct Peaks {
 }
 
 impl Peaks {
-    /// The peak a kernel's FLOPs of `dtype` are a share of.
-    pub fn flops(&self, dtype: Dtype) -> Option<f64> {
-        match dtype {
-            Dtype::F64 => self.fp64,
-            Dtype::F16 => self.fp16,
-            Dtype::Bf16 => self.bf16,
-            _ => self.fp32,
+    /// The peak a kernel's FLOPs of `flops` are a share of.
+    pub fn flops(&self, flops: FlopsType) -> Option<f64> {
+        match flops {
+            FlopsType::Cores(Dtype::F64) => self.fp64,
+            FlopsType::Cores(Dtype::F16) => self.fp16,
+            FlopsType::Cores(Dtype::Bf16) => self.bf16,
+            FlopsType::Cores(_) => self.fp32,
+            FlopsType::Tensor(_) => {
+                (self.tensor.iter()).find_map(|(t, p)| (*t == flops).then_some(*p))
+            }
         }
     }
 
@@ -50,7 +56,13 @@ impl Peaks {
 /// The device's peaks; `types`: the FLOP types the experiment's kernels declare, `host`:
 /// whether it copies to or from the host (a peak is described only where a kernel is
 /// compared with it).
-pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
+pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
+    let types: Vec<Dtype> = (flops.iter())
+        .filter_map(|f| match f {
+            FlopsType::Cores(d) => Some(*d),
+            FlopsType::Tensor(_) => None,
+        })
+        .collect();
     let dram = d
         .mem_bus_width_bits
         .map(|bits| dram(d.mem_clock_max_mhz, bits));
@@ -93,6 +105,28 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
             ));
         }
     }
+    let mut tensor: Vec<(FlopsType, f64)> = Vec::new();
+    for &f in flops.iter().filter(|f| matches!(f, FlopsType::Tensor(_))) {
+        let cc = capability(d);
+        let (Some(p), Some(ops), false) = (
+            f.peak(cc, d.sm_count, d.sm_clock_max_mhz),
+            (match f {
+                FlopsType::Tensor(t) => tensor_ops_per_sm_clock(cc, t),
+                FlopsType::Cores(_) => None,
+            }),
+            tensor.iter().any(|(t, _)| *t == f),
+        ) else {
+            continue;
+        };
+        source.push(format!(
+            "{} {:.1} TFLOP/s = {} SMs x {} MHz x {ops} operations per SM per clock (NVIDIA's dense peaks, `rates.rs`)",
+            f.name(),
+            p / 1e12,
+            d.sm_count,
+            d.sm_clock_max_mhz,
+        ));
+        tensor.push((f, p));
+    }
     let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
     let ceiling = ops_per_sm_clock(capability(d)).map(|ops| ops * clocks);
     let host_link = d.host_link.filter(|_| host);
@@ -104,6 +138,7 @@ pub fn peaks(d: &DeviceInfo, types: &[Dtype], host: bool) -> Peaks {
         fp64,
         fp16,
         bf16,
+        tensor,
         ceiling,
         source: source.join("; "),
     }

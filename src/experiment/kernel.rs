@@ -7,7 +7,6 @@ pub use super::launch::{
 
 use super::arg::Arg;
 use super::expr::NumExpr;
-use super::schema::Dtype;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,7 +52,7 @@ pub struct Kernel {
     pub module: Option<Prebuilt>,
     /// The type of its declared FLOPs (None: f32), for the peak they are compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flops_type: Option<Dtype>,
+    pub flops_type: Option<super::rates::FlopsType>,
     /// The kernel's sweep points: the experiment's, crossed with the kernel's own axes.
     #[serde(skip)]
     pub points: Vec<super::Point>,
@@ -219,7 +218,7 @@ pub struct Check {
 /// A check against a reference kernel, given the checked kernel's arguments by name: the
 /// outputs both kernels write from the same inputs must agree within
 /// `|a - b| <= atol + rtol * |b|`; where not given, the tolerances of the output's type
-/// ([`Dtype::default_tolerances`]: integers exactly).
+/// ([`super::Dtype::default_tolerances`]: integers exactly).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelCheck {
     pub kernel: usize,

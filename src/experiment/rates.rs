@@ -48,6 +48,107 @@ pub fn ops_per_sm_clock(cc: (i64, i64)) -> Option<f64> {
     }
 }
 
+/// What a kernel's declared FLOPs are counted against (`flops_type`): the CUDA cores of one
+/// type, or the tensor cores of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FlopsType {
+    Cores(Dtype),
+    Tensor(Tensor),
+}
+
+/// The tensor cores' input types: dense matrix multiply-accumulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Tensor {
+    F16,
+    Bf16,
+    Tf32,
+    E4m3,
+    E5m2,
+    I8,
+}
+
+impl Default for FlopsType {
+    fn default() -> Self {
+        FlopsType::Cores(Dtype::F32)
+    }
+}
+
+impl FlopsType {
+    /// The values `flops_type` takes, as the key reference and errors list them.
+    pub const KEYS: &'static str = "f16, bf16, f32, f64 (CUDA cores), tensor-f16, tensor-bf16, tensor-tf32, tensor-e4m3, tensor-e5m2, tensor-i8 (tensor cores, dense)";
+
+    pub fn parse(text: &str) -> Option<FlopsType> {
+        let tensor = match text.strip_prefix("tensor-") {
+            None => {
+                return Dtype::parse(text)
+                    .filter(|d| d.is_float())
+                    .map(FlopsType::Cores)
+            }
+            Some(t) => t,
+        };
+        Some(FlopsType::Tensor(match tensor {
+            "f16" => Tensor::F16,
+            "bf16" => Tensor::Bf16,
+            "tf32" => Tensor::Tf32,
+            "e4m3" => Tensor::E4m3,
+            "e5m2" => Tensor::E5m2,
+            "i8" => Tensor::I8,
+            _ => return None,
+        }))
+    }
+
+    /// How a report names the peak: `FP32`, `FP16 (without tensor cores)`, `FP16 tensor-core
+    /// (dense)`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlopsType::Cores(Dtype::F64) => "FP64",
+            FlopsType::Cores(Dtype::F16) => "FP16 (without tensor cores)",
+            FlopsType::Cores(Dtype::Bf16) => "BF16 (without tensor cores)",
+            FlopsType::Cores(_) => "FP32",
+            FlopsType::Tensor(Tensor::F16) => "FP16 tensor-core (dense)",
+            FlopsType::Tensor(Tensor::Bf16) => "BF16 tensor-core (dense)",
+            FlopsType::Tensor(Tensor::Tf32) => "TF32 tensor-core (dense)",
+            FlopsType::Tensor(Tensor::E4m3) => "FP8 E4M3 tensor-core (dense)",
+            FlopsType::Tensor(Tensor::E5m2) => "FP8 E5M2 tensor-core (dense)",
+            FlopsType::Tensor(Tensor::I8) => "INT8 tensor-core (dense, operations)",
+        }
+    }
+
+    /// Operations per second of this type on `sm_count` SMs at `mhz`; None where the
+    /// compute capability's tables are not known or lack the type.
+    pub fn peak(self, cc: (i64, i64), sm_count: i64, mhz: i64) -> Option<f64> {
+        match self {
+            FlopsType::Cores(dtype) => core_flops(cc, sm_count, mhz, dtype),
+            FlopsType::Tensor(t) => {
+                tensor_ops_per_sm_clock(cc, t).map(|ops| ops * sm_count as f64 * mhz as f64 * 1e6)
+            }
+        }
+    }
+}
+
+/// Dense tensor-core operations (a multiply-add counts two) per SM per clock, by compute
+/// capability and input type: NVIDIA's published dense peaks over the SMs and the clock they
+/// are quoted at. 8.0 (A100: 312 TFLOP/s FP16 on 108 SMs at 1410 MHz, TF32 156, INT8 624
+/// TOPS, no FP8); 8.9 (L40S: 362 FP16 on 142 SMs at 2520 MHz, TF32 181, FP8 and INT8 733);
+/// 9.0 (H100 SXM: 989 FP16 on 132 SMs at 1830 MHz, TF32 495, FP8 and INT8 1979); 10.0 (B200:
+/// twice 9.0's per SM); 12.0 (RTX PRO 6000 Blackwell: as 8.9's per SM). GeForce parts run
+/// FP16 and BF16 with FP32 accumulation at half these rates.
+pub fn tensor_ops_per_sm_clock(cc: (i64, i64), t: Tensor) -> Option<f64> {
+    let (half, tf32, fp8, int8) = match cc {
+        (8, 0) => (2048.0, 1024.0, None, 4096.0),
+        (8, 9) | (12, _) => (1024.0, 512.0, Some(2048.0), 2048.0),
+        (9, 0) => (4096.0, 2048.0, Some(8192.0), 8192.0),
+        (10, _) => (8192.0, 4096.0, Some(16384.0), 16384.0),
+        _ => return None,
+    };
+    match t {
+        Tensor::F16 | Tensor::Bf16 => Some(half),
+        Tensor::Tf32 => Some(tf32),
+        Tensor::E4m3 | Tensor::E5m2 => fp8,
+        Tensor::I8 => Some(int8),
+    }
+}
+
 /// DRAM bytes per second: two transfers per memory clock over the bus.
 pub fn dram(mem_clock_mhz: i64, bus_bits: i64) -> f64 {
     2.0 * mem_clock_mhz as f64 * 1e6 * bus_bits as f64 / 8.0
@@ -74,14 +175,10 @@ impl DeviceFacts {
             .map(|bits| dram(self.mem_clock_max_mhz, bits))
     }
 
-    /// FLOPs per second of `dtype` on the CUDA cores at the driver's maximum SM clock.
-    pub fn flops_peak(&self, dtype: Dtype) -> Option<f64> {
-        core_flops(
-            (self.cc_major, self.cc_minor),
-            self.sm_count,
-            self.sm_clock_max_mhz,
-            dtype,
-        )
+    /// Operations per second of `flops` at the driver's maximum SM clock.
+    pub fn flops_peak(&self, flops: FlopsType) -> Option<f64> {
+        let cc = (self.cc_major, self.cc_minor);
+        flops.peak(cc, self.sm_count, self.sm_clock_max_mhz)
     }
 }
 
@@ -101,17 +198,38 @@ mod tests {
     }
 
     #[test]
+    fn tensor_peaks_follow_the_data_sheets() {
+        let tensor = |t: &str| FlopsType::parse(t).unwrap();
+        // An H100 SXM at the 1830 MHz its data sheet quotes: 989 TFLOP/s dense FP16.
+        let h100 = |t: &str| tensor(t).peak((9, 0), 132, 1830).unwrap() / 1e12;
+        assert!((h100("tensor-f16") - 989.5).abs() < 0.5);
+        assert!((h100("tensor-tf32") - 494.7).abs() < 0.5);
+        assert!((h100("tensor-e4m3") - 1978.9).abs() < 0.5);
+        // An A100: 312 dense FP16, 624 INT8 TOPS, no FP8.
+        let a100 = |t: &str| tensor(t).peak((8, 0), 108, 1410).map(|p| p / 1e12);
+        assert!((a100("tensor-bf16").unwrap() - 311.9).abs() < 0.5);
+        assert!((a100("tensor-i8").unwrap() - 623.8).abs() < 0.5);
+        assert_eq!(a100("tensor-e5m2"), None);
+        // The dense tensor peaks stay below the sparse ceiling.
+        assert!(tensor_ops_per_sm_clock((9, 0), Tensor::E4m3) < ops_per_sm_clock((9, 0)));
+        assert_eq!(FlopsType::parse("f32"), Some(FlopsType::Cores(Dtype::F32)));
+        assert_eq!(FlopsType::parse("i32"), None);
+        assert_eq!(FlopsType::parse("tensor-f64"), None);
+        assert_eq!(tensor("tensor-f16").name(), "FP16 tensor-core (dense)");
+    }
+
+    #[test]
     fn the_assumed_h100_has_its_data_sheets_peaks() {
         let h100 = DeviceFacts::nominal();
         // 2 x 2619 MHz x 5120 bits: 3.35 TB/s; 132 SMs x 1980 MHz x 128 lanes x 2: 66.9 TFLOP/s.
         assert_eq!(h100.dram_peak().unwrap().round(), 3_352_320_000_000.0);
         assert_eq!(
-            h100.flops_peak(Dtype::F32).unwrap().round(),
+            h100.flops_peak(FlopsType::default()).unwrap().round(),
             66_908_160_000_000.0
         );
         assert_eq!(
-            h100.flops_peak(Dtype::F64),
-            h100.flops_peak(Dtype::F32).map(|p| p / 2.0)
+            h100.flops_peak(FlopsType::Cores(Dtype::F64)),
+            h100.flops_peak(FlopsType::default()).map(|p| p / 2.0)
         );
     }
 }

@@ -13,7 +13,7 @@ use crate::experiment::knobs::{
     budget::Budget, cache::Cache, inputs::Inputs, launches::Launches, queue::Queue,
     timer::TimerKind,
 };
-use crate::experiment::{ArgValue, Dtype, Experiment, Init, Kernel, LaunchSpec, Memory};
+use crate::experiment::{ArgValue, Experiment, Init, Kernel, LaunchSpec, Memory};
 
 /// A worker process's start (NVML, driver, context) and exit, outside its cells: the run's
 /// wall time less its cells and peers, per process, was 0.20 s in each fresh-process run.
@@ -218,9 +218,7 @@ fn launch_seconds(exp: &Experiment, spec: &LaunchSpec, kernel: Option<&Kernel>) 
         Some(_) if kernel.on_host(0) || kernel.on_host(1) => HOST_LINK_BYTES_PER_S,
         _ => dram(exp),
     };
-    let flops_peak = exp
-        .facts
-        .flops_peak(kernel.flops_type.unwrap_or(Dtype::F32));
+    let flops_peak = exp.facts.flops_peak(kernel.flops_type.unwrap_or_default());
     let declared = spec.bytes.is_some() || spec.flops.is_some();
     let matmul = match (&kernel.check, &spec.check_dims[..]) {
         (Some(c), [m, k, n]) if c.reference == "matmul" => Some(2.0 * (m * k * n) as f64),

@@ -6,7 +6,8 @@
 use super::best;
 use super::format;
 use crate::analysis::{peaks::Peaks, trust::Verdict, Analysis};
-use crate::experiment::{point_label, Dtype};
+use crate::experiment::point_label;
+use crate::experiment::rates::FlopsType;
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -62,7 +63,7 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                                 Some(ns) => {
                                     let flops = launch
                                         .flops
-                                        .map(|f| (f, kernel.flops_type.unwrap_or(Dtype::F32)));
+                                        .map(|f| (f, kernel.flops_type.unwrap_or_default()));
                                     let mut text = cell(ns, launch.bytes, byte_peak, flops, peaks);
                                     if let Some(c) = a.cell_at(k, p, &v.name) {
                                         if let v @ (Verdict::Suspect(_) | Verdict::Impossible(_)) =
@@ -90,7 +91,7 @@ fn cell(
     ns: f64,
     bytes: Option<f64>,
     byte_peak: Option<f64>,
-    flops: Option<(f64, Dtype)>,
+    flops: Option<(f64, FlopsType)>,
     peaks: &Peaks,
 ) -> String {
     // `over`: what a share above 100% means, where it is not impossible.
@@ -120,6 +121,10 @@ fn cell(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::rates::Tensor;
+    use crate::experiment::Dtype;
+
+    const F32: FlopsType = FlopsType::Cores(Dtype::F32);
 
     #[test]
     fn an_h100s_peaks_and_a_reading_above_them() {
@@ -130,6 +135,7 @@ mod tests {
             fp64: Some(33.5e12),
             fp16: None,
             bf16: None,
+            tensor: vec![(FlopsType::Tensor(Tensor::F16), 989.5e12)],
             ceiling: None,
             source: String::new(),
         };
@@ -140,14 +146,30 @@ mod tests {
         // A copy of 1 GiB to the host in 20 ms: 53.69 GB/s, 85% of the link's 63 GB/s.
         let c = cell(20e6, Some(1073741824.0), p.host_link, None, &p);
         assert_eq!(c, "53.69 GB/s (85%)");
-        let both = cell(1e6, Some(1e9), p.dram, Some((2e9, Dtype::F32)), &p);
+        let both = cell(1e6, Some(1e9), p.dram, Some((2e9, F32)), &p);
         assert!(both.contains("GB/s") && both.contains("TFLOP/s"), "{both}");
         // 20 TFLOP/s: 30% of FP32's peak, 60% of FP64's; no FP16 peak, no share.
-        assert!(cell(1e6, None, None, Some((2e10, Dtype::F32)), &p).ends_with("(30%)"));
-        assert!(cell(1e6, None, None, Some((2e10, Dtype::F64)), &p).ends_with("(60%)"));
+        assert!(cell(1e6, None, None, Some((2e10, F32)), &p).ends_with("(30%)"));
+        assert!(cell(
+            1e6,
+            None,
+            None,
+            Some((2e10, FlopsType::Cores(Dtype::F64))),
+            &p
+        )
+        .ends_with("(60%)"));
         assert_eq!(
-            cell(1e6, None, None, Some((2e10, Dtype::F16)), &p),
+            cell(
+                1e6,
+                None,
+                None,
+                Some((2e10, FlopsType::Cores(Dtype::F16))),
+                &p
+            ),
             "20.00 TFLOP/s"
         );
+        // 200 TFLOP/s on the tensor cores: 20% of their dense FP16 peak.
+        let tensor = Some((2e11, FlopsType::Tensor(Tensor::F16)));
+        assert!(cell(1e6, None, None, tensor, &p).ends_with("(20%)"));
     }
 }

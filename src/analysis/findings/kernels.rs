@@ -4,7 +4,8 @@
 use super::{At, Finding, Reading, Trusted, ALIKE_FRACTION};
 use crate::analysis::peaks::Peaks;
 use crate::analysis::units::{ratio_interval, seed_of};
-use crate::experiment::{Dtype, Point};
+use crate::experiment::rates::FlopsType;
+use crate::experiment::Point;
 
 /// A kernel against its baseline over every cell where both are trusted: speed-up =
 /// the baseline's median / the kernel's.
@@ -95,7 +96,7 @@ pub enum Work {
     Bytes {
         host_link: bool,
     },
-    Flops(Dtype),
+    Flops(FlopsType),
 }
 
 /// A kernel's best rate against the device's peak.
@@ -131,7 +132,7 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
     let mut out = Vec::new();
     for (k, kernel) in exp.kernels.iter().enumerate() {
         let host_link = kernel.copy.is_some() && (kernel.on_host(0) || kernel.on_host(1));
-        let dtype = kernel.flops_type.unwrap_or(Dtype::F32);
+        let dtype = kernel.flops_type.unwrap_or_default();
         let works = [
             (
                 Work::Bytes { host_link },
@@ -352,6 +353,7 @@ mod tests {
             fp64: None,
             fp16: None,
             bf16: None,
+            tensor: vec![],
             ceiling: None,
             source: String::new(),
         }
@@ -379,7 +381,7 @@ mod tests {
             shares,
             [
                 (Work::Bytes { host_link: false }, 0.8, true),
-                (Work::Flops(Dtype::F32), 0.05, false)
+                (Work::Flops(FlopsType::default()), 0.05, false)
             ]
         );
         // An L2 as large as every buffer: the best over all points, said to be L2's.

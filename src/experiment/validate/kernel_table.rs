@@ -6,9 +6,10 @@ use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr;
 use crate::experiment::kernel::{self, Check, Kernel};
+use crate::experiment::rates::FlopsType;
 use crate::experiment::schema::{self, RawArg, RawCopy, RawKernel};
 use crate::experiment::sweep::SweepSpec;
-use crate::experiment::{sweep, Dtype, Point, Sources, MAX_CELLS};
+use crate::experiment::{sweep, Point, Sources, MAX_CELLS};
 use indexmap::IndexMap;
 use std::path::Path;
 use toml::Spanned;
@@ -310,21 +311,23 @@ impl Validator<'_> {
         })
     }
 
-    /// `flops_type`, a floating-point type where given.
-    fn flops_type(&self, rk: &RawKernel) -> Result<Option<Dtype>, ConfigError> {
+    /// `flops_type`, a floating-point type on the CUDA cores or an input type of the tensor
+    /// cores, where given.
+    fn flops_type(&self, rk: &RawKernel) -> Result<Option<FlopsType>, ConfigError> {
         let Some(t) = &rk.flops_type else {
             return Ok(None);
         };
-        let dtype = Dtype::parse(t.get_ref())
-            .filter(|d| d.is_float())
-            .ok_or_else(|| {
-                self.err(
-                    t,
-                    format!("flops_type `{}` is not a floating-point type", t.get_ref()),
-                )
-                .with_hint("one of f16, bf16, f32, f64")
-            })?;
-        Ok(Some(dtype))
+        let flops = FlopsType::parse(t.get_ref()).ok_or_else(|| {
+            self.err(
+                t,
+                format!(
+                    "flops_type `{}` is not a type FLOPs are counted in",
+                    t.get_ref()
+                ),
+            )
+            .with_hint(format!("one of {}", FlopsType::KEYS))
+        })?;
+        Ok(Some(flops))
     }
 
     /// The kernel's points: each of the experiment's, crossed with the kernel's own axes;

@@ -3,7 +3,6 @@
 
 use super::{against, place, share, speed, time};
 use crate::analysis::findings::{Best, Peak, Speedup, Work, ALIKE_FRACTION};
-use crate::experiment::Dtype;
 use crate::report::format;
 
 /// A kernel against its baseline kernel.
@@ -76,7 +75,7 @@ pub(super) fn peak(p: &Peak) -> String {
         Work::Flops(dtype) => (
             format!("{} TFLOP/s", format::number(p.rate / 1e12)),
             format!("{} TFLOP/s", format::number(p.peak / 1e12)),
-            flops_name(dtype),
+            dtype.name(),
             si(p.amount, "FLOP"),
         ),
     };
@@ -138,15 +137,6 @@ fn si(v: f64, unit: &str) -> String {
         .find(|(s, _)| v >= *s)
         .unwrap_or((1.0, ""));
     format!("{} {prefix}{unit}", format::number(v / scale))
-}
-
-fn flops_name(dtype: Dtype) -> &'static str {
-    match dtype {
-        Dtype::F64 => "FP64",
-        Dtype::F16 => "FP16 (without tensor cores)",
-        Dtype::Bf16 => "BF16 (without tensor cores)",
-        _ => "FP32",
-    }
 }
 
 #[cfg(test)]
