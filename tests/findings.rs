@@ -243,7 +243,7 @@ fn check(run: &Run, f: &str) -> bool {
             speedup,
         ),
         (
-            r"^`(?P<k>[^`]+)` reaches (?P<rate>[\d.]+) (?P<ru>GB/s|TFLOP/s), (?P<share>[\d.]+)% of the (?P<peak>[\d.]+) (?:GB/s|TFLOP/s) (?P<name>DRAM|host link|FP32|FP64|FP16 \(without tensor cores\)|BF16 \(without tensor cores\)) peak, (?:at (?P<p>[^()]+) \((?P<v>[^)]+)\)|under (?P<v2>[^:]+)): (?P<amount>[\d.]+) (?P<prefix>[kMGT]?)(?:B|FLOP) in (?P<t>TIME)(?:; at no trusted point must all its bytes cross DRAM .*)?\.$",
+            r"^`(?P<k>[^`]+)` reaches (?P<rate>[\d.]+) (?P<ru>GB/s|TFLOP/s), (?P<share>[\d.]+)% of the (?P<peak>[\d.]+) (?:GB/s|TFLOP/s) (?P<name>DRAM|host link|FP32|FP64|FP16 \(without tensor cores\)|BF16 \(without tensor cores\)|(?:FP16|BF16|TF32|FP8 E4M3|FP8 E5M2) tensor-core \(dense\)|INT8 tensor-core \(dense, operations\)) peak, (?:at (?P<p>[^()]+) \((?P<v>[^)]+)\)|under (?P<v2>[^:]+)): (?P<amount>[\d.]+) (?P<prefix>[kMGT]?)(?:B|FLOP) in (?P<t>TIME)(?:; at no trusted point must all its bytes cross DRAM .*)?\.$",
             peak,
         ),
         (
@@ -483,6 +483,11 @@ fn device_peak(run: &Run, name: &str) -> Option<f64> {
         "DRAM" => Some(2.0 * f("mem_clock_max_mhz") * 1e6 * f("mem_bus_width_bits") / 8.0 / 1e9),
         "FP32" => Some(lanes(128.0)),
         "FP64" => Some(lanes(64.0)),
+        // The tensor cores' dense peaks: the H100 SXM data sheet's 989 TFLOP/s FP16 (495
+        // TF32, 1979 FP8 and INT8) on 132 SMs at 1830 MHz, per SM per clock.
+        n if n.starts_with("FP16 tensor") || n.starts_with("BF16 tensor") => Some(lanes(2048.0)),
+        n if n.starts_with("TF32 tensor") => Some(lanes(1024.0)),
+        n if n.starts_with("FP8") || n.starts_with("INT8") => Some(lanes(4096.0)),
         n if n.starts_with("FP16") || n.starts_with("BF16") => Some(lanes(256.0)),
         _ => None,
     }
