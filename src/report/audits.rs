@@ -1,5 +1,5 @@
-//! The audits table of `cells.md`: each cell's audited regions among its timed ones, the
-//! rank test's finding and detection limit, and what the audits cost.
+//! The audits table of `cells.md`: each cell's audited regions and decoys among its timed
+//! ones, the test's bound and detection limit, and what the audits cost.
 
 use super::format;
 use crate::analysis::audits::{

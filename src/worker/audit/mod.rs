@@ -2,14 +2,15 @@
 //! each input's `init`), their outputs checked against the reference on those inputs and
 //! their inputs read back unchanged, their times set against the timed launches'.
 //!
-//! Where it can, the audit sits among the timed launches ([`among`]): a few regions at
-//! positions drawn from a recorded seed, each the cell's own region (a launch, a batch, a
-//! graph replay) on its own buffers, after the same resets and flush, timed by the same
-//! timer. Only the inputs' values differ, copied in just before: no pause, launch count,
-//! address, clock or prior output tells a kernel which launches are audited. A kernel that
-//! still tells them apart (by inputs it has not seen) is slower in them, and the rank test
-//! of [`crate::method::audit::judge`] says so. Elsewhere one launch after the timed ones
-//! ([`after`]) is the weaker audit, and the record says why.
+//! Where it can, the audit sits among the timed launches ([`among`]): audited regions and
+//! decoys at positions drawn from a recorded seed, each the cell's own region (a launch, a
+//! batch, a graph replay) on its own buffers, after the same resets and flush, timed by the
+//! same timer, after a copy into its inputs. Only the audited regions' values are new: no
+//! pause, launch count, address, clock or prior output tells a kernel which launches are
+//! audited. A kernel that still tells them apart (by inputs it has not seen) is slower in
+//! them than in the decoys, which the analysis (`analysis::audits`) sets against them.
+//! Elsewhere one launch after the timed ones ([`after`]) is the weaker audit, and the
+//! record says why.
 
 mod after;
 mod among;
@@ -107,8 +108,8 @@ impl Auditor {
         Ok(())
     }
 
-    /// Ends the audit once the timer's readings are in: the rank test for audits among the
-    /// timed launches, the launch after them for the weaker audit.
+    /// Ends the audit once the timer's readings are in: the record of the regions among the
+    /// timed launches (the analysis judges them), or the weaker audit's launch after them.
     pub(super) fn finish<'b>(
         self,
         s: &mut Session,
