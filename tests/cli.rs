@@ -578,6 +578,18 @@ fn plan_shows_each_kernels_launch_work_buffers_check_zipped_axes_and_peers() {
 }
 
 #[test]
+fn plan_calls_an_untimed_reference_what_it_is() {
+    let out = run(&["plan", "experiments/histogram-budget.toml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("    check: none of its own: it is the reference of shared, global")
+            && !text.contains("it writes no output"),
+        "{text}"
+    );
+}
+
+#[test]
 fn plan_compile_compiles_with_nvrtc_where_it_is_installed_and_says_so_where_not() {
     let (_dir, path) = write_experiment("sum.toml", &two_pass_sum());
     let out = run(&["plan", path.to_str().unwrap(), "--compile"]);

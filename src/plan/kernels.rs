@@ -133,6 +133,11 @@ fn roles(k: &Kernel) -> String {
 /// What the kernel's output is checked against, and how.
 fn check(exp: &Experiment, k: &Kernel) -> String {
     let name = |i: usize| k.args[i].name.as_str();
+    // The kernels this one is the reference of (`check_kernel`).
+    let checks: Vec<&str> = (exp.kernels.iter())
+        .filter(|o| (o.check_kernel.as_ref()).is_some_and(|c| exp.kernels[c.kernel].name == k.name))
+        .map(|o| o.name.as_str())
+        .collect();
     let mut text = if k.unchecked {
         "none: timed unchecked (unchecked = true), and every table says so".to_string()
     } else if let Some(c) = &k.check {
@@ -161,17 +166,18 @@ fn check(exp: &Experiment, k: &Kernel) -> String {
             t += &format!(" and has its own {}", own.join(", "));
         }
         t
-    } else {
+    } else if checks.is_empty() {
         "nothing to check (it writes no output)".to_string()
+    } else {
+        format!(
+            "none of its own: it is the reference of {}",
+            checks.join(", ")
+        )
     };
     if k.expect_caught {
         text += "; expected to be caught (expect = \"caught\")";
     }
-    let checks: Vec<&str> = (exp.kernels.iter())
-        .filter(|o| (o.check_kernel.as_ref()).is_some_and(|c| exp.kernels[c.kernel].name == k.name))
-        .map(|o| o.name.as_str())
-        .collect();
-    if !checks.is_empty() {
+    if !checks.is_empty() && (k.check.is_some() || k.check_kernel.is_some() || k.unchecked) {
         text += &format!("; the reference of {}", checks.join(", "));
     }
     text
