@@ -113,6 +113,21 @@ pub fn compile(
     result
 }
 
+/// Where a header the source includes was not found: where the toolkit's headers were
+/// looked for, and how to point at them (NVRTC from pip ships none of its own).
+fn header_hint(log: &str) -> String {
+    if !log.contains("cannot open source file") {
+        return String::new();
+    }
+    let looked = match toolkit_include() {
+        Some(dir) => format!("the toolkit's headers were taken from {}", dir.display()),
+        None => "no toolkit's headers were found".to_string(),
+    };
+    format!(
+        "\nhint: a header was not found; {looked} ($CUDA_HOME/include, else $CUDA_PATH/include, else /usr/local/cuda/include, the first that holds cuda_fp16.h): set CUDA_HOME to a CUDA toolkit, or add -I to the kernel's options"
+    )
+}
+
 /// The CUDA toolkit's include directory: `$CUDA_HOME`, `$CUDA_PATH`, or /usr/local/cuda.
 fn toolkit_include() -> Option<std::path::PathBuf> {
     ["CUDA_HOME", "CUDA_PATH"]
@@ -143,9 +158,10 @@ fn build(
     // SAFETY: prog is live; the option pointers are valid for the call.
     let r = unsafe { sys::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
     if r != sys::nvrtcResult::NVRTC_SUCCESS {
+        let log = program_log(prog);
         return Err(CudaError::Library(format!(
-            "NVRTC could not compile {file}:\n{}",
-            program_log(prog)
+            "NVRTC could not compile {file}:\n{log}{}",
+            header_hint(&log)
         )));
     }
     let mut lowered = Vec::with_capacity(entries.len());
@@ -195,4 +211,17 @@ fn program_log(prog: sys::nvrtcProgram) -> String {
         .trim_end_matches('\0')
         .trim()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_header_names_where_the_toolkit_was_looked_for() {
+        let log = "k.cu(1): catastrophic error: cannot open source file \"mma.h\"";
+        let hint = header_hint(log);
+        assert!(hint.contains("CUDA_HOME") && hint.contains("-I"), "{hint}");
+        assert_eq!(header_hint("k.cu(3): error: expected a \";\""), "");
+    }
 }
