@@ -114,7 +114,7 @@ pub fn compile(
 }
 
 /// Where a header the source includes was not found: where the toolkit's headers were
-/// looked for, and how to point at them (NVRTC from pip ships none of its own).
+/// looked for, and how to point at them (NVRTC installed from pip finds none of its own).
 fn header_hint(log: &str) -> String {
     if !log.contains("cannot open source file") {
         return String::new();
