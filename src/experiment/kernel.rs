@@ -56,6 +56,12 @@ pub struct Kernel {
     /// The kernel's sweep points: the experiment's, crossed with the kernel's own axes.
     #[serde(skip)]
     pub points: Vec<super::Point>,
+    /// The variants it runs under, where it names them (`variants`); None: all.
+    #[serde(skip)]
+    pub only_variants: Option<Vec<String>>,
+    /// Whether it is left out at each of its points (`skip`).
+    #[serde(skip)]
+    pub skipped: Vec<bool>,
     /// For each of its points, the experiment point it extends (the variants' knobs are
     /// read at the experiment's points).
     #[serde(skip)]
@@ -134,6 +140,13 @@ pub fn holds_entry(source: &str, module: Option<&[u8]>, entry: &str) -> bool {
 }
 
 impl Kernel {
+    /// Whether the plan gives it a cell at its point `p` under variant `v`.
+    pub fn runs_at(&self, p: usize, v: &str) -> bool {
+        let variant =
+            (self.only_variants.as_ref()).is_none_or(|names| names.iter().any(|n| n == v));
+        variant && !self.skipped.get(p).copied().unwrap_or(false)
+    }
+
     /// Its point that agrees with `point` on every parameter it has (a reference kernel
     /// without the checked kernel's own axes serves all their values); None where it has a
     /// parameter `point` lacks, which would leave the choice open.

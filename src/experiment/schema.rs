@@ -115,6 +115,10 @@ pub struct RawKernel {
     /// The kernel's own sweep parameters, crossed with the experiment's.
     #[serde(default)]
     pub sweep: IndexMap<String, Spanned<SweepSpec>>,
+    /// `variants = ["hot"]`: the variants the kernel runs under (default: all of them).
+    pub variants: Option<Spanned<Vec<Spanned<String>>>>,
+    /// `skip = "n >= 4096"`: the points (a condition over the sweep) the kernel is not run at.
+    pub skip: Option<Spanned<String>>,
 }
 
 /// A launch beside the kernel's in its timed region (a reduction's second pass): another

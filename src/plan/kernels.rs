@@ -94,6 +94,20 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
         at(&|p| work(k.launches[p].flops, flops_text))
     );
     let _ = writeln!(out, "    check: {}", check(exp, k));
+    if let Some(names) = &k.only_variants {
+        let _ = writeln!(
+            out,
+            "    variants: {} only (its `variants`)",
+            names.join(", ")
+        );
+    }
+    let skipped: Vec<String> = (k.points.iter().zip(&k.skipped))
+        .filter(|(_, s)| **s)
+        .map(|(p, _)| crate::experiment::point_label(p))
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "    skipped at: {} (its `skip`)", skipped.join("; "));
+    }
 }
 
 /// What each buffer is to the kernel: read, read and written (checked), written (poisoned

@@ -120,7 +120,8 @@ impl Plan {
         // A kernel that is not timed runs only in the checks of others.
         for (k, kernel) in exp.timed_kernels() {
             for p in 0..kernel.points.len() {
-                for v in &exp.variants {
+                // A kernel may run under some variants only, or skip some points.
+                for v in exp.variants.iter().filter(|v| kernel.runs_at(p, &v.name)) {
                     cells.push(measure::measure_cell(exp, cells.len(), k, kernel, p, v)?);
                 }
             }

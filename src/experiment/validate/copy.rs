@@ -100,6 +100,8 @@ impl Validator<'_> {
             module: None,
             flops_type: None,
             points,
+            only_variants: None,
+            skipped: vec![],
             base,
             launches,
         })

@@ -9,7 +9,7 @@ use crate::experiment::kernel::{self, Check, Kernel};
 use crate::experiment::rates::FlopsType;
 use crate::experiment::schema::{self, RawArg, RawCopy, RawKernel};
 use crate::experiment::sweep::SweepSpec;
-use crate::experiment::{sweep, Point, Sources, MAX_CELLS};
+use crate::experiment::{point_label, sweep, Point, Sources, MAX_CELLS};
 use indexmap::IndexMap;
 use std::path::Path;
 use toml::Spanned;
@@ -32,8 +32,9 @@ impl Validator<'_> {
         raw_kernels: Vec<RawKernel>,
         raw_copies: Vec<RawCopy>,
         points: &[Point],
-        variants: usize,
+        variant_names: &[String],
     ) -> Result<Vec<Kernel>, ConfigError> {
+        let variants = variant_names.len();
         let mut kernels: Vec<Kernel> = Vec::new();
         let mut kernel_checks = Vec::new();
         let references: Vec<String> = (raw_kernels.iter())
@@ -60,7 +61,7 @@ impl Validator<'_> {
             let has_kernel_check = kernel_checks
                 .last()
                 .is_some_and(|(k, _)| *k == kernels.len());
-            kernels.push(self.kernel(rk, points, has_kernel_check)?);
+            kernels.push(self.kernel(rk, points, has_kernel_check, variant_names)?);
         }
         for rc in raw_copies {
             self.name("copy", &rc.name, rc.name.get_ref())?;
@@ -90,6 +91,7 @@ impl Validator<'_> {
         rk: RawKernel,
         points: &[Point],
         has_kernel_check: bool,
+        variant_names: &[String],
     ) -> Result<Kernel, ConfigError> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let source_path = dir.join(rk.source.get_ref());
@@ -120,6 +122,8 @@ impl Validator<'_> {
         let mut launches = self.launches(&rk, &args, check.as_ref(), &steps, &points, dir)?;
         self.npy_files(&rk, &points, &mut launches)?;
         let flops_type = self.flops_type(&rk)?;
+        let only_variants = self.only_variants(&rk, variant_names)?;
+        let skipped = self.skipped(&rk, &points)?;
         Ok(Kernel {
             name: rk.name.into_inner(),
             source: rk.source.into_inner(),
@@ -144,9 +148,59 @@ impl Validator<'_> {
             },
             module,
             points,
+            only_variants,
+            skipped,
             base,
             launches,
         })
+    }
+
+    /// `variants`: the variants the kernel runs under, each one of the experiment's.
+    fn only_variants(
+        &self,
+        rk: &RawKernel,
+        known: &[String],
+    ) -> Result<Option<Vec<String>>, ConfigError> {
+        let Some(names) = &rk.variants else {
+            return Ok(None);
+        };
+        for name in names.get_ref() {
+            if !known.contains(name.get_ref()) {
+                return Err(self
+                    .err(
+                        name,
+                        format!(
+                            "kernel `{}` names variant `{}`, which the experiment does not have",
+                            rk.name.get_ref(),
+                            name.get_ref()
+                        ),
+                    )
+                    .with_hint(format!("the variants are {}", known.join(", "))));
+            }
+        }
+        Ok(Some(
+            names
+                .get_ref()
+                .iter()
+                .map(|n| n.get_ref().clone())
+                .collect(),
+        ))
+    }
+
+    /// `skip`: at each of the kernel's points, whether its condition holds there.
+    fn skipped(&self, rk: &RawKernel, points: &[Point]) -> Result<Vec<bool>, ConfigError> {
+        let Some(cond) = &rk.skip else {
+            return Ok(vec![false; points.len()]);
+        };
+        (points.iter())
+            .map(|p| {
+                let scope = crate::experiment::scope(p, self.facts);
+                expr::eval_bool(cond.get_ref(), &scope).map_err(|m| {
+                    self.err(cond, format!("skip at {}: {m}", point_label(p)))
+                        .with_hint("a condition over the sweep, such as skip = \"n >= 4096\"")
+                })
+            })
+            .collect()
     }
 
     /// The kernel's code: its CUDA C source's text, or its prebuilt module's image (neither

@@ -101,7 +101,17 @@ impl Validator<'_> {
             raw.variants.len(),
         )?;
         let points = sweep::product(&axes);
-        let kernels = self.kernels(raw.kernels, raw.copies, &points, raw.variants.len())?;
+        // The variants' names, for kernels that name the ones they run under.
+        let variant_names: Vec<String> = (raw.variants.iter())
+            .filter_map(|v| {
+                v.get_ref()
+                    .get("name")?
+                    .get_ref()
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect();
+        let kernels = self.kernels(raw.kernels, raw.copies, &points, &variant_names)?;
         let variants = self.variants(raw.defaults.as_ref(), &raw.variants, &points)?;
         let report = self.report(
             raw.report.unwrap_or_default(),

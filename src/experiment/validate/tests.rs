@@ -136,6 +136,37 @@ fn a_step_entry_takes_the_sweep_and_a_leftover_brace_is_refused() {
 }
 
 #[test]
+fn a_kernel_runs_under_the_variants_it_names_and_skips_where_it_says() {
+    let t = text("n = [1024, 4096]", "floor = false").replace(
+        "name = \"matmul-naive\"\nsource = \"k.cu\"\nentry = \"k\"\n",
+        "name = \"matmul-naive\"\nsource = \"k.cu\"\nentry = \"k\"\nvariants = [\"hot\"]\nskip = \"n >= 4096\"\n",
+    );
+    let e = parse_text(&t).unwrap();
+    let naive = &e.kernels[1];
+    assert_eq!(
+        naive.only_variants.as_deref(),
+        Some(&["hot".to_string()][..])
+    );
+    assert_eq!(naive.skipped, [false, true]);
+    assert!(naive.runs_at(0, "hot") && !naive.runs_at(1, "hot") && !naive.runs_at(0, "cold"));
+    let plan = crate::plan::Plan::new(&e).unwrap();
+    let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "matmul-tiled/n=1024/hot",
+            "matmul-tiled/n=4096/hot",
+            "matmul-naive/n=1024/hot"
+        ]
+    );
+    // A variant the experiment lacks is named, with the ones it has.
+    let err = parse_text(&t.replace("[\"hot\"]", "[\"warm\"]")).unwrap_err();
+    assert!(err.to_string().contains("`warm`") && format!("{err:?}").contains("hot"));
+    let err = parse_text(&t.replace("n >= 4096", "m >= 4096")).unwrap_err();
+    assert!(err.to_string().contains("skip at 1024"), "{err}");
+}
+
+#[test]
 fn a_type_axis_sets_buffer_types_and_template_arguments() {
     let text = r#"
 [experiment]
