@@ -54,6 +54,14 @@ fn a_kernels_own_axes_make_its_cells_with_the_variants_knobs_at_the_base_point()
 }
 
 #[test]
+fn a_kernel_has_cells_only_under_its_variants_and_where_it_does_not_skip() {
+    let e = experiment("variants = [\"b\"]\nskip = \"n == 2 and m == 20\"\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n");
+    let plan = Plan::new(&e).unwrap();
+    let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["k/n=1 m=10/b", "k/n=1 m=20/b", "k/n=2 m=10/b"]);
+}
+
+#[test]
 fn matrix_is_kernel_by_points_by_variants_plus_floor() {
     let e = experiment("[[variant]]\nname = \"a\"\ntimer = \"host\"\n[[variant]]\nname = \"b\"\nsamples = \"n * 3\"\n");
     let plan = Plan::new(&e).unwrap();
