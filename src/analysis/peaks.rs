@@ -63,11 +63,14 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
             FlopsType::Tensor(_) => None,
         })
         .collect();
+    // A device that reports no clocks (zero) has no peak to share a reading of.
+    let positive = |p: f64| (p > 0.0).then_some(p);
     let dram = d
         .mem_bus_width_bits
-        .map(|bits| dram(d.mem_clock_max_mhz, bits));
+        .and_then(|bits| positive(dram(d.mem_clock_max_mhz, bits)));
     let lanes = fp32_lanes(capability(d));
-    let cores = |dtype| core_flops(capability(d), d.sm_count, d.sm_clock_max_mhz, dtype);
+    let cores =
+        |dtype| core_flops(capability(d), d.sm_count, d.sm_clock_max_mhz, dtype).and_then(positive);
     let fp32 = cores(Dtype::F32);
     let mut source = Vec::new();
     if let (Some(p), Some(bits)) = (dram, d.mem_bus_width_bits) {
@@ -109,7 +112,8 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
     for &f in flops.iter().filter(|f| matches!(f, FlopsType::Tensor(_))) {
         let cc = capability(d);
         let (Some(p), Some(ops), false) = (
-            f.peak(cc, d.sm_count, d.sm_clock_max_mhz),
+            f.peak(cc, d.sm_count, d.sm_clock_max_mhz)
+                .and_then(positive),
             (match f {
                 FlopsType::Tensor(t) => tensor_ops_per_sm_clock(cc, t),
                 FlopsType::Cores(_) => None,
@@ -128,7 +132,7 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
         tensor.push((f, p));
     }
     let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
-    let ceiling = ops_per_sm_clock(capability(d)).map(|ops| ops * clocks);
+    let ceiling = ops_per_sm_clock(capability(d)).and_then(|ops| positive(ops * clocks));
     let host_link = d.host_link.filter(|_| host);
     source.extend(host_link.and_then(|l| l.describe()));
     Peaks {
@@ -141,5 +145,43 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
         tensor,
         ceiling,
         source: source.join("; "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::rates::Tensor;
+
+    fn h100(sm_mhz: i64, mem_mhz: i64) -> DeviceInfo {
+        DeviceInfo {
+            name: "H100".into(),
+            uuid: String::new(),
+            compute_capability: "9.0".into(),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            mem_bytes: 80 << 30,
+            sm_clock_max_mhz: sm_mhz,
+            mem_clock_max_mhz: mem_mhz,
+            mem_bus_width_bits: Some(5120),
+            cuda_driver_version: String::new(),
+            nvrtc_version: String::new(),
+            driver_version: None,
+            limits: None,
+            host_link: None,
+        }
+    }
+
+    #[test]
+    fn a_device_that_reports_no_clocks_has_no_peaks() {
+        let tensor = FlopsType::Tensor(Tensor::F16);
+        let p = peaks(&h100(1980, 2619), &[tensor], false);
+        assert!(p.dram.is_some() && p.fp32.is_some() && p.flops(tensor).is_some());
+        // Zero clocks gave "inf% of the 0 GB/s DRAM peak": no peak, no share.
+        let p = peaks(&h100(0, 0), &[tensor], false);
+        assert_eq!(
+            (p.dram, p.fp32, p.flops(tensor), p.ceiling),
+            (None, None, None, None)
+        );
     }
 }
