@@ -34,8 +34,10 @@ pub fn check(
 ) -> Vec<Stale> {
     let shown = Shown::of(report, cells, stats_ns);
     let mut stale = Vec::new();
+    // A footnote may be defined in either of the notes.
+    let footnotes: String = notes.iter().map(|(_, t)| *t).collect::<Vec<_>>().join("\n");
     for (file, text) in notes {
-        for q in numbers(text, true) {
+        for q in numbers(text, true, &footnotes) {
             let Some((kind, scale)) = q.unit else {
                 continue;
             };
@@ -101,7 +103,7 @@ impl Shown {
             // too: two kernels' medians at one point, in two tables.
             let mut points: HashMap<&str, Vec<(Option<Kind>, f64)>> = HashMap::new();
             let mut line = 0;
-            for n in numbers(text, false).into_iter().chain(durations(text)) {
+            for n in numbers(text, false, "").into_iter().chain(durations(text)) {
                 if n.line != line || rows.is_empty() {
                     rows.push(Vec::new());
                     line = n.line;

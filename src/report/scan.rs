@@ -81,7 +81,7 @@ pub(super) fn column_spreads(text: &str) -> Vec<(Kind, f64, f64)> {
         let cells: Vec<&str> = line.split('|').collect();
         columns.resize_with(columns.len().max(cells.len()), Vec::new);
         for (c, cell) in cells.iter().enumerate() {
-            let first = numbers(cell, false).into_iter().next();
+            let first = numbers(cell, false, "").into_iter().next();
             if let Some((kind, scale, value)) =
                 first.and_then(|n| Some((n.unit?.0, n.unit?.1, n.value)))
             {
@@ -94,14 +94,22 @@ pub(super) fn column_spreads(text: &str) -> Vec<(Kind, f64, f64)> {
 }
 
 /// Every number in `text` with its unit, if any. In notes (`quotes`), numbers in code spans
-/// and footnote definitions are left out.
-pub(super) fn numbers(text: &str, quotes: bool) -> Vec<Number> {
+/// and footnote definitions are left out; `footnotes`: the text that defines the footnotes
+/// a number may cite (all of a run's notes), where a reference to any other cites nothing.
+pub(super) fn numbers(text: &str, quotes: bool, footnotes: &str) -> Vec<Number> {
     let mut out = Vec::new();
+    let defined: Vec<&str> = (footnotes.lines())
+        .filter_map(|l| l.trim_start().strip_prefix("[^")?.split_once("]:"))
+        .map(|(label, _)| label)
+        .collect();
     for (i, line) in text.lines().enumerate() {
         if quotes && line.trim_start().starts_with("[^") {
             continue;
         }
         let chars: Vec<char> = line.chars().collect();
+        // A backtick that closes no span is a character, not a code span to the line's end.
+        let ticks: Vec<usize> = (0..chars.len()).filter(|&k| chars[k] == '`').collect();
+        let stray = (ticks.len() % 2 == 1).then(|| ticks[ticks.len() - 1]);
         let mut pending: Vec<Number> = Vec::new();
         // Quotes with a unit each in one list so far (`1.1 µs, 2.2 µs`).
         let mut listed: Vec<usize> = Vec::new();
@@ -109,7 +117,7 @@ pub(super) fn numbers(text: &str, quotes: bool) -> Vec<Number> {
         let mut at = 0;
         while at < chars.len() {
             let c = chars[at];
-            if c == '`' {
+            if c == '`' && Some(at) != stray {
                 code = !code;
                 pending.clear();
                 listed.clear();
@@ -125,7 +133,7 @@ pub(super) fn numbers(text: &str, quotes: bool) -> Vec<Number> {
             let (mut n, end) = number(&chars, at, i + 1);
             let (unit, after) = unit(&chars, end);
             n.text = chars[at..after].iter().collect();
-            n.unchecked = chars[after..].starts_with(&['[', '^']) || bound(&chars, at);
+            n.unchecked = cites(&chars[after..], &defined) || bound(&chars, at);
             at = after;
             match unit {
                 Some(u) => {
@@ -163,6 +171,15 @@ pub(super) fn numbers(text: &str, quotes: bool) -> Vec<Number> {
         out.extend(pending);
     }
     out
+}
+
+/// Whether `rest` opens with a reference to a footnote the text defines (`[^label]`).
+fn cites(rest: &[char], defined: &[&str]) -> bool {
+    let Some(tail) = rest.strip_prefix(&['[', '^']) else {
+        return false;
+    };
+    let label: String = tail.iter().take_while(|&&c| c != ']').collect();
+    defined.contains(&label.as_str())
 }
 
 /// Words before a number that make it a bound, not a reading: `within 1%`, `under 0.5 µs`.
@@ -304,11 +321,30 @@ mod tests {
     use super::*;
 
     fn quoted(text: &str) -> Vec<String> {
-        numbers(text, true)
+        numbers(text, true, text)
             .into_iter()
             .filter(|n| n.unit.is_some())
             .map(|n| n.text)
             .collect()
+    }
+
+    #[test]
+    fn only_a_defined_footnote_and_a_closed_code_span_take_a_number_out() {
+        let checked = |text: &str| -> Vec<String> {
+            (numbers(text, true, text).into_iter())
+                .filter(|n| n.unit.is_some() && !n.unchecked)
+                .map(|n| n.text)
+                .collect()
+        };
+        // A footnote the notes define cites its number; one they do not define, nothing.
+        assert!(checked("read 1.5 µs[^a]\n\n[^a]: an earlier run").is_empty());
+        assert_eq!(checked("read 1.5 µs[^missing]"), ["1.5 µs"]);
+        // A backtick that closes no span does not hide the rest of its line.
+        assert_eq!(
+            checked("the `n` axis: 2.5 µs, a stray ` and 3.5 µs"),
+            ["2.5 µs", "3.5 µs"]
+        );
+        assert!(checked("inside `4.5 µs` code").is_empty());
     }
 
     #[test]
