@@ -225,6 +225,14 @@ fn sbatch_quotes_every_value_and_refuses_what_no_quoting_carries() {
             &["--partition", "gpu$(touch PWNED)"],
             "--partition",
         ),
+        // sbatch would read it as an option.
+        (
+            "k.toml",
+            &["--partition=--chdir=/x"],
+            "not opening with `-`",
+        ),
+        // Slurm would expand `%j` in the log's name.
+        ("k.toml", &["--partition", "gpu%j"], "--partition"),
     ] {
         let out = sbatch(file, extra);
         assert_eq!(out.status.code(), Some(1), "{file} {extra:?}");

@@ -37,11 +37,12 @@ fn quote(what: &str, word: &str) -> Result<String> {
 }
 
 /// A value of an `#SBATCH` line, which sbatch reads without a shell: refused unless it is
-/// made of characters that need no quoting.
+/// made of characters that need no quoting, none of them a `%` (Slurm expands `%j` and the
+/// like in file names), and does not open with a `-` (an option, to sbatch).
 fn sbatch_value<'a>(what: &str, value: &'a str) -> Result<&'a str> {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/:%+=@~".contains(c);
-    if value.is_empty() || !value.chars().all(plain) {
-        bail!("{what} {value:?}: an #SBATCH line takes letters, digits and `_-.,/:%+=@~` only; choose one written so");
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-.,/:+=@~".contains(c);
+    if value.is_empty() || !value.chars().all(plain) || value.starts_with('-') {
+        bail!("{what} {value:?}: an #SBATCH line takes letters, digits and `_-.,/:+=@~` only, not opening with `-`; choose one written so");
     }
     Ok(value)
 }
@@ -155,8 +156,13 @@ pub fn submit(array: &Path, merge: &Path) -> Result<(String, String)> {
         let id = String::from_utf8_lossy(&out.stdout);
         Ok(id.trim().split(';').next().unwrap_or("").to_string())
     };
-    let job = sbatch(&[&array.to_string_lossy()])?;
+    // A script's path that opens with `-` would be read as an option: `./` before it.
+    let script = |p: &Path| match p.to_string_lossy().starts_with('-') {
+        true => Path::new(".").join(p).to_string_lossy().into_owned(),
+        false => p.to_string_lossy().into_owned(),
+    };
+    let job = sbatch(&[&script(array)])?;
     let after = format!("--dependency=afterany:{job}");
-    let merged = sbatch(&[&after, &merge.to_string_lossy()])?;
+    let merged = sbatch(&[&after, &script(merge)])?;
     Ok((job, merged))
 }
