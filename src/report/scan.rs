@@ -182,6 +182,9 @@ fn cites(rest: &[char], defined: &[&str]) -> bool {
     defined.contains(&label.as_str())
 }
 
+/// How far before a number `bound` looks for its word or an open `max(`, in characters.
+const BOUND_WINDOW: usize = 48;
+
 /// Words before a number that make it a bound, not a reading: `within 1%`, `under 0.5 µs`.
 const BOUNDS: [&str; 8] = [
     "within", "under", "below", "above", "beyond", "than", "most", "least",
@@ -190,7 +193,8 @@ const BOUNDS: [&str; 8] = [
 /// Whether the number at `at` is a bound (`within 0.3%`, `more than 2x`, inside `max(1%,
 /// 0.5 µs)`), which claims no value and is not checked.
 fn bound(chars: &[char], at: usize) -> bool {
-    let before: String = chars[..at].iter().collect();
+    // The few words before it: a line of thousands of numbers is read in linear time.
+    let before: String = chars[at.saturating_sub(BOUND_WINDOW)..at].iter().collect();
     let word = before.trim_end_matches(['+', '-', '−', '±', '~', ' ']);
     let word = word
         .rsplit(|c: char| !c.is_alphanumeric())
