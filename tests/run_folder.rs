@@ -72,6 +72,24 @@ fn samples_missing_for_a_cell_called_ok_leave_that_cell_out_named() {
 }
 
 #[test]
+fn a_missing_samples_file_is_named_as_the_run_stores_it() {
+    for (run, stored) in [
+        ("transpose-audited", "samples.csv.zst"),
+        ("events", "samples.csv.gz"),
+    ] {
+        let (root, copy) = copy_run(run);
+        std::fs::remove_file(copy.join(stored)).unwrap();
+        let out = report_in(root.path(), &copy);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains(&format!("cannot read {}", copy.join(stored).display())),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn a_changed_experiment_is_not_resumed() {
     let (root, copy) = copy_run("events");
     // The experiment as run, with one knob changed.

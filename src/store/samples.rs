@@ -293,9 +293,14 @@ fn pass(
         sink.done(cell);
     }
     let Some(read) = read else {
+        // The name the run's own format stores its samples under (its records say which).
+        let format = super::format::Format::of(dir).ok().flatten();
+        let name = format
+            .unwrap_or(super::format::Format::Zstd)
+            .file(SAMPLES_FILE);
         bail!(
             "cannot read {} (is {} a run's folder?)",
-            dir.join(SAMPLES_FILE).display(),
+            dir.join(name).display(),
             dir.display()
         );
     };
