@@ -170,6 +170,9 @@ impl<'b> Armed<'b> {
         }
         if let Some(stage) = stage {
             stage(&data.sets[set])?;
+            // The copy is done before any timer starts: a host timer's clock would run
+            // while it is still on the GPU.
+            cuda::synchronize().map_err(during("audit: copying inputs in"))?;
         }
         // A graph or a batch holds its own resets; a flush ends with a synchronize, as a
         // reset before the region must.
