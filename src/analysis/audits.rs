@@ -4,8 +4,8 @@
 //! one that does all its work only on data it has not seen reads slower in the audited
 //! regions. The test sets the two medians apart against the cell's own noise (its timed
 //! samples' spread), at a stated false-alarm rate, and beyond a margin. Where a cell has
-//! no decoys (too few samples to spare a twentieth, or the weaker audit of one launch after
-//! its timed ones), a fixed band against its reading is all there is.
+//! no decoys (too few samples to spare, or the weaker audit of one launch after its
+//! timed ones), a fixed band against its reading is all there is.
 
 use super::stats::Stats;
 use super::{median, Analysis};

@@ -118,23 +118,30 @@ impl Dtype {
         })
     }
 
-    /// Appends `v` in this type's bytes: floats rounded to nearest, integers rounded down and
-    /// saturated at the type's range.
-    pub fn push(self, v: f64, out: &mut Vec<u8>) {
+    /// Writes `v` in this type's bytes into `out` (one element's size): floats rounded to
+    /// nearest, integers rounded down and saturated at the type's range.
+    pub fn write(self, v: f64, out: &mut [u8]) {
         match self {
-            Dtype::F16 => out.extend_from_slice(&half::f16::from_f64(v).to_ne_bytes()),
-            Dtype::Bf16 => out.extend_from_slice(&half::bf16::from_f64(v).to_ne_bytes()),
-            Dtype::F32 => out.extend_from_slice(&(v as f32).to_ne_bytes()),
-            Dtype::F64 => out.extend_from_slice(&v.to_ne_bytes()),
-            Dtype::I8 => out.extend_from_slice(&(v.floor() as i8).to_ne_bytes()),
-            Dtype::U8 => out.extend_from_slice(&(v.floor() as u8).to_ne_bytes()),
-            Dtype::I16 => out.extend_from_slice(&(v.floor() as i16).to_ne_bytes()),
-            Dtype::U16 => out.extend_from_slice(&(v.floor() as u16).to_ne_bytes()),
-            Dtype::I32 => out.extend_from_slice(&(v.floor() as i32).to_ne_bytes()),
-            Dtype::U32 => out.extend_from_slice(&(v.floor() as u32).to_ne_bytes()),
-            Dtype::I64 => out.extend_from_slice(&(v.floor() as i64).to_ne_bytes()),
-            Dtype::U64 => out.extend_from_slice(&(v.floor() as u64).to_ne_bytes()),
+            Dtype::F16 => out.copy_from_slice(&half::f16::from_f64(v).to_ne_bytes()),
+            Dtype::Bf16 => out.copy_from_slice(&half::bf16::from_f64(v).to_ne_bytes()),
+            Dtype::F32 => out.copy_from_slice(&(v as f32).to_ne_bytes()),
+            Dtype::F64 => out.copy_from_slice(&v.to_ne_bytes()),
+            Dtype::I8 => out.copy_from_slice(&(v.floor() as i8).to_ne_bytes()),
+            Dtype::U8 => out.copy_from_slice(&(v.floor() as u8).to_ne_bytes()),
+            Dtype::I16 => out.copy_from_slice(&(v.floor() as i16).to_ne_bytes()),
+            Dtype::U16 => out.copy_from_slice(&(v.floor() as u16).to_ne_bytes()),
+            Dtype::I32 => out.copy_from_slice(&(v.floor() as i32).to_ne_bytes()),
+            Dtype::U32 => out.copy_from_slice(&(v.floor() as u32).to_ne_bytes()),
+            Dtype::I64 => out.copy_from_slice(&(v.floor() as i64).to_ne_bytes()),
+            Dtype::U64 => out.copy_from_slice(&(v.floor() as u64).to_ne_bytes()),
         }
+    }
+
+    /// Appends `v` in this type's bytes, as [`Dtype::write`] does.
+    pub fn push(self, v: f64, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.resize(start + self.size(), 0);
+        self.write(v, &mut out[start..]);
     }
 
     /// The integer `v` in this type's bytes, exactly (the caller checked its range).

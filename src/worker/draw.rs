@@ -6,45 +6,44 @@ use super::inputs::{fnv1a, Drawn};
 use crate::experiment::{ArgValue, Dtype, Init};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-/// The initial contents of each input buffer: uniform and normal ones in chunks drawn on
-/// every core, each chunk from its own generator seeded by `seed`, the argument and the
-/// chunk (a GiB of floats took 2.4 s on one core); a pointer chase from one generator
-/// seeded with `seed`.
+/// The initial contents of each input buffer: uniform and normal ones drawn in chunks on
+/// every core ([`fill_random`]); a pointer chase from one generator seeded with `seed`.
 pub(super) fn draw_inputs(args: &[ArgValue], seed: u64) -> Result<Drawn, Failure> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    args.iter()
-        .enumerate()
-        .map(|(arg, a)| match a {
-            ArgValue::Buffer {
-                dtype, len, init, ..
-            } => {
-                let (dtype, len) = (*dtype, *len);
-                Ok(match init.clone() {
-                    Init::Output | Init::Scratch | Init::Reset(_) => None,
-                    Init::Npy { path, offset } => {
-                        Some(npy_data(&path, offset, len * dtype.size())?)
-                    }
-                    Init::Chase(stride) => Some(chase(dtype, len, stride as usize, &mut rng)),
-                    Init::Uniform(lo, hi) => Some(in_chunks(dtype, len, (seed, arg), |r| {
-                        r.random_range(lo..hi)
-                    })),
-                    Init::Normal(mean, std) => Some(in_chunks(dtype, len, (seed, arg), |r| {
-                        mean + std * standard_normal(r)
-                    })),
-                    Init::Constant(v) => Some(encode_all(dtype, len, || v)),
-                    Init::Iota(start, step) => {
-                        let mut i = 0.0;
-                        Some(encode_all(dtype, len, || {
-                            let v = start + step * i;
-                            i += 1.0;
-                            v
-                        }))
-                    }
-                })
+    let mut random = Vec::new();
+    let mut drawn = Vec::with_capacity(args.len());
+    for (arg, a) in args.iter().enumerate() {
+        let ArgValue::Buffer {
+            dtype, len, init, ..
+        } = a
+        else {
+            drawn.push(None);
+            continue;
+        };
+        let (dtype, len) = (*dtype, *len);
+        let mut draw = |dist| {
+            random.push((arg, dtype, dist));
+            Some(vec![0u8; len * dtype.size()])
+        };
+        drawn.push(match init.clone() {
+            Init::Output | Init::Scratch | Init::Reset(_) => None,
+            Init::Npy { path, offset } => Some(npy_data(&path, offset, len * dtype.size())?),
+            Init::Chase(stride) => Some(chase(dtype, len, stride as usize, &mut rng)),
+            Init::Uniform(lo, hi) => draw(Random::Uniform(lo, hi)),
+            Init::Normal(mean, std) => draw(Random::Normal(mean, std)),
+            Init::Constant(v) => Some(encode_all(dtype, len, || v)),
+            Init::Iota(start, step) => {
+                let mut i = 0.0;
+                Some(encode_all(dtype, len, || {
+                    let v = start + step * i;
+                    i += 1.0;
+                    v
+                }))
             }
-            ArgValue::Scalar { .. } => Ok(None),
-        })
-        .collect()
+        });
+    }
+    fill_random(&mut drawn, &random, seed);
+    Ok(drawn)
 }
 
 /// `bytes` of a `.npy` file's data from `offset` (checked against its header when the
@@ -96,47 +95,81 @@ fn standard_normal(rng: &mut SmallRng) -> f64 {
 /// Elements a chunk of a random input holds: each chunk is drawn by its own generator.
 const CHUNK: usize = 1 << 20;
 
-/// `len` values drawn by `value` in chunks of [`CHUNK`], each chunk from a generator seeded
-/// by the draw's seed, the argument and the chunk's index, on every core: the same data
-/// whatever the number of cores.
-fn in_chunks(
+/// The distribution of a random input's values.
+#[derive(Debug, Clone, Copy)]
+enum Random {
+    Uniform(f64, f64),
+    Normal(f64, f64),
+}
+
+impl Random {
+    fn sample(self, rng: &mut SmallRng) -> f64 {
+        match self {
+            Random::Uniform(lo, hi) => rng.random_range(lo..hi),
+            Random::Normal(mean, std) => mean + std * standard_normal(rng),
+        }
+    }
+}
+
+/// One chunk of a random input, to be drawn into its place.
+struct Chunk<'a> {
+    key: u64,
     dtype: Dtype,
-    len: usize,
-    (seed, arg): (u64, usize),
-    value: impl Fn(&mut SmallRng) -> f64 + Sync,
-) -> Vec<u8> {
-    let size = dtype.size();
-    let mut out = vec![0u8; len * size];
-    let chunks: Vec<(usize, &mut [u8])> = out.chunks_mut(CHUNK * size).enumerate().collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_thread = chunks.len().div_ceil(threads).max(1);
-    let mut queue = chunks;
+    dist: Random,
+    out: &'a mut [u8],
+}
+
+impl Chunk<'_> {
+    fn fill(self) {
+        let mut rng = SmallRng::seed_from_u64(self.key);
+        for element in self.out.chunks_exact_mut(self.dtype.size()) {
+            self.dtype.write(self.dist.sample(&mut rng), element);
+        }
+    }
+}
+
+/// Draws the `random` inputs (argument, type, distribution) of `drawn` in chunks of
+/// [`CHUNK`], each from a generator seeded by the draw's seed, the argument and the chunk's
+/// index: the same data whatever the number of cores. Every input's chunks share one pool
+/// of threads (a matmul's two inputs of one chunk each draw side by side), and each is
+/// drawn straight into its place: fresh pages, touched once, cost more than the draw (a GiB
+/// of floats took 2.4 s on one core).
+fn fill_random(drawn: &mut Drawn, random: &[(usize, Dtype, Random)], seed: u64) {
+    let mut chunks = Vec::new();
+    for (arg, data) in drawn.iter_mut().enumerate() {
+        let found = random.iter().find(|r| r.0 == arg);
+        let (Some(&(_, dtype, dist)), Some(data)) = (found, data) else {
+            continue;
+        };
+        let pieces = data.chunks_mut(CHUNK * dtype.size()).enumerate();
+        chunks.extend(pieces.map(|(i, out)| Chunk {
+            key: chunk_seed(seed, arg, i),
+            dtype,
+            dist,
+            out,
+        }));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(chunks.len());
+    if threads <= 1 {
+        chunks.into_iter().for_each(Chunk::fill);
+        return;
+    }
+    let mut shares: Vec<Vec<Chunk>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, chunk) in chunks.into_iter().enumerate() {
+        shares[i % threads].push(chunk);
+    }
     std::thread::scope(|scope| {
-        while !queue.is_empty() {
-            let mine: Vec<_> = queue.drain(..per_thread.min(queue.len())).collect();
-            let value = &value;
-            scope.spawn(move || {
-                let mut bytes = Vec::with_capacity(CHUNK * size);
-                for (i, chunk) in mine {
-                    let key = fnv1a(
-                        &[
-                            seed.to_le_bytes(),
-                            (arg as u64).to_le_bytes(),
-                            (i as u64).to_le_bytes(),
-                        ]
-                        .concat(),
-                    );
-                    let mut rng = SmallRng::seed_from_u64(key);
-                    bytes.clear();
-                    for _ in 0..chunk.len() / size {
-                        dtype.push(value(&mut rng), &mut bytes);
-                    }
-                    chunk.copy_from_slice(&bytes);
-                }
-            });
+        for share in shares {
+            scope.spawn(move || share.into_iter().for_each(Chunk::fill));
         }
     });
-    out
+}
+
+/// The seed of chunk `chunk` of argument `arg` in a draw seeded with `seed`.
+fn chunk_seed(seed: u64, arg: usize, chunk: usize) -> u64 {
+    let key = [seed, arg as u64, chunk as u64].map(u64::to_le_bytes);
+    fnv1a(&key.concat())
 }
 
 /// `len` values from `next`, each encoded in `dtype` (integers rounded down).
@@ -157,7 +190,19 @@ mod tests {
     #[test]
     fn chunks_drawn_on_every_core_are_the_chunks_drawn_in_turn() {
         let len = 2 * CHUNK + CHUNK / 2;
-        let drawn = in_chunks(Dtype::F32, len, (9, 1), |r| r.random_range(0.0..1.0));
+        let args = [
+            ArgValue::Scalar {
+                dtype: Dtype::I32,
+                bytes: vec![0; 4],
+            },
+            ArgValue::Buffer {
+                dtype: Dtype::F32,
+                len,
+                init: Init::Uniform(0.0, 1.0),
+                memory: Memory::Device,
+            },
+        ];
+        let drawn = draw_inputs(&args, 9).unwrap();
         let mut one_core = Vec::new();
         for i in 0..len.div_ceil(CHUNK) {
             let key = [
@@ -170,7 +215,8 @@ mod tests {
                 Dtype::F32.push(rng.random_range(0.0..1.0), &mut one_core);
             }
         }
-        assert!(drawn == one_core);
+        assert!(drawn[0].is_none());
+        assert!(drawn[1].as_deref() == Some(&one_core[..]));
     }
 
     #[test]

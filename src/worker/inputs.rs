@@ -57,15 +57,18 @@ pub struct Prefetched {
 }
 
 impl Prefetched {
-    /// Reads every input set `cell` will ask the cache for, as [`InputCache::get`] would.
-    pub fn read(cell: &Cell, dir: Option<&Path>) -> Prefetched {
+    /// Reads every input set `cell` will ask the cache for, as [`InputCache::get`] would:
+    /// the audit's too where `audited` (its draw then costs the audit nothing beyond the
+    /// context's creation).
+    pub fn read(cell: &Cell, dir: Option<&Path>, audited: bool) -> Prefetched {
         let dir = dir.filter(|_| shares(cell));
         let args = &cell.launch.args;
         let (sets, fresh) = seeds_of(cell);
+        let audit = audited.then(|| audit_seed(cell));
         Prefetched {
             point: cell.point_key(),
             args: args.clone(),
-            sets: (sets.into_iter().chain(fresh))
+            sets: (sets.into_iter().chain(fresh).chain(audit))
                 .map(|seed| (seed, shared_inputs(dir, args, seed)))
                 .collect(),
         }

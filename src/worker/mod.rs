@@ -90,12 +90,16 @@ pub fn main(runner: Option<u32>) -> ExitCode {
     };
     timeline.mark(JOB_PHASE);
     let first = (job.runs.first())
-        .and_then(|r| job.cells.iter().find(|c| c.index == r.cell))
+        .and_then(|r| Some((job.cells.iter().find(|c| c.index == r.cell)?, r.process)))
         .filter(|_| !job.prime)
-        .cloned();
+        .map(|(cell, process)| {
+            let def = cell.kernel.and_then(|k| job.kernels.get(k));
+            (cell.clone(), audit::audits(cell, def, process))
+        });
     let dir = job.run_cache.clone();
-    let beside =
-        std::thread::spawn(move || first.map(|cell| Prefetched::read(&cell, dir.as_deref())));
+    let beside = std::thread::spawn(move || {
+        first.map(|(cell, audited)| Prefetched::read(&cell, dir.as_deref(), audited))
+    });
     let (gpu, info, sensor) = match open_device(stdin, &mut timeline, job.describe_device) {
         Ok(opened) => opened,
         Err(e) => return fatal(e.message),

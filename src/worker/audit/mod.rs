@@ -40,7 +40,8 @@ use snapshot::Snapshot;
 
 /// How a cell's run is audited, decided before its samples.
 pub(super) enum Auditor {
-    /// Not audited: unchecked by the user's choice, a floor cell.
+    /// Not audited: unchecked by the user's choice, a floor cell, or a run of one launch
+    /// per process other than the one drawn to be audited.
     Off,
     /// Audited regions among the timed ones, to be staged once the first timed launch is
     /// done (nothing may run on the GPU before a lazy first launch): the run, and the
@@ -50,8 +51,6 @@ pub(super) enum Auditor {
     Among(Box<Among>),
     /// One launch after the timed ones, and why no better.
     After(String),
-    /// Another run of the cell gets its one audit launch (runs of one launch each).
-    OtherRun,
 }
 
 impl Auditor {
@@ -63,22 +62,12 @@ impl Auditor {
         armed: &Armed,
         process: u32,
     ) -> Auditor {
-        let Some(def) = code.def.as_ref() else {
+        let Some(def) = code.def.as_ref().filter(|d| audits(cell, Some(d), process)) else {
             return Auditor::Off;
         };
-        if cell.role != Role::Measure || def.unchecked {
-            return Auditor::Off;
-        }
-        let Some(why) = weaker(cell, def, data, armed) else {
-            return Auditor::AmongToStage(process, None);
-        };
-        // Runs of one launch each (fresh processes): one of them, drawn by the seed, is
-        // audited; the others would pay a new draw and check for one launch each.
-        let runs = cell.runs();
-        let audited = (audit_seed(cell) % u64::from(runs.max(1))) as u32;
-        match cell.knobs.samples_per_run() == 0 && runs > 1 && process != audited {
-            true => Auditor::OtherRun,
-            false => Auditor::After(why),
+        match weaker(cell, def, data, armed) {
+            Some(why) => Auditor::After(why),
+            None => Auditor::AmongToStage(process, None),
         }
     }
 
@@ -120,7 +109,7 @@ impl Auditor {
         rec: &mut CellRecord,
     ) -> Result<(), Failure> {
         match self {
-            Auditor::Off | Auditor::OtherRun | Auditor::AmongToStage(..) => Ok(()),
+            Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(among) => {
                 rec.audit = Some(among.finish(s, cell));
                 Ok(())
@@ -128,6 +117,16 @@ impl Auditor {
             Auditor::After(why) => after::run(s, cell, code, data, armed, rec, why),
         }
     }
+}
+
+/// Whether run `process` of `cell` (of kernel `def`) is audited: a measured cell of a
+/// kernel with its check on. Of a cell's runs of one launch each (fresh processes), one
+/// drawn by the seed is; the others would pay a new draw and check for one launch each.
+pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
+    let runs = cell.runs();
+    let audited = (audit_seed(cell) % u64::from(runs.max(1))) as u32;
+    let another = cell.knobs.samples_per_run() == 0 && runs > 1 && process != audited;
+    def.is_some_and(|d| !d.unchecked) && cell.role == Role::Measure && !another
 }
 
 /// Why the cell's audits cannot sit among its timed launches, or None where they can.
