@@ -169,7 +169,7 @@ fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Dra
     let drawn = draw_inputs(args, seed)?;
     if !pieces.is_empty() {
         let parts: Vec<&[u8]> = drawn.iter().flatten().map(Vec::as_slice).collect();
-        shared::write(file.as_deref(), &parts.concat());
+        shared::write_pieces(file.as_deref(), &parts);
     }
     Ok(drawn)
 }

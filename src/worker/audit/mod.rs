@@ -175,6 +175,7 @@ impl Staged {
         let buffers = &data.sets[0];
         let seed = audit_seed(cell);
         let new = (s.inputs).get(&data.point, &cell.launch.args, seed, shares(cell))?;
+        s.timeline.mark("audit draw");
         let inputs: Vec<usize> = buffers.inputs().collect();
         let (changed, kept): (Vec<usize>, Vec<usize>) =
             inputs.iter().partition(|&&i| new[i] != data.timed[i]);
