@@ -91,13 +91,14 @@ pub fn judged(
 }
 
 /// The audited median against the decoys': suspect beyond `Z_FALSE_ALARM` standard errors
-/// of the difference plus the margin. The standard error takes the spread of the cell's
-/// timed samples (`iqr_ns`) for the regions' own: a median of k readings of that spread
-/// varies as sqrt(pi / 2k) of it.
+/// of the difference plus the margin. The standard error takes the larger of two spreads:
+/// the cell's timed samples' (`iqr_ns`), and the regions' own about their medians (after
+/// the copy, regions may spread more than the timed samples); a median of k readings of
+/// that spread varies as sqrt(pi / 2k) of it.
 fn against_decoys(audited: &[f64], decoys: &[f64], iqr_ns: f64) -> Option<Judgement> {
     let (k, m) = (audited.len(), decoys.len());
     let (audited_ns, baseline_ns) = (median(audited.to_vec())?, median(decoys.to_vec())?);
-    let sigma = iqr_ns / 1.349;
+    let sigma = (iqr_ns / 1.349).max(regions_sigma(audited, decoys));
     let se = sigma * (std::f64::consts::FRAC_PI_2 * (1.0 / k as f64 + 1.0 / m as f64)).sqrt();
     let margin = (MARGIN_SHARE * baseline_ns).max(MARGIN_NS);
     let bound_ns = Z_FALSE_ALARM * se + margin;
@@ -118,6 +119,21 @@ fn against_decoys(audited: &[f64], decoys: &[f64], iqr_ns: f64) -> Option<Judgem
         detection_limit: bound_ns / (baseline_ns + bound_ns),
         suspect,
     })
+}
+
+/// The regions' own spread, as a normal's sigma: the median absolute deviation of each
+/// reading from its group's median (audited, decoys), pooled, times 1.4826; 0 where no
+/// group has two readings.
+fn regions_sigma(audited: &[f64], decoys: &[f64]) -> f64 {
+    let deviations: Vec<f64> = [audited, decoys]
+        .into_iter()
+        .filter(|group| group.len() >= 2)
+        .flat_map(|group| {
+            let centre = median(group.to_vec()).unwrap_or_default();
+            group.iter().map(move |x| (x - centre).abs())
+        })
+        .collect();
+    median(deviations).map_or(0.0, |mad| 1.4826 * mad)
 }
 
 /// The audited median against the cell's reading, by the fixed band: it lets through any
@@ -272,18 +288,32 @@ mod tests {
         assert_eq!(j.against, Against::Decoys);
         let why = j.suspect.unwrap();
         assert!(why.contains("1.11x") && why.contains("4 decoys"), "{why}");
-        // The bound: 3.09 standard errors (0.74 µs each * sqrt(pi/2 * 1/2) = 0.66 µs) and
-        // the 2% margin (6.3 µs).
+        // The bound: 3.09 standard errors and the 2% margin (6.3 µs). The regions spread
+        // more than the timed samples' 0.74 µs: their deviations from their medians have a
+        // median of 0.75 µs, a sigma of 1.11 µs, so each error is 1.11 µs * sqrt(pi/2 * 1/2).
         assert!(
-            (j.bound_ns - (3.09 * 0.6568e3 + 6.3e3)).abs() < 50.0,
+            (j.bound_ns - (3.09 * 0.9855e3 + 6.3e3)).abs() < 50.0,
             "{}",
             j.bound_ns
         );
         assert!(
-            (j.detection_limit - 0.0255).abs() < 0.001,
+            (j.detection_limit - 0.0288).abs() < 0.001,
             "{}",
             j.detection_limit
         );
+    }
+
+    #[test]
+    fn regions_that_spread_more_than_the_timed_samples_widen_the_bound() {
+        // Quiet timed samples (IQR 0.1 µs), regions after the copy 1 µs apart: two audited
+        // at 31.6 and 32.6 µs against decoys at 30.7 and 31.7 read 0.9 µs apart, within.
+        let r = run(vec![31.6e3, 32.6e3], vec![30.7e3, 31.7e3]);
+        let j = judge(&[&r], 100.0, 50).unwrap();
+        assert!(j.suspect.is_none(), "{:?}", j.suspect);
+        assert!(j.bound_ns > 2e3, "{}", j.bound_ns);
+        // Regions as quiet as the samples, 1.1 µs apart, are suspect (the bound is 0.9 µs).
+        let r = run(vec![32.3e3, 32.3e3], vec![31.2e3, 31.2e3]);
+        assert!(judge(&[&r], 100.0, 50).unwrap().suspect.is_some());
     }
 
     #[test]
