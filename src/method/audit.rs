@@ -16,25 +16,33 @@
 /// of 2.2-3.7% on the trust corpus's hot and cold cells), and each costs a region's time.
 pub const REGIONS_SHARE: f64 = 0.03;
 
-/// Where a run holds decoys at all, it holds at least this many of each kind: a median of
-/// one region's reading is that reading, and one audited region against one decoy was a
-/// false alarm on the H100 (a stencil whose regions after the copy spread 1 µs, its timed
-/// samples 0.1 µs); two of each also give the regions' own spread.
+/// Where a cell holds decoys at all, it holds at least this many of each kind over its
+/// runs: a median of one region's reading is that reading, and one audited region against
+/// one decoy was a false alarm on the H100 (a stencil whose regions after the copy spread
+/// 1 µs, its timed samples 0.1 µs); two of each also give the regions' own spread.
 pub const LEAST_EACH: usize = 2;
 
-/// How many audited regions and decoys a run of `samples` steady samples holds: together
-/// [`REGIONS_SHARE`] of them (at least one audited; where there are decoys, at least
-/// [`LEAST_EACH`] of each), an audited region for each decoy or one more, and never two
-/// side by side or before the first sample.
-pub fn regions(samples: usize) -> (usize, usize) {
+/// How many audited regions and decoys run `run` of a cell's `runs` holds, each of
+/// `samples` steady samples. Over the runs (which the analysis pools) they are
+/// [`REGIONS_SHARE`] of the samples, at least [`LEAST_EACH`] of each kind where there are
+/// decoys at all, as many audited as decoys or more; every run holds an audited region (it
+/// checks that run's launches), and the decoys go to the first runs. Never two side by
+/// side, nor before the first sample.
+pub fn regions(samples: usize, runs: usize, run: usize) -> (usize, usize) {
     let room = samples.saturating_sub(1) / 2;
-    let budget = match ((samples as f64 * REGIONS_SHARE).round() as usize).max(1) {
-        1 => 1,
-        more => more.max(2 * LEAST_EACH),
-    };
-    let total = budget.min(room);
-    let audited = total.div_ceil(2);
-    (audited, total - audited)
+    let pooled = ((samples * runs.max(1)) as f64 * REGIONS_SHARE).round() as usize;
+    if room == 0 {
+        return (0, 0);
+    }
+    if pooled < 2 {
+        return (1, 0);
+    }
+    let pooled = pooled.max(2 * LEAST_EACH);
+    let decoys = pooled / 2;
+    let audited = (pooled - decoys).max(runs);
+    let this_run = |total: usize| total / runs + usize::from(run < total % runs);
+    let audited = this_run(audited).min(room);
+    (audited, this_run(decoys).min(room - audited))
 }
 
 #[cfg(test)]
@@ -42,15 +50,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn regions_take_three_in_a_hundred_samples() {
-        assert_eq!(regions(0), (0, 0));
-        assert_eq!(regions(2), (0, 0));
-        assert_eq!(regions(3), (1, 0));
-        assert_eq!(regions(20), (1, 0));
-        assert_eq!(regions(5), (1, 0));
-        assert_eq!(regions(50), (2, 2));
-        assert_eq!(regions(100), (2, 2));
-        assert_eq!(regions(200), (3, 3));
-        assert_eq!(regions(10_000), (150, 150));
+    fn regions_take_three_in_a_hundred_samples_over_the_runs() {
+        let one = |samples| regions(samples, 1, 0);
+        assert_eq!(one(0), (0, 0));
+        assert_eq!(one(2), (0, 0));
+        assert_eq!(one(3), (1, 0));
+        assert_eq!(one(20), (1, 0));
+        assert_eq!(one(50), (2, 2));
+        assert_eq!(one(100), (2, 2));
+        assert_eq!(one(200), (3, 3));
+        assert_eq!(one(10_000), (150, 150));
+        // Five rounds of 40: an audited region in each, three decoys in the first three.
+        let rounds: Vec<_> = (0..5).map(|r| regions(40, 5, r)).collect();
+        assert_eq!(rounds, [(1, 1), (1, 1), (1, 1), (1, 0), (1, 0)]);
+        // Ten processes of 5 samples: room for one region each, no decoys to spare.
+        assert_eq!(regions(5, 10, 0), (1, 1));
+        assert_eq!(regions(5, 10, 9), (1, 0));
+        assert_eq!(regions(4, 10, 0), (1, 0));
     }
 }

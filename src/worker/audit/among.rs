@@ -71,7 +71,9 @@ impl Among {
             audited = stash.audited.take();
         }
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
-        let plan = plan(seed, cell.knobs.samples_per_run() as usize);
+        let samples = cell.knobs.samples_per_run() as usize;
+        let counts = audit::regions(samples, cell.runs() as usize, process as usize);
+        let plan = plan(seed, samples, counts);
         s.timeline.mark("audit inputs");
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
@@ -239,12 +241,11 @@ impl Among {
     }
 }
 
-/// The audited regions and decoys among `samples` steady samples ([`audit::regions`]),
-/// drawn from `seed` uniformly among the arrangements that keep them apart: never before the
+/// `audits` audited regions and `decoys` decoys among `samples` steady samples
+/// ([`audit::regions`]), drawn from `seed` uniformly among the arrangements that keep them apart: never before the
 /// first (a timed region precedes each), never two side by side (each follows a timed
 /// region, as a timed one does). Which are audited is drawn too.
-fn plan(seed: u64, samples: usize) -> Vec<(usize, Kind)> {
-    let (audits, decoys) = audit::regions(samples);
+fn plan(seed: u64, samples: usize, (audits, decoys): (usize, usize)) -> Vec<(usize, Kind)> {
     let count = audits + decoys;
     let mut rng = SmallRng::seed_from_u64(seed);
     // `count` of `samples - count` places, each then moved on by the regions before it.
@@ -269,15 +270,16 @@ mod tests {
     #[test]
     fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
         for samples in [3, 4, 9, 10, 17, 20, 100, 200, 10_000] {
-            let p = plan(7, samples);
-            let (audits, decoys) = audit::regions(samples);
+            let (audits, decoys) = audit::regions(samples, 1, 0);
+            let p = plan(7, samples, (audits, decoys));
             assert_eq!(p.len(), audits + decoys);
             assert_eq!(p.iter().filter(|(_, k)| *k == Kind::Audit).count(), audits);
             assert!(p.iter().all(|&(i, _)| i >= 1 && i < samples), "{p:?}");
             assert!(p.windows(2).all(|w| w[1].0 >= w[0].0 + 2), "{p:?}");
-            assert_eq!(p, plan(7, samples));
+            assert_eq!(p, plan(7, samples, (audits, decoys)));
         }
-        assert_ne!(plan(7, 10_000), plan(8, 10_000));
-        assert!(plan(7, 2).is_empty());
+        let counts = audit::regions(10_000, 1, 0);
+        assert_ne!(plan(7, 10_000, counts), plan(8, 10_000, counts));
+        assert!(plan(7, 2, audit::regions(2, 1, 0)).is_empty());
     }
 }
