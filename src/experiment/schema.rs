@@ -5,6 +5,7 @@ use super::error::BadValue;
 use super::expr::NumExpr;
 use super::knobs::RawTable;
 use super::sweep::SweepSpec;
+use super::tolerance::ToleranceSpec;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -184,7 +185,7 @@ pub struct RawCheck {
     pub output: Spanned<String>,
     #[serde(default)]
     pub dims: Vec<Spanned<NumExpr>>,
-    pub tolerance: Option<f64>,
+    pub tolerance: Option<Spanned<ToleranceSpec>>,
 }
 
 /// `check_kernel = { kernel = "naive", outputs = ["C"], rtol = 1e-5, atol = 1e-6 }`.
@@ -193,8 +194,8 @@ pub struct RawCheck {
 pub struct RawKernelCheck {
     pub kernel: Spanned<String>,
     pub outputs: Vec<Spanned<String>>,
-    pub rtol: Option<f64>,
-    pub atol: Option<f64>,
+    pub rtol: Option<Spanned<ToleranceSpec>>,
+    pub atol: Option<Spanned<ToleranceSpec>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -3,7 +3,9 @@
 //! what checks it; a value that differs by point written once as a short list.
 
 use crate::experiment::knobs::cache::bytes_text;
-use crate::experiment::{ArgKind, Experiment, Init, InitSpec, Kernel, ModuleKind, Point};
+use crate::experiment::{
+    ArgKind, Experiment, Init, InitSpec, Kernel, ModuleKind, Point, Tolerances,
+};
 use std::fmt::Write;
 
 /// Groups of values listed in full; more are cut to their ends.
@@ -188,11 +190,27 @@ fn check(exp: &Experiment, k: &Kernel) -> String {
             checks.join(", ")
         )
     };
+    text += &tolerances(k);
     if k.expect_caught {
         text += "; expected to be caught (expect = \"caught\")";
     }
     if !checks.is_empty() && (k.check.is_some() || k.check_kernel.is_some() || k.unchecked) {
         text += &format!("; the reference of {}", checks.join(", "));
+    }
+    text
+}
+
+/// The check's tolerances the experiment gives, each by point ("; rtol 0.001 (dtype=f16),
+/// 1e-5 (dtype=f32)"); nothing where it takes the defaults.
+fn tolerances(k: &Kernel) -> String {
+    let mut text = String::new();
+    for (i, (key, _)) in Tolerances::default().by_key().iter().enumerate() {
+        let values: Option<Vec<String>> = (k.launches.iter())
+            .map(|l| l.tolerances.by_key()[i].1.map(|v| v.to_string()))
+            .collect();
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            text += &format!("; {key} {}", by_point(&k.points, &values));
+        }
     }
     text
 }

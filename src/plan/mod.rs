@@ -279,6 +279,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             shared_bytes: 0,
             args: vec![],
             check_dims: vec![],
+            tolerances: Default::default(),
             steps: vec![],
         },
         reference_launch: None,

@@ -103,11 +103,12 @@ impl Checker<'_> {
             let name = &def.args[o].name;
             let view = |bytes| reference::HostBuffer { name, dtype, bytes };
             let (rtol, atol) = dtype.default_tolerances();
+            let given = cell.launch.tolerances;
             notes.push(super::agreement::compare(
                 &view(&got),
                 &view(&want),
-                kc.rtol.unwrap_or(rtol),
-                kc.atol.unwrap_or(atol),
+                given.rtol.unwrap_or(rtol),
+                given.atol.unwrap_or(atol),
             )?);
         }
         Ok(format!(
