@@ -2,25 +2,24 @@
 //! steps), what its buffers are (inputs, outputs, scratch, reset), the work it declares and
 //! what checks it; a value that differs by point written once as a short list.
 
+use super::describe::Shown;
 use crate::experiment::knobs::cache::bytes_text;
-use crate::experiment::{
-    ArgKind, Experiment, Init, InitSpec, Kernel, ModuleKind, Point, Tolerances,
-};
+use crate::experiment::{Experiment, Kernel, ModuleKind, Point, Tolerances};
 use std::fmt::Write;
 
 /// Groups of values listed in full; more are cut to their ends.
 const MAX_GROUPS: usize = 4;
 
 /// The kernels as `runner plan` shows them, a block each.
-pub fn describe(exp: &Experiment) -> String {
+pub fn describe(exp: &Experiment, shown: Shown) -> String {
     let mut out = String::from("kernels:\n");
     for k in &exp.kernels {
-        describe_kernel(exp, k, &mut out);
+        describe_kernel(exp, k, shown, &mut out);
     }
     out
 }
 
-fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
+fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String) {
     let own: Vec<&str> = (k.points.first().map_or(&[][..], |p| &p[exp.params.len()..]))
         .iter()
         .map(|(n, _)| n.as_str())
@@ -65,17 +64,21 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
         let l = &k.launches;
         let _ = writeln!(
             out,
-            "    launch: grid {}; block {}; shared {}",
+            "    launch: grid {}; block {}; dynamic shared {}; static shared {}",
             at(&|p| dims(l[p].grid)),
             at(&|p| dims(l[p].block)),
-            at(&|p| bytes_text(l[p].shared_bytes.into()))
+            at(&|p| bytes_text(l[p].shared_bytes.into())),
+            match shown.compiled {
+                true => "in each build's resources below",
+                false => "unknown until compiled (`runner plan --compile` reads it)",
+            }
         );
         for (s, step) in k.steps.iter().enumerate() {
             let names: Vec<&str> = step.args.iter().map(|&i| k.args[i].name.as_str()).collect();
             let what = match step.copy {
                 Some(_) => format!("a copy of {} into {}", names[1], names[0]),
                 None => format!(
-                    "{}({}): grid {}; block {}; shared {}",
+                    "{}({}): grid {}; block {}; dynamic shared {}",
                     step.entry,
                     names.join(", "),
                     at(&|p| dims(l[p].steps[s].0)),
@@ -87,7 +90,10 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
             let _ = writeln!(out, "    {when} {what}");
         }
     }
-    let _ = writeln!(out, "    buffers: {}", roles(k));
+    let _ = writeln!(out, "    buffers: {}", super::buffers::roles(k));
+    if shown.verbose {
+        out.push_str(&super::buffers::each(k));
+    }
     let work = |v: Option<f64>, text: fn(f64) -> String| v.map_or("not declared".into(), text);
     let _ = writeln!(
         out,
@@ -109,40 +115,6 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
         .collect();
     if !skipped.is_empty() {
         let _ = writeln!(out, "    skipped at: {} (its `skip`)", skipped.join("; "));
-    }
-}
-
-/// What each buffer is to the kernel: read, read and written (checked), written (poisoned
-/// first), its working space, or set before every launch.
-fn roles(k: &Kernel) -> String {
-    let groups = [
-        "inputs",
-        "updated in place",
-        "outputs",
-        "scratch",
-        "set before every launch, outside the timed region:",
-    ];
-    let mut groups: Vec<(&str, Vec<String>)> = groups.iter().map(|g| (*g, Vec::new())).collect();
-    for (i, a) in k.args.iter().enumerate() {
-        let ArgKind::Buffer { init, .. } = &a.kind else {
-            continue;
-        };
-        let (group, name) = match init {
-            InitSpec::Fixed(Init::Output) => (2, a.name.clone()),
-            InitSpec::Fixed(Init::Scratch) => (3, a.name.clone()),
-            InitSpec::Fixed(Init::Reset(v)) => (4, format!("{} to {v}", a.name)),
-            _ if k.writes(i) => (1, a.name.clone()),
-            _ => (0, a.name.clone()),
-        };
-        groups[group].1.push(name);
-    }
-    let text: Vec<String> = (groups.iter())
-        .filter(|(_, names)| !names.is_empty())
-        .map(|(g, names)| format!("{g} {}", names.join(", ")))
-        .collect();
-    match text.is_empty() {
-        true => "none".into(),
-        false => text.join("; "),
     }
 }
 
@@ -245,6 +217,15 @@ fn flops_text(f: f64) -> String {
 /// they hold at, named by the parameters that vary ("256 (n=1024), 4096 (n=16384 to
 /// n=65536)"); more than a few groups are cut to their ends.
 pub(super) fn by_point(points: &[Point], values: &[String]) -> String {
+    listed(points, values, MAX_GROUPS)
+}
+
+/// As [`by_point`], every group listed: what `--verbose` shows.
+pub(super) fn every_point(points: &[Point], values: &[String]) -> String {
+    listed(points, values, usize::MAX)
+}
+
+fn listed(points: &[Point], values: &[String], max_groups: usize) -> String {
     let mut groups: Vec<(usize, usize)> = Vec::new();
     for (i, v) in values.iter().enumerate() {
         match groups.last_mut() {
@@ -281,7 +262,7 @@ pub(super) fn by_point(points: &[Point], values: &[String]) -> String {
         };
         format!("{} ({at})", values[start])
     };
-    if groups.len() <= MAX_GROUPS {
+    if groups.len() <= max_groups {
         return groups.iter().map(show).collect::<Vec<_>>().join(", ");
     }
     format!(

@@ -2,6 +2,7 @@
 //! read an empty kernel with each timer) with its knobs and launch fixed, and the worker
 //! processes that will run them.
 
+mod buffers;
 pub mod cost;
 pub mod counted;
 mod describe;
@@ -16,7 +17,7 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use describe::describe;
+pub use describe::{describe, Shown};
 use serde::{Deserialize, Serialize};
 
 /// Warm-up launches before a floor cell's samples.
