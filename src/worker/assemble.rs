@@ -3,9 +3,10 @@
 //! reference kernel run on the same inputs).
 
 use super::buffers::{Buffers, Poison, POISON};
+use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::inputs::HostInputs;
-use super::kernels::{Build, KernelKey, Kernels};
+use super::kernels::{KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
 use crate::cuda::{self, Dims, Launch, Param};

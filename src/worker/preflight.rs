@@ -4,7 +4,7 @@
 //! the driver where there is a GPU, else from the PTX NVRTC writes.
 
 use super::assemble::{params_differ, sizes};
-use super::kernels::{Build, Compiler};
+use super::compiler::{Build, Compiler};
 use crate::cuda::{self, nvrtc, CudaError, Gpu, Module};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Experiment, Kernel, LaunchSpec, ModuleKind};

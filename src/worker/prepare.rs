@@ -3,9 +3,10 @@
 
 use super::assemble::{check_params, sizes, StepCode};
 use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
+use super::compiler::Build;
 use super::failure::Failure;
 use super::inputs::{seeds_of, shares, HostInputs};
-use super::kernels::{Build, KernelKey};
+use super::kernels::KernelKey;
 use super::Session;
 use crate::cuda::{Function, LazyFunction};
 use crate::experiment::knobs::first_launch::FirstLaunch;
