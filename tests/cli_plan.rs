@@ -81,3 +81,18 @@ fn plan_shows_tolerances_from_the_sweep_and_shared_memory_it_cannot_know_as_unkn
     }
     assert!(!text.contains("shared 0 B;"), "{text}");
 }
+
+#[test]
+fn plan_names_a_steps_entry_as_the_sweep_renders_it() {
+    let text = softmax_by_type().replacen(
+        "args = [",
+        "takes = [\"x\", \"y\", \"rows\", \"cols\"]\nthen = [{ entry = \"softmax_warp<{{ dtype | ctype }}>\", grid = [2], block = [32], args = [\"x\", \"y\", \"rows\", \"cols\"] }]\nargs = [",
+        1,
+    );
+    let (_dir, path) = write_experiment("softmax.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = "    then softmax_warp<__half>(x, y, rows, cols) (dtype=f16), softmax_warp<__nv_bfloat16>(x, y, rows, cols) (dtype=bf16): grid 2; block 32; dynamic shared 0 B";
+    assert!(text.contains(line), "no line {line:?} in:\n{text}");
+}

@@ -47,10 +47,7 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
         );
     }
     out.push('\n');
-    let at = |f: &dyn Fn(usize) -> String| {
-        let values: Vec<String> = (0..k.points.len()).map(f).collect();
-        by_point(&k.points, &values)
-    };
+    let at = |f: &dyn Fn(usize) -> String| at_each(k, f);
     if k.copy.is_none() {
         let taken: Vec<&str> = match &k.takes {
             Some(t) => t.iter().map(|&i| k.args[i].name.as_str()).collect(),
@@ -73,22 +70,7 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
                 false => "unknown until compiled (`runner plan --compile` reads it)",
             }
         );
-        for (s, step) in k.steps.iter().enumerate() {
-            let names: Vec<&str> = step.args.iter().map(|&i| k.args[i].name.as_str()).collect();
-            let what = match step.copy {
-                Some(_) => format!("a copy of {} into {}", names[1], names[0]),
-                None => format!(
-                    "{}({}): grid {}; block {}; dynamic shared {}",
-                    step.entry,
-                    names.join(", "),
-                    at(&|p| dims(l[p].steps[s].0)),
-                    at(&|p| dims(l[p].steps[s].1)),
-                    at(&|p| bytes_text(l[p].steps[s].2.into()))
-                ),
-            };
-            let when = if step.before { "first" } else { "then" };
-            let _ = writeln!(out, "    {when} {what}");
-        }
+        out.push_str(&steps(k));
     }
     let _ = writeln!(out, "    buffers: {}", super::buffers::roles(k));
     if shown.verbose {
@@ -116,6 +98,40 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
     if !skipped.is_empty() {
         let _ = writeln!(out, "    skipped at: {} (its `skip`)", skipped.join("; "));
     }
+}
+
+/// `f` of each of the kernel's points, a value that differs by point written by point.
+fn at_each(k: &Kernel, f: &dyn Fn(usize) -> String) -> String {
+    let values: Vec<String> = (0..k.points.len()).map(f).collect();
+    by_point(&k.points, &values)
+}
+
+/// A line per step of the kernel: its launch, or the copy it makes, in order.
+fn steps(k: &Kernel) -> String {
+    let at = |f: &dyn Fn(usize) -> String| at_each(k, f);
+    let (l, mut out) = (&k.launches, String::new());
+    for (s, step) in k.steps.iter().enumerate() {
+        let names: Vec<&str> = step.args.iter().map(|&i| k.args[i].name.as_str()).collect();
+        // The step's entry at a point, where the sweep sets it (`finish<{{ tile }}>`).
+        let entry_index = k.steps[..s].iter().filter(|x| x.copy.is_none()).count();
+        let entry = |p: usize| {
+            let e = l[p].step_entries.get(entry_index).unwrap_or(&step.entry);
+            format!("{e}({})", names.join(", "))
+        };
+        let what = match step.copy {
+            Some(_) => format!("a copy of {} into {}", names[1], names[0]),
+            None => format!(
+                "{}: grid {}; block {}; dynamic shared {}",
+                at(&entry),
+                at(&|p| dims(l[p].steps[s].0)),
+                at(&|p| dims(l[p].steps[s].1)),
+                at(&|p| bytes_text(l[p].steps[s].2.into()))
+            ),
+        };
+        let when = if step.before { "first" } else { "then" };
+        let _ = writeln!(out, "    {when} {what}");
+    }
+    out
 }
 
 /// What the kernel's output is checked against, and how.
