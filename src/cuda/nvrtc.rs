@@ -20,6 +20,9 @@ pub struct Compiled {
     pub image: Vec<u8>,
     pub lowered: Vec<String>,
     pub compile_ms: f64,
+    /// The program log of the compile: its warnings, and ptxas's report where asked for
+    /// ([`ptxas_report`]).
+    pub log: String,
 }
 
 /// Says whether libnvrtc can be loaded.
@@ -103,14 +106,20 @@ pub fn compile(
         )
     })?;
     let result =
-        build(prog, file, entries, &name_exprs, &opts, output).map(|(image, lowered)| Compiled {
-            image,
-            lowered,
-            compile_ms: t.elapsed().as_secs_f64() * 1e3,
+        build(prog, file, entries, &name_exprs, &opts, output).and_then(|(image, lowered)| {
+            Ok(Compiled {
+                image,
+                lowered,
+                compile_ms: t.elapsed().as_secs_f64() * 1e3,
+                log: program_log(prog)?,
+            })
         });
     // SAFETY: prog was created above and is destroyed once.
-    unsafe { sys::nvrtcDestroyProgram(&mut prog) };
-    result
+    let destroyed = check("nvrtcDestroyProgram", unsafe {
+        sys::nvrtcDestroyProgram(&mut prog)
+    });
+    let compiled = result?;
+    destroyed.map(|()| compiled)
 }
 
 /// Where a header the source includes was not found: where the toolkit's headers were
@@ -158,7 +167,7 @@ fn build(
     // SAFETY: prog is live; the option pointers are valid for the call.
     let r = unsafe { sys::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
     if r != sys::nvrtcResult::NVRTC_SUCCESS {
-        let log = program_log(prog);
+        let log = program_log(prog).unwrap_or_else(|e| format!("(no compiler log: {e})"));
         return Err(CudaError::Library(format!(
             "NVRTC could not compile {file}:\n{log}{}",
             header_hint(&log)
@@ -198,19 +207,21 @@ fn build(
     Ok((image, lowered))
 }
 
-fn program_log(prog: sys::nvrtcProgram) -> String {
+fn program_log(prog: sys::nvrtcProgram) -> Result<String, CudaError> {
     let mut size = 0usize;
     // SAFETY: prog is live; writes one size.
-    if unsafe { sys::nvrtcGetProgramLogSize(prog, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS {
-        return "(no compiler log)".into();
-    }
+    check("nvrtcGetProgramLogSize", unsafe {
+        sys::nvrtcGetProgramLogSize(prog, &mut size)
+    })?;
     let mut buf = vec![0u8; size.max(1)];
-    // SAFETY: buf holds the log's size.
-    unsafe { sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char) };
-    String::from_utf8_lossy(&buf)
+    // SAFETY: buf holds the log's size (its terminating NUL included).
+    check("nvrtcGetProgramLog", unsafe {
+        sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char)
+    })?;
+    Ok(String::from_utf8_lossy(&buf)
         .trim_end_matches('\0')
         .trim()
-        .to_string()
+        .to_string())
 }
 
 #[cfg(test)]

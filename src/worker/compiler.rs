@@ -1,6 +1,6 @@
 //! Compiling a kernel for the device, once per run: an experiment kernel's build (its entry,
 //! steps and options at a point) or a built-in, with NVRTC or from a prebuilt module, into
-//! an image ready to load.
+//! an image ready to load, with the program log of the compile.
 
 use super::shared;
 use crate::cuda::{nvrtc, CudaError};
@@ -75,7 +75,57 @@ impl<'a> Build<'a> {
 pub(super) struct Image {
     pub(super) bytes: Vec<u8>,
     pub(super) entries: Vec<String>,
+    /// The program log of the compile that made it: empty where none ran in this process
+    /// (an image an earlier process compiled, a prebuilt module).
+    pub(super) log: String,
     made: Made,
+}
+
+impl Image {
+    /// The timeline's name for making it, where making it took time.
+    pub(super) fn phase(&self) -> Option<&'static str> {
+        match self.made {
+            Made::Compiled(_) => Some("NVRTC compile"),
+            Made::Shared => Some("compiled image (from an earlier process)"),
+            Made::Kept | Made::Prebuilt => None,
+        }
+    }
+
+    /// What compiling it cost, where it was compiled for this call (not kept from an earlier
+    /// one): the time, and NVRTC's warnings.
+    pub(super) fn compiled_now(&self) -> Option<CompileCost> {
+        match self.made {
+            Made::Compiled(ms) => Some(CompileCost {
+                ms,
+                warnings: warnings(&self.log),
+            }),
+            Made::Shared | Made::Kept | Made::Prebuilt => None,
+        }
+    }
+}
+
+/// What compiling a kernel cost the cell that compiled it.
+pub struct CompileCost {
+    pub ms: f64,
+    /// NVRTC's warnings, which a run keeps in the cell's record.
+    pub warnings: Vec<String>,
+}
+
+/// The warnings of a program log, each once, in order: the compiler's (`k.cu(3): warning
+/// #1105-D: #warning directive: ...`), NVRTC's own and ptxas's, each by its first line
+/// (the source line and caret that follow one are left out).
+pub(super) fn warnings(log: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for line in log.lines().map(str::trim_end) {
+        let warns = line.contains("): warning")
+            || ["nvrtc: warning", "ptxas warning"]
+                .iter()
+                .any(|tool| line.starts_with(tool));
+        if warns && !found.iter().any(|w| w == line) {
+            found.push(line.to_string());
+        }
+    }
+    found
 }
 
 /// Where an image came from.
@@ -89,35 +139,6 @@ enum Made {
     Kept,
     /// A module built outside the runner.
     Prebuilt,
-}
-
-impl Image {
-    /// The timeline's name for making it, where making it took time.
-    pub(super) fn phase(&self) -> Option<&'static str> {
-        self.made.phase()
-    }
-
-    /// The time NVRTC took, where it compiled the image for this call.
-    pub(super) fn compile_ms(&self) -> Option<f64> {
-        self.made.compile_ms()
-    }
-}
-
-impl Made {
-    fn phase(&self) -> Option<&'static str> {
-        match self {
-            Made::Compiled(_) => Some("NVRTC compile"),
-            Made::Shared => Some("compiled image (from an earlier process)"),
-            Made::Kept | Made::Prebuilt => None,
-        }
-    }
-
-    fn compile_ms(&self) -> Option<f64> {
-        match self {
-            Made::Compiled(ms) => Some(*ms),
-            _ => None,
-        }
-    }
 }
 
 /// Compiles for the device, once per run: an image one process compiled is read by the
@@ -181,6 +202,7 @@ impl Compiler {
                 Image {
                     bytes: c.image,
                     entries: c.lowered,
+                    log: c.log,
                     made: Made::Compiled(c.compile_ms),
                 }
             }
@@ -200,6 +222,7 @@ impl Compiler {
                 .map(str::to_string)
                 .collect(),
             bytes: bytes[cut + 1..].to_vec(),
+            log: String::new(),
             made: Made::Shared,
         })
     }
@@ -234,7 +257,44 @@ impl Compiler {
         Ok(Image {
             bytes,
             entries: entries.iter().map(|e| e.to_string()).collect(),
+            log: String::new(),
             made: Made::Prebuilt,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logs_warnings_are_its_diagnostics_first_lines_each_once() {
+        // NVRTC 12.9's log of a `#warning` met twice (a header included twice), compiled with
+        // --ptxas-options=-v and a register limit ptxas raises; NVRTC's own warning as it
+        // writes one for an old architecture.
+        let log = "\
+k.cu(1): warning #1105-D: #warning directive: this kernel is a test
+  #warning this kernel is a test
+   ^
+
+k.cu(1): warning #1105-D: #warning directive: this kernel is a test
+  #warning this kernel is a test
+   ^
+
+Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\"
+
+nvrtc: warning : Architectures prior to '<compute/sm>_75' are deprecated
+ptxas warning : For profile sm_90 adjusting per thread register count of 16 to lower bound of 24
+ptxas info    : 0 bytes gmem
+ptxas info    : Used 10 registers, used 1 barriers, 1024 bytes smem";
+        assert_eq!(
+            warnings(log),
+            [
+                "k.cu(1): warning #1105-D: #warning directive: this kernel is a test",
+                "nvrtc: warning : Architectures prior to '<compute/sm>_75' are deprecated",
+                "ptxas warning : For profile sm_90 adjusting per thread register count of 16 to lower bound of 24",
+            ]
+        );
+        assert!(warnings("ptxas info    : 0 bytes gmem").is_empty());
     }
 }

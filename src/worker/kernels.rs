@@ -1,7 +1,7 @@
 //! Kernels a worker compiles and loads, once per process: the experiment's (in each compile
 //! mode a cell asks for) and the built-in ones.
 
-use super::compiler::{Build, Compiler};
+use super::compiler::{Build, CompileCost, Compiler};
 use super::timeline::Timeline;
 use crate::cuda::{CudaError, Function, LazyFunction, LazyModule, Module};
 use crate::experiment::knobs::cache::FlushMethod;
@@ -99,8 +99,8 @@ pub struct Loaded {
 
 /// What loading a kernel cost the run that loaded it first in its process.
 pub struct LoadCost {
-    /// None for a prebuilt module.
-    pub compile_ms: Option<f64>,
+    /// None for a prebuilt module, or an image compiled before.
+    pub compile: Option<CompileCost>,
     pub module_load_ms: f64,
 }
 
@@ -223,7 +223,7 @@ impl Kernels {
             .collect::<Result<_, CudaError>>()?;
         timeline.mark(&key.phase("function lookup"));
         let cost = LoadCost {
-            compile_ms: image.compile_ms(),
+            compile: image.compiled_now(),
             module_load_ms,
         };
         let mut entries = image.entries.into_iter();
@@ -237,7 +237,7 @@ impl Kernels {
     }
 
     /// Experiment kernel `k` compiled (once) with the empty kernel beside it, its module
-    /// left to load at its first launch; the compile time where this call paid it. A
+    /// left to load at its first launch; what compiling it cost where this call paid it. A
     /// prebuilt module has no empty kernel beside it.
     pub fn lazy(
         &mut self,
@@ -245,7 +245,7 @@ impl Kernels {
         how: Compile,
         build: Build,
         timeline: &mut Timeline,
-    ) -> Result<(&Lazy, Option<f64>), CudaError> {
+    ) -> Result<(&Lazy, Option<CompileCost>), CudaError> {
         let slot = match self.lazy.entry((k, how, build.hash())) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
@@ -256,7 +256,7 @@ impl Kernels {
         if let Some(phase) = image.phase() {
             timeline.mark(phase);
         }
-        let compile_ms = image.compile_ms();
+        let compiled = image.compiled_now();
         let mut entries = image.entries.into_iter();
         let lazy = slot.insert(Lazy {
             module: LazyModule::new(image.bytes),
@@ -264,7 +264,7 @@ impl Kernels {
             steps: entries.collect(),
             has_empty: def.module.is_none(),
         });
-        Ok((lazy, compile_ms))
+        Ok((lazy, compiled))
     }
 
     /// Retires the experiment's kernels: the next cell loads its own module, so that its
