@@ -43,6 +43,11 @@ fn check(what: &str, r: sys::nvrtcResult) -> Result<(), CudaError> {
 }
 
 pub fn version() -> Result<String, CudaError> {
+    let (major, minor) = version_numbers()?;
+    Ok(format!("{major}.{minor}"))
+}
+
+fn version_numbers() -> Result<(i32, i32), CudaError> {
     if !present() {
         return Err(CudaError::Library("libnvrtc not found".into()));
     }
@@ -51,7 +56,19 @@ pub fn version() -> Result<String, CudaError> {
     check("nvrtcVersion", unsafe {
         sys::nvrtcVersion(&mut major, &mut minor)
     })?;
-    Ok(format!("{major}.{minor}"))
+    Ok((major, minor))
+}
+
+/// The options that have ptxas write what each entry of a CUBIN uses (registers, spills,
+/// stack frame, shared memory) into the program log. NVRTC 12.9 and later may serve a
+/// program from their cache, which runs no ptxas and so writes no report: they compile
+/// without it (`--no-cache`, which earlier versions refuse).
+pub fn ptxas_report() -> Result<Vec<String>, CudaError> {
+    let mut options = vec!["--ptxas-options=-v".to_string()];
+    if version_numbers()? >= (12, 9) {
+        options.push("--no-cache".into());
+    }
+    Ok(options)
 }
 
 /// Compiles `source` (named `file` in messages) for `arch` (`sm_90`, `compute_90`), with

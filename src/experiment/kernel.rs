@@ -99,6 +99,15 @@ impl ModuleKind {
             _ => None,
         }
     }
+
+    /// How `runner plan` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModuleKind::Cubin => "CUBIN",
+            ModuleKind::Ptx => "PTX",
+            ModuleKind::Fatbin => "fatbin",
+        }
+    }
 }
 
 /// A launch beside the kernel's: another entry of its source or module, given some of the

@@ -4,7 +4,7 @@
 
 use super::describe::Shown;
 use crate::experiment::knobs::cache::bytes_text;
-use crate::experiment::{Experiment, Kernel, ModuleKind, Point, Tolerances};
+use crate::experiment::{Experiment, Kernel, Point, Tolerances};
 use std::fmt::Write;
 
 /// Groups of values listed in full; more are cut to their ends.
@@ -26,15 +26,7 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
         .collect();
     let origin = match (k.source.is_empty(), &k.module) {
         (true, _) => k.entry.clone(),
-        (false, Some(m)) => format!(
-            "{}, a prebuilt {} module",
-            k.source,
-            match m.kind {
-                ModuleKind::Cubin => "CUBIN",
-                ModuleKind::Ptx => "PTX",
-                ModuleKind::Fatbin => "fatbin",
-            }
-        ),
+        (false, Some(m)) => format!("{}, a prebuilt {} module", k.source, m.kind.name()),
         (false, None) => k.source.clone(),
     };
     let _ = write!(out, "  {} ({origin})", k.name);

@@ -57,7 +57,7 @@ impl<'a> Build<'a> {
     }
 
     /// The entry to compile: this point's, else the kernel's own.
-    fn entry<'k>(&self, def: &'k Kernel) -> &'k str
+    pub(super) fn entry<'k>(&self, def: &'k Kernel) -> &'k str
     where
         'a: 'k,
     {
@@ -150,6 +150,9 @@ pub(super) struct Compiler {
     /// Images compiled (or read) in this process, by the hash of what made them: every
     /// cell loads its own module from them.
     kept: HashMap<[u8; 32], Image>,
+    /// Options a CUBIN compiles with beyond the kernel's: ptxas's report of what each entry
+    /// uses, for `plan --compile` (none for a run, which keeps its compile as it is).
+    ptxas_report: Vec<String>,
 }
 
 impl Compiler {
@@ -160,7 +163,17 @@ impl Compiler {
             capability,
             run_cache,
             kept: HashMap::new(),
+            ptxas_report: Vec::new(),
         }
+    }
+
+    /// The same compiler, its CUBINs' logs holding ptxas's report of each entry's
+    /// registers, spills, stack frame and shared memory.
+    pub(super) fn reporting_resources(self) -> Result<Compiler, CudaError> {
+        Ok(Compiler {
+            ptxas_report: nvrtc::ptxas_report()?,
+            ..self
+        })
     }
 
     pub(super) fn compile(
@@ -176,6 +189,11 @@ impl Compiler {
             CompileMode::Ptx => (nvrtc::Output::Ptx, "ptx"),
         };
         let arch = how.nvrtc_arch(self.capability);
+        let report = match how.mode {
+            CompileMode::Cubin => &self.ptxas_report[..],
+            CompileMode::Ptx => &[],
+        };
+        let options = &[options, report].concat();
         let (options_text, entries_text) = (options.join("\0"), entries.join("\0"));
         let parts: [&[u8]; 6] = [
             source.as_bytes(),

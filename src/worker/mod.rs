@@ -16,6 +16,7 @@ mod parent;
 mod preflight;
 mod prepare;
 mod reference;
+mod resources;
 mod shared;
 mod timeline;
 
