@@ -109,10 +109,15 @@ pub enum Command {
         /// Replace a sweep parameter's values, as `run --set` does.
         #[arg(long, value_name = "KEY=VALUES")]
         set: Vec<String>,
-        /// Also compile every kernel with NVRTC as the run would (no GPU needed) and check
-        /// the arguments against the compiled parameters; exits 1 on any failure.
+        /// Also compile every kernel with NVRTC as the run would (no GPU needed), check the
+        /// arguments against the compiled parameters and show what each build uses
+        /// (registers, spills, shared and local memory) and NVRTC's warnings; exits 1 on any
+        /// failure.
         #[arg(long)]
         compile: bool,
+        /// Also show each buffer's type, length and init at every sweep point.
+        #[arg(long, short)]
+        verbose: bool,
     },
     /// Print every methodology key of `[defaults]` and `[[variant]]` with its documentation,
     /// in Markdown: the reference README.md holds, made from the knobs' own files.

@@ -74,7 +74,16 @@ fn main() -> ExitCode {
             only,
             set,
             compile,
-        }) => plan(&experiment, &only, &set, compile),
+            verbose,
+        }) => plan(
+            &experiment,
+            &only,
+            &set,
+            plan::Shown {
+                verbose,
+                compiled: compile,
+            },
+        ),
         Some(Command::Keys) => say(&experiment::knobs::reference::markdown()).map_err(Into::into),
         Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
@@ -361,7 +370,7 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn plan(path: &Path, only: &[String], set: &[String], compile: bool) -> anyhow::Result<()> {
+fn plan(path: &Path, only: &[String], set: &[String], shown: plan::Shown) -> anyhow::Result<()> {
     let exp = load(path, set)?;
     let all = plan::Plan::new(&exp)?;
     let total = all.cells.len();
@@ -374,14 +383,14 @@ fn plan(path: &Path, only: &[String], set: &[String], compile: bool) -> anyhow::
         ))?;
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
-    say(&plan::describe(&exp, &plan, &previous))?;
+    say(&plan::describe(&exp, &plan, &previous, shown))?;
     let peers = execute::peers::describe(&exp, &plan.cells);
     if !peers.is_empty() {
         say(&format!(
             "peers (other programs measuring the same, beside a variant):\n{peers}"
         ))?;
     }
-    if !compile {
+    if !shown.compiled {
         return Ok(());
     }
     let found = worker::compile_plan(&exp, &plan)?;

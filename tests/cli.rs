@@ -565,8 +565,8 @@ fn plan_shows_each_kernels_launch_work_buffers_check_zipped_axes_and_peers() {
     for line in [
         "  zipped: n, blocks advance together, one point per position (not a product)",
         "    entry reduce_block(x, partial, n, per_block)",
-        "    launch: grid 1 (n=4096 blocks=1), 16 (n=65536 blocks=16); block 256; shared 1.0 KiB",
-        "    then reduce_final(partial, out, blocks): grid 1; block 256; shared 1.0 KiB",
+        "    launch: grid 1 (n=4096 blocks=1), 16 (n=65536 blocks=16); block 256; dynamic shared 1.0 KiB; static shared unknown until compiled (`runner plan --compile` reads it)",
+        "    then reduce_final(partial, out, blocks): grid 1; block 256; dynamic shared 1.0 KiB",
         "    buffers: inputs x; outputs out; scratch partial",
         "    per launch: bytes 16.0 KiB (n=4096 blocks=1), 256.0 KiB (n=65536 blocks=16); flops 4.1 kFLOP (n=4096 blocks=1), 65.5 kFLOP (n=65536 blocks=16)",
         "    check: kernel `sum-ref` on the same inputs, comparing out; it is given x, partial, out, n, per_block, blocks by name",

@@ -795,6 +795,38 @@ fn counts_sizes_and_durations_beyond_their_limits_are_refused_with_the_limit() {
 }
 
 #[test]
+fn a_tolerance_from_the_sweep_is_read_at_every_point_and_names_its_key_and_point() {
+    let dims = "dims = [\"n\", \"n\", \"n\"] }";
+    let follows = "dims = [\"n\", \"n\", \"n\"], tolerance = \"{{ {64: 1e-4, 96: 1e-3}[n] }}\" }";
+    let (_dir, path) = write_experiment("ok.toml", &good().replacen(dims, follows, 1));
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("tolerance 0.0001 (n=64), 0.001 (n=96)"),
+        "{text}"
+    );
+    for (to, says) in [
+        (
+            "tolerance = \"{{ 'tight' if n < 96 else 1e-3 }}\" }",
+            "tolerance at 64: `{{ 'tight' if n < 96 else 1e-3 }}` renders to `tight` here, which is not a number",
+        ),
+        (
+            "tolerance = \"{{ -n }}\" }",
+            "tolerance at 64: -64 is not a tolerance",
+        ),
+        ("tolerance = \"{{ m }}\" }", "tolerance at 64: cannot render"),
+        ("tolerance = true }", "a number such as 1e-5, or text the sweep renders to one"),
+    ] {
+        let to = format!("dims = [\"n\", \"n\", \"n\"], {to}");
+        let text = good().replacen(dims, &to, 1);
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, &to);
+        assert!(err.contains(says), "{to}: {err}");
+    }
+}
+
+#[test]
 fn every_float_is_a_finite_number_its_buffer_can_hold() {
     for (from, to, says) in [
         (
@@ -813,7 +845,7 @@ fn every_float_is_a_finite_number_its_buffer_can_hold() {
         (
             "dims = [\"n\", \"n\", \"n\"] }",
             "dims = [\"n\", \"n\", \"n\"], tolerance = nan }",
-            "tolerance = NaN is not a tolerance",
+            "tolerance: NaN is not a tolerance",
         ),
     ] {
         let text = good().replacen(from, to, 1);

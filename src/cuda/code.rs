@@ -146,6 +146,31 @@ impl Function {
         }
     }
 
+    /// What the compiled kernel uses and allows, as the driver reads them (a library's
+    /// kernel is loaded into the context for it).
+    pub fn attributes(&self) -> Result<Attributes, CudaError> {
+        use sys::CUfunction_attribute as A;
+        let func = self.in_context()?;
+        let read = |attribute: A, name: &str| {
+            // SAFETY: func is a live function of the current context; the call writes one
+            // int.
+            let v = unsafe { result::function::get_function_attribute(func, attribute) }
+                .during(&format!("cuFuncGetAttribute({name})"))?;
+            u32::try_from(v).map_err(|_| {
+                CudaError::Library(format!("cuFuncGetAttribute({name}) gave {v}, not a count"))
+            })
+        };
+        Ok(Attributes {
+            registers: read(A::CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS")?,
+            local_bytes: read(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES")?,
+            static_shared_bytes: read(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES")?,
+            max_threads_per_block: read(
+                A::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                "MAX_THREADS_PER_BLOCK",
+            )?,
+        })
+    }
+
     /// Lets launches use more than the default 48 KiB of dynamic shared memory (a library's
     /// kernel is loaded into the context for it).
     pub fn allow_shared_bytes(&self, bytes: u32) -> Result<(), CudaError> {
@@ -161,6 +186,20 @@ impl Function {
         }
         .during("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
     }
+}
+
+/// What a compiled kernel uses and allows, from the driver (`cuFuncGetAttribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attributes {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Local memory per thread: the stack frame, spilled registers included.
+    pub local_bytes: u32,
+    /// Shared memory the kernel declares (`__shared__` arrays), beside the launch's dynamic
+    /// shared memory.
+    pub static_shared_bytes: u32,
+    /// The most threads a block of it may have, given its registers and launch bounds.
+    pub max_threads_per_block: u32,
 }
 
 /// Gives the process's free heap memory back to the system, as a program that has just

@@ -14,7 +14,7 @@ mod memory;
 pub mod nvrtc;
 
 pub use bare::events_loop as bare_events_loop;
-pub use code::{release_free_heap, Function, LazyFunction, LazyModule, Module};
+pub use code::{release_free_heap, Attributes, Function, LazyFunction, LazyModule, Module};
 pub use device::{
     device_count, driver_present, nvrtc_version, query, synchronize, Gpu, CONTEXT, DRIVER_INIT,
 };

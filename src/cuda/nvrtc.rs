@@ -20,6 +20,9 @@ pub struct Compiled {
     pub image: Vec<u8>,
     pub lowered: Vec<String>,
     pub compile_ms: f64,
+    /// The program log of the compile: its warnings, and ptxas's report where asked for
+    /// ([`ptxas_report`]).
+    pub log: String,
 }
 
 /// Says whether libnvrtc can be loaded.
@@ -40,6 +43,11 @@ fn check(what: &str, r: sys::nvrtcResult) -> Result<(), CudaError> {
 }
 
 pub fn version() -> Result<String, CudaError> {
+    let (major, minor) = version_numbers()?;
+    Ok(format!("{major}.{minor}"))
+}
+
+fn version_numbers() -> Result<(i32, i32), CudaError> {
     if !present() {
         return Err(CudaError::Library("libnvrtc not found".into()));
     }
@@ -48,7 +56,19 @@ pub fn version() -> Result<String, CudaError> {
     check("nvrtcVersion", unsafe {
         sys::nvrtcVersion(&mut major, &mut minor)
     })?;
-    Ok(format!("{major}.{minor}"))
+    Ok((major, minor))
+}
+
+/// The options that have ptxas write what each entry of a CUBIN uses (registers, spills,
+/// stack frame, shared memory) into the program log. NVRTC 12.9 and later may serve a
+/// program from their cache, which runs no ptxas and so writes no report: they compile
+/// without it (`--no-cache`, which earlier versions refuse).
+pub fn ptxas_report() -> Result<Vec<String>, CudaError> {
+    let mut options = vec!["--ptxas-options=-v".to_string()];
+    if version_numbers()? >= (12, 9) {
+        options.push("--no-cache".into());
+    }
+    Ok(options)
 }
 
 /// Compiles `source` (named `file` in messages) for `arch` (`sm_90`, `compute_90`), with
@@ -103,14 +123,20 @@ pub fn compile(
         )
     })?;
     let result =
-        build(prog, file, entries, &name_exprs, &opts, output).map(|(image, lowered)| Compiled {
-            image,
-            lowered,
-            compile_ms: t.elapsed().as_secs_f64() * 1e3,
+        build(prog, file, entries, &name_exprs, &opts, output).and_then(|(image, lowered)| {
+            Ok(Compiled {
+                image,
+                lowered,
+                compile_ms: t.elapsed().as_secs_f64() * 1e3,
+                log: program_log(prog)?,
+            })
         });
     // SAFETY: prog was created above and is destroyed once.
-    unsafe { sys::nvrtcDestroyProgram(&mut prog) };
-    result
+    let destroyed = check("nvrtcDestroyProgram", unsafe {
+        sys::nvrtcDestroyProgram(&mut prog)
+    });
+    let compiled = result?;
+    destroyed.map(|()| compiled)
 }
 
 /// Where a header the source includes was not found: where the toolkit's headers were
@@ -158,7 +184,7 @@ fn build(
     // SAFETY: prog is live; the option pointers are valid for the call.
     let r = unsafe { sys::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
     if r != sys::nvrtcResult::NVRTC_SUCCESS {
-        let log = program_log(prog);
+        let log = program_log(prog).unwrap_or_else(|e| format!("(no compiler log: {e})"));
         return Err(CudaError::Library(format!(
             "NVRTC could not compile {file}:\n{log}{}",
             header_hint(&log)
@@ -198,19 +224,21 @@ fn build(
     Ok((image, lowered))
 }
 
-fn program_log(prog: sys::nvrtcProgram) -> String {
+fn program_log(prog: sys::nvrtcProgram) -> Result<String, CudaError> {
     let mut size = 0usize;
     // SAFETY: prog is live; writes one size.
-    if unsafe { sys::nvrtcGetProgramLogSize(prog, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS {
-        return "(no compiler log)".into();
-    }
+    check("nvrtcGetProgramLogSize", unsafe {
+        sys::nvrtcGetProgramLogSize(prog, &mut size)
+    })?;
     let mut buf = vec![0u8; size.max(1)];
-    // SAFETY: buf holds the log's size.
-    unsafe { sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char) };
-    String::from_utf8_lossy(&buf)
+    // SAFETY: buf holds the log's size (its terminating NUL included).
+    check("nvrtcGetProgramLog", unsafe {
+        sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr() as *mut c_char)
+    })?;
+    Ok(String::from_utf8_lossy(&buf)
         .trim_end_matches('\0')
         .trim()
-        .to_string()
+        .to_string())
 }
 
 #[cfg(test)]

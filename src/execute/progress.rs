@@ -1,5 +1,5 @@
 //! The run's progress bar: cells done, and the time left by the plan's estimate, refined
-//! as runs end.
+//! as runs end; what a cell reports on the way is said above it.
 
 use crate::plan::cost::seconds;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
@@ -17,6 +17,20 @@ pub fn bar() -> ProgressBar {
             .progress_chars("=> "),
     );
     bar
+}
+
+/// NVRTC's warnings where a cell compiled its kernel, on standard error above the bar:
+/// once per build a process compiles (a run's later processes read the image), as its
+/// record keeps them.
+pub fn say_compile_warnings(bar: &ProgressBar, cell: &str, warnings: &[String]) {
+    if !warnings.is_empty() {
+        bar.suspend(|| {
+            eprintln!(
+                "warning: NVRTC warned compiling the kernel of {cell}:\n  {}",
+                warnings.join("\n  ")
+            )
+        });
+    }
 }
 
 /// The time left, `done` of `all` estimated seconds done after `elapsed`: until a first run

@@ -164,6 +164,7 @@ impl<'a> Scheduler<'a> {
 
     fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
         let cell = &self.plan.cells[run.cell];
+        super::progress::say_compile_warnings(&self.bar, &cell.id, &rec.compile_warnings);
         match self.counters.remove(&run.cell) {
             Some(counters) => {
                 let mut rec = rec.clone();

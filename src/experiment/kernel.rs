@@ -99,6 +99,15 @@ impl ModuleKind {
             _ => None,
         }
     }
+
+    /// How `runner plan` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModuleKind::Cubin => "CUBIN",
+            ModuleKind::Ptx => "PTX",
+            ModuleKind::Fatbin => "fatbin",
+        }
+    }
 }
 
 /// A launch beside the kernel's: another entry of its source or module, given some of the
@@ -216,7 +225,9 @@ impl Kernel {
     }
 }
 
-/// How a kernel's output is checked against a CPU reference before it is timed.
+/// How a kernel's output is checked against a CPU reference before it is timed (the
+/// relative error allowed at each point is its launch's `tolerances.tolerance`; None: 1e-4
+/// for a float output, exact for an integer one).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
     pub reference: String,
@@ -224,14 +235,13 @@ pub struct Check {
     pub inputs: Vec<usize>,
     pub output: usize,
     pub dims: Vec<NumExpr>,
-    /// The relative error allowed; None: 1e-4 for a float output, exact for an integer one.
-    pub tolerance: Option<f64>,
 }
 
 /// A check against a reference kernel, given the checked kernel's arguments by name: the
 /// outputs both kernels write from the same inputs must agree within
-/// `|a - b| <= atol + rtol * |b|`; where not given, the tolerances of the output's type
-/// ([`super::Dtype::default_tolerances`]: integers exactly).
+/// `|a - b| <= atol + rtol * |b|` (the tolerances at each point are its launch's); where not
+/// given, the tolerances of the output's type ([`super::Dtype::default_tolerances`]:
+/// integers exactly).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelCheck {
     pub kernel: usize,
@@ -240,8 +250,6 @@ pub struct KernelCheck {
     pub from: Vec<Option<usize>>,
     /// The checked kernel's arguments compared, each with the reference's of its name.
     pub outputs: Vec<usize>,
-    pub rtol: Option<f64>,
-    pub atol: Option<f64>,
 }
 
 impl KernelCheck {

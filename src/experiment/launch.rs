@@ -5,6 +5,7 @@ use super::arg::{Arg, ArgKind, ArgValue, Memory};
 use super::error::BadValue;
 use super::expr::{self, DeviceFacts, NumExpr, Scope};
 use super::schema::{Dtype, Init};
+use super::tolerance::Tolerances;
 use serde::{Deserialize, Serialize};
 
 /// A kernel's launch with every expression evaluated for one sweep point and device.
@@ -31,6 +32,9 @@ pub struct LaunchSpec {
     pub shared_bytes: u32,
     pub args: Vec<ArgValue>,
     pub check_dims: Vec<i64>,
+    /// The check's tolerances at this point, where the experiment gives them.
+    #[serde(default)]
+    pub tolerances: Tolerances,
     /// The launch shape of each of the kernel's steps at this point.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Shape>,
@@ -157,6 +161,7 @@ pub fn evaluate(
         shared_bytes: shared,
         args,
         check_dims,
+        tolerances: Tolerances::default(),
         steps: vec![],
     };
     if spec.device_bytes() > facts.mem_bytes as u64 {

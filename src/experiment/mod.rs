@@ -17,6 +17,7 @@ pub mod rates;
 mod scalar;
 pub mod schema;
 pub mod sweep;
+mod tolerance;
 mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,7 @@ pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 pub use sweep::SweepValue;
+pub use tolerance::Tolerances;
 
 /// A validated experiment: every name resolves, and every knob and launch is evaluated and
 /// within the device's limits at every sweep point.

@@ -5,6 +5,7 @@ use super::error::BadValue;
 use super::expr::NumExpr;
 use super::knobs::RawTable;
 use super::sweep::SweepSpec;
+use super::tolerance::ToleranceSpec;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -184,7 +185,7 @@ pub struct RawCheck {
     pub output: Spanned<String>,
     #[serde(default)]
     pub dims: Vec<Spanned<NumExpr>>,
-    pub tolerance: Option<f64>,
+    pub tolerance: Option<Spanned<ToleranceSpec>>,
 }
 
 /// `check_kernel = { kernel = "naive", outputs = ["C"], rtol = 1e-5, atol = 1e-6 }`.
@@ -193,8 +194,8 @@ pub struct RawCheck {
 pub struct RawKernelCheck {
     pub kernel: Spanned<String>,
     pub outputs: Vec<Spanned<String>>,
-    pub rtol: Option<f64>,
-    pub atol: Option<f64>,
+    pub rtol: Option<Spanned<ToleranceSpec>>,
+    pub atol: Option<Spanned<ToleranceSpec>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -349,6 +350,24 @@ impl Init {
     }
 }
 
+/// An init as an experiment file writes it, so that `runner plan` shows what a point reads
+/// (a reset, which the file gives as its own key, as `reset = v`).
+impl std::fmt::Display for Init {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Init::Uniform(lo, hi) => write!(f, "uniform({lo}, {hi})"),
+            Init::Normal(mean, std) => write!(f, "normal({mean}, {std})"),
+            Init::Constant(v) => write!(f, "constant({v})"),
+            Init::Iota(start, step) => write!(f, "iota({start}, {step})"),
+            Init::Output => f.write_str("output"),
+            Init::Scratch => f.write_str("scratch"),
+            Init::Chase(stride) => write!(f, "chase({stride})"),
+            Init::Npy { path, .. } => write!(f, "npy({path})"),
+            Init::Reset(v) => write!(f, "reset = {v}"),
+        }
+    }
+}
+
 pub fn parse_init(text: &str) -> Result<Init, BadValue> {
     let t = text.trim();
     let bad = || {
@@ -445,6 +464,23 @@ mod tests {
         assert!(parse_init("uniform(5, 1)").is_err());
         assert!(parse_init("normal(0, 0)").is_err());
         assert!(parse_init("gaussian(0, 1)").is_err());
+        for text in [
+            "uniform(-1, 0.5)",
+            "normal(0, 4)",
+            "constant(0)",
+            "iota(10, 2)",
+            "output",
+            "scratch",
+            "chase(32)",
+            "npy(data/a.npy)",
+        ] {
+            assert_eq!(
+                parse_init(text).unwrap().to_string(),
+                text,
+                "written as read"
+            );
+        }
+        assert_eq!(Init::Reset(0.0).to_string(), "reset = 0");
     }
 
     #[test]

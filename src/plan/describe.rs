@@ -13,13 +13,28 @@ use std::fmt::Write;
 /// Cells listed one per line at most; the rest are counted.
 const MAX_ROWS: usize = 2000;
 
+/// What `runner plan` was asked to show beyond the plan itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shown {
+    /// Each buffer's type, length and init at every point (`--verbose`).
+    pub verbose: bool,
+    /// The kernels are compiled after the plan (`--compile`), which shows what only the
+    /// compiled code knows (static shared memory, registers).
+    pub compiled: bool,
+}
+
 /// The plan as `runner plan` prints it, with an estimate of the time from `previous` (cell
 /// id -> seconds per run, from an earlier run) where it has the cell.
-pub fn describe(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
+pub fn describe(
+    exp: &Experiment,
+    plan: &Plan,
+    previous: &HashMap<String, f64>,
+    shown: Shown,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} ({})", exp.title, exp.path.display());
     out += &sweep(exp);
-    out += &super::kernels::describe(exp);
+    out += &super::kernels::describe(exp, shown);
     out += &untimed_kernels(exp);
     out += &cell_table(plan);
     out += &variants(exp);

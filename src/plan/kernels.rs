@@ -2,38 +2,31 @@
 //! steps), what its buffers are (inputs, outputs, scratch, reset), the work it declares and
 //! what checks it; a value that differs by point written once as a short list.
 
+use super::describe::Shown;
 use crate::experiment::knobs::cache::bytes_text;
-use crate::experiment::{ArgKind, Experiment, Init, InitSpec, Kernel, ModuleKind, Point};
+use crate::experiment::{Experiment, Kernel, Point, Tolerances};
 use std::fmt::Write;
 
 /// Groups of values listed in full; more are cut to their ends.
 const MAX_GROUPS: usize = 4;
 
 /// The kernels as `runner plan` shows them, a block each.
-pub fn describe(exp: &Experiment) -> String {
+pub fn describe(exp: &Experiment, shown: Shown) -> String {
     let mut out = String::from("kernels:\n");
     for k in &exp.kernels {
-        describe_kernel(exp, k, &mut out);
+        describe_kernel(exp, k, shown, &mut out);
     }
     out
 }
 
-fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
+fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String) {
     let own: Vec<&str> = (k.points.first().map_or(&[][..], |p| &p[exp.params.len()..]))
         .iter()
         .map(|(n, _)| n.as_str())
         .collect();
     let origin = match (k.source.is_empty(), &k.module) {
         (true, _) => k.entry.clone(),
-        (false, Some(m)) => format!(
-            "{}, a prebuilt {} module",
-            k.source,
-            match m.kind {
-                ModuleKind::Cubin => "CUBIN",
-                ModuleKind::Ptx => "PTX",
-                ModuleKind::Fatbin => "fatbin",
-            }
-        ),
+        (false, Some(m)) => format!("{}, a prebuilt {} module", k.source, m.kind.name()),
         (false, None) => k.source.clone(),
     };
     let _ = write!(out, "  {} ({origin})", k.name);
@@ -46,10 +39,7 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
         );
     }
     out.push('\n');
-    let at = |f: &dyn Fn(usize) -> String| {
-        let values: Vec<String> = (0..k.points.len()).map(f).collect();
-        by_point(&k.points, &values)
-    };
+    let at = |f: &dyn Fn(usize) -> String| at_each(k, f);
     if k.copy.is_none() {
         let taken: Vec<&str> = match &k.takes {
             Some(t) => t.iter().map(|&i| k.args[i].name.as_str()).collect(),
@@ -63,29 +53,21 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
         let l = &k.launches;
         let _ = writeln!(
             out,
-            "    launch: grid {}; block {}; shared {}",
+            "    launch: grid {}; block {}; dynamic shared {}; static shared {}",
             at(&|p| dims(l[p].grid)),
             at(&|p| dims(l[p].block)),
-            at(&|p| bytes_text(l[p].shared_bytes.into()))
+            at(&|p| bytes_text(l[p].shared_bytes.into())),
+            match shown.compiled {
+                true => "in each build's resources below",
+                false => "unknown until compiled (`runner plan --compile` reads it)",
+            }
         );
-        for (s, step) in k.steps.iter().enumerate() {
-            let names: Vec<&str> = step.args.iter().map(|&i| k.args[i].name.as_str()).collect();
-            let what = match step.copy {
-                Some(_) => format!("a copy of {} into {}", names[1], names[0]),
-                None => format!(
-                    "{}({}): grid {}; block {}; shared {}",
-                    step.entry,
-                    names.join(", "),
-                    at(&|p| dims(l[p].steps[s].0)),
-                    at(&|p| dims(l[p].steps[s].1)),
-                    at(&|p| bytes_text(l[p].steps[s].2.into()))
-                ),
-            };
-            let when = if step.before { "first" } else { "then" };
-            let _ = writeln!(out, "    {when} {what}");
-        }
+        out.push_str(&steps(k));
     }
-    let _ = writeln!(out, "    buffers: {}", roles(k));
+    let _ = writeln!(out, "    buffers: {}", super::buffers::roles(k));
+    if shown.verbose {
+        out.push_str(&super::buffers::each(k));
+    }
     let work = |v: Option<f64>, text: fn(f64) -> String| v.map_or("not declared".into(), text);
     let _ = writeln!(
         out,
@@ -110,38 +92,38 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, out: &mut String) {
     }
 }
 
-/// What each buffer is to the kernel: read, read and written (checked), written (poisoned
-/// first), its working space, or set before every launch.
-fn roles(k: &Kernel) -> String {
-    let groups = [
-        "inputs",
-        "updated in place",
-        "outputs",
-        "scratch",
-        "set before every launch, outside the timed region:",
-    ];
-    let mut groups: Vec<(&str, Vec<String>)> = groups.iter().map(|g| (*g, Vec::new())).collect();
-    for (i, a) in k.args.iter().enumerate() {
-        let ArgKind::Buffer { init, .. } = &a.kind else {
-            continue;
+/// `f` of each of the kernel's points, a value that differs by point written by point.
+fn at_each(k: &Kernel, f: &dyn Fn(usize) -> String) -> String {
+    let values: Vec<String> = (0..k.points.len()).map(f).collect();
+    by_point(&k.points, &values)
+}
+
+/// A line per step of the kernel: its launch, or the copy it makes, in order.
+fn steps(k: &Kernel) -> String {
+    let at = |f: &dyn Fn(usize) -> String| at_each(k, f);
+    let (l, mut out) = (&k.launches, String::new());
+    for (s, step) in k.steps.iter().enumerate() {
+        let names: Vec<&str> = step.args.iter().map(|&i| k.args[i].name.as_str()).collect();
+        // The step's entry at a point, where the sweep sets it (`finish<{{ tile }}>`).
+        let entry_index = k.steps[..s].iter().filter(|x| x.copy.is_none()).count();
+        let entry = |p: usize| {
+            let e = l[p].step_entries.get(entry_index).unwrap_or(&step.entry);
+            format!("{e}({})", names.join(", "))
         };
-        let (group, name) = match init {
-            InitSpec::Fixed(Init::Output) => (2, a.name.clone()),
-            InitSpec::Fixed(Init::Scratch) => (3, a.name.clone()),
-            InitSpec::Fixed(Init::Reset(v)) => (4, format!("{} to {v}", a.name)),
-            _ if k.writes(i) => (1, a.name.clone()),
-            _ => (0, a.name.clone()),
+        let what = match step.copy {
+            Some(_) => format!("a copy of {} into {}", names[1], names[0]),
+            None => format!(
+                "{}: grid {}; block {}; dynamic shared {}",
+                at(&entry),
+                at(&|p| dims(l[p].steps[s].0)),
+                at(&|p| dims(l[p].steps[s].1)),
+                at(&|p| bytes_text(l[p].steps[s].2.into()))
+            ),
         };
-        groups[group].1.push(name);
+        let when = if step.before { "first" } else { "then" };
+        let _ = writeln!(out, "    {when} {what}");
     }
-    let text: Vec<String> = (groups.iter())
-        .filter(|(_, names)| !names.is_empty())
-        .map(|(g, names)| format!("{g} {}", names.join(", ")))
-        .collect();
-    match text.is_empty() {
-        true => "none".into(),
-        false => text.join("; "),
-    }
+    out
 }
 
 /// What the kernel's output is checked against, and how.
@@ -188,11 +170,27 @@ fn check(exp: &Experiment, k: &Kernel) -> String {
             checks.join(", ")
         )
     };
+    text += &tolerances(k);
     if k.expect_caught {
         text += "; expected to be caught (expect = \"caught\")";
     }
     if !checks.is_empty() && (k.check.is_some() || k.check_kernel.is_some() || k.unchecked) {
         text += &format!("; the reference of {}", checks.join(", "));
+    }
+    text
+}
+
+/// The check's tolerances the experiment gives, each by point ("; rtol 0.001 (dtype=f16),
+/// 1e-5 (dtype=f32)"); nothing where it takes the defaults.
+fn tolerances(k: &Kernel) -> String {
+    let mut text = String::new();
+    for (i, (key, _)) in Tolerances::default().by_key().iter().enumerate() {
+        let values: Option<Vec<String>> = (k.launches.iter())
+            .map(|l| l.tolerances.by_key()[i].1.map(|v| v.to_string()))
+            .collect();
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            text += &format!("; {key} {}", by_point(&k.points, &values));
+        }
     }
     text
 }
@@ -227,6 +225,15 @@ fn flops_text(f: f64) -> String {
 /// they hold at, named by the parameters that vary ("256 (n=1024), 4096 (n=16384 to
 /// n=65536)"); more than a few groups are cut to their ends.
 pub(super) fn by_point(points: &[Point], values: &[String]) -> String {
+    listed(points, values, MAX_GROUPS)
+}
+
+/// As [`by_point`], every group listed: what `--verbose` shows.
+pub(super) fn every_point(points: &[Point], values: &[String]) -> String {
+    listed(points, values, usize::MAX)
+}
+
+fn listed(points: &[Point], values: &[String], max_groups: usize) -> String {
     let mut groups: Vec<(usize, usize)> = Vec::new();
     for (i, v) in values.iter().enumerate() {
         match groups.last_mut() {
@@ -263,7 +270,7 @@ pub(super) fn by_point(points: &[Point], values: &[String]) -> String {
         };
         format!("{} ({at})", values[start])
     };
-    if groups.len() <= MAX_GROUPS {
+    if groups.len() <= max_groups {
         return groups.iter().map(show).collect::<Vec<_>>().join(", ");
     }
     format!(

@@ -2,6 +2,7 @@
 //! read an empty kernel with each timer) with its knobs and launch fixed, and the worker
 //! processes that will run them.
 
+mod buffers;
 pub mod cost;
 pub mod counted;
 mod describe;
@@ -16,7 +17,7 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use describe::describe;
+pub use describe::{describe, Shown};
 use serde::{Deserialize, Serialize};
 
 /// Warm-up launches before a floor cell's samples.
@@ -279,6 +280,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
             shared_bytes: 0,
             args: vec![],
             check_dims: vec![],
+            tolerances: Default::default(),
             steps: vec![],
         },
         reference_launch: None,

@@ -92,7 +92,7 @@ fn flush_cells_plan_a_buffer_of_twice_the_l2_by_default() {
     let e = experiment("[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[[variant]]\nname = \"cold-1x\"\ncache = \"flush\"\nflush_bytes = \"l2_bytes\"\nflush_method = \"kernel\"\n");
     let plan = Plan::new(&e).unwrap();
     assert_eq!(plan.cells[0].knobs.cache, Cache::Hot);
-    let text = describe(&e, &plan, &Default::default());
+    let text = describe(&e, &plan, &Default::default(), Shown::default());
     assert!(text.contains("flush 100.0 MiB (memset)"), "{text}");
     assert!(text.contains("flush 50.0 MiB (write kernel)"), "{text}");
     assert!(
@@ -143,7 +143,7 @@ fn shared_cells_run_in_one_process_per_environment() {
         4,
         "priming loads every cell of its environment"
     );
-    let text = describe(&e, &plan, &Default::default());
+    let text = describe(&e, &plan, &Default::default(), Shown::default());
     assert!(
             text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; one shared process; hot L2; environment: CUDA_MODULE_LOADING=EAGER"),
             "{text}"
@@ -190,7 +190,12 @@ fn interleaved_cells_take_turns_round_by_round_and_split_their_samples() {
 #[test]
 fn the_estimate_counts_the_gpu_warm_up() {
     let e = experiment("[[variant]]\nname = \"a\"\n[environment]\ngpu_warmup = \"30s\"\n");
-    let text = describe(&e, &Plan::new(&e).unwrap(), &Default::default());
+    let text = describe(
+        &e,
+        &Plan::new(&e).unwrap(),
+        &Default::default(),
+        Shown::default(),
+    );
     assert!(text.contains("GPU warm-up: 30s"), "{text}");
     assert!(text.contains("; GPU warm-up 30.0 s"), "{text}");
 }
@@ -204,7 +209,7 @@ fn the_counter_passes_are_planned_and_costed_first_run_or_not() {
     // One pass (the shared process's hot cells), four cells counted.
     assert_eq!(first.counter_passes, 1);
     assert!(first.counted_s > 0.0 && first.counted_known_s == 0.0);
-    let text = describe(&e, &plan, &HashMap::new());
+    let text = describe(&e, &plan, &HashMap::new(), Shown::default());
     assert!(
         text.contains("counters: 4 cell(s) read 6 counters")
             && text.contains("1 counter pass(es) under Nsight Compute"),
@@ -239,7 +244,7 @@ fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
         estimate.launches_s
     );
     assert!(estimate.undeclared.is_empty() && estimate.budget_stops.is_empty());
-    let text = describe(&e, &plan, &HashMap::new());
+    let text = describe(&e, &plan, &HashMap::new(), Shown::default());
     assert!(
         text.contains(
             "for a first run, modelled: the kernels' launches 4.1 s at an assumed H100's peaks"
@@ -248,7 +253,7 @@ fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
     );
     // From a previous run's times where it has every cell.
     let previous: HashMap<String, f64> = plan.cells.iter().map(|c| (c.id.clone(), 2.0)).collect();
-    let text = describe(&e, &plan, &previous);
+    let text = describe(&e, &plan, &previous, Shown::default());
     assert!(
         text.contains(
             "estimated time: 8.2 s from the previous run's cell times: the cells it ran 8.0 s"
@@ -267,7 +272,7 @@ fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
     let plan = Plan::new(&e).unwrap();
     let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
     assert_eq!(estimate.budget_stops.len(), 4);
-    let text = describe(&e, &plan, &HashMap::new());
+    let text = describe(&e, &plan, &HashMap::new(), Shown::default());
     assert!(
         text.contains(
             "budget: stops once the steady samples hold 30s of GPU time (at least 10 samples)"
@@ -287,9 +292,8 @@ fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
     let plan = Plan::new(&e).unwrap();
     let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
     assert!(estimate.budget_stops.is_empty());
-    assert!(
-        describe(&e, &plan, &HashMap::new()).contains("budget: no budget: every sample asked for")
-    );
+    assert!(describe(&e, &plan, &HashMap::new(), Shown::default())
+        .contains("budget: no budget: every sample asked for"));
 }
 
 #[test]
@@ -386,7 +390,12 @@ fn fresh_process_cells_get_one_process_per_run_round_robin() {
 #[test]
 fn batch_graph_and_queue_variants_print_apart() {
     let e = experiment("[[variant]]\nname = \"batch\"\nbatch = 10\n[[variant]]\nname = \"graph\"\ngraph = 10\n[[variant]]\nname = \"saturated\"\ngraph = 10\nqueue = \"saturate\"\n[report]\nfloor = false\n");
-    let text = describe(&e, &Plan::new(&e).unwrap(), &Default::default());
+    let text = describe(
+        &e,
+        &Plan::new(&e).unwrap(),
+        &Default::default(),
+        Shown::default(),
+    );
     for want in ["batch of 10", "graph of 10  ", "graph of 10 +wait"] {
         assert!(text.contains(want), "{want} in {text}");
     }

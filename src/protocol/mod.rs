@@ -102,6 +102,9 @@ pub struct CellRecord {
     /// NVRTC and module load of this cell's kernel, when this cell paid for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compile_ms: Option<f64>,
+    /// NVRTC's warnings when this cell compiled its kernel (each once, as NVRTC writes it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compile_warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module_load_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

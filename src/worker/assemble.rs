@@ -3,9 +3,10 @@
 //! reference kernel run on the same inputs).
 
 use super::buffers::{Buffers, Poison, POISON};
+use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::inputs::HostInputs;
-use super::kernels::{Build, KernelKey, Kernels};
+use super::kernels::{KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
 use crate::cuda::{self, Dims, Launch, Param};
@@ -103,11 +104,12 @@ impl Checker<'_> {
             let name = &def.args[o].name;
             let view = |bytes| reference::HostBuffer { name, dtype, bytes };
             let (rtol, atol) = dtype.default_tolerances();
+            let given = cell.launch.tolerances;
             notes.push(super::agreement::compare(
                 &view(&got),
                 &view(&want),
-                kc.rtol.unwrap_or(rtol),
-                kc.atol.unwrap_or(atol),
+                given.rtol.unwrap_or(rtol),
+                given.atol.unwrap_or(atol),
             )?);
         }
         Ok(format!(

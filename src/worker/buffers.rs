@@ -281,7 +281,7 @@ impl Buffers {
             &inputs,
             &out,
             &spec.check_dims,
-            check.tolerance,
+            spec.tolerances.tolerance,
             cache,
         )
     }

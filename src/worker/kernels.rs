@@ -1,12 +1,12 @@
 //! Kernels a worker compiles and loads, once per process: the experiment's (in each compile
 //! mode a cell asks for) and the built-in ones.
 
-use super::shared;
+use super::compiler::{Build, CompileCost, Compiler};
 use super::timeline::Timeline;
-use crate::cuda::{nvrtc, CudaError, Function, LazyFunction, LazyModule, Module};
+use crate::cuda::{CudaError, Function, LazyFunction, LazyModule, Module};
 use crate::experiment::knobs::cache::FlushMethod;
-use crate::experiment::knobs::compile::{Compile, CompileMode};
-use crate::experiment::{Kernel, LaunchSpec, ModuleKind};
+use crate::experiment::knobs::compile::Compile;
+use crate::experiment::Kernel;
 use crate::plan::Cell;
 use std::any::Any;
 use std::collections::hash_map::{Entry, HashMap};
@@ -88,66 +88,6 @@ impl KernelKey {
     }
 }
 
-/// What compiling an experiment kernel takes from its launch at a point: the entries of
-/// the kernel and its steps (a template's arguments may come from the sweep) and the extra
-/// NVRTC options.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Build<'a> {
-    entry: &'a str,
-    steps: &'a [String],
-    options: &'a [String],
-}
-
-impl<'a> Build<'a> {
-    pub fn of(spec: &'a LaunchSpec) -> Self {
-        Build {
-            entry: &spec.entry,
-            steps: &spec.step_entries,
-            options: &spec.options,
-        }
-    }
-
-    /// Tells compiled images apart: a define or a template argument may follow the sweep.
-    pub fn hash(&self) -> u64 {
-        // Each part ends in a NUL, so ["a", "b"] and ["ab"] differ; the steps' entries, where
-        // the sweep sets them, after an empty part, so that an option never passes for one.
-        let steps = (!self.steps.is_empty()).then_some("");
-        let joined: String = std::iter::once(self.entry)
-            .chain(self.options.iter().map(String::as_str))
-            .chain(
-                steps
-                    .into_iter()
-                    .chain(self.steps.iter().map(String::as_str)),
-            )
-            .map(|o| format!("{o}\0"))
-            .collect();
-        super::inputs::fnv1a(joined.as_bytes())
-    }
-
-    /// The entries of the kernel's steps to compile: this point's, else the steps' own.
-    pub fn step_entries<'k>(&self, def: &'k Kernel) -> Vec<&'k str>
-    where
-        'a: 'k,
-    {
-        match self.steps.is_empty() {
-            true => def.step_entries(),
-            false => self.steps.iter().map(String::as_str).collect(),
-        }
-    }
-
-    /// The entry to compile: this point's, else the kernel's own.
-    fn entry<'k>(&self, def: &'k Kernel) -> &'k str
-    where
-        'a: 'k,
-    {
-        if self.entry.is_empty() {
-            &def.entry
-        } else {
-            self.entry
-        }
-    }
-}
-
 /// A compiled and loaded kernel, kept for the life of the process.
 pub struct Loaded {
     pub image: Vec<u8>,
@@ -159,8 +99,8 @@ pub struct Loaded {
 
 /// What loading a kernel cost the run that loaded it first in its process.
 pub struct LoadCost {
-    /// None for a prebuilt module.
-    pub compile_ms: Option<f64>,
+    /// None for a prebuilt module, or an image compiled before.
+    pub compile: Option<CompileCost>,
     pub module_load_ms: f64,
 }
 
@@ -263,7 +203,7 @@ impl Kernels {
                     .compile(source, file, &[entry], Compile::DEFAULT, &[])?
             }
         };
-        if let Some(phase) = image.made.phase() {
+        if let Some(phase) = image.phase() {
             timeline.mark(&key.phase(phase));
         }
         let t = Instant::now();
@@ -283,7 +223,7 @@ impl Kernels {
             .collect::<Result<_, CudaError>>()?;
         timeline.mark(&key.phase("function lookup"));
         let cost = LoadCost {
-            compile_ms: image.made.compile_ms(),
+            compile: image.compiled_now(),
             module_load_ms,
         };
         let mut entries = image.entries.into_iter();
@@ -297,7 +237,7 @@ impl Kernels {
     }
 
     /// Experiment kernel `k` compiled (once) with the empty kernel beside it, its module
-    /// left to load at its first launch; the compile time where this call paid it. A
+    /// left to load at its first launch; what compiling it cost where this call paid it. A
     /// prebuilt module has no empty kernel beside it.
     pub fn lazy(
         &mut self,
@@ -305,7 +245,7 @@ impl Kernels {
         how: Compile,
         build: Build,
         timeline: &mut Timeline,
-    ) -> Result<(&Lazy, Option<f64>), CudaError> {
+    ) -> Result<(&Lazy, Option<CompileCost>), CudaError> {
         let slot = match self.lazy.entry((k, how, build.hash())) {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
@@ -313,9 +253,10 @@ impl Kernels {
         let def = &self.defs[k];
         let empty = format!("\nextern \"C\" __global__ void {LAZY_EMPTY}() {{}}\n");
         let image = self.compiler.image_of(def, how, build, Some(&empty))?;
-        if let Some(phase) = image.made.phase() {
+        if let Some(phase) = image.phase() {
             timeline.mark(phase);
         }
+        let compiled = image.compiled_now();
         let mut entries = image.entries.into_iter();
         let lazy = slot.insert(Lazy {
             module: LazyModule::new(image.bytes),
@@ -323,7 +264,7 @@ impl Kernels {
             steps: entries.collect(),
             has_empty: def.module.is_none(),
         });
-        Ok((lazy, image.made.compile_ms()))
+        Ok((lazy, compiled))
     }
 
     /// Retires the experiment's kernels: the next cell loads its own module, so that its
@@ -347,163 +288,5 @@ impl Kernels {
         timeline: &mut Timeline,
     ) -> Result<Function, CudaError> {
         Ok(self.get(key, Build::default(), timeline)?.0.func.clone())
-    }
-}
-
-/// A kernel image ready to load, with its entries' names in it (the kernel's, then its
-/// steps').
-#[derive(Clone)]
-pub(super) struct Image {
-    pub(super) bytes: Vec<u8>,
-    pub(super) entries: Vec<String>,
-    made: Made,
-}
-
-/// Where an image came from.
-#[derive(Clone, Copy)]
-enum Made {
-    /// NVRTC compiled it now, taking this many ms.
-    Compiled(f64),
-    /// An earlier process of the run compiled the same source with the same options.
-    Shared,
-    /// An earlier cell of this process compiled it (or read it from the run).
-    Kept,
-    /// A module built outside the runner.
-    Prebuilt,
-}
-
-impl Made {
-    fn phase(&self) -> Option<&'static str> {
-        match self {
-            Made::Compiled(_) => Some("NVRTC compile"),
-            Made::Shared => Some("compiled image (from an earlier process)"),
-            Made::Kept | Made::Prebuilt => None,
-        }
-    }
-
-    fn compile_ms(&self) -> Option<f64> {
-        match self {
-            Made::Compiled(ms) => Some(*ms),
-            _ => None,
-        }
-    }
-}
-
-/// Compiles for the device, once per run: an image one process compiled is read by the
-/// run's later processes from the run's cache folder (NVRTC takes 20-140 ms a kernel,
-/// paid again by every fresh process otherwise).
-pub(super) struct Compiler {
-    capability: (i64, i64),
-    run_cache: Option<PathBuf>,
-    /// Images compiled (or read) in this process, by the hash of what made them: every
-    /// cell loads its own module from them.
-    kept: HashMap<[u8; 32], Image>,
-}
-
-impl Compiler {
-    /// For a device of compute capability `capability`; `run_cache`: where the run's
-    /// processes share compiled images.
-    pub(super) fn new(capability: (i64, i64), run_cache: Option<PathBuf>) -> Compiler {
-        Compiler {
-            capability,
-            run_cache,
-            kept: HashMap::new(),
-        }
-    }
-
-    fn compile(
-        &mut self,
-        source: &str,
-        file: &str,
-        entries: &[&str],
-        how: Compile,
-        options: &[String],
-    ) -> Result<Image, CudaError> {
-        let (output, key) = match how.mode {
-            CompileMode::Cubin => (nvrtc::Output::Cubin, "cubin"),
-            CompileMode::Ptx => (nvrtc::Output::Ptx, "ptx"),
-        };
-        let arch = how.nvrtc_arch(self.capability);
-        let (options_text, entries_text) = (options.join("\0"), entries.join("\0"));
-        let parts: [&[u8]; 6] = [
-            source.as_bytes(),
-            file.as_bytes(),
-            entries_text.as_bytes(),
-            arch.as_bytes(),
-            key.as_bytes(),
-            options_text.as_bytes(),
-        ];
-        let key = shared::key(&parts);
-        if let Some(kept) = self.kept.get(&key) {
-            return Ok(Image {
-                made: Made::Kept,
-                ..kept.clone()
-            });
-        }
-        let stored = shared::file(self.run_cache.as_deref(), &parts, "image");
-        let image = match Self::read_stored(stored.as_deref()) {
-            Some(image) => image,
-            None => {
-                let c = nvrtc::compile(source, file, entries, output, &arch, options)?;
-                let record = [c.lowered.join("\n").as_bytes(), &[0], &c.image].concat();
-                shared::write(stored.as_deref(), &record);
-                Image {
-                    bytes: c.image,
-                    entries: c.lowered,
-                    made: Made::Compiled(c.compile_ms),
-                }
-            }
-        };
-        self.kept.insert(key, image.clone());
-        Ok(image)
-    }
-
-    /// An image an earlier process stored: the lowered entries (a line each), a NUL, and
-    /// the image.
-    fn read_stored(file: Option<&std::path::Path>) -> Option<Image> {
-        let bytes = std::fs::read(file?).ok()?;
-        let cut = bytes.iter().position(|b| *b == 0)?;
-        Some(Image {
-            entries: String::from_utf8_lossy(&bytes[..cut])
-                .lines()
-                .map(str::to_string)
-                .collect(),
-            bytes: bytes[cut + 1..].to_vec(),
-            made: Made::Shared,
-        })
-    }
-
-    /// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
-    /// appended) compiled as `how` says.
-    pub(super) fn image_of(
-        &mut self,
-        def: &Kernel,
-        how: Compile,
-        build: Build,
-        extra: Option<&str>,
-    ) -> Result<Image, CudaError> {
-        let mut entries = vec![build.entry(def)];
-        entries.extend(build.step_entries(def));
-        let Some(module) = &def.module else {
-            let source = match extra {
-                Some(extra) => format!("{}{extra}", def.source_text),
-                None => def.source_text.clone(),
-            };
-            let mut options = build.options.to_vec();
-            if !def.source_dir.is_empty() {
-                options.push(format!("-I{}", def.source_dir));
-            }
-            return self.compile(&source, &def.source, &entries, how, &options);
-        };
-        let mut bytes = module.image.clone();
-        // The driver reads PTX as a NUL-terminated string.
-        if module.kind == ModuleKind::Ptx && bytes.last() != Some(&0) {
-            bytes.push(0);
-        }
-        Ok(Image {
-            bytes,
-            entries: entries.iter().map(|e| e.to_string()).collect(),
-            made: Made::Prebuilt,
-        })
     }
 }

@@ -7,6 +7,7 @@ mod assemble;
 mod audit;
 mod buffers;
 mod cell;
+mod compiler;
 mod draw;
 mod failure;
 mod inputs;
@@ -15,6 +16,7 @@ mod parent;
 mod preflight;
 mod prepare;
 mod reference;
+mod resources;
 mod shared;
 mod timeline;
 
@@ -275,7 +277,7 @@ impl Session {
             let (lazy, _) = self.kernels.lazy(
                 k,
                 cell.knobs.compile,
-                kernels::Build::of(&cell.launch),
+                compiler::Build::of(&cell.launch),
                 &mut self.timeline,
             )?;
             // A library's kernels load (and JIT-compile) into the context at their first
@@ -298,7 +300,7 @@ impl Session {
         for key in keys {
             // The experiment's kernel takes its options; the built-ins ignore them.
             self.kernels
-                .get(key, kernels::Build::of(&cell.launch), &mut self.timeline)?;
+                .get(key, compiler::Build::of(&cell.launch), &mut self.timeline)?;
         }
         Ok(())
     }

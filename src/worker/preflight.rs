@@ -1,11 +1,14 @@
 //! `runner plan --compile`: every build of a kernel the plan's cells use (and their reference
-//! kernels') compiled with NVRTC as a run compiles it, with no GPU needed, and the arguments
-//! the experiment gives each entry and step checked against the compiled parameters: read by
-//! the driver where there is a GPU, else from the PTX NVRTC writes.
+//! kernels') compiled with NVRTC as a run compiles it, with no GPU needed; the arguments the
+//! experiment gives each entry and step checked against the compiled parameters (read by the
+//! driver where there is a GPU, else from the PTX NVRTC writes); what each entry uses
+//! (registers, spills, local and static shared memory, threads per block: see
+//! [`super::resources`]); and NVRTC's warnings, which the compile would otherwise swallow.
 
 use super::assemble::{params_differ, sizes};
-use super::kernels::{Build, Compiler};
-use crate::cuda::{self, nvrtc, CudaError, Gpu, Module};
+use super::compiler::{warnings, Build, Compiler, Image};
+use super::resources::{ptxas_entry, Resources, NEEDS_GPU};
+use crate::cuda::{self, nvrtc, Attributes, CudaError, Gpu, Module};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Experiment, Kernel, LaunchSpec, ModuleKind};
 use crate::plan::{Plan, Role};
@@ -20,12 +23,76 @@ pub struct Preflight {
     pub failures: Vec<String>,
 }
 
-/// Where the compiled kernels' parameters are read.
+/// Where the compiled kernels' parameters and attributes are read.
 enum Params {
     /// The driver's, in a context on GPU 0 (current while this lives).
     Driver { _context: Gpu },
     /// The `.entry` declarations of PTX that NVRTC writes (no GPU here: why).
     Ptx(String),
+}
+
+/// The device compiled for, and where its builds are read.
+struct Target {
+    params: Params,
+    capability: (i64, i64),
+    device: String,
+}
+
+impl Target {
+    /// GPU 0 where there is one, else the experiment's assumed device.
+    fn open(exp: &Experiment) -> Target {
+        let gpu = match cuda::driver_present() {
+            true => open_gpu().map_err(|e| format!("no GPU here: {e}")),
+            false => Err("no CUDA driver here".to_string()),
+        };
+        match gpu {
+            Ok((gpu, info)) => Target {
+                params: Params::Driver { _context: gpu },
+                capability: capability(&info),
+                device: format!("{} (GPU 0)", info.name),
+            },
+            Err(why) => Target {
+                params: Params::Ptx(why),
+                capability: (exp.facts.cc_major, exp.facts.cc_minor),
+                device: exp.facts.describe(),
+            },
+        }
+    }
+}
+
+/// What the builds checked so far found.
+#[derive(Default)]
+struct Found {
+    failures: Vec<String>,
+    /// Builds whose parameters could not be read, each with why.
+    unread: Vec<String>,
+    /// Each build's entries with what they use, and its warnings.
+    builds: String,
+    /// The warnings shown so far, each build's together, with the build that showed them.
+    warned: Vec<(Vec<String>, String)>,
+    compiled: usize,
+    kernels: HashSet<usize>,
+}
+
+impl Found {
+    /// Shows a build's warnings, or, where an earlier build showed the same ones (a source
+    /// compiled for several points), names it.
+    fn warn(&mut self, warnings: Vec<String>, what: &str) {
+        if warnings.is_empty() {
+            return;
+        }
+        match self.warned.iter().find(|(w, _)| *w == warnings) {
+            Some((_, first)) => {
+                self.builds += &format!("    NVRTC: the warnings of {first}, above\n");
+            }
+            None => {
+                for w in &warnings {
+                    self.builds += &format!("    NVRTC: {w}\n");
+                }
+                self.warned.push((warnings, what.to_string()));
+            }
+        }
+    }
 }
 
 /// Compiles every build the plan uses; an error where NVRTC cannot be loaded.
@@ -34,100 +101,154 @@ pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, CudaErro
         return Err(CudaError::Library("libnvrtc cannot be loaded, so nothing was compiled: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into()));
     }
     let version = nvrtc::version()?;
-    let gpu = match cuda::driver_present() {
-        true => open_gpu().map_err(|e| format!("no GPU here: {e}")),
-        false => Err("no CUDA driver here".to_string()),
-    };
-    let (params, capability, device) = match gpu {
-        Ok((gpu, info)) => {
-            let capability = capability(&info);
-            (
-                Params::Driver { _context: gpu },
-                capability,
-                format!("{} (GPU 0)", info.name),
-            )
-        }
-        Err(why) => (
-            Params::Ptx(why),
-            (exp.facts.cc_major, exp.facts.cc_minor),
-            exp.facts.describe(),
-        ),
-    };
-    let mut compiler = Compiler::new(capability, None);
-    let mut failures = Vec::new();
-    let (mut compiled, mut kernels, mut unread) = (0, HashSet::new(), Vec::new());
+    let target = Target::open(exp);
+    let mut compiler = Compiler::new(target.capability, None).reporting_resources()?;
+    let mut found = Found::default();
     for (k, how, spec, at) in builds(exp, plan) {
         let def = &exp.kernels[k];
-        let entry = match spec.entry.as_str() {
-            "" => def.entry.as_str(),
-            e => e,
-        };
+        let entry = Build::of(spec).entry(def);
         let what = format!("kernel `{}` ({entry}{at})", def.name);
-        let image = match compiler.image_of(def, how, Build::of(spec), None) {
-            Ok(image) => image,
+        match compiler.image_of(def, how, Build::of(spec), None) {
+            Ok(image) => {
+                found.compiled += usize::from(def.module.is_none());
+                found.kernels.insert(k);
+                check_build(
+                    exp,
+                    &target,
+                    &mut compiler,
+                    (k, how, spec),
+                    &image,
+                    &what,
+                    &mut found,
+                );
+            }
             Err(e) => {
-                let shown = (exp.path.parent().unwrap_or(Path::new(".")))
-                    .join(&def.source)
-                    .display()
-                    .to_string();
-                let log = located(&e.to_string(), &def.source, &shown);
-                failures.push(format!("{what}: {log}"));
-                continue;
-            }
-        };
-        compiled += usize::from(def.module.is_none());
-        kernels.insert(k);
-        let want = match &params {
-            Params::Driver { .. } => {
-                driver_params(&image.bytes, &image.entries).map_err(Unread::from)
-            }
-            Params::Ptx(_) => {
-                let ptx = match (how.mode, &def.module) {
-                    (CompileMode::Ptx, _) | (_, Some(_)) => Ok(image.bytes.clone()),
-                    (CompileMode::Cubin, None) => {
-                        (compiler.image_of(def, PTX, Build::of(spec), None))
-                            .map(|i| i.bytes)
-                            .map_err(Unread::from)
-                    }
-                };
-                ptx.and_then(|ptx| ptx_entries(&ptx, &image.entries, def))
-            }
-        };
-        let want = match want {
-            Ok(want) => want,
-            Err(why) => {
-                unread.push(format!("{what}: {why}"));
-                continue;
-            }
-        };
-        let mut given = vec![(entry.to_string(), sizes(&spec.args, def.takes.as_deref()))];
-        let steps = def.steps.iter().filter(|s| s.copy.is_none());
-        let names = Build::of(spec).step_entries(def);
-        given.extend(
-            (steps.zip(names))
-                .map(|(s, name)| (name.to_string(), sizes(&spec.args, Some(&s.args)))),
-        );
-        for ((name, given), want) in given.iter().zip(&want) {
-            if let Some(m) = params_differ(want, given, name) {
-                failures.push(format!("{what}: {m}"));
+                let log = located(&e.to_string(), &def.source, &shown_path(exp, def));
+                found.failures.push(format!("{what}: {log}"));
             }
         }
     }
-    let checked = match &params {
-        Params::Driver { .. } => format!("checked against each compiled kernel's parameters as the driver reads them on {device}"),
-        Params::Ptx(why) => format!("checked against the parameters of the PTX NVRTC writes for each kernel ({why}; a run checks them again through the driver)"),
+    Ok(Preflight {
+        account: account(&version, &target, &found),
+        failures: found.failures,
+    })
+}
+
+/// The source's path as found from here, as a compile error or warning names it.
+fn shown_path(exp: &Experiment, def: &Kernel) -> String {
+    (exp.path.parent().unwrap_or(Path::new(".")))
+        .join(&def.source)
+        .display()
+        .to_string()
+}
+
+/// Reads a compiled build (`what`): its parameters against the arguments the experiment
+/// gives each entry, what each entry uses, and NVRTC's warnings.
+fn check_build(
+    exp: &Experiment,
+    target: &Target,
+    compiler: &mut Compiler,
+    (k, how, spec): (usize, Compile, &LaunchSpec),
+    image: &Image,
+    what: &str,
+    found: &mut Found,
+) {
+    let def = &exp.kernels[k];
+    let names: Vec<&str> = std::iter::once(Build::of(spec).entry(def))
+        .chain(Build::of(spec).step_entries(def))
+        .collect();
+    let (params, attributes) = match &target.params {
+        Params::Driver { .. } => match driver_facts(&image.bytes, &image.entries) {
+            Ok((params, attributes)) => (Ok(params), Ok(attributes)),
+            Err(e) => (Err(Unread::from(e)), Err("the driver could not load it")),
+        },
+        Params::Ptx(_) => (
+            ptx_params_of(compiler, (def, how, spec), image),
+            Err(NEEDS_GPU),
+        ),
+    };
+    let made = match (&def.module, how.mode) {
+        (Some(m), _) => format!("a prebuilt {} module", m.kind.name()),
+        (None, CompileMode::Cubin) => format!("a CUBIN for {}", how.nvrtc_arch(target.capability)),
+        (None, CompileMode::Ptx) => format!("PTX for {}", how.nvrtc_arch(target.capability)),
+    };
+    found.builds += &format!("  {what}, {made}:\n");
+    for (i, (name, lowered)) in names.iter().zip(&image.entries).enumerate() {
+        let ptxas = match (&def.module, how.mode) {
+            (Some(_), _) => Err("a module built outside the runner"),
+            (None, CompileMode::Ptx) => Err("the driver compiles PTX at load"),
+            (None, CompileMode::Cubin) => {
+                ptxas_entry(&image.log, lowered).ok_or("not in NVRTC's log")
+            }
+        };
+        let driver = attributes.as_ref().map(|a| &a[i]).map_err(|why| *why);
+        let uses = Resources::of(driver, ptxas.as_ref().map_err(|why| *why)).text();
+        found.builds += &format!("    {name}: {uses}\n");
+    }
+    found.warn(
+        (warnings(&image.log).iter())
+            .map(|w| located(w, &def.source, &shown_path(exp, def)))
+            .collect(),
+        what,
+    );
+    let want = match params {
+        Ok(want) => want,
+        Err(why) => return found.unread.push(format!("{what}: {why}")),
+    };
+    let steps = def.steps.iter().filter(|s| s.copy.is_none());
+    let given = std::iter::once(sizes(&spec.args, def.takes.as_deref()))
+        .chain(steps.map(|s| sizes(&spec.args, Some(&s.args))));
+    for ((name, given), want) in names.iter().zip(given).zip(&want) {
+        if let Some(m) = params_differ(want, &given, name) {
+            found.failures.push(format!("{what}: {m}"));
+        }
+    }
+}
+
+/// The parameter sizes of each entry of a build as NVRTC's PTX declares them: the image
+/// itself where it is PTX, else the build compiled to PTX too.
+fn ptx_params_of(
+    compiler: &mut Compiler,
+    (def, how, spec): (&Kernel, Compile, &LaunchSpec),
+    image: &Image,
+) -> Result<Vec<Vec<usize>>, Unread> {
+    let ptx = match (how.mode, &def.module) {
+        (CompileMode::Ptx, _) | (_, Some(_)) => Ok(image.bytes.clone()),
+        (CompileMode::Cubin, None) => (compiler.image_of(def, PTX, Build::of(spec), None))
+            .map(|i| i.bytes)
+            .map_err(Unread::from),
+    };
+    ptx.and_then(|ptx| ptx_entries(&ptx, &image.entries, def))
+}
+
+/// The account of what compiling the plan found, for the terminal.
+fn account(version: &str, target: &Target, found: &Found) -> String {
+    let device = &target.device;
+    let (checked, read) = match &target.params {
+        Params::Driver { .. } => (
+            format!("checked against each compiled kernel's parameters as the driver reads them on {device}"),
+            format!("what each entry uses, as the driver reads it from each loaded build on {device}, with the spills ptxas reports for each CUBIN NVRTC compiled; and NVRTC's warnings"),
+        ),
+        Params::Ptx(why) => (
+            format!("checked against the parameters of the PTX NVRTC writes for each kernel ({why}; a run checks them again through the driver)"),
+            format!("what each entry uses, as ptxas reports it for each CUBIN NVRTC compiled ({why}: what the driver reads needs a GPU); and NVRTC's warnings"),
+        ),
     };
     let mut account = format!(
-        "compiled with NVRTC {version} for compute capability {}.{} ({device}): {compiled} build(s) of {} kernel(s), {} failed\narguments: {checked}\n",
-        capability.0,
-        capability.1,
-        kernels.len(),
-        failures.len()
+        "compiled with NVRTC {version} for compute capability {}.{} ({device}): {} build(s) of {} kernel(s), {} failed\narguments: {checked}\n",
+        target.capability.0,
+        target.capability.1,
+        found.compiled,
+        found.kernels.len(),
+        found.failures.len()
     );
-    for u in &unread {
+    for u in &found.unread {
         account += &format!("  not checked: {u}\n");
     }
-    Ok(Preflight { account, failures })
+    if !found.builds.is_empty() {
+        account += &format!("resources: {read}\n{}", found.builds);
+    }
+    account
 }
 
 /// PTX for the device's own virtual architecture: where NVRTC writes each entry's
@@ -227,13 +348,21 @@ impl std::error::Error for Unread {
     }
 }
 
-/// The driver's parameter sizes of each entry (the kernel's, then its steps') of a loaded
-/// image.
-fn driver_params(image: &[u8], entries: &[String]) -> Result<Vec<Vec<usize>>, CudaError> {
+/// Each entry's parameter sizes, and each entry's attributes.
+type DriverFacts = (Vec<Vec<usize>>, Vec<Attributes>);
+
+/// The driver's parameter sizes and attributes of each entry (the kernel's, then its
+/// steps') of a loaded image.
+fn driver_facts(image: &[u8], entries: &[String]) -> Result<DriverFacts, CudaError> {
     let module = Module::load(image)?;
-    (entries.iter())
-        .map(|e| module.function(e)?.param_sizes())
-        .collect()
+    let mut params = Vec::with_capacity(entries.len());
+    let mut attributes = Vec::with_capacity(entries.len());
+    for e in entries {
+        let f = module.function(e)?;
+        params.push(f.param_sizes()?);
+        attributes.push(f.attributes()?);
+    }
+    Ok((params, attributes))
 }
 
 /// The parameter sizes of each entry in `ptx`; a prebuilt CUBIN or fatbin has none to read.

@@ -3,9 +3,10 @@
 
 use super::assemble::{check_params, sizes, StepCode};
 use super::buffers::{refuse_managed_beyond_free, Buffers, Poison};
+use super::compiler::{Build, CompileCost};
 use super::failure::Failure;
 use super::inputs::{seeds_of, shares, HostInputs};
-use super::kernels::{Build, KernelKey};
+use super::kernels::KernelKey;
 use super::Session;
 use crate::cuda::{Function, LazyFunction};
 use crate::experiment::knobs::first_launch::FirstLaunch;
@@ -13,6 +14,16 @@ use crate::experiment::{CopyOp, Kernel};
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, Telemetry};
 use std::time::Instant;
+
+/// What compiling the cell's kernel cost, where this cell compiled it: the time, and
+/// NVRTC's warnings, kept with the cell (a warning says what the code does that its
+/// author may not know, and it is otherwise lost with the log).
+fn record_compile(rec: &mut CellRecord, compiled: Option<CompileCost>) {
+    if let Some(c) = compiled {
+        rec.compile_ms = Some(c.ms);
+        rec.compile_warnings = c.warnings;
+    }
+}
 
 /// The kernel as a cell launches it: loaded now, or (lazy) compiled now and loaded by its
 /// first launch; a `[[copy]]` has no code.
@@ -50,10 +61,10 @@ impl Code {
         match (cell.kernel, knobs.first_launch) {
             _ if own_copy.is_some() => {}
             (Some(k), FirstLaunch::Lazy) => {
-                let (l, compile_ms) =
-                    s.kernels
-                        .lazy(k, knobs.compile, Build::of(spec), timeline)?;
-                rec.compile_ms = compile_ms;
+                let (l, compiled) = s
+                    .kernels
+                    .lazy(k, knobs.compile, Build::of(spec), timeline)?;
+                record_compile(rec, compiled);
                 code.steps = StepCode::Lazy(l.steps());
                 code.lazy = Some((l.kernel(), l.empty()));
                 code.entries = l.entries();
@@ -63,7 +74,7 @@ impl Code {
                     s.kernels
                         .get(KernelKey::of(cell), Build::of(spec), timeline)?;
                 if let Some(cost) = cost {
-                    rec.compile_ms = cost.compile_ms;
+                    record_compile(rec, cost.compile);
                     rec.module_load_ms = Some(cost.module_load_ms);
                 }
                 let func = loaded.func.clone();

@@ -89,13 +89,11 @@ impl Validator<'_> {
                 ),
             ));
         }
-        self.tolerance(rc, "tolerance", c.tolerance)?;
         Ok(Check {
             reference: c.reference.get_ref().clone(),
             inputs,
             output,
             dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
-            tolerance: c.tolerance,
         })
     }
 
@@ -109,18 +107,6 @@ impl Validator<'_> {
             } => Err(self
                 .err(at, format!("`{}` is a scratch buffer, which no check reads", arg.name))
                 .with_hint("check the buffers that hold the kernel's result; a scratch buffer is its working space (init = \"scratch\"), left as the kernel leaves it")),
-            _ => Ok(()),
-        }
-    }
-
-    /// A check's tolerance, where given: a finite number, 0 or more.
-    fn tolerance<T>(&self, at: &Spanned<T>, key: &str, v: Option<f64>) -> Result<(), ConfigError> {
-        match v {
-            Some(v) if !(v.is_finite() && v >= 0.0) => Err(self
-                .err(at, format!("{key} = {v} is not a tolerance"))
-                .with_hint(format!(
-                    "give {key} as a finite number, 0 or more, e.g. 1e-5"
-                ))),
             _ => Ok(()),
         }
     }
@@ -168,14 +154,10 @@ impl Validator<'_> {
         if outputs.is_empty() {
             return Err(self.err(ck, "check_kernel names no outputs"));
         }
-        self.tolerance(ck, "rtol", c.rtol)?;
-        self.tolerance(ck, "atol", c.atol)?;
         Ok(KernelCheck {
             kernel: r,
             from,
             outputs,
-            rtol: c.rtol,
-            atol: c.atol,
         })
     }
 

@@ -84,7 +84,6 @@ impl Validator<'_> {
                 inputs: vec![1],
                 output: 0,
                 dims: vec![],
-                tolerance: None,
             }),
             args,
             check_kernel: None,

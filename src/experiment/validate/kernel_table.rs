@@ -7,7 +7,7 @@ use crate::experiment::error::ConfigError;
 use crate::experiment::expr;
 use crate::experiment::kernel::{self, Check, Kernel};
 use crate::experiment::rates::FlopsType;
-use crate::experiment::schema::{self, RawArg, RawCopy, RawKernel};
+use crate::experiment::schema::{self, RawArg, RawCopy, RawKernel, RawKernelCheck};
 use crate::experiment::sweep::SweepSpec;
 use crate::experiment::{point_label, sweep, Point, Sources, MAX_CELLS};
 use indexmap::IndexMap;
@@ -48,9 +48,7 @@ impl Validator<'_> {
                         .with_hint(format!("check a kernel against it with check_kernel = {{ kernel = \"{}\", outputs = [...] }}, or remove timed = false", rk.name.get_ref())));
                 }
             }
-            if let Some(ck) = rk.check_kernel.take() {
-                kernel_checks.push((kernels.len(), ck));
-            }
+            let kernel_check = rk.check_kernel.take();
             self.name("kernel", &rk.name, rk.name.get_ref())?;
             if kernels.iter().any(|k| k.name == *rk.name.get_ref()) {
                 return Err(self.err(
@@ -58,10 +56,11 @@ impl Validator<'_> {
                     format!("kernel `{}` is defined twice", rk.name.get_ref()),
                 ));
             }
-            let has_kernel_check = kernel_checks
-                .last()
-                .is_some_and(|(k, _)| *k == kernels.len());
-            kernels.push(self.kernel(rk, points, has_kernel_check, variant_names)?);
+            let kernel = self.kernel(rk, points, kernel_check.as_ref(), variant_names)?;
+            if let Some(ck) = kernel_check {
+                kernel_checks.push((kernels.len(), ck));
+            }
+            kernels.push(kernel);
         }
         for rc in raw_copies {
             self.name("copy", &rc.name, rc.name.get_ref())?;
@@ -90,9 +89,10 @@ impl Validator<'_> {
         &self,
         rk: RawKernel,
         points: &[Point],
-        has_kernel_check: bool,
+        kernel_check: Option<&Spanned<RawKernelCheck>>,
         variant_names: &[String],
     ) -> Result<Kernel, ConfigError> {
+        let has_kernel_check = kernel_check.is_some();
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let source_path = dir.join(rk.source.get_ref());
         let (source_text, module) = self.kernel_code(&rk, &source_path)?;
@@ -120,6 +120,7 @@ impl Validator<'_> {
         self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
         let (points, base) = self.kernel_points(&rk.sweep, points)?;
         let mut launches = self.launches(&rk, &args, check.as_ref(), &steps, &points, dir)?;
+        self.tolerances(&rk, kernel_check, &points, &mut launches)?;
         self.npy_files(&rk, &points, &mut launches)?;
         let flops_type = self.flops_type(&rk)?;
         let only_variants = self.only_variants(&rk, variant_names)?;

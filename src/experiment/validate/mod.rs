@@ -23,6 +23,7 @@ mod sequence;
 mod set;
 #[cfg(test)]
 mod tests;
+mod tolerances;
 
 use indexmap::IndexMap;
 use std::collections::HashSet;

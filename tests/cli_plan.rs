@@ -1,0 +1,98 @@
+//! What `runner plan` shows of a kernel without a GPU: with `--verbose`, each buffer's type,
+//! length and init as evaluated at every point; the check's tolerances from the sweep; that
+//! static shared memory is unknown until compiled; and, with `--compile`, what can be known
+//! where NVRTC is installed (`tests/gpu_plan.rs` runs it with NVRTC and a GPU).
+
+mod common;
+use common::*;
+
+/// A softmax over a type axis and two sizes, its input drawn one way below 1024 columns and
+/// another from there, checked against a reference kernel with a tolerance per type.
+fn softmax_by_type() -> String {
+    let kernel = |name: &str, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "softmax_block<{{{{ dtype | ctype }}}}>"
+grid = [64]
+block = [256]
+shared_bytes = "256 * 4 if cols > 256 else 0"
+args = [
+  {{ name = "x", buffer = "{{{{ dtype }}}}", len = "64 * cols", init = "{{{{ 'uniform(-1, 1)' if cols < 1024 else 'normal(0, 4)' }}}}" }},
+  {{ name = "y", buffer = "{{{{ dtype }}}}", len = "64 * cols", init = "output" }},
+  {{ name = "rows", scalar = "i32", value = 64 }},
+  {{ name = "cols", scalar = "i32", value = "cols" }},
+]
+{extra}
+"#,
+            kernels_dir().join("softmax.cu").display()
+        )
+    };
+    [
+        "[experiment]\ntitle = \"softmax by type\"\n[sweep]\ndtype = [\"f16\", \"bf16\"]\ncols = [256, 4096]\n".to_string(),
+        kernel("softmax-ref", "timed = false"),
+        kernel(
+            "softmax",
+            "check_kernel = { kernel = \"softmax-ref\", outputs = [\"y\"], rtol = \"{{ {'f16': 1e-3, 'bf16': 1.6e-2}[dtype] }}\" }",
+        ),
+        "[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n")
+}
+
+#[test]
+fn plan_verbose_shows_each_buffers_type_length_and_init_at_every_point() {
+    let (_dir, path) = write_experiment("softmax.toml", &softmax_by_type());
+    let plain = run(&["plan", path.to_str().unwrap()]);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    let plain = stdout(&plain);
+    let out = run(&["plan", path.to_str().unwrap(), "--verbose"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let verbose = stdout(&out);
+    let x = "    buffer x (input): f16 (dtype=f16), bf16 (dtype=bf16); length 16384 (dtype=f16 cols=256), 262144 (dtype=f16 cols=4096), 16384 (dtype=bf16 cols=256), 262144 (dtype=bf16 cols=4096); init uniform(-1, 1) (dtype=f16 cols=256), normal(0, 4) (dtype=f16 cols=4096), uniform(-1, 1) (dtype=bf16 cols=256), normal(0, 4) (dtype=bf16 cols=4096)";
+    let y = "    buffer y (output): f16 (dtype=f16), bf16 (dtype=bf16); length 16384 (dtype=f16 cols=256), 262144 (dtype=f16 cols=4096), 16384 (dtype=bf16 cols=256), 262144 (dtype=bf16 cols=4096); init output";
+    for line in [x, y] {
+        assert!(verbose.contains(line), "no line {line:?} in:\n{verbose}");
+        assert!(!plain.contains(line), "plain plan stays short:\n{plain}");
+    }
+    // Both kernels' buffers, and every other line of the plain plan.
+    assert_eq!(verbose.matches("    buffer x (input)").count(), 2);
+    assert_eq!(
+        verbose
+            .lines()
+            .filter(|l| !l.starts_with("    buffer "))
+            .collect::<Vec<_>>(),
+        plain.lines().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn plan_shows_tolerances_from_the_sweep_and_shared_memory_it_cannot_know_as_unknown() {
+    let (_dir, path) = write_experiment("softmax.toml", &softmax_by_type());
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "    check: kernel `softmax-ref` on the same inputs, comparing y; it is given x, y, rows, cols by name; rtol 0.001 (dtype=f16), 0.016 (dtype=bf16)",
+        "    launch: grid 64; block 256; dynamic shared 0 B (dtype=f16 cols=256), 1.0 KiB (dtype=f16 cols=4096), 0 B (dtype=bf16 cols=256), 1.0 KiB (dtype=bf16 cols=4096); static shared unknown until compiled (`runner plan --compile` reads it)",
+    ] {
+        assert!(text.contains(line), "no line {line:?} in:\n{text}");
+    }
+    assert!(!text.contains("shared 0 B;"), "{text}");
+}
+
+#[test]
+fn plan_names_a_steps_entry_as_the_sweep_renders_it() {
+    let text = softmax_by_type().replacen(
+        "args = [",
+        "takes = [\"x\", \"y\", \"rows\", \"cols\"]\nthen = [{ entry = \"softmax_warp<{{ dtype | ctype }}>\", grid = [2], block = [32], args = [\"x\", \"y\", \"rows\", \"cols\"] }]\nargs = [",
+        1,
+    );
+    let (_dir, path) = write_experiment("softmax.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = "    then softmax_warp<__half>(x, y, rows, cols) (dtype=f16), softmax_warp<__nv_bfloat16>(x, y, rows, cols) (dtype=bf16): grid 2; block 32; dynamic shared 0 B";
+    assert!(text.contains(line), "no line {line:?} in:\n{text}");
+}
