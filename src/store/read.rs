@@ -6,7 +6,8 @@
 //! file that is not the run's own (a link), refuses the whole.
 
 use super::format::Format;
-use super::rows::{each_csv_row, file_name, read_records, Unreadable};
+use super::records::read_records;
+use super::rows::{each_csv_row, file_name, Unreadable};
 use super::samples::{self, SampleSink, Samples};
 use super::{
     PeerRow, RunMeta, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
@@ -33,7 +34,7 @@ pub struct Stored {
     pub findings: Option<String>,
     /// The peers' readings, where the run has them.
     pub peers: Vec<PeerRow>,
-    /// What was dropped as torn or unfinished, to tell the user.
+    /// What was dropped as torn, unfinished or damaged, to tell the user.
     pub warnings: Vec<String>,
     /// How the folder's files are stored (runs before zstd keep gzip).
     format: Format,
@@ -218,8 +219,25 @@ impl Stored {
             return Ok(());
         };
         let name = file_name(&read.path);
-        self.warnings.extend(read.torn_warning());
-        // A reading lost costs a cell nothing but that reading.
+        self.warnings.extend(read.warnings());
+        // A reading lost costs a cell nothing but that reading; those of the run a frame
+        // was giving when it failed to decode cannot be trusted.
+        for (frame, last) in &read.lost {
+            let run = last.as_ref().and_then(|(cell, process)| {
+                Some((
+                    *index.get(cell.as_str())? as u32,
+                    process.parse::<u32>().ok()?,
+                ))
+            });
+            self.telemetry.retain(|t| Some((t.cell, t.process)) != run);
+            let of = last.as_ref().map_or(String::new(), |(cell, process)| {
+                format!(", and so is every reading of cell {cell} (process {process}), which it was giving when it failed")
+            });
+            self.warnings.push(format!(
+                "{name}: {}: its readings are missing from the clocks and flags{of}",
+                frame.describe()
+            ));
+        }
         dropped.extend(read.damaged.into_iter().map(|(line, _)| line));
         if let Some(first) = dropped.iter().min() {
             self.warnings.push(format!(
@@ -308,12 +326,10 @@ fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
 pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
     let mut sums: HashMap<String, (f64, f64)> = HashMap::new();
-    let stored = super::rows::read_cells(dir).ok().flatten();
-    let text = stored.map_or(String::new(), |s| {
-        String::from_utf8_lossy(&s.bytes).into_owned()
-    });
-    for line in text.lines() {
-        if let Ok(r) = serde_json::from_str::<CellRecord>(line) {
+    let stored = super::records::read_cells(dir).ok().flatten();
+    let lines = stored.map_or(Vec::new(), |s| s.lines);
+    for line in lines.iter().filter(|l| l.lost.is_none()) {
+        if let Ok(r) = serde_json::from_slice::<CellRecord>(&line.bytes) {
             let e = sums.entry(r.id).or_default();
             e.0 += r.wall_s;
             e.1 += 1.0;
