@@ -18,7 +18,7 @@ pub(super) fn write_runs(dir: &Path, format: Format, runs: &[&str]) -> (PathBuf,
     let mut starts = Vec::new();
     for text in std::iter::once("cell,process,time_ns\n").chain(runs.iter().copied()) {
         starts.push(bytes.len());
-        bytes.extend(format.compress(text.as_bytes()).unwrap());
+        bytes.extend(format.frame(SAMPLES_FILE, text.as_bytes()).unwrap());
     }
     std::fs::write(&path, bytes).unwrap();
     (path, starts)
@@ -139,7 +139,7 @@ fn a_torn_last_frame_stands_as_the_crash_left_it() {
     for (format, unit) in [(Format::Zstd, "frame"), (Format::Gzip, "member")] {
         let dir = tempfile::tempdir().unwrap();
         let (path, _) = write_runs(dir.path(), format, &["a,0,1\n"]);
-        let last = format.compress("b,0,2\n".repeat(100).as_bytes());
+        let last = format.frame(SAMPLES_FILE, "b,0,2\n".repeat(100).as_bytes());
         let last = last.unwrap();
         damage(&path, |b| b.extend(&last[..last.len() / 2]));
         let (got, read) = rows(dir.path());
@@ -199,7 +199,9 @@ fn a_large_run_reads_whole_and_a_bomb_stops_at_the_floor() {
 fn a_bomb_in_a_sparse_file_stops_at_the_cap_of_what_it_decoded() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("samples.csv.zst");
-    let bomb = Format::Zstd.compress(&vec![b'\n'; 8 << 20]).unwrap();
+    let bomb = Format::Zstd
+        .frame(SAMPLES_FILE, &vec![b'\n'; 8 << 20])
+        .unwrap();
     let mut file = std::fs::File::create(&path).unwrap();
     file.write_all(&bomb).unwrap();
     // 3 GiB that take no disk: 64 times them would let 192 GiB be decoded.
@@ -222,13 +224,14 @@ fn a_bomb_in_a_sparse_file_stops_at_the_cap_of_what_it_decoded() {
     assert!(e.contains("decodes to more than 1 MiB"), "{e}");
 }
 
-/// `lines` in `dir`'s `cells.jsonl.zst`, a frame each; where each frame starts.
+/// `lines` in `dir`'s `cells.jsonl.zst`, a frame each, as runs write them now; where each
+/// frame starts.
 fn write_records(dir: &Path, lines: &[&str]) -> (PathBuf, Vec<usize>) {
     let path = dir.join(Format::Zstd.file(CELLS_FILE));
     let (mut bytes, mut starts) = (Vec::new(), Vec::new());
     for line in lines {
         starts.push(bytes.len());
-        let frame = Format::Zstd.compress(format!("{line}\n").as_bytes());
+        let frame = Format::Zstd.frame(CELLS_FILE, format!("{line}\n").as_bytes());
         bytes.extend(frame.unwrap());
     }
     std::fs::write(&path, bytes).unwrap();

@@ -1,9 +1,9 @@
 //! The run folder: everything needed to re-render a run anywhere. The experiment as run,
 //! the kernel sources it compiled, `run.json`, the samples and telemetry as compressed CSV
 //! (a zstd frame per cell; a gzip member in older runs) and one JSON line per finished cell
-//! (a zstd stream; plain in older runs), written in that order and flushed the moment a
-//! cell finishes, so an interrupt or a crash loses no completed cell, and read back frame
-//! by frame, so that damage loses only the frames it touches.
+//! (a zstd frame each; one stream, or plain, in older runs), written in that order and
+//! flushed the moment a cell finishes, so an interrupt or a crash loses no completed cell,
+//! and read back frame by frame, so that damage loses only the frames it touches.
 
 mod format;
 mod frames;

@@ -1,5 +1,6 @@
 //! A run's cell records, read line by line as a crash or damage may have left them: from
-//! `cells.jsonl.zst`, frame by frame, or the plain `cells.jsonl` of older runs. The line a frame was giving when it failed to decode, a
+//! `cells.jsonl.zst` (a frame per record; one stream in runs before) or the plain
+//! `cells.jsonl` of older runs. The line a frame was giving when it failed to decode, a
 //! line that is not UTF-8 or not a record, and a cell and process recorded twice make that
 //! cell unreadable, not the run; a torn last line (a crash mid-write) is dropped with a
 //! warning.
@@ -43,8 +44,8 @@ pub(crate) struct RecordsFile {
     /// Each line that holds more than white space, in order.
     pub lines: Vec<Line>,
     /// The frames that do not decode (a torn last one aside), each with the number of the
-    /// last line it gave, where it gave one: a stream holds many records, and the lines it
-    /// gave before its last stand.
+    /// last line it gave, where it gave one. A frame written now holds one record; an older
+    /// run's stream holds them all, and the lines it gave before its last stand.
     pub lost: Vec<(Lost, Option<usize>)>,
 }
 
