@@ -134,6 +134,7 @@ impl Stored {
         let mut warnings = Vec::new();
         let mut unreadable = Unreadable::default();
         let records = read_records(dir, &plan, &mut unreadable, &mut warnings)?;
+        let (peers, peer_warnings) = read_peers(dir)?;
         let mut stored = Stored {
             dir: dir.to_path_buf(),
             meta,
@@ -141,7 +142,7 @@ impl Stored {
             plan,
             records,
             telemetry: vec![],
-            peers: read_peers(dir)?,
+            peers,
             notes: read_optional(dir, NOTES_FILE)?.map(|n| n.trim().to_string()),
             findings: read_optional(dir, FINDINGS_FILE)?.map(|n| n.trim().to_string()),
             warnings,
@@ -158,6 +159,7 @@ impl Stored {
             unreadable.add(&id, why);
         }
         stored.leave_out(unreadable, sink);
+        stored.warnings.extend(peer_warnings);
         Ok(stored)
     }
 
@@ -297,30 +299,59 @@ fn read_meta(dir: &Path) -> Result<RunMeta> {
         .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))
 }
 
-/// `peers.csv`, if the run has one.
-fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
-    let Some(text) = read_optional(dir, PEERS_FILE)? else {
-        return Ok(vec![]);
-    };
-    let mut reader = csv::Reader::from_reader(text.as_bytes());
-    reader
-        .records()
-        .enumerate()
-        .map(|(i, r)| {
-            let bad = || anyhow::anyhow!("{PEERS_FILE}:{}: malformed row", i + 2);
-            let r = r.map_err(|_| bad())?;
-            if r.len() != 5 {
-                return Err(bad());
+/// `peers.csv`, if the run has one, with a warning where rows cannot be read: those
+/// readings alone are lost.
+fn read_peers(dir: &Path) -> Result<(Vec<PeerRow>, Vec<String>)> {
+    let path = dir.join(PEERS_FILE);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(Default::default());
+    }
+    let bytes = files::read(&path, files::MAX_TEXT_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(&bytes[..]);
+    let (mut rows, mut dropped, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
+    let mut record = csv::ByteRecord::new();
+    loop {
+        let line = |r: &csv::ByteRecord| r.position().map_or(0, |p| p.line());
+        match reader.read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => match peer_row(&record) {
+                Some(row) => rows.push(row),
+                None => dropped.push(line(&record)),
+            },
+            Err(e) => {
+                warnings.push(format!(
+                    "{PEERS_FILE}: cannot be read on from line {} ({e}): the readings of peers after it are missing",
+                    line(&record)
+                ));
+                break;
             }
-            Ok(PeerRow {
-                peer: r[0].to_string(),
-                point: r[1].to_string(),
-                process: r[2].parse().map_err(|_| bad())?,
-                time_ns: r[3].parse().ok(),
-                note: r[4].to_string(),
-            })
-        })
-        .collect()
+        }
+    }
+    if let Some(first) = dropped.first() {
+        warnings.insert(0, format!(
+            "{PEERS_FILE}: dropped {} malformed row(s), the first at line {first}: those readings of peers are missing",
+            dropped.len()
+        ));
+    }
+    Ok((rows, warnings))
+}
+
+/// A row of `peers.csv`: peer, point, process, time (empty where there is none) and note.
+fn peer_row(r: &csv::ByteRecord) -> Option<PeerRow> {
+    let text = |i: usize| std::str::from_utf8(r.get(i)?).ok();
+    if r.len() != 5 {
+        return None;
+    }
+    Some(PeerRow {
+        peer: text(0)?.to_string(),
+        point: text(1)?.to_string(),
+        process: text(2)?.parse().ok()?,
+        time_ns: text(3)?.parse().ok(),
+        note: text(4)?.to_string(),
+    })
 }
 
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
