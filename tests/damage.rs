@@ -1,7 +1,7 @@
 //! Damage loses only what it damaged, through the command line: committed runs damaged byte
 //! by byte (a samples frame corrupted or stored twice, a gzip member's byte flipped, a
 //! record's frame corrupted, a record that is not UTF-8, a malformed peers row) render with
-//! the rest.
+//! the rest, and a merge of a damaged part says what it dropped and fails.
 
 mod common;
 use common::*;
@@ -169,6 +169,16 @@ fn a_damaged_record_frame_costs_that_record_alone() {
         "{err}"
     );
     assert!(!err.contains("torn"), "{err}");
+    // Merged again, the run keeps every other record, and the merge says what it lost.
+    let again = root.path().join("again");
+    let out = merge(&[&dir], &again);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("damage cost the parts 1 cell(s) or record(s)"),
+        "{err}"
+    );
+    assert_eq!(records_of(&again).len(), records.len() - 1);
 }
 
 #[test]
@@ -217,4 +227,40 @@ fn a_malformed_peers_row_loses_that_row_alone() {
         report.lines().filter(|l| l.contains("post-0")).count()
     };
     assert_eq!(peers_of(&copy), peers_of(Path::new("reports/events")));
+}
+
+#[test]
+fn a_merge_of_a_part_that_lost_cells_says_which_and_fails() {
+    let (_root, copy) = copy_run("transpose-audited");
+    let samples = copy.join("samples.csv.zst");
+    let spans = frames(&samples, false);
+    damage(&samples, |b| b[spans[5].1 - 1] ^= 0xff);
+    let out_root = tempfile::tempdir().unwrap();
+    let merged = out_root.path().join("merged");
+    let out = merge(&[&copy], &merged);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: {}: samples.csv.zst: frame 6",
+            copy.display()
+        )),
+        "{err}"
+    );
+    let part = format!("warning: {}: ", copy.display());
+    let said = err.replace(&part, "warning: ");
+    let lost = unreadable(&said);
+    assert_eq!(lost.len(), 1, "{err}");
+    let named = format!("{}: cell {}", copy.display(), lost[0]);
+    assert!(
+        err.contains("damage cost the parts 1 cell(s) or record(s), which the merged run lacks")
+            && err.contains(&named),
+        "{err}"
+    );
+    // The rest is merged, and rendered.
+    let whole = records_of(Path::new("reports/transpose-audited"));
+    let kept = records_of(&merged);
+    assert_eq!(kept.len(), whole.len() - 1);
+    assert!(kept.iter().all(|r| r["id"] != lost[0]));
+    assert!(merged.join("report.md").exists());
 }

@@ -36,6 +36,9 @@ pub struct Stored {
     pub peers: Vec<PeerRow>,
     /// What was dropped as torn, unfinished or damaged, to tell the user.
     pub warnings: Vec<String>,
+    /// What damage cost the run, each in a few words: a cell left out (`cell ID`), or a
+    /// record lost with no cell to name (a merge that loses them fails).
+    pub lost: Vec<String>,
     /// How the folder's files are stored (runs before zstd keep gzip).
     format: Format,
 }
@@ -133,7 +136,7 @@ impl Stored {
         }
         let mut warnings = Vec::new();
         let mut unreadable = Unreadable::default();
-        let records = read_records(dir, &plan, &mut unreadable, &mut warnings)?;
+        let (records, lost) = read_records(dir, &plan, &mut unreadable, &mut warnings)?;
         let (peers, peer_warnings) = read_peers(dir)?;
         let mut stored = Stored {
             dir: dir.to_path_buf(),
@@ -146,6 +149,7 @@ impl Stored {
             notes: read_optional(dir, NOTES_FILE)?.map(|n| n.trim().to_string()),
             findings: read_optional(dir, FINDINGS_FILE)?.map(|n| n.trim().to_string()),
             warnings,
+            lost,
             format: Format::of(dir)?.unwrap_or(Format::Zstd),
         };
         // Telemetry first, for the sink; its warnings after the samples'.
@@ -264,6 +268,7 @@ impl Stored {
         sink.leave_out(&gone);
         self.telemetry.retain(|t| !gone.contains(&t.cell));
         for (id, why) in unreadable.0 {
+            self.lost.push(format!("cell {id}"));
             self.warnings.push(format!(
                 "cell {id} is unreadable ({why}): the run folder is damaged there, and the cell is left out"
             ));

@@ -171,13 +171,14 @@ fn record_of(line: &Line, lost: &[(Lost, Option<usize>)]) -> Result<CellRecord, 
 
 /// `cells.jsonl`: one record per line. A torn last line is dropped with a warning, and so
 /// is a frame lost whole (its cell counts as not run); a line that cannot be read, or a cell
-/// and process recorded twice, make that cell unreadable.
+/// and process recorded twice, make that cell unreadable. The records, and those lost with
+/// no cell to name.
 pub(super) fn read_records(
     dir: &Path,
     plan: &Plan,
     unreadable: &mut Unreadable,
     warnings: &mut Vec<String>,
-) -> Result<Vec<CellRecord>> {
+) -> Result<(Vec<CellRecord>, Vec<String>)> {
     let Some(stored) = read_cells(dir)? else {
         bail!(
             "cannot read {} (is {} a run's folder?): there is no such file",
@@ -186,10 +187,14 @@ pub(super) fn read_records(
         );
     };
     let file = file_name(&stored.path);
+    let mut lost = Vec::new();
     for (frame, last) in &stored.lost {
         let what = match last {
             Some(at) => format!("what it held from line {at} on is lost"),
-            None => "the record it held is lost".to_string(),
+            None => {
+                lost.push(format!("a record in {file} (its frame {})", frame.frame));
+                "the record it held is lost".to_string()
+            }
         };
         warnings.push(format!(
             "{file}: {}: {what}, and those cells count as not run",
@@ -228,9 +233,12 @@ pub(super) fn read_records(
             }
             Err(why) => match id_in(&line.bytes) {
                 Some(id) => unreadable.add(&id, format!("{file}:{at}: {why}")),
-                None => warnings.push(format!("{file}:{at}: dropped a line: {why}")),
+                None => {
+                    warnings.push(format!("{file}:{at}: dropped a line: {why}"));
+                    lost.push(format!("a record at {file}:{at}"));
+                }
             },
         }
     }
-    Ok(records)
+    Ok((records, lost))
 }
