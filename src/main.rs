@@ -353,20 +353,32 @@ fn sbatch(
     Ok(())
 }
 
+/// `runner merge`: the merged run and its report, even where damage cost a part cells;
+/// then an error (exit 1) naming what the merged run lacks for it.
 fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let meta = store::merge(&parts, out, force)?;
+    let merged = store::merge(&parts, out, force)?;
+    for w in &merged.warnings {
+        eprintln!("warning: {w}");
+    }
     let report = report::render_dir(out, None)?;
-    let incomplete = match meta.complete {
+    let incomplete = match merged.meta.complete {
         true => "",
         false => " (not every cell of the plan ran)",
     };
     say(&format!(
         "merged {} part(s) on {} GPU(s) into {}{incomplete}\n",
         parts.len(),
-        meta.devices.len(),
+        merged.meta.devices.len(),
         report.path.display(),
     ))?;
+    if !merged.lost.is_empty() {
+        anyhow::bail!(
+            "damage cost the parts {} cell(s) or record(s), which the merged run lacks (the warnings above say why): {}\n  hint: restore the damaged part from a copy, or run what it lost again with `runner run --resume PART`, then merge again",
+            merged.lost.len(),
+            merged.lost.join(", ")
+        );
+    }
     Ok(())
 }
 

@@ -139,8 +139,11 @@ pub fn run(
         return Ok((finished, parts));
     }
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let meta = store::merge(&present, dir, force)?;
-    Ok((finished && meta.complete, parts))
+    let merged = store::merge(&present, dir, force)?;
+    for w in &merged.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok((finished && merged.meta.complete, parts))
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `runner merge PARTS... --out DIR`: the run folders of one experiment's shards (or of the
 //! GPUs of one machine) joined into one run folder, each cell renumbered into the whole
 //! plan and marked with the GPU that ran it. A part named twice (by another path, or as a
-//! copy) is refused, and so is an `--out` that holds another run, unless `force`.
+//! copy) is refused, and so is an `--out` that holds another run, unless `force`. What
+//! reading a part dropped is handed back, to be said: a part that lost cells to damage
+//! merges without them.
 
 use super::{
     RunMeta, Samples, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SOURCES_DIR,
@@ -13,8 +15,18 @@ use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Joins the runs in `parts` into `out`; the merged run's metadata.
-pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
+/// A merged run: its metadata, and what reading its parts dropped.
+pub struct Merged {
+    pub meta: RunMeta,
+    /// The parts' warnings, each opening with its part's folder.
+    pub warnings: Vec<String>,
+    /// What damage cost the parts (see [`Stored::lost`]), each opening with its part's
+    /// folder: the merged run lacks it.
+    pub lost: Vec<String>,
+}
+
+/// Joins the runs in `parts` into `out`.
+pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<Merged> {
     let loaded = load_parts(parts)?;
     let runs: Vec<&Stored> = loaded.iter().map(|(s, _)| s).collect();
     let Some(first) = runs.first() else {
@@ -133,7 +145,16 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<RunMeta> {
     }
     // Last: until here run.json says the merge is unfinished.
     writer.finish(&meta)?;
-    Ok(meta)
+    let of_each = |what: fn(&Stored) -> &Vec<String>| -> Vec<String> {
+        (runs.iter())
+            .flat_map(|r| what(r).iter().map(|w| format!("{}: {w}", r.dir.display())))
+            .collect()
+    };
+    Ok(Merged {
+        warnings: of_each(|r| &r.warnings),
+        lost: of_each(|r| &r.lost),
+        meta,
+    })
 }
 
 /// Each part with its samples, which the merged run copies.

@@ -1,19 +1,24 @@
 //! The run folder: everything needed to re-render a run anywhere. The experiment as run,
 //! the kernel sources it compiled, `run.json`, the samples and telemetry as compressed CSV
 //! (a zstd frame per cell; a gzip member in older runs) and one JSON line per finished cell
-//! (a zstd stream; plain in older runs), written in that order and flushed the moment a
-//! cell finishes, so an interrupt or a crash loses no completed cell.
+//! (a zstd frame each; one stream, or plain, in older runs), written in that order and
+//! flushed the moment a cell finishes, so an interrupt or a crash loses no completed cell,
+//! and read back frame by frame, so that damage loses only the frames it touches.
 
 mod format;
+mod frames;
 mod guard;
 mod merge;
 mod read;
+mod records;
 mod rows;
 mod samples;
 mod write;
 
 #[cfg(test)]
 mod committed_tests;
+#[cfg(test)]
+mod damage_tests;
 
 use crate::protocol::DeviceInfo;
 use crate::protocol::Startup;
@@ -136,6 +141,10 @@ pub struct ShardCells {
 /// The records a run in `dir` stored, as text: for tests that read them as a person would.
 #[cfg(test)]
 pub fn stored_records(dir: &std::path::Path) -> String {
-    let read = rows::read_cells(dir).unwrap().expect("a run's records");
-    String::from_utf8(read.bytes).unwrap()
+    let read = records::read_cells(dir).unwrap().expect("a run's records");
+    let lines = read
+        .lines
+        .into_iter()
+        .map(|l| String::from_utf8(l.bytes).unwrap());
+    lines.map(|l| l + "\n").collect()
 }

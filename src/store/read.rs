@@ -6,7 +6,8 @@
 //! file that is not the run's own (a link), refuses the whole.
 
 use super::format::Format;
-use super::rows::{each_csv_row, file_name, read_records, Unreadable};
+use super::records::read_records;
+use super::rows::{each_csv_row, file_name, Unreadable};
 use super::samples::{self, SampleSink, Samples};
 use super::{
     PeerRow, RunMeta, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
@@ -33,8 +34,11 @@ pub struct Stored {
     pub findings: Option<String>,
     /// The peers' readings, where the run has them.
     pub peers: Vec<PeerRow>,
-    /// What was dropped as torn or unfinished, to tell the user.
+    /// What was dropped as torn, unfinished or damaged, to tell the user.
     pub warnings: Vec<String>,
+    /// What damage cost the run, each in a few words: a cell left out (`cell ID`), or a
+    /// record lost with no cell to name (a merge that loses them fails).
+    pub lost: Vec<String>,
     /// How the folder's files are stored (runs before zstd keep gzip).
     format: Format,
 }
@@ -132,7 +136,8 @@ impl Stored {
         }
         let mut warnings = Vec::new();
         let mut unreadable = Unreadable::default();
-        let records = read_records(dir, &plan, &mut unreadable, &mut warnings)?;
+        let (records, lost) = read_records(dir, &plan, &mut unreadable, &mut warnings)?;
+        let (peers, peer_warnings) = read_peers(dir)?;
         let mut stored = Stored {
             dir: dir.to_path_buf(),
             meta,
@@ -140,10 +145,11 @@ impl Stored {
             plan,
             records,
             telemetry: vec![],
-            peers: read_peers(dir)?,
+            peers,
             notes: read_optional(dir, NOTES_FILE)?.map(|n| n.trim().to_string()),
             findings: read_optional(dir, FINDINGS_FILE)?.map(|n| n.trim().to_string()),
             warnings,
+            lost,
             format: Format::of(dir)?.unwrap_or(Format::Zstd),
         };
         // Telemetry first, for the sink; its warnings after the samples'.
@@ -157,6 +163,7 @@ impl Stored {
             unreadable.add(&id, why);
         }
         stored.leave_out(unreadable, sink);
+        stored.warnings.extend(peer_warnings);
         Ok(stored)
     }
 
@@ -218,8 +225,25 @@ impl Stored {
             return Ok(());
         };
         let name = file_name(&read.path);
-        self.warnings.extend(read.torn_warning());
-        // A reading lost costs a cell nothing but that reading.
+        self.warnings.extend(read.warnings());
+        // A reading lost costs a cell nothing but that reading; those of the run a frame
+        // was giving when it failed to decode cannot be trusted.
+        for (frame, last) in &read.lost {
+            let run = last.as_ref().and_then(|(cell, process)| {
+                Some((
+                    *index.get(cell.as_str())? as u32,
+                    process.parse::<u32>().ok()?,
+                ))
+            });
+            self.telemetry.retain(|t| Some((t.cell, t.process)) != run);
+            let of = last.as_ref().map_or(String::new(), |(cell, process)| {
+                format!(", and so is every reading of cell {cell} (process {process}), which it was giving when it failed")
+            });
+            self.warnings.push(format!(
+                "{name}: {}: its readings are missing from the clocks and flags{of}",
+                frame.describe()
+            ));
+        }
         dropped.extend(read.damaged.into_iter().map(|(line, _)| line));
         if let Some(first) = dropped.iter().min() {
             self.warnings.push(format!(
@@ -244,6 +268,7 @@ impl Stored {
         sink.leave_out(&gone);
         self.telemetry.retain(|t| !gone.contains(&t.cell));
         for (id, why) in unreadable.0 {
+            self.lost.push(format!("cell {id}"));
             self.warnings.push(format!(
                 "cell {id} is unreadable ({why}): the run folder is damaged there, and the cell is left out"
             ));
@@ -279,41 +304,68 @@ fn read_meta(dir: &Path) -> Result<RunMeta> {
         .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))
 }
 
-/// `peers.csv`, if the run has one.
-fn read_peers(dir: &Path) -> Result<Vec<PeerRow>> {
-    let Some(text) = read_optional(dir, PEERS_FILE)? else {
-        return Ok(vec![]);
-    };
-    let mut reader = csv::Reader::from_reader(text.as_bytes());
-    reader
-        .records()
-        .enumerate()
-        .map(|(i, r)| {
-            let bad = || anyhow::anyhow!("{PEERS_FILE}:{}: malformed row", i + 2);
-            let r = r.map_err(|_| bad())?;
-            if r.len() != 5 {
-                return Err(bad());
+/// `peers.csv`, if the run has one, with a warning where rows cannot be read: those
+/// readings alone are lost.
+fn read_peers(dir: &Path) -> Result<(Vec<PeerRow>, Vec<String>)> {
+    let path = dir.join(PEERS_FILE);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(Default::default());
+    }
+    let bytes = files::read(&path, files::MAX_TEXT_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(&bytes[..]);
+    let (mut rows, mut dropped, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
+    let mut record = csv::ByteRecord::new();
+    loop {
+        let line = |r: &csv::ByteRecord| r.position().map_or(0, |p| p.line());
+        match reader.read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => match peer_row(&record) {
+                Some(row) => rows.push(row),
+                None => dropped.push(line(&record)),
+            },
+            Err(e) => {
+                warnings.push(format!(
+                    "{PEERS_FILE}: cannot be read on from line {} ({e}): the readings of peers after it are missing",
+                    line(&record)
+                ));
+                break;
             }
-            Ok(PeerRow {
-                peer: r[0].to_string(),
-                point: r[1].to_string(),
-                process: r[2].parse().map_err(|_| bad())?,
-                time_ns: r[3].parse().ok(),
-                note: r[4].to_string(),
-            })
-        })
-        .collect()
+        }
+    }
+    if let Some(first) = dropped.first() {
+        warnings.insert(0, format!(
+            "{PEERS_FILE}: dropped {} malformed row(s), the first at line {first}: those readings of peers are missing",
+            dropped.len()
+        ));
+    }
+    Ok((rows, warnings))
+}
+
+/// A row of `peers.csv`: peer, point, process, time (empty where there is none) and note.
+fn peer_row(r: &csv::ByteRecord) -> Option<PeerRow> {
+    let text = |i: usize| std::str::from_utf8(r.get(i)?).ok();
+    if r.len() != 5 {
+        return None;
+    }
+    Some(PeerRow {
+        peer: text(0)?.to_string(),
+        point: text(1)?.to_string(),
+        process: text(2)?.parse().ok()?,
+        time_ns: text(3)?.parse().ok(),
+        note: text(4)?.to_string(),
+    })
 }
 
 /// Seconds per run of each cell of an earlier run in `dir`, for estimates; empty if none.
 pub fn previous_wall_times(dir: &Path) -> HashMap<String, f64> {
     let mut sums: HashMap<String, (f64, f64)> = HashMap::new();
-    let stored = super::rows::read_cells(dir).ok().flatten();
-    let text = stored.map_or(String::new(), |s| {
-        String::from_utf8_lossy(&s.bytes).into_owned()
-    });
-    for line in text.lines() {
-        if let Ok(r) = serde_json::from_str::<CellRecord>(line) {
+    let stored = super::records::read_cells(dir).ok().flatten();
+    let lines = stored.map_or(Vec::new(), |s| s.lines);
+    for line in lines.iter().filter(|l| l.lost.is_none()) {
+        if let Ok(r) = serde_json::from_slice::<CellRecord>(&line.bytes) {
             let e = sums.entry(r.id).or_default();
             e.0 += r.wall_s;
             e.1 += 1.0;

@@ -1,73 +1,69 @@
-//! The rows of a run's stored files, read as a crash or damage may have left them: the
-//! gzip members or zstd frames of a CSV that decode (a torn last row dropped with a
-//! warning), and the records of `cells.jsonl`; a damaged row or record makes its cell
-//! unreadable, not the run.
+//! The rows of a run's stored CSVs, read as a crash or damage may have left them: frame by
+//! frame (`frames.rs`), each row parsed within its frame and capped in length. A torn last
+//! row or frame is dropped with a warning, and so are the rows of a frame that repeats
+//! another's runs (kept once); a malformed row, and a frame that does not decode with the
+//! runs it gave rows of before it failed, are told to the caller, which decides what each
+//! costs.
 
-use super::format::{self, Bounded, Format};
-use super::CELLS_FILE;
+use super::format;
+use super::frames::{Decoded, Frames, Limits, Lost};
 use crate::files;
-use crate::plan::Plan;
-use crate::protocol::CellRecord;
-use anyhow::{bail, Context, Result};
-use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Read};
+use anyhow::{bail, Result};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-/// A stored file `name` at `path`, checked to be of its `format`, as what it decodes to,
-/// and its size on disk, which may be at most `cap`.
-fn open_stored(path: &Path, name: &str, format: Format, cap: u64) -> Result<(Box<dyn Read>, u64)> {
-    let file = files::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let size = file.metadata()?.len();
-    if size > cap {
-        return Err(files::too_large(cap))
-            .with_context(|| format!("cannot read {}", path.display()));
-    }
-    let mut file = BufReader::new(file);
-    format.check_magic(path, name, file.fill_buf()?)?;
-    Ok((format.decoder(name, file)?, size))
-}
+/// The most one row holds, in bytes and in fields: a row the runner writes has a few
+/// hundred bytes and a few dozen fields, and a longer one is parsed past, not held.
+const MAX_ROW_BYTES: usize = 1 << 20;
+const MAX_ROW_FIELDS: usize = 1 << 12;
 
-/// A stored CSV file, read as a stream: the gzip members or zstd frames that decode (a
-/// torn or damaged one ends the data, as a crash leaves it), or a plain `.csv` of an older
-/// run. Streaming keeps a run's samples out of memory as text: only the rows' values are
-/// kept.
-struct StoredCsv {
-    path: PathBuf,
-    /// None for plain text.
-    format: Option<Format>,
-    source: Box<dyn Read>,
-    /// The most it is read to.
-    cap: u64,
-}
+/// What a stored CSV may hold: a compressed one is decoded to its cap as it decodes.
+pub(super) const CSV_LIMITS: Limits = Limits {
+    on_disk: files::MAX_SAMPLES_FILE_BYTES,
+    floor: files::MAX_DECOMPRESSED_BYTES,
+    grows: true,
+};
 
-fn open_csv(dir: &Path, name: &str) -> Result<Option<StoredCsv>> {
+/// The stored CSV `name` in `dir`: compressed, or a plain `.csv` of an older run; None
+/// where there is none.
+fn open_csv(dir: &Path, name: &str) -> Result<Option<Frames>> {
     if let Some((path, format)) = format::find(dir, name)? {
-        let (source, size) = open_stored(&path, name, format, files::MAX_SAMPLES_FILE_BYTES)?;
-        return Ok(Some(StoredCsv {
-            path,
-            format: Some(format),
-            source,
-            cap: files::decompressed_cap(size),
-        }));
+        return Frames::open(path, name, Some(format), CSV_LIMITS).map(Some);
     }
     let path = dir.join(name);
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    let file = files::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(Some(StoredCsv {
-        path,
-        format: None,
-        source: Box::new(file),
-        cap: files::MAX_DECOMPRESSED_BYTES,
-    }))
+    let plain = Limits {
+        grows: false,
+        ..CSV_LIMITS
+    };
+    Frames::open(path, name, None, plain).map(Some)
+}
+
+/// Bytes as text, whatever they hold: names for warnings.
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Field `j` of a row parsed into `bytes`, its fields ending at `ends`.
+fn field<'a>(bytes: &'a [u8], ends: &[usize], j: usize) -> &'a [u8] {
+    let start = if j == 0 { 0 } else { ends[j - 1] };
+    &bytes[start..ends[j]]
 }
 
 /// A readable row of a stored CSV, indexed by the position of a column among those asked
 /// for.
 pub(super) struct Row<'a> {
-    record: &'a csv::ByteRecord,
+    bytes: &'a [u8],
+    ends: &'a [usize],
     cols: &'a [usize],
+}
+
+impl Row<'_> {
+    fn field(&self, i: usize) -> &[u8] {
+        field(self.bytes, self.ends, self.cols[i])
+    }
 }
 
 impl std::ops::Index<usize> for Row<'_> {
@@ -76,281 +72,365 @@ impl std::ops::Index<usize> for Row<'_> {
     /// The value of the `i`th column asked for; empty where it is not UTF-8 (no value the
     /// runner writes is), which the caller then finds malformed.
     fn index(&self, i: usize) -> &str {
-        std::str::from_utf8(&self.record[self.cols[i]]).unwrap_or("")
+        std::str::from_utf8(self.field(i)).unwrap_or("")
     }
 }
 
-/// What reading a stored CSV found besides its rows: where it is, the lines of rows that
-/// are not readable (the first field of each where it can be read), the line of a torn
-/// last row, dropped, and why zstd frames stopped decoding before the file's end.
+/// A row as parsed: its fields' bytes end to end and where each ends; for a row past the
+/// caps, its first field alone where that fit, or nothing.
+struct Parsed<'a> {
+    bytes: &'a [u8],
+    ends: &'a [usize],
+    too_long: bool,
+}
+
+/// Rows parsed from a frame's bytes as they are decoded, each held within the caps.
+struct Parser {
+    core: csv_core::Reader,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    nout: usize,
+    nend: usize,
+    /// Once the row being parsed passed a cap: how much of it is kept (its first field,
+    /// or nothing); the rest is parsed into the room after it and thrown away.
+    kept: Option<(usize, usize)>,
+}
+
+impl Parser {
+    fn new() -> Parser {
+        Parser {
+            core: csv_core::Reader::new(),
+            bytes: vec![0; 1 << 12],
+            ends: vec![0; 1 << 6],
+            nout: 0,
+            nend: 0,
+            kept: None,
+        }
+    }
+
+    /// Parses `input`, the next bytes of a frame, handing each whole row to `row`.
+    fn feed(&mut self, mut input: &[u8], row: &mut dyn FnMut(Parsed)) {
+        while !input.is_empty() {
+            let (read, _) = self.step(input, row);
+            input = &input[read..];
+        }
+    }
+
+    /// Ends the frame: a last row without its line's end is a row too. The next frame is
+    /// parsed afresh, so that a frame cut short leaves no part row to the next.
+    fn finish(&mut self, row: &mut dyn FnMut(Parsed)) {
+        while let (_, csv_core::ReadRecordResult::Record) = self.step(&[], row) {}
+        self.core.reset();
+        (self.nout, self.nend, self.kept) = (0, 0, None);
+    }
+
+    /// One step of the parser over `input` (empty: the frame's end): the bytes it read.
+    fn step(
+        &mut self,
+        input: &[u8],
+        row: &mut dyn FnMut(Parsed),
+    ) -> (usize, csv_core::ReadRecordResult) {
+        self.make_room();
+        let (result, read, nout, nend) = self.core.read_record(
+            input,
+            &mut self.bytes[self.nout..],
+            &mut self.ends[self.nend..],
+        );
+        self.nout += nout;
+        self.nend += nend;
+        if result == csv_core::ReadRecordResult::Record {
+            let too_long = self.kept.take().map(|(nout, nend)| {
+                (self.nout, self.nend) = (nout, nend);
+            });
+            row(Parsed {
+                bytes: &self.bytes[..self.nout],
+                ends: &self.ends[..self.nend],
+                too_long: too_long.is_some(),
+            });
+            (self.nout, self.nend) = (0, 0);
+        }
+        (read, result)
+    }
+
+    /// Room for the parser to write into: the buffers grown up to their caps, and past
+    /// them the room after what the row keeps.
+    fn make_room(&mut self) {
+        if let Some(kept) = self.kept {
+            (self.nout, self.nend) = kept;
+            return;
+        }
+        if self.nout == self.bytes.len() && self.bytes.len() < MAX_ROW_BYTES {
+            self.bytes.resize(self.bytes.len() * 2, 0);
+        }
+        if self.nend == self.ends.len() && self.ends.len() < MAX_ROW_FIELDS {
+            self.ends.resize(self.ends.len() * 2, 0);
+        }
+        if self.nout == self.bytes.len() || self.nend == self.ends.len() {
+            let first = self.nend > 0 && self.ends[0] <= self.bytes.len() / 2;
+            let kept = if first { (self.ends[0], 1) } else { (0, 0) };
+            (self.nout, self.nend) = kept;
+            self.kept = Some(kept);
+        }
+    }
+}
+
+/// A frame's rows of a run that an earlier frame holds: skipped, as a frame stored twice.
+pub(super) struct Repeat {
+    pub frame: u64,
+    pub earlier: u64,
+    pub cell: String,
+    pub process: String,
+}
+
+/// A run as a row names it: its cell's and its process's bytes.
+type RunKey = (Vec<u8>, Vec<u8>);
+
+/// The runs (a row's first two columns asked for: its cell and process) each frame
+/// holds, to tell a frame stored twice.
+#[derive(Default)]
+struct Runs {
+    /// Each run with the frame that held it first.
+    first_in: HashMap<RunKey, u64>,
+    /// The last row's run, and whether an earlier frame held it: a run's rows come together.
+    last: Option<(RunKey, bool)>,
+}
+
+impl Runs {
+    /// Whether a frame before `frame` held the run of `cell` and `process`; where one did,
+    /// it is noted in `repeats`.
+    fn repeated(&mut self, frame: u64, run: (&[u8], &[u8]), repeats: &mut Vec<Repeat>) -> bool {
+        if let Some(((cell, process), repeated)) = &self.last {
+            if (cell.as_slice(), process.as_slice()) == run {
+                return *repeated;
+            }
+        }
+        let key = (run.0.to_vec(), run.1.to_vec());
+        let repeated = match self.first_in.get(&key) {
+            Some(&earlier) if earlier != frame => {
+                repeats.push(Repeat {
+                    frame,
+                    earlier,
+                    cell: lossy(run.0),
+                    process: lossy(run.1),
+                });
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.first_in.insert(key.clone(), frame);
+                false
+            }
+        };
+        self.last = Some((key, repeated));
+        repeated
+    }
+}
+
+/// What reading a stored CSV found besides its rows.
 pub(super) struct CsvRead {
     pub path: PathBuf,
+    /// The lines of rows that are not readable, with the first field of each where it can
+    /// be read.
     pub damaged: Vec<(u64, Option<String>)>,
+    /// The line of a torn last row, dropped.
     pub torn: Option<u64>,
-    pub undecoded: Option<io::Error>,
+    /// Whether the file ends in a frame that a crash cut short (what it gave stands).
+    pub torn_frame: bool,
+    /// What the file's frames are called: `frame`, or a gzip file's `member`.
+    pub unit: &'static str,
+    /// Frames that do not decode, each with the run (cell, process) of the last row it gave,
+    /// which the damage may have reached. A frame written now holds one run; an older
+    /// run's member may hold many, and those it gave before that one stand.
+    pub lost: Vec<(Lost, Option<(String, String)>)>,
+    pub repeats: Vec<Repeat>,
 }
 
 impl CsvRead {
-    /// The warning for a torn last row, or else for a torn or damaged frame, where there
-    /// was one.
-    pub fn torn_warning(&self) -> Option<String> {
+    /// What every reader of the file is told: a torn last row or frame, dropped, and
+    /// frames that repeat a run, kept once.
+    pub fn warnings(&self) -> Vec<String> {
         let file = file_name(&self.path);
-        if let Some(line) = self.torn {
-            return Some(format!(
+        let torn = match (self.torn, self.torn_frame) {
+            (Some(line), _) => Some(format!(
                 "{file}:{line}: dropped a torn last row (the run stopped while writing it)"
-            ));
+            )),
+            (None, true) => Some(format!(
+                "{file}: dropped a torn last {} (the run stopped while writing it)",
+                self.unit
+            )),
+            (None, false) => None,
+        };
+        let repeats = self.repeats.iter().map(|r| {
+            format!(
+                "{file}: {unit} {} repeats the rows of cell {} (process {}) that {unit} {} holds: they are kept once",
+                r.frame, r.cell, r.process, r.earlier, unit = self.unit
+            )
+        });
+        torn.into_iter().chain(repeats).collect()
+    }
+}
+
+/// The header: each column's name, and where the columns asked for are (or which is not).
+struct Header {
+    names: Vec<String>,
+    cols: Result<Vec<usize>, String>,
+}
+
+impl Header {
+    fn of(names: Vec<String>, want: &[&str]) -> Header {
+        let cols = (want.iter())
+            .map(|w| {
+                names
+                    .iter()
+                    .position(|c| c == w)
+                    .ok_or_else(|| format!("no `{w}` column (its header is `{}`)", names.join(",")))
+            })
+            .collect();
+        Header { names, cols }
+    }
+}
+
+/// A stored CSV being read: its header, the line and frame reached, and what it found.
+struct Reading<'a> {
+    file: String,
+    want: &'a [&'a str],
+    header: Option<Header>,
+    line: u64,
+    /// Frames read to their end.
+    frames: u64,
+    /// The last row, where it is malformed: damage, unless it is the file's last (torn).
+    malformed: Option<(u64, Option<String>)>,
+    runs: Runs,
+    read: CsvRead,
+}
+
+impl Reading<'_> {
+    fn take(&mut self, parsed: Parsed, row: &mut impl FnMut(&str, u64, Row)) {
+        let Some(header) = &self.header else {
+            let names = (0..parsed.ends.len())
+                .map(|j| lossy(field(parsed.bytes, parsed.ends, j)))
+                .collect();
+            self.header = Some(Header::of(names, self.want));
+            return;
+        };
+        let Ok(cols) = &header.cols else {
+            return;
+        };
+        self.line += 1;
+        self.read.damaged.extend(self.malformed.take());
+        if parsed.too_long || parsed.ends.len() != header.names.len() {
+            let first = (parsed.ends.first()).map(|_| lossy(field(parsed.bytes, parsed.ends, 0)));
+            self.malformed = Some((self.line, first));
+            return;
         }
-        self.undecoded.as_ref().map(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => {
-                format!("{file}: dropped a torn last frame (the run stopped while writing it)")
-            }
-            _ => format!(
-                "{file}: dropped the rows from a frame that does not decode on ({e}): the run folder is damaged there"
+        let r = Row {
+            bytes: parsed.bytes,
+            ends: parsed.ends,
+            cols,
+        };
+        let run = (r.field(0), cols.get(1).map_or(&[][..], |_| r.field(1)));
+        if !(self.runs).repeated(self.frames + 1, run, &mut self.read.repeats) {
+            row(&self.file, self.line, r);
+        }
+    }
+
+    /// After each frame, lost or whole.
+    fn frame_ended(&mut self, decoded: Decoded) -> Result<()> {
+        self.frames += 1;
+        let last = match self.runs.last.take() {
+            Some(((cell, process), false)) => Some((lossy(&cell), lossy(&process))),
+            _ => None,
+        };
+        let lost = match decoded {
+            Decoded::Lost(lost) => Some(lost),
+            Decoded::Whole => None,
+        };
+        self.check_header(lost.as_ref())?;
+        self.read.lost.extend(lost.map(|lost| (lost, last)));
+        Ok(())
+    }
+
+    /// Refuses the file where its header lacks a column asked for, or where `lost`, a frame
+    /// that did not decode, gave no header.
+    fn check_header(&self, lost: Option<&Lost>) -> Result<()> {
+        let path = self.read.path.display();
+        let why = lost.map_or(String::new(), |l| format!("; {}", l.describe()));
+        match (&self.header, lost) {
+            (None, Some(lost)) => bail!(
+                "{path}: {}, and it holds the file's header: the run folder is damaged there",
+                lost.describe()
             ),
-        })
+            (Some(Header { cols: Err(no), .. }), _) => {
+                bail!("{path}: {no}{why}: the run folder is damaged")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(mut self, frames: &Frames) -> Result<CsvRead> {
+        if self.header.is_none() {
+            self.header = Some(Header::of(Vec::new(), self.want));
+            self.check_header(None)?;
+        }
+        self.read.torn = self.malformed.take().map(|(line, _)| line);
+        if let Some(torn) = frames.torn() {
+            self.read.lost.retain(|(lost, _)| lost.frame != torn);
+            self.read.torn_frame = true;
+        }
+        Ok(self.read)
     }
 }
 
 /// Streams each readable row of the stored CSV `name` in `dir` to `row`, with the file's
-/// name (`samples.csv` in an older run) and its line number, without holding the file: a
-/// malformed last row is torn (dropped), a malformed row before it is damage the caller
-/// decides about. None where the run has no such file.
+/// name (`samples.csv` in an older run) and its line number, without holding the file; the
+/// columns `want` asks for open with a row's cell and process, which name its run. None
+/// where the run has no such file.
 pub(super) fn each_csv_row(
     dir: &Path,
     name: &str,
     want: &[&str],
     mut row: impl FnMut(&str, u64, Row),
 ) -> Result<Option<CsvRead>> {
-    let Some(StoredCsv {
-        path,
-        format,
-        source,
-        cap,
-    }) = open_csv(dir, name)?
-    else {
+    let Some(mut frames) = open_csv(dir, name)? else {
         return Ok(None);
     };
-    let bounded = Bounded::new(source, cap);
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .buffer_capacity(1 << 20)
-        .from_reader(bounded);
-    let header = reader
-        .headers()
-        .with_context(|| format!("{}: no header", path.display()))?
-        .clone();
-    let cols = want
-        .iter()
-        .map(|name| {
-            header.iter().position(|c| c == *name).with_context(|| {
-                format!(
-                    "{}: no `{name}` column (its header is `{}`): the run folder is damaged",
-                    path.display(),
-                    header.iter().collect::<Vec<_>>().join(",")
-                )
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let file = file_name(&path);
-    let mut read = CsvRead {
-        path,
-        damaged: Vec::new(),
-        torn: None,
-        undecoded: None,
+    let mut reading = Reading {
+        file: file_name(&frames.path),
+        want,
+        header: None,
+        line: 1,
+        frames: 0,
+        malformed: None,
+        runs: Runs::default(),
+        read: CsvRead {
+            path: frames.path.clone(),
+            damaged: Vec::new(),
+            torn: None,
+            torn_frame: false,
+            unit: frames.unit(),
+            lost: Vec::new(),
+            repeats: Vec::new(),
+        },
     };
-    // One row behind, so that the last one is known as last; bytes, not text, since
-    // checking every field as UTF-8 costs more than reading it.
-    // Two records read into by turns, so that no row allocates.
-    let (mut this, mut next) = (csv::ByteRecord::new(), csv::ByteRecord::new());
-    let mut pending: Option<(u64, csv::Result<()>)> = None;
-    let mut line = 1u64;
-    loop {
-        let got = reader.read_byte_record(&mut next);
-        let more = !matches!(got, Ok(false));
-        if let Some((at, r)) = pending.take() {
-            match r {
-                Ok(()) if this.len() == header.len() => row(
-                    &file,
-                    at,
-                    Row {
-                        record: &this,
-                        cols: &cols,
-                    },
-                ),
-                _ if !more => read.torn = Some(at),
-                r => {
-                    let first = (r.ok()).and_then(|()| {
-                        this.get(0)
-                            .map(|id| String::from_utf8_lossy(id).into_owned())
-                    });
-                    read.damaged.push((at, first));
-                }
-            }
-        }
-        if !more {
-            break;
-        }
-        std::mem::swap(&mut this, &mut next);
-        line += 1;
-        pending = Some((line, got.map(|_| ())));
+    let mut parser = Parser::new();
+    while let Some(decoded) =
+        frames.next(&mut |bytes| parser.feed(bytes, &mut |p| reading.take(p, &mut row)))?
+    {
+        parser.finish(&mut |p| reading.take(p, &mut row));
+        reading.frame_ended(decoded)?;
     }
-    let bounded = reader.into_inner();
-    if bounded.over {
-        bail!(
-            "{} decompresses to more than {} ({}x its size, or {}), the most the runner reads: the file is damaged, or the run too large to render (split it into parts)",
-            read.path.display(),
-            files::size_text(cap),
-            files::MAX_EXPANSION,
-            files::size_text(files::MAX_DECOMPRESSED_BYTES)
-        );
-    }
-    // A gzip member that stops decoding says so by its torn row alone, as it always has.
-    if format == Some(Format::Zstd) {
-        read.undecoded = bounded.failed;
-    }
-    Ok(Some(read))
+    reading.finish(&frames).map(Some)
 }
 
 /// Cells whose stored data cannot be trusted, each with why: left out of the run read
 /// back, and named in its warnings, so that damage loses only what it damaged.
 #[derive(Default)]
-pub(super) struct Unreadable(pub std::collections::BTreeMap<String, String>);
+pub(super) struct Unreadable(pub BTreeMap<String, String>);
 
 impl Unreadable {
     pub fn add(&mut self, id: &str, why: String) {
         self.0.entry(id.to_string()).or_insert(why);
     }
-}
-
-/// A run's records file as it decodes.
-pub(crate) struct RecordsFile {
-    pub path: PathBuf,
-    pub bytes: Vec<u8>,
-    /// Why decoding stopped before the file's end, where damage stopped it (a zstd stream
-    /// that a stopped run left open reads to its last flush, and says nothing).
-    pub damage: Option<io::Error>,
-}
-
-/// The records of the run in `dir` (`cells.jsonl.zst`, or `cells.jsonl` of an older run)
-/// as they decode; None where it has none.
-pub(crate) fn read_cells(dir: &Path) -> Result<Option<RecordsFile>> {
-    let Some((path, format)) = format::find(dir, CELLS_FILE)? else {
-        return Ok(None);
-    };
-    read_cells_at(path, format).map(Some)
-}
-
-/// The records file at `path`, in `format`, as it decodes: at most
-/// `files::MAX_RUN_FILE_BYTES` of it.
-pub(crate) fn read_cells_at(path: PathBuf, format: Format) -> Result<RecordsFile> {
-    let cap = files::MAX_RUN_FILE_BYTES;
-    let (records, _) = open_stored(&path, CELLS_FILE, format, files::MAX_RUN_FILE_BYTES)?;
-    let mut decoded = Bounded::new(records, cap);
-    let mut bytes = Vec::new();
-    decoded.read_to_end(&mut bytes)?;
-    if decoded.over {
-        bail!(
-            "{} decompresses to more than {}, the most the runner reads of a run's records: the file is damaged",
-            path.display(),
-            files::size_text(cap)
-        );
-    }
-    let damage = (decoded.failed).filter(|e| e.kind() != io::ErrorKind::UnexpectedEof);
-    Ok(RecordsFile {
-        path,
-        bytes,
-        damage,
-    })
-}
-
-/// The records' text: a last character cut short is a torn line's, left to be dropped as
-/// one.
-fn records_text(dir: &Path, stored: RecordsFile) -> Result<String> {
-    String::from_utf8(stored.bytes).or_else(|e| {
-        let valid = e.utf8_error().valid_up_to();
-        if e.utf8_error().error_len().is_some() {
-            bail!(
-                "cannot read {} (is {} a run's folder?): it is not UTF-8 text",
-                stored.path.display(),
-                dir.display()
-            );
-        }
-        let mut bytes = e.into_bytes();
-        bytes.truncate(valid);
-        Ok(String::from_utf8(bytes).expect("valid up to here"))
-    })
-}
-
-/// `cells.jsonl`: one record per line; a torn last line is dropped with a warning, a
-/// malformed line before it or a cell and process recorded twice make that cell unreadable.
-pub(super) fn read_records(
-    dir: &Path,
-    plan: &Plan,
-    unreadable: &mut Unreadable,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<CellRecord>> {
-    let Some(stored) = read_cells(dir)? else {
-        bail!(
-            "cannot read {} (is {} a run's folder?): there is no such file",
-            dir.join(CELLS_FILE).display(),
-            dir.display()
-        );
-    };
-    let file = file_name(&stored.path);
-    if let Some(e) = &stored.damage {
-        warnings.push(format!(
-            "{file}: dropped the records from a part that does not decode on ({e}): the run folder is damaged there"
-        ));
-    }
-    let text = records_text(dir, stored)?;
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let id_in = |line: &str| {
-        line.split("\"id\":\"")
-            .nth(1)
-            .and_then(|s| s.split('"').next())
-            .map(String::from)
-    };
-    let mut records: Vec<CellRecord> = Vec::with_capacity(lines.len());
-    let mut lines_of: HashMap<(String, u32), usize> = HashMap::new();
-    for (n, (i, line)) in lines.iter().enumerate() {
-        let at = i + 1;
-        match serde_json::from_str::<CellRecord>(line) {
-            Ok(r) if plan.cells.get(r.cell).is_none_or(|c| c.id != r.id) => unreadable.add(
-                &r.id,
-                format!(
-                    "{file}:{at}: index {} is not this cell's in the stored experiment's plan",
-                    r.cell
-                ),
-            ),
-            Ok(r) => {
-                if let Some(earlier) = lines_of.insert((r.id.clone(), r.process), at) {
-                    unreadable.add(
-                        &r.id,
-                        format!(
-                            "{file}:{at}: process {} recorded again (line {earlier})",
-                            r.process
-                        ),
-                    );
-                }
-                records.push(r);
-            }
-            Err(_) if n + 1 == lines.len() => {
-                let id = id_in(line).map_or(String::new(), |id| format!(" of cell {id}"));
-                warnings.push(format!(
-                    "{file}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
-                ));
-            }
-            Err(e) => match id_in(line) {
-                Some(id) => unreadable.add(&id, format!("{file}:{at}: a malformed record: {e}")),
-                None => warnings.push(format!("{file}:{at}: dropped a malformed line: {e}")),
-            },
-        }
-    }
-    Ok(records)
 }
 
 /// A file's name alone: warnings end up in the report, which must not depend on where the

@@ -332,7 +332,20 @@ impl Checks {
         scan: &mut Scan,
     ) {
         let name = file_name(&read.path);
-        scan.warnings.extend(read.torn_warning());
+        scan.warnings.extend(read.warnings());
+        // The run a frame was giving rows of when it failed to decode cannot be trusted.
+        for (frame, last) in &read.lost {
+            let frame = frame.describe();
+            scan.warnings
+                .push(format!("{name}: {frame}: the samples it held are lost"));
+            if let Some((id, process)) = last
+                .as_ref()
+                .filter(|(id, _)| index.contains_key(id.as_str()))
+            {
+                let why = format!("{name}: {frame} while giving its samples (process {process})");
+                scan.unreadable.add(id, why);
+            }
+        }
         for (line, id) in read.damaged {
             match id.filter(|id| index.contains_key(id.as_str())) {
                 Some(id) => (scan.unreadable).add(&id, format!("{name}:{line}: a malformed row")),

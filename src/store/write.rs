@@ -1,7 +1,7 @@
 //! Writing a run as it happens: each finished cell's samples and telemetry as one zstd
 //! frame (a gzip member in a resumed older run) of their CSV files, then its line of
-//! `cells.jsonl`, each flushed. A cell's line is written last, so a line in `cells.jsonl`
-//! means its samples are on disk.
+//! `cells.jsonl` (a zstd frame of its own; plain in an older run), each flushed. A cell's
+//! line is written last, so a line in `cells.jsonl` means its samples are on disk.
 
 use super::format::Format;
 use super::{
@@ -23,7 +23,7 @@ pub struct Writer {
     format: Format,
     samples: File,
     telemetry: File,
-    cells: Box<dyn Write>,
+    cells: File,
     params: Vec<String>,
 }
 
@@ -48,8 +48,15 @@ fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Appends CSV rows to `file` as one zstd frame or gzip member.
-fn append_frame(file: &mut File, format: Format, rows: &[Vec<String>]) -> Result<()> {
+/// Appends `text` to `file`, the stored file `name`, as one frame (see [`Format::frame`]).
+fn append(file: &mut File, format: Format, name: &str, text: &[u8]) -> Result<()> {
+    file.write_all(&format.frame(name, text)?)?;
+    file.flush()?;
+    Ok(())
+}
+
+/// Appends CSV rows to `file`, the stored CSV `name`, as one zstd frame or gzip member.
+fn append_rows(file: &mut File, format: Format, name: &str, rows: &[Vec<String>]) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -57,9 +64,7 @@ fn append_frame(file: &mut File, format: Format, rows: &[Vec<String>]) -> Result
     for r in rows {
         w.write_record(r)?;
     }
-    file.write_all(&format.compress(&w.into_inner()?)?)?;
-    file.flush()?;
-    Ok(())
+    append(file, format, name, &w.into_inner()?)
 }
 
 /// A kernel source's path inside the run folder: its path as written, relative to the
@@ -115,15 +120,10 @@ impl Writer {
         Ok(writer)
     }
 
-    /// Ends the run's files (the records' zstd frame), then writes `meta`, last: a
-    /// `run.json` that says the run is complete follows everything else of it on disk.
+    /// Writes `meta`, last: a `run.json` that says the run is complete follows everything
+    /// else of it on disk.
     pub fn finish(self, meta: &RunMeta) -> Result<()> {
-        let Writer { dir, mut cells, .. } = self;
-        cells
-            .flush()
-            .with_context(|| format!("cannot write the cell records in {}", dir.display()))?;
-        drop(cells);
-        write_meta(&dir, meta)
+        write_meta(&self.dir, meta)
     }
 
     /// New samples, telemetry and cell files in `dir`, holding their headers only; each
@@ -135,19 +135,21 @@ impl Writer {
             files::create(&path).with_context(|| format!("cannot create {}", path.display()))
         };
         let mut samples = create(SAMPLES_FILE)?;
-        append_frame(&mut samples, format, &[samples_header(&params)])?;
-        let mut telemetry = create(TELEMETRY_FILE)?;
-        append_frame(
-            &mut telemetry,
+        append_rows(
+            &mut samples,
             format,
-            &[TELEMETRY_HEADER.map(String::from).to_vec()],
+            SAMPLES_FILE,
+            &[samples_header(&params)],
         )?;
+        let mut telemetry = create(TELEMETRY_FILE)?;
+        let header = TELEMETRY_HEADER.map(String::from).to_vec();
+        append_rows(&mut telemetry, format, TELEMETRY_FILE, &[header])?;
         Ok(Writer {
             dir: dir.to_path_buf(),
             format,
             samples,
             telemetry,
-            cells: format.records_writer(create(CELLS_FILE)?)?,
+            cells: create(CELLS_FILE)?,
             params,
         })
     }
@@ -234,22 +236,21 @@ impl Writer {
         for (i, t) in rec.samples_ns.iter().enumerate() {
             rows.push(row("steady", i, *t, start(i + 1)));
         }
-        append_frame(&mut self.samples, self.format, &rows)?;
+        append_rows(&mut self.samples, self.format, SAMPLES_FILE, &rows)?;
         let telemetry: Vec<Vec<String>> = rec
             .telemetry
             .iter()
             .map(|p| telemetry_row(&cell.id, rec.process, p))
             .collect();
-        append_frame(&mut self.telemetry, self.format, &telemetry)?;
+        append_rows(&mut self.telemetry, self.format, TELEMETRY_FILE, &telemetry)?;
         let stored = CellRecord {
             samples_ns: vec![],
             starts_us: vec![],
             telemetry: vec![],
             ..rec.clone()
         };
-        writeln!(self.cells, "{}", serde_json::to_string(&stored)?)?;
-        self.cells.flush()?;
-        Ok(())
+        let line = serde_json::to_string(&stored)? + "\n";
+        append(&mut self.cells, self.format, CELLS_FILE, line.as_bytes())
     }
 }
 
@@ -310,6 +311,24 @@ mod tests {
         let again = Stored::load(dir.path(), &mut again_samples).unwrap();
         assert_eq!(again.records, stored.records);
         assert_eq!(again_samples.time_ns, samples.time_ns);
+    }
+
+    #[test]
+    fn a_run_written_now_stores_each_record_as_a_frame_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("statistics");
+        crate::store::merge(&[Path::new("reports/statistics")], &run, false).unwrap();
+        let bytes = std::fs::read(run.join(Format::Zstd.file(CELLS_FILE))).unwrap();
+        let (mut frames, mut at) = (0, 0);
+        while at < bytes.len() {
+            at += zstd::zstd_safe::find_frame_compressed_size(&bytes[at..]).unwrap();
+            frames += 1;
+        }
+        let records = crate::store::stored_records(&run).lines().count();
+        assert!(
+            records > 1 && frames == records,
+            "{frames} frames, {records} records"
+        );
     }
 
     #[test]

@@ -1,0 +1,244 @@
+//! A run's cell records, read line by line as a crash or damage may have left them: from
+//! `cells.jsonl.zst` (a frame per record; one stream in runs before) or the plain
+//! `cells.jsonl` of older runs. The line a frame was giving when it failed to decode, a
+//! line that is not UTF-8 or not a record, and a cell and process recorded twice make that
+//! cell unreadable, not the run; a torn last line (a crash mid-write) is dropped with a
+//! warning.
+
+use super::format::{self, Format};
+use super::frames::{Decoded, Frames, Limits, Lost};
+use super::rows::{file_name, Unreadable};
+use super::CELLS_FILE;
+use crate::files;
+use crate::plan::Plan;
+use crate::protocol::CellRecord;
+use anyhow::{bail, Result};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// What a records file may hold, on disk and decoded.
+const RECORDS_LIMITS: Limits = Limits {
+    on_disk: files::MAX_RUN_FILE_BYTES,
+    floor: files::MAX_RUN_FILE_BYTES,
+    grows: false,
+};
+
+/// The most a line holds (a record is a few KB): a longer one is kept only in part.
+const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// A line of a records file.
+pub(crate) struct Line {
+    /// Its number in the decoded text, from 1.
+    pub at: usize,
+    pub bytes: Vec<u8>,
+    /// Longer than `MAX_LINE_BYTES`: `bytes` are its first.
+    pub too_long: bool,
+    /// The frame that gave it, where that frame failed to decode after it: the damage may
+    /// have reached it.
+    pub lost: Option<u64>,
+}
+
+/// A run's records file as it decodes.
+pub(crate) struct RecordsFile {
+    pub path: PathBuf,
+    /// Each line that holds more than white space, in order.
+    pub lines: Vec<Line>,
+    /// The frames that do not decode (a torn last one aside), each with the number of the
+    /// last line it gave, where it gave one. A frame written now holds one record; an older
+    /// run's stream holds them all, and the lines it gave before its last stand.
+    pub lost: Vec<(Lost, Option<usize>)>,
+}
+
+/// Lines gathered from frames' bytes as they are decoded.
+#[derive(Default)]
+struct Gathering {
+    lines: Vec<Line>,
+    current: Vec<u8>,
+    too_long: bool,
+    at: usize,
+}
+
+impl Gathering {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some(end) = bytes.iter().position(|&b| b == b'\n') {
+            self.extend(&bytes[..end]);
+            self.end_line();
+            bytes = &bytes[end + 1..];
+        }
+        self.extend(bytes);
+    }
+
+    fn extend(&mut self, part: &[u8]) {
+        let room = MAX_LINE_BYTES - self.current.len();
+        self.too_long |= part.len() > room;
+        self.current
+            .extend_from_slice(&part[..part.len().min(room)]);
+    }
+
+    fn end_line(&mut self) {
+        self.at += 1;
+        let mut bytes = std::mem::take(&mut self.current);
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        if self.too_long || !bytes.iter().all(u8::is_ascii_whitespace) {
+            self.lines.push(Line {
+                at: self.at,
+                bytes,
+                too_long: self.too_long,
+                lost: None,
+            });
+        }
+        self.too_long = false;
+    }
+
+    /// A frame's end ends its last line: no part of a frame cut short joins the next.
+    fn frame_ended(&mut self) {
+        if self.too_long || !self.current.is_empty() {
+            self.end_line();
+        }
+    }
+}
+
+/// The records of the run in `dir` (`cells.jsonl.zst`, or `cells.jsonl` of an older run)
+/// as they decode; None where it has none.
+pub(crate) fn read_cells(dir: &Path) -> Result<Option<RecordsFile>> {
+    let Some((path, format)) = format::find(dir, CELLS_FILE)? else {
+        return Ok(None);
+    };
+    read_cells_at(path, format).map(Some)
+}
+
+/// The records file at `path`, in `format`, as it decodes, frame by frame: at most
+/// `files::MAX_RUN_FILE_BYTES` of it. A frame cut short by the file's end is where a crash
+/// stopped the run (a stream left open ends so at its last flush): its whole lines stand.
+pub(crate) fn read_cells_at(path: PathBuf, format: Format) -> Result<RecordsFile> {
+    let mut frames = Frames::open(path, CELLS_FILE, Some(format), RECORDS_LIMITS)?;
+    let mut gathering = Gathering::default();
+    let mut lost = Vec::new();
+    let mut first = 0;
+    while let Some(decoded) = frames.next(&mut |bytes| gathering.feed(bytes))? {
+        gathering.frame_ended();
+        let last = gathering.lines[first..].last_mut();
+        if let Decoded::Lost(frame) = decoded {
+            let at = last.map(|line| {
+                line.lost = Some(frame.frame);
+                line.at
+            });
+            lost.push((frame, at));
+        }
+        first = gathering.lines.len();
+    }
+    if let Some(torn) = frames.torn() {
+        lost.retain(|(frame, _)| frame.frame != torn);
+        for line in gathering.lines.iter_mut().filter(|l| l.lost == Some(torn)) {
+            line.lost = None;
+        }
+    }
+    Ok(RecordsFile {
+        path: frames.path,
+        lines: gathering.lines,
+        lost,
+    })
+}
+
+/// The id a record's line names, read as text however damaged.
+fn id_in(line: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(line);
+    let id = text.split("\"id\":\"").nth(1)?.split('"').next()?;
+    Some(id.to_string())
+}
+
+/// The record a line holds, or why there is none.
+fn record_of(line: &Line, lost: &[(Lost, Option<usize>)]) -> Result<CellRecord, String> {
+    if let Some((frame, _)) = (line.lost).and_then(|f| lost.iter().find(|(l, _)| l.frame == f)) {
+        return Err(format!("its {}", frame.describe()));
+    }
+    if line.too_long {
+        return Err(format!(
+            "a line longer than {}",
+            files::size_text(MAX_LINE_BYTES as u64)
+        ));
+    }
+    let text = std::str::from_utf8(&line.bytes).map_err(|e| {
+        format!(
+            "a line that is not UTF-8 text (at its byte {})",
+            e.valid_up_to() + 1
+        )
+    })?;
+    serde_json::from_str(text).map_err(|e| format!("a malformed record: {e}"))
+}
+
+/// `cells.jsonl`: one record per line. A torn last line is dropped with a warning, and so
+/// is a frame lost whole (its cell counts as not run); a line that cannot be read, or a cell
+/// and process recorded twice, make that cell unreadable. The records, and those lost with
+/// no cell to name.
+pub(super) fn read_records(
+    dir: &Path,
+    plan: &Plan,
+    unreadable: &mut Unreadable,
+    warnings: &mut Vec<String>,
+) -> Result<(Vec<CellRecord>, Vec<String>)> {
+    let Some(stored) = read_cells(dir)? else {
+        bail!(
+            "cannot read {} (is {} a run's folder?): there is no such file",
+            dir.join(CELLS_FILE).display(),
+            dir.display()
+        );
+    };
+    let file = file_name(&stored.path);
+    let mut lost = Vec::new();
+    for (frame, last) in &stored.lost {
+        let what = match last {
+            Some(at) => format!("what it held from line {at} on is lost"),
+            None => {
+                lost.push(format!("a record in {file} (its frame {})", frame.frame));
+                "the record it held is lost".to_string()
+            }
+        };
+        warnings.push(format!(
+            "{file}: {}: {what}, and those cells count as not run",
+            frame.describe()
+        ));
+    }
+    let mut records: Vec<CellRecord> = Vec::with_capacity(stored.lines.len());
+    let mut lines_of: HashMap<(String, u32), usize> = HashMap::new();
+    for (n, line) in stored.lines.iter().enumerate() {
+        let at = line.at;
+        match record_of(line, &stored.lost) {
+            Ok(r) if plan.cells.get(r.cell).is_none_or(|c| c.id != r.id) => unreadable.add(
+                &r.id,
+                format!(
+                    "{file}:{at}: index {} is not this cell's in the stored experiment's plan",
+                    r.cell
+                ),
+            ),
+            Ok(r) => {
+                if let Some(earlier) = lines_of.insert((r.id.clone(), r.process), at) {
+                    unreadable.add(
+                        &r.id,
+                        format!(
+                            "{file}:{at}: process {} recorded again (line {earlier})",
+                            r.process
+                        ),
+                    );
+                }
+                records.push(r);
+            }
+            Err(_) if n + 1 == stored.lines.len() && line.lost.is_none() => {
+                let id = id_in(&line.bytes).map_or(String::new(), |id| format!(" of cell {id}"));
+                warnings.push(format!(
+                    "{file}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
+                ));
+            }
+            Err(why) => match id_in(&line.bytes) {
+                Some(id) => unreadable.add(&id, format!("{file}:{at}: {why}")),
+                None => {
+                    warnings.push(format!("{file}:{at}: dropped a line: {why}"));
+                    lost.push(format!("a record at {file}:{at}"));
+                }
+            },
+        }
+    }
+    Ok((records, lost))
+}
