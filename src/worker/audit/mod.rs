@@ -29,7 +29,7 @@ use super::Session;
 use crate::cuda::{self, DeviceBuffer};
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::experiment::{ArgValue, Kernel, Memory};
-use crate::method::compare;
+use crate::method::{audit, compare};
 use crate::plan::{Cell, Role};
 use crate::protocol::{AuditRecord, CellRecord};
 use std::path::Path;
@@ -65,7 +65,7 @@ impl Auditor {
         let Some(def) = code.def.as_ref().filter(|d| audits(cell, Some(d), process)) else {
             return Auditor::Off;
         };
-        match weaker(cell, def, data, armed) {
+        match weaker(cell, def, data, armed, process) {
             Some(why) => Auditor::After(why),
             None => Auditor::AmongToStage(process, None),
         }
@@ -129,9 +129,12 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
     def.is_some_and(|d| !d.unchecked) && cell.role == Role::Measure && !another
 }
 
-/// Why the cell's audits cannot sit among its timed launches, or None where they can.
-fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed) -> Option<String> {
+/// Why run `process` of the cell cannot hold audits among its timed launches, or None
+/// where it can.
+fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed, process: u32) -> Option<String> {
     let knobs = &cell.knobs;
+    let samples = knobs.samples_per_run() as usize;
+    let (audited, _) = audit::regions(samples, cell.runs() as usize, process as usize);
     let multi = armed.body.launches() > 1;
     let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
     Some(
@@ -139,7 +142,8 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed) -> Option<Strin
             _ if knobs.timer == TimerKind::Profiler => {
                 "the profiler's report holds a cell's launches in order: its audit comes last"
             }
-            _ if knobs.samples_per_run() == 0 => "no steady samples to sit among",
+            _ if samples == 0 => "no steady samples to sit among",
+            _ if audited == 0 => "too few steady samples to hold a region apart from the first",
             _ if data.sets.len() > 1 => "its buffer sets rotate",
             _ if !data.fresh.is_empty() => "its inputs are drawn anew before each region",
             _ if !armed.launch.copy_records().is_empty() => {
