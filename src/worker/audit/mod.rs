@@ -120,12 +120,15 @@ impl Auditor {
 }
 
 /// Whether run `process` of `cell` (of kernel `def`) is audited: a measured cell of a
-/// kernel with its check on. Of a cell's runs of one launch each (fresh processes), one
-/// drawn by the seed is; the others would pay a new draw and check for one launch each.
+/// kernel with its check on. Of a cell's runs too short to hold a region among their timed
+/// launches (one launch per fresh process, or a sample or two per round), one drawn by the
+/// seed is; the others would pay a new draw and check for a launch or two each.
 pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
     let runs = cell.runs();
     let audited = (audit_seed(cell) % u64::from(runs.max(1))) as u32;
-    let another = cell.knobs.samples_per_run() == 0 && runs > 1 && process != audited;
+    let samples = cell.knobs.samples_per_run() as usize;
+    let no_room = audit::regions(samples, runs as usize, process as usize).0 == 0;
+    let another = no_room && runs > 1 && process != audited;
     def.is_some_and(|d| !d.unchecked) && cell.role == Role::Measure && !another
 }
 
