@@ -35,18 +35,19 @@ const LAUNCH_S: f64 = 3e-6;
 /// A timed region's cost beyond its launches: the events or clock around it, the
 /// synchronize, the reading (each report's floor: 13 µs per event-timed sample).
 const REGION_S: f64 = 12e-6;
-/// Host time per element drawn: uniform 14 ns (512 Mi floats in 1.9 s), normal 60 ns
-/// (softmax's 128 Mi halves in 8 s), a pointer chase 17 ns (latency's 64 MiB in 0.29 s).
-const DRAW_UNIFORM_S: f64 = 14e-9;
-const DRAW_NORMAL_S: f64 = 60e-9;
+/// Host time per element drawn, on every core: uniform 1 ns (the 1 GiB copy's 256 Mi floats
+/// in 0.22 s, the stencil's 128 Mi in 68 ms), normal 3.5 ns (softmax's 32 Mi halves in
+/// 106 ms), a pointer chase 17 ns on one core (latency's 64 MiB in 0.29 s).
+const DRAW_UNIFORM_S: f64 = 1e-9;
+const DRAW_NORMAL_S: f64 = 3.5e-9;
 const DRAW_CHASE_S: f64 = 17e-9;
 /// Device memory allocated, inputs uploaded and outputs poisoned, per byte of a cell's
 /// buffers: 120 ms for the 2 GiB copy in accuracy-audited.
 const BUFFER_S_PER_BYTE: f64 = 6e-11;
 /// An output element downloaded and compared on the host: against a reference kernel's
-/// (both downloaded) 15-24 ns (prebuilt: 256 Mi floats in 4.0 s; softmax: 128 Mi halves in
-/// 3.2 s), against the CPU's 15 ns.
-const KERNEL_CHECK_S: f64 = 20e-9;
+/// (both downloaded, compared on every core) 5-11 ns (the stencil's 128 Mi floats in
+/// 1.36 s, softmax's 32 Mi halves in 0.16 s), against the CPU's 15 ns.
+const KERNEL_CHECK_S: f64 = 9e-9;
 const CPU_CHECK_S: f64 = 15e-9;
 /// The CPU's float64 matmul reference per multiply-add: blocked over every element up to
 /// 512 x 512 (134 M in 0.126 s), column walks for the 4096 sampled elements beyond (10 ns).
