@@ -266,7 +266,11 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             return Err(usage("--devices runs a part per GPU and merges them: resume a part with `runner run --resume DIR/parts/gpuN/NAME`, then `runner merge`; --shard splits across machines instead"));
         }
         let devices = execute::devices::parse(list)?;
-        let (finished, parts) = execute::devices::run(
+        let execute::devices::Outcome {
+            finished,
+            parts,
+            stopped,
+        } = execute::devices::run(
             &path,
             &dir,
             &devices,
@@ -275,6 +279,9 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             args.allow_clock_changes,
             args.force,
         )?;
+        if let Some(stop) = stopped {
+            return stopped_over_gpus(stop, &parts, &dir);
+        }
         if !args.each {
             let report = report::render_dir(&dir, None)?;
             say(&format!(
@@ -324,6 +331,28 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         complete: outcome.complete,
         stopped: outcome.stopped,
         unexpected: unexpected(&report),
+    })
+}
+
+/// A run over several GPUs that `stop` ended: each part stopped after its finished cells,
+/// and resumes on its own; nothing was merged.
+fn stopped_over_gpus(stop: execute::Stop, parts: &[PathBuf], dir: &Path) -> anyhow::Result<Ended> {
+    let resume: Vec<String> = (parts.iter())
+        .map(|p| format!("`runner run --resume {}`", p.display()))
+        .collect();
+    let rest = match resume.is_empty() {
+        true => "no part had written a run yet".to_string(),
+        false => format!("{} run the rest, then `runner merge`", resume.join(", ")),
+    };
+    say(&format!(
+        "{}: each GPU's part stopped after its finished cells; {rest} (nothing was merged into {})\n",
+        stop.said(),
+        dir.display()
+    ))?;
+    Ok(Ended {
+        complete: false,
+        stopped: Some(stop),
+        unexpected: Vec::new(),
     })
 }
 

@@ -115,6 +115,44 @@ fn sigterm_sighup_and_sigint_stop_a_run_which_resumes_and_leave_no_worker() {
 }
 
 #[test]
+fn a_sigterm_to_a_run_over_gpus_reaches_every_part_and_its_worker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let driver = stand_in_driver(tmp.path());
+    let (_d, path) = write_experiment("spread.toml", &matmul_experiment(&kernels_dir()));
+    let out = tmp.path().join("out");
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--devices",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut run = Started::new(&driver, tmp.path(), &args);
+    // The part's runner, then its worker (hanging in the stand-in's context).
+    let part = run.worker();
+    let mut workers = Vec::new();
+    assert!(wait_for(60.0, || {
+        workers = children_of(part);
+        !workers.is_empty()
+    }));
+    // Only the runner the user started is signalled, as `kill` or a scheduler would.
+    signal(run.child.id(), Signal::TERM);
+    let exit = run.exit_code(30.0);
+    let (stdout, stderr) = run.text();
+    assert_eq!(exit, Some(143), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("stopped by SIGTERM: each GPU's part stopped"),
+        "{stdout}"
+    );
+    assert!(ended(part), "the part's runner outlived the stopped run");
+    assert!(
+        wait_for(2.0, || ended(workers[0])),
+        "the part's worker lived on"
+    );
+}
+
+#[test]
 fn a_runner_killed_outright_takes_its_worker_with_it() {
     let tmp = tempfile::tempdir().unwrap();
     let driver = stand_in_driver(tmp.path());

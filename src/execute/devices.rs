@@ -5,13 +5,27 @@
 //! GPU that ran it. With `--each`, every GPU runs the whole plan instead, so that
 //! "identical" GPUs can be compared cell by cell.
 
+use super::stop::{self, Stop};
 use super::Subset;
 use crate::cuda;
 use crate::plan::shard::Shard;
 use crate::store;
 use anyhow::{bail, Context, Result};
+use rustix::process::{kill_process, Pid};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+/// What a run over several GPUs came to.
+pub struct Outcome {
+    /// Every part finished (and, but with `--each`, merged complete).
+    pub finished: bool,
+    /// Each part's run folder that this run wrote.
+    pub parts: Vec<PathBuf>,
+    /// The signal that stopped the run, passed on to every part: the parts stopped after
+    /// their finished cells and resume on their own; nothing was merged.
+    pub stopped: Option<Stop>,
+}
 
 /// The GPUs `--devices` names: a list of ordinals, or `all` the driver sees.
 pub fn parse(text: &str) -> Result<Vec<String>> {
@@ -53,8 +67,9 @@ fn visible_as(ordinal: &str, inherited: Option<&str>) -> Result<String> {
     }
 }
 
-/// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there;
-/// whether every part finished, and the parts' run folders. `allow_clock_changes` and
+/// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there.
+/// SIGINT, SIGTERM and SIGHUP are passed on to every part, which stops after its finished
+/// cells, as a run on one GPU does. `allow_clock_changes` and
 /// `force` are passed on to every part (each locks its own GPU's clocks where the
 /// experiment asks; each replaces its folder's earlier part). A run already in `dir` is
 /// refused, before any part starts, unless `force`.
@@ -66,10 +81,11 @@ pub fn run(
     each: bool,
     allow_clock_changes: bool,
     force: bool,
-) -> Result<(bool, Vec<PathBuf>)> {
+) -> Result<Outcome> {
     if !cuda::driver_present() {
         bail!(cuda::NO_DRIVER);
     }
+    stop::stop_on_signals()?;
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
     let name = crate::experiment::name_of(path)?;
     if !each {
@@ -112,14 +128,7 @@ pub fn run(
         children.push((gpu.clone(), child));
         parts.push(out.join(&name));
     }
-    let mut finished = true;
-    for (gpu, mut child) in children {
-        let status = child.wait().context("cannot wait for a GPU's runner")?;
-        if !status.success() {
-            eprintln!("warning: the part on GPU {gpu} ended with {status}");
-            finished = false;
-        }
-    }
+    let (finished, stopped) = wait_for_parts(children)?;
     // Only what this run wrote: a part that wrote nothing may have left an older run there.
     parts.retain(|p| {
         let written = std::fs::metadata(p.join(store::RUN_FILE)).and_then(|m| m.modified());
@@ -132,18 +141,67 @@ pub fn run(
         }
         fresh
     });
+    if let Some(stop) = stopped {
+        return Ok(Outcome {
+            finished: false,
+            parts,
+            stopped: Some(stop),
+        });
+    }
     if parts.is_empty() {
         bail!("no GPU's part wrote a run");
     }
     if each {
-        return Ok((finished, parts));
+        return Ok(Outcome {
+            finished,
+            parts,
+            stopped: None,
+        });
     }
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let merged = store::merge(&present, dir, force)?;
     for w in &merged.warnings {
         eprintln!("warning: {w}");
     }
-    Ok((finished && merged.meta.complete, parts))
+    Ok(Outcome {
+        finished: finished && merged.meta.complete,
+        parts,
+        stopped: None,
+    })
+}
+
+/// Waits for every part's runner, passing a stopping signal this runner gets on to those
+/// still running (a `kill` of this runner alone, or a scheduler that signals only it);
+/// whether every part ended well, and the signal, if one came.
+fn wait_for_parts(children: Vec<(String, Child)>) -> Result<(bool, Option<Stop>)> {
+    let (mut finished, mut passed_on) = (true, false);
+    let mut running = children;
+    while !running.is_empty() {
+        if let (Some(stop), false) = (stop::stopped(), passed_on) {
+            for (_, child) in &running {
+                let pid = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+                // A part that has just ended cannot be signalled, and needs not be.
+                let _ = pid.map(|pid| kill_process(pid, stop.signal()));
+            }
+            passed_on = true;
+        }
+        let mut still = Vec::new();
+        for (gpu, mut child) in running {
+            match child.try_wait().context("cannot wait for a GPU's runner")? {
+                Some(status) if !status.success() && stop::stopped().is_none() => {
+                    eprintln!("warning: the part on GPU {gpu} ended with {status}");
+                    finished = false;
+                }
+                Some(_) => finished &= stop::stopped().is_none(),
+                None => still.push((gpu, child)),
+            }
+        }
+        running = still;
+        if !running.is_empty() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Ok((finished, stop::stopped()))
 }
 
 #[cfg(test)]

@@ -41,6 +41,16 @@ impl Stop {
         }
     }
 
+    /// The signal, to pass on to the runners a run started (`--devices`).
+    pub(super) fn signal(self) -> rustix::process::Signal {
+        use rustix::process::Signal;
+        match self {
+            Stop::Interrupt => Signal::INT,
+            Stop::Terminate => Signal::TERM,
+            Stop::HangUp => Signal::HUP,
+        }
+    }
+
     fn number(self) -> i32 {
         match self {
             Stop::Interrupt => SIGINT,
