@@ -29,7 +29,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +81,102 @@ def to_zstd(d: Path):
     (d / "cells.jsonl").unlink()
 
 
+def zstd_frames(data: bytes) -> list:
+    """Where each zstd frame (or skippable frame) of `data` starts and ends, read from the
+    frames' headers and blocks' sizes: no zstd library needed."""
+    spans, at = [], 0
+    while at < len(data):
+        start = at
+        magic = int.from_bytes(data[at:at + 4], "little")
+        if 0x184D2A50 <= magic <= 0x184D2A5F:
+            at += 8 + int.from_bytes(data[at + 4:at + 8], "little")
+            spans.append((start, at))
+            continue
+        if magic != 0xFD2FB528:
+            raise ValueError(f"no zstd frame at byte {at}")
+        fhd = data[at + 4]
+        single = (fhd >> 5) & 1
+        at += 5 + (0 if single else 1) + [0, 1, 2, 4][fhd & 3] + [single, 2, 4, 8][fhd >> 6]
+        while True:
+            header = int.from_bytes(data[at:at + 3], "little")
+            at += 3 + (1 if (header >> 1) & 3 == 1 else header >> 3)
+            if header & 1:
+                break
+        at += 4 if (fhd >> 2) & 1 else 0
+        spans.append((start, at))
+    return spans
+
+
+def gzip_members(data: bytes) -> list:
+    """Each gzip member of `data`: where it starts and ends, and what it decodes to."""
+    members, at = [], 0
+    while at < len(data):
+        d = zlib.decompressobj(31)
+        text = d.decompress(data[at:])
+        end = len(data) - len(d.unused_data)
+        members.append((at, end, text))
+        at = end
+    return members
+
+
+def unzstd(data: bytes) -> bytes:
+    """`data` decoded by the zstd command (`zstd_frame` writes zstd, but reading a run's
+    frames needs a decoder): None where there is no such command."""
+    if not shutil.which("zstd"):
+        return None
+    p = subprocess.run(["zstd", "-dcq"], input=data, capture_output=True)
+    return p.stdout if p.returncode == 0 else None
+
+
+def row_cells(text: bytes) -> set:
+    """The cells (first fields) of a stored CSV's rows, its header left out."""
+    return {line.split(b",")[0].decode() for line in text.split(b"\n")
+            if line and not line.startswith(b"cell,")}
+
+
+def summary_cells(d: Path) -> set:
+    """The cells a rendered run's summary.csv holds."""
+    path = d / "summary.csv"
+    if not path.exists():
+        return set()
+    return {line.split(",")[0] for line in path.read_text().splitlines()[1:] if line}
+
+
+def records_of(d: Path) -> list:
+    """The ids of the records of the run in `d`, in either format (None where unreadable)."""
+    if (d / "cells.jsonl").exists():
+        text = (d / "cells.jsonl").read_bytes()
+    elif (d / "cells.jsonl.zst").exists():
+        text = unzstd((d / "cells.jsonl.zst").read_bytes())
+    else:
+        return None
+    if text is None:
+        return None
+    ids = []
+    for line in text.split(b"\n"):
+        try:
+            ids.append(json.loads(line)["id"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    return ids
+
+
+def leftover_processes(marker: str) -> list:
+    """Processes whose environment holds `marker` (every process a case's runner started
+    inherits it): (pid, command line)."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                left.append((int(entry.name), cmd.strip()))
+        except OSError:
+            pass
+    return left
+
+
 def limit_child():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     os.setsid()
@@ -112,10 +210,18 @@ class Case:
     touch (the case's own `outside/` always)."""
 
     def __init__(self, name, argv, expect="refuse", says=(), keep=(), outside=(), after=None,
-                 cwd=None):
+                 cwd=None, prefix=(), env=None, stdout="pipe", stderr="pipe", clean_rcs=(),
+                 processes=False):
         self.name, self.argv, self.expect = name, argv, expect
         self.says, self.keep, self.outside = list(says), list(keep), list(outside)
         self.after, self.cwd = after, cwd
+        # Issue 39's cases: a command before the runner (`timeout`), more environment, an
+        # stdout that is "full" (/dev/full) or "head" (a pipe closed after one line, as
+        # `| head -1`) or "closed" (closed before a byte is read), an stderr that is
+        # "full", exit codes that are no crash (141 and -13, SIGPIPE), and whether a
+        # process the runner started may outlive it (none may: "unbounded").
+        self.prefix, self.env, self.stdout, self.stderr = list(prefix), env, stdout, stderr
+        self.clean_rcs, self.processes = set(clean_rcs), processes
 
 
 class Pass:
@@ -149,22 +255,43 @@ class Pass:
         kept = {str(k): snapshot(k) for k in case.keep}
         start = time.monotonic()
         problems = []
-        child = subprocess.Popen([str(self.runner)] + case.argv, cwd=case.cwd or tmp,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 preexec_fn=limit_child, stdin=subprocess.DEVNULL)
-        try:
-            _, err = child.communicate(timeout=TIME_LIMIT_S)
-            rc, err = child.returncode, err.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired:
-            # The runner leads its own process group: end it and whatever it started.
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-            rc, err = None, ""
+        marker = f"HOSTILE_CASE={tmp}"
+        if case.prefix or case.env or case.stdout != "pipe" or case.stderr != "pipe" or case.processes:
+            rc, err = self.spawn_special(case, tmp, marker)
+        else:
+            child = subprocess.Popen([str(self.runner)] + case.argv, cwd=case.cwd or tmp,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     preexec_fn=limit_child, stdin=subprocess.DEVNULL)
+            try:
+                _, err = child.communicate(timeout=TIME_LIMIT_S)
+                rc, err = child.returncode, err.decode("utf-8", "replace")
+            except subprocess.TimeoutExpired:
+                # The runner leads its own process group: end it and whatever it started.
+                os.killpg(child.pid, signal.SIGKILL)
+                child.communicate()
+                rc, err = None, ""
         elapsed = time.monotonic() - start
+        if case.processes:
+            left = []
+            for _ in range(30):
+                left = leftover_processes(marker)
+                if not left:
+                    break
+                time.sleep(0.1)
+            if left:
+                problems.append(("unbounded", f"{len(left)} process(es) outlived the run: "
+                                 + "; ".join(cmd[:120] for _, cmd in left)))
+                for pid, _ in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
         if rc is None:
             problems.append(("unbounded", f"over {TIME_LIMIT_S} s"))
         elif "memory allocation of" in err or "Cannot allocate memory" in err:
             problems.append(("unbounded", "over the memory limit"))
+        elif rc in case.clean_rcs and "panicked" not in err:
+            pass
         elif rc < 0 or rc in (101, 134) or "panicked" in err or "overflowed its stack" in err:
             problems.append(("crash", f"rc {rc}: {err.strip()[-300:]}"))
         elif elapsed > SLOW_S:
@@ -194,6 +321,41 @@ class Pass:
             if self.verbose:
                 for cls, why in problems:
                     print(f"  {cls:17} {name}: {why}", flush=True)
+
+    def spawn_special(self, case: Case, tmp: Path, marker: str):
+        """Runs a case whose stdout or stderr is not a plain pipe, whose runner runs under
+        another command, or whose processes are counted: its exit code (None past the time
+        limit) and its stderr."""
+        env = dict(os.environ, **(case.env or {}))
+        name, value = marker.split("=", 1)
+        env[name] = value
+        err_file = tempfile.TemporaryFile()
+        full = open("/dev/full", "wb")
+        out = {"pipe": subprocess.DEVNULL, "full": full}.get(case.stdout, subprocess.PIPE)
+        err = full if case.stderr == "full" else err_file
+        try:
+            child = subprocess.Popen(case.prefix + [str(self.runner)] + case.argv,
+                                     cwd=case.cwd or tmp, stdout=out, stderr=err, env=env,
+                                     preexec_fn=limit_child, stdin=subprocess.DEVNULL)
+            if case.stdout == "closed":
+                child.stdout.close()
+            elif case.stdout == "head":
+                # As `| head -1`: one line read, then the pipe closed.
+                reader = threading.Thread(target=child.stdout.readline, daemon=True)
+                reader.start()
+                reader.join(TIME_LIMIT_S)
+                child.stdout.close()
+            try:
+                rc = child.wait(timeout=TIME_LIMIT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                rc = None
+            err_file.seek(0)
+            return rc, err_file.read().decode("utf-8", "replace")
+        finally:
+            full.close()
+            err_file.close()
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -1010,6 +1172,404 @@ unit = "ns"
             return Case("merge a part whose sources/ holds a link", ["merge", str(a), "--out", str(tmp / "m")], "refuse")
         self.run("merge a part whose sources/ holds a link", sources_link)
 
+    # --- issue 39: damage that stays local, exits, bounds, two reports at once, names, signals
+
+    def render(self, d: Path):
+        """`runner report d` as a case runs it, outside the count: (exit code, stderr)."""
+        try:
+            p = subprocess.run([str(self.runner), "report", str(d)], capture_output=True,
+                               timeout=TIME_LIMIT_S, preexec_fn=limit_child,
+                               stdin=subprocess.DEVNULL)
+            return p.returncode, p.stderr.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            return None, ""
+
+    def local(self, name, run, tamper, expect="ok", merge=False):
+        """The committed run `run` copied and damaged by `tamper(d)`, which returns the
+        cells its damage touched, then rendered (or with `merge`, merged into a new run).
+        Judged against the same run undamaged, rendered by the same runner: a cell lost
+        beyond those damaged is data-lost, a lost cell the runner does not name unclear."""
+        def build(tmp):
+            d = self.copy_run(tmp, run)
+            pristine = self.copy_run(tmp, run, tmp / "pristine" / run)
+            damaged = tamper(d)
+            out = tmp / "merged"
+            argv = ["merge", str(d), "--out", str(out)] if merge else ["report", str(d)]
+
+            def after(tmp, rc, err):
+                if rc not in (0, SLOWER) and not merge:
+                    return []  # refused whole: counted already
+                if merge:
+                    # What the merged run holds, against the part's records.
+                    kept = records_of(out) if out.exists() else []
+                    whole = records_of(pristine)
+                    if kept is None or whole is None:
+                        return [("data-lost", "the merged run's records do not read")]
+                    lost = set(whole) - set(kept)
+                else:
+                    code, why = self.render(pristine)
+                    if code != 0:
+                        return [("data-lost", f"the undamaged run does not render: {why[-200:]}")]
+                    lost = summary_cells(pristine) - summary_cells(d)
+                problems = []
+                beyond = sorted(lost - damaged)
+                if beyond:
+                    problems.append(("data-lost", f"{len(beyond)} cell(s) lost beyond the "
+                                     f"{len(damaged)} damaged, e.g. {beyond[0]}"))
+                unnamed = sorted(c for c in lost if c not in err)
+                if unnamed:
+                    problems.append(("unclear", f"{len(unnamed)} lost cell(s) not named, "
+                                     f"e.g. {unnamed[0]}: {err.strip()[-200:]}"))
+                return problems
+            return Case(name, argv, expect, after=after)
+        self.run(name, build)
+
+    def damage_local(self):
+        if not shutil.which("zstd"):
+            print("  (no zstd command: the cases that damage zstd runs are skipped)")
+            return
+
+        def corrupt_frame(fname, which=None):
+            def t(d):
+                data = bytearray((d / fname).read_bytes())
+                spans = zstd_frames(bytes(data))
+                k = which if which is not None else len(spans) // 2
+                a, e = spans[k]
+                text = unzstd(bytes(data[a:e]))
+                data[(a + e) // 2] ^= 0xFF
+                (d / fname).write_bytes(bytes(data))
+                if fname.startswith("cells"):
+                    return {json.loads(text)["id"]}
+                return row_cells(text)
+            return t
+        self.local("damage: a corrupt zstd frame in the middle of samples.csv.zst",
+                   "reduction-audited", corrupt_frame("samples.csv.zst"))
+        # accuracy-audited stores a frame per record, as runs are written now.
+        self.local("damage: a corrupt record frame in the middle of cells.jsonl.zst",
+                   "accuracy-audited", corrupt_frame("cells.jsonl.zst"))
+
+        def gzip_member(fname, k):
+            def t(d):
+                data = bytearray((d / fname).read_bytes())
+                a, e, text = gzip_members(bytes(data))[k]
+                data[(a + e) // 2] ^= 0x10
+                (d / fname).write_bytes(bytes(data))
+                return row_cells(text)
+            return t
+        self.local("damage: a flipped byte in gzip member 3 of samples.csv.gz", "accuracy",
+                   gzip_member("samples.csv.gz", 2))
+
+        def not_utf8_plain(d):
+            lines = (d / "cells.jsonl").read_bytes().split(b"\n")
+            bad = lines[5]
+            lines[5] = bad[:-2] + b"\xff" + bad[-2:]
+            (d / "cells.jsonl").write_bytes(b"\n".join(lines))
+            return {json.loads(bad)["id"]}
+        self.local("damage: a record that is not UTF-8 in cells.jsonl", "accuracy", not_utf8_plain)
+
+        def not_utf8_zstd(d):
+            data = (d / "cells.jsonl.zst").read_bytes()
+            spans = zstd_frames(data)
+            a, e = spans[5]
+            text = unzstd(data[a:e])
+            bad = text.rstrip(b"\n")
+            frame = zstd_frame(bad[:-2] + b"\xff" + bad[-2:] + b"\n")
+            (d / "cells.jsonl.zst").write_bytes(data[:a] + frame + data[e:])
+            return {json.loads(text)["id"]}
+        self.local("damage: a record that is not UTF-8 in cells.jsonl.zst", "accuracy-audited",
+                   not_utf8_zstd)
+
+        def peers_row(run):
+            name = f"damage: a malformed peers.csv row ({run})"
+
+            def build(tmp):
+                d = self.copy_run(tmp, run)
+                pristine = self.copy_run(tmp, run, tmp / "pristine" / run)
+                lines = (d / "peers.csv").read_text().splitlines()
+                peer = lines[1].split(",")[0]
+                lines.insert(len(lines) // 2, f"{peer},512,not-a-process")
+                (d / "peers.csv").write_text("\n".join(lines) + "\n")
+                names = {l.split(",")[0] for l in lines[1:]}
+
+                def after(tmp, rc, err):
+                    if rc != 0:
+                        return []
+                    code, why = self.render(pristine)
+                    if code != 0:
+                        return [("data-lost", f"the undamaged run does not render: {why[-200:]}")]
+                    count = lambda r: sum(any(n in l for n in names)
+                                          for l in (r / "report.md").read_text().splitlines())
+                    problems = []
+                    if count(d) < count(pristine):
+                        problems.append(("data-lost", f"the report shows {count(d)} lines of "
+                                         f"peers, {count(pristine)} undamaged"))
+                    if "peers.csv" not in err:
+                        problems.append(("unclear", "the dropped row is not named"))
+                    return problems
+                return Case(name, ["report", str(d)], "ok", after=after)
+            self.run(name, build)
+        peers_row("cold-start-audited")
+        peers_row("events")
+
+        def frame_twice(tmp_name, run, fname):
+            def build(tmp):
+                d = self.copy_run(tmp, run)
+                pristine = self.copy_run(tmp, run, tmp / "pristine" / run)
+                data = (d / fname).read_bytes()
+                a, e = zstd_frames(data)[len(zstd_frames(data)) // 2]
+                (d / fname).write_bytes(data[:e] + data[a:e] + data[e:])
+
+                def after(tmp, rc, err):
+                    if rc != 0:
+                        return []
+                    code, why = self.render(pristine)
+                    if code != 0:
+                        return [("data-lost", f"the undamaged run does not render: {why[-200:]}")]
+                    if (d / "summary.csv").read_text() != (pristine / "summary.csv").read_text():
+                        return [("accepted-invalid", "the repeated frame's samples are counted"
+                                 " twice: the summary differs from the undamaged run's")]
+                    return []
+                return Case(tmp_name, ["report", str(d)], "ok", after=after)
+            self.run(tmp_name, build)
+        frame_twice("damage: a samples frame stored twice", "reduction-audited", "samples.csv.zst")
+
+        # A merge of a part damaged so: it may not exit 0 when the part lost cells.
+        self.local("merge: a part with a corrupt samples frame", "reduction-audited",
+                   corrupt_frame("samples.csv.zst"), expect="refuse", merge=True)
+        self.local("merge: a part with a corrupt record frame", "accuracy-audited",
+                   corrupt_frame("cells.jsonl.zst"), expect="refuse", merge=True)
+
+    def exits(self):
+        base = base_experiment(self.kernels)
+
+        def all_failed(tmp):
+            old = self.copy_run(tmp, "compare")
+            new = self.copy_run(tmp, "compare-run2")
+            records = []
+            for line in (new / "cells.jsonl").read_text().splitlines():
+                r = json.loads(line)
+                r["status"] = "failed"
+                r["error"] = "CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure"
+                for key in ["first_ns", "samples_ns", "check"]:
+                    r.pop(key, None)
+                records.append(json.dumps(r))
+            (new / "cells.jsonl").write_text("\n".join(records) + "\n")
+            header = gzip.decompress((new / "samples.csv.gz").read_bytes()).split(b"\n")[0]
+            (new / "samples.csv.gz").write_bytes(gzip.compress(header + b"\n"))
+            return Case("compare OLD NEW where every cell of NEW failed",
+                        ["compare", str(old), str(new)], "refuse")
+        self.run("compare OLD NEW where every cell of NEW failed", all_failed)
+
+        # Output cut short: a pipe closed early, a full disk.
+        big = base.replace("n = [64, 96]", "n = [" + ", ".join(str(64 + i) for i in range(3000)) + "]")
+
+        def piped(name, text, how, argv_of=None):
+            def build(tmp):
+                path = self.experiment(tmp, text, "ok.toml")
+                argv = argv_of(tmp) if argv_of else ["plan", str(path)]
+                return Case(name, argv, "any", stdout=how, clean_rcs=(0, 141, -signal.SIGPIPE))
+            self.run(name, build)
+        piped("plan | head -1", base, "head")
+        piped("plan of 6000 cells | head -1", big, "head")
+        piped("compare | a reader that closes at once", base, "closed",
+              lambda tmp: ["compare", str(self.copy_run(tmp, "compare")),
+                           str(self.copy_run(tmp, "compare-run2"))])
+
+        def full(name, argv_of, says=("No space left",), stream="stdout"):
+            def build(tmp):
+                path = self.experiment(tmp, base, "ok.toml")
+                kw = {stream: "full"}
+                return Case(name, argv_of(tmp, path), "refuse", says if stream == "stdout" else (),
+                            **kw)
+            self.run(name, build)
+        full("plan > /dev/full", lambda tmp, path: ["plan", str(path)])
+        full("compare > /dev/full", lambda tmp, path: ["compare", str(self.copy_run(tmp, "compare")),
+                                                        str(self.copy_run(tmp, "compare-run2"))])
+        full("--help > /dev/full", lambda tmp, path: ["--help"])
+        full("an error to a full stderr (2> /dev/full)",
+             lambda tmp, path: ["plan", str(tmp / "missing.toml")], stream="stderr")
+
+    def bounded(self):
+        header = b"cell,kernel,variant,timer,n,process,phase,index,time_ns,t_us\n"
+
+        def stored(name, content, expect="any", says=(), sparse=None):
+            def build(tmp):
+                d = self.copy_run(tmp, "reduction-audited")
+                path = d / "samples.csv.zst"
+                path.write_bytes(zstd_frame(header) + content())
+                if sparse:
+                    os.truncate(path, sparse)
+                return Case(name, ["report", str(d)], expect, says)
+            self.run(name, build)
+
+        def one_field(fields=512, rle=33):
+            # A zstd frame of one field without a comma or a newline: `fields` raw blocks of
+            # 128 KiB, each followed by `rle` RLE blocks of 128 KiB. 512 and 33: 64 MiB of
+            # zstd, 2.1 GiB decoded, 34 times the compressed bytes (under the 64 times a
+            # cap may grow by).
+            block = 1 << 17
+            raw = (b"abcdefghijklmnopqrstuvwxyz" * (block // 26 + 1))[:block]
+            out = bytearray(b"\x28\xb5\x2f\xfd\x00\x38")
+            for i in range(fields):
+                out += (block << 3).to_bytes(3, "little") + raw
+                for j in range(rle):
+                    last = int(i == fields - 1 and j == rle - 1)
+                    out += ((block << 3) | (1 << 1) | last).to_bytes(3, "little") + b"y"
+            return bytes(out)
+        stored("samples.csv.zst: one 2.1 GiB field in 64 MiB of zstd", one_field)
+        stored("samples.csv.zst: one 2.5 GiB field in 80 KB of zstd",
+               lambda: zstd_bomb(b"x", 5 << 29))
+        # A sparse file costs nothing on disk: its size may not raise the cap.
+        stored("samples.csv.zst: 80 KB of zstd (a 2.5 GiB field) in a sparse 4 GiB file",
+               lambda: zstd_bomb(b"x", 5 << 29), "refuse", [r"more than 1(\.0)? GiB"],
+               sparse=(4 << 30) - 1)
+
+    def concurrency(self):
+        name = "two reports at once on one folder, 20 times"
+        if self.only and self.only not in name:
+            return
+        tmp = Path(tempfile.mkdtemp(prefix="hostile-"))
+        problems = []
+        try:
+            self.cases += 1
+            d = self.copy_run(tmp, "events")
+            stored = {f: snapshot(d / f) for f in ["cells.jsonl", "samples.csv.gz", "run.json"]}
+            failed = 0
+            for _ in range(20):
+                pair = [subprocess.Popen([str(self.runner), "report", str(d)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         preexec_fn=limit_child, stdin=subprocess.DEVNULL)
+                        for _ in range(2)]
+                for child in pair:
+                    try:
+                        _, err = child.communicate(timeout=TIME_LIMIT_S)
+                        rc, err = child.returncode, err.decode("utf-8", "replace")
+                    except subprocess.TimeoutExpired:
+                        os.killpg(child.pid, signal.SIGKILL)
+                        child.communicate()
+                        problems.append(("unbounded", f"over {TIME_LIMIT_S} s"))
+                        continue
+                    if rc < 0 or rc in (101, 134) or "panicked" in err:
+                        problems.append(("crash", f"rc {rc}: {err.strip()[-200:]}"))
+                    elif rc != 0:
+                        failed += 1
+                        if failed == 1:
+                            why = [l for l in err.splitlines() if l.startswith("error")]
+                            problems.append(("data-lost", f"a report failed: {why[:1]}"))
+            if failed > 1:
+                problems.append(("data-lost", f"{failed} of 40 reports failed"))
+            left = sorted(p.name for p in d.iterdir() if p.name.startswith(".plots.tmp-"))
+            if left:
+                problems.append(("data-lost", f"{len(left)} .plots.tmp-* left in the run"))
+            if not (d / "plots").is_dir() or not any((d / "plots").iterdir()):
+                problems.append(("data-lost", "plots/ is gone"))
+            for f, snap in stored.items():
+                if snapshot(d / f) != snap:
+                    problems.append(("data-lost", f"{f} changed"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        for cls in sorted({c for c, _ in problems}):
+            self.counts[cls] += 1
+        if problems:
+            self.failures.append((name, problems))
+            if self.verbose:
+                for cls, why in problems:
+                    print(f"  {cls:17} {name}: {why}", flush=True)
+
+    def names(self):
+        """A 100-character kernel name and 200-character sweep values: refused at `plan`
+        naming the file, or rendered (never "File name too long" at report time)."""
+        name = "a 100-character kernel name with 200-character sweep values"
+        kernel, tag = "k" * 100, "a" * 200
+
+        def forge(d):
+            # The committed events run, its kernel renamed and a sweep of one value added.
+            t = (d / "experiment.toml").read_text().split("\n[[report.published]]")[0]
+            t = t.replace('name = "matmul"', f'name = "{kernel}"')
+            t = t.replace("n = [512, 1024, 2048]", f'n = [512, 1024, 2048]\ntag = ["{tag}"]')
+            (d / "experiment.toml").write_text(t)
+            for f in ["peers.csv", "findings.md"]:
+                (d / f).unlink()
+
+            def cell(old):
+                if not old.startswith("matmul/"):
+                    return old
+                _, point, variant = old.split("/")
+                return f"{kernel}/{point} tag={tag}/{variant}"
+            records = []
+            for line in (d / "cells.jsonl").read_text().splitlines():
+                r = json.loads(line)
+                r["id"] = cell(r["id"])
+                records.append(json.dumps(r))
+            (d / "cells.jsonl").write_text("\n".join(records) + "\n")
+            rows = gzip.decompress((d / "samples.csv.gz").read_bytes()).decode().split("\n")
+            for i, row in enumerate(rows):
+                f = row.split(",")
+                if i == 0:
+                    f.insert(f.index("n") + 1, "tag")
+                elif len(f) > 5:
+                    f.insert(5, tag if f[1] == "matmul" else "")
+                    f[0], f[1] = cell(f[0]), kernel if f[1] == "matmul" else f[1]
+                rows[i] = ",".join(f)
+            (d / "samples.csv.gz").write_bytes(gzip.compress("\n".join(rows).encode()))
+            rows = gzip.decompress((d / "telemetry.csv.gz").read_bytes()).decode().split("\n")
+            rows = [rows[0]] + [cell(r.split(",", 1)[0]) + "," + r.split(",", 1)[1] if "," in r else r
+                                for r in rows[1:]]
+            (d / "telemetry.csv.gz").write_bytes(gzip.compress("\n".join(rows).encode()))
+            meta = json.loads((d / "run.json").read_text())
+            meta["experiment_sha256"] = hashlib.sha256((d / "experiment.toml").read_bytes()).hexdigest()
+            (d / "run.json").write_text(json.dumps(meta))
+            return t
+
+        def build(tmp):
+            d = self.copy_run(tmp, "events")
+            text = forge(d)
+            path = self.experiment(tmp, text.replace('"../kernels/matmul.cu"',
+                                                     f'"{self.kernels / "matmul.cu"}"'))
+
+            def after(tmp, rc, err):
+                if rc not in (0, SLOWER):
+                    return [] if "bad.toml" in err else [("unclear", f"refused without the file: {err[-200:]}")]
+                code, why = self.render(d)
+                if code != 0 or "File name too long" in why:
+                    line = [l for l in why.splitlines() if l.startswith("error")][:1]
+                    return [("accepted-invalid", f"plan accepted it, the report fails: {line}")]
+                return []
+            return Case(name, ["plan", str(path)], "any", after=after)
+        self.run(name, build)
+
+    def signals(self):
+        """`runner run` stopped by `timeout -s TERM` under a stand-in CUDA driver (the one
+        the tests build, `tests/stand-in-cuda/`), whose worker hangs creating its context:
+        no runner or worker may outlive the run."""
+        source = ROOT / "tests" / "stand-in-cuda" / "libcuda.c"
+        if not shutil.which("cc") or not source.exists():
+            print("  (no C compiler or no stand-in driver: the signal cases are skipped; without"
+                  " a GPU or the stand-in a run fails before it starts a worker)")
+            return
+        driver = Path(tempfile.mkdtemp(prefix="hostile-driver-"))
+        try:
+            built = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(driver / "libcuda.so"),
+                                    str(source)], capture_output=True)
+            if built.returncode != 0:
+                print("  (the stand-in driver does not build: the signal cases are skipped)")
+                return
+            exp = base_experiment(self.kernels)
+            for how, prefix in [("timeout -s TERM", ["timeout", "-s", "TERM", "3"]),
+                                ("TERM to the runner alone (timeout --foreground)",
+                                 ["timeout", "--foreground", "-s", "TERM", "3"])]:
+                for extra in [[], ["--devices", "0"]]:
+                    name = f"run {' '.join(extra)} under {how}: no worker left".replace("  ", " ")
+
+                    def build(tmp, prefix=prefix, extra=extra, name=name):
+                        path = self.experiment(tmp, exp, "ok.toml")
+                        return Case(name, ["run", str(path), "--out", str(tmp / "out")] + extra,
+                                    "any", prefix=prefix, processes=True,
+                                    env={"LD_LIBRARY_PATH": str(driver)})
+                    self.run(name, build)
+        finally:
+            shutil.rmtree(driver, ignore_errors=True)
+
     def report_counts(self):
         print(f"{self.cases} cases, {len(self.failures)} with a problem")
         for c in CLASSES:
@@ -1024,7 +1584,8 @@ def main():
     ap.add_argument("--only", default="")
     args = ap.parse_args()
     p = Pass(args.runner.resolve(), args.verbose, args.only)
-    for group in [p.experiments, p.files, p.run_folders, p.merges, p.runs, p.slurm, p.cli, p.more]:
+    for group in [p.experiments, p.files, p.run_folders, p.merges, p.runs, p.slurm, p.cli, p.more,
+                  p.damage_local, p.exits, p.bounded, p.concurrency, p.names, p.signals]:
         group()
     p.report_counts()
 
