@@ -77,13 +77,14 @@ const LEAVES: &[&str] = &["files", "system", "median"];
 /// `telemetry`, `method`, `worker`) -> the samples it sends (`store`, written by the parent,
 /// `execute`) -> analysis -> verdict -> report, then the command line. A module names only
 /// modules above it, so no two import each other; after the worker, a stage reads only the
-/// protocol's data, never CUDA or the worker's methods.
+/// protocol's data, never CUDA or the worker's methods. `cuda`, the FFI layer, imports
+/// nothing of the runner: the protocol makes its `DeviceInfo` from the driver's answer.
 const STAGES: &[(&str, &[&str])] = &[
+    ("cuda", &[]),
     ("experiment", &[]),
     ("clock_lock", &["experiment"]),
     ("plan", &["experiment", "clock_lock"]),
-    ("protocol", &["experiment", "plan"]),
-    ("cuda", &["protocol"]),
+    ("protocol", &["experiment", "plan", "cuda"]),
     ("telemetry", &["protocol"]),
     ("method", &["experiment", "protocol", "cuda"]),
     (

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 pub use guard::{claim, may_write};
 pub use merge::merge;
-pub use read::{device_facts, previous_wall_times, Stored, TelemetryRow};
+pub use read::{previous_wall_times, Stored, TelemetryRow};
 pub use samples::{SampleSink, Samples, Stretch};
 pub use write::Writer;
 
