@@ -366,3 +366,63 @@ fn functions_stay_short() {
         "{longest} has {lines} lines, more than {MAX_FUNCTION_LINES}: split it into named steps"
     );
 }
+
+/// The sibling files (in its own folder) each file names through `super::`: `super::x`,
+/// `super::{x, y::z}`; comments left out, and `mod.rs` (whose `super` is the folder above).
+fn sibling_imports() -> Vec<(String, String, String)> {
+    let mut edges = Vec::new();
+    for (path, text) in all() {
+        let file = Path::new(&path);
+        let Some(name) = file.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if name == "mod" || name == "main" {
+            continue;
+        }
+        let dir = file.parent().unwrap().to_path_buf();
+        // `super::` paths read as `crate::` paths are, with the crate's own set aside.
+        let text = without_comments(&text)
+            .replace("crate::", "crate_::")
+            .replace("super::", "crate::");
+        for (_, target) in crate_paths(&text) {
+            let sibling = dir.join(format!("{target}.rs"));
+            if target != name && (sibling.exists() || dir.join(&target).is_dir()) {
+                edges.push((dir.display().to_string(), name.clone(), target));
+            }
+        }
+    }
+    edges.sort();
+    edges.dedup();
+    edges
+}
+
+#[test]
+fn no_files_of_one_folder_import_each_other_in_a_circle() {
+    let edges = sibling_imports();
+    // A circle: a file reached again by following what it imports, within its folder.
+    for (dir, from, _) in &edges {
+        let mut seen = vec![from.clone()];
+        let mut frontier = vec![from.clone()];
+        while let Some(at) = frontier.pop() {
+            for (d, a, b) in &edges {
+                if d != dir || *a != at {
+                    continue;
+                }
+                assert!(
+                    b != from,
+                    "{dir}: {from} imports (through {at}) a file that imports it back: {b}; move what both need into one of them, or a third file"
+                );
+                if !seen.contains(b) {
+                    seen.push(b.clone());
+                    frontier.push(b.clone());
+                }
+            }
+        }
+    }
+    assert!(
+        edges
+            .iter()
+            .any(|(d, a, b)| d == "src/worker" && a == "inputs" && b == "draw"),
+        "the scan finds sibling imports: {edges:?}"
+    );
+}

@@ -8,7 +8,7 @@
 use super::format::Format;
 use super::records::read_records;
 use super::rows::{each_csv_row, file_name, Unreadable};
-use super::samples::{self, SampleSink, Samples};
+use super::samples::{self, SampleSink, Samples, TelemetryRow};
 use super::{
     PeerRow, RunMeta, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
     TELEMETRY_FILE,
@@ -41,13 +41,6 @@ pub struct Stored {
     pub lost: Vec<String>,
     /// How the folder's files are stored (runs before zstd keep gzip).
     format: Format,
-}
-
-/// A telemetry reading of one cell's run.
-pub struct TelemetryRow {
-    pub cell: u32,
-    pub process: u32,
-    pub point: TelemetryPoint,
 }
 
 /// A run file's text, refused where it is a link, not a regular file, or larger than `cap`.
