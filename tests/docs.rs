@@ -1,6 +1,7 @@
 //! The documentation stays true to the code: `docs/commands.md` is what the command line
-//! defines (`runner __commands`), `docs/keys.md` what `runner keys` prints, the example
-//! experiments plan, and every relative link leads somewhere.
+//! defines (`runner __commands`), `docs/keys.md` what `runner keys` prints, ARCHITECTURE.md's
+//! house rules are `tests/house.rs`'s, the glossary is one text in README.md and
+//! ARCHITECTURE.md, the example experiments plan, and every relative link leads somewhere.
 //!
 //! After a change, regenerate what is made from the code: `UPDATE_DOCS=1 cargo test --test docs`.
 
@@ -40,6 +41,33 @@ fn generated_file(path: &str, wanted: &str) {
         return;
     }
     same(path, &found, wanted);
+}
+
+/// The text of `path` between `<!-- NAME:begin -->` and `<!-- NAME:end -->` lines, with
+/// what comes before and after it.
+fn between<'a>(path: &str, text: &'a str, name: &str) -> (&'a str, &'a str, &'a str) {
+    let begin = format!("<!-- {name}:begin -->\n");
+    let end = format!("<!-- {name}:end -->\n");
+    let start = text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("{path} has no {begin}"))
+        + begin.len();
+    let stop = start
+        + text[start..]
+            .find(&end)
+            .unwrap_or_else(|| panic!("{path} has no {end}"));
+    (&text[..start], &text[start..stop], &text[stop..])
+}
+
+/// Checks the block of `path` between its `name` markers against `wanted`, or writes it.
+fn generated_block(path: &str, name: &str, wanted: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (before, block, after) = between(path, &text, name);
+    if block != wanted && updating() {
+        std::fs::write(path, format!("{before}{wanted}{after}")).unwrap();
+        return;
+    }
+    same(&format!("{path}'s {name} block"), block, wanted);
 }
 
 #[test]
@@ -150,6 +178,106 @@ fn the_example_experiments_are_valid() {
         "{}",
         planned[1]
     );
+}
+
+/// The string literals of the Rust item that starts at `start` in `text`, each with the
+/// depth of brackets it sits in (1: directly in the item's outer `&[...]`).
+fn literals(text: &str, start: &str) -> Vec<(usize, String)> {
+    let at = text
+        .find(start)
+        .unwrap_or_else(|| panic!("tests/house.rs has no {start}"));
+    let body = &text[at + text[at..].find("= &[").unwrap() + "= &[".len()..];
+    let (mut depth, mut found) = (1, Vec::new());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 1 => break,
+            ']' => depth -= 1,
+            '"' => found.push((depth, chars.by_ref().take_while(|&c| c != '"').collect())),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The value of `const NAME: usize = N;` in `text`.
+fn constant(text: &str, name: &str) -> usize {
+    let head = format!("const {name}: usize = ");
+    let at = text
+        .find(&head)
+        .unwrap_or_else(|| panic!("tests/house.rs has no {head}"))
+        + head.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().unwrap()
+}
+
+/// ARCHITECTURE.md's house rules, as `tests/house.rs` states them.
+fn house_rules(house: &str) -> String {
+    let code = |names: &[String]| -> String {
+        let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        match quoted.len() {
+            0 => "(none)".to_string(),
+            _ => quoted.join(", "),
+        }
+    };
+    let leaves: Vec<String> = literals(house, "const LEAVES")
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    let mut stages: Vec<(String, Vec<String>)> = Vec::new();
+    for (depth, name) in literals(house, "const STAGES") {
+        match (depth, stages.last_mut()) {
+            (1, _) => stages.push((name, Vec::new())),
+            (_, Some((_, allowed))) => allowed.push(name),
+            (_, None) => panic!("tests/house.rs: STAGES opens with an import"),
+        }
+    }
+    let mut out = format!(
+        "| module | may import, besides the leaves {} |\n|---|---|\n",
+        code(&leaves)
+    );
+    for (stage, allowed) in &stages {
+        out += &format!("| `{stage}` | {} |\n", code(allowed));
+    }
+    let exceptions: Vec<String> = literals(house, "const EXCEPTIONS")
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    for e in exceptions.chunks(3) {
+        out += &format!(
+            "\nOne file may import one module more: `{}` imports `{}`, {}.\n",
+            e[0], e[1], e[2]
+        );
+    }
+    out + &format!(
+        "\nNo source file is over {} lines. At most {} functions are over 100 lines, and none is \
+         over {}.\n",
+        constant(house, "MAX_FILE_LINES"),
+        constant(house, "MAX_FUNCTIONS_OVER_100_LINES"),
+        constant(house, "MAX_FUNCTION_LINES"),
+    )
+}
+
+#[test]
+fn the_architecture_states_the_house_rules_that_tests_house_checks() {
+    let house = std::fs::read_to_string("tests/house.rs").unwrap();
+    generated_block("ARCHITECTURE.md", "house", &house_rules(&house));
+}
+
+/// The glossary is written once, in README.md, and ARCHITECTURE.md holds the same text.
+#[test]
+fn the_architecture_holds_the_readmes_glossary() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let (_, glossary, _) = between("README.md", &readme, "glossary");
+    assert!(
+        glossary.lines().count() >= 10,
+        "README.md's glossary: {glossary}"
+    );
+    generated_block("ARCHITECTURE.md", "glossary", glossary);
 }
 
 /// `text` without its fenced blocks and code spans, where a `](` is no link.
