@@ -243,6 +243,21 @@ fn house_rules(house: &str) -> String {
     for (stage, allowed) in &stages {
         out += &format!("| `{stage}` | {} |\n", code(allowed));
     }
+    // Who may read the worker's side: the modules that may import each of them.
+    let readers: Vec<String> = ["cuda", "method", "worker"]
+        .iter()
+        .map(|m| {
+            let by: Vec<String> = (stages.iter())
+                .filter(|(_, allowed)| allowed.iter().any(|a| a == m))
+                .map(|(stage, _)| stage.clone())
+                .collect();
+            format!(
+                "May import `{m}`: {}.",
+                code(&by).replace("(none)", "no module")
+            )
+        })
+        .collect();
+    out += &format!("\n{}\n", readers.join(" "));
     let exceptions: Vec<String> = literals(house, "const EXCEPTIONS")
         .into_iter()
         .map(|(_, l)| l)
