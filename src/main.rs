@@ -85,6 +85,7 @@ fn main() -> ExitCode {
             },
         ),
         Some(Command::Keys) => say(&experiment::knobs::reference::markdown()).map_err(Into::into),
+        Some(Command::Commands) => say(&cli::markdown::commands()).map_err(Into::into),
         Some(Command::Merge { parts, out, force }) => merge(&parts, &out, force),
         Some(Command::Sbatch {
             experiment,

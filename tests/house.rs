@@ -77,13 +77,14 @@ const LEAVES: &[&str] = &["files", "system", "median"];
 /// `telemetry`, `method`, `worker`) -> the samples it sends (`store`, written by the parent,
 /// `execute`) -> analysis -> verdict -> report, then the command line. A module names only
 /// modules above it, so no two import each other; after the worker, a stage reads only the
-/// protocol's data, never CUDA or the worker's methods.
+/// protocol's data, never CUDA or the worker's methods. `cuda`, the FFI layer, imports
+/// nothing of the runner: the protocol makes its `DeviceInfo` from the driver's answer.
 const STAGES: &[(&str, &[&str])] = &[
+    ("cuda", &[]),
     ("experiment", &[]),
     ("clock_lock", &["experiment"]),
     ("plan", &["experiment", "clock_lock"]),
-    ("protocol", &["experiment", "plan"]),
-    ("cuda", &["protocol"]),
+    ("protocol", &["experiment", "plan", "cuda"]),
     ("telemetry", &["protocol"]),
     ("method", &["experiment", "protocol", "cuda"]),
     (
@@ -266,12 +267,15 @@ fn stages_import_only_the_stages_before_them() {
     }
 }
 
+/// The longest source file of `src/`, in lines, at most: about 500.
+const MAX_FILE_LINES: usize = 520;
+
 #[test]
 fn no_source_file_is_over_about_500_lines() {
     for (path, text) in all() {
         let n = text.lines().count();
         assert!(
-            n <= 520,
+            n <= MAX_FILE_LINES,
             "{path} has {n} lines: split it where it does two jobs"
         );
     }
@@ -363,5 +367,65 @@ fn functions_stay_short() {
     assert!(
         *lines <= MAX_FUNCTION_LINES,
         "{longest} has {lines} lines, more than {MAX_FUNCTION_LINES}: split it into named steps"
+    );
+}
+
+/// The sibling files (in its own folder) each file names through `super::`: `super::x`,
+/// `super::{x, y::z}`; comments left out, and `mod.rs` (whose `super` is the folder above).
+fn sibling_imports() -> Vec<(String, String, String)> {
+    let mut edges = Vec::new();
+    for (path, text) in all() {
+        let file = Path::new(&path);
+        let Some(name) = file.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if name == "mod" || name == "main" {
+            continue;
+        }
+        let dir = file.parent().unwrap().to_path_buf();
+        // `super::` paths read as `crate::` paths are, with the crate's own set aside.
+        let text = without_comments(&text)
+            .replace("crate::", "crate_::")
+            .replace("super::", "crate::");
+        for (_, target) in crate_paths(&text) {
+            let sibling = dir.join(format!("{target}.rs"));
+            if target != name && (sibling.exists() || dir.join(&target).is_dir()) {
+                edges.push((dir.display().to_string(), name.clone(), target));
+            }
+        }
+    }
+    edges.sort();
+    edges.dedup();
+    edges
+}
+
+#[test]
+fn no_files_of_one_folder_import_each_other_in_a_circle() {
+    let edges = sibling_imports();
+    // A circle: a file reached again by following what it imports, within its folder.
+    for (dir, from, _) in &edges {
+        let mut seen = vec![from.clone()];
+        let mut frontier = vec![from.clone()];
+        while let Some(at) = frontier.pop() {
+            for (d, a, b) in &edges {
+                if d != dir || *a != at {
+                    continue;
+                }
+                assert!(
+                    b != from,
+                    "{dir}: {from} imports (through {at}) a file that imports it back: {b}; move what both need into one of them, or a third file"
+                );
+                if !seen.contains(b) {
+                    seen.push(b.clone());
+                    frontier.push(b.clone());
+                }
+            }
+        }
+    }
+    assert!(
+        edges
+            .iter()
+            .any(|(d, a, b)| d == "src/worker" && a == "inputs" && b == "draw"),
+        "the scan finds sibling imports: {edges:?}"
     );
 }

@@ -2,8 +2,37 @@
 //! real device) and its primary context, current on the worker's thread.
 
 use super::error::{Check, CudaError};
-use crate::protocol::{DeviceInfo, LaunchLimits};
 use cudarc::driver::{result, sys};
+use serde::{Deserialize, Serialize};
+
+/// What the driver says about a device without a context. The protocol's `DeviceInfo`
+/// is made from it, beside what NVML and NVRTC add.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queried {
+    pub name: String,
+    pub uuid: String,
+    /// The compute capability, major and minor.
+    pub capability: (i64, i64),
+    pub sm_count: i64,
+    pub l2_bytes: i64,
+    pub mem_bytes: i64,
+    pub sm_clock_max_mhz: i64,
+    pub mem_clock_max_mhz: i64,
+    pub mem_bus_width_bits: i64,
+    /// The CUDA version the driver supports, `13.0`.
+    pub cuda_driver_version: String,
+    pub limits: LaunchLimits,
+}
+
+/// The launch limits a kernel's configuration is checked against.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct LaunchLimits {
+    pub max_threads_per_block: i64,
+    pub max_block: [i64; 3],
+    pub max_grid: [i64; 3],
+    /// Dynamic shared memory a block may opt in to.
+    pub max_shared_bytes: i64,
+}
 
 /// Says whether libcuda can be loaded at all (cudarc panics on first use otherwise).
 pub fn driver_present() -> bool {
@@ -21,7 +50,7 @@ pub fn device_count() -> Result<i32, CudaError> {
 }
 
 /// Reads device `ordinal`'s attributes; needs the driver but creates no context.
-pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
+pub fn query(ordinal: i32) -> Result<Queried, CudaError> {
     if !driver_present() {
         return Err(CudaError::Library(super::NO_DRIVER.into()));
     }
@@ -49,22 +78,19 @@ pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
         attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
         attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
     );
-    Ok(DeviceInfo {
+    Ok(Queried {
         name: result::device::get_name(dev).during("cuDeviceGetName")?,
         uuid: uuid_of(dev)?,
-        compute_capability: format!("{major}.{minor}"),
+        capability: (major, minor),
         sm_count: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         l2_bytes: attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
         // SAFETY: a plain read of the device's memory size.
         mem_bytes: unsafe { result::device::total_mem(dev) }.during("cuDeviceTotalMem")? as i64,
         sm_clock_max_mhz: attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000,
         mem_clock_max_mhz: attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000,
-        mem_bus_width_bits: Some(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?),
+        mem_bus_width_bits: attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
         cuda_driver_version: format!("{}.{}", version / 1000, (version % 1000) / 10),
-        nvrtc_version: String::new(),
-        driver_version: None,
-        host_link: None,
-        limits: Some(LaunchLimits {
+        limits: LaunchLimits {
             max_threads_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block: [
                 attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
@@ -77,7 +103,7 @@ pub fn query(ordinal: i32) -> Result<DeviceInfo, CudaError> {
                 attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
             max_shared_bytes: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
-        }),
+        },
     })
 }
 

@@ -16,7 +16,8 @@ pub mod nvrtc;
 pub use bare::events_loop as bare_events_loop;
 pub use code::{release_free_heap, Attributes, Function, LazyFunction, LazyModule, Module};
 pub use device::{
-    device_count, driver_present, nvrtc_version, query, synchronize, Gpu, CONTEXT, DRIVER_INIT,
+    device_count, driver_present, nvrtc_version, query, synchronize, Gpu, LaunchLimits, Queried,
+    CONTEXT, DRIVER_INIT,
 };
 pub use error::CudaError;
 pub use event::Event;

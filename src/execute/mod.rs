@@ -17,6 +17,7 @@ use crate::clock_lock::{self, ClockLock};
 use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
 use crate::plan::cost::{seconds, Estimate};
 use crate::plan::{shard::Shard, Plan, Run};
+use crate::protocol::DeviceInfo;
 use crate::store::{self, RunMeta, Samples, ShardCells, Stored, Writer};
 use crate::{cuda, system};
 use anyhow::{bail, Context, Result};
@@ -86,12 +87,12 @@ pub fn run(
     // Checked once, against the real device where there is one; mistakes in the file and
     // a run that cannot resume are reported even without a GPU.
     let device = match cuda::driver_present() {
-        true => Some(cuda::query(0)?),
+        true => Some(DeviceInfo::from(cuda::query(0)?)),
         false => None,
     };
     let facts = device
         .as_ref()
-        .map_or_else(DeviceFacts::nominal, store::device_facts);
+        .map_or_else(DeviceFacts::nominal, DeviceInfo::facts);
     let load = |set: &[String]| anyhow::Ok(Experiment::load_set(path, &facts, Sources::Read, set)?);
     let mut exp = load(&subset.set)?;
     clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())?;

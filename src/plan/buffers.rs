@@ -3,7 +3,7 @@
 //! as evaluated at every point, so that an init or a length that follows the sweep is read
 //! before a run rather than found by provoking an error.
 
-use super::kernels::every_point;
+use super::by_point::every_point;
 use crate::experiment::{ArgKind, ArgValue, Dtype, Init, InitSpec, Kernel, Memory};
 
 /// What a buffer is to its kernel.

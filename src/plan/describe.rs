@@ -2,7 +2,7 @@
 //! estimate of the time.
 
 use super::cost::Estimate;
-use super::{Cell, Plan, Role};
+use super::{Cell, Plan, Role, Shown};
 use crate::experiment::knobs::budget::{Budget, SPENDING};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::env::JitCache;
@@ -12,16 +12,6 @@ use std::fmt::Write;
 
 /// Cells listed one per line at most; the rest are counted.
 const MAX_ROWS: usize = 2000;
-
-/// What `runner plan` was asked to show beyond the plan itself.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Shown {
-    /// Each buffer's type, length and init at every point (`--verbose`).
-    pub verbose: bool,
-    /// The kernels are compiled after the plan (`--compile`), which shows what only the
-    /// compiled code knows (static shared memory, registers).
-    pub compiled: bool,
-}
 
 /// The plan as `runner plan` prints it, with an estimate of the time from `previous` (cell
 /// id -> seconds per run, from an earlier run) where it has the cell.

@@ -3,6 +3,7 @@
 //! processes that will run them.
 
 mod buffers;
+mod by_point;
 pub mod cost;
 pub mod counted;
 mod describe;
@@ -17,8 +18,18 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use describe::{describe, Shown};
+pub use describe::describe;
 use serde::{Deserialize, Serialize};
+
+/// What `runner plan` was asked to show beyond the plan itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shown {
+    /// Each buffer's type, length and init at every point (`--verbose`).
+    pub verbose: bool,
+    /// The kernels are compiled after the plan (`--compile`), which shows what only the
+    /// compiled code knows (static shared memory, registers).
+    pub compiled: bool,
+}
 
 /// Warm-up launches before a floor cell's samples.
 pub const FLOOR_WARMUP: u64 = 100;

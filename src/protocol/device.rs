@@ -1,7 +1,12 @@
 //! The device as the driver and NVML describe it: the facts a worker reports, the parent
 //! plans against and the analysis reads peaks from. Here, not in `cuda`, so that the stages
-//! after the worker read them without reaching into CUDA.
+//! after the worker read them without reaching into CUDA; and the one place the driver's
+//! answer becomes them (`From<cuda::Queried>`) and the facts an experiment is checked
+//! against (`DeviceInfo::facts`).
 
+pub use crate::cuda::LaunchLimits;
+use crate::cuda::Queried;
+use crate::experiment::DeviceFacts;
 use serde::{Deserialize, Serialize};
 
 /// What the driver says about a device: names, versions, sizes and launch limits.
@@ -73,14 +78,53 @@ impl HostLink {
     }
 }
 
-/// The launch limits a kernel's configuration is checked against.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct LaunchLimits {
-    pub max_threads_per_block: i64,
-    pub max_block: [i64; 3],
-    pub max_grid: [i64; 3],
-    /// Dynamic shared memory a block may opt in to.
-    pub max_shared_bytes: i64,
+impl From<Queried> for DeviceInfo {
+    /// The driver's answer; NVML's and NVRTC's parts are filled in where they are read.
+    fn from(q: Queried) -> DeviceInfo {
+        let (major, minor) = q.capability;
+        DeviceInfo {
+            name: q.name,
+            uuid: q.uuid,
+            compute_capability: format!("{major}.{minor}"),
+            sm_count: q.sm_count,
+            l2_bytes: q.l2_bytes,
+            mem_bytes: q.mem_bytes,
+            sm_clock_max_mhz: q.sm_clock_max_mhz,
+            mem_clock_max_mhz: q.mem_clock_max_mhz,
+            mem_bus_width_bits: Some(q.mem_bus_width_bits),
+            cuda_driver_version: q.cuda_driver_version,
+            nvrtc_version: String::new(),
+            driver_version: None,
+            limits: Some(q.limits),
+            host_link: None,
+        }
+    }
+}
+
+impl DeviceInfo {
+    /// The facts an experiment is checked against for this device (the nominal device's
+    /// launch limits where a record from before them has none).
+    pub fn facts(&self) -> DeviceFacts {
+        let (cc_major, cc_minor) = capability(self);
+        let nominal = DeviceFacts::nominal();
+        let limits = self.limits;
+        DeviceFacts {
+            l2_bytes: self.l2_bytes,
+            sm_count: self.sm_count,
+            cc_major,
+            cc_minor,
+            mem_bytes: self.mem_bytes,
+            max_threads_per_block: limits
+                .map_or(nominal.max_threads_per_block, |l| l.max_threads_per_block),
+            max_block: limits.map_or(nominal.max_block, |l| l.max_block),
+            max_grid: limits.map_or(nominal.max_grid, |l| l.max_grid),
+            max_shared_bytes: limits.map_or(nominal.max_shared_bytes, |l| l.max_shared_bytes),
+            sm_clock_max_mhz: self.sm_clock_max_mhz,
+            mem_clock_max_mhz: self.mem_clock_max_mhz,
+            mem_bus_width_bits: self.mem_bus_width_bits,
+            assumed: false,
+        }
+    }
 }
 
 /// The compute capability as numbers: `"9.0"` -> (9, 0).

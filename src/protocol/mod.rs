@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 mod device;
 
-pub use device::{capability, DeviceInfo, HostLink, LaunchLimits};
+pub use device::{capability, DeviceInfo, HostLink};
 
 /// Phase names the report looks for.
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";

@@ -28,8 +28,8 @@ use std::path::PathBuf;
 
 pub use guard::{claim, may_write};
 pub use merge::merge;
-pub use read::{device_facts, previous_wall_times, Stored, TelemetryRow};
-pub use samples::{SampleSink, Samples, Stretch};
+pub use read::{previous_wall_times, Stored};
+pub use samples::{SampleSink, Samples, Stretch, TelemetryRow};
 pub use write::Writer;
 
 /// One reading of a peer program: its time, or why there is none.

@@ -8,7 +8,7 @@
 use super::format::Format;
 use super::records::read_records;
 use super::rows::{each_csv_row, file_name, Unreadable};
-use super::samples::{self, SampleSink, Samples};
+use super::samples::{self, SampleSink, Samples, TelemetryRow};
 use super::{
     PeerRow, RunMeta, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
     TELEMETRY_FILE,
@@ -16,7 +16,7 @@ use super::{
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::files;
 use crate::plan::Plan;
-use crate::protocol::{capability, DeviceInfo};
+use crate::protocol::DeviceInfo;
 use crate::protocol::{CellRecord, Telemetry, TelemetryPoint};
 use anyhow::{bail, Context, Result};
 use std::collections::{HashMap, HashSet};
@@ -41,36 +41,6 @@ pub struct Stored {
     pub lost: Vec<String>,
     /// How the folder's files are stored (runs before zstd keep gzip).
     format: Format,
-}
-
-/// A telemetry reading of one cell's run.
-pub struct TelemetryRow {
-    pub cell: u32,
-    pub process: u32,
-    pub point: TelemetryPoint,
-}
-
-/// The facts an experiment is checked against for a device the driver described.
-pub fn device_facts(info: &DeviceInfo) -> DeviceFacts {
-    let (cc_major, cc_minor) = capability(info);
-    let nominal = DeviceFacts::nominal();
-    let limits = info.limits;
-    DeviceFacts {
-        l2_bytes: info.l2_bytes,
-        sm_count: info.sm_count,
-        cc_major,
-        cc_minor,
-        mem_bytes: info.mem_bytes,
-        max_threads_per_block: limits
-            .map_or(nominal.max_threads_per_block, |l| l.max_threads_per_block),
-        max_block: limits.map_or(nominal.max_block, |l| l.max_block),
-        max_grid: limits.map_or(nominal.max_grid, |l| l.max_grid),
-        max_shared_bytes: limits.map_or(nominal.max_shared_bytes, |l| l.max_shared_bytes),
-        sm_clock_max_mhz: info.sm_clock_max_mhz,
-        mem_clock_max_mhz: info.mem_clock_max_mhz,
-        mem_bus_width_bits: info.mem_bus_width_bits,
-        assumed: false,
-    }
 }
 
 /// A run file's text, refused where it is a link, not a regular file, or larger than `cap`.
@@ -123,7 +93,7 @@ impl Stored {
         let facts = meta
             .device
             .as_ref()
-            .map_or_else(DeviceFacts::nominal, device_facts);
+            .map_or_else(DeviceFacts::nominal, DeviceInfo::facts);
         let mut experiment =
             Experiment::parse_set(&stored_path, &text, &facts, Sources::Skip, &meta.set)
                 .map_err(|e| anyhow::anyhow!("the stored experiment does not validate: {e}"))?;

@@ -4,14 +4,20 @@
 //! the run. Runs are stored in the order their records are, so a cell ends where its last
 //! run's samples do; a folder stored otherwise is streamed again with no cell done early.
 
-use super::read::TelemetryRow;
 use super::rows::{each_csv_row, file_name, CsvRead, Unreadable};
 use super::{CELLS_FILE, SAMPLES_FILE};
 use crate::plan::Plan;
-use crate::protocol::{CellRecord, Status};
+use crate::protocol::{CellRecord, Status, TelemetryPoint};
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+
+/// A telemetry reading of one cell's run.
+pub struct TelemetryRow {
+    pub cell: u32,
+    pub process: u32,
+    pub point: TelemetryPoint,
+}
 
 /// Consecutive samples of one run of a cell in one phase: its cell index, process, whether
 /// they are first launches, and each sample's time and host start (µs from its cell's

@@ -1,12 +1,11 @@
 //! A cell's buffers: allocated where the experiment puts them (device, managed, mapped,
 //! pinned or pageable memory), inputs uploaded, outputs poisoned so only the kernel can make the check
-//! pass, and the check of the output against its CPU reference.
+//! pass.
 
 use super::failure::Failure;
 use super::inputs::HostInputs;
-use super::reference;
 use crate::cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
-use crate::experiment::{managed_bytes, ArgValue, Init, Kernel, LaunchSpec, Memory};
+use crate::experiment::{managed_bytes, ArgValue, Init, Memory};
 
 /// The byte every output is filled with before a checked launch: all bits set, NaN in
 /// every float type, so that an element the kernel never writes fails the check.
@@ -231,59 +230,6 @@ impl Buffers {
             }
         }
         Ok(())
-    }
-
-    /// Compares the kernel's output with its reference computed from `host` (the inputs
-    /// the launch read); Ok holds a one-line account.
-    pub fn check(
-        &self,
-        host: &HostInputs,
-        kernel: Option<&Kernel>,
-        spec: &LaunchSpec,
-        cache: &reference::Cache,
-    ) -> Result<String, Failure> {
-        if kernel.is_some_and(|k| k.unchecked) {
-            return Ok("UNCHECKED (unchecked = true)".into());
-        }
-        let Some((kernel, check)) = kernel.and_then(|k| Some((k, k.check.as_ref()?))) else {
-            return Ok("no output to check".into());
-        };
-        let dtype = |i: usize| match spec.args[i] {
-            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
-        };
-        let out_bytes = match reference::elements_read(&check.reference, &spec.check_dims) {
-            Some(elements) => {
-                let size = dtype(check.output).size();
-                let bytes: Vec<_> = elements
-                    .iter()
-                    .map(|e| e.start * size..e.end * size)
-                    .collect();
-                self.download_ranges(check.output, &bytes)?
-            }
-            None => self.download(check.output)?,
-        };
-        let inputs: Vec<reference::HostBuffer> = check
-            .inputs
-            .iter()
-            .map(|&i| reference::HostBuffer {
-                name: &kernel.args[i].name,
-                dtype: dtype(i),
-                bytes: host[i].as_deref().unwrap_or(&[]),
-            })
-            .collect();
-        let out = reference::HostBuffer {
-            name: &kernel.args[check.output].name,
-            dtype: dtype(check.output),
-            bytes: &out_bytes,
-        };
-        reference::check(
-            &check.reference,
-            &inputs,
-            &out,
-            &spec.check_dims,
-            spec.tolerances.tolerance,
-            cache,
-        )
     }
 }
 

@@ -2,9 +2,18 @@
 //! core, constants and ranges, pointer chases, `.npy` files.
 
 use super::failure::Failure;
-use super::inputs::{fnv1a, Drawn};
 use crate::experiment::{ArgValue, Dtype, Init};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+/// Each argument's initial bytes (None: not an input).
+pub(super) type Drawn = Vec<Option<Vec<u8>>>;
+
+/// FNV-1a: a stable seed from a cell's point, the same on every machine and toolchain.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100000001b3)
+    })
+}
 
 /// The initial contents of each input buffer: uniform and normal ones drawn in chunks on
 /// every core ([`fill_random`]); a pointer chase from one generator seeded with `seed`.

@@ -1,7 +1,8 @@
 //! A cell's input data: drawn once per sweep point (every variant and round at a point
 //! times the same data), shared with later processes of the run through its cache folder.
 
-use super::draw::draw_inputs;
+pub use super::draw::fnv1a;
+use super::draw::{draw_inputs, Drawn};
 use super::failure::Failure;
 use super::shared;
 use crate::experiment::knobs::inputs::Inputs;
@@ -13,8 +14,6 @@ use std::rc::Rc;
 /// Initial contents of a cell's input buffers, one per argument (None: not an input), by
 /// the seed they were drawn with.
 pub type HostInputs = Rc<Drawn>;
-/// Each argument's initial bytes (None: not an input).
-pub(super) type Drawn = Vec<Option<Vec<u8>>>;
 
 /// Seeds of `inputs = "fresh"` data lie this far from the point's own (rotation sets use
 /// the seeds right after it).
@@ -172,13 +171,6 @@ fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Dra
         shared::write_pieces(file.as_deref(), &parts);
     }
     Ok(drawn)
-}
-
-/// FNV-1a: a stable seed from a cell's point, the same on every machine and toolchain.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ *b as u64).wrapping_mul(0x100000001b3)
-    })
 }
 
 #[cfg(test)]

@@ -149,7 +149,7 @@ fn open_device(
     // The wait for the previous worker's exit is not this process's cost.
     timeline.exclude();
     let gpu = Gpu::open(0, &mut |phase| timeline.mark(phase))?;
-    let mut info = cuda::query(0)?;
+    let mut info = DeviceInfo::from(cuda::query(0)?);
     sensor.select(&info.uuid);
     if describe {
         info.driver_version = sensor.driver_version();

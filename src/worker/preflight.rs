@@ -262,7 +262,7 @@ const PTX: Compile = Compile {
 fn open_gpu() -> Result<(Gpu, DeviceInfo), CudaError> {
     Gpu::init_driver()?;
     let gpu = Gpu::open(0, &mut |_| {})?;
-    Ok((gpu, cuda::query(0)?))
+    Ok((gpu, cuda::query(0)?.into()))
 }
 
 /// Each build once: the kernel, how it compiles, its launch (entry, options, arguments) at
