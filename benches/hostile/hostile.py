@@ -1256,7 +1256,7 @@ unit = "ns"
                 (d / fname).write_bytes(bytes(data))
                 return row_cells(text)
             return t
-        self.local("damage: a flipped byte in gzip member 3 of samples.csv.gz", "accuracy",
+        self.local("damage: a flipped byte in gzip member 3 of samples.csv.gz", "events",
                    gzip_member("samples.csv.gz", 2))
 
         def not_utf8_plain(d):
@@ -1265,7 +1265,7 @@ unit = "ns"
             lines[5] = bad[:-2] + b"\xff" + bad[-2:]
             (d / "cells.jsonl").write_bytes(b"\n".join(lines))
             return {json.loads(bad)["id"]}
-        self.local("damage: a record that is not UTF-8 in cells.jsonl", "accuracy", not_utf8_plain)
+        self.local("damage: a record that is not UTF-8 in cells.jsonl", "events", not_utf8_plain)
 
         def not_utf8_zstd(d):
             data = (d / "cells.jsonl.zst").read_bytes()
