@@ -6,11 +6,15 @@ Each case runs the runner once (in a scratch folder, under a time and memory lim
 judged against what it must do. Outcomes counted:
 
   crash             a panic, an abort or a signal
-  unbounded         over the time limit, over the memory limit, or slower than SLOW_S
+  unbounded         over the time limit, over the memory limit, or slower than SLOW_S; or
+                    a process the runner started that outlives it
   accepted-invalid  exit 0 (or the "slower" code 2) where the input must be refused
   write-outside     a file outside the run folder created, changed or removed
-  data-lost         a stored run changed or destroyed, or a readable run refused whole
-  unclear           refused, but the message lacks the file, the line or the point
+  data-lost         a stored run changed or destroyed, or a readable run refused whole;
+                    more cells lost than were damaged; a report beside another that fails
+                    or leaves its .plots.tmp-* behind
+  unclear           refused, but the message lacks the file, the line or the point; a
+                    lost cell not named
 
 Usage: benches/hostile/hostile.py [--runner PATH] [--verbose] [--only SUBSTRING]
 (default runner: $CARGO_TARGET_DIR/debug/runner, else target/debug/runner). Exit 0 always;
@@ -1570,10 +1574,18 @@ unit = "ns"
         finally:
             shutil.rmtree(driver, ignore_errors=True)
 
-    def report_counts(self):
+    def report_counts(self, since=None):
+        """The counts of the whole pass; with `since` (cases, counts and failures taken
+        before issue 39's groups ran), those of issue 39's cases beside them."""
         print(f"{self.cases} cases, {len(self.failures)} with a problem")
         for c in CLASSES:
             print(f"  {c:17} {self.counts[c]}")
+        if since:
+            cases, counts, failures = since
+            print(f"of which issue 39's cases: {self.cases - cases}, "
+                  f"{len(self.failures) - failures} with a problem")
+            for c in CLASSES:
+                print(f"  {c:17} {self.counts[c] - counts[c]}")
 
 
 def main():
@@ -1584,10 +1596,14 @@ def main():
     ap.add_argument("--only", default="")
     args = ap.parse_args()
     p = Pass(args.runner.resolve(), args.verbose, args.only)
-    for group in [p.experiments, p.files, p.run_folders, p.merges, p.runs, p.slurm, p.cli, p.more,
-                  p.damage_local, p.exits, p.bounded, p.concurrency, p.names, p.signals]:
+    for group in [p.experiments, p.files, p.run_folders, p.merges, p.runs, p.slurm, p.cli, p.more]:
         group()
-    p.report_counts()
+    since = (p.cases, dict(p.counts), len(p.failures))
+    # Issue 39: damage that must stay local, exits, bounds, two reports at once, long
+    # names, signals.
+    for group in [p.damage_local, p.exits, p.bounded, p.concurrency, p.names, p.signals]:
+        group()
+    p.report_counts(since)
 
 
 if __name__ == "__main__":
