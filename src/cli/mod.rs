@@ -117,7 +117,9 @@ pub struct RunArgs {
     ///
     /// A runner per GPU (`CUDA_VISIBLE_DEVICES`) runs its part (`--shard i/N`) into
     /// `DIR/<name>/parts/gpu<i>/`. Each cell in `cells.jsonl` names its GPU. A run already in
-    /// `DIR/<name>/` is refused before any part starts, unless `--force`.
+    /// `DIR/<name>/` is refused before any part starts, unless `--force`. SIGINT, SIGTERM and
+    /// SIGHUP reach every part, which stops after its finished cells; nothing is merged, and
+    /// each part resumes with `runner run --resume DIR/<name>/parts/gpu<i>/<name>`.
     #[arg(long, value_name = "LIST")]
     pub devices: Option<String>,
     /// With --devices: every GPU runs every cell (no merge); each GPU's report compares its
