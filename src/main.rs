@@ -7,6 +7,7 @@
 mod analysis;
 mod cli;
 mod clock_lock;
+mod compare;
 mod cuda;
 mod execute;
 mod experiment;
@@ -19,7 +20,6 @@ mod report;
 mod store;
 mod system;
 mod telemetry;
-mod verdict;
 mod worker;
 
 use clap::Parser;
@@ -176,8 +176,8 @@ fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Pat
     let said = report::run_compare(old, new, threshold, floor, json)
         .and_then(|c| say(&c.markdown).map(|()| c).map_err(Into::into));
     match said {
-        Ok(c) if c.gate == verdict::Gate::Pass => ExitCode::from(exit::OK),
-        Ok(c) if c.gate == verdict::Gate::Slower => ExitCode::from(exit::SLOWER),
+        Ok(c) if c.gate == compare::Gate::Pass => ExitCode::from(exit::OK),
+        Ok(c) if c.gate == compare::Gate::Slower => ExitCode::from(exit::SLOWER),
         Ok(c) => {
             eprintln!("error: the comparison is incomplete: {}", c.incomplete);
             ExitCode::from(exit::INCOMPLETE)

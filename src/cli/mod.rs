@@ -1,6 +1,6 @@
 //! The command line: its subcommands, their arguments and the exit codes.
 
-use crate::{execute, plan, verdict};
+use crate::{compare, execute, plan};
 
 pub mod markdown;
 use clap::{Parser, Subcommand};
@@ -255,10 +255,10 @@ pub enum Command {
         /// The later run's folder.
         new: PathBuf,
         /// A ratio within 1 +- this percentage is "the same".
-        #[arg(long, value_name = "PCT", default_value_t = verdict::DEFAULT_THRESHOLD_PCT)]
+        #[arg(long, value_name = "PCT", default_value_t = compare::DEFAULT_THRESHOLD_PCT)]
         threshold: f64,
         /// Nor is a change smaller than this many microseconds.
-        #[arg(long, value_name = "US", default_value_t = verdict::DEFAULT_FLOOR_US)]
+        #[arg(long, value_name = "US", default_value_t = compare::DEFAULT_FLOOR_US)]
         floor: f64,
         /// Also write the comparison as JSON to this file.
         #[arg(long, value_name = "FILE")]

@@ -23,7 +23,7 @@ pub const MAX_FINDINGS: usize = 10;
 const MAX_PER_RULE: usize = 3;
 
 /// Two readings within this fraction of each other are alike: the default threshold of a
-/// comparison between runs (`verdict::DEFAULT_THRESHOLD_PCT`).
+/// comparison between runs (`compare::DEFAULT_THRESHOLD_PCT`).
 pub const ALIKE_FRACTION: f64 = 0.02;
 
 /// A cell a finding names.
