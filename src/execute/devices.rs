@@ -8,7 +8,7 @@
 use super::Subset;
 use crate::cuda;
 use crate::plan::shard::Shard;
-use crate::store;
+use crate::store::{self, FolderLock};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,10 +54,11 @@ fn visible_as(ordinal: &str, inherited: Option<&str>) -> Result<String> {
 }
 
 /// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there;
-/// whether every part finished, and the parts' run folders. `allow_clock_changes` and
-/// `force` are passed on to every part (each locks its own GPU's clocks where the
-/// experiment asks; each replaces its folder's earlier part). A run already in `dir` is
-/// refused, before any part starts, unless `force`.
+/// whether every part finished, the parts' run folders, and `dir`, locked from before the
+/// parts start to after its report. `allow_clock_changes` and `force` are passed on to
+/// every part (each locks its own GPU's clocks where the experiment asks; each replaces its
+/// folder's earlier part). A run already in `dir` is refused, before any part starts,
+/// unless `force`.
 pub fn run(
     path: &Path,
     dir: &Path,
@@ -66,15 +67,17 @@ pub fn run(
     each: bool,
     allow_clock_changes: bool,
     force: bool,
-) -> Result<(bool, Vec<PathBuf>)> {
+) -> Result<(bool, Vec<PathBuf>, FolderLock)> {
     if !cuda::driver_present() {
         bail!(cuda::NO_DRIVER);
     }
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
     let name = crate::experiment::name_of(path)?;
+    // Each part locks its own folder below this one.
+    let folder = FolderLock::create(dir)?;
     if !each {
         // Only checked here: the merge at the end makes room.
-        store::may_write(dir, force)?;
+        store::may_write(&folder, force)?;
     }
     // A second's margin for file systems whose clock for times of change runs coarse.
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
@@ -136,14 +139,14 @@ pub fn run(
         bail!("no GPU's part wrote a run");
     }
     if each {
-        return Ok((finished, parts));
+        return Ok((finished, parts, folder));
     }
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let merged = store::merge(&present, dir, force)?;
+    let merged = store::read_parts(&present, dir)?.write(&folder, force)?;
     for w in &merged.warnings {
         eprintln!("warning: {w}");
     }
-    Ok((finished && merged.meta.complete, parts))
+    Ok((finished && merged.meta.complete, parts, folder))
 }
 
 #[cfg(test)]
