@@ -116,9 +116,13 @@ fn main() -> ExitCode {
             template,
             compare,
             check_notes,
-        }) => compare
-            .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
-            .and_then(|()| report::render_dir(&dir, template.as_deref()))
+        }) => store::FolderLock::take(&dir)
+            .and_then(|folder| {
+                if let Some(earlier) = compare {
+                    report::set_comparison(&folder, &earlier)?;
+                }
+                report::render_dir(&folder, template.as_deref())
+            })
             .and_then(|r| {
                 say(&format!("wrote {}\n", r.path.display()))?;
                 match (check_notes, r.stale.len()) {
@@ -271,6 +275,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             finished,
             parts,
             stopped,
+            folder,
         } = execute::devices::run(
             &path,
             &dir,
@@ -284,7 +289,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             return stopped_over_gpus(stop, &parts, &dir);
         }
         if !args.each {
-            let report = report::render_dir(&dir, None)?;
+            let report = report::render_dir(&folder, None)?;
             say(&format!(
                 "wrote {} ({} GPUs)\n",
                 report.path.display(),
@@ -297,12 +302,13 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
                 unexpected: unexpected(&report),
             });
         }
-        for part in &parts[1..] {
-            report::set_comparison(part, &parts[0])?;
-        }
         let mut untrusted = Vec::new();
-        for part in &parts {
-            let report = report::render_dir(part, None)?;
+        for (i, part) in parts.iter().enumerate() {
+            let part = store::FolderLock::take(part)?;
+            if i > 0 {
+                report::set_comparison(&part, &parts[0])?;
+            }
+            let report = report::render_dir(&part, None)?;
             say(&format!("wrote {}\n", report.path.display()))?;
             print_ending(&report)?;
             untrusted.extend(unexpected(&report));
@@ -314,7 +320,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         });
     }
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
-    let report = report::render_dir(&outcome.dir, None)?;
+    let report = report::render_dir(&outcome.folder, None)?;
     if outcome.complete {
         say(&format!("wrote {}\n", report.path.display()))?;
     } else {
@@ -324,7 +330,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
                 .stopped
                 .map_or("interrupted".into(), execute::Stop::said),
             report.path.display(),
-            outcome.dir.display()
+            outcome.folder.dir().display()
         ))?;
     }
     print_ending(&report)?;
@@ -387,11 +393,13 @@ fn sbatch(
 /// then an error (exit 1) naming what the merged run lacks for it.
 fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let merged = store::merge(&parts, out, force)?;
+    let read = store::read_parts(&parts, out)?;
+    let folder = store::FolderLock::create(out)?;
+    let merged = read.write(&folder, force)?;
     for w in &merged.warnings {
         eprintln!("warning: {w}");
     }
-    let report = report::render_dir(out, None)?;
+    let report = report::render_dir(&folder, None)?;
     let incomplete = match merged.meta.complete {
         true => "",
         false => " (not every cell of the plan ran)",

@@ -211,8 +211,12 @@ pub enum Command {
     ///
     /// Writes `DIR/report.md` and `DIR/cells.md` from the stored run alone, from any
     /// directory. The same inputs give the same bytes. The report is rendered whole before
-    /// `report.md`, `summary.csv` and `plots/` are replaced, so a failure leaves the
-    /// earlier ones.
+    /// `report.md`, `cells.md`, `summary.csv` and `plots/` are replaced, each written beside
+    /// its place and renamed into it (`plots/` as a folder), so a failure leaves the earlier
+    /// ones and a reader finds each whole. A run, a resume, a merge and a report each hold
+    /// the run folder's lock (`DIR/.lock`, removed as they end) while they write: another on
+    /// the same folder waits, and after a second says which process holds it; what a writer
+    /// stopped half-way left (`.NAME.tmp-PID`, `.plots.old-PID`) is removed by the next.
     Report {
         /// The run folder.
         dir: PathBuf,

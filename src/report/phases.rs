@@ -2,7 +2,7 @@
 //! median time of every phase of a worker's life (process start, driver, context, NVRTC,
 //! module load, ...), a table per point and a stacked bar per variant.
 
-use super::figures::PlotFile;
+use super::figures::{plot_path, PlotFile};
 use super::format;
 use super::plots::{self, PlotError};
 use crate::analysis::median;
@@ -79,7 +79,8 @@ pub fn build(
             };
             let svg = plots::stacked(&title, "median time (ms)", &columns, &segments)?;
             let plot = (!svg.is_empty()).then(|| {
-                let path = format!("plots/phases-{}-{}.svg", kernel.name, file_label(&label));
+                let stem = format!("phases-{}-{}", kernel.name, file_label(&label));
+                let path = plot_path(&stem);
                 files.push((path.clone(), svg));
                 path
             });
