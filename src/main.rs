@@ -302,22 +302,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
                 unexpected: unexpected(&report),
             });
         }
-        let mut untrusted = Vec::new();
-        for (i, part) in parts.iter().enumerate() {
-            let part = store::FolderLock::take(part)?;
-            if i > 0 {
-                report::set_comparison(&part, &parts[0])?;
-            }
-            let report = report::render_dir(&part, None)?;
-            say(&format!("wrote {}\n", report.path.display()))?;
-            print_ending(&report)?;
-            untrusted.extend(unexpected(&report));
-        }
-        return Ok(Ended {
-            complete: finished,
-            stopped: None,
-            unexpected: untrusted,
-        });
+        return report_each(&parts, finished);
     }
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
     let report = report::render_dir(&outcome.folder, None)?;
@@ -338,6 +323,27 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         complete: outcome.complete,
         stopped: outcome.stopped,
         unexpected: unexpected(&report),
+    })
+}
+
+/// The reports of a run with `--each`: every GPU's part, each after the first compared with
+/// the first's.
+fn report_each(parts: &[PathBuf], finished: bool) -> anyhow::Result<Ended> {
+    let mut untrusted = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let part = store::FolderLock::take(part)?;
+        if i > 0 {
+            report::set_comparison(&part, &parts[0])?;
+        }
+        let report = report::render_dir(&part, None)?;
+        say(&format!("wrote {}\n", report.path.display()))?;
+        print_ending(&report)?;
+        untrusted.extend(unexpected(&report));
+    }
+    Ok(Ended {
+        complete: finished,
+        stopped: None,
+        unexpected: untrusted,
     })
 }
 

@@ -133,18 +133,7 @@ pub fn run(
         parts.push(out.join(&name));
     }
     let (finished, stopped) = wait_for_parts(children)?;
-    // Only what this run wrote: a part that wrote nothing may have left an older run there.
-    parts.retain(|p| {
-        let written = std::fs::metadata(p.join(store::RUN_FILE)).and_then(|m| m.modified());
-        let fresh = written.is_ok_and(|t| t >= started);
-        if !fresh && p.join(store::RUN_FILE).exists() {
-            eprintln!(
-                "warning: {} holds an earlier run, left out of the merge",
-                p.display()
-            );
-        }
-        fresh
-    });
+    parts.retain(|p| written_since(p, started));
     if let Some(stop) = stopped {
         return Ok(Outcome {
             finished: false,
@@ -175,6 +164,20 @@ pub fn run(
         stopped: None,
         folder,
     })
+}
+
+/// Whether the part in `dir` wrote its run since `started`: a part that wrote nothing may
+/// have left an older run there, which is left out (and said).
+fn written_since(dir: &Path, started: std::time::SystemTime) -> bool {
+    let written = std::fs::metadata(dir.join(store::RUN_FILE)).and_then(|m| m.modified());
+    let fresh = written.is_ok_and(|t| t >= started);
+    if !fresh && dir.join(store::RUN_FILE).exists() {
+        eprintln!(
+            "warning: {} holds an earlier run, left out of the merge",
+            dir.display()
+        );
+    }
+    fresh
 }
 
 /// Waits for every part's runner, passing a stopping signal this runner gets on to those

@@ -7,7 +7,7 @@ use super::jit_cache::{JitCaches, PrimeError};
 use super::peers::Peers;
 use super::profiler;
 use super::stop;
-use super::worker_process::{self, reap, tail, Exiting, Next, WorkerProcess, WorkerProgram};
+use super::worker_process::{self, reap, tail, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
 use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
@@ -301,20 +301,20 @@ impl<'a> Scheduler<'a> {
             // The worker is done or stuck: end it, keep what it reported (a profiled
             // worker's cells only now get their samples, from ncu's report, unless the run
             // is stopping), then record the cell it did not finish.
-            if !matches!(ended, Next::Closed) {
+            if !matches!(ended, WorkerEvent::Closed) {
                 worker.kill();
             }
             let (exit, stderr) = worker.finish()?;
             // A signal that stops the run may have reached the worker too: its cell is left
             // to the resume, and so are a profiled worker's reported cells, whose samples
             // were to come from the report of the ncu that the stop killed.
-            if matches!(ended, Next::Interrupted) || stop::stopping(Some(&exit)) {
+            if matches!(ended, WorkerEvent::Interrupted) || stop::stopping(Some(&exit)) {
                 pending.clear();
                 return Ok(());
             }
             self.store_profiled(&mut pending, report.path(), pass)?;
             let why = match ended {
-                Next::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
+                WorkerEvent::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.
                 _ if exit.code() == Some(crate::protocol::EXIT_CONTEXT_LOST as i32) => continue,
                 _ => format!(
@@ -389,16 +389,16 @@ impl<'a> Scheduler<'a> {
         pending: &mut Vec<(Run, CellRecord)>,
         pass: Pass,
         mut deadline: Duration,
-    ) -> Result<(Next, Instant)> {
+    ) -> Result<(WorkerEvent, Instant)> {
         let profiled = pass.profiled();
         let mut last_message = Instant::now();
         let ended = loop {
             let next = worker.next(deadline, &INTERRUPTED);
-            if matches!(next, Next::Message(_)) {
+            if matches!(next, WorkerEvent::Message(_)) {
                 last_message = Instant::now();
             }
             match next {
-                Next::Message(Message::Ready { device, startup }) => {
+                WorkerEvent::Message(Message::Ready { device, startup }) => {
                     // A counter pass's start-up is the profiler's, not the device's.
                     if self.meta.device.is_none() && matches!(pass, Pass::Timed { .. }) {
                         let mut device = *device;
@@ -408,7 +408,7 @@ impl<'a> Scheduler<'a> {
                         self.writer.write_meta(self.meta)?;
                     }
                 }
-                Next::Message(Message::Cell(rec)) => {
+                WorkerEvent::Message(Message::Cell(rec)) => {
                     let run = remaining
                         .pop_front()
                         .context("a worker reported more cells than it was given")?;
@@ -432,15 +432,15 @@ impl<'a> Scheduler<'a> {
                             deadline = cell.knobs.timeout.0;
                         }
                         // Done: only its exit is left.
-                        None if !profiled => break Next::Closed,
+                        None if !profiled => break WorkerEvent::Closed,
                         None => {}
                     }
                 }
-                Next::Message(Message::Fatal { error }) => {
+                WorkerEvent::Message(Message::Fatal { error }) => {
                     worker.kill();
                     bail!("{error}");
                 }
-                Next::Malformed(why) => {
+                WorkerEvent::Malformed(why) => {
                     worker.kill();
                     bail!("{why}");
                 }

@@ -31,7 +31,7 @@ pub use guard::{claim, may_write};
 pub use lock::FolderLock;
 pub use merge::read_parts;
 pub use read::{previous_wall_times, Stored};
-pub use samples::{SampleSink, Samples, Stretch, TelemetryRow};
+pub use samples::{RunSamples, SampleSink, Samples, TelemetryRow};
 pub use write::Writer;
 
 /// One reading of a peer program: its time, or why there is none.
