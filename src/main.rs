@@ -440,7 +440,7 @@ fn plan(path: &Path, only: &[String], set: &[String], shown: plan::Shown) -> any
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     say(&plan::describe(&exp, &plan, &previous, shown))?;
-    let peers = execute::peers::describe(&exp, &plan.cells);
+    let peers = execute::peer_runs::describe(&exp, &plan.cells);
     if !peers.is_empty() {
         say(&format!(
             "peers (other programs measuring the same, beside a variant):\n{peers}"

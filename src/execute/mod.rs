@@ -2,10 +2,10 @@
 //! run folder (new, or an interrupted run resumed), and hands the plan's jobs to the
 //! scheduler; Ctrl-C, SIGTERM or SIGHUP stops it after the cells that finished (`stop`).
 
-mod counted;
+mod counter_readings;
 pub mod devices;
 mod jit_cache;
-pub mod peers;
+pub mod peer_runs;
 mod profiler;
 mod progress;
 mod scheduler;
@@ -267,7 +267,7 @@ fn run_cells(
     done: &HashSet<Run>,
 ) -> Result<bool> {
     let program = WorkerProgram::this_binary()?;
-    let mut peers = peers::Peers::new(exp, &plan.cells);
+    let mut peers = peer_runs::Peers::new(exp, &plan.cells);
     let complete = Scheduler::new(exp, plan, writer, meta, &program)?.run_all(done, &mut peers)?;
     if complete && !exp.peers.is_empty() {
         let (rows, seconds) = peers.finish();

@@ -2,9 +2,9 @@
 //! environment, stores each cell the moment a worker reports it, kills a worker that
 //! overruns a cell's timeout, records cells whose worker died, and stops on a signal.
 
-use super::counted;
+use super::counter_readings;
 use super::jit_cache::{JitCaches, PrimeError};
-use super::peers::Peers;
+use super::peer_runs::Peers;
 use super::profiler;
 use super::stop;
 use super::worker_process::{self, reap, tail, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
@@ -13,7 +13,7 @@ use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
 use crate::plan::cost::Estimate;
-use crate::plan::counted::{self as counted_plan, CounterPass};
+use crate::plan::counter_passes::{self, CounterPass};
 use crate::plan::{Plan, Run, WorkerJob};
 use crate::protocol::{CellRecord, CounterRecord, Message, Status};
 use crate::store::{self, RunMeta, Writer};
@@ -191,7 +191,8 @@ impl<'a> Scheduler<'a> {
         match pass {
             Pass::Timed { .. } => self.store(run, &rec),
             Pass::Counted { pass, .. } => {
-                let counters = counted::outcome(&self.plan.cells[run.cell], pass.cache, rec);
+                let counters =
+                    counter_readings::outcome(&self.plan.cells[run.cell], pass.cache, rec);
                 self.counters.insert(run.cell, counters);
                 Ok(())
             }
@@ -222,7 +223,7 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             }
         };
-        for pass in counted_plan::passes(self.plan, &job.runs, &self.counted) {
+        for pass in counter_passes::passes(self.plan, &job.runs, &self.counted) {
             self.counted.extend(pass.runs.iter().map(|r| r.cell));
             match profiler::ncu() {
                 Some(ncu) => {
@@ -237,7 +238,8 @@ impl<'a> Scheduler<'a> {
                 }
                 None => {
                     for run in &pass.runs {
-                        self.counters.insert(run.cell, counted::skipped(pass.cache));
+                        self.counters
+                            .insert(run.cell, counter_readings::skipped(pass.cache));
                     }
                 }
             }
@@ -355,7 +357,7 @@ impl<'a> Scheduler<'a> {
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
         sent.describe_device = self.meta.device.is_none();
         if let Pass::Counted { .. } = pass {
-            sent.cells.iter_mut().for_each(counted_plan::counting);
+            sent.cells.iter_mut().for_each(counter_passes::counting);
             // Nothing here is timed: no probe launches among the counted ones (a kernel of
             // the probe's name would take them for its own), no NVML sampling.
             sent.telemetry.clock_probe = false;

@@ -18,7 +18,7 @@ mod layout;
 mod medians;
 mod methodology;
 mod metrics;
-mod peers;
+mod peer_agreement;
 mod phases;
 pub mod plots;
 pub mod quotes;
