@@ -146,12 +146,99 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     written
 }
 
+/// What a file is written as before it is renamed into place: `.NAME.tmp-PID`.
+const TEMPORARY: &str = "tmp";
+/// What [`replace_dir`] renames the folder it replaces to, until it is removed:
+/// `.NAME.old-PID`.
+const RETIRED: &str = "old";
+
 /// A name beside `path` that no other process of the runner uses: `.NAME.tmp-PID`.
 pub fn temporary_beside(path: &Path) -> PathBuf {
+    beside(path, TEMPORARY)
+}
+
+/// `.NAME.WHAT-PID` beside `path`.
+fn beside(path: &Path, what: &str) -> PathBuf {
     let name = path
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    path.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
+}
+
+/// The process whose temporary (or replaced folder) `name` is, where it is one of the names
+/// this module makes.
+fn temporary_owner(name: &str) -> Option<u32> {
+    let (stem, pid) = name.strip_prefix('.')?.rsplit_once('-')?;
+    let ours = [TEMPORARY, RETIRED].iter().any(|what| {
+        stem.strip_suffix(what)
+            .is_some_and(|rest| rest.ends_with('.'))
+    });
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    (ours && digits).then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes from `dir` (not below it) the temporaries and replaced folders of processes other
+/// than this one: what a writer that died between writing and renaming left. Only for a
+/// caller that knows no other process writes into `dir` now (it holds the folder's lock);
+/// what it removed.
+pub fn remove_others_temporaries(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let owner = entry.file_name().to_str().and_then(temporary_owner);
+        if owner.is_some_and(|pid| pid != std::process::id()) {
+            remove(&entry.path())?;
+            removed.push(entry.path());
+        }
+    }
+    Ok(removed)
+}
+
+/// Puts the folder `new` at `path` (where there is no `new`, leaves none there). The folder
+/// at `path` is renamed aside whole first and removed after, so a reader finds the old
+/// folder whole or the new one (or, between two renames, none): never one half removed.
+pub fn replace_dir(new: &Path, path: &Path) -> io::Result<()> {
+    not_a_link(path)?;
+    let old = beside(path, RETIRED);
+    remove(&old)?;
+    let had_one = match fs::rename(path, &old) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e),
+    };
+    if fs::symlink_metadata(new).is_ok() {
+        if let Err(e) = fs::rename(new, path) {
+            if had_one {
+                let _ = fs::rename(&old, path);
+            }
+            return Err(e);
+        }
+    }
+    remove(&old)
+}
+
+/// Opens `path` to read and write, creating it empty where there is none and never
+/// emptying it: a file several processes open at once (a lock). A link there is refused,
+/// and so is anything but a regular file.
+pub fn open_shared(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => symlink_refusal(),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(refusal(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 /// Refuses `path` where it is a link: a file or folder inside a run folder must not lead
@@ -222,6 +309,52 @@ mod tests {
         assert_eq!(read_text(&path, 5).unwrap(), "6");
         // Nothing temporary is left beside it.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn temporaries_are_told_by_name_and_only_other_processes_ones_are_removed() {
+        assert_eq!(temporary_owner(".plots.tmp-123"), Some(123));
+        assert_eq!(temporary_owner(".report.md.tmp-7"), Some(7));
+        assert_eq!(temporary_owner(".plots.old-42"), Some(42));
+        for not in [
+            "plots",
+            ".plots.tmp-",
+            ".plots.tmp-x1",
+            "plots.tmp-1",
+            ".tmp-1",
+            ".a.tmp-+1",
+        ] {
+            assert_eq!(temporary_owner(not), None, "{not}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let theirs = d.join(".plots.tmp-4294967295");
+        std::fs::create_dir_all(theirs.join("inside")).unwrap();
+        std::fs::write(d.join(".report.md.tmp-1"), "half").unwrap();
+        let ours = temporary_beside(&d.join("cells.md"));
+        std::fs::write(&ours, "being written").unwrap();
+        std::fs::write(d.join("report.md"), "kept").unwrap();
+        let removed = remove_others_temporaries(d).unwrap();
+        assert_eq!(removed.len(), 2, "{removed:?}");
+        assert!(!theirs.exists() && !d.join(".report.md.tmp-1").exists());
+        assert!(ours.exists() && d.join("report.md").exists());
+    }
+
+    #[test]
+    fn a_replaced_folder_is_swapped_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, new) = (dir.path().join("plots"), dir.path().join("new"));
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("old.svg"), "old").unwrap();
+        std::fs::create_dir(&new).unwrap();
+        std::fs::write(new.join("a.svg"), "a").unwrap();
+        replace_dir(&new, &path).unwrap();
+        assert!(path.join("a.svg").exists() && !path.join("old.svg").exists());
+        assert!(!new.exists());
+        // No new folder: none is left.
+        replace_dir(&new, &path).unwrap();
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

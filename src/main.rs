@@ -7,6 +7,7 @@
 mod analysis;
 mod cli;
 mod clock_lock;
+mod compare;
 mod cuda;
 mod execute;
 mod experiment;
@@ -19,7 +20,6 @@ mod report;
 mod store;
 mod system;
 mod telemetry;
-mod verdict;
 mod worker;
 
 use clap::Parser;
@@ -116,9 +116,13 @@ fn main() -> ExitCode {
             template,
             compare,
             check_notes,
-        }) => compare
-            .map_or(Ok(()), |earlier| report::set_comparison(&dir, &earlier))
-            .and_then(|()| report::render_dir(&dir, template.as_deref()))
+        }) => store::FolderLock::take(&dir)
+            .and_then(|folder| {
+                if let Some(earlier) = compare {
+                    report::set_comparison(&folder, &earlier)?;
+                }
+                report::render_dir(&folder, template.as_deref())
+            })
             .and_then(|r| {
                 say(&format!("wrote {}\n", r.path.display()))?;
                 match (check_notes, r.stale.len()) {
@@ -176,8 +180,8 @@ fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Pat
     let said = report::run_compare(old, new, threshold, floor, json)
         .and_then(|c| say(&c.markdown).map(|()| c).map_err(Into::into));
     match said {
-        Ok(c) if c.gate == verdict::Gate::Pass => ExitCode::from(exit::OK),
-        Ok(c) if c.gate == verdict::Gate::Slower => ExitCode::from(exit::SLOWER),
+        Ok(c) if c.gate == compare::Gate::Pass => ExitCode::from(exit::OK),
+        Ok(c) if c.gate == compare::Gate::Slower => ExitCode::from(exit::SLOWER),
         Ok(c) => {
             eprintln!("error: the comparison is incomplete: {}", c.incomplete);
             ExitCode::from(exit::INCOMPLETE)
@@ -271,6 +275,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             finished,
             parts,
             stopped,
+            folder,
         } = execute::devices::run(
             &path,
             &dir,
@@ -284,7 +289,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
             return stopped_over_gpus(stop, &parts, &dir);
         }
         if !args.each {
-            let report = report::render_dir(&dir, None)?;
+            let report = report::render_dir(&folder, None)?;
             say(&format!(
                 "wrote {} ({} GPUs)\n",
                 report.path.display(),
@@ -297,24 +302,10 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
                 unexpected: unexpected(&report),
             });
         }
-        for part in &parts[1..] {
-            report::set_comparison(part, &parts[0])?;
-        }
-        let mut untrusted = Vec::new();
-        for part in &parts {
-            let report = report::render_dir(part, None)?;
-            say(&format!("wrote {}\n", report.path.display()))?;
-            print_ending(&report)?;
-            untrusted.extend(unexpected(&report));
-        }
-        return Ok(Ended {
-            complete: finished,
-            stopped: None,
-            unexpected: untrusted,
-        });
+        return report_each(&parts, finished);
     }
     let outcome = execute::run(&path, &dir, start, args.allow_clock_changes, &subset)?;
-    let report = report::render_dir(&outcome.dir, None)?;
+    let report = report::render_dir(&outcome.folder, None)?;
     if outcome.complete {
         say(&format!("wrote {}\n", report.path.display()))?;
     } else {
@@ -324,7 +315,7 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
                 .stopped
                 .map_or("interrupted".into(), execute::Stop::said),
             report.path.display(),
-            outcome.dir.display()
+            outcome.folder.dir().display()
         ))?;
     }
     print_ending(&report)?;
@@ -332,6 +323,27 @@ fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result<Ended> {
         complete: outcome.complete,
         stopped: outcome.stopped,
         unexpected: unexpected(&report),
+    })
+}
+
+/// The reports of a run with `--each`: every GPU's part, each after the first compared with
+/// the first's.
+fn report_each(parts: &[PathBuf], finished: bool) -> anyhow::Result<Ended> {
+    let mut untrusted = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let part = store::FolderLock::take(part)?;
+        if i > 0 {
+            report::set_comparison(&part, &parts[0])?;
+        }
+        let report = report::render_dir(&part, None)?;
+        say(&format!("wrote {}\n", report.path.display()))?;
+        print_ending(&report)?;
+        untrusted.extend(unexpected(&report));
+    }
+    Ok(Ended {
+        complete: finished,
+        stopped: None,
+        unexpected: untrusted,
     })
 }
 
@@ -387,11 +399,13 @@ fn sbatch(
 /// then an error (exit 1) naming what the merged run lacks for it.
 fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let merged = store::merge(&parts, out, force)?;
+    let read = store::read_parts(&parts, out)?;
+    let folder = store::FolderLock::create(out)?;
+    let merged = read.write(&folder, force)?;
     for w in &merged.warnings {
         eprintln!("warning: {w}");
     }
-    let report = report::render_dir(out, None)?;
+    let report = report::render_dir(&folder, None)?;
     let incomplete = match merged.meta.complete {
         true => "",
         false => " (not every cell of the plan ran)",
@@ -426,7 +440,7 @@ fn plan(path: &Path, only: &[String], set: &[String], shown: plan::Shown) -> any
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     say(&plan::describe(&exp, &plan, &previous, shown))?;
-    let peers = execute::peers::describe(&exp, &plan.cells);
+    let peers = execute::peer_runs::describe(&exp, &plan.cells);
     if !peers.is_empty() {
         say(&format!(
             "peers (other programs measuring the same, beside a variant):\n{peers}"

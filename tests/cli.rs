@@ -515,7 +515,7 @@ fn plan_compile_compiles_with_nvrtc_where_it_is_installed_and_says_so_where_not(
     } else {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
-            err.contains("libnvrtc cannot be loaded, so nothing was compiled"),
+            err.contains("nothing was compiled: libnvrtc cannot be loaded"),
             "{err}"
         );
     }

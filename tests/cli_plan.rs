@@ -96,3 +96,31 @@ fn plan_names_a_steps_entry_as_the_sweep_renders_it() {
     let line = "    then softmax_warp<__half>(x, y, rows, cols) (dtype=f16), softmax_warp<__nv_bfloat16>(x, y, rows, cols) (dtype=bf16): grid 2; block 32; dynamic shared 0 B";
     assert!(text.contains(line), "no line {line:?} in:\n{text}");
 }
+
+/// A `libnvrtc.so` that lacks NVRTC's functions (another version's, or another library
+/// under its name) is named with what it lacks and the fix: exit 1, no panic.
+#[test]
+fn plan_compile_names_an_nvrtc_that_lacks_the_functions_the_runner_calls() {
+    let (dir, path) = write_experiment("softmax.toml", &softmax_by_type());
+    for nothing in [false, true] {
+        let libs = tempfile::tempdir().unwrap();
+        let library = stand_in_nvrtc(libs.path(), nothing);
+        let out = runner()
+            .args(["plan", path.to_str().unwrap(), "--compile"])
+            .env("LD_LIBRARY_PATH", libs.path())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            err.contains(&format!("{} lacks", library.display()))
+                && err.contains("nvrtcCreateProgram")
+                && err.contains("nothing was compiled")
+                && err.contains("hint: put the `lib` folder"),
+            "{err}"
+        );
+        assert_eq!(err.contains("nvrtcVersion"), nothing, "{err}");
+    }
+}

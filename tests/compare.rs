@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 /// A copy of the committed run `name` whose samples of cells starting with `prefix` are
@@ -12,9 +12,11 @@ fn scaled_copy(name: &str, prefix: &str, factor: f64) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let from = Path::new("reports").join(name);
     copy_dir(&from, dir.path());
-    let path = dir.path().join("samples.csv.gz");
+    // Every frame decoded in turn; the scaled rows stored back as one frame.
+    let path = dir.path().join("samples.csv.zst");
     let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap())
+    zstd::stream::read::Decoder::new(std::fs::File::open(&path).unwrap())
+        .unwrap()
         .read_to_string(&mut text)
         .unwrap();
     let mut lines = text.lines();
@@ -30,12 +32,8 @@ fn scaled_copy(name: &str, prefix: &str, factor: f64) -> tempfile::TempDir {
         out.push_str(&fields.join(","));
         out.push('\n');
     }
-    let mut gz = flate2::write::GzEncoder::new(
-        std::fs::File::create(&path).unwrap(),
-        flate2::Compression::fast(),
-    );
-    gz.write_all(out.as_bytes()).unwrap();
-    gz.finish().unwrap();
+    let stored = zstd::stream::encode_all(out.as_bytes(), 3).unwrap();
+    std::fs::write(&path, stored).unwrap();
     dir
 }
 

@@ -378,3 +378,77 @@ fn a_merge_killed_half_way_does_not_say_it_is_complete() {
     assert_eq!(meta["complete"], true);
     assert_eq!(records_of(&out).len(), whole);
 }
+
+/// The sha256 of `bytes` in hex, as `run.json` records an experiment's.
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}
+
+/// A 100-character kernel name (the longest a name may be) and a 200-character sweep value
+/// make plot names longer than a file name may be: the report shortens them, the same way
+/// at every render, and `runner plan` takes the experiment.
+#[test]
+fn the_longest_names_and_long_sweep_values_plan_and_render_with_plot_names_that_fit() {
+    let (root, copy) = copy_run("incore");
+    let kernel = format!("incore{}", "_".repeat(94));
+    let value = format!("FMA{}", "x".repeat(197));
+    // Every place the run holds the kernel's name and the value: the experiment, the cell
+    // ids of the records, samples and telemetry, and the samples' columns.
+    let exp_path = copy.join("experiment.toml");
+    let exp = std::fs::read_to_string(&exp_path)
+        .unwrap()
+        .replace("name = \"incore\"", &format!("name = \"{kernel}\""))
+        .replace("\"FMA\"", &format!("\"{value}\""));
+    std::fs::write(&exp_path, &exp).unwrap();
+    let rename = |text: String| {
+        text.replace("incore/", &format!("{kernel}/"))
+            .replace(",incore,", &format!(",{kernel},"))
+            .replace("op=FMA ", &format!("op={value} "))
+            .replace(",FMA,", &format!(",{value},"))
+    };
+    for stored in ["cells.jsonl", "samples.csv", "telemetry.csv"] {
+        write_stored(&copy, stored, &rename(stored_text(&copy, stored)));
+    }
+    let meta_path = copy.join("run.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["experiment_sha256"] = sha256(exp.as_bytes()).into();
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    for notes in ["findings.md", "notes.md"] {
+        let _ = std::fs::remove_file(copy.join(notes));
+    }
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plots: Vec<String> = std::fs::read_dir(copy.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(plots.len(), 6, "{plots:?}");
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    for name in &plots {
+        assert!(name.len() <= 120 && name.starts_with(&kernel), "{name}");
+        assert!(
+            report.contains(&format!("plots/{name}")),
+            "{name} is linked"
+        );
+    }
+    assert!(
+        plots.iter().any(|n| n.len() == 120),
+        "{plots:?}: one was cut"
+    );
+    let first = report.clone();
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let again = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(first == again, "a second render gives other bytes");
+    // The experiment with its kernel source beside it plans.
+    let kernels = root.path().join("kernels");
+    std::fs::create_dir(&kernels).unwrap();
+    std::fs::copy("kernels/incore.cu", kernels.join("incore.cu")).unwrap();
+    let planned = root.path().join("exp").join("incore.toml");
+    std::fs::create_dir(planned.parent().unwrap()).unwrap();
+    std::fs::write(&planned, &exp).unwrap();
+    let out = run(&["plan", planned.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

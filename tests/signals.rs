@@ -153,6 +153,42 @@ fn a_sigterm_to_a_run_over_gpus_reaches_every_part_and_its_worker() {
 }
 
 #[test]
+fn a_report_of_a_running_run_waits_for_it_and_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let driver = stand_in_driver(tmp.path());
+    let (_d, path) = write_experiment("busy.toml", &matmul_experiment(&kernels_dir()));
+    let out = tmp.path().join("out");
+    let dir = out.join("busy");
+    let args = [
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let logs = tempfile::tempdir().unwrap();
+    let mut run = Started::new(&driver, tmp.path(), &args);
+    run.worker();
+    let mut report = Started::new(&driver, logs.path(), &["report", dir.to_str().unwrap()]);
+    assert!(
+        wait_for(30.0, || report.text().1.contains("waiting for")),
+        "the report did not wait: {:?}",
+        report.text()
+    );
+    let said = report.text().1;
+    let pid = format!("pid {} on ", run.child.id());
+    assert!(said.contains(&pid) && said.contains("busy.toml"), "{said}");
+    assert_eq!(
+        report.exit_code(0.5),
+        None,
+        "it went on while the run wrote"
+    );
+    signal(run.child.id(), Signal::TERM);
+    assert_eq!(run.exit_code(30.0), Some(143), "{:?}", run.text());
+    assert_eq!(report.exit_code(30.0), Some(0), "{:?}", report.text());
+    assert!(!dir.join(".lock").exists());
+}
+
+#[test]
 fn a_runner_killed_outright_takes_its_worker_with_it() {
     let tmp = tempfile::tempdir().unwrap();
     let driver = stand_in_driver(tmp.path());

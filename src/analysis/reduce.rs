@@ -9,7 +9,7 @@ use super::units::unit_values;
 use super::{median, Phase, Series};
 use crate::plan::{Headline, Plan};
 use crate::protocol::TelemetryPoint;
-use crate::store::{SampleSink, Stretch, TelemetryRow};
+use crate::store::{RunSamples, SampleSink, TelemetryRow};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A first run of at least this many launches is drawn over time; a shorter one says
@@ -65,7 +65,7 @@ struct Facts {
 }
 
 /// A stretch as taken, until its cell ends.
-struct Taken {
+struct HeldRun {
     process: u32,
     first: bool,
     time_ns: Vec<f64>,
@@ -76,7 +76,7 @@ struct Taken {
 #[derive(Default)]
 pub struct Reducer {
     facts: Vec<Facts>,
-    open: HashMap<u32, Vec<Taken>>,
+    open: HashMap<u32, Vec<HeldRun>>,
     reduced: Reduced,
     failure: Option<polars::error::PolarsError>,
 }
@@ -96,7 +96,7 @@ impl Reducer {
 
     /// Reduces cell `cell` from its stretches in stored order, a step at a time, so that
     /// no step's copies outlive it.
-    fn reduce(&mut self, cell: u32, taken: Vec<Taken>) -> polars::error::PolarsResult<()> {
+    fn reduce(&mut self, cell: u32, taken: Vec<HeldRun>) -> polars::error::PolarsResult<()> {
         let index = cell as usize;
         let facts = &self.facts[index];
         let r = &mut self.reduced;
@@ -150,7 +150,7 @@ impl Reducer {
 }
 
 /// A cell's headline values (steady samples, or first launches where it takes none) by run.
-fn headline_runs(taken: &[Taken], headline_first: bool) -> BTreeMap<u32, Vec<f64>> {
+fn headline_runs(taken: &[HeldRun], headline_first: bool) -> BTreeMap<u32, Vec<f64>> {
     let mut runs: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for t in taken.iter().filter(|t| t.first == headline_first) {
         (runs.entry(t.process).or_default()).extend_from_slice(&t.time_ns);
@@ -159,7 +159,7 @@ fn headline_runs(taken: &[Taken], headline_first: bool) -> BTreeMap<u32, Vec<f64
 }
 
 /// The trace of a cell's first run (process or round 0), where it has one.
-fn first_run_trace(taken: &[Taken], series: &[TelemetryPoint]) -> Option<Trace> {
+fn first_run_trace(taken: &[HeldRun], series: &[TelemetryPoint]) -> Option<Trace> {
     let launches: Vec<(f64, f64)> = (taken.iter().filter(|t| t.process == 0))
         .flat_map(|t| t.start_us.iter().copied().zip(t.time_ns.iter().copied()))
         .collect();
@@ -209,11 +209,11 @@ impl SampleSink for Reducer {
         };
     }
 
-    fn stretch(&mut self, mut s: Stretch) {
+    fn stretch(&mut self, mut s: RunSamples) {
         // Kept until the cell ends: without the spare room its reading grew into.
         s.time_ns.shrink_to_fit();
         s.start_us.shrink_to_fit();
-        (self.open.entry(s.cell).or_default()).push(Taken {
+        (self.open.entry(s.cell).or_default()).push(HeldRun {
             process: s.process,
             first: s.first,
             time_ns: s.time_ns,

@@ -1,6 +1,6 @@
 //! The command line: its subcommands, their arguments and the exit codes.
 
-use crate::{execute, plan, verdict};
+use crate::{compare, execute, plan};
 
 pub mod markdown;
 use clap::{Parser, Subcommand};
@@ -117,7 +117,9 @@ pub struct RunArgs {
     ///
     /// A runner per GPU (`CUDA_VISIBLE_DEVICES`) runs its part (`--shard i/N`) into
     /// `DIR/<name>/parts/gpu<i>/`. Each cell in `cells.jsonl` names its GPU. A run already in
-    /// `DIR/<name>/` is refused before any part starts, unless `--force`.
+    /// `DIR/<name>/` is refused before any part starts, unless `--force`. SIGINT, SIGTERM and
+    /// SIGHUP reach every part, which stops after its finished cells; nothing is merged, and
+    /// each part resumes with `runner run --resume DIR/<name>/parts/gpu<i>/<name>`.
     #[arg(long, value_name = "LIST")]
     pub devices: Option<String>,
     /// With --devices: every GPU runs every cell (no merge); each GPU's report compares its
@@ -209,8 +211,12 @@ pub enum Command {
     ///
     /// Writes `DIR/report.md` and `DIR/cells.md` from the stored run alone, from any
     /// directory. The same inputs give the same bytes. The report is rendered whole before
-    /// `report.md`, `summary.csv` and `plots/` are replaced, so a failure leaves the
-    /// earlier ones.
+    /// `report.md`, `cells.md`, `summary.csv` and `plots/` are replaced, each written beside
+    /// its place and renamed into it (`plots/` as a folder), so a failure leaves the earlier
+    /// ones and a reader finds each whole. A run, a resume, a merge and a report each hold
+    /// the run folder's lock (`DIR/.lock`, removed as they end) while they write: another on
+    /// the same folder waits, and after a second says which process holds it; what a writer
+    /// stopped half-way left (`.NAME.tmp-PID`, `.plots.old-PID`) is removed by the next.
     Report {
         /// The run folder.
         dir: PathBuf,
@@ -253,10 +259,10 @@ pub enum Command {
         /// The later run's folder.
         new: PathBuf,
         /// A ratio within 1 +- this percentage is "the same".
-        #[arg(long, value_name = "PCT", default_value_t = verdict::DEFAULT_THRESHOLD_PCT)]
+        #[arg(long, value_name = "PCT", default_value_t = compare::DEFAULT_THRESHOLD_PCT)]
         threshold: f64,
         /// Nor is a change smaller than this many microseconds.
-        #[arg(long, value_name = "US", default_value_t = verdict::DEFAULT_FLOOR_US)]
+        #[arg(long, value_name = "US", default_value_t = compare::DEFAULT_FLOOR_US)]
         floor: f64,
         /// Also write the comparison as JSON to this file.
         #[arg(long, value_name = "FILE")]

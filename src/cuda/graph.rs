@@ -25,16 +25,16 @@ pub type Resets<'b> = Vec<(&'b DeviceBuffer, Fill)>;
 
 /// What a graph captures before each of its launches: the resets of the buffer set the
 /// launch takes, then an L2 flush, so that every launch starts cold.
-pub struct Before<'p, 'b> {
+pub struct BeforeEachLaunch<'p, 'b> {
     /// Per buffer set, as launch `i` takes set `i % len` (empty: no resets).
     pub resets: &'p [Resets<'b>],
     pub flush: Option<Prelude<'p, 'b>>,
 }
 
-impl Before<'_, '_> {
+impl BeforeEachLaunch<'_, '_> {
     /// Nothing before the launches.
     pub fn nothing() -> Self {
-        Before {
+        BeforeEachLaunch {
             resets: &[],
             flush: None,
         }
@@ -104,7 +104,7 @@ impl<'b> Graph<'b> {
         launch: &mut Launch<'b>,
         count: u64,
         sets: &[Vec<Param<'b>>],
-        mut before: Before<'_, 'b>,
+        mut before: BeforeEachLaunch<'_, 'b>,
         marks: Marks<'b>,
     ) -> Result<Graph<'b>, CudaError> {
         if let Marks::EachLaunch(pairs) = marks {
@@ -145,7 +145,10 @@ impl<'b> Graph<'b> {
 
     /// Captures what `before` holds for `count` launches, without the launches: what a
     /// graph of such pairs spends besides its launches.
-    pub fn capture_before(mut before: Before<'_, 'b>, count: u64) -> Result<Graph<'b>, CudaError> {
+    pub fn capture_before(
+        mut before: BeforeEachLaunch<'_, 'b>,
+        count: u64,
+    ) -> Result<Graph<'b>, CudaError> {
         let func = match &mut before.flush {
             Some(Prelude::Launch(l)) => l.resolve()?,
             Some(Prelude::Memset(_)) | None => None,

@@ -21,7 +21,7 @@ pub use device::{
 };
 pub use error::CudaError;
 pub use event::Event;
-pub use graph::{Before, Graph, Marks, Prelude, Resets};
+pub use graph::{BeforeEachLaunch, Graph, Marks, Prelude, Resets};
 pub use launch::{Dims, Launch, Param};
 pub use memory::{memory_info, DeviceBuffer, Fill};
 

@@ -5,7 +5,26 @@
 use super::error::CudaError;
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
 use std::time::Instant;
+
+/// Every NVRTC function the runner calls. cudarc looks each up the first time it is called
+/// and panics where the library lacks it, so a library is checked for all of them first.
+const FUNCTIONS: [&str; 13] = [
+    "nvrtcGetErrorString",
+    "nvrtcVersion",
+    "nvrtcCreateProgram",
+    "nvrtcDestroyProgram",
+    "nvrtcAddNameExpression",
+    "nvrtcCompileProgram",
+    "nvrtcGetLoweredName",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+];
 
 /// What NVRTC emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,10 +44,52 @@ pub struct Compiled {
     pub log: String,
 }
 
-/// Says whether libnvrtc can be loaded.
-pub fn present() -> bool {
+/// Whether libnvrtc loads and has every function the runner calls (found once, then
+/// remembered); why not, with what to do, where it cannot be used.
+pub fn usable() -> Result<(), CudaError> {
+    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
+    (FOUND.get_or_init(check_library).clone()).map_err(CudaError::Library)
+}
+
+/// Loads libnvrtc as cudarc does and looks up every function the runner calls, calling none.
+fn check_library() -> Result<(), String> {
     // SAFETY: only tries to dlopen the library.
-    unsafe { sys::is_culib_present() }
+    if !unsafe { sys::is_culib_present() } {
+        return Err("libnvrtc cannot be loaded: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into());
+    }
+    // SAFETY: a library loads (above); cudarc opens the same one, first of the same names,
+    // and keeps it for the process.
+    let library = unsafe { sys::culib() };
+    let missing = lacking(|name| {
+        // SAFETY: looks the symbol up as a function pointer and never calls it.
+        unsafe { library.get::<unsafe extern "C" fn()>(name.as_bytes()) }.is_ok()
+    });
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} lacks {} of the NVRTC functions the runner calls ({}): it is not CUDA's NVRTC, or one older than the runner needs\n  hint: put the `lib` folder of the CUDA toolkit's NVRTC first on LD_LIBRARY_PATH (e.g. /usr/local/cuda/lib64)",
+        loaded_from().unwrap_or_else(|| "the libnvrtc found on LD_LIBRARY_PATH or the system's library path".into()),
+        missing.len(),
+        missing.join(", ")
+    ))
+}
+
+/// The functions of [`FUNCTIONS`] that `has` says a library lacks.
+fn lacking(has: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    FUNCTIONS.into_iter().filter(|name| !has(name)).collect()
+}
+
+/// The file libnvrtc was loaded from, as this process maps it.
+fn loaded_from() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|line| line.find('/').map(|at| &line[at..]))
+        .find(|path| {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            name.starts_with("libnvrtc") && !name.starts_with("libnvrtc-builtins")
+        })
+        .map(str::to_string)
 }
 
 fn check(what: &str, r: sys::nvrtcResult) -> Result<(), CudaError> {
@@ -48,9 +109,7 @@ pub fn version() -> Result<String, CudaError> {
 }
 
 fn version_numbers() -> Result<(i32, i32), CudaError> {
-    if !present() {
-        return Err(CudaError::Library("libnvrtc not found".into()));
-    }
+    usable()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: writes two ints through valid pointers.
     check("nvrtcVersion", unsafe {
@@ -81,9 +140,7 @@ pub fn compile(
     arch: &str,
     options: &[String],
 ) -> Result<Compiled, CudaError> {
-    if !present() {
-        return Err(CudaError::Library("libnvrtc cannot be loaded: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into()));
-    }
+    usable()?;
     let bad = |what: &str| CudaError::Library(format!("{file}: {what} contains a NUL byte"));
     let t = Instant::now();
     let src = CString::new(source).map_err(|_| bad("the source"))?;
@@ -244,6 +301,24 @@ fn program_log(prog: sys::nvrtcProgram) -> Result<String, CudaError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_nvrtc_function_called_here_is_checked_before_any_is_called() {
+        let types = ["nvrtcProgram", "nvrtcResult"];
+        let text = include_str!("nvrtc.rs");
+        let called: std::collections::BTreeSet<&str> = (text.split("sys::").skip(1))
+            .map(|rest| {
+                let end = rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(0);
+                &rest[..end]
+            })
+            .filter(|name| name.starts_with("nvrtc") && !types.contains(name))
+            .collect();
+        let checked: std::collections::BTreeSet<&str> = FUNCTIONS.into_iter().collect();
+        assert_eq!(called, checked);
+        let lacks = lacking(|name| name == "nvrtcVersion");
+        assert_eq!(lacks.len(), FUNCTIONS.len() - 1);
+        assert!(!lacks.contains(&"nvrtcVersion") && lacks.contains(&"nvrtcGetPTX"));
+    }
 
     #[test]
     fn a_missing_header_names_where_the_toolkit_was_looked_for() {

@@ -9,7 +9,7 @@ use super::stop::{self, Stop};
 use super::Subset;
 use crate::cuda;
 use crate::plan::shard::Shard;
-use crate::store;
+use crate::store::{self, FolderLock};
 use anyhow::{bail, Context, Result};
 use rustix::process::{kill_process, Pid};
 use std::path::{Path, PathBuf};
@@ -25,6 +25,8 @@ pub struct Outcome {
     /// The signal that stopped the run, passed on to every part: the parts stopped after
     /// their finished cells and resume on their own; nothing was merged.
     pub stopped: Option<Stop>,
+    /// `dir`, locked until its report is written.
+    pub folder: FolderLock,
 }
 
 /// The GPUs `--devices` names: a list of ordinals, or `all` the driver sees.
@@ -67,12 +69,12 @@ fn visible_as(ordinal: &str, inherited: Option<&str>) -> Result<String> {
     }
 }
 
-/// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there.
-/// SIGINT, SIGTERM and SIGHUP are passed on to every part, which stops after its finished
-/// cells, as a run on one GPU does. `allow_clock_changes` and
-/// `force` are passed on to every part (each locks its own GPU's clocks where the
-/// experiment asks; each replaces its folder's earlier part). A run already in `dir` is
-/// refused, before any part starts, unless `force`.
+/// Runs `path` over `devices` into `dir` and (but with `each`) merges the parts there,
+/// `dir` locked from before the parts start to after its report. SIGINT, SIGTERM and SIGHUP
+/// are passed on to every part, which stops after its finished cells, as a run on one GPU
+/// does. `allow_clock_changes` and `force` are passed on to every part (each locks its own
+/// GPU's clocks where the experiment asks; each replaces its folder's earlier part). A run
+/// already in `dir` is refused, before any part starts, unless `force`.
 pub fn run(
     path: &Path,
     dir: &Path,
@@ -88,9 +90,11 @@ pub fn run(
     stop::stop_on_signals()?;
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
     let name = crate::experiment::name_of(path)?;
+    // Each part locks its own folder below this one.
+    let folder = FolderLock::create(dir)?;
     if !each {
         // Only checked here: the merge at the end makes room.
-        store::may_write(dir, force)?;
+        store::may_write(&folder, force)?;
     }
     // A second's margin for file systems whose clock for times of change runs coarse.
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
@@ -129,23 +133,13 @@ pub fn run(
         parts.push(out.join(&name));
     }
     let (finished, stopped) = wait_for_parts(children)?;
-    // Only what this run wrote: a part that wrote nothing may have left an older run there.
-    parts.retain(|p| {
-        let written = std::fs::metadata(p.join(store::RUN_FILE)).and_then(|m| m.modified());
-        let fresh = written.is_ok_and(|t| t >= started);
-        if !fresh && p.join(store::RUN_FILE).exists() {
-            eprintln!(
-                "warning: {} holds an earlier run, left out of the merge",
-                p.display()
-            );
-        }
-        fresh
-    });
+    parts.retain(|p| written_since(p, started));
     if let Some(stop) = stopped {
         return Ok(Outcome {
             finished: false,
             parts,
             stopped: Some(stop),
+            folder,
         });
     }
     if parts.is_empty() {
@@ -156,10 +150,11 @@ pub fn run(
             finished,
             parts,
             stopped: None,
+            folder,
         });
     }
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
-    let merged = store::merge(&present, dir, force)?;
+    let merged = store::read_parts(&present, dir)?.write(&folder, force)?;
     for w in &merged.warnings {
         eprintln!("warning: {w}");
     }
@@ -167,7 +162,22 @@ pub fn run(
         finished: finished && merged.meta.complete,
         parts,
         stopped: None,
+        folder,
     })
+}
+
+/// Whether the part in `dir` wrote its run since `started`: a part that wrote nothing may
+/// have left an older run there, which is left out (and said).
+fn written_since(dir: &Path, started: std::time::SystemTime) -> bool {
+    let written = std::fs::metadata(dir.join(store::RUN_FILE)).and_then(|m| m.modified());
+    let fresh = written.is_ok_and(|t| t >= started);
+    if !fresh && dir.join(store::RUN_FILE).exists() {
+        eprintln!(
+            "warning: {} holds an earlier run, left out of the merge",
+            dir.display()
+        );
+    }
+    fresh
 }
 
 /// Waits for every part's runner, passing a stopping signal this runner gets on to those

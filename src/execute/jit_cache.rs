@@ -2,7 +2,7 @@
 //! one per environment (filled by a priming process before its first use), disabled, or
 //! the user's. The caches live in a temporary folder removed when the run ends.
 
-use super::worker_process::{tail, Next, WorkerProcess, WorkerProgram};
+use super::worker_process::{tail, WorkerEvent, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
 use crate::experiment::knobs::env::{JitCache, ProcessEnv};
 use crate::protocol::{Job, Message};
@@ -173,13 +173,13 @@ pub(super) fn prime(
         WorkerProcess::start(program, job, vars).map_err(|e| PrimeError::Start(Arc::new(e)))?;
     loop {
         match worker.next(timeout, &INTERRUPTED) {
-            Next::Message(Message::Fatal { error }) => {
+            WorkerEvent::Message(Message::Fatal { error }) => {
                 worker.kill();
                 return Err(PrimeError::Fatal(error));
             }
-            Next::Message(_) => {}
-            Next::Closed => break,
-            Next::TimedOut(_) | Next::Interrupted | Next::Malformed(_) => {
+            WorkerEvent::Message(_) => {}
+            WorkerEvent::Closed => break,
+            WorkerEvent::TimedOut(_) | WorkerEvent::Interrupted | WorkerEvent::Malformed(_) => {
                 worker.kill();
                 return Err(PrimeError::Unfinished);
             }

@@ -2,10 +2,10 @@
 //! run folder (new, or an interrupted run resumed), and hands the plan's jobs to the
 //! scheduler; Ctrl-C, SIGTERM or SIGHUP stops it after the cells that finished (`stop`).
 
-mod counted;
+mod counter_readings;
 pub mod devices;
 mod jit_cache;
-pub mod peers;
+pub mod peer_runs;
 mod profiler;
 mod progress;
 mod scheduler;
@@ -18,22 +18,22 @@ use crate::experiment::{ClockPolicy, DeviceFacts, Experiment, Sources};
 use crate::plan::cost::{seconds, Estimate};
 use crate::plan::{shard::Shard, Plan, Run};
 use crate::protocol::DeviceInfo;
-use crate::store::{self, RunMeta, Samples, ShardCells, Stored, Writer};
+use crate::store::{self, FolderLock, RunMeta, Samples, ShardCells, Stored, Writer};
 use crate::{cuda, system};
 use anyhow::{bail, Context, Result};
 use scheduler::Scheduler;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 pub use stop::Stop;
 use stop::INTERRUPTED;
 use worker_process::WorkerProgram;
 
-/// Where a run's results went, whether every planned run finished, and the signal that
-/// stopped it early, if one did.
+/// Where a run's results went (its folder, still locked, for its report), whether every
+/// planned run finished, and the signal that stopped it early, if one did.
 pub struct Outcome {
-    pub dir: PathBuf,
+    pub folder: FolderLock,
     pub complete: bool,
     pub stopped: Option<Stop>,
 }
@@ -97,9 +97,14 @@ pub fn run(
     let mut exp = load(&subset.set)?;
     clock_lock::check_allowed(exp.clocks, allow_clock_changes, clock_lock::is_root())?;
     let inputs = inputs_sha256(&exp);
-    let stored = match start {
-        Start::New | Start::Replace => None,
-        Start::Resume => Some(resumable(dir, path, &inputs)?),
+    // A resumed run is read under the lock it writes under; a new one reads nothing.
+    let (folder, stored) = match start {
+        Start::New | Start::Replace => (None, None),
+        Start::Resume => {
+            let folder = FolderLock::take(dir)?;
+            let stored = resumable(dir, path, &inputs)?;
+            (Some(folder), Some(stored))
+        }
     };
     if stored.is_some()
         && !(subset.only.is_empty() && subset.set.is_empty() && subset.shard.is_none())
@@ -123,14 +128,18 @@ pub fn run(
     exp.peers
         .retain(|p| plan.cells.iter().any(|c| c.variant == p.variant));
     let resumed = stored.is_some();
+    let folder = match folder {
+        Some(folder) => folder,
+        None => FolderLock::create(dir)?,
+    };
     // From here a signal leaves a folder that resumes: the run stops between cells.
     stop::stop_on_signals()?;
     let (mut meta, mut writer, done) = match stored {
-        Some((stored, samples)) => resume_folder(dir, &stored, &samples)?,
+        Some((stored, samples)) => resume_folder(&folder, &stored, &samples)?,
         None => {
-            store::claim(dir, start == Start::Replace, |_| false)?;
+            store::claim(&folder, start == Start::Replace, |_| false)?;
             let meta = new_meta(&exp, &plan, dir, inputs, only, set, shard);
-            let writer = Writer::create(dir, &exp, &meta)?;
+            let writer = Writer::create(&folder, &exp, &meta)?;
             (meta, writer, HashSet::new())
         }
     };
@@ -154,7 +163,7 @@ pub fn run(
         );
     }
     Ok(Outcome {
-        dir: dir.to_path_buf(),
+        folder,
         complete,
         stopped: stop::stopped(),
     })
@@ -197,7 +206,7 @@ fn planned(
 /// A resumed run's folder: its meta marked unfinished again, a writer that appends to it,
 /// and the runs that finished before.
 fn resume_folder(
-    dir: &Path,
+    folder: &FolderLock,
     stored: &Stored,
     samples: &Samples,
 ) -> Result<(RunMeta, Writer, HashSet<Run>)> {
@@ -212,7 +221,7 @@ fn resume_folder(
     let mut meta = stored.meta.clone();
     meta.finished_utc = None;
     meta.complete = false;
-    let writer = Writer::resume(dir, stored, samples, &meta)?;
+    let writer = Writer::resume(folder, stored, samples, &meta)?;
     Ok((meta, writer, done))
 }
 
@@ -258,7 +267,7 @@ fn run_cells(
     done: &HashSet<Run>,
 ) -> Result<bool> {
     let program = WorkerProgram::this_binary()?;
-    let mut peers = peers::Peers::new(exp, &plan.cells);
+    let mut peers = peer_runs::Peers::new(exp, &plan.cells);
     let complete = Scheduler::new(exp, plan, writer, meta, &program)?.run_all(done, &mut peers)?;
     if complete && !exp.peers.is_empty() {
         let (rows, seconds) = peers.finish();

@@ -2,18 +2,18 @@
 //! environment, stores each cell the moment a worker reports it, kills a worker that
 //! overruns a cell's timeout, records cells whose worker died, and stops on a signal.
 
-use super::counted;
+use super::counter_readings;
 use super::jit_cache::{JitCaches, PrimeError};
-use super::peers::Peers;
+use super::peer_runs::Peers;
 use super::profiler;
 use super::stop;
-use super::worker_process::{self, reap, tail, Exiting, Next, WorkerProcess, WorkerProgram};
+use super::worker_process::{self, reap, tail, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
 use super::INTERRUPTED;
 use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
 use crate::plan::cost::Estimate;
-use crate::plan::counted::{self as counted_plan, CounterPass};
+use crate::plan::counter_passes::{self, CounterPass};
 use crate::plan::{Plan, Run, WorkerJob};
 use crate::protocol::{CellRecord, CounterRecord, Message, Status};
 use crate::store::{self, RunMeta, Writer};
@@ -191,7 +191,8 @@ impl<'a> Scheduler<'a> {
         match pass {
             Pass::Timed { .. } => self.store(run, &rec),
             Pass::Counted { pass, .. } => {
-                let counters = counted::outcome(&self.plan.cells[run.cell], pass.cache, rec);
+                let counters =
+                    counter_readings::outcome(&self.plan.cells[run.cell], pass.cache, rec);
                 self.counters.insert(run.cell, counters);
                 Ok(())
             }
@@ -222,7 +223,7 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             }
         };
-        for pass in counted_plan::passes(self.plan, &job.runs, &self.counted) {
+        for pass in counter_passes::passes(self.plan, &job.runs, &self.counted) {
             self.counted.extend(pass.runs.iter().map(|r| r.cell));
             match profiler::ncu() {
                 Some(ncu) => {
@@ -237,7 +238,8 @@ impl<'a> Scheduler<'a> {
                 }
                 None => {
                     for run in &pass.runs {
-                        self.counters.insert(run.cell, counted::skipped(pass.cache));
+                        self.counters
+                            .insert(run.cell, counter_readings::skipped(pass.cache));
                     }
                 }
             }
@@ -301,20 +303,20 @@ impl<'a> Scheduler<'a> {
             // The worker is done or stuck: end it, keep what it reported (a profiled
             // worker's cells only now get their samples, from ncu's report, unless the run
             // is stopping), then record the cell it did not finish.
-            if !matches!(ended, Next::Closed) {
+            if !matches!(ended, WorkerEvent::Closed) {
                 worker.kill();
             }
             let (exit, stderr) = worker.finish()?;
             // A signal that stops the run may have reached the worker too: its cell is left
             // to the resume, and so are a profiled worker's reported cells, whose samples
             // were to come from the report of the ncu that the stop killed.
-            if matches!(ended, Next::Interrupted) || stop::stopping(Some(&exit)) {
+            if matches!(ended, WorkerEvent::Interrupted) || stop::stopping(Some(&exit)) {
                 pending.clear();
                 return Ok(());
             }
             self.store_profiled(&mut pending, report.path(), pass)?;
             let why = match ended {
-                Next::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
+                WorkerEvent::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.
                 _ if exit.code() == Some(crate::protocol::EXIT_CONTEXT_LOST as i32) => continue,
                 _ => format!(
@@ -355,7 +357,7 @@ impl<'a> Scheduler<'a> {
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
         sent.describe_device = self.meta.device.is_none();
         if let Pass::Counted { .. } = pass {
-            sent.cells.iter_mut().for_each(counted_plan::counting);
+            sent.cells.iter_mut().for_each(counter_passes::counting);
             // Nothing here is timed: no probe launches among the counted ones (a kernel of
             // the probe's name would take them for its own), no NVML sampling.
             sent.telemetry.clock_probe = false;
@@ -389,16 +391,16 @@ impl<'a> Scheduler<'a> {
         pending: &mut Vec<(Run, CellRecord)>,
         pass: Pass,
         mut deadline: Duration,
-    ) -> Result<(Next, Instant)> {
+    ) -> Result<(WorkerEvent, Instant)> {
         let profiled = pass.profiled();
         let mut last_message = Instant::now();
         let ended = loop {
             let next = worker.next(deadline, &INTERRUPTED);
-            if matches!(next, Next::Message(_)) {
+            if matches!(next, WorkerEvent::Message(_)) {
                 last_message = Instant::now();
             }
             match next {
-                Next::Message(Message::Ready { device, startup }) => {
+                WorkerEvent::Message(Message::Ready { device, startup }) => {
                     // A counter pass's start-up is the profiler's, not the device's.
                     if self.meta.device.is_none() && matches!(pass, Pass::Timed { .. }) {
                         let mut device = *device;
@@ -408,7 +410,7 @@ impl<'a> Scheduler<'a> {
                         self.writer.write_meta(self.meta)?;
                     }
                 }
-                Next::Message(Message::Cell(rec)) => {
+                WorkerEvent::Message(Message::Cell(rec)) => {
                     let run = remaining
                         .pop_front()
                         .context("a worker reported more cells than it was given")?;
@@ -432,15 +434,15 @@ impl<'a> Scheduler<'a> {
                             deadline = cell.knobs.timeout.0;
                         }
                         // Done: only its exit is left.
-                        None if !profiled => break Next::Closed,
+                        None if !profiled => break WorkerEvent::Closed,
                         None => {}
                     }
                 }
-                Next::Message(Message::Fatal { error }) => {
+                WorkerEvent::Message(Message::Fatal { error }) => {
                     worker.kill();
                     bail!("{error}");
                 }
-                Next::Malformed(why) => {
+                WorkerEvent::Malformed(why) => {
                     worker.kill();
                     bail!("{why}");
                 }

@@ -84,7 +84,8 @@ fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, 
     let plan = Plan::new(&exp).unwrap();
     let dir = tmp.path().join("out");
     let mut meta = meta();
-    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+    let lock = crate::store::FolderLock::create(&dir).unwrap();
+    let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     let program = stand_in(on_b);
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
@@ -202,7 +203,8 @@ fn malformed_worker_output_stops_the_run_with_a_message() {
     let exp = experiment(tmp.path());
     let plan = Plan::new(&exp).unwrap();
     let mut meta = meta();
-    let mut writer = Writer::create(&tmp.path().join("out"), &exp, &meta).unwrap();
+    let lock = crate::store::FolderLock::create(&tmp.path().join("out")).unwrap();
+    let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
     let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
@@ -256,7 +258,8 @@ fn logging_peer(variant: &str, processes: u32, log: &Path) -> String {
 fn run_with_peers(exp: &Experiment, dir: &Path, log: &Path) -> (String, Vec<PeerRow>) {
     let plan = Plan::new(exp).unwrap();
     let (out, mut meta) = (dir.join("out"), meta());
-    let mut writer = Writer::create(&out, exp, &meta).unwrap();
+    let lock = crate::store::FolderLock::create(&out).unwrap();
+    let mut writer = Writer::create(&lock, exp, &meta).unwrap();
     let mut peers = Peers::new(exp, &plan.cells);
     Scheduler::new(exp, &plan, &mut writer, &mut meta, &logging_worker(log))
         .unwrap()
@@ -324,7 +327,8 @@ fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() 
     let log = tmp.path().join("log");
     let program = logging_worker(&log);
     let (dir, mut meta) = (tmp.path().join("out"), meta());
-    let mut writer = Writer::create(&dir, &exp, &meta).unwrap();
+    let lock = crate::store::FolderLock::create(&dir).unwrap();
+    let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()
         .run_all(&HashSet::new(), &mut Peers::new(&exp, &plan.cells))

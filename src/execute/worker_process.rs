@@ -47,7 +47,7 @@ impl WorkerProgram {
 }
 
 /// What waiting on a worker gave.
-pub enum Next {
+pub enum WorkerEvent {
     Message(Message),
     /// A line that is not a message.
     Malformed(String),
@@ -178,20 +178,20 @@ impl WorkerProcess {
     }
 
     /// The next message, waiting at most `limit`.
-    pub fn next(&mut self, limit: Duration, interrupted: &AtomicBool) -> Next {
+    pub fn next(&mut self, limit: Duration, interrupted: &AtomicBool) -> WorkerEvent {
         let deadline = Instant::now() + limit;
         loop {
             if interrupted.load(Ordering::SeqCst) {
-                return Next::Interrupted;
+                return WorkerEvent::Interrupted;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Next::TimedOut(limit);
+                return WorkerEvent::TimedOut(limit);
             }
             match self.lines.recv_timeout(left.min(POLL)) {
-                Ok(Ok(msg)) => return Next::Message(msg),
-                Ok(Err(why)) => return Next::Malformed(why),
-                Err(RecvTimeoutError::Disconnected) => return Next::Closed,
+                Ok(Ok(msg)) => return WorkerEvent::Message(msg),
+                Ok(Err(why)) => return WorkerEvent::Malformed(why),
+                Err(RecvTimeoutError::Disconnected) => return WorkerEvent::Closed,
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }

@@ -1,11 +1,11 @@
 //! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
 //! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]) and the
-//! per-cell [`budget`], and the audit's verdict ([`audit`]) with its comparison of buffers
-//! on the GPU ([`compare`]).
+//! per-cell [`budget`], and the audit's regions ([`audit`]) with the test for buffers
+//! equal on the GPU ([`equal`]).
 
 pub mod audit;
 pub mod budget;
-pub mod compare;
+pub mod equal;
 pub mod flush;
 pub mod probe;
 pub mod stop;

@@ -62,7 +62,7 @@ impl Estimate {
         };
         let mut counted = HashSet::new();
         for j in &jobs {
-            for pass in super::counted::passes(plan, &j.runs, &counted) {
+            for pass in super::counter_passes::passes(plan, &j.runs, &counted) {
                 counted.extend(pass.runs.iter().map(|r| r.cell));
                 e.counter_passes += 1;
             }

@@ -5,7 +5,7 @@
 mod buffers;
 mod by_point;
 pub mod cost;
-pub mod counted;
+pub mod counter_passes;
 mod describe;
 mod kernels;
 mod measure;

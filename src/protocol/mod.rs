@@ -134,7 +134,7 @@ pub struct CellRecord {
     /// Where the time went, in order, on the host clock from the process's start: the
     /// process's own start-up (in the first cell a process runs), then this cell's phases.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub phases: Vec<Phase>,
+    pub phases: Vec<Span>,
     /// The wait kernel of `queue = "saturate"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueRecord>,
@@ -284,7 +284,7 @@ pub struct QueueRecord {
 
 /// A contiguous stretch of a worker's time, in ms from the moment the parent started it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Phase {
+pub struct Span {
     pub name: String,
     pub start_ms: f64,
     pub ms: f64,

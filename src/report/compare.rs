@@ -6,9 +6,9 @@
 use super::format;
 use crate::analysis::cycles;
 use crate::analysis::{self, Analysis};
+use crate::compare;
 use crate::experiment::Unit;
 use crate::store::Stored;
-use crate::verdict;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -52,13 +52,13 @@ pub fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
 
 pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
     let (now, before) = (headline_medians(this), headline_medians(earlier));
-    let verdicts = verdict::compare(
+    let verdicts = compare::compare(
         earlier,
         this,
-        verdict::DEFAULT_THRESHOLD_PCT,
-        verdict::DEFAULT_FLOOR_US,
+        compare::DEFAULT_THRESHOLD_PCT,
+        compare::DEFAULT_FLOOR_US,
     );
-    let by_cell: HashMap<&str, &verdict::CellComparison> = verdicts
+    let by_cell: HashMap<&str, &compare::CellComparison> = verdicts
         .cells
         .iter()
         .map(|c| (c.cell.as_str(), c))
@@ -237,7 +237,7 @@ pub fn relative_path(from: &Path, to: &Path) -> std::io::Result<PathBuf> {
 /// job, and why the new run cannot be vouched for (empty where it can).
 pub struct Compared {
     pub markdown: String,
-    pub gate: verdict::Gate,
+    pub gate: compare::Gate,
     pub incomplete: String,
 }
 
@@ -263,7 +263,7 @@ pub fn run_compare(
     let ((a, reduced_a), (b, reduced_b)) = (load(old)?, load(new)?);
     common_cells(&a, &b)?;
     let (a, b) = (Analysis::of(&a, reduced_a), Analysis::of(&b, reduced_b));
-    let c = verdict::compare(&a, &b, threshold_pct, floor_us);
+    let c = compare::compare(&a, &b, threshold_pct, floor_us);
     if let Some(path) = json {
         crate::files::write(path, serde_json::to_string_pretty(&c)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -277,7 +277,7 @@ pub fn run_compare(
 
 /// Why the new run cannot be vouched for: the old run's cells it lacks, and its cells that
 /// did not end as their kernels expect; empty where neither.
-fn incomplete(c: &verdict::Comparison) -> String {
+fn incomplete(c: &compare::Comparison) -> String {
     const SHOWN: usize = 5;
     let list = |cells: Vec<String>| {
         let more = cells.len().saturating_sub(SHOWN);
@@ -309,7 +309,7 @@ fn incomplete(c: &verdict::Comparison) -> String {
 }
 
 /// The comparison as a Markdown section: findings first, then the table.
-fn markdown(c: &verdict::Comparison, old: &str, new: &str) -> String {
+fn markdown(c: &compare::Comparison, old: &str, new: &str) -> String {
     let mut out = format!("# {new} against {old}\n\n{}.\n", c.summary());
     for d in &c.run_differences {
         out.push_str(&format!("\n- Not like for like: {d}."));

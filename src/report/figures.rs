@@ -27,6 +27,30 @@ struct PlotRef {
 /// A plot to write beside the report: its path relative to it, and its SVG text.
 pub type PlotFile = (String, String);
 
+/// The longest plot file name, in bytes. A file name holds 255 bytes on the common file
+/// systems and 143 under eCryptfs, and a plot is first written as `.NAME.tmp-PID` beside
+/// its place (16 bytes more); a kernel's plot of its own (`NAME-difference.svg`, 115 bytes
+/// for the longest kernel name) fits.
+const MAX_PLOT_NAME_BYTES: usize = 120;
+
+/// A plot's path relative to the report: `plots/STEM.svg`. The stem holds the experiment's
+/// names (kernel, sweep values), as long as they are; a file name that would pass
+/// [`MAX_PLOT_NAME_BYTES`] keeps what fits of the stem and ends with a hash of the whole,
+/// so it is the same at every render and another plot's is another.
+pub fn plot_path(stem: &str) -> String {
+    const EXTENSION: &str = ".svg";
+    const HASH_CHARS: usize = 12;
+    if stem.len() + EXTENSION.len() <= MAX_PLOT_NAME_BYTES {
+        return format!("plots/{stem}{EXTENSION}");
+    }
+    let hash = &crate::system::sha256_hex(stem.as_bytes())[..HASH_CHARS];
+    let mut kept = MAX_PLOT_NAME_BYTES - EXTENSION.len() - HASH_CHARS - 1;
+    while !stem.is_char_boundary(kept) {
+        kept -= 1;
+    }
+    format!("plots/{}-{hash}{EXTENSION}", &stem[..kept])
+}
+
 /// The figures, the bias tables (made with their plot), and the files to write.
 pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFile>)> {
     let exp = &a.run.experiment;
@@ -38,13 +62,7 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
     let (bias, bias_plot) = super::bias::build(exp, |k, p, v| a.median_at(k, p, v))?;
     if let Some(svg) = bias_plot {
         let title = "bias of each method against its reference".into();
-        add(
-            &mut plots.bias,
-            &mut files,
-            title,
-            "plots/bias.svg".into(),
-            svg,
-        );
+        add(&mut plots.bias, &mut files, title, plot_path("bias"), svg);
     }
     Ok((plots, bias, files))
 }
@@ -204,7 +222,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             };
             let title = format!("{}: median{title_end}", kernel.name);
             let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)?;
-            let path = format!("plots/{}-median{file_end}.svg", kernel.name);
+            let path = plot_path(&format!("{}-median{file_end}", kernel.name));
             add(&mut plots.medians, files, title, path, svg);
         }
         let [(param, _)] = points[0].as_slice() else {
@@ -229,7 +247,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             .collect();
         let title = format!("{}: relative difference of the medians", kernel.name);
         let svg = plots::lines(&title, param, "difference (%)", &diffs, false)?;
-        let path = format!("plots/{}-difference.svg", kernel.name);
+        let path = plot_path(&format!("{}-difference", kernel.name));
         add(&mut plots.differences, files, title, path, svg);
     }
     Ok(())
@@ -269,7 +287,7 @@ fn series_plots(
             list,
             files,
             title,
-            format!("plots/cell-{}.svg", c.index),
+            plot_path(&format!("cell-{}", c.index)),
             svg,
         );
     }
@@ -302,7 +320,7 @@ fn probe_plot(
     if !probe_lines.is_empty() {
         let title = "probed SM clock of each cell run, in run order".to_string();
         let svg = plots::lines(&title, "cell run", "SM clock (MHz)", &probe_lines, false)?;
-        add(list, files, title, "plots/clock-probe.svg".into(), svg);
+        add(list, files, title, plot_path("clock-probe"), svg);
     }
     Ok(())
 }
@@ -345,5 +363,35 @@ mod tests {
         // A text sweep alone has nothing to plot against.
         let names = vec![vec![("op".to_string(), SweepValue::Text("FMA".into()))]];
         assert!(Panels::of(&names, 1).is_none());
+    }
+
+    #[test]
+    fn a_long_plot_name_is_cut_to_fit_with_a_hash_of_the_whole() {
+        assert_eq!(plot_path("matmul-median"), "plots/matmul-median.svg");
+        let kernel = "k".repeat(100);
+        let longest_own = plot_path(&format!("{kernel}-difference"));
+        assert_eq!(longest_own, format!("plots/{kernel}-difference.svg"));
+        // Two panels of 200-character values that differ only at their end; a value of
+        // two-byte letters is cut between letters.
+        let [a, b, c] = ["a", "b", "é"]
+            .map(|end| plot_path(&format!("{kernel}-median-tag-{}{end}", "v".repeat(199))));
+        for path in [&a, &b, &c] {
+            let name = path.strip_prefix("plots/").unwrap();
+            assert!(name.len() <= MAX_PLOT_NAME_BYTES, "{name}");
+            assert!(
+                name.starts_with(&kernel) && name.ends_with(".svg"),
+                "{name}"
+            );
+        }
+        assert!(a != b && b != c, "{a} {b}");
+        assert_eq!(
+            a,
+            plot_path(&format!("{kernel}-median-tag-{}a", "v".repeat(199)))
+        );
+        let letters = plot_path(&format!("{kernel}-{}", "é".repeat(100)));
+        assert!(
+            letters.len() - "plots/".len() <= MAX_PLOT_NAME_BYTES,
+            "{letters}"
+        );
     }
 }

@@ -136,7 +136,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
                         let theirs = peers.get(&(peer.name.clone(), base.clone())).copied();
                         let first =
                             cell(p, &peer.variant).is_some_and(|c| c.headline() == Headline::First);
-                        super::peers::shown(theirs, median(&peer.variant), first, unit)
+                        super::peer_agreement::shown(theirs, median(&peer.variant), first, unit)
                     })
                     .collect(),
                 point: label,

@@ -1,7 +1,7 @@
 //! Derived metrics (`[[report.metric]]`): per kernel, each cell's median turned into the
 //! number the experiment asks for (ns per access, bytes per cycle), a column per variant.
 
-use super::figures::{Panels, PlotFile};
+use super::figures::{plot_path, Panels, PlotFile};
 use super::format;
 use super::plots::{self, PlotError};
 use crate::analysis::Analysis;
@@ -78,7 +78,7 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), PlotErro
                     let log_x = lo > 0.0 && hi / lo >= 100.0;
                     let svg = plots::lines(&title, &layout.x, &m.unit, &lines, log_x)?;
                     if !svg.is_empty() {
-                        let path = format!("plots/{}-metric-{mi}{file_end}.svg", kernel.name);
+                        let path = plot_path(&format!("{}-metric-{mi}{file_end}", kernel.name));
                         files.push((path.clone(), svg));
                         plots_made.push(MetricPlot {
                             alt: format!("{}: {}{title_end}", m.name, kernel.name),

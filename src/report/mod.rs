@@ -18,7 +18,7 @@ mod layout;
 mod medians;
 mod methodology;
 mod metrics;
-mod peers;
+mod peer_agreement;
 mod phases;
 pub mod plots;
 pub mod quotes;
@@ -30,8 +30,8 @@ use crate::analysis::{self, Analysis, Reduced};
 use crate::experiment::expr;
 use crate::files;
 use crate::store::{
-    Stored, CELLS_REPORT_FILE, COMPARE_FILE, FINDINGS_FILE, NOTES_FILE, REPORT_FILE, SUMMARY_FILE,
-    TEMPLATE_FILE,
+    FolderLock, Stored, CELLS_REPORT_FILE, COMPARE_FILE, FINDINGS_FILE, NOTES_FILE, REPORT_FILE,
+    SUMMARY_FILE, TEMPLATE_FILE,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -50,8 +50,9 @@ const REPORT_FUEL: u64 = 10_000_000;
 /// The longest report a template may render, in bytes.
 const MAX_REPORT_BYTES: usize = 64 << 20;
 
-/// Records in `dir` that its report compares against the run in `earlier`.
-pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
+/// Records in the locked run folder that its report compares against the run in `earlier`.
+pub fn set_comparison(folder: &FolderLock, earlier: &Path) -> Result<()> {
+    let dir = folder.dir();
     let (this, _) = analysis::load(dir)?;
     let (before, _) = analysis::load(earlier)
         .with_context(|| format!("{} is not a stored run", earlier.display()))?;
@@ -63,11 +64,13 @@ pub fn set_comparison(dir: &Path, earlier: &Path) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Renders `dir`'s stored run into `report.md` and `cells.md` (and `summary.csv` and
-/// `plots/`); returns the report's path and the run's trust. Everything is rendered before
-/// anything is written, and each file is written whole, so a failure leaves the earlier
-/// report as it was.
-pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
+/// Renders the locked run folder's stored run into `report.md` and `cells.md` (and
+/// `summary.csv` and `plots/`); returns the report's path and the run's trust. Everything
+/// is rendered before anything is written, each file is written whole and renamed into
+/// place (`plots/` too, as a folder), so a failure leaves the earlier report as it was and
+/// a reader finds each file old or new, never half written.
+pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Rendered> {
+    let dir = folder.dir();
     let (mut stored, reduced) = analysis::load(dir)?;
     let earlier = earlier_run(&mut stored)?;
     for w in &stored.warnings {
@@ -115,20 +118,15 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
     let plot_dir = dir.join("plots");
     files::not_a_link(&plot_dir).with_context(|| format!("cannot write {}", plot_dir.display()))?;
     let new_plots = files::temporary_beside(&plot_dir);
-    files::remove(&new_plots)?;
-    for (path, svg) in &view.plot_files {
-        let path = new_plots.join(path.strip_prefix("plots/").unwrap_or(path));
-        files::create_dir(&new_plots)
-            .with_context(|| format!("cannot create {}", new_plots.display()))?;
-        files::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    let written = write_plots(&new_plots, &view.plot_files);
+    if written.is_err() {
+        let _ = files::remove(&new_plots);
     }
+    written?;
     let path = dir.join(SUMMARY_FILE);
     files::write(&path, summary).with_context(|| format!("cannot write {}", path.display()))?;
-    files::remove(&plot_dir).with_context(|| format!("cannot clear {}", plot_dir.display()))?;
-    if new_plots.exists() {
-        std::fs::rename(&new_plots, &plot_dir)
-            .with_context(|| format!("cannot write {}", plot_dir.display()))?;
-    }
+    files::replace_dir(&new_plots, &plot_dir)
+        .with_context(|| format!("cannot replace {}", plot_dir.display()))?;
     let path = dir.join(CELLS_REPORT_FILE);
     files::write(&path, cells).with_context(|| format!("cannot write {}", path.display()))?;
     let path = dir.join(REPORT_FILE);
@@ -139,6 +137,17 @@ pub fn render_dir(dir: &Path, template: Option<&Path>) -> Result<Rendered> {
         findings: view.generated,
         stale,
     })
+}
+
+/// Writes the plots into the folder `to` (none where there are no plots).
+fn write_plots(to: &Path, plots: &[figures::PlotFile]) -> Result<()> {
+    files::remove(to).with_context(|| format!("cannot clear {}", to.display()))?;
+    for (path, svg) in plots {
+        let path = to.join(path.strip_prefix("plots/").unwrap_or(path));
+        files::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
+        files::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The numbers the run's notes and findings quote that the run does not show.

@@ -2,14 +2,14 @@
 //! median time of every phase of a worker's life (process start, driver, context, NVRTC,
 //! module load, ...), a table per point and a stacked bar per variant.
 
-use super::figures::PlotFile;
+use super::figures::{plot_path, PlotFile};
 use super::format;
 use super::plots::{self, PlotError};
 use crate::analysis::median;
 use crate::experiment::{Point, Unit};
 use crate::plan::{Cell, Role};
 use crate::protocol::FIRST_TIMED_LAUNCH;
-use crate::protocol::{CellRecord, Phase, Status};
+use crate::protocol::{CellRecord, Span, Status};
 use crate::store::Stored;
 use serde::Serialize;
 
@@ -79,7 +79,8 @@ pub fn build(
             };
             let svg = plots::stacked(&title, "median time (ms)", &columns, &segments)?;
             let plot = (!svg.is_empty()).then(|| {
-                let path = format!("plots/phases-{}-{}.svg", kernel.name, file_label(&label));
+                let stem = format!("phases-{}-{}", kernel.name, file_label(&label));
+                let path = plot_path(&stem);
                 files.push((path.clone(), svg));
                 path
             });
@@ -201,7 +202,7 @@ fn rows(
 }
 
 /// A process's phases up to and including its first timed launch, and those after it.
-fn split(phases: &[Phase]) -> (&[Phase], &[Phase]) {
+fn split(phases: &[Span]) -> (&[Span], &[Span]) {
     let end = phases
         .iter()
         .position(|p| p.name == FIRST_TIMED_LAUNCH)
@@ -211,7 +212,7 @@ fn split(phases: &[Phase]) -> (&[Phase], &[Phase]) {
 
 /// Every phase name in the order processes run them: a name first seen in one process
 /// goes right after the phase that preceded it there.
-fn phase_order<'a>(lists: impl Iterator<Item = &'a [Phase]>) -> Vec<String> {
+fn phase_order<'a>(lists: impl Iterator<Item = &'a [Span]>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for list in lists {
         let mut at = 0;
@@ -244,11 +245,11 @@ fn file_label(label: &str) -> String {
 mod tests {
     use super::*;
 
-    fn phases(names: &[&str]) -> Vec<Phase> {
+    fn phases(names: &[&str]) -> Vec<Span> {
         names
             .iter()
             .enumerate()
-            .map(|(i, n)| Phase {
+            .map(|(i, n)| Span {
                 name: n.to_string(),
                 start_ms: i as f64,
                 ms: 1.0,

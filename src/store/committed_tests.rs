@@ -2,7 +2,7 @@
 //! how close a first run's estimate comes to each run's wall time, and that the budget the
 //! experiments run under now stops none of the cells they took.
 
-use super::{SampleSink, Samples, Stored, Stretch};
+use super::{RunSamples, SampleSink, Samples, Stored};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::method::budget::Meter;
 use crate::plan::{cost::Estimate, Plan};
@@ -55,7 +55,7 @@ impl SampleSink for Order {
         self.passes += 1;
     }
 
-    fn stretch(&mut self, s: Stretch) {
+    fn stretch(&mut self, s: RunSamples) {
         if self.done.contains(&s.cell) {
             self.faults
                 .push(format!("cell {} has samples after it was done", s.cell));

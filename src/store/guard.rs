@@ -1,8 +1,10 @@
 //! A run never destroys another: a folder that holds finished cells is written into only by
 //! the run it holds (resumed, or its parts merged again), or with `--force`, which clears
-//! the old run first.
+//! the old run first. Both are asked under the folder's lock ([`FolderLock`]), so that the
+//! answer holds until the writer is done.
 
 use super::format::Format;
+use super::FolderLock;
 use super::{
     RunMeta, CELLS_FILE, CELLS_REPORT_FILE, COMPARE_FILE, EXPERIMENT_FILE, FINDINGS_FILE,
     NOTES_FILE, PEERS_FILE, REPORT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE,
@@ -35,7 +37,8 @@ const ABOUT_FILES: [&str; 3] = [FINDINGS_FILE, NOTES_FILE, COMPARE_FILE];
 /// finished cells of a run for which `same` is false, unless `force`. What is allowed is
 /// cleared of the old run's files (with `force`, also the findings and notes written about
 /// it); files the runner does not write (`parts/`, `slurm/`, a person's own) stay.
-pub fn claim(dir: &Path, force: bool, same: impl Fn(&RunMeta) -> bool) -> Result<()> {
+pub fn claim(lock: &FolderLock, force: bool, same: impl Fn(&RunMeta) -> bool) -> Result<()> {
+    let dir = lock.dir();
     let replaced = refuse_another(dir, force, same)?;
     let about: &[&str] = if replaced { &ABOUT_FILES } else { &[] };
     let stored = STORED_FILES.iter().flat_map(|name| {
@@ -54,8 +57,8 @@ pub fn claim(dir: &Path, force: bool, same: impl Fn(&RunMeta) -> bool) -> Result
 
 /// Whether a new run may go into `dir` (as [`claim`], but nothing is removed): a run of
 /// parts checks before its parts start, and makes room once they are merged.
-pub fn may_write(dir: &Path, force: bool) -> Result<()> {
-    refuse_another(dir, force, |_| false).map(|_| ())
+pub fn may_write(lock: &FolderLock, force: bool) -> Result<()> {
+    refuse_another(lock.dir(), force, |_| false).map(|_| ())
 }
 
 /// Refuses another run's finished cells in `dir` unless `force`; whether there are some
@@ -135,14 +138,15 @@ mod tests {
     fn another_run_is_refused_unless_forced_and_then_cleared_whole() {
         let dir = folder_with_a_run();
         let d = dir.path();
-        let e = claim(d, false, |_| false).unwrap_err().to_string();
+        let lock = FolderLock::take(d).unwrap();
+        let e = claim(&lock, false, |_| false).unwrap_err().to_string();
         assert!(
             e.contains("2 finished cell(s)") && e.contains("--force") && e.contains("x.toml"),
             "{e}"
         );
-        assert!(may_write(d, false).is_err() && may_write(d, true).is_ok());
+        assert!(may_write(&lock, false).is_err() && may_write(&lock, true).is_ok());
         assert!(d.join(CELLS_FILE).exists() && d.join(FINDINGS_FILE).exists());
-        claim(d, true, |_| false).unwrap();
+        claim(&lock, true, |_| false).unwrap();
         assert!(!d.join(CELLS_FILE).exists() && !d.join(FINDINGS_FILE).exists());
         assert!(
             d.join("parts").exists(),
@@ -154,13 +158,19 @@ mod tests {
     fn the_same_run_and_an_empty_folder_are_written_without_force() {
         let dir = folder_with_a_run();
         let d = dir.path();
-        claim(d, false, |m| m.started_utc == "t0").unwrap();
+        claim(&FolderLock::take(d).unwrap(), false, |m| {
+            m.started_utc == "t0"
+        })
+        .unwrap();
         assert!(!d.join(CELLS_FILE).exists());
         assert!(
             d.join(FINDINGS_FILE).exists(),
             "findings about the same run stay"
         );
-        claim(&d.join("new"), false, |_| false).unwrap();
+        claim(&FolderLock::create(&d.join("new")).unwrap(), false, |_| {
+            false
+        })
+        .unwrap();
     }
 
     #[test]
@@ -171,7 +181,8 @@ mod tests {
         let run = dir.path().join("run");
         std::fs::create_dir(&run).unwrap();
         std::os::unix::fs::symlink(&outside, run.join(CELLS_FILE)).unwrap();
-        let e = format!("{:#}", claim(&run, true, |_| false).unwrap_err());
+        let lock = FolderLock::take(&run).unwrap();
+        let e = format!("{:#}", claim(&lock, true, |_| false).unwrap_err());
         assert!(e.contains("symbolic link"), "{e}");
         assert!(outside.exists());
     }

@@ -1,13 +1,14 @@
 //! `runner merge PARTS... --out DIR`: the run folders of one experiment's shards (or of the
 //! GPUs of one machine) joined into one run folder, each cell renumbered into the whole
-//! plan and marked with the GPU that ran it. A part named twice (by another path, or as a
-//! copy) is refused, and so is an `--out` that holds another run, unless `force`. What
+//! plan and marked with the GPU that ran it. The parts are read and checked first, and the
+//! merged run written under the folder's lock after. A part named twice (by another path,
+//! or as a copy) is refused, and so is an `--out` that holds another run, unless `force`. What
 //! reading a part dropped is handed back, to be said: a part that lost cells to damage
 //! merges without them.
 
 use super::{
-    RunMeta, Samples, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SOURCES_DIR,
-    TEMPLATE_FILE,
+    FolderLock, RunMeta, Samples, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE,
+    SOURCES_DIR, TEMPLATE_FILE,
 };
 use crate::files;
 use crate::plan::Plan;
@@ -25,8 +26,19 @@ pub struct Merged {
     pub lost: Vec<String>,
 }
 
-/// Joins the runs in `parts` into `out`.
-pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<Merged> {
+/// The parts of a run, read and found to merge.
+pub struct Parts {
+    loaded: Vec<(Stored, Samples)>,
+    plan: Plan,
+    /// Of each part, each record's cell in `plan`.
+    cells: Vec<Vec<usize>>,
+    /// The merged run's metadata.
+    meta: RunMeta,
+}
+
+/// Reads the runs in `parts` and checks that they merge into `out`: all that refuses a merge
+/// is found before anything is written.
+pub fn read_parts(parts: &[&Path], out: &Path) -> Result<Parts> {
     let loaded = load_parts(parts)?;
     let runs: Vec<&Stored> = loaded.iter().map(|(s, _)| s).collect();
     let Some(first) = runs.first() else {
@@ -60,10 +72,19 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<Merged> {
         .iter()
         .map(|c| (c.id.as_str(), c.index))
         .collect();
-    // Which part ran each cell.
+    // Which part ran each cell, and where it is in the plan.
     let mut owner: HashMap<&str, usize> = HashMap::new();
+    let mut cells = vec![Vec::new(); runs.len()];
     for (i, r) in runs.iter().enumerate() {
         for rec in &r.records {
+            let Some(&at) = index.get(rec.id.as_str()) else {
+                bail!(
+                    "{}: cell {} is not in the experiment's plan",
+                    r.dir.display(),
+                    rec.id
+                );
+            };
+            cells[i].push(at);
             if let Some(other) = owner.insert(&rec.id, i).filter(|o| *o != i) {
                 bail!(
                     "cell {} ran in both {} and {}: the parts overlap",
@@ -100,6 +121,55 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<Merged> {
             meta.devices.push(device.clone());
         }
     }
+    Ok(Parts {
+        loaded,
+        plan,
+        cells,
+        meta,
+    })
+}
+
+impl Parts {
+    /// Joins the parts into the locked folder `out`, which may hold another run only if
+    /// `force`.
+    pub fn write(self, out: &FolderLock, force: bool) -> Result<Merged> {
+        let meta = self.meta.clone();
+        claim(&self, out, force)?;
+        let first = &self.loaded[0].0;
+        let mut writer = Writer::merged(out, &first.experiment, &meta)?;
+        for ((r, samples), cells) in self.loaded.iter().zip(&self.cells) {
+            let gpu = r.meta.device.as_ref().map(|d| d.uuid.clone());
+            for (rec, &i) in r.records.iter().zip(cells) {
+                let mut rec = r.with_samples(rec, samples);
+                rec.cell = i;
+                rec.gpu = rec.gpu.or_else(|| gpu.clone());
+                writer.append(&self.plan.cells[i], &rec)?;
+            }
+        }
+        let runs = || self.loaded.iter().map(|(s, _)| s);
+        let peers: Vec<_> = runs().flat_map(|r| r.peers.iter().cloned()).collect();
+        if !peers.is_empty() {
+            writer.write_peers(&peers)?;
+        }
+        // Last: until here run.json says the merge is unfinished.
+        writer.finish(&meta)?;
+        let of_each = |what: fn(&Stored) -> &Vec<String>| -> Vec<String> {
+            runs()
+                .flat_map(|r| what(r).iter().map(|w| format!("{}: {w}", r.dir.display())))
+                .collect()
+        };
+        Ok(Merged {
+            warnings: of_each(|r| &r.warnings),
+            lost: of_each(|r| &r.lost),
+            meta,
+        })
+    }
+}
+
+/// Makes room in `out` for the merged run (see [`super::claim`]) and copies the first
+/// part's experiment, sources and template there.
+fn claim(parts: &Parts, out: &FolderLock, force: bool) -> Result<()> {
+    let (meta, first) = (&parts.meta, &parts.loaded[0].0);
     // A merge of the same run (its parts merged again, more of them done) replaces itself.
     let same_run = |m: &RunMeta| {
         (&m.experiment_sha256, &m.set, &m.only, &m.started_utc)
@@ -110,51 +180,19 @@ pub fn merge(parts: &[&Path], out: &Path, force: bool) -> Result<Merged> {
                 &meta.started_utc,
             )
     };
-    files::create_dir(out).with_context(|| format!("cannot create {}", out.display()))?;
     super::claim(out, force, same_run)?;
-    copy_tree(&first.dir.join(SOURCES_DIR), &out.join(SOURCES_DIR))?;
+    let out_dir = out.dir();
+    copy_tree(&first.dir.join(SOURCES_DIR), &out_dir.join(SOURCES_DIR))?;
     for file in [EXPERIMENT_FILE, TEMPLATE_FILE] {
         let from = first.dir.join(file);
         if std::fs::symlink_metadata(&from).is_ok() {
             let bytes = files::read(&from, files::MAX_TEXT_BYTES)
                 .with_context(|| format!("cannot read {}", from.display()))?;
-            files::write(&out.join(file), bytes)
-                .with_context(|| format!("cannot write {}", out.join(file).display()))?;
+            files::write(&out_dir.join(file), bytes)
+                .with_context(|| format!("cannot write {}", out_dir.join(file).display()))?;
         }
     }
-    let mut writer = Writer::merged(out, &first.experiment, &meta)?;
-    for (r, samples) in &loaded {
-        let gpu = r.meta.device.as_ref().map(|d| d.uuid.clone());
-        for rec in &r.records {
-            let Some(&i) = index.get(rec.id.as_str()) else {
-                bail!(
-                    "{}: cell {} is not in the experiment's plan",
-                    r.dir.display(),
-                    rec.id
-                );
-            };
-            let mut rec = r.with_samples(rec, samples);
-            rec.cell = i;
-            rec.gpu = rec.gpu.or_else(|| gpu.clone());
-            writer.append(&plan.cells[i], &rec)?;
-        }
-    }
-    let peers: Vec<_> = runs.iter().flat_map(|r| r.peers.iter().cloned()).collect();
-    if !peers.is_empty() {
-        writer.write_peers(&peers)?;
-    }
-    // Last: until here run.json says the merge is unfinished.
-    writer.finish(&meta)?;
-    let of_each = |what: fn(&Stored) -> &Vec<String>| -> Vec<String> {
-        (runs.iter())
-            .flat_map(|r| what(r).iter().map(|w| format!("{}: {w}", r.dir.display())))
-            .collect()
-    };
-    Ok(Merged {
-        warnings: of_each(|r| &r.warnings),
-        lost: of_each(|r| &r.lost),
-        meta,
-    })
+    Ok(())
 }
 
 /// Each part with its samples, which the merged run copies.

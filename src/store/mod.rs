@@ -8,6 +8,7 @@
 mod format;
 mod frames;
 mod guard;
+mod lock;
 mod merge;
 mod read;
 mod records;
@@ -27,9 +28,10 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub use guard::{claim, may_write};
-pub use merge::merge;
+pub use lock::FolderLock;
+pub use merge::read_parts;
 pub use read::{previous_wall_times, Stored};
-pub use samples::{SampleSink, Samples, Stretch, TelemetryRow};
+pub use samples::{RunSamples, SampleSink, Samples, TelemetryRow};
 pub use write::Writer;
 
 /// One reading of a peer program: its time, or why there is none.

@@ -22,7 +22,7 @@ pub struct TelemetryRow {
 /// Consecutive samples of one run of a cell in one phase: its cell index, process, whether
 /// they are first launches, and each sample's time and host start (µs from its cell's
 /// start; NaN where not recorded). Handed over, not lent: a sink that keeps it makes no copy.
-pub struct Stretch {
+pub struct RunSamples {
     pub cell: u32,
     pub process: u32,
     pub first: bool,
@@ -36,7 +36,7 @@ pub trait SampleSink {
     /// forgets what it took, where the samples are streamed a second time.
     fn begin(&mut self, plan: &Plan, telemetry: &[TelemetryRow]);
     /// The next stretch, in stored order.
-    fn stretch(&mut self, s: Stretch);
+    fn stretch(&mut self, s: RunSamples);
     /// Cell `cell` has no samples to come.
     fn done(&mut self, cell: u32);
     /// Cells whose stored data is damaged, found once every sample is read: everything of
@@ -60,7 +60,7 @@ impl SampleSink for Samples {
         *self = Samples::default();
     }
 
-    fn stretch(&mut self, mut s: Stretch) {
+    fn stretch(&mut self, mut s: RunSamples) {
         let n = s.time_ns.len();
         self.cell.extend(std::iter::repeat_n(s.cell, n));
         self.process.extend(std::iter::repeat_n(s.process, n));
@@ -189,7 +189,7 @@ impl Gathering {
             std::mem::take(&mut self.start_us),
         );
         if !scan.out_of_order {
-            sink.stretch(Stretch {
+            sink.stretch(RunSamples {
                 cell,
                 process,
                 first,

@@ -5,8 +5,8 @@
 
 use super::format::Format;
 use super::{
-    PeerRow, RunMeta, Samples, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE, RUN_FILE,
-    SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
+    FolderLock, PeerRow, RunMeta, Samples, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE,
+    RUN_FILE, SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
 };
 use crate::experiment::Experiment;
 use crate::files;
@@ -80,9 +80,10 @@ pub fn source_copy(written: &str) -> PathBuf {
 }
 
 impl Writer {
-    /// Starts a run in `dir`, which [`super::claim`] has cleared of an earlier run.
-    pub fn create(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
-        files::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    /// Starts a run in the locked folder, which [`super::claim`] has cleared of an earlier
+    /// run.
+    pub fn create(lock: &FolderLock, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
+        let dir = lock.dir();
         let sources = dir.join(SOURCES_DIR);
         // A `[[copy]]` has no source.
         for k in exp.kernels.iter().filter(|k| !k.source.is_empty()) {
@@ -103,16 +104,17 @@ impl Writer {
         }
         files::write(&dir.join(EXPERIMENT_FILE), &exp.text)
             .with_context(|| format!("cannot write into {}", dir.display()))?;
-        let writer = Writer::empty(dir, exp, "", Format::Zstd)?;
+        let writer = Writer::empty(dir, exp, Format::Zstd, PathBuf::from)?;
         writer.write_meta(meta)?;
         Ok(writer)
     }
 
-    /// A run in `dir` made of other runs' cells (`runner merge`): its experiment, sources and
-    /// template are copied from them, its metadata is `meta`, said unfinished until
-    /// [`Writer::finish`] (a merge stopped half-way must not read as complete).
-    pub fn merged(dir: &Path, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
-        let writer = Writer::empty(dir, exp, "", Format::Zstd)?;
+    /// A run in the locked folder made of other runs' cells (`runner merge`): its
+    /// experiment, sources and template are copied from them, its metadata is `meta`, said
+    /// unfinished until [`Writer::finish`] (a merge stopped half-way must not read as
+    /// complete).
+    pub fn merged(lock: &FolderLock, exp: &Experiment, meta: &RunMeta) -> Result<Writer> {
+        let writer = Writer::empty(lock.dir(), exp, Format::Zstd, PathBuf::from)?;
         writer.write_meta(&RunMeta {
             complete: false,
             ..meta.clone()
@@ -126,12 +128,17 @@ impl Writer {
         write_meta(&self.dir, meta)
     }
 
-    /// New samples, telemetry and cell files in `dir`, holding their headers only; each
-    /// named `prefix` + its name in `format`.
-    fn empty(dir: &Path, exp: &Experiment, prefix: &str, format: Format) -> Result<Writer> {
+    /// New samples, telemetry and cell files in `dir`, holding their headers only; each at
+    /// `at` of its path in `format`.
+    fn empty(
+        dir: &Path,
+        exp: &Experiment,
+        format: Format,
+        at: fn(PathBuf) -> PathBuf,
+    ) -> Result<Writer> {
         let params: Vec<String> = exp.params.iter().map(|(n, _)| n.clone()).collect();
         let create = |name: &str| {
-            let path = dir.join(format!("{prefix}{}", format.file(name)));
+            let path = at(dir.join(format.file(name)));
             files::create(&path).with_context(|| format!("cannot create {}", path.display()))
         };
         let mut samples = create(SAMPLES_FILE)?;
@@ -154,26 +161,28 @@ impl Writer {
         })
     }
 
-    /// Continues the stored run in `dir`: its files are written anew from what was read
-    /// back (a torn last cell dropped), in its own format, and later cells are appended.
+    /// Continues the stored run in the locked folder: its files are written anew from what
+    /// was read back (a torn last cell dropped), in its own format, and later cells are
+    /// appended.
     pub fn resume(
-        dir: &Path,
+        lock: &FolderLock,
         stored: &Stored,
         samples: &Samples,
         meta: &RunMeta,
     ) -> Result<Writer> {
-        // Written beside the old files and renamed over them once whole, so that nothing
-        // of the run is lost if this stops half-way.
-        const NEW: &str = ".resumed-";
+        let dir = lock.dir();
+        // Written beside the old files as temporaries and renamed over them once whole, so
+        // that nothing of the run is lost if this stops half-way.
+        let beside = |path: PathBuf| files::temporary_beside(&path);
         let format = Format::of(dir)?.unwrap_or(Format::Zstd);
-        let mut writer = Writer::empty(dir, &stored.experiment, NEW, format)?;
+        let mut writer = Writer::empty(dir, &stored.experiment, format, beside)?;
         for rec in &stored.records {
             let rec = stored.with_samples(rec, samples);
             writer.append(&stored.plan.cells[rec.cell], &rec)?;
         }
-        for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE].map(|n| format.file(n)) {
-            std::fs::rename(dir.join(format!("{NEW}{name}")), dir.join(&name))
-                .with_context(|| format!("cannot replace {}", dir.join(&name).display()))?;
+        for path in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE].map(|n| dir.join(format.file(n))) {
+            std::fs::rename(beside(path.clone()), &path)
+                .with_context(|| format!("cannot replace {}", path.display()))?;
         }
         writer.write_meta(meta)?;
         Ok(writer)
@@ -302,7 +311,8 @@ mod tests {
         }
         let mut samples = Samples::default();
         let stored = Stored::load(dir.path(), &mut samples).unwrap();
-        drop(Writer::resume(dir.path(), &stored, &samples, &stored.meta).unwrap());
+        let lock = FolderLock::take(dir.path()).unwrap();
+        drop(Writer::resume(&lock, &stored, &samples, &stored.meta).unwrap());
         for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
             let (path, format) = find(dir.path(), name).unwrap().unwrap();
             assert_eq!(format, Format::Gzip, "{}", path.display());
@@ -313,11 +323,19 @@ mod tests {
         assert_eq!(again_samples.time_ns, samples.time_ns);
     }
 
+    /// The run in `part` merged alone into `out`: written as a run is written now.
+    fn merge_alone(part: &Path, out: &Path) {
+        let parts = crate::store::read_parts(&[part], out).unwrap();
+        parts
+            .write(&FolderLock::create(out).unwrap(), false)
+            .unwrap();
+    }
+
     #[test]
     fn a_run_written_now_stores_each_record_as_a_frame_of_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let run = dir.path().join("statistics");
-        crate::store::merge(&[Path::new("reports/statistics")], &run, false).unwrap();
+        merge_alone(Path::new("reports/statistics"), &run);
         let bytes = std::fs::read(run.join(Format::Zstd.file(CELLS_FILE))).unwrap();
         let (mut frames, mut at) = (0, 0);
         while at < bytes.len() {
@@ -335,10 +353,11 @@ mod tests {
     fn a_resumed_run_written_now_goes_on_in_zstd() {
         let dir = tempfile::tempdir().unwrap();
         let run = dir.path().join("statistics");
-        crate::store::merge(&[Path::new("reports/statistics")], &run, false).unwrap();
+        merge_alone(Path::new("reports/statistics"), &run);
         let mut samples = Samples::default();
         let stored = Stored::load(&run, &mut samples).unwrap();
-        drop(Writer::resume(&run, &stored, &samples, &stored.meta).unwrap());
+        let lock = FolderLock::take(&run).unwrap();
+        drop(Writer::resume(&lock, &stored, &samples, &stored.meta).unwrap());
         for name in [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE] {
             let (path, format) = find(&run, name).unwrap().unwrap();
             assert_eq!(format, Format::Zstd, "{}", path.display());

@@ -10,7 +10,8 @@ use super::prepare::{Code, Data};
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{
-    self, Before, CudaError, DeviceBuffer, Dims, Event, Function, Graph, Launch, Marks, Param,
+    self, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph, Launch, Marks,
+    Param,
 };
 use crate::experiment::knobs::flushed_graph::FlushedGraph;
 use crate::experiment::knobs::{
@@ -28,7 +29,7 @@ use std::time::Instant;
 
 /// What the timed launches use beside the buffers, made once per cell: the flush buffer
 /// and kernel, the event pairs of a node-timed graph, the wait kernel's output.
-pub(super) struct Gear {
+pub(super) struct TimingSetup {
     flush: Option<(FlushBuffer, FlushMethod, Option<Function>)>,
     /// Event nodes around each launch of a flushed graph, and around all of a hot one.
     marks: Vec<(Event, Event)>,
@@ -37,8 +38,8 @@ pub(super) struct Gear {
     wait_out: DeviceBuffer,
 }
 
-impl Gear {
-    pub(super) fn make(s: &mut Session, cell: &Cell) -> Result<Gear, Failure> {
+impl TimingSetup {
+    pub(super) fn make(s: &mut Session, cell: &Cell) -> Result<TimingSetup, Failure> {
         let knobs = &cell.knobs;
         let flush = match knobs.cache {
             Cache::Hot => None,
@@ -59,7 +60,7 @@ impl Gear {
             ),
             _ => (Vec::new(), None),
         };
-        Ok(Gear {
+        Ok(TimingSetup {
             flush,
             marks,
             whole,
@@ -93,7 +94,7 @@ impl<'b> Armed<'b> {
         cell: &Cell,
         code: &Code,
         data: &'b Data,
-        gear: &'b Gear,
+        gear: &'b TimingSetup,
     ) -> Result<Armed<'b>, Failure> {
         let (knobs, spec) = (&cell.knobs, &cell.launch);
         let params: Vec<Vec<Param>> = data.sets.iter().map(|b| b.params(&spec.args)).collect();
@@ -223,7 +224,7 @@ impl Starts {
 /// or a graph of them, preluded by the resets and the flush, or read by event nodes.
 fn timed_body<'b>(
     launches: Launches,
-    gear: &'b Gear,
+    gear: &'b TimingSetup,
     data: &'b Data,
     params: &[Vec<Param<'b>>],
     launch: &mut Launch<'b>,
@@ -237,7 +238,7 @@ fn timed_body<'b>(
         // its launches or against a graph of what comes before them alone.
         (Launches::Graph(n), Some(whole)) => {
             let f = flush.as_mut().expect("event nodes come with a flush");
-            let (marks, before) = (&gear.marks, || Before {
+            let (marks, before) = (&gear.marks, || BeforeEachLaunch {
                 resets: &[],
                 flush: None,
             });
@@ -246,7 +247,7 @@ fn timed_body<'b>(
                     launch,
                     n,
                     params,
-                    Before {
+                    BeforeEachLaunch {
                         resets: &[],
                         flush: Some(f.prelude()),
                     },
@@ -260,12 +261,12 @@ fn timed_body<'b>(
             }
         }
         (Launches::Graph(n), None) if flush.is_some() || has_resets => {
-            let before = Before {
+            let before = BeforeEachLaunch {
                 resets: &resets,
                 flush: flush.as_mut().map(Flush::prelude),
             };
             let pairs = Graph::capture(launch, n, params, before, Marks::None)?;
-            let before = Before {
+            let before = BeforeEachLaunch {
                 resets: &resets,
                 flush: flush.as_mut().map(Flush::prelude),
             };
@@ -276,7 +277,7 @@ fn timed_body<'b>(
             }
         }
         (Launches::Graph(n), None) => Body::Graph(
-            Graph::capture(launch, n, params, Before::nothing(), Marks::None)?,
+            Graph::capture(launch, n, params, BeforeEachLaunch::nothing(), Marks::None)?,
             n,
         ),
         (other, _) => {
@@ -294,7 +295,7 @@ fn timed_body<'b>(
 fn saturate<'b>(
     s: &mut Session,
     queue: Queue,
-    gear: &'b Gear,
+    gear: &'b TimingSetup,
 ) -> Result<Option<Saturate<'b>>, Failure> {
     Ok(match queue {
         Queue::Idle => None,

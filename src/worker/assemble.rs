@@ -11,7 +11,7 @@ use super::reference;
 use super::timeline::Timeline;
 use crate::cuda::{self, Dims, Launch, Param};
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
-use crate::method::compare;
+use crate::method::equal;
 use crate::plan::Cell;
 
 /// A launch's dimensions.
@@ -149,8 +149,7 @@ impl Checker<'_> {
         }
         let func = kernels.function(KernelKey::FirstDifference, timeline)?;
         let (size, name) = (dtype.size(), &def.args[check.output].name);
-        let Some(byte) =
-            compare::first_difference(&func, out, src).map_err(during("copy check"))?
+        let Some(byte) = equal::first_difference(&func, out, src).map_err(during("copy check"))?
         else {
             return Ok(Some(format!(
                 "copy: all {} elements equal",

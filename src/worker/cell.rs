@@ -4,7 +4,7 @@
 //! and the steady timed launches), collect (the timer's readings, telemetry) and audit
 //! ([`super::audit`]: one more launch on new inputs, checked and timed against the reading).
 
-use super::arm::{Armed, Gear, Starts};
+use super::arm::{Armed, Starts, TimingSetup};
 use super::assemble::Checker;
 use super::audit::{Auditor, Stash};
 use super::buffers::{Buffers, Poison};
@@ -79,7 +79,7 @@ fn measure(
     let code = Code::prepare(s, cell, rec)?;
     let data = Data::prepare(s, cell, &code)?;
     rec.telemetry_start = data.start_reading.1.clone();
-    let gear = Gear::make(s, cell)?;
+    let gear = TimingSetup::make(s, cell)?;
     let mut armed = Armed::arm(s, cell, &code, &data, &gear)?;
     let mut auditor = Auditor::plan(cell, &code, &data, &armed, process);
     let sampled = sample(s, cell, &code, &data, &mut armed, &mut auditor, rec)?;

@@ -97,9 +97,7 @@ impl Found {
 
 /// Compiles every build the plan uses; an error where NVRTC cannot be loaded.
 pub fn compile_plan(exp: &Experiment, plan: &Plan) -> Result<Preflight, CudaError> {
-    if !nvrtc::present() {
-        return Err(CudaError::Library("libnvrtc cannot be loaded, so nothing was compiled: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into()));
-    }
+    nvrtc::usable().map_err(|e| CudaError::Library(format!("nothing was compiled: {e}")))?;
     let version = nvrtc::version()?;
     let target = Target::open(exp);
     let mut compiler = Compiler::new(target.capability, None).reporting_resources()?;

@@ -2,13 +2,13 @@
 //! parent started the process: every microsecond until the last mark belongs to a phase,
 //! but for a wait on another process, which is left out.
 
-use crate::protocol::Phase;
+use crate::protocol::Span;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub struct Timeline {
     origin: Instant,
     last: Instant,
-    phases: Vec<Phase>,
+    phases: Vec<Span>,
 }
 
 impl Timeline {
@@ -35,7 +35,7 @@ impl Timeline {
 
     fn mark_at(&mut self, name: &str, at: Instant) {
         let ms = |i: Instant| i.duration_since(self.origin).as_secs_f64() * 1e3;
-        self.phases.push(Phase {
+        self.phases.push(Span {
             name: name.to_string(),
             start_ms: ms(self.last),
             ms: at.duration_since(self.last).as_secs_f64() * 1e3,
@@ -57,7 +57,7 @@ impl Timeline {
     }
 
     /// The phases marked since the last take.
-    pub fn take(&mut self) -> Vec<Phase> {
+    pub fn take(&mut self) -> Vec<Span> {
         std::mem::take(&mut self.phases)
     }
 

@@ -266,6 +266,26 @@ pub fn stand_in_driver(dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// A stand-in NVRTC (`tests/stand-in-cuda/libnvrtc.c`) built into `dir` with the C
+/// compiler: with `dir` on `LD_LIBRARY_PATH`, the runner finds a `libnvrtc.so` that has
+/// `nvrtcVersion` alone, or with `nothing`, none of NVRTC's functions. `dir`'s library.
+pub fn stand_in_nvrtc(dir: &Path, nothing: bool) -> PathBuf {
+    let source = std::env::current_dir()
+        .unwrap()
+        .join("tests/stand-in-cuda/libnvrtc.c");
+    let library = dir.join("libnvrtc.so");
+    let mut cc = Command::new("cc");
+    cc.args(["-shared", "-fPIC"]);
+    if nothing {
+        cc.arg("-DNOTHING");
+    }
+    let built = (cc.arg("-o").arg(&library).arg(&source))
+        .output()
+        .expect("a C compiler (cc) builds the stand-in NVRTC");
+    assert!(built.status.success(), "{}", stderr(&built));
+    library
+}
+
 /// Process `pid`'s parent and state letter (`R`, `S`, `Z`...), from `/proc/PID/stat`; None
 /// once it is gone and reaped.
 pub fn process(pid: u32) -> Option<(u32, char)> {

@@ -1,7 +1,7 @@
 //! Findings about cells: those not trusted, those of kernels written to be caught, those
 //! flagged for their clocks, and, where no other rule speaks, each kernel's range.
 
-use super::{At, Finding, Reading, Trusted};
+use super::{Finding, NamedCell, Reading, Trusted};
 use crate::analysis::trust::Verdict;
 use crate::analysis::Analysis;
 use crate::experiment::Experiment;
@@ -148,7 +148,7 @@ pub fn ranges(t: &Trusted) -> Vec<Finding> {
             continue;
         };
         let reading = |(p, v, ns): &(&crate::experiment::Point, &str, f64)| Reading {
-            at: At::new(&kernel.name, p, v),
+            at: NamedCell::new(&kernel.name, p, v),
             ns: *ns,
             against_ns: None,
         };

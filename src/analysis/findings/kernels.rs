@@ -1,7 +1,7 @@
 //! Findings about kernels: a kernel against its baseline kernel, its best share of the
 //! device's peak, and the best value of a tuned parameter.
 
-use super::{At, Finding, Reading, Trusted, ALIKE_FRACTION};
+use super::{Finding, NamedCell, Reading, Trusted, ALIKE_FRACTION};
 use crate::analysis::peaks::Peaks;
 use crate::analysis::units::{ratio_interval, seed_of};
 use crate::experiment::rates::FlopsType;
@@ -52,7 +52,7 @@ pub fn speedups(t: &Trusted) -> Vec<Finding> {
                 let q = base(p)?;
                 let against = (t.median)(b, q, v)?;
                 let reading = Reading {
-                    at: At::new(kernel, p, v),
+                    at: NamedCell::new(kernel, p, v),
                     ns,
                     against_ns: Some(against),
                 };
@@ -91,7 +91,7 @@ pub fn speedups(t: &Trusted) -> Vec<Finding> {
 
 /// What a share of the peak counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Work {
+pub enum PeakOf {
     /// Bytes against the DRAM peak (`host_link`: against the host link's).
     Bytes {
         host_link: bool,
@@ -103,7 +103,7 @@ pub enum Work {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Peak {
     pub at: Reading,
-    pub work: Work,
+    pub work: PeakOf,
     /// Bytes or FLOPs per launch.
     pub amount: f64,
     /// Per second, and the peak per second.
@@ -135,14 +135,14 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
         let dtype = kernel.flops_type.unwrap_or_default();
         let works = [
             (
-                Work::Bytes { host_link },
+                PeakOf::Bytes { host_link },
                 if host_link {
                     peaks.host_link
                 } else {
                     peaks.dram
                 },
             ),
-            (Work::Flops(dtype), peaks.flops(dtype)),
+            (PeakOf::Flops(dtype), peaks.flops(dtype)),
         ];
         for (work, peak) in works {
             let Some(peak) = peak else { continue };
@@ -151,12 +151,12 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
                     let i = kernel.points.iter().position(|x| x == p)?;
                     let launch = kernel.launches.get(i)?;
                     let amount = match work {
-                        Work::Bytes { .. } => launch.bytes?,
-                        Work::Flops(_) => launch.flops?,
+                        PeakOf::Bytes { .. } => launch.bytes?,
+                        PeakOf::Flops(_) => launch.flops?,
                     };
                     Some(Peak {
                         at: Reading {
-                            at: At::new(&kernel.name, p, v),
+                            at: NamedCell::new(&kernel.name, p, v),
                             ns,
                             against_ns: None,
                         },
@@ -164,7 +164,7 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
                         amount,
                         rate: amount / (ns * 1e-9),
                         peak,
-                        dram_bound: matches!(work, Work::Bytes { host_link: false })
+                        dram_bound: matches!(work, PeakOf::Bytes { host_link: false })
                             && launch.device_bytes() > 2 * l2_bytes
                             && amount <= 2.0 * launch.device_bytes() as f64,
                     })
@@ -178,7 +178,7 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
         }
     }
     let cache_served =
-        |p: &Peak| matches!(p.work, Work::Bytes { host_link: false }) && !p.dram_bound;
+        |p: &Peak| matches!(p.work, PeakOf::Bytes { host_link: false }) && !p.dram_bound;
     out.sort_by(|x, y| {
         (cache_served(x), y.share())
             .partial_cmp(&(cache_served(y), x.share()))
@@ -279,7 +279,7 @@ pub fn best(t: &Trusted) -> Vec<Finding> {
             wins: n,
             groups: contests.len(),
             by_most: Reading {
-                at: At::new(&kernel.name, fastest.point, v),
+                at: NamedCell::new(&kernel.name, fastest.point, v),
                 ns: fastest.ns,
                 against_ns: Some(slowest.ns),
             },
@@ -331,7 +331,10 @@ mod tests {
         let s = speedup(found[0].clone());
         assert_eq!((s.cells, s.faster, s.slower, s.alike()), (3, 2, 0, 1));
         assert_eq!(s.highest.1, 2.0);
-        assert_eq!(s.lowest.0.at, At::new("tiled", &exp.points[0], "cold"));
+        assert_eq!(
+            s.lowest.0.at,
+            NamedCell::new("tiled", &exp.points[0], "cold")
+        );
         assert_eq!(s.strongest.0.ns, 50.0);
         assert_eq!(s.strongest.0.against_ns, Some(100.0));
         let (lo, hi) = s.interval.unwrap();
@@ -371,7 +374,7 @@ mod tests {
         // n = 1000: 8 kB at 4 ns, 2000 GB/s (200%, L2); n = 10^6: 8 MB at 10 µs, 800 GB/s.
         let f = fake(&[("copy/n=1000/hot", 4.0), ("copy/n=1000000/hot", 10_000.0)]);
         let found = with(&exp, &f, |t| peaks(t, &device(), 1_000_000));
-        let shares: Vec<(Work, f64, bool)> = (found.iter())
+        let shares: Vec<(PeakOf, f64, bool)> = (found.iter())
             .map(|f| match f {
                 Finding::Peak(p) => (p.work, (p.share() * 1e6).round() / 1e6, p.dram_bound),
                 f => panic!("{f:?}"),
@@ -380,8 +383,8 @@ mod tests {
         assert_eq!(
             shares,
             [
-                (Work::Bytes { host_link: false }, 0.8, true),
-                (Work::Flops(FlopsType::default()), 0.05, false)
+                (PeakOf::Bytes { host_link: false }, 0.8, true),
+                (PeakOf::Flops(FlopsType::default()), 0.05, false)
             ]
         );
         // An L2 as large as every buffer: the best over all points, said to be L2's.

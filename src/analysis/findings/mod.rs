@@ -7,7 +7,7 @@ mod kernels;
 mod variants;
 
 pub use cells::Range;
-pub use kernels::{Best, Peak, Speedup, Work};
+pub use kernels::{Best, Peak, PeakOf, Speedup};
 pub use variants::{Bias, Difference, PeerAgreement};
 
 use super::counters::{BytesCheck, BytesVerdict};
@@ -23,21 +23,21 @@ pub const MAX_FINDINGS: usize = 10;
 const MAX_PER_RULE: usize = 3;
 
 /// Two readings within this fraction of each other are alike: the default threshold of a
-/// comparison between runs (`verdict::DEFAULT_THRESHOLD_PCT`).
+/// comparison between runs (`compare::DEFAULT_THRESHOLD_PCT`).
 pub const ALIKE_FRACTION: f64 = 0.02;
 
 /// A cell a finding names.
 #[derive(Debug, Clone, PartialEq)]
-pub struct At {
+pub struct NamedCell {
     pub kernel: String,
     /// The sweep point as a cell id writes it (`n=512`, `m=1 n=2`; empty without a sweep).
     pub point: String,
     pub variant: String,
 }
 
-impl At {
-    pub fn new(kernel: &str, point: &Point, variant: &str) -> At {
-        At {
+impl NamedCell {
+    pub fn new(kernel: &str, point: &Point, variant: &str) -> NamedCell {
+        NamedCell {
             kernel: kernel.into(),
             point: point_id(point),
             variant: variant.into(),
@@ -48,7 +48,7 @@ impl At {
 /// A cell and its reading(s) in ns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
-    pub at: At,
+    pub at: NamedCell,
     pub ns: f64,
     /// What it is set against (a baseline, a reference, a peer), where it is.
     pub against_ns: Option<f64>,
@@ -264,7 +264,7 @@ pub(crate) mod tests {
 
     impl Fake {
         pub fn median(&self, exp: &Experiment, k: usize, p: &Point, v: &str) -> Option<f64> {
-            let at = At::new(&exp.kernels[k].name, p, v);
+            let at = NamedCell::new(&exp.kernels[k].name, p, v);
             self.0
                 .get(&format!("{}/{}/{}", at.kernel, at.point, at.variant))
                 .copied()

@@ -1,7 +1,7 @@
 //! Findings about methods: a variant against another, a method against its reference, and
 //! a peer program against the variant it stands beside.
 
-use super::{At, Finding, Reading, Trusted, ALIKE_FRACTION};
+use super::{Finding, NamedCell, Reading, Trusted, ALIKE_FRACTION};
 use crate::analysis::agreement::{agrees_with_peer, bias as bias_of, within_tolerance};
 use crate::experiment::knobs::cache::{Cache, FlushMethod};
 use crate::experiment::knobs::{Aspect, Knobs};
@@ -73,7 +73,7 @@ pub fn differences(t: &Trusted) -> Vec<Finding> {
             for (i, p) in kernel.points.iter().enumerate() {
                 if let (Some(x), Some(y)) = ((t.median)(k, p, &a), (t.median)(k, p, &b)) {
                     let reading = Reading {
-                        at: At::new(&kernel.name, p, &a),
+                        at: NamedCell::new(&kernel.name, p, &a),
                         ns: x,
                         against_ns: Some(y),
                     };
@@ -173,7 +173,7 @@ pub fn bias(t: &Trusted) -> Vec<Finding> {
                     let (ns, f) = bias_of(m, r);
                     within += usize::from(within_tolerance(ns, f));
                     cells.push(Reading {
-                        at: At::new(&kernel.name, p, method),
+                        at: NamedCell::new(&kernel.name, p, method),
                         ns: m,
                         against_ns: Some(r),
                     });
@@ -261,7 +261,7 @@ pub fn peers(t: &Trusted, peer_medians: &HashMap<(String, String), f64>) -> Vec<
                     first_launch |= first;
                     cells.push((
                         Reading {
-                            at: At::new(&kernel.name, p, &peer.variant),
+                            at: NamedCell::new(&kernel.name, p, &peer.variant),
                             ns: ours,
                             against_ns: Some(theirs),
                         },

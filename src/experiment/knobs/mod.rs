@@ -1,5 +1,5 @@
 //! The methodology knobs of `[defaults]` and each `[[variant]]`. A knob is one file here: its
-//! keys with their documentation (`runner keys` and README.md's key reference print them),
+//! keys with their documentation (`runner keys` and docs/keys.md print them),
 //! how its raw TOML values become a checked value at one sweep point, its default and how it
 //! describes itself (for `runner plan`, the methodology table and the report). The code that
 //! acts on a knob reads the value; nothing else restates it.
@@ -48,7 +48,7 @@ impl Aspect {
     }
 }
 
-/// One key of a knob, as the key reference (`runner keys`, README.md) shows it: set to its
+/// One key of a knob, as the key reference (`runner keys`, docs/keys.md) shows it: set to its
 /// example in `[defaults]`, or, for a key unset by default, commented out.
 #[derive(Debug)]
 pub struct Key {
@@ -222,7 +222,7 @@ impl Layer<'_> {
             .map(Some)
             .map_err(|e: toml::de::Error| {
                 self.err(raw, format!("{key}: {}", e.message().trim()))
-                    .with_hint("see the experiment format in README.md")
+                    .with_hint("see the experiment format in docs/experiments.md")
             })
     }
 

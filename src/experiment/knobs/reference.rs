@@ -1,14 +1,14 @@
 //! The key reference, made from every knob's `KEYS`: what `runner keys` prints and what
-//! README.md holds between its `<!-- keys:begin -->` and `<!-- keys:end -->` markers.
+//! docs/keys.md holds below its heading (`tests/docs.rs` keeps the two alike).
 
 use super::{Key, Knobs};
 
-/// The column a key's comment starts at, as in README.md's other TOML blocks.
+/// The column a key's comment starts at, as in the docs' other TOML blocks.
 const COMMENT_COLUMN: usize = 31;
 /// The longest line the reference writes, in characters.
 const WIDTH: usize = 96;
 
-/// What the reference is, as a Markdown paragraph wrapped as README.md's prose is.
+/// What the reference is, as a Markdown paragraph wrapped as the docs' prose is.
 const INTRO: &str = "\
 `[defaults]` sets the methodology knobs for every variant, and a `[[variant]]` may set any of
 them again for itself. A key set below shows its default unless its comment says otherwise; a
@@ -100,7 +100,7 @@ mod tests {
         let layer = Layer {
             variant: &RawTable::new(),
             defaults: &defaults,
-            path: Path::new("README.md"),
+            path: Path::new("docs/keys.md"),
             text: &text,
             point: &point,
             facts: &DeviceFacts::nominal(),

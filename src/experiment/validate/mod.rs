@@ -42,7 +42,7 @@ pub fn experiment(
     let name = super::name_of(path)?;
     let raw: RawExperiment = toml::from_str(text).map_err(|e| match e.span() {
         Some(span) => ConfigError::at(path, text, Some(span), e.message().trim().to_string())
-            .with_hint("see the experiment format in README.md"),
+            .with_hint("see the experiment format in docs/experiments.md"),
         // TOML's reader stops at a depth it gives no place for: the deepest line is it.
         None => ConfigError::at(path, text, limits::deepest_line(text), e.message().trim().to_string())
             .with_hint("a key, table or array is nested deeper than TOML's reader follows (80 levels): flatten it"),
@@ -345,7 +345,7 @@ impl Validator<'_> {
                                 .join(", ")
                         ),
                     )
-                    .with_hint("see the experiment format in README.md"));
+                    .with_hint("see the experiment format in docs/experiments.md"));
             }
         }
         Ok(())

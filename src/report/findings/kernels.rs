@@ -2,7 +2,7 @@
 //! value of a tuned parameter.
 
 use super::{against, place, share, speed, time};
-use crate::analysis::findings::{Best, Peak, Speedup, Work, ALIKE_FRACTION};
+use crate::analysis::findings::{Best, Peak, PeakOf, Speedup, ALIKE_FRACTION};
 use crate::report::format;
 
 /// A kernel against its baseline kernel.
@@ -66,13 +66,13 @@ pub(super) fn speedup(s: &Speedup) -> String {
 /// A kernel's best share of the peak.
 pub(super) fn peak(p: &Peak) -> String {
     let (rate, peak, name, amount) = match p.work {
-        Work::Bytes { host_link } => (
+        PeakOf::Bytes { host_link } => (
             format!("{} GB/s", format::number(p.rate / 1e9)),
             format!("{} GB/s", format::number(p.peak / 1e9)),
             if host_link { "host link" } else { "DRAM" },
             si(p.amount, "B"),
         ),
-        Work::Flops(dtype) => (
+        PeakOf::Flops(dtype) => (
             format!("{} TFLOP/s", format::number(p.rate / 1e12)),
             format!("{} TFLOP/s", format::number(p.peak / 1e12)),
             dtype.name(),
@@ -80,7 +80,7 @@ pub(super) fn peak(p: &Peak) -> String {
         ),
     };
     let l2 = match p.work {
-        Work::Bytes { host_link: false } if !p.dram_bound => {
+        PeakOf::Bytes { host_link: false } if !p.dram_bound => {
             "; at no trusted point must all its bytes cross DRAM (buffers within twice the L2, or bytes read more than once), so caches serve part of them"
         }
         _ => "",
@@ -179,7 +179,7 @@ mod tests {
     fn a_peak_and_a_tuned_parameter_in_words() {
         let p = Peak {
             at: reading("saxpy/n=4096/hot", 67_330.0, None),
-            work: Work::Bytes { host_link: false },
+            work: PeakOf::Bytes { host_link: false },
             amount: 201.3e6,
             rate: 201.3e6 / 67.33e-6,
             peak: 3352e9,

@@ -6,7 +6,7 @@ mod methods;
 
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
-use crate::analysis::findings::{At, Finding, Range};
+use crate::analysis::findings::{Finding, NamedCell, Range};
 use crate::experiment::Unit;
 
 /// At most this many cells a finding lists by name.
@@ -71,7 +71,7 @@ fn count(n: usize, noun: &str) -> String {
 
 /// Where a cell is: `at n=512 (hot)`, or `under hot` without a sweep; with its kernel
 /// first where asked: `` `matmul` at n=512 (hot) ``.
-fn place(at: &At, kernel: bool) -> String {
+fn place(at: &NamedCell, kernel: bool) -> String {
     let k = if kernel {
         format!("`{}` ", at.kernel)
     } else {
@@ -84,7 +84,7 @@ fn place(at: &At, kernel: bool) -> String {
 }
 
 /// A kernel at a point, without the variant: `` `matmul` at n=512 ``.
-fn spot(at: &At) -> String {
+fn spot(at: &NamedCell) -> String {
     match at.point.as_str() {
         "" => format!("`{}`", at.kernel),
         p => format!("`{}` at {p}", at.kernel),
@@ -261,7 +261,7 @@ pub(super) mod tests {
     pub fn reading(id: &str, ns: f64, against: Option<f64>) -> Reading {
         let parts: Vec<&str> = id.split('/').collect();
         Reading {
-            at: At {
+            at: NamedCell {
                 kernel: parts[0].into(),
                 point: parts[1].into(),
                 variant: parts[2].into(),

@@ -29,7 +29,7 @@ use super::Session;
 use crate::cuda::{self, DeviceBuffer};
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::experiment::{ArgValue, Kernel, Memory};
-use crate::method::{audit, compare};
+use crate::method::{audit, equal};
 use crate::plan::{Cell, Role};
 use crate::protocol::{AuditRecord, CellRecord};
 use std::path::Path;
@@ -464,7 +464,7 @@ fn first_difference(
     let func = s
         .kernels
         .function(KernelKey::FirstDifference, &mut s.timeline)?;
-    compare::first_difference(&func, buf, copy)
+    equal::first_difference(&func, buf, copy)
         .map_err(during("audit: comparing an input with its copy"))
 }
 

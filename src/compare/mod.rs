@@ -1,6 +1,6 @@
 //! Two stored runs of an experiment, cell by cell: the ratio of the new run's headline
-//! median to the old one's with a bootstrap interval, a Mann-Whitney U p-value, and a
-//! verdict against a threshold (faster, slower, same, or too noisy to tell). The report
+//! median to the old one's with a bootstrap interval, a Mann-Whitney U p-value, and the
+//! change it reads as against a threshold (faster, slower, same, or too noisy to tell). The report
 //! renders it (`runner compare`, `runner report --compare`).
 
 mod stats;
@@ -25,20 +25,20 @@ const MIN_UNITS: usize = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Change {
     Faster,
     Slower,
     Same,
     TooNoisy,
 }
 
-impl Verdict {
+impl Change {
     pub fn text(self) -> &'static str {
         match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "⚠ slower",
-            Verdict::Same => "same",
-            Verdict::TooNoisy => "too noisy to tell",
+            Change::Faster => "faster",
+            Change::Slower => "⚠ slower",
+            Change::Same => "same",
+            Change::TooNoisy => "too noisy to tell",
         }
     }
 }
@@ -57,7 +57,7 @@ pub struct CellComparison {
     pub units: String,
     pub old_units: usize,
     pub new_units: usize,
-    pub verdict: Verdict,
+    pub verdict: Change,
     /// Why this cell's two runs are not like for like, where they are not.
     pub differs: Vec<String>,
 }
@@ -96,14 +96,14 @@ pub enum Gate {
 }
 
 impl Comparison {
-    pub fn count(&self, v: Verdict) -> usize {
+    pub fn count(&self, v: Change) -> usize {
         self.cells.iter().filter(|c| c.verdict == v).count()
     }
 
     pub fn gate(&self) -> Gate {
         if !self.only_old.is_empty() || !self.unexpected_new.is_empty() {
             Gate::Incomplete
-        } else if self.count(Verdict::Slower) > 0 {
+        } else if self.count(Change::Slower) > 0 {
             Gate::Slower
         } else {
             Gate::Pass
@@ -121,10 +121,10 @@ impl Comparison {
             self.cells.len(),
             self.threshold_pct,
             self.floor_us,
-            self.count(Verdict::Slower),
-            self.count(Verdict::Faster),
-            self.count(Verdict::Same),
-            self.count(Verdict::TooNoisy)
+            self.count(Change::Slower),
+            self.count(Change::Faster),
+            self.count(Change::Same),
+            self.count(Change::TooNoisy)
         )
     }
 }
@@ -229,15 +229,15 @@ pub fn compare(old: &Analysis, new: &Analysis, threshold_pct: f64, floor_us: f64
         let (ratio_low, ratio_high) = ratio_interval(a, b, seed_of(&cell.id));
         let t = (threshold_pct / 100.0).max(floor_us * 1e3 / old_median);
         let verdict = if a.len() < MIN_UNITS || b.len() < MIN_UNITS {
-            Verdict::TooNoisy
+            Change::TooNoisy
         } else if ratio_low > 1.0 + t {
-            Verdict::Slower
+            Change::Slower
         } else if ratio_high < 1.0 - t {
-            Verdict::Faster
+            Change::Faster
         } else if ratio_low >= 1.0 - t && ratio_high <= 1.0 + t {
-            Verdict::Same
+            Change::Same
         } else {
-            Verdict::TooNoisy
+            Change::TooNoisy
         };
         // The stored copy of a source keeps its path below the experiment's folder: match
         // whole file names, so `stream.cu` is not taken for `mystream.cu`.

@@ -1,4 +1,4 @@
-//! What a counter pass (`plan::counted`) gives each cell it ran: the counters its first
+//! What a counter pass (`plan::counter_passes`) gives each cell it ran: the counters its first
 //! timed record carries, or why there are none.
 
 use crate::experiment::knobs::env::ProfilerCache;
