@@ -56,14 +56,18 @@ fn unexpected(r: &report::Rendered) -> Vec<String> {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // Help and version are printed on stdout and are no error, but a stdout that takes
+        // none of them (a full disk) is.
+        Err(e) if !e.use_stderr() => {
+            return finish(
+                e.print()
+                    .map(|()| true)
+                    .map_err(|w| Unwritten::from(w).into()),
+            )
+        }
         Err(e) => {
             let _ = e.print();
-            // Help and version are printed on stdout and are no error.
-            return ExitCode::from(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            });
+            return ExitCode::from(exit::USAGE);
         }
     };
     let result = match cli.command {
@@ -218,7 +222,9 @@ fn finish(result: anyhow::Result<bool>) -> ExitCode {
             ExitCode::from(exit::BROKEN_PIPE)
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // A stderr that takes nothing (a full disk) leaves the exit code to say it.
+            let _ =
+                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("error: {e:#}\n"));
             ExitCode::from(match e.is::<Usage>() {
                 true => exit::USAGE,
                 false => exit::ERROR,

@@ -369,24 +369,27 @@ fn set_replaces_a_sweep_for_a_plan_and_names_what_it_cannot_replace() {
 
 #[test]
 fn a_reader_that_went_away_ends_a_command_quietly_and_a_full_disk_is_an_error() {
-    let commands: [&[&str]; 4] = [
+    let commands: [&[&str]; 5] = [
         &["plan", "experiments/accuracy.toml"],
         &["keys"],
         &["compare", "reports/compare", "reports/compare"],
+        &["--help"],
         &["report", "reports/compare", "--template", "/nonexistent"],
     ];
-    for args in &commands[..3] {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    for args in &commands[..4] {
         // A pipe whose reader closed before the first line, as `| head -1` does early.
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let out = runner().args(*args).stdout(writer).output().unwrap();
         assert_eq!(out.status.code(), Some(141), "{args:?}: {}", stderr(&out));
         assert_eq!(stderr(&out), "", "{args:?}: said nothing");
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let out = runner().args(*args).stdout(full).output().unwrap();
+        let out = runner().args(*args).stdout(full()).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
         assert_eq!(
             stderr(&out).trim_end(),
@@ -397,9 +400,12 @@ fn a_reader_that_went_away_ends_a_command_quietly_and_a_full_disk_is_an_error() 
     // An error before any output is said as before.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = runner().args(commands[3]).stdout(writer).output().unwrap();
+    let out = runner().args(commands[4]).stdout(writer).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).starts_with("error: "), "{}", stderr(&out));
+    // An error that a full disk keeps from being said still ends as an error, not a panic.
+    let out = runner().args(commands[4]).stderr(full()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]

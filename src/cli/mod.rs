@@ -371,6 +371,12 @@ impl Unwritten {
     }
 }
 
+impl From<std::io::Error> for Unwritten {
+    fn from(e: std::io::Error) -> Self {
+        Unwritten(e)
+    }
+}
+
 impl std::fmt::Display for Unwritten {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "cannot write to standard output: {}", self.0)
