@@ -61,6 +61,14 @@ struct Gathering {
 impl Gathering {
     fn feed(&mut self, mut bytes: &[u8]) {
         while let Some(end) = bytes.iter().position(|&b| b == b'\n') {
+            if end == 0 && self.current.is_empty() && !self.too_long {
+                // A run of empty lines is counted, not gathered: a file of newlines alone
+                // (a bomb) took seconds a line at a time.
+                let run = bytes.iter().take_while(|&&b| b == b'\n').count();
+                self.at += run;
+                bytes = &bytes[run..];
+                continue;
+            }
             self.extend(&bytes[..end]);
             self.end_line();
             bytes = &bytes[end + 1..];
@@ -241,4 +249,19 @@ pub(super) fn read_records(
         }
     }
     Ok((records, lost))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_lines_are_counted_and_not_gathered() {
+        let mut g = Gathering::default();
+        g.feed(b"a\n\n\n");
+        g.feed(b"\nb\n \nc");
+        g.frame_ended();
+        let lines: Vec<(usize, &[u8])> = g.lines.iter().map(|l| (l.at, &l.bytes[..])).collect();
+        assert_eq!(lines, [(1, &b"a"[..]), (5, b"b"), (7, b"c")]);
+    }
 }
