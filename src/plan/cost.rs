@@ -11,6 +11,12 @@ use crate::experiment::knobs::env::JitCache;
 use crate::experiment::Experiment;
 use std::collections::{HashMap, HashSet};
 
+/// How far a first run's modelled time may be off: the project's runs since the model's
+/// constants were measured took between its inverse and this many times what the model
+/// said (`store::committed_tests` keeps it true of them). A kernel far below its peaks, or
+/// one that declares no work, takes longer.
+pub const MODEL_SPREAD: f64 = 3.0;
+
 /// The estimate of a run, in seconds, by what it counts.
 pub struct Estimate {
     /// Seconds of each run of each cell (by cell index), and whether an earlier run gave it.
@@ -231,7 +237,13 @@ impl Estimate {
             (true, _) => "for a first run, modelled",
             (false, true) => "from the previous run's cell times where it has them, else modelled",
         };
-        format!("{total} {basis}: {}", parts.join("; "))
+        let spread = match modelled {
+            true => format!(
+                ". A model, not a bound: the project's own runs took a third to {MODEL_SPREAD:.0} times what it said, and a kernel far below its peaks takes longer; a run in `reports/<name>` gives the next plan its cell times"
+            ),
+            false => String::new(),
+        };
+        format!("{total} {basis}: {}{spread}", parts.join("; "))
     }
 }
 
