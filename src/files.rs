@@ -131,6 +131,12 @@ pub fn create(path: &Path) -> io::Result<File> {
 
 /// Writes `path` whole: a temporary file beside it, renamed over it once written.
 pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    write_pieces(path, &[bytes.as_ref()])
+}
+
+/// Writes `pieces` one after another as `path`, as [`write`] does: each in turn, never
+/// joined (inputs reach gigabytes).
+pub fn write_pieces(path: &Path, pieces: &[&[u8]]) -> io::Result<()> {
     writable(path)?;
     let tmp = temporary_beside(path);
     let written = OpenOptions::new()
@@ -138,7 +144,7 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes.as_ref()))
+        .and_then(|mut f| pieces.iter().try_for_each(|p| f.write_all(p)))
         .and_then(|()| fs::rename(&tmp, path));
     if written.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -52,11 +52,7 @@ impl Stop {
     }
 
     fn number(self) -> i32 {
-        match self {
-            Stop::Interrupt => SIGINT,
-            Stop::Terminate => SIGTERM,
-            Stop::HangUp => SIGHUP,
-        }
+        self.signal().as_raw()
     }
 
     pub fn name(self) -> &'static str {

@@ -1,6 +1,7 @@
 //! A cell's input data drawn from its `init`s: random (uniform, normal) in chunks on every
 //! core, constants and ranges, pointer chases, `.npy` files.
 
+use super::cores;
 use super::failure::Failure;
 use crate::experiment::{ArgValue, Dtype, Init};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
@@ -158,21 +159,7 @@ fn fill_random(drawn: &mut Drawn, random: &[(usize, Dtype, Random)], seed: u64) 
             out,
         }));
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(chunks.len());
-    if threads <= 1 {
-        chunks.into_iter().for_each(Chunk::fill);
-        return;
-    }
-    let mut shares: Vec<Vec<Chunk>> = (0..threads).map(|_| Vec::new()).collect();
-    for (i, chunk) in chunks.into_iter().enumerate() {
-        shares[i % threads].push(chunk);
-    }
-    std::thread::scope(|scope| {
-        for share in shares {
-            scope.spawn(move || share.into_iter().for_each(Chunk::fill));
-        }
-    });
+    cores::each(chunks, Chunk::fill);
 }
 
 /// The seed of chunk `chunk` of argument `arg` in a draw seeded with `seed`.

@@ -8,6 +8,7 @@ mod audit;
 mod buffers;
 mod cell;
 mod compiler;
+mod cores;
 mod draw;
 mod failure;
 mod inputs;

@@ -1,6 +1,7 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
 use super::buffers::POISON;
+use super::cores;
 use super::failure::Failure;
 use super::shared;
 use crate::experiment::Dtype;
@@ -259,43 +260,28 @@ fn matmul_reference(
             _ => rows.push((row, vec![col])),
         }
     }
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let per_thread = rows.len().div_ceil(threads).max(1);
     let b = &b;
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = (rows.chunks(per_thread))
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    for (row, cols) in part {
-                        let mut sums = vec![0.0f64; cols.len()];
-                        // A whole row (a full check) reads B's rows straight through, which
-                        // vectorizes; the sums are the same, each still in the order of k.
-                        let whole =
-                            cols.len() == n && (cols.iter().enumerate()).all(|(i, &c)| i == c);
-                        for i in 0..k {
-                            let x = a.f64_at(row * k + i);
-                            let b_row = &b[i * n..(i + 1) * n];
-                            if whole {
-                                for (sum, &y) in sums.iter_mut().zip(b_row) {
-                                    *sum += x * y;
-                                }
-                            } else {
-                                for (sum, &col) in sums.iter_mut().zip(cols) {
-                                    *sum += x * b_row[col];
-                                }
-                            }
-                        }
-                        out.extend(sums);
-                    }
-                    out
-                })
-            })
-            .collect();
-        (parts.into_iter())
-            .flat_map(|p| p.join().expect("a reference thread does not panic"))
-            .collect()
-    })
+    let sums_of = |(row, cols): (usize, Vec<usize>)| {
+        let mut sums = vec![0.0f64; cols.len()];
+        // A whole row (a full check) reads B's rows straight through, which vectorizes; the
+        // sums are the same, each still in the order of k.
+        let whole = cols.len() == n && (cols.iter().enumerate()).all(|(i, &c)| i == c);
+        for i in 0..k {
+            let x = a.f64_at(row * k + i);
+            let b_row = &b[i * n..(i + 1) * n];
+            if whole {
+                for (sum, &y) in sums.iter_mut().zip(b_row) {
+                    *sum += x * y;
+                }
+            } else {
+                for (sum, &col) in sums.iter_mut().zip(&cols) {
+                    *sum += x * b_row[col];
+                }
+            }
+        }
+        sums
+    };
+    cores::each(rows, sums_of).concat()
 }
 
 fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, Failure> {

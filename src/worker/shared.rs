@@ -52,14 +52,9 @@ pub fn write(file: Option<&Path>, bytes: &[u8]) {
 /// Stores `pieces` one after another, as [`read_pieces`] reads them: written each in turn,
 /// never joined (inputs reach gigabytes, and nothing is copied where there is no file).
 pub fn write_pieces(file: Option<&Path>, pieces: &[&[u8]]) {
-    use std::io::Write;
-    let Some(file) = file else { return };
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| pieces.iter().try_for_each(|p| f.write_all(p)));
-    // A failed write or rename leaves nothing behind: later processes do the work again.
-    if written.is_err() || std::fs::rename(&tmp, file).is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    // A failed write leaves nothing behind: later processes do the work again.
+    if let Some(file) = file {
+        let _ = crate::files::write_pieces(file, pieces);
     }
 }
 
