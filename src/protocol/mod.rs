@@ -256,6 +256,12 @@ pub struct AuditRecord {
     /// Host time the audit took: inputs staged and restored, audited regions, checks.
     #[serde(default)]
     pub cost_s: f64,
+    /// Of `cost_s`: the regions among the timed ones (each with its copy in), and the
+    /// checks and comparisons after the audited ones. The rest staged the audit's inputs.
+    #[serde(default)]
+    pub regions_s: f64,
+    #[serde(default)]
+    pub checks_s: f64,
 }
 
 /// Audited regions among a run's timed ones (`worker::audit`), and the decoys set against

@@ -13,16 +13,35 @@ use std::collections::hash_map::{Entry, HashMap};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The built-in empty kernel: warm-up with `warmup_kernel = "empty"` and the floor cells.
-const EMPTY_SOURCE: &str = include_str!("../../kernels/empty.cu");
-/// The built-in L2 flush kernels, for `flush_method = "kernel"` (write) and `"read"`.
-const FLUSH_SOURCE: &str = include_str!("../../kernels/flush.cu");
-/// The built-in clock probe, for `[telemetry] clock_probe = true`.
-const PROBE_SOURCE: &str = include_str!("../../kernels/clock_probe.cu");
-/// The built-in wait kernel, for `queue = "saturate"` and the audit launch's clock.
-const SPIN_SOURCE: &str = include_str!("../../kernels/spin.cu");
-/// The built-in comparison of an input with its copy, for the audit.
-const AUDIT_SOURCE: &str = include_str!("../../kernels/audit.cu");
+/// The runner's own kernels, compiled as one program once per process (NVRTC's 40-60 ms
+/// fixed cost a compile, paid once, not once per kernel), each file marked by a `#line`
+/// so that a message names it:
+/// - `empty.cu`: warm-up with `warmup_kernel = "empty"`, the floor cells;
+/// - `flush.cu`: the L2 flush kernels, for `flush_method = "kernel"` (write) and `"read"`;
+/// - `clock_probe.cu`: for `[telemetry] clock_probe = true`;
+/// - `spin.cu`: the wait kernel, for `queue = "saturate"` and the audit launch's clock;
+/// - `audit.cu`: the audit's comparison of an input with its copy.
+const BUILTIN_SOURCE: &str = concat!(
+    "#line 1 \"kernels/empty.cu\"\n",
+    include_str!("../../kernels/empty.cu"),
+    "\n#line 1 \"kernels/flush.cu\"\n",
+    include_str!("../../kernels/flush.cu"),
+    "\n#line 1 \"kernels/clock_probe.cu\"\n",
+    include_str!("../../kernels/clock_probe.cu"),
+    "\n#line 1 \"kernels/spin.cu\"\n",
+    include_str!("../../kernels/spin.cu"),
+    "\n#line 1 \"kernels/audit.cu\"\n",
+    include_str!("../../kernels/audit.cu"),
+);
+/// The built-in program's entries (each `extern "C"`: its name is its lowered name).
+const BUILTIN_ENTRIES: [&str; 6] = [
+    "empty",
+    "flush_l2",
+    "flush_l2_read",
+    "clock_probe",
+    "spin",
+    "first_difference",
+];
 
 /// Which kernel: one of the experiment's as a cell compiles it, or a built-in (always a
 /// CUBIN for the device).
@@ -70,20 +89,18 @@ impl KernelKey {
         }
     }
 
-    /// The experiment kernel it is (with how it compiles), or the built-in's source, file
-    /// name for messages and entry (always a CUBIN for the device).
-    fn source(self) -> Result<(usize, Compile), (&'static str, &'static str, &'static str)> {
+    /// The experiment kernel it is (with how it compiles), or the built-in's entry in
+    /// [`BUILTIN_SOURCE`] (always a CUBIN for the device).
+    fn source(self) -> Result<(usize, Compile), &'static str> {
         match self {
             KernelKey::Experiment(k, how, _) => Ok((k, how)),
             KernelKey::Reference(k, _) => Ok((k, Compile::DEFAULT)),
-            KernelKey::Empty => Err((EMPTY_SOURCE, "kernels/empty.cu", "empty")),
-            KernelKey::Flush => Err((FLUSH_SOURCE, "kernels/flush.cu", "flush_l2")),
-            KernelKey::FlushRead => Err((FLUSH_SOURCE, "kernels/flush.cu", "flush_l2_read")),
-            KernelKey::Spin => Err((SPIN_SOURCE, "kernels/spin.cu", "spin")),
-            KernelKey::Probe => Err((PROBE_SOURCE, "kernels/clock_probe.cu", "clock_probe")),
-            KernelKey::FirstDifference => {
-                Err((AUDIT_SOURCE, "kernels/audit.cu", "first_difference"))
-            }
+            KernelKey::Empty => Err("empty"),
+            KernelKey::Flush => Err("flush_l2"),
+            KernelKey::FlushRead => Err("flush_l2_read"),
+            KernelKey::Spin => Err("spin"),
+            KernelKey::Probe => Err("clock_probe"),
+            KernelKey::FirstDifference => Err("first_difference"),
         }
     }
 }
@@ -196,11 +213,22 @@ impl Kernels {
             Entry::Occupied(o) => return Ok((o.into_mut(), None)),
             Entry::Vacant(v) => v,
         };
-        let image = match key.source() {
-            Ok((k, how)) => self.compiler.image_of(&self.defs[k], how, build, None)?,
-            Err((source, file, entry)) => {
-                self.compiler
-                    .compile(source, file, &[entry], Compile::DEFAULT, &[])?
+        let (image, entry) = match key.source() {
+            Ok((k, how)) => {
+                let image = self.compiler.image_of(&self.defs[k], how, build, None)?;
+                let entry = image.entries[0].clone();
+                (image, entry)
+            }
+            Err(entry) => {
+                let file = "kernels (the runner's own)";
+                let image = (self.compiler).compile(
+                    BUILTIN_SOURCE,
+                    file,
+                    &BUILTIN_ENTRIES,
+                    Compile::DEFAULT,
+                    &[],
+                )?;
+                (image, entry.to_string())
             }
         };
         if let Some(phase) = image.phase() {
@@ -216,20 +244,22 @@ impl Kernels {
         };
         let module_load_ms = t.elapsed().as_secs_f64() * 1e3;
         timeline.mark(&key.phase("module load"));
-        let func = module.function(&image.entries[0])?;
-        let steps = image.entries[1..]
-            .iter()
-            .map(|e| Ok((e.clone(), module.function(e)?)))
-            .collect::<Result<_, CudaError>>()?;
+        let func = module.function(&entry)?;
+        // A built-in's program holds the other built-ins, not steps.
+        let steps = match key.source() {
+            Ok(_) => (image.entries[1..].iter())
+                .map(|e| Ok((e.clone(), module.function(e)?)))
+                .collect::<Result<_, CudaError>>()?,
+            Err(_) => Vec::new(),
+        };
         timeline.mark(&key.phase("function lookup"));
         let cost = LoadCost {
             compile: image.compiled_now(),
             module_load_ms,
         };
-        let mut entries = image.entries.into_iter();
         let loaded = slot.insert(Loaded {
             image: image.bytes,
-            entry: entries.next().expect("the kernel's entry"),
+            entry,
             func,
             steps,
         });

@@ -50,6 +50,9 @@ pub(in crate::worker) struct Among {
     /// The last full check's account.
     check: String,
     cost: Duration,
+    /// Of `cost`: the regions run, and the checks after the audited ones.
+    regions_time: Duration,
+    checks_time: Duration,
 }
 
 impl Among {
@@ -87,6 +90,8 @@ impl Among {
             checked: [checked, audited],
             check: String::new(),
             cost,
+            regions_time: Duration::ZERO,
+            checks_time: Duration::ZERO,
         })
     }
 
@@ -128,13 +133,16 @@ impl Among {
         let timed = armed.time_next(data, &mut starts, None, what, Some(&stage));
         s.audit_stash = stash;
         let reading = timed?;
+        spent(&mut self.regions_time, start);
         rec.kernel_launches += armed.body.kernel_launches();
         self.regions.push((place, before, kind, reading));
         self.holds_audit_data = audit_data;
         if kind == Kind::Audit {
             // The check runs among CUPTI's records of the timed launches, where it records.
             let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
+            let checking = Instant::now();
             let checked = self.check(s, cell, data, recorded.as_deref());
+            spent(&mut self.checks_time, checking);
             spent(&mut self.cost, start);
             if let Some(account) = checked? {
                 self.check = account;
@@ -234,6 +242,8 @@ impl Among {
             false => self.check.clone(),
         };
         let mut audit = record(check, &self.staged, self.cost);
+        audit.regions_s = self.regions_time.as_secs_f64();
+        audit.checks_s = self.checks_time.as_secs_f64();
         audit.launch_ns = crate::median::median(readings_ns.clone());
         audit.unjudged = unjudged(cell);
         audit.among = Some(AuditsAmong {
