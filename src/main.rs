@@ -79,6 +79,7 @@ fn main() -> ExitCode {
             set,
             compile,
             verbose,
+            probe,
         }) => plan(
             &experiment,
             &only,
@@ -87,6 +88,7 @@ fn main() -> ExitCode {
                 verbose,
                 compiled: compile,
             },
+            probe,
         ),
         Some(Command::Keys) => say(&experiment::knobs::reference::markdown()).map_err(Into::into),
         Some(Command::Commands) => say(&cli::markdown::commands()).map_err(Into::into),
@@ -432,8 +434,47 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn plan(path: &Path, only: &[String], set: &[String], shown: plan::Shown) -> anyhow::Result<()> {
-    let exp = load(path, set)?;
+/// `plan --probe`: each kernel build timed on the device at its points (`plan::probe`),
+/// the probe's account said; seconds per launch by the plan's cell index.
+fn probed(
+    exp: &Experiment,
+    plan: &plan::Plan,
+    verbose: bool,
+) -> anyhow::Result<std::collections::HashMap<usize, f64>> {
+    let probe = plan::probe::ProbePlan::new(plan);
+    let probed = execute::probe::probe(exp, &probe.plan)?;
+    let timed = probed.readings_ns.iter().flatten().count();
+    let mut account = format!(
+        "probe: {timed} of {} kernel builds, points and cache states timed on the device in {}\n",
+        probe.plan.cells.len(),
+        plan::cost::seconds(probed.wall_s)
+    );
+    if verbose {
+        for (c, ns) in probe.plan.cells.iter().zip(&probed.readings_ns) {
+            if let Some(ns) = ns {
+                account += &format!("  {}: {:.1} µs a launch\n", c.id, ns / 1e3);
+            }
+        }
+    }
+    for f in &probed.failures {
+        account += &format!("  failed, modelled instead: {f}\n");
+    }
+    say(&account)?;
+    Ok(probe.per_launch(&probed.readings_ns))
+}
+
+fn plan(
+    path: &Path,
+    only: &[String],
+    set: &[String],
+    shown: plan::Shown,
+    probe: bool,
+) -> anyhow::Result<()> {
+    let facts = match probe {
+        true => execute::probe::device_facts()?,
+        false => DeviceFacts::nominal(),
+    };
+    let exp = Experiment::load_set(path, &facts, Sources::Read, set)?;
     let all = plan::Plan::new(&exp)?;
     let total = all.cells.len();
     let plan = all.select(only)?;
@@ -445,7 +486,11 @@ fn plan(path: &Path, only: &[String], set: &[String], shown: plan::Shown) -> any
         ))?;
     }
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
-    say(&plan::describe(&exp, &plan, &previous, shown))?;
+    let probed = match probe {
+        true => probed(&exp, &plan, shown.verbose)?,
+        false => Default::default(),
+    };
+    say(&plan::describe(&exp, &plan, &previous, &probed, shown))?;
     let peers = execute::peer_runs::describe(&exp, &plan.cells);
     if !peers.is_empty() {
         say(&format!(

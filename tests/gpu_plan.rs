@@ -186,3 +186,42 @@ fn a_run_keeps_nvrtcs_warnings_in_the_record_of_the_cell_that_compiled() {
         "{err}"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn plan_probe_times_each_build_and_point_on_the_device_and_counts_it() {
+    let text = matmul_with(
+        "n = [64, 512]",
+        "[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n",
+    );
+    let (dir, path) = write_experiment("probed.toml", &text);
+    let out = runner()
+        .current_dir(dir.path())
+        .args(["plan", "--probe", "--verbose", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = stdout(&out);
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    // Two points, hot and flushed: four probe cells, each timed.
+    assert!(said.contains("probe: 4 of 4 kernel builds"), "{said}");
+    let reading = |id: &str| -> f64 {
+        let line = (said.lines())
+            .find(|l| l.trim_start().starts_with(&format!("probe/{id}:")))
+            .unwrap_or_else(|| panic!("no probe line for {id}: {said}"));
+        let us = line
+            .rsplit(": ")
+            .next()
+            .unwrap()
+            .trim_end_matches(" µs a launch");
+        us.parse().unwrap()
+    };
+    // The naive matmul at n = 512 takes far longer than at n = 64.
+    assert!(
+        reading("matmul/n=512/hot") > 4.0 * reading("matmul/n=64/hot"),
+        "{said}"
+    );
+    assert!(
+        said.contains("as the probe timed them") && said.contains("Probed, the project's runs"),
+        "{said}"
+    );
+}

@@ -201,6 +201,16 @@ pub enum Command {
         /// Also show each buffer's type, length and init at every sweep point.
         #[arg(long, short)]
         verbose: bool,
+        /// Time each kernel on the GPU first, for the estimate: a few seconds.
+        ///
+        /// Each kernel build the plan times, at each of its points, hot or flushed as its
+        /// cells are, is launched once to warm up and three times under events, unchecked
+        /// and unaudited, in one worker process; nothing is stored. The estimate of cells
+        /// without an earlier run's times then counts each launch at its probed time instead
+        /// of its declared work at the device's peaks, and gives the range the project's
+        /// own runs fell in against it. Needs a GPU.
+        #[arg(long)]
+        probe: bool,
     },
     /// Print every methodology key of `[defaults]` and `[[variant]]` with its documentation,
     /// in Markdown: the reference docs/keys.md holds, made from the knobs' own files.

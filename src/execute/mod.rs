@@ -6,6 +6,7 @@ mod counter_readings;
 pub mod devices;
 mod jit_cache;
 pub mod peer_runs;
+pub mod probe;
 mod profiler;
 mod progress;
 mod scheduler;

@@ -17,6 +17,11 @@ use std::collections::{HashMap, HashSet};
 /// one that declares no work, takes longer.
 pub const MODEL_SPREAD: f64 = 3.0;
 
+/// How far a first run's time may be off where `plan --probe` timed its kernels: the
+/// project's runs on the H100 took between its inverse and this many times what the probed
+/// estimate said (reports/plan-probe).
+pub const PROBE_SPREAD: f64 = 1.5;
+
 /// The estimate of a run, in seconds, by what it counts.
 pub struct Estimate {
     /// Seconds of each run of each cell (by cell index), and whether an earlier run gave it.
@@ -28,8 +33,11 @@ pub struct Estimate {
     pub builds: usize,
     pub peer_processes: usize,
     pub gpu_warmup_s: f64,
-    /// Kernels of modelled cells that declare neither bytes nor flops.
+    /// Kernels of modelled cells that declare neither bytes nor flops (and were not probed).
     pub undeclared: Vec<String>,
+    /// Modelled cells whose kernel's time per launch a probe measured, and those it did not.
+    pub probed: usize,
+    pub unprobed: usize,
     /// Cells the budget is expected to stop before their sample count.
     pub budget_stops: Vec<usize>,
     /// Counter passes (a process under Nsight Compute each), and their cells' share (of
@@ -43,6 +51,17 @@ impl Estimate {
     /// The estimate of `plan`: a cell's time per run from `previous` (cell id -> seconds
     /// per run, an earlier run's) where it has the cell, else from the model.
     pub fn new(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> Estimate {
+        Estimate::probed(exp, plan, previous, &HashMap::new())
+    }
+
+    /// As [`Estimate::new`], the model taking a kernel's time per launch from `probed`
+    /// (cell index -> seconds, `plan --probe`'s) where it holds the cell.
+    pub fn probed(
+        exp: &Experiment,
+        plan: &Plan,
+        previous: &HashMap<String, f64>,
+        probed: &HashMap<usize, f64>,
+    ) -> Estimate {
         let jobs = plan.jobs();
         // A warm JIT cache is filled by a process of its own first.
         let mut warm: Vec<_> = (jobs.iter())
@@ -61,6 +80,8 @@ impl Estimate {
                 .sum(),
             gpu_warmup_s: exp.gpu_warmup.as_secs_f64(),
             undeclared: Vec::new(),
+            probed: 0,
+            unprobed: 0,
             budget_stops: Vec::new(),
             counter_passes: 0,
             counted_s: 0.0,
@@ -77,7 +98,8 @@ impl Estimate {
         let mut builds = HashSet::new();
         for c in &plan.cells {
             let kernel = c.kernel.map(|k| &exp.kernels[k]);
-            let m = model(exp, c, kernel);
+            let per_launch = probed.get(&c.index).copied();
+            let m = model(exp, c, kernel, per_launch);
             let runs = f64::from(c.runs());
             if let Some(s) = previous.get(&c.id) {
                 // A cell's stored wall time holds no counter pass: the model's is added.
@@ -101,6 +123,10 @@ impl Estimate {
                 kernel.and_then(|k| k.check_kernel.as_ref()),
             ) {
                 builds.insert((kc.kernel, r.entry.clone(), r.options.clone()));
+            }
+            match per_launch {
+                Some(_) => e.probed += 1,
+                None => e.unprobed += 1,
             }
             e.launches_s += m.launches_s * runs;
             e.work_s += m.work_s * runs + once;
@@ -187,10 +213,20 @@ impl Estimate {
                 true => "an assumed H100's",
                 false => "the device's",
             };
-            let mut launches = format!(
-                "the kernels' launches {} at {device} peaks (bytes and flops as declared)",
-                seconds(self.launches_s)
-            );
+            let mut launches = match (self.probed, self.unprobed) {
+                (_, 0) => format!(
+                    "the kernels' launches {} as the probe timed them",
+                    seconds(self.launches_s)
+                ),
+                (0, _) => format!(
+                    "the kernels' launches {} at {device} peaks (bytes and flops as declared)",
+                    seconds(self.launches_s)
+                ),
+                (p, u) => format!(
+                    "the kernels' launches {} as the probe timed them ({p} cells) or at {device} peaks ({u} cells it could not time)",
+                    seconds(self.launches_s)
+                ),
+            };
             if !self.undeclared.is_empty() {
                 launches += &format!(
                     "; {} declare neither, counted as a matmul check's 2 m n k FLOPs or their buffers crossing DRAM once, which may be far too little",
@@ -237,11 +273,19 @@ impl Estimate {
             (true, _) => "for a first run, modelled",
             (false, true) => "from the previous run's cell times where it has them, else modelled",
         };
-        let spread = match modelled {
-            true => format!(
-                ". A model, not a bound: the project's own runs took a third to {MODEL_SPREAD:.0} times what it said, and a kernel far below its peaks takes longer; a run in `reports/<name>` gives the next plan its cell times"
+        let spread = match (modelled, self.unprobed) {
+            (false, _) => String::new(),
+            (true, 0) => format!(
+                ". Probed, the project's runs on the H100 took between {:.2} and {PROBE_SPREAD} times what it said: {} to {}",
+                1.0 / PROBE_SPREAD,
+                seconds(self.total_s(plan) / PROBE_SPREAD),
+                seconds(self.total_s(plan) * PROBE_SPREAD),
             ),
-            false => String::new(),
+            (true, _) => format!(
+                ". A model, not a bound: the project's own runs took a third to {MODEL_SPREAD:.0} times what it said ({} to {}), and a kernel far below its peaks takes longer; `runner plan --probe` times each kernel on the device first, and a run in `reports/<name>` gives the next plan its cell times",
+                seconds(self.total_s(plan) / MODEL_SPREAD),
+                seconds(self.total_s(plan) * MODEL_SPREAD),
+            ),
         };
         format!("{total} {basis}: {}{spread}", parts.join("; "))
     }

@@ -19,6 +19,7 @@ pub fn describe(
     exp: &Experiment,
     plan: &Plan,
     previous: &HashMap<String, f64>,
+    probed: &HashMap<usize, f64>,
     shown: Shown,
 ) -> String {
     let mut out = String::new();
@@ -28,7 +29,7 @@ pub fn describe(
     out += &untimed_kernels(exp);
     out += &cell_table(plan);
     out += &variants(exp);
-    out += &totals(exp, plan, previous);
+    out += &totals(exp, plan, previous, probed);
     out
 }
 
@@ -115,7 +116,12 @@ fn variants(exp: &Experiment) -> String {
 }
 
 /// The counts, the estimate, the budget, the clocks and the device checked against.
-fn totals(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> String {
+fn totals(
+    exp: &Experiment,
+    plan: &Plan,
+    previous: &HashMap<String, f64>,
+    probed: &HashMap<usize, f64>,
+) -> String {
     let mut out = String::new();
     let jobs = plan.jobs();
     let mut warm: Vec<_> = jobs
@@ -138,7 +144,7 @@ fn totals(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> Str
         plan.timed_launches(),
         plan.untimed_launches()
     );
-    let estimate = Estimate::new(exp, plan, previous);
+    let estimate = Estimate::probed(exp, plan, previous, probed);
     let _ = writeln!(out, "estimated time: {}", estimate.describe(exp, plan));
     let _ = writeln!(out, "budget: {}", budget(exp, plan, &estimate));
     if let Some(line) = counters(plan, &estimate) {

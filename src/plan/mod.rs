@@ -10,6 +10,7 @@ mod describe;
 mod kernels;
 mod measure;
 mod model;
+pub mod probe;
 mod select;
 pub mod shard;
 
@@ -326,5 +327,7 @@ fn turns(group: &[&Cell]) -> Vec<Run> {
     runs
 }
 
+#[cfg(test)]
+mod cost_tests;
 #[cfg(test)]
 mod tests;

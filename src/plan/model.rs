@@ -88,10 +88,15 @@ pub struct Modelled {
     pub counted_s: f64,
 }
 
-pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>) -> Modelled {
+/// The model of one run of `c`; `probed`: its kernel's time per launch as `plan --probe`
+/// measured it, which replaces its declared work at the peaks.
+pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option<f64>) -> Modelled {
     let k = &c.knobs;
     let spec = &c.launch;
-    let (kernel_s, declared) = launch_seconds(exp, spec, kernel);
+    let (kernel_s, declared) = match probed {
+        Some(s) => (s, true),
+        None => launch_seconds(exp, spec, kernel),
+    };
     let count = k.launches.count() as f64;
     let profiled = match k.timer {
         TimerKind::Profiler => PROFILED_LAUNCH_S,

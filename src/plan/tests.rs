@@ -6,7 +6,7 @@ use crate::experiment::{DeviceFacts, Sources};
 use std::collections::HashMap;
 use std::path::Path;
 
-fn experiment(variants: &str) -> Experiment {
+pub(super) fn experiment(variants: &str) -> Experiment {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("k.cu"),
@@ -92,7 +92,13 @@ fn flush_cells_plan_a_buffer_of_twice_the_l2_by_default() {
     let e = experiment("[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[[variant]]\nname = \"cold-1x\"\ncache = \"flush\"\nflush_bytes = \"l2_bytes\"\nflush_method = \"kernel\"\n");
     let plan = Plan::new(&e).unwrap();
     assert_eq!(plan.cells[0].knobs.cache, Cache::Hot);
-    let text = describe(&e, &plan, &Default::default(), Shown::default());
+    let text = describe(
+        &e,
+        &plan,
+        &Default::default(),
+        &Default::default(),
+        Shown::default(),
+    );
     assert!(text.contains("flush 100.0 MiB (memset)"), "{text}");
     assert!(text.contains("flush 50.0 MiB (write kernel)"), "{text}");
     assert!(
@@ -143,7 +149,13 @@ fn shared_cells_run_in_one_process_per_environment() {
         4,
         "priming loads every cell of its environment"
     );
-    let text = describe(&e, &plan, &Default::default(), Shown::default());
+    let text = describe(
+        &e,
+        &plan,
+        &Default::default(),
+        &Default::default(),
+        Shown::default(),
+    );
     assert!(
             text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; one shared process; hot L2; environment: CUDA_MODULE_LOADING=EAGER"),
             "{text}"
@@ -185,115 +197,6 @@ fn interleaved_cells_take_turns_round_by_round_and_split_their_samples() {
     ];
     assert_eq!(first_point, want.map(|(v, r)| (v.to_string(), r)).to_vec());
     assert_eq!(jobs[0].runs.len(), 4 * 7, "every point the same way");
-}
-
-#[test]
-fn the_estimate_counts_the_gpu_warm_up() {
-    let e = experiment("[[variant]]\nname = \"a\"\n[environment]\ngpu_warmup = \"30s\"\n");
-    let text = describe(
-        &e,
-        &Plan::new(&e).unwrap(),
-        &Default::default(),
-        Shown::default(),
-    );
-    assert!(text.contains("GPU warm-up: 30s"), "{text}");
-    assert!(text.contains("; GPU warm-up 30.0 s"), "{text}");
-}
-
-#[test]
-fn the_counter_passes_are_planned_and_costed_first_run_or_not() {
-    let e =
-        experiment("[[variant]]\nname = \"a\"\ncounters = \"memory\"\n[[variant]]\nname = \"b\"\n");
-    let plan = Plan::new(&e).unwrap();
-    let first = cost::Estimate::new(&e, &plan, &HashMap::new());
-    // One pass (the shared process's hot cells), four cells counted.
-    assert_eq!(first.counter_passes, 1);
-    assert!(first.counted_s > 0.0 && first.counted_known_s == 0.0);
-    let text = describe(&e, &plan, &HashMap::new(), Shown::default());
-    assert!(
-        text.contains("counters: 4 cell(s) read 6 counters")
-            && text.contains("1 counter pass(es) under Nsight Compute"),
-        "{text}"
-    );
-    // An earlier run's cell times hold no counter pass: the model's is added to them.
-    let previous: HashMap<String, f64> = plan.cells.iter().map(|c| (c.id.clone(), 1.0)).collect();
-    let again = cost::Estimate::new(&e, &plan, &previous);
-    assert_eq!(again.counted_known_s, first.counted_s);
-    assert!(
-        again.total_s(&plan) > 8.0 + first.counted_s,
-        "{}",
-        again.total_s(&plan)
-    );
-}
-
-/// A kernel whose launch moves 3.35 GB, one millisecond at an H100's DRAM peak.
-const MILLISECOND: &str = "bytes = \"3352320000\"\n";
-
-#[test]
-fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
-    let e = experiment(&format!(
-        "{MILLISECOND}[[variant]]\nname = \"a\"\nsamples = 1000\n[report]\nfloor = false\n"
-    ));
-    let plan = Plan::new(&e).unwrap();
-    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
-    // 4 cells of 1 + 1000 timed launches of 1 ms each (and 3 µs to launch, 12 µs a region).
-    let per_cell = 1001.0 * (1e-3 + 3e-6 + 12e-6);
-    assert!(
-        (estimate.launches_s - 4.0 * per_cell).abs() < 1e-6,
-        "{}",
-        estimate.launches_s
-    );
-    assert!(estimate.undeclared.is_empty() && estimate.budget_stops.is_empty());
-    let text = describe(&e, &plan, &HashMap::new(), Shown::default());
-    assert!(
-        text.contains(
-            "for a first run, modelled: the kernels' launches 4.1 s at an assumed H100's peaks"
-        ),
-        "{text}"
-    );
-    // From a previous run's times where it has every cell.
-    let previous: HashMap<String, f64> = plan.cells.iter().map(|c| (c.id.clone(), 2.0)).collect();
-    let text = describe(&e, &plan, &previous, Shown::default());
-    assert!(
-        text.contains(
-            "estimated time: 8.2 s from the previous run's cell times: the cells it ran 8.0 s"
-        ),
-        "{text}"
-    );
-}
-
-#[test]
-fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
-    // 1000 launches of 100 ms: 100 s a cell, stopped at 30 s.
-    let slow = MILLISECOND.replace("3352320000", "335232000000");
-    let e = experiment(&format!(
-        "{slow}[[variant]]\nname = \"a\"\nsamples = 1000\n[report]\nfloor = false\n"
-    ));
-    let plan = Plan::new(&e).unwrap();
-    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
-    assert_eq!(estimate.budget_stops.len(), 4);
-    let text = describe(&e, &plan, &HashMap::new(), Shown::default());
-    assert!(
-        text.contains(
-            "budget: stops once the steady samples hold 30s of GPU time (at least 10 samples)"
-        ) && text.contains("By the estimate it stops 4 cell(s): k/n=1 m=10/a"),
-        "{text}"
-    );
-    // 4 cells of about 301 launches of 100 ms: the first, the 300 samples that hold 30 s.
-    assert!(
-        (estimate.launches_s / 4.0 - 30.1).abs() < 0.1,
-        "{}",
-        estimate.launches_s
-    );
-    // Fixed counts take every sample.
-    let e = experiment(&format!(
-        "{slow}[[variant]]\nname = \"a\"\nsamples = 1000\nbudget = \"none\"\n[report]\nfloor = false\n"
-    ));
-    let plan = Plan::new(&e).unwrap();
-    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
-    assert!(estimate.budget_stops.is_empty());
-    assert!(describe(&e, &plan, &HashMap::new(), Shown::default())
-        .contains("budget: no budget: every sample asked for"));
 }
 
 #[test]
@@ -393,6 +296,7 @@ fn batch_graph_and_queue_variants_print_apart() {
     let text = describe(
         &e,
         &Plan::new(&e).unwrap(),
+        &Default::default(),
         &Default::default(),
         Shown::default(),
     );

@@ -240,23 +240,17 @@ fn matmul(
 }
 
 /// The float64 product's elements at `cells` (row-major indices of the m x n output, in
-/// order). B is decoded once, row-major, on every core; each row of the output that holds cells is summed
-/// over k a row of B at a time (contiguous reads, each element's terms in the order of k),
-/// the rows shared out over every core. Transposing B instead read it a column at a time: a
-/// 4096 x 4096 reference took 0.7 s.
+/// order), each summed in the order of k, the output's rows shared out over every core. A
+/// full check decodes B once and reads it a row at a time (contiguous, which vectorizes;
+/// transposing B instead read it a column at a time: a 4096 x 4096 reference took 0.7 s);
+/// a sampled one reads only the elements of B its cells need (decoding all of a 1024 x
+/// 1024 B took most of the sampled check's time).
 fn matmul_reference(
     a: &HostBuffer,
     b: &HostBuffer,
     (_, k, n): (usize, usize, usize),
     cells: &[usize],
 ) -> Vec<f64> {
-    // B decoded a row at a time, on every core as the sums are.
-    let b: Vec<f64> = cores::each((0..k).collect(), |i| {
-        (i * n..(i + 1) * n)
-            .map(|j| b.f64_at(j))
-            .collect::<Vec<f64>>()
-    })
-    .concat();
     // The cells by output row, in their order.
     let mut rows: Vec<(usize, Vec<usize>)> = Vec::new();
     for &idx in cells {
@@ -266,22 +260,30 @@ fn matmul_reference(
             _ => rows.push((row, vec![col])),
         }
     }
-    let b = &b;
+    let whole = |cols: &[usize]| cols.len() == n && (cols.iter().enumerate()).all(|(i, &c)| i == c);
+    let full = rows.iter().all(|(_, cols)| whole(cols));
+    let decoded: Vec<f64> = match full {
+        true => cores::each((0..k).collect(), |i| {
+            (i * n..(i + 1) * n)
+                .map(|j| b.f64_at(j))
+                .collect::<Vec<f64>>()
+        })
+        .concat(),
+        false => Vec::new(),
+    };
+    let decoded = &decoded;
     let sums_of = |(row, cols): (usize, Vec<usize>)| {
         let mut sums = vec![0.0f64; cols.len()];
-        // A whole row (a full check) reads B's rows straight through, which vectorizes; the
-        // sums are the same, each still in the order of k.
-        let whole = cols.len() == n && (cols.iter().enumerate()).all(|(i, &c)| i == c);
         for i in 0..k {
             let x = a.f64_at(row * k + i);
-            let b_row = &b[i * n..(i + 1) * n];
-            if whole {
+            if full {
+                let b_row = &decoded[i * n..(i + 1) * n];
                 for (sum, &y) in sums.iter_mut().zip(b_row) {
                     *sum += x * y;
                 }
             } else {
                 for (sum, &col) in sums.iter_mut().zip(&cols) {
-                    *sum += x * b_row[col];
+                    *sum += x * b.f64_at(i * n + col);
                 }
             }
         }
