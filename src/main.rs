@@ -435,12 +435,12 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
 }
 
 /// `plan --probe`: each kernel build timed on the device at its points (`plan::probe`),
-/// the probe's account said; seconds per launch by the plan's cell index.
+/// the probe's account said.
 fn probed(
     exp: &Experiment,
     plan: &plan::Plan,
     verbose: bool,
-) -> anyhow::Result<std::collections::HashMap<usize, f64>> {
+) -> anyhow::Result<plan::probe::Probe> {
     let probe = plan::probe::ProbePlan::new(plan);
     let probed = execute::probe::probe(exp, &probe.plan)?;
     let timed = probed.readings_ns.iter().flatten().count();
@@ -460,7 +460,7 @@ fn probed(
         account += &format!("  failed, modelled instead: {f}\n");
     }
     say(&account)?;
-    Ok(probe.per_launch(&probed.readings_ns))
+    Ok(probe.measured(&probed.readings_ns, probed.compile_s))
 }
 
 fn plan(

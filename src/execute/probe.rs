@@ -12,10 +12,11 @@ use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
 /// What the probe read: each probe cell's time per launch (ns; None where it failed), why
-/// the failed ones failed, and how long the probe took.
+/// the failed ones failed, NVRTC's compiles, and how long the probe took.
 pub struct Probed {
     pub readings_ns: Vec<Option<f64>>,
     pub failures: Vec<String>,
+    pub compile_s: f64,
     pub wall_s: f64,
 }
 
@@ -40,7 +41,11 @@ pub fn probe(exp: &Experiment, plan: &Plan) -> Result<Probed> {
         .collect();
     let mut job = worker_process::job_for(exp, plan, &runs, false, Duration::ZERO);
     // Timed alone: a check or an audit is the run's work, not the kernel's time.
-    job.kernels.iter_mut().for_each(|k| k.unchecked = true);
+    for k in &mut job.kernels {
+        k.unchecked = true;
+        k.check = None;
+        k.check_kernel = None;
+    }
     let cache = tempfile::Builder::new()
         .prefix("runner-probe-")
         .tempdir()
@@ -56,11 +61,16 @@ pub fn probe(exp: &Experiment, plan: &Plan) -> Result<Probed> {
     let mut probed = Probed {
         readings_ns: vec![None; plan.cells.len()],
         failures: Vec::new(),
+        compile_s: 0.0,
         wall_s: 0.0,
     };
     loop {
         match worker.next(limit, &INTERRUPTED) {
             WorkerEvent::Message(Message::Cell(rec)) => {
+                probed.compile_s += (rec.phases.iter())
+                    .filter(|p| p.name.starts_with("NVRTC compile"))
+                    .map(|p| p.ms / 1e3)
+                    .sum::<f64>();
                 let reading = crate::median::median(rec.samples_ns.clone())
                     .filter(|_| rec.status == Status::Ok);
                 match (reading, plan.cells.get(rec.cell)) {

@@ -2,13 +2,10 @@
 //! environment, stores each cell the moment a worker reports it, kills a worker that
 //! overruns a cell's timeout, records cells whose worker died, and stops on a signal.
 
-use super::counter_readings;
 use super::jit_cache::{JitCaches, PrimeError};
 use super::peer_runs::Peers;
-use super::profiler;
-use super::stop;
 use super::worker_process::{self, reap, tail, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
-use super::INTERRUPTED;
+use super::{counter_readings, profiler, stop, INTERRUPTED};
 use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
@@ -38,6 +35,8 @@ pub struct Scheduler<'a> {
     caches: JitCaches,
     /// Drawn inputs and reference results the run's workers share, removed with the run.
     run_cache: tempfile::TempDir,
+    /// The run's seed of the checks' samples of large outputs (`Job::sample_seed`).
+    sample_seed: u64,
     bar: ProgressBar,
     /// Each run's share of the plan's estimate, in milliseconds: what it moves the bar.
     weights: HashMap<Run, u64>,
@@ -46,8 +45,7 @@ pub struct Scheduler<'a> {
     /// GPU warm-up still owed: the first worker that measures does it.
     gpu_warmup: Duration,
     /// The worker that reported all its cells and is exiting (the driver's teardown takes
-    /// tens of milliseconds): the next one starts meanwhile and is held off the device
-    /// until this one is gone.
+    /// tens of milliseconds): the next starts meanwhile, held off the device until it is gone.
     exiting: Option<Exiting>,
     /// Cells whose counter pass has run, and the counters waiting for their cell's first
     /// timed record.
@@ -104,6 +102,7 @@ impl<'a> Scheduler<'a> {
                 .prefix("runner-cache-")
                 .tempdir()
                 .context("cannot create a folder for the run's shared inputs")?,
+            sample_seed: rand::random(),
             bar,
             weights: HashMap::new(),
             runs: (0, 0),
@@ -355,6 +354,7 @@ impl<'a> Scheduler<'a> {
         let runs: Vec<Run> = remaining.iter().copied().collect();
         let mut sent = worker_process::job_for(self.exp, self.plan, &runs, false, warmup);
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
+        sent.sample_seed = self.sample_seed;
         sent.describe_device = self.meta.device.is_none();
         if let Pass::Counted { .. } = pass {
             sent.cells.iter_mut().for_each(counter_passes::counting);

@@ -272,6 +272,7 @@ pub fn job_for(
         run_cache: None,
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
         describe_device: false,
+        sample_seed: 0,
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub use super::model::PROCESS_S;
 use super::model::{model, COMPILE_S, COUNTER_PASS_S, HELPERS_S, PEER_S};
+use super::probe::Probe;
 use super::{Cell, Plan, Run};
 use crate::experiment::knobs::env::JitCache;
 use crate::experiment::Experiment;
@@ -30,7 +31,12 @@ pub struct Estimate {
     pub launches_s: f64,
     pub work_s: f64,
     pub processes: usize,
+    /// The kernel builds the run compiles, and of them the reference kernels' (which a
+    /// probe, checking nothing, does not compile).
     pub builds: usize,
+    pub reference_builds: usize,
+    /// The probe's compiles, where it measured them.
+    pub probed_compile_s: Option<f64>,
     pub peer_processes: usize,
     pub gpu_warmup_s: f64,
     /// Kernels of modelled cells that declare neither bytes nor flops (and were not probed).
@@ -51,16 +57,16 @@ impl Estimate {
     /// The estimate of `plan`: a cell's time per run from `previous` (cell id -> seconds
     /// per run, an earlier run's) where it has the cell, else from the model.
     pub fn new(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>) -> Estimate {
-        Estimate::probed(exp, plan, previous, &HashMap::new())
+        Estimate::probed(exp, plan, previous, &Probe::default())
     }
 
-    /// As [`Estimate::new`], the model taking a kernel's time per launch from `probed`
-    /// (cell index -> seconds, `plan --probe`'s) where it holds the cell.
+    /// As [`Estimate::new`], the model taking a kernel's time per launch and the compiles'
+    /// from what `plan --probe` measured, where it did.
     pub fn probed(
         exp: &Experiment,
         plan: &Plan,
         previous: &HashMap<String, f64>,
-        probed: &HashMap<usize, f64>,
+        probe: &Probe,
     ) -> Estimate {
         let jobs = plan.jobs();
         // A warm JIT cache is filled by a process of its own first.
@@ -75,6 +81,8 @@ impl Estimate {
             work_s: 0.0,
             processes: jobs.len() + warm.len(),
             builds: 0,
+            reference_builds: 0,
+            probed_compile_s: probe.compile_s,
             peer_processes: (exp.peers.iter())
                 .map(|p| p.commands.iter().flatten().count() * p.processes as usize)
                 .sum(),
@@ -95,10 +103,10 @@ impl Estimate {
             }
         }
         let mut points = HashSet::new();
-        let mut builds = HashSet::new();
+        let (mut builds, mut reference_builds) = (HashSet::new(), HashSet::new());
         for c in &plan.cells {
             let kernel = c.kernel.map(|k| &exp.kernels[k]);
-            let per_launch = probed.get(&c.index).copied();
+            let per_launch = probe.per_launch.get(&c.index).copied();
             let m = model(exp, c, kernel, per_launch);
             let runs = f64::from(c.runs());
             if let Some(s) = previous.get(&c.id) {
@@ -122,11 +130,13 @@ impl Estimate {
                 &c.reference_launch,
                 kernel.and_then(|k| k.check_kernel.as_ref()),
             ) {
-                builds.insert((kc.kernel, r.entry.clone(), r.options.clone()));
+                reference_builds.insert((kc.kernel, r.entry.clone(), r.options.clone()));
             }
-            match per_launch {
-                Some(_) => e.probed += 1,
-                None => e.unprobed += 1,
+            // The floor's empty kernel is the model's own launch cost, probe or not.
+            match (per_launch, c.kernel) {
+                (_, None) => {}
+                (Some(_), _) => e.probed += 1,
+                (None, _) => e.unprobed += 1,
             }
             e.launches_s += m.launches_s * runs;
             e.work_s += m.work_s * runs + once;
@@ -142,21 +152,29 @@ impl Estimate {
                 }
             }
         }
-        e.builds = builds.len();
+        e.reference_builds = reference_builds.difference(&builds).count();
+        e.builds = builds.len() + e.reference_builds;
         e
     }
 
     /// Seconds the run pays once, whatever its cells: processes, compiles, peers, warm-up.
     fn fixed_s(&self) -> f64 {
-        let compiles = match self.builds {
-            0 => 0.0,
-            n => n as f64 * COMPILE_S + HELPERS_S,
-        };
+        let compiles = self.compiles_s();
         self.processes as f64 * PROCESS_S
             + self.counter_passes as f64 * COUNTER_PASS_S
             + compiles
             + self.peer_processes as f64 * PEER_S
             + self.gpu_warmup_s
+    }
+
+    /// The run's NVRTC compiles: as the probe measured them (and the reference kernels it
+    /// did not compile, and the runner's own where it compiled none), else modelled.
+    fn compiles_s(&self) -> f64 {
+        match (self.builds, self.probed_compile_s) {
+            (0, _) => 0.0,
+            (_, Some(s)) => s + self.reference_builds as f64 * COMPILE_S + HELPERS_S,
+            (n, None) => n as f64 * COMPILE_S + HELPERS_S,
+        }
     }
 
     /// A cell's seconds, all its runs, each fresh process's start and exit with its run.
@@ -252,10 +270,14 @@ impl Estimate {
             ));
         }
         if self.builds > 0 {
+            let how = match self.probed_compile_s {
+                Some(_) => ", as the probe compiled them",
+                None => "",
+            };
             parts.push(format!(
-                "{} NVRTC build(s) and the runner's own kernels {}",
+                "{} NVRTC build(s) and the runner's own kernels {}{how}",
                 self.builds,
-                seconds(self.builds as f64 * COMPILE_S + HELPERS_S)
+                seconds(self.compiles_s())
             ));
         }
         if self.peer_processes > 0 {

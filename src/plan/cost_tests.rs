@@ -31,7 +31,7 @@ fn the_counter_passes_are_planned_and_costed_first_run_or_not() {
         &e,
         &plan,
         &HashMap::new(),
-        &HashMap::new(),
+        &Default::default(),
         Shown::default(),
     );
     assert!(
@@ -72,7 +72,7 @@ fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
         &e,
         &plan,
         &HashMap::new(),
-        &HashMap::new(),
+        &Default::default(),
         Shown::default(),
     );
     assert!(
@@ -83,7 +83,7 @@ fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
     );
     // From a previous run's times where it has every cell.
     let previous: HashMap<String, f64> = plan.cells.iter().map(|c| (c.id.clone(), 2.0)).collect();
-    let text = describe(&e, &plan, &previous, &HashMap::new(), Shown::default());
+    let text = describe(&e, &plan, &previous, &Default::default(), Shown::default());
     assert!(
         text.contains(
             "estimated time: 8.2 s from the previous run's cell times: the cells it ran 8.0 s"
@@ -99,7 +99,10 @@ fn a_probed_kernel_counts_at_its_probed_time_and_the_plan_gives_the_probes_range
     ));
     let plan = Plan::new(&e).unwrap();
     // The kernel reads 3 ms a launch, not the 1 ms its bytes take at the peak.
-    let probed: HashMap<usize, f64> = (0..plan.cells.len()).map(|c| (c, 3e-3)).collect();
+    let probed = probe::Probe {
+        per_launch: (0..plan.cells.len()).map(|c| (c, 3e-3)).collect(),
+        compile_s: Some(0.5),
+    };
     let estimate = cost::Estimate::probed(&e, &plan, &HashMap::new(), &probed);
     // 1 + 1000 timed launches, 12 µs a region.
     let per_cell = 1001.0 * (3e-3 + 12e-6);
@@ -112,6 +115,9 @@ fn a_probed_kernel_counts_at_its_probed_time_and_the_plan_gives_the_probes_range
     let text = describe(&e, &plan, &HashMap::new(), &probed, Shown::default());
     assert!(
         text.contains("the kernels' launches 12.1 s as the probe timed them")
+            && text.contains(
+                "1 NVRTC build(s) and the runner's own kernels 0.6 s, as the probe compiled them"
+            )
             && text.contains(&format!(
                 "took between 0.67 and {} times what it said",
                 cost::PROBE_SPREAD
@@ -119,7 +125,10 @@ fn a_probed_kernel_counts_at_its_probed_time_and_the_plan_gives_the_probes_range
         "{text}"
     );
     // A cell the probe could not time is modelled, and the plan says which range holds.
-    let one: HashMap<usize, f64> = [(0, 3e-3)].into();
+    let one = probe::Probe {
+        per_launch: [(0, 3e-3)].into(),
+        compile_s: None,
+    };
     let text = describe(&e, &plan, &HashMap::new(), &one, Shown::default());
     assert!(
         text.contains("as the probe timed them (1 cells) or at an assumed H100's peaks (3 cells it could not time)")
@@ -142,7 +151,7 @@ fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
         &e,
         &plan,
         &HashMap::new(),
-        &HashMap::new(),
+        &Default::default(),
         Shown::default(),
     );
     assert!(
@@ -168,7 +177,7 @@ fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
         &e,
         &plan,
         &HashMap::new(),
-        &HashMap::new(),
+        &Default::default(),
         Shown::default()
     )
     .contains("budget: no budget: every sample asked for"));
@@ -196,7 +205,7 @@ fn a_probe_times_each_build_point_and_cache_state_once() {
     let a = of("k/n=1 m=10/a").unwrap();
     let mut readings = vec![None; 4];
     readings[a] = Some(2048.0);
-    let per_launch = probe.per_launch(&readings);
+    let per_launch = probe.measured(&readings, 0.0).per_launch;
     let cell = plan
         .cells
         .iter()

@@ -2,6 +2,7 @@
 //! estimate of the time.
 
 use super::cost::Estimate;
+use super::probe::Probe;
 use super::{Cell, Plan, Role, Shown};
 use crate::experiment::knobs::budget::{Budget, SPENDING};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
@@ -19,7 +20,7 @@ pub fn describe(
     exp: &Experiment,
     plan: &Plan,
     previous: &HashMap<String, f64>,
-    probed: &HashMap<usize, f64>,
+    probe: &Probe,
     shown: Shown,
 ) -> String {
     let mut out = String::new();
@@ -29,7 +30,7 @@ pub fn describe(
     out += &untimed_kernels(exp);
     out += &cell_table(plan);
     out += &variants(exp);
-    out += &totals(exp, plan, previous, probed);
+    out += &totals(exp, plan, previous, probe);
     out
 }
 
@@ -116,12 +117,7 @@ fn variants(exp: &Experiment) -> String {
 }
 
 /// The counts, the estimate, the budget, the clocks and the device checked against.
-fn totals(
-    exp: &Experiment,
-    plan: &Plan,
-    previous: &HashMap<String, f64>,
-    probed: &HashMap<usize, f64>,
-) -> String {
+fn totals(exp: &Experiment, plan: &Plan, previous: &HashMap<String, f64>, probe: &Probe) -> String {
     let mut out = String::new();
     let jobs = plan.jobs();
     let mut warm: Vec<_> = jobs
@@ -144,7 +140,7 @@ fn totals(
         plan.timed_launches(),
         plan.untimed_launches()
     );
-    let estimate = Estimate::probed(exp, plan, previous, probed);
+    let estimate = Estimate::probed(exp, plan, previous, probe);
     let _ = writeln!(out, "estimated time: {}", estimate.describe(exp, plan));
     let _ = writeln!(out, "budget: {}", budget(exp, plan, &estimate));
     if let Some(line) = counters(plan, &estimate) {

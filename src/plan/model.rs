@@ -22,8 +22,8 @@ pub const PROCESS_S: f64 = 0.2;
 /// processes): 25-75 ms for the committed kernels, 0.14-0.22 s for templates.
 pub const COMPILE_S: f64 = 0.1;
 /// The runner's own kernels (the audit's comparison, the empty, wait, flush and probe
-/// kernels), compiled once per run: 0.14 s and about 20 ms each.
-pub const HELPERS_S: f64 = 0.25;
+/// kernels), compiled as one program once per run: 60 ms (trust on the H100, at 4350064).
+pub const HELPERS_S: f64 = 0.06;
 /// A peer program's process: its CUDA start-up, the launch it times, its exit (the
 /// peers' seconds over their processes: 0.2-0.3 s).
 pub const PEER_S: f64 = 0.25;
@@ -49,10 +49,11 @@ const BUFFER_S_PER_BYTE: f64 = 6e-11;
 /// 1.36 s, softmax's 32 Mi halves in 0.16 s), against the CPU's 15 ns.
 const KERNEL_CHECK_S: f64 = 9e-9;
 const CPU_CHECK_S: f64 = 15e-9;
-/// The CPU's float64 matmul reference per multiply-add: blocked over every element up to
-/// 512 x 512 (134 M in 0.126 s), column walks for the 4096 sampled elements beyond (10 ns).
-const FULL_REFERENCE_S: f64 = 0.94e-9;
-const SAMPLED_REFERENCE_S: f64 = 10e-9;
+/// The CPU's float64 matmul reference per multiply-add, on the H100's 16 host cores: over
+/// every element up to 512 x 512 (134 M in 12.5-15 ms), the 4096 sampled elements beyond
+/// (at n = 1024, 4.2 M in 2.8-3.4 ms, a millisecond of it starting the threads).
+const FULL_REFERENCE_S: f64 = 0.1e-9;
+const SAMPLED_REFERENCE_S: f64 = 0.7e-9;
 /// Elements of the matmul reference's output compared beyond 512 x 512 (a sample).
 const SAMPLED_ELEMENTS: f64 = 4096.0;
 /// Nsight Compute's profiling of each launch of the kernel (accuracy: 20-24 ms a launch).

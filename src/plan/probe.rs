@@ -12,6 +12,16 @@ use crate::experiment::knobs::warmup::Warmup;
 use crate::experiment::Knobs;
 use std::collections::HashMap;
 
+/// What `plan --probe` measured, for the estimate: each of the plan's cells' kernel's time
+/// per launch (by cell index, where the probe timed it), and the seconds NVRTC took to
+/// compile the kernels and the runner's own (its first compile in a process pays NVRTC's
+/// start, 0.1-0.6 s on the H100's host, as the run's will).
+#[derive(Debug, Default)]
+pub struct Probe {
+    pub per_launch: HashMap<usize, f64>,
+    pub compile_s: Option<f64>,
+}
+
 /// Timed launches of each probe cell, after one warm-up: the median is its time.
 pub const PROBE_SAMPLES: u64 = 3;
 
@@ -47,12 +57,17 @@ impl ProbePlan {
         }
     }
 
-    /// Seconds per launch of each of the plan's cells' kernels, from the probe cells'
-    /// readings (ns per launch; None where a probe cell failed).
-    pub fn per_launch(&self, readings_ns: &[Option<f64>]) -> HashMap<usize, f64> {
-        (self.of_cell.iter().enumerate())
+    /// What the probe measured: each of the plan's cells' kernel's seconds per launch,
+    /// from the probe cells' readings (ns per launch; None where a probe cell failed), and
+    /// the compiles' seconds.
+    pub fn measured(&self, readings_ns: &[Option<f64>], compile_s: f64) -> Probe {
+        let per_launch = (self.of_cell.iter().enumerate())
             .filter_map(|(cell, probe)| Some((cell, readings_ns.get((*probe)?)?.as_ref()? * 1e-9)))
-            .collect()
+            .collect();
+        Probe {
+            per_launch,
+            compile_s: Some(compile_s),
+        }
     }
 }
 

@@ -49,6 +49,10 @@ pub struct Job {
     /// keeps only its first worker's, so later workers skip the queries.
     #[serde(default)]
     pub describe_device: bool,
+    /// The seed a check that reads a sample of a large output draws it from: one per run,
+    /// drawn by the runner, so that no kernel knows which elements will be read.
+    #[serde(default)]
+    pub sample_seed: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -136,7 +136,10 @@ impl Tally {
 
 /// `tally` over `0..n` in ranges shared out over every core, joined in order: a
 /// 134M-element output took 2.8 s on one core.
-fn tally_on_every_core(n: usize, tally: impl Fn(std::ops::Range<usize>) -> Tally + Sync) -> Tally {
+fn tally_on_every_core(
+    n: usize,
+    tally: impl Fn(std::ops::Range<usize>) -> Tally + Sync + Send,
+) -> Tally {
     const RANGE: usize = 1 << 16;
     let ranges: Vec<_> = (0..n)
         .step_by(RANGE)

@@ -293,7 +293,7 @@ fn check_output(
     let dtype = |i: usize| match spec.args[i] {
         ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
     };
-    let out_bytes = match reference::elements_read(&wanted.reference, &spec.check_dims) {
+    let out_bytes = match cache.elements_read(&wanted.reference, &spec.check_dims) {
         Some(elements) => {
             let size = dtype(wanted.output).size();
             let bytes: Vec<_> = elements

@@ -134,6 +134,7 @@ fn sample<'b>(
     let reference = reference::Cache::new(
         s.run_cache.as_deref(),
         format!("{}#{}", data.point, data.seed),
+        s.sample_seed,
     );
     let checker = Checker {
         cell,

@@ -128,6 +128,7 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         inputs: InputCache::new(job.run_cache.clone(), prefetched),
         audit_stash: None,
         run_cache: job.run_cache,
+        sample_seed: job.sample_seed,
     };
     run_cells(&mut session, &job.runs, &cells, job.prime, job.gpu_warmup_s)
 }
@@ -238,6 +239,8 @@ pub struct Session {
     audit_stash: Option<audit::Stash>,
     /// Where drawn inputs and reference results are shared with the run's other processes.
     run_cache: Option<std::path::PathBuf>,
+    /// The run's seed of the checks' samples of large outputs.
+    sample_seed: u64,
 }
 
 impl Session {

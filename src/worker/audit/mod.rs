@@ -32,7 +32,6 @@ use crate::experiment::{ArgValue, Kernel, Memory};
 use crate::method::{audit, equal};
 use crate::plan::{Cell, Role};
 use crate::protocol::{AuditRecord, CellRecord};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub(super) use among::Among;
@@ -294,7 +293,11 @@ fn check_on(
 ) -> Result<String, Failure> {
     let buffers = &data.sets[0];
     let run_cache = s.run_cache.as_deref();
-    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, checked.seed));
+    let cache_of = |draw: &Draw| {
+        let inputs = format!("{}#{}", data.point, draw.seed);
+        reference::Cache::new(run_cache, inputs, s.sample_seed)
+    };
+    let (cache, earlier_cache) = (cache_of(&checked), cache_of(&earlier));
     let checker = Checker {
         cell,
         def: Some(def),
@@ -304,7 +307,7 @@ fn check_on(
     let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
     checker.check(kernels, timeline, buffers, recorded).map_err(|f| {
         let was_stale = !changed.is_empty()
-            && holds_result(kernels, timeline, run_cache, cell, def, data, earlier);
+            && holds_result(kernels, timeline, &earlier_cache, cell, def, data, earlier);
         match was_stale {
             true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed))),
             false => f,
@@ -473,18 +476,17 @@ fn first_difference(
 fn holds_result(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
-    run_cache: Option<&Path>,
+    cache: &reference::Cache,
     cell: &Cell,
     def: &Kernel,
     data: &Data,
     earlier: Draw,
 ) -> bool {
-    let cache = reference::Cache::new(run_cache, format!("{}#{}", data.point, earlier.seed));
     let checker = Checker {
         cell,
         def: Some(def),
         host: earlier.host,
-        reference: &cache,
+        reference: cache,
     };
     checker
         .check(kernels, timeline, &data.sets[0], None)

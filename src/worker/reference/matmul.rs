@@ -1,149 +1,38 @@
-//! CPU references that a kernel's output is checked against before it is timed.
+//! The float64 matmul reference: every element of a small output, a sample of a large one
+//! drawn from the run's seed.
 
-use super::buffers::POISON;
-use super::cores;
-use super::failure::Failure;
-use super::shared;
-use crate::experiment::Dtype;
+use super::{Cache, HostBuffer};
+use crate::worker::cores;
+use crate::worker::failure::Failure;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 
-/// Elements checked at most per matmul; larger outputs are checked at a fixed random sample
-/// of `MATMUL_SAMPLE` elements in `MATMUL_SAMPLE_ROWS` rows, so that only those rows are
-/// read back (a fresh process at n = 4096 read all 64 MiB in 65 ms).
+/// Elements checked at most per matmul; larger outputs are checked at a random sample of
+/// `MATMUL_SAMPLE` elements in `MATMUL_SAMPLE_ROWS` rows, so that only those rows are read
+/// back (a fresh process at n = 4096 read all 64 MiB in 65 ms). The sample is drawn from
+/// the run's own seed, which no kernel can know: one that computed only the rows of a
+/// fixed sample would pass a check that reads only them.
 const MATMUL_FULL_CHECK: usize = 512 * 512;
 const MATMUL_SAMPLE: usize = 4096;
 const MATMUL_SAMPLE_ROWS: usize = 64;
 
-/// A buffer's contents on the host, read back from the device.
-pub struct HostBuffer<'a> {
-    pub name: &'a str,
-    pub dtype: Dtype,
-    pub bytes: &'a [u8],
-}
-
-impl HostBuffer<'_> {
-    pub(super) fn f64_at(&self, i: usize) -> f64 {
-        let s = self.dtype.size();
-        self.dtype.read(&self.bytes[i * s..(i + 1) * s])
-    }
-
-    /// Element `i` of an integer buffer, exactly; None for floats.
-    pub(super) fn int_at(&self, i: usize) -> Option<i128> {
-        let s = self.dtype.size();
-        self.dtype.read_int(&self.bytes[i * s..(i + 1) * s])
-    }
-
-    /// Element `i` as written in a message: an integer exactly.
-    pub(super) fn show(&self, i: usize) -> String {
-        match self.int_at(i) {
-            Some(v) => v.to_string(),
-            None => self.f64_at(i).to_string(),
-        }
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.bytes.len() / self.dtype.size()
-    }
-
-    /// Whether element `i` still holds the poison its buffer was filled with before the
-    /// checked launch: the kernel never wrote it.
-    pub(super) fn poisoned(&self, i: usize) -> bool {
-        let s = self.dtype.size();
-        self.bytes[i * s..(i + 1) * s].iter().all(|b| *b == POISON)
-    }
-
-    /// The account of an output the kernel left (partly) unwritten: `count` of the `of`
-    /// elements compared still hold the poison, the first at `first`.
-    pub(super) fn unwritten(&self, count: usize, of: usize, first: usize) -> String {
-        format!(
-            "output `{}` was not written: {count} of {of} elements compared still hold the poison, the first {}[{first}]",
-            self.name, self.name
-        )
-    }
-}
-
-/// Where reference results are kept between the processes of one run, so that a sweep
-/// point's reference is computed once, not once per fresh process.
-pub struct Cache<'a> {
-    dir: Option<&'a Path>,
-    /// Names the inputs: their kernel, point and seed, from which they are drawn (hashing
-    /// the inputs themselves would cost more than the reference at large sizes).
-    inputs: String,
-}
-
-impl<'a> Cache<'a> {
-    pub fn new(dir: Option<&'a Path>, inputs: String) -> Self {
-        Cache { dir, inputs }
-    }
-
-    /// The file of the reference `name` for these inputs and dims.
-    fn file(&self, name: &str, inputs: &[&HostBuffer], dims: &[i64]) -> Option<PathBuf> {
-        let dims: Vec<u8> = dims.iter().flat_map(|d| d.to_le_bytes()).collect();
-        let mut parts: Vec<Vec<u8>> = vec![name.into(), self.inputs.as_bytes().into(), dims];
-        for i in inputs {
-            parts.push(i.name.as_bytes().into());
-            parts.push((i.bytes.len() as u64).to_le_bytes().into());
-        }
-        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-        shared::file(self.dir, &parts, "f64")
-    }
-
-    /// The stored values, if another process stored them.
-    fn read(&self, file: &Option<PathBuf>, count: usize) -> Option<Vec<f64>> {
-        let bytes = shared::read(file.as_deref(), count * 8)?;
-        Some(
-            bytes
-                .chunks(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect(),
-        )
-    }
-
-    /// Stores values for later processes.
-    fn write(&self, file: &Option<PathBuf>, values: &[f64]) {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        shared::write(file.as_deref(), &bytes);
-    }
-}
-
-/// Compares `out` against the named reference; Ok holds a one-line account of the check.
-pub fn check(
-    reference: &str,
-    inputs: &[HostBuffer],
-    out: &HostBuffer,
-    dims: &[i64],
-    tolerance: Option<f64>,
-    cache: &Cache,
-) -> Result<String, Failure> {
-    match reference {
-        "matmul" => matmul(&inputs[0], &inputs[1], out, dims, tolerance, cache),
-        "copy" => copy(&inputs[0], out),
-        other => Err(Failure::from(format!("unknown reference `{other}`"))),
-    }
-}
-
-/// The output elements the reference reads, where it reads only some (row-major ranges);
-/// None where it reads the whole output.
-pub fn elements_read(reference: &str, dims: &[i64]) -> Option<Vec<Range<usize>>> {
-    let &[m, _, n] = dims else { return None };
-    let (m, n) = (m as usize, n as usize);
-    if reference != "matmul" || m * n <= MATMUL_FULL_CHECK {
+/// The rows of an m x n output a check reads, where it reads only some (row-major ranges).
+pub(super) fn rows_read(m: usize, n: usize, seed: u64) -> Option<Vec<Range<usize>>> {
+    if m * n <= MATMUL_FULL_CHECK {
         return None;
     }
-    let mut rows: Vec<usize> = matmul_cells(m, n).iter().map(|c| c / n).collect();
+    let mut rows: Vec<usize> = matmul_cells(m, n, seed).iter().map(|c| c / n).collect();
     rows.dedup();
     Some(rows.into_iter().map(|r| r * n..(r + 1) * n).collect())
 }
 
 /// The output elements a matmul's check compares: all of a small output; of a larger one,
-/// a fixed random sample in a few rows, sorted.
-fn matmul_cells(m: usize, n: usize) -> Vec<usize> {
+/// a random sample in a few rows, drawn from `seed`, sorted.
+fn matmul_cells(m: usize, n: usize, seed: u64) -> Vec<usize> {
     if m * n <= MATMUL_FULL_CHECK {
         return (0..m * n).collect();
     }
-    let mut rng = SmallRng::seed_from_u64(0x5eed);
+    let mut rng = SmallRng::seed_from_u64(seed);
     let mut rows = rand::seq::index::sample(&mut rng, m, m.min(MATMUL_SAMPLE_ROWS)).into_vec();
     rows.sort_unstable();
     let per_row = MATMUL_SAMPLE.div_ceil(rows.len());
@@ -158,7 +47,7 @@ fn matmul_cells(m: usize, n: usize) -> Vec<usize> {
 
 /// `out = a (m x k) * b (k x n)`, row-major, against a float64 reference: within a
 /// relative error (`tol`, by default 1e-4), or, for an integer output without one, exactly.
-fn matmul(
+pub(super) fn check(
     a: &HostBuffer,
     b: &HostBuffer,
     out: &HostBuffer,
@@ -175,7 +64,7 @@ fn matmul(
             out.len()
         )));
     }
-    let cells = matmul_cells(m, n);
+    let cells = matmul_cells(m, n, cache.sample_seed);
     let file = cache.file("matmul", &[a, b], dims);
     let want = match cache.read(&file, cells.len()) {
         Some(w) => w,
@@ -196,7 +85,11 @@ fn matmul(
     let scope = if cells.len() == m * n {
         format!("all {} elements", m * n)
     } else {
-        format!("{} sampled elements of {}", cells.len(), m * n)
+        format!(
+            "{} sampled elements of {} (rows drawn for this run)",
+            cells.len(),
+            m * n
+        )
     };
     if tol.is_none() && !out.dtype.is_float() {
         // The float64 product of integers is exact below 2^53: an integer output equals it.
@@ -292,43 +185,13 @@ fn matmul_reference(
     cores::each(rows, sums_of).concat()
 }
 
-fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, Failure> {
-    let n = src.bytes.len().min(out.bytes.len());
-    // A slice comparison (memcmp) first: outputs of a GiB compare in a fraction of a second.
-    if src.bytes[..n] == out.bytes[..n] {
-        return Ok(format!("copy: all {} elements equal", n / out.dtype.size()));
-    }
-    // The slices differ, so some byte does.
-    let i = src.bytes[..n]
-        .iter()
-        .zip(&out.bytes[..n])
-        .position(|(a, b)| a != b)
-        .unwrap_or_default();
-    let elements = n / out.dtype.size();
-    let unwritten = (0..elements)
-        .filter(|&e| out.poisoned(e) && !src.poisoned(e))
-        .count();
-    if unwritten > 0 {
-        let first = (0..elements)
-            .find(|&e| out.poisoned(e) && !src.poisoned(e))
-            .unwrap_or_default();
-        return Err(Failure::from(out.unwritten(unwritten, elements, first)));
-    }
-    Err(Failure::from(format!(
-        "copy check failed: {}[{}] differs from {}",
-        out.name,
-        i / out.dtype.size(),
-        src.name
-    )))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::tests::f32_bytes;
+    use super::super::{check, Cache, HostBuffer};
     use super::*;
-
-    fn f32_bytes(v: &[f32]) -> Vec<u8> {
-        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
-    }
+    use crate::experiment::Dtype;
+    use crate::worker::buffers::POISON;
 
     #[test]
     fn matmul_accepts_right_and_rejects_wrong_and_unwritten() {
@@ -345,7 +208,7 @@ mod tests {
             bytes,
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
-        let none = Cache::new(None, String::new());
+        let none = Cache::new(None, String::new(), 7);
         let c = |bytes: &[u8]| {
             let out = HostBuffer {
                 name: "C",
@@ -366,12 +229,13 @@ mod tests {
     #[test]
     fn a_sampled_matmul_reads_only_the_rows_it_names() {
         let (m, k, n) = (600usize, 2usize, 700usize);
+        let none = Cache::new(None, String::new(), 7);
         assert!(
-            elements_read("matmul", &[512, 2, 512]).is_none(),
+            none.elements_read("matmul", &[512, 2, 512]).is_none(),
             "checked whole"
         );
-        assert!(elements_read("copy", &[]).is_none());
-        let rows = elements_read("matmul", &[m as i64, k as i64, n as i64]).unwrap();
+        assert!(none.elements_read("copy", &[]).is_none());
+        let rows = (none.elements_read("matmul", &[m as i64, k as i64, n as i64])).unwrap();
         assert_eq!(rows.len(), MATMUL_SAMPLE_ROWS);
         let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32).collect();
@@ -392,7 +256,6 @@ mod tests {
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
         let dims = [m as i64, k as i64, n as i64];
-        let none = Cache::new(None, String::new());
         let good = f32_bytes(&c);
         let account = check("matmul", &ins, &buf("C", &good), &dims, Some(1e-4), &none).unwrap();
         assert!(account.contains("4096 sampled elements"), "{account}");
@@ -401,12 +264,15 @@ mod tests {
         c[row].iter_mut().for_each(|v| *v = f32::NAN);
         let bad = f32_bytes(&c);
         assert!(check("matmul", &ins, &buf("C", &bad), &dims, Some(1e-4), &none).is_err());
+        // Another run's seed reads other rows: no kernel can know which ahead.
+        let other = Cache::new(None, String::new(), 8);
+        assert_ne!(other.elements_read("matmul", &dims), Some(rows));
     }
 
     #[test]
     fn a_reference_is_computed_once_and_read_back_by_later_processes() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = Cache::new(Some(dir.path()), "k/n=2#7".into());
+        let cache = Cache::new(Some(dir.path()), "k/n=2#7".into(), 7);
         let a = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
         let b = f32_bytes(&[5.0, 6.0, 7.0, 8.0]);
         let good = f32_bytes(&[19.0, 22.0, 43.0, 50.0]);
@@ -454,7 +320,7 @@ mod tests {
             dtype: Dtype::I32,
             bytes,
         };
-        let none = Cache::new(None, String::new());
+        let none = Cache::new(None, String::new(), 7);
         let ins = [int("A", &x[..]), int("B", &y[..])];
         let good = i32s(&[19, 22, 43, 50]);
         let near = i32s(&[19, 22, 43, 51]);
@@ -474,36 +340,5 @@ mod tests {
             e.message
         );
         assert!(mm(&near, Some(0.1)).is_ok(), "a tolerance given is used");
-    }
-
-    #[test]
-    fn copy_finds_first_difference() {
-        let s = f32_bytes(&[1.0, 2.0, 3.0]);
-        let d = f32_bytes(&[1.0, 9.0, 3.0]);
-        let buf = |name, bytes| HostBuffer {
-            name,
-            dtype: Dtype::F32,
-            bytes,
-        };
-        assert!(check(
-            "copy",
-            &[buf("src", &s)],
-            &buf("dst", &s),
-            &[],
-            None,
-            &Cache::new(None, String::new())
-        )
-        .is_ok());
-        assert!(check(
-            "copy",
-            &[buf("src", &s)],
-            &buf("dst", &d),
-            &[],
-            None,
-            &Cache::new(None, String::new())
-        )
-        .unwrap_err()
-        .message
-        .contains("dst[1]"));
     }
 }
