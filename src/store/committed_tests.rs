@@ -107,12 +107,14 @@ fn wall_s(s: &Stored) -> Option<f64> {
     Some(end.duration_since(start).ok()?.as_secs_f64())
 }
 
-/// The runs at the commits since every cell is audited (5ac6784) and the fresh-process
-/// runs just before it (e04683c), which the model's constants were read from and stand for,
-/// and the runs with audits among the timed launches, drawn on every core and compared with
-/// a reference kernel's output on every core (4272d10, a2b8953), and on one pool of threads
-/// with the runner's own kernels as one program (ca377c4).
-const CURRENT: &[&str] = &["5ac6784", "e04683c", "4272d10", "a2b8953", "ca377c4"];
+/// The runs at the commits since every cell is audited (5ac6784), with audits among the
+/// timed launches, drawn on every core and compared with a reference kernel's output on
+/// every core (4272d10, a2b8953), and on one pool of threads with the runner's own kernels
+/// as one program (ca377c4), which the model's constants were read from and stand for. The
+/// fresh-process runs at e04683c paid 0.2 s a process, where the runs since pay 0.15 s (the
+/// first-launch and different-data experiments ran in 26 and 27 s at ca377c4, against 38
+/// and 54 s there): the model no longer stands for them.
+const CURRENT: &[&str] = &["5ac6784", "4272d10", "a2b8953", "ca377c4"];
 
 /// Current runs the model cannot stand for, and why.
 const BEYOND_THE_MODEL: &[(&str, &str)] = &[(
@@ -173,7 +175,7 @@ fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
         );
         ratios.push(ratio);
     }
-    assert!(ratios.len() >= 8, "{} current runs", ratios.len());
+    assert!(ratios.len() >= 6, "{} current runs", ratios.len());
     ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
     assert!(
