@@ -450,15 +450,9 @@ fn probed(
         plan::cost::seconds(probed.wall_s)
     );
     if verbose {
-        let cells =
-            (probe.plan.cells.iter()).zip(probed.readings_ns.iter().zip(&probed.compiles_s));
-        for (c, (ns, compiled)) in cells {
-            let compiled = match *compiled > 0.0 {
-                true => format!(" (NVRTC {:.0} ms)", compiled * 1e3),
-                false => String::new(),
-            };
+        for (c, ns) in probe.plan.cells.iter().zip(&probed.readings_ns) {
             if let Some(ns) = ns {
-                account += &format!("  {}: {:.1} µs a launch{compiled}\n", c.id, ns / 1e3);
+                account += &format!("  {}: {:.1} µs a launch\n", c.id, ns / 1e3);
             }
         }
     }
@@ -466,7 +460,7 @@ fn probed(
         account += &format!("  failed, modelled instead: {f}\n");
     }
     say(&account)?;
-    Ok(probe.measured(&probed.readings_ns, probed.compile_s))
+    Ok(probe.measured(&probed.readings_ns))
 }
 
 fn plan(

@@ -11,14 +11,11 @@ use crate::protocol::{DeviceInfo, Message, Status};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
-/// What the probe read: each probe cell's time per launch (ns; None where it failed) and
-/// the NVRTC compiles it paid (s), why the failed ones failed, NVRTC's compiles in all, and
-/// how long the probe took.
+/// What the probe read: each probe cell's time per launch (ns; None where it failed), why
+/// the failed ones failed, and how long the probe took.
 pub struct Probed {
     pub readings_ns: Vec<Option<f64>>,
-    pub compiles_s: Vec<f64>,
     pub failures: Vec<String>,
-    pub compile_s: f64,
     pub wall_s: f64,
 }
 
@@ -62,22 +59,12 @@ pub fn probe(exp: &Experiment, plan: &Plan) -> Result<Probed> {
     let mut worker = WorkerProcess::start(&WorkerProgram::this_binary()?, job, &[])?;
     let mut probed = Probed {
         readings_ns: vec![None; plan.cells.len()],
-        compiles_s: vec![0.0; plan.cells.len()],
         failures: Vec::new(),
-        compile_s: 0.0,
         wall_s: 0.0,
     };
     loop {
         match worker.next(limit, &INTERRUPTED) {
             WorkerEvent::Message(Message::Cell(rec)) => {
-                let compiled: f64 = (rec.phases.iter())
-                    .filter(|p| p.name.starts_with("NVRTC compile"))
-                    .map(|p| p.ms / 1e3)
-                    .sum();
-                probed.compile_s += compiled;
-                if let Some(c) = probed.compiles_s.get_mut(rec.cell) {
-                    *c += compiled;
-                }
                 let reading = crate::median::median(rec.samples_ns.clone())
                     .filter(|_| rec.status == Status::Ok);
                 match (reading, plan.cells.get(rec.cell)) {

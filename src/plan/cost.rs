@@ -12,16 +12,16 @@ use crate::experiment::knobs::env::JitCache;
 use crate::experiment::Experiment;
 use std::collections::{HashMap, HashSet};
 
-/// How far a first run's modelled time may be off: the project's runs since the model's
-/// constants were measured took between its inverse and this many times what the model
-/// said (`store::committed_tests` keeps it true of them). A kernel far below its peaks, or
-/// one that declares no work, takes longer.
-pub const MODEL_SPREAD: f64 = 3.0;
+/// How far a first run's modelled time may be off: the project's first runs on the H100
+/// took between these many times what the model said (reports/plan-probe: 0.70-5.3; a
+/// kernel far below its peaks, or one that declares no work, takes longer).
+/// `store::committed_tests` and `store::probe_table_tests` keep it true.
+pub const MODEL_RANGE: (f64, f64) = (0.5, 6.0);
 
 /// How far a first run's time may be off where `plan --probe` timed its kernels: the
-/// project's runs on the H100 took between its inverse and this many times what the probed
-/// estimate said (reports/plan-probe).
-pub const PROBE_SPREAD: f64 = 1.5;
+/// project's first runs on the H100 took between these many times what the probed
+/// estimate said (reports/plan-probe: 0.70-1.40).
+pub const PROBE_RANGE: (f64, f64) = (0.67, 1.5);
 
 /// The estimate of a run, in seconds, by what it counts.
 pub struct Estimate {
@@ -31,12 +31,7 @@ pub struct Estimate {
     pub launches_s: f64,
     pub work_s: f64,
     pub processes: usize,
-    /// The kernel builds the run compiles, and of them the reference kernels' (which a
-    /// probe, checking nothing, does not compile).
     pub builds: usize,
-    pub reference_builds: usize,
-    /// The probe's compiles, where it measured them.
-    pub probed_compile_s: Option<f64>,
     pub peer_processes: usize,
     pub gpu_warmup_s: f64,
     /// Kernels of modelled cells that declare neither bytes nor flops (and were not probed).
@@ -81,8 +76,6 @@ impl Estimate {
             work_s: 0.0,
             processes: jobs.len() + warm.len(),
             builds: 0,
-            reference_builds: 0,
-            probed_compile_s: probe.compile_s,
             peer_processes: (exp.peers.iter())
                 .map(|p| p.commands.iter().flatten().count() * p.processes as usize)
                 .sum(),
@@ -103,7 +96,7 @@ impl Estimate {
             }
         }
         let mut points = HashSet::new();
-        let (mut builds, mut reference_builds) = (HashSet::new(), HashSet::new());
+        let mut builds = HashSet::new();
         for c in &plan.cells {
             let kernel = c.kernel.map(|k| &exp.kernels[k]);
             let per_launch = probe.per_launch.get(&c.index).copied();
@@ -130,7 +123,7 @@ impl Estimate {
                 &c.reference_launch,
                 kernel.and_then(|k| k.check_kernel.as_ref()),
             ) {
-                reference_builds.insert((kc.kernel, r.entry.clone(), r.options.clone()));
+                builds.insert((kc.kernel, r.entry.clone(), r.options.clone()));
             }
             // The floor's empty kernel is the model's own launch cost, probe or not.
             match (per_launch, c.kernel) {
@@ -152,8 +145,7 @@ impl Estimate {
                 }
             }
         }
-        e.reference_builds = reference_builds.difference(&builds).count();
-        e.builds = builds.len() + e.reference_builds;
+        e.builds = builds.len();
         e
     }
 
@@ -167,13 +159,11 @@ impl Estimate {
             + self.gpu_warmup_s
     }
 
-    /// The run's NVRTC compiles: as the probe measured them (and the reference kernels it
-    /// did not compile, and the runner's own where it compiled none), else modelled.
+    /// The run's NVRTC compiles: each build's, and the runner's own kernels'.
     fn compiles_s(&self) -> f64 {
-        match (self.builds, self.probed_compile_s) {
-            (0, _) => 0.0,
-            (_, Some(s)) => s + self.reference_builds as f64 * COMPILE_S + HELPERS_S,
-            (n, None) => n as f64 * COMPILE_S + HELPERS_S,
+        match self.builds {
+            0 => 0.0,
+            n => n as f64 * COMPILE_S + HELPERS_S,
         }
     }
 
@@ -270,12 +260,8 @@ impl Estimate {
             ));
         }
         if self.builds > 0 {
-            let how = match self.probed_compile_s {
-                Some(_) => ", as the probe compiled them",
-                None => "",
-            };
             parts.push(format!(
-                "{} NVRTC build(s) and the runner's own kernels {}{how}",
+                "{} NVRTC build(s) and the runner's own kernels {}",
                 self.builds,
                 seconds(self.compiles_s())
             ));
@@ -298,15 +284,18 @@ impl Estimate {
         let spread = match (modelled, self.unprobed) {
             (false, _) => String::new(),
             (true, 0) => format!(
-                ". Probed, the project's runs on the H100 took between {:.2} and {PROBE_SPREAD} times what it said: {} to {}",
-                1.0 / PROBE_SPREAD,
-                seconds(self.total_s(plan) / PROBE_SPREAD),
-                seconds(self.total_s(plan) * PROBE_SPREAD),
+                ". Probed, the project's first runs took {} to {} times what it said: {} to {}",
+                PROBE_RANGE.0,
+                PROBE_RANGE.1,
+                seconds(self.total_s(plan) * PROBE_RANGE.0),
+                seconds(self.total_s(plan) * PROBE_RANGE.1),
             ),
             (true, _) => format!(
-                ". A model, not a bound: the project's own runs took a third to {MODEL_SPREAD:.0} times what it said ({} to {}), and a kernel far below its peaks takes longer; `runner plan --probe` times each kernel on the device first, and a run in `reports/<name>` gives the next plan its cell times",
-                seconds(self.total_s(plan) / MODEL_SPREAD),
-                seconds(self.total_s(plan) * MODEL_SPREAD),
+                ". A model, not a bound: the project's first runs took {} to {} times what it said ({} to {}), longer where a kernel runs far below its peaks; `runner plan --probe` times each kernel on the device first, and a run in `reports/<name>` gives the next plan its cell times",
+                MODEL_RANGE.0,
+                MODEL_RANGE.1,
+                seconds(self.total_s(plan) * MODEL_RANGE.0),
+                seconds(self.total_s(plan) * MODEL_RANGE.1),
             ),
         };
         format!("{total} {basis}: {}{spread}", parts.join("; "))

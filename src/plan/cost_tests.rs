@@ -101,7 +101,6 @@ fn a_probed_kernel_counts_at_its_probed_time_and_the_plan_gives_the_probes_range
     // The kernel reads 3 ms a launch, not the 1 ms its bytes take at the peak.
     let probed = probe::Probe {
         per_launch: (0..plan.cells.len()).map(|c| (c, 3e-3)).collect(),
-        compile_s: Some(0.5),
     };
     let estimate = cost::Estimate::probed(&e, &plan, &HashMap::new(), &probed);
     // 1 + 1000 timed launches, 12 µs a region.
@@ -115,19 +114,12 @@ fn a_probed_kernel_counts_at_its_probed_time_and_the_plan_gives_the_probes_range
     let text = describe(&e, &plan, &HashMap::new(), &probed, Shown::default());
     assert!(
         text.contains("the kernels' launches 12.1 s as the probe timed them")
-            && text.contains(
-                "1 NVRTC build(s) and the runner's own kernels 0.6 s, as the probe compiled them"
-            )
-            && text.contains(&format!(
-                "took between 0.67 and {} times what it said",
-                cost::PROBE_SPREAD
-            )),
+            && text.contains("first runs took 0.67 to 1.5 times what it said: 8.3 s to 18.5 s"),
         "{text}"
     );
     // A cell the probe could not time is modelled, and the plan says which range holds.
     let one = probe::Probe {
         per_launch: [(0, 3e-3)].into(),
-        compile_s: None,
     };
     let text = describe(&e, &plan, &HashMap::new(), &one, Shown::default());
     assert!(
@@ -205,7 +197,7 @@ fn a_probe_times_each_build_point_and_cache_state_once() {
     let a = of("k/n=1 m=10/a").unwrap();
     let mut readings = vec![None; 4];
     readings[a] = Some(2048.0);
-    let per_launch = probe.measured(&readings, 0.0).per_launch;
+    let per_launch = probe.measured(&readings).per_launch;
     let cell = plan
         .cells
         .iter()

@@ -22,8 +22,9 @@ use crate::experiment::{ArgValue, Experiment, Init, Kernel, LaunchSpec, Memory};
 /// (0.20 s a worker at e04683c, before the exit overlapped the next start).
 pub const PROCESS_S: f64 = 0.15;
 /// A kernel build compiled by NVRTC once per run (images are shared by the run's
-/// processes): 25-75 ms for the committed kernels, 0.14-0.22 s for templates.
-pub const COMPILE_S: f64 = 0.1;
+/// processes): 21 ms a build for the incore experiment's 24 at ca377c4 (44 ms the first in
+/// its process), 25-75 ms for the committed kernels, 0.11-0.19 s for templates.
+pub const COMPILE_S: f64 = 0.04;
 /// The runner's own kernels (the audit's comparison, the empty, wait, flush and probe
 /// kernels), compiled as one program once per run: 60 ms (trust on the H100, at 4350064).
 pub const HELPERS_S: f64 = 0.06;

@@ -13,13 +13,12 @@ use crate::experiment::Knobs;
 use std::collections::HashMap;
 
 /// What `plan --probe` measured, for the estimate: each of the plan's cells' kernel's time
-/// per launch (by cell index, where the probe timed it), and the seconds NVRTC took to
-/// compile the kernels and the runner's own (its first compile in a process pays NVRTC's
-/// start, 0.1-0.6 s on the H100's host, as the run's will).
+/// per launch (by cell index, where the probe timed it). Its compiles are not counted: on a
+/// fresh host it pays NVRTC's first reads from disk, which the run after it does not (the
+/// incore experiment's 24 builds: 1.8 s in the probe, 0.5 s in the run after it).
 #[derive(Debug, Default)]
 pub struct Probe {
     pub per_launch: HashMap<usize, f64>,
-    pub compile_s: Option<f64>,
 }
 
 /// Timed launches of each probe cell, after one warm-up: the median is its time.
@@ -58,16 +57,12 @@ impl ProbePlan {
     }
 
     /// What the probe measured: each of the plan's cells' kernel's seconds per launch,
-    /// from the probe cells' readings (ns per launch; None where a probe cell failed), and
-    /// the compiles' seconds.
-    pub fn measured(&self, readings_ns: &[Option<f64>], compile_s: f64) -> Probe {
+    /// from the probe cells' readings (ns per launch; None where a probe cell failed).
+    pub fn measured(&self, readings_ns: &[Option<f64>]) -> Probe {
         let per_launch = (self.of_cell.iter().enumerate())
             .filter_map(|(cell, probe)| Some((cell, readings_ns.get((*probe)?)?.as_ref()? * 1e-9)))
             .collect();
-        Probe {
-            per_launch,
-            compile_s: Some(compile_s),
-        }
+        Probe { per_launch }
     }
 }
 

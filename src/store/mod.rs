@@ -20,6 +20,8 @@ mod write;
 mod committed_tests;
 #[cfg(test)]
 mod damage_tests;
+#[cfg(test)]
+mod probe_table_tests;
 
 use crate::protocol::DeviceInfo;
 use crate::protocol::Startup;
