@@ -54,6 +54,65 @@ impl Dims {
     };
 }
 
+/// An L2 access-policy window on one of a launch's buffers (`l2_persist`): accesses to its
+/// first `bytes` persist in L2's set-aside at `hit_ratio`, the rest stream past, as
+/// `cudaAccessPolicyWindow` does. Set on the launch (`cuLaunchKernelEx`), so a graph that
+/// captures the launch keeps it on its node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccessWindow {
+    /// The parameter slot that holds the buffer: its address is read at each enqueue, so a
+    /// replaced parameter takes the window with it.
+    pub slot: usize,
+    pub bytes: usize,
+    pub hit_ratio: f32,
+}
+
+/// Sets aside as much of the L2 for persisting accesses as the device allows, up to
+/// `bytes`, in the current context; the bytes set aside and the largest window a launch may
+/// set. [`release_l2`] gives it back.
+pub fn set_aside_l2(bytes: usize) -> Result<(usize, usize), CudaError> {
+    use sys::CUdevice_attribute::*;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: writes the current context's device through a valid pointer.
+    unsafe { sys::cuCtxGetDevice(&mut dev) }
+        .result()
+        .map_err(|e| CudaError::driver("cuCtxGetDevice", e))?;
+    let attr = |a| {
+        // SAFETY: dev is the current context's device; attributes are plain reads.
+        unsafe { result::device::get_attribute(dev, a) }
+            .map(|v| v.max(0) as usize)
+            .map_err(|e| CudaError::driver("cuDeviceGetAttribute", e))
+    };
+    let (most, window) = (
+        attr(CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE)?,
+        attr(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE)?,
+    );
+    let limit = sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE;
+    // SAFETY: sets a limit of the current context to a value the device allows.
+    unsafe { sys::cuCtxSetLimit(limit, bytes.min(most)) }
+        .result()
+        .map_err(|e| CudaError::driver("cuCtxSetLimit", e))?;
+    let mut set = 0usize;
+    // SAFETY: reads the limit back through a valid pointer.
+    unsafe { sys::cuCtxGetLimit(&mut set, limit) }
+        .result()
+        .map_err(|e| CudaError::driver("cuCtxGetLimit", e))?;
+    Ok((set, window))
+}
+
+/// Lets every persisting L2 line go back to normal and the set-aside back to none, so the
+/// next cell meets the L2 as it was.
+pub fn release_l2() -> Result<(), CudaError> {
+    // SAFETY: resets the current context's persisting lines; no pointer involved.
+    unsafe { sys::cuCtxResetPersistingL2Cache() }
+        .result()
+        .map_err(|e| CudaError::driver("cuCtxResetPersistingL2Cache", e))?;
+    // SAFETY: sets a limit of the current context to zero.
+    unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) }
+        .result()
+        .map_err(|e| CudaError::driver("cuCtxSetLimit", e))
+}
+
 /// A copy between two buffers: parameter 0 is the destination, 1 the source.
 #[derive(Debug, Clone, Copy)]
 struct Transfer {
@@ -80,6 +139,8 @@ pub struct Launch<'b> {
     /// Where its parameters come from when [`Launch::set_param`] names them by the index of
     /// a larger list (a kernel that takes some of its experiment's arguments); None: the same.
     from: Option<Vec<usize>>,
+    /// The L2 access-policy window its launches set, if any.
+    window: Option<AccessWindow>,
     _buffers: PhantomData<&'b DeviceBuffer>,
 }
 
@@ -156,8 +217,14 @@ impl<'b> Launch<'b> {
             before: Vec::new(),
             then: Vec::new(),
             from: None,
+            window: None,
             _buffers: PhantomData,
         }
+    }
+
+    /// Each launch of the kernel sets `window` (not its steps').
+    pub fn set_window(&mut self, window: AccessWindow) {
+        self.window = Some(window);
     }
 
     /// Its parameter `j` is parameter `from[j]` of the list [`Launch::set_param`] indexes.
@@ -289,19 +356,55 @@ impl<'b> Launch<'b> {
         // The worker checks the slots' count and sizes against the kernel's parameters
         // (`Function::param_sizes`) before a prepared launch; a lazy one cannot be checked
         // before it runs and trusts the experiment's argument list.
-        // SAFETY: func is a live function or library kernel (it holds its code), each
-        // parameter slot holds a value or the address of a buffer borrowed for 'b, and the
-        // slots do not move.
+        let Some(w) = self.window else {
+            // SAFETY: func is a live function or library kernel (it holds its code), each
+            // parameter slot holds a value or the address of a buffer borrowed for 'b, and
+            // the slots do not move.
+            return unsafe {
+                result::launch_kernel(
+                    func.handle(),
+                    d.grid,
+                    d.block,
+                    d.shared_bytes,
+                    stream,
+                    &mut self.params,
+                )
+            };
+        };
+        // SAFETY: a launch attribute is plain data; all zeros is a valid start for it.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+        attr.value.accessPolicyWindow = sys::CUaccessPolicyWindow {
+            base_ptr: u64::from_ne_bytes(self.storage[w.slot]) as *mut c_void,
+            num_bytes: w.bytes,
+            hitRatio: w.hit_ratio,
+            hitProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_PERSISTING,
+            missProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_STREAMING,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: d.grid.0,
+            gridDimY: d.grid.1,
+            gridDimZ: d.grid.2,
+            blockDimX: d.block.0,
+            blockDimY: d.block.1,
+            blockDimZ: d.block.2,
+            sharedMemBytes: d.shared_bytes,
+            hStream: stream,
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: as for `launch_kernel` above; the window's slot holds the address of a
+        // buffer borrowed for 'b of at least `w.bytes` (the worker sets it from the
+        // buffer's size), and `config` and `attr` outlive the call.
         unsafe {
-            result::launch_kernel(
+            sys::cuLaunchKernelEx(
+                &config,
                 func.handle(),
-                d.grid,
-                d.block,
-                d.shared_bytes,
-                stream,
-                &mut self.params,
+                self.params.as_mut_ptr(),
+                std::ptr::null_mut(),
             )
         }
+        .result()
     }
 }
 

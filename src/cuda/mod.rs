@@ -22,7 +22,7 @@ pub use device::{
 pub use error::CudaError;
 pub use event::Event;
 pub use graph::{BeforeEachLaunch, Graph, Marks, Prelude, Resets};
-pub use launch::{Dims, Launch, Param};
+pub use launch::{release_l2, set_aside_l2, AccessWindow, Dims, Launch, Param};
 pub use memory::{memory_info, DeviceBuffer, Fill};
 
 /// What a machine without the CUDA driver is told.

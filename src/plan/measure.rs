@@ -52,6 +52,7 @@ pub(super) fn measure_cell(
         reference_launch.is_some(),
     )?;
     refuse_resets_between_launches(exp, &id, &knobs, &launch)?;
+    refuse_window_elsewhere(exp, &id, kernel, &knobs, &launch)?;
     let check_bytes = reference_launch.as_ref().map_or(0, |l| l.device_bytes());
     fits(exp, &id, &knobs, &launch, check_bytes)?;
     Ok(Cell {
@@ -228,4 +229,41 @@ fn fits(
             exp.facts.describe()
         ))
         .with_hint("use fewer rotation sets, a smaller flush or smaller sizes"))
+}
+
+/// Refuses an `l2_persist` that names no buffer argument of the kernel, or a kernel that
+/// copies: the window is set on kernel launches, on one of their buffers.
+fn refuse_window_elsewhere(
+    exp: &Experiment,
+    id: &str,
+    kernel: &Kernel,
+    knobs: &Knobs,
+    launch: &LaunchSpec,
+) -> Result<(), ConfigError> {
+    let Some(name) = &knobs.l2_persist.0 else {
+        return Ok(());
+    };
+    let buffers: Vec<&str> = (kernel.args.iter().zip(&launch.args))
+        .filter(|(_, a)| matches!(a, crate::experiment::ArgValue::Buffer { .. }))
+        .map(|(d, _)| d.name.as_str())
+        .collect();
+    if kernel.copies() {
+        return Err(exp
+            .error(format!(
+                "cell {id}: l2_persist sets a window on kernel launches, and `{}` copies",
+                kernel.name
+            ))
+            .with_hint(
+                "leave l2_persist out of this kernel's variants (a kernel's own `variants` can)",
+            ));
+    }
+    if !buffers.contains(&name.as_str()) {
+        return Err(exp
+            .error(format!(
+                "cell {id}: l2_persist names `{name}`, which is not a buffer argument of `{}`",
+                kernel.name
+            ))
+            .with_hint(format!("name one of its buffers: {}", buffers.join(", "))));
+    }
+    Ok(())
 }

@@ -367,3 +367,13 @@ fn shards_split_the_plan_disjointly_and_balance_a_previous_runs_times() {
     assert_eq!(kept.cells.len(), 3);
     assert!(kept.cells.iter().enumerate().all(|(i, c)| c.index == i));
 }
+
+#[test]
+fn l2_persist_names_a_buffer_of_the_kernel_or_the_plan_refuses_it() {
+    let e = experiment("[[variant]]\nname = \"a\"\nl2_persist = \"table\"\n");
+    let err = Plan::new(&e).unwrap_err().to_string();
+    assert!(
+        err.contains("l2_persist names `table`, which is not a buffer argument of `k`"),
+        "{err}"
+    );
+}

@@ -10,8 +10,8 @@ use super::prepare::{Code, Data};
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{
-    self, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph, Launch, Marks,
-    Param,
+    self, AccessWindow, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph,
+    Launch, Marks, Param,
 };
 use crate::experiment::knobs::flushed_graph::FlushedGraph;
 use crate::experiment::knobs::{
@@ -112,6 +112,9 @@ impl<'b> Armed<'b> {
         };
         if let Some(def) = &code.def {
             add_steps(&mut launch, def, spec, &params[0], &code.steps)?;
+        }
+        if let Some(name) = &knobs.l2_persist.0 {
+            launch.set_window(persisted(name, code, data)?);
         }
         // CUPTI finds the cell's copies among its records as it finds kernels, by name.
         let mut entries = code.entries.clone();
@@ -325,5 +328,30 @@ fn warm_launch<'b>(
             Dims::ONE,
             &[],
         )),
+    })
+}
+
+/// The access-policy window `l2_persist` names: the buffer's slot in the launch, its bytes
+/// (at most the largest window a launch may set), at the hit ratio the L2 set aside for it
+/// allows (the set-aside lasts the cell: `cell::run` lets it go).
+fn persisted(name: &str, code: &Code, data: &Data) -> Result<AccessWindow, Failure> {
+    let def = (code.def.as_ref())
+        .ok_or_else(|| "l2_persist on a kernel without arguments".to_string())?;
+    let arg = (def.args.iter())
+        .position(|a| a.name == name)
+        .ok_or_else(|| format!("l2_persist: the kernel has no argument `{name}`"))?;
+    let buffer = (data.sets[0].buffer(arg))
+        .ok_or_else(|| format!("l2_persist: `{name}` is not a buffer"))?;
+    let slot = match &code.takes {
+        Some(from) => (from.iter().position(|&f| f == arg))
+            .ok_or_else(|| format!("l2_persist: the kernel does not take `{name}`"))?,
+        None => arg,
+    };
+    let (set_aside, largest) = cuda::set_aside_l2(buffer.bytes())?;
+    let bytes = buffer.bytes().min(largest);
+    Ok(AccessWindow {
+        slot,
+        bytes,
+        hit_ratio: (set_aside as f32 / bytes.max(1) as f32).min(1.0),
     })
 }

@@ -47,6 +47,11 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
         }
         Ok(())
     });
+    // The L2 set aside for `l2_persist` goes back, its lines with it, whatever the outcome.
+    let outcome = match cell.knobs.l2_persist.0 {
+        Some(_) => outcome.and(crate::cuda::release_l2().map_err(Failure::from)),
+        None => outcome,
+    };
     rec.wall_s = t0.elapsed().as_secs_f64();
     rec.phases = s.timeline.take();
     let lost = match outcome {

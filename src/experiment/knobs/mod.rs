@@ -156,6 +156,7 @@ knobs! {
     inputs: inputs::Inputs,
     launch_config: launch_config::LaunchConfig,
     nvrtc_options: nvrtc_options::NvrtcOptions,
+    l2_persist: l2_persist::L2Persist,
 }
 
 impl Knobs {
