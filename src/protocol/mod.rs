@@ -172,6 +172,9 @@ pub struct CellRecord {
     /// reading. None for a failed cell, an unchecked kernel and the floor cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<AuditRecord>,
+    /// What `l2_persist` set: the L2 set aside and the access-policy window on the buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_window: Option<String>,
     /// The `CUDA_*` variables the worker process started with: the environment it ran in.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub cuda_env: std::collections::BTreeMap<String, String>,

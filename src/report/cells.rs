@@ -137,6 +137,9 @@ fn timer_notes(rs: &[&CellRecord]) -> String {
             format::time(ns, Unit::Auto)
         ));
     }
+    if let Some(w) = rs.iter().find_map(|r| r.l2_window.as_ref()) {
+        notes.push(w.clone());
+    }
     if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
         notes.push(format!(
             "wait kernel {}",

@@ -84,6 +84,8 @@ pub(super) struct Armed<'b> {
     pub(super) timer: Timer<'b>,
     /// A warm-up kernel other than the measured one (`warmup_kernel = "empty"`).
     pub(super) warm: Option<Launch<'b>>,
+    /// The L2 set aside and the window `l2_persist` set, in words, for the record.
+    pub(super) window: Option<String>,
     /// Timed regions so far: which buffer set and fresh data the next one takes.
     turn: usize,
 }
@@ -113,9 +115,14 @@ impl<'b> Armed<'b> {
         if let Some(def) = &code.def {
             add_steps(&mut launch, def, spec, &params[0], &code.steps)?;
         }
-        if let Some(name) = &knobs.l2_persist.0 {
-            launch.set_window(persisted(name, code, data)?);
-        }
+        let window = match &knobs.l2_persist.0 {
+            Some(name) => {
+                let (window, said) = persisted(name, code, data)?;
+                launch.set_window(window);
+                Some(said)
+            }
+            None => None,
+        };
         // CUPTI finds the cell's copies among its records as it finds kernels, by name.
         let mut entries = code.entries.clone();
         entries.extend(launch.copy_records());
@@ -139,6 +146,7 @@ impl<'b> Armed<'b> {
             body,
             timer,
             warm,
+            window,
             turn: 0,
         })
     }
@@ -333,8 +341,8 @@ fn warm_launch<'b>(
 
 /// The access-policy window `l2_persist` names: the buffer's slot in the launch, its bytes
 /// (at most the largest window a launch may set), at the hit ratio the L2 set aside for it
-/// allows (the set-aside lasts the cell: `cell::run` lets it go).
-fn persisted(name: &str, code: &Code, data: &Data) -> Result<AccessWindow, Failure> {
+/// allows (the set-aside lasts the cell: `cell::run` lets it go); and what was set, said.
+fn persisted(name: &str, code: &Code, data: &Data) -> Result<(AccessWindow, String), Failure> {
     let def = (code.def.as_ref())
         .ok_or_else(|| "l2_persist on a kernel without arguments".to_string())?;
     let arg = (def.args.iter())
@@ -349,9 +357,18 @@ fn persisted(name: &str, code: &Code, data: &Data) -> Result<AccessWindow, Failu
     };
     let (set_aside, largest) = cuda::set_aside_l2(buffer.bytes())?;
     let bytes = buffer.bytes().min(largest);
-    Ok(AccessWindow {
+    let hit_ratio = (set_aside as f32 / bytes.max(1) as f32).min(1.0);
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    let said = format!(
+        "L2 {:.1} MiB set aside; `{name}` window {:.1} MiB of {:.1} MiB at hit ratio {hit_ratio:.2}",
+        mib(set_aside),
+        mib(bytes),
+        mib(buffer.bytes())
+    );
+    let window = AccessWindow {
         slot,
         bytes,
-        hit_ratio: (set_aside as f32 / bytes.max(1) as f32).min(1.0),
-    })
+        hit_ratio,
+    };
+    Ok((window, said))
 }

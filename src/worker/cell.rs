@@ -86,6 +86,7 @@ fn measure(
     rec.telemetry_start = data.start_reading.1.clone();
     let gear = TimingSetup::make(s, cell)?;
     let mut armed = Armed::arm(s, cell, &code, &data, &gear)?;
+    rec.l2_window = armed.window.clone();
     let mut auditor = Auditor::plan(cell, &code, &data, &armed, process);
     let sampled = sample(s, cell, &code, &data, &mut armed, &mut auditor, rec)?;
     let audits = match &auditor {
