@@ -745,3 +745,43 @@ floor = false
     assert!(record(&records, "/fixed")["stopped"].is_null());
     assert_eq!(steady("/fixed"), 30);
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn l2_persist_sets_its_window_on_launches_alone_and_in_a_graph_and_says_so() {
+    let text = matmul_with(
+        "n = [256]",
+        r#"[defaults]
+warmup = 2
+samples = 20
+[[variant]]
+name = "hot"
+[[variant]]
+name = "persist"
+l2_persist = "B"
+[[variant]]
+name = "persist-graph"
+l2_persist = "B"
+graph = 10
+timer = "cupti"
+[report]
+floor = false
+"#,
+    );
+    let (_out, _dir, records) = run_on_gpu("persist", &text);
+    for suffix in ["/hot", "/persist", "/persist-graph"] {
+        let r = record(&records, suffix);
+        assert_eq!(r["status"], "ok", "{r}");
+        let window = r.get("l2_window").and_then(|w| w.as_str());
+        match suffix {
+            "/hot" => assert!(window.is_none(), "{r}"),
+            // 256 x 256 floats: a quarter-MiB window, all of it persisting.
+            _ => assert!(
+                window
+                    .is_some_and(|w| w.contains("MiB set aside; `B` window")
+                        && w.ends_with("at hit ratio 1.00")),
+                "{r}"
+            ),
+        }
+    }
+}
