@@ -6,7 +6,7 @@ use super::assemble::{add_steps, copy_launch, dims_of, taken};
 use super::buffers::Buffers;
 use super::failure::{during, Failure};
 use super::kernels::KernelKey;
-use super::prepare::{Code, Data};
+use super::prepare::{Code, Data, ReadyCell};
 use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{
@@ -93,11 +93,10 @@ pub(super) struct Armed<'b> {
 impl<'b> Armed<'b> {
     pub(super) fn arm(
         s: &mut Session,
-        cell: &Cell,
-        code: &Code,
-        data: &'b Data,
+        ready: ReadyCell<'b>,
         gear: &'b TimingSetup,
     ) -> Result<Armed<'b>, Failure> {
+        let ReadyCell { cell, code, data } = ready;
         let (knobs, spec) = (&cell.knobs, &cell.launch);
         let params: Vec<Vec<Param>> = data.sets.iter().map(|b| b.params(&spec.args)).collect();
         let dims = dims_of(spec);

@@ -11,7 +11,7 @@ use super::buffers::{Buffers, Poison};
 use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::kernels::{KernelKey, Kernels};
-use super::prepare::{Code, Data};
+use super::prepare::{Code, Data, ReadyCell};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
@@ -85,10 +85,15 @@ fn measure(
     let data = Data::prepare(s, cell, &code)?;
     rec.telemetry_start = data.start_reading.1.clone();
     let gear = TimingSetup::make(s, cell)?;
-    let mut armed = Armed::arm(s, cell, &code, &data, &gear)?;
+    let ready = ReadyCell {
+        cell,
+        code: &code,
+        data: &data,
+    };
+    let mut armed = Armed::arm(s, ready, &gear)?;
     rec.l2_window = armed.window.clone();
-    let mut auditor = Auditor::plan(cell, &code, &data, &armed, process);
-    let sampled = sample(s, cell, &code, &data, &mut armed, &mut auditor, rec)?;
+    let mut auditor = Auditor::plan(ready, &armed, process);
+    let sampled = sample(s, ready, &mut armed, &mut auditor, rec)?;
     let audits = match &auditor {
         Auditor::Among(among) => among.readings(),
         _ => Vec::new(),
@@ -97,7 +102,7 @@ fn measure(
     if let Auditor::Among(among) = &mut auditor {
         among.read(&audits_ns);
     }
-    auditor.finish(s, cell, &code, &data, &mut armed, rec)?;
+    auditor.finish(s, ready, &mut armed, rec)?;
     floor(s, cell, rec)
 }
 
@@ -116,13 +121,12 @@ struct Sampled {
 /// the cell asks for one).
 fn sample<'b>(
     s: &mut Session,
-    cell: &Cell,
-    code: &Code,
-    data: &'b Data,
+    ready: ReadyCell<'b>,
     armed: &mut Armed<'b>,
     auditor: &mut Auditor,
     rec: &mut CellRecord,
 ) -> Result<Sampled, Failure> {
+    let ReadyCell { cell, code, data } = ready;
     let knobs = &cell.knobs;
     let buffers = &data.sets[0];
     let origin = Instant::now();
@@ -201,8 +205,8 @@ fn sample<'b>(
         auditor.checked(code, buffers)?;
     }
     rec.first_ns = Some(first);
-    auditor.stage(s, cell, code, data)?;
-    let samples = steady(s, cell, data, armed, (&mut starts, auditor), rec)?;
+    auditor.stage(s, ready)?;
+    let samples = steady(s, ready, armed, (&mut starts, auditor), rec)?;
     if n > 0 {
         s.timeline.mark("steady samples");
     }
@@ -298,12 +302,12 @@ fn warm_up(
 /// auditor places them (those a loop that stopped early did not reach, after it).
 fn steady<'b>(
     s: &mut Session,
-    cell: &Cell,
-    data: &'b Data,
+    ready: ReadyCell<'b>,
     armed: &mut Armed<'b>,
     (starts, auditor): (&mut Starts, &mut Auditor),
     rec: &mut CellRecord,
 ) -> Result<Vec<f64>, Failure> {
+    let ReadyCell { cell, data, .. } = ready;
     let knobs = &cell.knobs;
     let n = knobs.samples_per_run() as usize;
     let mut samples = Vec::with_capacity(n);
@@ -319,7 +323,7 @@ fn steady<'b>(
     for i in 0..n {
         if let Some(a) = among.as_mut().filter(|a| a.due(i)) {
             let t0 = Instant::now();
-            a.region(s, cell, data, armed, rec, (place, i))?;
+            a.region(s, ready, armed, rec, (place, i))?;
             (place, audited) = (place + 1, audited + t0.elapsed());
         }
         let t = armed.time_next(data, starts, None, "timed launch", None)?;
@@ -338,7 +342,7 @@ fn steady<'b>(
     }
     if let Some(a) = among {
         for _ in 0..a.pending() {
-            a.region(s, cell, data, armed, rec, (place, samples.len()))?;
+            a.region(s, ready, armed, rec, (place, samples.len()))?;
             place += 1;
         }
     }

@@ -25,6 +25,15 @@ fn record_compile(rec: &mut CellRecord, compiled: Option<CompileCost>) {
     }
 }
 
+/// A cell with its code and data made ready: what each later step of the cell reads
+/// (arming, sampling, the audit), passed as one.
+#[derive(Clone, Copy)]
+pub(super) struct ReadyCell<'b> {
+    pub(super) cell: &'b Cell,
+    pub(super) code: &'b Code,
+    pub(super) data: &'b Data,
+}
+
 /// The kernel as a cell launches it: loaded now, or (lazy) compiled now and loaded by its
 /// first launch; a `[[copy]]` has no code.
 pub(super) struct Code {

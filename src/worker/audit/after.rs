@@ -15,20 +15,19 @@ use crate::worker::arm::Armed;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
 use crate::worker::kernels::KernelKey;
-use crate::worker::prepare::{Code, Data};
+use crate::worker::prepare::ReadyCell;
 use crate::worker::Session;
 use std::time::{Duration, Instant};
 
 /// Audits the cell's timed launches with one launch after them; a failure fails the cell.
 pub(super) fn run<'b>(
     s: &mut Session,
-    cell: &Cell,
-    code: &Code,
-    data: &'b Data,
+    ready: ReadyCell<'b>,
     armed: &mut Armed<'b>,
     rec: &mut CellRecord,
     why: String,
 ) -> Result<(), Failure> {
+    let ReadyCell { cell, code, data } = ready;
     let start = Instant::now();
     let def = code.def.as_ref().expect("audited cells have a kernel");
     let buffers = &data.sets[0];

@@ -20,7 +20,7 @@ use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::Failure;
 use crate::worker::inputs::{fnv1a, HostInputs};
-use crate::worker::prepare::Data;
+use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::Session;
 use rand::{rngs::SmallRng, seq::index::sample, SeedableRng};
 use std::time::{Duration, Instant};
@@ -110,12 +110,12 @@ impl Among {
     pub(in crate::worker) fn region<'b>(
         &mut self,
         s: &mut Session,
-        cell: &Cell,
-        data: &'b Data,
+        ready: ReadyCell<'b>,
         armed: &mut Armed<'b>,
         rec: &mut CellRecord,
         (place, before): (usize, usize),
     ) -> Result<(), Failure> {
+        let ReadyCell { cell, data, .. } = ready;
         let start = Instant::now();
         let kind = self.plan[self.regions.len()].1;
         // An audited region gets the other data set, a decoy the one the buffers hold.

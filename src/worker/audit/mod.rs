@@ -22,7 +22,7 @@ use super::buffers::Buffers;
 use super::failure::{during, Failure};
 use super::inputs::{audit_seed, shares, HostInputs};
 use super::kernels::{KernelKey, Kernels};
-use super::prepare::{Code, Data};
+use super::prepare::{Code, Data, ReadyCell};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
@@ -54,13 +54,8 @@ pub(super) enum Auditor {
 
 impl Auditor {
     /// How `cell`'s run `process` is audited.
-    pub(super) fn plan(
-        cell: &Cell,
-        code: &Code,
-        data: &Data,
-        armed: &Armed,
-        process: u32,
-    ) -> Auditor {
+    pub(super) fn plan(ready: ReadyCell, armed: &Armed, process: u32) -> Auditor {
+        let ReadyCell { cell, code, data } = ready;
         let Some(def) = code.def.as_ref().filter(|d| audits(cell, Some(d), process)) else {
             return Auditor::Off;
         };
@@ -72,17 +67,12 @@ impl Auditor {
 
     /// Stages audits among the timed launches, where they are planned: the audit's inputs
     /// drawn and kept on the device, the timed ones kept to restore, the positions drawn.
-    pub(super) fn stage(
-        &mut self,
-        s: &mut Session,
-        cell: &Cell,
-        code: &Code,
-        data: &Data,
-    ) -> Result<(), Failure> {
-        let (Auditor::AmongToStage(process, checked), Some(def)) = (&mut *self, &code.def) else {
+    pub(super) fn stage(&mut self, s: &mut Session, ready: ReadyCell) -> Result<(), Failure> {
+        let def = &ready.code.def;
+        let (Auditor::AmongToStage(process, checked), Some(def)) = (&mut *self, def) else {
             return Ok(());
         };
-        let among = Among::stage(s, cell, def, data, *process, checked.take())?;
+        let among = Among::stage(s, ready.cell, def, ready.data, *process, checked.take())?;
         *self = Auditor::Among(Box::new(among));
         Ok(())
     }
@@ -101,19 +91,17 @@ impl Auditor {
     pub(super) fn finish<'b>(
         self,
         s: &mut Session,
-        cell: &Cell,
-        code: &Code,
-        data: &'b Data,
+        ready: ReadyCell<'b>,
         armed: &mut Armed<'b>,
         rec: &mut CellRecord,
     ) -> Result<(), Failure> {
         match self {
             Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(among) => {
-                rec.audit = Some(among.finish(s, cell));
+                rec.audit = Some(among.finish(s, ready.cell));
                 Ok(())
             }
-            Auditor::After(why) => after::run(s, cell, code, data, armed, rec, why),
+            Auditor::After(why) => after::run(s, ready, armed, rec, why),
         }
     }
 }
