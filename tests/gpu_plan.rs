@@ -218,7 +218,8 @@ fn plan_probe_times_each_build_and_point_on_the_device_and_counts_it() {
         "{said}"
     );
     assert!(
-        said.contains("as the probe timed them") && said.contains("Probed, the project's runs"),
+        said.contains("as the probe timed them")
+            && said.contains("Probed, the project's first runs took 0.67 to 1.5 times"),
         "{said}"
     );
 }
