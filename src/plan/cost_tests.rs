@@ -1,19 +1,13 @@
 //! The plan's estimate of a run's time (`cost`, `model`) and `plan --probe`'s cells.
 
-use super::tests::experiment;
+use super::tests::{described, experiment};
 use super::*;
 use std::collections::HashMap;
 
 #[test]
 fn the_estimate_counts_the_gpu_warm_up() {
     let e = experiment("[[variant]]\nname = \"a\"\n[environment]\ngpu_warmup = \"30s\"\n");
-    let text = describe(
-        &e,
-        &Plan::new(&e).unwrap(),
-        &Default::default(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &Plan::new(&e).unwrap());
     assert!(text.contains("GPU warm-up: 30s"), "{text}");
     assert!(text.contains("; GPU warm-up 30.0 s"), "{text}");
 }
@@ -27,13 +21,7 @@ fn the_counter_passes_are_planned_and_costed_first_run_or_not() {
     // One pass (the shared process's hot cells), four cells counted.
     assert_eq!(first.counter_passes, 1);
     assert!(first.counted_s > 0.0 && first.counted_known_s == 0.0);
-    let text = describe(
-        &e,
-        &plan,
-        &HashMap::new(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &plan);
     assert!(
         text.contains("counters: 4 cell(s) read 6 counters")
             && text.contains("1 counter pass(es) under Nsight Compute"),
@@ -68,13 +56,7 @@ fn a_first_runs_estimate_counts_declared_work_at_the_peaks_and_says_so() {
         estimate.launches_s
     );
     assert!(estimate.undeclared.is_empty() && estimate.budget_stops.is_empty());
-    let text = describe(
-        &e,
-        &plan,
-        &HashMap::new(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &plan);
     assert!(
         text.contains(
             "for a first run, modelled: the kernels' launches 4.1 s at an assumed H100's peaks"
@@ -139,13 +121,7 @@ fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
     let plan = Plan::new(&e).unwrap();
     let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
     assert_eq!(estimate.budget_stops.len(), 4);
-    let text = describe(
-        &e,
-        &plan,
-        &HashMap::new(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &plan);
     assert!(
         text.contains(
             "budget: stops once the steady samples hold 30s of GPU time (at least 10 samples)"
@@ -165,14 +141,7 @@ fn the_budget_stops_a_slow_cell_after_its_minimum_and_says_so_in_the_plan() {
     let plan = Plan::new(&e).unwrap();
     let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
     assert!(estimate.budget_stops.is_empty());
-    assert!(describe(
-        &e,
-        &plan,
-        &HashMap::new(),
-        &Default::default(),
-        Shown::default()
-    )
-    .contains("budget: no budget: every sample asked for"));
+    assert!(described(&e, &plan).contains("budget: no budget: every sample asked for"));
 }
 
 #[test]

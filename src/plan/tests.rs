@@ -6,6 +6,17 @@ use crate::experiment::{DeviceFacts, Sources};
 use std::collections::HashMap;
 use std::path::Path;
 
+/// `runner plan`'s text of `plan`, with no earlier run and no probe.
+pub(super) fn described(e: &Experiment, plan: &Plan) -> String {
+    describe(
+        e,
+        plan,
+        &HashMap::new(),
+        &Default::default(),
+        Shown::default(),
+    )
+}
+
 pub(super) fn experiment(variants: &str) -> Experiment {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -92,13 +103,7 @@ fn flush_cells_plan_a_buffer_of_twice_the_l2_by_default() {
     let e = experiment("[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[[variant]]\nname = \"cold-1x\"\ncache = \"flush\"\nflush_bytes = \"l2_bytes\"\nflush_method = \"kernel\"\n");
     let plan = Plan::new(&e).unwrap();
     assert_eq!(plan.cells[0].knobs.cache, Cache::Hot);
-    let text = describe(
-        &e,
-        &plan,
-        &Default::default(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &plan);
     assert!(text.contains("flush 100.0 MiB (memset)"), "{text}");
     assert!(text.contains("flush 50.0 MiB (write kernel)"), "{text}");
     assert!(
@@ -149,13 +154,7 @@ fn shared_cells_run_in_one_process_per_environment() {
         4,
         "priming loads every cell of its environment"
     );
-    let text = describe(
-        &e,
-        &plan,
-        &Default::default(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &plan);
     assert!(
             text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; one shared process; hot L2; environment: CUDA_MODULE_LOADING=EAGER"),
             "{text}"
@@ -293,13 +292,7 @@ fn fresh_process_cells_get_one_process_per_run_round_robin() {
 #[test]
 fn batch_graph_and_queue_variants_print_apart() {
     let e = experiment("[[variant]]\nname = \"batch\"\nbatch = 10\n[[variant]]\nname = \"graph\"\ngraph = 10\n[[variant]]\nname = \"saturated\"\ngraph = 10\nqueue = \"saturate\"\n[report]\nfloor = false\n");
-    let text = describe(
-        &e,
-        &Plan::new(&e).unwrap(),
-        &Default::default(),
-        &Default::default(),
-        Shown::default(),
-    );
+    let text = described(&e, &Plan::new(&e).unwrap());
     for want in ["batch of 10", "graph of 10  ", "graph of 10 +wait"] {
         assert!(text.contains(want), "{want} in {text}");
     }
