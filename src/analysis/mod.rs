@@ -59,6 +59,8 @@ pub struct Analysis<'a> {
     pub peaks: Option<Peaks>,
     /// Each cell's verdict: whether its reading can be trusted, and why not.
     pub verdicts: HashMap<usize, Verdict>,
+    /// The verdicts counted against what the kernels expect.
+    pub trust: trust::Summary,
 }
 
 /// The stored run in `dir`, its samples reduced as they are read: what an [`Analysis`] is
@@ -88,6 +90,7 @@ impl<'a> Analysis<'a> {
             records,
             peaks,
             verdicts: HashMap::new(),
+            trust: trust::Summary::default(),
         };
         let device = (a.peaks.as_ref())
             .zip(s.meta.device.as_ref())
@@ -108,11 +111,12 @@ impl<'a> Analysis<'a> {
                 )
             })
             .collect();
+        a.trust = a.summarize();
         a
     }
 
     /// The verdicts counted against what the kernels expect.
-    pub fn trust(&self) -> trust::Summary {
+    fn summarize(&self) -> trust::Summary {
         let exp = &self.run.experiment;
         trust::Summary::of(self.run.plan.cells.iter().map(|c| {
             let kernel = c.kernel.map(|k| &exp.kernels[k]);

@@ -77,7 +77,7 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
         eprintln!("warning: {w}");
     }
     let analysis = Analysis::of(&stored, reduced);
-    let trust = analysis.trust();
+    let trust = analysis.trust.clone();
     let mut view = view::View::build(&analysis)?;
     if let Some((earlier, reduced, rel)) = earlier {
         let earlier = Analysis::of(&earlier, reduced);

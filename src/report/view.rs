@@ -245,7 +245,7 @@ impl View {
         plot_files.extend(metric_plots);
         let m = &s.meta;
         Ok(View {
-            trust: trust_line(a.trust().line()),
+            trust: trust_line(a.trust.line()),
             untrusted: untrusted(a),
             plots,
             plot_files,
