@@ -34,6 +34,13 @@ pub(super) struct ReadyCell<'b> {
     pub(super) data: &'b Data,
 }
 
+impl<'b> ReadyCell<'b> {
+    /// The cell's kernel: every checked or audited cell has one.
+    pub(super) fn kernel(&self) -> Result<&'b Kernel, Failure> {
+        (self.code.def.as_ref()).ok_or_else(|| Failure::from("the cell has no kernel".to_string()))
+    }
+}
+
 /// The kernel as a cell launches it: loaded now, or (lazy) compiled now and loaded by its
 /// first launch; a `[[copy]]` has no code.
 pub(super) struct Code {

@@ -43,7 +43,7 @@ pub(super) fn run<'b>(
     rec.kernel_launches += 1;
     s.timeline.mark("audit launch");
     let (new, timed) = (staged.as_draw(), Draw::timed(data));
-    let check = check_on(s, cell, def, data, (new, timed), &staged.changed, None)?;
+    let check = check_on(s, ready, (new, timed), &staged.changed, None)?;
     let copies: Vec<Option<&DeviceBuffer>> = kept.iter().map(Option::as_ref).collect();
     let unwritten = (&staged.unwritten[..], &staged.new);
     inputs_unchanged(s, def, &cell.launch.args, buffers, unwritten, &copies)?;

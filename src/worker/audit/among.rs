@@ -12,7 +12,6 @@
 use super::{check_on, inputs_unchanged, record, spent, unjudged, Draw, Snapshot, Staged};
 use crate::cuda::DeviceBuffer;
 use crate::experiment::knobs::timer::TimerKind;
-use crate::experiment::Kernel;
 use crate::method::audit;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord};
@@ -34,7 +33,6 @@ enum Kind {
 
 /// A run's audited regions and decoys: where they go, what they read, what they read as.
 pub(in crate::worker) struct Among {
-    def: Kernel,
     staged: Staged,
     seed: u64,
     /// The steady samples (0-based) a region runs just before, ascending, and its kind.
@@ -60,12 +58,11 @@ impl Among {
     /// the checked launch's output, kept.
     pub(super) fn stage(
         s: &mut Session,
-        cell: &Cell,
-        def: &Kernel,
-        data: &Data,
+        ready: ReadyCell,
         process: u32,
         checked: Option<Snapshot>,
     ) -> Result<Among, Failure> {
+        let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let start = Instant::now();
         let staged = Staged::draw(s, cell, def, data)?;
         let mut audited = None;
@@ -81,7 +78,6 @@ impl Among {
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
         Ok(Among {
-            def: def.clone(),
             staged,
             seed,
             plan,
@@ -141,7 +137,7 @@ impl Among {
             // The check runs among CUPTI's records of the timed launches, where it records.
             let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
             let checking = Instant::now();
-            let checked = self.check(s, cell, data, recorded.as_deref());
+            let checked = self.check(s, ready, recorded.as_deref());
             spent(&mut self.checks_time, checking);
             spent(&mut self.cost, start);
             if let Some(account) = checked? {
@@ -167,10 +163,10 @@ impl Among {
     fn check(
         &mut self,
         s: &mut Session,
-        cell: &Cell,
-        data: &Data,
+        ready: ReadyCell,
         recorded: Option<&[String]>,
     ) -> Result<Option<String>, Failure> {
+        let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let (audit, timed) = (self.staged.as_draw(), Draw::timed(data));
         let draws = match self.holds_audit_data {
             true => (audit, timed),
@@ -181,9 +177,9 @@ impl Among {
             Some(snapshot) if snapshot.matches(s, &data.sets[0])? => None,
             _ => {
                 let changed = &self.staged.changed;
-                let account = check_on(s, cell, &self.def, data, draws, changed, recorded)?;
+                let account = check_on(s, ready, draws, changed, recorded)?;
                 if kept.is_none() {
-                    let taken = Snapshot::take(&self.def, &data.sets[0])?;
+                    let taken = Snapshot::take(def, &data.sets[0])?;
                     self.checked[usize::from(self.holds_audit_data)] = taken;
                 }
                 Some(account)
@@ -200,7 +196,7 @@ impl Among {
             .collect();
         let args = &cell.launch.args;
         let host = (&unwritten[..], draws.0.host);
-        let unchanged = inputs_unchanged(s, &self.def, args, &data.sets[0], host, &copies);
+        let unchanged = inputs_unchanged(s, def, args, &data.sets[0], host, &copies);
         s.audit_stash = stash;
         unchanged.map(|()| check)
     }

@@ -68,11 +68,10 @@ impl Auditor {
     /// Stages audits among the timed launches, where they are planned: the audit's inputs
     /// drawn and kept on the device, the timed ones kept to restore, the positions drawn.
     pub(super) fn stage(&mut self, s: &mut Session, ready: ReadyCell) -> Result<(), Failure> {
-        let def = &ready.code.def;
-        let (Auditor::AmongToStage(process, checked), Some(def)) = (&mut *self, def) else {
+        let Auditor::AmongToStage(process, checked) = &mut *self else {
             return Ok(());
         };
-        let among = Among::stage(s, ready.cell, def, ready.data, *process, checked.take())?;
+        let among = Among::stage(s, ready, *process, checked.take())?;
         *self = Auditor::Among(Box::new(among));
         Ok(())
     }
@@ -272,13 +271,12 @@ struct Draw<'a> {
 /// `recorded`: the kernels CUPTI is recording, where the check runs among timed launches.
 fn check_on(
     s: &mut Session,
-    cell: &Cell,
-    def: &Kernel,
-    data: &Data,
+    ready: ReadyCell,
     (checked, earlier): (Draw, Draw),
     changed: &[usize],
     recorded: Option<&[String]>,
 ) -> Result<String, Failure> {
+    let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
     let buffers = &data.sets[0];
     let run_cache = s.run_cache.as_deref();
     let cache_of = |draw: &Draw| {
@@ -295,7 +293,7 @@ fn check_on(
     let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
     checker.check(kernels, timeline, buffers, recorded).map_err(|f| {
         let was_stale = !changed.is_empty()
-            && holds_result(kernels, timeline, &earlier_cache, cell, def, data, earlier);
+            && holds_result(kernels, timeline, &earlier_cache, ready, earlier);
         match was_stale {
             true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed))),
             false => f,
@@ -465,19 +463,17 @@ fn holds_result(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
     cache: &reference::Cache,
-    cell: &Cell,
-    def: &Kernel,
-    data: &Data,
+    ready: ReadyCell,
     earlier: Draw,
 ) -> bool {
     let checker = Checker {
-        cell,
-        def: Some(def),
+        cell: ready.cell,
+        def: ready.code.def.as_ref(),
         host: earlier.host,
         reference: cache,
     };
     checker
-        .check(kernels, timeline, &data.sets[0], None)
+        .check(kernels, timeline, &ready.data.sets[0], None)
         .is_ok()
 }
 
