@@ -7,6 +7,22 @@ use common::*;
 use std::path::Path;
 
 #[test]
+fn plan_probe_without_a_driver_says_so_and_fails() {
+    if has_driver() {
+        eprintln!("SKIPPED plan_probe_without_a_driver: this machine has a CUDA driver");
+        return;
+    }
+    let out = run(&["plan", "--probe", "experiments/flops.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no CUDA driver") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "no plan without its probe");
+}
+
+#[test]
 fn run_without_a_driver_says_so_and_points_to_plan_and_report() {
     if has_driver() {
         eprintln!("SKIPPED run_without_a_driver_says_so: this machine has a CUDA driver");
