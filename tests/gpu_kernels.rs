@@ -379,22 +379,6 @@ fn plan_compile_names_the_kernel_file_and_line_of_a_compile_error_and_a_wrong_ar
     );
 }
 
-/// A `.npy` file of u32 values (numpy's format 1.0, C order).
-fn npy_u32(values: &[u32]) -> Vec<u8> {
-    let dict = format!(
-        "{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}",
-        values.len()
-    );
-    // The header, padded with spaces and ended by a newline, fills a multiple of 64 bytes.
-    let pad = 64 - (10 + dict.len() + 1) % 64;
-    let header = format!("{dict}{}\n", " ".repeat(pad % 64));
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend((header.len() as u16).to_le_bytes());
-    out.extend(header.bytes());
-    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-    out
-}
-
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_newcomers_kernels_run_checked_by_name_with_scratch_and_inits_from_the_sweep() {

@@ -284,3 +284,78 @@ fn kernels_that_tell_audits_apart_are_caught_down_to_the_limit() {
         }
     }
 }
+
+/// Computes only the rows `keep` marks; the others it leaves as they are (poisoned before the
+/// checked launch).
+const ROWS_ONLY: &str = r#"
+extern "C" __global__ void rows_only(const float *A, const float *B, float *C,
+                                     const unsigned int *keep, int n) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= n || col >= n || !keep[row]) return;
+    float sum = 0.0f;
+    for (int k = 0; k < n; ++k) sum += A[row * n + k] * B[k * n + col];
+    C[row * n + col] = sum;
+}
+"#;
+
+/// A kernel that computes only the 64 rows a sampled check of a 1024 x 1024 output used to
+/// read, from the seed that was fixed in the runner's source (6% of the work), fails its
+/// check: each run draws its rows from a seed of its own, which no kernel can know.
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_computes_only_a_fixed_samples_rows_fails_its_check() {
+    use rand::{rngs::SmallRng, SeedableRng};
+    let n = 1024;
+    let mut rng = SmallRng::seed_from_u64(0x5eed);
+    let mut keep = vec![0u32; n];
+    for row in rand::seq::index::sample(&mut rng, n, 64) {
+        keep[row] = 1;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rows.cu"), ROWS_ONLY).unwrap();
+    std::fs::write(dir.path().join("keep.npy"), npy_u32(&keep)).unwrap();
+    let text = format!(
+        r#"[experiment]
+title = "rows of a fixed sample"
+[sweep]
+n = [{n}]
+[[kernel]]
+name = "rows-only"
+source = "rows.cu"
+entry = "rows_only"
+grid = ["n // 32", "n // 32"]
+block = [32, 32]
+args = [
+  {{ name = "A", buffer = "f32", len = "n * n", init = "uniform(0, 1)" }},
+  {{ name = "B", buffer = "f32", len = "n * n", init = "uniform(0, 1)" }},
+  {{ name = "C", buffer = "f32", len = "n * n", init = "output" }},
+  {{ name = "keep", buffer = "u32", len = "n", init = "npy(keep.npy)" }},
+  {{ name = "n", scalar = "i32", value = "n" }},
+]
+check = {{ reference = "matmul", inputs = ["A", "B"], output = "C", dims = ["n", "n", "n"] }}
+[defaults]
+warmup = 1
+samples = 5
+[[variant]]
+name = "hot"
+[report]
+floor = false
+"#
+    );
+    let path = dir.path().join("rows.toml");
+    std::fs::write(&path, text).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+        "--allow-failures",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = records_of(&out_dir.path().join("rows"));
+    let r = record(&records, "/hot");
+    assert_eq!(r["status"], "failed", "{r}");
+    let error = r["error"].as_str().unwrap();
+    assert!(error.contains("output `C` was not written"), "{error}");
+}

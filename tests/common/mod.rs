@@ -320,3 +320,19 @@ pub fn wait_for(seconds: f64, mut done: impl FnMut() -> bool) -> bool {
     }
     done()
 }
+
+/// A `.npy` file of u32 values (numpy's format 1.0, C order).
+pub fn npy_u32(values: &[u32]) -> Vec<u8> {
+    let dict = format!(
+        "{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}",
+        values.len()
+    );
+    // The header, padded with spaces and ended by a newline, fills a multiple of 64 bytes.
+    let pad = 64 - (10 + dict.len() + 1) % 64;
+    let header = format!("{dict}{}\n", " ".repeat(pad % 64));
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((header.len() as u16).to_le_bytes());
+    out.extend(header.bytes());
+    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    out
+}
