@@ -61,6 +61,10 @@ pub struct Analysis<'a> {
     pub verdicts: HashMap<usize, Verdict>,
     /// The verdicts counted against what the kernels expect.
     pub trust: trust::Summary,
+    /// Each kernel's response to the SM clock over this run's probed cells, and each probed
+    /// cell's clock as its cycles are counted (by cell id).
+    pub responses: HashMap<String, cycles::Response>,
+    pub cell_mhz: HashMap<String, f64>,
 }
 
 /// The stored run in `dir`, its samples reduced as they are read: what an [`Analysis`] is
@@ -91,6 +95,8 @@ impl<'a> Analysis<'a> {
             peaks,
             verdicts: HashMap::new(),
             trust: trust::Summary::default(),
+            responses: HashMap::new(),
+            cell_mhz: HashMap::new(),
         };
         let device = (a.peaks.as_ref())
             .zip(s.meta.device.as_ref())
@@ -112,6 +118,8 @@ impl<'a> Analysis<'a> {
             })
             .collect();
         a.trust = a.summarize();
+        let (responses, cell_mhz) = (cycles::responses(&[&a]), cycles::cell_mhz(&a));
+        (a.responses, a.cell_mhz) = (responses, cell_mhz);
         a
     }
 

@@ -3,6 +3,7 @@
 //! change it reads as against a threshold (faster, slower, same, or too noisy to tell). The report
 //! renders it (`runner compare`, `runner report --compare`).
 
+pub mod against;
 mod stats;
 
 use crate::analysis::units::{median_of, ratio_interval, seed_of};

@@ -4,7 +4,6 @@
 //! later renders compare the same way.
 
 use super::format;
-use crate::analysis::cycles;
 use crate::analysis::{self, Analysis};
 use crate::compare;
 use crate::experiment::Unit;
@@ -43,15 +42,8 @@ pub struct CompareRow {
     pub verdict: String,
 }
 
-/// Each cell's headline median (steady samples, or first launches where it takes none), by id.
-pub fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
-    (a.run.plan.cells.iter())
-        .filter_map(|c| Some((c.id.as_str(), a.reduced.units.get(&c.index)?.median)))
-        .collect()
-}
-
 pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
-    let (now, before) = (headline_medians(this), headline_medians(earlier));
+    let against = compare::against::against(this, earlier);
     let verdicts = compare::compare(
         earlier,
         this,
@@ -63,32 +55,27 @@ pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
         .iter()
         .map(|c| (c.cell.as_str(), c))
         .collect();
+    let now = compare::against::headline_medians(this);
     let unit = format::unit_for(now.values().copied(), Unit::Auto);
-    // Whether a kernel follows the clock is told from both runs together.
-    let responses = cycles::responses(&[this, earlier]);
-    let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
-    let (clock_now, clock_before) = (cycles::cell_mhz(this), cycles::cell_mhz(earlier));
     let mut judged = Judged::default();
-    let rows = (this.run.plan.cells.iter())
-        .filter_map(|c| {
-            let (a, b) = (*now.get(c.id.as_str())?, *before.get(c.id.as_str())?);
-            let diff = (a - b) / b * 100.0;
-            let clocks = (clock_now.get(&c.id)).zip(clock_before.get(&c.id));
-            let cycles_diff = clocks.map(|(x, y)| (a * x - b * y) / (b * y) * 100.0);
+    let rows = (against.cells.iter())
+        .map(|x| {
+            let c = x.cell;
             // A kernel whose time follows the SM clock is judged in cycles.
-            let in_cycles = cycles_diff.filter(|_| follows(&c.kernel_name));
-            let agreement = if a < JUDGED_FROM_NS {
+            let in_cycles = x.cycles_diff_pct.filter(|_| x.follows_clock);
+            let agreement = if x.this_ns < JUDGED_FROM_NS {
                 "shorter than 50 µs".to_string()
             } else {
                 let holds = (c.knobs.queue).reading_holds_launch_time(c.knobs.timer);
-                judged.add(in_cycles.unwrap_or(diff), in_cycles.is_some(), diff, holds)
+                let diff = in_cycles.unwrap_or(x.diff_pct);
+                judged.add(diff, in_cycles.is_some(), x.diff_pct, holds)
             };
-            Some(CompareRow {
+            CompareRow {
                 cell: c.id.clone(),
-                this: format::time(a, unit),
-                earlier: format::time(b, unit),
-                difference: format::percent(diff),
-                cycles_difference: cycles_diff.map_or("–".into(), format::percent),
+                this: format::time(x.this_ns, unit),
+                earlier: format::time(x.earlier_ns, unit),
+                difference: format::percent(x.diff_pct),
+                cycles_difference: x.cycles_diff_pct.map_or("–".into(), format::percent),
                 agreement,
                 ratio: by_cell
                     .get(c.id.as_str())
@@ -98,16 +85,12 @@ pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
                     .get(c.id.as_str())
                     .map(|v| v.verdict.text().to_string())
                     .unwrap_or_default(),
-            })
+            }
         })
-        .collect();
-    let followers: Vec<&str> = (this.run.experiment.kernels.iter())
-        .map(|k| k.name.as_str())
-        .filter(|k| follows(k))
         .collect();
     Comparison {
         earlier: label.to_string(),
-        summary: judged.summary(&followers),
+        summary: judged.summary(&against.followers),
         verdicts: verdicts.summary(),
         rows,
     }

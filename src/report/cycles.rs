@@ -5,7 +5,7 @@
 //! cycles are the number that repeats from run to run on a GPU whose clock wanders. For the
 //! others the memory clock's view: what NVML read of it over the kernel's cells.
 
-use crate::analysis::cycles::{cell_mhz, responses, Response};
+use crate::analysis::cycles::Response;
 use crate::analysis::Analysis;
 use crate::experiment::point_label;
 use serde::Serialize;
@@ -54,7 +54,7 @@ fn memory_clock(a: &Analysis, cells: &[usize]) -> Option<(u32, u32, usize)> {
 /// One table per kernel whose cells were probed.
 pub fn build(a: &Analysis) -> Vec<CyclesTable> {
     let exp = &a.run.experiment;
-    let (responses, cell_mhz) = (responses(&[a]), cell_mhz(a));
+    let (responses, cell_mhz) = (&a.responses, &a.cell_mhz);
     let mut tables = Vec::new();
     for (k, kernel) in exp.timed_kernels() {
         let mut probed = Vec::new();

@@ -1,0 +1,61 @@
+//! This run against an earlier one of the same experiment, as the report's comparison
+//! table reads it: each cell's headline median in both, their difference in time and, where
+//! both runs have a clock for the cell, in SM cycles, and whether the kernel's time follows
+//! the SM clock (told from both runs together). The report words and judges it.
+
+use crate::analysis::{cycles, Analysis};
+use crate::plan::Cell;
+use std::collections::HashMap;
+
+/// Each cell's headline median (steady samples, or first launches where it takes none), by id.
+pub fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
+    (a.run.plan.cells.iter())
+        .filter_map(|c| Some((c.id.as_str(), a.reduced.units.get(&c.index)?.median)))
+        .collect()
+}
+
+/// A cell of this run that the earlier run has too.
+pub struct CellAgainst<'a> {
+    pub cell: &'a Cell,
+    pub this_ns: f64,
+    pub earlier_ns: f64,
+    /// This run's median against the earlier one's, in percent.
+    pub diff_pct: f64,
+    /// The same in SM cycles, where both runs have a clock for the cell.
+    pub cycles_diff_pct: Option<f64>,
+    /// Whether its kernel's time follows the SM clock (then cycles are the number to judge).
+    pub follows_clock: bool,
+}
+
+/// The cells both runs have, in this run's order, and the kernels whose time follows the
+/// SM clock.
+pub struct Against<'a> {
+    pub cells: Vec<CellAgainst<'a>>,
+    pub followers: Vec<&'a str>,
+}
+
+pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> Against<'a> {
+    let (now, before) = (headline_medians(this), headline_medians(earlier));
+    let responses = cycles::responses(&[this, earlier]);
+    let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
+    let (clock_now, clock_before) = (cycles::cell_mhz(this), cycles::cell_mhz(earlier));
+    let cells = (this.run.plan.cells.iter())
+        .filter_map(|c| {
+            let (a, b) = (*now.get(c.id.as_str())?, *before.get(c.id.as_str())?);
+            let clocks = (clock_now.get(&c.id)).zip(clock_before.get(&c.id));
+            Some(CellAgainst {
+                cell: c,
+                this_ns: a,
+                earlier_ns: b,
+                diff_pct: (a - b) / b * 100.0,
+                cycles_diff_pct: clocks.map(|(x, y)| (a * x - b * y) / (b * y) * 100.0),
+                follows_clock: follows(&c.kernel_name),
+            })
+        })
+        .collect();
+    let followers = (this.run.experiment.kernels.iter())
+        .map(|k| k.name.as_str())
+        .filter(|k| follows(k))
+        .collect();
+    Against { cells, followers }
+}
