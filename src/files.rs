@@ -38,8 +38,13 @@ fn symlink_refusal() -> io::Error {
 
 /// Opens `path` for reading: a regular file, not through a link.
 pub fn open(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
+    open_regular(OpenOptions::new().read(true), path)
+}
+
+/// Opens `path` as `options` say, refusing a link there (`O_NOFOLLOW`) and anything but a
+/// regular file, named by what it is.
+fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options
         // O_NONBLOCK: opening a FIFO returns at once, and is refused below.
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
@@ -227,24 +232,9 @@ pub fn replace_dir(new: &Path, path: &Path) -> io::Result<()> {
 /// emptying it: a file several processes open at once (a lock). A link there is refused,
 /// and so is anything but a regular file.
 pub fn open_shared(path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => symlink_refusal(),
-            _ => e,
-        })?;
-    if !file.metadata()?.is_file() {
-        return Err(refusal(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file",
-        ));
-    }
-    Ok(file)
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    open_regular(&mut options, path)
 }
 
 /// Refuses `path` where it is a link: a file or folder inside a run folder must not lead
