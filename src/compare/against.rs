@@ -8,7 +8,7 @@ use crate::plan::Cell;
 use std::collections::HashMap;
 
 /// Each cell's headline median (steady samples, or first launches where it takes none), by id.
-pub fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
+fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
     (a.run.plan.cells.iter())
         .filter_map(|c| Some((c.id.as_str(), a.reduced.units.get(&c.index)?.median)))
         .collect()
@@ -27,18 +27,19 @@ pub struct CellAgainst<'a> {
     pub follows_clock: bool,
 }
 
-/// The cells both runs have, in this run's order, and the kernels whose time follows the
-/// SM clock.
+/// The cells both runs have, in this run's order, the kernels whose time follows the SM
+/// clock, and every headline median of this run (by cell id).
 pub struct Against<'a> {
     pub cells: Vec<CellAgainst<'a>>,
     pub followers: Vec<&'a str>,
+    pub medians: HashMap<&'a str, f64>,
 }
 
 pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> Against<'a> {
     let (now, before) = (headline_medians(this), headline_medians(earlier));
     let responses = cycles::responses(&[this, earlier]);
     let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
-    let (clock_now, clock_before) = (cycles::cell_mhz(this), cycles::cell_mhz(earlier));
+    let (clock_now, clock_before) = (&this.cell_mhz, &earlier.cell_mhz);
     let cells = (this.run.plan.cells.iter())
         .filter_map(|c| {
             let (a, b) = (*now.get(c.id.as_str())?, *before.get(c.id.as_str())?);
@@ -57,5 +58,9 @@ pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> Against<'a> {
         .map(|k| k.name.as_str())
         .filter(|k| follows(k))
         .collect();
-    Against { cells, followers }
+    Against {
+        cells,
+        followers,
+        medians: now,
+    }
 }

@@ -55,8 +55,7 @@ pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
         .iter()
         .map(|c| (c.cell.as_str(), c))
         .collect();
-    let now = compare::against::headline_medians(this);
-    let unit = format::unit_for(now.values().copied(), Unit::Auto);
+    let unit = format::unit_for(against.medians.values().copied(), Unit::Auto);
     let mut judged = Judged::default();
     let rows = (against.cells.iter())
         .map(|x| {
