@@ -192,10 +192,10 @@ pub fn of(a: &Analysis) -> Vec<CellAudits> {
     (a.run.plan.cells.iter())
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;
-            let steady = a.reduced.stats.get(&(c.index, super::Phase::Steady));
+            let steady = a.reduced.stats.get(c.index, super::Phase::Steady);
             let reading = a.headline(c).map(|s| s.median);
             let per_region = c.knobs.launches.count();
-            cell(c.index, records, (reading, steady), per_region)
+            cell(c.index, records, (reading, steady.as_ref()), per_region)
         })
         .collect()
 }

@@ -163,7 +163,7 @@ impl super::Analysis<'_> {
     /// on time, or, where no reading of a series lies at or before a launch (runs recorded
     /// without a sampler, or before a series began with the start reading), the readings at
     /// each run's start and end.
-    pub fn clocks(&self, c: &Cell) -> ClockSummary {
+    pub(super) fn clocks_of(&self, c: &Cell) -> ClockSummary {
         let exp = &self.run.experiment;
         let expect = match exp.clocks {
             ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),

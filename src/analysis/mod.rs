@@ -10,6 +10,7 @@ pub mod cycles;
 pub mod findings;
 pub mod fit;
 pub mod peaks;
+pub mod probes;
 pub mod reduce;
 pub mod stats;
 pub mod trust;
@@ -65,6 +66,21 @@ pub struct Analysis<'a> {
     /// cell's clock as its cycles are counted (by cell id).
     pub responses: HashMap<String, cycles::Response>,
     pub cell_mhz: HashMap<String, f64>,
+    /// Each cell's headline median, by index: what the report's tables and figures read.
+    pub medians: HashMap<usize, HeadlineMedian>,
+    /// The telemetry each cell's timed launches ran under, and its flags, by index.
+    pub clocks: HashMap<usize, clocks::ClockSummary>,
+    /// What each cell's own probes read, by index.
+    pub probes: HashMap<usize, probes::Probes>,
+}
+
+/// A cell's headline median (its steady samples, or its first launches where it takes no
+/// others), and whether comparisons between cells may rank it: its reading is trusted (no
+/// run failed or was suspect, the throughput is possible).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadlineMedian {
+    pub ns: f64,
+    pub sound: bool,
 }
 
 /// The stored run in `dir`, its samples reduced as they are read: what an [`Analysis`] is
@@ -97,6 +113,9 @@ impl<'a> Analysis<'a> {
             trust: trust::Summary::default(),
             responses: HashMap::new(),
             cell_mhz: HashMap::new(),
+            medians: HashMap::new(),
+            clocks: HashMap::new(),
+            probes: HashMap::new(),
         };
         let device = (a.peaks.as_ref())
             .zip(s.meta.device.as_ref())
@@ -109,15 +128,33 @@ impl<'a> Analysis<'a> {
                 let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
                 let kernel = c.kernel.map(|k| &exp.kernels[k]);
                 let median = a.headline(c).map(|st| st.median);
-                let steady = a.reduced.stats.get(&(c.index, Phase::Steady));
-                let audit = audits::judged(records, median, steady).and_then(|j| j.suspect);
+                let steady = a.reduced.stats.get(c.index, Phase::Steady);
+                let audit =
+                    audits::judged(records, median, steady.as_ref()).and_then(|j| j.suspect);
                 (
                     c.index,
                     trust::judge(c, kernel, records, (median, audit), device.as_ref()),
                 )
             })
             .collect();
+        let scale = probes::ProbeScale::of(
+            s.records.iter().filter_map(clocks::probe_of).collect(),
+            exp.telemetry.probe_tolerance_pct,
+        );
+        for (&index, rs) in &a.records {
+            a.probes.insert(index, scale.probes(rs));
+        }
+        a.clocks = (s.plan.cells.iter())
+            .map(|c| (c.index, a.clocks_of(c)))
+            .collect();
         a.trust = a.summarize();
+        a.medians = (s.plan.cells.iter())
+            .filter_map(|c| {
+                let ns = a.headline(c)?.median;
+                let sound = *a.verdict(c) == Verdict::Ok;
+                Some((c.index, HeadlineMedian { ns, sound }))
+            })
+            .collect();
         let (responses, cell_mhz) = (cycles::responses(&[&a]), cycles::cell_mhz(&a));
         (a.responses, a.cell_mhz) = (responses, cell_mhz);
         a
@@ -150,80 +187,29 @@ impl<'a> Analysis<'a> {
 
     /// The statistics a table shows for a cell: its steady samples, or its first launches
     /// where it takes no others.
-    pub fn headline(&self, c: &Cell) -> Option<&Stats> {
+    pub fn headline(&self, c: &Cell) -> Option<Stats> {
         let phase = match c.headline() {
             Headline::Steady => Phase::Steady,
             Headline::First => Phase::First,
         };
-        self.reduced.stats.get(&(c.index, phase))
-    }
-
-    /// Kernel `k`'s cell at point `p` under `variant`.
-    pub fn cell_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<&Cell> {
-        self.run
-            .plan
-            .cells
-            .iter()
-            .find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
+        self.reduced.stats.get(c.index, phase)
     }
 
     /// The headline median of kernel `k`'s cell at point `p` under `variant`.
     pub fn median_at(&self, k: usize, p: &crate::experiment::Point, variant: &str) -> Option<f64> {
-        let c = self.cell_at(k, p, variant)?;
-        self.headline(c).map(|st| st.median)
+        let c = self.run.plan.cell_at(k, p, variant)?;
+        self.medians.get(&c.index).map(|m| m.ns)
     }
 
-    /// [`Self::median_at`], only where the cell's reading is trusted (no run failed or was
-    /// suspect, the throughput is possible): the median that comparisons between cells may
-    /// rank.
+    /// [`Self::median_at`], only where the cell's reading is trusted: the median that
+    /// comparisons between cells may rank.
     pub fn sound_median_at(
         &self,
         k: usize,
         p: &crate::experiment::Point,
         variant: &str,
     ) -> Option<f64> {
-        let c = self.cell_at(k, p, variant)?;
-        if *self.verdict(c) != Verdict::Ok {
-            return None;
-        }
-        self.headline(c).map(|st| st.median)
-    }
-
-    /// `summary.csv`: every cell's statistics per phase, in nanoseconds, for other tools.
-    pub fn summary_csv(&self) -> anyhow::Result<Vec<u8>> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record([
-            "cell",
-            "phase",
-            "count",
-            "min_ns",
-            "median_ns",
-            "mean_ns",
-            "std_ns",
-            "p25_ns",
-            "p75_ns",
-            "p95_ns",
-            "p99_ns",
-            "max_ns",
-            "cv",
-            "iqr_ns",
-        ])?;
-        for c in &self.run.plan.cells {
-            for phase in [Phase::First, Phase::Steady] {
-                let Some(s) = self.reduced.stats.get(&(c.index, phase)) else {
-                    continue;
-                };
-                let mut row = vec![c.id.clone(), phase.key().to_string(), s.count.to_string()];
-                row.extend(
-                    [
-                        s.min, s.median, s.mean, s.std, s.p25, s.p75, s.p95, s.p99, s.max, s.cv,
-                        s.iqr,
-                    ]
-                    .map(|v| v.to_string()),
-                );
-                w.write_record(&row)?;
-            }
-        }
-        Ok(w.into_inner()?)
+        let c = self.run.plan.cell_at(k, p, variant)?;
+        (self.medians.get(&c.index)).and_then(|m| m.sound.then_some(m.ns))
     }
 }

@@ -4,7 +4,7 @@
 //! the run; everything after this pass reads these results, never a sample.
 
 use super::clocks::{time_clock_correlation, Window};
-use super::stats::{self, Stats};
+use super::stats::{self, Row, Table};
 use super::units::unit_values;
 use super::{median, Phase, Series};
 use crate::plan::{Headline, Plan};
@@ -44,7 +44,8 @@ pub struct Trace {
 /// What the pass leaves: everything the analysis and the report take from samples.
 #[derive(Default)]
 pub struct Reduced {
-    pub stats: HashMap<(usize, Phase), Stats>,
+    /// Each cell's statistics per phase.
+    pub stats: Table,
     /// Telemetry by (cell, process), in time order.
     pub series: Series,
     /// The span of each run's timed launches, by (cell, process).
@@ -57,6 +58,7 @@ pub struct Reduced {
 
 /// What the pass needs of a planned cell.
 struct Facts {
+    id: String,
     /// Launches a sample spans (a batch or graph read per launch).
     launches: u64,
     headline_first: bool,
@@ -77,21 +79,24 @@ struct HeldRun {
 pub struct Reducer {
     facts: Vec<Facts>,
     open: HashMap<u32, Vec<HeldRun>>,
+    /// The statistics of the cells that have ended, until the stream does.
+    rows: Vec<Row>,
     reduced: Reduced,
     failure: Option<polars::error::PolarsError>,
 }
 
 impl Reducer {
     /// The results, once the stream has ended (every cell done).
-    pub fn finish(self) -> anyhow::Result<Reduced> {
+    pub fn finish(mut self) -> anyhow::Result<Reduced> {
         debug_assert!(
             self.open.is_empty(),
             "every cell is done when the stream ends"
         );
-        match self.failure {
-            Some(e) => Err(e.into()),
-            None => Ok(self.reduced),
+        if let Some(e) = self.failure {
+            return Err(e.into());
         }
+        self.reduced.stats = Table::of(self.rows)?;
+        Ok(self.reduced)
     }
 
     /// Reduces cell `cell` from its stretches in stored order, a step at a time, so that
@@ -142,7 +147,12 @@ impl Reducer {
                 .flat_map(|t| t.time_ns.iter().copied())
                 .collect();
             if !times.is_empty() {
-                r.stats.insert((index, phase), stats::of(times)?);
+                self.rows.push(Row {
+                    cell,
+                    id: facts.id.clone(),
+                    phase,
+                    stats: stats::of(times)?,
+                });
             }
         }
         Ok(())
@@ -186,6 +196,7 @@ impl SampleSink for Reducer {
     fn begin(&mut self, plan: &Plan, telemetry: &[TelemetryRow]) {
         let facts = (plan.cells.iter())
             .map(|c| Facts {
+                id: c.id.clone(),
                 launches: c.knobs.launches.count(),
                 headline_first: c.headline() == Headline::First,
                 run_unit: if c.knobs.process.fresh.is_some() {
@@ -231,9 +242,9 @@ impl SampleSink for Reducer {
     }
 
     fn leave_out(&mut self, cells: &HashSet<u32>) {
-        let r = &mut self.reduced;
         let kept = |c: u32| !cells.contains(&c);
-        r.stats.retain(|(c, _), _| kept(*c as u32));
+        self.rows.retain(|r| kept(r.cell));
+        let r = &mut self.reduced;
         r.series.retain(|(c, _), _| kept(*c));
         r.windows.retain(|(c, _), _| kept(*c));
         r.run_medians.retain(|(c, _), _| kept(*c as u32));
@@ -298,13 +309,15 @@ mod tests {
         let (_, stored) = crate::analysis::load(Path::new("reports/statistics")).unwrap();
         let dir = reversed_statistics_run();
         let (_, reversed) = crate::analysis::load(dir.path()).unwrap();
-        assert_eq!(stored.stats.len(), 10, "5 cells, first and steady");
+        assert_eq!(stored.stats.iter().count(), 10, "5 cells, first and steady");
+        let keys = |t: &Table| t.iter().map(|(c, p, _)| (c, p)).collect::<Vec<_>>();
         assert_eq!(
-            (stored.stats.keys().collect::<HashSet<_>>()),
-            (reversed.stats.keys().collect::<HashSet<_>>())
+            keys(&stored.stats),
+            keys(&reversed.stats),
+            "both in the plan's order"
         );
-        for (k, a) in &stored.stats {
-            let b = &reversed.stats[k];
+        for (c, p, a) in stored.stats.iter() {
+            let b = reversed.stats.get(c, p).unwrap();
             // The order of a cell's phases changed, not the samples of each.
             assert_eq!(
                 (a.count, a.median, a.p99, a.max),

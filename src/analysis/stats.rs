@@ -1,8 +1,12 @@
-//! Per-cell statistics from the stored samples, computed with polars' (eager) reductions.
-//! Percentiles interpolate linearly and the standard deviation divides by n, as the post does.
+//! Per-cell statistics from the stored samples, computed with polars' (eager) reductions,
+//! and the run's table of them: a polars frame that `summary.csv`, the report's statistics
+//! and every lookup of a cell's statistics read. Percentiles interpolate linearly and the
+//! standard deviation divides by n, as the post does.
 
+use super::Phase;
 use polars::prelude::*;
 use serde::Serialize;
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Stats {
@@ -50,6 +54,144 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
         cv: std / mean,
         iqr: p75 - p25,
     })
+}
+
+/// A column of the table, as `summary.csv` heads it, with the statistic it holds.
+type Measure = (&'static str, fn(&Stats) -> f64);
+
+/// The table's time columns in `summary.csv`'s order (nanoseconds, except `cv`).
+const MEASURES: [Measure; 11] = [
+    ("min_ns", |s| s.min),
+    ("median_ns", |s| s.median),
+    ("mean_ns", |s| s.mean),
+    ("std_ns", |s| s.std),
+    ("p25_ns", |s| s.p25),
+    ("p75_ns", |s| s.p75),
+    ("p95_ns", |s| s.p95),
+    ("p99_ns", |s| s.p99),
+    ("max_ns", |s| s.max),
+    ("cv", |s| s.cv),
+    ("iqr_ns", |s| s.iqr),
+];
+
+/// The cell's index in the plan: the table's order, and no column of `summary.csv`.
+const INDEX: &str = "index";
+
+/// One cell's statistics in one phase, as the stream of samples gives them (cells end in
+/// the order they were stored, not the plan's).
+pub struct Row {
+    pub cell: u32,
+    pub id: String,
+    pub phase: Phase,
+    pub stats: Stats,
+}
+
+/// The run's statistics: a row per cell and phase, in the plan's order (first launches
+/// before steady samples), with `summary.csv`'s columns and the cell's index.
+#[derive(Default)]
+pub struct Table {
+    frame: DataFrame,
+    rows: HashMap<(usize, Phase), usize>,
+}
+
+impl Table {
+    pub fn of(rows: Vec<Row>) -> PolarsResult<Table> {
+        let text = |f: fn(&Row) -> &str| rows.iter().map(f).collect::<Vec<_>>();
+        let mut columns = vec![
+            Column::new(
+                INDEX.into(),
+                rows.iter().map(|r| r.cell).collect::<Vec<_>>(),
+            ),
+            Column::new("cell".into(), text(|r| &r.id)),
+            Column::new("phase".into(), text(|r| r.phase.key())),
+            Column::new(
+                "count".into(),
+                (rows.iter()).map(|r| r.stats.count).collect::<Vec<_>>(),
+            ),
+        ];
+        columns.extend(MEASURES.map(|(name, of)| {
+            Column::new(
+                name.into(),
+                rows.iter().map(|r| of(&r.stats)).collect::<Vec<_>>(),
+            )
+        }));
+        // "first" sorts before "steady".
+        let frame = DataFrame::new_infer_height(columns)?
+            .sort([INDEX, "phase"], SortMultipleOptions::default())?;
+        let mut table = Table {
+            frame,
+            rows: HashMap::new(),
+        };
+        table.rows = (0..table.frame.height())
+            .filter_map(|row| Some((table.key(row)?, row)))
+            .collect();
+        Ok(table)
+    }
+
+    /// Cell `cell`'s statistics in `phase`, where it took samples in it.
+    pub fn get(&self, cell: usize, phase: Phase) -> Option<Stats> {
+        self.read(*self.rows.get(&(cell, phase))?)
+    }
+
+    /// Every row as (cell index, phase, statistics), in the table's order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, Phase, Stats)> + '_ {
+        (0..self.frame.height()).filter_map(|row| {
+            let (cell, phase) = self.key(row)?;
+            Some((cell, phase, self.read(row)?))
+        })
+    }
+
+    /// Row `row`'s cell index and phase.
+    fn key(&self, row: usize) -> Option<(usize, Phase)> {
+        let cell = self.frame.column(INDEX).ok()?.u32().ok()?.get(row)?;
+        let phase = match self.frame.column("phase").ok()?.str().ok()?.get(row)? {
+            p if p == Phase::First.key() => Phase::First,
+            _ => Phase::Steady,
+        };
+        Some((cell as usize, phase))
+    }
+
+    /// Row `row`'s statistics.
+    fn read(&self, row: usize) -> Option<Stats> {
+        let f = |name: &str| self.frame.column(name).ok()?.f64().ok()?.get(row);
+        Some(Stats {
+            count: self.frame.column("count").ok()?.u64().ok()?.get(row)?,
+            min: f("min_ns")?,
+            median: f("median_ns")?,
+            mean: f("mean_ns")?,
+            std: f("std_ns")?,
+            p25: f("p25_ns")?,
+            p75: f("p75_ns")?,
+            p95: f("p95_ns")?,
+            p99: f("p99_ns")?,
+            max: f("max_ns")?,
+            cv: f("cv")?,
+            iqr: f("iqr_ns")?,
+        })
+    }
+
+    /// `summary.csv`: the table's columns but the index, each value as Rust prints it (the
+    /// shortest text that reads back as the same number).
+    pub fn csv(&self) -> anyhow::Result<Vec<u8>> {
+        let columns: Vec<&Column> = (self.frame.columns().iter())
+            .filter(|c| c.name().as_str() != INDEX)
+            .collect();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(columns.iter().map(|c| c.name().as_str()))?;
+        for row in 0..self.frame.height() {
+            let mut fields = Vec::with_capacity(columns.len());
+            for c in &columns {
+                fields.push(match c.get(row)? {
+                    AnyValue::String(s) => s.to_string(),
+                    AnyValue::UInt64(n) => n.to_string(),
+                    AnyValue::Float64(v) => v.to_string(),
+                    other => anyhow::bail!("summary.csv has no text for {other:?}"),
+                });
+            }
+            w.write_record(&fields)?;
+        }
+        Ok(w.into_inner()?)
+    }
 }
 
 #[cfg(test)]

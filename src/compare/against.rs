@@ -7,13 +7,6 @@ use crate::analysis::{cycles, Analysis};
 use crate::plan::Cell;
 use std::collections::HashMap;
 
-/// Each cell's headline median (steady samples, or first launches where it takes none), by id.
-fn headline_medians<'a>(a: &'a Analysis) -> HashMap<&'a str, f64> {
-    (a.run.plan.cells.iter())
-        .filter_map(|c| Some((c.id.as_str(), a.reduced.units.get(&c.index)?.median)))
-        .collect()
-}
-
 /// A cell of this run that the earlier run has too.
 pub struct CellAgainst<'a> {
     pub cell: &'a Cell,
@@ -35,14 +28,16 @@ pub struct Against<'a> {
     pub medians: HashMap<&'a str, f64>,
 }
 
-pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> Against<'a> {
-    let (now, before) = (headline_medians(this), headline_medians(earlier));
+pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> anyhow::Result<Against<'a>> {
+    let matched = super::join::by_cell(earlier, this)?;
     let responses = cycles::responses(&[this, earlier]);
     let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
     let (clock_now, clock_before) = (&this.cell_mhz, &earlier.cell_mhz);
-    let cells = (this.run.plan.cells.iter())
-        .filter_map(|c| {
-            let (a, b) = (*now.get(c.id.as_str())?, *before.get(c.id.as_str())?);
+    let median = |run: &Analysis, index: usize| run.reduced.units.get(&index).map(|u| u.median);
+    let cells = (matched.both.iter())
+        .filter_map(|&(before, now)| {
+            let c = &this.run.plan.cells[now];
+            let (a, b) = (median(this, now)?, median(earlier, before)?);
             let clocks = (clock_now.get(&c.id)).zip(clock_before.get(&c.id));
             Some(CellAgainst {
                 cell: c,
@@ -58,9 +53,12 @@ pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> Against<'a> {
         .map(|k| k.name.as_str())
         .filter(|k| follows(k))
         .collect();
-    Against {
+    let medians = (this.run.plan.cells.iter())
+        .filter_map(|c| Some((c.id.as_str(), median(this, c.index)?)))
+        .collect();
+    Ok(Against {
         cells,
         followers,
-        medians: now,
-    }
+        medians,
+    })
 }

@@ -4,6 +4,7 @@
 //! renders it (`runner compare`, `runner report --compare`).
 
 pub mod against;
+mod join;
 mod stats;
 
 use crate::analysis::units::{median_of, ratio_interval, seed_of};
@@ -130,16 +131,6 @@ impl Comparison {
     }
 }
 
-/// Each cell's independent units by id, and what a unit is.
-fn units_of<'a>(a: &'a Analysis) -> HashMap<&'a str, (&'a str, &'a [f64])> {
-    (a.run.plan.cells.iter())
-        .filter_map(|c| {
-            let u = a.reduced.units.get(&c.index)?;
-            Some((c.id.as_str(), (u.what.as_str(), u.values.as_slice())))
-        })
-        .collect()
-}
-
 /// Files under `dir` (recursively) by their path relative to it, with their bytes.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -205,18 +196,24 @@ fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
 
 /// Cell by cell: a change is one beyond `threshold_pct` of the old median and beyond
 /// `floor_us`, whichever is larger.
-pub fn compare(old: &Analysis, new: &Analysis, threshold_pct: f64, floor_us: f64) -> Comparison {
-    let (before, after) = (units_of(old), units_of(new));
+pub fn compare(
+    old: &Analysis,
+    new: &Analysis,
+    threshold_pct: f64,
+    floor_us: f64,
+) -> anyhow::Result<Comparison> {
+    let matched = join::by_cell(old, new)?;
     let (run_differences, changed) = run_differences(old.run, new.run);
     let (doubts_old, doubts_new) = (doubts(old), doubts(new));
     let mut cells = Vec::new();
     let mut untrusted = Vec::new();
-    for cell in &new.run.plan.cells {
-        let (Some(&(what, a)), Some(&(_, b))) =
-            (before.get(cell.id.as_str()), after.get(cell.id.as_str()))
+    for &(o, n) in &matched.both {
+        let cell = &new.run.plan.cells[n];
+        let (Some(before), Some(after)) = (old.reduced.units.get(&o), new.reduced.units.get(&n))
         else {
             continue;
         };
+        let (what, a, b) = (&before.what, &before.values[..], &after.values[..]);
         // A speed-up from a reading the audit or the device's peaks do not support is none.
         let doubt = [("old", &doubts_old), ("new", &doubts_new)]
             .into_iter()
@@ -259,30 +256,23 @@ pub fn compare(old: &Analysis, new: &Analysis, threshold_pct: f64, floor_us: f64
             ratio_low,
             ratio_high,
             p_value: stats::mann_whitney_p(a, b),
-            units: what.to_string(),
+            units: what.clone(),
             old_units: a.len(),
             new_units: b.len(),
             verdict,
             differs,
         });
     }
-    let only = |x: &HashMap<&str, _>, y: &HashMap<&str, _>| {
-        let mut v: Vec<String> = (x.keys().filter(|k| !y.contains_key(*k)))
-            .map(|k| k.to_string())
-            .collect();
-        v.sort();
-        v
-    };
-    Comparison {
+    Ok(Comparison {
         threshold_pct,
         floor_us,
         run_differences,
         cells,
-        only_old: only(&before, &after),
-        only_new: only(&after, &before),
+        only_old: matched.only_old,
+        only_new: matched.only_new,
         untrusted,
         unexpected_new: unexpected(new),
-    }
+    })
 }
 
 /// The cells of a run that did not end as their kernels expect, by id, with the verdict's

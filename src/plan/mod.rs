@@ -128,6 +128,11 @@ pub struct WorkerJob {
 pub const MAX_RUNS: u64 = 1_000_000;
 
 impl Plan {
+    /// Kernel `k`'s cell at point `p` under `variant`.
+    pub fn cell_at(&self, k: usize, p: &Point, variant: &str) -> Option<&Cell> {
+        (self.cells.iter()).find(|c| c.kernel == Some(k) && c.variant == variant && c.point == *p)
+    }
+
     pub fn new(exp: &Experiment) -> Result<Plan, ConfigError> {
         let mut cells = Vec::new();
         // A kernel that is not timed runs only in the checks of others.

@@ -2,7 +2,8 @@
 //! under, what its timer noted, and its flags.
 
 use super::format;
-use crate::analysis::clocks::{self, probe_of, ClockSummary};
+use crate::analysis::clocks::ClockSummary;
+use crate::analysis::probes::Probes;
 use crate::analysis::{median, Analysis};
 use crate::experiment::Unit;
 use crate::plan::Cell;
@@ -29,95 +30,43 @@ pub struct CellRow {
 
 /// One row per cell that ran.
 pub fn rows(a: &Analysis) -> Vec<CellRow> {
-    let s = a.run;
-    let exp = &s.experiment;
-    let probe = ProbeScale::of(
-        s.records.iter().filter_map(probe_of).collect(),
-        exp.telemetry.probe_tolerance_pct,
-    );
-    s.plan
-        .cells
-        .iter()
+    (a.run.plan.cells.iter())
         .filter_map(|c| {
             let rs = a.records.get(&c.index)?;
-            let clocks = a.clocks(c);
+            let clocks = a.clocks.get(&c.index).cloned().unwrap_or_default();
+            let probes = a.probes.get(&c.index).cloned().unwrap_or_default();
             let r = (a.reduced.traces.get(&c.index)).and_then(|t| t.clock_correlation);
-            Some(cell_row(c, rs, &clocks, r, &probe))
+            Some(cell_row(c, rs, &clocks, r, &probes))
         })
         .collect()
 }
 
-/// The run's own spread of probed clocks (its 5th to 95th percentile) and the tolerance
-/// beyond it: a clock that moves between levels for whole stretches of a run (this H100's
-/// 1980 and ~1994 MHz) is the run's normal, not a cell's anomaly.
-pub(super) struct ProbeScale {
-    /// (p5, p95) of the run's probed clocks.
-    spread: Option<(f64, f64)>,
-    tolerance_pct: f64,
-}
-
-impl ProbeScale {
-    pub(super) fn of(mut probes: Vec<f64>, tolerance_pct: f64) -> ProbeScale {
-        probes.sort_by(f64::total_cmp);
-        let at = |q: f64| probes[((probes.len() - 1) as f64 * q).round() as usize];
-        ProbeScale {
-            spread: (!probes.is_empty()).then(|| (at(0.05), at(0.95))),
-            tolerance_pct,
-        }
-    }
-
-    /// The flag of a cell whose probed clock (mean of before and after) lies outside the
-    /// run's spread by more than the tolerance.
-    fn flag(&self, rs: &[&CellRecord]) -> Option<String> {
-        let (lo, hi) = self.spread?;
-        let tol = self.tolerance_pct / 100.0;
-        let outside = |mhz: f64| mhz < lo * (1.0 - tol) || mhz > hi * (1.0 + tol);
-        let worst = rs
-            .iter()
-            .filter_map(|r| probe_of(r))
-            .filter(|m| outside(*m))
-            .max_by(|x, y| {
-                let off = |m: f64| (m - lo).abs().min((m - hi).abs());
-                off(*x).total_cmp(&off(*y))
-            })?;
-        Some(format!(
-            "probed SM clock {worst:.0} MHz, outside the run's spread {lo:.0}–{hi:.0} MHz (p5–p95) by more than {}%",
-            self.tolerance_pct
-        ))
-    }
-}
-
-/// How far the GPU's timer may stray from the host clock over a cell before it is flagged:
-/// well above what the host's late notice of a probe's end can fake over 0.1 s.
-const TIMER_RATE_TOLERANCE_PCT: f64 = 0.1;
-
-/// The flag of a cell over which the GPU's timer did not keep the host's time: every
-/// GPU-timed reading of it (events, CUPTI, the profiler) is off by as much.
-fn timer_rate_flag(rs: &[&CellRecord]) -> Option<String> {
-    let worst = rs
-        .iter()
-        .filter_map(|r| r.probe_timer_rate)
-        .max_by(|x, y| (x - 1.0).abs().total_cmp(&(y - 1.0).abs()))?;
-    let off = (worst - 1.0) * 100.0;
-    (off.abs() > TIMER_RATE_TOLERANCE_PCT).then(|| {
+/// The flags of a cell's probes: a clock outside the run's spread, a GPU timer that did not
+/// keep the host's time (every GPU-timed reading of it, events, CUPTI, the profiler, is off
+/// by as much).
+fn probe_flags(p: &Probes) -> Vec<String> {
+    let strayed = p.strayed.map(|s| {
+        format!(
+            "probed SM clock {:.0} MHz, outside the run's spread {:.0}–{:.0} MHz (p5–p95) by more than {}%",
+            s.mhz, s.spread.0, s.spread.1, s.tolerance_pct
+        )
+    });
+    let timer = (p.timer_off_pct).map(|off| {
         format!(
             "GPU timer ran {} against the host clock",
             format::percent(off)
         )
-    })
+    });
+    strayed.into_iter().chain(timer).collect()
 }
 
 /// The wait kernel's length, CUPTI's launch latency and the probed clock, where a cell has them.
-fn timer_notes(rs: &[&CellRecord]) -> String {
+fn timer_notes(rs: &[&CellRecord], probes: &Probes) -> String {
     let mut notes = Vec::new();
-    let probes = rs
-        .iter()
-        .filter_map(|r| r.probe_mhz)
-        .flat_map(|(b, a)| [b, a]);
-    if let Some((lo, hi)) = clocks::range(probes) {
+    if let Some((lo, hi)) = probes.sm_mhz {
         notes.push(format!("probed SM clock {lo:.0}–{hi:.0} MHz"));
     }
-    if let Some((lo, hi)) = clocks::range(rs.iter().filter_map(|r| r.probe_timer_rate)) {
+    if let Some((lo, hi)) = probes.timer_rate {
         // Three decimals: a timer that keeps time reads within a few thousandths of a percent.
         notes.push(format!(
             "GPU timer {:+.3}% to {:+.3}% against the host clock",
@@ -180,7 +129,7 @@ fn cell_row(
     rs: &[&CellRecord],
     clocks: &ClockSummary,
     correlation: Option<f64>,
-    probe: &ProbeScale,
+    probes: &Probes,
 ) -> CellRow {
     let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
     let runs = if ok == rs.len() {
@@ -215,7 +164,7 @@ fn cell_row(
             .map_or("–".into(), |p| format!("{p:.0}")),
         temp_c: clocks.max_temp_c.map_or("–".into(), |t| t.to_string()),
         clock_correlation: correlation.map_or("–".into(), |r| format!("{r:+.2}")),
-        timer_notes: timer_notes(rs),
+        timer_notes: timer_notes(rs, probes),
         flags: {
             let mut flags = clocks.flags.clone();
             let short: u64 = rs
@@ -226,8 +175,7 @@ fn cell_row(
             if short > 0 {
                 flags.push(format!("wait kernel too short for {short} timed region(s)"));
             }
-            flags.extend(probe.flag(rs));
-            flags.extend(timer_rate_flag(rs));
+            flags.extend(probe_flags(probes));
             if flags.is_empty() {
                 "–".into()
             } else {
@@ -240,42 +188,32 @@ fn cell_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn record(probe: (f64, f64)) -> CellRecord {
-        let mut r = CellRecord::failed(0, "c", 0, String::new());
-        r.status = Status::Ok;
-        r.probe_mhz = Some(probe);
-        r
-    }
+    use crate::analysis::probes::Strayed;
 
     #[test]
-    fn a_cell_whose_probed_clock_strays_is_flagged() {
-        // A run at two clock levels: neither is flagged; a cell far below both is.
-        let mut probes = vec![1980.0; 50];
-        probes.extend([1994.0; 50]);
-        let scale = ProbeScale::of(probes, 0.5);
-        let (low, high) = (record((1979.0, 1981.0)), record((1993.0, 1995.0)));
-        let far = record((1960.0, 1962.0));
-        assert_eq!(scale.flag(&[&low]), None);
-        assert_eq!(scale.flag(&[&high]), None);
-        let flag = scale.flag(&[&low, &far]).unwrap();
+    fn probes_are_worded_with_their_flags() {
+        let p = Probes {
+            sm_mhz: Some((1975.0, 1979.0)),
+            timer_rate: Some((0.9925, 1.0002)),
+            strayed: Some(Strayed {
+                mhz: 1961.0,
+                spread: (1980.0, 1994.0),
+                tolerance_pct: 0.5,
+            }),
+            timer_off_pct: Some(-0.75),
+        };
+        let notes = timer_notes(&[], &p);
         assert!(
-            flag.contains("1961 MHz") && flag.contains("1980–1994"),
-            "{flag}"
+            notes.starts_with("probed SM clock 1975–1979 MHz"),
+            "{notes}"
         );
-        let near = record((1975.0, 1979.0));
-        assert_eq!(timer_notes(&[&near]), "probed SM clock 1975–1979 MHz");
-    }
-
-    #[test]
-    fn a_gpu_timer_that_strays_from_the_host_clock_is_flagged() {
-        let (mut kept, mut slow) = (record((1980.0, 1980.0)), record((1995.0, 1995.0)));
-        kept.probe_timer_rate = Some(1.0002);
-        slow.probe_timer_rate = Some(0.9925);
-        assert_eq!(timer_rate_flag(&[&kept]), None);
-        let flag = timer_rate_flag(&[&kept, &slow]).unwrap();
-        assert!(flag.contains("-0.75%"), "{flag}");
-        let notes = timer_notes(&[&kept, &slow]);
         assert!(notes.contains("GPU timer -0.750% to +0.020%"), "{notes}");
+        let flags = probe_flags(&p).join("; ");
+        assert!(
+            flags.contains("1961 MHz") && flags.contains("1980–1994"),
+            "{flags}"
+        );
+        assert!(flags.contains("-0.75%"), "{flags}");
+        assert!(probe_flags(&Probes::default()).is_empty());
     }
 }

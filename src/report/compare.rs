@@ -42,14 +42,14 @@ pub struct CompareRow {
     pub verdict: String,
 }
 
-pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
-    let against = compare::against::against(this, earlier);
+pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Result<Comparison> {
+    let against = compare::against::against(this, earlier)?;
     let verdicts = compare::compare(
         earlier,
         this,
         compare::DEFAULT_THRESHOLD_PCT,
         compare::DEFAULT_FLOOR_US,
-    );
+    )?;
     let by_cell: HashMap<&str, &compare::CellComparison> = verdicts
         .cells
         .iter()
@@ -87,12 +87,12 @@ pub fn build(this: &Analysis, earlier: &Analysis, label: &str) -> Comparison {
             }
         })
         .collect();
-    Comparison {
+    Ok(Comparison {
         earlier: label.to_string(),
         summary: judged.summary(&against.followers),
         verdicts: verdicts.summary(),
         rows,
-    }
+    })
 }
 
 /// The cells long enough to judge, and how many agree: held to the tolerance where the
@@ -245,7 +245,7 @@ pub fn run_compare(
     let ((a, reduced_a), (b, reduced_b)) = (load(old)?, load(new)?);
     common_cells(&a, &b)?;
     let (a, b) = (Analysis::of(&a, reduced_a), Analysis::of(&b, reduced_b));
-    let c = compare::compare(&a, &b, threshold_pct, floor_us);
+    let c = compare::compare(&a, &b, threshold_pct, floor_us)?;
     if let Some(path) = json {
         crate::files::write(path, serde_json::to_string_pretty(&c)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -67,7 +67,7 @@ pub fn build(a: &Analysis) -> Vec<CyclesTable> {
                     .variants
                     .iter()
                     .map(|v| {
-                        let cell = a.cell_at(k, p, &v.name);
+                        let cell = a.run.plan.cell_at(k, p, &v.name);
                         let mhz = cell.and_then(|c| cell_mhz.get(&c.id));
                         match (a.median_at(k, p, &v.name), mhz, cell) {
                             (Some(ns), Some(mhz), Some(c)) => {

@@ -81,7 +81,7 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
     let mut view = view::View::build(&analysis)?;
     if let Some((earlier, reduced, rel)) = earlier {
         let earlier = Analysis::of(&earlier, reduced);
-        view.set_comparison(compare::build(&analysis, &earlier, &rel));
+        view.set_comparison(compare::build(&analysis, &earlier, &rel)?);
     }
     let (name, text) = template_text(&stored, template)?;
     let mut env = expr::environment(REPORT_FUEL);
@@ -114,7 +114,7 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
         view.warn(quotes::warning(&stale));
         report = render(&name, &view)?;
     }
-    let summary = analysis.summary_csv()?;
+    let summary = analysis.reduced.stats.csv()?;
     let plot_dir = dir.join("plots");
     files::not_a_link(&plot_dir).with_context(|| format!("cannot write {}", plot_dir.display()))?;
     let new_plots = files::temporary_beside(&plot_dir);
@@ -168,8 +168,8 @@ fn stale_quotes(
     if notes.is_empty() {
         return Vec::new();
     }
-    let stats: Vec<f64> = (analysis.reduced.stats.values())
-        .flat_map(|s| {
+    let stats: Vec<f64> = (analysis.reduced.stats.iter())
+        .flat_map(|(_, _, s)| {
             [
                 s.min, s.max, s.mean, s.median, s.std, s.p25, s.p75, s.p95, s.p99, s.iqr,
             ]

@@ -65,7 +65,7 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                                         .flops
                                         .map(|f| (f, kernel.flops_type.unwrap_or_default()));
                                     let mut text = cell(ns, launch.bytes, byte_peak, flops, peaks);
-                                    if let Some(c) = a.cell_at(k, p, &v.name) {
+                                    if let Some(c) = a.run.plan.cell_at(k, p, &v.name) {
                                         if let v @ (Verdict::Suspect(_) | Verdict::Impossible(_)) =
                                             a.verdict(c)
                                         {

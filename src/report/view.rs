@@ -164,12 +164,12 @@ impl View {
             .map(|(k, kernel)| medians::table(a, k, &kernel.name))
             .collect();
 
-        let floors: Vec<(&Cell, &crate::analysis::stats::Stats)> = s
+        let floors: Vec<(&Cell, crate::analysis::stats::Stats)> = s
             .plan
             .cells
             .iter()
             .filter(|c| c.role == Role::Floor)
-            .filter_map(|c| Some((c, a.reduced.stats.get(&(c.index, Phase::Steady))?)))
+            .filter_map(|c| Some((c, a.reduced.stats.get(c.index, Phase::Steady)?)))
             .collect();
         let unit = format::unit_for(floors.iter().map(|(_, st)| st.median), Unit::Auto);
         let floor = floors
@@ -192,30 +192,25 @@ impl View {
                 difference: format::time(o.harness_wall_ns - o.bare_wall_ns, Unit::Auto),
                 bare_events: format::time(o.bare_events_median_ns, Unit::Auto),
             });
-        let mut stats = Vec::new();
-        let unit = format::unit_for(a.reduced.stats.values().map(|st| st.median), Unit::Auto);
-        for c in &s.plan.cells {
-            for phase in [Phase::First, Phase::Steady] {
-                let Some(st) = a.reduced.stats.get(&(c.index, phase)) else {
-                    continue;
-                };
-                let t = |v: f64| format::time(v, unit);
-                stats.push(StatRow {
-                    cell: c.id.clone(),
-                    phase: phase.key().into(),
-                    count: st.count,
-                    min: t(st.min),
-                    median: t(st.median),
-                    mean: t(st.mean),
-                    std: t(st.std),
-                    p95: t(st.p95),
-                    p99: t(st.p99),
-                    max: t(st.max),
-                    cv: format!("{:.2}%", st.cv * 100.0),
-                    iqr: t(st.iqr),
-                });
-            }
-        }
+        let table = &a.reduced.stats;
+        let unit = format::unit_for(table.iter().map(|(_, _, st)| st.median), Unit::Auto);
+        let t = |v: f64| format::time(v, unit);
+        let stats = (table.iter())
+            .map(|(cell, phase, st)| StatRow {
+                cell: s.plan.cells[cell].id.clone(),
+                phase: phase.key().into(),
+                count: st.count,
+                min: t(st.min),
+                median: t(st.median),
+                mean: t(st.mean),
+                std: t(st.std),
+                p95: t(st.p95),
+                p99: t(st.p99),
+                max: t(st.max),
+                cv: format!("{:.2}%", st.cv * 100.0),
+                iqr: t(st.iqr),
+            })
+            .collect();
         let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
         let failures = s
             .records
@@ -235,10 +230,7 @@ impl View {
         let (plots, bias, mut plot_files) = figures::build(a)?;
         let throughput = (a.peaks.as_ref()).map_or(vec![], |p| super::throughput::build(a, p));
         let (phases, phase_plots) = super::phases::build(s, |cell| {
-            a.reduced
-                .stats
-                .get(&(cell, Phase::Steady))
-                .map(|st| st.median)
+            a.reduced.stats.get(cell, Phase::Steady).map(|st| st.median)
         })?;
         plot_files.extend(phase_plots);
         let (metrics, metric_plots) = super::metrics::build(a)?;

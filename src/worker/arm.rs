@@ -94,7 +94,7 @@ impl<'b> Armed<'b> {
     pub(super) fn arm(
         s: &mut Session,
         ready: ReadyCell<'b>,
-        gear: &'b TimingSetup,
+        setup: &'b TimingSetup,
     ) -> Result<Armed<'b>, Failure> {
         let ReadyCell { cell, code, data } = ready;
         let (knobs, spec) = (&cell.knobs, &cell.launch);
@@ -125,15 +125,22 @@ impl<'b> Armed<'b> {
         // CUPTI finds the cell's copies among its records as it finds kernels, by name.
         let mut entries = code.entries.clone();
         entries.extend(launch.copy_records());
-        let mut flush = match &gear.flush {
+        let mut flush = match &setup.flush {
             None => None,
             Some((buf, method, kernel)) => {
                 Some(buf.flush(*method, kernel.as_ref(), s.facts.sm_count)?)
             }
         };
-        let body = timed_body(knobs.launches, gear, data, &params, &mut launch, &mut flush)?;
+        let body = timed_body(
+            knobs.launches,
+            setup,
+            data,
+            &params,
+            &mut launch,
+            &mut flush,
+        )?;
         let flush_each = matches!(body, Body::Launches { .. } | Body::Graph(..));
-        let saturate = saturate(s, knobs.queue, gear)?;
+        let saturate = saturate(s, knobs.queue, setup)?;
         let timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
         let warm = warm_launch(s, knobs.warmup.kernel, code)?;
         Ok(Armed {
@@ -234,7 +241,7 @@ impl Starts {
 /// or a graph of them, preluded by the resets and the flush, or read by event nodes.
 fn timed_body<'b>(
     launches: Launches,
-    gear: &'b TimingSetup,
+    setup: &'b TimingSetup,
     data: &'b Data,
     params: &[Vec<Param<'b>>],
     launch: &mut Launch<'b>,
@@ -242,13 +249,13 @@ fn timed_body<'b>(
 ) -> Result<Body<'b>, Failure> {
     let resets: Vec<_> = data.sets.iter().map(Buffers::reset_list).collect();
     let has_resets = data.sets[0].resets();
-    Ok(match (launches, gear.whole.as_ref()) {
+    Ok(match (launches, setup.whole.as_ref()) {
         // With `rotate`, the graph's launches take the buffer sets in turn; with a flush
         // or resets, each comes after them, and the graph is read by event nodes around
         // its launches or against a graph of what comes before them alone.
         (Launches::Graph(n), Some(whole)) => {
             let f = flush.as_mut().expect("event nodes come with a flush");
-            let (marks, before) = (&gear.marks, || BeforeEachLaunch {
+            let (marks, before) = (&setup.marks, || BeforeEachLaunch {
                 resets: &[],
                 flush: None,
             });
@@ -305,13 +312,13 @@ fn timed_body<'b>(
 fn saturate<'b>(
     s: &mut Session,
     queue: Queue,
-    gear: &'b TimingSetup,
+    setup: &'b TimingSetup,
 ) -> Result<Option<Saturate<'b>>, Failure> {
     Ok(match queue {
         Queue::Idle => None,
         Queue::Saturate { .. } => {
             let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
-            let values = [Param::Buffer(&gear.wait_out), Param::u64(0)];
+            let values = [Param::Buffer(&setup.wait_out), Param::u64(0)];
             Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
         }
     })

@@ -84,13 +84,13 @@ fn measure(
     let code = Code::prepare(s, cell, rec)?;
     let data = Data::prepare(s, cell, &code)?;
     rec.telemetry_start = data.start_reading.1.clone();
-    let gear = TimingSetup::make(s, cell)?;
+    let setup = TimingSetup::make(s, cell)?;
     let ready = ReadyCell {
         cell,
         code: &code,
         data: &data,
     };
-    let mut armed = Armed::arm(s, ready, &gear)?;
+    let mut armed = Armed::arm(s, ready, &setup)?;
     rec.l2_window = armed.window.clone();
     let mut auditor = Auditor::plan(ready, &armed, process);
     let sampled = sample(s, ready, &mut armed, &mut auditor, rec)?;

@@ -83,7 +83,7 @@ pub fn caught(exp: &Experiment, verdicts: &[(&Cell, &Verdict)]) -> Option<Findin
 /// A trusted cell's flags: its clocks' (the SM clock moved or strayed, the GPU throttled)
 /// and a wait kernel too short for its timed regions; and the lowest SM clock it ran at.
 pub fn flags(a: &Analysis, c: &Cell) -> (Vec<String>, Option<u32>) {
-    let clocks = a.clocks(c);
+    let clocks = a.clocks.get(&c.index).cloned().unwrap_or_default();
     let mut flags = clocks.flags;
     let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
     let short: u64 = (records.iter())

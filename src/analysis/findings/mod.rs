@@ -153,7 +153,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
     let exp = &s.experiment;
     let median = |k: usize, p: &Point, v: &str| a.sound_median_at(k, p, v);
     let units = |k: usize, p: &Point, v: &str| {
-        (a.cell_at(k, p, v))
+        (a.run.plan.cell_at(k, p, v))
             .and_then(|c| a.reduced.units.get(&c.index))
             .map_or(vec![], |u| u.values.clone())
     };
