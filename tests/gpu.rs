@@ -253,10 +253,15 @@ bias = [["events", "cupti"], ["batch", "cupti"], ["graph", "cupti"], ["saturate"
         assert_eq!(r["status"], "ok", "{r}");
     }
     let cell = |suffix: &str| record(&records, suffix);
+    // One record per timed region: the first launch, 20 samples, and the audit's regions
+    // among them (audited and decoys).
+    let cupti = cell("/cupti");
+    let among = &cupti["audit"]["among"];
+    let regions = |key: &str| among[key].as_array().map_or(0, Vec::len);
     assert_eq!(
-        cell("/cupti")["cupti"]["records"],
-        21,
-        "one record per timed launch"
+        cupti["cupti"]["records"],
+        21 + regions("positions") + regions("decoy_positions"),
+        "one record per timed region: {cupti}"
     );
     assert!(cell("/saturate")["queue"]["wait_ns"].as_u64().unwrap() > 0);
     // A 256^3 matmul runs ~13 µs: every method's median reads it within a factor of two of
