@@ -268,6 +268,15 @@ fn house_rules(house: &str) -> String {
             e[0], e[1], e[2]
         );
     }
+    let report_calls: Vec<String> = literals(house, "const REPORT_MAY_CALL")
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    out += &format!(
+        "\nThe report calls of the analysis only {}: a run's loading, the one median, and the rules \
+         that judge two numbers. Everything else it reads as fields `Analysis::of` filled.\n",
+        code(&report_calls)
+    );
     out + &format!(
         "\nNo source file is over {} lines. At most {} functions are over 100 lines, and none is \
          over {}.\n",

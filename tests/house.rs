@@ -429,3 +429,108 @@ fn no_files_of_one_folder_import_each_other_in_a_circle() {
         "the scan finds sibling imports: {edges:?}"
     );
 }
+
+/// What the report may call of the analysis: loading a run, the runner's one median, and
+/// the rules that judge two numbers (a bias, a peer's agreement), shared with the findings.
+/// Everything else it reads as fields the analysis filled: the walk goes down once.
+const REPORT_MAY_CALL: &[&str] = &[
+    "load",
+    "median",
+    "bias",
+    "within_tolerance",
+    "agrees_with_peer",
+];
+
+/// The free functions of `src/analysis/` (declared at the start of a line).
+fn analysis_functions() -> Vec<String> {
+    let declared = regex::Regex::new(r"(?m)^pub fn ([a-z_][a-z0-9_]*)").unwrap();
+    let mut names: Vec<String> = (all().into_iter())
+        .filter(|(path, _)| path.starts_with("src/analysis/"))
+        .flat_map(|(_, text)| {
+            (declared.captures_iter(&text))
+                .map(|c| c[1].to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The analysis functions `text` (a file of the report) calls: through a path
+/// (`crate::analysis::counters::of(`), through a module it imported
+/// (`use crate::analysis::audits; audits::of(`) or by name (`use crate::analysis::fit::fit;`).
+fn analysis_calls(text: &str, functions: &[String]) -> Vec<String> {
+    let text = without_comments(text);
+    let is_function = |name: &str| functions.iter().any(|f| f == name);
+    let mut calls = Vec::new();
+    let inline = regex::Regex::new(r"analysis::(?:[a-z_]+::)*([a-z_][a-z0-9_]*)\s*\(").unwrap();
+    calls.extend(inline.captures_iter(&text).map(|c| c[1].to_string()));
+    let uses = regex::Regex::new(r"use crate::analysis::([^;]*);").unwrap();
+    let leaf = regex::Regex::new(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[,}]|$)").unwrap();
+    for u in uses.captures_iter(&text) {
+        for l in leaf.captures_iter(&u[1]) {
+            let name = &l[1];
+            if name.starts_with(|c: char| c.is_uppercase()) || name == "self" {
+                continue;
+            }
+            if is_function(name) {
+                calls.push(name.to_string());
+            }
+            // A module of the analysis, called through.
+            let through =
+                regex::Regex::new(&format!(r"\b{name}::(?:[a-z_]+::)*([a-z_][a-z0-9_]*)\s*\("))
+                    .unwrap();
+            calls.extend(through.captures_iter(&text).map(|c| c[1].to_string()));
+        }
+        // `use crate::analysis::audits::{self, ..}` names the module `audits`.
+        let module = u[1].split("::").next().unwrap_or_default();
+        let named = module.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        if named && !module.is_empty() && u[1].contains("self") {
+            let through = regex::Regex::new(&format!(
+                r"\b{module}::(?:[a-z_]+::)*([a-z_][a-z0-9_]*)\s*\("
+            ))
+            .unwrap();
+            calls.extend(through.captures_iter(&text).map(|c| c[1].to_string()));
+        }
+    }
+    calls.retain(|c| is_function(c));
+    calls.sort();
+    calls.dedup();
+    calls
+}
+
+#[test]
+fn the_call_scan_sees_paths_imported_modules_and_names() {
+    let functions: Vec<String> = ["of", "fit", "median", "cost_share"]
+        .map(String::from)
+        .to_vec();
+    let text = "use crate::analysis::audits::{self, Against};\n\
+                use crate::analysis::{fit::fit, median, Analysis};\n\
+                let c = crate::analysis::counters::of(a);\n\
+                let x = audits::cost_share(&c);\n\
+                let f = fit(&p);\n\
+                let m = median(v);\n\
+                // crate::analysis::findings::of(a) in a comment\n";
+    assert_eq!(
+        analysis_calls(text, &functions),
+        ["cost_share", "fit", "median", "of"]
+    );
+}
+
+#[test]
+fn the_report_reads_what_the_analysis_filled_and_calls_only_its_rules() {
+    let functions = analysis_functions();
+    assert!(functions.iter().any(|f| f == "load"), "{functions:?}");
+    for (path, text) in all() {
+        if !path.starts_with("src/report/") {
+            continue;
+        }
+        for call in analysis_calls(&text, &functions) {
+            assert!(
+                REPORT_MAY_CALL.contains(&call.as_str()),
+                "{path} calls the analysis's `{call}` while it words the report: have `Analysis::of` fill a field with it, and read that"
+            );
+        }
+    }
+}

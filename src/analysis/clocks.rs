@@ -90,11 +90,6 @@ pub fn time_clock_correlation(launches: &[(f64, f64)], series: &[TelemetryPoint]
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
 }
 
-/// A run's probed SM clock: the mean of the probes before and after it.
-pub fn probe_of(r: &crate::protocol::CellRecord) -> Option<f64> {
-    r.probe_mhz.map(|(b, a)| (b + a) / 2.0)
-}
-
 /// What the readings of a cell's timed launches say, and the flags they raise.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ClockSummary {

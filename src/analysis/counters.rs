@@ -95,11 +95,12 @@ pub struct CellCounters<'a> {
 }
 
 /// Every cell with counters, in plan order.
-pub fn of<'a>(a: &'a Analysis) -> Vec<CellCounters<'a>> {
-    (a.run.plan.cells.iter())
+pub fn of<'a>(a: &Analysis<'a>) -> Vec<CellCounters<'a>> {
+    let cells = &a.run.plan.cells;
+    (cells.iter())
         .filter_map(|cell| {
             let records = a.records.get(&cell.index)?;
-            let record = records.iter().find_map(|r| r.counters.as_ref())?;
+            let record = records.iter().copied().find_map(|r| r.counters.as_ref())?;
             let counted = (
                 record.value(DRAM_READ),
                 record.value(DRAM_WRITE),

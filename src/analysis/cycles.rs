@@ -3,7 +3,6 @@
 //! the run), each probed cell's mean clock, and whether a kernel's time follows the clock
 //! across its runs (a compute-bound kernel's does; a memory-bound one's does not).
 
-use super::clocks::probe_of;
 use super::Analysis;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -98,7 +97,7 @@ impl Response {
 /// launches themselves where it profiled them (the probe was profiled too), else the
 /// probes' around the run.
 pub fn counting_clock(r: &crate::protocol::CellRecord) -> Option<f64> {
-    r.profiler_sm_mhz.or_else(|| probe_of(r))
+    r.profiler_sm_mhz.or_else(|| r.probed_mhz())
 }
 
 /// Each probed cell's runs as (time, the clock its cycles are counted at), by cell index.

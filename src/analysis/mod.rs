@@ -72,6 +72,18 @@ pub struct Analysis<'a> {
     pub clocks: HashMap<usize, clocks::ClockSummary>,
     /// What each cell's own probes read, by index.
     pub probes: HashMap<usize, probes::Probes>,
+    /// Each peer's median reading at each point, by (peer, point label), in ns.
+    pub peer_medians: HashMap<(String, String), f64>,
+    /// Every cell with counters, in plan order, with its bytes check.
+    pub counters: Vec<counters::CellCounters<'a>>,
+    /// Every cell's audits of the current kind, in plan order, and the share of the audited
+    /// cells' time they took.
+    pub audits: Vec<audits::CellAudits>,
+    pub audit_cost_share: Option<f64>,
+    /// `[report] fit`: each kernel's `time = a + bytes / b`, per variant.
+    pub fits: Vec<fit::Fit>,
+    /// The run's findings, by fixed rules: what the report opens with.
+    pub findings: Vec<findings::Finding>,
 }
 
 /// A cell's headline median (its steady samples, or its first launches where it takes no
@@ -116,6 +128,12 @@ impl<'a> Analysis<'a> {
             medians: HashMap::new(),
             clocks: HashMap::new(),
             probes: HashMap::new(),
+            peer_medians: agreement::peer_medians(s),
+            counters: Vec::new(),
+            audits: Vec::new(),
+            audit_cost_share: None,
+            fits: Vec::new(),
+            findings: Vec::new(),
         };
         let device = (a.peaks.as_ref())
             .zip(s.meta.device.as_ref())
@@ -138,7 +156,10 @@ impl<'a> Analysis<'a> {
             })
             .collect();
         let scale = probes::ProbeScale::of(
-            s.records.iter().filter_map(clocks::probe_of).collect(),
+            s.records
+                .iter()
+                .filter_map(CellRecord::probed_mhz)
+                .collect(),
             exp.telemetry.probe_tolerance_pct,
         );
         for (&index, rs) in &a.records {
@@ -157,6 +178,12 @@ impl<'a> Analysis<'a> {
             .collect();
         let (responses, cell_mhz) = (cycles::responses(&[&a]), cycles::cell_mhz(&a));
         (a.responses, a.cell_mhz) = (responses, cell_mhz);
+        a.counters = counters::of(&a);
+        a.audits = audits::of(&a);
+        a.audit_cost_share = audits::cost_share(&a.audits);
+        a.fits = fit::fits(&a);
+        // Last: the rules read every field above.
+        a.findings = findings::of(&a);
         a
     }
 

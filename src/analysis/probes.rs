@@ -1,7 +1,7 @@
 //! What each cell's own probes read: the SM clock before and after each run (held against
 //! the run's spread of them), and the GPU timer's rate against the host clock.
 
-use super::clocks::{probe_of, range};
+use super::clocks::range;
 use crate::protocol::CellRecord;
 
 /// How far the GPU's timer may stray from the host clock over a cell before it is flagged:
@@ -58,7 +58,7 @@ impl ProbeScale {
         let (lo, hi) = self.spread?;
         let tol = self.tolerance_pct / 100.0;
         let outside = |mhz: f64| mhz < lo * (1.0 - tol) || mhz > hi * (1.0 + tol);
-        let worst = (rs.iter().filter_map(|r| probe_of(r)))
+        let worst = (rs.iter().filter_map(|r| r.probed_mhz()))
             .filter(|m| outside(*m))
             .max_by(|x, y| {
                 let off = |m: f64| (m - lo).abs().min((m - hi).abs());

@@ -314,6 +314,11 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl CellRecord {
+    /// The SM clock this run's probes read: the mean of the probes before and after it.
+    pub fn probed_mhz(&self) -> Option<f64> {
+        self.probe_mhz.map(|(b, a)| (b + a) / 2.0)
+    }
+
     /// Marks the cell failed: no samples, the reason kept.
     pub fn fail(&mut self, why: String) {
         self.status = Status::Failed;

@@ -29,11 +29,11 @@ struct AuditRow {
 
 /// The table, where the run's cells were audited this way (None for a run from before).
 pub fn build(a: &Analysis) -> Option<AuditsView> {
-    let cells = audits::of(a);
+    let cells = &a.audits;
     if cells.is_empty() {
         return None;
     }
-    let cost = audits::cost_share(&cells).map_or("–".into(), share);
+    let cost = a.audit_cost_share.map_or("–".into(), share);
     let spent: f64 = cells.iter().map(|c| c.cost_s).sum();
     let wall: f64 = cells.iter().map(|c| c.wall_s).sum();
     let intro = format!(

@@ -3,7 +3,6 @@
 
 use super::bias::BiasTable;
 use super::plots::{self, Line};
-use crate::analysis::clocks::probe_of;
 use crate::analysis::Analysis;
 use crate::experiment::Point;
 use serde::Serialize;
@@ -312,7 +311,7 @@ fn probe_plot(
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| s.plan.cells[r.cell].variant == v.name)
-                .filter_map(|(i, r)| Some((i as f64, probe_of(r)?)))
+                .filter_map(|(i, r)| Some((i as f64, r.probed_mhz()?)))
                 .collect(),
         })
         .filter(|l| !l.points.is_empty())

@@ -55,7 +55,7 @@ pub fn table(a: &Analysis, k: usize, kernel: &str) -> Table {
             .iter()
             .find(|c| c.kernel == Some(k) && c.point == *p && c.variant == variant)
     };
-    let peers = crate::analysis::agreement::peer_medians(s);
+    let peers = &a.peer_medians;
     let points = &exp.kernels[k].points;
     let mut all: Vec<f64> = points
         .iter()

@@ -244,7 +244,7 @@ impl View {
             phases,
             bias,
             throughput,
-            counters: super::counters::build(&crate::analysis::counters::of(a)),
+            counters: super::counters::build(&a.counters),
             cycles: super::cycles::build(a),
             peaks: a.peaks.as_ref().map_or(String::new(), |p| p.source.clone()),
             comparison: None,
@@ -270,7 +270,7 @@ impl View {
             failures,
             notes: s.notes.as_deref().map(format::wrap_long_lines),
             findings: s.findings.as_deref().map(format::wrap_long_lines),
-            generated: super::findings::sentences(&crate::analysis::findings::of(a)),
+            generated: super::findings::sentences(&a.findings),
             warnings: s.warnings.clone(),
             raw_files: (
                 s.stored_name(crate::store::SAMPLES_FILE),

@@ -209,7 +209,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
 
 /// What the counters say of the declared bytes, where any cell had them checked.
 fn bytes(a: &Analysis) -> Option<Finding> {
-    let checks: Vec<(String, BytesCheck)> = (super::counters::of(a).into_iter())
+    let checks: Vec<(String, BytesCheck)> = (a.counters.iter())
         .filter_map(|c| Some((c.cell.id.clone(), c.bytes?)))
         .collect();
     let count = |v: BytesVerdict| checks.iter().filter(|(_, c)| c.verdict == v).count();
