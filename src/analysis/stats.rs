@@ -203,6 +203,54 @@ mod tests {
     }
 
     #[test]
+    fn the_table_keeps_the_plans_order_and_writes_summary_csv() {
+        let row = |cell: u32, phase: Phase, x: f64| Row {
+            cell,
+            id: format!("k/n={cell}"),
+            phase,
+            stats: of(vec![x, 2.0 * x]).unwrap(),
+        };
+        // As the stream ends cells: out of the plan's order, steady before first.
+        let table = Table::of(vec![
+            row(1, Phase::Steady, 30.0),
+            row(0, Phase::Steady, 10.0),
+            row(1, Phase::First, 40.0),
+        ])
+        .unwrap();
+        let keys: Vec<_> = table.iter().map(|(c, p, s)| (c, p, s.max)).collect();
+        assert_eq!(
+            keys,
+            [
+                (0, Phase::Steady, 20.0),
+                (1, Phase::First, 80.0),
+                (1, Phase::Steady, 60.0)
+            ]
+        );
+        assert_eq!(table.get(1, Phase::First).unwrap().median, 60.0);
+        assert!(table.get(0, Phase::First).is_none());
+        let csv = String::from_utf8(table.csv().unwrap()).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns"
+        );
+        assert_eq!(
+            lines[1],
+            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5"
+        );
+        // A run whose cells all failed has a table with no rows.
+        let empty = Table::of(Vec::new()).unwrap();
+        assert_eq!(empty.iter().count(), 0);
+        assert_eq!(
+            String::from_utf8(empty.csv().unwrap())
+                .unwrap()
+                .lines()
+                .count(),
+            1
+        );
+    }
+
+    #[test]
     fn statistics_match_hand_computed_values() {
         let a = of((1..=10).map(|x| x as f64).collect()).unwrap();
         assert_eq!(a.count, 10);
