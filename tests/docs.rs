@@ -273,8 +273,11 @@ fn house_rules(house: &str) -> String {
         .map(|(_, l)| l)
         .collect();
     out += &format!(
-        "\nThe report calls of the analysis only {}: a run's loading, the one median, and the rules \
-         that judge two numbers. Everything else it reads as fields `Analysis::of` filled.\n",
+        "\nOf the analysis's functions (free, and its types' associated ones), the report calls \
+         only {}: loading and analysing a run, the one median, and the rules that judge two \
+         numbers. Everything else it reads from fields `Analysis::of` filled, directly or \
+         through lookups of them (`median_at`, `verdict`, the statistics table's `get`); the \
+         test does not read method calls.\n",
         code(&report_calls)
     );
     out + &format!(

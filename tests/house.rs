@@ -430,103 +430,194 @@ fn no_files_of_one_folder_import_each_other_in_a_circle() {
     );
 }
 
-/// What the report may call of the analysis: loading a run, the runner's one median, and
-/// the rules that judge two numbers (a bias, a peer's agreement), shared with the findings.
-/// Everything else it reads as fields the analysis filled: the walk goes down once.
+/// What the report may call of the analysis's free functions and its types' associated
+/// ones, as `module::name`: loading and analysing a run, the runner's one median, and the
+/// rules that judge two numbers (a bias, a peer's agreement), shared with the findings. Everything else it
+/// reads from fields the analysis filled: the walk goes down once.
 const REPORT_MAY_CALL: &[&str] = &[
     "load",
+    "Analysis::of",
     "median",
-    "bias",
-    "within_tolerance",
-    "agrees_with_peer",
+    "agreement::bias",
+    "agreement::within_tolerance",
+    "agreement::agrees_with_peer",
 ];
 
-/// The free functions of `src/analysis/` (declared at the start of a line).
-fn analysis_functions() -> Vec<String> {
-    let declared = regex::Regex::new(r"(?m)^pub fn ([a-z_][a-z0-9_]*)").unwrap();
-    let mut names: Vec<String> = (all().into_iter())
-        .filter(|(path, _)| path.starts_with("src/analysis/"))
-        .flat_map(|(_, text)| {
-            (declared.captures_iter(&text))
-                .map(|c| c[1].to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+/// What can be called of `src/analysis/`: its free functions as `module::name` (`name` for
+/// the analysis's own, `mod.rs`, and what it re-exports), and its types' names.
+fn analysis_items() -> (Vec<String>, Vec<String>) {
+    let function = regex::Regex::new(r"(?m)^pub fn ([a-z_][a-z0-9_]*)").unwrap();
+    let reexport = regex::Regex::new(r"(?m)^pub use [\w:]*::([a-z_][a-z0-9_]*);").unwrap();
+    let kind = regex::Regex::new(r"(?m)^pub (?:struct|enum|type) ([A-Z][A-Za-z0-9_]*)").unwrap();
+    let (mut functions, mut types) = (Vec::new(), Vec::new());
+    for (path, text) in all() {
+        let Some(inside) = path.strip_prefix("src/analysis/") else {
+            continue;
+        };
+        let mut parts: Vec<&str> = inside.trim_end_matches(".rs").split('/').collect();
+        if parts.last() == Some(&"mod") {
+            parts.pop();
+        }
+        let module = parts.last().copied().unwrap_or("");
+        let key = |name: &str| match module {
+            "" => name.to_string(),
+            m => format!("{m}::{name}"),
+        };
+        functions.extend(function.captures_iter(&text).map(|c| key(&c[1])));
+        if module.is_empty() {
+            functions.extend(reexport.captures_iter(&text).map(|c| c[1].to_string()));
+        }
+        types.extend(kind.captures_iter(&text).map(|c| c[1].to_string()));
+    }
+    (functions, types)
 }
 
-/// The analysis functions `text` (a file of the report) calls: through a path
-/// (`crate::analysis::counters::of(`), through a module it imported
-/// (`use crate::analysis::audits; audits::of(`) or by name (`use crate::analysis::fit::fit;`).
-fn analysis_calls(text: &str, functions: &[String]) -> Vec<String> {
-    let text = without_comments(text);
-    let is_function = |name: &str| functions.iter().any(|f| f == name);
-    let mut calls = Vec::new();
-    let inline = regex::Regex::new(r"analysis::(?:[a-z_]+::)*([a-z_][a-z0-9_]*)\s*\(").unwrap();
-    calls.extend(inline.captures_iter(&text).map(|c| c[1].to_string()));
-    let uses = regex::Regex::new(r"use crate::analysis::([^;]*);").unwrap();
-    let leaf = regex::Regex::new(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[,}]|$)").unwrap();
-    for u in uses.captures_iter(&text) {
-        for l in leaf.captures_iter(&u[1]) {
-            let name = &l[1];
-            if name.starts_with(|c: char| c.is_uppercase()) || name == "self" {
-                continue;
+/// The paths a `use` tree names, each with the name it is used by: `a::{self, b::c as d}`
+/// gives (`a`, `a`) and (`a::b::c`, `d`).
+fn use_paths(prefix: &str, tree: &str, out: &mut Vec<(String, String)>) {
+    let tree = tree.trim();
+    let join = |p: &str| match prefix {
+        "" => p.to_string(),
+        _ => format!("{prefix}::{p}"),
+    };
+    if let Some(open) = tree.find('{') {
+        let head = join(tree[..open].trim().trim_end_matches("::"));
+        let inner = &tree[open + 1..tree.rfind('}').unwrap()];
+        let (mut depth, mut from) = (0, 0);
+        for (i, c) in inner.char_indices().chain([(inner.len(), ',')]) {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    if !inner[from..i].trim().is_empty() {
+                        let (p, o) = (head.clone(), &mut *out);
+                        use_paths(&p, &inner[from..i], o);
+                    }
+                    from = i + 1;
+                }
+                _ => {}
             }
-            if is_function(name) {
-                calls.push(name.to_string());
-            }
-            // A module of the analysis, called through.
-            let through =
-                regex::Regex::new(&format!(r"\b{name}::(?:[a-z_]+::)*([a-z_][a-z0-9_]*)\s*\("))
-                    .unwrap();
-            calls.extend(through.captures_iter(&text).map(|c| c[1].to_string()));
         }
-        // `use crate::analysis::audits::{self, ..}` names the module `audits`.
-        let module = u[1].split("::").next().unwrap_or_default();
-        let named = module.chars().all(|c| c.is_ascii_lowercase() || c == '_');
-        if named && !module.is_empty() && u[1].contains("self") {
-            let through = regex::Regex::new(&format!(
-                r"\b{module}::(?:[a-z_]+::)*([a-z_][a-z0-9_]*)\s*\("
-            ))
-            .unwrap();
-            calls.extend(through.captures_iter(&text).map(|c| c[1].to_string()));
+        return;
+    }
+    let (path, alias) = match tree.split_once(" as ") {
+        Some((p, a)) => (p.trim(), a.trim().to_string()),
+        None => (tree, tree.rsplit("::").next().unwrap_or(tree).to_string()),
+    };
+    match path {
+        "self" => out.push((
+            prefix.to_string(),
+            prefix.rsplit("::").next().unwrap().into(),
+        )),
+        _ => out.push((join(path), alias)),
+    }
+}
+
+/// `text` as the scan reads it: no comments, no tests.
+fn scanned(text: &str) -> String {
+    let text = without_comments(text);
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let trailing = regex::Regex::new(r#"(?m)^([^"\n]*(?:"[^"\n]*"[^"\n]*)*)\s//.*$"#).unwrap();
+    trailing.replace_all(text, "$1").into_owned()
+}
+
+/// The analysis's functions `text` (a file of the report) calls, as `module::name` (or
+/// `Type::name`): through a path (`crate::analysis::counters::of(`), through a module or a
+/// type it imported (`use crate::analysis::audits; audits::of(`), or by an imported name.
+fn analysis_calls(text: &str, (functions, types): (&[String], &[String])) -> Vec<String> {
+    let text = scanned(text);
+    let known = |key: &str| {
+        functions.iter().any(|f| f == key)
+            || key
+                .split_once("::")
+                .is_some_and(|(t, _)| types.iter().any(|x| x == t))
+    };
+    let mut calls = Vec::new();
+    // `segments` (`a::b::`) ending in `name(`: the call's key.
+    let key = |segments: &str, name: &str| match segments.trim_end_matches("::").rsplit("::").next()
+    {
+        Some(m) if !m.is_empty() => format!("{m}::{name}"),
+        _ => name.to_string(),
+    };
+    let call = r"\s*(?:::<[^>]*>)?\s*\(";
+    let inline = regex::Regex::new(&format!(
+        r"\banalysis::((?:[A-Za-z_][A-Za-z0-9_]*::)*)([a-z_][a-z0-9_]*){call}"
+    ))
+    .unwrap();
+    calls.extend(inline.captures_iter(&text).map(|c| key(&c[1], &c[2])));
+    let uses = regex::Regex::new(r"use crate::analysis::([^;]*);").unwrap();
+    let mut imported = Vec::new();
+    for u in uses.captures_iter(&text) {
+        use_paths("", &u[1], &mut imported);
+    }
+    for (path, alias) in imported {
+        if path.ends_with('*') {
+            calls.push(format!("{path} (a glob import hides what is called)"));
+            continue;
+        }
+        let bare = regex::Regex::new(&format!(r"(?:^|[^\w:.]){alias}{call}")).unwrap();
+        if bare.is_match(&text) {
+            // The function's own module and name: `fit::fit`, or `median`.
+            let segments: Vec<&str> = path.rsplit("::").take(2).collect();
+            calls.push(segments.into_iter().rev().collect::<Vec<_>>().join("::"));
+        }
+        let through = regex::Regex::new(&format!(
+            r"(?:^|[^\w:.]){alias}::((?:[A-Za-z_][A-Za-z0-9_]*::)*)([a-z_][a-z0-9_]*){call}"
+        ))
+        .unwrap();
+        for c in through.captures_iter(&text) {
+            calls.push(key(&format!("{path}::{}", &c[1]), &c[2]));
         }
     }
-    calls.retain(|c| is_function(c));
+    calls.retain(|c| known(c) || c.contains("glob"));
     calls.sort();
     calls.dedup();
     calls
 }
 
 #[test]
-fn the_call_scan_sees_paths_imported_modules_and_names() {
-    let functions: Vec<String> = ["of", "fit", "median", "cost_share"]
+fn the_call_scan_sees_paths_imported_modules_types_and_names() {
+    let functions: Vec<String> = ["counters::of", "fit::fit", "median", "audits::cost_share"]
         .map(String::from)
         .to_vec();
-    let text = "use crate::analysis::audits::{self, Against};\n\
-                use crate::analysis::{fit::fit, median, Analysis};\n\
+    let types = vec!["ProbeScale".to_string()];
+    let text = "use crate::analysis::{audits::{self, Against}, fit::fit as fitted};\n\
+                use crate::analysis::{median, probes::ProbeScale, Analysis};\n\
+                use crate::analysis::fit;\n\
                 let c = crate::analysis::counters::of(a);\n\
                 let x = audits::cost_share(&c);\n\
-                let f = fit(&p);\n\
-                let m = median(v);\n\
-                // crate::analysis::findings::of(a) in a comment\n";
+                let f = fitted(&p);\n\
+                let s = ProbeScale::of(v, 0.5);\n\
+                let m = median(v); // crate::analysis::counters::of(b) trailing\n\
+                let scope = fit::Scope::Every;\n\
+                // crate::analysis::findings::of(a) in a comment\n\
+                #[cfg(test)]\nmod tests { fn t() { crate::analysis::fit::fit(&p); } }\n";
     assert_eq!(
-        analysis_calls(text, &functions),
-        ["cost_share", "fit", "median", "of"]
+        analysis_calls(text, (&functions, &types)),
+        [
+            "ProbeScale::of",
+            "audits::cost_share",
+            "counters::of",
+            "fit::fit",
+            "median"
+        ]
     );
 }
 
 #[test]
 fn the_report_reads_what_the_analysis_filled_and_calls_only_its_rules() {
-    let functions = analysis_functions();
-    assert!(functions.iter().any(|f| f == "load"), "{functions:?}");
+    let (functions, types) = analysis_items();
+    for needed in ["load", "median", "agreement::bias", "counters::of"] {
+        assert!(
+            functions.iter().any(|f| f == needed),
+            "{needed}: {functions:?}"
+        );
+    }
     for (path, text) in all() {
         if !path.starts_with("src/report/") {
             continue;
         }
-        for call in analysis_calls(&text, &functions) {
+        for call in analysis_calls(&text, (&functions, &types)) {
             assert!(
                 REPORT_MAY_CALL.contains(&call.as_str()),
                 "{path} calls the analysis's `{call}` while it words the report: have `Analysis::of` fill a field with it, and read that"

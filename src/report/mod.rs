@@ -81,7 +81,11 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
     let mut view = view::View::build(&analysis)?;
     if let Some((earlier, reduced, rel)) = earlier {
         let earlier = Analysis::of(&earlier, reduced);
-        view.set_comparison(compare::build(&analysis, &earlier, &rel)?);
+        // As with an earlier run that cannot be read: the report stands without it.
+        match compare::build(&analysis, &earlier, &rel) {
+            Ok(comparison) => view.set_comparison(comparison),
+            Err(e) => eprintln!("warning: left out the comparison with {rel}: {e:#}"),
+        }
     }
     let (name, text) = template_text(&stored, template)?;
     let mut env = expr::environment(REPORT_FUEL);

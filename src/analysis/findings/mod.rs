@@ -176,8 +176,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
     spoken.extend(rule(kernels::best(&t)));
     spoken.extend(rule(variants::bias(&t)));
     spoken.extend(rule(variants::differences(&t)));
-    let peers = super::agreement::peer_medians(s);
-    spoken.extend(rule(variants::peers(&t, &peers)));
+    spoken.extend(rule(variants::peers(&t, &a.peer_medians)));
     if spoken.is_empty() {
         spoken.extend(rule(cells::ranges(&t)));
     }
