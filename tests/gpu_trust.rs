@@ -322,7 +322,7 @@ title = "rows of a fixed sample"
 n = [{n}]
 [[kernel]]
 name = "rows-only"
-source = "rows.cu"
+source = "{source}"
 entry = "rows_only"
 grid = ["n // 32", "n // 32"]
 block = [32, 32]
@@ -330,7 +330,7 @@ args = [
   {{ name = "A", buffer = "f32", len = "n * n", init = "uniform(0, 1)" }},
   {{ name = "B", buffer = "f32", len = "n * n", init = "uniform(0, 1)" }},
   {{ name = "C", buffer = "f32", len = "n * n", init = "output" }},
-  {{ name = "keep", buffer = "u32", len = "n", init = "npy(keep.npy)" }},
+  {{ name = "keep", buffer = "u32", len = "n", init = "npy({keep})" }},
   {{ name = "n", scalar = "i32", value = "n" }},
 ]
 check = {{ reference = "matmul", inputs = ["A", "B"], output = "C", dims = ["n", "n", "n"] }}
@@ -341,19 +341,11 @@ samples = 5
 name = "hot"
 [report]
 floor = false
-"#
+"#,
+        source = dir.path().join("rows.cu").display(),
+        keep = dir.path().join("keep.npy").display(),
     );
-    let path = dir.path().join("rows.toml");
-    std::fs::write(&path, text).unwrap();
-    let out_dir = tempfile::tempdir().unwrap();
-    let out = run(&[
-        path.to_str().unwrap(),
-        "--out",
-        out_dir.path().to_str().unwrap(),
-        "--allow-failures",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let records = records_of(&out_dir.path().join("rows"));
+    let (_out, _dir, records) = run_on_gpu("rows", &text);
     let r = record(&records, "/hot");
     assert_eq!(r["status"], "failed", "{r}");
     let error = r["error"].as_str().unwrap();

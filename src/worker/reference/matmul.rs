@@ -282,15 +282,17 @@ mod tests {
             bytes,
         };
         let ins = [buf("A", &a[..]), buf("B", &b[..])];
-        assert!(check(
-            "matmul",
-            &ins,
-            &buf("C", &good),
-            &[2, 2, 2],
-            Some(1e-4),
-            &cache
-        )
-        .is_ok());
+        let checked = || {
+            check(
+                "matmul",
+                &ins,
+                &buf("C", &good),
+                &[2, 2, 2],
+                Some(1e-4),
+                &cache,
+            )
+        };
+        assert!(checked().is_ok());
         let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(files.len(), 1, "stored once");
         // A later process reads the stored reference: a planted wrong value there shows it.
@@ -300,15 +302,7 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         std::fs::write(&file, planted).unwrap();
-        assert!(check(
-            "matmul",
-            &ins,
-            &buf("C", &good),
-            &[2, 2, 2],
-            Some(1e-4),
-            &cache
-        )
-        .is_err());
+        assert!(checked().is_err());
     }
 
     #[test]
