@@ -27,3 +27,186 @@ extern "C" __global__ void first_difference(const unsigned char *a, const unsign
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The audit's data, drawn on the GPU. Every audited region reads a draw no launch has seen,
+// made in microseconds from a seed the record keeps; a decoy's stage draws the data the
+// buffers already hold again, so both write the same bytes in the same time. Element i of
+// an argument depends only on (seed, the argument's salt, i): a reference kernel's buffer
+// drawn with the measured argument's salt holds the same data.
+
+// One argument's draw: its elements, type and distribution (`src/worker/audit/draw.rs`
+// writes the same layout).
+struct AuditDraw {
+    unsigned long long address;
+    unsigned long long count;
+    unsigned long long salt;
+    double a;  // uniform: low end; normal: mean
+    double b;  // uniform: high end (excluded); normal: standard deviation
+    unsigned int dtype;  // the order of `Dtype`: f16 bf16 f32 f64 i8 u8 i16 u16 i32 u32 i64 u64
+    unsigned int normal;
+};
+
+// SplitMix64's finalizer: a counter through it is a stream of independent 64-bit draws.
+__device__ unsigned long long audit_mix(unsigned long long z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// A uniform double in [0, 1): draw `lane` of element i.
+__device__ double audit_uniform(unsigned long long key, unsigned long long i, unsigned int lane) {
+    unsigned long long bits = audit_mix(key + 2 * i + lane);
+    return (double)(bits >> 11) * (1.0 / 9007199254740992.0);
+}
+
+__device__ double audit_value(const AuditDraw &d, unsigned long long key, unsigned long long i) {
+    double u = audit_uniform(key, i, 0);
+    if (!d.normal) {
+        return d.a + (d.b - d.a) * u;
+    }
+    // Box-Muller, as the host's draw: u1 in (0, 1].
+    double u1 = 1.0 - u;
+    double u2 = audit_uniform(key, i, 1);
+    return d.a + d.b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+__device__ double audit_floor_clamped(double v, double lo, double hi) {
+    if (isnan(v)) {
+        return 0.0;
+    }
+    v = floor(v);
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+__device__ unsigned short audit_bf16_bits(float f) {
+    unsigned int x = __float_as_uint(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) {
+        return (unsigned short)((x >> 16) | 0x40);
+    }
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (unsigned short)(x >> 16);
+}
+
+__device__ unsigned short audit_f16_bits(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// Element i of type `dtype` at `base` encoding v (floats rounded to nearest, integers
+// rounded down and saturated, as the host's `Dtype::write`), written, or compared with what
+// is there: whether it equals.
+__device__ bool audit_store(unsigned int dtype, unsigned long long base, unsigned long long i,
+                            double v, bool verify) {
+#define AUDIT_AT(T, value)                                                                     \
+    {                                                                                          \
+        T *p = reinterpret_cast<T *>(base) + i;                                                \
+        T x = (T)(value);                                                                      \
+        if (verify) {                                                                          \
+            return *p == x;                                                                    \
+        }                                                                                      \
+        *p = x;                                                                                \
+        return true;                                                                           \
+    }
+    switch (dtype) {
+    case 0: AUDIT_AT(unsigned short, audit_f16_bits((float)v))
+    case 1: AUDIT_AT(unsigned short, audit_bf16_bits((float)v))
+    case 2: {
+        // Compared as bits: a NaN drawn is a NaN kept.
+        unsigned int *p = reinterpret_cast<unsigned int *>(base) + i;
+        unsigned int x = __float_as_uint((float)v);
+        if (verify) {
+            return *p == x;
+        }
+        *p = x;
+        return true;
+    }
+    case 3: {
+        unsigned long long *p = reinterpret_cast<unsigned long long *>(base) + i;
+        unsigned long long x = __double_as_longlong(v);
+        if (verify) {
+            return *p == x;
+        }
+        *p = x;
+        return true;
+    }
+    case 4: AUDIT_AT(signed char, audit_floor_clamped(v, -128.0, 127.0))
+    case 5: AUDIT_AT(unsigned char, audit_floor_clamped(v, 0.0, 255.0))
+    case 6: AUDIT_AT(short, audit_floor_clamped(v, -32768.0, 32767.0))
+    case 7: AUDIT_AT(unsigned short, audit_floor_clamped(v, 0.0, 65535.0))
+    case 8: AUDIT_AT(int, audit_floor_clamped(v, -2147483648.0, 2147483647.0))
+    case 9: AUDIT_AT(unsigned int, audit_floor_clamped(v, 0.0, 4294967295.0))
+    case 10: AUDIT_AT(long long, audit_floor_clamped(v, -9223372036854775808.0, 9223372036854774784.0))
+    default: AUDIT_AT(unsigned long long, audit_floor_clamped(v, 0.0, 18446744073709549568.0))
+    }
+#undef AUDIT_AT
+}
+
+// Draws `count` arguments' data with `seed` (blockIdx.y: the argument), or with `verify`
+// compares each with the draw and lowers first[y] to the first element that differs (the
+// host sets it to all ones).
+extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count,
+                                      unsigned long long seed, unsigned int verify,
+                                      unsigned long long *first) {
+    if (blockIdx.y >= count) {
+        return;
+    }
+    AuditDraw d = draws[blockIdx.y];
+    unsigned long long key = audit_mix(seed ^ audit_mix(d.salt));
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < d.count; i += stride) {
+        if (!audit_store(d.dtype, d.address, i, audit_value(d, key, i), verify != 0)) {
+            atomicMin(&first[blockIdx.y], i);
+        }
+    }
+}
+
+// Element i of type `dtype` at `base`, as a double (for the matmul reference).
+__device__ double audit_load(unsigned int dtype, const void *base, unsigned long long i) {
+    switch (dtype) {
+    case 0: {
+        unsigned short h = reinterpret_cast<const unsigned short *>(base)[i];
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+        return f;
+    }
+    case 1:
+        return __uint_as_float((unsigned int)reinterpret_cast<const unsigned short *>(base)[i]
+                               << 16);
+    case 2: return reinterpret_cast<const float *>(base)[i];
+    case 3: return reinterpret_cast<const double *>(base)[i];
+    case 4: return reinterpret_cast<const signed char *>(base)[i];
+    case 5: return reinterpret_cast<const unsigned char *>(base)[i];
+    case 6: return reinterpret_cast<const short *>(base)[i];
+    case 7: return reinterpret_cast<const unsigned short *>(base)[i];
+    case 8: return reinterpret_cast<const int *>(base)[i];
+    case 9: return reinterpret_cast<const unsigned int *>(base)[i];
+    case 10: return (double)reinterpret_cast<const long long *>(base)[i];
+    default: return (double)reinterpret_cast<const unsigned long long *>(base)[i];
+    }
+}
+
+// The float64 matmul reference at `count` output elements (row-major indices into the m x n
+// output of A (m x k) times B (k x n); with no `cells`, the first `count`: all of them),
+// each summed in the order of k as the host's reference sums: what an audited region's
+// output is checked against, on its own draw, without its inputs crossing the host link.
+extern "C" __global__ void audit_matmul_cells(const void *A, unsigned int a_type, const void *B,
+                                              unsigned int b_type, unsigned long long k,
+                                              unsigned long long n,
+                                              const unsigned long long *cells,
+                                              unsigned long long count, double *out) {
+    unsigned long long c = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= count) {
+        return;
+    }
+    unsigned long long at = cells ? cells[c] : c;
+    unsigned long long row = at / n, col = at % n;
+    double sum = 0.0;
+    for (unsigned long long i = 0; i < k; i++) {
+        sum += audit_load(a_type, A, row * k + i) * audit_load(b_type, B, i * n + col);
+    }
+    out[c] = sum;
+}

@@ -22,9 +22,8 @@ fn corpus() -> &'static (tempfile::TempDir, PathBuf, Vec<Value>) {
             "--out",
             out_dir.path().to_str().unwrap(),
         ]);
-        // Every cheat is written to be caught; the kernels that tell new data apart and skip
-        // a quarter or less of their work in a batch or a graph pass, below the detection
-        // limit there (see `kernels_that_tell_audits_apart_are_caught_down_to_the_limit`),
+        // Every cheat is written to be caught; those whose skipped work is below the
+        // detection limit of their cell pass (see `every_cheat_is_caught_down_to_the_limit`),
         // so the run exits 3.
         assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
         let dir = out_dir.path().join("trust");
@@ -33,13 +32,25 @@ fn corpus() -> &'static (tempfile::TempDir, PathBuf, Vec<Value>) {
     })
 }
 
-/// The records of `kernel`'s cells under every variant.
+/// The variants of `experiments/trust.toml`.
+const VARIANTS: [&str; 7] = [
+    "hot",
+    "hot-events",
+    "hot-1000",
+    "interleaved",
+    "cold",
+    "graph",
+    "batch",
+];
+
+/// The records of `kernel`'s cells under every variant (an interleaved cell's five runs
+/// once).
 fn cells_of(kernel: &str) -> Vec<&'static Value> {
     let prefix = format!("{kernel}/");
     let found: Vec<&Value> = (corpus().2.iter())
-        .filter(|r| r["id"].as_str().unwrap().starts_with(&prefix))
+        .filter(|r| r["id"].as_str().unwrap().starts_with(&prefix) && r["process"] == 0)
         .collect();
-    assert_eq!(found.len(), 4, "hot, cold, graph and batch of {kernel}");
+    assert_eq!(found.len(), VARIANTS.len(), "every variant of {kernel}");
     found
 }
 
@@ -64,24 +75,23 @@ fn a_kernel_that_skips_written_output_shows_a_stale_result() {
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_kernel_that_computes_once_passes_its_check_in_every_cell_and_fails_the_audit() {
-    // Every cell loads its own module: the first launch of each computes and passes.
+    // Every cell loads its own module: the first launch of each computes and passes. The
+    // timed launches then read the audit's first draw with the outputs poisoned again, and
+    // the audited region on a draw of its own finds them as poisoned.
     for r in cells_of("cheat-once-per-module") {
         assert_eq!(r["status"], "failed", "{r}");
         assert!(
             r["check"].as_str().unwrap().contains("matmul vs float64"),
             "the checked launch passed: {r}"
         );
-        assert!(r["error"]
-            .as_str()
-            .unwrap()
-            .contains("timed inputs' result"));
+        assert!(r["error"].as_str().unwrap().contains("was not written"));
     }
 }
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_cache_keyed_by_pointers_is_caught_by_new_data_at_the_same_addresses() {
-    all_fail_with("cheat-pointer-cache", "timed inputs' result");
+    all_fail_with("cheat-pointer-cache", "output `C` was not written");
 }
 
 #[test]
@@ -90,12 +100,9 @@ fn a_cache_keyed_by_input_values_is_correct_on_new_data_and_suspect_in_time() {
     for r in cells_of("cheat-fingerprint-cache") {
         assert_eq!(r["status"], "ok", "{r}");
         let audit = &r["audit"];
-        // Checked in full, or (later cells at the point) against that full check's output.
+        // Each audited region on a draw of its own, checked at a sample of its own.
         let check = audit["check"].as_str().unwrap();
-        assert!(
-            check.contains("matmul vs float64") || check.contains("byte for byte"),
-            "{r}"
-        );
+        assert!(check.contains("matmul vs float64"), "{r}");
         // The analysis judges the audited regions against the decoys: the report says.
         let id = r["id"].as_str().unwrap();
         let row = verdict_row(id).unwrap_or_else(|| panic!("{id} is not in the verdicts"));
@@ -125,7 +132,7 @@ fn a_kernel_that_writes_its_input_is_caught_reading_the_input_back() {
 fn a_kernel_that_writes_part_of_its_output_later_fails_the_audit() {
     all_fail_with(
         "cheat-partial-output",
-        "audit on new inputs: matmul check failed",
+        "audit on new inputs: output `C` was not written",
     );
 }
 
@@ -158,19 +165,10 @@ fn honest_kernels_are_audited_and_trusted() {
             }
         }
     }
-    // The run is not trusted only for the cells below the detection limit, all of the
-    // kernel that tells new data apart (`kernels_that_tell_audits_apart_are_caught_...`).
+    // The run is not trusted only for cheats that passed below their cell's limit
+    // (`every_cheat_is_caught_down_to_the_limit`).
     let report = std::fs::read_to_string(corpus().1.join("report.md")).unwrap();
     assert!(report.contains("were caught, as expected"));
-    let unexpected: Vec<&str> = (report.lines())
-        .filter(|l| l.starts_with("| ") && l.contains(" | no |"))
-        .collect();
-    assert!(
-        unexpected
-            .iter()
-            .all(|l| l.starts_with("| tells-fingerprint/")),
-        "{unexpected:?}"
-    );
 }
 
 /// The report's verdict row for cell `id`: a failed, suspect or impossible cell, or one
@@ -258,30 +256,74 @@ fn an_unwritten_output_is_named_and_a_cheat_nobody_expected_fails_the_run() {
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
-fn kernels_that_tell_audits_apart_are_caught_down_to_the_limit() {
-    let verdict = |id: &str| {
-        let r = (corpus().2.iter())
-            .find(|r| r["id"] == id)
-            .unwrap_or_else(|| panic!("no cell {id}"));
-        (r["status"].as_str().unwrap().to_string(), verdict_row(id))
-    };
+fn kernels_that_tell_audits_apart_by_a_fixed_signal_fail_their_check() {
+    // No fixed pause, launch count or address tells the audited regions apart: the kernels
+    // skip work in them too, and their check fails.
     for skip in [50, 25, 10, 100] {
-        for variant in ["hot", "cold", "graph", "batch"] {
-            // No pause, launch count or address tells the audited launches apart: the
-            // kernels skip work in them too, and their check fails.
+        for variant in VARIANTS {
             for signal in ["pause", "count", "address"] {
-                let (status, _) = verdict(&format!("tells-{signal}/n=512 skip={skip}/{variant}"));
-                assert_eq!(status, "failed", "tells-{signal} skip={skip} {variant}");
+                let id = format!("tells-{signal}/n=512 skip={skip}/{variant}");
+                let r = (corpus().2.iter())
+                    .find(|r| r["id"] == id.as_str())
+                    .unwrap();
+                assert_eq!(r["status"], "failed", "{id}");
             }
-            // New data does, and the audited launches read slower than their decoys; in a
-            // batch or graph only the region's first launch does all its work, so a quarter
-            // or less of it skipped is below the limit there.
-            let id = format!("tells-fingerprint/n=512 skip={skip}/{variant}");
-            let (_, row) = verdict(&id);
-            let caught = row.is_some_and(|r| r.contains("| suspect |"));
-            let below_limit = ["graph", "batch"].contains(&variant) && skip <= 25;
-            assert!(caught || below_limit, "{id} not caught");
         }
+    }
+}
+
+/// Every cell of a kernel written to be caught is caught (failed or suspect), unless it
+/// read no faster than the honest matmul at its point and variant by more than its cell's
+/// detection limit, or is one the limit says no region can catch: a kernel that does all
+/// its work only after a pause, in a batch or graph, whose every region's first launch
+/// follows one.
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn every_cheat_is_caught_down_to_the_limit() {
+    let cells = std::fs::read_to_string(corpus().1.join("cells.md")).unwrap();
+    let limit = |id: &str| -> Option<f64> {
+        let row = cells.lines().find(|l| {
+            l.starts_with(&format!("| {id} | among")) || l.starts_with(&format!("| {id} | one"))
+        })?;
+        let field = row.split(" | ").nth(6)?;
+        Some(field.trim_end_matches('%').parse::<f64>().ok()? / 100.0)
+    };
+    let mut passed = Vec::new();
+    for line in std::fs::read_to_string(corpus().1.join("report.md"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains(" | ok | **no** |"))
+    {
+        let id = line[2..].split(" | ").next().unwrap();
+        let variant = id.rsplit('/').next().unwrap();
+        let pause_in_region =
+            id.starts_with("tells-adaptive-pause/") && ["graph", "batch"].contains(&variant);
+        let speedup = median(&format!("matmul/n=512/{variant}")) / median(id) - 1.0;
+        let limit = limit(id).unwrap_or_else(|| panic!("{id}: no audit row"));
+        assert!(
+            pause_in_region || speedup <= limit,
+            "{id} passed {:.1}% faster than the honest matmul, over its {:.1}% limit",
+            100.0 * speedup,
+            100.0 * limit
+        );
+        passed.push(id.to_string());
+    }
+    // The strongest of each family is caught wherever a region can catch it.
+    for id in [
+        "tells-fingerprint/n=512 skip=50/hot",
+        "tells-fingerprint/n=512 skip=50/graph",
+        "tells-fingerprint/n=512 skip=50/batch",
+        "tells-adaptive-pause/n=512 skip=50/hot",
+        "tells-adaptive-pause/n=512 skip=50/cold",
+        "cheat-cache-2/n=512 skip=50/hot",
+        "cheat-cache-3/n=512 skip=50/hot-1000",
+        "cheat-cache-8/n=512 skip=50/interleaved",
+    ] {
+        assert!(!passed.contains(&id.to_string()), "{id} passed");
+        assert!(
+            verdict_row(id).is_some_and(|r| r.contains("| suspect |")),
+            "{id}"
+        );
     }
 }
 

@@ -9,10 +9,14 @@ pub mod counters;
 pub mod cycles;
 pub mod findings;
 pub mod fit;
+pub mod gaps;
 pub mod peaks;
 pub mod probes;
 pub mod reduce;
 pub mod stats;
+pub mod tells;
+#[cfg(test)]
+mod tells_tests;
 pub mod trust;
 pub mod units;
 
@@ -80,6 +84,8 @@ pub struct Analysis<'a> {
     /// cells' time they took.
     pub audits: Vec<audits::CellAudits>,
     pub audit_cost_share: Option<f64>,
+    /// The gaps before the regions against each other, where CUPTI gave them.
+    pub audit_gaps: Option<gaps::GapTest>,
     /// `[report] fit`: each kernel's `time = a + bytes / b`, per variant.
     pub fits: Vec<fit::Fit>,
     /// The run's findings, by fixed rules: what the report opens with.
@@ -132,6 +138,7 @@ impl<'a> Analysis<'a> {
             counters: Vec::new(),
             audits: Vec::new(),
             audit_cost_share: None,
+            audit_gaps: None,
             fits: Vec::new(),
             findings: Vec::new(),
         };
@@ -147,8 +154,8 @@ impl<'a> Analysis<'a> {
                 let kernel = c.kernel.map(|k| &exp.kernels[k]);
                 let median = a.headline(c).map(|st| st.median);
                 let steady = a.reduced.stats.get(c.index, Phase::Steady);
-                let audit =
-                    audits::judged(records, median, steady.as_ref()).and_then(|j| j.suspect);
+                let readings = tells::Readings::of(c, median, steady.as_ref());
+                let audit = tells::judged(records, &readings).and_then(|j| j.suspect);
                 (
                     c.index,
                     trust::judge(c, kernel, records, (median, audit), device.as_ref()),
@@ -181,6 +188,7 @@ impl<'a> Analysis<'a> {
         a.counters = counters::of(&a);
         a.audits = audits::of(&a);
         a.audit_cost_share = audits::cost_share(&a.audits);
+        a.audit_gaps = gaps::gaps(&s.records.iter().collect::<Vec<_>>());
         a.fits = fit::fits(&a);
         // Last: the rules read every field above.
         a.findings = findings::of(&a);

@@ -81,6 +81,8 @@ pub enum Marks<'b> {
     EachLaunch(&'b [(Event, Event)]),
     /// All the launches (and their preludes) between the two nodes of one pair.
     Whole(&'b (Event, Event)),
+    /// One node after the first launch: the first launch's time from the replay's start.
+    AfterFirst(&'b Event),
 }
 
 impl<'b> Marks<'b> {
@@ -92,6 +94,7 @@ impl<'b> Marks<'b> {
                 .get(i)
                 .map_or((None, None), |(a, b)| (Some(a), Some(b))),
             Marks::Whole((a, b)) => ((i == 0).then_some(a), (i + 1 == count).then_some(b)),
+            Marks::AfterFirst(e) => (None, (i == 0).then_some(e)),
         }
     }
 }

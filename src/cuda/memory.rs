@@ -224,8 +224,8 @@ impl DeviceBuffer {
             .during("cuMemcpyDtoD")
     }
 
-    /// The device address, as a kernel parameter holds it.
-    pub(super) fn address(&self) -> u64 {
+    /// The device address, as a kernel parameter (or a table a kernel reads) holds it.
+    pub fn address(&self) -> u64 {
         self.ptr
     }
 

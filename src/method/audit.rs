@@ -1,71 +1,286 @@
-//! The audit's method. Audited regions sit among a cell's timed regions (`worker::audit`):
-//! the same launch, at positions drawn from a recorded seed, on inputs copied in just before
-//! them, and checked. A kernel that cannot tell them from timed launches skips work in them
-//! too and fails their check. One that can (it does all its work only on inputs it has not
-//! seen) passes the check but is slower in them than in the decoys: regions staged the same
-//! way with the inputs they already held, which the analysis sets against them.
+//! The audit's method. Regions sit among a cell's timed regions (`worker::audit`): the same
+//! launch, at positions drawn from a recorded seed, each after a stage and a pause on the
+//! GPU of the same length. Three kinds:
+//! - an **audited** region reads a draw of its own, made on the GPU, and is checked: a
+//!   kernel that cannot tell it from a timed launch skips work in it too and fails;
+//! - a **decoy** reads the data the buffers held, drawn again by the same stage: a kernel
+//!   that does all its work only on data it has not seen is slower in the audited regions
+//!   than in the decoys;
+//! - a **pause** draws nothing: a timed launch after the same pause, its cache as a timed
+//!   launch's. A kernel that does all its work only after a pause is slower in the pauses
+//!   than in the timed launches.
 //!
-//! Cells that cannot hold audits among their timed launches (one launch per process, the
+//! Cells that cannot hold regions among their timed launches (one launch per process, the
 //! profiler's report, rotating buffer sets) get one audit launch after the timed ones, the
 //! weaker audit, which the record says.
+//!
+//! How many: regions come in rounds, each with two of each kind at places drawn within it.
+//! The first round spans the first 200 samples, the second the next 200, and each later one
+//! twice the one before: 3% of a 200-sample cell, a falling share of a longer one (more
+//! regions hardly lower the detection limit once the margin outweighs the noise), and drawn
+//! as the cell goes, so a cell that stops early (`stop`, `budget`) pays for the samples it
+//! took, not for its cap.
 
-/// The audit's regions (audited and decoys) are at most this share of a run's steady
-/// samples, at least one audited region: the audit's cost. Three in a hundred: where the
-/// bound's margin (2% or 0.5 µs) outweighs its noise term, as in most cells, more regions
-/// hardly lower the detection limit (a twentieth, five and five in 200 samples, gave limits
-/// of 2.2-3.7% on the trust corpus's hot and cold cells), and each costs a region's time.
-pub const REGIONS_SHARE: f64 = 0.03;
+use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
 
-/// Where a cell holds decoys at all, it holds at least this many of each kind over its
-/// runs: a median of one region's reading is that reading, and one audited region against
-/// one decoy was a false alarm on the H100 (a stencil whose regions after the copy spread
-/// 1 µs, its timed samples 0.1 µs); two of each also give the regions' own spread.
-pub const LEAST_EACH: usize = 2;
+/// What a region among the timed ones is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    Audit,
+    Decoy,
+    Pause,
+}
 
-/// How many audited regions and decoys run `run` of a cell's `runs` holds, each of
-/// `samples` steady samples. Over the runs (which the analysis pools) they are
-/// [`REGIONS_SHARE`] of the samples, at least [`LEAST_EACH`] of each kind where there are
-/// decoys at all, as many audited as decoys or more; every run holds an audited region (it
-/// checks that run's launches), and the decoys go to the first runs. Never two side by
-/// side, nor before the first sample.
-pub fn regions(samples: usize, runs: usize, run: usize) -> (usize, usize) {
-    let room = samples.saturating_sub(1) / 2;
-    let pooled = ((samples * runs.max(1)) as f64 * REGIONS_SHARE).round() as usize;
+/// Samples of the first round (and of the second; later ones double).
+pub const ROUND: usize = 200;
+/// A short cell holds no more regions than this share of its samples (their cost: a
+/// region takes about a sample's time and its stage), and at least one audited region.
+pub const SHARE_CAP: f64 = 0.05;
+/// A round's regions, in the order a cell too short for all of them gets them: an audited
+/// region checks its launches, a pause then judges them against the timed ones, a decoy
+/// against the audited ones; two of each give each kind's median and spread.
+const PRIORITY: [Region; 6] = [
+    Region::Audit,
+    Region::Pause,
+    Region::Decoy,
+    Region::Audit,
+    Region::Decoy,
+    Region::Pause,
+];
+
+/// Regions `samples` samples afford: [`SHARE_CAP`] of them, at least one, at most a round's.
+fn affordable(samples: usize) -> usize {
+    ((samples as f64 * SHARE_CAP).floor() as usize).clamp(1, PRIORITY.len())
+}
+
+/// Counts of (audited, decoys, pauses) among the first `n` of [`PRIORITY`].
+fn counts(n: usize) -> [usize; 3] {
+    let mut c = [0; 3];
+    for r in &PRIORITY[..n.min(PRIORITY.len())] {
+        c[*r as usize] += 1;
+    }
+    c
+}
+
+/// The regions of each kind (audited, decoys, pauses) in the first round of run `run` of
+/// a cell's `runs`, each of `samples` steady samples. Over the runs (which the analysis
+/// pools) they are what the first round's samples afford; every run holds an audited region
+/// (it checks that run's launches) where it has room, and the rest go to the first runs.
+/// Never two side by side, nor before the first sample.
+pub fn first_round(samples: usize, runs: usize, run: usize) -> [usize; 3] {
+    let span = samples.min(ROUND);
+    let room = span.saturating_sub(1) / 2;
     if room == 0 {
-        return (0, 0);
+        return [0; 3];
     }
-    if pooled < 2 {
-        return (1, 0);
-    }
-    let pooled = pooled.max(2 * LEAST_EACH);
-    let decoys = pooled / 2;
-    let audited = (pooled - decoys).max(runs);
+    let runs = runs.max(1);
+    let [audits, decoys, pauses] = counts(affordable(span * runs));
     let this_run = |total: usize| total / runs + usize::from(run < total % runs);
-    let audited = this_run(audited).min(room);
-    (audited, this_run(decoys).min(room - audited))
+    let audits = this_run(audits.max(runs)).min(room);
+    let decoys = this_run(decoys).min(room - audits);
+    let pauses = this_run(pauses).min(room - audits - decoys);
+    [audits, decoys, pauses]
+}
+
+/// Where round `round` of a run lies among its steady samples.
+fn span(round: usize) -> (usize, usize) {
+    match round {
+        0 => (0, ROUND),
+        r => (ROUND << (r - 1), ROUND << r),
+    }
+}
+
+/// A run's regions, drawn round by round as its samples go.
+#[derive(Debug)]
+pub struct Schedule {
+    rng: SmallRng,
+    /// The run's steady samples at most.
+    samples: usize,
+    runs: usize,
+    run: usize,
+    round: usize,
+    /// The current round's regions not run yet: (steady sample it runs before, kind),
+    /// ascending.
+    planned: Vec<(usize, Region)>,
+}
+
+impl Schedule {
+    /// The schedule of run `run` of `runs` of a cell, each of `samples` steady samples at
+    /// most, drawn from `seed`.
+    pub fn new(seed: u64, samples: usize, runs: usize, run: usize) -> Schedule {
+        let mut s = Schedule {
+            rng: SmallRng::seed_from_u64(seed),
+            samples,
+            runs,
+            run,
+            round: 0,
+            planned: Vec::new(),
+        };
+        s.plan_round();
+        s
+    }
+
+    /// Draws the current round's regions: places uniformly among those that keep them
+    /// apart, kinds in a drawn order.
+    fn plan_round(&mut self) {
+        let (start, end) = span(self.round);
+        let (start, end) = (start.max(1), end.min(self.samples));
+        let [a, d, p] = match self.round {
+            0 => first_round(self.samples, self.runs, self.run),
+            _ => counts(affordable(end.saturating_sub(start))),
+        };
+        let mut kinds: Vec<Region> = [(a, Region::Audit), (d, Region::Decoy), (p, Region::Pause)]
+            .iter()
+            .flat_map(|&(n, k)| std::iter::repeat_n(k, n))
+            .collect();
+        let places = end.saturating_sub(start);
+        let count = kinds.len().min(places / 2);
+        kinds.truncate(count);
+        kinds.shuffle(&mut self.rng);
+        // `count` of `places - count` places, each then moved on by the regions before it.
+        let mut drawn = sample(&mut self.rng, places - count, count).into_vec();
+        drawn.sort_unstable();
+        self.planned = (drawn.iter().enumerate())
+            .map(|(i, y)| (start + y + i, kinds[i]))
+            .collect();
+    }
+
+    /// The region due just before steady sample `index` (called for every sample in turn),
+    /// if any.
+    pub fn due(&mut self, index: usize) -> Option<Region> {
+        while index >= span(self.round).1 && span(self.round).1 < self.samples {
+            self.round += 1;
+            self.plan_round();
+        }
+        match self.planned.first() {
+            Some(&(at, kind)) if at == index => {
+                self.planned.remove(0);
+                Some(kind)
+            }
+            _ => None,
+        }
+    }
+
+    /// The regions to run after a loop that ended early, having taken `taken` samples and
+    /// run `ran`: of the first round's left, as many as the samples taken afford, an
+    /// audited one first where none ran. Later rounds' are dropped: their cost follows the
+    /// samples.
+    pub fn after(&mut self, taken: usize, ran: &[Region]) -> Vec<Region> {
+        if self.round > 0 {
+            return Vec::new();
+        }
+        let mut pending: Vec<Region> = self.planned.drain(..).map(|(_, k)| k).collect();
+        if !ran.contains(&Region::Audit) {
+            if let Some(i) = pending.iter().position(|k| *k == Region::Audit) {
+                let audit = pending.remove(i);
+                pending.insert(0, audit);
+            }
+        }
+        let allowed = first_round(taken.max(3), self.runs, self.run)
+            .iter()
+            .sum::<usize>();
+        let audit_owed = usize::from(!ran.contains(&Region::Audit));
+        pending.truncate(allowed.saturating_sub(ran.len()).max(audit_owed));
+        pending
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every region a run of `samples` holds, kinds counted.
+    fn run_all(seed: u64, samples: usize) -> (Vec<(usize, Region)>, [usize; 3]) {
+        let mut s = Schedule::new(seed, samples, 1, 0);
+        let mut all = Vec::new();
+        for i in 0..samples {
+            if let Some(k) = s.due(i) {
+                all.push((i, k));
+            }
+        }
+        let mut c = [0; 3];
+        for (_, k) in &all {
+            c[*k as usize] += 1;
+        }
+        (all, c)
+    }
+
     #[test]
-    fn regions_take_three_in_a_hundred_samples_over_the_runs() {
-        let one = |samples| regions(samples, 1, 0);
-        assert_eq!(one(0), (0, 0));
-        assert_eq!(one(2), (0, 0));
-        assert_eq!(one(3), (1, 0));
-        assert_eq!(one(20), (1, 0));
-        assert_eq!(one(50), (2, 2));
-        assert_eq!(one(100), (2, 2));
-        assert_eq!(one(200), (3, 3));
-        assert_eq!(one(10_000), (150, 150));
-        // Five rounds of 40: an audited region in each, three decoys in the first three.
-        let rounds: Vec<_> = (0..5).map(|r| regions(40, 5, r)).collect();
-        assert_eq!(rounds, [(1, 1), (1, 1), (1, 1), (1, 0), (1, 0)]);
-        // Ten processes of 5 samples: room for one region each, no decoys to spare.
-        assert_eq!(regions(5, 10, 0), (1, 1));
-        assert_eq!(regions(5, 10, 9), (1, 0));
-        assert_eq!(regions(4, 10, 0), (1, 0));
+    fn a_short_cell_affords_at_most_a_twentieth_of_its_samples_and_always_an_audit() {
+        let one = |samples| first_round(samples, 1, 0);
+        assert_eq!(one(0), [0, 0, 0]);
+        assert_eq!(one(2), [0, 0, 0]);
+        assert_eq!(one(3), [1, 0, 0]);
+        assert_eq!(one(20), [1, 0, 0]);
+        assert_eq!(one(40), [1, 0, 1]);
+        assert_eq!(one(60), [1, 1, 1]);
+        assert_eq!(one(100), [2, 2, 1]);
+        assert_eq!(one(120), [2, 2, 2]);
+        assert_eq!(one(10_000), [2, 2, 2]);
+        // Five rounds of 40: an audited region in each, the rest in the first.
+        let rounds: Vec<_> = (0..5).map(|r| first_round(40, 5, r)).collect();
+        assert_eq!(
+            rounds,
+            [[1, 1, 1], [1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 0, 0]]
+        );
+        // Ten processes of 5 samples: room for two regions each, an audited one in each
+        // and the pause the 50 samples afford in the first.
+        assert_eq!(first_round(5, 10, 0), [1, 0, 1]);
+        assert_eq!(first_round(5, 10, 9), [1, 0, 0]);
+        assert_eq!(first_round(4, 10, 0), [1, 0, 0]);
+    }
+
+    #[test]
+    fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
+        for samples in [3, 4, 9, 10, 17, 20, 100, 200, 399, 401, 10_000] {
+            let (all, _) = run_all(7, samples);
+            assert!(!all.is_empty(), "{samples}");
+            assert!(all.iter().all(|&(i, _)| i >= 1 && i < samples), "{all:?}");
+            assert!(all.windows(2).all(|w| w[1].0 > w[0].0), "{all:?}");
+            assert!(
+                all.windows(2)
+                    .all(|w| w[1].0 >= w[0].0 + 2 || w[1].0 % ROUND < 2),
+                "{all:?}"
+            );
+            assert_eq!(all, run_all(7, samples).0);
+        }
+        assert_ne!(run_all(7, 10_000).0, run_all(8, 10_000).0);
+        assert!(run_all(7, 2).0.is_empty());
+    }
+
+    #[test]
+    fn rounds_double_so_a_long_cell_pays_a_falling_share() {
+        let (_, c) = run_all(3, 200);
+        assert_eq!(c, [2, 2, 2]);
+        let (_, c) = run_all(3, 400);
+        assert_eq!(c, [4, 4, 4]);
+        // 200, 200, 400, 800, ..., 51200 and what is left of 100,000: 10 rounds of six.
+        let (all, c) = run_all(3, 100_000);
+        assert_eq!(all.len(), 60, "{c:?}");
+        assert!(c.iter().all(|&n| n == 20), "{c:?}");
+    }
+
+    #[test]
+    fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
+        // Stopped after 23 of a 100,000 cap: what ran, and an audited region if none did.
+        for seed in 0..20 {
+            let mut s = Schedule::new(seed, 100_000, 1, 0);
+            let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i)).collect();
+            let after = s.after(23, &ran);
+            match ran.contains(&Region::Audit) {
+                true => assert!(after.is_empty(), "{ran:?} {after:?}"),
+                false => assert_eq!(after, [Region::Audit], "{ran:?}"),
+            }
+        }
+        // Stopped after 150: the whole first round.
+        let mut s = Schedule::new(5, 100_000, 1, 0);
+        let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i)).collect();
+        let after = s.after(150, &ran);
+        assert_eq!(ran.len() + after.len(), 6, "{ran:?} {after:?}");
+        // Stopped in the third round: nothing more.
+        let mut s = Schedule::new(5, 100_000, 1, 0);
+        let ran: Vec<Region> = (0..500).filter_map(|i| s.due(i)).collect();
+        assert!(s.after(500, &ran).is_empty());
+        assert!(ran.len() >= 12);
     }
 }

@@ -10,6 +10,8 @@ pub mod flush;
 pub mod probe;
 pub mod stop;
 pub mod timer;
+#[cfg(test)]
+mod timer_tests;
 
 use crate::cuda::{synchronize, CudaError, Launch};
 use crate::experiment::knobs::timer::TimerKind;

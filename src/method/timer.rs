@@ -1,6 +1,9 @@
 //! One timed sample per call. Each timed region holds only what its timer names: one launch,
 //! `batch` launches back to back, or one replay of a graph of launches. The synchronize that
-//! ends a host-timer sample, and a `queue = "saturate"` wait kernel, lie outside it.
+//! ends a host-timer sample, and a `queue = "saturate"` wait kernel, lie outside it. In an
+//! audited batch or graph, an event after the region's first launch reads that launch too
+//! (CUPTI reads each launch anyway): a kernel that does its work only on a region's first
+//! launch shows there.
 
 use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
 use crate::experiment::knobs::timer::TimerKind;
@@ -60,14 +63,23 @@ impl Body<'_> {
     }
 
     /// Enqueues the region's work (of a preluded graph: the pairs; of a batch with
-    /// resets, each launch after the resets of buffer set `set`).
+    /// resets, each launch after the resets of buffer set `set`), a batch's `first` event
+    /// recorded after its first launch (a graph holds its own).
     #[inline]
-    fn enqueue(&self, launch: &mut Launch, set: usize) -> Result<(), CudaError> {
+    fn enqueue(
+        &self,
+        launch: &mut Launch,
+        set: usize,
+        first: Option<&Event>,
+    ) -> Result<(), CudaError> {
         match self {
             Body::Launches { n, resets } => {
-                for _ in 0..*n {
+                for i in 0..*n {
                     reset(resets, set)?;
                     launch.enqueue()?;
+                    if let (0, Some(e)) = (i, first) {
+                        e.record()?;
+                    }
                 }
                 Ok(())
             }
@@ -90,19 +102,22 @@ fn reset(resets: &[Resets], set: usize) -> Result<(), CudaError> {
 }
 
 /// Replays `graph` (behind the wait kernel, where there is one) and returns the median time,
-/// in ns, between the two nodes of each pair of `marks` it recorded.
+/// in ns, between the two nodes of each pair of `marks` it recorded, and the first pair's.
 fn node_median(
     saturate: &mut Option<Saturate>,
     graph: &Graph,
     marks: &[(Event, Event)],
-) -> Result<f64, CudaError> {
+) -> Result<(f64, f64), CudaError> {
     behind_wait(saturate, || graph.launch())?;
     synchronize()?;
     let spans = marks
         .iter()
         .map(|(a, b)| Ok(b.elapsed_ms_since(a)? as f64 * 1e6))
         .collect::<Result<Vec<f64>, CudaError>>()?;
-    median(spans).ok_or_else(|| CudaError::Library("a graph without event nodes".into()))
+    let first = spans.first().copied().unwrap_or(f64::NAN);
+    let median =
+        median(spans).ok_or_else(|| CudaError::Library("a graph without event nodes".into()))?;
+    Ok((median, first))
 }
 
 /// Enqueues the wait kernel, where there is one, then `region`; counts a wait that had ended
@@ -154,23 +169,39 @@ pub struct Timer<'b> {
     launches_per_sample: u64,
     /// CUPTI's kernel records, while they are collected.
     collector: Option<cupti::Collector>,
+    /// In an audited batch or graph read by events: the event after each region's first
+    /// launch (a graph's node), and the last region's first launch, in ns from its start
+    /// (NaN where none was read).
+    first: Option<&'b Event>,
+    pub first_ns: f64,
 }
 
 /// A cell's timed launches as its timer finally reads them.
 pub struct Readings {
     pub first_ns: f64,
     pub samples_ns: Vec<f64>,
-    /// The audit's regions among them (audited and decoys, `worker::audit`), in order.
+    /// The audit's regions among them (`worker::audit`), in order.
     pub audits_ns: Vec<f64>,
+    /// Under CUPTI, in a region of several launches: each timed region's first launch (the
+    /// first timed region's too), and each of the audit's regions'.
+    pub firsts_ns: Vec<f64>,
+    pub audit_firsts_ns: Vec<f64>,
+    /// Under CUPTI: the gap on the GPU before each of the audit's regions (from the end of
+    /// the kernel's launch before it), and the median gap before the steady samples.
+    pub audit_gaps_ns: Vec<f64>,
+    pub timed_gap_ns: Option<f64>,
     /// What CUPTI said beside the spans (`timer = "cupti"`).
     pub cupti: Option<CuptiRecord>,
 }
 
 impl<'b> Timer<'b> {
+    /// `first`: the event a batch records after its first launch, or a graph holds as its
+    /// node after it (events only).
     pub fn new(
         kind: TimerKind,
         saturate: Option<Saturate<'b>>,
         launches_per_sample: u64,
+        first: Option<&'b Event>,
     ) -> Result<Timer<'b>, CudaError> {
         Ok(Timer {
             kind,
@@ -179,6 +210,8 @@ impl<'b> Timer<'b> {
             saturate,
             launches_per_sample,
             collector: None,
+            first: first.filter(|_| kind == TimerKind::Events && launches_per_sample > 1),
+            first_ns: f64::NAN,
         })
     }
 
@@ -212,14 +245,27 @@ impl<'b> Timer<'b> {
                     .kernels
                     .map(|k| kernel_medians(&k))
                     .unwrap_or_default();
-                let (audited, timed): (Vec<_>, Vec<_>) = (reading.per_sample.iter())
-                    .enumerate()
-                    .partition(|(i, _)| audits.iter().any(|(at, _)| at == i));
-                let timed: Vec<f64> = timed.into_iter().map(|(_, t)| *t).collect();
+                let is_audit = |i: &usize| audits.iter().any(|(at, _)| at == i);
+                let split = |per: &[f64]| -> (Vec<f64>, Vec<f64>) {
+                    let (audited, timed): (Vec<_>, Vec<_>) =
+                        per.iter().enumerate().partition(|(i, _)| is_audit(i));
+                    let values = |v: Vec<(usize, &f64)>| v.into_iter().map(|(_, t)| *t).collect();
+                    (values(audited), values(timed))
+                };
+                let (audits_ns, timed) = split(&reading.per_sample);
+                let (audit_gaps_ns, timed_gaps) = split(&reading.gaps);
+                let (audit_firsts_ns, firsts_ns) = match launches > 1 {
+                    true => split(&reading.firsts),
+                    false => (Vec::new(), Vec::new()),
+                };
                 Ok(Readings {
                     first_ns: timed[0],
                     samples_ns: timed[1..].to_vec(),
-                    audits_ns: audited.into_iter().map(|(_, t)| *t).collect(),
+                    audits_ns,
+                    firsts_ns,
+                    audit_firsts_ns,
+                    audit_gaps_ns,
+                    timed_gap_ns: median(timed_gaps.get(1..).unwrap_or_default().to_vec()),
                     cupti: Some(reading.record),
                 })
             }
@@ -227,6 +273,10 @@ impl<'b> Timer<'b> {
                 first_ns,
                 samples_ns,
                 audits_ns: audits.iter().map(|(_, t)| *t).collect(),
+                firsts_ns: Vec::new(),
+                audit_firsts_ns: Vec::new(),
+                audit_gaps_ns: Vec::new(),
+                timed_gap_ns: None,
                 cupti: None,
             }),
         }
@@ -238,10 +288,13 @@ impl<'b> Timer<'b> {
     #[inline]
     pub fn time(&mut self, launch: &mut Launch, body: &Body, set: usize) -> Result<f64, CudaError> {
         let per = body.launches() as f64;
+        let first = self.first;
+        self.first_ns = f64::NAN;
         match body {
             // The resets alone, timed as the pairs were, are taken off.
             Body::Launches { n, resets } if !resets.is_empty() => {
-                let with = self.time_region(&mut || body.enqueue(launch, set))?;
+                let with = self.time_region(&mut || body.enqueue(launch, set, first))?;
+                self.read_first()?;
                 let alone =
                     self.time_region(&mut || (0..*n).try_for_each(|_| reset(resets, set)))?;
                 Ok((with - alone) / per)
@@ -251,6 +304,7 @@ impl<'b> Timer<'b> {
                 pairs, preludes, ..
             } => {
                 let with = self.time_region(&mut || pairs.launch())?;
+                self.read_first()?;
                 let alone = self.time_region(&mut || preludes.launch())?;
                 Ok((with - alone) / per)
             }
@@ -269,12 +323,27 @@ impl<'b> Timer<'b> {
                 behind_wait(&mut self.saturate, || hot.launch())?;
                 synchronize()?;
                 let hot_whole = whole.1.elapsed_ms_since(&whole.0)? as f64 * 1e6 / per;
-                let hot_nodes = node_median(&mut self.saturate, hot_marked, marks)?;
-                let cold_nodes = node_median(&mut self.saturate, pairs, marks)?;
-                Ok(cold_nodes - (hot_nodes - hot_whole))
+                let (hot_nodes, _) = node_median(&mut self.saturate, hot_marked, marks)?;
+                let (cold_nodes, cold_first) = node_median(&mut self.saturate, pairs, marks)?;
+                let added = hot_nodes - hot_whole;
+                self.first_ns = cold_first - added;
+                Ok(cold_nodes - added)
             }
-            _ => Ok(self.time_region(&mut || body.enqueue(launch, set))? / per),
+            _ => {
+                let t = self.time_region(&mut || body.enqueue(launch, set, first))?;
+                self.read_first()?;
+                Ok(t / per)
+            }
         }
+    }
+
+    /// The first launch's time in the region just timed, from its start event to the event
+    /// after that launch, where the timer marks it.
+    fn read_first(&mut self) -> Result<(), CudaError> {
+        if let Some(e) = self.first {
+            self.first_ns = e.elapsed_ms_since(&self.start)? as f64 * 1e6;
+        }
+        Ok(())
     }
 
     /// Times one region whose work `enqueue` enqueues, in nanoseconds.
@@ -332,7 +401,7 @@ impl<'b> Timer<'b> {
             synchronize()?;
             let t0 = Instant::now();
             self.start.record()?;
-            body.enqueue(launch, 0)?;
+            body.enqueue(launch, 0, None)?;
             self.stop.record()?;
             costs.push(t0.elapsed().as_nanos() as f64);
             synchronize()?;
@@ -343,7 +412,7 @@ impl<'b> Timer<'b> {
 }
 
 /// Each kernel's median span, in the order the kernels first ran.
-fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
+pub(super) fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
     let mut names: Vec<&str> = Vec::new();
     for s in spans {
         if !names.contains(&s.name.as_str()) {
@@ -363,13 +432,17 @@ fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span.
-struct CuptiReading {
+/// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span, its
+/// first span, and the gap before its first span since the last span of the sample before
+/// (NaN for the first).
+pub(super) struct CuptiReading {
     pub per_sample: Vec<f64>,
+    pub firsts: Vec<f64>,
+    pub gaps: Vec<f64>,
     pub record: CuptiRecord,
 }
 
-fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
+pub(super) fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
     let per_sample = spans
         .chunks(launches as usize)
         .map(|c| c.iter().map(|s| (s.end - s.start) as f64).sum::<f64>() / c.len() as f64)
@@ -384,65 +457,30 @@ fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
         .filter(|s| s.queued > 0 && s.submitted >= s.queued)
         .map(|s| (s.submitted - s.queued) as f64)
         .collect();
+    let gaps = std::iter::once(f64::NAN)
+        .chain(
+            spans
+                .chunks(launches as usize)
+                .collect::<Vec<_>>()
+                .windows(2)
+                .map(|w| {
+                    let (before, after) = (&w[0][w[0].len() - 1], &w[1][0]);
+                    after.start as f64 - before.end as f64
+                }),
+        )
+        .collect();
+    let firsts = (spans.chunks(launches as usize))
+        .map(|c| (c[0].end - c[0].start) as f64)
+        .collect();
     CuptiReading {
         per_sample,
+        firsts,
+        gaps,
         record: CuptiRecord {
             records: spans.len() as u64,
             submitted_to_start_median_ns: median(latency),
             queued_to_submitted_median_ns: median(queued),
             kernels: vec![],
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_kernel_of_a_launch_gets_its_median_span() {
-        let span = |name: &str, start: u64, end: u64| Span {
-            name: name.into(),
-            start,
-            end,
-            queued: 0,
-            submitted: 0,
-        };
-        let spans = [
-            span("first", 0, 100),
-            span("second", 110, 120),
-            span("first", 200, 290),
-            span("second", 300, 330),
-            span("first", 400, 520),
-            span("second", 530, 540),
-        ];
-        assert_eq!(
-            kernel_medians(&spans),
-            [("first".to_string(), 100.0), ("second".to_string(), 10.0)]
-        );
-    }
-
-    #[test]
-    fn cupti_spans_become_per_launch_samples_and_latencies() {
-        let span = |start: u64, end: u64, submitted: u64| Span {
-            name: "k".into(),
-            start,
-            end,
-            queued: submitted.saturating_sub(100),
-            submitted,
-        };
-        // Two samples of a batch of 2: spans of 10 and 20 ns, then 30 and 30 ns.
-        let spans = [
-            span(1000, 1010, 900),
-            span(1010, 1030, 0),
-            span(2000, 2030, 1500),
-            span(2030, 2060, 0),
-        ];
-        let r = cupti_reading(&spans, 2);
-        assert_eq!(r.per_sample, [15.0, 30.0]);
-        assert_eq!(r.record.records, 4);
-        // Only each sample's first launch counts: 100 and 500 ns from submission to start.
-        assert_eq!(r.record.submitted_to_start_median_ns, Some(300.0));
-        assert_eq!(r.record.queued_to_submitted_median_ns, Some(100.0));
     }
 }

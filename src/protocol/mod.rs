@@ -271,9 +271,9 @@ pub struct AuditRecord {
     pub checks_s: f64,
 }
 
-/// Audited regions among a run's timed ones (`worker::audit`), and the decoys set against
-/// them: regions staged as the audited ones are (the same copy just before them), with the
-/// inputs the buffers already held. The analysis sets the two against each other.
+/// Regions among a run's timed ones (`worker::audit`): audited regions, the decoys set
+/// against them (staged as they are, on the data the buffers held) and the pauses set
+/// against the timed launches (the same pause, nothing drawn). The analysis judges them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AuditsAmong {
     /// The seed the positions were drawn from.
@@ -285,6 +285,61 @@ pub struct AuditsAmong {
     /// The steady samples each decoy ran just before, and the decoys' readings.
     pub decoy_positions: Vec<u64>,
     pub decoys_ns: Vec<f64>,
+    /// The steady samples each pause ran just before, and the pauses' readings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pause_positions: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pauses_ns: Vec<f64>,
+    /// The seed of the draws on the GPU (draw 0 the timed launches' data, draw k the k-th
+    /// audited region's), where the inputs were drawn there; older runs copied two data
+    /// sets in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_seed: Option<u64>,
+    /// What a draw of all the inputs took on the GPU, and the pause every stage waited out
+    /// from its start, in ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ns: Option<u64>,
+    /// Stages whose draw outlasted the pause (their region followed a longer gap).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late: u64,
+    /// The gaps on the GPU before the regions, where CUPTI's records give them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaps: Option<Gaps>,
+    /// In a region of several launches (a batch, a graph): each region's first launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firsts: Option<FirstLaunches>,
+}
+
+/// The first launch of each region of several launches, in ns from the region's start (an
+/// event after it, a graph's node, or CUPTI's span): where a kernel that does its work only
+/// on a region's first launch on new data shows.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FirstLaunches {
+    /// Of each audited region, decoy and pause, in the order they ran.
+    pub audited: Vec<f64>,
+    pub decoys: Vec<f64>,
+    pub pauses: Vec<f64>,
+    /// Of the steady timed regions: how many, their median, interquartile range and
+    /// largest.
+    pub timed_count: u64,
+    pub timed_median: f64,
+    pub timed_iqr: f64,
+    pub timed_max: f64,
+}
+
+/// The gap on the GPU between the end of the kernel's previous launch and the start of a
+/// region's first, in ns, as CUPTI's records give it: what a kernel that reads the global
+/// timer sees.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Gaps {
+    /// Before each audited region and decoy (their stages draw), in the order they ran.
+    pub staged: Vec<f64>,
+    /// Before each pause (its stage draws nothing).
+    pub pauses: Vec<f64>,
+    /// The median gap before the steady timed launches.
+    pub timed_median: f64,
 }
 
 /// The wait kernel a `queue = "saturate"` cell ran before each timed region.

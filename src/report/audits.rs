@@ -1,9 +1,11 @@
-//! The audits table of `cells.md`: each cell's audited regions and decoys among its timed
-//! ones, the test's bound and detection limit, and what the audits cost.
+//! The audits table of `cells.md`: each cell's audited regions, decoys and pauses among its
+//! timed ones, each test's medians and bound, the detection limit, and what the audits cost.
 
 use super::format;
-use crate::analysis::audits::{
-    self, Against, CellAudits, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE,
+use crate::analysis::audits::CellAudits;
+use crate::analysis::gaps::GapTest;
+use crate::analysis::tells::{
+    Judgement, Tell, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE, Z_FALSE_ALARM,
 };
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
@@ -20,8 +22,8 @@ struct AuditRow {
     cell: String,
     audit: String,
     regions: String,
-    audited: String,
-    baseline: String,
+    data: String,
+    pause: String,
     bound: String,
     detection_limit: String,
     cost_ms: String,
@@ -36,26 +38,72 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let cost = a.audit_cost_share.map_or("–".into(), share);
     let spent: f64 = cells.iter().map(|c| c.cost_s).sum();
     let wall: f64 = cells.iter().map(|c| c.wall_s).sum();
-    let intro = format!(
-        "Where it can, the audit sits among a run's timed samples: audited regions and decoys, a few of the samples together (at least one audited; counted below), at places drawn from a seed recorded in cells.jsonl, each the cell's own region after the same resets and flush, timed by the same timer, after a copy into its inputs. An audited region gets data the buffers did not hold (the timed inputs and the audit's new draw take turns), and is checked and its inputs read back; a decoy gets the data they held: the same copy and pause, nothing new. Against its decoys, a cell is suspect when its audited median exceeds theirs by more than {:.2} standard errors of that difference (the larger of its timed samples' spread and the regions' own about their medians; false alarms {FALSE_ALARM} for that spread) plus {:.0}% or {:.1} µs: the bound. Without decoys (too few samples to spare them, or the weaker audit of one launch after the timed ones) the bound is the band: {BAND_RATIO}x the reading + {:.0} µs. The detection limit is the smallest share of its work a kernel could skip where it is timed, doing it all where it is audited, and still be caught: the bound over the baseline plus the bound, times the launches of a region (in a batch or graph of N launches on one data set, such a kernel does all its work on the region's first launch only). The audits took {spent:.2} s of these cells' {wall:.2} s ({cost}).",
-        audits::Z_FALSE_ALARM,
+    let mut intro = format!(
+        "Where it can, the audit sits among a run's timed samples: audited regions, decoys and pauses, a few of the samples together (at least one audited; counted below), at places drawn from a seed recorded in cells.jsonl, each the cell's own region after the same resets and flush, timed by the same timer. Before each, a stage on the GPU and a pause: the stage of an audited region draws data no launch has seen (its own seed), and the region is checked on it and its inputs read back; a decoy's stage draws the data the buffers held again; a pause's draws nothing, so it is a timed launch after the same pause, its cache as the timed launches'. Every stage waits on the GPU until the same time after it began. Audited regions are set against the decoys (a kernel that does all its work only on data it has not seen is slower in them), pauses against the timed launches (one that does all its work only after a pause is slower in them, and in the staged regions too, which follow the same pause: pauses beyond their bound with the staged regions within it are the GPU gone idle, not the kernel), and in a flushed cell decoys against pauses. A group's lower median (of two, the smaller) is suspect when it exceeds its baseline by more than {:.2} standard errors of the difference (of the larger of the timed samples' spread and the decoys' own, never the audited regions'; false alarms {FALSE_ALARM} for that spread), and one region when it exceeds it by more than the normal quantile of {FALSE_ALARM} shared among the regions tested and than the farthest timed sample lay above theirs (a chance of at most 1 in N + 1 for N timed samples, whatever their tail; not where a reading holds the host's launch time: events or a host timer on an idle queue), each plus {:.0}% or {:.1} µs: the bounds. Without decoys (too few samples to spare them, or the weaker audit of one launch after the timed ones) the data bound is the band: {BAND_RATIO}x the reading + {:.0} µs. The detection limit is the smallest share of its work a kernel could skip where it is timed, doing it all in audited regions or after pauses, and still be caught: the larger test's bound over its baseline plus the bound. In a batch or graph of N launches on one data set, such a kernel may do all its work on a region's first launch only: where an event after it (or CUPTI) read the first launches, the tests and the limit are theirs; elsewhere the limit is N times a region's. A kernel that does all its work only after a pause is caught in single launches only: every batch's or graph's first launch follows one, timed or not. The audits took {spent:.2} s of these cells' {wall:.2} s ({cost}).",
+        Z_FALSE_ALARM,
         MARGIN_SHARE * 100.0,
         MARGIN_NS / 1e3,
         BAND_SLACK_NS / 1e3,
     );
+    if cells
+        .iter()
+        .all(|c| c.wait_ns.is_none() && c.weaker.is_none())
+    {
+        intro = format!("This run's audits predate the draws on the GPU: its audited regions and decoys were staged by a copy, the timed data and one audit draw taking turns, with no pauses; its regions are judged as the method below judges them. {intro}");
+    }
+    if let Some(g) = &a.audit_gaps {
+        intro.push(' ');
+        intro.push_str(&gaps(g));
+    }
+    let late: u64 = cells.iter().map(|c| c.late).sum();
+    if late > 0 {
+        intro.push_str(&format!(
+            " {late} stages outlasted their pause (their regions followed a longer gap)."
+        ));
+    }
     let rows = (cells.iter())
         .map(|c| row(&a.run.plan.cells[c.cell].id, c))
         .collect();
     Some(AuditsView { intro, rows })
 }
 
+/// The gap test, in words.
+fn gaps(g: &GapTest) -> String {
+    let time = |ns: f64| format::time(ns, Unit::Auto);
+    format!(
+        "On the GPU (CUPTI's records), {} regions whose stage drew followed a median gap of {} since the kernel's launch before, {} pauses {}: as distributions (each gap over its cell's median), Kolmogorov-Smirnov D = {:.3}, p = {:.2}. The timed launches followed {}.",
+        g.staged,
+        time(g.staged_median),
+        g.pauses,
+        time(g.pause_median),
+        g.ks,
+        g.p,
+        time(g.timed_median)
+    )
+}
+
 fn row(id: &str, c: &CellAudits) -> AuditRow {
     let j = c.judgement.as_ref();
     let verdict = match j {
-        Some(j) if j.suspect.is_some() => "⚠ suspect",
-        Some(j) if j.against == Against::Decoys => "against its decoys",
-        Some(_) => "against the reading (band)",
-        None => "checked, not timed",
+        None => "checked, not timed".to_string(),
+        Some(j) if j.suspect.is_some() => "⚠ suspect".to_string(),
+        Some(j) => {
+            let against: Vec<&str> = [
+                (Tell::Data, "its decoys"),
+                (Tell::Pause, "its pauses"),
+                (Tell::Band, "the reading (band)"),
+            ]
+            .iter()
+            .filter(|(t, _)| j.test(*t).is_some())
+            .map(|(_, name)| *name)
+            .collect();
+            format!("against {}", against.join(" and "))
+        }
+    };
+    let idle = j.is_some_and(|j| j.tests.iter().any(|t| t.idle));
+    let verdict = match idle {
+        true => format!("{verdict} (pauses beyond their bound, staged regions not: the GPU gone idle, not the kernel)"),
+        false => verdict,
     };
     let audit = match (&c.weaker, &c.unjudged) {
         (Some(why), _) => format!("one launch after the timed ones ({why}): {verdict}"),
@@ -63,16 +111,46 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
         (None, None) => format!("among the timed: {verdict}"),
     };
     let time = |ns: f64| format::time(ns, Unit::Auto);
+    let pair = |tells: &[Tell]| -> String {
+        let found = j.and_then(|j| tells.iter().find_map(|&t| j.test(t)));
+        found.map_or("–".into(), |t| {
+            let first = matches!(t.tell, Tell::FirstData | Tell::FirstPause);
+            format!(
+                "{} / {}{}",
+                time(t.median_ns),
+                time(t.baseline_ns),
+                if first { " (first launches)" } else { "" }
+            )
+        })
+    };
     AuditRow {
         cell: id.to_string(),
         audit,
-        regions: format!("{} + {}", c.regions, c.decoys),
-        audited: j.map_or("–".into(), |j| time(j.audited_ns)),
-        baseline: j.map_or("–".into(), |j| time(j.baseline_ns)),
-        bound: j.map_or("–".into(), |j| time(j.bound_ns)),
+        regions: format!("{} + {} + {}", c.regions, c.decoys, c.pauses),
+        data: pair(&[Tell::FirstData, Tell::Data, Tell::Band]),
+        pause: pair(&[Tell::FirstPause, Tell::Pause]),
+        bound: j.map_or("–".into(), bounds),
         detection_limit: j.map_or("–".into(), |j| share(j.detection_limit)),
         cost_ms: format!("{:.1}", c.cost_s * 1e3),
     }
+}
+
+/// Each test's bound on the median, in the table's order.
+fn bounds(j: &Judgement) -> String {
+    let time = |ns: f64| format::time(ns, Unit::Auto);
+    (j.tests.iter())
+        .filter(|t| !matches!(t.tell, Tell::Stage | Tell::Data | Tell::Pause) || !firsts(j))
+        .filter(|t| t.tell != Tell::Stage)
+        .map(|t| time(t.bound_ns))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether the cell's regions of several launches were judged by their first launches.
+fn firsts(j: &Judgement) -> bool {
+    j.test(Tell::FirstData)
+        .or(j.test(Tell::FirstPause))
+        .is_some()
 }
 
 /// A share as a percentage with one decimal.

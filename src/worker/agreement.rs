@@ -9,11 +9,13 @@ use super::reference::HostBuffer;
 /// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
 /// Integers are compared as stored (no detour through f64), so with no tolerance (their
 /// default) exactly.
+/// Only the element `ranges` are compared where given (an audit's sample of a large output:
+/// the rest was never read back).
 pub fn compare(
     got: &HostBuffer,
     want: &HostBuffer,
-    rtol: f64,
-    atol: f64,
+    (rtol, atol): (f64, f64),
+    ranges: Option<&[std::ops::Range<usize>]>,
 ) -> Result<String, Failure> {
     if got.len() != want.len() || got.dtype != want.dtype {
         return Err(Failure::from(format!(
@@ -23,9 +25,12 @@ pub fn compare(
             want.len()
         )));
     }
-    let n = got.len();
+    let total = got.len();
+    let whole = 0..total;
+    let ranges = ranges.unwrap_or(std::slice::from_ref(&whole));
+    let n: usize = ranges.iter().map(|r| r.len()).sum();
     let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
-    let tally = tally_on_every_core(n, |range| {
+    let tally = tally_on_every_core(ranges, |range| {
         let mut tally = Tally::default();
         for i in range {
             tally.add(i, got, want, (rtol, atol));
@@ -45,6 +50,10 @@ pub fn compare(
         return Err(Failure::from(got.unwritten(unwritten, n, first)));
     }
     let name = got.name;
+    let n = match n == total {
+        true => n.to_string(),
+        false => format!("{n} sampled of {total}"),
+    };
     let worst = format!(
         "the worst {name}[{worst}] = {} against {}",
         got.show(worst),
@@ -62,6 +71,33 @@ pub fn compare(
             "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements; {bad} outside atol {atol:e} + rtol {rtol:e}, {worst}"
         ))),
     }
+}
+
+/// An audit compares an output of more elements than this at a sample (its kernel was
+/// checked in full before anything was timed)...
+const SAMPLED_ABOVE: usize = 1 << 16;
+/// ...of this many stretches of this many elements, drawn from the audit's seed, which no
+/// kernel can know.
+const SAMPLE_STRETCHES: usize = 64;
+const STRETCH: usize = 256;
+
+/// The element ranges of an output of `len` elements an audit compares: a sample drawn
+/// from `seed`, ascending and apart, where the output is large; None: all of it.
+pub fn sample(len: usize, seed: u64) -> Option<Vec<std::ops::Range<usize>>> {
+    use rand::{rngs::SmallRng, SeedableRng};
+    if len <= SAMPLED_ABOVE {
+        return None;
+    }
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let slots = len / STRETCH;
+    let mut picked = rand::seq::index::sample(&mut rng, slots, SAMPLE_STRETCHES).into_vec();
+    picked.sort_unstable();
+    Some(
+        picked
+            .into_iter()
+            .map(|s| s * STRETCH..(s + 1) * STRETCH)
+            .collect(),
+    )
 }
 
 /// What a comparison found over a range of elements.
@@ -134,18 +170,21 @@ impl Tally {
     }
 }
 
-/// `tally` over `0..n` in ranges shared out over every core, joined in order: a
+/// `tally` over `ranges` cut into pieces shared out over every core, joined in order: a
 /// 134M-element output took 2.8 s on one core.
 fn tally_on_every_core(
-    n: usize,
+    ranges: &[std::ops::Range<usize>],
     tally: impl Fn(std::ops::Range<usize>) -> Tally + Sync + Send,
 ) -> Tally {
-    const RANGE: usize = 1 << 16;
-    let ranges: Vec<_> = (0..n)
-        .step_by(RANGE)
-        .map(|s| s..(s + RANGE).min(n))
+    const PIECE: usize = 1 << 16;
+    let pieces: Vec<_> = (ranges.iter())
+        .flat_map(|r| {
+            (r.start..r.end)
+                .step_by(PIECE)
+                .map(move |s| s..(s + PIECE).min(r.end))
+        })
         .collect();
-    (cores::each(ranges, tally).into_iter()).fold(Tally::default(), Tally::then)
+    (cores::each(pieces, tally).into_iter()).fold(Tally::default(), Tally::then)
 }
 
 #[cfg(test)]
@@ -181,7 +220,10 @@ mod tests {
             }
             t
         };
-        let (shared, one) = (tally_on_every_core(n, pass), pass(0..n));
+        let (shared, one) = (
+            tally_on_every_core(std::slice::from_ref(&(0..n)), pass),
+            pass(0..n),
+        );
         assert_eq!((shared.worst, shared.bad), (one.worst, one.bad));
         assert_eq!((shared.worst, shared.bad), (1 << 16, 5));
         assert!(shared.max_abs.is_nan() && one.max_abs.is_nan());
@@ -198,8 +240,8 @@ mod tests {
         let want = f32_bytes(&[1.0, 2.0, 3.0]);
         let close = f32_bytes(&[1.0, 2.0000001, 3.0]);
         let off = f32_bytes(&[1.0, 2.0, 3.5]);
-        assert!(compare(&buf("y", &close), &buf("y", &want), 1e-5, 1e-6).is_ok());
-        let e = compare(&buf("y", &off), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
+        assert!(compare(&buf("y", &close), &buf("y", &want), (1e-5, 1e-6), None).is_ok());
+        let e = compare(&buf("y", &off), &buf("y", &want), (1e-5, 1e-6), None).unwrap_err();
         assert!(
             e.message.contains("y[2] = 3.5 against 3") && e.message.contains("1 outside"),
             "{}",
@@ -207,15 +249,15 @@ mod tests {
         );
         let mut left = want.clone();
         left[4..].fill(POISON);
-        let e = compare(&buf("y", &left), &buf("y", &want), 1e-5, 1e-6).unwrap_err();
+        let e = compare(&buf("y", &left), &buf("y", &want), (1e-5, 1e-6), None).unwrap_err();
         assert!(
             e.message.starts_with("output `y` was not written: 2 of 3"),
             "{}",
             e.message
         );
         let inf = f32_bytes(&[1.0, 2.0, f32::INFINITY]);
-        assert!(compare(&buf("y", &off), &buf("y", &inf), 1e-5, 1e-6).is_err());
-        assert!(compare(&buf("y", &inf), &buf("y", &inf), 1e-5, 1e-6).is_ok());
+        assert!(compare(&buf("y", &off), &buf("y", &inf), (1e-5, 1e-6), None).is_err());
+        assert!(compare(&buf("y", &inf), &buf("y", &inf), (1e-5, 1e-6), None).is_ok());
         let ints = |v: &[i32]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
         let (a, b) = (ints(&[200_000]), ints(&[200_001]));
         let int = |name, bytes| HostBuffer {
@@ -224,14 +266,14 @@ mod tests {
             bytes,
         };
         assert!(
-            compare(&int("k", &a), &int("k", &b), 0.0, 0.0).is_err(),
+            compare(&int("k", &a), &int("k", &b), (0.0, 0.0), None).is_err(),
             "integers without a tolerance match exactly"
         );
         assert!(
-            compare(&int("k", &a), &int("k", &b), 1e-5, 0.0).is_ok(),
+            compare(&int("k", &a), &int("k", &b), (1e-5, 0.0), None).is_ok(),
             "a tolerance the experiment gives holds for integers too"
         );
-        assert!(compare(&buf("y", &want), &buf("y", &want[..8]), 1e-5, 1e-6).is_err());
+        assert!(compare(&buf("y", &want), &buf("y", &want[..8]), (1e-5, 1e-6), None).is_err());
     }
 
     #[test]
@@ -245,12 +287,12 @@ mod tests {
             bytes,
         };
         let (want, off) = (u32s(&[5, 1_000_000, 7]), u32s(&[5, 1_000_001, 7]));
-        let ok = compare(&bins(&want), &bins(&want), rtol, atol).unwrap();
+        let ok = compare(&bins(&want), &bins(&want), (rtol, atol), None).unwrap();
         assert_eq!(
             ok,
             "bins: all 3 elements equal (integers, compared exactly)"
         );
-        let e = compare(&bins(&off), &bins(&want), rtol, atol).unwrap_err();
+        let e = compare(&bins(&off), &bins(&want), (rtol, atol), None).unwrap_err();
         assert!(
             e.message.contains("1 of 3 elements differ")
                 && e.message.contains("bins[1] = 1000001 against 1000000"),
@@ -258,7 +300,7 @@ mod tests {
             e.message
         );
         // An atol the experiment gives lets a count be off by it.
-        assert!(compare(&bins(&off), &bins(&want), 0.0, 1.0).is_ok());
+        assert!(compare(&bins(&off), &bins(&want), (0.0, 1.0), None).is_ok());
         // 64-bit integers beyond f64's 53 bits still differ by one.
         let u64s = |v: u64| v.to_ne_bytes().to_vec();
         let (a, b) = (u64s((1 << 60) + 1), u64s(1 << 60));
@@ -267,7 +309,7 @@ mod tests {
             dtype: Dtype::U64,
             bytes,
         };
-        let e = compare(&big(&a), &big(&b), 0.0, 0.0).unwrap_err();
+        let e = compare(&big(&a), &big(&b), (0.0, 0.0), None).unwrap_err();
         assert!(
             e.message
                 .contains("k[0] = 1152921504606846977 against 1152921504606846976"),

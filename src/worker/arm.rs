@@ -3,7 +3,7 @@
 //! and each timed region's turn (buffer set, fresh data, resets, flush).
 
 use super::assemble::{add_steps, copy_launch, dims_of, taken};
-use super::buffers::Buffers;
+use super::buffers::{Buffers, Prepare};
 use super::failure::{during, Failure};
 use super::kernels::KernelKey;
 use super::prepare::{Code, Data, ReadyCell};
@@ -18,6 +18,7 @@ use crate::experiment::knobs::{
     cache::{Cache, FlushMethod},
     launches::Launches,
     queue::Queue,
+    timer::TimerKind,
     warmup::WarmupKernel,
 };
 use crate::method::{
@@ -34,12 +35,20 @@ pub(super) struct TimingSetup {
     /// Event nodes around each launch of a flushed graph, and around all of a hot one.
     marks: Vec<(Event, Event)>,
     whole: Option<(Event, Event)>,
+    /// The event after a region's first launch, in an audited batch or graph read by events.
+    first: Option<Event>,
     /// The wait kernel's output: one float nobody reads.
     wait_out: DeviceBuffer,
 }
 
 impl TimingSetup {
-    pub(super) fn make(s: &mut Session, cell: &Cell) -> Result<TimingSetup, Failure> {
+    /// `audited`: whether the cell's runs are audited (their regions then read their first
+    /// launch apart, in a batch or graph).
+    pub(super) fn make(
+        s: &mut Session,
+        cell: &Cell,
+        audited: bool,
+    ) -> Result<TimingSetup, Failure> {
         let knobs = &cell.knobs;
         let flush = match knobs.cache {
             Cache::Hot => None,
@@ -60,10 +69,15 @@ impl TimingSetup {
             ),
             _ => (Vec::new(), None),
         };
+        let several = knobs.launches.count() > 1 && knobs.timer == TimerKind::Events;
         Ok(TimingSetup {
             flush,
             marks,
             whole,
+            first: match audited && several {
+                true => Some(Event::new()?),
+                false => None,
+            },
             wait_out: DeviceBuffer::alloc(4)?,
         })
     }
@@ -141,7 +155,12 @@ impl<'b> Armed<'b> {
         )?;
         let flush_each = matches!(body, Body::Launches { .. } | Body::Graph(..));
         let saturate = saturate(s, knobs.queue, setup)?;
-        let timer = Timer::new(knobs.timer, saturate, knobs.launches.count())?;
+        let timer = Timer::new(
+            knobs.timer,
+            saturate,
+            knobs.launches.count(),
+            setup.first.as_ref(),
+        )?;
         let warm = warm_launch(s, knobs.warmup.kernel, code)?;
         Ok(Armed {
             params,
@@ -167,7 +186,7 @@ impl<'b> Armed<'b> {
         starts: &mut Starts,
         timeline: Option<&mut Timeline>,
         what: &'static str,
-        stage: Option<Stage>,
+        stage: Option<Prepare>,
     ) -> Result<f64, Failure> {
         let launches = matches!(self.body, Body::Launches { .. });
         let mut set = 0;
@@ -215,9 +234,6 @@ impl<'b> Armed<'b> {
     }
 }
 
-/// What an audited region does to its buffer set before its resets and flush.
-pub(super) type Stage<'s> = &'s dyn Fn(&Buffers) -> Result<(), Failure>;
-
 /// When each timed region began, in µs on the host clock since the cell's samples began.
 pub(super) struct Starts {
     origin: Instant,
@@ -249,6 +265,7 @@ fn timed_body<'b>(
 ) -> Result<Body<'b>, Failure> {
     let resets: Vec<_> = data.sets.iter().map(Buffers::reset_list).collect();
     let has_resets = data.sets[0].resets();
+    let first = setup.first.as_ref().map_or(Marks::None, Marks::AfterFirst);
     Ok(match (launches, setup.whole.as_ref()) {
         // With `rotate`, the graph's launches take the buffer sets in turn; with a flush
         // or resets, each comes after them, and the graph is read by event nodes around
@@ -282,7 +299,7 @@ fn timed_body<'b>(
                 resets: &resets,
                 flush: flush.as_mut().map(Flush::prelude),
             };
-            let pairs = Graph::capture(launch, n, params, before, Marks::None)?;
+            let pairs = Graph::capture(launch, n, params, before, first)?;
             let before = BeforeEachLaunch {
                 resets: &resets,
                 flush: flush.as_mut().map(Flush::prelude),
@@ -294,7 +311,7 @@ fn timed_body<'b>(
             }
         }
         (Launches::Graph(n), None) => Body::Graph(
-            Graph::capture(launch, n, params, BeforeEachLaunch::nothing(), Marks::None)?,
+            Graph::capture(launch, n, params, BeforeEachLaunch::nothing(), first)?,
             n,
         ),
         (other, _) => {

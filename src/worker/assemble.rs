@@ -2,7 +2,8 @@
 //! arguments it takes and its steps, and the check of its output (a CPU reference, or a
 //! reference kernel run on the same inputs).
 
-use super::buffers::{Buffers, Poison, POISON};
+use super::agreement;
+use super::buffers::{Buffers, Poison, Prepare, POISON};
 use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::inputs::HostInputs;
@@ -52,72 +53,121 @@ impl Checker<'_> {
             }
             return check_output(buffers, host, self.def, &cell.launch, self.reference);
         };
-        let spec = cell
-            .reference_launch
-            .as_ref()
-            .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
-        let key = KernelKey::Reference(kc.kernel, Build::of(spec).hash());
-        let loaded = kernels.get(key, Build::of(spec), timeline)?.0;
-        let (func, steps) = (loaded.func.clone(), loaded.steps.clone());
-        let names = std::iter::once(&loaded.entry).chain(steps.iter().map(|(n, _)| n));
-        if let Some(clash) = names
-            .clone()
-            .find(|n| recorded.is_some_and(|r| r.contains(n)))
-        {
-            return Err(Failure::from(format!(
-                "the reference kernel's `{clash}` has the name of a kernel CUPTI is timing, and would run among its timed launches: rename it, or add warmup = 1 so the check comes first"
-            )));
-        }
-        let reference = kernels.def(kc.kernel);
-        let takes = reference.takes.as_deref();
-        check_params(&func, &sizes(&spec.args, takes), &reference.entry)?;
-        if spec.shared_bytes > 48 * 1024 {
-            func.allow_shared_bytes(spec.shared_bytes)?;
-        }
-        let data: Vec<Option<&[u8]>> = (kc.from.iter())
-            .map(|f| f.and_then(|i| host[i].as_deref()))
-            .collect();
-        let theirs = Buffers::create(&spec.args, &data, Poison::ByMemset)?;
-        // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
-        // writes differs, whatever its type. Then its own resets, as before every launch.
-        theirs.fill_outputs(0)?;
-        theirs.reset()?;
-        let params = theirs.params(&spec.args);
-        let mut launch = Launch::new(&func, dims_of(spec), &taken(&params, takes));
-        let steps = StepCode::Loaded(steps);
-        add_steps(&mut launch, kernels.def(kc.kernel), spec, &params, &steps)?;
-        launch.enqueue().map_err(during("reference kernel"))?;
-        cuda::synchronize().map_err(during("reference kernel"))?;
-        timeline.mark("reference kernel");
-        let mut notes = Vec::new();
-        for &o in &kc.outputs {
-            let r = (kc.reference_arg(o)).ok_or_else(|| {
-                format!(
-                    "the reference kernel has no argument `{}`",
-                    def.args[o].name
-                )
-            })?;
-            let dtype = match spec.args[r] {
-                ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
-            };
-            let (got, want) = (buffers.download(o)?, theirs.download(r)?);
-            let name = &def.args[o].name;
-            let view = |bytes| reference::HostBuffer { name, dtype, bytes };
-            let (rtol, atol) = dtype.default_tolerances();
-            let given = cell.launch.tolerances;
-            notes.push(super::agreement::compare(
-                &view(&got),
-                &view(&want),
-                given.rtol.unwrap_or(rtol),
-                given.atol.unwrap_or(atol),
-            )?);
-        }
-        Ok(format!(
-            "against kernel `{}`: {}",
-            kernels.def(kc.kernel).name,
-            notes.join("; ")
-        ))
+        let inputs = ReferenceInputs {
+            data: (kc.from.iter())
+                .map(|f| f.and_then(|i| host[i].as_deref()))
+                .collect(),
+            fill: None,
+            sample: None,
+        };
+        against_kernel(kernels, timeline, (cell, def), buffers, recorded, inputs)
     }
+}
+
+/// What a reference kernel's own buffers hold, and how much of the outputs is compared.
+pub(super) struct ReferenceInputs<'a> {
+    /// Per argument of the reference kernel, the data uploaded into it (None: an output,
+    /// or left to `fill`).
+    pub(super) data: Vec<Option<&'a [u8]>>,
+    /// What fills the rest once the outputs are zeroed: the audit's draw on the GPU.
+    pub(super) fill: Option<Prepare<'a>>,
+    /// The seed of the sample of a large output compared (an audit's), else all of it.
+    pub(super) sample: Option<u64>,
+}
+
+/// The check against a reference kernel (`check_kernel` of `def`), run now on buffers of
+/// its own holding `inputs`, each of its arguments given the checked kernel's of its name.
+/// `recorded`: the kernel names CUPTI is recording timed launches of, where the check runs
+/// among them (after the first timed launch): a reference kernel of the same name would be
+/// taken for one.
+pub(super) fn against_kernel(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    (cell, def): (&Cell, &Kernel),
+    buffers: &Buffers,
+    recorded: Option<&[String]>,
+    inputs: ReferenceInputs,
+) -> Result<String, Failure> {
+    let kc = (def.check_kernel.as_ref()).ok_or_else(|| "no reference kernel".to_string())?;
+    let spec = cell
+        .reference_launch
+        .as_ref()
+        .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
+    let key = KernelKey::Reference(kc.kernel, Build::of(spec).hash());
+    let loaded = kernels.get(key, Build::of(spec), timeline)?.0;
+    let (func, steps) = (loaded.func.clone(), loaded.steps.clone());
+    let names = std::iter::once(&loaded.entry).chain(steps.iter().map(|(n, _)| n));
+    if let Some(clash) = names
+        .clone()
+        .find(|n| recorded.is_some_and(|r| r.contains(n)))
+    {
+        return Err(Failure::from(format!(
+            "the reference kernel's `{clash}` has the name of a kernel CUPTI is timing, and would run among its timed launches: rename it, or add warmup = 1 so the check comes first"
+        )));
+    }
+    let reference = kernels.def(kc.kernel);
+    let takes = reference.takes.as_deref();
+    check_params(&func, &sizes(&spec.args, takes), &reference.entry)?;
+    if spec.shared_bytes > 48 * 1024 {
+        func.allow_shared_bytes(spec.shared_bytes)?;
+    }
+    let theirs = Buffers::create(&spec.args, &inputs.data, Poison::ByMemset)?;
+    // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
+    // writes differs, whatever its type. Then its own resets, as before every launch.
+    theirs.fill_outputs(0)?;
+    if let Some(fill) = inputs.fill {
+        fill(&theirs)?;
+    }
+    theirs.reset()?;
+    let params = theirs.params(&spec.args);
+    let mut launch = Launch::new(&func, dims_of(spec), &taken(&params, takes));
+    let steps = StepCode::Loaded(steps);
+    add_steps(&mut launch, kernels.def(kc.kernel), spec, &params, &steps)?;
+    launch.enqueue().map_err(during("reference kernel"))?;
+    cuda::synchronize().map_err(during("reference kernel"))?;
+    timeline.mark("reference kernel");
+    let mut notes = Vec::new();
+    for &o in &kc.outputs {
+        let r = (kc.reference_arg(o)).ok_or_else(|| {
+            format!(
+                "the reference kernel has no argument `{}`",
+                def.args[o].name
+            )
+        })?;
+        let dtype = match spec.args[r] {
+            ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+        };
+        let len = buffers.buffer(o).map_or(0, |b| b.bytes() / dtype.size());
+        let ranges = inputs.sample.and_then(|seed| agreement::sample(len, seed));
+        let (got, want) = match &ranges {
+            Some(elements) => {
+                let bytes: Vec<_> = (elements.iter())
+                    .map(|e| e.start * dtype.size()..e.end * dtype.size())
+                    .collect();
+                (
+                    buffers.download_ranges(o, &bytes)?,
+                    theirs.download_ranges(r, &bytes)?,
+                )
+            }
+            None => (buffers.download(o)?, theirs.download(r)?),
+        };
+        let name = &def.args[o].name;
+        let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+        let (rtol, atol) = dtype.default_tolerances();
+        let given = cell.launch.tolerances;
+        let tolerances = (given.rtol.unwrap_or(rtol), given.atol.unwrap_or(atol));
+        notes.push(agreement::compare(
+            &view(&got),
+            &view(&want),
+            tolerances,
+            ranges.as_deref(),
+        )?);
+    }
+    Ok(format!(
+        "against kernel `{}`: {}",
+        kernels.def(kc.kernel).name,
+        notes.join("; ")
+    ))
 }
 
 impl Checker<'_> {

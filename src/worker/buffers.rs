@@ -38,6 +38,10 @@ pub(super) fn refuse_managed_beyond_free(args: &[ArgValue], sets: usize) -> Resu
     Ok(())
 }
 
+/// Work done to a set of buffers before it is used: an audited region's stage, a
+/// reference kernel's inputs drawn on the GPU.
+pub(super) type Prepare<'a> = &'a dyn Fn(&Buffers) -> Result<(), Failure>;
+
 /// A cell's device buffers, and what each holds.
 pub struct Buffers {
     device: Vec<Option<DeviceBuffer>>,
@@ -140,6 +144,11 @@ impl Buffers {
     /// The arguments that hold input data (their initial contents drawn or read).
     pub fn inputs(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.device.len()).filter(|&i| self.device[i].is_some() && self.filled[i])
+    }
+
+    /// How many arguments the set is for, buffers or not.
+    pub fn arguments(&self) -> usize {
+        self.device.len()
     }
 
     /// Argument `index`'s buffer, where it is one.

@@ -17,7 +17,7 @@ use super::timeline::Timeline;
 use super::Session;
 use crate::cuda::{self, Param};
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
-use crate::method::{self, budget::Meter, stop::Stopper};
+use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
     CellRecord, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
@@ -84,7 +84,8 @@ fn measure(
     let code = Code::prepare(s, cell, rec)?;
     let data = Data::prepare(s, cell, &code)?;
     rec.telemetry_start = data.start_reading.1.clone();
-    let setup = TimingSetup::make(s, cell)?;
+    let audited = super::audit::audits(cell, code.def.as_ref(), process);
+    let setup = TimingSetup::make(s, cell, audited)?;
     let ready = ReadyCell {
         cell,
         code: &code,
@@ -98,9 +99,9 @@ fn measure(
         Auditor::Among(among) => among.readings(),
         _ => Vec::new(),
     };
-    let audits_ns = collect(s, &mut armed, sampled, &audits, rec)?;
+    let collected = collect(s, &mut armed, sampled, &audits, rec)?;
     if let Auditor::Among(among) = &mut auditor {
-        among.read(&audits_ns);
+        among.read(collected);
     }
     auditor.finish(s, ready, &mut armed, rec)?;
     floor(s, cell, rec)
@@ -170,7 +171,6 @@ fn sample<'b>(
             &checker,
             rec,
         )?;
-        auditor.checked(code, buffers)?;
         warmup -= 1;
     }
     if let Queue::Saturate { wait_us } = knobs.queue {
@@ -202,7 +202,6 @@ fn sample<'b>(
         let recorded = (knobs.timer == TimerKind::Cupti).then_some(armed.entries.as_slice());
         rec.check = Some(checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)?);
         s.timeline.mark(OUTPUT_CHECK);
-        auditor.checked(code, buffers)?;
     }
     rec.first_ns = Some(first);
     auditor.stage(s, ready)?;
@@ -321,12 +320,17 @@ fn steady<'b>(
         _ => None,
     };
     for i in 0..n {
-        if let Some(a) = among.as_mut().filter(|a| a.due(i)) {
-            let t0 = Instant::now();
-            a.region(s, ready, armed, rec, (place, i))?;
-            (place, audited) = (place + 1, audited + t0.elapsed());
+        if let Some(a) = among.as_mut() {
+            if let Some(kind) = a.due(i) {
+                let t0 = Instant::now();
+                a.region(s, ready, armed, rec, (place, i, kind))?;
+                (place, audited) = (place + 1, audited + t0.elapsed());
+            }
         }
         let t = armed.time_next(data, starts, None, "timed launch", None)?;
+        if let Some(a) = among.as_mut() {
+            a.timed_first(armed.timer.first_ns);
+        }
         place += 1;
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
@@ -340,9 +344,10 @@ fn steady<'b>(
             break;
         }
     }
+    // A loop that stopped early runs what its samples afford of the first round's regions.
     if let Some(a) = among {
-        for _ in 0..a.pending() {
-            a.region(s, ready, armed, rec, (place, samples.len()))?;
+        for kind in a.after(samples.len()) {
+            a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
             place += 1;
         }
     }
@@ -357,30 +362,30 @@ fn steady<'b>(
 }
 
 /// The timer's readings (CUPTI's come from its records now), the telemetry sampled beside
-/// them and the cell's end reading.
-/// Returns the audited regions' readings as the timer read them.
+/// them and the cell's end reading. Returns what the timer read of the audit's regions.
 fn collect(
     s: &mut Session,
     armed: &mut Armed,
     sampled: Sampled,
     audits: &[(usize, f64)],
     rec: &mut CellRecord,
-) -> Result<Vec<f64>, Failure> {
+) -> Result<Readings, Failure> {
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), armed.timer.saturate.as_ref()) {
         q.too_short = sat.too_short;
     }
-    let readings = (armed.timer).finish(&armed.entries, sampled.first, sampled.samples, audits)?;
+    let mut readings =
+        (armed.timer).finish(&armed.entries, sampled.first, sampled.samples, audits)?;
     if readings.cupti.is_some() {
         s.timeline.mark("CUPTI records");
     }
     rec.first_ns = Some(readings.first_ns);
-    rec.cupti = readings.cupti;
+    rec.cupti = readings.cupti.take();
     rec.telemetry = sampled.sampler.map(|s| s.finish()).unwrap_or_default();
     rec.telemetry_end = s.sensor.read();
-    rec.samples_ns = readings.samples_ns;
+    rec.samples_ns = std::mem::take(&mut readings.samples_ns);
     rec.starts_us = sampled.starts;
     s.timeline.mark("telemetry end");
-    Ok(readings.audits_ns)
+    Ok(readings)
 }
 
 /// A floor cell read by events: the runner's host cost per sample against a bare cudarc

@@ -20,7 +20,8 @@ use std::time::Instant;
 /// - `flush.cu`: the L2 flush kernels, for `flush_method = "kernel"` (write) and `"read"`;
 /// - `clock_probe.cu`: for `[telemetry] clock_probe = true`;
 /// - `spin.cu`: the wait kernel, for `queue = "saturate"` and the audit launch's clock;
-/// - `audit.cu`: the audit's comparison of an input with its copy.
+/// - `audit.cu`: the audit's draws on the GPU, the float64 matmul reference at a sample of
+///   elements, and the comparison of two buffers.
 const BUILTIN_SOURCE: &str = concat!(
     "#line 1 \"kernels/empty.cu\"\n",
     include_str!("../../kernels/empty.cu"),
@@ -34,13 +35,15 @@ const BUILTIN_SOURCE: &str = concat!(
     include_str!("../../kernels/audit.cu"),
 );
 /// The built-in program's entries (each `extern "C"`: its name is its lowered name).
-const BUILTIN_ENTRIES: [&str; 6] = [
+const BUILTIN_ENTRIES: [&str; 8] = [
     "empty",
     "flush_l2",
     "flush_l2_read",
     "clock_probe",
     "spin",
     "first_difference",
+    "audit_draw",
+    "audit_matmul_cells",
 ];
 
 /// Which kernel: one of the experiment's as a cell compiles it, or a built-in (always a
@@ -57,6 +60,8 @@ pub enum KernelKey {
     Spin,
     Probe,
     FirstDifference,
+    AuditDraw,
+    AuditMatmul,
 }
 
 impl KernelKey {
@@ -86,6 +91,8 @@ impl KernelKey {
             KernelKey::Spin => format!("{what} (wait kernel)"),
             KernelKey::Probe => format!("{what} (clock probe)"),
             KernelKey::FirstDifference => format!("{what} (audit comparison)"),
+            KernelKey::AuditDraw => format!("{what} (audit draw)"),
+            KernelKey::AuditMatmul => format!("{what} (audit matmul reference)"),
         }
     }
 
@@ -101,6 +108,8 @@ impl KernelKey {
             KernelKey::Spin => Err("spin"),
             KernelKey::Probe => Err("clock_probe"),
             KernelKey::FirstDifference => Err("first_difference"),
+            KernelKey::AuditDraw => Err("audit_draw"),
+            KernelKey::AuditMatmul => Err("audit_matmul_cells"),
         }
     }
 }

@@ -53,7 +53,7 @@ pub(super) fn run<'b>(
     let unjudged = unjudged(cell).or_else(|| {
         queue_ran_dry.then(|| "the wait kernel ended before the audit launch was queued".into())
     });
-    let mut audit = record(check, &staged, Duration::ZERO);
+    let mut audit = record(check, &staged.note, Duration::ZERO);
     audit.launch_ns = launch_ns;
     audit.launches = 1;
     audit.unjudged = unjudged;
@@ -105,7 +105,7 @@ fn time_launch(
             let wait_out = DeviceBuffer::alloc(4)?;
             let values = [Param::Buffer(&wait_out), Param::u64(AUDIT_WAIT_NS)];
             let wait = Saturate::new(Launch::new(&spin, Dims::ONE, &values))?;
-            let mut events = Timer::new(TimerKind::Events, Some(wait), 1)?;
+            let mut events = Timer::new(TimerKind::Events, Some(wait), 1, None)?;
             let one = Body::Launches {
                 n: 1,
                 resets: vec![],

@@ -1,50 +1,79 @@
-//! Audited regions and decoys among the timed ones. Before the steady samples: the audit's
-//! inputs drawn, both data sets (timed and audit) kept on the device, and the positions drawn
-//! from a seed. At each position the region runs as a timed one does (resets, flush, the
-//! timer), after a copy into the buffers' inputs:
-//! - an audited region gets the other data set than the buffers hold (new to the kernel),
-//!   is checked on it afterwards (outside any timed region), its inputs read back; the
-//!   timed regions after it keep that data, so no copy follows it;
-//! - a decoy gets the data set the buffers already hold: the same copy, the same cache and
-//!   pause, but nothing new to the kernel. An honest kernel reads the same in both; one that
-//!   does all its work only on inputs it has not seen is slower in the audited ones.
+//! Regions among the timed ones (`method::audit`): audited regions, decoys and pauses, at
+//! places drawn round by round from a recorded seed as the samples go.
+//!
+//! Before the steady samples the buffers get a first draw of the GPU's (`draw.rs`), the
+//! outputs poisoned again: the timed launches from then on read it. At each place the
+//! region runs as a timed one does (resets, flush, the timer) after its stage and the pause
+//! every stage waits out on the GPU:
+//! - an audited region's stage draws data no launch has seen (a seed of its own); the
+//!   region is then checked on it (outside any timed region) and its inputs read back; the
+//!   timed launches after it keep that data;
+//! - a decoy's stage draws the data the buffers hold again: the same kernel writing the
+//!   same bytes, nothing new to the kernel;
+//! - a pause's stage draws nothing: a timed launch after the same pause, its cache as a
+//!   timed launch's.
+//!
+//! Where no input can be drawn (constants, ranges, files), every audited region and decoy
+//! poisons the outputs instead, and the audited ones are checked on the timed data.
 
-use super::{check_on, inputs_unchanged, record, spent, unjudged, Draw, Snapshot, Staged};
-use crate::cuda::DeviceBuffer;
+use super::draw::{wait_ns, Draws};
+use super::{names, note, on_draw, record, spent, unjudged};
 use crate::experiment::knobs::timer::TimerKind;
-use crate::method::audit;
+use crate::method::audit::{Region, Schedule};
+use crate::method::timer::Readings;
 use crate::plan::Cell;
-use crate::protocol::{AuditRecord, AuditsAmong, CellRecord};
+use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps};
 use crate::worker::arm::{Armed, Starts};
+use crate::worker::assemble::Checker;
 use crate::worker::buffers::Buffers;
-use crate::worker::failure::Failure;
-use crate::worker::inputs::{fnv1a, HostInputs};
-use crate::worker::prepare::{Data, ReadyCell};
+use crate::worker::failure::{during, Failure};
+use crate::worker::inputs::fnv1a;
+use crate::worker::kernels::KernelKey;
+use crate::worker::prepare::ReadyCell;
+use crate::worker::reference;
 use crate::worker::Session;
-use rand::{rngs::SmallRng, seq::index::sample, SeedableRng};
 use std::time::{Duration, Instant};
 
-/// What a region among the timed ones is.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    Audit,
-    Decoy,
+/// One region run: its place among all the run's regions (the first timed one is 0), the
+/// steady sample it ran before, its kind, its reading (NaN until CUPTI's records give it)
+/// and the gap before it as CUPTI saw it.
+struct Ran {
+    place: usize,
+    before: usize,
+    kind: Region,
+    reading: f64,
+    gap: f64,
+    /// Its first launch, in a region of several (NaN where not read).
+    first: f64,
 }
 
-/// A run's audited regions and decoys: where they go, what they read, what they read as.
+/// A run's regions: where they go, what they read, what they read as.
 pub(in crate::worker) struct Among {
-    staged: Staged,
+    schedule: Schedule,
+    /// The schedule's seed, recorded.
     seed: u64,
-    /// The steady samples (0-based) a region runs just before, ascending, and its kind.
-    plan: Vec<(usize, Kind)>,
-    /// Whether the buffers hold the audit's data now (else the timed data).
-    holds_audit_data: bool,
-    /// Each region run: its place among all the run's regions (the first timed one is 0),
-    /// the steady sample it ran before, its kind and its reading (NaN until CUPTI's records
-    /// give it).
-    regions: Vec<(usize, usize, Kind, f64)>,
-    /// Per data set (timed, audit): its output once checked, for later audited regions on it.
-    checked: [Option<Snapshot>; 2],
+    /// The draws of every input the GPU can draw, and of those the kernel must leave as
+    /// they are (read back after each audited region).
+    draws: Draws,
+    unwritten: Draws,
+    /// Inputs no draw changes (constants, ranges, files, chases, host memory): read back
+    /// once, after the first audited region.
+    kept: Vec<usize>,
+    kept_read: bool,
+    /// The seed the draws' seeds come from (recorded), the draws made from it, and the one
+    /// the buffers hold now.
+    draw_seed: u64,
+    drawn: u64,
+    held: u64,
+    /// The pause every stage waits out, and what the first draw took, in ns.
+    wait_ns: u64,
+    draw_ns: f64,
+    note: String,
+    ran: Vec<Ran>,
+    /// The median gap before the steady timed launches, where CUPTI gave it.
+    timed_gap: Option<f64>,
+    /// The steady timed regions' first launches, in a region of several.
+    timed_firsts: Vec<f64>,
     /// The last full check's account.
     check: String,
     cost: Duration,
@@ -54,36 +83,57 @@ pub(in crate::worker) struct Among {
 }
 
 impl Among {
-    /// Draws the audit's inputs and the positions for run `process` of `cell`; `checked`:
-    /// the checked launch's output, kept.
-    pub(super) fn stage(
-        s: &mut Session,
-        ready: ReadyCell,
-        process: u32,
-        checked: Option<Snapshot>,
-    ) -> Result<Among, Failure> {
+    /// Draws the first data on the GPU into the buffers (the timed launches' from now on),
+    /// poisons the outputs, measures the draw for the pause, and draws the schedule of run
+    /// `process` of `cell`.
+    pub(super) fn stage(s: &mut Session, ready: ReadyCell, process: u32) -> Result<Among, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let start = Instant::now();
-        let staged = Staged::draw(s, cell, def, data)?;
-        let mut audited = None;
-        if let Some(stash) = s.audit_stash.as_mut() {
-            stash.timed(&data.sets[0], &data.timed)?;
-            audited = stash.audited.take();
-        }
+        let buffers = &data.sets[0];
+        let kernel = s.kernels.function(KernelKey::AuditDraw, &mut s.timeline)?;
+        let args = &cell.launch.args;
+        let inputs: Vec<usize> = buffers.inputs().collect();
+        let input = |i: usize| inputs.contains(&i).then_some(i);
+        let draws = Draws::of(kernel.clone(), args, buffers, input)?;
+        let unwritten = Draws::of(kernel, args, buffers, |i| {
+            input(i).filter(|&i| !def.writes(i))
+        })?;
+        let kept: Vec<usize> = (inputs.iter().copied())
+            .filter(|i| !draws.args.contains(i))
+            .collect();
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
+        let draw_seed = seed ^ s.sample_seed;
+        let held = seed_of(draw_seed, 0);
+        let draw_ns = match draws.is_empty() {
+            // The first draw pays what later ones do not; the second is the one timed.
+            false => {
+                draws.write(held)?;
+                draws.timed_write(held)?
+            }
+            true => poison_time(buffers)?,
+        };
+        buffers.poison_outputs()?;
+        s.timeline.mark("audit draw");
         let samples = cell.knobs.samples_per_run() as usize;
-        let counts = audit::regions(samples, cell.runs() as usize, process as usize);
-        let plan = plan(seed, samples, counts);
-        s.timeline.mark("audit inputs");
+        let schedule = Schedule::new(seed, samples, cell.runs() as usize, process as usize);
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
         Ok(Among {
-            staged,
+            schedule,
             seed,
-            plan,
-            holds_audit_data: false,
-            regions: Vec::new(),
-            checked: [checked, audited],
+            note: note(def, &inputs, &draws.args, &kept),
+            draws,
+            unwritten,
+            kept,
+            kept_read: false,
+            draw_seed,
+            drawn: 1,
+            held,
+            wait_ns: wait_ns(draw_ns),
+            draw_ns,
+            ran: Vec::new(),
+            timed_gap: None,
+            timed_firsts: Vec::new(),
             check: String::new(),
             cost,
             regions_time: Duration::ZERO,
@@ -91,153 +141,183 @@ impl Among {
         })
     }
 
-    /// Whether a region runs before steady sample `index`.
-    pub(in crate::worker) fn due(&self, index: usize) -> bool {
-        self.plan.iter().any(|(i, _)| *i == index)
+    /// The region due before steady sample `index` (asked once per sample, in turn).
+    pub(in crate::worker) fn due(&mut self, index: usize) -> Option<Region> {
+        self.schedule.due(index)
     }
 
-    /// The regions not run yet: a loop that stopped early runs them after.
-    pub(in crate::worker) fn pending(&self) -> usize {
-        self.plan.len() - self.regions.len()
+    /// The regions to run after a loop that took `taken` samples and stopped early.
+    pub(in crate::worker) fn after(&mut self, taken: usize) -> Vec<Region> {
+        let ran: Vec<Region> = self.ran.iter().map(|r| r.kind).collect();
+        self.schedule.after(taken, &ran)
     }
 
-    /// Runs the next region (audited or decoy) as region `place` of the run, before steady
-    /// sample `before`; an audited one is then checked.
+    /// Runs a region of `kind` as region `place` of the run, before steady sample `before`;
+    /// an audited one is then checked.
     pub(in crate::worker) fn region<'b>(
         &mut self,
         s: &mut Session,
         ready: ReadyCell<'b>,
         armed: &mut Armed<'b>,
         rec: &mut CellRecord,
-        (place, before): (usize, usize),
+        (place, before, kind): (usize, usize, Region),
     ) -> Result<(), Failure> {
         let ReadyCell { cell, data, .. } = ready;
         let start = Instant::now();
-        let kind = self.plan[self.regions.len()].1;
-        // An audited region gets the other data set, a decoy the one the buffers hold.
-        let audit_data = self.holds_audit_data != (kind == Kind::Audit);
-        let mut stash = s.audit_stash.take();
-        let copies: &[Option<DeviceBuffer>] = match (stash.as_mut(), audit_data) {
-            (Some(st), true) => &st.copies,
-            (Some(st), false) => st.timed(&data.sets[0], &data.timed)?,
-            (None, _) => &[],
+        let seed = match kind {
+            Region::Audit => {
+                self.drawn += 1;
+                Some(seed_of(self.draw_seed, self.drawn - 1))
+            }
+            Region::Decoy => Some(self.held),
+            Region::Pause => None,
         };
-        let host = self.host(data, audit_data);
-        let stage = |b: &Buffers| self.staged.copy_in(b, copies, host);
+        let wait = Duration::from_nanos(self.wait_ns);
+        let draws = &self.draws;
+        let stage = |buffers: &Buffers| -> Result<(), Failure> {
+            let poison = |_: &Draws| buffers.poison_outputs();
+            match (seed, draws.is_empty()) {
+                (Some(seed), false) => draws.stage(|d| d.write(seed), wait),
+                // Nothing to draw: the outputs poisoned again instead.
+                (Some(_), true) => draws.stage(poison, wait),
+                (None, _) => draws.stage(|_| Ok(()), wait),
+            }
+            .map_err(during("audit: the region's stage"))
+        };
+        let what = match kind {
+            Region::Audit => "audited launch",
+            Region::Decoy => "decoy launch",
+            Region::Pause => "launch after a pause",
+        };
         let mut starts = Starts::new(start, 1);
-        let what = "audited launch";
-        let timed = armed.time_next(data, &mut starts, None, what, Some(&stage));
-        s.audit_stash = stash;
-        let reading = timed?;
+        let reading = armed.time_next(data, &mut starts, None, what, Some(&stage))?;
         spent(&mut self.regions_time, start);
         rec.kernel_launches += armed.body.kernel_launches();
-        self.regions.push((place, before, kind, reading));
-        self.holds_audit_data = audit_data;
-        if kind == Kind::Audit {
+        self.ran.push(Ran {
+            place,
+            before,
+            kind,
+            reading,
+            gap: f64::NAN,
+            first: armed.timer.first_ns,
+        });
+        if let (Region::Audit, Some(seed)) = (kind, seed) {
+            let earlier = std::mem::replace(&mut self.held, seed);
             // The check runs among CUPTI's records of the timed launches, where it records.
             let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
             let checking = Instant::now();
-            let checked = self.check(s, ready, recorded.as_deref());
+            let checked = self.check_region(s, ready, (seed, earlier), recorded.as_deref());
             spent(&mut self.checks_time, checking);
-            spent(&mut self.cost, start);
-            if let Some(account) = checked? {
-                self.check = account;
-            }
-        } else {
-            spent(&mut self.cost, start);
+            self.check = checked?;
         }
+        spent(&mut self.cost, start);
         Ok(())
     }
 
-    /// The host data of the audit's draw, or of the timed one.
-    fn host<'d>(&'d self, data: &'d Data, audit_data: bool) -> &'d HostInputs {
-        match audit_data {
-            true => &self.staged.new,
-            false => &data.timed,
-        }
-    }
-
-    /// The audited region's output checked on the data set it was given (against the
-    /// output of an earlier check on it, where that one is kept, else in full: then the
-    /// account), and its inputs read back.
-    fn check(
+    /// The audited region's inputs read back (a kernel that wrote one is named, before its
+    /// output is checked against a reference that reads them), then its output checked on
+    /// the draw of `seed` (`earlier`: the draw before it, which a stale output still holds
+    /// the result of).
+    fn check_region(
         &mut self,
         s: &mut Session,
         ready: ReadyCell,
+        (seed, earlier): (u64, u64),
         recorded: Option<&[String]>,
-    ) -> Result<Option<String>, Failure> {
+    ) -> Result<String, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
-        let (audit, timed) = (self.staged.as_draw(), Draw::timed(data));
-        let draws = match self.holds_audit_data {
-            true => (audit, timed),
-            false => (timed, audit),
-        };
-        let kept = &self.checked[usize::from(self.holds_audit_data)];
-        let check = match kept {
-            Some(snapshot) if snapshot.matches(s, &data.sets[0])? => None,
-            _ => {
-                let changed = &self.staged.changed;
-                let account = check_on(s, ready, draws, changed, recorded)?;
-                if kept.is_none() {
-                    let taken = Snapshot::take(def, &data.sets[0])?;
-                    self.checked[usize::from(self.holds_audit_data)] = taken;
+        let buffers = &data.sets[0];
+        if let Some((arg, element)) = self.unwritten.first_change(seed)? {
+            return Err(wrote_input(def, arg, element as usize));
+        }
+        if !self.kept_read {
+            self.kept_read = true;
+            for &i in &self.kept {
+                let host = data.timed[i].as_deref().unwrap_or_default();
+                if let Some(byte) = buffers.first_change(i, host)? {
+                    let size = match cell.launch.args[i] {
+                        crate::experiment::ArgValue::Buffer { dtype, .. } => dtype.size(),
+                        crate::experiment::ArgValue::Scalar { .. } => 1,
+                    };
+                    return Err(wrote_input(def, i, byte / size));
                 }
-                Some(account)
             }
-        };
-        let stash = s.audit_stash.take();
-        let held = stash.as_ref().map(|st| match self.holds_audit_data {
-            true => &st.copies[..],
-            false => st.timed.as_deref().unwrap_or_default(),
-        });
-        let unwritten = &self.staged.unwritten;
-        let copies: Vec<Option<&DeviceBuffer>> = (unwritten.iter())
-            .map(|&i| held.and_then(|h| h.get(i)?.as_ref()))
-            .collect();
-        let args = &cell.launch.args;
-        let host = (&unwritten[..], draws.0.host);
-        let unchanged = inputs_unchanged(s, def, args, &data.sets[0], host, &copies);
-        s.audit_stash = stash;
-        unchanged.map(|()| check)
+        }
+        let account = match self.draws.is_empty() {
+            true => {
+                // Nothing drawn: the outputs were poisoned, the inputs are the timed ones.
+                let cache = reference::Cache::new(
+                    s.run_cache.as_deref(),
+                    format!("{}#{}", data.point, data.seed),
+                    s.sample_seed,
+                );
+                let checker = Checker {
+                    cell,
+                    def: Some(def),
+                    host: &data.timed,
+                    reference: &cache,
+                };
+                checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
+            }
+            false => on_draw::check(s, ready, &self.draws, seed, recorded).map_err(|f| {
+                match on_draw::stale(s, ready, &self.draws, earlier).unwrap_or(false) {
+                    true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, &self.draws.args))),
+                    false => f,
+                }
+            }),
+        }
+        .map_err(|f| f.during("audit on new inputs"))?;
+        s.timeline.mark("audit check");
+        Ok(account)
     }
 
-    /// The regions' readings as the timer finally read them (CUPTI's, from its records).
-    pub(in crate::worker) fn read(&mut self, readings: &[f64]) {
-        for (region, &t) in self.regions.iter_mut().zip(readings) {
-            region.3 = t;
+    /// The regions' readings as the timer finally read them (CUPTI's, from its records),
+    /// with the gaps before them and the timed launches' where CUPTI gave them.
+    pub(in crate::worker) fn read(&mut self, readings: Readings) {
+        for (i, r) in self.ran.iter_mut().enumerate() {
+            r.reading = readings.audits_ns.get(i).copied().unwrap_or(r.reading);
+            r.gap = readings.audit_gaps_ns.get(i).copied().unwrap_or(f64::NAN);
+            r.first = readings.audit_firsts_ns.get(i).copied().unwrap_or(r.first);
+        }
+        self.timed_gap = readings.timed_gap_ns;
+        // CUPTI's first is the first timed region's: the steady ones follow it.
+        if let Some(steady) = readings.firsts_ns.get(1..) {
+            self.timed_firsts = steady.to_vec();
+        }
+    }
+
+    /// The first launch of the steady timed region just read, where the timer read it.
+    pub(in crate::worker) fn timed_first(&mut self, first_ns: f64) {
+        if first_ns.is_finite() {
+            self.timed_firsts.push(first_ns);
         }
     }
 
     /// Each region's place among the run's regions, with its reading.
     pub(in crate::worker) fn readings(&self) -> Vec<(usize, f64)> {
-        self.regions
-            .iter()
-            .map(|&(place, .., t)| (place, t))
-            .collect()
+        self.ran.iter().map(|r| (r.place, r.reading)).collect()
     }
 
-    /// The record: the audited regions' and the decoys' places and readings. The audit
-    /// data's checked output goes back to the point's stash, for the point's next cell.
-    pub(super) fn finish(mut self, s: &mut Session, cell: &Cell) -> AuditRecord {
+    /// The record: each kind's places and readings, the seeds and the pause.
+    pub(super) fn finish(self, s: &mut Session, cell: &Cell) -> Result<AuditRecord, Failure> {
         s.timeline.mark("audit check");
-        if let Some(stash) = s.audit_stash.as_mut() {
-            stash.audited = self.checked[1].take();
-        }
-        let of = |kind: Kind| -> (Vec<u64>, Vec<f64>) {
-            (self.regions.iter())
-                .filter(|r| r.2 == kind)
-                .map(|r| (r.1 as u64, r.3))
+        let late = self.draws.late();
+        let of = |kind: Region| -> (Vec<u64>, Vec<f64>) {
+            (self.ran.iter())
+                .filter(|r| r.kind == kind)
+                .map(|r| (r.before as u64, r.reading))
                 .unzip()
         };
-        let (positions, readings_ns) = of(Kind::Audit);
-        let (decoy_positions, decoys_ns) = of(Kind::Decoy);
-        // Every audited output matched one checked in full earlier at this point.
-        let check = match self.check.is_empty() && !positions.is_empty() {
-            true => "equal byte for byte to the output of the point's first full check on its data"
-                .to_string(),
-            false => self.check.clone(),
+        let gaps = |which: &dyn Fn(Region) -> bool| -> Vec<f64> {
+            (self.ran.iter())
+                .filter(|r| which(r.kind) && r.gap.is_finite())
+                .map(|r| r.gap)
+                .collect()
         };
-        let mut audit = record(check, &self.staged, self.cost);
+        let (positions, readings_ns) = of(Region::Audit);
+        let (decoy_positions, decoys_ns) = of(Region::Decoy);
+        let (pause_positions, pauses_ns) = of(Region::Pause);
+        let mut audit = record(self.check.clone(), &self.note, self.cost);
         audit.regions_s = self.regions_time.as_secs_f64();
         audit.checks_s = self.checks_time.as_secs_f64();
         audit.launch_ns = crate::median::median(readings_ns.clone());
@@ -248,50 +328,65 @@ impl Among {
             readings_ns,
             decoy_positions,
             decoys_ns,
+            pause_positions,
+            pauses_ns,
+            draw_seed: Some(self.draw_seed),
+            draw_ns: Some(self.draw_ns),
+            wait_ns: Some(self.wait_ns),
+            late,
+            gaps: self.timed_gap.map(|timed_median| Gaps {
+                staged: gaps(&|k| k != Region::Pause),
+                pauses: gaps(&|k| k == Region::Pause),
+                timed_median,
+            }),
+            firsts: self.firsts(),
         });
-        audit
+        Ok(audit)
     }
 }
 
-/// `audits` audited regions and `decoys` decoys among `samples` steady samples
-/// ([`audit::regions`]), drawn from `seed` uniformly among the arrangements that keep them apart: never before the
-/// first (a timed region precedes each), never two side by side (each follows a timed
-/// region, as a timed one does). Which are audited is drawn too.
-fn plan(seed: u64, samples: usize, (audits, decoys): (usize, usize)) -> Vec<(usize, Kind)> {
-    let count = audits + decoys;
-    let mut rng = SmallRng::seed_from_u64(seed);
-    // `count` of `samples - count` places, each then moved on by the regions before it.
-    let mut drawn = sample(&mut rng, samples - count, count).into_vec();
-    drawn.sort_unstable();
-    let audited = sample(&mut rng, count, audits).into_vec();
-    (drawn.iter().enumerate())
-        .map(|(i, y)| {
-            let kind = match audited.contains(&i) {
-                true => Kind::Audit,
-                false => Kind::Decoy,
-            };
-            (1 + y + i, kind)
+impl Among {
+    /// Each region's first launch and the timed regions', where they were read.
+    fn firsts(&self) -> Option<FirstLaunches> {
+        let of = |kind: Region| -> Vec<f64> {
+            (self.ran.iter())
+                .filter(|r| r.kind == kind && r.first.is_finite())
+                .map(|r| r.first)
+                .collect()
+        };
+        let timed = &self.timed_firsts;
+        let median = crate::median::median(timed.clone())?;
+        let mut sorted = timed.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        Some(FirstLaunches {
+            audited: of(Region::Audit),
+            decoys: of(Region::Decoy),
+            pauses: of(Region::Pause),
+            timed_count: timed.len() as u64,
+            timed_median: median,
+            timed_iqr: at(0.75) - at(0.25),
+            timed_max: at(1.0),
         })
-        .collect()
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The seed of draw `k` from `seed` (draw 0: the timed launches' first data).
+fn seed_of(seed: u64, k: u64) -> u64 {
+    fnv1a(&[seed.to_le_bytes(), k.to_le_bytes()].concat())
+}
 
-    #[test]
-    fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
-        for samples in [3, 4, 9, 10, 17, 20, 100, 200, 10_000] {
-            let (audits, decoys) = audit::regions(samples, 1, 0);
-            let p = plan(7, samples, (audits, decoys));
-            assert_eq!(p.len(), audits + decoys);
-            assert_eq!(p.iter().filter(|(_, k)| *k == Kind::Audit).count(), audits);
-            assert!(p.iter().all(|&(i, _)| i >= 1 && i < samples), "{p:?}");
-            assert!(p.windows(2).all(|w| w[1].0 >= w[0].0 + 2), "{p:?}");
-            assert_eq!(p, plan(7, samples, (audits, decoys)));
-        }
-        let counts = audit::regions(10_000, 1, 0);
-        assert_ne!(plan(7, 10_000, counts), plan(8, 10_000, counts));
-        assert!(plan(7, 2, audit::regions(2, 1, 0)).is_empty());
-    }
+/// How long poisoning the outputs takes, where the stage does that instead of a draw.
+fn poison_time(buffers: &Buffers) -> Result<f64, Failure> {
+    let start = Instant::now();
+    buffers.poison_outputs()?;
+    Ok(start.elapsed().as_nanos() as f64)
+}
+
+/// The failure of a kernel that wrote into its input `arg` at `element`.
+fn wrote_input(def: &crate::experiment::Kernel, arg: usize, element: usize) -> Failure {
+    Failure::from(format!(
+        "audit: the kernel wrote into its input `{}` (element {element} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
+        def.args[arg].name
+    ))
 }

@@ -1,20 +1,21 @@
-//! The audit: launches of the cell's kernel on inputs no timed launch saw (a fresh draw of
-//! each input's `init`), their outputs checked against the reference on those inputs and
-//! their inputs read back unchanged, their times set against the timed launches'.
+//! The audit: launches of the cell's kernel on inputs no timed launch saw, their outputs
+//! checked against the reference on those inputs and their inputs read back unchanged,
+//! their times set against the timed launches'.
 //!
-//! Where it can, the audit sits among the timed launches ([`among`]): audited regions and
-//! decoys at positions drawn from a recorded seed, each the cell's own region (a launch, a
-//! batch, a graph replay) on its own buffers, after the same resets and flush, timed by the
-//! same timer, after a copy into its inputs. Only the audited regions' values are new: no
-//! pause, launch count, address, clock or prior output tells a kernel which launches are
-//! audited. A kernel that still tells them apart (by inputs it has not seen) is slower in
-//! them than in the decoys, which the analysis (`analysis::audits`) sets against them.
-//! Elsewhere one launch after the timed ones ([`after`]) is the weaker audit, and the
-//! record says why.
+//! Where it can, the audit sits among the timed launches ([`among`]): audited regions,
+//! decoys and pauses at places drawn from a recorded seed, each the cell's own region (a
+//! launch, a batch, a graph replay) on its own buffers, after the same resets and flush,
+//! timed by the same timer, after a stage on the GPU and the same pause. An audited region
+//! reads a draw of its own, made on the GPU ([`draw`]) and checked there ([`on_draw`]); a
+//! decoy, the data the buffers held, drawn again; a pause, nothing new. The analysis
+//! (`analysis::audits`) sets audited regions against decoys, pauses against the timed
+//! launches. Elsewhere one launch after the timed ones ([`after`]) is the weaker audit,
+//! and the record says why.
 
 mod after;
 mod among;
-mod snapshot;
+mod draw;
+mod on_draw;
 
 use super::arm::Armed;
 use super::assemble::Checker;
@@ -22,7 +23,7 @@ use super::buffers::Buffers;
 use super::failure::{during, Failure};
 use super::inputs::{audit_seed, shares, HostInputs};
 use super::kernels::{KernelKey, Kernels};
-use super::prepare::{Code, Data, ReadyCell};
+use super::prepare::{Data, ReadyCell};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
@@ -35,17 +36,15 @@ use crate::protocol::{AuditRecord, CellRecord};
 use std::time::{Duration, Instant};
 
 pub(super) use among::Among;
-use snapshot::Snapshot;
 
 /// How a cell's run is audited, decided before its samples.
 pub(super) enum Auditor {
     /// Not audited: unchecked by the user's choice, a floor cell, or a run of one launch
     /// per process other than the one drawn to be audited.
     Off,
-    /// Audited regions among the timed ones, to be staged once the first timed launch is
-    /// done (nothing may run on the GPU before a lazy first launch): the run, and the
-    /// checked launch's output once it passed its check.
-    AmongToStage(u32, Option<Snapshot>),
+    /// Regions among the timed ones, to be staged once the first timed launch is done
+    /// (nothing may run on the GPU before a lazy first launch): the run.
+    AmongToStage(u32),
     /// Audited regions among the timed ones, staged.
     Among(Box<Among>),
     /// One launch after the timed ones, and why no better.
@@ -61,27 +60,18 @@ impl Auditor {
         };
         match weaker(cell, def, data, armed, process) {
             Some(why) => Auditor::After(why),
-            None => Auditor::AmongToStage(process, None),
+            None => Auditor::AmongToStage(process),
         }
     }
 
-    /// Stages audits among the timed launches, where they are planned: the audit's inputs
-    /// drawn and kept on the device, the timed ones kept to restore, the positions drawn.
+    /// Stages the regions among the timed launches, where they are planned: the first
+    /// draw on the GPU, the pause, the schedule.
     pub(super) fn stage(&mut self, s: &mut Session, ready: ReadyCell) -> Result<(), Failure> {
-        let Auditor::AmongToStage(process, checked) = &mut *self else {
+        let Auditor::AmongToStage(process) = *self else {
             return Ok(());
         };
-        let among = Among::stage(s, ready, *process, checked.take())?;
+        let among = Among::stage(s, ready, process)?;
         *self = Auditor::Among(Box::new(among));
-        Ok(())
-    }
-
-    /// Keeps the output that just passed the cell's check (of the timed data), where audits
-    /// among the timed launches will compare with it.
-    pub(super) fn checked(&mut self, code: &Code, buffers: &Buffers) -> Result<(), Failure> {
-        if let (Auditor::AmongToStage(_, kept), Some(def)) = (self, code.def.as_ref()) {
-            *kept = Snapshot::take(def, buffers)?;
-        }
         Ok(())
     }
 
@@ -97,7 +87,7 @@ impl Auditor {
         match self {
             Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(among) => {
-                rec.audit = Some(among.finish(s, ready.cell));
+                rec.audit = Some(among.finish(s, ready.cell)?);
                 Ok(())
             }
             Auditor::After(why) => after::run(s, ready, armed, rec, why),
@@ -113,7 +103,7 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
     let runs = cell.runs();
     let audited = (audit_seed(cell) % u64::from(runs.max(1))) as u32;
     let samples = cell.knobs.samples_per_run() as usize;
-    let no_room = audit::regions(samples, runs as usize, process as usize).0 == 0;
+    let no_room = audit::first_round(samples, runs as usize, process as usize)[0] == 0;
     let another = no_room && runs > 1 && process != audited;
     def.is_some_and(|d| !d.unchecked) && cell.role == Role::Measure && !another
 }
@@ -123,7 +113,7 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
 fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed, process: u32) -> Option<String> {
     let knobs = &cell.knobs;
     let samples = knobs.samples_per_run() as usize;
-    let (audited, _) = audit::regions(samples, cell.runs() as usize, process as usize);
+    let [audited, ..] = audit::first_round(samples, cell.runs() as usize, process as usize);
     let multi = armed.body.launches() > 1;
     let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
     Some(
@@ -343,19 +333,13 @@ fn unjudged(cell: &Cell) -> Option<String> {
     }
 }
 
-/// The inputs at one point, kept on the device by the point's first audit and copied into
-/// each later one's buffers there: a GiB of inputs crosses the host link once per point and
-/// process, not once per cell or audited region.
+/// The audit's inputs at one point, kept on the device by the point's first weaker audit
+/// and copied into each later one's buffers there: a GiB of inputs crosses the host link
+/// once per point and process, not once per cell.
 pub struct Stash {
     point: String,
     /// Per argument: a copy of its audit data, for inputs in device memory.
     copies: Vec<Option<DeviceBuffer>>,
-    /// Per argument: a copy of its timed data (kept by audits among the timed launches,
-    /// which copy it back in).
-    timed: Option<Vec<Option<DeviceBuffer>>>,
-    /// The output of the first full check on the audit's data at this point: later cells
-    /// at the point compare theirs with it on the GPU.
-    audited: Option<Snapshot>,
 }
 
 impl Stash {
@@ -365,21 +349,7 @@ impl Stash {
         Ok(Stash {
             point: point.to_string(),
             copies: device_copies(buffers, new)?,
-            timed: None,
-            audited: None,
         })
-    }
-
-    /// The timed data's copies, uploaded on first use.
-    fn timed(
-        &mut self,
-        buffers: &Buffers,
-        timed: &HostInputs,
-    ) -> Result<&[Option<DeviceBuffer>], Failure> {
-        if self.timed.is_none() {
-            self.timed = Some(device_copies(buffers, timed)?);
-        }
-        Ok(self.timed.as_deref().unwrap_or_default())
     }
 
     /// Lets go of the stash's device memory before `cell` allocates, unless it is the stash
@@ -483,10 +453,10 @@ fn spent(cost: &mut Duration, start: Instant) {
 }
 
 /// A fresh record for an audit: what it checked and on which inputs.
-fn record(check: String, staged: &Staged, cost: Duration) -> AuditRecord {
+fn record(check: String, inputs: &str, cost: Duration) -> AuditRecord {
     AuditRecord {
         check,
-        inputs: staged.note.clone(),
+        inputs: inputs.to_string(),
         cost_s: cost.as_secs_f64(),
         ..Default::default()
     }

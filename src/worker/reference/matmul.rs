@@ -18,18 +18,25 @@ const MATMUL_SAMPLE_ROWS: usize = 64;
 
 /// The rows of an m x n output a check reads, where it reads only some (row-major ranges).
 pub(super) fn rows_read(m: usize, n: usize, seed: u64) -> Option<Vec<Range<usize>>> {
-    if m * n <= MATMUL_FULL_CHECK {
+    rows_of(m, n, &matmul_cells(m, n, seed, MATMUL_FULL_CHECK))
+}
+
+/// The rows `cells` lie in, where they are not all of the m x n output.
+pub(super) fn rows_of(m: usize, n: usize, cells: &[usize]) -> Option<Vec<Range<usize>>> {
+    if cells.len() == m * n {
         return None;
     }
-    let mut rows: Vec<usize> = matmul_cells(m, n, seed).iter().map(|c| c / n).collect();
+    let mut rows: Vec<usize> = cells.iter().map(|c| c / n).collect();
     rows.dedup();
     Some(rows.into_iter().map(|r| r * n..(r + 1) * n).collect())
 }
 
-/// The output elements a matmul's check compares: all of a small output; of a larger one,
-/// a random sample in a few rows, drawn from `seed`, sorted.
-fn matmul_cells(m: usize, n: usize, seed: u64) -> Vec<usize> {
-    if m * n <= MATMUL_FULL_CHECK {
+/// The output elements a matmul's check compares: all of an output of at most
+/// `full_up_to` elements; of a larger one, a random sample in a few rows, drawn from
+/// `seed`, sorted. The check of a launch before the timed ones reads all of an output up
+/// to 512 x 512; an audited region's, a sample of its own (its kernel was checked in full).
+pub(super) fn matmul_cells(m: usize, n: usize, seed: u64, full_up_to: usize) -> Vec<usize> {
+    if m * n <= full_up_to.max(MATMUL_SAMPLE) {
         return (0..m * n).collect();
     }
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -64,7 +71,7 @@ pub(super) fn check(
             out.len()
         )));
     }
-    let cells = matmul_cells(m, n, cache.sample_seed);
+    let cells = matmul_cells(m, n, cache.sample_seed, MATMUL_FULL_CHECK);
     let file = cache.file("matmul", &[a, b], dims);
     let want = match cache.read(&file, cells.len()) {
         Some(w) => w,
@@ -74,6 +81,19 @@ pub(super) fn check(
             w
         }
     };
+    judge(out, (m, n), &cells, &want, tol)
+}
+
+/// The output's elements at `cells` against the float64 reference's values there (`want`,
+/// in the same order): every one written, integers equal, floats within a relative error
+/// of `tol` (1e-4 where none is given) over the cells.
+pub(super) fn judge(
+    out: &HostBuffer,
+    (m, n): (usize, usize),
+    cells: &[usize],
+    want: &[f64],
+    tol: Option<f64>,
+) -> Result<String, Failure> {
     let unwritten: Vec<usize> = cells.iter().copied().filter(|&i| out.poisoned(i)).collect();
     if let Some(&first) = unwritten.first() {
         return Err(Failure::from(out.unwritten(
@@ -93,7 +113,7 @@ pub(super) fn check(
     };
     if tol.is_none() && !out.dtype.is_float() {
         // The float64 product of integers is exact below 2^53: an integer output equals it.
-        let differ = (cells.iter().zip(&want)).find(|(&i, &w)| out.f64_at(i) != w);
+        let differ = (cells.iter().zip(want)).find(|(&i, &w)| out.f64_at(i) != w);
         return match differ {
             None => Ok(format!(
                 "matmul vs float64: {scope} equal (integers, compared exactly)"
@@ -109,7 +129,7 @@ pub(super) fn check(
     }
     let tol = tol.unwrap_or(1e-4);
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
-    for (&idx, &want) in cells.iter().zip(&want) {
+    for (&idx, &want) in cells.iter().zip(want) {
         let (row, col) = (idx / n, idx % n);
         let got = out.f64_at(idx);
         if !got.is_finite() {

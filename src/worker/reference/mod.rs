@@ -117,6 +117,27 @@ impl<'a> Cache<'a> {
     }
 }
 
+/// The output elements (row-major indices, ascending) an audited region's matmul check of
+/// an m x n output compares, a sample drawn from `seed` (all of a small output), and the
+/// rows they lie in where they are not all of it.
+pub fn matmul_sample(m: usize, n: usize, seed: u64) -> (Vec<usize>, Option<Vec<Range<usize>>>) {
+    let cells = matmul::matmul_cells(m, n, seed, 0);
+    let rows = matmul::rows_of(m, n, &cells);
+    (cells, rows)
+}
+
+/// A matmul's output at `cells` against float64 reference values computed elsewhere (on
+/// the GPU, for an audit's draw); Ok holds the check's account.
+pub fn matmul_judge(
+    out: &HostBuffer,
+    (m, n): (usize, usize),
+    cells: &[usize],
+    want: &[f64],
+    tolerance: Option<f64>,
+) -> Result<String, Failure> {
+    matmul::judge(out, (m, n), cells, want, tolerance)
+}
+
 /// Compares `out` against the named reference; Ok holds a one-line account of the check.
 pub fn check(
     reference: &str,

@@ -1,0 +1,262 @@
+//! The audit's tests (`tells`) on records made to show each way a kernel could be trusted
+//! for work it skipped, and honest ones.
+
+use super::stats::Stats;
+use super::tells::*;
+use crate::protocol::{AuditRecord, Status};
+use crate::protocol::{AuditsAmong, CellRecord};
+
+pub(in crate::analysis) fn run(
+    audited: Vec<f64>,
+    decoys: Vec<f64>,
+    pauses: Vec<f64>,
+) -> CellRecord {
+    let mut r = CellRecord::failed(0, "c", 0, String::new());
+    r.status = Status::Ok;
+    r.wall_s = 1.0;
+    r.audit = Some(AuditRecord {
+        cost_s: 0.02,
+        among: Some(AuditsAmong {
+            readings_ns: audited,
+            decoys_ns: decoys,
+            pauses_ns: pauses,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    r
+}
+
+pub(in crate::analysis) fn steady(count: u64, iqr: f64, median: f64) -> Stats {
+    Stats {
+        count,
+        iqr,
+        median,
+        max: median + iqr,
+        ..Default::default()
+    }
+}
+
+fn judge(rs: &[&CellRecord], s: &Stats, flushed: bool) -> Option<Judgement> {
+    let r = Readings {
+        reading_ns: Some(s.median),
+        steady: Some(s),
+        flushed,
+        host_in_reading: false,
+    };
+    judged(rs, &r)
+}
+
+#[test]
+fn audits_slower_than_their_decoys_beyond_the_noise_are_suspect() {
+    // A kernel that skips a tenth of its work where it is timed: 315 µs, 350 audited;
+    // its timed samples spread by an IQR of 1 µs, its decoys by as much.
+    let r = run(
+        vec![350e3, 351e3, 349e3, 352e3],
+        vec![315e3, 316e3, 314e3, 315e3],
+        vec![],
+    );
+    let j = judge(&[&r], &steady(200, 1e3, 315e3), false).unwrap();
+    let data = j.test(Tell::Data).unwrap();
+    let why = j.suspect.clone().unwrap();
+    assert!(
+        why.contains("1.11x") && why.contains("4 audited regions"),
+        "{why}"
+    );
+    // The bound: 3.09 standard errors and the 2% margin (6.3 µs); sigma is the larger
+    // of the timed samples' (0.74 µs) and the decoys' (MAD 0.5 µs: 0.74 µs).
+    let sigma = 1e3 / 1.349;
+    let want = 3.09 * sigma * (std::f64::consts::FRAC_PI_2 * 0.5).sqrt() + 6.3e3;
+    assert!((data.bound_ns - want).abs() < 50.0, "{}", data.bound_ns);
+    assert!(
+        (j.detection_limit - 0.0258).abs() < 0.001,
+        "{}",
+        j.detection_limit
+    );
+}
+
+#[test]
+fn audited_regions_cannot_widen_their_own_bound() {
+    // One audited region slow (a cache's first sight), one fast: their own spread is
+    // 17 µs, but the bound comes from the timed samples and the decoys (sigma 0.3 µs):
+    // 1.65 µs with the 0.5 µs margin.
+    let r = run(vec![35e3, 12e3], vec![12e3, 12.1e3], vec![]);
+    let j = judge(&[&r], &steady(200, 400.0, 12e3), false).unwrap();
+    let data = j.test(Tell::Data).unwrap();
+    assert!(data.bound_ns < 2e3, "{}", data.bound_ns);
+    // Their median (23.5 µs) is beyond it, and the slow one alone too.
+    assert_eq!(data.beyond, 1);
+    assert!(j.suspect.is_some());
+    // A median within the bound, one region beyond: still suspect, by that region.
+    let r = run(vec![12e3, 12e3, 12e3, 30e3], vec![12e3; 4], vec![]);
+    let j = judge(&[&r], &steady(200, 400.0, 12e3), false).unwrap();
+    let why = j.suspect.unwrap();
+    assert!(why.contains("1 of 4 audited regions"), "{why}");
+}
+
+#[test]
+fn regions_that_spread_more_than_the_timed_samples_widen_the_bound_by_the_decoys() {
+    // Quiet timed samples (IQR 0.1 µs), decoys after the stage 1 µs apart: two audited
+    // at 31.6 and 32.6 µs against decoys at 30.7 and 31.7 read 0.9 µs apart, within.
+    let r = run(vec![31.6e3, 32.6e3], vec![30.7e3, 31.7e3], vec![]);
+    let j = judge(&[&r], &steady(50, 100.0, 31e3), false).unwrap();
+    assert!(j.suspect.is_none(), "{:?}", j.suspect);
+    assert!(j.test(Tell::Data).unwrap().bound_ns > 2e3);
+    // Decoys as quiet as the samples, audited 1.1 µs above: suspect (bound 0.9 µs).
+    let r = run(vec![32.3e3, 32.3e3], vec![31.2e3, 31.2e3], vec![]);
+    assert!(judge(&[&r], &steady(50, 100.0, 31e3), false)
+        .unwrap()
+        .suspect
+        .is_some());
+}
+
+#[test]
+fn pauses_slower_than_the_timed_launches_are_suspect() {
+    // A kernel that does all its work after a pause: 345 µs there, 190 µs timed. Its
+    // audited regions and decoys come after a pause too: equal.
+    let r = run(vec![345e3; 2], vec![345e3; 2], vec![345e3, 344e3]);
+    let j = judge(&[&r], &steady(200, 1e3, 190e3), false).unwrap();
+    assert!(j.test(Tell::Data).unwrap().suspect.is_none());
+    let pause = j.test(Tell::Pause).unwrap();
+    let why = pause.suspect.clone().unwrap();
+    assert!(why.contains("2 pauses") && why.contains("1.81x"), "{why}");
+    assert_eq!(j.suspect, Some(why));
+    // The limit is the larger of the two tests'.
+    let data = j.test(Tell::Data).unwrap().limit;
+    assert!(j.detection_limit >= data && j.detection_limit >= pause.limit);
+    // An honest kernel's pauses read as its timed launches.
+    let r = run(vec![190e3; 2], vec![190e3; 2], vec![190.4e3, 189.8e3]);
+    assert!(judge(&[&r], &steady(200, 1e3, 190e3), false)
+        .unwrap()
+        .suspect
+        .is_none());
+}
+
+#[test]
+fn in_a_flushed_cell_decoys_are_set_against_pauses() {
+    let r = run(vec![400e3; 2], vec![400e3; 2], vec![300e3; 2]);
+    let s = steady(200, 1e3, 300e3);
+    assert!(judge(&[&r], &s, false).unwrap().test(Tell::Stage).is_none());
+    let j = judge(&[&r], &s, true).unwrap();
+    assert!(j.test(Tell::Stage).unwrap().suspect.is_some());
+    assert!(j.suspect.unwrap().contains("a stage that wrote its inputs"));
+}
+
+#[test]
+fn honest_regions_within_the_noise_or_the_margin_are_not_suspect() {
+    let s = steady(200, 1e3, 112e3);
+    let r = run(
+        vec![112e3, 113e3, 111e3, 112e3],
+        vec![112e3, 111e3, 113e3, 112e3],
+        vec![112.5e3, 111.5e3],
+    );
+    assert!(judge(&[&r], &s, true).unwrap().suspect.is_none());
+    // 1.5% apart, within the margin.
+    let r = run(vec![101.5e3; 4], vec![100e3; 4], vec![101e3; 2]);
+    assert!(judge(&[&r], &steady(200, 100.0, 100e3), false)
+        .unwrap()
+        .suspect
+        .is_none());
+    // A noisy cell needs more: 10% apart with an IQR of 20%.
+    let r = run(vec![110e3; 4], vec![100e3; 4], vec![]);
+    assert!(judge(&[&r], &steady(200, 20e3, 100e3), false)
+        .unwrap()
+        .suspect
+        .is_none());
+    // A 1 µs kernel: 0.3 µs is within the events' spread.
+    let r = run(vec![1.3e3; 4], vec![1e3; 4], vec![1.3e3; 2]);
+    assert!(judge(&[&r], &steady(200, 10.0, 1e3), false)
+        .unwrap()
+        .suspect
+        .is_none());
+}
+
+#[test]
+fn one_region_must_lie_beyond_the_farthest_timed_sample_too() {
+    // Quiet timed samples whose farthest lies 15% above their median (a launch after a
+    // stage): an audited region 12% above its decoys is within their tail, one 40% above
+    // is not.
+    let mut s = steady(300, 100.0, 25e3);
+    s.max = 25e3 * 1.15;
+    let r = run(vec![25e3, 28e3, 25e3], vec![25e3; 3], vec![25e3; 2]);
+    assert!(judge(&[&r], &s, false).unwrap().suspect.is_none());
+    let r = run(vec![25e3, 35e3, 25e3], vec![25e3; 3], vec![25e3; 2]);
+    let why = judge(&[&r], &s, false).unwrap().suspect.unwrap();
+    assert!(why.contains("1 of 3 audited regions"), "{why}");
+    // Where the reading holds the host's launch time, one region alone is no evidence.
+    let readings = Readings {
+        reading_ns: Some(25e3),
+        steady: Some(&s),
+        flushed: false,
+        host_in_reading: true,
+    };
+    assert!(judged(&[&r], &readings).unwrap().suspect.is_none());
+}
+
+#[test]
+fn pauses_slower_with_staged_regions_as_the_timed_ones_are_the_gpus_idle() {
+    // An honest hot transpose: 7% slower after an idle pause, as fast after a staged one.
+    let s = steady(200, 1.5e3, 148e3);
+    let r = run(vec![148e3; 2], vec![148.5e3; 2], vec![159e3, 160e3]);
+    let j = judge(&[&r], &s, false).unwrap();
+    let pause = j.test(Tell::Pause).unwrap();
+    assert!(pause.suspect.is_none() && pause.idle, "{pause:?}");
+    assert!(j.suspect.is_none());
+    // A kernel that does all its work after any pause is slower after both.
+    let r = run(vec![159e3; 2], vec![159e3; 2], vec![159e3, 160e3]);
+    assert!(judge(&[&r], &s, false).unwrap().suspect.is_some());
+}
+
+#[test]
+fn one_region_is_tested_against_the_false_alarm_rate_shared_among_them() {
+    assert!((upper_quantile(1e-3) - 3.090).abs() < 1e-3);
+    assert!((upper_quantile(5e-4) - 3.290).abs() < 1e-3);
+    assert!((upper_quantile(0.5)).abs() < 1e-9);
+    let base = Baseline {
+        median_ns: 100e3,
+        count: 200,
+    };
+    let spread = Spread {
+        sigma: 1e3,
+        tail: 0.0,
+        single: true,
+    };
+    let t = |k| against_baseline(Tell::Pause, &vec![100e3; k], base, spread).unwrap();
+    assert!(t(20).single_bound_ns > t(2).single_bound_ns);
+}
+
+#[test]
+fn runs_pool_and_without_decoys_the_band_judges() {
+    let (a, b) = (
+        run(vec![200e3; 2], vec![100e3; 2], vec![]),
+        run(vec![200e3; 2], vec![100e3; 2], vec![]),
+    );
+    let s = steady(100, 1e3, 315e3);
+    assert!(judge(&[&a, &b], &s, false).unwrap().suspect.is_some());
+    // Too few samples for the noise, or no decoys: the band against the 315 µs reading.
+    let j = judge(&[&a], &steady(5, 1e3, 315e3), false).unwrap();
+    assert_eq!(j.tests.len(), 1);
+    assert_eq!((j.tests[0].tell, j.suspect), (Tell::Band, None));
+    let lone = run(vec![700e3], vec![], vec![]);
+    let j = judge(&[&lone], &s, false).unwrap();
+    assert!(j
+        .suspect
+        .unwrap()
+        .contains("one launch on new inputs took 700.000 µs"));
+    assert!(
+        (j.detection_limit - 0.504).abs() < 0.001,
+        "{}",
+        j.detection_limit
+    );
+    // The weaker audit's one launch after the timed ones.
+    let mut after = run(vec![], vec![], vec![]);
+    let audit = after.audit.as_mut().unwrap();
+    (audit.among, audit.weaker, audit.launch_ns) = (None, Some("why".into()), Some(1e6));
+    assert!(judge(&[&after], &s, false).unwrap().suspect.is_some());
+    // Unjudged, or a record from before these audits: nothing here.
+    after.audit.as_mut().unwrap().unjudged = Some("a host timer".into());
+    assert_eq!(judge(&[&after], &s, false), None);
+    let mut old = run(vec![], vec![], vec![]);
+    old.audit.as_mut().unwrap().among = None;
+    assert_eq!(judge(&[&old], &s, false), None);
+}

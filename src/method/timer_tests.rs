@@ -1,0 +1,55 @@
+//! CUPTI's spans turned into a timer's readings.
+
+use super::timer::{cupti_reading, kernel_medians};
+use crate::cuda::cupti::Span;
+
+#[test]
+fn each_kernel_of_a_launch_gets_its_median_span() {
+    let span = |name: &str, start: u64, end: u64| Span {
+        name: name.into(),
+        start,
+        end,
+        queued: 0,
+        submitted: 0,
+    };
+    let spans = [
+        span("first", 0, 100),
+        span("second", 110, 120),
+        span("first", 200, 290),
+        span("second", 300, 330),
+        span("first", 400, 520),
+        span("second", 530, 540),
+    ];
+    assert_eq!(
+        kernel_medians(&spans),
+        [("first".to_string(), 100.0), ("second".to_string(), 10.0)]
+    );
+}
+
+#[test]
+fn cupti_spans_become_per_launch_samples_and_latencies() {
+    let span = |start: u64, end: u64, submitted: u64| Span {
+        name: "k".into(),
+        start,
+        end,
+        queued: submitted.saturating_sub(100),
+        submitted,
+    };
+    // Two samples of a batch of 2: spans of 10 and 20 ns, then 30 and 30 ns.
+    let spans = [
+        span(1000, 1010, 900),
+        span(1010, 1030, 0),
+        span(2000, 2030, 1500),
+        span(2030, 2060, 0),
+    ];
+    let r = cupti_reading(&spans, 2);
+    assert_eq!(r.per_sample, [15.0, 30.0]);
+    assert_eq!(r.firsts, [10.0, 30.0]);
+    // The second sample began 970 ns after the first ended.
+    assert!(r.gaps[0].is_nan());
+    assert_eq!(r.gaps[1], 970.0);
+    assert_eq!(r.record.records, 4);
+    // Only each sample's first launch counts: 100 and 500 ns from submission to start.
+    assert_eq!(r.record.submitted_to_start_median_ns, Some(300.0));
+    assert_eq!(r.record.queued_to_submitted_median_ns, Some(100.0));
+}

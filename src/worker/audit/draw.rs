@@ -1,0 +1,305 @@
+//! The audit's data, drawn on the GPU (`kernels/audit.cu`): each audited region reads a draw
+//! of its own, made from a seed the record keeps, so no cache of any size keyed by the
+//! inputs can hit; a decoy's stage draws the held data again (the same kernel writing the
+//! same bytes in the same time); a pause's stage runs nothing on the GPU. Every stage then
+//! lasts the same time from its start, so the pause before every region is the same
+//! whatever its stage did, and a pause leaves the GPU as a timed launch finds it (a kernel
+//! of the runner's on every SM before it had slowed hot launches that followed by up to
+//! 15%).
+//!
+//! Element i of an argument depends only on the seed, the argument's salt (its index among
+//! the measured kernel's arguments) and i: a reference kernel's buffer drawn with the
+//! measured argument's salt holds the same data, and a verify pass finds the first element
+//! a launch changed without anything crossing the host link.
+
+use crate::cuda::{CudaError, DeviceBuffer, Dims, Event, Function, Launch, Param};
+use crate::experiment::{ArgValue, Dtype, Init, Memory};
+use crate::worker::buffers::Buffers;
+use std::time::{Duration, Instant};
+
+/// Threads per block of the draw.
+const BLOCK: u32 = 256;
+/// Blocks along x at most: enough to write at full bandwidth on any GPU.
+const MOST_BLOCKS: u64 = 4096;
+/// Bytes of one `AuditDraw` entry of the table (`kernels/audit.cu`).
+const ENTRY_BYTES: usize = 48;
+
+/// One argument's draw, as the kernel's table holds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Entry {
+    address: u64,
+    count: u64,
+    salt: u64,
+    a: f64,
+    b: f64,
+    dtype: u32,
+    normal: bool,
+}
+
+impl Entry {
+    /// The draw of argument `arg` (of `args`) into `buffer`, where its `init` is a random
+    /// distribution the GPU draws and the buffer is one a kernel reaches (device, managed
+    /// or mapped memory); None for constants, ranges, files, pointer chases and host memory.
+    pub(super) fn of(args: &[ArgValue], arg: usize, buffer: &DeviceBuffer) -> Option<Entry> {
+        let ArgValue::Buffer {
+            dtype,
+            init,
+            memory,
+            ..
+        } = args.get(arg)?
+        else {
+            return None;
+        };
+        if !matches!(memory, Memory::Device | Memory::Managed | Memory::Mapped) {
+            return None;
+        }
+        let (a, b, normal) = match *init {
+            Init::Uniform(lo, hi) => (lo, hi, false),
+            Init::Normal(mean, std) => (mean, std, true),
+            _ => return None,
+        };
+        Some(Entry {
+            address: buffer.address(),
+            count: (buffer.bytes() / dtype.size()) as u64,
+            salt: arg as u64,
+            a,
+            b,
+            dtype: dtype_code(*dtype),
+            normal,
+        })
+    }
+
+    fn bytes(&self) -> [u8; ENTRY_BYTES] {
+        let mut out = [0u8; ENTRY_BYTES];
+        let fields: [[u8; 8]; 5] = [
+            self.address.to_ne_bytes(),
+            self.count.to_ne_bytes(),
+            self.salt.to_ne_bytes(),
+            self.a.to_ne_bytes(),
+            self.b.to_ne_bytes(),
+        ];
+        for (i, f) in fields.iter().enumerate() {
+            out[i * 8..(i + 1) * 8].copy_from_slice(f);
+        }
+        out[40..44].copy_from_slice(&self.dtype.to_ne_bytes());
+        out[44..48].copy_from_slice(&u32::from(self.normal).to_ne_bytes());
+        out
+    }
+}
+
+/// A type's code in `audit.cu`: its place in [`Dtype`]'s order.
+pub(super) fn dtype_code(dtype: Dtype) -> u32 {
+    match dtype {
+        Dtype::F16 => 0,
+        Dtype::Bf16 => 1,
+        Dtype::F32 => 2,
+        Dtype::F64 => 3,
+        Dtype::I8 => 4,
+        Dtype::U8 => 5,
+        Dtype::I16 => 6,
+        Dtype::U16 => 7,
+        Dtype::I32 => 8,
+        Dtype::U32 => 9,
+        Dtype::I64 => 10,
+        Dtype::U64 => 11,
+    }
+}
+
+/// A table of draws on the device, with the event that says when the last is done.
+pub(super) struct Draws {
+    /// The built-in `audit_draw`.
+    pub(super) kernel: Function,
+    /// The arguments drawn, in the table's order.
+    pub(super) args: Vec<usize>,
+    table: DeviceBuffer,
+    longest: u64,
+    done: Event,
+    /// Stages whose draw outlasted their pause.
+    late: std::cell::Cell<u64>,
+}
+
+impl Draws {
+    /// The table of `entries` (each with the argument it fills).
+    pub(super) fn new(kernel: Function, entries: &[(usize, Entry)]) -> Result<Draws, CudaError> {
+        let bytes: Vec<u8> = entries.iter().flat_map(|(_, e)| e.bytes()).collect();
+        let table = DeviceBuffer::alloc(bytes.len().max(ENTRY_BYTES))?;
+        if !bytes.is_empty() {
+            table.upload(&bytes)?;
+        }
+        Ok(Draws {
+            kernel,
+            args: entries.iter().map(|(i, _)| *i).collect(),
+            table,
+            longest: entries.iter().map(|(_, e)| e.count).max().unwrap_or(0),
+            done: Event::new()?,
+            late: std::cell::Cell::new(0),
+        })
+    }
+
+    /// The draws into `buffers`, argument i holding the draw of the measured kernel's
+    /// argument `pick(i)` of `args` (its distribution, type and salt), where the GPU can
+    /// draw that one (see [`Entry::of`]; None: not drawn).
+    pub(super) fn of(
+        kernel: Function,
+        args: &[ArgValue],
+        buffers: &Buffers,
+        pick: impl Fn(usize) -> Option<usize>,
+    ) -> Result<Draws, CudaError> {
+        let entries: Vec<(usize, Entry)> = (0..buffers.arguments())
+            .filter_map(|i| Some((i, Entry::of(args, pick(i)?, buffers.buffer(i)?)?)))
+            .collect();
+        Draws::new(kernel, &entries)
+    }
+
+    /// Whether the table draws nothing.
+    pub(super) fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    fn dims(&self) -> Dims {
+        let blocks = self
+            .longest
+            .div_ceil(u64::from(BLOCK))
+            .clamp(1, MOST_BLOCKS) as u32;
+        Dims {
+            grid: (blocks, self.args.len().max(1) as u32, 1),
+            block: (BLOCK, 1, 1),
+            shared_bytes: 0,
+        }
+    }
+
+    /// Enqueues the draw with `seed`; `first`: where a verify lowers each draw's first
+    /// differing element (None: a write).
+    fn enqueue(&self, seed: u64, first: Option<&DeviceBuffer>) -> Result<(), CudaError> {
+        let values = [
+            Param::Buffer(&self.table),
+            Param::bytes(&(self.args.len() as u32).to_ne_bytes()),
+            Param::u64(seed),
+            Param::bytes(&u32::from(first.is_some()).to_ne_bytes()),
+            // Never written without a verify: the table stands in.
+            Param::Buffer(first.unwrap_or(&self.table)),
+        ];
+        Launch::new(&self.kernel, self.dims(), &values).enqueue()
+    }
+
+    /// Writes the draw of `seed` into the table's buffers (enqueued).
+    pub(super) fn write(&self, seed: u64) -> Result<(), CudaError> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.enqueue(seed, None)
+    }
+
+    /// How long the draw of `seed` takes on the GPU, in ns (it is written, and done).
+    pub(super) fn timed_write(&self, seed: u64) -> Result<f64, CudaError> {
+        let start = Event::new()?;
+        start.record()?;
+        self.write(seed)?;
+        self.done.record()?;
+        self.done.synchronize()?;
+        Ok(f64::from(self.done.elapsed_ms_since(&start)?) * 1e6)
+    }
+
+    /// A region's stage: `work` enqueued (the draw of a seed, or nothing), then the host
+    /// waits until `wait` after the stage began, whatever the work took; a stage whose work
+    /// is not done by then is counted late (its region follows a longer pause).
+    pub(super) fn stage(
+        &self,
+        work: impl FnOnce(&Draws) -> Result<(), CudaError>,
+        wait: Duration,
+    ) -> Result<(), CudaError> {
+        let began = Instant::now();
+        work(self)?;
+        self.done.record()?;
+        while began.elapsed() < wait {
+            std::hint::spin_loop();
+        }
+        if !self.done.done() {
+            self.late.set(self.late.get() + 1);
+        }
+        Ok(())
+    }
+
+    /// The first element of each drawn argument that differs from the draw of `seed`, as
+    /// (argument, element), in the table's order; None where all equal.
+    pub(super) fn first_change(&self, seed: u64) -> Result<Option<(usize, u64)>, CudaError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let first = DeviceBuffer::alloc(8 * self.args.len())?;
+        first.fill(0xFF)?;
+        self.enqueue(seed, Some(&first))?;
+        let found = first.download()?;
+        Ok((found.chunks_exact(8).zip(&self.args))
+            .map(|(b, &arg)| (arg, u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
+            .find(|&(_, at)| at != u64::MAX))
+    }
+
+    /// Stages whose draw outlasted the pause after it, so far.
+    pub(super) fn late(&self) -> u64 {
+        self.late.get()
+    }
+}
+
+/// How long every stage lasts, from the time a draw of all the inputs took: one and a half
+/// times it, and 20 µs for the host to enqueue it, so that no stage outlasts it (with
+/// 10 µs, 3% of a run's stages did).
+pub(super) fn wait_ns(draw_ns: f64) -> u64 {
+    (1.5 * draw_ns.max(0.0)).ceil() as u64 + 20_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_laid_out_as_the_kernel_reads_it() {
+        let e = Entry {
+            address: 0x1000,
+            count: 7,
+            salt: 3,
+            a: -1.0,
+            b: 2.5,
+            dtype: 2,
+            normal: true,
+        };
+        let b = e.bytes();
+        assert_eq!(u64::from_ne_bytes(b[0..8].try_into().unwrap()), 0x1000);
+        assert_eq!(u64::from_ne_bytes(b[8..16].try_into().unwrap()), 7);
+        assert_eq!(u64::from_ne_bytes(b[16..24].try_into().unwrap()), 3);
+        assert_eq!(f64::from_ne_bytes(b[24..32].try_into().unwrap()), -1.0);
+        assert_eq!(f64::from_ne_bytes(b[32..40].try_into().unwrap()), 2.5);
+        assert_eq!(u32::from_ne_bytes(b[40..44].try_into().unwrap()), 2);
+        assert_eq!(u32::from_ne_bytes(b[44..48].try_into().unwrap()), 1);
+    }
+
+    #[test]
+    fn type_codes_follow_the_kernels_switch() {
+        let all = [
+            Dtype::F16,
+            Dtype::Bf16,
+            Dtype::F32,
+            Dtype::F64,
+            Dtype::I8,
+            Dtype::U8,
+            Dtype::I16,
+            Dtype::U16,
+            Dtype::I32,
+            Dtype::U32,
+            Dtype::I64,
+            Dtype::U64,
+        ];
+        let codes: Vec<u32> = all.iter().map(|d| dtype_code(*d)).collect();
+        assert_eq!(codes, (0..12).collect::<Vec<u32>>());
+        // The kernel's switch names the types in this order.
+        let source = include_str!("../../../kernels/audit.cu");
+        assert!(source.contains("f16 bf16 f32 f64 i8 u8 i16 u16 i32 u32 i64 u64"));
+    }
+
+    #[test]
+    fn the_pause_outlasts_the_draw_with_room_to_enqueue() {
+        assert_eq!(wait_ns(0.0), 20_000);
+        assert_eq!(wait_ns(20_000.0), 50_000);
+        assert!(wait_ns(1e6) > 1_500_000);
+    }
+}

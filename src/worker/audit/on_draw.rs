@@ -1,0 +1,257 @@
+//! An audited region's check on its own draw, without its inputs crossing the host link:
+//! a reference kernel (`check_kernel`) runs on buffers of its own drawn with the same seed
+//! and salts, a `matmul` reference is computed in float64 on the GPU at the check's sample
+//! of elements, a `copy` is compared on the GPU. A large output is compared at a sample of
+//! its elements drawn from the region's own seed (the launch was checked in full before
+//! anything was timed); only what is compared is read back.
+
+use super::draw::{Draws, Entry};
+use crate::cuda::{self, DeviceBuffer, Dims, Launch, Param};
+use crate::experiment::{ArgValue, Dtype, Kernel};
+use crate::method::equal;
+use crate::worker::assemble::{against_kernel, ReferenceInputs};
+use crate::worker::buffers::{Buffers, POISON};
+use crate::worker::failure::{during, Failure};
+use crate::worker::kernels::KernelKey;
+use crate::worker::prepare::ReadyCell;
+use crate::worker::reference::{self, HostBuffer};
+use crate::worker::Session;
+
+/// The audited output checked against the reference on the draw of `seed`, which the
+/// measured inputs hold (read back unchanged after); `recorded`: the kernels CUPTI is
+/// recording, which the reference kernel must not be taken for.
+pub(super) fn check(
+    s: &mut Session,
+    ready: ReadyCell,
+    draws: &Draws,
+    seed: u64,
+    recorded: Option<&[String]>,
+) -> Result<String, Failure> {
+    let inputs = Inputs {
+        buffers: &ready.data.sets[0],
+        redrawn: Vec::new(),
+    };
+    check_against(s, ready, draws, seed, &inputs, recorded)
+}
+
+/// Whether the output, which failed its check on a new draw, passes it on the `earlier`
+/// draw (drawn again into buffers of its own): the audited launch left the earlier
+/// launches' result in place.
+pub(super) fn stale(
+    s: &mut Session,
+    ready: ReadyCell,
+    draws: &Draws,
+    earlier: u64,
+) -> Result<bool, Failure> {
+    let buffers = &ready.data.sets[0];
+    let args = &ready.cell.launch.args;
+    let mut redrawn = Vec::new();
+    let mut entries = Vec::new();
+    for &i in &draws.args {
+        let Some(buf) = buffers.buffer(i) else {
+            continue;
+        };
+        let copy = DeviceBuffer::alloc(buf.bytes())?;
+        entries.extend(Entry::of(args, i, &copy).map(|e| (i, e)));
+        redrawn.push((i, copy));
+    }
+    let again = Draws::new(draws.kernel.clone(), &entries)?;
+    again.write(earlier)?;
+    cuda::synchronize()?;
+    let inputs = Inputs { buffers, redrawn };
+    Ok(check_against(s, ready, draws, earlier, &inputs, None).is_ok())
+}
+
+/// The inputs a check reads: the measured buffers, with the drawn ones of `redrawn` in
+/// their place where it holds them.
+struct Inputs<'a> {
+    buffers: &'a Buffers,
+    redrawn: Vec<(usize, DeviceBuffer)>,
+}
+
+impl Inputs<'_> {
+    fn buffer(&self, i: usize) -> Option<&DeviceBuffer> {
+        match self.redrawn.iter().find(|(j, _)| *j == i) {
+            Some((_, b)) => Some(b),
+            None => self.buffers.buffer(i),
+        }
+    }
+}
+
+/// The check of the measured output against the reference on the draw of `seed` held by
+/// `inputs`.
+fn check_against(
+    s: &mut Session,
+    ready: ReadyCell,
+    draws: &Draws,
+    seed: u64,
+    inputs: &Inputs,
+    recorded: Option<&[String]>,
+) -> Result<String, Failure> {
+    let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
+    let buffers = &data.sets[0];
+    // Each region compares its own sample of a large output, from the run's seed.
+    let sample_seed = seed ^ s.sample_seed;
+    if let Some(kc) = &def.check_kernel {
+        let drawn = |j: &usize| draws.args.contains(j);
+        let fill = |theirs: &Buffers| -> Result<(), Failure> {
+            let pick = |i: usize| kc.from.get(i).copied().flatten().filter(drawn);
+            let on = Draws::of(draws.kernel.clone(), &cell.launch.args, theirs, pick)?;
+            let drawing = during("audit: drawing the reference's inputs");
+            on.write(seed).map_err(&drawing)?;
+            cuda::synchronize().map_err(&drawing)
+        };
+        let reference = ReferenceInputs {
+            data: (kc.from.iter())
+                .map(|f| {
+                    f.filter(|j| !drawn(j))
+                        .and_then(|j| data.timed[j].as_deref())
+                })
+                .collect(),
+            fill: Some(&fill),
+            sample: Some(sample_seed),
+        };
+        let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
+        return against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
+    }
+    let Some(check) = &def.check else {
+        return Ok("no output to check".into());
+    };
+    let out = (buffers.buffer(check.output))
+        .ok_or_else(|| "the checked output is not a buffer".to_string())?;
+    let arg = |i: usize| -> Result<(&DeviceBuffer, Dtype), Failure> {
+        match (inputs.buffer(i), &cell.launch.args[i]) {
+            (Some(b), ArgValue::Buffer { dtype, .. }) => Ok((b, *dtype)),
+            _ => Err(Failure::from(format!(
+                "the check's argument `{}` is not a buffer",
+                def.args[i].name
+            ))),
+        }
+    };
+    let (_, out_type) = arg(check.output)?;
+    match check.reference.as_str() {
+        "copy" => copy(s, def, (out, arg(check.inputs[0])?.0), check.output),
+        "matmul" => {
+            let dims = &cell.launch.check_dims;
+            let (a, b) = (arg(check.inputs[0])?, arg(check.inputs[1])?);
+            let tolerance = cell.launch.tolerances.tolerance;
+            let name = &def.args[check.output].name;
+            matmul(
+                s,
+                (a, b),
+                (name, out, out_type),
+                dims,
+                (sample_seed, tolerance),
+            )
+        }
+        other => Err(Failure::from(format!("unknown reference `{other}`"))),
+    }
+}
+
+/// A copy's output against its source, compared on the GPU.
+fn copy(
+    s: &mut Session,
+    def: &Kernel,
+    (out, src): (&DeviceBuffer, &DeviceBuffer),
+    output: usize,
+) -> Result<String, Failure> {
+    let func = s
+        .kernels
+        .function(KernelKey::FirstDifference, &mut s.timeline)?;
+    let differs = equal::first_difference(&func, out, src).map_err(during("audit: copy check"))?;
+    let name = &def.args[output].name;
+    let Some(byte) = differs else {
+        return Ok(format!("copy: all {} bytes equal", out.bytes()));
+    };
+    let at = byte..byte + 1;
+    let poisoned = out.download_ranges(std::slice::from_ref(&at))?[byte] == POISON;
+    Err(Failure::from(match poisoned {
+        true => format!("output `{name}` was not written: byte {byte} still holds the poison"),
+        false => format!("copy check failed: {name} differs from its source at byte {byte}"),
+    }))
+}
+
+/// Threads per block of the matmul reference.
+const MATMUL_BLOCK: u32 = 256;
+
+/// `out = a (m x k) * b (k x n)` at the check's sample of elements (drawn from
+/// `sample_seed`), against the float64 reference computed on the GPU.
+fn matmul(
+    s: &mut Session,
+    ((a, a_type), (b, b_type)): ((&DeviceBuffer, Dtype), (&DeviceBuffer, Dtype)),
+    (name, out, out_type): (&str, &DeviceBuffer, Dtype),
+    dims: &[i64],
+    (sample_seed, tolerance): (u64, Option<f64>),
+) -> Result<String, Failure> {
+    let [m, k, n] = [0, 1, 2].map(|i| dims.get(i).copied().unwrap_or(0).max(0) as usize);
+    let elements = |buf: &DeviceBuffer, t: Dtype| buf.bytes() / t.size();
+    if elements(a, a_type) < m * k || elements(b, b_type) < k * n || elements(out, out_type) < m * n
+    {
+        return Err(Failure::from(format!(
+            "matmul {m}x{k}x{n} does not fit the buffers ({}, {}, {} elements)",
+            elements(a, a_type),
+            elements(b, b_type),
+            elements(out, out_type)
+        )));
+    }
+    let (cells, rows) = reference::matmul_sample(m, n, sample_seed);
+    // A sample's elements go up as indices; all of them need none.
+    let sampled = cells.len() < m * n;
+    let indices: Vec<u8> = match sampled {
+        true => cells
+            .iter()
+            .flat_map(|&c| (c as u64).to_ne_bytes())
+            .collect(),
+        false => Vec::new(),
+    };
+    let on_device = DeviceBuffer::alloc(indices.len())?;
+    if sampled {
+        on_device.upload(&indices)?;
+    }
+    let want_device = DeviceBuffer::alloc(cells.len() * 8)?;
+    let func = s
+        .kernels
+        .function(KernelKey::AuditMatmul, &mut s.timeline)?;
+    let code = |t: Dtype| Param::bytes(&super::draw::dtype_code(t).to_ne_bytes());
+    let values = [
+        Param::Buffer(a),
+        code(a_type),
+        Param::Buffer(b),
+        code(b_type),
+        Param::u64(k as u64),
+        Param::u64(n as u64),
+        match sampled {
+            true => Param::Buffer(&on_device),
+            false => Param::u64(0),
+        },
+        Param::u64(cells.len() as u64),
+        Param::Buffer(&want_device),
+    ];
+    let dims = Dims {
+        grid: ((cells.len() as u32).div_ceil(MATMUL_BLOCK).max(1), 1, 1),
+        block: (MATMUL_BLOCK, 1, 1),
+        shared_bytes: 0,
+    };
+    let reference_run = during("audit: the matmul reference");
+    Launch::new(&func, dims, &values)
+        .enqueue()
+        .map_err(&reference_run)?;
+    cuda::synchronize().map_err(&reference_run)?;
+    let want: Vec<f64> = (want_device.download()?.chunks_exact(8))
+        .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    let size = out_type.size();
+    let bytes = match rows {
+        Some(rows) => {
+            let ranges: Vec<_> = rows.iter().map(|r| r.start * size..r.end * size).collect();
+            out.download_ranges(&ranges)?
+        }
+        None => out.download()?,
+    };
+    let view = HostBuffer {
+        name,
+        dtype: out_type,
+        bytes: &bytes,
+    };
+    reference::matmul_judge(&view, (m, n), &cells, &want, tolerance)
+}
