@@ -190,14 +190,17 @@ __device__ double audit_load(unsigned int dtype, const void *base, unsigned long
 }
 
 // The float64 matmul reference at `count` output elements (row-major indices into the m x n
-// output of A (m x k) times B (k x n); with no `cells`, the first `count`: all of them),
-// each summed in the order of k as the host's reference sums: what an audited region's
-// output is checked against, on its own draw, without its inputs crossing the host link.
+// output C of A (m x k) times B (k x n); with no `cells`, the first `count`: all of them),
+// each summed in the order of k as the host's reference sums, into out[c]; and C's element
+// there, its `c_size` bytes copied after the `count` doubles: what an audited region's
+// output is checked against, on its own draw, read back in one copy.
 extern "C" __global__ void audit_matmul_cells(const void *A, unsigned int a_type, const void *B,
                                               unsigned int b_type, unsigned long long k,
                                               unsigned long long n,
                                               const unsigned long long *cells,
-                                              unsigned long long count, double *out) {
+                                              unsigned long long count,
+                                              const unsigned char *C, unsigned int c_size,
+                                              double *out) {
     unsigned long long c = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= count) {
         return;
@@ -209,4 +212,8 @@ extern "C" __global__ void audit_matmul_cells(const void *A, unsigned int a_type
         sum += audit_load(a_type, A, row * k + i) * audit_load(b_type, B, i * n + col);
     }
     out[c] = sum;
+    unsigned char *got = reinterpret_cast<unsigned char *>(out + count) + c * c_size;
+    for (unsigned int b = 0; b < c_size; b++) {
+        got[b] = C[at * c_size + b];
+    }
 }

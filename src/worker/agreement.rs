@@ -77,9 +77,9 @@ pub fn compare(
 /// checked in full before anything was timed)...
 const SAMPLED_ABOVE: usize = 1 << 16;
 /// ...of this many stretches of this many elements, drawn from the audit's seed, which no
-/// kernel can know.
-const SAMPLE_STRETCHES: usize = 64;
-const STRETCH: usize = 256;
+/// kernel can know (each stretch is one read back of each output).
+const SAMPLE_STRETCHES: usize = 16;
+const STRETCH: usize = 1024;
 
 /// The element ranges of an output of `len` elements an audit compares: a sample drawn
 /// from `seed`, ascending and apart, where the output is large; None: all of it.

@@ -18,11 +18,7 @@ const MATMUL_SAMPLE_ROWS: usize = 64;
 
 /// The rows of an m x n output a check reads, where it reads only some (row-major ranges).
 pub(super) fn rows_read(m: usize, n: usize, seed: u64) -> Option<Vec<Range<usize>>> {
-    rows_of(m, n, &matmul_cells(m, n, seed, MATMUL_FULL_CHECK))
-}
-
-/// The rows `cells` lie in, where they are not all of the m x n output.
-pub(super) fn rows_of(m: usize, n: usize, cells: &[usize]) -> Option<Vec<Range<usize>>> {
+    let cells = matmul_cells(m, n, seed, MATMUL_FULL_CHECK);
     if cells.len() == m * n {
         return None;
     }
