@@ -254,13 +254,13 @@ bias = [["events", "cupti"], ["batch", "cupti"], ["graph", "cupti"], ["saturate"
     }
     let cell = |suffix: &str| record(&records, suffix);
     // One record per timed region: the first launch, 20 samples, and the audit's regions
-    // among them (audited and decoys).
+    // among them (audited, decoys and pauses).
     let cupti = cell("/cupti");
     let among = &cupti["audit"]["among"];
     let regions = |key: &str| among[key].as_array().map_or(0, Vec::len);
     assert_eq!(
         cupti["cupti"]["records"],
-        21 + regions("positions") + regions("decoy_positions"),
+        21 + regions("positions") + regions("decoy_positions") + regions("pause_positions"),
         "one record per timed region: {cupti}"
     );
     assert!(cell("/saturate")["queue"]["wait_ns"].as_u64().unwrap() > 0);

@@ -37,21 +37,15 @@ pub fn of(a: &Analysis) -> Vec<CellAudits> {
             let records = a.records.get(&c.index)?;
             let steady = a.reduced.stats.get(c.index, super::Phase::Steady);
             let readings = Readings::of(c, a.headline(c).map(|s| s.median), steady.as_ref());
-            let per_region = c.knobs.launches.count();
-            cell(c.index, records, &readings, per_region)
+            cell(c.index, records, &readings)
         })
         .collect()
 }
 
-/// A cell's audits; `per_region`: launches in one timed region. In a batch or a graph of
+/// A cell's audits. In a batch or a graph of
 /// N launches on one data set, a kernel that tells new data apart does all its work on the
 /// region's first launch only, so it is caught only down to N times the limit.
-fn cell(
-    index: usize,
-    records: &[&CellRecord],
-    readings: &Readings,
-    per_region: u64,
-) -> Option<CellAudits> {
+fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<CellAudits> {
     let audits: Vec<_> = records.iter().filter_map(|r| r.audit.as_ref()).collect();
     if !audits
         .iter()
@@ -75,7 +69,7 @@ fn cell(
                 .or(j.test(Tell::FirstPause))
                 .is_some();
             if audits.iter().all(|a| a.weaker.is_none()) && !firsts {
-                j.detection_limit = (j.detection_limit * per_region as f64).min(1.0);
+                j.detection_limit = (j.detection_limit * readings.per_region as f64).min(1.0);
             }
             j
         }),
@@ -113,22 +107,55 @@ mod tests {
             steady: Some(&s),
             flushed: false,
             host_in_reading: false,
+            per_region: 1,
         };
-        let c = cell(3, &[&a, &b], &r, 1).unwrap();
+        let c = cell(3, &[&a, &b], &r).unwrap();
         assert_eq!((c.regions, c.decoys, c.pauses), (3, 2, 1));
         assert!((cost_share(&[c]).unwrap() - 0.02).abs() < 1e-12);
         let mut old = run(vec![], vec![], vec![]);
         old.audit.as_mut().unwrap().among = None;
-        assert_eq!(cell(3, &[&old], &r, 1), None);
+        assert_eq!(cell(3, &[&old], &r), None);
         // In a graph of 20, a kernel that tells new data apart pays on one launch of 20.
-        let limit = |n| {
-            cell(3, &[&b], &r, n)
-                .unwrap()
-                .judgement
-                .unwrap()
-                .detection_limit
+        let limit = |per_region| {
+            let r = Readings { per_region, ..r };
+            let c = cell(3, &[&b], &r).unwrap();
+            c.judgement.unwrap().detection_limit
         };
         assert!((limit(20) - (20.0 * limit(1)).min(1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_region_whose_first_launch_does_more_than_the_rest_is_suspect() {
+        // A graph of 20 by events behind a wait kernel: every replay's first launch follows
+        // a pause, and a kernel that does all its work only after one does it there (370 µs)
+        // and half on the rest (190 µs). An honest one's first pays the graph's start.
+        let judge = |first: f64, reading: f64| {
+            let mut r = run(vec![reading; 2], vec![reading; 2], vec![reading; 2]);
+            let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+            among.firsts = Some(FirstLaunches {
+                audited: vec![first; 2],
+                decoys: vec![first; 2],
+                pauses: vec![first; 2],
+                timed_count: 200,
+                timed_median: first,
+                timed_iqr: 700.0,
+                timed_max: first + 1e3,
+            });
+            let s = steady(200, 700.0, reading);
+            let readings = Readings {
+                reading_ns: Some(reading),
+                steady: Some(&s),
+                flushed: false,
+                host_in_reading: false,
+                per_region: 20,
+            };
+            cell(0, &[&r], &readings).unwrap().judgement.unwrap()
+        };
+        let cheat = judge(369.5e3, 213.2e3);
+        assert!(cheat.suspect.unwrap().contains("first launches"));
+        let honest = judge(353.1e3, 350.3e3);
+        assert!(honest.suspect.is_none(), "{:?}", honest.suspect);
+        assert!(honest.detection_limit < 0.05, "{}", honest.detection_limit);
     }
 
     #[test]
@@ -153,8 +180,9 @@ mod tests {
             steady: Some(&s),
             flushed: false,
             host_in_reading: false,
+            per_region: 20,
         };
-        let c = cell(0, &[&r], &readings, 20).unwrap();
+        let c = cell(0, &[&r], &readings).unwrap();
         let j = c.judgement.unwrap();
         let why = j.suspect.clone().unwrap();
         assert!(why.contains("first launches"), "{why}");
@@ -163,7 +191,7 @@ mod tests {
         // Without them, twenty times.
         let mut r2 = r.clone();
         r2.audit.as_mut().unwrap().among.as_mut().unwrap().firsts = None;
-        let c2 = cell(0, &[&r2], &readings, 20).unwrap();
+        let c2 = cell(0, &[&r2], &readings).unwrap();
         assert!(c2.judgement.unwrap().detection_limit > 0.3);
     }
 }

@@ -59,6 +59,10 @@ pub enum Tell {
     /// on a region's first launch on new data, or after a pause, shows there.
     FirstData,
     FirstPause,
+    /// The timed regions' first launches against the launches after them in the same
+    /// regions: a kernel that does all its work only after a pause does it on every
+    /// region's first launch, timed or not, and less on the rest.
+    FirstRest,
 }
 
 impl Tell {
@@ -71,6 +75,7 @@ impl Tell {
             Tell::Band => ("audited launches", "the reading"),
             Tell::FirstData => ("audited regions' first launches", "decoys'"),
             Tell::FirstPause => ("pauses' first launches", "timed regions'"),
+            Tell::FirstRest => ("timed regions' first launches", "the launches after them"),
         }
     }
 }
@@ -117,7 +122,8 @@ impl Judgement {
     }
 
     fn of(tests: Vec<Test>) -> Option<Judgement> {
-        let first = |t: &&Test| matches!(t.tell, Tell::FirstData | Tell::FirstPause);
+        let first =
+            |t: &&Test| matches!(t.tell, Tell::FirstData | Tell::FirstPause | Tell::FirstRest);
         let firsts = tests.iter().filter(first).count() > 0;
         // Where first launches were read, they set the limit of a region of several.
         let guarding = (tests.iter())
@@ -143,6 +149,8 @@ pub struct Readings<'a> {
     /// Whether a reading holds the host's launch time (events or a host timer on an idle
     /// queue): one region alone is then no evidence.
     pub host_in_reading: bool,
+    /// Launches in one timed region (a batch's or a graph's).
+    pub per_region: u64,
 }
 
 impl<'a> Readings<'a> {
@@ -156,6 +164,7 @@ impl<'a> Readings<'a> {
             steady,
             flushed: matches!(knobs.cache, Cache::Flush { .. }),
             host_in_reading: host_timer || idle_events,
+            per_region: knobs.launches.count(),
         }
     }
 }
@@ -212,6 +221,11 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         tests.extend(against(Tell::Stage, &decoys, &pauses, with_decoys));
     }
     tests.extend(first_launches(&among, timed.single));
+    // In a flushed region each launch's flush comes before it, and the first launch's time
+    // holds the first flush: only hot regions set it against the rest.
+    if let (true, false, Some(s)) = (r.per_region > 1, r.flushed, steady) {
+        tests.extend(first_against_rest(&among, s, r));
+    }
     if !tests.iter().any(|t| t.tell == Tell::Data) {
         tests.extend(
             r.reading_ns
@@ -266,6 +280,58 @@ fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> {
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
     }
     tests
+}
+
+/// What a timed region's first launch may take beyond each launch after it, besides the
+/// margin: the region's start, counted in its first launch. Measured on an H200, 2.1 to
+/// 3.3 µs in a graph behind a wait kernel (the graph's launch and the event node after its
+/// first launch), 4 to 15 µs in a batch on an idle queue (the host's launch of the first).
+pub const FIRST_START_NS: f64 = 5_000.0;
+pub const FIRST_START_IDLE_NS: f64 = 25_000.0;
+
+/// The timed regions' first launch against the launches after it: in a region of N whose
+/// reading is R per launch and whose first launch took F, the rest took (N R - F) / (N - 1)
+/// each. Suspect where F exceeds it by more than the region's start may take, the margin
+/// and the noise of F's median.
+fn first_against_rest(among: &[&AuditsAmong], steady: &Stats, r: &Readings) -> Option<Test> {
+    let firsts: Vec<_> = among.iter().filter_map(|m| m.firsts.as_ref()).collect();
+    let count: u64 = firsts.iter().map(|f| f.timed_count).sum();
+    let first = median(firsts.iter().map(|f| f.timed_median).collect())?;
+    if (count as usize) < MIN_SAMPLES {
+        return None;
+    }
+    let n = r.per_region as f64;
+    let rest = (n * steady.median - first) / (n - 1.0);
+    let sigma = firsts.iter().map(|f| f.timed_iqr).fold(0.0, f64::max) / 1.349;
+    let start = match r.host_in_reading {
+        true => FIRST_START_IDLE_NS,
+        false => FIRST_START_NS,
+    };
+    let margin = (MARGIN_SHARE * rest).max(MARGIN_NS);
+    let noise = Z_FALSE_ALARM * sigma * (std::f64::consts::FRAC_PI_2 / count as f64).sqrt();
+    let bound_ns = start + margin + noise;
+    let suspect = (first - rest > bound_ns).then(|| {
+        format!(
+            "suspect: the timed regions' first launches read {:.3} µs (median), the launches after them {:.3} µs each ({:.2}x), beyond the {:.3} µs a region's start, the noise and the margin allow: {}",
+            first / 1e3,
+            rest / 1e3,
+            first / rest,
+            bound_ns / 1e3,
+            why(Tell::FirstRest),
+        )
+    });
+    Some(Test {
+        tell: Tell::FirstRest,
+        median_ns: first,
+        baseline_ns: rest,
+        bound_ns,
+        single_bound_ns: bound_ns,
+        regions: count as usize,
+        beyond: 0,
+        limit: bound_ns / (rest + bound_ns),
+        suspect,
+        idle: false,
+    })
 }
 
 /// A spread the kernel cannot widen in its favour, as a normal's sigma: the median absolute
@@ -406,6 +472,7 @@ fn why(tell: Tell) -> &'static str {
         Tell::Band => "the timed launches did not do the work the audited ones did",
         Tell::FirstData => "the kernel did all its work on a region's first launch on new data, and less on the launches after it",
         Tell::FirstPause => "the kernel did more work on a region's first launch after a pause than on a timed region's",
+        Tell::FirstRest => "the kernel did more work on each region's first launch, which follows a pause, than on the launches after it",
     }
 }
 

@@ -43,6 +43,7 @@ fn judge(rs: &[&CellRecord], s: &Stats, flushed: bool) -> Option<Judgement> {
         steady: Some(s),
         flushed,
         host_in_reading: false,
+        per_region: 1,
     };
     judged(rs, &r)
 }
@@ -189,6 +190,7 @@ fn one_region_must_lie_beyond_the_farthest_timed_sample_too() {
         steady: Some(&s),
         flushed: false,
         host_in_reading: true,
+        per_region: 1,
     };
     assert!(judged(&[&r], &readings).unwrap().suspect.is_none());
 }

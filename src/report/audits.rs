@@ -5,7 +5,8 @@ use super::format;
 use crate::analysis::audits::CellAudits;
 use crate::analysis::gaps::GapTest;
 use crate::analysis::tells::{
-    Judgement, Tell, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE, Z_FALSE_ALARM,
+    Judgement, Tell, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, FIRST_START_IDLE_NS, FIRST_START_NS,
+    MARGIN_NS, MARGIN_SHARE, Z_FALSE_ALARM,
 };
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
@@ -39,11 +40,13 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let spent: f64 = cells.iter().map(|c| c.cost_s).sum();
     let wall: f64 = cells.iter().map(|c| c.wall_s).sum();
     let mut intro = format!(
-        "Where it can, the audit sits among a run's timed samples: audited regions, decoys and pauses, a few of the samples together (at least one audited; counted below), at places drawn from a seed recorded in cells.jsonl, each the cell's own region after the same resets and flush, timed by the same timer. Before each, a stage on the GPU and a pause: the stage of an audited region draws data no launch has seen (its own seed), and the region is checked on it and its inputs read back; a decoy's stage draws the data the buffers held again; a pause's draws nothing, so it is a timed launch after the same pause, its cache as the timed launches'. Every stage waits on the GPU until the same time after it began. Audited regions are set against the decoys (a kernel that does all its work only on data it has not seen is slower in them), pauses against the timed launches (one that does all its work only after a pause is slower in them, and in the staged regions too, which follow the same pause: pauses beyond their bound with the staged regions within it are the GPU gone idle, not the kernel), and in a flushed cell decoys against pauses. A group's lower median (of two, the smaller) is suspect when it exceeds its baseline by more than {:.2} standard errors of the difference (of the larger of the timed samples' spread and the decoys' own, never the audited regions'; false alarms {FALSE_ALARM} for that spread), and one region when it exceeds it by more than the normal quantile of {FALSE_ALARM} shared among the regions tested and than the farthest timed sample lay above theirs (a chance of at most 1 in N + 1 for N timed samples, whatever their tail; not where a reading holds the host's launch time: events or a host timer on an idle queue), each plus {:.0}% or {:.1} µs: the bounds. Without decoys (too few samples to spare them, or the weaker audit of one launch after the timed ones) the data bound is the band: {BAND_RATIO}x the reading + {:.0} µs. The detection limit is the smallest share of its work a kernel could skip where it is timed, doing it all in audited regions or after pauses, and still be caught: the larger test's bound over its baseline plus the bound. In a batch or graph of N launches on one data set, such a kernel may do all its work on a region's first launch only: where an event after it (or CUPTI) read the first launches, the tests and the limit are theirs; elsewhere the limit is N times a region's. A kernel that does all its work only after a pause is caught in single launches only: every batch's or graph's first launch follows one, timed or not. The audits took {spent:.2} s of these cells' {wall:.2} s ({cost}).",
+        "Where it can, the audit sits among a run's timed samples: audited regions, decoys and pauses, a few of the samples together (at least one audited; counted below), at places drawn from a seed recorded in cells.jsonl, each the cell's own region after the same resets and flush, timed by the same timer. Before each, a stage on the GPU and a pause: the stage of an audited region draws data no launch has seen (its own seed), and the region is checked on it and its inputs read back; a decoy's stage draws the data the buffers held again; a pause's draws nothing, so it is a timed launch after the same pause, its cache as the timed launches'. Every stage waits on the GPU until the same time after it began. Audited regions are set against the decoys (a kernel that does all its work only on data it has not seen is slower in them), pauses against the timed launches (one that does all its work only after a pause is slower in them, and in the staged regions too, which follow the same pause: pauses beyond their bound with the staged regions within it are the GPU gone idle, not the kernel), and in a flushed cell decoys against pauses. A group's lower median (of two, the smaller) is suspect when it exceeds its baseline by more than {:.2} standard errors of the difference (of the larger of the timed samples' spread and the decoys' own, never the audited regions'; false alarms {FALSE_ALARM} for that spread), and one region when it exceeds it by more than the normal quantile of {FALSE_ALARM} shared among the regions tested and than the farthest timed sample lay above theirs (a chance of at most 1 in N + 1 for N timed samples, whatever their tail; not where a reading holds the host's launch time: events or a host timer on an idle queue), each plus {:.0}% or {:.1} µs: the bounds. Without decoys (too few samples to spare them, or the weaker audit of one launch after the timed ones) the data bound is the band: {BAND_RATIO}x the reading + {:.0} µs. The detection limit is the smallest share of its work a kernel could skip where it is timed, doing it all in audited regions or after pauses, and still be caught: the larger test's bound over its baseline plus the bound. In a batch or graph of N launches on one data set, such a kernel may do all its work on a region's first launch only: where an event after it (or CUPTI) read the first launches, the tests and the limit are theirs; elsewhere the limit is N times a region's. A kernel that does all its work only after a pause does it on every batch's or graph's first launch, timed or not: there, in a hot region, the timed regions' first launch is set against the launches after it (in a flushed one it holds the first flush), which it may exceed by what a region's start costs ({:.0} µs in a graph or behind a wait kernel, {:.0} µs on an idle queue, where the host launches the first), the margin and its noise. The audits took {spent:.2} s of these cells' {wall:.2} s ({cost}).",
         Z_FALSE_ALARM,
         MARGIN_SHARE * 100.0,
         MARGIN_NS / 1e3,
         BAND_SLACK_NS / 1e3,
+        FIRST_START_NS / 1e3,
+        FIRST_START_IDLE_NS / 1e3,
     );
     if cells
         .iter()
@@ -114,13 +117,12 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
     let pair = |tells: &[Tell]| -> String {
         let found = j.and_then(|j| tells.iter().find_map(|&t| j.test(t)));
         found.map_or("–".into(), |t| {
-            let first = matches!(t.tell, Tell::FirstData | Tell::FirstPause);
-            format!(
-                "{} / {}{}",
-                time(t.median_ns),
-                time(t.baseline_ns),
-                if first { " (first launches)" } else { "" }
-            )
+            let note = match t.tell {
+                Tell::FirstData | Tell::FirstPause => " (first launches)",
+                Tell::FirstRest => " (a region's first launch / the rest)",
+                _ => "",
+            };
+            format!("{} / {}{note}", time(t.median_ns), time(t.baseline_ns))
         })
     };
     AuditRow {
@@ -128,7 +130,7 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
         audit,
         regions: format!("{} + {} + {}", c.regions, c.decoys, c.pauses),
         data: pair(&[Tell::FirstData, Tell::Data, Tell::Band]),
-        pause: pair(&[Tell::FirstPause, Tell::Pause]),
+        pause: pair(&[Tell::FirstRest, Tell::FirstPause, Tell::Pause]),
         bound: j.map_or("–".into(), bounds),
         detection_limit: j.map_or("–".into(), |j| share(j.detection_limit)),
         cost_ms: format!("{:.1}", c.cost_s * 1e3),

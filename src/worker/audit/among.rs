@@ -17,7 +17,8 @@
 //! poisons the outputs instead, and the audited ones are checked on the timed data.
 
 use super::draw::{wait_ns, Draws};
-use super::{names, note, on_draw, record, spent, unjudged};
+use super::on_draw::{self, Scratch};
+use super::{names, note, record, spent, unjudged};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{Region, Schedule};
 use crate::method::timer::Readings;
@@ -56,6 +57,8 @@ pub(in crate::worker) struct Among {
     /// they are (read back after each audited region).
     draws: Draws,
     unwritten: Draws,
+    /// Device buffers the checks reuse.
+    scratch: Scratch,
     /// Inputs no draw changes (constants, ranges, files, chases, host memory): read back
     /// once, after the first audited region.
     kept: Vec<usize>,
@@ -124,6 +127,7 @@ impl Among {
             note: note(def, &inputs, &draws.args, &kept),
             draws,
             unwritten,
+            scratch: Scratch::default(),
             kept,
             kept_read: false,
             draw_seed,
@@ -259,8 +263,11 @@ impl Among {
                 };
                 checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
             }
-            false => on_draw::check(s, ready, &self.draws, seed, recorded).map_err(|f| {
-                match on_draw::stale(s, ready, &self.draws, earlier).unwrap_or(false) {
+            false => on_draw::check(s, ready, (&self.draws, &mut self.scratch), seed, recorded)
+                .map_err(|f| {
+                match on_draw::stale(s, ready, (&self.draws, &mut self.scratch), earlier)
+                    .unwrap_or(false)
+                {
                     true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, &self.draws.args))),
                     false => f,
                 }

@@ -113,6 +113,9 @@ pub(super) struct Draws {
     pub(super) args: Vec<usize>,
     table: DeviceBuffer,
     longest: u64,
+    /// Where a verify lowers each draw's first differing element (kept: one allocation a
+    /// cell, not one a region).
+    first: DeviceBuffer,
     done: Event,
     /// Stages whose draw outlasted their pause.
     late: std::cell::Cell<u64>,
@@ -131,6 +134,7 @@ impl Draws {
             args: entries.iter().map(|(i, _)| *i).collect(),
             table,
             longest: entries.iter().map(|(_, e)| e.count).max().unwrap_or(0),
+            first: DeviceBuffer::alloc(8 * entries.len().max(1))?,
             done: Event::new()?,
             late: std::cell::Cell::new(0),
         })
@@ -226,10 +230,9 @@ impl Draws {
         if self.is_empty() {
             return Ok(None);
         }
-        let first = DeviceBuffer::alloc(8 * self.args.len())?;
-        first.fill(0xFF)?;
-        self.enqueue(seed, Some(&first))?;
-        let found = first.download()?;
+        self.first.fill(0xFF)?;
+        self.enqueue(seed, Some(&self.first))?;
+        let found = self.first.download()?;
         Ok((found.chunks_exact(8).zip(&self.args))
             .map(|(b, &arg)| (arg, u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
             .find(|&(_, at)| at != u64::MAX))

@@ -6,7 +6,7 @@
 //! anything was timed); only what is compared is read back.
 
 use super::draw::{Draws, Entry};
-use crate::cuda::{self, DeviceBuffer, Dims, Launch, Param};
+use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::{ArgValue, Dtype, Kernel};
 use crate::method::equal;
 use crate::worker::assemble::{against_kernel, ReferenceInputs};
@@ -23,7 +23,7 @@ use crate::worker::Session;
 pub(super) fn check(
     s: &mut Session,
     ready: ReadyCell,
-    draws: &Draws,
+    (draws, scratch): (&Draws, &mut Scratch),
     seed: u64,
     recorded: Option<&[String]>,
 ) -> Result<String, Failure> {
@@ -31,7 +31,23 @@ pub(super) fn check(
         buffers: &ready.data.sets[0],
         redrawn: Vec::new(),
     };
-    check_against(s, ready, draws, seed, &inputs, recorded)
+    check_against(s, ready, (draws, scratch), seed, &inputs, recorded)
+}
+
+/// Device buffers a cell's checks reuse (an allocation and its free cost more than the
+/// check's kernel): the matmul reference's cells and what it found.
+#[derive(Default)]
+pub(super) struct Scratch {
+    cells: Option<DeviceBuffer>,
+    found: Option<DeviceBuffer>,
+}
+
+/// The buffer in `slot`, of `bytes`: the one there where it is of that size, else a new one.
+fn sized(slot: &mut Option<DeviceBuffer>, bytes: usize) -> Result<&DeviceBuffer, CudaError> {
+    if slot.as_ref().is_none_or(|b| b.bytes() != bytes) {
+        *slot = Some(DeviceBuffer::alloc(bytes)?);
+    }
+    Ok(slot.as_ref().expect("made above"))
 }
 
 /// Whether the output, which failed its check on a new draw, passes it on the `earlier`
@@ -40,7 +56,7 @@ pub(super) fn check(
 pub(super) fn stale(
     s: &mut Session,
     ready: ReadyCell,
-    draws: &Draws,
+    (draws, scratch): (&Draws, &mut Scratch),
     earlier: u64,
 ) -> Result<bool, Failure> {
     let buffers = &ready.data.sets[0];
@@ -59,7 +75,7 @@ pub(super) fn stale(
     again.write(earlier)?;
     cuda::synchronize()?;
     let inputs = Inputs { buffers, redrawn };
-    Ok(check_against(s, ready, draws, earlier, &inputs, None).is_ok())
+    Ok(check_against(s, ready, (draws, scratch), earlier, &inputs, None).is_ok())
 }
 
 /// The inputs a check reads: the measured buffers, with the drawn ones of `redrawn` in
@@ -83,7 +99,7 @@ impl Inputs<'_> {
 fn check_against(
     s: &mut Session,
     ready: ReadyCell,
-    draws: &Draws,
+    (draws, scratch): (&Draws, &mut Scratch),
     seed: u64,
     inputs: &Inputs,
     recorded: Option<&[String]>,
@@ -136,13 +152,8 @@ fn check_against(
             let (a, b) = (arg(check.inputs[0])?, arg(check.inputs[1])?);
             let tolerance = cell.launch.tolerances.tolerance;
             let name = &def.args[check.output].name;
-            matmul(
-                s,
-                (a, b),
-                (name, out, out_type),
-                dims,
-                (sample_seed, tolerance),
-            )
+            let sample = (sample_seed, tolerance);
+            matmul(s, scratch, (a, b), (name, out, out_type), dims, sample)
         }
         other => Err(Failure::from(format!("unknown reference `{other}`"))),
     }
@@ -178,6 +189,7 @@ const MATMUL_BLOCK: u32 = 256;
 /// `sample_seed`), against the float64 reference computed on the GPU.
 fn matmul(
     s: &mut Session,
+    scratch: &mut Scratch,
     ((a, a_type), (b, b_type)): ((&DeviceBuffer, Dtype), (&DeviceBuffer, Dtype)),
     (name, out, out_type): (&str, &DeviceBuffer, Dtype),
     dims: &[i64],
@@ -204,13 +216,13 @@ fn matmul(
             .collect(),
         false => Vec::new(),
     };
-    let on_device = DeviceBuffer::alloc(indices.len())?;
+    let on_device = sized(&mut scratch.cells, indices.len())?;
     if sampled {
         on_device.upload(&indices)?;
     }
     // The reference's doubles, then the output's elements at the same cells: one read back.
     let size = out_type.size();
-    let found = DeviceBuffer::alloc(cells.len() * (8 + size))?;
+    let found = sized(&mut scratch.found, cells.len() * (8 + size))?;
     let func = s
         .kernels
         .function(KernelKey::AuditMatmul, &mut s.timeline)?;
@@ -223,13 +235,13 @@ fn matmul(
         Param::u64(k as u64),
         Param::u64(n as u64),
         match sampled {
-            true => Param::Buffer(&on_device),
+            true => Param::Buffer(on_device),
             false => Param::u64(0),
         },
         Param::u64(cells.len() as u64),
         Param::Buffer(out),
         Param::bytes(&(size as u32).to_ne_bytes()),
-        Param::Buffer(&found),
+        Param::Buffer(found),
     ];
     let dims = Dims {
         grid: ((cells.len() as u32).div_ceil(MATMUL_BLOCK).max(1), 1, 1),
