@@ -84,16 +84,15 @@ fn measure(
     let code = Code::prepare(s, cell, rec)?;
     let data = Data::prepare(s, cell, &code)?;
     rec.telemetry_start = data.start_reading.1.clone();
-    let audited = super::audit::audits(cell, code.def.as_ref(), process);
-    let setup = TimingSetup::make(s, cell, audited)?;
     let ready = ReadyCell {
         cell,
         code: &code,
         data: &data,
     };
+    let mut auditor = Auditor::plan(ready, process);
+    let setup = TimingSetup::make(s, cell, auditor.among())?;
     let mut armed = Armed::arm(s, ready, &setup)?;
     rec.l2_window = armed.window.clone();
-    let mut auditor = Auditor::plan(ready, &armed, process);
     let sampled = sample(s, ready, &mut armed, &mut auditor, rec)?;
     let audits = match &auditor {
         Auditor::Among(among) => among.readings(),

@@ -53,15 +53,21 @@ pub(super) enum Auditor {
 
 impl Auditor {
     /// How `cell`'s run `process` is audited.
-    pub(super) fn plan(ready: ReadyCell, armed: &Armed, process: u32) -> Auditor {
+    pub(super) fn plan(ready: ReadyCell, process: u32) -> Auditor {
         let ReadyCell { cell, code, data } = ready;
         let Some(def) = code.def.as_ref().filter(|d| audits(cell, Some(d), process)) else {
             return Auditor::Off;
         };
-        match weaker(cell, def, data, armed, process) {
+        match weaker(cell, def, data, process) {
             Some(why) => Auditor::After(why),
             None => Auditor::AmongToStage(process),
         }
+    }
+
+    /// Whether regions will sit among the timed launches: their batches and graphs then read
+    /// their first launch apart (an event after it, which the timed regions carry too).
+    pub(super) fn among(&self) -> bool {
+        matches!(self, Auditor::AmongToStage(_) | Auditor::Among(_))
     }
 
     /// Stages the regions among the timed launches, where they are planned: the first
@@ -110,11 +116,12 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
 
 /// Why run `process` of the cell cannot hold audits among its timed launches, or None
 /// where it can.
-fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed, process: u32) -> Option<String> {
+fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String> {
     let knobs = &cell.knobs;
     let samples = knobs.samples_per_run() as usize;
     let [audited, ..] = audit::first_round(samples, cell.runs() as usize, process as usize);
-    let multi = armed.body.launches() > 1;
+    let multi = knobs.launches.count() > 1;
+    let copies = def.copy.is_some() || def.steps.iter().any(|s| s.copy.is_some());
     let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
     Some(
         match () {
@@ -125,9 +132,7 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, armed: &Armed, process: u32) -
             _ if audited == 0 => "too few steady samples to hold a region apart from the first",
             _ if data.sets.len() > 1 => "its buffer sets rotate",
             _ if !data.fresh.is_empty() => "its inputs are drawn anew before each region",
-            _ if !armed.launch.copy_records().is_empty() => {
-                "its launch copies memory, as the audit's staging would"
-            }
+            _ if copies => "its launch copies memory, as the audit's staging would",
             _ if multi && in_place => {
                 "it updates an input in place, which a region of several launches compounds"
             }
