@@ -200,10 +200,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
                 .collect(),
         );
     };
-    let with_decoys = Spread {
-        sigma: timed.sigma.max(spread(&decoys)),
-        ..timed
-    };
+    let with_decoys = timed.with_decoys(&decoys);
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
         tests.extend(against(Tell::Data, &audited, &decoys, with_decoys));
@@ -264,11 +261,12 @@ fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> {
     );
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
-        let spread = Spread {
-            sigma: timed.sigma.max(spread(&decoys)),
-            ..timed
-        };
-        tests.extend(against(Tell::FirstData, &audited, &decoys, spread));
+        tests.extend(against(
+            Tell::FirstData,
+            &audited,
+            &decoys,
+            timed.with_decoys(&decoys),
+        ));
     }
     if !pauses.is_empty() {
         let baseline = Baseline {
@@ -356,7 +354,31 @@ pub(super) struct Spread {
     pub(super) single: bool,
 }
 
+/// Decoys fewer than this say nothing of their spread: of two, one slow reading (a stage
+/// can leave a hot launch 10% slower) sets their deviation alone.
+const LEAST_SPREAD: usize = 3;
+
 impl Spread {
+    /// The spread widened by the decoys' own, where there are enough of them to say: their
+    /// deviation's sigma, and how far the farthest lies above their median (staged regions
+    /// meet what a stage left, which no timed sample does). One staged region alone is
+    /// evidence only then.
+    fn with_decoys(self, decoys: &[f64]) -> Spread {
+        let centre = median(decoys.to_vec()).unwrap_or_default();
+        let farthest = decoys.iter().copied().fold(f64::MIN, f64::max);
+        match decoys.len() >= LEAST_SPREAD && centre > 0.0 {
+            true => Spread {
+                sigma: self.sigma.max(spread(decoys)),
+                tail: self.tail.max(farthest / centre - 1.0),
+                single: self.single,
+            },
+            false => Spread {
+                single: false,
+                ..self
+            },
+        }
+    }
+
     fn of(timed: &Stats, single: bool) -> Spread {
         Spread {
             sigma: timed.iqr / 1.349,

@@ -78,33 +78,53 @@ fn audits_slower_than_their_decoys_beyond_the_noise_are_suspect() {
 
 #[test]
 fn audited_regions_cannot_widen_their_own_bound() {
-    // One audited region slow (a cache's first sight), one fast: their own spread is
-    // 17 µs, but the bound comes from the timed samples and the decoys (sigma 0.3 µs):
-    // 1.65 µs with the 0.5 µs margin.
+    // One audited region slow, one fast: their own spread is 17 µs, but the bound comes
+    // from the timed samples (sigma 0.3 µs): 1.65 µs with the 0.5 µs margin. Of two, one
+    // slow reading is no evidence alone (a fresh draw that a kernel skips work on fails its
+    // check; one it does all its work on is slow): the lower median is the fast one.
     let r = run(vec![35e3, 12e3], vec![12e3, 12.1e3], vec![]);
     let j = judge(&[&r], &steady(200, 400.0, 12e3), false).unwrap();
     let data = j.test(Tell::Data).unwrap();
     assert!(data.bound_ns < 2e3, "{}", data.bound_ns);
-    // Their median (23.5 µs) is beyond it, and the slow one alone too.
-    assert_eq!(data.beyond, 1);
-    assert!(j.suspect.is_some());
-    // A median within the bound, one region beyond: still suspect, by that region.
-    let r = run(vec![12e3, 12e3, 12e3, 30e3], vec![12e3; 4], vec![]);
+    assert!(j.suspect.is_none());
+    // Both slow: suspect.
+    let r = run(vec![35e3, 34e3], vec![12e3, 12.1e3], vec![]);
+    assert!(judge(&[&r], &steady(200, 400.0, 12e3), false)
+        .unwrap()
+        .suspect
+        .is_some());
+    // Against three decoys or more, one region beyond them is suspect by itself.
+    let decoys = vec![12e3, 12.1e3, 11.9e3, 12e3];
+    let r = run(vec![12e3, 12e3, 12e3, 30e3], decoys, vec![]);
     let j = judge(&[&r], &steady(200, 400.0, 12e3), false).unwrap();
     let why = j.suspect.unwrap();
     assert!(why.contains("1 of 4 audited regions"), "{why}");
 }
 
 #[test]
+fn one_slow_decoy_of_a_few_widens_what_one_region_may_read() {
+    // A stage can leave a hot launch 10% slower (a persistent matmul after a draw): one of
+    // eight decoys read so, and two of eight audited regions; the timed samples never.
+    let mut s = steady(1000, 2e3, 358e3);
+    s.max = 358e3 * 1.018;
+    let audited = [vec![365e3; 6], vec![402e3, 404e3]].concat();
+    let decoys = [vec![365e3; 7], vec![403e3]].concat();
+    let r = run(audited, decoys, vec![359e3; 8]);
+    let j = judge(&[&r], &s, false).unwrap();
+    assert!(j.suspect.is_none(), "{:?}", j.suspect);
+}
+
+#[test]
 fn regions_that_spread_more_than_the_timed_samples_widen_the_bound_by_the_decoys() {
-    // Quiet timed samples (IQR 0.1 µs), decoys after the stage 1 µs apart: two audited
-    // at 31.6 and 32.6 µs against decoys at 30.7 and 31.7 read 0.9 µs apart, within.
-    let r = run(vec![31.6e3, 32.6e3], vec![30.7e3, 31.7e3], vec![]);
+    // Quiet timed samples (IQR 0.1 µs), four decoys after the stage spread over 1 µs: four
+    // audited 0.9 µs above them are within.
+    let decoys = vec![30.7e3, 31.7e3, 30.9e3, 31.5e3];
+    let r = run(vec![32.0e3, 32.6e3, 31.9e3, 32.4e3], decoys, vec![]);
     let j = judge(&[&r], &steady(50, 100.0, 31e3), false).unwrap();
     assert!(j.suspect.is_none(), "{:?}", j.suspect);
-    assert!(j.test(Tell::Data).unwrap().bound_ns > 2e3);
+    assert!(j.test(Tell::Data).unwrap().bound_ns > 1.2e3);
     // Decoys as quiet as the samples, audited 1.1 µs above: suspect (bound 0.9 µs).
-    let r = run(vec![32.3e3, 32.3e3], vec![31.2e3, 31.2e3], vec![]);
+    let r = run(vec![32.3e3; 4], vec![31.2e3; 4], vec![]);
     assert!(judge(&[&r], &steady(50, 100.0, 31e3), false)
         .unwrap()
         .suspect
