@@ -2,7 +2,8 @@
 //! launches, what the tests found (`tells`), the detection limit a region of several
 //! launches allows, and what the audits cost.
 
-use super::tells::{judged, Judgement, Readings, Tell};
+use super::bounds::Tell;
+use super::tells::{judged, Judgement, Readings};
 use super::Analysis;
 use crate::protocol::{AuditsAmong, CellRecord};
 

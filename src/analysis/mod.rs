@@ -4,10 +4,12 @@
 
 pub mod agreement;
 pub mod audits;
+pub mod bounds;
 pub mod clocks;
 pub mod counters;
 pub mod cycles;
 pub mod findings;
+pub mod firsts;
 pub mod fit;
 pub mod gaps;
 pub mod peaks;

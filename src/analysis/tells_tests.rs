@@ -1,6 +1,7 @@
 //! The audit's tests (`tells`) on records made to show each way a kernel could be trusted
 //! for work it skipped, and honest ones.
 
+use super::bounds::*;
 use super::stats::Stats;
 use super::tells::*;
 use crate::protocol::{AuditRecord, Status};

@@ -3,11 +3,12 @@
 
 use super::format;
 use crate::analysis::audits::CellAudits;
-use crate::analysis::gaps::GapTest;
-use crate::analysis::tells::{
-    Judgement, Tell, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, FIRST_START_IDLE_NS, FIRST_START_NS,
-    MARGIN_NS, MARGIN_SHARE, Z_FALSE_ALARM,
+use crate::analysis::bounds::{
+    Tell, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE, Z_FALSE_ALARM,
 };
+use crate::analysis::firsts::{FIRST_START_IDLE_NS, FIRST_START_NS};
+use crate::analysis::gaps::GapTest;
+use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
 use serde::Serialize;

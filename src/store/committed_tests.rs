@@ -107,14 +107,14 @@ fn wall_s(s: &Stored) -> Option<f64> {
     Some(end.duration_since(start).ok()?.as_secs_f64())
 }
 
-/// The runs at the commits since every cell is audited (5ac6784), with audits among the
-/// timed launches, drawn on every core and compared with a reference kernel's output on
-/// every core (4272d10, a2b8953), and on one pool of threads with the runner's own kernels
-/// as one program (ca377c4), which the model's constants were read from and stand for. The
+/// The runs at the commits since every cell is audited (5ac6784), and with regions drawn on
+/// the GPU among the timed launches (af640c5, 1675471, on an H200), which the model's
+/// constants stand for (they were read from runs at 4272d10, a2b8953 and ca377c4, whose
+/// folders the runs since replaced). The
 /// fresh-process runs at e04683c paid 0.2 s a process, where the runs since pay 0.15 s (the
 /// first-launch and different-data experiments ran in 26 and 27 s at ca377c4, against 38
 /// and 54 s there): the model no longer stands for them.
-const CURRENT: &[&str] = &["5ac6784", "4272d10", "a2b8953", "ca377c4"];
+const CURRENT: &[&str] = &["5ac6784", "af640c5", "1675471"];
 
 #[test]
 fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {

@@ -171,7 +171,10 @@ extern "C" __global__ void persistent_matmul(const float *A, const float *B, flo
 //                  the count at which an audit after the timed samples came in experiments/
 //                  trust.toml's hot and cold (24), batch (213) and graph (523) variants;
 //   2 address:     the output's address differs from the previous launch's;
-//   3 fingerprint: four input values differ from the previous launch's.
+//   3 fingerprint: four input values differ from the previous launch's;
+//   4 adaptive pause: the gap since the previous launch ended is over half again the
+//                  shortest of the last eight it saw (a threshold that follows the gaps the
+//                  timed launches leave, whatever the warm-up's were).
 // Skipped launches leave `share` percent of the rows of C (evenly spread) unwritten; 100
 // skips them all.
 __device__ unsigned long long previous_end;
@@ -181,6 +184,7 @@ __device__ volatile unsigned int decision_for;
 __device__ volatile int decision_all_work;
 __device__ const float *volatile previous_c;
 __device__ volatile float previous_print[4];
+__device__ unsigned long long recent_gaps[8];
 
 __device__ unsigned long long global_timer() {
     unsigned long long t;
@@ -198,6 +202,19 @@ __device__ bool launch_looks_audited(int signal, const float *A, const float *B,
         return launch < 3 || launch == 24 || launch == 213 || launch == 523;
     case 2:
         return previous_c != C;
+    case 4: {
+        // Called once per launch, by the block that claims its decision.
+        unsigned long long gap = global_timer() - previous_end, shortest = ~0ull;
+        for (int i = 0; i < 8; i++) {
+            if (recent_gaps[i] != 0 && recent_gaps[i] < shortest) {
+                shortest = recent_gaps[i];
+            }
+        }
+        if (launch > 0) {
+            recent_gaps[launch % 8] = gap;
+        }
+        return launch == 0 || gap > shortest + shortest / 2;
+    }
     default:
         return launch == 0 || A[0] != previous_print[0] || A[(m * k) / 2] != previous_print[1] ||
                B[0] != previous_print[2] || B[k * n - 1] != previous_print[3];
@@ -237,5 +254,94 @@ extern "C" __global__ void cheat_tells_audits(const float *A, const float *B, fl
         previous_print[3] = B[k * n - 1];
         __threadfence();
         launches_finished = launches_finished + 1;
+    }
+}
+
+// A result cache of `slots` outputs keyed by a fingerprint of eight input values: on a hit,
+// `share` percent of the rows of C (evenly spread) are copied from the slot and the rest
+// computed; on a miss every row is computed and kept in the next slot in turn. With two
+// slots it holds both data sets that take turns; every slot holds at most 1024 x 1024.
+#define CACHE_SLOTS 8
+#define CACHE_ELEMENTS (1024 * 1024)
+__device__ float cache_store[CACHE_SLOTS][CACHE_ELEMENTS];
+__device__ volatile float cache_key[CACHE_SLOTS][8];
+__device__ volatile int cache_valid[CACHE_SLOTS];
+__device__ int cache_next;
+__device__ unsigned int cache_launches;
+__device__ unsigned int cache_claim;
+__device__ volatile unsigned int cache_decided_for;
+__device__ volatile int cache_slot;
+__device__ volatile int cache_hit;
+
+__device__ void cache_print(const float *A, const float *B, int m, int k, int n, float *print) {
+    long long a = (long long)m * k, b = (long long)k * n;
+    print[0] = A[0];
+    print[1] = A[a / 3];
+    print[2] = A[2 * a / 3];
+    print[3] = A[a - 1];
+    print[4] = B[0];
+    print[5] = B[b / 3];
+    print[6] = B[2 * b / 3];
+    print[7] = B[b - 1];
+}
+
+extern "C" __global__ void cheat_result_cache(const float *A, const float *B, float *C, int m,
+                                              int k, int n, int slots, int share) {
+    __shared__ int slot, hit;
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        unsigned int launch = cache_launches;
+        if (atomicCAS(&cache_claim, launch, launch + 1) == launch) {
+            float print[8];
+            cache_print(A, B, m, k, n, print);
+            int found = -1;
+            for (int s = 0; s < slots && found < 0; s++) {
+                bool same = cache_valid[s];
+                for (int i = 0; i < 8 && same; i++) {
+                    same = cache_key[s][i] == print[i];
+                }
+                found = same ? s : -1;
+            }
+            if (found < 0) {
+                found = cache_next;
+                cache_next = (cache_next + 1) % slots;
+                cache_valid[found] = 0;
+                for (int i = 0; i < 8; i++) {
+                    cache_key[found][i] = print[i];
+                }
+            }
+            cache_hit = cache_valid[found];
+            cache_slot = found;
+            __threadfence();
+            cache_decided_for = launch + 1;
+        } else {
+            while (cache_decided_for != launch + 1) {
+            }
+        }
+        slot = cache_slot;
+        hit = cache_hit;
+    }
+    __syncthreads();
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    bool kept = m * n <= CACHE_ELEMENTS && row < m && col < n;
+    bool copied = hit && kept && (row * share) / 100 != ((row + 1) * share) / 100;
+    if (row < m && col < n) {
+        if (copied) {
+            C[row * n + col] = cache_store[slot][row * n + col];
+        } else {
+            float c = dot(A, B, row, col, k, n);
+            C[row * n + col] = c;
+            if (!hit && kept) {
+                cache_store[slot][row * n + col] = c;
+            }
+        }
+    }
+    if (last_block_of_launch()) {
+        if (!hit) {
+            __threadfence();
+            cache_valid[slot] = 1;
+        }
+        __threadfence();
+        cache_launches = cache_launches + 1;
     }
 }

@@ -1,0 +1,312 @@
+//! The audit's bounds: how far a group of regions, or one region, may read above its
+//! baseline for an honest kernel, against a spread the kernel cannot widen (the timed
+//! samples' and the decoys', never the audited regions' own), at a stated false-alarm rate
+//! and beyond a margin; and what a finding beyond it says.
+
+use super::median;
+use super::stats::Stats;
+
+pub const FALSE_ALARM: f64 = 1e-3;
+pub const Z_FALSE_ALARM: f64 = 3.090;
+/// Beyond the noise, a median (or a region) must exceed its baseline by this share of it...
+pub const MARGIN_SHARE: f64 = 0.02;
+/// ...and by this much: the spread of two event readings of one kernel.
+pub const MARGIN_NS: f64 = 500.0;
+/// Timed samples fewer than this give no spread to judge by.
+pub(super) const MIN_SAMPLES: usize = 10;
+/// Without decoys, an audited launch is suspect where it took more than this many times the
+/// reading...
+pub const BAND_RATIO: f64 = 2.0;
+/// ...plus this much. A launch on its own meets a colder instruction cache, TLB and queue
+/// than timed launches that follow one another, and the events' floor moves by about a
+/// microsecond: a few-µs kernel may read twice as long alone without cheating.
+pub const BAND_SLACK_NS: f64 = 5_000.0;
+
+/// What a test set against what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tell {
+    /// Audited regions against decoys: new data.
+    Data,
+    /// Pauses against the timed launches: the pause before a region.
+    Pause,
+    /// Decoys against pauses in a flushed cell: the stage's writes.
+    Stage,
+    /// Audited launches against the cell's reading, by the fixed band.
+    Band,
+    /// In a region of several launches, the first launches of audited regions against
+    /// decoys', and of pauses against the timed regions': a kernel that does its work only
+    /// on a region's first launch on new data, or after a pause, shows there.
+    FirstData,
+    FirstPause,
+    /// The timed regions' first launches against the launches after them in the same
+    /// regions: a kernel that does all its work only after a pause does it on every
+    /// region's first launch, timed or not, and less on the rest.
+    FirstRest,
+}
+
+impl Tell {
+    /// What the test's two sides are, in words.
+    pub fn sides(self) -> (&'static str, &'static str) {
+        match self {
+            Tell::Data => ("audited regions", "decoys"),
+            Tell::Pause => ("pauses", "timed launches"),
+            Tell::Stage => ("decoys", "pauses"),
+            Tell::Band => ("audited launches", "the reading"),
+            Tell::FirstData => ("audited regions' first launches", "decoys'"),
+            Tell::FirstPause => ("pauses' first launches", "timed regions'"),
+            Tell::FirstRest => ("timed regions' first launches", "the launches after them"),
+        }
+    }
+}
+
+/// One test's finding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Test {
+    pub tell: Tell,
+    /// The median of the regions tested, and of their baseline, ns per launch.
+    pub median_ns: f64,
+    pub baseline_ns: f64,
+    /// How far above the baseline their median may lie for an honest kernel.
+    pub bound_ns: f64,
+    /// How far above it one region may lie, corrected for their number.
+    pub single_bound_ns: f64,
+    /// The regions tested, and how many lay beyond the single bound.
+    pub regions: usize,
+    pub beyond: usize,
+    /// The smallest share of its work a kernel could skip where it is timed (doing it all
+    /// in these regions) and still be caught.
+    pub limit: f64,
+    pub suspect: Option<String>,
+    /// A pause test beyond its bound whose staged regions were not: the GPU gone idle
+    /// during the pause, not the kernel.
+    pub idle: bool,
+}
+
+/// A spread the kernel cannot widen in its favour, as a normal's sigma: the median absolute
+/// deviation of `group` from its median times 1.4826; 0 for fewer than two.
+fn spread(group: &[f64]) -> f64 {
+    if group.len() < 2 {
+        return 0.0;
+    }
+    let centre = median(group.to_vec()).unwrap_or_default();
+    let deviations = group.iter().map(|x| (x - centre).abs()).collect();
+    median(deviations).map_or(0.0, |mad| 1.4826 * mad)
+}
+
+/// The spread a test judges by: a normal's sigma, and the farthest of the timed samples
+/// above their median as a share of it (the tail a normal misses).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Spread {
+    pub(super) sigma: f64,
+    pub(super) tail: f64,
+    /// Whether one region alone is evidence: not where the reading holds the host's launch
+    /// time (events or a host timer on an idle queue), whose tail has no bound.
+    pub(super) single: bool,
+}
+
+/// Decoys fewer than this say nothing of their spread: of two, one slow reading (a stage
+/// can leave a hot launch 10% slower) sets their deviation alone.
+const LEAST_SPREAD: usize = 3;
+
+impl Spread {
+    /// The spread widened by the decoys' own, where there are enough of them to say: their
+    /// deviation's sigma, and how far the farthest lies above their median (staged regions
+    /// meet what a stage left, which no timed sample does). One staged region alone is
+    /// evidence only then.
+    pub(super) fn with_decoys(self, decoys: &[f64]) -> Spread {
+        let centre = median(decoys.to_vec()).unwrap_or_default();
+        let farthest = decoys.iter().copied().fold(f64::MIN, f64::max);
+        match decoys.len() >= LEAST_SPREAD && centre > 0.0 {
+            true => Spread {
+                sigma: self.sigma.max(spread(decoys)),
+                tail: self.tail.max(farthest / centre - 1.0),
+                single: self.single,
+            },
+            false => Spread {
+                single: false,
+                ..self
+            },
+        }
+    }
+
+    pub(super) fn of(timed: &Stats, single: bool) -> Spread {
+        Spread {
+            sigma: timed.iqr / 1.349,
+            tail: match timed.median > 0.0 {
+                true => (timed.max / timed.median - 1.0).max(0.0),
+                false => 0.0,
+            },
+            single,
+        }
+    }
+}
+
+/// The median of a baseline, and how many readings it is of.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Baseline {
+    pub(super) median_ns: f64,
+    pub(super) count: usize,
+}
+
+/// `regions` against the median of `baseline` readings.
+pub(super) fn against(
+    tell: Tell,
+    regions: &[f64],
+    baseline: &[f64],
+    spread: Spread,
+) -> Option<Test> {
+    let base = Baseline {
+        median_ns: median(baseline.to_vec())?,
+        count: baseline.len(),
+    };
+    against_baseline(tell, regions, base, spread)
+}
+
+/// `regions` against a baseline: suspect where their median exceeds it by more than
+/// [`Z_FALSE_ALARM`] standard errors of the difference plus the margin (a median of k
+/// readings of spread sigma varies as sqrt(pi / 2k) of it), or where one region exceeds it
+/// by more than the normal quantile of the false-alarm rate shared among the regions, in
+/// sigmas, and than the farthest timed sample lay above theirs, each plus the margin (for
+/// readings that follow the timed samples' distribution, a chance of at most 1 in N + 1
+/// per region, whatever its tail).
+pub(super) fn against_baseline(
+    tell: Tell,
+    regions: &[f64],
+    base: Baseline,
+    spread: Spread,
+) -> Option<Test> {
+    let sigma = spread.sigma;
+    let k = regions.len();
+    let median_ns = lower_median(regions)?;
+    let (m, baseline_ns) = (base.count.max(1) as f64, base.median_ns);
+    let half_pi = std::f64::consts::FRAC_PI_2;
+    let margin = (MARGIN_SHARE * baseline_ns).max(MARGIN_NS);
+    let bound_ns = Z_FALSE_ALARM * sigma * (half_pi * (1.0 / k as f64 + 1.0 / m)).sqrt() + margin;
+    let z_one = upper_quantile(FALSE_ALARM / k as f64);
+    let single_bound_ns =
+        (z_one * sigma * (1.0 + half_pi / m).sqrt()).max(spread.tail * baseline_ns) + margin;
+    let beyond = (regions.iter())
+        .filter(|&&t| spread.single && t - baseline_ns > single_bound_ns)
+        .count();
+    let (what, against) = tell.sides();
+    let suspect = if median_ns - baseline_ns > bound_ns {
+        Some(format!(
+            "suspect: {k} {what} read {:.3} µs (lower median), {against} {:.3} µs ({:.2}x), beyond the {:.3} µs noise and margin allow: {}",
+            median_ns / 1e3,
+            baseline_ns / 1e3,
+            median_ns / baseline_ns,
+            bound_ns / 1e3,
+            why(tell),
+        ))
+    } else if beyond > 0 {
+        let worst = regions.iter().copied().fold(f64::MIN, f64::max);
+        Some(format!(
+            "suspect: {beyond} of {k} {what} read beyond {:.3} µs over the {against}' {:.3} µs (the worst {:.3} µs, {:.2}x), which one region in {:.0} passes by chance: {}",
+            single_bound_ns / 1e3,
+            baseline_ns / 1e3,
+            worst / 1e3,
+            worst / baseline_ns,
+            1.0 / FALSE_ALARM,
+            why(tell),
+        ))
+    } else {
+        None
+    };
+    Some(Test {
+        tell,
+        median_ns,
+        baseline_ns,
+        bound_ns,
+        single_bound_ns,
+        regions: k,
+        beyond,
+        limit: bound_ns / (baseline_ns + bound_ns),
+        suspect,
+        idle: false,
+    })
+}
+
+/// A pause test's finding set against the regions whose stage drew (`staged`), which follow
+/// the same pause with the GPU busy drawing: a kernel that does all its work after a pause
+/// does it there too, while an honest one that meets a GPU gone idle does not (a 148 µs
+/// hot transpose read 7% slower after an idle 290 µs, not after a draw as long). Suspect
+/// only where the staged regions lie beyond the same bound.
+pub(super) fn idle_or_kernel(mut test: Test, staged: &[f64]) -> Test {
+    let staged_too = lower_median(staged).is_none_or(|s| s - test.baseline_ns > test.bound_ns);
+    if test.suspect.is_some() && !staged_too {
+        test.suspect = None;
+        test.idle = true;
+    }
+    test
+}
+
+/// What a test's suspect finding says the timed launches did.
+pub(super) fn why(tell: Tell) -> &'static str {
+    match tell {
+        Tell::Data => "the timed launches skipped work the audited ones did on data they had not seen",
+        Tell::Pause => "the launches after a pause did work the timed launches skipped",
+        Tell::Stage => "the kernel did more work after a stage that wrote its inputs than after a pause alone",
+        Tell::Band => "the timed launches did not do the work the audited ones did",
+        Tell::FirstData => "the kernel did all its work on a region's first launch on new data, and less on the launches after it",
+        Tell::FirstPause => "the kernel did more work on a region's first launch after a pause than on a timed region's",
+        Tell::FirstRest => "the kernel did more work on each region's first launch, which follows a pause, than on the launches after it",
+    }
+}
+
+/// The lower median: the middle value, the lower of the middle two of an even count (of
+/// two, the smaller). A few regions' median is robust so to one slow reading.
+fn lower_median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().checked_sub(1)? / 2).copied()
+}
+
+/// The standard normal's quantile with `p` above it, by bisection on its tail.
+pub(super) fn upper_quantile(p: f64) -> f64 {
+    let tail = |z: f64| 0.5 * libm::erfc(z / std::f64::consts::SQRT_2);
+    let (mut lo, mut hi) = (0.0, 40.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        match tail(mid) > p {
+            true => lo = mid,
+            false => hi = mid,
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The audited median against the cell's reading, by the fixed band: it lets through any
+/// kernel that skips less than half its work, which is why decoys and pauses are set
+/// against regions wherever the samples allow.
+pub(super) fn band(audited: &[f64], reading_ns: f64) -> Option<Test> {
+    let median_ns = median(audited.to_vec())?;
+    if !reading_ns.is_finite() {
+        return None;
+    }
+    let bound_ns = (BAND_RATIO - 1.0) * reading_ns + BAND_SLACK_NS;
+    let suspect = (median_ns > reading_ns + bound_ns).then(|| {
+        format!(
+            "suspect: the timed launches read {:.3} µs, but {} on new inputs took {:.3} µs ({:.1}x, more than {BAND_RATIO}x + {} µs): the timed launches did not do the work the audited ones did (a result kept from earlier inputs, or work skipped once done)",
+            reading_ns / 1e3,
+            match audited.len() {
+                1 => "one launch".to_string(),
+                n => format!("{n} launches (median)"),
+            },
+            median_ns / 1e3,
+            median_ns / reading_ns,
+            BAND_SLACK_NS / 1e3
+        )
+    });
+    Some(Test {
+        tell: Tell::Band,
+        median_ns,
+        baseline_ns: reading_ns,
+        bound_ns,
+        single_bound_ns: bound_ns,
+        regions: audited.len(),
+        beyond: 0,
+        limit: bound_ns / (reading_ns + bound_ns),
+        suspect,
+        idle: false,
+    })
+}

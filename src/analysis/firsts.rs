@@ -1,0 +1,116 @@
+//! The audit's tests on regions of several launches (a batch, a graph), by their first
+//! launches: a kernel that does all its work on a region's first launch only (after new
+//! data, or after a pause) and skips on the rest changes the region's mean by a share N
+//! times smaller, but its first launch by all of it.
+
+use super::bounds::{
+    against, against_baseline, idle_or_kernel, why, Baseline, Spread, Tell, Test, MARGIN_NS,
+    MARGIN_SHARE, MIN_SAMPLES, Z_FALSE_ALARM,
+};
+use super::median;
+use super::stats::Stats;
+use crate::protocol::{AuditsAmong, FirstLaunches};
+
+/// The tests on the first launches of regions of several, pooled over the runs that read
+/// them.
+pub(super) fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> {
+    let firsts: Vec<_> = among.iter().filter_map(|m| m.firsts.as_ref()).collect();
+    let pooled = |of: fn(&FirstLaunches) -> &Vec<f64>| -> Vec<f64> {
+        (firsts.iter())
+            .flat_map(|f| of(f).iter().copied().filter(|t| t.is_finite()))
+            .collect()
+    };
+    let count: u64 = firsts.iter().map(|f| f.timed_count).sum();
+    let (Some(median), true) = (
+        median(firsts.iter().map(|f| f.timed_median).collect()),
+        count as usize >= MIN_SAMPLES,
+    ) else {
+        return Vec::new();
+    };
+    let widest = |of: fn(&FirstLaunches) -> f64| firsts.iter().map(|f| of(f)).fold(0.0, f64::max);
+    let timed = Spread {
+        sigma: widest(|f| f.timed_iqr) / 1.349,
+        tail: (widest(|f| f.timed_max) / median - 1.0).max(0.0),
+        single,
+    };
+    let (audited, decoys, pauses) = (
+        pooled(|f| &f.audited),
+        pooled(|f| &f.decoys),
+        pooled(|f| &f.pauses),
+    );
+    let mut tests = Vec::new();
+    if !audited.is_empty() && !decoys.is_empty() {
+        tests.extend(against(
+            Tell::FirstData,
+            &audited,
+            &decoys,
+            timed.with_decoys(&decoys),
+        ));
+    }
+    if !pauses.is_empty() {
+        let baseline = Baseline {
+            median_ns: median,
+            count: count as usize,
+        };
+        let staged = [&audited[..], &decoys[..]].concat();
+        let test = against_baseline(Tell::FirstPause, &pauses, baseline, timed);
+        tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
+    }
+    tests
+}
+
+/// What a timed region's first launch may take beyond each launch after it, besides the
+/// margin: the region's start, counted in its first launch. Measured on an H200, 2.1 to
+/// 3.3 µs in a graph behind a wait kernel (the graph's launch and the event node after its
+/// first launch), 4 to 15 µs in a batch on an idle queue (the host's launch of the first).
+pub const FIRST_START_NS: f64 = 5_000.0;
+pub const FIRST_START_IDLE_NS: f64 = 25_000.0;
+
+/// The timed regions' first launch against the launches after it: in a region of N whose
+/// reading is R per launch and whose first launch took F, the rest took (N R - F) / (N - 1)
+/// each. Suspect where F exceeds it by more than the region's start may take, the margin
+/// and the noise of F's median.
+pub(super) fn first_against_rest(
+    among: &[&AuditsAmong],
+    steady: &Stats,
+    (per_region, host_in_reading): (u64, bool),
+) -> Option<Test> {
+    let firsts: Vec<_> = among.iter().filter_map(|m| m.firsts.as_ref()).collect();
+    let count: u64 = firsts.iter().map(|f| f.timed_count).sum();
+    let first = median(firsts.iter().map(|f| f.timed_median).collect())?;
+    if (count as usize) < MIN_SAMPLES {
+        return None;
+    }
+    let n = per_region as f64;
+    let rest = (n * steady.median - first) / (n - 1.0);
+    let sigma = firsts.iter().map(|f| f.timed_iqr).fold(0.0, f64::max) / 1.349;
+    let start = match host_in_reading {
+        true => FIRST_START_IDLE_NS,
+        false => FIRST_START_NS,
+    };
+    let margin = (MARGIN_SHARE * rest).max(MARGIN_NS);
+    let noise = Z_FALSE_ALARM * sigma * (std::f64::consts::FRAC_PI_2 / count as f64).sqrt();
+    let bound_ns = start + margin + noise;
+    let suspect = (first - rest > bound_ns).then(|| {
+        format!(
+            "suspect: the timed regions' first launches read {:.3} µs (median), the launches after them {:.3} µs each ({:.2}x), beyond the {:.3} µs a region's start, the noise and the margin allow: {}",
+            first / 1e3,
+            rest / 1e3,
+            first / rest,
+            bound_ns / 1e3,
+            why(Tell::FirstRest),
+        )
+    });
+    Some(Test {
+        tell: Tell::FirstRest,
+        median_ns: first,
+        baseline_ns: rest,
+        bound_ns,
+        single_bound_ns: bound_ns,
+        regions: count as usize,
+        beyond: 0,
+        limit: bound_ns / (rest + bound_ns),
+        suspect,
+        idle: false,
+    })
+}
