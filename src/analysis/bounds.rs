@@ -243,13 +243,17 @@ pub(super) fn idle_or_kernel(mut test: Test, staged: &[f64]) -> Test {
 /// What a test's suspect finding says the timed launches did.
 pub(super) fn why(tell: Tell) -> &'static str {
     match tell {
-        Tell::Data => "the timed launches skipped work the audited ones did on data they had not seen",
+        Tell::Data => {
+            "the timed launches skipped work the audited ones did on data they had not seen"
+        }
         Tell::Pause => "the launches after a pause did work the timed launches skipped",
-        Tell::Stage => "the kernel did more work after a stage that wrote its inputs than after a pause alone",
+        Tell::Stage => {
+            "the kernel did more work after a stage that wrote its inputs than after a pause alone"
+        }
         Tell::Band => "the timed launches did not do the work the audited ones did",
-        Tell::FirstData => "the kernel did all its work on a region's first launch on new data, and less on the launches after it",
-        Tell::FirstPause => "the kernel did more work on a region's first launch after a pause than on a timed region's",
-        Tell::FirstRest => "the kernel did more work on each region's first launch, which follows a pause, than on the launches after it",
+        Tell::FirstData => "the first launch on new data did work the launches after it skipped",
+        Tell::FirstPause => "a first launch after a pause did work a timed region's skipped",
+        Tell::FirstRest => "the first launch, after a pause, did work the rest skipped",
     }
 }
 

@@ -93,7 +93,7 @@ pub(super) fn first_against_rest(
     let bound_ns = start + margin + noise;
     let suspect = (first - rest > bound_ns).then(|| {
         format!(
-            "suspect: the timed regions' first launches read {:.3} µs (median), the launches after them {:.3} µs each ({:.2}x), beyond the {:.3} µs a region's start, the noise and the margin allow: {}",
+            "suspect: the timed regions' first launches read {:.3} µs (median), the rest {:.3} µs each ({:.2}x), beyond the {:.3} µs a region's start, noise and margin allow: {}",
             first / 1e3,
             rest / 1e3,
             first / rest,

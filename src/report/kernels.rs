@@ -3,6 +3,7 @@
 //! baseline, so a rewrite is judged under every methodology the experiment runs.
 
 use super::format;
+use super::layout::{self, Part};
 use crate::experiment::{point_label, Experiment, Point};
 use serde::Serialize;
 
@@ -14,16 +15,9 @@ pub struct KernelsTable {
     pub unit: String,
     /// Either kernel timed unchecked, by the user's choice.
     pub unchecked: bool,
-    pub parameters: String,
-    /// Per variant: the kernel's median, the baseline's, the speed-up.
-    pub columns: Vec<String>,
-    pub rows: Vec<KernelsRow>,
-}
-
-#[derive(Serialize)]
-pub struct KernelsRow {
-    pub point: String,
-    pub values: Vec<String>,
+    /// The sweep point, then per variant the kernel's median, the baseline's and the
+    /// speed-up; split to fit a line where the variants are many.
+    pub parts: Vec<Part>,
 }
 
 /// `1.52x faster` where the kernel's median is below its baseline's (baseline / kernel),
@@ -75,43 +69,33 @@ pub fn build(
                 1 => String::new(),
                 _ => format!("{v}: "),
             };
+            let header = std::iter::once(exp.parameter_names(k)).chain(
+                (exp.variants.iter()).flat_map(|v| {
+                    let p = prefix(&v.name);
+                    [
+                        format!("{p}{kernel}"),
+                        format!("{p}{baseline}"),
+                        format!("{p}speed-up"),
+                    ]
+                }),
+            );
+            let rows = (exp.kernels[k].points.iter()).map(|p| {
+                let values = (exp.variants.iter()).flat_map(|v| {
+                    let (km, bm) = (median(k, p, &v.name), median_b(p, &v.name));
+                    let ratio = match (km, bm) {
+                        (Some(km), Some(bm)) => speedup(km, bm),
+                        _ => "–".into(),
+                    };
+                    [time(km), time(bm), ratio]
+                });
+                std::iter::once(point_label(p)).chain(values).collect()
+            });
             KernelsTable {
                 kernel: kernel.clone(),
                 baseline: baseline.clone(),
                 unit: unit.symbol().into(),
                 unchecked: exp.kernels[k].unchecked || exp.kernels[b].unchecked,
-                parameters: exp.parameter_names(k),
-                columns: exp
-                    .variants
-                    .iter()
-                    .flat_map(|v| {
-                        let p = prefix(&v.name);
-                        [
-                            format!("{p}{kernel}"),
-                            format!("{p}{baseline}"),
-                            format!("{p}speed-up"),
-                        ]
-                    })
-                    .collect(),
-                rows: exp.kernels[k]
-                    .points
-                    .iter()
-                    .map(|p| KernelsRow {
-                        point: point_label(p),
-                        values: exp
-                            .variants
-                            .iter()
-                            .flat_map(|v| {
-                                let (km, bm) = (median(k, p, &v.name), median_b(p, &v.name));
-                                let ratio = match (km, bm) {
-                                    (Some(km), Some(bm)) => speedup(km, bm),
-                                    _ => "–".into(),
-                                };
-                                [time(km), time(bm), ratio]
-                            })
-                            .collect(),
-                    })
-                    .collect(),
+                parts: layout::split(header.collect(), rows.collect(), 1),
             }
         })
         .collect()
@@ -168,8 +152,9 @@ mod tests {
         assert_eq!(tables.len(), 1);
         let t = &tables[0];
         assert_eq!(t.unit, "µs");
+        let (header, rows) = (&t.parts[0].header, &t.parts[0].rows);
         assert_eq!(
-            t.columns,
+            header[1..],
             [
                 "hot: tiled",
                 "hot: naive",
@@ -180,7 +165,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            t.rows[0].values,
+            rows[0][1..],
             [
                 "1.000 µs",
                 "1.520 µs",
@@ -190,7 +175,7 @@ mod tests {
                 "1.32x slower"
             ]
         );
-        assert_eq!(t.rows[1].values[3..], ["–", "3.040 µs", "–"]);
+        assert_eq!(rows[1][4..], ["–", "3.040 µs", "–"]);
     }
 
     #[test]
@@ -200,11 +185,9 @@ mod tests {
             "kernels = [[\"tiled\", \"naive\"]]",
         );
         let tables = build(&exp, |k, _, _| Some(if k == 0 { 1e6 } else { 2e6 }));
-        assert_eq!(tables[0].columns, ["tiled", "naive", "speed-up"]);
-        assert_eq!(
-            tables[0].rows[0].values,
-            ["1.000 ms", "2.000 ms", "2.00x faster"]
-        );
+        let part = &tables[0].parts[0];
+        assert_eq!(part.header[1..], ["tiled", "naive", "speed-up"]);
+        assert_eq!(part.rows[0][1..], ["1.000 ms", "2.000 ms", "2.00x faster"]);
         assert!(build(
             &experiment("[[variant]]\nname = \"hot\"\n", ""),
             |_, _, _| None
