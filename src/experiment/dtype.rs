@@ -21,6 +21,22 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// Every type, in the order the audit's draw kernel numbers them.
+    pub const ALL: [Dtype; 12] = [
+        Dtype::F16,
+        Dtype::Bf16,
+        Dtype::F32,
+        Dtype::F64,
+        Dtype::I8,
+        Dtype::U8,
+        Dtype::I16,
+        Dtype::U16,
+        Dtype::I32,
+        Dtype::U32,
+        Dtype::I64,
+        Dtype::U64,
+    ];
+
     pub fn key(self) -> &'static str {
         match self {
             Dtype::F16 => "f16",
@@ -40,21 +56,7 @@ impl Dtype {
 
     /// The type a name such as `"bf16"` names.
     pub fn parse(text: &str) -> Option<Dtype> {
-        const ALL: [Dtype; 12] = [
-            Dtype::F16,
-            Dtype::Bf16,
-            Dtype::F32,
-            Dtype::F64,
-            Dtype::I8,
-            Dtype::U8,
-            Dtype::I16,
-            Dtype::U16,
-            Dtype::I32,
-            Dtype::U32,
-            Dtype::I64,
-            Dtype::U64,
-        ];
-        ALL.into_iter().find(|d| d.key() == text.trim())
+        Dtype::ALL.into_iter().find(|d| d.key() == text.trim())
     }
 
     /// The CUDA C type it is stored as (the `ctype` filter of entries and options).
