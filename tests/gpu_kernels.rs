@@ -226,9 +226,14 @@ fn copies_alone_and_around_a_kernel_run_checked_under_events_and_cupti() {
                 let check = r["check"].as_str().unwrap();
                 assert!(check.contains("elements equal"), "{copy}: {check}");
                 assert!(r["first_ns"].as_f64().unwrap() > 0.0, "{r}");
+                // The driver's copy is checked on new data, its time not judged.
+                let unjudged = r["audit"]["unjudged"].as_str().unwrap_or_default();
+                assert!(unjudged.contains("a copy the driver makes"), "{r}");
             }
             let r = record(&records, &format!("sequence/size={size}/{variant}"));
             assert_eq!(r["status"], "ok", "{r}");
+            // A kernel among the copies is judged.
+            assert!(r["audit"]["unjudged"].is_null(), "{r}");
             let check = r["check"].as_str().unwrap();
             assert!(
                 check.contains("against kernel `sequence-ref`: h_out"),

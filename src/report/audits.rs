@@ -110,7 +110,10 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
         false => verdict,
     };
     let audit = match (&c.weaker, &c.unjudged) {
-        (Some(why), _) => format!("one launch after the timed ones ({why}): {verdict}"),
+        (Some(why), None) => format!("one launch after the timed ones ({why}): {verdict}"),
+        (Some(why), Some(not)) => {
+            format!("one launch after the timed ones ({why}): {verdict} ({not})")
+        }
         (None, Some(why)) => format!("among the timed: {verdict} ({why})"),
         (None, None) => format!("among the timed: {verdict}"),
     };
