@@ -210,10 +210,12 @@ impl<'a> Analysis<'a> {
             // Runs of one launch each have one audited run between them.
             let audited = records.iter().any(|r| r.audit.is_some());
             let checks = kernel.is_some_and(|k| k.check.is_some() || k.check_kernel.is_some());
+            let copy = kernel.is_some_and(|k| k.copy.is_some());
             let scrutiny = match (kernel.is_some_and(|k| k.unchecked), checks, audited) {
                 (true, ..) => trust::Scrutiny::Unchecked,
                 (false, false, _) => trust::Scrutiny::NoOutput,
                 (false, true, true) => trust::Scrutiny::Audited,
+                (false, true, false) if copy => trust::Scrutiny::DriverCopy,
                 (false, true, false) => trust::Scrutiny::Checked,
             };
             (c, self.verdict(c), caught, scrutiny)

@@ -141,6 +141,8 @@ pub enum Scrutiny {
     Audited,
     /// Checked, not audited: a run from before audits.
     Checked,
+    /// A checked `[[copy]]`: the driver's, with no code of the experiment's to audit.
+    DriverCopy,
     /// A kernel that writes nothing to check (an empty kernel).
     NoOutput,
     /// `unchecked = true`, by the experiment's choice.
@@ -155,6 +157,7 @@ pub struct Summary {
     /// Of those, the cells audited in every run, those with no output to check, and those
     /// unchecked by choice.
     pub audited: usize,
+    pub copies: usize,
     pub no_output: usize,
     pub unchecked: usize,
     /// Cells failed, suspect or impossible, of kernels written to be caught.
@@ -179,6 +182,7 @@ impl Summary {
                 Some(true) => {
                     s.trusted += 1;
                     s.audited += usize::from(scrutiny == Scrutiny::Audited);
+                    s.copies += usize::from(scrutiny == Scrutiny::DriverCopy);
                     s.no_output += usize::from(scrutiny == Scrutiny::NoOutput);
                     s.unchecked += usize::from(scrutiny == Scrutiny::Unchecked);
                 }
@@ -196,11 +200,15 @@ impl Summary {
             n => format!("{n} cells"),
         };
         let mut parts = Vec::new();
-        let checked = self.trusted - self.audited - self.no_output - self.unchecked;
+        let checked = self.trusted - self.audited - self.copies - self.no_output - self.unchecked;
         let how: Vec<String> = [
             (
                 self.audited,
                 "checked, and their timed launches audited on new inputs",
+            ),
+            (
+                self.copies,
+                "checked, a copy the driver makes (no code of the experiment's to audit)",
             ),
             (checked, "checked, not audited (a run from before audits)"),
             (self.no_output, "with no output to check"),
@@ -330,12 +338,13 @@ mod tests {
         let all_ok = Summary::of([
             (hot, &Verdict::Ok, false, Scrutiny::Audited),
             (cold, &Verdict::Ok, false, Scrutiny::Unchecked),
+            (hot, &Verdict::Ok, false, Scrutiny::DriverCopy),
             (cold, &failed, true, Scrutiny::Audited),
         ]);
         assert!(all_ok.unexpected.is_empty());
         assert_eq!(
             all_ok.line(),
-            "2 cells trusted: 1 checked, and their timed launches audited on new inputs, 1 unchecked by the experiment's choice; 1 cell of kernels written to be caught (`expect = \"caught\"`) were caught, as expected."
+            "3 cells trusted: 1 checked, and their timed launches audited on new inputs, 1 checked, a copy the driver makes (no code of the experiment's to audit), 1 unchecked by the experiment's choice; 1 cell of kernels written to be caught (`expect = \"caught\"`) were caught, as expected."
         );
         let fooled = Summary::of([
             (hot, &failed, false, Scrutiny::Audited),

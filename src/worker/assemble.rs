@@ -30,6 +30,10 @@ pub(super) struct Checker<'a> {
     pub(super) def: Option<&'a Kernel>,
     pub(super) host: &'a HostInputs,
     pub(super) reference: &'a reference::Cache<'a>,
+    /// The seed of the sample of a large output a reference kernel's check compares (an
+    /// audit's re-check: the launch was checked in full before anything was timed), else
+    /// all of it. A CPU reference samples by its cache's own seed.
+    pub(super) sample: Option<u64>,
 }
 
 impl Checker<'_> {
@@ -58,7 +62,7 @@ impl Checker<'_> {
                 .map(|f| f.and_then(|i| host[i].as_deref()))
                 .collect(),
             fill: None,
-            sample: None,
+            sample: self.sample,
         };
         against_kernel(kernels, timeline, (cell, def), buffers, recorded, inputs)
     }

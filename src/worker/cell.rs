@@ -151,6 +151,7 @@ fn sample<'b>(
         def: code.def.as_ref(),
         host: &data.timed,
         reference: &reference,
+        sample: None,
     };
     if code.loads_at_first_launch() {
         // The next launch loads the library: with a heap as fresh as a new program's.

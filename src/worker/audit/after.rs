@@ -19,13 +19,6 @@ use crate::worker::prepare::ReadyCell;
 use crate::worker::Session;
 use std::time::{Duration, Instant};
 
-/// Why a `[[copy]]`'s audit launch is checked but not timed against its reading: the driver
-/// makes the copy, so no code of the experiment's could skip work, and the refill just
-/// before it leaves the source where no timed copy found it (dirty in the CPU's caches or in
-/// L2). On an H200 a 512 KiB pinned copy read 2.7x its timed median so, an honest false alarm.
-const COPY_UNJUDGED: &str =
-    "a copy the driver makes runs no code of the experiment's, and the refill left its source dirty";
-
 /// Audits the cell's timed launches with one launch after them; a failure fails the cell.
 pub(super) fn run<'b>(
     s: &mut Session,
@@ -57,11 +50,9 @@ pub(super) fn run<'b>(
     s.timeline.mark("audit check");
 
     // The analysis sets the launch's time against the cell's reading.
-    let unjudged = (unjudged(cell))
-        .or_else(|| def.copy.is_some().then(|| COPY_UNJUDGED.into()))
-        .or_else(|| {
-            queue_ran_dry.then(|| "the wait kernel ended before the audit launch was queued".into())
-        });
+    let unjudged = unjudged(cell).or_else(|| {
+        queue_ran_dry.then(|| "the wait kernel ended before the audit launch was queued".into())
+    });
     let mut audit = record(check, &staged.note, Duration::ZERO);
     audit.launch_ns = launch_ns;
     audit.launches = 1;

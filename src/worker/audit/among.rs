@@ -260,6 +260,7 @@ impl Among {
                     def: Some(def),
                     host: &data.timed,
                     reference: &cache,
+                    sample: Some(seed ^ s.sample_seed),
                 };
                 checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
             }

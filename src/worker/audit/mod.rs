@@ -102,7 +102,10 @@ impl Auditor {
 }
 
 /// Whether run `process` of `cell` (of kernel `def`) is audited: a measured cell of a
-/// kernel with its check on. Of a cell's runs too short to hold a region among their timed
+/// kernel with its check on, not a `[[copy]]`. The driver makes a copy: no code of the
+/// experiment's could skip work, and the audit's refill just before it leaves the source
+/// where no timed copy found it (on an H200 an honest 512 KiB pinned copy read 2.7x), at
+/// the cost of a host draw of up to its size (a third of a transfers run). Of a cell's runs too short to hold a region among their timed
 /// launches (one launch per fresh process, or a sample or two per round), one drawn by the
 /// seed is; the others would pay a new draw and check for a launch or two each.
 pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
@@ -111,7 +114,7 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
     let samples = cell.knobs.samples_per_run() as usize;
     let no_room = audit::first_round(samples, runs as usize, process as usize)[0] == 0;
     let another = no_room && runs > 1 && process != audited;
-    def.is_some_and(|d| !d.unchecked) && cell.role == Role::Measure && !another
+    def.is_some_and(|d| !d.unchecked && d.copy.is_none()) && cell.role == Role::Measure && !another
 }
 
 /// Why run `process` of the cell cannot hold audits among its timed launches, or None
@@ -284,6 +287,7 @@ fn check_on(
         def: Some(def),
         host: checked.host,
         reference: &cache,
+        sample: Some(checked.seed ^ s.sample_seed),
     };
     let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
     checker.check(kernels, timeline, buffers, recorded).map_err(|f| {
@@ -446,6 +450,7 @@ fn holds_result(
         def: ready.code.def.as_ref(),
         host: earlier.host,
         reference: cache,
+        sample: None,
     };
     checker
         .check(kernels, timeline, &ready.data.sets[0], None)
