@@ -197,3 +197,21 @@ fn a_new_run_that_lacks_a_cell_or_failed_one_fails_the_comparison_with_its_own_c
     ]);
     assert!(matches!(out.status.code(), Some(0 | 2)), "{}", stderr(&out));
 }
+
+#[test]
+fn a_run_stored_without_its_sources_says_so_rather_than_that_they_differ() {
+    let trimmed = scaled_copy("accuracy", "none", 1.0);
+    std::fs::remove_dir_all(trimmed.path().join("sources")).unwrap();
+    let out = run(&[
+        "compare",
+        "reports/accuracy",
+        trimmed.path().to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("the new run holds no kernel sources (`sources/`): they are not compared"),
+        "{text}"
+    );
+    assert!(!text.contains("sources differ"), "{text}");
+}

@@ -468,7 +468,12 @@ fn speedup(run: &Run, c: &Captures) {
             rmin - 0.005 <= l && l <= h && h <= rmax + 0.005,
             "{cell}: [{l}, {h}] outside [{rmin}, {rmax}]"
         );
-        assert_eq!(c.name("one").is_some(), l <= 1.0 && 1.0 <= h);
+        // An interval that holds 1 says so; one that does not may still print an end of
+        // 1.00 (1.002 rounded).
+        match c.name("one") {
+            Some(_) => assert!(l <= 1.0 && 1.0 <= h, "{cell}: [{l}, {h}]"),
+            None => assert!(!(l < 1.0 && 1.0 < h), "{cell}: [{l}, {h}]"),
+        }
     }
 }
 
@@ -862,7 +867,9 @@ fn range(run: &Run, c: &Captures) {
         let hi = under.iter().max_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
         assert_time(&c["t1"], lo.1, lo.0);
         assert_time(&c["t2"], hi.1, hi.0);
-        assert_eq!((parts(lo.0).1, parts(hi.0).1), (&c["p1"], &c["p2"]));
+        // The point named holds the extreme; in a tie, any of the points that share it.
+        let at = |p: &str, want: f64| under.iter().any(|(id, ns)| parts(id).1 == p && *ns == want);
+        assert!(at(&c["p1"], lo.1) && at(&c["p2"], hi.1), "{}", &c[0]);
     } else if let Some(v1) = c.name("v1") {
         let p = c.name("p").map(|p| p.as_str());
         assert_time(

@@ -180,6 +180,20 @@ fn run_differences(old: &Stored, new: &Stored) -> (Vec<String>, Vec<String>) {
         files(&old.dir.join(SOURCES_DIR)),
         files(&new.dir.join(SOURCES_DIR)),
     );
+    // A run stored without its sources (trimmed to its records and samples) says so: its
+    // files are unknown, not different.
+    let missing = [(&sa, "the old run"), (&sb, "the new run")]
+        .into_iter()
+        .filter(|(files, _)| files.is_empty())
+        .map(|(_, which)| which)
+        .collect::<Vec<_>>();
+    if missing.len() == 1 {
+        out.push(format!(
+            "{} holds no kernel sources (`{SOURCES_DIR}/`): they are not compared",
+            missing[0]
+        ));
+        return (out, Vec::new());
+    }
     let changed: Vec<String> = sa
         .keys()
         .chain(sb.keys())
