@@ -176,28 +176,41 @@ fn beside(path: &Path, what: &str) -> PathBuf {
     path.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
 }
 
-/// The process whose temporary (or replaced folder) `name` is, where it is one of the names
-/// this module makes.
-fn temporary_owner(name: &str) -> Option<u32> {
+/// The file `name` is a temporary (or replaced folder) of, and the process that made it,
+/// where it is one of the names this module makes: `.NAME.tmp-PID` gives (NAME, PID).
+fn temporary_owner(name: &str) -> Option<(&str, u32)> {
     let (stem, pid) = name.strip_prefix('.')?.rsplit_once('-')?;
-    let ours = [TEMPORARY, RETIRED].iter().any(|what| {
-        stem.strip_suffix(what)
-            .is_some_and(|rest| rest.ends_with('.'))
-    });
+    let of = [TEMPORARY, RETIRED]
+        .iter()
+        .find_map(|what| stem.strip_suffix(what)?.strip_suffix('.'))
+        .filter(|of| !of.is_empty())?;
     let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
-    (ours && digits).then(|| pid.parse().ok()).flatten()
+    digits.then(|| Some((of, pid.parse().ok()?))).flatten()
+}
+
+/// The file `name` is a temporary (or replaced folder) of, where it is one: `.NAME.tmp-PID`
+/// gives NAME.
+pub fn temporary_of(name: &str) -> Option<&str> {
+    temporary_owner(name).map(|(of, _)| of)
 }
 
 /// Removes from `dir` (not below it) the temporaries and replaced folders of processes other
-/// than this one: what a writer that died between writing and renaming left. Only for a
-/// caller that knows no other process writes into `dir` now (it holds the folder's lock);
-/// what it removed.
-pub fn remove_others_temporaries(dir: &Path) -> io::Result<Vec<PathBuf>> {
+/// than this one, of the files `ours` says the caller writes: what a writer that died
+/// between writing and renaming left. A file of that shape named after anything else (a
+/// person's `.bashrc.old-2024`) stays. Only for a caller that knows no other process writes
+/// into `dir` now (it holds the folder's lock); what it removed.
+pub fn remove_others_temporaries(
+    dir: &Path,
+    ours: impl Fn(&str) -> bool,
+) -> io::Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
-        let owner = entry.file_name().to_str().and_then(temporary_owner);
-        if owner.is_some_and(|pid| pid != std::process::id()) {
+        let name = entry.file_name();
+        let owner = (name.to_str())
+            .and_then(temporary_owner)
+            .filter(|(of, _)| ours(of));
+        if owner.is_some_and(|(_, pid)| pid != std::process::id()) {
             remove(&entry.path())?;
             removed.push(entry.path());
         }
@@ -309,9 +322,9 @@ mod tests {
 
     #[test]
     fn temporaries_are_told_by_name_and_only_other_processes_ones_are_removed() {
-        assert_eq!(temporary_owner(".plots.tmp-123"), Some(123));
-        assert_eq!(temporary_owner(".report.md.tmp-7"), Some(7));
-        assert_eq!(temporary_owner(".plots.old-42"), Some(42));
+        assert_eq!(temporary_owner(".plots.tmp-123"), Some(("plots", 123)));
+        assert_eq!(temporary_owner(".report.md.tmp-7"), Some(("report.md", 7)));
+        assert_eq!(temporary_owner(".plots.old-42"), Some(("plots", 42)));
         for not in [
             "plots",
             ".plots.tmp-",
@@ -330,10 +343,15 @@ mod tests {
         let ours = temporary_beside(&d.join("cells.md"));
         std::fs::write(&ours, "being written").unwrap();
         std::fs::write(d.join("report.md"), "kept").unwrap();
-        let removed = remove_others_temporaries(d).unwrap();
+        // Of that shape, but named after files the caller does not write: a person's.
+        std::fs::create_dir_all(d.join(".mozilla.old-2023/p")).unwrap();
+        std::fs::write(d.join(".bashrc.old-2024"), "rc").unwrap();
+        let runner_writes = |name: &str| ["plots", "report.md", "cells.md"].contains(&name);
+        let removed = remove_others_temporaries(d, runner_writes).unwrap();
         assert_eq!(removed.len(), 2, "{removed:?}");
         assert!(!theirs.exists() && !d.join(".report.md.tmp-1").exists());
         assert!(ours.exists() && d.join("report.md").exists());
+        assert!(d.join(".mozilla.old-2023/p").exists() && d.join(".bashrc.old-2024").exists());
     }
 
     #[test]

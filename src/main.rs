@@ -408,7 +408,7 @@ fn sbatch(
 fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let read = store::read_parts(&parts, out)?;
-    let folder = store::FolderLock::create(out)?;
+    let folder = store::new_run_folder(out, force)?;
     let merged = read.write(&folder, force)?;
     for w in &merged.warnings {
         eprintln!("warning: {w}");

@@ -91,7 +91,7 @@ pub fn run(
     let me = std::env::current_exe().context("cannot find the runner's own binary")?;
     let name = crate::experiment::name_of(path)?;
     // Each part locks its own folder below this one.
-    let folder = FolderLock::create(dir)?;
+    let folder = store::new_run_folder(dir, force)?;
     if !each {
         // Only checked here: the merge at the end makes room.
         store::may_write(&folder, force)?;

@@ -85,6 +85,10 @@ pub fn run(
     allow_clock_changes: bool,
     subset: &Subset,
 ) -> Result<Outcome> {
+    // A folder a new run may not take is refused before anything else, even without a GPU.
+    if start != Start::Resume {
+        store::may_become_run(dir, start == Start::Replace)?;
+    }
     // Checked once, against the real device where there is one; mistakes in the file and
     // a run that cannot resume are reported even without a GPU.
     let device = match cuda::driver_present() {
@@ -131,7 +135,7 @@ pub fn run(
     let resumed = stored.is_some();
     let folder = match folder {
         Some(folder) => folder,
-        None => FolderLock::create(dir)?,
+        None => store::new_run_folder(dir, start == Start::Replace)?,
     };
     // From here a signal leaves a folder that resumes: the run stops between cells.
     stop::stop_on_signals()?;

@@ -84,7 +84,7 @@ fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, 
     let plan = Plan::new(&exp).unwrap();
     let dir = tmp.path().join("out");
     let mut meta = meta();
-    let lock = crate::store::FolderLock::create(&dir).unwrap();
+    let lock = crate::store::new_run_folder(&dir, false).unwrap();
     let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     let program = stand_in(on_b);
     let complete = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
@@ -203,7 +203,7 @@ fn malformed_worker_output_stops_the_run_with_a_message() {
     let exp = experiment(tmp.path());
     let plan = Plan::new(&exp).unwrap();
     let mut meta = meta();
-    let lock = crate::store::FolderLock::create(&tmp.path().join("out")).unwrap();
+    let lock = crate::store::new_run_folder(&tmp.path().join("out"), false).unwrap();
     let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     let program = WorkerProgram::new("sh", &["-c", "cat >/dev/null; echo not-json"]);
     let err = Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
@@ -258,7 +258,7 @@ fn logging_peer(variant: &str, processes: u32, log: &Path) -> String {
 fn run_with_peers(exp: &Experiment, dir: &Path, log: &Path) -> (String, Vec<PeerRow>) {
     let plan = Plan::new(exp).unwrap();
     let (out, mut meta) = (dir.join("out"), meta());
-    let lock = crate::store::FolderLock::create(&out).unwrap();
+    let lock = crate::store::new_run_folder(&out, false).unwrap();
     let mut writer = Writer::create(&lock, exp, &meta).unwrap();
     let mut peers = Peers::new(exp, &plan.cells);
     Scheduler::new(exp, &plan, &mut writer, &mut meta, &logging_worker(log))
@@ -327,7 +327,7 @@ fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() 
     let log = tmp.path().join("log");
     let program = logging_worker(&log);
     let (dir, mut meta) = (tmp.path().join("out"), meta());
-    let lock = crate::store::FolderLock::create(&dir).unwrap();
+    let lock = crate::store::new_run_folder(&dir, false).unwrap();
     let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     Scheduler::new(&exp, &plan, &mut writer, &mut meta, &program)
         .unwrap()

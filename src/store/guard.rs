@@ -4,34 +4,79 @@
 //! answer holds until the writer is done.
 
 use super::format::Format;
+use super::lock::LOCK_FILE;
+use super::names::{is_run, runner_writes, stored_names, ABOUT_FILES, RUN_FILES};
 use super::FolderLock;
-use super::{
-    RunMeta, CELLS_FILE, CELLS_REPORT_FILE, COMPARE_FILE, EXPERIMENT_FILE, FINDINGS_FILE,
-    NOTES_FILE, PEERS_FILE, REPORT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE,
-    TELEMETRY_FILE, TEMPLATE_FILE,
-};
+use super::{RunMeta, CELLS_FILE, RUN_FILE};
 use crate::files;
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
-/// What a run stores as it goes, named in each format (and plain, as the oldest runs did).
-const STORED_FILES: [&str; 3] = [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE];
+/// Whether a new run (or a merge) may make `dir` its folder, asked before anything is made
+/// or touched: refused where `dir` lies inside another run's folder (a report of that run
+/// replaces what it renders, `plots/` with all below it) or is not a run's and holds files
+/// the runner does not write, unless `force` (then only what the runner writes is
+/// replaced: [`claim`]).
+pub fn may_become_run(dir: &Path, force: bool) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    if let Some(run) = enclosing_run(dir) {
+        bail!(
+            "{} lies inside the run folder {}: that run's files and report would reach what is written here\n  hint: write elsewhere with --out, or pass --force",
+            dir.display(),
+            run.display()
+        );
+    }
+    if let Some(name) = foreign_entry(dir)? {
+        bail!(
+            "{} is not a run folder (it holds no run.json) but holds `{name}`, which the runner does not write: a run there would mix with what is yours\n  hint: name a new or empty folder with --out, or pass --force to write the run's files among them (only what the runner writes is replaced)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
 
-/// What else a run writes into its folder, and what its report renders there.
-const RUN_FILES: [&str; 9] = [
-    EXPERIMENT_FILE,
-    RUN_FILE,
-    SUMMARY_FILE,
-    REPORT_FILE,
-    CELLS_REPORT_FILE,
-    TEMPLATE_FILE,
-    PEERS_FILE,
-    SOURCES_DIR,
-    "plots",
-];
+/// The lock of `dir` for a new run or a merge, the folder made where there is none, once
+/// [`may_become_run`] allows it.
+pub fn new_run_folder(dir: &Path, force: bool) -> Result<FolderLock> {
+    may_become_run(dir, force)?;
+    FolderLock::create(dir)
+}
 
-/// What a person wrote about the run in a folder (and the run it is compared with).
-const ABOUT_FILES: [&str; 3] = [FINDINGS_FILE, NOTES_FILE, COMPARE_FILE];
+/// The run folder `dir` lies inside, if any; a run's own parts (`RUN/parts/...`) are its
+/// own.
+fn enclosing_run(dir: &Path) -> Option<PathBuf> {
+    let dir = std::path::absolute(dir).ok()?;
+    let mut below: Option<Component> = None;
+    for above in dir.ancestors() {
+        if above != dir && is_run(above) {
+            let part = below.is_some_and(|c| c.as_os_str() == "parts");
+            return (!part).then(|| above.to_path_buf());
+        }
+        below = above.components().next_back();
+    }
+    None
+}
+
+/// The first entry of the existing folder `dir` that is not a run's and not a name the
+/// runner writes (its temporaries and lock included); None where `dir` is a run's, or
+/// is new.
+fn foreign_entry(dir: &Path) -> Result<Option<String>> {
+    if is_run(dir) || !dir.is_dir() {
+        return Ok(None);
+    }
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let temporary = files::temporary_of(&name).is_some_and(runner_writes);
+        if !(name == LOCK_FILE || runner_writes(&name) || temporary) {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
+}
 
 /// Whether `dir` may receive a run, and makes room for it: refused where the folder holds
 /// finished cells of a run for which `same` is false, unless `force`. What is allowed is
@@ -41,14 +86,8 @@ pub fn claim(lock: &FolderLock, force: bool, same: impl Fn(&RunMeta) -> bool) ->
     let dir = lock.dir();
     let replaced = refuse_another(dir, force, same)?;
     let about: &[&str] = if replaced { &ABOUT_FILES } else { &[] };
-    let stored = STORED_FILES.iter().flat_map(|name| {
-        [Format::Zstd, Format::Gzip]
-            .map(|f| f.file(name))
-            .into_iter()
-            .chain([name.to_string()])
-    });
     let names = RUN_FILES.iter().chain(about).map(|n| n.to_string());
-    for name in names.chain(stored) {
+    for name in names.chain(stored_names()) {
         let path = dir.join(name);
         files::remove(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     }
@@ -103,6 +142,7 @@ fn finished_cells(dir: &Path) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::FINDINGS_FILE;
 
     fn meta(started: &str) -> RunMeta {
         serde_json::from_value(serde_json::json!({
@@ -181,9 +221,44 @@ mod tests {
         let run = dir.path().join("run");
         std::fs::create_dir(&run).unwrap();
         std::os::unix::fs::symlink(&outside, run.join(CELLS_FILE)).unwrap();
-        let lock = FolderLock::take(&run).unwrap();
+        let lock = new_run_folder(&run, false).unwrap();
         let e = format!("{:#}", claim(&lock, true, |_| false).unwrap_err());
         assert!(e.contains("symbolic link"), "{e}");
         assert!(outside.exists());
+    }
+
+    #[test]
+    fn a_folder_that_is_not_a_run_or_lies_inside_one_is_refused_before_it_is_touched() {
+        let dir = folder_with_a_run();
+        let d = dir.path();
+        // Inside a run: its report would replace `plots/` with what is below it.
+        let inside = d.join("plots/merged");
+        let e = format!("{:#}", new_run_folder(&inside, false).unwrap_err());
+        assert!(e.contains("lies inside the run folder"), "{e}");
+        assert!(!d.join("plots").exists(), "nothing was made");
+        // A run's own parts lie inside it.
+        new_run_folder(&d.join("parts/gpu0/x"), false).unwrap();
+        // A person's folder: refused, nothing touched, unless forced.
+        let mine = tempfile::tempdir().unwrap();
+        let m = mine.path();
+        std::fs::create_dir_all(m.join("plots")).unwrap();
+        std::fs::write(m.join("plots/mine.svg"), "<svg").unwrap();
+        std::fs::write(m.join("thesis.tex"), "x").unwrap();
+        std::fs::write(m.join(LOCK_FILE), "mine").unwrap();
+        let e = format!("{:#}", new_run_folder(m, false).unwrap_err());
+        assert!(
+            e.contains("holds `thesis.tex`") && e.contains("--force"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(m.join(LOCK_FILE)).unwrap(), "mine");
+        let e = format!("{:#}", FolderLock::take(m).unwrap_err());
+        assert!(e.contains("not a run folder"), "{e}");
+        assert_eq!(std::fs::read_to_string(m.join(LOCK_FILE)).unwrap(), "mine");
+        // What the runner writes alone (a crashed run's start) is no one else's.
+        let started = tempfile::tempdir().unwrap();
+        std::fs::create_dir(started.path().join("sources")).unwrap();
+        drop(new_run_folder(started.path(), false).unwrap());
+        drop(new_run_folder(m, true).unwrap());
+        assert!(m.join("thesis.tex").exists() && m.join("plots/mine.svg").exists());
     }
 }

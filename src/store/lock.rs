@@ -33,15 +33,15 @@ pub struct FolderLock {
 }
 
 impl FolderLock {
-    /// Creates the folder `dir` where there is none, then takes its lock.
-    pub fn create(dir: &Path) -> Result<FolderLock> {
+    /// Creates the folder `dir` where there is none, then takes its lock: for a new run (or
+    /// merge), once [`super::guard::new_run_folder`] has found `dir` may become one.
+    pub(super) fn create(dir: &Path) -> Result<FolderLock> {
         files::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        FolderLock::take(dir)
+        FolderLock::lock(dir)
     }
 
-    /// Takes the lock of the folder `dir`, once no other process holds it (waiting as long
-    /// as that takes, and saying who holds it after a moment). Under it, what a writer that
-    /// died left half written in the folder is removed: no one else writes there now.
+    /// Takes the lock of the run folder `dir`: refused, before anything in it is touched,
+    /// where `dir` is not a run's (no `run.json`).
     pub fn take(dir: &Path) -> Result<FolderLock> {
         if !dir.is_dir() {
             bail!(
@@ -49,6 +49,20 @@ impl FolderLock {
                 dir.display()
             );
         }
+        if !super::is_run(dir) {
+            bail!(
+                "{} is not a run folder: it holds no run.json, so nothing in it was touched\n  hint: name a run folder, the one that holds run.json",
+                dir.display()
+            );
+        }
+        FolderLock::lock(dir)
+    }
+
+    /// Takes the lock of the folder `dir`, once no other process holds it (waiting as long
+    /// as that takes, and saying who holds it after a moment). Under it, what a writer of
+    /// the runner that died left half written in the folder is removed: no one else
+    /// writes there now.
+    fn lock(dir: &Path) -> Result<FolderLock> {
         let path = dir.join(LOCK_FILE);
         let started = Instant::now();
         let mut said = false;
@@ -61,12 +75,14 @@ impl FolderLock {
                 Ok(()) => {
                     write_holder(&mut file)
                         .with_context(|| format!("cannot write {}", path.display()))?;
-                    files::remove_others_temporaries(dir).with_context(|| {
-                        format!(
-                            "cannot clear what a stopped writer left in {}",
-                            dir.display()
-                        )
-                    })?;
+                    files::remove_others_temporaries(dir, super::runner_writes).with_context(
+                        || {
+                            format!(
+                                "cannot clear what a stopped writer left in {}",
+                                dir.display()
+                            )
+                        },
+                    )?;
                     return Ok(FolderLock {
                         dir: dir.to_path_buf(),
                         path,
@@ -155,9 +171,16 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
 
+    /// A folder that holds a run.
+    fn run_folder() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(super::super::RUN_FILE), "{}").unwrap();
+        dir
+    }
+
     #[test]
     fn a_second_writer_waits_for_the_first_and_no_lock_file_is_left() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = run_folder();
         let first = FolderLock::take(dir.path()).unwrap();
         let line = std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
         assert!(
@@ -178,12 +201,16 @@ mod tests {
         drop(first);
         taken.recv_timeout(Duration::from_secs(10)).unwrap();
         second.join().unwrap();
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "run.json alone"
+        );
     }
 
     #[test]
     fn what_a_stopped_writer_left_goes_and_a_folder_is_needed() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = run_folder();
         let left = dir.path().join(".plots.tmp-4294967295");
         std::fs::create_dir(&left).unwrap();
         std::fs::write(left.join("a.svg"), "<svg").unwrap();

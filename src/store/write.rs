@@ -327,7 +327,7 @@ mod tests {
     fn merge_alone(part: &Path, out: &Path) {
         let parts = crate::store::read_parts(&[part], out).unwrap();
         parts
-            .write(&FolderLock::create(out).unwrap(), false)
+            .write(&crate::store::new_run_folder(out, false).unwrap(), false)
             .unwrap();
     }
 
