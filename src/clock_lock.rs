@@ -109,9 +109,9 @@ fn reset(uuid: &str) -> Result<(), NvmlError> {
 impl Drop for ClockLock {
     fn drop(&mut self) {
         if let Err(e) = reset(&self.uuid) {
-            eprintln!(
+            crate::terminal::tell(&format!(
                 "warning: could not reset the SM clocks: {e}; reset them with nvidia-smi -rgc"
-            );
+            ));
         }
     }
 }

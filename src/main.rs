@@ -20,6 +20,7 @@ mod report;
 mod store;
 mod system;
 mod telemetry;
+mod terminal;
 mod worker;
 
 use clap::Parser;
@@ -167,11 +168,11 @@ fn ended(result: anyhow::Result<Ended>, args: &RunArgs) -> ExitCode {
                 0 => String::new(),
                 n => format!(" and {n} more"),
             };
-            eprintln!(
+            crate::terminal::tell(&format!(
                 "error: {} cell(s) did not end as their kernels expect: {}{more} (the report's first lines say why); --allow-failures exits 0 anyway",
                 e.unexpected.len(),
                 e.unexpected[..e.unexpected.len().min(SHOWN)].join(", ")
-            );
+            ));
             ExitCode::from(exit::UNTRUSTED)
         }
         other => finish(other.map(|e| e.complete)),
@@ -189,7 +190,10 @@ fn compare(old: &Path, new: &Path, threshold: f64, floor: f64, json: Option<&Pat
         Ok(c) if c.gate == compare::Gate::Pass => ExitCode::from(exit::OK),
         Ok(c) if c.gate == compare::Gate::Slower => ExitCode::from(exit::SLOWER),
         Ok(c) => {
-            eprintln!("error: the comparison is incomplete: {}", c.incomplete);
+            crate::terminal::tell(&format!(
+                "error: the comparison is incomplete: {}",
+                c.incomplete
+            ));
             ExitCode::from(exit::INCOMPLETE)
         }
         Err(e) => finish(Err(e)),
@@ -411,7 +415,7 @@ fn merge(parts: &[PathBuf], out: &Path, force: bool) -> anyhow::Result<()> {
     let folder = store::new_run_folder(out, force)?;
     let merged = read.write(&folder, force)?;
     for w in &merged.warnings {
-        eprintln!("warning: {w}");
+        crate::terminal::tell(&format!("warning: {w}"));
     }
     let report = report::render_dir(&folder, None)?;
     let incomplete = match merged.meta.complete {

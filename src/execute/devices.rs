@@ -156,7 +156,7 @@ pub fn run(
     let present: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let merged = store::read_parts(&present, dir)?.write(&folder, force)?;
     for w in &merged.warnings {
-        eprintln!("warning: {w}");
+        crate::terminal::tell(&format!("warning: {w}"));
     }
     Ok(Outcome {
         finished: finished && merged.meta.complete,
@@ -172,10 +172,10 @@ fn written_since(dir: &Path, started: std::time::SystemTime) -> bool {
     let written = std::fs::metadata(dir.join(store::RUN_FILE)).and_then(|m| m.modified());
     let fresh = written.is_ok_and(|t| t >= started);
     if !fresh && dir.join(store::RUN_FILE).exists() {
-        eprintln!(
+        crate::terminal::tell(&format!(
             "warning: {} holds an earlier run, left out of the merge",
             dir.display()
-        );
+        ));
     }
     fresh
 }
@@ -199,7 +199,9 @@ fn wait_for_parts(children: Vec<(String, Child)>) -> Result<(bool, Option<Stop>)
         for (gpu, mut child) in running {
             match child.try_wait().context("cannot wait for a GPU's runner")? {
                 Some(status) if !status.success() && stop::stopped().is_none() => {
-                    eprintln!("warning: the part on GPU {gpu} ended with {status}");
+                    crate::terminal::tell(&format!(
+                        "warning: the part on GPU {gpu} ended with {status}"
+                    ));
                     finished = false;
                 }
                 Some(_) => finished &= stop::stopped().is_none(),

@@ -160,12 +160,12 @@ pub fn run(
     writer.write_meta(&meta)?;
     // A resumed run's clock ran only for its rest.
     if let (Some(e), Ok(took), false) = (meta.estimate, started.elapsed(), resumed) {
-        eprintln!(
+        crate::terminal::tell(&format!(
             "ran for {}; the plan estimated {} ({} for a first run)",
             seconds(took.as_secs_f64()),
             seconds(e.seconds),
             seconds(e.modelled_seconds)
-        );
+        ));
     }
     Ok(Outcome {
         folder,
@@ -287,7 +287,7 @@ fn run_cells(
 fn estimate(exp: &Experiment, plan: &Plan) -> store::RunEstimate {
     let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
     let estimate = Estimate::new(exp, plan, &previous);
-    eprintln!("estimated time: {}", estimate.describe(exp, plan));
+    crate::terminal::tell(&format!("estimated time: {}", estimate.describe(exp, plan)));
     store::RunEstimate {
         seconds: estimate.total_s(plan),
         modelled_seconds: Estimate::new(exp, plan, &Default::default()).total_s(plan),
@@ -307,7 +307,7 @@ fn resumable(dir: &Path, path: &Path, inputs: &str) -> Result<(Stored, Samples)>
         );
     }
     for w in &stored.warnings {
-        eprintln!("warning: {w}");
+        crate::terminal::tell(&format!("warning: {w}"));
     }
     Ok((stored, samples))
 }

@@ -25,10 +25,10 @@ pub fn bar() -> ProgressBar {
 pub fn say_compile_warnings(bar: &ProgressBar, cell: &str, warnings: &[String]) {
     if !warnings.is_empty() {
         bar.suspend(|| {
-            eprintln!(
+            crate::terminal::tell(&format!(
                 "warning: NVRTC warned compiling the kernel of {cell}:\n  {}",
                 warnings.join("\n  ")
-            )
+            ))
         });
     }
 }

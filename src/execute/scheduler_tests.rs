@@ -150,7 +150,7 @@ fn a_worker_that_hangs_is_killed_at_the_cell_timeout() {
 #[test]
 fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
     if profiler::ncu().is_some() {
-        eprintln!("SKIPPED: this machine has ncu");
+        crate::terminal::tell("SKIPPED: this machine has ncu");
         return;
     }
     let (_tmp, out) = run_edited("true", |text| {
@@ -168,7 +168,7 @@ fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
 #[test]
 fn counters_are_skipped_with_a_note_where_ncu_is_missing_and_the_cell_still_times() {
     if profiler::ncu().is_some() {
-        eprintln!("SKIPPED: this machine has ncu");
+        crate::terminal::tell("SKIPPED: this machine has ncu");
         return;
     }
     let (_tmp, out) = run_edited("true", |text| {

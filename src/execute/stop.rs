@@ -105,19 +105,19 @@ pub(super) fn stop_on_signals() -> Result<()> {
 /// it: they are set to, `worker::parent`).
 fn on_signal(stop: Stop) {
     if INTERRUPTED.load(Ordering::SeqCst) {
-        eprintln!("{} again: stopping now", stop.name());
+        crate::terminal::tell(&format!("{} again: stopping now", stop.name()));
         std::process::exit(stop.exit_code().into());
     }
     SIGNAL.store(stop.number(), Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
     match stop {
-        Stop::Interrupt => {
-            eprintln!("interrupted: stopping after the finished cells (Ctrl-C again to quit now)")
-        }
-        other => eprintln!(
+        Stop::Interrupt => crate::terminal::tell(
+            "interrupted: stopping after the finished cells (Ctrl-C again to quit now)",
+        ),
+        other => crate::terminal::tell(&format!(
             "{}: stopping after the finished cells (a second signal quits now)",
             other.name()
-        ),
+        )),
     }
 }
 

@@ -302,10 +302,10 @@ pub fn reap(exiting: Exiting, meta: &mut RunMeta, bar: &ProgressBar) -> Result<(
     count.exit_s += exiting.last_message.elapsed().as_secs_f64();
     if !status.success() {
         bar.suspend(|| {
-            eprintln!(
+            crate::terminal::tell(&format!(
                 "warning: a worker reported all its cells but ended with {status}{}",
                 tail(&stderr)
-            )
+            ))
         });
     }
     Ok(())

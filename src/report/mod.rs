@@ -74,7 +74,7 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
     let (mut stored, reduced) = analysis::load(dir)?;
     let earlier = earlier_run(&mut stored)?;
     for w in &stored.warnings {
-        eprintln!("warning: {w}");
+        crate::terminal::tell(&format!("warning: {w}"));
     }
     let analysis = Analysis::of(&stored, reduced);
     let trust = analysis.trust.clone();
@@ -84,7 +84,9 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
         // As with an earlier run that cannot be read: the report stands without it.
         match compare::build(&analysis, &earlier, &rel) {
             Ok(comparison) => view.set_comparison(comparison),
-            Err(e) => eprintln!("warning: left out the comparison with {rel}: {e:#}"),
+            Err(e) => crate::terminal::tell(&format!(
+                "warning: left out the comparison with {rel}: {e:#}"
+            )),
         }
     }
     let (name, text) = template_text(&stored, template)?;
@@ -109,11 +111,11 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
     let stale = stale_quotes(&stored, &analysis, &view, &report, &cells);
     if !stale.is_empty() {
         for q in &stale {
-            eprintln!(
+            crate::terminal::tell(&format!(
                 "warning: {}: {} appears nowhere in this run's report, cells.md or summary.csv",
                 dir.join(q.file).display(),
                 q.quote
-            );
+            ));
         }
         view.warn(quotes::warning(&stale));
         report = render(&name, &view)?;
@@ -207,7 +209,7 @@ fn earlier_run(stored: &mut Stored) -> Result<Option<(Stored, Reduced, String)>>
     match analysis::load(&stored.dir.join(&rel)) {
         Ok((earlier, reduced)) => Ok(Some((earlier, reduced, rel))),
         Err(e) => {
-            eprintln!("warning: {COMPARE_FILE}: {e:#}");
+            crate::terminal::tell(&format!("warning: {COMPARE_FILE}: {e:#}"));
             stored.warnings.push(format!(
                 "{COMPARE_FILE} names the run `{rel}`, which cannot be read here: this report leaves the comparison out"
             ));

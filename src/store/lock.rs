@@ -91,7 +91,7 @@ impl FolderLock {
                 }
                 Err(TryLockError::WouldBlock) => {
                     if !said && started.elapsed() >= MOMENT {
-                        eprintln!("{}", waiting(dir, &holder(&mut file)));
+                        crate::terminal::tell(&waiting(dir, &holder(&mut file)));
                         said = true;
                     }
                     std::thread::sleep(POLL);

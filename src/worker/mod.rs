@@ -68,7 +68,7 @@ fn fatal(error: String) -> ExitCode {
 /// `runner`: the pid of the runner that started it (`--parent`), which it never outlives.
 pub fn main(runner: Option<u32>) -> ExitCode {
     let Some(parent) = Parent::watch(runner) else {
-        eprintln!("the runner that started this worker is gone: not starting");
+        crate::terminal::tell("the runner that started this worker is gone: not starting");
         return ExitCode::FAILURE;
     };
     let (entry, entry_wall) = (Instant::now(), SystemTime::now());

@@ -52,7 +52,7 @@ impl Parent {
     /// Ends the worker at once where the runner is gone: nobody would read its cells.
     pub fn leave_if_gone(&self) {
         if !self.alive() {
-            eprintln!("the runner that started this worker is gone: stopping");
+            crate::terminal::tell("the runner that started this worker is gone: stopping");
             std::process::exit(1);
         }
     }

@@ -1,6 +1,8 @@
-//! A folder is touched only once it is proven a run's, or may become one: `report` on a
-//! folder that is not a run, `merge --out` into a person's folder or inside another run, and
-//! `run --out` among a person's files are refused before anything in them changes.
+//! What a hostile folder or terminal cannot make the runner do. A folder is touched only
+//! once it is proven a run's, or may become one: `report` on a folder that is not a run,
+//! `merge --out` into a person's folder or inside another run, and `run --out` among a
+//! person's files are refused before anything in them changes. A stream that cannot be
+//! written ends a command quietly, never in a panic.
 
 mod common;
 use common::*;
@@ -97,4 +99,43 @@ fn a_run_among_a_persons_files_is_refused_before_the_gpu_is_asked_for() {
         stderr(&out)
     );
     assert_eq!(snapshot(&mine), before, "the folder changed");
+}
+
+#[test]
+fn warnings_into_a_full_or_closed_stream_end_no_command_in_a_panic() {
+    let (root, copy) = copy_run("transpose-audited");
+    // A frame stored twice: the report warns, and goes on.
+    let samples = copy.join("samples.csv.zst");
+    let mut bytes = std::fs::read(&samples).unwrap();
+    let first = zstd::zstd_safe::find_frame_compressed_size(&bytes).unwrap();
+    let frame = bytes[..first].to_vec();
+    bytes.splice(first..first, frame);
+    std::fs::write(&samples, bytes).unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    for args in [
+        vec!["report", copy.to_str().unwrap()],
+        vec!["compare", copy.to_str().unwrap(), copy.to_str().unwrap()],
+    ] {
+        let out = runner()
+            .args(&args)
+            .current_dir(root.path())
+            .stderr(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(101), "{args:?} panicked");
+        assert!(out.status.code().is_some(), "{args:?} died of a signal");
+    }
+    // Standard error closed by its reader after one line, as `2>&1 | head -1` does.
+    let mut child = runner()
+        .args(["report", copy.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(101), "report panicked");
 }
