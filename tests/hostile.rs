@@ -139,3 +139,84 @@ fn warnings_into_a_full_or_closed_stream_end_no_command_in_a_panic() {
     let status = child.wait().unwrap();
     assert_ne!(status.code(), Some(101), "report panicked");
 }
+
+/// The bytes of one zstd frame of `text`, as a run appends a frame.
+fn frame_of(text: &str) -> Vec<u8> {
+    zstd::stream::encode_all(text.as_bytes(), 3).unwrap()
+}
+
+/// Appends `bytes` to the file `name` in `dir`.
+fn append(dir: &Path, name: &str, bytes: &[u8]) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(name))
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+#[test]
+fn floods_of_junk_rows_and_records_are_counted_not_said_one_by_one() {
+    let (root, copy) = copy_run("transpose-audited");
+    let lines = 200_000;
+    append(&copy, "cells.jsonl.zst", &frame_of(&"{}\n".repeat(lines)));
+    let header = stored_text(&copy, "samples.csv")
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let fields = header.split(',').count();
+    let junk = format!("ghost{}\n", ",1".repeat(fields - 1)).repeat(lines);
+    append(&copy, "samples.csv.zst", &frame_of(&junk));
+    append(&copy, "telemetry.csv.zst", &frame_of(&"x\n".repeat(lines)));
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines().count() < 100,
+        "{} lines of warnings",
+        err.lines().count()
+    );
+    assert!(err.contains("more lines dropped"), "{err}");
+    assert!(
+        err.contains("more rows of cells not in the plan dropped"),
+        "{err}"
+    );
+    // The last counts as torn, as a crash leaves one.
+    let malformed = format!("dropped {} malformed row(s)", lines - 1);
+    assert!(err.contains(&malformed), "{err}");
+    // The cells themselves are all there.
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary(&copy),
+        summary(Path::new("reports/transpose-audited"))
+    );
+}
+
+#[test]
+fn a_sample_of_an_unknown_phase_costs_its_cell() {
+    let (root, copy) = copy_run("transpose-audited");
+    let rows = stored_text(&copy, "samples.csv");
+    let mut lines = rows.lines();
+    let header = lines.next().unwrap();
+    let row: Vec<&str> = lines
+        .find(|l| l.contains(",steady,"))
+        .unwrap()
+        .split(',')
+        .collect();
+    let cell = row[0].to_string();
+    let changed = rows.replacen(
+        &row.join(","),
+        &row.join(",").replacen(",steady,", ",xyz,", 1),
+        1,
+    );
+    assert_ne!(changed, rows);
+    assert!(header.contains("phase"));
+    write_stored(&copy, "samples.csv", &changed);
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("cell {cell} is unreadable")) && err.contains("a phase of `xyz`"),
+        "{err}"
+    );
+}

@@ -154,7 +154,8 @@ impl Stored {
         let index = self.plan.index_by_id();
         let recorded = self.recorded();
         let telemetry = &mut self.telemetry;
-        let mut dropped: Vec<u64> = Vec::new();
+        // Malformed rows: how many, and the first's line.
+        let mut dropped: (u64, Option<u64>) = (0, None);
         let want = [
             "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate",
             "throttle",
@@ -164,7 +165,7 @@ impl Stored {
             let (Some(&cell), Ok(process), Ok(t_us)) =
                 (index.get(f(0)), f(1).parse::<u32>(), f(2).parse::<f64>())
             else {
-                dropped.push(line);
+                dropped = (dropped.0 + 1, dropped.1.or(Some(line)));
                 return;
             };
             if !recorded.contains(&(cell as u32, process)) {
@@ -214,11 +215,12 @@ impl Stored {
                 frame.describe()
             ));
         }
-        dropped.extend(read.damaged.into_iter().map(|(line, _)| line));
-        if let Some(first) = dropped.iter().min() {
+        let damaged = read.damaged.iter().map(|(line, _)| *line);
+        let first = damaged.chain(dropped.1).min();
+        let count = dropped.0 + read.damaged.len() as u64 + read.damaged_more;
+        if let Some(first) = first {
             self.warnings.push(format!(
-                "{name}: dropped {} malformed row(s), the first at line {first}: those readings are missing from the clocks and flags",
-                dropped.len()
+                "{name}: dropped {count} malformed row(s), the first at line {first}: those readings are missing from the clocks and flags"
             ));
         }
         Ok(())

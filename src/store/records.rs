@@ -7,7 +7,7 @@
 
 use super::format::{self, Format};
 use super::frames::{Decoded, Frames, Limits, Lost};
-use super::rows::{file_name, Unreadable};
+use super::rows::{file_name, Said, Unreadable};
 use super::CELLS_FILE;
 use crate::files;
 use crate::plan::Plan;
@@ -26,6 +26,10 @@ const RECORDS_LIMITS: Limits = Limits {
 /// The most a line holds (a record is a few KB): a longer one is kept only in part.
 const MAX_LINE_BYTES: usize = 16 << 20;
 
+/// The most lines a records file gives: a record per run of a cell, and no plan holds more
+/// runs. Lines past it are counted, not kept.
+const MAX_LINES: usize = crate::plan::MAX_RUNS as usize;
+
 /// A line of a records file.
 pub(crate) struct Line {
     /// Its number in the decoded text, from 1.
@@ -41,8 +45,10 @@ pub(crate) struct Line {
 /// A run's records file as it decodes.
 pub(crate) struct RecordsFile {
     pub path: PathBuf,
-    /// Each line that holds more than white space, in order.
+    /// Each line that holds more than white space, in order (the first [`MAX_LINES`]).
     pub lines: Vec<Line>,
+    /// Lines past [`MAX_LINES`], not kept.
+    pub beyond: u64,
     /// The frames that do not decode (a torn last one aside), each with the number of the
     /// last line it gave, where it gave one. A frame written now holds one record; an older
     /// run's stream holds them all, and the lines it gave before its last stand.
@@ -53,6 +59,7 @@ pub(crate) struct RecordsFile {
 #[derive(Default)]
 struct Gathering {
     lines: Vec<Line>,
+    beyond: u64,
     current: Vec<u8>,
     too_long: bool,
     at: usize,
@@ -89,7 +96,10 @@ impl Gathering {
         if bytes.last() == Some(&b'\r') {
             bytes.pop();
         }
-        if self.too_long || !bytes.iter().all(u8::is_ascii_whitespace) {
+        let blank = !self.too_long && bytes.iter().all(u8::is_ascii_whitespace);
+        if !blank && self.lines.len() >= MAX_LINES {
+            self.beyond += 1;
+        } else if !blank {
             self.lines.push(Line {
                 at: self.at,
                 bytes,
@@ -146,6 +156,7 @@ pub(crate) fn read_cells_at(path: PathBuf, format: Format) -> Result<RecordsFile
     Ok(RecordsFile {
         path: frames.path,
         lines: gathering.lines,
+        beyond: gathering.beyond,
         lost,
     })
 }
@@ -209,6 +220,14 @@ pub(super) fn read_records(
             frame.describe()
         ));
     }
+    if stored.beyond > 0 {
+        warnings.push(format!(
+            "{file}: {} lines past its first {MAX_LINES}, more records than any plan has runs, are left out",
+            stored.beyond
+        ));
+    }
+    let in_plan = plan.index_by_id();
+    let mut dropped = Said::default();
     let mut records: Vec<CellRecord> = Vec::with_capacity(stored.lines.len());
     let mut lines_of: HashMap<(String, u32), usize> = HashMap::new();
     for (n, line) in stored.lines.iter().enumerate() {
@@ -239,15 +258,20 @@ pub(super) fn read_records(
                     "{file}:{at}: dropped a torn last line{id} (the run stopped while writing it); that cell counts as not run"
                 ));
             }
-            Err(why) => match id_in(&line.bytes) {
+            Err(why) => match id_in(&line.bytes).filter(|id| in_plan.contains_key(id.as_str())) {
                 Some(id) => unreadable.add(&id, format!("{file}:{at}: {why}")),
-                None => {
-                    warnings.push(format!("{file}:{at}: dropped a line: {why}"));
-                    lost.push(format!("a record at {file}:{at}"));
-                }
+                None => dropped.add(|| format!("{file}:{at}: dropped a line: {why}")),
             },
         }
     }
+    // A line dropped may have been any cell's record: the merge of such a part fails.
+    if !dropped.lines.is_empty() {
+        let count = dropped.lines.len() as u64 + dropped.more;
+        lost.push(format!(
+            "{count} record(s) of {file} that name no cell of the plan"
+        ));
+    }
+    warnings.extend(dropped.told("lines dropped"));
     Ok((records, lost))
 }
 

@@ -226,12 +226,45 @@ impl Runs {
     }
 }
 
+/// The malformed rows a file's reading lists, each with its cell: a file with more is
+/// damaged past telling which cells it cost (a crash tears one row).
+pub(super) const MAX_DAMAGED: usize = 100_000;
+
+/// The warnings of one kind a reading says one by one; the rest are counted in one line, so
+/// ten million dropped rows cost a few lines of the report and no memory per row.
+pub(super) const MAX_SAID: usize = 20;
+
+/// Warnings of one kind: the first [`MAX_SAID`] said, the rest counted.
+#[derive(Default)]
+pub(super) struct Said {
+    pub lines: Vec<String>,
+    pub more: u64,
+}
+
+impl Said {
+    /// Adds the warning `line` makes, made only where it is said.
+    pub fn add(&mut self, line: impl FnOnce() -> String) {
+        match self.lines.len() < MAX_SAID {
+            true => self.lines.push(line()),
+            false => self.more += 1,
+        }
+    }
+
+    /// The warnings, the count of the rest (`what` they were) last.
+    pub fn told(self, what: &str) -> Vec<String> {
+        let more = (self.more > 0).then(|| format!("... and {} more {what}", self.more));
+        self.lines.into_iter().chain(more).collect()
+    }
+}
+
 /// What reading a stored CSV found besides its rows.
 pub(super) struct CsvRead {
     pub path: PathBuf,
     /// The lines of rows that are not readable, with the first field of each where it can
     /// be read.
     pub damaged: Vec<(u64, Option<String>)>,
+    /// Malformed rows beyond the [`MAX_DAMAGED`] listed: too many to tell cell by cell.
+    pub damaged_more: u64,
     /// The line of a torn last row, dropped.
     pub torn: Option<u64>,
     /// Whether the file ends in a frame that a crash cut short (what it gave stands).
@@ -317,7 +350,12 @@ impl Reading<'_> {
             return;
         };
         self.line += 1;
-        self.read.damaged.extend(self.malformed.take());
+        if let Some(damaged) = self.malformed.take() {
+            match self.read.damaged.len() < MAX_DAMAGED {
+                true => self.read.damaged.push(damaged),
+                false => self.read.damaged_more += 1,
+            }
+        }
         if parsed.too_long || parsed.ends.len() != header.names.len() {
             let first = (parsed.ends.first()).map(|_| lossy(field(parsed.bytes, parsed.ends, 0)));
             self.malformed = Some((self.line, first));
@@ -405,6 +443,7 @@ pub(super) fn each_csv_row(
         read: CsvRead {
             path: frames.path.clone(),
             damaged: Vec::new(),
+            damaged_more: 0,
             torn: None,
             torn_frame: false,
             unit: frames.unit(),

@@ -4,7 +4,7 @@
 //! the run. Runs are stored in the order their records are, so a cell ends where its last
 //! run's samples do; a folder stored otherwise is streamed again with no cell done early.
 
-use super::rows::{each_csv_row, file_name, CsvRead, Unreadable};
+use super::rows::{each_csv_row, file_name, CsvRead, Said, Unreadable, MAX_DAMAGED};
 use super::{CELLS_FILE, SAMPLES_FILE};
 use crate::plan::Plan;
 use crate::protocol::{CellRecord, Status, TelemetryPoint};
@@ -253,9 +253,9 @@ fn pass(
     let read = each_csv_row(dir, SAMPLES_FILE, &want, |name, line, r| {
         let id = &r[0];
         let Some(cell) = remembered(&mut last_cell, id, || index.get(id).copied()) else {
-            checks.dropped.push(format!(
-                "{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan"
-            ));
+            checks.dropped.add(|| {
+                format!("{name}:{line}: dropped a row of cell `{id}`, which is not in the experiment's plan")
+            });
             return;
         };
         let Ok(process) = r[1].parse::<u32>() else {
@@ -278,7 +278,15 @@ fn pass(
                 return;
             }
         };
-        let first = &r[2] == "first";
+        let first = match &r[2] {
+            "first" => true,
+            "steady" => false,
+            phase => {
+                let why = format!("{name}:{line}: a phase of `{phase}` (first or steady)");
+                checks.bad.entry(id.to_string()).or_insert(why);
+                return;
+            }
+        };
         if first {
             checks.with_first.insert(run);
         }
@@ -319,7 +327,7 @@ fn pass(
 struct Checks {
     /// Rows of cells not in the plan, said after the damaged rows', as when the file was
     /// read whole.
-    dropped: Vec<String>,
+    dropped: Said,
     /// The first problem of each cell's rows: bounded by the cells, not the rows.
     bad: HashMap<String, String>,
     /// Cells with rows of a run `cells.jsonl` does not record.
@@ -352,13 +360,24 @@ impl Checks {
                 scan.unreadable.add(id, why);
             }
         }
+        let mut malformed = Said::default();
         for (line, id) in read.damaged {
             match id.filter(|id| index.contains_key(id.as_str())) {
                 Some(id) => (scan.unreadable).add(&id, format!("{name}:{line}: a malformed row")),
-                None => (scan.warnings).push(format!("{name}:{line}: dropped a malformed row")),
+                None => malformed.add(|| format!("{name}:{line}: dropped a malformed row")),
             }
         }
-        scan.warnings.extend(self.dropped);
+        scan.warnings
+            .extend(malformed.told("malformed rows dropped"));
+        // Past the rows listed, which cells the damage reached is unknown: none is trusted.
+        if read.damaged_more > 0 {
+            for (id, _) in index.iter() {
+                let why = format!("{name}: more than {MAX_DAMAGED} malformed rows, too many to tell the cells they cost");
+                scan.unreadable.add(id, why);
+            }
+        }
+        scan.warnings
+            .extend(self.dropped.told("rows of cells not in the plan dropped"));
         for (id, why) in self.bad {
             scan.unreadable.add(&id, why);
         }
