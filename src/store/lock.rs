@@ -49,13 +49,22 @@ impl FolderLock {
                 dir.display()
             );
         }
-        if !super::is_run(dir) {
-            bail!(
+        let refusal = || {
+            anyhow::anyhow!(
                 "{} is not a run folder: it holds no run.json, so nothing in it was touched\n  hint: name a run folder, the one that holds run.json",
                 dir.display()
-            );
+            )
+        };
+        // A run being merged again lacks its run.json for a moment, under its writer's lock:
+        // then this waits for that writer, and asks again.
+        if !super::is_run(dir) && !held(dir) {
+            return Err(refusal());
         }
-        FolderLock::lock(dir)
+        let lock = FolderLock::lock(dir)?;
+        match super::is_run(dir) {
+            true => Ok(lock),
+            false => Err(refusal()),
+        }
     }
 
     /// Takes the lock of the folder `dir`, once no other process holds it (waiting as long
@@ -115,6 +124,15 @@ impl Drop for FolderLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Whether another process holds the lock of `dir` now: its lock file is there, and
+/// locked. Nothing is made, written or locked to find out.
+fn held(dir: &Path) -> bool {
+    let Ok(file) = files::open(&dir.join(LOCK_FILE)) else {
+        return false;
+    };
+    matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock))
 }
 
 /// Whether `file` is the file at `path` now.
