@@ -220,3 +220,58 @@ fn a_sample_of_an_unknown_phase_costs_its_cell() {
         "{err}"
     );
 }
+
+#[test]
+fn a_record_stored_twice_byte_for_byte_is_kept_once() {
+    let (root, copy) = copy_run("transpose-audited");
+    let text = stored_text(&copy, "cells.jsonl");
+    let line = text.lines().nth(3).unwrap();
+    append(&copy, "cells.jsonl.zst", &frame_of(&format!("{line}\n")));
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("byte for byte: it is kept once"), "{err}");
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary(&copy),
+        summary(Path::new("reports/transpose-audited"))
+    );
+}
+
+#[test]
+fn telemetry_not_in_its_format_costs_the_telemetry_not_the_cells() {
+    let (root, copy) = copy_run("transpose-audited");
+    std::fs::write(
+        copy.join("telemetry.csv.zst"),
+        frame_of("what,is,this\n1,2,3\n"),
+    )
+    .unwrap();
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("its cells stand"), "{err}");
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary(&copy),
+        summary(Path::new("reports/transpose-audited"))
+    );
+}
+
+#[test]
+fn a_parts_sources_that_link_outside_it_are_not_copied_by_a_merge() {
+    let (_keep, part) = copy_run("statistics");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.cu"), "secret").unwrap();
+    std::fs::remove_dir_all(part.join("sources")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), part.join("sources")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let merged = dir.path().join("merged");
+    let out = run(&[
+        "merge",
+        part.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert!(!merged.join("sources/secret.cu").exists());
+}

@@ -329,13 +329,14 @@ fn a_damaged_file_loses_only_the_cells_it_damaged() {
             "a malformed row",
         ),
         (
-            "a cell's record written twice",
+            "a cell's record written twice, differently",
             Box::new(|d: &Path| {
                 let text = std::fs::read_to_string(d.join("cells.jsonl")).unwrap();
                 let line = text.lines().find(|l| l.contains(cell)).unwrap().to_string();
-                std::fs::write(d.join("cells.jsonl"), format!("{line}\n{text}")).unwrap();
+                let other = format!("{{ {}", &line[1..]);
+                std::fs::write(d.join("cells.jsonl"), format!("{other}\n{text}")).unwrap();
             }),
-            "recorded again",
+            "recorded again, differently",
         ),
     ];
     for (what, damage, says) in damage {

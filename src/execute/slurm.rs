@@ -139,6 +139,21 @@ pub fn write(
     Ok((a, m))
 }
 
+/// The job id in `sbatch --parsable`'s answer (`ID` or `ID;CLUSTER`), refused unless it is
+/// one: the answer is passed on to the next `sbatch` as its `--dependency`, and shown.
+fn job_id(answer: &[u8]) -> Result<String> {
+    const MAX_ANSWER_BYTES: usize = 4096;
+    let text = String::from_utf8_lossy(&answer[..answer.len().min(MAX_ANSWER_BYTES)]);
+    let id = text.trim().split(';').next().unwrap_or("");
+    match !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
+        true => Ok(id.to_string()),
+        false => bail!(
+            "sbatch answered `{}`, which is not a job id: nothing more was submitted\n  hint: check `sbatch --parsable` on this cluster; the array job may have been submitted, see squeue",
+            crate::terminal::visible(text.trim().chars().take(80).collect::<String>().as_str())
+        ),
+    }
+}
+
 /// Submits the array, then the merge to run once every task has ended; the two job ids.
 pub fn submit(array: &Path, merge: &Path) -> Result<(String, String)> {
     let sbatch = |args: &[&str]| -> Result<String> {
@@ -153,8 +168,7 @@ pub fn submit(array: &Path, merge: &Path) -> Result<(String, String)> {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        let id = String::from_utf8_lossy(&out.stdout);
-        Ok(id.trim().split(';').next().unwrap_or("").to_string())
+        job_id(&out.stdout)
     };
     // A script's path that opens with `-` would be read as an option: `./` before it.
     let script = |p: &Path| match p.to_string_lossy().starts_with('-') {
@@ -165,4 +179,22 @@ pub fn submit(array: &Path, merge: &Path) -> Result<(String, String)> {
     let after = format!("--dependency=afterany:{job}");
     let merged = sbatch(&[&after, &script(merge)])?;
     Ok((job, merged))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_job_id_is_taken_from_sbatch() {
+        assert_eq!(job_id(b"4242\n").unwrap(), "4242");
+        assert_eq!(job_id(b"4242;cluster\n").unwrap(), "4242");
+        for bad in [&b"$(touch x)"[..], b"", b"12 34", b"\x1b]0;t\x07"] {
+            let e = job_id(bad).unwrap_err().to_string();
+            assert!(e.contains("not a job id"), "{e}");
+            assert!(!e.contains('\u{1b}'), "{e}");
+        }
+        let huge = vec![b'7'; 20 << 20];
+        assert!(job_id(&huge).is_err());
+    }
 }

@@ -224,6 +224,8 @@ fn fingerprint(dir: &Path) -> Result<String> {
 
 /// Copies a part's `sources/` (no link in it is followed: it is refused).
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    // The folder itself too: a `sources` that links elsewhere would copy what it reaches.
+    files::not_a_link(from).with_context(|| format!("cannot copy {}", from.display()))?;
     if !from.is_dir() {
         return Ok(());
     }

@@ -190,7 +190,18 @@ impl Stored {
                     },
                 },
             });
-        })?;
+        });
+        // Telemetry costs the cells nothing: a file that cannot be read is left out whole.
+        let read = match read {
+            Ok(read) => read,
+            Err(e) => {
+                telemetry.clear();
+                self.warnings.push(format!(
+                    "{e:#}: the run's clocks, power and flags are left out; its cells stand"
+                ));
+                return Ok(());
+            }
+        };
         // Runs before telemetry sampling have none.
         let Some(read) = read else {
             return Ok(());

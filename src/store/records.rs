@@ -229,6 +229,7 @@ pub(super) fn read_records(
     let in_plan = plan.index_by_id();
     let mut dropped = Said::default();
     let mut records: Vec<CellRecord> = Vec::with_capacity(stored.lines.len());
+    // Each cell and process: the index of the line that recorded it.
     let mut lines_of: HashMap<(String, u32), usize> = HashMap::new();
     for (n, line) in stored.lines.iter().enumerate() {
         let at = line.at;
@@ -241,14 +242,24 @@ pub(super) fn read_records(
                 ),
             ),
             Ok(r) => {
-                if let Some(earlier) = lines_of.insert((r.id.clone(), r.process), at) {
-                    unreadable.add(
+                match lines_of.insert((r.id.clone(), r.process), n) {
+                    // The same frame stored twice (a copy gone wrong): the record is kept once.
+                    Some(e) if stored.lines[e].bytes == line.bytes => {
+                        let earlier = stored.lines[e].at;
+                        warnings.push(format!(
+                            "{file}:{at}: the record of cell {} (process {}) repeats line {earlier} byte for byte: it is kept once",
+                            r.id, r.process
+                        ));
+                        continue;
+                    }
+                    Some(e) => unreadable.add(
                         &r.id,
                         format!(
-                            "{file}:{at}: process {} recorded again (line {earlier})",
-                            r.process
+                            "{file}:{at}: process {} recorded again, differently (line {})",
+                            r.process, stored.lines[e].at
                         ),
-                    );
+                    ),
+                    None => {}
                 }
                 records.push(r);
             }
