@@ -275,3 +275,30 @@ fn a_parts_sources_that_link_outside_it_are_not_copied_by_a_merge() {
     assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
     assert!(!merged.join("sources/secret.cu").exists());
 }
+
+#[test]
+fn a_cell_whose_samples_end_in_a_member_cut_short_is_not_trusted() {
+    // An older run's gzip member streams its rows as it decodes: those of the cut run were
+    // kept, and the cell trusted on part of its samples.
+    let (root, copy) = copy_run("events");
+    let path = copy.join("samples.csv.gz");
+    let bytes = std::fs::read(&path).unwrap();
+    let (mut at, mut last) = (0, 0);
+    while at < bytes.len() {
+        last = at;
+        let mut rest = &bytes[at..];
+        let mut member = flate2::bufread::GzDecoder::new(&mut rest);
+        std::io::copy(&mut member, &mut std::io::sink()).unwrap();
+        drop(member);
+        at = bytes.len() - rest.len();
+    }
+    let cut = last + (bytes.len() - last) * 3 / 4;
+    std::fs::write(&path, &bytes[..cut]).unwrap();
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("is unreadable") && err.contains("cut them short"),
+        "{err}"
+    );
+}

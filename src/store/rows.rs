@@ -269,6 +269,9 @@ pub(super) struct CsvRead {
     pub torn: Option<u64>,
     /// Whether the file ends in a frame that a crash cut short (what it gave stands).
     pub torn_frame: bool,
+    /// The run (cell, process) whose rows that frame was giving when it was cut: they
+    /// stand only where the run is not recorded as finished.
+    pub torn_run: Option<(String, String)>,
     /// What the file's frames are called: `frame`, or a gzip file's `member`.
     pub unit: &'static str,
     /// Frames that do not decode, each with the run (cell, process) of the last row it gave,
@@ -333,6 +336,8 @@ struct Reading<'a> {
     frames: u64,
     /// The last row, where it is malformed: damage, unless it is the file's last (torn).
     malformed: Option<(u64, Option<String>)>,
+    /// The run (cell, process) of the last frame's last row.
+    last_run: Option<(String, String)>,
     runs: Runs,
     read: CsvRead,
 }
@@ -379,6 +384,9 @@ impl Reading<'_> {
             Some(((cell, process), false)) => Some((lossy(&cell), lossy(&process))),
             _ => None,
         };
+        if last.is_some() {
+            self.last_run.clone_from(&last);
+        }
         let lost = match decoded {
             Decoded::Lost(lost) => Some(lost),
             Decoded::Whole => None,
@@ -412,8 +420,14 @@ impl Reading<'_> {
         }
         self.read.torn = self.malformed.take().map(|(line, _)| line);
         if let Some(torn) = frames.torn() {
-            self.read.lost.retain(|(lost, _)| lost.frame != torn);
+            let (cut, lost) = (self.read.lost.drain(..)).partition(|(l, _)| l.frame == torn);
+            self.read.lost = lost;
+            self.read.torn_run = cut.into_iter().find_map(|(_, run)| run);
             self.read.torn_frame = true;
+        }
+        // A torn last row was the last run's.
+        if self.read.torn.is_some() && self.read.torn_run.is_none() {
+            self.read.torn_run = self.last_run.take();
         }
         Ok(self.read)
     }
@@ -439,6 +453,7 @@ pub(super) fn each_csv_row(
         line: 1,
         frames: 0,
         malformed: None,
+        last_run: None,
         runs: Runs::default(),
         read: CsvRead {
             path: frames.path.clone(),
@@ -446,6 +461,7 @@ pub(super) fn each_csv_row(
             damaged_more: 0,
             torn: None,
             torn_frame: false,
+            torn_run: None,
             unit: frames.unit(),
             lost: Vec::new(),
             repeats: Vec::new(),

@@ -361,6 +361,18 @@ impl Checks {
             }
         }
         let mut malformed = Said::default();
+        // A run cut short while its samples were written, yet recorded as finished: its
+        // samples are not all there.
+        if let Some((id, process)) = (read.torn_run.as_ref()).filter(|(id, process)| {
+            let cell = index.get(id.as_str()).map(|&c| c as u32);
+            let process = process.parse::<u32>().ok();
+            (records.iter()).any(|r| Some(r.cell as u32) == cell && Some(r.process) == process)
+        }) {
+            let why = format!(
+                "{name}: its samples (process {process}) end where the file's end cut them short"
+            );
+            scan.unreadable.add(id, why);
+        }
         for (line, id) in read.damaged {
             match id.filter(|id| index.contains_key(id.as_str())) {
                 Some(id) => (scan.unreadable).add(&id, format!("{name}:{line}: a malformed row")),
