@@ -49,7 +49,15 @@ fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => symlink_refusal(),
+            // O_NOFOLLOW says ELOOP for a link at the last component; a loop of links
+            // on the way to it says so too.
+            Some(libc::ELOOP) if fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) => {
+                symlink_refusal()
+            }
+            Some(libc::ELOOP) => refusal(
+                io::ErrorKind::InvalidInput,
+                "its path runs through a loop of symbolic links",
+            ),
             _ => e,
         })?;
     let kind = file.metadata()?.file_type();
@@ -304,6 +312,11 @@ mod tests {
         assert!(e.contains("device"), "{e}");
         let e = read(dir.path(), 100).unwrap_err().to_string();
         assert!(e.contains("directory"), "{e}");
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        let e = read(&a.join("run.json"), 100).unwrap_err().to_string();
+        assert!(e.contains("loop of symbolic links"), "{e}");
     }
 
     #[test]

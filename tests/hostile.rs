@@ -302,3 +302,25 @@ fn a_cell_whose_samples_end_in_a_member_cut_short_is_not_trusted() {
         "{err}"
     );
 }
+
+#[test]
+fn compare_calls_a_damaged_new_cell_damaged_not_missing() {
+    let (_root, copy) = copy_run("transpose-audited");
+    let rows = stored_text(&copy, "samples.csv");
+    let row = rows.lines().find(|l| l.contains(",steady,")).unwrap();
+    let cell = row.split(',').next().unwrap().to_string();
+    write_stored(
+        &copy,
+        "samples.csv",
+        &rows.replacen(row, &format!("{cell},broken"), 1),
+    );
+    let out = run(&[
+        "compare",
+        "reports/transpose-audited",
+        copy.to_str().unwrap(),
+    ]);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(text.contains("damaged in the new one's folder"), "{text}");
+    assert!(text.contains(&cell), "{text}");
+}

@@ -74,6 +74,9 @@ pub struct Comparison {
     /// Cells in only one of the runs.
     pub only_old: Vec<String>,
     pub only_new: Vec<String>,
+    /// Of `only_old`, those the new run measured but whose stored data is damaged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damaged_new: Vec<String>,
     /// Cells left out because a run's reading of them is not trusted (failed, suspect,
     /// impossible): the cell, and which run says what.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -282,6 +285,15 @@ pub fn compare(
         floor_us,
         run_differences,
         cells,
+        damaged_new: (matched.only_old.iter())
+            .filter(|id| {
+                new.run
+                    .lost
+                    .iter()
+                    .any(|l| l.strip_prefix("cell ") == Some(id))
+            })
+            .cloned()
+            .collect(),
         only_old: matched.only_old,
         only_new: matched.only_new,
         untrusted,

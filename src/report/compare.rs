@@ -270,11 +270,20 @@ fn incomplete(c: &compare::Comparison) -> String {
         }
     };
     let mut why = Vec::new();
-    if !c.only_old.is_empty() {
+    let (damaged, missing): (Vec<String>, Vec<String>) =
+        (c.only_old.iter().cloned()).partition(|id| c.damaged_new.contains(id));
+    if !missing.is_empty() {
         why.push(format!(
             "{} cell(s) of the old run missing in the new one: {}",
-            c.only_old.len(),
-            list(c.only_old.clone())
+            missing.len(),
+            list(missing)
+        ));
+    }
+    if !damaged.is_empty() {
+        why.push(format!(
+            "{} cell(s) of the old run damaged in the new one's folder (unreadable, left out): {}",
+            damaged.len(),
+            list(damaged)
         ));
     }
     if !c.unexpected_new.is_empty() {

@@ -200,8 +200,8 @@ pub(super) fn read_records(
 ) -> Result<(Vec<CellRecord>, Vec<String>)> {
     let Some(stored) = read_cells(dir)? else {
         bail!(
-            "cannot read {} (is {} a run's folder?): there is no such file",
-            dir.join(CELLS_FILE).display(),
+            "cannot read {} (is {} a run's folder?): there is no such file (nor an older run's {CELLS_FILE})",
+            dir.join(Format::Zstd.file(CELLS_FILE)).display(),
             dir.display()
         );
     };
