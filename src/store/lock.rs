@@ -44,8 +44,14 @@ impl FolderLock {
     /// where `dir` is not a run's (no `run.json`).
     pub fn take(dir: &Path) -> Result<FolderLock> {
         if !dir.is_dir() {
+            let looped =
+                std::fs::metadata(dir).is_err_and(|e| e.raw_os_error() == Some(libc::ELOOP));
+            let what = match looped {
+                true => "runs through a loop of symbolic links",
+                false => "is not a folder",
+            };
             bail!(
-                "{} is not a folder\n  hint: name a run folder, the one that holds run.json",
+                "{} {what}\n  hint: name a run folder, the one that holds run.json",
                 dir.display()
             );
         }
