@@ -324,3 +324,46 @@ fn compare_calls_a_damaged_new_cell_damaged_not_missing() {
     assert!(text.contains("damaged in the new one's folder"), "{text}");
     assert!(text.contains(&cell), "{text}");
 }
+
+#[test]
+fn repeated_and_oversized_peer_rows_are_refused_not_taken() {
+    let (root, copy) = copy_run("events");
+    let path = copy.join("peers.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    let (same, other) = (rows[1], rows[2]);
+    // `other` again with another time: neither reading can be told right.
+    let mut fields: Vec<String> = other.split(',').map(String::from).collect();
+    fields[3] = "1".into();
+    let long = format!("p,n=1,0,1,{}", "x".repeat(2 << 20));
+    let damaged = format!("{text}{same}\n{}\n{long}\n", fields.join(","));
+    std::fs::write(&path, damaged).unwrap();
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the reading is kept once"), "{err}");
+    assert!(err.contains("both readings are dropped"), "{err}");
+    assert!(
+        err.contains("dropped 1 malformed row(s) (or longer than 1 MiB)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_device_with_zero_clocks_has_no_peak_and_says_so() {
+    let (root, copy) = copy_run("transpose-audited");
+    let path = copy.join("run.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    meta["device"]["sm_clock_max_mhz"] = 0.into();
+    meta["device"]["mem_clock_max_mhz"] = 0.into();
+    std::fs::write(&path, serde_json::to_string(&meta).unwrap()).unwrap();
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(!report.contains("peak: ."), "an empty list of peaks");
+    assert!(
+        report.contains("reported no clocks"),
+        "no word on the missing peaks"
+    );
+}

@@ -98,8 +98,11 @@ pub(super) fn column_spreads(text: &str) -> Vec<(Kind, f64, f64)> {
 /// a number may cite (all of a run's notes), where a reference to any other cites nothing.
 pub(super) fn numbers(text: &str, quotes: bool, footnotes: &str) -> Vec<Number> {
     let mut out = Vec::new();
+    // A definition says where the number comes from: one with nothing after its colon
+    // says nothing, and cites nothing.
     let defined: Vec<&str> = (footnotes.lines())
         .filter_map(|l| l.trim_start().strip_prefix("[^")?.split_once("]:"))
+        .filter(|(label, says)| !label.is_empty() && !says.trim().is_empty())
         .map(|(label, _)| label)
         .collect();
     for (i, line) in text.lines().enumerate() {
@@ -343,6 +346,7 @@ mod tests {
         // A footnote the notes define cites its number; one they do not define, nothing.
         assert!(checked("read 1.5 µs[^a]\n\n[^a]: an earlier run").is_empty());
         assert_eq!(checked("read 1.5 µs[^missing]"), ["1.5 µs"]);
+        assert_eq!(checked("read 1.5 µs[^a]\n\n[^a]:  "), ["1.5 µs"]);
         // A backtick that closes no span does not hide the rest of its line.
         assert_eq!(
             checked("the `n` axis: 2.5 µs, a stray ` and 3.5 µs"),

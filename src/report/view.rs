@@ -246,7 +246,12 @@ impl View {
             throughput,
             counters: super::counters::build(&a.counters),
             cycles: super::cycles::build(a),
-            peaks: a.peaks.as_ref().map_or(String::new(), |p| p.source.clone()),
+            peaks: match a.peaks.as_ref().map(|p| p.source.as_str()) {
+                Some("") | None => {
+                    "none known (the run's device reported no clocks or bus width, so no share is given)".to_string()
+                }
+                Some(source) => source.to_string(),
+            },
             comparison: None,
             experiment: ExperimentView {
                 name: exp.name.clone(),

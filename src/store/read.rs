@@ -287,8 +287,12 @@ fn read_meta(dir: &Path) -> Result<RunMeta> {
         .with_context(|| format!("malformed {}", dir.join(RUN_FILE).display()))
 }
 
+/// The longest row of `peers.csv` read: a reading and its note are a few hundred bytes.
+const MAX_PEER_ROW_BYTES: usize = 1 << 20;
+
 /// `peers.csv`, if the run has one, with a warning where rows cannot be read: those
-/// readings alone are lost.
+/// readings alone are lost. A row repeated is kept once; a reading given twice, differently,
+/// is dropped both times.
 fn read_peers(dir: &Path) -> Result<(Vec<PeerRow>, Vec<String>)> {
     let path = dir.join(PEERS_FILE);
     if std::fs::symlink_metadata(&path).is_err() {
@@ -300,15 +304,39 @@ fn read_peers(dir: &Path) -> Result<(Vec<PeerRow>, Vec<String>)> {
         .flexible(true)
         .from_reader(&bytes[..]);
     let (mut rows, mut dropped, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
+    // Each reading's (peer, point, process), with its row's place and line.
+    let mut seen: HashMap<(String, String, u32), (usize, u64)> = HashMap::new();
+    let mut conflicting = HashSet::new();
     let mut record = csv::ByteRecord::new();
     loop {
         let line = |r: &csv::ByteRecord| r.position().map_or(0, |p| p.line());
         match reader.read_byte_record(&mut record) {
             Ok(false) => break,
-            Ok(true) => match peer_row(&record) {
-                Some(row) => rows.push(row),
-                None => dropped.push(line(&record)),
-            },
+            Ok(true) => {
+                match peer_row(&record).filter(|_| record.as_slice().len() <= MAX_PEER_ROW_BYTES) {
+                    Some(row) => {
+                        let key = (row.peer.clone(), row.point.clone(), row.process);
+                        match seen.get(&key) {
+                            None => {
+                                seen.insert(key, (rows.len(), line(&record)));
+                                rows.push(row);
+                            }
+                            Some(&(i, earlier)) if rows[i] == row => warnings.push(format!(
+                                "{PEERS_FILE}:{}: repeats line {earlier}: the reading is kept once",
+                                line(&record)
+                            )),
+                            Some(&(i, earlier)) => {
+                                warnings.push(format!(
+                                "{PEERS_FILE}:{}: peer {} at {} (process {}) read again, differently from line {earlier}: both readings are dropped",
+                                line(&record), row.peer, row.point, row.process
+                            ));
+                                conflicting.insert(i);
+                            }
+                        }
+                    }
+                    None => dropped.push(line(&record)),
+                }
+            }
             Err(e) => {
                 warnings.push(format!(
                     "{PEERS_FILE}: cannot be read on from line {} ({e}): the readings of peers after it are missing",
@@ -320,10 +348,15 @@ fn read_peers(dir: &Path) -> Result<(Vec<PeerRow>, Vec<String>)> {
     }
     if let Some(first) = dropped.first() {
         warnings.insert(0, format!(
-            "{PEERS_FILE}: dropped {} malformed row(s), the first at line {first}: those readings of peers are missing",
-            dropped.len()
+            "{PEERS_FILE}: dropped {} malformed row(s) (or longer than {}), the first at line {first}: those readings of peers are missing",
+            dropped.len(),
+            files::size_text(MAX_PEER_ROW_BYTES as u64)
         ));
     }
+    let rows = (rows.into_iter().enumerate())
+        .filter(|(i, _)| !conflicting.contains(i))
+        .map(|(_, row)| row)
+        .collect();
     Ok((rows, warnings))
 }
 
