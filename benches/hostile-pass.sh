@@ -75,6 +75,15 @@ import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[20]^=0xff; open(p
 PY
 "$R" report "$T/hdr" >/dev/null 2>&1; say $? "a damaged header frame of samples costs only what it cannot place"
 
+fresh peer events; sed -n 2p "$T/peer/peers.csv" >> "$T/peer/peers.csv"
+"$R" report "$T/peer" 2>&1 >/dev/null | grep -q 'kept once'; say $? "a repeated peers.csv row is kept once, said"
+fresh clk transpose-audited; python3 - "$T/clk/run.json" <<'PY'
+import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['device']['sm_clock_max_mhz']=0; m['device']['mem_clock_max_mhz']=0; json.dump(m,open(p,'w'))
+PY
+"$R" report "$T/clk" >/dev/null 2>&1; ! grep -q "peak: \." "$T/clk/report.md"; say $? "zero clocks give no empty list of peaks"
+fresh fn transpose-audited; printf 'It read 123.4 µs[^x].\n\n[^x]:\n' > "$T/fn/notes.md"
+! "$R" report "$T/fn" --check-notes >/dev/null 2>&1; say $? "a footnote defined with nothing exempts no number from --check-notes"
+
 # 6. Messages.
 fresh cmp transpose-audited; zstd -q -dc "$T/cmp/samples.csv.zst" | awk -F, '!d && $0 ~ /,steady,/ {print $1",broken"; d=1; next} {print}' | zstd -q -c > "$T/cmp/x" && mv "$T/cmp/x" "$T/cmp/samples.csv.zst"
 "$R" compare reports/transpose-audited "$T/cmp" 2>&1 | grep -q 'damaged in the new one'; say $? "compare calls a damaged new cell damaged, not missing"
