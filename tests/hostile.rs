@@ -367,3 +367,25 @@ fn a_device_with_zero_clocks_has_no_peak_and_says_so() {
         "no word on the missing peaks"
     );
 }
+
+#[test]
+fn a_lost_header_frame_costs_no_cell_where_the_header_is_known() {
+    let (root, copy) = copy_run("transpose-audited");
+    let path = copy.join("samples.csv.zst");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[20] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let out = report_in(root.path(), &copy);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("read on with the header the runner writes"),
+        "{err}"
+    );
+    // The header's frame held no rows: every cell stands.
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary(&copy),
+        summary(Path::new("reports/transpose-audited"))
+    );
+}

@@ -28,7 +28,7 @@ pub(super) fn write_runs(dir: &Path, format: Format, runs: &[&str]) -> (PathBuf,
 pub(super) fn rows(dir: &Path) -> (Vec<String>, CsvRead) {
     let mut got = Vec::new();
     let want = ["cell", "process", "time_ns"];
-    let read = each_csv_row(dir, SAMPLES_FILE, &want, |_, _, r| {
+    let read = each_csv_row(dir, (SAMPLES_FILE, &[]), &want, |_, _, r| {
         got.push(format!("{}={}", &r[0], &r[2]));
     })
     .unwrap()
@@ -162,7 +162,7 @@ fn a_header_frame_that_does_not_decode_is_named_with_the_decoders_reason() {
     damage(&path, |b| b[starts[1] - 1] ^= 0xff);
     let e = format!(
         "{:#}",
-        each_csv_row(dir.path(), SAMPLES_FILE, &["cell"], |_, _, _| {})
+        each_csv_row(dir.path(), (SAMPLES_FILE, &[]), &["cell"], |_, _, _| {})
             .err()
             .unwrap()
     );

@@ -140,7 +140,7 @@ mod tests {
         write_runs(dir.path(), Format::Gzip, &["a,0,1\n"]);
         let e = format!(
             "{:#}",
-            each_csv_row(dir.path(), SAMPLES_FILE, &[], |_, _, _| {})
+            each_csv_row(dir.path(), (SAMPLES_FILE, &[]), &[], |_, _, _| {})
                 .err()
                 .unwrap()
         );
@@ -156,7 +156,7 @@ mod tests {
         std::fs::write(dir.path().join("samples.csv.zst"), "cell,time_ns\na,1\n").unwrap();
         let e = format!(
             "{:#}",
-            each_csv_row(dir.path(), SAMPLES_FILE, &[], |_, _, _| {})
+            each_csv_row(dir.path(), (SAMPLES_FILE, &[]), &[], |_, _, _| {})
                 .err()
                 .unwrap()
         );

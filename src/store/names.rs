@@ -54,3 +54,19 @@ pub fn runner_writes(name: &str) -> bool {
 pub fn is_run(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(RUN_FILE)).is_ok_and(|m| m.is_file())
 }
+
+/// The samples' CSV header a run writes, for an experiment of these sweep parameters: what
+/// a reader assumes where the file's header frame is lost.
+pub(super) fn samples_header(params: &[String]) -> Vec<String> {
+    let mut h: Vec<String> = ["cell", "kernel", "variant", "timer"]
+        .map(String::from)
+        .to_vec();
+    h.extend(params.iter().cloned());
+    h.extend(["process", "phase", "index", "time_ns", "t_us"].map(String::from));
+    h
+}
+
+/// The telemetry's CSV header.
+pub(super) const TELEMETRY_HEADER: [&str; 9] = [
+    "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate", "throttle",
+];

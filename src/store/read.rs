@@ -6,6 +6,7 @@
 //! file that is not the run's own (a link), refuses the whole.
 
 use super::format::Format;
+use super::names::{samples_header, TELEMETRY_HEADER};
 use super::records::read_records;
 use super::rows::{each_csv_row, file_name, Unreadable};
 use super::samples::{self, SampleSink, Samples, TelemetryRow};
@@ -126,7 +127,17 @@ impl Stored {
         let before = stored.warnings.len();
         stored.read_telemetry()?;
         let telemetry_warnings = stored.warnings.split_off(before);
-        let scan = samples::stream(dir, &stored.plan, &stored.records, &stored.telemetry, sink)?;
+        let params: Vec<String> = (stored.experiment.params.iter())
+            .map(|(n, _)| n.clone())
+            .collect();
+        let header = samples_header(&params);
+        let scan = samples::stream(
+            dir,
+            (&stored.plan, &header),
+            &stored.records,
+            &stored.telemetry,
+            sink,
+        )?;
         stored.warnings.extend(scan.warnings);
         stored.warnings.extend(telemetry_warnings);
         for (id, why) in scan.unreadable.0 {
@@ -160,37 +171,42 @@ impl Stored {
             "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate",
             "throttle",
         ];
-        let read = each_csv_row(&self.dir, TELEMETRY_FILE, &want, |_, line, r| {
-            let f = |i: usize| &r[i];
-            let (Some(&cell), Ok(process), Ok(t_us)) =
-                (index.get(f(0)), f(1).parse::<u32>(), f(2).parse::<f64>())
-            else {
-                dropped = (dropped.0 + 1, dropped.1.or(Some(line)));
-                return;
-            };
-            if !recorded.contains(&(cell as u32, process)) {
-                return;
-            }
-            telemetry.push(TelemetryRow {
-                cell: cell as u32,
-                process,
-                point: TelemetryPoint {
-                    t_us,
-                    reading: Telemetry {
-                        sm_mhz: f(3).parse().ok(),
-                        mem_mhz: f(4).parse().ok(),
-                        power_w: f(5).parse().ok(),
-                        temp_c: f(6).parse().ok(),
-                        pstate: (!f(7).is_empty()).then(|| f(7).to_string()),
-                        throttle: f(8)
-                            .split(';')
-                            .filter(|t| !t.is_empty())
-                            .map(String::from)
-                            .collect(),
+        let read = each_csv_row(
+            &self.dir,
+            (TELEMETRY_FILE, &TELEMETRY_HEADER.map(String::from)),
+            &want,
+            |_, line, r| {
+                let f = |i: usize| &r[i];
+                let (Some(&cell), Ok(process), Ok(t_us)) =
+                    (index.get(f(0)), f(1).parse::<u32>(), f(2).parse::<f64>())
+                else {
+                    dropped = (dropped.0 + 1, dropped.1.or(Some(line)));
+                    return;
+                };
+                if !recorded.contains(&(cell as u32, process)) {
+                    return;
+                }
+                telemetry.push(TelemetryRow {
+                    cell: cell as u32,
+                    process,
+                    point: TelemetryPoint {
+                        t_us,
+                        reading: Telemetry {
+                            sm_mhz: f(3).parse().ok(),
+                            mem_mhz: f(4).parse().ok(),
+                            power_w: f(5).parse().ok(),
+                            temp_c: f(6).parse().ok(),
+                            pstate: (!f(7).is_empty()).then(|| f(7).to_string()),
+                            throttle: f(8)
+                                .split(';')
+                                .filter(|t| !t.is_empty())
+                                .map(String::from)
+                                .collect(),
+                        },
                     },
-                },
-            });
-        });
+                });
+            },
+        );
         // Telemetry costs the cells nothing: a file that cannot be read is left out whole.
         let read = match read {
             Ok(read) => read,

@@ -272,6 +272,9 @@ pub(super) struct CsvRead {
     /// The run (cell, process) whose rows that frame was giving when it was cut: they
     /// stand only where the run is not recorded as finished.
     pub torn_run: Option<(String, String)>,
+    /// The lost frame that held the header, where the header the runner writes was read
+    /// in its place.
+    pub header_assumed: Option<String>,
     /// What the file's frames are called: `frame`, or a gzip file's `member`.
     pub unit: &'static str,
     /// Frames that do not decode, each with the run (cell, process) of the last row it gave,
@@ -302,7 +305,10 @@ impl CsvRead {
                 r.frame, r.cell, r.process, r.earlier, unit = self.unit
             )
         });
-        torn.into_iter().chain(repeats).collect()
+        let header = (self.header_assumed.as_ref()).map(|frame| {
+            format!("{file}: {frame}, and it held the file's header: read on with the header the runner writes")
+        });
+        header.into_iter().chain(torn).chain(repeats).collect()
     }
 }
 
@@ -330,6 +336,8 @@ impl Header {
 struct Reading<'a> {
     file: String,
     want: &'a [&'a str],
+    /// The header the runner writes, assumed where the file's own is lost (empty: none).
+    expected: &'a [String],
     header: Option<Header>,
     line: u64,
     /// Frames read to their end.
@@ -391,6 +399,11 @@ impl Reading<'_> {
             Decoded::Lost(lost) => Some(lost),
             Decoded::Whole => None,
         };
+        // The header lost with its frame: the one the runner writes, where the reader knows it.
+        if let (None, Some(lost), false) = (&self.header, &lost, self.expected.is_empty()) {
+            self.header = Some(Header::of(self.expected.to_vec(), self.want));
+            self.read.header_assumed = Some(lost.describe());
+        }
         self.check_header(lost.as_ref())?;
         self.read.lost.extend(lost.map(|lost| (lost, last)));
         Ok(())
@@ -435,11 +448,12 @@ impl Reading<'_> {
 
 /// Streams each readable row of the stored CSV `name` in `dir` to `row`, with the file's
 /// name (`samples.csv` in an older run) and its line number, without holding the file; the
-/// columns `want` asks for open with a row's cell and process, which name its run. None
-/// where the run has no such file.
+/// columns `want` asks for open with a row's cell and process, which name its run;
+/// `expected`: the header the runner writes, read in place of one a lost frame held (empty:
+/// such a loss refuses the file). None where the run has no such file.
 pub(super) fn each_csv_row(
     dir: &Path,
-    name: &str,
+    (name, expected): (&str, &[String]),
     want: &[&str],
     mut row: impl FnMut(&str, u64, Row),
 ) -> Result<Option<CsvRead>> {
@@ -449,6 +463,7 @@ pub(super) fn each_csv_row(
     let mut reading = Reading {
         file: file_name(&frames.path),
         want,
+        expected,
         header: None,
         line: 1,
         frames: 0,
@@ -462,6 +477,7 @@ pub(super) fn each_csv_row(
             torn: None,
             torn_frame: false,
             torn_run: None,
+            header_assumed: None,
             unit: frames.unit(),
             lost: Vec::new(),
             repeats: Vec::new(),

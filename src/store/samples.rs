@@ -214,24 +214,24 @@ pub(super) struct Scan {
 /// is not stored in its records' order, it streams them again, ending no cell early.
 pub(super) fn stream(
     dir: &Path,
-    plan: &Plan,
+    (plan, expected): (&Plan, &[String]),
     records: &[CellRecord],
     telemetry: &[TelemetryRow],
     sink: &mut dyn SampleSink,
 ) -> Result<Scan> {
     sink.begin(plan, telemetry);
-    let scan = pass(dir, plan, records, sink, true)?;
+    let scan = pass(dir, (plan, expected), records, sink, true)?;
     if !scan.out_of_order {
         return Ok(scan);
     }
     sink.begin(plan, telemetry);
-    pass(dir, plan, records, sink, false)
+    pass(dir, (plan, expected), records, sink, false)
 }
 
 /// One pass over the samples; `early`: end each cell as soon as the records say it has.
 fn pass(
     dir: &Path,
-    plan: &Plan,
+    (plan, expected): (&Plan, &[String]),
     records: &[CellRecord],
     sink: &mut dyn SampleSink,
     early: bool,
@@ -250,7 +250,7 @@ fn pass(
     // A run's rows come together: the last row's cell and run spare a lookup a row.
     let mut last_cell: Option<(String, usize)> = None;
     let mut last_run: Option<((u32, u32), bool)> = None;
-    let read = each_csv_row(dir, SAMPLES_FILE, &want, |name, line, r| {
+    let read = each_csv_row(dir, (SAMPLES_FILE, expected), &want, |name, line, r| {
         let id = &r[0];
         let Some(cell) = remembered(&mut last_cell, id, || index.get(id).copied()) else {
             checks.dropped.add(|| {

@@ -4,6 +4,7 @@
 //! line is written last, so a line in `cells.jsonl` means its samples are on disk.
 
 use super::format::Format;
+use super::names::{samples_header, TELEMETRY_HEADER};
 use super::{
     FolderLock, PeerRow, RunMeta, Samples, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE,
     RUN_FILE, SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
@@ -26,20 +27,6 @@ pub struct Writer {
     cells: File,
     params: Vec<String>,
 }
-
-/// The CSV headers.
-fn samples_header(params: &[String]) -> Vec<String> {
-    let mut h: Vec<String> = ["cell", "kernel", "variant", "timer"]
-        .map(String::from)
-        .to_vec();
-    h.extend(params.iter().cloned());
-    h.extend(["process", "phase", "index", "time_ns", "t_us"].map(String::from));
-    h
-}
-
-const TELEMETRY_HEADER: [&str; 9] = [
-    "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate", "throttle",
-];
 
 /// Writes `meta` as `dir`'s `run.json`, whole (a temporary file renamed into place).
 fn write_meta(dir: &Path, meta: &RunMeta) -> Result<()> {
