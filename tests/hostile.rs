@@ -389,3 +389,38 @@ fn a_lost_header_frame_costs_no_cell_where_the_header_is_known() {
         summary(Path::new("reports/transpose-audited"))
     );
 }
+
+#[test]
+fn text_from_a_run_folder_lands_inert_in_the_report() {
+    let (root, copy) = copy_run("transpose-audited");
+    let text = stored_text(&copy, "cells.jsonl");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut record: serde_json::Value = serde_json::from_str(&lines[3]).unwrap();
+    let cell = record["id"].as_str().unwrap().to_string();
+    record["status"] = "failed".into();
+    record["error"] =
+        "<img src=x onerror=alert(1)> [click](javascript:alert(1)) `x\n# heading".into();
+    record["check"] = "<script>alert(1)</script>\n## injected".into();
+    lines[3] = serde_json::to_string(&record).unwrap();
+    write_stored(&copy, "cells.jsonl", &(lines.join("\n") + "\n"));
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for file in ["report.md", "cells.md"] {
+        let md = std::fs::read_to_string(copy.join(file)).unwrap();
+        assert!(
+            !md.contains("<img") && !md.contains("<script"),
+            "{file}: raw HTML"
+        );
+        let live = md.replace("\\](javascript:", "");
+        assert!(!live.contains("](javascript:"), "{file}: a live link");
+        assert!(
+            !md.contains("\n# heading") && !md.contains("\n## injected"),
+            "{file}"
+        );
+    }
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(
+        report.contains(&cell) && report.contains("&lt;img"),
+        "{report}"
+    );
+}

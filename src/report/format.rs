@@ -76,6 +76,52 @@ pub fn unit_for(values: impl IntoIterator<Item = f64>, asked: Unit) -> Unit {
 /// The widest line [`wrap`] writes, in characters.
 pub const WRAP_WIDTH: usize = 100;
 
+/// Text that came from a run folder or a program (a worker's error, a check's account),
+/// made inert inside a Markdown table cell: on one line, its `|` escaped, and no HTML tag,
+/// link or image it could open (outside code spans `<` and `>` become entities, `[` and `]`
+/// are escaped). Its code spans stay, where its backticks pair up (`` `C` ``); an odd one
+/// is shown as a backtick.
+pub fn inert(text: &str) -> String {
+    let spans = text.matches('`').count().is_multiple_of(2);
+    let mut out = String::with_capacity(text.len());
+    let mut in_code = false;
+    for c in text.chars() {
+        match c {
+            '`' if spans => {
+                in_code = !in_code;
+                out.push(c);
+            }
+            '`' => out.push_str("\\`"),
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => out.push(' '),
+            _ if in_code => out.push(c),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text from a run folder as a Markdown code span, whatever it holds: fenced by one
+/// backtick more than its longest run of them (so none closes the span early), on one line.
+/// Inside a code span neither HTML nor a link is read.
+pub fn code(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ");
+    let longest = (text.split(|c| c != '`')).map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = match text.starts_with('`') || text.ends_with('`') {
+        true => " ",
+        false => "",
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// Prose wrapped at spaces into lines of at most [`WRAP_WIDTH`] characters (a longer word
 /// keeps a line of its own), so that a report's lines stay short however long a sentence its
 /// data makes. Markdown reads the line breaks as spaces.
@@ -151,6 +197,22 @@ pub fn percent(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_from_a_run_folder_cannot_open_markdown_or_html() {
+        assert_eq!(code("../events-run1"), "`../events-run1`");
+        assert_eq!(code("a`b ``c"), "```a`b ``c```");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(
+            inert("<img onerror=x> [a](javascript:b) `c|d\n# e"),
+            "&lt;img onerror=x&gt; \\[a\\](javascript:b) \\`c\\|d # e"
+        );
+        // Paired backticks keep their code spans, inside which nothing is read.
+        assert_eq!(
+            inert("output `C` was not written, the first C[6] `<b>`"),
+            "output `C` was not written, the first C\\[6\\] `<b>`"
+        );
+    }
 
     #[test]
     fn auto_unit_keeps_four_significant_digits() {

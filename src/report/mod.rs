@@ -93,6 +93,8 @@ pub fn render_dir(folder: &FolderLock, template: Option<&Path>) -> Result<Render
     let mut env = expr::environment(REPORT_FUEL);
     env.set_keep_trailing_newline(true);
     env.add_filter("wrap", |text: &str| format::wrap(text));
+    env.add_filter("inert", |text: &str| format::inert(text));
+    env.add_filter("code", |text: &str| format::code(text));
     env.add_template_owned(name.clone(), text)
         .with_context(|| format!("template {name} does not parse"))?;
     env.add_template(CELLS_TEMPLATE_NAME, CELLS_TEMPLATE)

@@ -123,6 +123,11 @@ fn sentence(f: &Finding) -> String {
                 n if n == *of => format!("all {}", count(n, "cell")),
                 n => format!("{n} of its {}", count(*of, "cell")),
             };
+            // A failed cell's reason is its worker's error, as the run folder holds it.
+            let reason = match *word {
+                "failed" => crate::report::format::inert(reason),
+                _ => reason.to_string(),
+            };
             format!("{what} at {at} ({}): {reason}.", listed(cells))
         }
         Finding::Caught {
