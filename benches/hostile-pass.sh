@@ -53,6 +53,16 @@ mkdir -p "$T/bin"; printf '#!/bin/sh\necho '"'"'$(touch x)'"'"'\n' > "$T/bin/sba
 PATH="$T/bin:$PATH" "$R" sbatch experiments/kernels.toml --parts 2 --out "$T/sb" --submit > "$T/sbout" 2>&1; rc=$?
 [ $rc != 0 ]; say $? "a fake sbatch answering \$(touch x) is refused (exit $rc), not passed on"
 
+fresh html transpose-audited; python3 - "$T/html/cells.jsonl.zst" <<'PY'
+import json,subprocess,sys
+p=sys.argv[1]; lines=subprocess.run(['zstd','-q','-dc',p],capture_output=True,text=True).stdout.splitlines()
+r=json.loads(lines[3]); r['status']='failed'; r['error']='<img src=x onerror=alert(1)> [a](javascript:alert(1))'; r['check']='<script>x</script>'
+lines[3]=json.dumps(r); subprocess.run(['zstd','-q','-f','-o',p],input=('\n'.join(lines)+'\n').encode())
+PY
+"$R" report "$T/html" >/dev/null 2>&1; ! grep -qE '<img|<script|[^\\]\]\(javascript' "$T/html/report.md" "$T/html/cells.md"; say $? "a record's error and check land in report.md and cells.md as text, not HTML or links"
+fresh ct transpose-audited; cp -r reports/transpose-audited "$T/x\` <img src=y onerror=z>"; printf '../x` <img src=y onerror=z>' > "$T/ct/compare_to"
+"$R" report "$T/ct" >/dev/null 2>&1; grep -qF '``../x` <img src=y onerror=z>``' "$T/ct/report.md"; say $? "a backtick in compare_to closes no code span"
+
 # 5. Damage stays local, and is not trusted.
 fresh rec transpose-audited; zstd -q -dc "$T/rec/cells.jsonl.zst" | sed -n 4p | zstd -q -c >> "$T/rec/cells.jsonl.zst"
 "$R" report "$T/rec" > /dev/null 2>&1 && cmp -s "$T/rec/summary.csv" reports/transpose-audited/summary.csv; say $? "a record frame stored twice is kept once"
