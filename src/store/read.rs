@@ -208,8 +208,17 @@ impl Stored {
             },
         );
         // Telemetry costs the cells nothing: a file that cannot be read is left out whole.
+        // A file that is not a regular one (a link, a FIFO) refuses the run, as anywhere in
+        // the folder; only a file the runner cannot read as telemetry is left out.
+        let refused = |e: &anyhow::Error| {
+            (e.chain()).any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidInput)
+            })
+        };
         let read = match read {
             Ok(read) => read,
+            Err(e) if refused(&e) => return Err(e),
             Err(e) => {
                 telemetry.clear();
                 self.warnings.push(format!(
