@@ -1243,3 +1243,19 @@ fn a_lazy_first_launch_has_no_room_for_resets() {
         "{err}"
     );
 }
+
+#[test]
+fn a_matmul_checks_dims_beyond_its_buffers_are_refused_at_their_line() {
+    let text = good().replace(
+        "dims = [\"n\", \"n\", \"n\"]",
+        "dims = [\"2 * n\", \"n\", \"n\"]",
+    );
+    assert_ne!(text, good());
+    let err = plan_error(&text);
+    assert!(
+        err.contains("need m x k = 8192 elements of `A`, which holds 4096"),
+        "{err}"
+    );
+    assert!(err.contains("hint: dims name the matrices' sizes"), "{err}");
+    assert_at_line(&err, &text, "dims = [");
+}

@@ -43,8 +43,55 @@ impl Validator<'_> {
         };
         points
             .iter()
-            .map(|p| self.launch_at(rk, &exprs, steps, p, dir))
+            .map(|p| {
+                let spec = self.launch_at(rk, &exprs, steps, p, dir)?;
+                self.matmul_fits(rk, args, check, p, &spec)?;
+                Ok(spec)
+            })
             .collect()
+    }
+
+    /// A `matmul` check's dims within its buffers at point `p`: A holds m x k elements, B
+    /// k x n and C m x n. Otherwise the reference would read past a buffer's end.
+    fn matmul_fits(
+        &self,
+        rk: &RawKernel,
+        args: &[Arg],
+        check: Option<&Check>,
+        p: &Point,
+        spec: &LaunchSpec,
+    ) -> Result<(), ConfigError> {
+        let (Some(c), &[m, k, n]) = (
+            check.filter(|c| c.reference == "matmul"),
+            &spec.check_dims[..],
+        ) else {
+            return Ok(());
+        };
+        let needs = [
+            (c.inputs.first(), m * k, "m x k"),
+            (c.inputs.get(1), k * n, "k x n"),
+            (Some(&c.output), m * n, "m x n"),
+        ];
+        for (arg, need, what) in needs {
+            let Some(&i) = arg else { continue };
+            let Some(crate::experiment::ArgValue::Buffer { len, .. }) = spec.args.get(i) else {
+                continue;
+            };
+            if (*len as i64) < need {
+                return Err(ConfigError::at(
+                    self.path,
+                    self.text,
+                    Some(part_span(rk, Part::CheckDim(0))),
+                    format!(
+                        "the check's dims [m, k, n] = [{m}, {k}, {n}] need {what} = {need} elements of `{}`, which holds {len} {}",
+                        args[i].name,
+                        self.at_point(p)
+                    ),
+                )
+                .with_hint("dims name the matrices' sizes as the kernel reads them: [m, k, n] for A (m x k) times B (k x n) into C (m x n)"));
+            }
+        }
+        Ok(())
     }
 
     fn launch_at(
