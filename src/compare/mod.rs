@@ -286,12 +286,7 @@ pub fn compare(
         run_differences,
         cells,
         damaged_new: (matched.only_old.iter())
-            .filter(|id| {
-                new.run
-                    .lost
-                    .iter()
-                    .any(|l| l.strip_prefix("cell ") == Some(id))
-            })
+            .filter(|id| new.run.left_out().any(|l| l == id.as_str()))
             .cloned()
             .collect(),
         only_old: matched.only_old,

@@ -5,6 +5,7 @@
 //! holder dies; the holder removes the file as it lets go, so a finished run folder holds
 //! none.
 
+use super::names::{is_run, runner_writes};
 use crate::files;
 use anyhow::{bail, Context, Result};
 use std::fs::{File, TryLockError};
@@ -63,11 +64,11 @@ impl FolderLock {
         };
         // A run being merged again lacks its run.json for a moment, under its writer's lock:
         // then this waits for that writer, and asks again.
-        if !super::is_run(dir) && !held(dir) {
+        if !is_run(dir) && !held(dir) {
             return Err(refusal());
         }
         let lock = FolderLock::lock(dir)?;
-        match super::is_run(dir) {
+        match is_run(dir) {
             true => Ok(lock),
             false => Err(refusal()),
         }
@@ -90,14 +91,12 @@ impl FolderLock {
                 Ok(()) => {
                     write_holder(&mut file)
                         .with_context(|| format!("cannot write {}", path.display()))?;
-                    files::remove_others_temporaries(dir, super::runner_writes).with_context(
-                        || {
-                            format!(
-                                "cannot clear what a stopped writer left in {}",
-                                dir.display()
-                            )
-                        },
-                    )?;
+                    files::remove_others_temporaries(dir, runner_writes).with_context(|| {
+                        format!(
+                            "cannot clear what a stopped writer left in {}",
+                            dir.display()
+                        )
+                    })?;
                     return Ok(FolderLock {
                         dir: dir.to_path_buf(),
                         path,

@@ -33,7 +33,6 @@ use std::path::PathBuf;
 pub use guard::{claim, may_become_run, may_write, new_run_folder};
 pub use lock::FolderLock;
 pub use merge::read_parts;
-pub use names::{is_run, runner_writes};
 pub use read::{previous_wall_times, Stored};
 pub use samples::{RunSamples, SampleSink, Samples, TelemetryRow};
 pub use write::Writer;

@@ -45,13 +45,13 @@ pub(super) fn stored_names() -> impl Iterator<Item = String> {
 /// Whether the runner writes a file or folder of this name in a run folder (its lock
 /// aside): only such names' temporaries are cleared, and only such files may stand in a
 /// folder a new run takes without `--force`.
-pub fn runner_writes(name: &str) -> bool {
+pub(super) fn runner_writes(name: &str) -> bool {
     let listed = RUN_FILES.iter().chain(&ABOUT_FILES).chain(&PART_DIRS);
     listed.into_iter().any(|n| *n == name) || stored_names().any(|n| n == name)
 }
 
 /// Whether `dir` holds a run: its `run.json`, a file.
-pub fn is_run(dir: &Path) -> bool {
+pub(super) fn is_run(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(RUN_FILE)).is_ok_and(|m| m.is_file())
 }
 

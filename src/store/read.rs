@@ -67,6 +67,9 @@ fn read_optional(dir: &Path, name: &str) -> Result<Option<String>> {
         .with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// How `lost` names a cell that damage left out.
+const LEFT_OUT: &str = "cell ";
+
 impl Stored {
     /// The experiment file a stored run was made from, as its `run.json` names it.
     pub fn experiment_path(dir: &Path) -> Result<PathBuf> {
@@ -167,14 +170,12 @@ impl Stored {
         let telemetry = &mut self.telemetry;
         // Malformed rows: how many, and the first's line.
         let mut dropped: (u64, Option<u64>) = (0, None);
-        let want = [
-            "cell", "process", "t_us", "sm_mhz", "mem_mhz", "power_w", "temp_c", "pstate",
-            "throttle",
-        ];
+        // Every column the runner writes is read.
+        let header = TELEMETRY_HEADER.map(String::from);
         let read = each_csv_row(
             &self.dir,
-            (TELEMETRY_FILE, &TELEMETRY_HEADER.map(String::from)),
-            &want,
+            (TELEMETRY_FILE, &header),
+            &TELEMETRY_HEADER,
             |_, line, r| {
                 let f = |i: usize| &r[i];
                 let (Some(&cell), Ok(process), Ok(t_us)) =
@@ -262,6 +263,11 @@ impl Stored {
         Ok(())
     }
 
+    /// The cells damage left out of the run (as [`Stored::leave_out`] names them in `lost`).
+    pub fn left_out(&self) -> impl Iterator<Item = &str> {
+        self.lost.iter().filter_map(|l| l.strip_prefix(LEFT_OUT))
+    }
+
     /// Leaves the unreadable cells out: their records, samples and telemetry, each named in
     /// a warning (they count as not run, and a resume runs them again).
     fn leave_out(&mut self, unreadable: Unreadable, sink: &mut dyn SampleSink) {
@@ -276,7 +282,7 @@ impl Stored {
         sink.leave_out(&gone);
         self.telemetry.retain(|t| !gone.contains(&t.cell));
         for (id, why) in unreadable.0 {
-            self.lost.push(format!("cell {id}"));
+            self.lost.push(format!("{LEFT_OUT}{id}"));
             self.warnings.push(format!(
                 "cell {id} is unreadable ({why}): the run folder is damaged there, and the cell is left out"
             ));

@@ -276,8 +276,8 @@ pub(super) fn read_records(
         }
     }
     // A line dropped may have been any cell's record: the merge of such a part fails.
-    if !dropped.lines.is_empty() {
-        let count = dropped.lines.len() as u64 + dropped.more;
+    if dropped.count() > 0 {
+        let count = dropped.count();
         lost.push(format!(
             "{count} record(s) of {file} that name no cell of the plan"
         ));

@@ -237,8 +237,8 @@ pub(super) const MAX_SAID: usize = 20;
 /// Warnings of one kind: the first [`MAX_SAID`] said, the rest counted.
 #[derive(Default)]
 pub(super) struct Said {
-    pub lines: Vec<String>,
-    pub more: u64,
+    lines: Vec<String>,
+    more: u64,
 }
 
 impl Said {
@@ -248,6 +248,11 @@ impl Said {
             true => self.lines.push(line()),
             false => self.more += 1,
         }
+    }
+
+    /// How many were added.
+    pub fn count(&self) -> u64 {
+        self.lines.len() as u64 + self.more
     }
 
     /// The warnings, the count of the rest (`what` they were) last.

@@ -105,7 +105,9 @@ impl Auditor {
 /// kernel with its check on, not a `[[copy]]`. The driver makes a copy: no code of the
 /// experiment's could skip work, and the audit's refill just before it leaves the source
 /// where no timed copy found it (on an H200 an honest 512 KiB pinned copy read 2.7x), at
-/// the cost of a host draw of up to its size (a third of a transfers run). Of a cell's runs too short to hold a region among their timed
+/// the cost of a host draw of up to its size (a third of a transfers run).
+///
+/// Of a cell's runs too short to hold a region among their timed
 /// launches (one launch per fresh process, or a sample or two per round), one drawn by the
 /// seed is; the others would pay a new draw and check for a launch or two each.
 pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
@@ -124,7 +126,6 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String
     let samples = knobs.samples_per_run() as usize;
     let [audited, ..] = audit::first_round(samples, cell.runs() as usize, process as usize);
     let multi = knobs.launches.count() > 1;
-    let copies = def.copy.is_some() || def.steps.iter().any(|s| s.copy.is_some());
     let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
     Some(
         match () {
@@ -135,7 +136,7 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String
             _ if audited == 0 => "too few steady samples to hold a region apart from the first",
             _ if data.sets.len() > 1 => "its buffer sets rotate",
             _ if !data.fresh.is_empty() => "its inputs are drawn anew before each region",
-            _ if copies => "its launch copies memory, as the audit's staging would",
+            _ if def.copies() => "its launch copies memory, as the audit's staging would",
             _ if multi && in_place => {
                 "it updates an input in place, which a region of several launches compounds"
             }
