@@ -28,6 +28,8 @@ pub struct CellAudits {
     /// from before the draws on the GPU (its stages copied two data sets in turn).
     pub wait_ns: Option<u64>,
     pub late: u64,
+    /// Regions the audit's share of the cell's time left out.
+    pub capped: u64,
 }
 
 /// The audits of every cell that ran one of the current kind (regions among the timed
@@ -80,6 +82,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         wall_s: records.iter().map(|r| r.wall_s).sum(),
         wait_ns: among.iter().find_map(|m| m.wait_ns),
         late: among.iter().map(|m| m.late).sum(),
+        capped: among.iter().map(|m| m.capped).sum(),
     })
 }
 

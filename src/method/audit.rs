@@ -19,9 +19,12 @@
 //! twice the one before: 3% of a 200-sample cell, a falling share of a longer one (more
 //! regions hardly lower the detection limit once the margin outweighs the noise), and drawn
 //! as the cell goes, so a cell that stops early (`stop`, `budget`) pays for the samples it
-//! took, not for its cap.
+//! took, not for its cap. And by time: a region that would take the regions run so far
+//! past [`SHARE_CAP`] of the cell's time is left out (and counted), all but the first
+//! audited region, without which nothing checks the timed launches.
 
 use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
+use std::time::Duration;
 
 /// What a region among the timed ones is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +37,8 @@ pub enum Region {
 /// Samples of the first round (and of the second; later ones double).
 pub const ROUND: usize = 200;
 /// A short cell holds no more regions than this share of its samples (their cost: a
-/// region takes about a sample's time and its stage), and at least one audited region.
+/// region takes about a sample's time and its stage), and at least one audited region; nor
+/// do its regions, checks included, take more than this share of its time.
 pub const SHARE_CAP: f64 = 0.05;
 /// A round's regions, in the order a cell too short for all of them gets them: an audited
 /// region checks its launches, a pause then judges them against the timed ones, a decoy
@@ -80,6 +84,30 @@ pub fn first_round(samples: usize, runs: usize, run: usize) -> [usize; 3] {
     let decoys = this_run(decoys).min(room - audits);
     let pauses = this_run(pauses).min(room - audits - decoys);
     [audits, decoys, pauses]
+}
+
+/// Whether a region of `kind` keeps a cell's regions within [`SHARE_CAP`] of its time
+/// (`cell`: since it began), given the regions run so far with what each cost, its check
+/// included: it is counted at what the regions of its kind cost so far (any kind's, before
+/// the first). The first audited region always runs: without it nothing checks the timed
+/// launches. The staging's once-a-process compile is the process's, as the cell's own
+/// compile is, and not counted.
+pub fn affords(ran: &[(Region, Duration)], kind: Region, cell: Duration) -> bool {
+    let audited = ran.iter().any(|(k, _)| *k == Region::Audit);
+    if kind == Region::Audit && !audited {
+        return true;
+    }
+    let secs = |of: &mut dyn Iterator<Item = &(Region, Duration)>| -> (f64, usize) {
+        of.fold((0.0, 0), |(t, n), (_, d)| (t + d.as_secs_f64(), n + 1))
+    };
+    let (all, n) = secs(&mut ran.iter());
+    let (same, k) = secs(&mut ran.iter().filter(|(r, _)| *r == kind));
+    let expected = match (k, n) {
+        (0, 0) => 0.0,
+        (0, n) => all / n as f64,
+        (k, _) => same / k as f64,
+    };
+    all + expected <= SHARE_CAP * (cell.as_secs_f64() + expected)
 }
 
 /// Where round `round` of a run lies among its steady samples.
@@ -258,6 +286,27 @@ mod tests {
         let (all, c) = run_all(3, 100_000);
         assert_eq!(all.len(), 60, "{c:?}");
         assert!(c.iter().all(|&n| n == 20), "{c:?}");
+    }
+
+    #[test]
+    fn regions_past_their_share_of_the_cells_time_are_left_out_but_the_first_audit() {
+        let ms = Duration::from_millis;
+        // Nothing run yet: the first audited region runs whatever the time.
+        assert!(affords(&[], Region::Audit, ms(0)));
+        // An audit of 4 ms in a cell of 100 ms so far: a decoy counted at the regions'
+        // mean (4 ms) would make 8 of 104.
+        let one = [(Region::Audit, ms(4))];
+        assert!(!affords(&one, Region::Decoy, ms(100)));
+        assert!(affords(&one, Region::Decoy, ms(200)));
+        // A pause counted at the pauses' own cost, not the audits'.
+        let two = [(Region::Audit, ms(4)), (Region::Pause, ms(1))];
+        assert!(affords(&two, Region::Pause, ms(120)));
+        assert!(!affords(&two, Region::Audit, ms(120)));
+        assert!(affords(&two, Region::Audit, ms(200)));
+        // The first audited region runs even past the share.
+        let pauses = [(Region::Pause, ms(50))];
+        assert!(affords(&pauses, Region::Audit, ms(1)));
+        assert!(!affords(&pauses, Region::Pause, ms(1)));
     }
 
     #[test]

@@ -304,6 +304,10 @@ pub struct AuditsAmong {
     /// Stages whose draw outlasted the pause (their region followed a longer gap).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub late: u64,
+    /// Regions of the schedule left out: they would have taken the audit past its share of
+    /// the cell's time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub capped: u64,
     /// The gaps on the GPU before the regions, where CUPTI's records give them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaps: Option<Gaps>,

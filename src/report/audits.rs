@@ -65,6 +65,12 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             " {late} stages outlasted their pause (their regions followed a longer gap)."
         ));
     }
+    let capped: u64 = cells.iter().map(|c| c.capped).sum();
+    if capped > 0 {
+        intro.push_str(&format!(
+            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time so far (never a cell's first audited one): counted beside the regions below."
+        ));
+    }
     let rows = (cells.iter())
         .map(|c| row(&a.run.plan.cells[c.cell].id, c))
         .collect();
@@ -132,7 +138,10 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
     AuditRow {
         cell: id.to_string(),
         audit,
-        regions: format!("{} + {} + {}", c.regions, c.decoys, c.pauses),
+        regions: match c.capped {
+            0 => format!("{} + {} + {}", c.regions, c.decoys, c.pauses),
+            n => format!("{} + {} + {} ({n} left out)", c.regions, c.decoys, c.pauses),
+        },
         data: pair(&[Tell::FirstData, Tell::Data, Tell::Band]),
         pause: pair(&[Tell::FirstRest, Tell::FirstPause, Tell::Pause]),
         bound: j.map_or("–".into(), bounds),

@@ -63,6 +63,7 @@ impl Checker<'_> {
                 .collect(),
             fill: None,
             sample: self.sample,
+            kept: None,
         };
         against_kernel(kernels, timeline, (cell, def), buffers, recorded, inputs)
     }
@@ -77,6 +78,10 @@ pub(super) struct ReferenceInputs<'a> {
     pub(super) fill: Option<Prepare<'a>>,
     /// The seed of the sample of a large output compared (an audit's), else all of it.
     pub(super) sample: Option<u64>,
+    /// The buffers of the cell's earlier checks, kept for the next (an audit's: allocating
+    /// and freeing them cost a tiny kernel's check more than the rest of it); None: made
+    /// for this check and freed after it.
+    pub(super) kept: Option<&'a mut Option<Buffers>>,
 }
 
 /// The check against a reference kernel (`check_kernel` of `def`), run now on buffers of
@@ -115,12 +120,25 @@ pub(super) fn against_kernel(
     if spec.shared_bytes > 48 * 1024 {
         func.allow_shared_bytes(spec.shared_bytes)?;
     }
-    let theirs = Buffers::create(&spec.args, &inputs.data, Poison::ByMemset)?;
+    let made;
+    let theirs = match inputs.kept {
+        // Kept: the data uploaded again, in case the reference wrote into it.
+        Some(Some(kept)) => {
+            kept.upload(&inputs.data)?;
+            &*kept
+        }
+        Some(slot) => &*slot.insert(Buffers::create(&spec.args, &inputs.data, Poison::ByMemset)?),
+        None => {
+            made = Buffers::create(&spec.args, &inputs.data, Poison::ByMemset)?;
+            &made
+        }
+    };
+    timeline.mark("reference buffers");
     // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
     // writes differs, whatever its type. Then its own resets, as before every launch.
     theirs.fill_outputs(0)?;
     if let Some(fill) = inputs.fill {
-        fill(&theirs)?;
+        fill(theirs)?;
     }
     theirs.reset()?;
     let params = theirs.params(&spec.args);
@@ -167,6 +185,7 @@ pub(super) fn against_kernel(
             ranges.as_deref(),
         )?);
     }
+    timeline.mark("reference compare");
     Ok(format!(
         "against kernel `{}`: {}",
         kernels.def(kc.kernel).name,

@@ -204,7 +204,13 @@ impl Buffers {
 
     /// Copies other input data (drawn as `host` was) into these buffers.
     pub fn refill(&self, host: &HostInputs) -> Result<(), CudaError> {
-        for (d, h) in self.device.iter().zip(host.iter()) {
+        let data: Vec<Option<&[u8]>> = host.iter().map(|h| h.as_deref()).collect();
+        self.upload(&data)
+    }
+
+    /// Uploads `data` (by argument; None: left as it is) into these buffers.
+    pub fn upload(&self, data: &[Option<&[u8]>]) -> Result<(), CudaError> {
+        for (d, h) in self.device.iter().zip(data) {
             if let (Some(buf), Some(data)) = (d, h) {
                 buf.upload(data)?;
             }

@@ -37,7 +37,7 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let probed = cell.knobs.first_launch == FirstLaunch::Prepared;
     let probe = |s: &mut Session| if probed { s.probe() } else { Ok(None) };
     let outcome = probe(s).and_then(|before| {
-        measure(s, cell, process, &mut rec)?;
+        measure(s, cell, (process, t0), &mut rec)?;
         if let (Some(b), Some(a)) = (before, probe(s)?) {
             rec.probe_mhz = Some((b.mhz, a.mhz));
             // Under the profiler the probes themselves are profiled: host time means nothing.
@@ -78,7 +78,7 @@ const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
 fn measure(
     s: &mut Session,
     cell: &Cell,
-    process: u32,
+    run: (u32, Instant),
     rec: &mut CellRecord,
 ) -> Result<(), Failure> {
     let code = Code::prepare(s, cell, rec)?;
@@ -89,7 +89,7 @@ fn measure(
         code: &code,
         data: &data,
     };
-    let mut auditor = Auditor::plan(ready, process);
+    let mut auditor = Auditor::plan(ready, run);
     let setup = TimingSetup::make(s, cell, auditor.among())?;
     let mut armed = Armed::arm(s, ready, &setup)?;
     rec.l2_window = armed.window.clone();

@@ -20,7 +20,7 @@ use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
 use super::{names, note, record, spent, unjudged};
 use crate::experiment::knobs::timer::TimerKind;
-use crate::method::audit::{Region, Schedule};
+use crate::method::audit::{self, Region, Schedule};
 use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps};
@@ -46,6 +46,8 @@ struct Ran {
     gap: f64,
     /// Its first launch, in a region of several (NaN where not read).
     first: f64,
+    /// Host time it took, its stage and check included.
+    cost: Duration,
 }
 
 /// A run's regions: where they go, what they read, what they read as.
@@ -83,17 +85,35 @@ pub(in crate::worker) struct Among {
     /// Of `cost`: the regions run, and the checks after the audited ones.
     regions_time: Duration,
     checks_time: Duration,
+    /// When the cell began, and the regions its share of the cell's time left out.
+    began: Instant,
+    capped: u64,
 }
 
 impl Among {
     /// Draws the first data on the GPU into the buffers (the timed launches' from now on),
     /// poisons the outputs, measures the draw for the pause, and draws the schedule of run
     /// `process` of `cell`.
-    pub(super) fn stage(s: &mut Session, ready: ReadyCell, process: u32) -> Result<Among, Failure> {
+    pub(super) fn stage(
+        s: &mut Session,
+        ready: ReadyCell,
+        (process, began): (u32, Instant),
+    ) -> Result<Among, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
-        let start = Instant::now();
         let buffers = &data.sets[0];
+        // The runner's own kernels compile once a process, as the cell's own kernel does:
+        // the process's cost, not the audit's.
         let kernel = s.kernels.function(KernelKey::AuditDraw, &mut s.timeline)?;
+        let check = def.check.as_ref().map(|c| c.reference.as_str());
+        let built_in = match check {
+            Some("matmul") => Some(KernelKey::AuditMatmul),
+            Some("copy") => Some(KernelKey::FirstDifference),
+            _ => None,
+        };
+        if let Some(key) = built_in {
+            s.kernels.function(key, &mut s.timeline)?;
+        }
+        let start = Instant::now();
         let args = &cell.launch.args;
         let inputs: Vec<usize> = buffers.inputs().collect();
         let input = |i: usize| inputs.contains(&i).then_some(i);
@@ -142,18 +162,33 @@ impl Among {
             cost,
             regions_time: Duration::ZERO,
             checks_time: Duration::ZERO,
+            began,
+            capped: 0,
         })
     }
 
-    /// The region due before steady sample `index` (asked once per sample, in turn).
+    /// The region due before steady sample `index` (asked once per sample, in turn), where
+    /// the audit's share of the cell's time affords it.
     pub(in crate::worker) fn due(&mut self, index: usize) -> Option<Region> {
-        self.schedule.due(index)
+        let kind = self.schedule.due(index)?;
+        self.affords(kind).then_some(kind)
     }
 
-    /// The regions to run after a loop that took `taken` samples and stopped early.
+    /// The regions to run after a loop that took `taken` samples and stopped early, where
+    /// the audit's share of the cell's time affords them.
     pub(in crate::worker) fn after(&mut self, taken: usize) -> Vec<Region> {
         let ran: Vec<Region> = self.ran.iter().map(|r| r.kind).collect();
-        self.schedule.after(taken, &ran)
+        let planned = self.schedule.after(taken, &ran);
+        planned.into_iter().filter(|&k| self.affords(k)).collect()
+    }
+
+    /// Whether the audit's share of the cell's time affords a region of `kind` now (see
+    /// [`audit::affords`]); one left out is counted.
+    fn affords(&mut self, kind: Region) -> bool {
+        let ran: Vec<(Region, Duration)> = self.ran.iter().map(|r| (r.kind, r.cost)).collect();
+        let within = audit::affords(&ran, kind, self.began.elapsed());
+        self.capped += u64::from(!within);
+        within
     }
 
     /// Runs a region of `kind` as region `place` of the run, before steady sample `before`;
@@ -204,6 +239,7 @@ impl Among {
             reading,
             gap: f64::NAN,
             first: armed.timer.first_ns,
+            cost: Duration::ZERO,
         });
         if let (Region::Audit, Some(seed)) = (kind, seed) {
             let earlier = std::mem::replace(&mut self.held, seed);
@@ -215,6 +251,9 @@ impl Among {
             self.check = checked?;
         }
         spent(&mut self.cost, start);
+        if let Some(ran) = self.ran.last_mut() {
+            ran.cost = start.elapsed();
+        }
         Ok(())
     }
 
@@ -342,6 +381,7 @@ impl Among {
             draw_ns: Some(self.draw_ns),
             wait_ns: Some(self.wait_ns),
             late,
+            capped: self.capped,
             gaps: self.timed_gap.map(|timed_median| Gaps {
                 staged: gaps(&|k| k != Region::Pause),
                 pauses: gaps(&|k| k == Region::Pause),

@@ -43,8 +43,9 @@ pub(super) enum Auditor {
     /// per process other than the one drawn to be audited.
     Off,
     /// Regions among the timed ones, to be staged once the first timed launch is done
-    /// (nothing may run on the GPU before a lazy first launch): the run.
-    AmongToStage(u32),
+    /// (nothing may run on the GPU before a lazy first launch): the run, and when its cell
+    /// began (the regions' share of its time counts from then).
+    AmongToStage(u32, Instant),
     /// Audited regions among the timed ones, staged.
     Among(Box<Among>),
     /// One launch after the timed ones, and why no better.
@@ -52,31 +53,31 @@ pub(super) enum Auditor {
 }
 
 impl Auditor {
-    /// How `cell`'s run `process` is audited.
-    pub(super) fn plan(ready: ReadyCell, process: u32) -> Auditor {
+    /// How `cell`'s run `process`, begun at `began`, is audited.
+    pub(super) fn plan(ready: ReadyCell, (process, began): (u32, Instant)) -> Auditor {
         let ReadyCell { cell, code, data } = ready;
         let Some(def) = code.def.as_ref().filter(|d| audits(cell, Some(d), process)) else {
             return Auditor::Off;
         };
         match weaker(cell, def, data, process) {
             Some(why) => Auditor::After(why),
-            None => Auditor::AmongToStage(process),
+            None => Auditor::AmongToStage(process, began),
         }
     }
 
     /// Whether regions will sit among the timed launches: their batches and graphs then read
     /// their first launch apart (an event after it, which the timed regions carry too).
     pub(super) fn among(&self) -> bool {
-        matches!(self, Auditor::AmongToStage(_) | Auditor::Among(_))
+        matches!(self, Auditor::AmongToStage(..) | Auditor::Among(_))
     }
 
     /// Stages the regions among the timed launches, where they are planned: the first
     /// draw on the GPU, the pause, the schedule.
     pub(super) fn stage(&mut self, s: &mut Session, ready: ReadyCell) -> Result<(), Failure> {
-        let Auditor::AmongToStage(process) = *self else {
+        let Auditor::AmongToStage(process, began) = *self else {
             return Ok(());
         };
-        let among = Among::stage(s, ready, process)?;
+        let among = Among::stage(s, ready, (process, began))?;
         *self = Auditor::Among(Box::new(among));
         Ok(())
     }

@@ -16,6 +16,7 @@ use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference::{self, HostBuffer};
 use crate::worker::Session;
+use std::cell::RefCell;
 
 /// The audited output checked against the reference on the draw of `seed`, which the
 /// measured inputs hold (read back unchanged after); `recorded`: the kernels CUPTI is
@@ -35,11 +36,14 @@ pub(super) fn check(
 }
 
 /// Device buffers a cell's checks reuse (an allocation and its free cost more than the
-/// check's kernel): the matmul reference's cells and what it found.
+/// check's kernel): the matmul reference's cells and what it found, a reference kernel's
+/// buffers and the table of their draws.
 #[derive(Default)]
 pub(super) struct Scratch {
     cells: Option<DeviceBuffer>,
     found: Option<DeviceBuffer>,
+    reference: Option<Buffers>,
+    reference_draws: RefCell<Option<Draws>>,
 }
 
 /// The buffer in `slot`, of `bytes`: the one there where it is of that size, else a new one.
@@ -110,12 +114,23 @@ fn check_against(
     let sample_seed = seed ^ s.sample_seed;
     if let Some(kc) = &def.check_kernel {
         let drawn = |j: &usize| draws.args.contains(j);
+        let Scratch {
+            reference: kept,
+            reference_draws,
+            ..
+        } = scratch;
+        // Enqueued ahead of the reference kernel, whose wait covers it.
         let fill = |theirs: &Buffers| -> Result<(), Failure> {
-            let pick = |i: usize| kc.from.get(i).copied().flatten().filter(drawn);
-            let on = Draws::of(draws.kernel.clone(), &cell.launch.args, theirs, pick)?;
-            let drawing = during("audit: drawing the reference's inputs");
-            on.write(seed).map_err(&drawing)?;
-            cuda::synchronize().map_err(&drawing)
+            let mut table = reference_draws.borrow_mut();
+            let on = match &mut *table {
+                Some(on) => on,
+                None => {
+                    let pick = |i: usize| kc.from.get(i).copied().flatten().filter(drawn);
+                    let args = &cell.launch.args;
+                    table.insert(Draws::of(draws.kernel.clone(), args, theirs, pick)?)
+                }
+            };
+            (on.write(seed)).map_err(during("audit: drawing the reference's inputs"))
         };
         let reference = ReferenceInputs {
             data: (kc.from.iter())
@@ -126,6 +141,7 @@ fn check_against(
                 .collect(),
             fill: Some(&fill),
             sample: Some(sample_seed),
+            kept: Some(kept),
         };
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
         return against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
