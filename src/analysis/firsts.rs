@@ -53,7 +53,7 @@ pub(super) fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> 
             count: count as usize,
         };
         let staged = [&audited[..], &decoys[..]].concat();
-        let test = against_baseline(Tell::FirstPause, &pauses, baseline, timed);
+        let test = against_baseline(Tell::FirstPause, &pauses, baseline, (timed, None));
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
     }
     tests

@@ -138,7 +138,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             count: s.count as usize,
         };
         let staged = [&audited[..], &decoys[..]].concat();
-        let test = against_baseline(Tell::Pause, &pauses, baseline, timed);
+        let test = against_baseline(Tell::Pause, &pauses, baseline, (timed, None));
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
     }
     if r.flushed && !decoys.is_empty() && !pauses.is_empty() {
