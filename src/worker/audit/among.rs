@@ -270,6 +270,8 @@ impl Among {
     ) -> Result<String, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let buffers = &data.sets[0];
+        // What ran since the last mark: the steady loop, its regions among it.
+        s.timeline.mark("steady samples");
         if let Some((arg, element)) = self.unwritten.first_change(seed)? {
             return Err(wrote_input(def, arg, element as usize));
         }
@@ -286,6 +288,7 @@ impl Among {
                 }
             }
         }
+        s.timeline.mark("audit inputs read back");
         let account = match self.draws.is_empty() {
             true => {
                 // Nothing drawn: the outputs were poisoned, the inputs are the timed ones.

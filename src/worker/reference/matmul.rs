@@ -77,25 +77,35 @@ pub(super) fn check(
             w
         }
     };
-    judge(out, (m, n), &cells, &want, tol)
+    let size = out.dtype.size();
+    let at_cells: Vec<u8> = (cells.iter())
+        .flat_map(|&c| &out.bytes[c * size..(c + 1) * size])
+        .copied()
+        .collect();
+    let found = HostBuffer {
+        bytes: &at_cells,
+        ..*out
+    };
+    judge(&found, (m, n), &cells, &want, tol)
 }
 
-/// The output's elements at `cells` against the float64 reference's values there (`want`,
+/// The output's elements at `cells` (`found`: element j is cell j's, so a sample crosses
+/// the host link and memory alone) against the float64 reference's values there (`want`,
 /// in the same order): every one written, integers equal, floats within a relative error
 /// of `tol` (1e-4 where none is given) over the cells.
 pub(super) fn judge(
-    out: &HostBuffer,
+    found: &HostBuffer,
     (m, n): (usize, usize),
     cells: &[usize],
     want: &[f64],
     tol: Option<f64>,
 ) -> Result<String, Failure> {
-    let unwritten: Vec<usize> = cells.iter().copied().filter(|&i| out.poisoned(i)).collect();
+    let unwritten: Vec<usize> = (0..cells.len()).filter(|&j| found.poisoned(j)).collect();
     if let Some(&first) = unwritten.first() {
-        return Err(Failure::from(out.unwritten(
+        return Err(Failure::from(found.unwritten(
             unwritten.len(),
             cells.len(),
-            first,
+            cells[first],
         )));
     }
     let scope = if cells.len() == m * n {
@@ -107,31 +117,32 @@ pub(super) fn judge(
             m * n
         )
     };
-    if tol.is_none() && !out.dtype.is_float() {
+    if tol.is_none() && !found.dtype.is_float() {
         // The float64 product of integers is exact below 2^53: an integer output equals it.
-        let differ = (cells.iter().zip(want)).find(|(&i, &w)| out.f64_at(i) != w);
+        let differ = (0..cells.len()).find(|&j| found.f64_at(j) != want[j]);
         return match differ {
             None => Ok(format!(
                 "matmul vs float64: {scope} equal (integers, compared exactly)"
             )),
-            Some((&idx, want)) => Err(Failure::from(format!(
-                "matmul check failed: {}[{}][{}] = {} against {want} (integers are compared exactly unless the check gives a tolerance)",
-                out.name,
-                idx / n,
-                idx % n,
-                out.show(idx)
+            Some(j) => Err(Failure::from(format!(
+                "matmul check failed: {}[{}][{}] = {} against {} (integers are compared exactly unless the check gives a tolerance)",
+                found.name,
+                cells[j] / n,
+                cells[j] % n,
+                found.show(j),
+                want[j]
             ))),
         };
     }
     let tol = tol.unwrap_or(1e-4);
     let (mut err2, mut ref2) = (0.0f64, 0.0f64);
-    for (&idx, &want) in cells.iter().zip(want) {
+    for (j, (&idx, &want)) in cells.iter().zip(want).enumerate() {
         let (row, col) = (idx / n, idx % n);
-        let got = out.f64_at(idx);
+        let got = found.f64_at(j);
         if !got.is_finite() {
             return Err(Failure::from(format!(
                 "{}[{row}][{col}] is {got}: the kernel overflowed or wrote a value that is not finite",
-                out.name
+                found.name
             )));
         }
         err2 += (got - want).powi(2);

@@ -123,16 +123,16 @@ pub fn matmul_sample(m: usize, n: usize, seed: u64) -> Vec<usize> {
     matmul::matmul_cells(m, n, seed, 0)
 }
 
-/// A matmul's output at `cells` against float64 reference values computed elsewhere (on
-/// the GPU, for an audit's draw); Ok holds the check's account.
+/// A matmul's output at `cells` (`found`: element j is cell j's) against float64 reference
+/// values computed elsewhere (on the GPU, for an audit's draw); Ok holds the check's account.
 pub fn matmul_judge(
-    out: &HostBuffer,
+    found: &HostBuffer,
     (m, n): (usize, usize),
     cells: &[usize],
     want: &[f64],
     tolerance: Option<f64>,
 ) -> Result<String, Failure> {
-    matmul::judge(out, (m, n), cells, want, tolerance)
+    matmul::judge(found, (m, n), cells, want, tolerance)
 }
 
 /// Compares `out` against the named reference; Ok holds a one-line account of the check.
