@@ -167,23 +167,23 @@ impl Among {
         })
     }
 
-    /// The region due before steady sample `index` (asked once per sample, in turn), where
-    /// the audit's share of the cell's time affords it.
+    /// The region due before steady sample `index` (asked once per sample, in turn): every
+    /// one of the first round, a later one where the audit's share of the cell's time
+    /// affords it.
     pub(in crate::worker) fn due(&mut self, index: usize) -> Option<Region> {
-        let kind = self.schedule.due(index)?;
-        self.affords(kind).then_some(kind)
+        let (kind, first_round) = self.schedule.due(index)?;
+        (first_round || self.affords(kind)).then_some(kind)
     }
 
-    /// The regions to run after a loop that took `taken` samples and stopped early, where
-    /// the audit's share of the cell's time affords them.
+    /// The regions to run after a loop that took `taken` samples and stopped early: the
+    /// first round's its samples afford.
     pub(in crate::worker) fn after(&mut self, taken: usize) -> Vec<Region> {
         let ran: Vec<Region> = self.ran.iter().map(|r| r.kind).collect();
-        let planned = self.schedule.after(taken, &ran);
-        planned.into_iter().filter(|&k| self.affords(k)).collect()
+        self.schedule.after(taken, &ran)
     }
 
-    /// Whether the audit's share of the cell's time affords a region of `kind` now (see
-    /// [`audit::affords`]); one left out is counted.
+    /// Whether the audit's share of the cell's time affords a region of `kind` of a later
+    /// round now (see [`audit::affords`]); one left out is counted.
     fn affords(&mut self, kind: Region) -> bool {
         let ran: Vec<(Region, Duration)> = self.ran.iter().map(|r| (r.kind, r.cost)).collect();
         let within = audit::affords(&ran, kind, self.began.elapsed());

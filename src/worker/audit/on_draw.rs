@@ -259,8 +259,10 @@ fn matmul(
         Param::bytes(&(size as u32).to_ne_bytes()),
         Param::Buffer(found),
     ];
+    // A warp a cell (`kernels/audit.cu`).
+    let threads = (cells.len() as u32).saturating_mul(32);
     let dims = Dims {
-        grid: ((cells.len() as u32).div_ceil(MATMUL_BLOCK).max(1), 1, 1),
+        grid: (threads.div_ceil(MATMUL_BLOCK).max(1), 1, 1),
         block: (MATMUL_BLOCK, 1, 1),
         shared_bytes: 0,
     };
