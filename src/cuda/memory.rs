@@ -289,13 +289,24 @@ impl DeviceBuffer {
                 self.bytes
             )));
         }
-        if self.host_view().is_some() {
-            return self.download();
-        }
         let mut out = vec![0u8; self.bytes];
+        if let (Placement::Pinned | Placement::Pageable { .. }, Some(host)) =
+            (&self.placement, self.host_view())
+        {
+            // A copy into it may still be under way.
+            super::synchronize()?;
+            // SAFETY: the buffer is host memory at `host` of exactly self.bytes bytes, the
+            // device is done with it (synchronized above), and each range lies within it.
+            let all = unsafe { std::slice::from_raw_parts(host, self.bytes) };
+            for r in ranges {
+                out[r.clone()].copy_from_slice(&all[r.clone()]);
+            }
+            return Ok(out);
+        }
         for r in ranges {
             // SAFETY: the range lies within both the buffer and out (checked above), and
-            // the buffer is device memory, live for the copy.
+            // the buffer is live for the copy: device memory, or managed or mapped memory
+            // reached by the same unified address (a GiB of it is not read for a sample).
             unsafe { result::memcpy_dtoh_sync(&mut out[r.clone()], self.ptr + r.start as u64) }
                 .during("cuMemcpyDtoH")?;
         }

@@ -1,9 +1,29 @@
 //! Adaptive stopping: after each sample, whether the cell's samples are precise enough to
-//! stop (NVBench's criterion: relative standard deviation under a target, with at least a
-//! minimum count and GPU time), or it ran out of time. Running sums keep each check O(1).
+//! stop, or it ran out of time. Two rules:
+//! - the median's (`ci_pct`): its distribution-free 95% interval lies within a share of it.
+//!   The spread of the samples is not the precision of their median, which narrows as
+//!   samples come: a 25 µs matmul whose samples' RSD stays at 5% has its median to 0.5% after
+//!   a few thousand samples. Checked every sixteenth of the samples so far (at least 16), so
+//!   its order statistics cost a few operations a sample;
+//! - NVBench's (`rsd_pct`): the samples' relative standard deviation under a target, or no
+//!   longer changing (over its last 512 values, those about the current one within 5% of
+//!   it, looked at every 16 samples once there are 64), so that a kernel whose noise will
+//!   never fall under the target ends with the noise it has. Running sums keep it O(1).
+//!
+//! Either needs at least a minimum count and GPU time; a timeout ends the cell whatever
+//! its precision.
 
 use crate::experiment::knobs::samples::StopRule;
+use crate::median::median_interval;
+use std::collections::VecDeque;
 use std::time::Instant;
+
+/// NVBench's rule: the RSDs it looks back over, how many it needs first, how often it looks,
+/// and how close to the current one they must lie (as a share of it).
+const NOISE_HISTORY: usize = 512;
+const NOISE_SEEN: usize = 64;
+const NOISE_EVERY: u64 = 16;
+const NOISE_SETTLED: f64 = 0.05;
 
 pub struct Stopper {
     rule: StopRule,
@@ -12,6 +32,13 @@ pub struct Stopper {
     mean: f64,
     m2: f64,
     total_ns: f64,
+    /// The samples, for the median's interval, and when to look at it next.
+    samples: Vec<f64>,
+    next_look: u64,
+    /// The median's interval at the last look, as a percentage of it.
+    ci_pct: f64,
+    /// The last RSDs, for NVBench's rule.
+    noise: VecDeque<f64>,
 }
 
 impl Stopper {
@@ -23,6 +50,10 @@ impl Stopper {
             mean: 0.0,
             m2: 0.0,
             total_ns: 0.0,
+            samples: Vec::new(),
+            next_look: 0,
+            ci_pct: f64::INFINITY,
+            noise: VecDeque::new(),
         }
     }
 
@@ -34,6 +65,35 @@ impl Stopper {
         (self.m2 / self.n as f64).sqrt() / self.mean.abs() * 100.0
     }
 
+    /// The median's 95% interval now, its wider side as a percentage of it.
+    fn look_at_the_median(&mut self) -> f64 {
+        let mut sorted = self.samples.clone();
+        match median_interval(&mut sorted) {
+            Some((lo, mid, hi)) if mid > 0.0 => (mid - lo).max(hi - mid) / mid * 100.0,
+            _ => f64::INFINITY,
+        }
+    }
+
+    /// Whether NVBench's noise has settled: its last values lie about the current one
+    /// within [`NOISE_SETTLED`] of it.
+    fn noise_settled(&self, rsd: f64) -> bool {
+        if self.noise.len() <= NOISE_SEEN || !self.n.is_multiple_of(NOISE_EVERY) || !rsd.is_finite() {
+            return false;
+        }
+        let spread = (self.noise.iter().map(|x| (x - rsd).powi(2)).sum::<f64>()
+            / self.noise.len() as f64)
+            .sqrt();
+        spread / rsd < NOISE_SETTLED
+    }
+
+    /// The precision reached, in words.
+    fn reached(&self) -> String {
+        match self.rule.ci_pct {
+            Some(_) => format!("median ±{:.2}% (95%)", self.ci_pct),
+            None => format!("RSD {:.2}%", self.rsd_pct()),
+        }
+    }
+
     /// Adds a sample (`gpu_ns` of measured time, for `launches` launches per sample) and
     /// says why to stop, if it is time to.
     pub fn push(&mut self, sample_ns: f64, launches: u64) -> Option<String> {
@@ -43,31 +103,51 @@ impl Stopper {
         self.m2 += delta * (sample_ns - self.mean);
         self.total_ns += sample_ns * launches as f64;
         let rsd = self.rsd_pct();
-        if self.n >= self.rule.min_samples
-            && self.total_ns >= self.rule.min_gpu_ns
-            && rsd <= self.rule.rsd_pct
-        {
-            return Some(format!(
-                "precise enough: RSD {rsd:.2}% after {} samples",
-                self.n
-            ));
+        let enough = self.n >= self.rule.min_samples && self.total_ns >= self.rule.min_gpu_ns;
+        let why = match self.rule.ci_pct {
+            Some(target) => {
+                self.samples.push(sample_ns);
+                if enough && self.n >= self.next_look {
+                    self.next_look = self.n + (self.n / 16).max(16);
+                    self.ci_pct = self.look_at_the_median();
+                }
+                (enough && self.ci_pct <= target).then(|| "precise enough".to_string())
+            }
+            None => {
+                if rsd.is_finite() {
+                    if self.noise.len() == NOISE_HISTORY {
+                        self.noise.pop_front();
+                    }
+                    self.noise.push_back(rsd);
+                }
+                let settled = self.rule.settles && enough && self.noise_settled(rsd);
+                match (rsd <= self.rule.rsd_pct, settled) {
+                    _ if !enough => None,
+                    (true, _) => Some("precise enough".to_string()),
+                    (false, true) => Some("noise no longer changing".to_string()),
+                    (false, false) => None,
+                }
+            }
+        };
+        if let Some(why) = why {
+            return Some(format!("{why}: {} after {} samples", self.reached(), self.n));
         }
         (self.started.elapsed() >= self.rule.timeout).then(|| {
             format!(
-                "timeout after {}: RSD {rsd:.2}% over {} samples",
+                "timeout after {}: {} over {} samples",
                 humantime::format_duration(self.rule.timeout),
+                self.reached(),
                 self.n
             )
         })
     }
 
     /// Why the cell ended when it took every sample it was allowed.
-    pub fn exhausted(&self) -> String {
-        format!(
-            "sample cap reached: RSD {:.2}% over {} samples",
-            self.rsd_pct(),
-            self.n
-        )
+    pub fn exhausted(&mut self) -> String {
+        if self.rule.ci_pct.is_some() {
+            self.ci_pct = self.look_at_the_median();
+        }
+        format!("sample cap reached: {} over {} samples", self.reached(), self.n)
     }
 }
 
@@ -78,7 +158,9 @@ mod tests {
 
     fn rule(min_samples: u64, min_gpu_ns: f64) -> StopRule {
         StopRule {
+            ci_pct: None,
             rsd_pct: 0.5,
+            settles: true,
             min_samples,
             min_gpu_ns,
             timeout: Duration::from_secs(60),
@@ -97,13 +179,56 @@ mod tests {
     }
 
     #[test]
-    fn noisy_samples_do_not_stop_early() {
+    fn noise_that_stops_changing_ends_the_cell_with_the_noise_it_has() {
+        // RSD 10% from the start: settled once 64 values of it are seen.
         let mut s = Stopper::new(rule(2, 0.0));
+        let mut stopped = None;
         for i in 0..1000 {
             let x = if i % 2 == 0 { 9_000.0 } else { 11_000.0 };
-            assert_eq!(s.push(x, 1), None, "RSD 10% never qualifies");
+            if let Some(why) = s.push(x, 1) {
+                stopped = Some((i + 1, why));
+                break;
+            }
         }
-        assert!(s.exhausted().contains("RSD 10.00% over 1000 samples"));
+        let (n, why) = stopped.expect("settled noise stops the cell");
+        assert!(n <= 96, "{n}");
+        assert!(why.starts_with("noise no longer changing: RSD 10.00%"), "{why}");
+        // Noise still growing does not stop: samples that drift for 1,000 samples.
+        let mut s = Stopper::new(rule(10, 0.0));
+        for i in 0..1000u32 {
+            let x = 10_000.0 + f64::from(i) * 100.0;
+            assert_eq!(s.push(x, 1), None, "sample {i}");
+        }
+        assert!(s.exhausted().starts_with("sample cap reached: RSD"));
+    }
+
+    #[test]
+    fn the_medians_rule_stops_when_its_interval_is_narrow_not_the_samples() {
+        // Samples of RSD ~5% (a spread no RSD target of 0.5% ever meets), their median
+        // pinned ever closer as they come.
+        let mut s = Stopper::new(StopRule {
+            ci_pct: Some(0.5),
+            ..rule(10, 0.0)
+        });
+        let mut stopped = None;
+        for i in 0..100_000u64 {
+            let x = 25_000.0 * (1.0 + 0.05 * (((i * 7919) % 201) as f64 / 100.0 - 1.0) * 1.7);
+            if let Some(why) = s.push(x, 1) {
+                stopped = Some((i + 1, why));
+                break;
+            }
+        }
+        let (n, why) = stopped.expect("the median's interval narrows");
+        assert!((100..20_000).contains(&n), "{n}: {why}");
+        assert!(why.starts_with("precise enough: median ±0.") && why.contains("(95%)"), "{why}");
+        // Too few samples say nothing.
+        let mut s = Stopper::new(StopRule {
+            ci_pct: Some(50.0),
+            ..rule(1, 0.0)
+        });
+        for x in [1.0, 2.0, 3.0, 4.0, 5.0] {
+            assert_eq!(s.push(x, 1), None);
+        }
     }
 
     #[test]

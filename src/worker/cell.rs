@@ -351,7 +351,7 @@ fn steady<'b>(
             place += 1;
         }
     }
-    if let (Some(s), None) = (&stopper, &rec.stopped) {
+    if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
         rec.stopped = Some(s.exhausted());
     }
     if !samples.is_empty() {

@@ -32,22 +32,32 @@ impl Samples {
     }
 }
 
-/// Adaptive stopping, with NVBench's defaults: stop once the samples' relative standard
-/// deviation is under `rsd_pct` with at least `min_samples` samples and `min_gpu_ns` of
-/// measured time, or at `timeout`.
+/// Adaptive stopping: once the median is this precise (its 95% interval within `ci_pct`
+/// of it), or, by NVBench's rule, once the samples' relative standard deviation is under
+/// `rsd_pct` or has stopped changing; with at least `min_samples` samples and `min_gpu_ns`
+/// of measured time, and at `timeout` whatever the precision.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StopRule {
+    /// The median's rule, where set (runs from before it have none: NVBench's rule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_pct: Option<f64>,
     pub rsd_pct: f64,
+    /// NVBench's rule also ends a cell whose noise no longer changes (runs from before it
+    /// did not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub settles: bool,
     pub min_samples: u64,
     pub min_gpu_ns: f64,
     #[serde(with = "super::seconds")]
     pub timeout: Duration,
 }
 
-/// `stop = { rsd_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }`.
+/// `stop = { ci_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }`, or
+/// `rsd_pct` for NVBench's rule.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStop {
+    ci_pct: Option<f64>,
     rsd_pct: Option<f64>,
     min_samples: Option<u64>,
     min_gpu_time: Option<String>,
@@ -68,10 +78,12 @@ impl Knob for Samples {
         ),
         Key::commented(
             "stop",
-            r#"{ rsd_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }"#,
-            "adaptive: stop once the samples are this precise (NVBench's defaults); `samples`
-            is then the most a cell takes (default 100000); only with a timer that reads each
-            sample as it is taken, not CUPTI or the profiler",
+            r#"{ ci_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }"#,
+            "adaptive: stop once the median's 95% interval is within `ci_pct` percent of it
+            (`stop = {}`: 0.5), or with `rsd_pct` instead by NVBench's rule (the samples'
+            relative standard deviation under it, or no longer changing); `samples` is then
+            the most a cell takes (default 100000); only with a timer that reads each sample
+            as it is taken, not CUPTI or the profiler",
         ),
     ];
     const ASPECT: Aspect = Aspect::Method;
@@ -89,12 +101,24 @@ impl Knob for Samples {
                         )
                         .with_hint("CUPTI's spans arrive after the cell's last launch"));
                 }
-                let rsd_pct = r.rsd_pct.unwrap_or(0.5);
-                if !(rsd_pct > 0.0 && rsd_pct <= 100.0) {
+                if r.ci_pct.is_some() && r.rsd_pct.is_some() {
                     return Err(layer
-                        .err_at("stop", format!("stop.rsd_pct is {rsd_pct}"))
-                        .with_hint("give a percentage above 0 and at most 100, e.g. rsd_pct = 0.5"));
+                        .err_at("stop", "stop gives both ci_pct and rsd_pct")
+                        .with_hint("give ci_pct for the median's precision, or rsd_pct for NVBench's rule"));
                 }
+                let percent = |key: &str, value: f64| {
+                    match value > 0.0 && value <= 100.0 {
+                        true => Ok(value),
+                        false => Err(layer
+                            .err_at("stop", format!("stop.{key} is {value}"))
+                            .with_hint(format!("give a percentage above 0 and at most 100, e.g. {key} = 0.5"))),
+                    }
+                };
+                let ci_pct = match r.rsd_pct {
+                    Some(_) => None,
+                    None => Some(percent("ci_pct", r.ci_pct.unwrap_or(0.5))?),
+                };
+                let rsd_pct = percent("rsd_pct", r.rsd_pct.unwrap_or(0.5))?;
                 let min_samples = r.min_samples.unwrap_or(10);
                 if min_samples > MAX_SAMPLES as u64 {
                     return Err(layer
@@ -110,7 +134,9 @@ impl Knob for Samples {
                     }),
                 };
                 Some(StopRule {
+                    ci_pct,
                     rsd_pct,
+                    settles: true,
                     min_samples,
                     min_gpu_ns: duration(r.min_gpu_time, Duration::from_millis(500))?.as_nanos()
                         as f64,
@@ -137,9 +163,16 @@ impl Knob for Samples {
             n => format!("first launch + {n} samples"),
         };
         if let Some(st) = &self.stop {
+            let precise = match st.ci_pct {
+                Some(ci) => format!("the median's 95% interval is within {ci}% of it"),
+                None if st.settles => format!(
+                    "the RSD is under {}% or no longer changing (NVBench's rule)",
+                    st.rsd_pct
+                ),
+                None => format!("the RSD is under {}%", st.rsd_pct),
+            };
             text += &format!(
-                "; stops early once the RSD is under {}% with at least {} samples and {} ms of GPU time, or after {}",
-                st.rsd_pct,
+                "; stops early once {precise} with at least {} samples and {} ms of GPU time, or after {}",
                 st.min_samples,
                 st.min_gpu_ns / 1e6,
                 humantime::format_duration(st.timeout)
@@ -160,6 +193,13 @@ mod tests {
         assert_eq!(s.count, ADAPTIVE_MAX_SAMPLES);
         let st = s.stop.unwrap();
         assert_eq!((st.min_samples, st.timeout.as_secs()), (10, 15));
+        assert_eq!((st.ci_pct, st.rsd_pct), (None, 1.0));
+        // By default the median's precision.
+        let st = read::<Samples>("stop = {}").unwrap().stop.unwrap();
+        assert_eq!(st.ci_pct, Some(0.5));
+        assert_eq!(read::<Samples>("stop = { ci_pct = 2 }").unwrap().stop.unwrap().ci_pct, Some(2.0));
+        assert!(read::<Samples>("stop = { ci_pct = 1, rsd_pct = 1 }").is_err());
+        assert!(read::<Samples>("stop = { ci_pct = 0 }").is_err());
         assert!(read::<Samples>("timer = \"cupti\"\nstop = {}").is_err());
         assert!(read::<Samples>("stop = { rsd = 1 }").is_err());
         assert_eq!(read::<Samples>("samples = 0").unwrap().count, 0);
