@@ -57,7 +57,9 @@ mod tests {
         assert_eq!(super::median_interval(&mut six), Some((1.0, 3.5, 6.0)));
         // It narrows as the samples come: 10,000 draws of one distribution.
         let mut wide: Vec<f64> = (0..100).map(|i| f64::from(i % 10)).collect();
-        let mut narrow: Vec<f64> = (0..10_000).map(|i| f64::from(i % 10) + 0.001 * f64::from(i % 7)).collect();
+        let mut narrow: Vec<f64> = (0..10_000)
+            .map(|i| f64::from(i % 10) + 0.001 * f64::from(i % 7))
+            .collect();
         let (a, _, b) = super::median_interval(&mut wide).unwrap();
         let (c, _, d) = super::median_interval(&mut narrow).unwrap();
         assert!(d - c < b - a, "{a}..{b} against {c}..{d}");

@@ -77,7 +77,8 @@ impl Stopper {
     /// Whether NVBench's noise has settled: its last values lie about the current one
     /// within [`NOISE_SETTLED`] of it.
     fn noise_settled(&self, rsd: f64) -> bool {
-        if self.noise.len() <= NOISE_SEEN || !self.n.is_multiple_of(NOISE_EVERY) || !rsd.is_finite() {
+        if self.noise.len() <= NOISE_SEEN || !self.n.is_multiple_of(NOISE_EVERY) || !rsd.is_finite()
+        {
             return false;
         }
         let spread = (self.noise.iter().map(|x| (x - rsd).powi(2)).sum::<f64>()
@@ -130,7 +131,11 @@ impl Stopper {
             }
         };
         if let Some(why) = why {
-            return Some(format!("{why}: {} after {} samples", self.reached(), self.n));
+            return Some(format!(
+                "{why}: {} after {} samples",
+                self.reached(),
+                self.n
+            ));
         }
         (self.started.elapsed() >= self.rule.timeout).then(|| {
             format!(
@@ -147,7 +152,11 @@ impl Stopper {
         if self.rule.ci_pct.is_some() {
             self.ci_pct = self.look_at_the_median();
         }
-        format!("sample cap reached: {} over {} samples", self.reached(), self.n)
+        format!(
+            "sample cap reached: {} over {} samples",
+            self.reached(),
+            self.n
+        )
     }
 }
 
@@ -192,7 +201,10 @@ mod tests {
         }
         let (n, why) = stopped.expect("settled noise stops the cell");
         assert!(n <= 96, "{n}");
-        assert!(why.starts_with("noise no longer changing: RSD 10.00%"), "{why}");
+        assert!(
+            why.starts_with("noise no longer changing: RSD 10.00%"),
+            "{why}"
+        );
         // Noise still growing does not stop: samples that drift for 1,000 samples.
         let mut s = Stopper::new(rule(10, 0.0));
         for i in 0..1000u32 {
@@ -220,7 +232,10 @@ mod tests {
         }
         let (n, why) = stopped.expect("the median's interval narrows");
         assert!((100..20_000).contains(&n), "{n}: {why}");
-        assert!(why.starts_with("precise enough: median ±0.") && why.contains("(95%)"), "{why}");
+        assert!(
+            why.starts_with("precise enough: median ±0.") && why.contains("(95%)"),
+            "{why}"
+        );
         // Too few samples say nothing.
         let mut s = Stopper::new(StopRule {
             ci_pct: Some(50.0),
