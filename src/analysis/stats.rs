@@ -25,6 +25,9 @@ pub struct Stats {
     pub cv: f64,
     /// Interquartile range: p75 - p25.
     pub iqr: f64,
+    /// How precise the median is: its distribution-free 95% interval's wider side, as a
+    /// percentage of it (NaN for fewer than 6 samples, where no such interval exists).
+    pub median_ci_pct: f64,
 }
 
 /// Polars' reductions over one group's samples: the sums in the samples' order, the
@@ -35,6 +38,10 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
     };
     let mut ascending = times.clone();
     ascending.sort_unstable_by(f64::total_cmp);
+    let median_ci_pct = match crate::median::median_interval(&mut ascending.clone()) {
+        Some((lo, mid, hi)) if mid != 0.0 => (mid - lo).max(hi - mid) / mid.abs() * 100.0,
+        _ => f64::NAN,
+    };
     let c = Column::new("t".into(), times);
     let mut sorted = Series::new("t".into(), ascending);
     sorted.set_sorted_flag(polars::series::IsSorted::Ascending);
@@ -53,14 +60,16 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
         p99: q(0.99)?,
         cv: std / mean,
         iqr: p75 - p25,
+        median_ci_pct,
     })
 }
 
 /// A column of the table, as `summary.csv` heads it, with the statistic it holds.
 type Measure = (&'static str, fn(&Stats) -> f64);
 
-/// The table's time columns in `summary.csv`'s order (nanoseconds, except `cv`).
-const MEASURES: [Measure; 11] = [
+/// The table's columns in `summary.csv`'s order (nanoseconds, except `cv` and the median's
+/// interval, a percentage).
+const MEASURES: [Measure; 12] = [
     ("min_ns", |s| s.min),
     ("median_ns", |s| s.median),
     ("mean_ns", |s| s.mean),
@@ -72,6 +81,7 @@ const MEASURES: [Measure; 11] = [
     ("max_ns", |s| s.max),
     ("cv", |s| s.cv),
     ("iqr_ns", |s| s.iqr),
+    ("median_ci_pct", |s| s.median_ci_pct),
 ];
 
 /// The cell's index in the plan: the table's order, and no column of `summary.csv`.
@@ -167,6 +177,7 @@ impl Table {
             max: f("max_ns")?,
             cv: f("cv")?,
             iqr: f("iqr_ns")?,
+            median_ci_pct: f("median_ci_pct")?,
         })
     }
 
@@ -232,12 +243,16 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns"
+            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns,median_ci_pct"
         );
+        // Two samples give the median no 95% interval.
         assert_eq!(
             lines[1],
-            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5"
+            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5,NaN"
         );
+        // Of 1..=100, the interval runs from the 40th to the 61st: 10.5 over 50.5.
+        let hundred = of((1..=100).map(f64::from).collect()).unwrap();
+        assert!((hundred.median_ci_pct - 1050.0 / 50.5).abs() < 1e-9);
         // A run whose cells all failed has a table with no rows.
         let empty = Table::of(Vec::new()).unwrap();
         assert_eq!(empty.iter().count(), 0);

@@ -112,6 +112,7 @@ struct StatRow {
     max: String,
     cv: String,
     iqr: String,
+    median_ci: String,
 }
 
 #[derive(Serialize)]
@@ -209,6 +210,10 @@ impl View {
                 max: t(st.max),
                 cv: format!("{:.2}%", st.cv * 100.0),
                 iqr: t(st.iqr),
+                median_ci: match st.median_ci_pct.is_finite() {
+                    true => format!("±{:.2}%", st.median_ci_pct),
+                    false => "–".into(),
+                },
             })
             .collect();
         let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
