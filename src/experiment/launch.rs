@@ -261,8 +261,12 @@ fn buffer_fits(
         return Err((
             Part::Init(i),
             BadValue(format!(
-                "buffer `{name}`: its init writes values from {lo:e} to {hi:e}, beyond what {} holds ({lowest:e} to {highest:e})",
-                dtype.key()
+                "buffer `{name}`: its init writes values from {} to {}, beyond what {} holds ({} to {})",
+                bound(lo),
+                bound(hi),
+                dtype.key(),
+                bound(lowest),
+                bound(highest)
             )),
         ));
     }
@@ -357,8 +361,26 @@ pub fn launch_shape(
     Ok((grid, block, shared as u32))
 }
 
+/// A value's bound as a person reads it: plainly where it is of a size to (`-128`, `65504`,
+/// `0.5`), else in e notation (`3.4028234663852886e38`).
+fn bound(v: f64) -> String {
+    match v.abs() {
+        a if a < 1e15 && v.fract() == 0.0 => format!("{v:.0}"),
+        a if (1e-4..1e15).contains(&a) => format!("{v}"),
+        _ => format!("{v:e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_bound_reads_as_a_number_of_its_size() {
+        assert_eq!(super::bound(-128.0), "-128");
+        assert_eq!(super::bound(65504.0), "65504");
+        assert_eq!(super::bound(0.5), "0.5");
+        assert_eq!(super::bound(f64::from(f32::MAX)), "3.4028234663852886e38");
+    }
 
     #[test]
     fn a_reset_value_takes_the_narrowest_memset_that_repeats_it() {

@@ -184,13 +184,21 @@ fn tolerances(k: &Kernel) -> String {
     let mut text = String::new();
     for (i, (key, _)) in Tolerances::default().by_key().iter().enumerate() {
         let values: Option<Vec<String>> = (k.launches.iter())
-            .map(|l| l.tolerances.by_key()[i].1.map(|v| v.to_string()))
+            .map(|l| l.tolerances.by_key()[i].1.map(significant))
             .collect();
         if let Some(values) = values.filter(|v| !v.is_empty()) {
             text += &format!("; {key} {}", by_point(&k.points, &values));
         }
     }
     text
+}
+
+/// A tolerance to six significant digits, as short as that allows: a template's arithmetic
+/// (`3 * 0.0043724`) shows as 0.0131172, not 0.013117199999999999.
+fn significant(v: f64) -> String {
+    format!("{v:.5e}")
+        .parse::<f64>()
+        .map_or_else(|_| v.to_string(), |r| r.to_string())
 }
 
 /// A launch dimension without its trailing ones: `256`, `32x32`.
@@ -228,5 +236,7 @@ mod tests {
         assert_eq!(dims([256, 1, 1]), "256");
         assert_eq!(dims([32, 32, 1]), "32x32");
         assert_eq!(flops_text(2.0 * 4096f64.powi(3)), "137.4 GFLOP");
+        assert_eq!(significant(3.0 * 0.0043724), "0.0131172");
+        assert_eq!(significant(1e-5), "0.00001");
     }
 }

@@ -12,11 +12,12 @@ use serde::{Deserialize, Serialize};
 pub struct L2Persist(pub Option<String>);
 
 impl Knob for L2Persist {
-    const KEYS: &'static [Key] = &[Key::set(
+    const KEYS: &'static [Key] = &[Key::commented(
         "l2_persist",
         r#""A""#,
-        r#"a buffer argument whose accesses persist in L2 (an access-policy window on every
-        launch, hit ratio the set-aside over the window); other data streams past it"#,
+        r#"off by default; a buffer argument (here `A`) whose accesses persist in L2 (an
+        access-policy window on every launch, hit ratio the set-aside over the window); other
+        data streams past it"#,
     )];
     const ASPECT: Aspect = Aspect::Cache;
 
