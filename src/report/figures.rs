@@ -220,7 +220,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
                 _ => Panels::suffixes(panel),
             };
             let title = format!("{}: median{title_end}", kernel.name);
-            let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, false)?;
+            let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, true)?;
             let path = plot_path(&format!("{}-median{file_end}", kernel.name));
             add(&mut plots.medians, files, title, path, svg);
         }
@@ -245,7 +245,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             })
             .collect();
         let title = format!("{}: relative difference of the medians", kernel.name);
-        let svg = plots::lines(&title, param, "difference (%)", &diffs, false)?;
+        let svg = plots::lines(&title, param, "difference (%)", &diffs, true)?;
         let path = plot_path(&format!("{}-difference", kernel.name));
         add(&mut plots.differences, files, title, path, svg);
     }

@@ -1,6 +1,7 @@
 //! SVG plots beside the report, drawn with plotters: medians and differences against the
 //! sweep, and each long cell's samples over time with the SM clock they ran under.
 
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
 /// A named line of (x, y) points.
@@ -63,8 +64,42 @@ fn err(e: impl std::fmt::Display) -> PlotError {
     PlotError(e.to_string())
 }
 
-/// Lines against the sweep; a log y axis when the values span more than a decade, a log x
-/// axis when asked (`log_x`, for x values that span decades).
+/// Sweep values that grow by steps of half again or more (sizes that double): a log axis
+/// spaces them evenly, where a linear one crowds the small ones into a corner.
+fn geometric(xs: &[f64]) -> bool {
+    xs.len() >= 3 && xs[0] > 0.0 && xs.windows(2).all(|w| w[1] >= 1.5 * w[0])
+}
+
+/// Ticks at 1, 2 and 5 of each decade within `lo..hi` (a log axis's own decades alone left
+/// a plot of 6-70 µs with no tick among its points).
+fn decade_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    if !(lo > 0.0 && lo < hi && hi.is_finite()) {
+        return ticks;
+    }
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let t = m * decade;
+            if (lo..=hi).contains(&t) {
+                ticks.push(t);
+            }
+        }
+        decade *= 10.0;
+    }
+    ticks
+}
+
+/// A tick's label: three significant digits, no more than it needs (`20`, `0.5`, `1500`).
+fn tick(v: f64) -> String {
+    format!("{v:.2e}")
+        .parse::<f64>()
+        .map_or_else(|_| v.to_string(), |r| r.to_string())
+}
+
+/// Lines against the sweep; a log y axis when the values span more than a decade (ticked at
+/// 1, 2 and 5 of each), a log x axis where asked (`log_x`) and the x values grow
+/// geometrically (ticked at each of them).
 pub fn lines(
     title: &str,
     x_label: &str,
@@ -93,7 +128,11 @@ pub fn lines(
                     .configure_mesh()
                     .x_desc(x_label)
                     .y_desc(y_label)
-                    .x_label_formatter(&|x| format!("{x:.0}"))
+                    .x_label_formatter(&|x| match x.fract() == 0.0 {
+                        true => format!("{x:.0}"),
+                        false => tick(*x),
+                    })
+                    .y_label_formatter(&|y| tick(*y))
                     .draw()
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
@@ -118,18 +157,28 @@ pub fn lines(
         let log_y = y0 > 0.0 && y1 / y0 > 10.0;
         let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
         let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
-        let log_x = log_x && x0 > 0.0;
-        let lx = x0 * 0.8..x1 * 1.25;
+        let y_ticks = decade_ticks(ly.start, ly.end);
+        let mut xs: Vec<f64> = (lines.iter())
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .filter(|x| x.is_finite())
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup();
+        let log_x = log_x && geometric(&xs);
+        let lx = x0 / 1.15..x1 * 1.15;
         match (log_x, log_y) {
             (false, true) => draw!(builder
-                .build_cartesian_2d(x0..x1, ly.log_scale())
+                .build_cartesian_2d(x0..x1, ly.log_scale().with_key_points(y_ticks))
                 .map_err(err)?),
             (false, false) => draw!(builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?),
             (true, true) => draw!(builder
-                .build_cartesian_2d(lx.log_scale(), ly.log_scale())
+                .build_cartesian_2d(
+                    lx.log_scale().with_key_points(xs),
+                    ly.log_scale().with_key_points(y_ticks)
+                )
                 .map_err(err)?),
             (true, false) => draw!(builder
-                .build_cartesian_2d(lx.log_scale(), lin_y)
+                .build_cartesian_2d(lx.log_scale().with_key_points(xs), lin_y)
                 .map_err(err)?),
         }
         root.present().map_err(err)?;
@@ -187,15 +236,35 @@ pub fn series(
             .draw()
             .map_err(err)?;
         let sample_color = Palette99::pick(0).to_rgba();
+        let slowest_color = Palette99::pick(2).to_rgba();
         let clock_color = Palette99::pick(1).to_rgba();
+        let (every, medians, slowest) = thinned(samples);
+        let (label, slow_label) = match every {
+            1 => ("sample".to_string(), None),
+            k => (
+                format!("median of each {k} samples"),
+                Some(format!("slowest of each {k}")),
+            ),
+        };
+        if let Some(slow_label) = slow_label {
+            chart
+                .draw_series(
+                    slowest
+                        .iter()
+                        .map(|&p| Circle::new(p, 1, slowest_color.filled())),
+                )
+                .map_err(err)?
+                .label(slow_label)
+                .legend(move |(x, y)| Circle::new((x + 9, y), 3, slowest_color.filled()));
+        }
         chart
             .draw_series(
-                samples
+                medians
                     .iter()
                     .map(|&p| Circle::new(p, 1, sample_color.filled())),
             )
             .map_err(err)?
-            .label("sample")
+            .label(label)
             .legend(move |(x, y)| Circle::new((x + 9, y), 3, sample_color.filled()));
         chart
             .draw_secondary_series(LineSeries::new(
@@ -211,6 +280,34 @@ pub fn series(
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Points a series plot draws at most of each kind: a point per sample of 27,000 made an
+/// SVG of 900 kB that no reader could tell apart.
+const SERIES_POINTS: usize = 1000;
+
+/// Of how many samples a point is, with the points of their medians and of their slowest.
+type Thinned = (usize, Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+/// A cell's samples as the series plot draws them: every one, or for a long cell each run
+/// of k in turn as its median and its slowest (at the run's middle time), so a slow sample
+/// still shows; with k.
+fn thinned(samples: &[(f64, f64)]) -> Thinned {
+    let every = samples.len().div_ceil(SERIES_POINTS).max(1);
+    if every == 1 {
+        return (1, samples.to_vec(), Vec::new());
+    }
+    let (mut medians, mut slowest) = (Vec::new(), Vec::new());
+    for run in samples.chunks(every) {
+        let at = run[run.len() / 2].0;
+        let ys: Vec<f64> = run.iter().map(|p| p.1).collect();
+        let top = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if let Some(m) = crate::median::median(ys) {
+            medians.push((at, m));
+            slowest.push((at, top));
+        }
+    }
+    (every, medians, slowest)
 }
 
 /// One stacked bar per category; `segments` are (name, value per category), bottom first.
@@ -296,6 +393,41 @@ pub fn stacked(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_cells_series_is_drawn_as_medians_and_slowest_of_runs() {
+        let short: Vec<(f64, f64)> = (0..10).map(|i| (f64::from(i), 1.0)).collect();
+        assert_eq!(thinned(&short).0, 1);
+        let long: Vec<(f64, f64)> = (0..27_000)
+            .map(|i| (f64::from(i), if i == 5_000 { 90.0 } else { 20.0 }))
+            .collect();
+        let (every, medians, slowest) = thinned(&long);
+        assert_eq!(every, 27);
+        assert_eq!(medians.len(), 1000);
+        assert!(medians.iter().all(|p| p.1 == 20.0));
+        assert_eq!(slowest.iter().filter(|p| p.1 == 90.0).count(), 1);
+    }
+
+    #[test]
+    fn a_log_axis_ticks_each_decade_at_one_two_and_five() {
+        assert_eq!(decade_ticks(4.8, 87.5), [5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(decade_ticks(150.0, 1200.0), [200.0, 500.0, 1000.0]);
+        // No decades to tick from zero, or to infinity.
+        assert!(decade_ticks(0.0, 10.0).is_empty());
+        assert!(decade_ticks(1.0, f64::INFINITY).is_empty());
+        assert_eq!(tick(20.0), "20");
+        assert_eq!(tick(0.5), "0.5");
+        assert_eq!(tick(1500.0), "1500");
+    }
+
+    #[test]
+    fn sizes_that_double_go_on_a_log_axis_and_a_few_close_ones_do_not() {
+        assert!(geometric(&[1024.0, 2048.0, 4096.0, 8192.0]));
+        assert!(geometric(&[256.0, 512.0, 1024.0]));
+        assert!(!geometric(&[100.0, 120.0, 140.0]));
+        assert!(!geometric(&[0.0, 2.0, 4.0]));
+        assert!(!geometric(&[1.0, 2.0]));
+    }
 
     #[test]
     fn a_line_plot_is_an_svg_with_its_legend() {
