@@ -92,6 +92,8 @@ const MAX_LINES: usize = 12;
 /// parameters (one unnamed line where it has none), as (name, indices of its points).
 pub struct Panels {
     pub x: String,
+    /// The x axis's title: the parameter, with those zipped to it (`m (with n, k)`).
+    pub x_label: String,
     pub panels: Vec<(String, Vec<PanelLine>)>,
 }
 
@@ -117,9 +119,26 @@ impl Panels {
         let x = (0..first.len())
             .filter(|&i| numeric(i))
             .max_by_key(|&i| (values(i), std::cmp::Reverse(i)))?;
+        // A parameter zipped to x (one value at each of x's) moves along the x axis: it
+        // names no line (a zipped m = n = k sweep had made twelve lines of one point each).
+        let tied = |i: usize| {
+            let mut at: Vec<(String, String)> = Vec::new();
+            i != x
+                && values(i) > 1
+                && points.iter().all(|p| {
+                    let (xv, v) = (p[x].1.to_string(), p[i].1.to_string());
+                    match at.iter().find(|(a, _)| *a == xv) {
+                        Some((_, seen)) => *seen == v,
+                        None => {
+                            at.push((xv, v));
+                            true
+                        }
+                    }
+                })
+        };
         let label = |p: &Point, text: bool| {
             let parts: Vec<String> = (p.iter().enumerate())
-                .filter(|&(i, _)| i != x && numeric(i) != text)
+                .filter(|&(i, _)| i != x && !tied(i) && numeric(i) != text)
                 .map(|(_, (name, v))| format!("{name}={v}"))
                 .collect();
             parts.join(" ")
@@ -142,8 +161,17 @@ impl Panels {
         }
         // A kernel of one parameter has a line per variant, however many.
         let fits = first.len() == 1 || panels.iter().all(|(_, l)| l.len() * variants <= MAX_LINES);
+        let zipped: Vec<&str> = (0..first.len())
+            .filter(|&i| tied(i))
+            .map(|i| first[i].0.as_str())
+            .collect();
+        let x_label = match zipped.is_empty() {
+            true => first[x].0.clone(),
+            false => format!("{} (with {})", first[x].0, zipped.join(", ")),
+        };
         fits.then(|| Panels {
             x: first[x].0.clone(),
+            x_label,
             panels,
         })
     }
@@ -220,7 +248,7 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
                 _ => Panels::suffixes(panel),
             };
             let title = format!("{}: median{title_end}", kernel.name);
-            let svg = plots::lines(&title, &layout.x, "median (µs)", &medians, true)?;
+            let svg = plots::lines(&title, &layout.x_label, "median (µs)", &medians, true)?;
             let path = plot_path(&format!("{}-median{file_end}", kernel.name));
             add(&mut plots.medians, files, title, path, svg);
         }
@@ -362,6 +390,27 @@ mod tests {
         // A text sweep alone has nothing to plot against.
         let names = vec![vec![("op".to_string(), SweepValue::Text("FMA".into()))]];
         assert!(Panels::of(&names, 1).is_none());
+    }
+
+    #[test]
+    fn a_zipped_sweep_is_one_line_along_its_axis() {
+        // m = n = k zipped over six sizes, crossed with two block sizes.
+        let mut points = Vec::new();
+        for size in [256, 512, 1024, 2048, 4096, 8192] {
+            for block in [64, 128] {
+                points.push(vec![
+                    ("m".into(), SweepValue::Int(size)),
+                    ("n".into(), SweepValue::Int(size)),
+                    ("k".into(), SweepValue::Int(size)),
+                    ("block".into(), SweepValue::Int(block)),
+                ]);
+            }
+        }
+        let p = Panels::of(&points, 2).unwrap();
+        assert_eq!(p.x_label, "m (with n, k)");
+        let lines: Vec<&str> = p.panels[0].1.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(lines, ["block=64", "block=128"]);
+        assert_eq!(p.panels[0].1[0].1.len(), 6);
     }
 
     #[test]
