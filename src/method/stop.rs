@@ -32,8 +32,7 @@ pub struct Stopper {
     mean: f64,
     m2: f64,
     total_ns: f64,
-    /// The samples, for the median's interval, and when to look at it next.
-    samples: Vec<f64>,
+    /// When to look at the median's interval next.
     next_look: u64,
     /// The median's interval at the last look, as a percentage of it.
     ci_pct: f64,
@@ -50,7 +49,6 @@ impl Stopper {
             mean: 0.0,
             m2: 0.0,
             total_ns: 0.0,
-            samples: Vec::new(),
             next_look: 0,
             ci_pct: f64::INFINITY,
             noise: VecDeque::new(),
@@ -65,10 +63,9 @@ impl Stopper {
         (self.m2 / self.n as f64).sqrt() / self.mean.abs() * 100.0
     }
 
-    /// The median's 95% interval now, its wider side as a percentage of it.
-    fn look_at_the_median(&mut self) -> f64 {
-        let mut sorted = self.samples.clone();
-        match median_interval(&mut sorted) {
+    /// The median's 95% interval of `samples`, its wider side as a percentage of it.
+    fn look_at_the_median(samples: &[f64]) -> f64 {
+        match median_interval(&mut samples.to_vec()) {
             Some((lo, mid, hi)) if mid > 0.0 => (mid - lo).max(hi - mid) / mid * 100.0,
             _ => f64::INFINITY,
         }
@@ -95,9 +92,10 @@ impl Stopper {
         }
     }
 
-    /// Adds a sample (`gpu_ns` of measured time, for `launches` launches per sample) and
-    /// says why to stop, if it is time to.
-    pub fn push(&mut self, sample_ns: f64, launches: u64) -> Option<String> {
+    /// Adds a sample (`gpu_ns` of measured time, for `launches` launches per sample; `all`:
+    /// every sample so far, this one last) and says why to stop, if it is time to.
+    pub fn push(&mut self, all: &[f64], launches: u64) -> Option<String> {
+        let sample_ns = *all.last()?;
         self.n += 1;
         let delta = sample_ns - self.mean;
         self.mean += delta / self.n as f64;
@@ -107,10 +105,9 @@ impl Stopper {
         let enough = self.n >= self.rule.min_samples && self.total_ns >= self.rule.min_gpu_ns;
         let why = match self.rule.ci_pct {
             Some(target) => {
-                self.samples.push(sample_ns);
                 if enough && self.n >= self.next_look {
                     self.next_look = self.n + (self.n / 16).max(16);
-                    self.ci_pct = self.look_at_the_median();
+                    self.ci_pct = Self::look_at_the_median(all);
                 }
                 (enough && self.ci_pct <= target).then(|| "precise enough".to_string())
             }
@@ -147,10 +144,10 @@ impl Stopper {
         })
     }
 
-    /// Why the cell ended when it took every sample it was allowed.
-    pub fn exhausted(&mut self) -> String {
+    /// Why the cell ended when it took every sample it was allowed (`all` of them).
+    pub fn exhausted(&mut self, all: &[f64]) -> String {
         if self.rule.ci_pct.is_some() {
-            self.ci_pct = self.look_at_the_median();
+            self.ci_pct = Self::look_at_the_median(all);
         }
         format!(
             "sample cap reached: {} over {} samples",
@@ -176,14 +173,25 @@ mod tests {
         }
     }
 
+    /// Pushes `x` onto `all` and into the stopper, as the sample loop does.
+    fn push(s: &mut Stopper, all: &mut Vec<f64>, x: f64, launches: u64) -> Option<String> {
+        all.push(x);
+        s.push(all, launches)
+    }
+
     #[test]
     fn steady_samples_stop_once_count_and_time_are_reached() {
         let mut s = Stopper::new(rule(10, 50_000.0));
+        let mut all = Vec::new();
         for i in 0..9 {
-            assert_eq!(s.push(10_000.0 + (i % 2) as f64, 1), None, "sample {i}");
+            assert_eq!(
+                push(&mut s, &mut all, 10_000.0 + (i % 2) as f64, 1),
+                None,
+                "sample {i}"
+            );
         }
         // 10 samples, 100 µs of GPU time, RSD ~0.005%.
-        let why = s.push(10_000.0, 1).unwrap();
+        let why = push(&mut s, &mut all, 10_000.0, 1).unwrap();
         assert!(why.contains("after 10 samples"), "{why}");
     }
 
@@ -191,10 +199,11 @@ mod tests {
     fn noise_that_stops_changing_ends_the_cell_with_the_noise_it_has() {
         // RSD 10% from the start: settled once 64 values of it are seen.
         let mut s = Stopper::new(rule(2, 0.0));
+        let mut all = Vec::new();
         let mut stopped = None;
         for i in 0..1000 {
             let x = if i % 2 == 0 { 9_000.0 } else { 11_000.0 };
-            if let Some(why) = s.push(x, 1) {
+            if let Some(why) = push(&mut s, &mut all, x, 1) {
                 stopped = Some((i + 1, why));
                 break;
             }
@@ -207,11 +216,12 @@ mod tests {
         );
         // Noise still growing does not stop: samples that drift for 1,000 samples.
         let mut s = Stopper::new(rule(10, 0.0));
+        let mut all = Vec::new();
         for i in 0..1000u32 {
             let x = 10_000.0 + f64::from(i) * 100.0;
-            assert_eq!(s.push(x, 1), None, "sample {i}");
+            assert_eq!(push(&mut s, &mut all, x, 1), None, "sample {i}");
         }
-        assert!(s.exhausted().starts_with("sample cap reached: RSD"));
+        assert!(s.exhausted(&all).starts_with("sample cap reached: RSD"));
     }
 
     #[test]
@@ -222,10 +232,11 @@ mod tests {
             ci_pct: Some(0.5),
             ..rule(10, 0.0)
         });
+        let mut all = Vec::new();
         let mut stopped = None;
         for i in 0..100_000u64 {
             let x = 25_000.0 * (1.0 + 0.05 * (((i * 7919) % 201) as f64 / 100.0 - 1.0) * 1.7);
-            if let Some(why) = s.push(x, 1) {
+            if let Some(why) = push(&mut s, &mut all, x, 1) {
                 stopped = Some((i + 1, why));
                 break;
             }
@@ -241,17 +252,19 @@ mod tests {
             ci_pct: Some(50.0),
             ..rule(1, 0.0)
         });
+        let mut all = Vec::new();
         for x in [1.0, 2.0, 3.0, 4.0, 5.0] {
-            assert_eq!(s.push(x, 1), None);
+            assert_eq!(push(&mut s, &mut all, x, 1), None);
         }
     }
 
     #[test]
     fn batches_count_their_launches_as_gpu_time() {
         let mut s = Stopper::new(rule(2, 100_000.0));
-        assert_eq!(s.push(10_000.0, 10), None);
+        let mut all = Vec::new();
+        assert_eq!(push(&mut s, &mut all, 10_000.0, 10), None);
         assert!(
-            s.push(10_000.0, 10).is_some(),
+            push(&mut s, &mut all, 10_000.0, 10).is_some(),
             "2 samples x 10 launches x 10 µs"
         );
     }
@@ -262,6 +275,9 @@ mod tests {
             timeout: Duration::ZERO,
             ..rule(1000, 0.0)
         });
-        assert!(s.push(1.0, 1).unwrap().starts_with("timeout"));
+        let mut all = Vec::new();
+        assert!(push(&mut s, &mut all, 1.0, 1)
+            .unwrap()
+            .starts_with("timeout"));
     }
 }

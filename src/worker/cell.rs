@@ -336,7 +336,7 @@ fn steady<'b>(
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
-        let precise = stopper.as_mut().and_then(|s| s.push(t, launches));
+        let precise = stopper.as_mut().and_then(|s| s.push(&samples, launches));
         let elapsed = loop_start.elapsed().saturating_sub(audited);
         let spent = || budget.as_mut()?.push(t, launches, elapsed);
         if let Some(why) = precise.or_else(spent) {
@@ -352,7 +352,7 @@ fn steady<'b>(
         }
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
-        rec.stopped = Some(s.exhausted());
+        rec.stopped = Some(s.exhausted(&samples));
     }
     if !samples.is_empty() {
         let wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len() as f64;
