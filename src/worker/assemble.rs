@@ -272,8 +272,34 @@ pub(super) fn check_params(
 /// What is wrong with an argument list of `given` bytes per parameter for a kernel that
 /// takes `want`; None where they agree.
 pub(super) fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
-    (want != given).then(|| format!(
-        "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes: list every parameter in `args`, in order, with its type",
+    if want == given {
+        return None;
+    }
+    let which = match given.len().cmp(&want.len()) {
+        std::cmp::Ordering::Greater => format!(
+            "; arguments {} to {} (counted from 1) have no parameter to go to",
+            want.len() + 1,
+            given.len()
+        ),
+        std::cmp::Ordering::Less => format!(
+            "; parameters {} to {} get no argument",
+            given.len() + 1,
+            want.len()
+        ),
+        std::cmp::Ordering::Equal => {
+            let at = (want.iter().zip(given))
+                .position(|(w, g)| w != g)
+                .unwrap_or(0);
+            format!(
+                "; argument {} is {} bytes where the parameter takes {}",
+                at + 1,
+                given[at],
+                want[at]
+            )
+        }
+    };
+    Some(format!(
+        "the kernel `{entry}` takes {} parameter(s) of {want:?} bytes, but the experiment gives {} of {given:?} bytes{which}: list every parameter in `args`, in order, with its type, or, where `args` also hold buffers another entry takes, name this one's own in order with `takes = [...]`",
         want.len(),
         given.len()
     ))
@@ -399,4 +425,30 @@ fn check_output(
         spec.tolerances.tolerance,
         cache,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::params_differ;
+
+    #[test]
+    fn a_mismatched_argument_list_says_which_arguments_and_how_to_name_an_entrys_own() {
+        assert_eq!(params_differ(&[8, 4], &[8, 4], "k"), None);
+        let surplus = params_differ(&[8, 4], &[8, 4, 8], "k").unwrap();
+        assert!(
+            surplus.contains("arguments 3 to 3 (counted from 1) have no parameter"),
+            "{surplus}"
+        );
+        assert!(surplus.contains("`takes = [...]`"), "{surplus}");
+        let short = params_differ(&[8, 4, 4], &[8], "k").unwrap();
+        assert!(
+            short.contains("parameters 2 to 3 get no argument"),
+            "{short}"
+        );
+        let wide = params_differ(&[8, 4], &[8, 8], "k").unwrap();
+        assert!(
+            wide.contains("argument 2 is 8 bytes where the parameter takes 4"),
+            "{wide}"
+        );
+    }
 }
