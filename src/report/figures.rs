@@ -14,6 +14,7 @@ pub struct Plots {
     bias: Vec<PlotRef>,
     probe: Vec<PlotRef>,
     differences: Vec<PlotRef>,
+    speedups: Vec<PlotRef>,
     series: Vec<PlotRef>,
 }
 
@@ -56,6 +57,7 @@ pub fn build(a: &Analysis) -> anyhow::Result<(Plots, Vec<BiasTable>, Vec<PlotFil
     let mut plots = Plots::default();
     let mut files = Vec::new();
     kernel_plots(a, &mut plots, &mut files)?;
+    speedup_plots(a, &mut plots.speedups, &mut files)?;
     series_plots(a, &mut plots.series, &mut files)?;
     probe_plot(a, &mut plots.probe, &mut files)?;
     let (bias, bias_plot) = super::bias::build(exp, |k, p, v| a.median_at(k, p, v))?;
@@ -276,6 +278,41 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
         let svg = plots::lines(&title, param, "difference (%)", &diffs, true)?;
         let path = plot_path(&format!("{}-difference", kernel.name));
         add(&mut plots.differences, files, title, path, svg);
+    }
+    Ok(())
+}
+
+/// Per (kernel, baseline) pair of `[report] kernels`: how many times faster the kernel is
+/// than its baseline at each point the two share, a line per variant, where both cells are
+/// trusted: the comparison the experiment is about, which the medians' plots leave to the
+/// reader's eye.
+fn speedup_plots(
+    a: &Analysis,
+    list: &mut Vec<PlotRef>,
+    files: &mut Vec<PlotFile>,
+) -> anyhow::Result<()> {
+    let exp = &a.run.experiment;
+    let variants: Vec<&str> = exp.variants.iter().map(|v| v.name.as_str()).collect();
+    let named = |name: &str| exp.timed_kernels().find(|(_, k)| k.name == name);
+    for (kernel, baseline) in &exp.report.kernels {
+        let (Some((k, def)), Some((b, base))) = (named(kernel), named(baseline)) else {
+            continue;
+        };
+        let points = &def.points;
+        let Some(layout) = Panels::of(points, variants.len()) else {
+            continue;
+        };
+        let faster = |i: usize, v: &str| {
+            let p = points.get(i).filter(|p| base.points.contains(p))?;
+            Some(a.sound_median_at(b, p, v)? / a.sound_median_at(k, p, v)?)
+        };
+        for (panel, lines) in layout.lines(points, &variants, faster) {
+            let (title_end, file_end) = Panels::suffixes(panel);
+            let title = format!("{kernel} against {baseline}: times faster{title_end}");
+            let svg = plots::lines(&title, &layout.x_label, "speed-up (x)", &lines, true)?;
+            let path = plot_path(&format!("{kernel}-vs-{baseline}{file_end}"));
+            add(list, files, title, path, svg);
+        }
     }
     Ok(())
 }
