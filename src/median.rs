@@ -34,12 +34,17 @@ pub fn median_interval(values: &mut [f64]) -> Option<(f64, f64, f64)> {
         return None;
     }
     let half = 1.96 * (n as f64).sqrt() / 2.0;
-    // 0-based ranks of the bounds.
+    // 0-based ranks of the bounds: below the middle and above it (half >= 2.4 for n >= 6).
     let lower = ((n as f64 / 2.0 - half).floor() as usize).saturating_sub(1);
     let upper = ((n as f64 / 2.0 + half).ceil() as usize).min(n - 1);
-    let mid = median(values.to_vec())?;
-    let (_, &mut lo, rest) = values.select_nth_unstable_by(lower, f64::total_cmp);
-    let (_, &mut hi, _) = rest.select_nth_unstable_by(upper - lower - 1, f64::total_cmp);
+    // The middle found in place, then each bound within its side of it: no second copy.
+    let (below, &mut upper_mid, above) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let mid = match n % 2 {
+        1 => upper_mid,
+        _ => (below.iter().copied().fold(f64::NEG_INFINITY, f64::max) + upper_mid) / 2.0,
+    };
+    let (_, &mut lo, _) = below.select_nth_unstable_by(lower, f64::total_cmp);
+    let (_, &mut hi, _) = above.select_nth_unstable_by(upper - n / 2 - 1, f64::total_cmp);
     Some((lo, mid, hi))
 }
 

@@ -252,6 +252,14 @@ pub enum Number {
     Float(f64),
 }
 
+/// `v` to `digits` significant digits, as short as that allows: a template's arithmetic
+/// (`3 * 0.0043724`) reads 0.0131172, not 0.013117199999999999; a tick 20, not 2.00e1.
+pub fn significant(v: f64, digits: usize) -> String {
+    format!("{v:.0$e}", digits.saturating_sub(1))
+        .parse::<f64>()
+        .map_or_else(|_| v.to_string(), |r| r.to_string())
+}
+
 /// Evaluates to a number without losing integer precision; `4.0` counts as whole.
 pub fn eval_exact(expr: &NumExpr, scope: &Scope) -> Result<Number, BadValue> {
     let value = match expr {

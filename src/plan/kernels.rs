@@ -4,6 +4,7 @@
 
 use super::by_point::by_point;
 use super::Shown;
+use crate::experiment::expr::significant;
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{Experiment, Kernel, Tolerances};
 use std::fmt::Write;
@@ -184,21 +185,13 @@ fn tolerances(k: &Kernel) -> String {
     let mut text = String::new();
     for (i, (key, _)) in Tolerances::default().by_key().iter().enumerate() {
         let values: Option<Vec<String>> = (k.launches.iter())
-            .map(|l| l.tolerances.by_key()[i].1.map(significant))
+            .map(|l| l.tolerances.by_key()[i].1.map(|v| significant(v, 6)))
             .collect();
         if let Some(values) = values.filter(|v| !v.is_empty()) {
             text += &format!("; {key} {}", by_point(&k.points, &values));
         }
     }
     text
-}
-
-/// A tolerance to six significant digits, as short as that allows: a template's arithmetic
-/// (`3 * 0.0043724`) shows as 0.0131172, not 0.013117199999999999.
-fn significant(v: f64) -> String {
-    format!("{v:.5e}")
-        .parse::<f64>()
-        .map_or_else(|_| v.to_string(), |r| r.to_string())
 }
 
 /// A launch dimension without its trailing ones: `256`, `32x32`.
@@ -236,7 +229,7 @@ mod tests {
         assert_eq!(dims([256, 1, 1]), "256");
         assert_eq!(dims([32, 32, 1]), "32x32");
         assert_eq!(flops_text(2.0 * 4096f64.powi(3)), "137.4 GFLOP");
-        assert_eq!(significant(3.0 * 0.0043724), "0.0131172");
-        assert_eq!(significant(1e-5), "0.00001");
+        assert_eq!(significant(3.0 * 0.0043724, 6), "0.0131172");
+        assert_eq!(significant(1e-5, 6), "0.00001");
     }
 }

@@ -1,6 +1,7 @@
 //! SVG plots beside the report, drawn with plotters: medians and differences against the
 //! sweep, and each long cell's samples over time with the SM clock they ran under.
 
+use crate::experiment::expr::significant;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
@@ -92,9 +93,7 @@ fn decade_ticks(lo: f64, hi: f64) -> Vec<f64> {
 
 /// A tick's label: three significant digits, no more than it needs (`20`, `0.5`, `1500`).
 fn tick(v: f64) -> String {
-    format!("{v:.2e}")
-        .parse::<f64>()
-        .map_or_else(|_| v.to_string(), |r| r.to_string())
+    significant(v, 3)
 }
 
 /// Lines against the sweep; a log y axis when the values span more than a decade (ticked at

@@ -104,15 +104,6 @@ impl Among {
         // The runner's own kernels compile once a process, as the cell's own kernel does:
         // the process's cost, not the audit's.
         let kernel = s.kernels.function(KernelKey::AuditDraw, &mut s.timeline)?;
-        let check = def.check.as_ref().map(|c| c.reference.as_str());
-        let built_in = match check {
-            Some("matmul") => Some(KernelKey::AuditMatmul),
-            Some("copy") => Some(KernelKey::FirstDifference),
-            _ => None,
-        };
-        if let Some(key) = built_in {
-            s.kernels.function(key, &mut s.timeline)?;
-        }
         let start = Instant::now();
         let args = &cell.launch.args;
         let inputs: Vec<usize> = buffers.inputs().collect();
