@@ -392,3 +392,67 @@ floor = false
     let error = r["error"].as_str().unwrap();
     assert!(error.contains("output `C` was not written"), "{error}");
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn the_weaker_audit_draws_its_inputs_on_the_gpu_and_catches_a_wrong_kernel() {
+    // One variant whose inputs are drawn anew before each region: its audit is one launch
+    // after the samples, on inputs the GPU draws (no input crosses the host link).
+    let text = std::fs::read_to_string(kernels_dir().join("../experiments/trust.toml"))
+        .unwrap()
+        .replace("../kernels/", &format!("{}/", kernels_dir().display()));
+    let (variants, report) = (
+        text.find("[[variant]]").unwrap(),
+        text.find("[report]").unwrap(),
+    );
+    let fresh =
+        "[[variant]]\nname = \"fresh\"\ntimer = \"cupti\"\ninputs = \"fresh\"\nsamples = 20\n\n";
+    let text = format!("{}{fresh}{}", &text[..variants], &text[report..]);
+    let (_d, path) = write_experiment("weaker.toml", &text);
+    let out_dir = tempfile::tempdir().unwrap();
+    let kernels = "kernel=matmul,saxpy,cheat-lazy-output,cheat-mutates-input,cheat-partial-output";
+    let out = run(&[
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+        "--only",
+        "n=512",
+        "--only",
+        kernels,
+        "--allow-failures",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = records_of(&out_dir.path().join("weaker"));
+    let cell = |kernel: &str| {
+        let id = format!("{kernel}/n=512/fresh");
+        (records.iter().find(|r| r["id"] == id.as_str())).unwrap_or_else(|| panic!("no cell {id}"))
+    };
+    for honest in ["matmul", "saxpy"] {
+        let r = cell(honest);
+        assert_eq!(r["status"], "ok", "{r}");
+        let audit = &r["audit"];
+        assert!(
+            audit["weaker"].as_str().unwrap().contains("drawn anew"),
+            "{r}"
+        );
+        assert!(
+            audit["inputs"].as_str().unwrap().starts_with("new data in"),
+            "{r}"
+        );
+        let phases: Vec<&str> = (r["phases"].as_array().unwrap().iter())
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        // Drawn on the GPU: the inputs verified there, and no host draw.
+        assert!(phases.contains(&"audit inputs read back"), "{phases:?}");
+        assert!(!phases.contains(&"audit draw"), "{phases:?}");
+    }
+    for (cheat, why) in [
+        ("cheat-lazy-output", "audit on new inputs"),
+        ("cheat-mutates-input", "the kernel wrote into its input `A`"),
+        ("cheat-partial-output", "audit on new inputs"),
+    ] {
+        let r = cell(cheat);
+        assert_eq!(r["status"], "failed", "{r}");
+        assert!(r["error"].as_str().unwrap().contains(why), "{r}");
+    }
+}

@@ -4,7 +4,9 @@
 //! cell's cache state. Its output is checked and its inputs read back; the analysis sets its
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
-use super::{check_on, copy_of, inputs_unchanged, record, unjudged, Draw, Staged};
+use super::host::{check_on, copy_of, inputs_unchanged, Staged};
+use super::on_draw::{self, Scratch};
+use super::{record, stale_or, unjudged, Draw, InputDraws};
 use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
@@ -14,12 +16,16 @@ use crate::protocol::CellRecord;
 use crate::worker::arm::Armed;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
+use crate::worker::inputs::audit_seed;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::Session;
 use std::time::{Duration, Instant};
 
 /// Audits the cell's timed launches with one launch after them; a failure fails the cell.
+/// Its inputs are drawn on the GPU where it can draw all that a new seed changes (no input
+/// crosses the host link, and the check runs there as an audited region's does), else
+/// drawn on the host and copied in.
 pub(super) fn run<'b>(
     s: &mut Session,
     ready: ReadyCell<'b>,
@@ -28,13 +34,27 @@ pub(super) fn run<'b>(
     why: String,
 ) -> Result<(), Failure> {
     let ReadyCell { cell, code, data } = ready;
-    let start = Instant::now();
     let def = code.def.as_ref().expect("audited cells have a kernel");
     let buffers = &data.sets[0];
-    let staged = Staged::draw(s, cell, def, data)?;
-    staged.stage(s.audit_stash.as_ref(), buffers)?;
-    // The inputs the kernel must leave as they are, kept on the device where they fit.
-    let kept = keep(buffers, &staged.unwritten)?;
+    let args = &cell.launch.args;
+    let drawn = InputDraws::of(s, cell, def, buffers)?;
+    let start = Instant::now();
+    let seed = audit_seed(cell);
+    let on_host = match drawn.draw_all_that_varies(args) {
+        true => {
+            let drawing = during("audit: drawing the inputs");
+            drawn.draws.write(seed).map_err(&drawing)?;
+            cuda::synchronize().map_err(&drawing)?;
+            None
+        }
+        false => {
+            let staged = Staged::draw(s, cell, def, data)?;
+            staged.stage(s.audit_stash.as_ref(), buffers)?;
+            // The inputs the kernel must leave as they are, kept on the device where they fit.
+            let kept = keep(buffers, &staged.unwritten)?;
+            Some((staged, kept))
+        }
+    };
     s.timeline.mark("audit inputs");
     for (i, v) in armed.params[0].iter().enumerate() {
         armed.launch.set_param(i, *v);
@@ -42,18 +62,32 @@ pub(super) fn run<'b>(
     let (launch_ns, queue_ran_dry) = time_launch(s, cell, buffers, armed)?;
     rec.kernel_launches += 1;
     s.timeline.mark("audit launch");
-    let (new, timed) = (staged.as_draw(), Draw::timed(data));
-    let check = check_on(s, ready, (new, timed), &staged.changed, None)?;
-    let copies: Vec<Option<&DeviceBuffer>> = kept.iter().map(Option::as_ref).collect();
-    let unwritten = (&staged.unwritten[..], &staged.new);
-    inputs_unchanged(s, def, &cell.launch.args, buffers, unwritten, &copies)?;
+    let timed = Draw::timed(data);
+    let (check, note) = match &on_host {
+        None => {
+            // Its inputs first: a reference that read a changed one would mislead.
+            drawn.unchanged((def, args), buffers, (seed, &data.timed), true)?;
+            s.timeline.mark("audit inputs read back");
+            let mut scratch = Scratch::default();
+            let check = on_draw::check(s, ready, (&drawn.draws, &mut scratch), seed, None)
+                .map_err(|f| stale_or(s, ready, timed, &drawn.draws.args, f))?;
+            (check, drawn.note(def))
+        }
+        Some((staged, kept)) => {
+            let check = check_on(s, ready, (staged.as_draw(), timed), &staged.changed, None)?;
+            let copies: Vec<Option<&DeviceBuffer>> = kept.iter().map(Option::as_ref).collect();
+            let unwritten = (&staged.unwritten[..], &staged.new);
+            inputs_unchanged(s, def, args, buffers, unwritten, &copies)?;
+            (check, staged.note.clone())
+        }
+    };
     s.timeline.mark("audit check");
 
     // The analysis sets the launch's time against the cell's reading.
     let unjudged = unjudged(cell).or_else(|| {
         queue_ran_dry.then(|| "the wait kernel ended before the audit launch was queued".into())
     });
-    let mut audit = record(check, &staged.note, Duration::ZERO);
+    let mut audit = record(check, &note, Duration::ZERO);
     audit.launch_ns = launch_ns;
     audit.launches = 1;
     audit.unjudged = unjudged;

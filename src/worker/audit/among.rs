@@ -18,7 +18,7 @@
 
 use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
-use super::{names, note, record, spent, unjudged};
+use super::{record, spent, stale, unjudged, InputDraws};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::timer::Readings;
@@ -29,7 +29,6 @@ use crate::worker::assemble::Checker;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
 use crate::worker::inputs::fnv1a;
-use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::Session;
@@ -55,15 +54,11 @@ pub(in crate::worker) struct Among {
     schedule: Schedule,
     /// The schedule's seed, recorded.
     seed: u64,
-    /// The draws of every input the GPU can draw, and of those the kernel must leave as
-    /// they are (read back after each audited region).
-    draws: Draws,
-    unwritten: Draws,
+    /// The draws of the inputs; those no draw changes are read back once, after the first
+    /// audited region (`kept_read`).
+    inputs: InputDraws,
     /// Device buffers the checks reuse.
     scratch: Scratch,
-    /// Inputs no draw changes (constants, ranges, files, chases, host memory): read back
-    /// once, after the first audited region.
-    kept: Vec<usize>,
     kept_read: bool,
     /// The seed the draws' seeds come from (recorded), the draws made from it, and the one
     /// the buffers hold now.
@@ -101,20 +96,9 @@ impl Among {
     ) -> Result<Among, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let buffers = &data.sets[0];
-        // The runner's own kernels compile once a process, as the cell's own kernel does:
-        // the process's cost, not the audit's.
-        let kernel = s.kernels.function(KernelKey::AuditDraw, &mut s.timeline)?;
         let start = Instant::now();
-        let args = &cell.launch.args;
-        let inputs: Vec<usize> = buffers.inputs().collect();
-        let input = |i: usize| inputs.contains(&i).then_some(i);
-        let draws = Draws::of(kernel.clone(), args, buffers, input)?;
-        let unwritten = Draws::of(kernel, args, buffers, |i| {
-            input(i).filter(|&i| !def.writes(i))
-        })?;
-        let kept: Vec<usize> = (inputs.iter().copied())
-            .filter(|i| !draws.args.contains(i))
-            .collect();
+        let inputs = InputDraws::of(s, cell, def, buffers)?;
+        let draws = &inputs.draws;
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
         let draw_seed = seed ^ s.sample_seed;
         let held = seed_of(draw_seed, 0);
@@ -135,11 +119,9 @@ impl Among {
         Ok(Among {
             schedule,
             seed,
-            note: note(def, &inputs, &draws.args, &kept),
-            draws,
-            unwritten,
+            note: inputs.note(def),
+            inputs,
             scratch: Scratch::default(),
-            kept,
             kept_read: false,
             draw_seed,
             drawn: 1,
@@ -203,7 +185,7 @@ impl Among {
             Region::Pause => None,
         };
         let wait = Duration::from_nanos(self.wait_ns);
-        let draws = &self.draws;
+        let draws = &self.inputs.draws;
         let stage = |buffers: &Buffers| -> Result<(), Failure> {
             let poison = |_: &Draws| buffers.poison_outputs();
             match (seed, draws.is_empty()) {
@@ -263,24 +245,12 @@ impl Among {
         let buffers = &data.sets[0];
         // What ran since the last mark: the steady loop, its regions among it.
         s.timeline.mark("steady samples");
-        if let Some((arg, element)) = self.unwritten.first_change(seed)? {
-            return Err(wrote_input(def, arg, element as usize));
-        }
-        if !self.kept_read {
-            self.kept_read = true;
-            for &i in &self.kept {
-                let host = data.timed[i].as_deref().unwrap_or_default();
-                if let Some(byte) = buffers.first_change(i, host)? {
-                    let size = match cell.launch.args[i] {
-                        crate::experiment::ArgValue::Buffer { dtype, .. } => dtype.size(),
-                        crate::experiment::ArgValue::Scalar { .. } => 1,
-                    };
-                    return Err(wrote_input(def, i, byte / size));
-                }
-            }
-        }
+        let args = &cell.launch.args;
+        let kept_too = !std::mem::replace(&mut self.kept_read, true);
+        (self.inputs).unchanged((def, args), buffers, (seed, &data.timed), kept_too)?;
         s.timeline.mark("audit inputs read back");
-        let account = match self.draws.is_empty() {
+        let draws = &self.inputs.draws;
+        let account = match draws.is_empty() {
             true => {
                 // Nothing drawn: the outputs were poisoned, the inputs are the timed ones.
                 let cache = reference::Cache::new(
@@ -297,15 +267,16 @@ impl Among {
                 };
                 checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
             }
-            false => on_draw::check(s, ready, (&self.draws, &mut self.scratch), seed, recorded)
-                .map_err(|f| {
-                match on_draw::stale(s, ready, (&self.draws, &mut self.scratch), earlier)
-                    .unwrap_or(false)
-                {
-                    true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, &self.draws.args))),
-                    false => f,
-                }
-            }),
+            false => {
+                on_draw::check(s, ready, (draws, &mut self.scratch), seed, recorded).map_err(|f| {
+                    match on_draw::stale(s, ready, (draws, &mut self.scratch), earlier)
+                        .unwrap_or(false)
+                    {
+                        true => stale(def, &draws.args),
+                        false => f,
+                    }
+                })
+            }
         }
         .map_err(|f| f.during("audit on new inputs"))?;
         s.timeline.mark("audit check");
@@ -342,7 +313,7 @@ impl Among {
     /// The record: each kind's places and readings, the seeds and the pause.
     pub(super) fn finish(self, s: &mut Session, cell: &Cell) -> Result<AuditRecord, Failure> {
         s.timeline.mark("audit check");
-        let late = self.draws.late();
+        let late = self.inputs.draws.late();
         let of = |kind: Region| -> (Vec<u64>, Vec<f64>) {
             (self.ran.iter())
                 .filter(|r| r.kind == kind)
@@ -423,12 +394,4 @@ fn poison_time(buffers: &Buffers) -> Result<f64, Failure> {
     let start = Instant::now();
     buffers.poison_outputs()?;
     Ok(start.elapsed().as_nanos() as f64)
-}
-
-/// The failure of a kernel that wrote into its input `arg` at `element`.
-fn wrote_input(def: &crate::experiment::Kernel, arg: usize, element: usize) -> Failure {
-    Failure::from(format!(
-        "audit: the kernel wrote into its input `{}` (element {element} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
-        def.args[arg].name
-    ))
 }

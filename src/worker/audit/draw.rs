@@ -11,10 +11,20 @@
 //! the measured kernel's arguments) and i: a reference kernel's buffer drawn with the
 //! measured argument's salt holds the same data, and a verify pass finds the first element
 //! a launch changed without anything crossing the host link.
+//!
+//! [`InputDraws`] is a cell's set of them: what is drawn, what the kernel must leave as it
+//! is, and what no draw reaches.
 
+use super::{note, wrote_input};
 use crate::cuda::{CudaError, DeviceBuffer, Dims, Event, Function, Launch, Param};
+use crate::experiment::Kernel;
 use crate::experiment::{ArgValue, Dtype, Init, Memory};
+use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
+use crate::worker::failure::Failure;
+use crate::worker::inputs::HostInputs;
+use crate::worker::kernels::KernelKey;
+use crate::worker::Session;
 use std::time::{Duration, Instant};
 
 /// Threads per block of the draw.
@@ -38,8 +48,10 @@ pub(super) struct Entry {
 
 impl Entry {
     /// The draw of argument `arg` (of `args`) into `buffer`, where its `init` is a random
-    /// distribution the GPU draws and the buffer is one a kernel reaches (device, managed
-    /// or mapped memory); None for constants, ranges, files, pointer chases and host memory.
+    /// distribution the GPU draws and the buffer is one a kernel reaches: device, managed,
+    /// mapped or pinned memory (under unified addressing every page-locked allocation is
+    /// the device's at its host address); None for constants, ranges, files, pointer
+    /// chases and pageable memory.
     pub(super) fn of(args: &[ArgValue], arg: usize, buffer: &DeviceBuffer) -> Option<Entry> {
         let ArgValue::Buffer {
             dtype,
@@ -50,7 +62,7 @@ impl Entry {
         else {
             return None;
         };
-        if !matches!(memory, Memory::Device | Memory::Managed | Memory::Mapped) {
+        if *memory == Memory::Pageable {
             return None;
         }
         let (a, b, normal) = match *init {
@@ -231,6 +243,93 @@ impl Draws {
     /// Stages whose draw outlasted the pause after it, so far.
     pub(super) fn late(&self) -> u64 {
         self.late.get()
+    }
+}
+
+/// A cell's inputs as the audit draws them on the GPU ([`draw`]): the draws of those it can
+/// draw, of those the kernel must leave as they are (verified on the GPU after a launch),
+/// and the inputs no draw reaches (constants, ranges, files, chases, pageable memory), read
+/// back against the timed data.
+pub(super) struct InputDraws {
+    inputs: Vec<usize>,
+    pub(super) draws: Draws,
+    unwritten: Draws,
+    kept: Vec<usize>,
+}
+
+impl InputDraws {
+    /// The draws of `def`'s inputs in `buffers`. The draw kernel compiles once a process, as
+    /// the cell's own kernel does: the process's cost, not the audit's.
+    pub(super) fn of(
+        s: &mut Session,
+        cell: &Cell,
+        def: &Kernel,
+        buffers: &Buffers,
+    ) -> Result<Self, Failure> {
+        let kernel = s.kernels.function(KernelKey::AuditDraw, &mut s.timeline)?;
+        let args = &cell.launch.args;
+        let inputs: Vec<usize> = buffers.inputs().collect();
+        let input = |i: usize| inputs.contains(&i).then_some(i);
+        let draws = Draws::of(kernel.clone(), args, buffers, input)?;
+        let unwritten = Draws::of(kernel, args, buffers, |i| {
+            input(i).filter(|&i| !def.writes(i))
+        })?;
+        let kept = (inputs.iter().copied())
+            .filter(|i| !draws.args.contains(i))
+            .collect();
+        Ok(InputDraws {
+            inputs,
+            draws,
+            unwritten,
+            kept,
+        })
+    }
+
+    /// Whether the draws give new data wherever a new seed would: something is drawn, and
+    /// every input left is one no seed changes (a constant, a range, a file).
+    pub(super) fn draw_all_that_varies(&self, args: &[ArgValue]) -> bool {
+        let fixed = |i: &usize| {
+            matches!(
+                &args[*i],
+                ArgValue::Buffer {
+                    init: Init::Constant(_) | Init::Iota(..) | Init::Npy { .. },
+                    ..
+                }
+            )
+        };
+        !self.draws.is_empty() && self.kept.iter().all(fixed)
+    }
+
+    /// What a launch on the draws reads, for the record.
+    pub(super) fn note(&self, def: &Kernel) -> String {
+        note(def, &self.inputs, &self.draws.args, &self.kept)
+    }
+
+    /// The launch left its inputs as they went in: the drawn ones as the draw of `seed`
+    /// (verified on the GPU), and, where `kept_too`, the others as `timed` (read back).
+    pub(super) fn unchanged(
+        &self,
+        (def, args): (&Kernel, &[ArgValue]),
+        buffers: &Buffers,
+        (seed, timed): (u64, &HostInputs),
+        kept_too: bool,
+    ) -> Result<(), Failure> {
+        if let Some((arg, element)) = self.unwritten.first_change(seed)? {
+            return Err(wrote_input(def, arg, element as usize));
+        }
+        if kept_too {
+            for &i in &self.kept {
+                let host = timed[i].as_deref().unwrap_or_default();
+                if let Some(byte) = buffers.first_change(i, host)? {
+                    let size = match &args[i] {
+                        ArgValue::Buffer { dtype, .. } => dtype.size(),
+                        ArgValue::Scalar { .. } => 1,
+                    };
+                    return Err(wrote_input(def, i, byte / size));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

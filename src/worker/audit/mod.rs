@@ -10,29 +10,33 @@
 //! decoy, the data the buffers held, drawn again; a pause, nothing new. The analysis
 //! (`analysis::audits`) sets audited regions against decoys, pauses against the timed
 //! launches. Elsewhere one launch after the timed ones ([`after`]) is the weaker audit,
-//! and the record says why.
+//! and the record says why; its data is drawn on the GPU too where it can be, else on the
+//! host ([`host`]).
 
 mod after;
 mod among;
 mod draw;
+mod host;
 mod on_draw;
+
+use draw::InputDraws;
+pub(super) use host::Stash;
 
 use super::arm::Armed;
 use super::assemble::Checker;
-use super::buffers::Buffers;
-use super::failure::{during, Failure};
-use super::inputs::{audit_seed, shares, HostInputs};
-use super::kernels::{KernelKey, Kernels};
+use super::failure::Failure;
+use super::inputs::{audit_seed, HostInputs};
+use super::kernels::Kernels;
 use super::prepare::{Data, ReadyCell};
 use super::reference;
 use super::timeline::Timeline;
 use super::Session;
-use crate::cuda::{self, DeviceBuffer};
-use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
+use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::{ArgValue, Kernel, Memory};
-use crate::method::{audit, equal};
+use crate::method::audit;
 use crate::plan::{Cell, Role};
 use crate::protocol::{AuditRecord, CellRecord};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub(super) use among::Among;
@@ -150,76 +154,6 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String
     )
 }
 
-/// What an audit's launches read: the new draw, which inputs it changed, and the note.
-struct Staged {
-    seed: u64,
-    new: HostInputs,
-    /// The inputs that hold new data, and those the draw left as timed.
-    changed: Vec<usize>,
-    /// The inputs the kernel must leave as they are.
-    unwritten: Vec<usize>,
-    note: String,
-}
-
-impl Staged {
-    /// Draws the audit's inputs for `cell` (the same for every variant and run at a point),
-    /// with the stash that keeps them on the device.
-    fn draw(s: &mut Session, cell: &Cell, def: &Kernel, data: &Data) -> Result<Staged, Failure> {
-        let buffers = &data.sets[0];
-        let seed = audit_seed(cell);
-        let new = (s.inputs).get(&data.point, &cell.launch.args, seed, shares(cell))?;
-        s.timeline.mark("audit draw");
-        let inputs: Vec<usize> = buffers.inputs().collect();
-        let (changed, kept): (Vec<usize>, Vec<usize>) =
-            inputs.iter().partition(|&&i| new[i] != data.timed[i]);
-        let stash = match s.audit_stash.take() {
-            Some(stash) if stash.point == data.point => stash,
-            _ => Stash::upload(&data.point, buffers, &new)?,
-        };
-        s.audit_stash = Some(stash);
-        let note = note(def, &inputs, &changed, &kept);
-        let unwritten = inputs.iter().copied().filter(|&i| !def.writes(i)).collect();
-        Ok(Staged {
-            seed,
-            new,
-            changed,
-            unwritten,
-            note,
-        })
-    }
-
-    /// Copies the audit's inputs into `buffers` (from the stash where it holds them).
-    fn stage(&self, stash: Option<&Stash>, buffers: &Buffers) -> Result<(), Failure> {
-        let copies = stash.map_or(&[][..], |s| &s.copies[..]);
-        self.copy_in(buffers, copies, &self.new)
-    }
-
-    /// Copies `host`'s data into `buffers` (from `copies` on the device where they hold
-    /// it), or, where no input could change, poisons the outputs instead: a launch that
-    /// skips its work then leaves them unwritten.
-    fn copy_in(
-        &self,
-        buffers: &Buffers,
-        copies: &[Option<DeviceBuffer>],
-        host: &HostInputs,
-    ) -> Result<(), Failure> {
-        if self.changed.is_empty() {
-            return (buffers.poison_outputs()).map_err(during("audit: poisoning the outputs"));
-        }
-        (buffers.refill_from(copies, host)).map_err(during("audit: copying inputs in"))
-    }
-}
-
-impl Staged {
-    /// The audit's draw, to check on.
-    fn as_draw(&self) -> Draw<'_> {
-        Draw {
-            seed: self.seed,
-            host: &self.new,
-        }
-    }
-}
-
 impl Draw<'_> {
     /// The timed data: what the checked launch read.
     fn timed(data: &Data) -> Draw<'_> {
@@ -228,6 +162,14 @@ impl Draw<'_> {
             host: &data.timed,
         }
     }
+}
+
+/// The failure of a kernel that wrote into its input `arg` at `element`.
+fn wrote_input(def: &Kernel, arg: usize, element: usize) -> Failure {
+    Failure::from(format!(
+        "audit: the kernel wrote into its input `{}` (element {element} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
+        def.args[arg].name
+    ))
 }
 
 /// The names of arguments `indices` of `def`, for the audit's notes and failures.
@@ -266,176 +208,55 @@ struct Draw<'a> {
     host: &'a HostInputs,
 }
 
-/// The audited output checked against the reference on the `checked` draw; a failed check
-/// whose output still holds the `earlier` draw's result names the kernel as stale.
-/// `recorded`: the kernels CUPTI is recording, where the check runs among timed launches.
-fn check_on(
-    s: &mut Session,
-    ready: ReadyCell,
-    (checked, earlier): (Draw, Draw),
-    changed: &[usize],
-    recorded: Option<&[String]>,
-) -> Result<String, Failure> {
-    let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
-    let buffers = &data.sets[0];
-    let run_cache = s.run_cache.as_deref();
-    let cache_of = |draw: &Draw| {
-        let inputs = format!("{}#{}", data.point, draw.seed);
-        reference::Cache::new(run_cache, inputs, s.sample_seed)
-    };
-    let (cache, earlier_cache) = (cache_of(&checked), cache_of(&earlier));
-    let checker = Checker {
-        cell,
-        def: Some(def),
-        host: checked.host,
-        reference: &cache,
-        sample: Some(checked.seed ^ s.sample_seed),
-    };
-    let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
-    checker.check(kernels, timeline, buffers, recorded).map_err(|f| {
-        let was_stale = !changed.is_empty()
-            && holds_result(kernels, timeline, &earlier_cache, ready, earlier);
-        match was_stale {
-            true => Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed))),
-            false => f,
-        }
-        .during("audit on new inputs")
-    })
+/// Where the reference results on `draw` at `data`'s point are kept (in the run's cache
+/// folder, where it has one).
+fn reference_cache<'a>(
+    (run_cache, sample_seed): (Option<&'a Path>, u64),
+    data: &Data,
+    draw: Draw,
+) -> reference::Cache<'a> {
+    let inputs = format!("{}#{}", data.point, draw.seed);
+    reference::Cache::new(run_cache, inputs, sample_seed)
 }
 
-/// The `unwritten` inputs came back from the audited launch as they went in (each against
-/// its copy on the device where `copies` holds one, else against its `host` data).
-fn inputs_unchanged(
+/// A launch on new data in `changed` that failed its check with `f`: named stale where its
+/// output still holds the `earlier` draw's result.
+fn stale_or(
     s: &mut Session,
-    def: &Kernel,
-    args: &[ArgValue],
-    buffers: &Buffers,
-    (unwritten, host): (&[usize], &HostInputs),
-    copies: &[Option<&DeviceBuffer>],
-) -> Result<(), Failure> {
-    for (&i, copy) in unwritten.iter().zip(copies) {
-        let first = match copy {
-            Some(copy) => first_difference(s, buffers, i, copy)?,
-            None => buffers.first_change(i, host[i].as_deref().unwrap_or_default())?,
-        };
-        if let (Some(byte), ArgValue::Buffer { dtype, .. }) = (first, &args[i]) {
-            return Err(Failure::from(format!(
-                "audit: the kernel wrote into its input `{}` (element {} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
-                def.args[i].name,
-                byte / dtype.size()
-            )));
-        }
+    ready: ReadyCell,
+    earlier: Draw,
+    changed: &[usize],
+    f: Failure,
+) -> Failure {
+    let cache = reference_cache((s.run_cache.as_deref(), s.sample_seed), ready.data, earlier);
+    let was_stale = !changed.is_empty()
+        && holds_result(&mut s.kernels, &mut s.timeline, &cache, ready, earlier);
+    match (was_stale, ready.code.def.as_ref()) {
+        (true, Some(def)) => stale(def, changed),
+        _ => f,
     }
-    Ok(())
+    .during("audit on new inputs")
+}
+
+/// The failure of a launch on new data in `changed` whose output still holds the result of
+/// the data before it.
+fn stale(def: &Kernel, changed: &[usize]) -> Failure {
+    Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed)))
 }
 
 /// Why the audit's times are not set against the cell's reading, where they are not.
-/// Managed memory the host has just refilled migrates back during the audited launch, which
-/// the timed launches on resident pages did not pay; a host timer around an async launch
-/// reads only its enqueue.
+/// Managed pages go where the last writer was: the audit's draw on the GPU or refill from
+/// the host leaves them where the timed launches (refilled by the host, or resident) may
+/// not have found them; a host timer around an async launch reads only its enqueue.
 fn unjudged(cell: &Cell) -> Option<String> {
     let migrates = (cell.launch.args.iter()).any(
         |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
     );
     match (migrates, cell.knobs.timer) {
-        (true, _) => Some("its managed inputs migrate back on the audit's refill".to_string()),
+        (true, _) => Some("its managed inputs lie where the audit's draw left them, not where the timed launches found them".to_string()),
         (false, TimerKind::Host) => Some("a host timer reads only the enqueue".to_string()),
         _ => None,
     }
-}
-
-/// The audit's inputs at one point, kept on the device by the point's first weaker audit
-/// and copied into each later one's buffers there: a GiB of inputs crosses the host link
-/// once per point and process, not once per cell.
-pub struct Stash {
-    point: String,
-    /// Per argument: a copy of its audit data, for inputs in device memory.
-    copies: Vec<Option<DeviceBuffer>>,
-}
-
-impl Stash {
-    /// Uploads `new`'s data of the inputs `buffers` keeps in device memory (none where a
-    /// copy does not fit: those are uploaded each time).
-    fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
-        Ok(Stash {
-            point: point.to_string(),
-            copies: device_copies(buffers, new)?,
-        })
-    }
-
-    /// Lets go of the stash's device memory before `cell` allocates, unless it is the stash
-    /// of `cell`'s point and the cell's buffers (every set) and flush fit beside it.
-    pub(super) fn forget_unless_at(s: &mut Session, cell: &Cell) {
-        let Some(stash) = &s.audit_stash else {
-            return;
-        };
-        let sets = cell.knobs.rotate.sets(cell.knobs.launches);
-        let flush = match cell.knobs.cache {
-            Cache::Flush { bytes, .. } => bytes,
-            Cache::Hot => 0,
-        };
-        let needs = (cell.launch.device_bytes())
-            .saturating_mul(sets)
-            .saturating_add(flush);
-        let fits = cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64);
-        if stash.point != cell.point_key() || !fits {
-            s.audit_stash = None;
-        }
-    }
-}
-
-/// A copy on the device of each of `data`'s inputs that `buffers` keeps in device memory
-/// (None for the others, and where a copy does not fit: those are uploaded each time).
-fn device_copies(
-    buffers: &Buffers,
-    data: &HostInputs,
-) -> Result<Vec<Option<DeviceBuffer>>, Failure> {
-    (0..data.len())
-        .map(|i| match data[i].as_deref() {
-            Some(bytes) => copy_of(buffers, i, Some(bytes), "audit: uploading inputs"),
-            None => Ok(None),
-        })
-        .collect()
-}
-
-/// A new device buffer the size of argument `index`'s, holding `host`'s bytes or else a
-/// copy of the buffer's own; None where the argument is not in device memory or no copy
-/// fits (its caller then works from the host).
-fn copy_of(
-    buffers: &Buffers,
-    index: usize,
-    host: Option<&[u8]>,
-    what: &'static str,
-) -> Result<Option<DeviceBuffer>, Failure> {
-    let Some(buf) = buffers.buffer(index).filter(|b| b.in_device_memory()) else {
-        return Ok(None);
-    };
-    let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-        return Ok(None);
-    };
-    match host {
-        Some(bytes) => copy.upload(bytes),
-        None => copy.copy_from(buf),
-    }
-    .map_err(during(what))?;
-    Ok(Some(copy))
-}
-
-/// The first byte at which input `index` differs from its copy, compared on the GPU.
-fn first_difference(
-    s: &mut Session,
-    buffers: &Buffers,
-    index: usize,
-    copy: &DeviceBuffer,
-) -> Result<Option<usize>, Failure> {
-    let Some(buf) = buffers.buffer(index) else {
-        return Ok(None);
-    };
-    let func = s
-        .kernels
-        .function(KernelKey::FirstDifference, &mut s.timeline)?;
-    equal::first_difference(&func, buf, copy)
-        .map_err(during("audit: comparing an input with its copy"))
 }
 
 /// Whether the buffers' output, which failed its check on the new inputs, passes it on the
