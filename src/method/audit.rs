@@ -23,6 +23,7 @@
 //! past [`SHARE_CAP`] of the cell's time is left out (and counted), but never one of the first
 //! round: without it the verdict has nothing to stand on.
 
+use crate::protocol::CONFIRM_RATIO;
 use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
 use std::time::Duration;
 
@@ -104,6 +105,12 @@ pub fn affords(ran: &[(Region, Duration)], kind: Region, cell: Duration) -> bool
         (k, _) => same / k as f64,
     };
     all + expected <= SHARE_CAP * (cell.as_secs_f64() + expected)
+}
+
+/// Whether a cell's lone audited region, read `reading_ns` (NaN where the timer reads later,
+/// as CUPTI's records do: those hold no host time), needs a second: see [`CONFIRM_RATIO`].
+pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
+    timed_median_ns.is_some_and(|m| reading_ns.is_finite() && reading_ns > CONFIRM_RATIO * m)
 }
 
 /// Where round `round` of a run lies among its steady samples.
@@ -231,6 +238,15 @@ mod tests {
             c[*k as usize] += 1;
         }
         (all, c)
+    }
+
+    #[test]
+    fn a_lone_audited_reading_over_half_again_the_timed_median_is_confirmed() {
+        assert!(needs_confirming(30_080.0, Some(7_552.0)));
+        assert!(!needs_confirming(8_000.0, Some(7_552.0)));
+        // CUPTI's readings come after the samples; no timed samples, nothing to set against.
+        assert!(!needs_confirming(f64::NAN, Some(7_552.0)));
+        assert!(!needs_confirming(30_080.0, None));
     }
 
     #[test]

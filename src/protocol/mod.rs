@@ -271,6 +271,16 @@ pub struct AuditRecord {
     pub checks_s: f64,
 }
 
+/// Without decoys, a lone audited region is judged by a band about the timed launches
+/// (the analysis's: twice the reading and 5 µs), and an event or host reading on an
+/// idle queue holds the host's launch: a host thread held up between an event and the
+/// launch reads 20-30 µs for a 7 µs kernel (0.8% of small kernels' event samples on an
+/// H200). So a lone audited region read over this many times the timed median (below the
+/// band, so every reading the band would judge) gets a second one after the samples, and
+/// the band judges the lower of the two: a kernel that skips work on timed data is slow in
+/// both, a held-up host in one.
+pub const CONFIRM_RATIO: f64 = 1.5;
+
 /// Regions among a run's timed ones (`worker::audit`): audited regions, the decoys set
 /// against them (staged as they are, on the data the buffers held) and the pauses set
 /// against the timed launches (the same pause, nothing drawn). The analysis judges them.

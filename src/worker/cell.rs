@@ -344,11 +344,15 @@ fn steady<'b>(
             break;
         }
     }
-    // A loop that stopped early runs what its samples afford of the first round's regions.
+    // A loop that stopped early runs what its samples afford of the first round's regions;
+    // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
         for kind in a.after(samples.len()) {
             a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
             place += 1;
+        }
+        if let Some(kind) = a.confirmation(&samples) {
+            a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
         }
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {

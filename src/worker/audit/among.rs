@@ -155,6 +155,18 @@ impl Among {
         self.schedule.after(taken, &ran)
     }
 
+    /// A second audited region after the samples, where the run's only one, with no decoy
+    /// to set it against, read far above the timed `samples` (see
+    /// [`crate::protocol::CONFIRM_RATIO`]).
+    pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Option<Region> {
+        let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
+        let lone = (of(Region::Audit).count() == 1 && of(Region::Decoy).count() == 0)
+            .then(|| of(Region::Audit).next().map(|r| r.reading))
+            .flatten()?;
+        let timed = crate::median::median(samples.to_vec());
+        audit::needs_confirming(lone, timed).then_some(Region::Audit)
+    }
+
     /// Whether the audit's share of the cell's time affords a region of `kind` of a later
     /// round now (see [`audit::affords`]); one left out is counted.
     fn affords(&mut self, kind: Region) -> bool {
