@@ -14,6 +14,7 @@ use crate::cuda::{self, Dims, Launch, Param};
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::method::equal;
 use crate::plan::Cell;
+use std::cell::RefCell;
 
 /// A launch's dimensions.
 pub(super) fn dims_of(spec: &LaunchSpec) -> Dims {
@@ -34,6 +35,8 @@ pub(super) struct Checker<'a> {
     /// audit's re-check: the launch was checked in full before anything was timed), else
     /// all of it. A CPU reference samples by its cache's own seed.
     pub(super) sample: Option<u64>,
+    /// The cell's reference kernel buffers, made by its first check and kept for the next.
+    pub(super) kept: &'a RefCell<Option<Buffers>>,
 }
 
 impl Checker<'_> {
@@ -63,7 +66,7 @@ impl Checker<'_> {
                 .collect(),
             fill: None,
             sample: self.sample,
-            kept: None,
+            kept: Some(&mut self.kept.borrow_mut()),
         };
         against_kernel(kernels, timeline, (cell, def), buffers, recorded, inputs)
     }

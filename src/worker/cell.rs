@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
     Stash::forget_unless_at(s, cell);
+    s.reference_buffers.take();
     let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))
@@ -52,6 +53,8 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
         Some(_) => outcome.and(crate::cuda::release_l2().map_err(Failure::from)),
         None => outcome,
     };
+    // The reference's buffers go with their cell (their free is its cost).
+    s.reference_buffers.take();
     rec.wall_s = t0.elapsed().as_secs_f64();
     rec.phases = s.timeline.take();
     let lost = match outcome {
@@ -152,6 +155,7 @@ fn sample<'b>(
         host: &data.timed,
         reference: &reference,
         sample: None,
+        kept: &s.reference_buffers,
     };
     if code.loads_at_first_launch() {
         // The next launch loads the library: with a heap as fresh as a new program's.

@@ -36,11 +36,13 @@ use crate::protocol::{
     capability, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
 };
 use crate::telemetry::Sensor;
+use buffers::Buffers;
 use failure::Failure;
 use inputs::{InputCache, Prefetched};
 use kernels::{KernelKey, Kernels};
 use parent::Parent;
 pub use preflight::compile_plan;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{BufRead, Read, StdinLock, Write};
 use std::process::ExitCode;
@@ -127,6 +129,7 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         probe: None,
         inputs: InputCache::new(job.run_cache.clone(), prefetched),
         audit_stash: None,
+        reference_buffers: RefCell::new(None),
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,
     };
@@ -237,6 +240,9 @@ pub struct Session {
     inputs: InputCache,
     /// The audit's inputs at the current point, on the device.
     audit_stash: Option<audit::Stash>,
+    /// The current cell's reference kernel buffers: made by its check, reused by its audits'
+    /// (an allocation, page-locked above all, and its free cost more than a check's kernel).
+    reference_buffers: RefCell<Option<Buffers>>,
     /// Where drawn inputs and reference results are shared with the run's other processes.
     run_cache: Option<std::path::PathBuf>,
     /// The run's seed of the checks' samples of large outputs.

@@ -96,8 +96,10 @@ impl Among {
     ) -> Result<Among, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let buffers = &data.sets[0];
-        let start = Instant::now();
+        // Its kernel's compile is the process's, as the cell's own kernel's is: the audit's
+        // cost starts after it.
         let inputs = InputDraws::of(s, cell, def, buffers)?;
+        let start = Instant::now();
         let draws = &inputs.draws;
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
         let draw_seed = seed ^ s.sample_seed;
@@ -276,6 +278,7 @@ impl Among {
                     host: &data.timed,
                     reference: &cache,
                     sample: Some(seed ^ s.sample_seed),
+                    kept: &s.reference_buffers,
                 };
                 checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
             }

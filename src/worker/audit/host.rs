@@ -111,6 +111,7 @@ pub(super) fn check_on(
         host: checked.host,
         reference: &cache,
         sample: Some(checked.seed ^ s.sample_seed),
+        kept: &s.reference_buffers,
     };
     let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
     (checker.check(kernels, timeline, &data.sets[0], recorded))

@@ -26,10 +26,8 @@ use super::arm::Armed;
 use super::assemble::Checker;
 use super::failure::Failure;
 use super::inputs::{audit_seed, HostInputs};
-use super::kernels::Kernels;
 use super::prepare::{Data, ReadyCell};
 use super::reference;
-use super::timeline::Timeline;
 use super::Session;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::{ArgValue, Kernel, Memory};
@@ -228,9 +226,7 @@ fn stale_or(
     changed: &[usize],
     f: Failure,
 ) -> Failure {
-    let cache = reference_cache((s.run_cache.as_deref(), s.sample_seed), ready.data, earlier);
-    let was_stale = !changed.is_empty()
-        && holds_result(&mut s.kernels, &mut s.timeline, &cache, ready, earlier);
+    let was_stale = !changed.is_empty() && holds_result(s, ready, earlier);
     match (was_stale, ready.code.def.as_ref()) {
         (true, Some(def)) => stale(def, changed),
         _ => f,
@@ -261,22 +257,18 @@ fn unjudged(cell: &Cell) -> Option<String> {
 
 /// Whether the buffers' output, which failed its check on the new inputs, passes it on the
 /// `earlier` draw: the audited launch left the earlier launches' result in place.
-fn holds_result(
-    kernels: &mut Kernels,
-    timeline: &mut Timeline,
-    cache: &reference::Cache,
-    ready: ReadyCell,
-    earlier: Draw,
-) -> bool {
+fn holds_result(s: &mut Session, ready: ReadyCell, earlier: Draw) -> bool {
+    let cache = reference_cache((s.run_cache.as_deref(), s.sample_seed), ready.data, earlier);
     let checker = Checker {
         cell: ready.cell,
         def: ready.code.def.as_ref(),
         host: earlier.host,
-        reference: cache,
+        reference: &cache,
         sample: None,
+        kept: &s.reference_buffers,
     };
     checker
-        .check(kernels, timeline, &ready.data.sets[0], None)
+        .check(&mut s.kernels, &mut s.timeline, &ready.data.sets[0], None)
         .is_ok()
 }
 

@@ -36,13 +36,12 @@ pub(super) fn check(
 }
 
 /// Device buffers a cell's checks reuse (an allocation and its free cost more than the
-/// check's kernel): the matmul reference's cells and what it found, a reference kernel's
-/// buffers and the table of their draws.
+/// check's kernel): the matmul reference's cells and what it found, and the table of draws
+/// into the reference kernel's buffers (the cell's, `Session::reference_buffers`).
 #[derive(Default)]
 pub(super) struct Scratch {
     cells: Option<DeviceBuffer>,
     found: Option<DeviceBuffer>,
-    reference: Option<Buffers>,
     reference_draws: RefCell<Option<Draws>>,
 }
 
@@ -114,11 +113,7 @@ fn check_against(
     let sample_seed = seed ^ s.sample_seed;
     if let Some(kc) = &def.check_kernel {
         let drawn = |j: &usize| draws.args.contains(j);
-        let Scratch {
-            reference: kept,
-            reference_draws,
-            ..
-        } = scratch;
+        let reference_draws = &scratch.reference_draws;
         // Enqueued ahead of the reference kernel, whose wait covers it.
         let fill = |theirs: &Buffers| -> Result<(), Failure> {
             let mut table = reference_draws.borrow_mut();
@@ -141,7 +136,7 @@ fn check_against(
                 .collect(),
             fill: Some(&fill),
             sample: Some(sample_seed),
-            kept: Some(kept),
+            kept: Some(&mut s.reference_buffers.borrow_mut()),
         };
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
         return against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
