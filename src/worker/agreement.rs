@@ -32,6 +32,11 @@ pub fn compare(
     let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
     let tally = tally_on_every_core(ranges, |range| {
         let mut tally = Tally::default();
+        // Most pieces of a right output match their reference bit for bit: a byte compare
+        // finds them at memory speed (element by element took 19 ns an int on a 2-core host).
+        if got.identical(want, &range) {
+            return tally;
+        }
         for i in range {
             tally.add(i, got, want, (rtol, atol));
         }
@@ -119,8 +124,22 @@ impl Tally {
     /// Element `i` of `got` against `want`'s, within `atol + rtol * |want|`.
     fn add(&mut self, i: usize, got: &HostBuffer, want: &HostBuffer, (rtol, atol): (f64, f64)) {
         let (g, w) = (got.f64_at(i), want.f64_at(i));
-        let (abs, within) = match (got.int_at(i), want.int_at(i)) {
-            (Some(gi), Some(wi)) => {
+        // Integers exactly, as stored (no detour through f64); the i128 arithmetic below is
+        // slow, and an element equal to its reference (most of them) needs none.
+        let ints = match got.dtype.is_float() {
+            true => None,
+            false => got.int_at(i).zip(want.int_at(i)),
+        };
+        let equal = match ints {
+            Some((gi, wi)) => gi == wi,
+            // Infinities alike are equal; a NaN equals nothing.
+            None => g == w,
+        };
+        if equal {
+            return;
+        }
+        let (abs, within) = match ints {
+            Some((gi, wi)) => {
                 let abs = gi.abs_diff(wi) as f64;
                 (abs, abs <= atol + rtol * wi.unsigned_abs() as f64)
             }
@@ -195,6 +214,29 @@ mod tests {
 
     fn f32_bytes(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn identical_bytes_pass_at_once_but_a_nan_on_both_sides_fails() {
+        let want = f32_bytes(&[1.0, 2.0, f32::INFINITY, 4.0]);
+        let view = |bytes| HostBuffer {
+            name: "C",
+            dtype: Dtype::F32,
+            bytes,
+        };
+        let same = compare(&view(&want), &view(&want), (1e-5, 1e-6), None).unwrap();
+        assert!(same.contains("max abs error 0.000e0"), "{same}");
+        let nan = f32_bytes(&[1.0, f32::NAN, 3.0, 4.0]);
+        let err = compare(&view(&nan), &view(&nan), (1e-5, 1e-6), None).unwrap_err();
+        assert!(err.message.contains("1 outside"), "{}", err.message);
+        let ints: Vec<u8> = [7i32, -3, 9].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let int = |bytes| HostBuffer {
+            name: "H",
+            dtype: Dtype::I32,
+            bytes,
+        };
+        let same = compare(&int(&ints), &int(&ints), (0.0, 0.0), None).unwrap();
+        assert!(same.contains("all 3 elements equal"), "{same}");
     }
 
     #[test]

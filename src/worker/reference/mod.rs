@@ -40,6 +40,16 @@ impl HostBuffer<'_> {
         self.bytes.len() / self.dtype.size()
     }
 
+    /// Whether elements `range` hold the same bytes as `other`'s, and so equal values: none
+    /// a NaN (which equals nothing, itself included).
+    pub(super) fn identical(&self, other: &HostBuffer, range: &std::ops::Range<usize>) -> bool {
+        let s = self.dtype.size();
+        let span = range.start * s..range.end * s;
+        let mine = self.bytes.get(span.clone());
+        let same = mine.is_some() && mine == other.bytes.get(span);
+        same && !(self.dtype.is_float() && range.clone().any(|i| self.f64_at(i).is_nan()))
+    }
+
     /// Whether element `i` still holds the poison its buffer was filled with before the
     /// checked launch: the kernel never wrote it.
     pub(super) fn poisoned(&self, i: usize) -> bool {
