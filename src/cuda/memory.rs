@@ -303,12 +303,40 @@ impl DeviceBuffer {
             }
             return Ok(out);
         }
+        // The ranges gathered on the device into one staging buffer by copies enqueued back
+        // to back, then read back in one: a synchronous copy per range took 15-30 µs each
+        // (a sampled check of 16 stretches of two buffers, 0.5 ms on an H200).
+        let total: usize = ranges.iter().map(|r| r.len()).sum();
+        let staging = DeviceBuffer::alloc(total)?;
+        let mut at = 0;
         for r in ranges {
-            // SAFETY: the range lies within both the buffer and out (checked above), and
-            // the buffer is live for the copy: device memory, or managed or mapped memory
-            // reached by the same unified address (a GiB of it is not read for a sample).
-            unsafe { result::memcpy_dtoh_sync(&mut out[r.clone()], self.ptr + r.start as u64) }
+            // SAFETY: the range lies within the buffer (checked above) and [at, at + len)
+            // within the staging buffer of all the ranges' bytes; both are live for the
+            // copy (the staging buffer is freed by a synchronizing cuMemFree). The source is
+            // device memory, or managed or mapped memory reached by the same unified
+            // address (a GiB of it is not read for a sample).
+            unsafe {
+                result::memcpy_dtod_async(
+                    staging.ptr + at as u64,
+                    self.ptr + r.start as u64,
+                    r.len(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .during("cuMemcpyDtoDAsync")?;
+            at += r.len();
+        }
+        let mut gathered = vec![0u8; total];
+        if total > 0 {
+            // SAFETY: `gathered` holds exactly the staging buffer's bytes; the copy waits on
+            // the stream the gathering copies were enqueued on.
+            unsafe { result::memcpy_dtoh_sync(&mut gathered, staging.ptr) }
                 .during("cuMemcpyDtoH")?;
+        }
+        let mut at = 0;
+        for r in ranges {
+            out[r.clone()].copy_from_slice(&gathered[at..at + r.len()]);
+            at += r.len();
         }
         Ok(out)
     }
