@@ -310,11 +310,10 @@ impl DeviceBuffer {
         let staging = DeviceBuffer::alloc(total)?;
         let mut at = 0;
         for r in ranges {
-            // SAFETY: the range lies within the buffer (checked above) and [at, at + len)
-            // within the staging buffer of all the ranges' bytes; both are live for the
-            // copy (the staging buffer is freed by a synchronizing cuMemFree). The source is
-            // device memory, or managed or mapped memory reached by the same unified
-            // address (a GiB of it is not read for a sample).
+            // Device memory, or managed or mapped memory by the same unified address.
+            // SAFETY: the range lies within the buffer (checked above), [at, at + len)
+            // within the staging buffer of all the ranges' bytes; both live for the copy
+            // (the staging buffer is freed by a synchronizing cuMemFree).
             unsafe {
                 result::memcpy_dtod_async(
                     staging.ptr + at as u64,
