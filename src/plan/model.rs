@@ -58,6 +58,10 @@ const FULL_REFERENCE_S: f64 = 0.1e-9;
 const SAMPLED_REFERENCE_S: f64 = 0.7e-9;
 /// Elements of the matmul reference's output compared beyond 512 x 512 (a sample).
 const SAMPLED_ELEMENTS: f64 = 4096.0;
+/// An audit's re-check against a reference kernel compares an output of more elements than
+/// this at a sample of this many (`worker::agreement::sample`: 16 stretches of 1024).
+const SAMPLED_ABOVE: f64 = 65536.0;
+const AUDIT_SAMPLE: f64 = 16384.0;
 /// Nsight Compute's profiling of each launch of the kernel (accuracy: 20-24 ms a launch).
 const PROFILED_LAUNCH_S: f64 = 0.02;
 /// A launch in a counter pass: Nsight Compute's replay of it for each group of counters,
@@ -145,8 +149,8 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     if exp.telemetry.clock_probe {
         work_s += PROBE_S;
     }
-    // Drawn once per point and run, and again for the audit; written by the host into
-    // managed and mapped buffers for every cell run.
+    // Drawn once per point and run (the audit draws its own on the GPU); written by the
+    // host into managed and mapped buffers for every cell run.
     let mut per_point_s = 0.0;
     let draw = draw_seconds(spec);
     match host_written(spec) {
@@ -154,9 +158,9 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
         false => per_point_s += draw,
     }
     if let Some(kernel) = kernel.filter(|_| checked) {
-        let (check_s, reference_s) = check_seconds(exp, kernel, c);
-        work_s += 2.0 * check_s;
-        per_point_s += reference_s + draw;
+        let (check_s, audit_s, reference_s) = check_seconds(exp, kernel, c);
+        work_s += check_s + audit_s;
+        per_point_s += reference_s;
     }
     let counted_s = match k.counters.wanted() && c.role == Role::Measure {
         true => {
@@ -247,27 +251,43 @@ fn launch_seconds(exp: &Experiment, spec: &LaunchSpec, kernel: Option<&Kernel>) 
 
 /// A check's cost per check (outputs downloaded and compared; a `copy` check compares on
 /// the GPU), and its CPU reference's once per point.
-fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64) {
+fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64, f64) {
     let spec = &c.launch;
     if let (Some(reference), Some(kc)) = (&c.reference_launch, &kernel.check_kernel) {
-        let outputs: f64 = kc.outputs.iter().map(|&o| elements(spec, o)).sum();
+        let each: Vec<f64> = kc.outputs.iter().map(|&o| elements(spec, o)).collect();
         let theirs = launch_seconds(exp, reference, Some(&exp.kernels[kc.kernel])).0;
         let buffers = reference.device_bytes() as f64 * BUFFER_S_PER_BYTE;
-        return (outputs * KERNEL_CHECK_S + theirs + buffers, 0.0);
+        let full: f64 = each.iter().sum();
+        // The audit's re-check compares a sample of a large output, on the check's buffers.
+        let sampled: f64 = (each.iter())
+            .map(|&n| if n > SAMPLED_ABOVE { AUDIT_SAMPLE } else { n })
+            .sum();
+        let check = full * KERNEL_CHECK_S + theirs + buffers;
+        return (check, sampled * KERNEL_CHECK_S + theirs, 0.0);
     }
     let Some(check) = &kernel.check else {
-        return (0.0, 0.0);
+        return (0.0, 0.0, 0.0);
     };
     if check.reference == "copy" {
-        return (bytes(spec, check.output) / dram(exp), 0.0);
+        let s = bytes(spec, check.output) / dram(exp);
+        return (s, s, 0.0);
     }
     let [m, k, n] = match spec.check_dims[..] {
         [m, k, n] => [m as f64, k as f64, n as f64],
-        _ => return (elements(spec, check.output) * CPU_CHECK_S, 0.0),
+        _ => {
+            let s = elements(spec, check.output) * CPU_CHECK_S;
+            return (s, s, 0.0);
+        }
     };
+    // The audit's matmul reference runs on the GPU at a sample of cells.
     match m * n <= 512.0 * 512.0 {
-        true => (m * n * CPU_CHECK_S, m * n * k * FULL_REFERENCE_S),
+        true => (
+            m * n * CPU_CHECK_S,
+            SAMPLED_ELEMENTS * CPU_CHECK_S,
+            m * n * k * FULL_REFERENCE_S,
+        ),
         false => (
+            SAMPLED_ELEMENTS * CPU_CHECK_S,
             SAMPLED_ELEMENTS * CPU_CHECK_S,
             SAMPLED_ELEMENTS * k * SAMPLED_REFERENCE_S,
         ),
