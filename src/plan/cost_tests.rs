@@ -96,7 +96,7 @@ fn a_probed_kernel_counts_at_its_probed_time_and_the_plan_gives_the_probes_range
     let text = describe(&e, &plan, &HashMap::new(), &probed, Shown::default());
     assert!(
         text.contains("the kernels' launches 12.1 s as the probe timed them")
-            && text.contains("first runs took 0.67 to 1.5 times what it said: 8.3 s to 18.5 s"),
+            && text.contains("first runs took 0.65 to 1.5 times what it said: 8.0 s to 18.5 s"),
         "{text}"
     );
     // A cell the probe could not time is modelled, and the plan says which range holds.

@@ -50,7 +50,7 @@ fn the_probed_estimate_holds_its_range_of_each_first_run() {
         .collect();
     names.sort();
     let read = |part: &str| std::fs::read_to_string(Path::new(DIR).join(part)).unwrap();
-    let mut table = String::from("| experiment | plan | plan --probe | first run | run / plan | run / probed | probe took |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    let mut table = String::from("| experiment | GPU | commit | plan | plan --probe | first run | run / plan | run / probed | probe took |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
     let mut rows = 0;
     for name in &names {
         let path = format!("experiments/{name}.toml");
@@ -86,9 +86,13 @@ fn the_probed_estimate_holds_its_range_of_each_first_run() {
         let took = (probe_output.lines())
             .find_map(|l| l.split(" on the device in ").nth(1))
             .unwrap_or("–");
+        let gpu = run["device"]["name"].as_str().unwrap_or("–");
+        let commit: String = (run["git"]["commit"].as_str().unwrap_or("–").chars())
+            .take(7)
+            .collect();
         let _ = writeln!(
             table,
-            "| {name} | {model:.1} s | {probed:.1} s | {ran:.1} s | {:.2} | {:.2} | {took} |",
+            "| {name} | {gpu} | {commit} | {model:.1} s | {probed:.1} s | {ran:.1} s | {:.2} | {:.2} | {took} |",
             ran / model,
             ran / probed
         );
