@@ -97,6 +97,27 @@ fn plan_names_a_steps_entry_as_the_sweep_renders_it() {
     assert!(text.contains(line), "no line {line:?} in:\n{text}");
 }
 
+/// `plan` names what a kernel's declared work counts against: the FLOPs' type and its
+/// peak (saying where the type is the default), and DRAM's peak for its bytes.
+#[test]
+fn plan_shows_the_type_and_peak_a_kernels_flops_and_bytes_count_against() {
+    let plain = softmax_by_type().replacen(
+        "args = [",
+        "flops = \"64 * cols\"\nbytes = \"128 * cols\"\nargs = [",
+        1,
+    );
+    let tensor = plain.replacen("flops = ", "flops_type = \"tensor-bf16\"\nflops = ", 1);
+    for (text, line) in [
+        (&plain, "    peaks on an assumed H100: flops as FP32 (the default; set `flops_type` for another unit): 66.91 TFLOP/s at 1980 MHz; bytes against DRAM: 3352 GB/s"),
+        (&tensor, "    peaks on an assumed H100: flops as BF16 tensor-core (dense) (its `flops_type`): 1071 TFLOP/s at 1980 MHz; bytes against DRAM: 3352 GB/s"),
+    ] {
+        let (_dir, path) = write_experiment("softmax.toml", text);
+        let out = run(&["plan", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stdout(&out).contains(line), "no line {line:?} in:\n{}", stdout(&out));
+    }
+}
+
 /// A `libnvrtc.so` that lacks NVRTC's functions (another version's, or another library
 /// under its name) is named with what it lacks and the fix: exit 1, no panic.
 #[test]

@@ -218,6 +218,75 @@ mod tests {
         assert_eq!(tensor("tensor-f16").name(), "FP16 tensor-core (dense)");
     }
 
+    /// `docs/peaks.md`: every peak the runner knows, per SM per clock by compute capability,
+    /// as `flops_type` names them, made from the tables above (`UPDATE_DOCS=1 cargo test
+    /// peaks_table` writes it again).
+    #[test]
+    fn the_peaks_table_in_the_docs_is_the_codes() {
+        let ccs = [(8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)];
+        let mut types: Vec<(&str, FlopsType)> = ["f64", "f32", "f16", "bf16"]
+            .iter()
+            .map(|t| (*t, FlopsType::parse(t).unwrap()))
+            .collect();
+        for t in [
+            "tensor-f16",
+            "tensor-bf16",
+            "tensor-tf32",
+            "tensor-e4m3",
+            "tensor-e5m2",
+            "tensor-i8",
+        ] {
+            types.push((t, FlopsType::parse(t).unwrap()));
+        }
+        let per_clock = |t: FlopsType, cc| t.peak(cc, 1, 1).map(|p| p / 1e6);
+        let mut out = String::from(
+            "# Peaks the runner knows\n\n\
+             Operations per SM per clock (a multiply-add counts two), by `flops_type` and compute\n\
+             capability: multiply by the SM count and the SM clock for a device's peak, as reports\n\
+             do at the driver's maximum clock. CUDA cores: the CUDA C++ Programming Guide's\n\
+             arithmetic-instructions throughput table. Tensor cores, dense: NVIDIA's data sheets'\n\
+             peaks over their SMs and quoted clocks (A100 for 8.0, L40S for 8.9, H100 SXM for 9.0,\n\
+             B200 for 10.0, RTX PRO 6000 Blackwell for 12.0). `–`: not known, so no share of a peak\n\
+             is given. A reading above its type's peak means the kernel ran on another unit (set\n\
+             `flops_type`) or declares more FLOPs than it does. Made from `src/experiment/rates.rs`\n\
+             (`UPDATE_DOCS=1 cargo test peaks_table`).\n\n",
+        );
+        let _ = std::fmt::Write::write_fmt(
+            &mut out,
+            format_args!(
+                "| flops_type | {} |\n|---|{}\n",
+                ccs.map(|(a, b)| format!("{a}.{b}")).join(" | "),
+                "---:|".repeat(ccs.len())
+            ),
+        );
+        for (key, t) in &types {
+            let cells: Vec<String> = (ccs.iter())
+                .map(|&cc| per_clock(*t, cc).map_or("–".into(), |v| format!("{v:.0}")))
+                .collect();
+            out.push_str(&format!(
+                "| `{key}` ({}) | {} |\n",
+                t.name(),
+                cells.join(" | ")
+            ));
+        }
+        let most: Vec<String> = (ccs.iter())
+            .map(|&cc| ops_per_sm_clock(cc).map_or("–".into(), |v| format!("{v:.0}")))
+            .collect();
+        out.push_str(&format!(
+            "| any type, any unit (2:4 sparse; the ceiling for impossible readings) | {} |\n",
+            most.join(" | ")
+        ));
+        let path = std::path::Path::new("docs/peaks.md");
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, &out).unwrap();
+        }
+        let kept = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(
+            kept, out,
+            "docs/peaks.md is stale: UPDATE_DOCS=1 cargo test peaks_table"
+        );
+    }
+
     #[test]
     fn the_assumed_h100_has_its_data_sheets_peaks() {
         let h100 = DeviceFacts::nominal();

@@ -74,6 +74,9 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
         at(&|p| work(k.launches[p].bytes, |b| bytes_text(b as u64))),
         at(&|p| work(k.launches[p].flops, flops_text))
     );
+    if let Some(line) = peaks(exp, k) {
+        let _ = writeln!(out, "    {line}");
+    }
     let _ = writeln!(out, "    check: {}", check(exp, k));
     if let Some(names) = &k.only_variants {
         let _ = writeln!(
@@ -89,6 +92,40 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
     if !skipped.is_empty() {
         let _ = writeln!(out, "    skipped at: {} (its `skip`)", skipped.join("; "));
     }
+}
+
+/// What the kernel's declared work is counted against: its FLOPs' type (`flops_type`) and
+/// that type's peak, its bytes against DRAM's, on the device the plan checked against (the
+/// report's shares of peak use the same); None where it declares neither.
+fn peaks(exp: &Experiment, k: &Kernel) -> Option<String> {
+    let flops = k.launches.iter().any(|l| l.flops.is_some());
+    let bytes = k.launches.iter().any(|l| l.bytes.is_some());
+    let device = match exp.facts.assumed {
+        true => "an assumed H100",
+        false => "this device",
+    };
+    let mhz = exp.facts.sm_clock_max_mhz;
+    let mut parts = Vec::new();
+    if flops {
+        let t = k.flops_type.unwrap_or_default();
+        let how = match k.flops_type {
+            Some(_) => "its `flops_type`",
+            None => "the default; set `flops_type` for another unit",
+        };
+        let peak = match exp.facts.flops_peak(t) {
+            Some(p) => format!("{} TFLOP/s at {mhz} MHz", significant(p / 1e12, 4)),
+            None => "no peak known for this compute capability".to_string(),
+        };
+        parts.push(format!("flops as {} ({how}): {peak}", t.name()));
+    }
+    if bytes {
+        let peak = match exp.facts.dram_peak() {
+            Some(p) => format!("{} GB/s", significant(p / 1e9, 4)),
+            None => "no peak known (memory bus not given)".to_string(),
+        };
+        parts.push(format!("bytes against DRAM: {peak}"));
+    }
+    (!parts.is_empty()).then(|| format!("peaks on {device}: {}", parts.join("; ")))
 }
 
 /// `f` of each of the kernel's points, a value that differs by point written by point.

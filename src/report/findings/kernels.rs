@@ -83,6 +83,10 @@ pub(super) fn peak(p: &Peak) -> String {
         PeakOf::Bytes { host_link: false } if !p.dram_bound => {
             "; at no trusted point must all its bytes cross DRAM (buffers within twice the L2, or bytes read more than once), so caches serve part of them"
         }
+        // Above a unit's peak: the work ran on another unit, or is overstated.
+        PeakOf::Flops(_) if p.share() > 1.0 => {
+            "; above that peak, so the kernel runs on other units than its `flops_type` says (tensor cores? declare their type: docs/peaks.md) or declares more FLOPs than it does"
+        }
         _ => "",
     };
     format!(
@@ -143,6 +147,7 @@ fn si(v: f64, unit: &str) -> String {
 mod tests {
     use super::super::tests::reading;
     use super::*;
+    use crate::experiment::rates::FlopsType;
 
     fn pair(id: &str, ns: f64, baseline: f64) -> (crate::analysis::findings::Reading, f64) {
         (reading(id, ns, Some(baseline)), baseline / ns)
@@ -189,6 +194,17 @@ mod tests {
             peak(&p),
             "`saxpy` reaches 2990 GB/s, 89% of the 3352 GB/s DRAM peak, at n=4096 (hot): 201.3 MB in 67.33 µs; at no trusted point must all its bytes cross DRAM (buffers within twice the L2, or bytes read more than once), so caches serve part of them."
         );
+        // A WMMA GEMM left at the default FP32 type reads above the CUDA cores' peak.
+        let wmma = Peak {
+            at: reading("wmma/n=4096/hot", 1_000_000.0, None),
+            work: PeakOf::Flops(FlopsType::default()),
+            amount: 137.4e9,
+            rate: 137.4e9 / 1e-3,
+            peak: 66.91e12,
+            dram_bound: false,
+        };
+        assert!(peak(&wmma).contains("205% of the 66.91 TFLOP/s FP32 peak"));
+        assert!(peak(&wmma).contains("declare their type: docs/peaks.md"));
         let mut b = Best {
             kernel: "copy".into(),
             param: "block".into(),
