@@ -478,6 +478,38 @@ fn launch_limits_are_checked_against_the_device() {
         let err = plan_error(&text);
         assert!(err.contains(says), "{says} in {err}");
         assert!(err.contains("an assumed H100"), "{err}");
+        // A value over a limit is no expression's fault: its hint is the limit's (a length
+        // of 2.5 is the expression's: integer division is `//`).
+        let of_expression = says == "not a whole number";
+        assert_eq!(err.contains("expressions may use"), of_expression, "{err}");
+    }
+}
+
+/// Each failure's hint fits it: an expression that fails names what expressions may use, a
+/// launch over the device's limits how to keep within them, an init its buffer's type.
+#[test]
+fn a_launch_error_hints_at_its_own_fix() {
+    for (from, to, hint) in [
+        (
+            "block = [32, 32]",
+            "block = [2048]",
+            "keep it within the limit there (e.g. \"1024 if n > 1024 else n\")",
+        ),
+        (
+            "grid = [\"(n + 31) // 32\", \"(n + 31) // 32\"]",
+            "grid = [\"(n + 31) // tile\", \"(n + 31) // 32\"]",
+            "expressions may use the sweep parameters and device facts",
+        ),
+        (
+            "init = \"uniform(0, 100)\" },",
+            "init = \"uniform(0, 1e40)\" },",
+            "an init's values must fit its buffer's type",
+        ),
+    ] {
+        let text = good().replacen(from, to, 1);
+        assert_ne!(text, good(), "{from}");
+        let err = plan_error(&text);
+        assert!(err.contains(hint), "{hint} in {err}");
     }
 }
 

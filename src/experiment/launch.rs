@@ -104,6 +104,34 @@ pub enum Part {
     Whole,
 }
 
+/// A launch that cannot be made at a point: where, what, and whether an expression failed
+/// (its fix: what expressions may use) or gave a value the device or a type cannot take
+/// (its fix: the limit the message names).
+#[derive(Debug)]
+pub struct Unmade {
+    pub part: Part,
+    pub why: BadValue,
+    pub expression: bool,
+}
+
+impl Unmade {
+    fn expression(part: Part, why: BadValue) -> Unmade {
+        Unmade {
+            part,
+            why,
+            expression: true,
+        }
+    }
+
+    fn limit(part: Part, why: BadValue) -> Unmade {
+        Unmade {
+            part,
+            why,
+            expression: false,
+        }
+    }
+}
+
 /// The written expressions of a kernel's launch.
 pub struct LaunchExprs<'a> {
     pub grid: &'a [NumExpr],
@@ -118,9 +146,11 @@ pub fn evaluate(
     e: &LaunchExprs,
     point: &super::Point,
     facts: &DeviceFacts,
-) -> Result<LaunchSpec, (Part, BadValue)> {
+) -> Result<LaunchSpec, Unmade> {
     let scope = super::scope(point, facts);
-    let int = |x: &NumExpr, part: Part| expr::eval_int(x, &scope).map_err(|m| (part, m));
+    let int = |x: &NumExpr, part: Part| {
+        expr::eval_int(x, &scope).map_err(|m| Unmade::expression(part, m))
+    };
     let ints = |exprs: &[NumExpr], part: fn(usize) -> Part| {
         exprs
             .iter()
@@ -144,7 +174,7 @@ pub fn evaluate(
         .enumerate()
         .map(|(i, d)| match int(d, Part::CheckDim(i))? {
             v if v >= 1 => Ok(v),
-            v => Err((
+            v => Err(Unmade::limit(
                 Part::CheckDim(i),
                 BadValue(format!("a check dimension is {v}, not positive")),
             )),
@@ -165,7 +195,7 @@ pub fn evaluate(
         steps: vec![],
     };
     if spec.device_bytes() > facts.mem_bytes as u64 {
-        return Err((
+        return Err(Unmade::limit(
             Part::Whole,
             BadValue(format!(
                 "its buffers need {} bytes of device memory, more than the device's {}",
@@ -179,12 +209,7 @@ pub fn evaluate(
 
 /// Argument `i`, `a`, at one point: a buffer's type, init and length, or a scalar's value
 /// encoded in its type.
-fn arg_at(
-    a: &Arg,
-    i: usize,
-    scope: &Scope,
-    facts: &DeviceFacts,
-) -> Result<ArgValue, (Part, BadValue)> {
+fn arg_at(a: &Arg, i: usize, scope: &Scope, facts: &DeviceFacts) -> Result<ArgValue, Unmade> {
     Ok(match &a.kind {
         ArgKind::Buffer {
             dtype,
@@ -192,13 +217,15 @@ fn arg_at(
             init,
             memory,
         } => {
-            let dtype = &dtype.at(scope).map_err(|m| (Part::Arg(i), m))?;
-            let init = &init
+            let dtype = &dtype
                 .at(scope)
-                .map_err(|m| (Part::Init(i), BadValue(format!("buffer `{}`: {m}", a.name))))?;
-            let n = expr::eval_int(len, scope).map_err(|m| (Part::Arg(i), m))?;
+                .map_err(|m| Unmade::expression(Part::Arg(i), m))?;
+            let init = &init.at(scope).map_err(|m| {
+                Unmade::expression(Part::Init(i), BadValue(format!("buffer `{}`: {m}", a.name)))
+            })?;
+            let n = expr::eval_int(len, scope).map_err(|m| Unmade::expression(Part::Arg(i), m))?;
             let len = usize::try_from(n).map_err(|_| {
-                (
+                Unmade::limit(
                     Part::Arg(i),
                     BadValue(format!("buffer `{}` has a negative length {n}", a.name)),
                 )
@@ -212,12 +239,16 @@ fn arg_at(
             }
         }
         ArgKind::Scalar { dtype, value } => {
-            let dtype = &dtype.at(scope).map_err(|m| (Part::Arg(i), m))?;
-            let v = expr::eval_exact(value, scope).map_err(|m| (Part::Arg(i), m))?;
+            let dtype = &dtype
+                .at(scope)
+                .map_err(|m| Unmade::expression(Part::Arg(i), m))?;
+            let v =
+                expr::eval_exact(value, scope).map_err(|m| Unmade::expression(Part::Arg(i), m))?;
             ArgValue::Scalar {
                 dtype: *dtype,
-                bytes: super::scalar::encode(*dtype, v)
-                    .map_err(|m| (Part::Arg(i), BadValue(format!("scalar `{}`: {m}", a.name))))?,
+                bytes: super::scalar::encode(*dtype, v).map_err(|m| {
+                    Unmade::limit(Part::Arg(i), BadValue(format!("scalar `{}`: {m}", a.name)))
+                })?,
             }
         }
     })
@@ -232,14 +263,14 @@ fn buffer_fits(
     init: &Init,
     len: usize,
     facts: &DeviceFacts,
-) -> Result<(), (Part, BadValue)> {
+) -> Result<(), Unmade> {
     if let Init::Chase(_) = init {
         // The chase stores indices: an integer type that holds the last one.
         let fits = dtype
             .int_range()
             .is_some_and(|(_, hi)| (len as i128).saturating_sub(1) <= hi);
         if !fits {
-            return Err((
+            return Err(Unmade::limit(
                 Part::Init(i),
                 BadValue(format!("buffer `{name}`: a chase of {len} elements needs an integer type that holds index {}, not {}", len.saturating_sub(1), dtype.key())),
             ));
@@ -247,7 +278,7 @@ fn buffer_fits(
     }
     if let Init::Reset(v) = init {
         reset_memset(dtype, *v).map_err(|m| {
-            (
+            Unmade::limit(
                 Part::Init(i),
                 BadValue(format!("buffer `{name}`: reset {m}")),
             )
@@ -258,7 +289,7 @@ fn buffer_fits(
         .extremes(len, dtype)
         .filter(|(lo, hi)| !(lo.is_finite() && hi.is_finite() && *lo >= lowest && *hi <= highest))
     {
-        return Err((
+        return Err(Unmade::limit(
             Part::Init(i),
             BadValue(format!(
                 "buffer `{name}`: its init writes values from {} to {}, beyond what {} holds ({} to {})",
@@ -271,7 +302,7 @@ fn buffer_fits(
         ));
     }
     if (len as u128) * (dtype.size() as u128) > facts.mem_bytes as u128 {
-        return Err((
+        return Err(Unmade::limit(
             Part::Arg(i),
             BadValue(format!(
                 "buffer `{name}` of {len} elements is larger than the device's memory"
@@ -283,11 +314,7 @@ fn buffer_fits(
 
 /// The managed buffers together fit in the device's memory (a shared GPU can stall beyond
 /// it); an error names the first managed one of the `declared` arguments.
-fn managed_fits(
-    declared: &[Arg],
-    args: &[ArgValue],
-    facts: &DeviceFacts,
-) -> Result<(), (Part, BadValue)> {
+fn managed_fits(declared: &[Arg], args: &[ArgValue], facts: &DeviceFacts) -> Result<(), Unmade> {
     let managed = super::arg::managed_bytes(args);
     if managed > facts.mem_bytes as u128 {
         let first = declared
@@ -302,7 +329,7 @@ fn managed_fits(
                 )
             })
             .unwrap_or(0);
-        return Err((
+        return Err(Unmade::limit(
             Part::Arg(first),
             BadValue(format!("the managed buffers take {managed} bytes together, more than the device's memory (a run also refuses more than the card has free): managed memory beyond it can stall a shared GPU")),
         ));
@@ -319,12 +346,12 @@ pub fn launch_shape(
     block: &[i64],
     shared: i64,
     facts: &DeviceFacts,
-) -> Result<Shape, (Part, BadValue)> {
+) -> Result<Shape, Unmade> {
     let dims = |values: &[i64], what: &str, max: [i64; 3], part: fn(usize) -> Part| {
         let mut d = [1u32; 3];
         for (i, &v) in values.iter().enumerate() {
             if v < 1 || v > max[i] {
-                return Err((
+                return Err(Unmade::limit(
                     part(i),
                     BadValue(format!(
                         "{what} dimension {} is {v}, but the device allows 1 to {}",
@@ -341,7 +368,7 @@ pub fn launch_shape(
     let block = dims(block, "block", facts.max_block, Part::Block)?;
     let threads: i64 = block.iter().map(|&b| i64::from(b)).product();
     if threads > facts.max_threads_per_block {
-        return Err((
+        return Err(Unmade::limit(
             Part::Block(0),
             BadValue(format!(
                 "a block of {threads} threads is more than the device's {} per block",
@@ -350,7 +377,7 @@ pub fn launch_shape(
         ));
     }
     if shared < 0 || shared > facts.max_shared_bytes {
-        return Err((
+        return Err(Unmade::limit(
             Part::Shared,
             BadValue(format!(
                 "shared_bytes is {shared}, but a block may have 0 to {} bytes of dynamic shared memory",
@@ -400,7 +427,7 @@ mod tests {
     use crate::experiment::arg::{InitSpec, TypeSpec};
     use crate::experiment::schema::Dtype;
 
-    fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, (Part, BadValue)> {
+    fn spec(block: [i64; 3], shared: i64, scalar: NumExpr) -> Result<LaunchSpec, Unmade> {
         let args = [
             Arg {
                 name: "x".into(),
@@ -450,18 +477,21 @@ mod tests {
     #[test]
     fn limits_and_overflowing_scalars_are_errors() {
         assert_eq!(
-            spec([2048, 1, 1], 0, NumExpr::Int(1)).unwrap_err().0,
+            spec([2048, 1, 1], 0, NumExpr::Int(1)).unwrap_err().part,
             Part::Block(0)
         );
         assert_eq!(
-            spec([64, 32, 1], 0, NumExpr::Int(1)).unwrap_err().0,
+            spec([64, 32, 1], 0, NumExpr::Int(1)).unwrap_err().part,
             Part::Block(0)
         );
         assert_eq!(
-            spec([1, 1, 1], 1_000_000, NumExpr::Int(1)).unwrap_err().0,
+            spec([1, 1, 1], 1_000_000, NumExpr::Int(1))
+                .unwrap_err()
+                .part,
             Part::Shared
         );
-        let (part, msg) = spec([1, 1, 1], 0, NumExpr::Expr("2 ** 32".into())).unwrap_err();
+        let Unmade { part, why: msg, .. } =
+            spec([1, 1, 1], 0, NumExpr::Expr("2 ** 32".into())).unwrap_err();
         assert_eq!(part, Part::Arg(1));
         assert!(msg.0.contains("does not fit i32"), "{msg}");
         assert!(spec([1, 1, 1], 0, NumExpr::Float(0.5)).is_err());

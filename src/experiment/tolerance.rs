@@ -31,7 +31,9 @@ impl ToleranceSpec {
         };
         match v.is_finite() && v >= 0.0 {
             true => Ok(v),
-            false => Err(BadValue(format!("{v} is not a tolerance"))),
+            false => Err(BadValue(format!(
+                "{v} is not a tolerance: give a finite number, 0 or more (rtol and tolerance are fractions, 1e-3 for 0.1%; atol is in the output's units)"
+            ))),
         }
     }
 }

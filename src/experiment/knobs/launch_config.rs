@@ -68,13 +68,13 @@ impl Knob for LaunchConfig {
             shared.unwrap_or(0),
             layer.facts,
         )
-        .map_err(|(part, m)| {
-            let key = match part {
+        .map_err(|u| {
+            let key = match u.part {
                 Part::Grid(_) => "grid",
                 Part::Block(_) => "block",
                 _ => "shared_bytes",
             };
-            layer.err_at(key, m)
+            layer.err_at(key, u.why)
         })?;
         Ok(LaunchConfig {
             grid: grid.map(|_| g),

@@ -66,7 +66,7 @@ impl Validator<'_> {
                     .with_hint("e.g. bytes = \"size\" with size = \"2^12..2^30\""));
             }
             let mut spec = kernel::evaluate(&exprs, p, self.facts)
-                .map_err(|(_, m)| self.err(&rc.bytes, format!("{m} {}", self.at_point(p))))?;
+                .map_err(|u| self.err(&rc.bytes, format!("{} {}", u.why, self.at_point(p))))?;
             // GB/s counts what crosses the memory it is bound by: a copy within the device
             // reads and writes its DRAM.
             let within_device = !to.on_host() && !from.on_host();

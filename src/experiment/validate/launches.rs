@@ -103,17 +103,27 @@ impl Validator<'_> {
         dir: &Path,
     ) -> Result<LaunchSpec, ConfigError> {
         let scope = crate::experiment::scope(p, self.facts);
-        let mut spec = kernel::evaluate(exprs, p, self.facts).map_err(|(part, msg)| {
-            ConfigError::at(
+        let mut spec = kernel::evaluate(exprs, p, self.facts).map_err(|u| {
+            let error = ConfigError::at(
                 self.path,
                 self.text,
-                Some(part_span(rk, part)),
-                format!("{msg} {}", self.at_point(p)),
-            )
-            .with_hint(format!(
-                "expressions may use the sweep parameters and device facts: {}",
-                expr::names(&scope)
-            ))
+                Some(part_span(rk, u.part)),
+                format!("{} {}", u.why, self.at_point(p)),
+            );
+            // A value the device or a type cannot take says its limit; the names expressions
+            // may use help only an expression that failed.
+            match (u.expression, u.part) {
+                (true, _) => error.with_hint(format!(
+                    "expressions may use the sweep parameters and device facts: {}",
+                    expr::names(&scope)
+                )),
+                (false, Part::Init(_)) => error.with_hint(
+                    "an init's values must fit its buffer's type: narrow the range, or give the buffer a wider type",
+                ),
+                (false, _) => error.with_hint(
+                    "the value is checked at every sweep point: keep it within the limit there (e.g. \"1024 if n > 1024 else n\"), or leave those points out (`skip`)",
+                ),
+            }
         })?;
         if is_template(rk.entry.get_ref()) {
             spec.entry = self.rendered(&rk.entry, "entry", p, &scope)?;

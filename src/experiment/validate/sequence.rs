@@ -167,7 +167,7 @@ impl Validator<'_> {
             None => 0,
         };
         kernel::launch_shape(&ints(grid)?, &ints(block)?, shared, self.facts)
-            .map_err(|(_, m)| self.err(grid, format!("step at {}: {m}", point_label(p))))
+            .map_err(|u| self.err(grid, format!("step at {}: {}", point_label(p), u.why)))
     }
 
     /// Refuses pageable host memory where a kernel would read it: only copies reach it.
