@@ -65,10 +65,7 @@ pub fn build(
     let mut tables = Vec::new();
     let mut lines: Vec<Line> = pairs
         .iter()
-        .map(|(m, r)| Line {
-            name: format!("{m} vs {r}"),
-            points: vec![],
-        })
+        .map(|(m, r)| Line::plain(format!("{m} vs {r}"), vec![]))
         .collect();
     for (k, kernel) in exp.timed_kernels() {
         // One unit per table: the references' medians choose it.

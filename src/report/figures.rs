@@ -185,15 +185,24 @@ impl Panels {
         points: &[Point],
         variants: &[&str],
         value: impl Fn(usize, &str) -> Option<f64>,
+        band: impl Fn(usize, &str) -> Option<(f64, f64)>,
     ) -> Vec<(&str, Vec<Line>)> {
         (self.panels.iter())
             .map(|(panel, lines)| {
                 let lines = (lines.iter())
                     .flat_map(|(line, idx)| {
-                        variants.iter().map(|v| Line {
+                        let band = &band;
+                        let value = &value;
+                        variants.iter().map(move |v| Line {
                             name: Self::line_name(line, v, variants.len()),
                             points: (idx.iter())
                                 .filter_map(|&i| Some((self.x_of(points, i)?, value(i, v)?)))
+                                .collect(),
+                            band: (idx.iter())
+                                .filter_map(|&i| {
+                                    let (lo, hi) = band(i, v)?;
+                                    Some((self.x_of(points, i)?, lo, hi))
+                                })
                                 .collect(),
                         })
                     })
@@ -242,7 +251,13 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             continue;
         };
         let at = |variant: &str, p: &Point| a.median_at(k, p, variant);
-        let panels = layout.lines(points, &variants, |i, v| Some(at(v, &points[i])? / 1e3));
+        // Each median's interquartile range, as a band about its line.
+        let quartiles = |i: usize, v: &str| {
+            let stats = a.headline(a.run.plan.cell_at(k, &points[i], v)?)?;
+            Some((stats.p25 / 1e3, stats.p75 / 1e3))
+        };
+        let medians = |i: usize, v: &str| Some(at(v, &points[i])? / 1e3);
+        let panels = layout.lines(points, &variants, medians, quartiles);
         for (panel, medians) in panels {
             // A kernel of one parameter has a line per variant and nothing else.
             let (title_end, file_end) = match points[0].len() {
@@ -250,7 +265,8 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
                 _ => Panels::suffixes(panel),
             };
             let title = format!("{}: median{title_end}", kernel.name);
-            let svg = plots::lines(&title, &layout.x_label, "median (µs)", &medians, true)?;
+            let y = "median (µs), shaded: p25 to p75";
+            let svg = plots::lines(&title, &layout.x_label, y, &medians, true)?;
             let path = plot_path(&format!("{}-median{file_end}", kernel.name));
             add(&mut plots.medians, files, title, path, svg);
         }
@@ -261,17 +277,19 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             .report
             .differences
             .iter()
-            .map(|(v, b)| Line {
-                name: format!("{v} vs {b}"),
-                points: points
-                    .iter()
-                    .filter_map(|p| {
-                        Some((
-                            p[0].1.as_f64()?,
-                            (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
-                        ))
-                    })
-                    .collect(),
+            .map(|(v, b)| {
+                Line::plain(
+                    format!("{v} vs {b}"),
+                    points
+                        .iter()
+                        .filter_map(|p| {
+                            Some((
+                                p[0].1.as_f64()?,
+                                (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
+                            ))
+                        })
+                        .collect(),
+                )
             })
             .collect();
         let title = format!("{}: relative difference of the medians", kernel.name);
@@ -306,7 +324,7 @@ fn speedup_plots(
             let p = points.get(i).filter(|p| base.points.contains(p))?;
             Some(a.sound_median_at(b, p, v)? / a.sound_median_at(k, p, v)?)
         };
-        for (panel, lines) in layout.lines(points, &variants, faster) {
+        for (panel, lines) in layout.lines(points, &variants, faster, |_, _| None) {
             let (title_end, file_end) = Panels::suffixes(panel);
             let title = format!("{kernel} against {baseline}: times faster{title_end}");
             let svg = plots::lines(&title, &layout.x_label, "speed-up (x)", &lines, true)?;
@@ -369,15 +387,16 @@ fn probe_plot(
         .experiment
         .variants
         .iter()
-        .map(|v| Line {
-            name: v.name.clone(),
-            points: s
-                .records
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| s.plan.cells[r.cell].variant == v.name)
-                .filter_map(|(i, r)| Some((i as f64, r.probed_mhz()?)))
-                .collect(),
+        .map(|v| {
+            Line::plain(
+                v.name.clone(),
+                s.records
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| s.plan.cells[r.cell].variant == v.name)
+                    .filter_map(|(i, r)| Some((i as f64, r.probed_mhz()?)))
+                    .collect(),
+            )
         })
         .filter(|l| !l.points.is_empty())
         .collect();

@@ -63,8 +63,12 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), PlotErro
             let variants: Vec<&str> = exp.variants.iter().map(|v| v.name.as_str()).collect();
             if let Some(layout) = Panels::of(&kernel.points, variants.len()) {
                 let (points, launches) = (&kernel.points, &kernel.launches);
-                let panels =
-                    layout.lines(points, &variants, |i, v| value(&points[i], &launches[i], v));
+                let panels = layout.lines(
+                    points,
+                    &variants,
+                    |i, v| value(&points[i], &launches[i], v),
+                    |_, _| None,
+                );
                 for (panel, lines) in panels {
                     let xs: Vec<f64> = lines
                         .iter()

@@ -5,10 +5,23 @@ use crate::experiment::expr::significant;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
-/// A named line of (x, y) points.
+/// A named line of (x, y) points, with a band about it where given: (x, low, high), drawn
+/// as a shade of the line's colour (a median's interquartile range).
 pub struct Line {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    pub band: Vec<(f64, f64, f64)>,
+}
+
+impl Line {
+    /// A line without a band.
+    pub fn plain(name: String, points: Vec<(f64, f64)>) -> Line {
+        Line {
+            name,
+            points,
+            band: Vec::new(),
+        }
+    }
 }
 
 const SIZE: (u32, u32) = (900, 480);
@@ -26,10 +39,16 @@ macro_rules! draw_legend {
 }
 
 fn bounds(lines: &[Line]) -> Option<((f64, f64), (f64, f64))> {
-    let pts = lines
-        .iter()
-        .flat_map(|l| l.points.iter())
-        .filter(|(x, y)| x.is_finite() && y.is_finite());
+    let bands = |l: &Line| {
+        (l.band.iter())
+            .flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)])
+            .collect::<Vec<_>>()
+    };
+    let pts: Vec<(f64, f64)> = (lines.iter())
+        .flat_map(|l| l.points.iter().copied().chain(bands(l)))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    let pts = pts.iter();
     let (mut x0, mut x1, mut y0, mut y1) = (
         f64::INFINITY,
         f64::NEG_INFINITY,
@@ -136,6 +155,18 @@ pub fn lines(
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
                     let color = palette(i);
+                    // The band first, under the lines: its upper edge out, its lower back.
+                    if l.band.len() >= 2 {
+                        let edge: Vec<(f64, f64)> = (l.band.iter().map(|&(x, _, hi)| (x, hi)))
+                            .chain(l.band.iter().rev().map(|&(x, lo, _)| (x, lo)))
+                            .collect();
+                        chart
+                            .draw_series(std::iter::once(Polygon::new(
+                                edge,
+                                color.mix(0.18).filled(),
+                            )))
+                            .map_err(err)?;
+                    }
                     chart
                         .draw_series(LineSeries::new(
                             l.points.iter().copied(),
@@ -191,10 +222,7 @@ pub fn series(
     samples: &[(f64, f64)],
     clock: &[(f64, f64)],
 ) -> Result<String, PlotError> {
-    let all = [Line {
-        name: String::new(),
-        points: samples.to_vec(),
-    }];
+    let all = [Line::plain(String::new(), samples.to_vec())];
     let Some(((x0, x1), (y0, y1))) = bounds(&all) else {
         return Ok(String::new());
     };
@@ -430,10 +458,8 @@ mod tests {
 
     #[test]
     fn a_line_plot_is_an_svg_with_its_legend() {
-        let l = [Line {
-            name: "events".into(),
-            points: vec![(256.0, 17.0), (512.0, 51.0), (1024.0, 356.0)],
-        }];
+        let points = vec![(256.0, 17.0), (512.0, 51.0), (1024.0, 356.0)];
+        let l = [Line::plain("events".into(), points.clone())];
         let svg = lines("matmul", "n", "median (µs)", &l, false).unwrap();
         assert!(
             svg.starts_with("<svg") && svg.contains("events") && svg.contains("matmul"),
@@ -444,6 +470,14 @@ mod tests {
             lines("matmul", "n", "median (µs)", &l, false).unwrap(),
             "deterministic"
         );
+        // A band is one shaded polygon under its line, within the axes it widens.
+        let banded = [Line {
+            band: points.iter().map(|&(x, y)| (x, 0.9 * y, 1.2 * y)).collect(),
+            ..Line::plain("events".into(), points)
+        }];
+        let svg = lines("matmul", "n", "median (µs)", &banded, false).unwrap();
+        assert_eq!(svg.matches("<polygon").count(), 1, "{svg}");
+        assert!(bounds(&banded).unwrap().1 .1 >= 1.2 * 356.0);
     }
 
     #[test]
