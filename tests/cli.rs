@@ -542,3 +542,27 @@ fn plan_compile_compiles_with_nvrtc_where_it_is_installed_and_says_so_where_not(
         );
     }
 }
+
+/// Where kernels declare bytes and FLOPs, the report draws a roofline: each trusted cell at
+/// its intensity under DRAM's and its unit's roofs (the roofline suite: 13 points of work,
+/// its=0 left off the log axis, and a roof of three corners).
+#[test]
+fn a_roofline_plots_each_trusted_cell_of_declared_work_under_its_roofs() {
+    let root = tempfile::tempdir().unwrap();
+    let copy = root.path().join("roofline");
+    std::fs::create_dir(&copy).unwrap();
+    for f in std::fs::read_dir("reports/roofline").unwrap() {
+        let f = f.unwrap();
+        let name = f.file_name().into_string().unwrap();
+        if f.path().is_file() && !RENDERED.contains(&name.as_str()) {
+            std::fs::copy(f.path(), copy.join(&name)).unwrap();
+        }
+    }
+    let out = run(&["report", copy.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(copy.join("plots/roofline.svg")).unwrap();
+    assert_eq!(svg.matches("<circle").count(), 13 + 3, "{svg}");
+    assert!(svg.contains("roof: DRAM, FP64"), "{svg}");
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(report.contains("](plots/roofline.svg)"), "{report}");
+}

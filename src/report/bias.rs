@@ -142,7 +142,7 @@ pub fn build(
         "reference median (µs)",
         "bias (%)",
         &lines,
-        true,
+        plots::XScale::LogIfGeometric,
     )?;
     Ok((tables, (!svg.is_empty()).then_some(svg)))
 }

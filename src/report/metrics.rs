@@ -1,8 +1,9 @@
 //! Derived metrics (`[[report.metric]]`): per kernel, each cell's median turned into the
 //! number the experiment asks for (ns per access, bytes per cycle), a column per variant.
 
-use super::figures::{plot_path, Panels, PlotFile};
+use super::figures::{plot_path, PlotFile};
 use super::format;
+use super::panels::Panels;
 use super::plots::{self, PlotError};
 use crate::analysis::Analysis;
 use crate::experiment::{metric_value, point_label};
@@ -80,7 +81,11 @@ pub fn build(a: &Analysis) -> Result<(Vec<MetricTable>, Vec<PlotFile>), PlotErro
                     let (title_end, file_end) = Panels::suffixes(panel);
                     let title = format!("{}: {} ({}){title_end}", kernel.name, m.name, m.unit);
                     let log_x = lo > 0.0 && hi / lo >= 100.0;
-                    let svg = plots::lines(&title, &layout.x, &m.unit, &lines, log_x)?;
+                    let x_scale = match log_x {
+                        true => plots::XScale::LogIfGeometric,
+                        false => plots::XScale::Linear,
+                    };
+                    let svg = plots::lines(&title, &layout.x, &m.unit, &lines, x_scale)?;
                     if !svg.is_empty() {
                         let path = plot_path(&format!("{}-metric-{mi}{file_end}", kernel.name));
                         files.push((path.clone(), svg));

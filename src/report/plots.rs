@@ -1,7 +1,10 @@
 //! SVG plots beside the report, drawn with plotters: medians and differences against the
 //! sweep, and each long cell's samples over time with the SM clock they ran under.
 
-use crate::experiment::expr::significant;
+mod axes;
+
+pub use axes::XScale;
+use axes::{decade_ticks, geometric, tick};
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
@@ -84,46 +87,22 @@ fn err(e: impl std::fmt::Display) -> PlotError {
     PlotError(e.to_string())
 }
 
-/// Sweep values that grow by steps of half again or more (sizes that double): a log axis
-/// spaces them evenly, where a linear one crowds the small ones into a corner.
-fn geometric(xs: &[f64]) -> bool {
-    xs.len() >= 3 && xs[0] > 0.0 && xs.windows(2).all(|w| w[1] >= 1.5 * w[0])
-}
-
-/// Ticks at 1, 2 and 5 of each decade within `lo..hi` (a log axis's own decades alone left
-/// a plot of 6-70 µs with no tick among its points).
-fn decade_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let mut ticks = Vec::new();
-    if !(lo > 0.0 && lo < hi && hi.is_finite()) {
-        return ticks;
-    }
-    let mut decade = 10f64.powf(lo.log10().floor());
-    while decade <= hi {
-        for m in [1.0, 2.0, 5.0] {
-            let t = m * decade;
-            if (lo..=hi).contains(&t) {
-                ticks.push(t);
-            }
-        }
-        decade *= 10.0;
-    }
-    ticks
-}
-
-/// A tick's label: three significant digits, no more than it needs (`20`, `0.5`, `1500`).
-fn tick(v: f64) -> String {
-    significant(v, 3)
+/// The outline of a line's band: its upper edge out, its lower back; None for a band of
+/// fewer than two points.
+fn band_edge(l: &Line) -> Option<Vec<(f64, f64)>> {
+    let upper = l.band.iter().map(|&(x, _, hi)| (x, hi));
+    let lower = l.band.iter().rev().map(|&(x, lo, _)| (x, lo));
+    (l.band.len() >= 2).then(|| upper.chain(lower).collect())
 }
 
 /// Lines against the sweep; a log y axis when the values span more than a decade (ticked at
-/// 1, 2 and 5 of each), a log x axis where asked (`log_x`) and the x values grow
-/// geometrically (ticked at each of them).
+/// 1, 2 and 5 of each), the x axis as `x_scale` asks.
 pub fn lines(
     title: &str,
     x_label: &str,
     y_label: &str,
     lines: &[Line],
-    log_x: bool,
+    x_scale: XScale,
 ) -> Result<String, PlotError> {
     let Some(((x0, x1), (y0, y1))) = bounds(lines) else {
         return Ok(String::new());
@@ -155,18 +134,10 @@ pub fn lines(
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
                     let color = palette(i);
-                    // The band first, under the lines: its upper edge out, its lower back.
-                    if l.band.len() >= 2 {
-                        let edge: Vec<(f64, f64)> = (l.band.iter().map(|&(x, _, hi)| (x, hi)))
-                            .chain(l.band.iter().rev().map(|&(x, lo, _)| (x, lo)))
-                            .collect();
-                        chart
-                            .draw_series(std::iter::once(Polygon::new(
-                                edge,
-                                color.mix(0.18).filled(),
-                            )))
-                            .map_err(err)?;
-                    }
+                    // The band first, under the lines.
+                    let shade = color.mix(0.18).filled();
+                    let band = band_edge(l).map(|edge| Polygon::new(edge, shade));
+                    chart.draw_series(band).map_err(err)?;
                     chart
                         .draw_series(LineSeries::new(
                             l.points.iter().copied(),
@@ -194,7 +165,11 @@ pub fn lines(
             .collect();
         xs.sort_by(f64::total_cmp);
         xs.dedup();
-        let log_x = log_x && geometric(&xs);
+        let (log_x, x_ticks) = match x_scale {
+            XScale::Linear => (false, xs),
+            XScale::LogIfGeometric => (geometric(&xs), xs),
+            XScale::Log => (x0 > 0.0, decade_ticks(x0 / 1.15, x1 * 1.15)),
+        };
         let lx = x0 / 1.15..x1 * 1.15;
         match (log_x, log_y) {
             (false, true) => draw!(builder
@@ -203,12 +178,12 @@ pub fn lines(
             (false, false) => draw!(builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?),
             (true, true) => draw!(builder
                 .build_cartesian_2d(
-                    lx.log_scale().with_key_points(xs),
+                    lx.log_scale().with_key_points(x_ticks),
                     ly.log_scale().with_key_points(y_ticks)
                 )
                 .map_err(err)?),
             (true, false) => draw!(builder
-                .build_cartesian_2d(lx.log_scale().with_key_points(xs), lin_y)
+                .build_cartesian_2d(lx.log_scale().with_key_points(x_ticks), lin_y)
                 .map_err(err)?),
         }
         root.present().map_err(err)?;
@@ -436,38 +411,17 @@ mod tests {
     }
 
     #[test]
-    fn a_log_axis_ticks_each_decade_at_one_two_and_five() {
-        assert_eq!(decade_ticks(4.8, 87.5), [5.0, 10.0, 20.0, 50.0]);
-        assert_eq!(decade_ticks(150.0, 1200.0), [200.0, 500.0, 1000.0]);
-        // No decades to tick from zero, or to infinity.
-        assert!(decade_ticks(0.0, 10.0).is_empty());
-        assert!(decade_ticks(1.0, f64::INFINITY).is_empty());
-        assert_eq!(tick(20.0), "20");
-        assert_eq!(tick(0.5), "0.5");
-        assert_eq!(tick(1500.0), "1500");
-    }
-
-    #[test]
-    fn sizes_that_double_go_on_a_log_axis_and_a_few_close_ones_do_not() {
-        assert!(geometric(&[1024.0, 2048.0, 4096.0, 8192.0]));
-        assert!(geometric(&[256.0, 512.0, 1024.0]));
-        assert!(!geometric(&[100.0, 120.0, 140.0]));
-        assert!(!geometric(&[0.0, 2.0, 4.0]));
-        assert!(!geometric(&[1.0, 2.0]));
-    }
-
-    #[test]
     fn a_line_plot_is_an_svg_with_its_legend() {
         let points = vec![(256.0, 17.0), (512.0, 51.0), (1024.0, 356.0)];
         let l = [Line::plain("events".into(), points.clone())];
-        let svg = lines("matmul", "n", "median (µs)", &l, false).unwrap();
+        let svg = lines("matmul", "n", "median (µs)", &l, XScale::Linear).unwrap();
         assert!(
             svg.starts_with("<svg") && svg.contains("events") && svg.contains("matmul"),
             "{svg}"
         );
         assert_eq!(
             svg,
-            lines("matmul", "n", "median (µs)", &l, false).unwrap(),
+            lines("matmul", "n", "median (µs)", &l, XScale::Linear).unwrap(),
             "deterministic"
         );
         // A band is one shaded polygon under its line, within the axes it widens.
@@ -475,7 +429,7 @@ mod tests {
             band: points.iter().map(|&(x, y)| (x, 0.9 * y, 1.2 * y)).collect(),
             ..Line::plain("events".into(), points)
         }];
-        let svg = lines("matmul", "n", "median (µs)", &banded, false).unwrap();
+        let svg = lines("matmul", "n", "median (µs)", &banded, XScale::Linear).unwrap();
         assert_eq!(svg.matches("<polygon").count(), 1, "{svg}");
         assert!(bounds(&banded).unwrap().1 .1 >= 1.2 * 356.0);
     }
@@ -496,7 +450,7 @@ mod tests {
 
     #[test]
     fn nothing_to_draw_gives_no_plot() {
-        assert_eq!(lines("t", "x", "y", &[], false).unwrap(), "");
+        assert_eq!(lines("t", "x", "y", &[], XScale::Linear).unwrap(), "");
         assert_eq!(stacked("t", "ms", &[], &[]).unwrap(), "");
     }
 
