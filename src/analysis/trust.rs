@@ -267,10 +267,9 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{DeviceFacts, Experiment, Sources};
+    use crate::experiment::Experiment;
     use crate::plan::Plan;
     use crate::protocol::AuditRecord;
-    use std::path::Path;
 
     const H100: Peaks = Peaks {
         dram: Some(3.352e12),
@@ -289,13 +288,7 @@ mod tests {
         let text = format!(
             "[experiment]\ntitle = \"t\"\n[sweep]\nn = [\"{n}\"]\n[[kernel]]\nname = \"copy\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"x\", buffer = \"f32\", len = \"n\", init = \"uniform(0, 1)\" }}]\nbytes = \"8 * n\"\n[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[report]\nfloor = false\n"
         );
-        let exp = Experiment::parse(
-            Path::new("e.toml"),
-            &text,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
-        .unwrap();
+        let exp = Experiment::from_text(&text).unwrap();
         let plan = Plan::new(&exp).unwrap();
         (exp.kernels[0].clone(), plan)
     }

@@ -214,6 +214,18 @@ impl Experiment {
         Self::parse_set(path, text, facts, sources, &[])
     }
 
+    /// Experiment text as a test writes it: `e.toml`, checked against the assumed H100,
+    /// its kernel sources not read.
+    #[cfg(test)]
+    pub fn from_text(text: &str) -> Result<Self, ConfigError> {
+        Self::parse(
+            Path::new("e.toml"),
+            text,
+            &DeviceFacts::nominal(),
+            Sources::Skip,
+        )
+    }
+
     /// Validates experiment text (`path` locates errors and relative kernel sources), with
     /// sweep parameters' values replaced.
     pub fn parse_set(

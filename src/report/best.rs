@@ -145,13 +145,7 @@ mod tests {
         let text = "[experiment]\ntitle = \"t\"\n[sweep]\nn = [1, 2]\nblock = [128, 256]\n\
             [[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\n\
             [[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\n[report]\nbest = \"block\"\n";
-        let exp = Experiment::parse(
-            std::path::Path::new("e.toml"),
-            text,
-            &crate::experiment::DeviceFacts::nominal(),
-            crate::experiment::Sources::Skip,
-        )
-        .unwrap();
+        let exp = Experiment::from_text(text).unwrap();
         // Hot: block 256 faster at both n; cold: block 128 faster, its n = 2 cell failed.
         let median = |_: usize, p: &Point, v: &str| match (v, int(&p[0].1), int(&p[1].1)) {
             ("hot", n, b) => Some((n * 1000 - b) as f64),

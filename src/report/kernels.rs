@@ -104,8 +104,6 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{DeviceFacts, Sources};
-    use std::path::Path;
 
     #[test]
     fn the_speedup_reads_as_faster_or_slower() {
@@ -126,13 +124,7 @@ mod tests {
             kernel("tiled"),
             kernel("naive"),
         );
-        Experiment::parse(
-            Path::new("e.toml"),
-            &text,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
-        .unwrap()
+        Experiment::from_text(&text).unwrap()
     }
 
     #[test]

@@ -226,9 +226,8 @@ fn bytes(a: &Analysis) -> Option<Finding> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::experiment::{DeviceFacts, Sources};
+
     use std::collections::HashMap;
-    use std::path::Path;
 
     /// An experiment of `kernels` (name, extra TOML lines) over `sweep`, under `variants`
     /// (name, extra lines), with `report` lines.
@@ -248,13 +247,7 @@ pub(crate) mod tests {
             text += &format!("[[variant]]\nname = \"{name}\"\n{extra}\n");
         }
         text += &format!("[report]\nfloor = false\n{report}\n");
-        Experiment::parse(
-            Path::new("e.toml"),
-            &text,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
-        .unwrap()
+        Experiment::from_text(&text).unwrap()
     }
 
     /// Medians by cell id (`kernel/point/variant`), as a [`Trusted`] reads them; units: the

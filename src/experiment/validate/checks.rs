@@ -315,8 +315,7 @@ impl Validator<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::experiment::{ConfigError, DeviceFacts, Experiment, Sources};
-    use std::path::Path;
+    use crate::experiment::{ConfigError, Experiment};
 
     /// A kernel `k` of `args`, checked by `check`, beside a reference kernel `r` of
     /// `reference_args`; checked without reading sources.
@@ -324,12 +323,7 @@ mod tests {
         let text = format!(
             "[experiment]\ntitle = \"t\"\n[sweep]\nn = [256, 512]\n[[kernel]]\nname = \"r\"\nsource = \"k.cu\"\nentry = \"r\"\ngrid = [1]\nblock = [1]\nargs = [\n{reference_args}\n]\nunchecked = true\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [\n{args}\n]\n{check}\n[[variant]]\nname = \"hot\"\n"
         );
-        Experiment::parse(
-            Path::new("e.toml"),
-            &text,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
+        Experiment::from_text(&text)
     }
 
     /// The error, asserted to be on the check's line.

@@ -1,7 +1,6 @@
 //! The `[report]` table's kernel pairs and tuned parameter, checked against the experiment.
 
 use crate::experiment::{ConfigError, DeviceFacts, Experiment, Sources};
-use std::path::Path;
 
 /// An experiment of two kernels over `sweep`, with `report` as its `[report]` table.
 fn text(sweep: &str, report: &str) -> String {
@@ -26,12 +25,7 @@ fn labels(points: &[crate::experiment::Point]) -> Vec<String> {
 
 /// A whole experiment's text, checked without reading sources.
 fn parse_text(text: &str) -> Result<Experiment, ConfigError> {
-    Experiment::parse(
-        Path::new("e.toml"),
-        text,
-        &DeviceFacts::nominal(),
-        Sources::Skip,
-    )
+    Experiment::from_text(text)
 }
 
 /// The error, asserted to be on the line of the `[report]` table's last key.

@@ -55,8 +55,7 @@ impl Validator<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::experiment::{ConfigError, DeviceFacts, Experiment, Sources, Tolerances};
-    use std::path::Path;
+    use crate::experiment::{ConfigError, Experiment, Tolerances};
 
     /// A kernel checked against a reference kernel over a type axis, with `given` in its
     /// `check_kernel` (line 26).
@@ -69,12 +68,7 @@ mod tests {
             kernel("ref", "timed = false"),
             kernel("k", &format!("check_kernel = {{ kernel = \"ref\", outputs = [\"y\"]{given} }}")),
         );
-        Experiment::parse(
-            Path::new("e.toml"),
-            &text,
-            &DeviceFacts::nominal(),
-            Sources::Skip,
-        )
+        Experiment::from_text(&text)
     }
 
     #[test]
