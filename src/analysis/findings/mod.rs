@@ -226,7 +226,6 @@ fn bytes(a: &Analysis) -> Option<Finding> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
     use std::collections::HashMap;
 
     /// An experiment of `kernels` (name, extra TOML lines) over `sweep`, under `variants`
