@@ -11,7 +11,6 @@
 //! than their GPU time, so such a cell stops no later than the budget says.
 
 use crate::experiment::knobs::{budget::Budget, timer::TimerKind};
-use crate::protocol::STOPPED_BY_BUDGET;
 use std::time::Duration;
 
 pub struct Meter {
@@ -63,7 +62,7 @@ impl Meter {
             false => "of GPU time",
         };
         Some(format!(
-            "{STOPPED_BY_BUDGET} {} {what} spent after {} of {} samples",
+            "{} {what} spent after {} of {} samples",
             seconds(self.spent_ns),
             self.n,
             self.planned
@@ -103,10 +102,7 @@ mod tests {
         let mut m = Meter::new(budget(1, 4), TimerKind::Events, 1, 50).unwrap();
         assert!((0..3).all(|_| m.push(1e9, 1, Duration::ZERO).is_none()));
         let why = m.push(1e9, 1, Duration::ZERO).unwrap();
-        assert_eq!(
-            why,
-            "budget: 4.00 s of GPU time spent after 4 of 50 samples"
-        );
+        assert_eq!(why, "4.00 s of GPU time spent after 4 of 50 samples");
     }
 
     #[test]

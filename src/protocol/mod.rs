@@ -15,9 +15,53 @@ pub use device::{capability, DeviceInfo, HostLink};
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
 pub const OUTPUT_CHECK: &str = "output check";
 
-/// How a cell's `stopped` reason begins when the budget stopped it (`method::budget` writes
-/// it, the findings look for it).
-pub const STOPPED_BY_BUDGET: &str = "budget:";
+/// How a stored `stopped` reason begins when the budget stopped the cell.
+const STOPPED_BY_BUDGET: &str = "budget:";
+
+/// Why a cell stopped taking samples before its count: the per-cell budget (`budget`, news
+/// to the reader), or the adaptive stop the experiment asked for (`stop`). Stored as its
+/// sentence, the budget's beginning with `budget:`, as every run folder has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub struct Stopped {
+    pub by_budget: bool,
+    /// The sentence, as stored.
+    pub why: String,
+}
+
+impl Stopped {
+    /// The budget stopped the cell: `detail` says what was spent.
+    pub fn by_budget(detail: String) -> Stopped {
+        Stopped {
+            by_budget: true,
+            why: format!("{STOPPED_BY_BUDGET} {detail}"),
+        }
+    }
+
+    /// The experiment's adaptive stop ended the cell, for the reason given.
+    pub fn by_stop(why: String) -> Stopped {
+        Stopped {
+            by_budget: false,
+            why,
+        }
+    }
+}
+
+/// A stored reason read back: the budget's by its beginning.
+impl From<String> for Stopped {
+    fn from(why: String) -> Stopped {
+        Stopped {
+            by_budget: why.starts_with(STOPPED_BY_BUDGET),
+            why,
+        }
+    }
+}
+
+impl From<Stopped> for String {
+    fn from(s: Stopped) -> String {
+        s.why
+    }
+}
 
 /// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
 pub const EXIT_CONTEXT_LOST: u8 = 3;
@@ -152,7 +196,7 @@ pub struct CellRecord {
     pub sample_wall_ns: Option<f64>,
     /// Why a cell stopped taking samples before its count: an adaptive stop, or the budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
+    pub stopped: Option<Stopped>,
     /// The SM clock the clock probe measured just before and just after the cell, in MHz.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_mhz: Option<(f64, f64)>,
@@ -441,6 +485,20 @@ pub struct Overhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn why_a_cell_stopped_is_stored_as_its_sentence_and_read_back_by_kind() {
+        let budget = Stopped::by_budget("4.00 s of GPU time spent after 4 of 50 samples".into());
+        let text = serde_json::to_string(&budget).unwrap();
+        assert_eq!(
+            text,
+            "\"budget: 4.00 s of GPU time spent after 4 of 50 samples\""
+        );
+        assert_eq!(serde_json::from_str::<Stopped>(&text).unwrap(), budget);
+        let stop = Stopped::by_stop("precise enough: median ±0.13% (95%)".into());
+        let back: Stopped = serde_json::from_str(&serde_json::to_string(&stop).unwrap()).unwrap();
+        assert!(!back.by_budget && back.why.starts_with("precise"));
+    }
 
     #[test]
     fn samples_still_to_come_survive_the_trip_as_nan() {

@@ -74,7 +74,9 @@ fn timer_notes(rs: &[&CellRecord], probes: &Probes) -> String {
             (hi - 1.0) * 100.0
         ));
     }
-    let stops: Vec<&str> = rs.iter().filter_map(|r| r.stopped.as_deref()).collect();
+    let stops: Vec<&str> = (rs.iter())
+        .filter_map(|r| Some(r.stopped.as_ref()?.why.as_str()))
+        .collect();
     match stops.as_slice() {
         [] => {}
         [one] => notes.push(format!("stopped: {one}")),

@@ -6,7 +6,6 @@ use super::{RunSamples, SampleSink, Samples, Stored};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::method::budget::Meter;
 use crate::plan::{cost::Estimate, Plan};
-use crate::protocol::STOPPED_BY_BUDGET;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -217,7 +216,7 @@ fn the_budget_stops_no_cell_of_a_committed_run() {
             checked += 1;
             // A run that the budget stopped (histogram-budget's point) must stop again at
             // its last sample, no sooner.
-            let stopped = (r.stopped.as_deref()).is_some_and(|w| w.starts_with(STOPPED_BY_BUDGET));
+            let stopped = r.stopped.as_ref().is_some_and(|s| s.by_budget);
             let mut stops = Vec::new();
             for (i, t) in taken.iter().enumerate() {
                 let wall = Duration::from_secs_f64(per * (i + 1) as f64);

@@ -20,7 +20,7 @@ use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::T
 use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
-    CellRecord, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
+    CellRecord, Overhead, QueueRecord, Status, Stopped, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
 };
 use crate::telemetry::Sampler;
 use std::time::{Duration, Instant};
@@ -340,9 +340,16 @@ fn steady<'b>(
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
-        let precise = stopper.as_mut().and_then(|s| s.push(&samples, launches));
+        let precise = (stopper.as_mut())
+            .and_then(|s| s.push(&samples, launches))
+            .map(Stopped::by_stop);
         let elapsed = loop_start.elapsed().saturating_sub(audited);
-        let spent = || budget.as_mut()?.push(t, launches, elapsed);
+        let spent = || {
+            budget
+                .as_mut()?
+                .push(t, launches, elapsed)
+                .map(Stopped::by_budget)
+        };
         if let Some(why) = precise.or_else(spent) {
             rec.stopped = Some(why);
             break;
@@ -360,7 +367,7 @@ fn steady<'b>(
         }
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
-        rec.stopped = Some(s.exhausted(&samples));
+        rec.stopped = Some(Stopped::by_stop(s.exhausted(&samples)));
     }
     if !samples.is_empty() {
         let wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len() as f64;

@@ -6,7 +6,6 @@ use crate::analysis::trust::Verdict;
 use crate::analysis::Analysis;
 use crate::experiment::Experiment;
 use crate::plan::Cell;
-use crate::protocol::STOPPED_BY_BUDGET;
 
 /// The longest reason a finding quotes, in characters; the trust table has it whole.
 const MAX_REASON: usize = 140;
@@ -119,9 +118,9 @@ pub fn stopped(a: &Analysis, trusted: &[&Cell]) -> Option<Finding> {
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;
             let why = (records.iter())
-                .filter_map(|r| r.stopped.as_deref())
-                .find(|why| why.starts_with(STOPPED_BY_BUDGET))?;
-            Some((c.id.clone(), why.to_string()))
+                .filter_map(|r| r.stopped.as_ref())
+                .find(|s| s.by_budget)?;
+            Some((c.id.clone(), why.why.clone()))
         })
         .collect();
     let of = trusted.len();
