@@ -207,19 +207,43 @@ fn header_hint(log: &str) -> String {
         None => "no toolkit's headers were found".to_string(),
     };
     format!(
-        "\nhint: a header was not found; {looked} ($CUDA_HOME/include, else $CUDA_PATH/include, else /usr/local/cuda/include, the first that holds cuda_fp16.h): set CUDA_HOME to a CUDA toolkit, or add -I to the kernel's options"
+        "\nhint: a header was not found; {looked} ($CUDA_HOME/include, else $CUDA_PATH/include, else /usr/local/cuda/include, else pip's nvidia-cuda-runtime-cu12 beside an NVRTC from pip on LD_LIBRARY_PATH or in the active virtual or conda environment: the first that holds cuda_fp16.h): set CUDA_HOME to a CUDA toolkit, pip install nvidia-cuda-runtime-cu12, or add -I to the kernel's options"
     )
 }
 
-/// The CUDA toolkit's include directory: `$CUDA_HOME`, `$CUDA_PATH`, or /usr/local/cuda.
+/// The CUDA toolkit's include directory: `$CUDA_HOME`, `$CUDA_PATH`, or /usr/local/cuda;
+/// else the headers pip's `nvidia-cuda-runtime-cu12` installs ([`pip_includes`]), which an
+/// NVRTC from pip (`nvidia-cuda-nvrtc-cu12`, no headers of its own) needs.
 fn toolkit_include() -> Option<std::path::PathBuf> {
-    ["CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(std::path::PathBuf::from)
+    let env = |name: &str| std::env::var_os(name).map(std::path::PathBuf::from);
+    let library_path = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+    let environments = ["VIRTUAL_ENV", "CONDA_PREFIX"].map(env);
+    (["CUDA_HOME", "CUDA_PATH"].iter())
+        .filter_map(|n| env(n))
         .chain(std::iter::once("/usr/local/cuda".into()))
         .map(|root| root.join("include"))
+        .chain(pip_includes(&library_path, environments.iter().flatten()))
         .find(|dir| dir.join("cuda_fp16.h").is_file())
+}
+
+/// Where pip puts `nvidia-cuda-runtime-cu12`'s headers, as CuPy looks for them: beside an
+/// `nvidia/cuda_nvrtc/lib` folder on `library_path` (`nvidia/cuda_runtime/include`), and in
+/// each environment's `lib/python3.*/site-packages/nvidia/cuda_runtime/include`.
+fn pip_includes<'a>(
+    library_path: &std::ffi::OsStr,
+    environments: impl Iterator<Item = &'a std::path::PathBuf>,
+) -> Vec<std::path::PathBuf> {
+    let beside_nvrtc = std::env::split_paths(library_path)
+        .filter(|dir| dir.ends_with("nvidia/cuda_nvrtc/lib"))
+        .filter_map(|dir| Some(dir.parent()?.parent()?.join("cuda_runtime/include")));
+    let in_environments = environments.flat_map(|root| {
+        let pythons = std::fs::read_dir(root.join("lib")).into_iter().flatten();
+        (pythons.flatten())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+            .map(|e| e.path().join("site-packages/nvidia/cuda_runtime/include"))
+            .collect::<Vec<_>>()
+    });
+    beside_nvrtc.chain(in_environments).collect()
 }
 
 /// Compiles the created program and reads its image and lowered entry names.
@@ -301,6 +325,23 @@ fn program_log(prog: sys::nvrtcProgram) -> Result<String, CudaError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pips_headers_are_found_beside_its_nvrtc_and_in_an_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = dir.path().join("venv/lib/python3.11/site-packages/nvidia");
+        for p in ["cuda_runtime/include", "cuda_nvrtc/lib"] {
+            std::fs::create_dir_all(site.join(p)).unwrap();
+        }
+        let nvrtc = site.join("cuda_nvrtc/lib");
+        let path = std::env::join_paths(["/usr/lib".into(), nvrtc]).unwrap();
+        let venv = dir.path().join("venv");
+        let found = pip_includes(&path, [&venv].into_iter());
+        let want = site.join("cuda_runtime/include");
+        assert_eq!(found, [want.clone(), want]);
+        // Nothing of pip's: nothing found.
+        assert!(pip_includes(std::ffi::OsStr::new("/usr/lib"), std::iter::empty()).is_empty());
+    }
 
     #[test]
     fn every_nvrtc_function_called_here_is_checked_before_any_is_called() {
