@@ -4,7 +4,7 @@
 //! ([`super::trust`]).
 
 use crate::experiment::rates::{
-    core_flops, dram, fp32_lanes, fp64_lanes, half_factors, ops_per_sm_clock,
+    core_flops, dram, fp32_lanes, fp64_lanes, half_factors, int32_lanes, ops_per_sm_clock,
     tensor_ops_per_sm_clock, FlopsType,
 };
 use crate::experiment::Dtype;
@@ -22,6 +22,8 @@ pub struct Peaks {
     pub fp64: Option<f64>,
     pub fp16: Option<f64>,
     pub bf16: Option<f64>,
+    /// INT32 multiply-adds per second (two operations each), on the CUDA cores.
+    pub int32: Option<f64>,
     /// The tensor cores' dense peaks of the types the experiment's kernels declare.
     pub tensor: Vec<(FlopsType, f64)>,
     /// The most operations per second the device does of any type on any unit (FP8 or INT8
@@ -37,6 +39,7 @@ impl Peaks {
             FlopsType::Cores(Dtype::F64) => self.fp64,
             FlopsType::Cores(Dtype::F16) => self.fp16,
             FlopsType::Cores(Dtype::Bf16) => self.bf16,
+            FlopsType::Cores(Dtype::I32) => self.int32,
             FlopsType::Cores(_) => self.fp32,
             FlopsType::Tensor(_) => {
                 (self.tensor.iter()).find_map(|(t, p)| (*t == flops).then_some(*p))
@@ -108,6 +111,16 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
             ));
         }
     }
+    let int32 = cores(Dtype::I32);
+    if let (Some(p), true) = (int32, types.contains(&Dtype::I32)) {
+        source.push(format!(
+            "INT32 {:.1} TOPS = {} SMs x {} MHz x {} multiply-adds per SM per clock x 2",
+            p / 1e12,
+            d.sm_count,
+            d.sm_clock_max_mhz,
+            int32_lanes(capability(d)).unwrap_or_default()
+        ));
+    }
     let mut tensor: Vec<(FlopsType, f64)> = Vec::new();
     for &f in flops.iter().filter(|f| matches!(f, FlopsType::Tensor(_))) {
         let cc = capability(d);
@@ -142,6 +155,7 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
         fp64,
         fp16,
         bf16,
+        int32,
         tensor,
         ceiling,
         source: source.join("; "),

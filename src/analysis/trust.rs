@@ -278,6 +278,7 @@ mod tests {
         fp64: None,
         fp16: None,
         bf16: None,
+        int32: None,
         tensor: vec![],
         ceiling: Some(4282e12),
         source: String::new(),

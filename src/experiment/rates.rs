@@ -24,6 +24,15 @@ pub fn fp64_lanes(cc: (i64, i64)) -> Option<f64> {
     }
 }
 
+/// 32-bit integer multiply-adds (IMAD) per SM per clock by compute capability (the CUDA
+/// programming guide's throughput table: 64 on 7.x, 8.x and 9.0; not known beyond).
+pub fn int32_lanes(cc: (i64, i64)) -> Option<f64> {
+    match cc {
+        (7, _) | (8, _) | (9, 0) => Some(64.0),
+        _ => None,
+    }
+}
+
 /// FP16 and BF16 rates without tensor cores as multiples of FP32's, by compute capability
 /// (the CUDA programming guide's throughput table: packed pairs on 8.0 and 9.0, four-fold
 /// FP16 on the A100).
@@ -75,13 +84,13 @@ impl Default for FlopsType {
 
 impl FlopsType {
     /// The values `flops_type` takes, as the key reference and errors list them.
-    pub const KEYS: &'static str = "f16, bf16, f32, f64 (CUDA cores), tensor-f16, tensor-bf16, tensor-tf32, tensor-e4m3, tensor-e5m2, tensor-i8 (tensor cores, dense)";
+    pub const KEYS: &'static str = "f16, bf16, f32, f64, i32 (CUDA cores; i32: integer multiply-adds), tensor-f16, tensor-bf16, tensor-tf32, tensor-e4m3, tensor-e5m2, tensor-i8 (tensor cores, dense)";
 
     pub fn parse(text: &str) -> Option<FlopsType> {
         let tensor = match text.strip_prefix("tensor-") {
             None => {
                 return Dtype::parse(text)
-                    .filter(|d| d.is_float())
+                    .filter(|d| d.is_float() || *d == Dtype::I32)
                     .map(FlopsType::Cores)
             }
             Some(t) => t,
@@ -104,6 +113,7 @@ impl FlopsType {
             FlopsType::Cores(Dtype::F64) => "FP64",
             FlopsType::Cores(Dtype::F16) => "FP16 (without tensor cores)",
             FlopsType::Cores(Dtype::Bf16) => "BF16 (without tensor cores)",
+            FlopsType::Cores(Dtype::I32) => "INT32 multiply-add (operations)",
             FlopsType::Cores(_) => "FP32",
             FlopsType::Tensor(Tensor::F16) => "FP16 tensor-core (dense)",
             FlopsType::Tensor(Tensor::Bf16) => "BF16 tensor-core (dense)",
@@ -164,6 +174,7 @@ pub fn core_flops(cc: (i64, i64), sm_count: i64, mhz: i64, dtype: Dtype) -> Opti
         Dtype::F64 => fp64_lanes(cc).map(|l| l * per_lane),
         Dtype::F16 => fp32.zip(f16x).map(|(p, x)| p * x),
         Dtype::Bf16 => fp32.zip(bf16x).map(|(p, x)| p * x),
+        Dtype::I32 => int32_lanes(cc).map(|l| l * per_lane),
         _ => fp32,
     }
 }
@@ -213,7 +224,17 @@ mod tests {
         // The dense tensor peaks stay below the sparse ceiling.
         assert!(tensor_ops_per_sm_clock((9, 0), Tensor::E4m3) < ops_per_sm_clock((9, 0)));
         assert_eq!(FlopsType::parse("f32"), Some(FlopsType::Cores(Dtype::F32)));
-        assert_eq!(FlopsType::parse("i32"), None);
+        assert_eq!(FlopsType::parse("i32"), Some(FlopsType::Cores(Dtype::I32)));
+        assert_eq!(FlopsType::parse("i8"), None);
+        // An H100 SXM's IMADs: 132 SMs x 1980 MHz x 64 x 2 = 33.5 TOPS, half its FP32.
+        let imad = FlopsType::parse("i32")
+            .unwrap()
+            .peak((9, 0), 132, 1980)
+            .unwrap();
+        assert_eq!(
+            imad,
+            FlopsType::default().peak((9, 0), 132, 1980).unwrap() / 2.0
+        );
         assert_eq!(FlopsType::parse("tensor-f64"), None);
         assert_eq!(tensor("tensor-f16").name(), "FP16 tensor-core (dense)");
     }
@@ -224,7 +245,7 @@ mod tests {
     #[test]
     fn the_peaks_table_in_the_docs_is_the_codes() {
         let ccs = [(8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)];
-        let mut types: Vec<(&str, FlopsType)> = ["f64", "f32", "f16", "bf16"]
+        let mut types: Vec<(&str, FlopsType)> = ["f64", "f32", "f16", "bf16", "i32"]
             .iter()
             .map(|t| (*t, FlopsType::parse(t).unwrap()))
             .collect();

@@ -135,6 +135,7 @@ mod tests {
             fp64: Some(33.5e12),
             fp16: None,
             bf16: None,
+            int32: None,
             tensor: vec![(FlopsType::Tensor(Tensor::F16), 989.5e12)],
             ceiling: None,
             source: String::new(),

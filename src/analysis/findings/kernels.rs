@@ -356,6 +356,7 @@ mod tests {
             fp64: None,
             fp16: None,
             bf16: None,
+            int32: None,
             tensor: vec![],
             ceiling: None,
             source: String::new(),
