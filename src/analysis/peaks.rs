@@ -92,15 +92,30 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
         ));
     }
     let (fp64, fp16, bf16) = (cores(Dtype::F64), cores(Dtype::F16), cores(Dtype::Bf16));
+    let int32 = cores(Dtype::I32);
     let (f16x, bf16x) = half_factors(capability(d));
-    if let (Some(p), true) = (fp64, types.contains(&Dtype::F64)) {
-        source.push(format!(
-            "FP64 {:.1} TFLOP/s = {} SMs x {} MHz x {} FP64 lanes x 2",
-            p / 1e12,
-            d.sm_count,
-            d.sm_clock_max_mhz,
-            fp64_lanes(capability(d)).unwrap_or_default()
-        ));
+    let per_clock = [
+        (
+            Dtype::F64,
+            fp64,
+            "FP64 {} TFLOP/s",
+            fp64_lanes(capability(d)),
+            "FP64 lanes",
+        ),
+        (
+            Dtype::I32,
+            int32,
+            "INT32 {} TOPS",
+            int32_lanes(capability(d)),
+            "multiply-adds",
+        ),
+    ];
+    for (dtype, peak, what, lanes, of) in per_clock {
+        if let (Some(p), Some(l), true) = (peak, lanes, types.contains(&dtype)) {
+            let (sms, mhz) = (d.sm_count, d.sm_clock_max_mhz);
+            let rate = what.replace("{}", &format!("{:.1}", p / 1e12));
+            source.push(format!("{rate} = {sms} SMs x {mhz} MHz x {l} {of} x 2"));
+        }
     }
     for (dtype, peak, factor) in [(Dtype::F16, fp16, f16x), (Dtype::Bf16, bf16, bf16x)] {
         if let (Some(p), Some(x), true) = (peak, factor, types.contains(&dtype)) {
@@ -111,16 +126,32 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
             ));
         }
     }
-    let int32 = cores(Dtype::I32);
-    if let (Some(p), true) = (int32, types.contains(&Dtype::I32)) {
-        source.push(format!(
-            "INT32 {:.1} TOPS = {} SMs x {} MHz x {} multiply-adds per SM per clock x 2",
-            p / 1e12,
-            d.sm_count,
-            d.sm_clock_max_mhz,
-            int32_lanes(capability(d)).unwrap_or_default()
-        ));
+    let tensor = tensor_peaks(d, flops, &mut source);
+    let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
+    let ceiling = ops_per_sm_clock(capability(d)).and_then(|ops| positive(ops * clocks));
+    let host_link = d.host_link.filter(|_| host);
+    source.extend(host_link.and_then(|l| l.describe()));
+    Peaks {
+        dram,
+        host_link: host_link.and_then(|l| l.peak_bytes_per_s()),
+        fp32,
+        fp64,
+        fp16,
+        bf16,
+        int32,
+        tensor,
+        ceiling,
+        source: source.join("; "),
     }
+}
+
+/// The tensor cores' dense peaks of the types in `flops`, each once, with its source line.
+fn tensor_peaks(
+    d: &DeviceInfo,
+    flops: &[FlopsType],
+    source: &mut Vec<String>,
+) -> Vec<(FlopsType, f64)> {
+    let positive = |p: f64| (p > 0.0).then_some(p);
     let mut tensor: Vec<(FlopsType, f64)> = Vec::new();
     for &f in flops.iter().filter(|f| matches!(f, FlopsType::Tensor(_))) {
         let cc = capability(d);
@@ -144,22 +175,7 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
         ));
         tensor.push((f, p));
     }
-    let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
-    let ceiling = ops_per_sm_clock(capability(d)).and_then(|ops| positive(ops * clocks));
-    let host_link = d.host_link.filter(|_| host);
-    source.extend(host_link.and_then(|l| l.describe()));
-    Peaks {
-        dram,
-        host_link: host_link.and_then(|l| l.peak_bytes_per_s()),
-        fp32,
-        fp64,
-        fp16,
-        bf16,
-        int32,
-        tensor,
-        ceiling,
-        source: source.join("; "),
-    }
+    tensor
 }
 
 #[cfg(test)]
