@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
     Stash::forget_unless_at(s, cell);
-    s.reference_buffers.take();
     let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))

@@ -162,9 +162,10 @@ impl Among {
     /// [`crate::protocol::CONFIRM_RATIO`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Option<Region> {
         let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
-        let lone = (of(Region::Audit).count() == 1 && of(Region::Decoy).count() == 0)
-            .then(|| of(Region::Audit).next().map(|r| r.reading))
-            .flatten()?;
+        let audited: Vec<f64> = of(Region::Audit).map(|r| r.reading).collect();
+        let (&[lone], None) = (audited.as_slice(), of(Region::Decoy).next()) else {
+            return None;
+        };
         let timed = crate::median::median(samples.to_vec());
         audit::needs_confirming(lone, timed).then_some(Region::Audit)
     }
