@@ -1,28 +1,58 @@
-// The audit's read-back of a kernel's inputs, on the GPU: the first byte at which a buffer
-// differs from its copy taken before the audit launch, lowered into `first` (which the
-// host sets to all ones first), so that no input has to cross the host link.
+// The audit's read-back of a kernel's inputs, and a check's compare of an output with its
+// reference's, on the GPU: the first byte at which a buffer differs from the other, or lies
+// in an element of `a` that is a NaN (`nan_kind`: 0 none, 1 f16, 2 bf16, 3 f32, 4 f64; a
+// NaN equals nothing, itself included), lowered into `first` (which the host sets to all
+// ones first), so that no buffer has to cross the host link.
+__device__ bool nan_at(const unsigned char *a, unsigned long long j, unsigned int nan_kind) {
+    switch (nan_kind) {
+    case 1: return (*reinterpret_cast<const unsigned short *>(a + j) & 0x7fffu) > 0x7c00u;
+    case 2: return (*reinterpret_cast<const unsigned short *>(a + j) & 0x7fffu) > 0x7f80u;
+    case 3: return (*reinterpret_cast<const unsigned int *>(a + j) & 0x7fffffffu) > 0x7f800000u;
+    case 4:
+        return (*reinterpret_cast<const unsigned long long *>(a + j) & 0x7fffffffffffffffull) >
+               0x7ff0000000000000ull;
+    default: return false;
+    }
+}
+
+__device__ unsigned int nan_kind_size(unsigned int nan_kind) {
+    return nan_kind == 0 ? 1 : nan_kind <= 2 ? 2 : nan_kind == 3 ? 4 : 8;
+}
+
 extern "C" __global__ void first_difference(const unsigned char *a, const unsigned char *b,
-                                            unsigned long long bytes,
+                                            unsigned long long bytes, unsigned int nan_kind,
                                             unsigned long long *first) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long id = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    // 16 bytes at a time (device allocations are 256-byte aligned), then the tail.
+    unsigned int size = nan_kind_size(nan_kind);
+    // 16 bytes at a time (device allocations are 256-byte aligned), then the tail, whole
+    // elements either way (an element's size divides 16).
     unsigned long long vectors = bytes / 16;
     const uint4 *va = reinterpret_cast<const uint4 *>(a);
     const uint4 *vb = reinterpret_cast<const uint4 *>(b);
     for (unsigned long long i = id; i < vectors; i += stride) {
         uint4 x = va[i], y = vb[i];
-        if (x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w) {
-            for (unsigned long long j = i * 16; j < i * 16 + 16; j++) {
-                if (a[j] != b[j]) {
-                    atomicMin(first, j);
-                    break;
-                }
+        bool differs = x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w;
+        if (!differs && nan_kind == 0) {
+            continue;
+        }
+        for (unsigned long long j = i * 16; j < i * 16 + 16; j += size) {
+            bool element_differs = false;
+            for (unsigned int k = 0; k < size; k++) {
+                element_differs |= a[j + k] != b[j + k];
+            }
+            if (element_differs || nan_at(a, j, nan_kind)) {
+                atomicMin(first, j);
+                break;
             }
         }
     }
-    for (unsigned long long j = vectors * 16 + id; j < bytes; j += stride) {
-        if (a[j] != b[j]) {
+    for (unsigned long long j = vectors * 16 + id * size; j < bytes; j += stride * size) {
+        bool element_differs = false;
+        for (unsigned int k = 0; k < size && j + k < bytes; k++) {
+            element_differs |= a[j + k] != b[j + k];
+        }
+        if (element_differs || (j + size <= bytes && nan_at(a, j, nan_kind))) {
             atomicMin(first, j);
         }
     }

@@ -499,3 +499,76 @@ check_kernel = {{ kernel = "sum-ref", outputs = ["out"] }}
         "{sum}"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn an_output_equal_bit_for_bit_is_compared_in_full_on_the_gpu_and_a_nan_still_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    // y = 2x, with element `nan_at` a NaN and element `off_at` one more, where in range.
+    let source = "extern \"C\" __global__ void twice(const float* x, float* y, int n, int nan_at, int off_at) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  float v = 2.0f * x[i];\n  if (i == nan_at) v = __int_as_float(0x7fc00000);\n  if (i == off_at) v += 1.0f;\n  y[i] = v;\n}\n";
+    std::fs::write(dir.path().join("twice.cu"), source).unwrap();
+    let kernel = |name: &str, nan_at: i32, off_at: i32, check: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "twice.cu"
+entry = "twice"
+grid = ["(n + 255) // 256"]
+block = [256]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "uniform(-1, 1)" }},
+  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
+  {{ name = "n", scalar = "i32", value = "n" }},
+  {{ name = "nan_at", scalar = "i32", value = {nan_at} }},
+  {{ name = "off_at", scalar = "i32", value = {off_at} }},
+]
+{check}
+"#
+        )
+    };
+    let against = |r: &str| format!("check_kernel = {{ kernel = \"{r}\", outputs = [\"y\"] }}");
+    let text = [
+        "[experiment]\ntitle = \"checks on the GPU\"\n[sweep]\nn = [262144]\n".to_string(),
+        kernel("ref", -1, -1, "unchecked = true"),
+        kernel("nan-ref", 7, -1, "unchecked = true"),
+        kernel("same", -1, -1, &against("ref")),
+        kernel("nan", 7, -1, &against("nan-ref")),
+        kernel("off", -1, 200000, &against("ref")),
+        "[defaults]\ntimer = \"events\"\nsamples = 200\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    std::fs::write(dir.path().join("e.toml"), text).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        dir.path().join("e.toml").to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+        "--allow-failures",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = records_of(&out_dir.path().join("e"));
+    // Every element compared, in the check and in each audited region's re-check (which
+    // would read back a sample of 16384), and the same account as on the host.
+    let same = record(&records, "same/n=262144/hot");
+    assert_eq!(same["status"], "ok", "{same}");
+    for check in [&same["check"], &same["audit"]["check"]] {
+        assert_eq!(
+            check.as_str().unwrap(),
+            "against kernel `ref`: y: max abs error 0.000e0, max rel error 0.000e0 over 262144 elements",
+            "{same}"
+        );
+    }
+    // A NaN where the reference has one too matches byte for byte, and fails all the same.
+    let nan = record(&records, "nan/n=262144/hot");
+    assert_eq!(nan["status"], "failed", "{nan}");
+    assert!(
+        nan["error"].as_str().unwrap().contains("1 outside"),
+        "{nan}"
+    );
+    let off = record(&records, "off/n=262144/hot");
+    assert_eq!(off["status"], "failed", "{off}");
+    assert!(
+        off["error"].as_str().unwrap().contains("y[200000]"),
+        "{off}"
+    );
+}

@@ -156,7 +156,7 @@ fn shared_cells_run_in_one_process_per_environment() {
     );
     let text = described(&e, &plan);
     assert!(
-            text.contains("eager: CUDA events around the launch; no warm-up; first launch + 100 samples; one shared process; hot L2; environment: CUDA_MODULE_LOADING=EAGER"),
+            text.contains("eager: CUDA events around the launch; no warm-up; first launch + samples until the median's 95% interval is within 0.5% of it (at least 10 samples and 500 ms of GPU time; at most 100000 samples or 15s); one shared process; hot L2; environment: CUDA_MODULE_LOADING=EAGER"),
             "{text}"
         );
     assert!(

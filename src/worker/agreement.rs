@@ -4,6 +4,7 @@
 use super::cores;
 use super::failure::Failure;
 use super::reference::HostBuffer;
+use crate::experiment::Dtype;
 
 /// Compares an output with a reference kernel's: every element within
 /// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
@@ -65,16 +66,30 @@ pub fn compare(
         want.show(worst)
     );
     match (exact, bad) {
-        (true, 0) => Ok(format!("{name}: all {n} elements equal (integers, compared exactly)")),
+        (_, 0) => Ok(passed(name, exact, &n, (max_abs, max_rel))),
         (true, _) => Err(Failure::from(format!(
             "{name}: {bad} of {n} elements differ (integers are compared exactly unless check_kernel gives atol or rtol), {worst}"
         ))),
-        (false, 0) => Ok(format!(
-            "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements"
-        )),
         (false, _) => Err(Failure::from(format!(
             "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements; {bad} outside atol {atol:e} + rtol {rtol:e}, {worst}"
         ))),
+    }
+}
+
+/// The account of an output of `len` elements equal to its reference's bit for bit, none a
+/// NaN (compared on the GPU), as `compare` gives it.
+pub fn identical(name: &str, dtype: Dtype, len: usize, (rtol, atol): (f64, f64)) -> String {
+    let exact = !dtype.is_float() && rtol == 0.0 && atol == 0.0;
+    passed(name, exact, &len.to_string(), (0.0, 0.0))
+}
+
+/// The account of an output within its tolerance: `n` elements compared.
+fn passed(name: &str, exact: bool, n: &str, (max_abs, max_rel): (f64, f64)) -> String {
+    match exact {
+        true => format!("{name}: all {n} elements equal (integers, compared exactly)"),
+        false => format!(
+            "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements"
+        ),
     }
 }
 
@@ -237,6 +252,25 @@ mod tests {
         };
         let same = compare(&int(&ints), &int(&ints), (0.0, 0.0), None).unwrap();
         assert!(same.contains("all 3 elements equal"), "{same}");
+    }
+
+    #[test]
+    fn an_output_found_identical_on_the_gpu_reads_as_the_host_compare_of_it() {
+        let floats = f32_bytes(&[1.0, -2.5, 0.0]);
+        let ints: Vec<u8> = [7i32, -3].iter().flat_map(|x| x.to_ne_bytes()).collect();
+        for (dtype, bytes, tolerances) in [
+            (Dtype::F32, &floats, (1e-5, 1e-6)),
+            (Dtype::I32, &ints, (0.0, 0.0)),
+            (Dtype::I32, &ints, (0.0, 1.0)),
+        ] {
+            let view = HostBuffer {
+                name: "y",
+                dtype,
+                bytes,
+            };
+            let on_host = compare(&view, &view, tolerances, None).unwrap();
+            assert_eq!(identical("y", dtype, view.len(), tolerances), on_host);
+        }
     }
 
     #[test]

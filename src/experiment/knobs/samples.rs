@@ -15,7 +15,7 @@ pub struct Samples {
 impl Default for Samples {
     fn default() -> Self {
         Samples {
-            count: 100,
+            count: FIXED_SAMPLES,
             stop: None,
         }
     }
@@ -52,6 +52,29 @@ pub struct StopRule {
     pub timeout: Duration,
 }
 
+impl StopRule {
+    /// `stop = {}`, and a cell's rule where it gives neither `samples` nor `stop`: its
+    /// median within 0.5% (95%), after 10 samples and 0.5 s of GPU time, at most 15 s
+    /// (NVBench's bounds of a state).
+    pub fn precise() -> StopRule {
+        StopRule {
+            ci_pct: Some(PRECISION_PCT),
+            rsd_pct: PRECISION_PCT,
+            settles: true,
+            min_samples: 10,
+            min_gpu_ns: 0.5e9,
+            timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+/// The precision a stop rule asks for by default, in percent of the median (or, by
+/// NVBench's rule, the samples' relative standard deviation).
+const PRECISION_PCT: f64 = 0.5;
+/// The samples a cell takes where it gives `samples` nowhere and stops on no rule (a
+/// timer whose readings come after the last launch).
+const FIXED_SAMPLES: u64 = 100;
+
 /// `stop = { ci_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }`, or
 /// `rsd_pct` for NVBench's rule.
 #[derive(Deserialize)]
@@ -71,28 +94,30 @@ pub const MAX_SAMPLES: i64 = 10_000_000;
 
 impl Knob for Samples {
     const KEYS: &'static [Key] = &[
-        Key::set(
+        Key::commented(
             "samples",
             "100",
-            "steady samples after the first launch (0: first launch only)",
+            "a fixed count of steady samples after the first launch (0: first launch only);
+            given neither `samples` nor `stop`, a cell stops once its median is precise, as
+            `stop = {}` does, or takes 100 where CUPTI or the profiler times it",
         ),
         Key::commented(
             "stop",
             r#"{ ci_pct = 0.5, min_samples = 10, min_gpu_time = "0.5s", timeout = "15s" }"#,
             "adaptive: stop once the median's 95% interval is within `ci_pct` percent of it
-            (`stop = {}`: 0.5), or with `rsd_pct` instead by NVBench's rule (the samples'
-            relative standard deviation under it, or no longer changing); `samples` is then
-            the most a cell takes (default 100000); only with a timer that reads each sample
-            as it is taken, not CUPTI or the profiler",
+            (`stop = {}`: 0.5, the default without `samples`), or with `rsd_pct` instead by
+            NVBench's rule (the samples' relative standard deviation under it, or no longer
+            changing); `samples` is then the most a cell takes (default 100000); only with a
+            timer that reads each sample as it is taken, not CUPTI or the profiler",
         ),
     ];
     const ASPECT: Aspect = Aspect::Method;
 
     fn read(layer: &Layer) -> Result<Self, ConfigError> {
+        let timer: TimerKind = layer.get("timer")?.unwrap_or_default();
         let stop = match layer.get::<RawStop>("stop")? {
             None => None,
             Some(r) => {
-                let timer: TimerKind = layer.get("timer")?.unwrap_or_default();
                 if !timer.reads_each_sample() {
                     return Err(layer
                         .err_at(
@@ -116,10 +141,10 @@ impl Knob for Samples {
                 };
                 let ci_pct = match r.rsd_pct {
                     Some(_) => None,
-                    None => Some(percent("ci_pct", r.ci_pct.unwrap_or(0.5))?),
+                    None => Some(percent("ci_pct", r.ci_pct.unwrap_or(PRECISION_PCT))?),
                 };
-                let rsd_pct = percent("rsd_pct", r.rsd_pct.unwrap_or(0.5))?;
-                let min_samples = r.min_samples.unwrap_or(10);
+                let rsd_pct = percent("rsd_pct", r.rsd_pct.unwrap_or(PRECISION_PCT))?;
+                let min_samples = r.min_samples.unwrap_or(StopRule::precise().min_samples);
                 if min_samples > MAX_SAMPLES as u64 {
                     return Err(layer
                         .err_at("stop", format!("stop.min_samples is {min_samples}, more than the {MAX_SAMPLES} a cell takes"))
@@ -133,52 +158,57 @@ impl Knob for Samples {
                             .with_hint("write a duration such as \"0.5s\" or \"15s\"")
                     }),
                 };
+                let precise = StopRule::precise();
                 Some(StopRule {
                     ci_pct,
                     rsd_pct,
-                    settles: true,
                     min_samples,
-                    min_gpu_ns: duration(r.min_gpu_time, Duration::from_millis(500))?.as_nanos()
-                        as f64,
-                    timeout: duration(r.timeout, Duration::from_secs(15))?,
+                    min_gpu_ns: match r.min_gpu_time {
+                        None => precise.min_gpu_ns,
+                        text => duration(text, Duration::ZERO)?.as_nanos() as f64,
+                    },
+                    timeout: duration(r.timeout, precise.timeout)?,
+                    ..precise
                 })
             }
         };
-        let default = if stop.is_some() {
-            ADAPTIVE_MAX_SAMPLES
-        } else {
-            100
+        let count = layer.int("samples", 0..=MAX_SAMPLES)?.map(|n| n as u64);
+        // Neither given: the median's precision decides, where the timer reads each sample
+        // as it is taken; a fixed `samples` is what a cell asks for by giving it.
+        let stop = match (stop, count) {
+            (None, None) if timer.reads_each_sample() => Some(StopRule::precise()),
+            (stop, _) => stop,
+        };
+        let default = match stop {
+            Some(_) => ADAPTIVE_MAX_SAMPLES,
+            None => FIXED_SAMPLES,
         };
         Ok(Samples {
-            count: layer
-                .int("samples", 0..=MAX_SAMPLES)?
-                .map_or(default, |n| n as u64),
+            count: count.unwrap_or(default),
             stop,
         })
     }
 
     fn describe(&self) -> Option<String> {
-        let mut text = match self.count {
-            0 => "first launch only".to_string(),
-            n => format!("first launch + {n} samples"),
+        let (n, st) = match (self.count, &self.stop) {
+            (0, _) => return Some("first launch only".into()),
+            (n, None) => return Some(format!("first launch + {n} samples")),
+            (n, Some(st)) => (n, st),
         };
-        if let Some(st) = &self.stop {
-            let precise = match st.ci_pct {
-                Some(ci) => format!("the median's 95% interval is within {ci}% of it"),
-                None if st.settles => format!(
-                    "the RSD is under {}% or no longer changing (NVBench's rule)",
-                    st.rsd_pct
-                ),
-                None => format!("the RSD is under {}%", st.rsd_pct),
-            };
-            text += &format!(
-                "; stops early once {precise} with at least {} samples and {} ms of GPU time, or after {}",
-                st.min_samples,
-                st.min_gpu_ns / 1e6,
-                humantime::format_duration(st.timeout)
-            );
-        }
-        Some(text)
+        let precise = match st.ci_pct {
+            Some(ci) => format!("the median's 95% interval is within {ci}% of it"),
+            None if st.settles => format!(
+                "the RSD is under {}% or no longer changing (NVBench's rule)",
+                st.rsd_pct
+            ),
+            None => format!("the RSD is under {}%", st.rsd_pct),
+        };
+        Some(format!(
+            "first launch + samples until {precise} (at least {} samples and {} ms of GPU time; at most {n} samples or {})",
+            st.min_samples,
+            st.min_gpu_ns / 1e6,
+            humantime::format_duration(st.timeout)
+        ))
     }
 }
 
@@ -203,5 +233,18 @@ mod tests {
         assert!(read::<Samples>("timer = \"cupti\"\nstop = {}").is_err());
         assert!(read::<Samples>("stop = { rsd = 1 }").is_err());
         assert_eq!(read::<Samples>("samples = 0").unwrap().count, 0);
+    }
+
+    #[test]
+    fn a_cell_that_gives_no_count_stops_on_its_medians_precision_unless_cupti_times_it() {
+        let s: Samples = read("").unwrap();
+        assert_eq!((s.count, s.stop), (ADAPTIVE_MAX_SAMPLES, Some(StopRule::precise())));
+        assert_eq!(s.stop, read::<Samples>("stop = {}").unwrap().stop);
+        let fixed: Samples = read("samples = 300").unwrap();
+        assert_eq!((fixed.count, fixed.stop), (300, None));
+        let cupti: Samples = read("timer = \"cupti\"").unwrap();
+        assert_eq!((cupti.count, cupti.stop), (FIXED_SAMPLES, None));
+        let capped: Samples = read("samples = 500\nstop = { min_gpu_time = \"0s\" }").unwrap();
+        assert_eq!((capped.count, capped.stop.unwrap().min_gpu_ns), (500, 0.0));
     }
 }

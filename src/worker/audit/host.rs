@@ -230,6 +230,6 @@ fn first_difference(
     let func = s
         .kernels
         .function(KernelKey::FirstDifference, &mut s.timeline)?;
-    equal::first_difference(&func, buf, copy)
+    equal::first_difference(&func, buf, copy, None)
         .map_err(during("audit: comparing an input with its copy"))
 }

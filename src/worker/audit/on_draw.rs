@@ -180,7 +180,8 @@ fn copy(
     let func = s
         .kernels
         .function(KernelKey::FirstDifference, &mut s.timeline)?;
-    let differs = equal::first_difference(&func, out, src).map_err(during("audit: copy check"))?;
+    let differs =
+        equal::first_difference(&func, out, src, None).map_err(during("audit: copy check"))?;
     let name = &def.args[output].name;
     let Some(byte) = differs else {
         return Ok(format!("copy: all {} bytes equal", out.bytes()));
