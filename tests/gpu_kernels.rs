@@ -507,7 +507,8 @@ fn an_output_equal_bit_for_bit_is_compared_in_full_on_the_gpu_and_a_nan_still_fa
     // y = 2x, with element `nan_at` a NaN and element `off_at` one more, where in range.
     let source = "extern \"C\" __global__ void twice(const float* x, float* y, int n, int nan_at, int off_at) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  float v = 2.0f * x[i];\n  if (i == nan_at) v = __int_as_float(0x7fc00000);\n  if (i == off_at) v += 1.0f;\n  y[i] = v;\n}\n";
     std::fs::write(dir.path().join("twice.cu"), source).unwrap();
-    let kernel = |name: &str, nan_at: i32, off_at: i32, check: &str| {
+    // The reference is given the checked kernel's arguments by name: `bump` is its own.
+    let kernel = |name: &str, nan_at: i32, (off, off_at): (&str, i32), check: &str| {
         format!(
             r#"[[kernel]]
 name = "{name}"
@@ -520,7 +521,7 @@ args = [
   {{ name = "y", buffer = "f32", len = "n", init = "output" }},
   {{ name = "n", scalar = "i32", value = "n" }},
   {{ name = "nan_at", scalar = "i32", value = {nan_at} }},
-  {{ name = "off_at", scalar = "i32", value = {off_at} }},
+  {{ name = "{off}", scalar = "i32", value = {off_at} }},
 ]
 {check}
 "#
@@ -529,11 +530,11 @@ args = [
     let against = |r: &str| format!("check_kernel = {{ kernel = \"{r}\", outputs = [\"y\"] }}");
     let text = [
         "[experiment]\ntitle = \"checks on the GPU\"\n[sweep]\nn = [262144]\n".to_string(),
-        kernel("ref", -1, -1, "unchecked = true"),
-        kernel("nan-ref", 7, -1, "unchecked = true"),
-        kernel("same", -1, -1, &against("ref")),
-        kernel("nan", 7, -1, &against("nan-ref")),
-        kernel("off", -1, 200000, &against("ref")),
+        kernel("ref", -1, ("off_at", -1), "unchecked = true"),
+        kernel("nan-ref", 7, ("off_at", -1), "unchecked = true"),
+        kernel("same", -1, ("off_at", -1), &against("ref")),
+        kernel("nan", 7, ("off_at", -1), &against("nan-ref")),
+        kernel("off", -1, ("bump", 200000), &against("ref")),
         "[defaults]\ntimer = \"events\"\nsamples = 200\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
     ]
     .join("\n");
