@@ -361,8 +361,17 @@ impl DeviceBuffer {
 
     /// Sets every byte and waits (0xFF poisons floats to NaN).
     pub fn fill(&self, byte: u8) -> Result<(), CudaError> {
-        if let Placement::Pinned | Placement::Pageable { .. } = &self.placement {
-            return self.upload(&vec![byte; self.bytes]);
+        if let (Placement::Pinned | Placement::Pageable { .. }, Some(host)) =
+            (&self.placement, self.host_view())
+        {
+            // The device may still be using the buffer from earlier work.
+            super::synchronize()?;
+            // Set in place: a host copy of the buffer to upload cost as much again (a 1 GiB
+            // pinned output's zeroing took 0.2 s of an audit).
+            // SAFETY: the buffer is host memory at `host` of exactly self.bytes bytes, and
+            // the device is done with it (synchronized above).
+            unsafe { std::ptr::write_bytes(host, byte, self.bytes) };
+            return Ok(());
         }
         // SAFETY: writes self.bytes bytes of a live buffer.
         unsafe { result::memset_d8_sync(self.ptr, byte, self.bytes) }.during("cuMemsetD8")
