@@ -130,7 +130,7 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     let gpu_s = count * kernel_s;
     let region_s = gpu_s + count * profiled + REGION_S + wait_s + fresh_s + flushes * flush_s;
     let planned = k.samples_per_run();
-    let samples = samples_taken(k, c.runs(), planned, gpu_s, region_s);
+    let (samples, stopped) = samples_taken(k, c.runs(), planned, gpu_s, region_s);
     let sizing = match k.queue {
         Queue::Saturate { wait_us: None } => 5.0 * region_s,
         _ => 0.0,
@@ -181,21 +181,31 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
         work_s,
         per_point_s,
         declared: declared || c.role == Role::Floor,
-        stopped: samples < planned,
+        stopped,
         counted_s,
     }
 }
 
-/// Steady samples a run takes: all it asks for, or as many as the budget (or an adaptive
-/// stop's time limit) lets it, never fewer than their minimum counts.
+/// Steady samples a run takes, and whether the budget ends them before the count or stop
+/// rule would: all it asks for; under an adaptive stop as many as its minimum GPU time takes
+/// (where the project's cells stopped, their medians precise by then) within its time
+/// limit; as many as the budget lets it; never fewer than each one's minimum count.
 fn samples_taken(
     k: &crate::experiment::Knobs,
     runs: u32,
     planned: u64,
     gpu_s: f64,
     region_s: f64,
-) -> u64 {
+) -> (u64, bool) {
     let mut n = planned;
+    if let Some(stop) = k.samples.stop {
+        let by_time = (stop.timeout.as_secs_f64() / region_s).ceil() as u64;
+        let by_gpu = match gpu_s > 0.0 {
+            true => (stop.min_gpu_ns * 1e-9 / gpu_s).ceil() as u64,
+            false => 0,
+        };
+        n = n.min(by_gpu.min(by_time).max(stop.min_samples));
+    }
     if let Budget::Gpu {
         gpu_time,
         min_samples,
@@ -209,14 +219,13 @@ fn samples_taken(
         };
         let share = gpu_time.as_secs_f64() / f64::from(runs.max(1));
         if per > 0.0 {
-            n = n.min(((share / per).ceil() as u64).max(min_samples));
+            let by_budget = ((share / per).ceil() as u64).max(min_samples);
+            if by_budget < n {
+                return (by_budget, true);
+            }
         }
     }
-    if let Some(stop) = k.samples.stop {
-        let by_time = (stop.timeout.as_secs_f64() / region_s).ceil() as u64;
-        n = n.min(by_time.max(stop.min_samples));
-    }
-    n
+    (n, false)
 }
 
 /// A launch of the kernel (and its steps) at the device's peaks: its declared work; where
