@@ -2,8 +2,8 @@
 """NVBench timing the post's naive matmul (kernels/matmul.cu) at one size, as a peer of
 experiments/nvbench.toml:
 
-    python3 benches/nvbench/matmul.py N cold    # prints `cold median: T us`
-    python3 benches/nvbench/matmul.py N batch   # prints `batch mean: T us`
+    benches/nvbench/matmul.py N cold    # prints `cold median: T us`
+    benches/nvbench/matmul.py N batch   # prints `batch mean: T us`
 
 `cold` is the median of NVBench's cold samples: CUDA events around each launch, with NVBench's
 L2 flush and blocking kernel before it. `batch` is NVBench's batch time per launch: launches
@@ -56,7 +56,7 @@ def main():
 
     def matmul(state):
         def launch(launch):
-            with cp.cuda.ExternalStream(launch.get_stream().addressof()):
+            with cp.cuda.Stream.from_external(launch.get_stream()):
                 kernel(grid, block, args)
 
         state.exec(launch, batched=mode == "batch")
