@@ -209,7 +209,7 @@ impl<'a> Analysis<'a> {
             let records = self.records.get(&c.index).map_or(&[][..], Vec::as_slice);
             // Runs of one launch each have one audited run between them.
             let audited = records.iter().any(|r| r.audit.is_some());
-            let checks = kernel.is_some_and(|k| k.check.is_some() || k.check_kernel.is_some());
+            let checks = kernel.is_some_and(|k| k.is_checked());
             let copy = kernel.is_some_and(|k| k.copy.is_some());
             let scrutiny = match (kernel.is_some_and(|k| k.unchecked), checks, audited) {
                 (true, ..) => trust::Scrutiny::Unchecked,

@@ -22,6 +22,9 @@ pub struct Kernel {
     /// Checked against another kernel of the experiment on the same inputs.
     #[serde(default)]
     pub check_kernel: Option<KernelCheck>,
+    /// Checked against a Python function of its inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_python: Option<PythonCheck>,
     /// `unchecked = true`: the user chose to time the kernel unchecked; every table says so.
     #[serde(default)]
     pub unchecked: bool,
@@ -210,10 +213,18 @@ impl Kernel {
         let declared =
             matches!(&self.args[i].kind, super::ArgKind::Buffer { init, .. } if init.is_written());
         let checked = self.check.as_ref().is_some_and(|c| c.output == i)
-            || (self.check_kernel.as_ref()).is_some_and(|c| c.outputs.contains(&i));
+            || (self.check_kernel.as_ref()).is_some_and(|c| c.outputs.contains(&i))
+            || (self.check_python.as_ref()).is_some_and(|c| c.outputs.contains(&i));
         let copied_into = (self.copy.is_some() && i == 0)
             || (self.steps.iter()).any(|s| s.copy.is_some() && s.args.first() == Some(&i));
         declared || checked || copied_into
+    }
+
+    /// Whether its output is checked: against a CPU reference, a reference kernel or a
+    /// Python function, and not unchecked by choice.
+    pub fn is_checked(&self) -> bool {
+        !self.unchecked
+            && (self.check.is_some() || self.check_kernel.is_some() || self.check_python.is_some())
     }
 
     /// What its file holds: the source, or the prebuilt module's bytes.
@@ -256,6 +267,38 @@ impl KernelCheck {
     /// The reference's argument that the checked kernel's argument `i` is given as.
     pub fn reference_arg(&self, i: usize) -> Option<usize> {
         self.from.iter().position(|f| *f == Some(i))
+    }
+}
+
+/// A check against a Python function (`check_python`): given the kernel's inputs by name (its
+/// buffers the kernel only reads, as NumPy arrays, or torch tensors with `torch`; its scalars
+/// as numbers), it returns the outputs, each compared as a reference kernel's are (within
+/// `|a - b| <= atol + rtol * |b|`, the launch's tolerances or the type's).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PythonCheck {
+    /// The file as written, relative to the experiment file.
+    pub source: String,
+    /// The file resolved (absolute where the experiment's path is).
+    pub path: String,
+    pub function: String,
+    /// The checked kernel's arguments the function returns, in its order.
+    pub outputs: Vec<usize>,
+    /// Torch tensors (on the CPU) instead of NumPy arrays.
+    #[serde(default)]
+    pub torch: bool,
+    /// The longest one call may take.
+    pub timeout_s: f64,
+    /// The interpreter (`python3` on the PATH unless given).
+    pub python: String,
+    /// The file's text, as the run folder keeps it; empty where validation did not read it.
+    #[serde(skip)]
+    pub text: String,
+}
+
+impl PythonCheck {
+    /// `ref.py:rms_norm`, as plans and accounts name it.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.source, self.function)
     }
 }
 

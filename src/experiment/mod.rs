@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 pub use arg::{managed_bytes, ArgKind, ArgValue, InitSpec, Memory};
 pub use error::{BadValue, ConfigError};
 pub use expr::{DeviceFacts, Scope};
-pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind};
+pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind, PythonCheck};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Dtype, Init, Unit};
 pub use sweep::SweepValue;

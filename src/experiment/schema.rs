@@ -96,6 +96,8 @@ pub struct RawKernel {
     pub options: Option<Spanned<Vec<String>>>,
     /// Check against another kernel of the experiment run on the same inputs.
     pub check_kernel: Option<Spanned<RawKernelCheck>>,
+    /// Check against a Python function of the inputs.
+    pub check_python: Option<Spanned<RawPythonCheck>>,
     /// `unchecked = true`: time the kernel without checking its output, by choice.
     pub unchecked: Option<Spanned<bool>>,
     /// `expect = "caught"`: a kernel wrong on purpose, which the checks must catch.
@@ -196,6 +198,19 @@ pub struct RawKernelCheck {
     pub outputs: Vec<Spanned<String>>,
     pub rtol: Option<Spanned<ToleranceSpec>>,
     pub atol: Option<Spanned<ToleranceSpec>>,
+}
+
+/// `check_python = { function = "ref.py:rms_norm", outputs = ["y"], rtol = 1e-3 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPythonCheck {
+    pub function: Spanned<String>,
+    pub outputs: Vec<Spanned<String>>,
+    pub rtol: Option<Spanned<ToleranceSpec>>,
+    pub atol: Option<Spanned<ToleranceSpec>>,
+    pub torch: Option<bool>,
+    pub timeout: Option<Spanned<String>>,
+    pub python: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -180,6 +180,24 @@ fn check(exp: &Experiment, k: &Kernel) -> String {
             inputs.join(", "),
             name(c.output)
         )
+    } else if let Some(c) = &k.check_python {
+        let outputs: Vec<&str> = c.outputs.iter().map(|&i| name(i)).collect();
+        let given: Vec<&str> = (0..k.args.len())
+            .filter(|&i| !k.writes(i))
+            .map(name)
+            .collect();
+        format!(
+            "the Python function `{}` ({}, run by {}), given {} by name{}, against {}",
+            c.function,
+            c.source,
+            c.python,
+            given.join(", "),
+            match c.torch {
+                true => " as torch tensors",
+                false => " as NumPy arrays and numbers",
+            },
+            outputs.join(", ")
+        )
     } else if let Some(c) = &k.check_kernel {
         let reference = &exp.kernels[c.kernel];
         let outputs: Vec<&str> = c.outputs.iter().map(|&i| name(i)).collect();

@@ -135,8 +135,7 @@ fn refuse_untimeable(
             ))
             .with_hint("time copies by events, cupti or a host timer"));
     }
-    let checks_output =
-        !kernel.unchecked && (kernel.check.is_some() || kernel.check_kernel.is_some());
+    let checks_output = kernel.is_checked();
     if copies && knobs.timer == TimerKind::Cupti && checks_output && !checked_after_warmup {
         return Err(exp
             .error(format!("cell {id}: CUPTI is timing `{}`'s copies, and with no warm-up of the kernel its output check runs among the timed launches, where its own copies would be taken for them", kernel.name))

@@ -58,6 +58,10 @@ const FULL_REFERENCE_S: f64 = 0.1e-9;
 const SAMPLED_REFERENCE_S: f64 = 0.7e-9;
 /// Elements of the matmul reference's output compared beyond 512 x 512 (a sample).
 const SAMPLED_ELEMENTS: f64 = 4096.0;
+/// A Python reference's request and reply (`check_python`), the interpreter already up.
+const PYTHON_CALL_S: f64 = 2e-3;
+/// A Python reference's data written, read and worked on, per byte of the launch's buffers.
+const PYTHON_S_PER_BYTE: f64 = 2e-9;
 /// An audit's re-check against a reference kernel compares an output of more elements than
 /// this at a sample of this many (`worker::agreement::sample`: 16 stretches of 1024).
 const SAMPLED_ABOVE: f64 = 65536.0;
@@ -136,8 +140,7 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
         _ => 0.0,
     };
     let warmup_s = k.warmup.launches as f64 * (kernel_s + profiled);
-    let checked =
-        kernel.is_some_and(|k| !k.unchecked && (k.check.is_some() || k.check_kernel.is_some()));
+    let checked = kernel.is_some_and(Kernel::is_checked);
     // The checked launch, and the audit's launch in the cell's cache state.
     let extra = match checked {
         true => 2.0 * (kernel_s + REGION_S + profiled) + flush_s,
@@ -273,6 +276,14 @@ fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64, f64)
             .sum();
         let check = full * KERNEL_CHECK_S + theirs + buffers;
         return (check, sampled * KERNEL_CHECK_S + theirs, 0.0);
+    }
+    if let Some(pc) = &kernel.check_python {
+        // The data set through files both ways, the function's own time unknown: counted
+        // at the per-element cost of a NumPy expression, plus a request's round trip.
+        let bytes = spec.device_bytes() as f64;
+        let outputs: f64 = pc.outputs.iter().map(|&o| elements(spec, o)).sum();
+        let each = PYTHON_CALL_S + bytes * PYTHON_S_PER_BYTE + outputs * CPU_CHECK_S;
+        return (each, each, 0.0);
     }
     let Some(check) = &kernel.check else {
         return (0.0, 0.0, 0.0);

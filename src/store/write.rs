@@ -82,6 +82,15 @@ impl Writer {
             files::write(&to, k.code())
                 .with_context(|| format!("cannot write {}", to.display()))?;
         }
+        // The Python references as read, beside the kernels.
+        for c in exp.kernels.iter().filter_map(|k| k.check_python.as_ref()) {
+            let to = sources.join(source_copy(&c.source));
+            if let Some(parent) = to.parent() {
+                files::create_dir(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            files::write(&to, &c.text).with_context(|| format!("cannot write {}", to.display()))?;
+        }
         if let Some(t) = &exp.report.template {
             let from = exp.path.parent().unwrap_or(Path::new(".")).join(t);
             let text = files::read(&from, files::MAX_TEXT_BYTES)

@@ -54,6 +54,16 @@ impl Checker<'_> {
         recorded: Option<&[String]>,
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
+        if let Some((def, pc)) = self.def.and_then(|d| Some((d, d.check_python.as_ref()?))) {
+            let data: Vec<Option<&[u8]>> = host.iter().map(|h| h.as_deref()).collect();
+            let got = (pc.outputs.iter())
+                .map(|&o| Ok((o, buffers.download(o)?)))
+                .collect::<Result<Vec<_>, Failure>>()?;
+            let account =
+                reference::python::check(pc, def, &cell.launch, &data, &got, self.reference);
+            timeline.mark("Python reference");
+            return account;
+        }
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
             if let Some(account) = self.copy_on_gpu(kernels, timeline, buffers)? {
                 return Ok(account);

@@ -99,7 +99,7 @@ impl Validator<'_> {
 
     /// Refuses to check a scratch buffer: the kernel's working space holds whatever it
     /// left there.
-    fn not_scratch(&self, arg: &Arg, at: &Spanned<String>) -> Result<(), ConfigError> {
+    pub(super) fn not_scratch(&self, arg: &Arg, at: &Spanned<String>) -> Result<(), ConfigError> {
         match &arg.kind {
             ArgKind::Buffer {
                 init: InitSpec::Fixed(schema::Init::Scratch),

@@ -87,6 +87,7 @@ impl Validator<'_> {
             }),
             args,
             check_kernel: None,
+            check_python: None,
             unchecked: false,
             check_only: false,
             expect_caught: false,

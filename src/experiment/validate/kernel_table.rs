@@ -1,6 +1,7 @@
 //! The experiment's kernel tables: each one's source, entry, arguments, roles and check,
 //! and its sweep points (its launch at each point: [`super::launches`]).
 
+use super::roles::Roles;
 use super::Validator;
 use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
@@ -13,16 +14,6 @@ use crate::experiment::{point_label, sweep, Point, Sources, MAX_CELLS};
 use indexmap::IndexMap;
 use std::path::Path;
 use toml::Spanned;
-
-/// What a kernel is there for, from `unchecked`, `expect` and `timed`.
-struct Roles {
-    /// Timed without a check (every table says so).
-    unchecked: bool,
-    /// Wrong on purpose: its cells must fail or be suspect.
-    expect_caught: bool,
-    /// Not timed: it runs only as another kernel's reference.
-    check_only: bool,
-}
 
 impl Validator<'_> {
     /// The experiment's kernels and copies, each name once, within the cells a run may hold
@@ -105,8 +96,10 @@ impl Validator<'_> {
         }
         self.dims_counts(&rk)?;
         let args = self.kernel_args(&rk)?;
+        let check_python = self.python_check(&rk, &args, dir)?;
         let roles = self.roles(&rk, has_kernel_check)?;
-        let check = self.reference_check(&rk, &args, &roles, has_kernel_check)?;
+        let checked_elsewise = has_kernel_check || check_python.is_some();
+        let check = self.reference_check(&rk, &args, &roles, checked_elsewise)?;
         let steps = rk
             .then
             .iter()
@@ -120,7 +113,12 @@ impl Validator<'_> {
         self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
         let (points, base) = self.kernel_points(&rk.sweep, points)?;
         let mut launches = self.launches(&rk, &args, check.as_ref(), &steps, &points, dir)?;
-        self.tolerances(&rk, kernel_check, &points, &mut launches)?;
+        let given = match (kernel_check, &rk.check_python) {
+            (Some(c), _) => (c.get_ref().rtol.as_ref(), c.get_ref().atol.as_ref()),
+            (None, Some(c)) => (c.get_ref().rtol.as_ref(), c.get_ref().atol.as_ref()),
+            (None, None) => (None, None),
+        };
+        self.tolerances(&rk, given, &points, &mut launches)?;
         self.npy_files(&rk, &points, &mut launches)?;
         let flops_type = self.flops_type(&rk)?;
         let only_variants = self.only_variants(&rk, variant_names)?;
@@ -133,6 +131,7 @@ impl Validator<'_> {
             args,
             check,
             check_kernel: None,
+            check_python,
             unchecked: roles.unchecked,
             expect_caught: roles.expect_caught,
             check_only: roles.check_only,
@@ -287,56 +286,6 @@ impl Validator<'_> {
         Ok(args)
     }
 
-    /// The kernel's roles, refused where they contradict each other or its check.
-    fn roles(&self, rk: &RawKernel, has_kernel_check: bool) -> Result<Roles, ConfigError> {
-        let unchecked = rk.unchecked.as_ref().is_some_and(|u| *u.get_ref());
-        let expect_caught = match &rk.expect {
-            None => false,
-            Some(e) if e.get_ref() == "caught" => true,
-            Some(e) if e.get_ref() == "ok" => false,
-            Some(e) => {
-                return Err(self
-                    .err(e, format!("unknown expect `{}`", e.get_ref()))
-                    .with_hint("expect = \"caught\" for a kernel wrong on purpose (its cells must fail or be suspect), or leave it out"))
-            }
-        };
-        let check_only = rk.timed.as_ref().is_some_and(|t| !*t.get_ref());
-        if let (Some(t), true) = (
-            &rk.timed,
-            check_only && (expect_caught || rk.check.is_some() || has_kernel_check),
-        ) {
-            return Err(self
-                .err(t, "a kernel that is not timed is neither checked nor caught: it runs only as another kernel's reference")
-                .with_hint("remove `check` or `expect` from it (a reference kernel needs neither), or remove timed = false"));
-        }
-        if let (Some(e), true) = (&rk.expect, expect_caught && unchecked) {
-            return Err(self
-                .err(e, "an unchecked kernel cannot be expected to be caught")
-                .with_hint("give the kernel a check, so that there is something to catch it"));
-        }
-        if let (Some(u), true) = (
-            &rk.unchecked,
-            unchecked && (rk.check.is_some() || has_kernel_check),
-        ) {
-            return Err(self
-                .err(u, "a kernel with a check cannot be unchecked")
-                .with_hint("keep either a check or unchecked = true"));
-        }
-        if let (Some(c), true) = (&rk.check, has_kernel_check) {
-            return Err(self
-                .err(
-                    c,
-                    "a kernel is checked by a reference or by a kernel, not both",
-                )
-                .with_hint("keep check = { reference = ... } or check_kernel = { kernel = ... }"));
-        }
-        Ok(Roles {
-            unchecked,
-            expect_caught,
-            check_only,
-        })
-    }
-
     /// The kernel's check against a reference, if it has one; a kernel that writes an
     /// output must have some check, or say it runs unchecked.
     fn reference_check(
@@ -344,10 +293,10 @@ impl Validator<'_> {
         rk: &RawKernel,
         args: &[Arg],
         roles: &Roles,
-        has_kernel_check: bool,
+        checked_elsewise: bool,
     ) -> Result<Option<Check>, ConfigError> {
         Ok(match &rk.check {
-            None if roles.unchecked || has_kernel_check || roles.check_only => None,
+            None if roles.unchecked || checked_elsewise || roles.check_only => None,
             None => {
                 // An output, or a buffer reset before every launch (a histogram's bins); a
                 // scratch buffer holds nothing to check.
@@ -358,7 +307,7 @@ impl Validator<'_> {
                 if let Some(out) = output {
                     return Err(self
                         .err(&rk.name, format!("kernel `{}` writes `{}` but has no check", rk.name.get_ref(), out.name))
-                        .with_hint("add check = { reference = \"matmul\", inputs = [...], output = \"...\", dims = [...] }, or unchecked = true to time it unchecked (every table says so)"));
+                        .with_hint("add check = { reference = \"matmul\", ... }, check_kernel = { kernel = ... } or check_python = { function = \"ref.py:f\", outputs = [...] }, or unchecked = true to time it unchecked (every table says so)"));
                 }
                 None
             }

@@ -18,7 +18,9 @@ mod inits;
 mod kernel_table;
 mod launches;
 mod limits;
+mod python_check;
 mod report;
+mod roles;
 mod sequence;
 mod set;
 #[cfg(test)]

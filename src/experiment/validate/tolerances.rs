@@ -4,30 +4,32 @@
 use super::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::Scope;
-use crate::experiment::schema::{RawKernel, RawKernelCheck};
+use crate::experiment::schema::RawKernel;
 use crate::experiment::tolerance::ToleranceSpec;
 use crate::experiment::{point_label, LaunchSpec, Point, Tolerances};
 use toml::Spanned;
 
 impl Validator<'_> {
-    /// Sets the tolerances of `rk`'s check (`check`, or `kernel_check`, which the caller
-    /// holds) in its launch at each of `points`.
+    /// Sets the tolerances of `rk`'s check in its launch at each of `points`: `check`'s, or
+    /// the `(rtol, atol)` given to `check_kernel` or `check_python`.
     pub(super) fn tolerances(
         &self,
         rk: &RawKernel,
-        kernel_check: Option<&Spanned<RawKernelCheck>>,
+        (rtol, atol): (
+            Option<&Spanned<ToleranceSpec>>,
+            Option<&Spanned<ToleranceSpec>>,
+        ),
         points: &[Point],
         launches: &mut [LaunchSpec],
     ) -> Result<(), ConfigError> {
         let check = rk.check.as_ref().map(|c| c.get_ref());
-        let by_kernel = kernel_check.map(|c| c.get_ref());
         for (p, launch) in points.iter().zip(launches) {
             let scope = crate::experiment::scope(p, self.facts);
             let at = |spec, key| self.tolerance(spec, key, p, &scope);
             launch.tolerances = Tolerances {
                 tolerance: at(check.and_then(|c| c.tolerance.as_ref()), "tolerance")?,
-                rtol: at(by_kernel.and_then(|c| c.rtol.as_ref()), "rtol")?,
-                atol: at(by_kernel.and_then(|c| c.atol.as_ref()), "atol")?,
+                rtol: at(rtol, "rtol")?,
+                atol: at(atol, "atol")?,
             };
         }
         Ok(())

@@ -111,6 +111,28 @@ fn check_against(
     let buffers = &data.sets[0];
     // Each region compares its own sample of a large output, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
+    if let Some(pc) = &def.check_python {
+        // The draw read back: the function is given what the audited launch read.
+        let mut data = Vec::new();
+        for i in 0..def.args.len() {
+            data.push(match inputs.buffer(i) {
+                Some(b) if !def.writes(i) => Some(b.download()?),
+                _ => None,
+            });
+        }
+        let data: Vec<Option<&[u8]>> = data.iter().map(Option::as_deref).collect();
+        let got = (pc.outputs.iter())
+            .map(|&o| Ok((o, buffers.download(o)?)))
+            .collect::<Result<Vec<_>, Failure>>()?;
+        let cache = reference::Cache::new(
+            s.run_cache.as_deref(),
+            format!("{}#draw{seed}", ready.data.point),
+            s.sample_seed,
+        );
+        let account = reference::python::check(pc, def, &cell.launch, &data, &got, &cache);
+        s.timeline.mark("Python reference");
+        return account;
+    }
     if let Some(kc) = &def.check_kernel {
         let drawn = |j: &usize| draws.args.contains(j);
         let reference_draws = &scratch.reference_draws;

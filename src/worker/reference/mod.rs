@@ -1,6 +1,7 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
 mod matmul;
+pub mod python;
 
 use super::buffers::POISON;
 use super::failure::Failure;

@@ -1,0 +1,431 @@
+//! A kernel's check against a Python function (`check_python`). One interpreter serves the
+//! worker process: started at its first such check and kept for the rest (Python with NumPy
+//! starts in a tenth of a second, with torch in seconds), fed each data set through files in
+//! the run's cache folder (a folder of its own where there is none), one request a line.
+//! Its results are kept by data set, so the cells of one point that share a process and
+//! their inputs ask once.
+
+use super::{Cache, HostBuffer};
+use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
+use crate::worker::agreement;
+use crate::worker::failure::Failure;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+/// The interpreter's side of the protocol.
+const DRIVER: &str = include_str!("python_driver.py");
+/// The end of the interpreter's stderr kept for an error message.
+const STDERR_KEPT: usize = 2000;
+
+/// The check of the kernel's outputs `got` (read back, by argument) against `pc`'s function
+/// given the inputs `data` (per argument, a buffer's bytes where it holds one), each within
+/// the launch's tolerances or its type's.
+pub fn check(
+    pc: &PythonCheck,
+    def: &Kernel,
+    spec: &LaunchSpec,
+    data: &[Option<&[u8]>],
+    got: &[(usize, Vec<u8>)],
+    cache: &Cache,
+) -> Result<String, Failure> {
+    let dtype = |i: usize| match spec.args[i] {
+        ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+    };
+    let key = format!("{}#{}", pc.label(), cache.inputs);
+    let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
+    let wanted = match state.results.get(&key) {
+        Some(kept) => kept.clone(),
+        None => {
+            let outputs: Vec<(usize, Dtype, usize)> = (got.iter())
+                .map(|(o, bytes)| (*o, dtype(*o), bytes.len() / dtype(*o).size()))
+                .collect();
+            let wanted = state.call(pc, def, spec, data, &outputs, cache.dir)?;
+            state.results.insert(key, wanted.clone());
+            wanted
+        }
+    };
+    drop(state);
+    let (rtol, atol) = (spec.tolerances.rtol, spec.tolerances.atol);
+    let mut notes = Vec::new();
+    for ((o, mine), want) in got.iter().zip(&wanted) {
+        let (name, dtype) = (&def.args[*o].name, dtype(*o));
+        let (default_rtol, default_atol) = dtype.default_tolerances();
+        let view = |bytes| HostBuffer { name, dtype, bytes };
+        let tolerances = (rtol.unwrap_or(default_rtol), atol.unwrap_or(default_atol));
+        notes.push(agreement::compare(
+            &view(mine),
+            &view(want),
+            tolerances,
+            None,
+        )?);
+    }
+    Ok(format!(
+        "against Python `{}`: {}",
+        pc.label(),
+        notes.join("; ")
+    ))
+}
+
+/// The worker's interpreter, where one runs, and the results it gave by data set.
+#[derive(Default)]
+struct State {
+    running: Option<Interpreter>,
+    results: HashMap<String, Vec<Vec<u8>>>,
+    /// Where the data sets go when the run has no cache folder.
+    scratch: Option<tempfile::TempDir>,
+}
+
+static INTERPRETER: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
+
+struct Interpreter {
+    program: String,
+    child: Child,
+    stdin: ChildStdin,
+    replies: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl State {
+    /// The function's outputs (by `outputs`: argument, type, elements), as bytes of each
+    /// output's type.
+    fn call(
+        &mut self,
+        pc: &PythonCheck,
+        def: &Kernel,
+        spec: &LaunchSpec,
+        data: &[Option<&[u8]>],
+        outputs: &[(usize, Dtype, usize)],
+        dir: Option<&Path>,
+    ) -> Result<Vec<Vec<u8>>, Failure> {
+        let dir = match dir {
+            Some(d) => d.to_path_buf(),
+            None => match &self.scratch {
+                Some(t) => t.path().to_path_buf(),
+                None => {
+                    let made = tempfile::tempdir().map_err(|e| {
+                        Failure::from(format!(
+                            "cannot make a folder for the Python reference's data: {e}"
+                        ))
+                    })?;
+                    self.scratch.insert(made).path().to_path_buf()
+                }
+            },
+        };
+        let file =
+            |i: usize, end: &str| dir.join(format!("python-{}-{i}.{end}", std::process::id()));
+        let mut written: Vec<PathBuf> = Vec::new();
+        let result = (|| {
+            let mut args = Vec::new();
+            for (i, arg) in def.args.iter().enumerate().filter(|(i, _)| !def.writes(*i)) {
+                match &spec.args[i] {
+                    ArgValue::Scalar { dtype, bytes } => {
+                        args.push(json!({ "name": arg.name, "value": scalar(*dtype, bytes) }))
+                    }
+                    ArgValue::Buffer { dtype, .. } => {
+                        let bytes = data.get(i).copied().flatten().ok_or_else(|| {
+                            Failure::from(format!(
+                                "the Python reference has no data for `{}`",
+                                arg.name
+                            ))
+                        })?;
+                        let path = file(i, "in");
+                        written.push(path.clone());
+                        std::fs::write(&path, bytes).map_err(|e| {
+                            Failure::from(format!("cannot write {}: {e}", path.display()))
+                        })?;
+                        args.push(json!({ "name": arg.name, "dtype": dtype.key(), "path": path }));
+                    }
+                }
+            }
+            let outs: Vec<Value> = (outputs.iter())
+                .map(|&(o, dtype, len)| {
+                    let path = file(o, "out");
+                    written.push(path.clone());
+                    json!({ "name": def.args[o].name, "dtype": dtype.key(), "len": len, "path": path })
+                })
+                .collect();
+            let request = json!({
+                "file": pc.path, "function": pc.function, "torch": pc.torch,
+                "args": args, "outputs": outs,
+            });
+            self.ask(pc, &request.to_string())?;
+            (outputs.iter())
+                .map(|&(o, dtype, len)| {
+                    let bytes = std::fs::read(file(o, "out")).map_err(|e| {
+                        Failure::from(format!(
+                            "the Python reference wrote no `{}`: {e}",
+                            def.args[o].name
+                        ))
+                    })?;
+                    match bytes.len() == len * dtype.size() {
+                        true => Ok(bytes),
+                        false => Err(Failure::from(format!(
+                            "the Python reference wrote {} bytes of `{}`, not {}",
+                            bytes.len(),
+                            def.args[o].name,
+                            len * dtype.size()
+                        ))),
+                    }
+                })
+                .collect()
+        })();
+        for path in written {
+            let _ = std::fs::remove_file(path);
+        }
+        result
+    }
+
+    /// Sends one request and waits for its reply, at most the check's timeout; an
+    /// interpreter that failed or ran over is ended, and the next call starts another.
+    fn ask(&mut self, pc: &PythonCheck, request: &str) -> Result<(), Failure> {
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|r| r.program != pc.python)
+        {
+            self.end();
+        }
+        if self.running.is_none() {
+            self.running = Some(Interpreter::start(&pc.python)?);
+        }
+        let running = self.running.as_mut().expect("started above");
+        let sent = writeln!(running.stdin, "{request}").and_then(|_| running.stdin.flush());
+        let reply = match sent {
+            Ok(()) => running
+                .replies
+                .recv_timeout(Duration::from_secs_f64(pc.timeout_s)),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+        };
+        let failed =
+            |why: String| Failure::from(format!("the Python reference `{}` {why}", pc.label()));
+        match reply {
+            Ok(line) => {
+                let reply: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                match reply.get("error").and_then(Value::as_str) {
+                    Some(error) => Err(failed(format!("failed: {error}"))),
+                    None if reply.get("ok").is_some() => Ok(()),
+                    None => Err(failed(format!("answered `{line}`, not its reply"))),
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.end();
+                Err(failed(format!(
+                    "took more than {} s: give check_python a longer timeout (timeout = \"300s\"), or a smaller sweep",
+                    pc.timeout_s
+                )))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let stderr = running.stderr_tail();
+                self.end();
+                Err(failed(format!(
+                    "ended its interpreter (`{}`): {stderr}. It needs NumPy (python3 -m pip install numpy), and torch for torch = true; check_python's python = \"...\" names another interpreter",
+                    pc.python
+                )))
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+        }
+    }
+}
+
+impl Interpreter {
+    fn start(program: &str) -> Result<Interpreter, Failure> {
+        let mut child = Command::new(program)
+            .args(["-u", "-c", DRIVER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                Failure::from(format!(
+                    "cannot start `{program}` for the Python reference: {e}. Install Python 3 with NumPy, or name an interpreter in check_python: python = \"/path/to/python3\""
+                ))
+            })?;
+        let (stdin, stdout, mut stderr) = (
+            child.stdin.take().expect("piped"),
+            child.stdout.take().expect("piped"),
+            child.stderr.take().expect("piped"),
+        );
+        let (send, replies) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let kept = Arc::new(Mutex::new(String::new()));
+        let into = Arc::clone(&kept);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr.read(&mut chunk) {
+                let mut tail = into.lock().unwrap_or_else(|e| e.into_inner());
+                tail.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                if tail.len() > 2 * STDERR_KEPT {
+                    let cut = tail.len() - STDERR_KEPT;
+                    let cut = (cut..tail.len())
+                        .find(|&i| tail.is_char_boundary(i))
+                        .unwrap_or(0);
+                    tail.drain(..cut);
+                }
+            }
+        });
+        Ok(Interpreter {
+            program: program.to_string(),
+            child,
+            stdin,
+            replies,
+            stderr: kept,
+        })
+    }
+
+    /// The last lines it wrote to stderr, once it has ended.
+    fn stderr_tail(&mut self) -> String {
+        let _ = self.child.wait();
+        // The reader may still be taking in the last of it.
+        std::thread::sleep(Duration::from_millis(50));
+        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let lines: Vec<&str> = tail.lines().rev().take(3).collect();
+        lines.into_iter().rev().collect::<Vec<_>>().join(" / ")
+    }
+}
+
+/// A scalar argument as the function is given it: a number.
+fn scalar(dtype: Dtype, bytes: &[u8]) -> Value {
+    match dtype.read_int(bytes) {
+        Some(v) => json!(v as i64),
+        None => json!(dtype.read(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Experiment;
+
+    /// Whether `python3` here has NumPy: without it the tests below say they are skipped.
+    fn numpy() -> bool {
+        let found = Command::new("python3")
+            .args(["-c", "import numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            eprintln!(
+                "skipped: python3 with NumPy is not installed here (python3 -m pip install numpy)"
+            );
+        }
+        found
+    }
+
+    fn floats(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn a_python_function_checks_an_output_and_names_what_went_wrong() {
+        if !numpy() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ref.py");
+        std::fs::write(
+            &file,
+            "def twice(x, n):\n    return 2 * x[:n]\n\ndef short(x, n):\n    return x[:1]\n\ndef boom(x, n):\n    raise ValueError('no luck')\n\ndef ints(x, n):\n    return (2 * x).astype('int64')\n",
+        )
+        .unwrap();
+        let kernel = |name: &str| {
+            format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = 4 }},\n]\ncheck_python = {{ function = \"{}:{name}\", outputs = [\"y\"] }}\n", file.display())
+        };
+        let text = ["twice", "short", "boom", "ints"].map(kernel).join("\n");
+        let e = Experiment::from_text(&format!(
+            "[experiment]\ntitle = \"t\"\n{text}[[variant]]\nname = \"a\"\n"
+        ))
+        .unwrap();
+        let x = floats(&[1.0, 2.0, 3.0, 4.0]);
+        let data = [Some(&x[..]), None, None];
+        let cache = Cache::new(None, "k/n=4#1".into(), 1);
+        let run = |k: usize, got: &[f32]| {
+            let def = &e.kernels[k];
+            let pc = def.check_python.as_ref().unwrap();
+            check(
+                pc,
+                def,
+                &def.launches[0],
+                &data,
+                &[(1, floats(got))],
+                &cache,
+            )
+        };
+        let right = run(0, &[2.0, 4.0, 6.0, 8.0]).unwrap();
+        assert_eq!(
+            right,
+            format!("against Python `{}:twice`: y: max abs error 0.000e0, max rel error 0.000e0 over 4 elements", file.display())
+        );
+        let wrong = run(0, &[2.0, 4.0, 6.5, 8.0]).unwrap_err().message;
+        assert!(
+            wrong.contains("1 outside") && wrong.contains("y[2]"),
+            "{wrong}"
+        );
+        let short = run(1, &[0.0; 4]).unwrap_err().message;
+        assert!(
+            short.contains("returned 1 elements (shape (1,)), the kernel's output holds 4"),
+            "{short}"
+        );
+        let boom = run(2, &[0.0; 4]).unwrap_err().message;
+        assert!(
+            boom.contains("failed: ValueError: no luck (line 8 of ref.py)"),
+            "{boom}"
+        );
+        // Integers cast to a float output; floats for an integer one would be refused.
+        assert!(run(3, &[2.0, 4.0, 6.0, 8.0]).is_ok());
+        // The interpreter outlives a failing function, and answers the next request.
+        assert!(run(0, &[2.0, 4.0, 6.0, 8.0]).is_ok());
+    }
+
+    #[test]
+    fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ref.py");
+        std::fs::write(&file, "def f(x):\n    return x\n").unwrap();
+        let kernel = |python: &str| {
+            format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n]\ncheck_python = {{ function = \"{}:f\", outputs = [\"y\"], python = \"{python}\" }}\n[[variant]]\nname = \"a\"\n", file.display())
+        };
+        let x = floats(&[1.0; 4]);
+        let data = [Some(&x[..]), None];
+        let run = |python: &str, inputs: &str| {
+            let e = Experiment::from_text(&kernel(python)).unwrap();
+            let def = &e.kernels[0];
+            let cache = Cache::new(None, inputs.into(), 1);
+            let pc = def.check_python.as_ref().unwrap();
+            check(
+                pc,
+                def,
+                &def.launches[0],
+                &data,
+                &[(1, floats(&[1.0; 4]))],
+                &cache,
+            )
+            .unwrap_err()
+            .message
+        };
+        let missing = run("/nonexistent/python3", "a");
+        assert!(
+            missing.contains("cannot start `/nonexistent/python3`"),
+            "{missing}"
+        );
+        // `false` ends at once, as an interpreter without NumPy would.
+        let ended = run("false", "b");
+        assert!(ended.contains("ended its interpreter (`false`)"), "{ended}");
+    }
+}

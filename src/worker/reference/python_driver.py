@@ -1,0 +1,131 @@
+# The runner's side of a Python reference (`check_python`): one interpreter per worker,
+# one request per line on stdin, one reply per line on stdout. A request names the file and
+# the function, the arguments (a buffer as a file of raw bytes, a scalar as a number) and
+# the outputs (where to write each, its type and length); the reply is {"ok": true} or
+# {"error": "..."}. What the function prints goes to stderr.
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+
+TYPES = {
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+    "i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16,
+    "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64,
+}
+modules = {}
+
+
+def bf16_to_f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_to_bf16(values):
+    """float32 to bfloat16 bits, rounded to nearest even, a NaN kept a NaN."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    bits = values.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    rounded[np.isnan(values)] = 0x7FC0
+    return rounded
+
+
+def function(path, name):
+    if path not in modules:
+        spec = importlib.util.spec_from_file_location(f"runner_reference_{len(modules)}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(path))
+        spec.loader.exec_module(module)
+        modules[path] = module
+    found = getattr(modules[path], name, None)
+    if not callable(found):
+        raise LookupError(f"{os.path.basename(path)} has no function `{name}`")
+    return found
+
+
+def argument(arg, torch):
+    if "value" in arg:
+        return arg["value"]
+    dtype = arg["dtype"]
+    raw = np.fromfile(arg["path"], dtype=np.uint16 if dtype == "bf16" else TYPES[dtype])
+    if torch is not None:
+        if dtype == "bf16":
+            return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(raw)
+    return bf16_to_f32(raw) if dtype == "bf16" else raw
+
+
+def as_array(value, name):
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu()
+        if str(value.dtype) == "torch.bfloat16":
+            value = value.float()
+        value = value.numpy()
+    array = np.asarray(value)
+    if array.dtype == object:
+        raise TypeError(f"`{name}`: the function returned {type(value).__name__}, not an array")
+    return array
+
+
+def write(array, out):
+    name, dtype, length = out["name"], out["dtype"], out["len"]
+    if array.size != length:
+        raise ValueError(
+            f"`{name}`: the function returned {array.size} elements (shape {array.shape}), "
+            f"the kernel's output holds {length}")
+    target = np.float32 if dtype == "bf16" else TYPES[dtype]
+    if not np.can_cast(array.dtype, target, casting="same_kind"):
+        raise TypeError(
+            f"`{name}`: the function returned {array.dtype} for an output of {dtype}: "
+            f"return {np.dtype(target).name}, or values that cast to it")
+    array = array.reshape(-1).astype(target)
+    if dtype == "bf16":
+        array = f32_to_bf16(array)
+    array.tofile(out["path"])
+
+
+def results(returned, outputs):
+    if isinstance(returned, dict):
+        missing = [o["name"] for o in outputs if o["name"] not in returned]
+        if missing:
+            raise KeyError(f"the function's dict has no {', '.join(missing)}")
+        return [returned[o["name"]] for o in outputs]
+    if len(outputs) == 1 and not isinstance(returned, (tuple, list)):
+        return [returned]
+    if not isinstance(returned, (tuple, list)) or len(returned) != len(outputs):
+        count = len(returned) if isinstance(returned, (tuple, list)) else 1
+        raise ValueError(f"the function returned {count} value(s) for {len(outputs)} output(s)")
+    return list(returned)
+
+
+def serve(request):
+    torch = None
+    if request["torch"]:
+        import torch
+    call = function(request["file"], request["function"])
+    kwargs = {a["name"]: argument(a, torch) for a in request["args"]}
+    returned = call(**kwargs)
+    outputs = request["outputs"]
+    for value, out in zip(results(returned, outputs), outputs):
+        write(as_array(value, out["name"]), out)
+
+
+def main():
+    replies = sys.stdout
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            serve(request)
+            reply = {"ok": True}
+        except BaseException as e:  # the function's own errors, exits included
+            frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == request["file"]]
+            where = f" (line {frames[-1].lineno} of {os.path.basename(frames[-1].filename)})" if frames else ""
+            reply = {"error": f"{type(e).__name__}: {e}{where}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+main()
