@@ -1,0 +1,26 @@
+"""Python references for experiments/python-reference.toml (`check_python`): each function is
+given the kernel's inputs by name (its buffers as 1-D NumPy arrays, or torch tensors with
+`torch = true`; its scalars as numbers) and returns what the kernel's outputs must hold."""
+
+import numpy as np
+
+
+def layer_norm(x, gamma, beta, rows, cols):
+    """`(x - mean) / sqrt(var + 1e-5) * gamma + beta` over each row, in float64."""
+    x = x.reshape(rows, cols).astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    var = x.var(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def layer_norm_torch(x, gamma, beta, rows, cols):
+    """The same by torch, in float32 on the CPU."""
+    import torch
+
+    out = torch.nn.functional.layer_norm(x.reshape(rows, cols), (cols,), gamma, beta, eps=1e-5)
+    return out
+
+
+def layer_norm_without_beta(x, gamma, beta, rows, cols):
+    """A wrong reference on purpose: the shift left out, which the check must catch."""
+    return layer_norm(x, gamma, np.zeros_like(beta), rows, cols)
