@@ -57,6 +57,15 @@ impl Sensor {
         Some(read(&nvml.device_by_uuid(self.uuid.as_str()).ok()?))
     }
 
+    /// The board's energy since the driver loaded, in millijoules (NVML's counter; Volta
+    /// and later).
+    pub fn energy_mj(&self) -> Option<u64> {
+        let nvml = self.nvml.as_ref()?;
+        (nvml.device_by_uuid(self.uuid.as_str()).ok()?)
+            .total_energy_consumption()
+            .ok()
+    }
+
     /// Starts sampling every `interval`, timestamped from `origin` (the clock the cell's
     /// samples use), the series beginning with `start` (the cell's start reading and when
     /// it was taken, before `origin`); `None` without NVML or with a zero interval.

@@ -8,8 +8,10 @@ use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
 
 mod device;
+mod energy;
 
 pub use device::{capability, DeviceInfo, HostLink};
+pub use energy::Energy;
 
 /// Phase names the report looks for.
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
@@ -194,6 +196,9 @@ pub struct CellRecord {
     /// sample of this methodology costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_wall_ns: Option<f64>,
+    /// The board's energy over the steady samples (audited regions among them included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<Energy>,
     /// Why a cell stopped taking samples before its count: an adaptive stop, or the budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,

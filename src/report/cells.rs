@@ -5,9 +5,9 @@ use super::format;
 use crate::analysis::clocks::ClockSummary;
 use crate::analysis::probes::Probes;
 use crate::analysis::{median, Analysis};
-use crate::experiment::Unit;
+use crate::experiment::{LaunchSpec, Unit};
 use crate::plan::Cell;
-use crate::protocol::{CellRecord, Status};
+use crate::protocol::{CellRecord, Energy, Status};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -58,6 +58,39 @@ fn probe_flags(p: &Probes) -> Vec<String> {
         )
     });
     strayed.into_iter().chain(timer).collect()
+}
+
+/// The board's energy over the cell's steady samples (its runs together): per launch, the
+/// mean power, and GFLOP/J or GB/J where the launch declares its work.
+fn energy_note(rs: &[&CellRecord], launch: &LaunchSpec) -> Option<String> {
+    let each: Vec<&Energy> = rs.iter().filter_map(|r| r.energy.as_ref()).collect();
+    each.first()?;
+    let all = Energy {
+        joules: each.iter().map(|e| e.joules).sum(),
+        seconds: each.iter().map(|e| e.seconds).sum(),
+        launches: each.iter().map(|e| e.launches).sum(),
+    };
+    let per = all.joules_per_launch();
+    let (scale, unit) = match per {
+        p if p >= 1.0 => (1.0, "J"),
+        p if p >= 1e-3 => (1e3, "mJ"),
+        _ => (1e6, "µJ"),
+    };
+    let mut text = format!(
+        "energy {} {unit} a launch at {} W over {} s",
+        format::number(per * scale),
+        format::number(all.watts()),
+        format::number(all.seconds)
+    );
+    if each.len() < rs.len() {
+        text += &format!(" ({} of {} runs)", each.len(), rs.len());
+    }
+    match (launch.flops, launch.bytes) {
+        (Some(flops), _) => text += &format!(", {} GFLOP/J", format::number(flops / per / 1e9)),
+        (None, Some(bytes)) => text += &format!(", {} GB/J", format::number(bytes / per / 1e9)),
+        _ => {}
+    }
+    Some(text)
 }
 
 /// The wait kernel's length, CUPTI's launch latency and the probed clock, where a cell has them.
@@ -166,7 +199,11 @@ fn cell_row(
             .map_or("–".into(), |p| format!("{p:.0}")),
         temp_c: clocks.max_temp_c.map_or("–".into(), |t| t.to_string()),
         clock_correlation: correlation.map_or("–".into(), |r| format!("{r:+.2}")),
-        timer_notes: timer_notes(rs, probes),
+        timer_notes: match (timer_notes(rs, probes), energy_note(rs, &c.launch)) {
+            (notes, None) => notes,
+            (notes, Some(energy)) if notes == "–" => energy,
+            (notes, Some(energy)) => format!("{notes}; {energy}"),
+        },
         flags: {
             let mut flags = clocks.flags.clone();
             let short: u64 = rs
@@ -191,6 +228,32 @@ fn cell_row(
 mod tests {
     use super::*;
     use crate::analysis::probes::Strayed;
+
+    #[test]
+    fn energy_is_told_per_launch_with_its_power_and_work() {
+        let e = crate::experiment::Experiment::from_text("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nbytes = 1000000000\n[[variant]]\nname = \"a\"\n").unwrap();
+        let launch = &e.kernels[0].launches[0];
+        let energy = |joules, launches| CellRecord {
+            energy: Some(Energy {
+                joules,
+                seconds: 0.5,
+                launches,
+            }),
+            ..Default::default()
+        };
+        let (one, other) = (energy(3.0, 1000), energy(1.0, 1000));
+        assert_eq!(
+            energy_note(&[&one, &other], launch).unwrap(),
+            "energy 2.000 mJ a launch at 4.000 W over 1.000 s, 500.0 GB/J"
+        );
+        let none = CellRecord::default();
+        let part = energy_note(&[&one, &none], launch).unwrap();
+        assert!(
+            part.contains("3.000 mJ a launch") && part.contains("(1 of 2 runs)"),
+            "{part}"
+        );
+        assert!(energy_note(&[&none], launch).is_none());
+    }
 
     #[test]
     fn probes_are_worded_with_their_flags() {

@@ -20,7 +20,7 @@ use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::T
 use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
-    CellRecord, Overhead, QueueRecord, Status, Stopped, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
+    CellRecord, Energy, Overhead, QueueRecord, Status, Stopped, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
 };
 use crate::telemetry::Sampler;
 use std::time::{Duration, Instant};
@@ -313,6 +313,7 @@ fn steady<'b>(
     let knobs = &cell.knobs;
     let n = knobs.samples_per_run() as usize;
     let mut samples = Vec::with_capacity(n);
+    let (energy_start, launches_start) = (s.sensor.energy_mj(), rec.kernel_launches);
     let loop_start = Instant::now();
     let mut stopper = knobs.samples.stop.map(Stopper::new);
     let mut budget = Meter::new(knobs.budget, knobs.timer, cell.runs(), n as u64);
@@ -353,6 +354,18 @@ fn steady<'b>(
             rec.stopped = Some(why);
             break;
         }
+    }
+    let seconds = loop_start.elapsed().as_secs_f64();
+    if let (Some(start), Some(end), true) = (
+        energy_start,
+        s.sensor.energy_mj(),
+        seconds >= Energy::MIN_SECONDS,
+    ) {
+        rec.energy = Some(Energy {
+            joules: end.saturating_sub(start) as f64 / 1e3,
+            seconds,
+            launches: rec.kernel_launches - launches_start,
+        });
     }
     // A loop that stopped early runs what its samples afford of the first round's regions;
     // a lone audited region read far above the samples gets a second.
