@@ -23,7 +23,7 @@
 //! past [`SHARE_CAP`] of the cell's time is left out (and counted), but never one of the first
 //! round: without it the verdict has nothing to stand on.
 
-use crate::protocol::CONFIRM_RATIO;
+use crate::protocol::{CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
 use std::time::Duration;
 
@@ -111,6 +111,19 @@ pub fn affords(ran: &[(Region, Duration)], kind: Region, cell: Duration) -> bool
 /// as CUPTI's records do: those hold no host time), needs a second: see [`CONFIRM_RATIO`].
 pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
     timed_median_ns.is_some_and(|m| reading_ns.is_finite() && reading_ns > CONFIRM_RATIO * m)
+}
+
+/// Whether a run's pauses, read `pauses_ns` (NaN where the timer reads later), need more:
+/// see [`PAUSE_CONFIRM_RATIO`].
+pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
+    let mut read: Vec<f64> = pauses_ns
+        .iter()
+        .copied()
+        .filter(|r| r.is_finite())
+        .collect();
+    read.sort_by(f64::total_cmp);
+    let lower = read.get(read.len().saturating_sub(1) / 2);
+    matches!((lower, timed_median_ns), (Some(&p), Some(m)) if p > PAUSE_CONFIRM_RATIO * m)
 }
 
 /// Where round `round` of a run lies among its steady samples.
@@ -247,6 +260,26 @@ mod tests {
         // CUPTI's readings come after the samples; no timed samples, nothing to set against.
         assert!(!needs_confirming(f64::NAN, Some(7_552.0)));
         assert!(!needs_confirming(30_080.0, None));
+    }
+
+    #[test]
+    fn pauses_read_slow_by_their_lower_median_are_confirmed() {
+        // Both of a LayerNorm's two pauses read 181 µs against 171 µs timed, once.
+        assert!(pauses_need_confirming(
+            &[180_864.0, 180_864.0],
+            Some(171_184.0)
+        ));
+        // One slow pause of two: the lower reads as the timed launches.
+        assert!(!pauses_need_confirming(
+            &[171_000.0, 200_000.0],
+            Some(171_184.0)
+        ));
+        assert!(!pauses_need_confirming(&[], Some(171_184.0)));
+        assert!(!pauses_need_confirming(
+            &[f64::NAN, f64::NAN],
+            Some(171_184.0)
+        ));
+        assert!(!pauses_need_confirming(&[180_864.0], None));
     }
 
     #[test]

@@ -14,8 +14,17 @@ pub struct Energy {
 }
 
 impl Energy {
-    /// The counter's updates come tens of milliseconds apart: shorter loops are not read.
-    pub const MIN_SECONDS: f64 = 0.25;
+    /// How often NVML's counter moves: 20 updates in 2 s, 96.9 to 100.0 ms apart, on an
+    /// H200 (driver 580). Each reading may be as old as this, so a loop of T seconds is read
+    /// to within about this share of T.
+    pub const COUNTER_STEP_S: f64 = 0.1;
+    /// Shorter loops are not read: their energy would be off by more than a fifth.
+    pub const MIN_SECONDS: f64 = 0.5;
+
+    /// The share the counter's steps may put the reading off by.
+    pub fn uncertainty(&self) -> f64 {
+        Self::COUNTER_STEP_S / self.seconds
+    }
 
     pub fn joules_per_launch(&self) -> f64 {
         self.joules / self.launches.max(1) as f64

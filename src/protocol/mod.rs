@@ -330,6 +330,16 @@ pub struct AuditRecord {
 /// both, a held-up host in one.
 pub const CONFIRM_RATIO: f64 = 1.5;
 
+/// An honest kernel now and then reads a few percent slower after a pause (a LayerNorm of
+/// 171 µs read 181 µs after both of its two pauses on an H200, once in two runs). So where a
+/// run's pauses read over this many times the timed median (by events or a host timer,
+/// which read each as it runs), [`CONFIRM_PAUSES`] more come after the samples and the test
+/// takes the lower median of all: a kernel that does its work only after a pause does it
+/// after every one. Below the smallest bound the pause test sets (its 2% margin).
+pub const PAUSE_CONFIRM_RATIO: f64 = 1.02;
+/// The pauses added where a run's pauses read slow (see [`PAUSE_CONFIRM_RATIO`]).
+pub const CONFIRM_PAUSES: usize = 4;
+
 /// Regions among a run's timed ones (`worker::audit`): audited regions, the decoys set
 /// against them (staged as they are, on the data the buffers held) and the pauses set
 /// against the timed launches (the same pause, nothing drawn). The analysis judges them.

@@ -77,8 +77,9 @@ fn energy_note(rs: &[&CellRecord], launch: &LaunchSpec) -> Option<String> {
         _ => (1e6, "µJ"),
     };
     let mut text = format!(
-        "energy {} {unit} a launch at {} W over {} s",
+        "energy {} {unit} a launch (±{:.0}%) at {} W over {} s",
         format::number(per * scale),
+        100.0 * all.uncertainty(),
         format::number(all.watts()),
         format::number(all.seconds)
     );
@@ -244,7 +245,7 @@ mod tests {
         let (one, other) = (energy(3.0, 1000), energy(1.0, 1000));
         assert_eq!(
             energy_note(&[&one, &other], launch).unwrap(),
-            "energy 2.000 mJ a launch at 4.000 W over 1.000 s, 500.0 GB/J"
+            "energy 2.000 mJ a launch (±10%) at 4.000 W over 1.000 s, 500.0 GB/J"
         );
         let none = CellRecord::default();
         let part = energy_note(&[&one, &none], launch).unwrap();

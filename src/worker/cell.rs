@@ -374,8 +374,9 @@ fn steady<'b>(
             a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
             place += 1;
         }
-        if let Some(kind) = a.confirmation(&samples) {
+        for kind in a.confirmation(&samples) {
             a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
+            place += 1;
         }
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {

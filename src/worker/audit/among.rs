@@ -157,17 +157,28 @@ impl Among {
         self.schedule.after(taken, &ran)
     }
 
-    /// A second audited region after the samples, where the run's only one, with no decoy
-    /// to set it against, read far above the timed `samples` (see
-    /// [`crate::protocol::CONFIRM_RATIO`]).
-    pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Option<Region> {
+    /// The regions after the samples that confirm what the run's read: a second audited
+    /// region where its only one, with no decoy to set it against, read far above the timed
+    /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); more pauses where its pauses read
+    /// slow (see [`crate::protocol::PAUSE_CONFIRM_RATIO`]).
+    pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
         let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
-        let audited: Vec<f64> = of(Region::Audit).map(|r| r.reading).collect();
-        let (&[lone], None) = (audited.as_slice(), of(Region::Decoy).next()) else {
-            return None;
-        };
         let timed = crate::median::median(samples.to_vec());
-        audit::needs_confirming(lone, timed).then_some(Region::Audit)
+        let audited: Vec<f64> = of(Region::Audit).map(|r| r.reading).collect();
+        let lone_slow = match (audited.as_slice(), of(Region::Decoy).next()) {
+            (&[lone], None) => audit::needs_confirming(lone, timed),
+            _ => false,
+        };
+        let pauses: Vec<f64> = of(Region::Pause).map(|r| r.reading).collect();
+        let pauses_slow = audit::pauses_need_confirming(&pauses, timed);
+        let mut confirming = Vec::new();
+        if lone_slow {
+            confirming.push(Region::Audit);
+        }
+        if pauses_slow {
+            confirming.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
+        }
+        confirming
     }
 
     /// Whether the audit's share of the cell's time affords a region of `kind` of a later
