@@ -7,9 +7,11 @@ use crate::experiment::{Kernel, TelemetrySpec};
 use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
 
+mod confirm;
 mod device;
 mod energy;
 
+pub use confirm::{CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
 
@@ -319,26 +321,6 @@ pub struct AuditRecord {
     #[serde(default)]
     pub checks_s: f64,
 }
-
-/// Without decoys, a lone audited region is judged by a band about the timed launches
-/// (the analysis's: twice the reading and 5 µs), and an event or host reading on an
-/// idle queue holds the host's launch: a host thread held up between an event and the
-/// launch reads 20-30 µs for a 7 µs kernel (0.8% of small kernels' event samples on an
-/// H200). So a lone audited region read over this many times the timed median (below the
-/// band, so every reading the band would judge) gets a second one after the samples, and
-/// the band judges the lower of the two: a kernel that skips work on timed data is slow in
-/// both, a held-up host in one.
-pub const CONFIRM_RATIO: f64 = 1.5;
-
-/// An honest kernel now and then reads a few percent slower after a pause (a LayerNorm of
-/// 171 µs read 181 µs after both of its two pauses on an H200, once in two runs). So where a
-/// run's pauses read over this many times the timed median (by events or a host timer,
-/// which read each as it runs), [`CONFIRM_PAUSES`] more come after the samples and the test
-/// takes the lower median of all: a kernel that does its work only after a pause does it
-/// after every one. Below the smallest bound the pause test sets (its 2% margin).
-pub const PAUSE_CONFIRM_RATIO: f64 = 1.02;
-/// The pauses added where a run's pauses read slow (see [`PAUSE_CONFIRM_RATIO`]).
-pub const CONFIRM_PAUSES: usize = 4;
 
 /// Regions among a run's timed ones (`worker::audit`): audited regions, the decoys set
 /// against them (staged as they are, on the data the buffers held) and the pauses set
