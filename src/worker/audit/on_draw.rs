@@ -129,7 +129,7 @@ fn check_against(
             format!("{}#draw{seed}", ready.data.point),
             s.sample_seed,
         );
-        let account = reference::python::check(pc, def, &cell.launch, &data, &got, &cache);
+        let account = reference::python::check(pc, def, &cell.launch, (&data, false), &got, &cache);
         s.timeline.mark("Python reference");
         return account;
     }

@@ -10,7 +10,7 @@ use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
 use crate::worker::failure::Failure;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -22,15 +22,19 @@ use std::time::Duration;
 const DRIVER: &str = include_str!("python_driver.py");
 /// The end of the interpreter's stderr kept for an error message.
 const STDERR_KEPT: usize = 2000;
+/// The data sets whose results are kept: a point's, while its cells run (each may be an
+/// output of hundreds of MiB).
+const KEPT_RESULTS: usize = 2;
 
 /// The check of the kernel's outputs `got` (read back, by argument) against `pc`'s function
 /// given the inputs `data` (per argument, a buffer's bytes where it holds one), each within
-/// the launch's tolerances or its type's.
+/// the launch's tolerances or its type's. `keep`: the result is kept for other cells of the
+/// same data set (not an audited region's draw, which no other cell reads).
 pub fn check(
     pc: &PythonCheck,
     def: &Kernel,
     spec: &LaunchSpec,
-    data: &[Option<&[u8]>],
+    (data, keep): (&[Option<&[u8]>], bool),
     got: &[(usize, Vec<u8>)],
     cache: &Cache,
 ) -> Result<String, Failure> {
@@ -39,14 +43,20 @@ pub fn check(
     };
     let key = format!("{}#{}", pc.label(), cache.inputs);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
-    let wanted = match state.results.get(&key) {
-        Some(kept) => kept.clone(),
+    let kept = state.results.iter().find(|(k, _)| *k == key);
+    let wanted = match kept {
+        Some((_, wanted)) => wanted.clone(),
         None => {
             let outputs: Vec<(usize, Dtype, usize)> = (got.iter())
                 .map(|(o, bytes)| (*o, dtype(*o), bytes.len() / dtype(*o).size()))
                 .collect();
             let wanted = state.call(pc, def, spec, data, &outputs, cache.dir)?;
-            state.results.insert(key, wanted.clone());
+            if keep {
+                if state.results.len() == KEPT_RESULTS {
+                    state.results.pop_front();
+                }
+                state.results.push_back((key, wanted.clone()));
+            }
             wanted
         }
     };
@@ -76,7 +86,7 @@ pub fn check(
 #[derive(Default)]
 struct State {
     running: Option<Interpreter>,
-    results: HashMap<String, Vec<Vec<u8>>>,
+    results: VecDeque<(String, Vec<Vec<u8>>)>,
     /// Where the data sets go when the run has no cache folder.
     scratch: Option<tempfile::TempDir>,
 }
@@ -304,7 +314,11 @@ impl Interpreter {
 /// A scalar argument as the function is given it: a number.
 fn scalar(dtype: Dtype, bytes: &[u8]) -> Value {
     match dtype.read_int(bytes) {
-        Some(v) => json!(v as i64),
+        Some(v) => match (i64::try_from(v), u64::try_from(v)) {
+            (Ok(small), _) => json!(small),
+            (_, Ok(large)) => json!(large),
+            _ => json!(dtype.read(bytes)),
+        },
         None => json!(dtype.read(bytes)),
     }
 }
@@ -362,7 +376,7 @@ mod tests {
                 pc,
                 def,
                 &def.launches[0],
-                &data,
+                (&data, true),
                 &[(1, floats(got))],
                 &cache,
             )
@@ -412,7 +426,7 @@ mod tests {
                 pc,
                 def,
                 &def.launches[0],
-                &data,
+                (&data, true),
                 &[(1, floats(&[1.0; 4]))],
                 &cache,
             )
