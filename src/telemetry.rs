@@ -58,12 +58,16 @@ impl Sensor {
     }
 
     /// The board's energy since the driver loaded, in millijoules (NVML's counter; Volta
-    /// and later).
+    /// and later). A reading takes milliseconds (about 4 ms on an H200).
     pub fn energy_mj(&self) -> Option<u64> {
-        let nvml = self.nvml.as_ref()?;
-        (nvml.device_by_uuid(self.uuid.as_str()).ok()?)
-            .total_energy_consumption()
-            .ok()
+        energy_mj(self.nvml.as_ref()?, &self.uuid)
+    }
+
+    /// [`Sensor::energy_mj`] read on a thread of its own, so that a loop that turns out too
+    /// short to read needs not wait for it.
+    pub fn energy_mj_behind(&self) -> Option<JoinHandle<Option<u64>>> {
+        let (nvml, uuid) = (Arc::clone(self.nvml.as_ref()?), self.uuid.clone());
+        Some(std::thread::spawn(move || energy_mj(&nvml, &uuid)))
     }
 
     /// Starts sampling every `interval`, timestamped from `origin` (the clock the cell's
@@ -120,6 +124,13 @@ impl Sensor {
             handle: Some(handle),
         })
     }
+}
+
+fn energy_mj(nvml: &Nvml, uuid: &str) -> Option<u64> {
+    nvml.device_by_uuid(uuid)
+        .ok()?
+        .total_energy_consumption()
+        .ok()
 }
 
 fn read(dev: &Device) -> Telemetry {

@@ -313,7 +313,7 @@ fn steady<'b>(
     let knobs = &cell.knobs;
     let n = knobs.samples_per_run() as usize;
     let mut samples = Vec::with_capacity(n);
-    let (energy_start, launches_start) = (s.sensor.energy_mj(), rec.kernel_launches);
+    let (energy_start, launches_start) = (s.sensor.energy_mj_behind(), rec.kernel_launches);
     let loop_start = Instant::now();
     let mut stopper = knobs.samples.stop.map(Stopper::new);
     let mut budget = Meter::new(knobs.budget, knobs.timer, cell.runs(), n as u64);
@@ -355,18 +355,19 @@ fn steady<'b>(
             break;
         }
     }
-    let seconds = loop_start.elapsed().as_secs_f64();
-    if let (Some(start), Some(end), true) = (
-        energy_start,
-        s.sensor.energy_mj(),
-        seconds >= Energy::MIN_SECONDS,
-    ) {
+    // Read only where the loop was long enough; what the reading takes is not a sample's.
+    let (seconds, read_at) = (loop_start.elapsed().as_secs_f64(), Instant::now());
+    let read = (energy_start.filter(|_| seconds >= Energy::MIN_SECONDS))
+        .and_then(|t| t.join().ok().flatten())
+        .and_then(|start| Some((start, s.sensor.energy_mj()?)));
+    if let Some((start, end)) = read {
         rec.energy = Some(Energy {
             joules: end.saturating_sub(start) as f64 / 1e3,
             seconds,
             launches: rec.kernel_launches - launches_start,
         });
     }
+    let energy_read = read_at.elapsed();
     // A loop that stopped early runs what its samples afford of the first round's regions;
     // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
@@ -383,7 +384,8 @@ fn steady<'b>(
         rec.stopped = Some(Stopped::by_stop(s.exhausted(&samples)));
     }
     if !samples.is_empty() {
-        let wall_ns = loop_start.elapsed().as_nanos() as f64 / samples.len() as f64;
+        let wall = loop_start.elapsed().saturating_sub(energy_read);
+        let wall_ns = wall.as_nanos() as f64 / samples.len() as f64;
         rec.sample_wall_ns = Some(wall_ns);
     }
     Ok(samples)
