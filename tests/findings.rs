@@ -4,6 +4,7 @@
 //! a finding states must be what the data gives, to the digits it shows, and each claim
 //! (the largest, the most, how many) must hold over the trusted cells.
 
+mod common;
 use regex::{Captures, Regex};
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -225,7 +226,7 @@ type Tuned<'a> = (String, f64, &'a str);
 
 /// Checks one finding against the run; false where it is of no known kind.
 fn check(run: &Run, f: &str) -> bool {
-    let rules: [(&str, Rule); 15] = [
+    let rules: [(&str, Rule); 16] = [
         (
             r"^Hardware counters (?:confirm the declared `bytes` of all (?P<all>\d+) checked cells?: (?P<agree>\d+) agree with the bytes DRAM moved \(within 10%\) and the caches served (?P<cached>\d+)|contradict the declared `bytes` of (?P<m>\d+) of (?P<n>\d+) checked cells? \(⚠ in the counters table\); at `(?P<id>[^`]+)` (?P<how>no cache level was asked for them|DRAM moved more than declared): (?P<decl>[\d.]+) MB declared, L1 or L2 at most (?P<cache>[\d.]+) MB \((?P<cr>[\d.]+)x\), DRAM (?P<dram>[\d.]+) MB \((?P<dr>[\d.]+)x\))\.$",
             bytes,
@@ -271,6 +272,10 @@ fn check(run: &Run, f: &str) -> bool {
             peer,
         ),
         (
+            r"^`(?P<k>[^`]+)` takes (?P<r>[\d.]+)x (?P<dir>less|more) energy a launch than `(?P<b>[^`]+)`(?: over (?P<n>\d+) cells \((?P<lo>[\d.]+)x to (?P<hi>[\d.]+)x its baseline's\))?; at (?P<p>[^()]+) \((?P<v>[^)]+)\): (?P<j1>[\d.]+) mJ against (?P<j2>[\d.]+) mJ, at (?P<w1>[\d.]+) W against (?P<w2>[\d.]+) W \(the board's, by NVML's counter, ±(?P<u>\d+)%\)\.$",
+            energy,
+        ),
+        (
             r"^(?P<n>\d+) of (?P<of>\d+) trusted cells are flagged \((?P<list>[^()]*)\); `(?P<id>[^`]+)`: (?P<flags>.+)\.$",
             flagged,
         ),
@@ -294,6 +299,57 @@ fn check(run: &Run, f: &str) -> bool {
         }
     }
     false
+}
+
+/// A cell's energy over its steady samples, its runs together: joules, seconds, launches.
+fn energy_of(run: &Run, id: &str) -> (f64, f64, f64) {
+    let text = common::stored_text(&run.dir, "cells.jsonl");
+    let mut sum = (0.0, 0.0, 0.0);
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        if r["id"] == id {
+            let e = &r["energy"];
+            sum.0 += e["joules"].as_f64().unwrap();
+            sum.1 += e["seconds"].as_f64().unwrap();
+            sum.2 += e["launches"].as_f64().unwrap();
+        }
+    }
+    sum
+}
+
+fn energy(run: &Run, c: &Captures) {
+    let (k, b, p, v) = (&c["k"], &c["b"], c["p"].trim(), &c["v"]);
+    let (mine, theirs) = (
+        energy_of(run, &format!("{k}/{p}/{v}")),
+        energy_of(run, &format!("{b}/{p}/{v}")),
+    );
+    let per = |e: (f64, f64, f64)| e.0 / e.2;
+    let near = |shown: &str, value: f64, what: &str| {
+        let shown: f64 = shown.parse().unwrap();
+        assert!(
+            (shown - value).abs() <= 5e-4 * value.abs(),
+            "{k} against {b}: {what} {shown} is not {value}"
+        );
+    };
+    near(&c["j1"], per(mine) * 1e3, "its mJ a launch");
+    near(&c["j2"], per(theirs) * 1e3, "the baseline's mJ a launch");
+    near(&c["w1"], mine.0 / mine.1, "its W");
+    near(&c["w2"], theirs.0 / theirs.1, "the baseline's W");
+    let ratio = per(theirs) / per(mine);
+    let shown = match &c["dir"] {
+        "less" => ratio,
+        _ => 1.0 / ratio,
+    };
+    assert!(
+        (c["r"].parse::<f64>().unwrap() - shown).abs() <= 0.005 + 1e-9,
+        "{k}: ratio"
+    );
+    let counter = 100.0 * (0.1 / mine.1).max(0.1 / theirs.1);
+    assert_eq!(
+        c["u"].parse::<f64>().unwrap(),
+        counter.round(),
+        "{k}: the counter's share"
+    );
 }
 
 fn untrusted(run: &Run, c: &Captures) {

@@ -3,10 +3,12 @@
 //! ranked so that the headline comes first. The report words them (`report::findings`).
 
 mod cells;
+mod energy;
 mod kernels;
 mod variants;
 
 pub use cells::Range;
+pub use energy::EnergyRatio;
 pub use kernels::{Best, Peak, PeakOf, Speedup};
 pub use variants::{Bias, Difference, PeerAgreement};
 
@@ -15,6 +17,7 @@ use super::trust::Verdict;
 use super::Analysis;
 use crate::experiment::{Experiment, Point};
 use crate::plan::{point_id, Role};
+use crate::protocol::Energy;
 
 /// At most this many findings: a reader takes them in at a glance.
 pub const MAX_FINDINGS: usize = 10;
@@ -86,6 +89,8 @@ pub enum Finding {
     },
     /// A kernel against its baseline kernel (`[report] kernels`).
     Speedup(Speedup),
+    /// A kernel's energy a launch against its baseline's, where both were read.
+    Energy(EnergyRatio),
     /// A kernel's best share of the device's peak.
     Peak(Peak),
     /// The best value of the tuned parameter (`[report] best`).
@@ -124,6 +129,8 @@ pub struct Trusted<'a> {
     pub exp: &'a Experiment,
     pub median: &'a dyn Fn(usize, &Point, &str) -> Option<f64>,
     pub units: &'a dyn Fn(usize, &Point, &str) -> Vec<f64>,
+    /// The board's energy over a cell's steady samples, its runs together, where read.
+    pub energy: &'a dyn Fn(usize, &Point, &str) -> Option<Energy>,
 }
 
 impl Trusted<'_> {
@@ -157,10 +164,20 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
             .and_then(|c| a.reduced.units.get(&c.index))
             .map_or(vec![], |u| u.values.clone())
     };
+    let energy = |k: usize, p: &Point, v: &str| {
+        let records = a.records.get(&a.run.plan.cell_at(k, p, v)?.index)?;
+        let each: Vec<&Energy> = records.iter().filter_map(|r| r.energy.as_ref()).collect();
+        (each.len() == records.len() && !each.is_empty()).then(|| Energy {
+            joules: each.iter().map(|e| e.joules).sum(),
+            seconds: each.iter().map(|e| e.seconds).sum(),
+            launches: each.iter().map(|e| e.launches).sum(),
+        })
+    };
     let t = Trusted {
         exp,
         median: &median,
         units: &units,
+        energy: &energy,
     };
     let measured = || (s.plan.cells.iter()).filter(|c| c.role == Role::Measure);
     let verdicts: Vec<_> = measured().map(|c| (c, a.verdict(c))).collect();
@@ -196,6 +213,8 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
         .collect();
     out.extend(cells::flagged(&flags));
     out.extend(cells::stopped(a, &trusted));
+    // Energy last: the first finding the cap leaves out.
+    out.extend(rule(energy::ratios(&t)));
     if out.is_empty() {
         out.push(Finding::Nothing {
             trusted: trusted.len(),
@@ -261,6 +280,16 @@ pub(crate) mod tests {
                 .copied()
         }
 
+        /// 400 W over each launch's median, a second of them.
+        pub fn energy(&self, exp: &Experiment, k: usize, p: &Point, v: &str) -> Option<Energy> {
+            let ns = self.median(exp, k, p, v)?;
+            Some(Energy {
+                joules: 400.0,
+                seconds: 1.0,
+                launches: (1e9 / ns) as u64,
+            })
+        }
+
         pub fn units(&self, exp: &Experiment, k: usize, p: &Point, v: &str) -> Vec<f64> {
             self.median(exp, k, p, v).map_or(vec![], |m| {
                 (0..10).map(|i| m * (0.995 + 0.001 * i as f64)).collect()
@@ -272,10 +301,12 @@ pub(crate) mod tests {
     pub fn with<T>(exp: &Experiment, fake: &Fake, rule: impl Fn(&Trusted) -> T) -> T {
         let median = |k: usize, p: &Point, v: &str| fake.median(exp, k, p, v);
         let units = |k: usize, p: &Point, v: &str| fake.units(exp, k, p, v);
+        let energy = |k: usize, p: &Point, v: &str| fake.energy(exp, k, p, v);
         rule(&Trusted {
             exp,
             median: &median,
             units: &units,
+            energy: &energy,
         })
     }
 

@@ -2,7 +2,7 @@
 //! value of a tuned parameter.
 
 use super::{against, place, share, speed, time};
-use crate::analysis::findings::{Best, Peak, PeakOf, Speedup, ALIKE_FRACTION};
+use crate::analysis::findings::{Best, EnergyRatio, Peak, PeakOf, Speedup, ALIKE_FRACTION};
 use crate::report::format;
 
 /// A kernel against its baseline kernel.
@@ -60,6 +60,36 @@ pub(super) fn speedup(s: &Speedup) -> String {
         place(&r.at, false),
         against(r.ns, r.against_ns.unwrap_or(f64::NAN)),
         speed(*ratio)
+    )
+}
+
+/// A kernel's energy a launch against its baseline's.
+pub(super) fn energy(e: &EnergyRatio) -> String {
+    let (k, b) = (&e.kernel, &e.baseline);
+    let ratio = e.ratio();
+    let how = |r: f64| match r >= 1.0 {
+        true => format!("{r:.2}x less"),
+        false => format!("{:.2}x more", 1.0 / r),
+    };
+    let range = match e.cells {
+        1 => String::new(),
+        n => format!(
+            " over {n} cells ({:.2}x to {:.2}x its baseline's)",
+            e.lowest, e.highest
+        ),
+    };
+    let joules = |en: &crate::protocol::Energy| {
+        format!("{} mJ", format::number(en.joules_per_launch() * 1e3))
+    };
+    format!(
+        "`{k}` takes {} energy a launch than `{b}`{range}; {}: {} against {}, at {} W against {} W (the board's, by NVML's counter, ±{:.0}%).",
+        how(ratio),
+        place(&e.at, false),
+        joules(&e.mine),
+        joules(&e.theirs),
+        format::number(e.mine.watts()),
+        format::number(e.theirs.watts()),
+        100.0 * e.mine.uncertainty().max(e.theirs.uncertainty())
     )
 }
 

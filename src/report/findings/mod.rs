@@ -155,6 +155,7 @@ fn sentence(f: &Finding) -> String {
             marked,
         } => bytes(*checked, *agree, *cached, marked),
         Finding::Speedup(s) => kernels::speedup(s),
+        Finding::Energy(e) => kernels::energy(e),
         Finding::Peak(p) => kernels::peak(p),
         Finding::Best(b) => kernels::best(b),
         Finding::Difference(d) => methods::difference(d),
@@ -274,6 +275,35 @@ pub(super) mod tests {
             ns,
             against_ns: against,
         }
+    }
+
+    #[test]
+    fn energy_reads_per_launch_with_its_power_and_the_counters_share() {
+        use crate::analysis::findings::EnergyRatio;
+        use crate::protocol::Energy;
+        let e = EnergyRatio {
+            kernel: "layernorm".into(),
+            baseline: "layernorm-ref".into(),
+            cells: 2,
+            lowest: 4.97,
+            highest: 6.39,
+            at: reading("layernorm/rows=8192/events", 1.0, None).at,
+            mine: Energy {
+                joules: 1.226,
+                seconds: 2.212,
+                launches: 10,
+            },
+            theirs: Energy {
+                joules: 7.840,
+                seconds: 2.0,
+                launches: 10,
+            },
+        };
+        let text = sentences(&[Finding::Energy(e)]).join("");
+        assert_eq!(
+            text,
+            "`layernorm` takes 6.39x less energy a launch than `layernorm-ref` over 2 cells (4.97x to 6.39x its baseline's); at rows=8192 (events): 122.6 mJ against 784.0 mJ, at 0.5542 W against 3.920 W (the board's, by NVML's counter, ±5%)."
+        );
     }
 
     #[test]
