@@ -147,14 +147,13 @@ impl Validator<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::experiment::{DeviceFacts, Experiment, Sources};
+    use crate::experiment::{ConfigError, DeviceFacts, Experiment, Sources};
 
     /// An experiment in `dir` (with `k.cu` and `ref.py` there) whose kernel has `check`.
-    fn parse(dir: &std::path::Path, check: &str) -> Result<Experiment, String> {
+    fn parse(dir: &std::path::Path, check: &str) -> Result<Experiment, ConfigError> {
         let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n]\n{check}\n[[variant]]\nname = \"a\"\n");
         let path = dir.join("e.toml");
         Experiment::parse(&path, &text, &DeviceFacts::nominal(), Sources::Read)
-            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -223,7 +222,7 @@ mod tests {
                 "rtol",
             ),
         ] {
-            let err = parse(dir.path(), check).unwrap_err();
+            let err = parse(dir.path(), check).unwrap_err().to_string();
             assert!(err.contains(says), "{check}: {err}");
         }
     }
