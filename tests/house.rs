@@ -75,7 +75,7 @@ const LEAVES: &[&str] = &["files", "system", "median", "terminal"];
 /// Every module of `src/` (the crate root aside) with the modules it may import besides the
 /// leaves, in the order data walks: experiment -> plan -> protocol -> the worker (`cuda`,
 /// `telemetry`, `method`, `worker`) -> the samples it sends (`store`, written by the parent,
-/// `execute`) -> analysis -> compare -> report, then the command line. A module names only
+/// `execute`) -> analysis -> compare -> report, then the command line and its commands. A module names only
 /// modules above it, so no two import each other; after the worker, a stage reads only the
 /// protocol's data, never CUDA or the worker's methods. `cuda`, the FFI layer, imports
 /// nothing of the runner: the protocol makes its `DeviceInfo` from the driver's answer.
@@ -129,6 +129,19 @@ const STAGES: &[(&str, &[&str])] = &[
         ],
     ),
     ("cli", &["experiment", "plan", "execute", "compare"]),
+    (
+        "commands",
+        &[
+            "experiment",
+            "plan",
+            "worker",
+            "store",
+            "execute",
+            "compare",
+            "report",
+            "cli",
+        ],
+    ),
 ];
 
 /// Single files allowed one module beyond their stage's, and why.
