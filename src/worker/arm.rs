@@ -7,8 +7,8 @@ use super::buffers::{Buffers, Prepare};
 use super::failure::{during, Failure};
 use super::kernels::KernelKey;
 use super::prepare::{Code, Data, ReadyCell};
+use super::session::Session;
 use super::timeline::Timeline;
-use super::Session;
 use crate::cuda::{
     self, AccessWindow, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph,
     Launch, Marks, Param,

@@ -18,30 +18,22 @@ mod preflight;
 mod prepare;
 mod reference;
 mod resources;
+mod session;
 mod shared;
 mod timeline;
 
 use crate::cuda::{self, Gpu};
-use crate::experiment::knobs::{
-    cache::{Cache, FlushMethod},
-    first_launch::FirstLaunch,
-    queue::Queue,
-    warmup::WarmupKernel,
-};
-use crate::experiment::TelemetrySpec;
-use crate::method::flush::FlushBuffer;
-use crate::method::probe::{Probe, Reading};
 use crate::plan::{Cell, Run};
 use crate::protocol::{
     capability, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
 };
 use crate::telemetry::Sensor;
-use buffers::Buffers;
 use failure::Failure;
 use inputs::{InputCache, Prefetched};
-use kernels::{KernelKey, Kernels};
+use kernels::Kernels;
 use parent::Parent;
 pub use preflight::compile_plan;
+use session::{Facts, Session};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{BufRead, Read, StdinLock, Write};
@@ -216,102 +208,4 @@ fn run_cells(
     // clean-up at exit instead of tearing them down one by one first (about 90 ms per
     // process on an H100, paid by every fresh process of a cold-start run).
     std::process::exit(0)
-}
-
-/// The device's facts a worker uses itself.
-struct Facts {
-    sm_count: i64,
-    l2_bytes: i64,
-}
-
-/// What a worker keeps across the cells of its job.
-pub struct Session {
-    /// The context, current for as long as the session lives.
-    _gpu: Gpu,
-    /// The runner, checked before each cell.
-    parent: Parent,
-    facts: Facts,
-    sensor: Sensor,
-    telemetry: TelemetrySpec,
-    kernels: Kernels,
-    timeline: Timeline,
-    /// The clock probe, made on first use when the experiment asks for it.
-    probe: Option<Probe>,
-    inputs: InputCache,
-    /// The audit's inputs at the current point, on the device.
-    audit_stash: Option<audit::Stash>,
-    /// The current cell's reference kernel buffers: made by its check, reused by its audits'
-    /// (an allocation, page-locked above all, and its free cost more than a check's kernel).
-    reference_buffers: RefCell<Option<Buffers>>,
-    /// Where drawn inputs and reference results are shared with the run's other processes.
-    run_cache: Option<std::path::PathBuf>,
-    /// The run's seed of the checks' samples of large outputs.
-    sample_seed: u64,
-}
-
-impl Session {
-    /// Keeps every SM busy writing a buffer twice the L2's size for `span` (the
-    /// experiment's `gpu_warmup`), so the first cell does not meet an idle GPU.
-    fn warm_gpu(&mut self, span: Duration) -> Result<(), Failure> {
-        let func = (self.kernels).function(KernelKey::Flush, &mut self.timeline)?;
-        let buf = FlushBuffer::alloc(2 * self.facts.l2_bytes as usize)?;
-        let mut busy = buf.flush(FlushMethod::Kernel, Some(&func), self.facts.sm_count)?;
-        let start = Instant::now();
-        while start.elapsed() < span {
-            busy.run().map_err(failure::during("GPU warm-up"))?;
-        }
-        self.timeline.mark("GPU warm-up");
-        Ok(())
-    }
-
-    /// The SM clock as the probe reads it now, when the experiment asks for probes.
-    fn probe(&mut self) -> Result<Option<Reading>, Failure> {
-        if !self.telemetry.clock_probe {
-            return Ok(None);
-        }
-        if self.probe.is_none() {
-            let func = (self.kernels)
-                .function(KernelKey::Probe, &mut self.timeline)
-                .map_err(Failure::message)?;
-            self.probe = Some(Probe::new(func).map_err(Failure::message)?);
-        }
-        let probe = self.probe.as_ref().expect("made above");
-        let reading = probe.read().map_err(Failure::message)?;
-        self.timeline.mark("clock probe");
-        Ok(Some(reading))
-    }
-
-    /// Compiles and loads every kernel `cell` launches (what a priming process does).
-    fn load_all(&mut self, cell: &Cell) -> Result<(), cuda::CudaError> {
-        if let (Some(k), FirstLaunch::Lazy) = (cell.kernel, cell.knobs.first_launch) {
-            let (lazy, _) = self.kernels.lazy(
-                k,
-                cell.knobs.compile,
-                compiler::Build::of(&cell.launch),
-                &mut self.timeline,
-            )?;
-            // A library's kernels load (and JIT-compile) into the context at their first
-            // launch: load them now, as a primed process needs them.
-            lazy.kernel().resolve()?.load_into_context()?;
-            if let Some(empty) = lazy.empty() {
-                empty.resolve()?.load_into_context()?;
-            }
-        }
-        let mut keys = vec![KernelKey::of(cell)];
-        if cell.knobs.warmup.kernel == WarmupKernel::Empty {
-            keys.push(KernelKey::Empty);
-        }
-        if let Cache::Flush { method, .. } = cell.knobs.cache {
-            keys.extend(KernelKey::flush(method));
-        }
-        if cell.knobs.queue != Queue::Idle {
-            keys.push(KernelKey::Spin);
-        }
-        for key in keys {
-            // The experiment's kernel takes its options; the built-ins ignore them.
-            self.kernels
-                .get(key, compiler::Build::of(&cell.launch), &mut self.timeline)?;
-        }
-        Ok(())
-    }
 }

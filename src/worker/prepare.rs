@@ -7,7 +7,7 @@ use super::compiler::{Build, CompileCost};
 use super::failure::Failure;
 use super::inputs::{seeds_of, shares, HostInputs};
 use super::kernels::KernelKey;
-use super::Session;
+use super::session::Session;
 use crate::cuda::{Function, LazyFunction};
 use crate::experiment::knobs::first_launch::FirstLaunch;
 use crate::experiment::{CopyOp, Kernel};

@@ -19,7 +19,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::inputs::fnv1a;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
-use crate::worker::Session;
+use crate::worker::session::Session;
 use std::time::{Duration, Instant};
 
 /// Audits the cell's timed launches with one launch after them; a failure fails the cell.

@@ -31,7 +31,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::inputs::fnv1a;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
-use crate::worker::Session;
+use crate::worker::session::Session;
 use std::time::{Duration, Instant};
 
 /// One region run: its place among all the run's regions (the first timed one is 0), the

@@ -24,7 +24,7 @@ use crate::worker::buffers::Buffers;
 use crate::worker::failure::Failure;
 use crate::worker::inputs::HostInputs;
 use crate::worker::kernels::KernelKey;
-use crate::worker::Session;
+use crate::worker::session::Session;
 use std::time::{Duration, Instant};
 
 /// Threads per block of the draw.

@@ -16,7 +16,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::inputs::{audit_seed, shares, HostInputs};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::{Data, ReadyCell};
-use crate::worker::Session;
+use crate::worker::session::Session;
 
 /// What an audit's launches read: the new draw, which inputs it changed, and the note.
 pub(super) struct Staged {

@@ -28,7 +28,7 @@ use super::failure::Failure;
 use super::inputs::{audit_seed, HostInputs};
 use super::prepare::{Data, ReadyCell};
 use super::reference;
-use super::Session;
+use super::session::Session;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::{ArgValue, Kernel, Memory};
 use crate::method::audit;

@@ -15,7 +15,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference::{self, HostBuffer};
-use crate::worker::Session;
+use crate::worker::session::Session;
 use std::cell::RefCell;
 
 /// The audited output checked against the reference on the draw of `seed`, which the
