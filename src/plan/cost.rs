@@ -4,10 +4,11 @@
 //! processes, NVRTC builds, the GPU warm-up, peer programs). `runner plan` states it with
 //! its basis; the progress bar weighs each run by it and refines it as runs end.
 
+use super::cell::Cell;
 pub use super::model::PROCESS_S;
 use super::model::{model, COMPILE_S, COUNTER_PASS_S, HELPERS_S, PEER_S};
 use super::probe::Probe;
-use super::{Cell, Plan, Run};
+use super::{Plan, Run};
 use crate::experiment::knobs::env::JitCache;
 use crate::experiment::Experiment;
 use std::collections::{HashMap, HashSet};

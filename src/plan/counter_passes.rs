@@ -3,7 +3,8 @@
 //! state (`--cache-control all` for a cold cell, `none` for a hot one) and a few samples.
 //! No timed sample runs under the profiler.
 
-use super::{Cell, Plan, Role, Run};
+use super::cell::{Cell, Role};
+use super::{Plan, Run};
 use crate::experiment::knobs::budget::Budget;
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::cupti_collect::CuptiCollect;

@@ -1,9 +1,10 @@
 //! `runner plan`: the expanded matrix with every value evaluated, the counts, and an
 //! estimate of the time.
 
+use super::cell::{Cell, Role};
 use super::cost::Estimate;
 use super::probe::Probe;
-use super::{Cell, Plan, Role, Shown};
+use super::{Plan, Shown};
 use crate::experiment::knobs::budget::{Budget, SPENDING};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::env::JitCache;

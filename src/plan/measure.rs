@@ -2,7 +2,7 @@
 //! knobs applied to the kernel's launch, refused where those knobs cannot time the kernel
 //! there or its buffers do not fit the device.
 
-use super::{point_id, Cell, Role};
+use super::cell::{point_id, Cell, Role};
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::knobs::timer::TimerKind;

@@ -7,7 +7,7 @@
 //! time them (accuracy-audited, trust, cold-start-audited, events, softmax, latency), each
 //! phase of `cells.jsonl` against the size of what it handles.
 
-use super::{Cell, Role};
+use super::cell::{Cell, Role};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
     budget::Budget, cache::Cache, inputs::Inputs, launches::Launches, queue::Queue,

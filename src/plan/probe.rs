@@ -4,7 +4,8 @@
 //! declared work at the device's peaks) in the estimate. A kernel far below its peaks (a
 //! naive matmul at a tenth of them, atomics at a hundredth) is what the model misses most.
 
-use super::{Cell, Plan, Role};
+use super::cell::{Cell, Role};
+use super::Plan;
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::knobs::samples::Samples;
 use crate::experiment::knobs::timer::TimerKind;

@@ -3,7 +3,8 @@
 //! cells that match any of its patterns, and all clauses must hold. A run records its
 //! clauses, so a resume or a re-render plans the same cells.
 
-use super::{Cell, Plan};
+use super::cell::Cell;
+use super::Plan;
 use anyhow::{bail, Result};
 
 /// One `--only` clause: a key and the patterns any of which a cell's value must match.

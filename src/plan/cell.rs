@@ -1,0 +1,73 @@
+//! A cell of the plan: one kernel at one sweep point under one variant (or a floor cell of
+//! the empty kernel under one timer), its knobs and launch fixed.
+
+use crate::experiment::{Knobs, LaunchSpec, Point};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A kernel of the experiment at a sweep point under a variant.
+    Measure,
+    /// The built-in empty kernel under one timer: what the method itself reads.
+    Floor,
+}
+
+/// Which statistic a table shows for a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headline {
+    /// The steady samples after the first launch.
+    Steady,
+    /// The first launches (one per process or run): the cell takes no other samples.
+    First,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    pub index: usize,
+    /// `matmul/n=512/events`, `copy/hot` (no sweep), or `floor/events`.
+    pub id: String,
+    pub role: Role,
+    /// Index into the experiment's kernels; `None` for the built-in empty kernel.
+    pub kernel: Option<usize>,
+    pub kernel_name: String,
+    pub point: Point,
+    pub variant: String,
+    pub knobs: Knobs,
+    /// The kernel's launch at this point (one thread and no arguments for the empty kernel).
+    pub launch: LaunchSpec,
+    /// The reference kernel's launch at this point, for a `check_kernel`.
+    #[serde(default)]
+    pub reference_launch: Option<LaunchSpec>,
+}
+
+impl Cell {
+    /// Runs of the cell: one per fresh process, or one per round.
+    pub fn runs(&self) -> u32 {
+        self.knobs.runs()
+    }
+
+    pub fn headline(&self) -> Headline {
+        if self.knobs.samples_per_run() > 0 {
+            Headline::Steady
+        } else {
+            Headline::First
+        }
+    }
+
+    /// The kernel and point, as seeds and input caches key them: every variant at a point
+    /// times the same inputs.
+    pub fn point_key(&self) -> String {
+        let label = point_id(&self.point);
+        format!("{}/{label}", self.kernel_name)
+    }
+}
+
+/// The point as a cell id holds it: `n=512`, `m=1 n=2`.
+pub fn point_id(point: &Point) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
