@@ -4,9 +4,9 @@
 
 use super::format::Format;
 use super::frames::{Frames, Limits};
+use super::names::{CELLS_FILE, SAMPLES_FILE};
 use super::records::read_cells;
 use super::rows::{each_csv_row, CsvRead, CSV_LIMITS};
-use super::{CELLS_FILE, SAMPLES_FILE};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -167,7 +167,11 @@ mod tests {
     fn an_older_run_is_gzip_and_plain_records_and_goes_on_so() {
         let old = Path::new("reports/statistics");
         assert_eq!(Format::of(old).unwrap(), Some(Format::Gzip));
-        for name in [SAMPLES_FILE, crate::store::TELEMETRY_FILE, CELLS_FILE] {
+        for name in [
+            SAMPLES_FILE,
+            crate::store::names::TELEMETRY_FILE,
+            CELLS_FILE,
+        ] {
             assert!(old.join(Format::Gzip.file(name)).exists(), "{name}");
         }
         let empty = tempfile::tempdir().unwrap();

@@ -6,8 +6,9 @@
 use super::format::Format;
 use super::lock::LOCK_FILE;
 use super::names::{is_run, runner_writes, stored_names, ABOUT_FILES, RUN_FILES};
+use super::names::{CELLS_FILE, RUN_FILE};
 use super::FolderLock;
-use super::{RunMeta, CELLS_FILE, RUN_FILE};
+use super::RunMeta;
 use crate::files;
 use anyhow::{bail, Context, Result};
 use std::path::{Component, Path, PathBuf};

@@ -6,10 +6,8 @@
 //! reading a part dropped is handed back, to be said: a part that lost cells to damage
 //! merges without them.
 
-use super::{
-    FolderLock, RunMeta, Samples, Stored, Writer, CELLS_FILE, EXPERIMENT_FILE, RUN_FILE,
-    SOURCES_DIR, TEMPLATE_FILE,
-};
+use super::names::{CELLS_FILE, EXPERIMENT_FILE, RUN_FILE, SOURCES_DIR, TEMPLATE_FILE};
+use super::{FolderLock, RunMeta, Samples, Stored, Writer};
 use crate::files;
 use crate::plan::Plan;
 use anyhow::{bail, Context, Result};

@@ -33,6 +33,10 @@ use std::path::PathBuf;
 pub use guard::{claim, may_become_run, may_write, new_run_folder};
 pub use lock::FolderLock;
 pub use merge::read_parts;
+pub use names::{
+    CELLS_FILE, CELLS_REPORT_FILE, COMPARE_FILE, FINDINGS_FILE, NOTES_FILE, REPORT_FILE, RUN_FILE,
+    SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE, TEMPLATE_FILE,
+};
 pub use read::{previous_wall_times, Stored};
 pub use samples::{RunSamples, SampleSink, Samples, TelemetryRow};
 pub use write::Writer;
@@ -47,32 +51,6 @@ pub struct PeerRow {
     pub time_ns: Option<f64>,
     pub note: String,
 }
-
-pub const EXPERIMENT_FILE: &str = "experiment.toml";
-pub const RUN_FILE: &str = "run.json";
-/// The samples' CSV, stored as `samples.csv.zst` (`.gz` in older runs, plain in the oldest).
-pub const SAMPLES_FILE: &str = "samples.csv";
-/// The cell records, stored as `cells.jsonl.zst` (plain in older runs).
-pub const CELLS_FILE: &str = "cells.jsonl";
-pub const SUMMARY_FILE: &str = "summary.csv";
-/// The telemetry's CSV, stored as `telemetry.csv.zst` (`.gz` in older runs).
-pub const TELEMETRY_FILE: &str = "telemetry.csv";
-pub const REPORT_FILE: &str = "report.md";
-/// The report's per-cell tables (statistics, phases, checks and telemetry), beside it.
-pub const CELLS_REPORT_FILE: &str = "cells.md";
-/// The kernel sources the run compiled, at their paths relative to the experiment file.
-pub const SOURCES_DIR: &str = "sources";
-/// The experiment's own report template, when it names one.
-pub const TEMPLATE_FILE: &str = "template.md.j2";
-/// Optional: the path, relative to the run's folder, of an earlier run its report compares with.
-pub const COMPARE_FILE: &str = "compare_to";
-/// The readings of the experiment's peer programs, taken after its cells.
-pub const PEERS_FILE: &str = "peers.csv";
-/// Optional, written by a person after reading the run: the few sentences, each with its
-/// number, that the report opens with.
-pub const FINDINGS_FILE: &str = "findings.md";
-/// Optional, written by a person after reading the run; the report includes it.
-pub const NOTES_FILE: &str = "notes.md";
 
 /// The plan's estimate of a run, in seconds: as `runner plan` stated it (from an earlier
 /// run's cell times where `reports/<name>/` has them), and the model's alone, as for a

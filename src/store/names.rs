@@ -3,12 +3,33 @@
 //! once it is proven a run's, or may become one.
 
 use super::format::Format;
-use super::{
-    CELLS_FILE, CELLS_REPORT_FILE, COMPARE_FILE, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE,
-    PEERS_FILE, REPORT_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, SUMMARY_FILE, TELEMETRY_FILE,
-    TEMPLATE_FILE,
-};
 use std::path::Path;
+
+pub const EXPERIMENT_FILE: &str = "experiment.toml";
+pub const RUN_FILE: &str = "run.json";
+/// The samples' CSV, stored as `samples.csv.zst` (`.gz` in older runs, plain in the oldest).
+pub const SAMPLES_FILE: &str = "samples.csv";
+/// The cell records, stored as `cells.jsonl.zst` (plain in older runs).
+pub const CELLS_FILE: &str = "cells.jsonl";
+pub const SUMMARY_FILE: &str = "summary.csv";
+/// The telemetry's CSV, stored as `telemetry.csv.zst` (`.gz` in older runs).
+pub const TELEMETRY_FILE: &str = "telemetry.csv";
+pub const REPORT_FILE: &str = "report.md";
+/// The report's per-cell tables (statistics, phases, checks and telemetry), beside it.
+pub const CELLS_REPORT_FILE: &str = "cells.md";
+/// The kernel sources the run compiled, at their paths relative to the experiment file.
+pub const SOURCES_DIR: &str = "sources";
+/// The experiment's own report template, when it names one.
+pub const TEMPLATE_FILE: &str = "template.md.j2";
+/// Optional: the path, relative to the run's folder, of an earlier run its report compares with.
+pub const COMPARE_FILE: &str = "compare_to";
+/// The readings of the experiment's peer programs, taken after its cells.
+pub const PEERS_FILE: &str = "peers.csv";
+/// Optional, written by a person after reading the run: the few sentences, each with its
+/// number, that the report opens with.
+pub const FINDINGS_FILE: &str = "findings.md";
+/// Optional, written by a person after reading the run; the report includes it.
+pub const NOTES_FILE: &str = "notes.md";
 
 /// What a run stores as it goes, named in each format (and plain, as the oldest runs did).
 pub(super) const STORED_FILES: [&str; 3] = [SAMPLES_FILE, TELEMETRY_FILE, CELLS_FILE];

@@ -7,13 +7,13 @@
 
 use super::format::Format;
 use super::names::{samples_header, TELEMETRY_HEADER};
+use super::names::{
+    EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE, TELEMETRY_FILE,
+};
 use super::records::read_records;
 use super::rows::{each_csv_row, file_name, Unreadable};
 use super::samples::{self, SampleSink, Samples, TelemetryRow};
-use super::{
-    PeerRow, RunMeta, EXPERIMENT_FILE, FINDINGS_FILE, NOTES_FILE, PEERS_FILE, RUN_FILE,
-    TELEMETRY_FILE,
-};
+use super::{PeerRow, RunMeta};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::files;
 use crate::plan::Plan;

@@ -4,8 +4,8 @@
 //! the run. Runs are stored in the order their records are, so a cell ends where its last
 //! run's samples do; a folder stored otherwise is streamed again with no cell done early.
 
+use super::names::{CELLS_FILE, SAMPLES_FILE};
 use super::rows::{each_csv_row, file_name, CsvRead, Said, Unreadable, MAX_DAMAGED};
-use super::{CELLS_FILE, SAMPLES_FILE};
 use crate::plan::Plan;
 use crate::protocol::{CellRecord, Status, TelemetryPoint};
 use anyhow::{bail, Result};

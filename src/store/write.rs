@@ -5,10 +5,11 @@
 
 use super::format::Format;
 use super::names::{samples_header, TELEMETRY_HEADER};
-use super::{
-    FolderLock, PeerRow, RunMeta, Samples, Stored, CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE,
-    RUN_FILE, SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE, TEMPLATE_FILE,
+use super::names::{
+    CELLS_FILE, EXPERIMENT_FILE, PEERS_FILE, RUN_FILE, SAMPLES_FILE, SOURCES_DIR, TELEMETRY_FILE,
+    TEMPLATE_FILE,
 };
+use super::{FolderLock, PeerRow, RunMeta, Samples, Stored};
 use crate::experiment::Experiment;
 use crate::files;
 use crate::plan::Cell;
