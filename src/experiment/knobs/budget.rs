@@ -2,7 +2,8 @@
 //! one slow kernel cannot hold the run for its fixed sample count (NVBench bounds each state
 //! the same way). `budget = "none"` takes every sample asked for.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

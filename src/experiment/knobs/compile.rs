@@ -1,7 +1,8 @@
 //! `compile`, `arch`: what NVRTC emits for the kernel: a CUBIN for a real architecture
 //! (loads with no JIT) or PTX the driver JIT-compiles at module load.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 /// What NVRTC emits (`compile` knob).

@@ -3,7 +3,8 @@
 //! cache state: `counters = "memory"` for the memory set below, or a list of metric names
 //! as `ncu --metrics` takes them.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

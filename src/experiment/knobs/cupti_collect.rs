@@ -2,7 +2,8 @@
 //! `timer = "cupti"`; with another timer it measures what collecting costs that timer).
 
 use super::timer::TimerKind;
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

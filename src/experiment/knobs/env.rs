@@ -3,7 +3,8 @@
 //! own.
 
 use super::cache::Cache;
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use crate::experiment::BadValue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -15,7 +15,8 @@
 use super::env::Env;
 use super::launches::Launches;
 use super::queue::Queue;
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

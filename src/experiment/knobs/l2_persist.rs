@@ -5,7 +5,8 @@
 //! the cell (never more than the window), and lets the persisting lines go after it.
 
 use super::rotate::Rotate;
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! `grid`, `block`, `shared_bytes`: a variant's own launch configuration, replacing the
 //! kernel's (the same kernel timed with 128 and 256 threads per block as two variants).
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use crate::experiment::expr::{self, NumExpr};
 use crate::experiment::kernel::{self, Part};
 use serde::{Deserialize, Serialize};

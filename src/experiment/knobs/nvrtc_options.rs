@@ -1,7 +1,8 @@
 //! `options`: NVRTC options a variant adds to its kernels' own (`["--use_fast_math"]`,
 //! `["-DUNROLL={{ unroll }}"]`), so one source can be timed compiled two ways.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use crate::experiment::{expr, BadValue};
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,7 @@
 //! `order`, `rounds`: how the variants at one sweep point take turns in their shared process.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

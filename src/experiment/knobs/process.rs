@@ -1,7 +1,8 @@
 //! `fresh_process`, `processes`: whether each run of a cell starts a new process (its first
 //! launch is then the process's), and how many.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! `queue`, `queue_wait_us`: the stream's state when a timed launch is enqueued.
 
 use super::timer::TimerKind;
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! The key reference, made from every knob's `KEYS`: what `runner keys` prints and what
 //! docs/keys.md holds below its heading (`tests/docs.rs` keeps the two alike).
 
-use super::{Key, Knobs};
+use super::knob::Key;
+use super::Knobs;
 
 /// The column a key's comment starts at, as in the docs' other TOML blocks.
 const COMMENT_COLUMN: usize = 31;

@@ -1,7 +1,8 @@
 //! `samples`, `stop`: steady samples after the first launch, and adaptive stopping.
 
 use super::timer::TimerKind;
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

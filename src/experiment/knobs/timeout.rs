@@ -1,7 +1,8 @@
 //! `timeout`: the longest a worker may take for one cell before it is killed and the cell
 //! recorded failed.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! `warmup`, `warmup_kernel`: launches before the first timed one, and of which kernel.
 
-use super::{Aspect, ConfigError, Key, Knob, Layer};
+use super::knob::{Aspect, Key, Knob, Layer};
+use crate::experiment::ConfigError;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
