@@ -1,7 +1,7 @@
 //! A kernel's check: against a CPU reference (`check`), or against another kernel of the
 //! experiment run on the same inputs (`check_kernel`).
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::arg::{Arg, ArgKind, ArgValue, InitSpec};
 use crate::experiment::error::ConfigError;
 use crate::experiment::kernel::{Check, Kernel, KernelCheck, REFERENCES};

@@ -1,7 +1,7 @@
 //! A `[[copy]]` table: a copy as a cell's own operation, made a kernel of the experiment
 //! whose two buffers (`to`, then `from`) the copy joins, checked byte for byte.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::arg::{Arg, ArgKind, InitSpec, Memory, TypeSpec};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};

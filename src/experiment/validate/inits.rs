@@ -2,7 +2,7 @@
 //! per point) resolved against the experiment's folder, its header read once, and the file
 //! checked to hold exactly the buffer's elements of its type there.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::npy::{self, Header};
 use crate::experiment::schema::{Init, RawKernel};

@@ -2,7 +2,7 @@
 //! and its sweep points (its launch at each point: [`super::launches`]).
 
 use super::roles::Roles;
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr;

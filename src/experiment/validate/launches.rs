@@ -2,7 +2,7 @@
 //! the device's limits, and what else a point decides (a templated entry, NVRTC options,
 //! the work per launch, the shapes of the kernel's steps).
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::arg::Arg;
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr, Scope};

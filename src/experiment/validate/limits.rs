@@ -2,7 +2,7 @@
 //! key of bounded length, and a place for TOML's own refusals that come without one (a
 //! key or value nested deeper than its reader follows).
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::error::ConfigError;
 use std::ops::Range;
 use toml::de::{DeTable, DeValue};

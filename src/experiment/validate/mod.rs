@@ -26,12 +26,14 @@ mod set;
 #[cfg(test)]
 mod tests;
 mod tolerances;
+mod validator;
 
 use indexmap::IndexMap;
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
+use validator::Validator;
 
 /// `set`: `--set key=values` clauses that replace sweep parameters' values.
 pub fn experiment(
@@ -63,27 +65,7 @@ pub fn experiment(
 /// The longest NVML sampling interval, in ms.
 const MAX_INTERVAL_MS: u64 = 60_000;
 
-pub(super) struct Validator<'a> {
-    path: &'a Path,
-    text: &'a str,
-    facts: &'a DeviceFacts,
-    sources: Sources,
-    set: &'a [String],
-}
-
 impl Validator<'_> {
-    pub(super) fn err<T>(&self, spanned: &Spanned<T>, msg: impl Into<String>) -> ConfigError {
-        ConfigError::at(self.path, self.text, Some(spanned.span()), msg)
-    }
-
-    fn nowhere(&self, msg: impl Into<String>) -> ConfigError {
-        ConfigError::at(self.path, self.text, None, msg)
-    }
-
-    fn name<T>(&self, what: &str, at: &Spanned<T>, name: &str) -> Result<(), ConfigError> {
-        names::check(what, name).map_err(|(m, h)| self.err(at, m).with_hint(h))
-    }
-
     fn experiment(&self, mut raw: RawExperiment, name: String) -> Result<Experiment, ConfigError> {
         self.apply_set(&mut raw)?;
         let axes = self.axes(&raw.sweep)?;

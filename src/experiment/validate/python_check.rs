@@ -1,6 +1,6 @@
 //! `check_python`: a kernel checked against a Python function of its inputs.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::arg::{Arg, ArgKind};
 use crate::experiment::error::ConfigError;
 use crate::experiment::kernel::PythonCheck;

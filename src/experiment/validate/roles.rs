@@ -1,7 +1,7 @@
 //! A kernel's roles: timed unchecked, wrong on purpose, or a reference that is not timed;
 //! refused where they contradict each other or its check.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::schema::RawKernel;
 

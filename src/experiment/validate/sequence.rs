@@ -1,7 +1,7 @@
 //! A kernel's steps (launches and copies beside its own in the same timed region) and the
 //! arguments lists (`takes`, a step's `args`) name.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::arg::{Arg, ArgKind, ArgValue};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::{self, NumExpr};

@@ -2,7 +2,7 @@
 //! or a kernel's own), before anything is evaluated, so that the run is planned and checked
 //! as if the file said so.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::schema::RawExperiment;
 use crate::experiment::sweep::{self, SweepSpec};

@@ -1,7 +1,7 @@
 //! A kernel's check tolerances at each sweep point: each one the experiment gives, rendered
 //! from the sweep where it is a template, read as a number and checked.
 
-use super::Validator;
+use super::validator::Validator;
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr::Scope;
 use crate::experiment::schema::RawKernel;
