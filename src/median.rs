@@ -23,6 +23,15 @@ pub fn median(mut values: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// The lower median of `values` (of an even count, the smaller middle one: of two readings
+/// one slow is no evidence alone); `None` when there are none. The audit's verdict judges a
+/// group of regions by it, and the worker decides by it which regions to confirm.
+pub fn lower_median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().checked_sub(1)? / 2).copied()
+}
+
 /// The median of `values` and its 95% interval, distribution-free: the order statistics
 /// whose ranks lie 1.96 standard deviations of a Binomial(n, 1/2) either side of n / 2 (a
 /// median of 100 samples lies between the 40th and 61st with 95% confidence, whatever their

@@ -5,6 +5,7 @@
 
 use super::median;
 use super::stats::Stats;
+use crate::median::lower_median;
 
 pub const FALSE_ALARM: f64 = 1e-3;
 pub const Z_FALSE_ALARM: f64 = 3.090;
@@ -295,14 +296,6 @@ pub(super) fn why(tell: Tell) -> &'static str {
         Tell::FirstPause => "a first launch after a pause did work a timed region's skipped",
         Tell::FirstRest => "the first launch, after a pause, did work the rest skipped",
     }
-}
-
-/// The lower median: the middle value, the lower of the middle two of an even count (of
-/// two, the smaller). A few regions' median is robust so to one slow reading.
-fn lower_median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len().checked_sub(1)? / 2).copied()
 }
 
 /// The standard normal's quantile with `p` above it, by bisection on its tail.

@@ -116,14 +116,13 @@ pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
 /// Whether a run's pauses, read `pauses_ns` (NaN where the timer reads later), need more:
 /// see [`PAUSE_CONFIRM_RATIO`].
 pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
-    let mut read: Vec<f64> = pauses_ns
+    let read: Vec<f64> = pauses_ns
         .iter()
         .copied()
         .filter(|r| r.is_finite())
         .collect();
-    read.sort_by(f64::total_cmp);
-    let lower = read.get(read.len().saturating_sub(1) / 2);
-    matches!((lower, timed_median_ns), (Some(&p), Some(m)) if p > PAUSE_CONFIRM_RATIO * m)
+    let lower = crate::median::lower_median(&read);
+    matches!((lower, timed_median_ns), (Some(p), Some(m)) if p > PAUSE_CONFIRM_RATIO * m)
 }
 
 /// Where round `round` of a run lies among its steady samples.

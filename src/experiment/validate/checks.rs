@@ -26,23 +26,7 @@ impl Validator<'_> {
                 )
                 .with_hint(format!("known references: {}", known.join(", ")))
             })?;
-        let is_buffer = |a: &Arg| matches!(a.kind, ArgKind::Buffer { .. });
-        let buffer = |name: &Spanned<String>| {
-            args.iter()
-                .position(|a| a.name == *name.get_ref() && is_buffer(a))
-                .ok_or_else(|| {
-                    let buffers: Vec<&str> = args
-                        .iter()
-                        .filter(|a| is_buffer(a))
-                        .map(|a| a.name.as_str())
-                        .collect();
-                    self.err(
-                        name,
-                        format!("no buffer argument named `{}`", name.get_ref()),
-                    )
-                    .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
-                })
-        };
+        let buffer = |name: &Spanned<String>| self.buffer_named(name, args);
         if c.inputs.len() != *n_inputs {
             return Err(self.err(
                 rc,
@@ -95,6 +79,28 @@ impl Validator<'_> {
             output,
             dims: c.dims.iter().map(|d| d.get_ref().clone()).collect(),
         })
+    }
+
+    /// The buffer argument `name` names, or an error listing the kernel's buffers.
+    pub(super) fn buffer_named(
+        &self,
+        name: &Spanned<String>,
+        args: &[Arg],
+    ) -> Result<usize, ConfigError> {
+        let is_buffer = |a: &Arg| matches!(a.kind, ArgKind::Buffer { .. });
+        (args.iter())
+            .position(|a| a.name == *name.get_ref() && is_buffer(a))
+            .ok_or_else(|| {
+                let buffers: Vec<&str> = (args.iter())
+                    .filter(|a| is_buffer(a))
+                    .map(|a| a.name.as_str())
+                    .collect();
+                self.err(
+                    name,
+                    format!("no buffer argument named `{}`", name.get_ref()),
+                )
+                .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
+            })
     }
 
     /// Refuses to check a scratch buffer: the kernel's working space holds whatever it

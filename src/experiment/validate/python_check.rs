@@ -122,19 +122,7 @@ impl Validator<'_> {
     fn python_output(&self, name: &Spanned<String>, args: &[Arg]) -> Result<usize, ConfigError> {
         let written =
             |a: &Arg| matches!(&a.kind, ArgKind::Buffer { init, .. } if init.is_written());
-        let i = (args.iter())
-            .position(|a| a.name == *name.get_ref() && matches!(a.kind, ArgKind::Buffer { .. }))
-            .ok_or_else(|| {
-                let buffers: Vec<&str> = (args.iter())
-                    .filter(|a| matches!(a.kind, ArgKind::Buffer { .. }))
-                    .map(|a| a.name.as_str())
-                    .collect();
-                self.err(
-                    name,
-                    format!("no buffer argument named `{}`", name.get_ref()),
-                )
-                .with_hint(format!("buffers of this kernel: {}", buffers.join(", ")))
-            })?;
+        let i = self.buffer_named(name, args)?;
         if !written(&args[i]) {
             return Err(self
                 .err(name, format!("`{}` is compared with the function's result, so it needs init = \"output\"", name.get_ref()))
