@@ -74,6 +74,19 @@ def main():
     else:
         mean = float(value(summary(state, "nv/batch/time/gpu/mean"), "value"))
         print(f"batch mean: {mean * 1e6:.4f} us")
+    print(host_time(state, mode))
+
+
+def host_time(state, mode):
+    """NVBench's wall time over its samples: the host time a sample took, measurement and
+    all, as the runner's `cells.md` gives its own."""
+    wall = summary(state, f"nv/{mode}/walltime")
+    count = summary(state, f"nv/{mode}/sample_size")
+    if wall is None or count is None:
+        return f"{mode} host time: not reported"
+    wall_s = float(value(wall, "value"))
+    n = int(value(count, "value"))
+    return f"{mode} host time: {wall_s:.3f} s over {n} samples, {wall_s / n * 1e6:.2f} us a sample"
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ const PRIORITY: [Region; 6] = [
     Region::Pause,
 ];
 
+/// Regions a run affords of its own before it holds an audited region whatever the other
+/// runs hold: an audited region, a decoy and a pause.
+const OWN_SET: usize = 3;
+
 /// Regions `samples` samples afford: [`SHARE_CAP`] of them, at least one, at most a round's.
 fn affordable(samples: usize) -> usize {
     ((samples as f64 * SHARE_CAP).floor() as usize).clamp(1, PRIORITY.len())
@@ -67,12 +71,17 @@ fn counts(n: usize) -> [usize; 3] {
     c
 }
 
-/// The regions of each kind (audited, decoys, pauses) in the first round of run `run` of
-/// a cell's `runs`, each of `samples` steady samples. Over the runs (which the analysis
-/// pools) they are what the first round's samples afford; every run holds an audited region
-/// (it checks that run's launches) where it has room, and the rest go to the first runs.
-/// Never two side by side, nor before the first sample.
-pub fn first_round(samples: usize, runs: usize, run: usize) -> [usize; 3] {
+/// The regions of each kind (audited, decoys, pauses) in the first round of the run ranked
+/// `rank` of a cell's `runs` (rank 0: the run the cell's seed draws), each of `samples`
+/// steady samples. Over the runs (which the analysis pools) they are what the first round's
+/// samples afford, the rest going to the first ranks. A run whose samples afford an audited
+/// region, a decoy and a pause of its own (60) holds an audited region, which checks that
+/// run's launches; shorter runs (interleaved rounds, a few samples a process) share the
+/// cell's, so that its audits stay within [`SHARE_CAP`] of its time: a kernel that skipped
+/// work only in the runs without one would move the pooled median only by cheating in most
+/// runs, and cannot tell which those are. Never two side by side, nor before the first
+/// sample.
+pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     let span = samples.min(ROUND);
     let room = span.saturating_sub(1) / 2;
     if room == 0 {
@@ -80,8 +89,14 @@ pub fn first_round(samples: usize, runs: usize, run: usize) -> [usize; 3] {
     }
     let runs = runs.max(1);
     let [audits, decoys, pauses] = counts(affordable(span * runs));
-    let this_run = |total: usize| total / runs + usize::from(run < total % runs);
-    let audits = this_run(audits.max(runs)).min(room);
+    let each_its_own = span as f64 * SHARE_CAP >= OWN_SET as f64;
+    let audits = if each_its_own {
+        audits.max(runs)
+    } else {
+        audits
+    };
+    let this_run = |total: usize| total / runs + usize::from(rank < total % runs);
+    let audits = this_run(audits).min(room);
     let decoys = this_run(decoys).min(room - audits);
     let pauses = this_run(pauses).min(room - audits - decoys);
     [audits, decoys, pauses]
@@ -148,8 +163,8 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// The schedule of run `run` of `runs` of a cell, each of `samples` steady samples at
-    /// most, drawn from `seed`.
+    /// The schedule of the run ranked `run` (see [`first_round`]) of `runs` of a cell, each
+    /// of `samples` steady samples at most, drawn from `seed`.
     pub fn new(seed: u64, samples: usize, runs: usize, run: usize) -> Schedule {
         let mut s = Schedule {
             rng: SmallRng::seed_from_u64(seed),
@@ -293,16 +308,22 @@ mod tests {
         assert_eq!(one(100), [2, 2, 1]);
         assert_eq!(one(120), [2, 2, 2]);
         assert_eq!(one(10_000), [2, 2, 2]);
-        // Five rounds of 40: an audited region in each, the rest in the first.
+        // Five rounds of 40 share the six their 200 samples afford: two hold three each.
         let rounds: Vec<_> = (0..5).map(|r| first_round(40, 5, r)).collect();
+        assert_eq!(
+            rounds,
+            [[1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+        );
+        // Five rounds of 60 afford a set each: an audited region in each.
+        let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
         assert_eq!(
             rounds,
             [[1, 1, 1], [1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 0, 0]]
         );
-        // Ten processes of 5 samples: room for two regions each, an audited one in each
-        // and the pause the 50 samples afford in the first.
+        // Ten processes of 5 samples: the audited region and the pause the 50 samples
+        // afford, in the run the seed draws.
         assert_eq!(first_round(5, 10, 0), [1, 0, 1]);
-        assert_eq!(first_round(5, 10, 9), [1, 0, 0]);
+        assert_eq!(first_round(5, 10, 9), [0, 0, 0]);
         assert_eq!(first_round(4, 10, 0), [1, 0, 0]);
     }
 

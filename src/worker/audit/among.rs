@@ -115,7 +115,8 @@ impl Among {
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
         let samples = cell.knobs.samples_per_run() as usize;
-        let schedule = Schedule::new(seed, samples, cell.runs() as usize, process as usize);
+        let rank = super::rank(cell, process);
+        let schedule = Schedule::new(seed, samples, cell.runs() as usize, rank);
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
         Ok(Among {

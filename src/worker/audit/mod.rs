@@ -110,16 +110,26 @@ impl Auditor {
 /// where no timed copy found it (on an H200 an honest 512 KiB pinned copy read 2.7x), at
 /// the cost of a host draw of up to its size (a third of a transfers run).
 ///
-/// Of a cell's runs too short to hold a region among their timed
-/// launches (one launch per fresh process, or a sample or two per round), one drawn by the
-/// seed is; the others would pay a new draw and check for a launch or two each.
+/// Of a cell's runs too short to hold regions of their own (interleaved rounds, a few
+/// samples per process), those the cell's regions fall to are (see
+/// [`audit::first_round`]); where none has room among its timed launches (one launch per
+/// fresh process), the one drawn by the seed is: the others would pay a new draw and check
+/// for a launch or two each.
 pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
     let runs = cell.runs();
-    let audited = (audit_seed(cell) % u64::from(runs.max(1))) as u32;
     let samples = cell.knobs.samples_per_run() as usize;
-    let no_room = audit::first_round(samples, runs as usize, process as usize)[0] == 0;
-    let another = no_room && runs > 1 && process != audited;
+    let rank = rank(cell, process);
+    let no_room = audit::first_round(samples, runs as usize, rank)[0] == 0;
+    let another = no_room && runs > 1 && rank != 0;
     def.is_some_and(|d| !d.unchecked && d.copy.is_none()) && cell.role == Role::Measure && !another
+}
+
+/// Run `process`'s rank among the cell's runs, from the one its seed draws (rank 0): runs
+/// that share the cell's regions get them in this order.
+pub(super) fn rank(cell: &Cell, process: u32) -> usize {
+    let runs = u64::from(cell.runs().max(1));
+    let first = audit_seed(cell) % runs;
+    ((u64::from(process) + runs - first) % runs) as usize
 }
 
 /// Why run `process` of the cell cannot hold audits among its timed launches, or None
@@ -127,7 +137,7 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
 fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String> {
     let knobs = &cell.knobs;
     let samples = knobs.samples_per_run() as usize;
-    let [audited, ..] = audit::first_round(samples, cell.runs() as usize, process as usize);
+    let [audited, ..] = audit::first_round(samples, cell.runs() as usize, rank(cell, process));
     let multi = knobs.launches.count() > 1;
     let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
     Some(
