@@ -2,14 +2,16 @@
 //! Markdown report measured on the GPU.
 //!
 //! Data walks one way: experiment -> plan -> (worker) samples -> analysis -> report, with
-//! all CUDA behind `cuda` and the run folder behind `store`.
+//! all CUDA behind the `cuda` crate (`crates/cuda`, which holds every `unsafe` block: this
+//! crate forbids them) and the run folder behind `store`.
+
+#![forbid(unsafe_code)]
 
 mod analysis;
 mod cli;
 mod clock_lock;
 mod commands;
 mod compare;
-mod cuda;
 mod execute;
 mod experiment;
 mod files;

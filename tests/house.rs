@@ -1,6 +1,7 @@
-//! The house rules, checked on the source: all `unsafe` and every CUDA handle under
-//! `src/cuda/` with a SAFETY comment each, stages that import only the stages before
-//! them, and files and functions that stay short.
+//! The house rules, checked on the source: all `unsafe` and every CUDA handle in the `cuda`
+//! crate (`crates/cuda/src/`) with a SAFETY comment each, the runner forbidding `unsafe`
+//! (the compiler keeps it out), stages that import only the stages before them, and files
+//! and functions that stay short.
 
 use std::path::{Path, PathBuf};
 
@@ -15,10 +16,14 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every source file with its text, as `src/...` paths.
+/// The CUDA layer's crate: its sources, and the module name the runner imports it by.
+const CUDA_CRATE: &str = "crates/cuda/src";
+
+/// Every source file with its text, as `src/...` and `crates/cuda/src/...` paths.
 fn all() -> Vec<(String, String)> {
     let mut files = Vec::new();
     sources(Path::new("src"), &mut files);
+    sources(Path::new(CUDA_CRATE), &mut files);
     files.sort();
     files
         .into_iter()
@@ -47,8 +52,8 @@ fn unsafe_and_cuda_handles_live_in_the_cuda_module_with_safety_comments() {
                 || line.contains("unsafe impl");
             if line.contains("cudarc::") || is_unsafe {
                 assert!(
-                    path.starts_with("src/cuda/"),
-                    "{path}:{}: `unsafe` or cudarc outside src/cuda/: {line}",
+                    path.starts_with(CUDA_CRATE),
+                    "{path}:{}: `unsafe` or cudarc outside {CUDA_CRATE}/: {line}",
                     i + 1
                 );
             }
@@ -66,6 +71,17 @@ fn unsafe_and_cuda_handles_live_in_the_cuda_module_with_safety_comments() {
     assert!(
         blocks > 20,
         "found only {blocks} unsafe blocks: is the scan right?"
+    );
+}
+
+#[test]
+fn the_runner_forbids_unsafe_so_the_compiler_keeps_it_in_the_cuda_crate() {
+    let main = std::fs::read_to_string("src/main.rs").unwrap();
+    assert!(main.contains("#![forbid(unsafe_code)]"));
+    let manifest = std::fs::read_to_string("Cargo.toml").unwrap();
+    assert!(
+        !manifest.contains("cudarc"),
+        "the runner reaches CUDA only through the cuda crate"
     );
 }
 
@@ -153,9 +169,16 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[(
 
 /// The module of the runner each `crate::` path in `text` names, with its line: the first
 /// segment of `crate::x::y`, whether in a `use` or inline, and each member of a grouped
-/// `crate::{x, y::z}` (nested groups and groups over several lines included).
+/// `crate::{x, y::z}` (nested groups and groups over several lines included); and `cuda`
+/// for each path into the CUDA layer's crate (`cuda::x`).
 fn crate_paths(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
+    for (at, _) in text.match_indices("cuda::") {
+        let before = text[..at].chars().next_back();
+        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            found.push((text[..at].matches('\n').count() + 1, "cuda".to_string()));
+        }
+    }
     for (at, _) in text.match_indices("crate::") {
         let line = text[..at].matches('\n').count() + 1;
         let rest = &text[at + "crate::".len()..];
@@ -206,8 +229,12 @@ fn without_comments(text: &str) -> String {
     lines.join("\n")
 }
 
-/// The module a `src/...` file belongs to: `src/worker/cell.rs` -> `worker`.
+/// The module a `src/...` file belongs to: `src/worker/cell.rs` -> `worker`; the CUDA
+/// layer's crate is `cuda`.
 fn module_of(path: &str) -> &str {
+    if path.starts_with(CUDA_CRATE) {
+        return "cuda";
+    }
     let inside = path.strip_prefix("src/").unwrap();
     let first = inside.split('/').next().unwrap();
     first.strip_suffix(".rs").unwrap_or(first)
@@ -215,15 +242,25 @@ fn module_of(path: &str) -> &str {
 
 #[test]
 fn the_import_scan_sees_grouped_nested_and_inline_paths() {
-    let text = "use crate::{cuda, store::{read, Stored}};\n\
+    let text = "use crate::{files, store::{read, Stored}};\n\
                 use crate::{\n    self,\n    plan::Cell,\n};\n\
                 let d = crate::report::view::build(x);\n\
-                use super::cell::run;\n";
-    let found: Vec<(usize, String)> = crate_paths(text);
+                use super::cell::run;\n\
+                use cuda::{Event, Launch};\n\
+                let e = cuda::synchronize(); let f = my_cuda::x(); let g = a::cuda::y;\n";
+    let mut found: Vec<(usize, String)> = crate_paths(text);
+    found.sort();
     let names: Vec<(usize, &str)> = found.iter().map(|(l, m)| (*l, m.as_str())).collect();
     assert_eq!(
         names,
-        [(1, "cuda"), (1, "store"), (2, "plan"), (6, "report")]
+        [
+            (1, "files"),
+            (1, "store"),
+            (2, "plan"),
+            (6, "report"),
+            (8, "cuda"),
+            (9, "cuda")
+        ]
     );
 }
 
@@ -234,6 +271,7 @@ fn every_module_is_a_stage_and_names_only_stages_before_it() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| name != "main.rs")
         .map(|name| name.strip_suffix(".rs").unwrap_or(&name).to_string())
+        .chain(["cuda".to_string()])
         .collect();
     modules.sort();
     let mut known: Vec<String> = LEAVES

@@ -7,7 +7,6 @@
 
 use super::stop::{self, Stop};
 use super::Subset;
-use crate::cuda;
 use crate::plan::shard::Shard;
 use crate::store::{self, FolderLock};
 use anyhow::{bail, Context, Result};

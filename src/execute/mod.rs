@@ -20,7 +20,7 @@ use crate::plan::cost::{seconds, Estimate};
 use crate::plan::{shard::Shard, Plan, Run};
 use crate::protocol::DeviceInfo;
 use crate::store::{self, FolderLock, RunMeta, Samples, ShardCells, Stored, Writer};
-use crate::{cuda, system};
+use crate::system;
 use anyhow::{bail, Context, Result};
 use scheduler::Scheduler;
 use std::collections::HashSet;

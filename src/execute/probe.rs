@@ -4,7 +4,6 @@
 
 use super::stop::INTERRUPTED;
 use super::worker_process::{self, WorkerEvent, WorkerProcess, WorkerProgram};
-use crate::cuda;
 use crate::experiment::{DeviceFacts, Experiment};
 use crate::plan::{Plan, Run};
 use crate::protocol::{DeviceInfo, Message, Status};

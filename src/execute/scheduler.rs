@@ -404,7 +404,7 @@ impl<'a> Scheduler<'a> {
                     // A counter pass's start-up is the profiler's, not the device's.
                     if self.meta.device.is_none() && matches!(pass, Pass::Timed { .. }) {
                         let mut device = *device;
-                        device.nvrtc_version = crate::cuda::nvrtc_version();
+                        device.nvrtc_version = cuda::nvrtc_version();
                         self.meta.device = Some(device);
                         self.meta.startup = Some(startup);
                         self.writer.write_meta(self.meta)?;

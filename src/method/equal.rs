@@ -3,8 +3,8 @@
 //! reading an input back after the audit's launch, moves eight bytes across the host link
 //! instead of the buffers.
 
-use crate::cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 use crate::experiment::Dtype;
+use cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 
 /// Blocks and threads of the comparison: enough to read at full bandwidth on any GPU.
 const GRID: u32 = 1024;

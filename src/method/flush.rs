@@ -2,8 +2,8 @@
 //! synchronize, all outside the timed region; or, in a graph, before each of its launches.
 //! The buffer is allocated once per cell, never in the loop.
 
-use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param, Prelude};
 use crate::experiment::knobs::cache::FlushMethod;
+use cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param, Prelude};
 
 /// The flush buffer, allocated once per cell.
 pub struct FlushBuffer(DeviceBuffer);

@@ -13,8 +13,8 @@ pub mod timer;
 #[cfg(test)]
 mod timer_tests;
 
-use crate::cuda::{synchronize, CudaError, Launch};
 use crate::experiment::knobs::timer::TimerKind;
+use cuda::{synchronize, CudaError, Launch};
 
 /// `count` back-to-back launches with no sync between them, as the post's warm-up loop,
 /// each after what `before_each` enqueues (the buffer resets of a kernel that needs them).

@@ -5,7 +5,7 @@
 //! slow as when the SM clock runs fast, so each reading also keeps the timer's and the host
 //! clock's time: between two readings, GPU ns per host ns says whether the timer kept time.
 
-use crate::cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param};
+use cuda::{synchronize, CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 use std::time::{Duration, Instant};
 
 /// Cycles per probe: about 1 ms at 2 GHz, so the timer's 32 ns steps weigh 0.003%.

@@ -5,10 +5,10 @@
 //! (CUPTI reads each launch anyway): a kernel that does its work only on a region's first
 //! launch shows there.
 
-use crate::cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
 use crate::protocol::CuptiRecord;
+use cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
 use std::time::Instant;
 
 /// What one timed region runs.

@@ -1,7 +1,7 @@
 //! CUPTI's spans turned into a timer's readings.
 
 use super::timer::{cupti_reading, kernel_medians};
-use crate::cuda::cupti::Span;
+use cuda::cupti::Span;
 
 #[test]
 fn each_kernel_of_a_launch_gets_its_median_span() {

@@ -4,9 +4,9 @@
 //! answer becomes them (`From<cuda::Queried>`) and the facts an experiment is checked
 //! against (`DeviceInfo::facts`).
 
-pub use crate::cuda::LaunchLimits;
-use crate::cuda::Queried;
 use crate::experiment::DeviceFacts;
+pub use cuda::LaunchLimits;
+use cuda::Queried;
 use serde::{Deserialize, Serialize};
 
 /// What the driver says about a device: names, versions, sizes and launch limits.

@@ -9,10 +9,6 @@ use super::kernels::KernelKey;
 use super::prepare::{Code, Data, ReadyCell};
 use super::session::Session;
 use super::timeline::Timeline;
-use crate::cuda::{
-    self, AccessWindow, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph,
-    Launch, Marks, Param,
-};
 use crate::experiment::knobs::flushed_graph::FlushedGraph;
 use crate::experiment::knobs::{
     cache::{Cache, FlushMethod},
@@ -26,6 +22,10 @@ use crate::method::{
     timer::{Body, Saturate, Timer},
 };
 use crate::plan::Cell;
+use cuda::{
+    self, AccessWindow, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph,
+    Launch, Marks, Param,
+};
 use std::time::Instant;
 
 /// What the timed launches use beside the buffers, made once per cell: the flush buffer

@@ -10,10 +10,10 @@ use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
-use crate::cuda::{self, Dims, Launch, Param};
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::method::equal;
 use crate::plan::Cell;
+use cuda::{self, Dims, Launch, Param};
 use std::cell::RefCell;
 
 /// A launch's dimensions.
@@ -297,7 +297,7 @@ pub(super) fn sizes(args: &[ArgValue], pick: Option<&[usize]>) -> Vec<usize> {
 /// Refuses an argument list that does not match the kernel's parameters, which the driver
 /// would read past or misread.
 pub(super) fn check_params(
-    func: &crate::cuda::Function,
+    func: &cuda::Function,
     given: &[usize],
     entry: &str,
 ) -> Result<(), Failure> {
@@ -353,8 +353,8 @@ pub(super) fn taken<'b>(values: &[Param<'b>], takes: Option<&[usize]>) -> Vec<Pa
 
 /// A kernel's steps, loaded or waiting for their first launch.
 pub(super) enum StepCode {
-    Loaded(Vec<(String, crate::cuda::Function)>),
-    Lazy(Vec<crate::cuda::LazyFunction>),
+    Loaded(Vec<(String, cuda::Function)>),
+    Lazy(Vec<cuda::LazyFunction>),
 }
 
 /// A copy of buffer `values[to]` from `values[from]`, the whole destination.

@@ -4,8 +4,8 @@
 
 use super::failure::Failure;
 use super::inputs::HostInputs;
-use crate::cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
 use crate::experiment::{managed_bytes, ArgValue, Init, Memory};
+use cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
 
 /// The byte every output is filled with before a checked launch: all bits set, NaN in
 /// every float type, so that an element the kernel never writes fails the check.

@@ -15,7 +15,6 @@ use super::prepare::{Code, Data, ReadyCell};
 use super::reference;
 use super::session::Session;
 use super::timeline::Timeline;
-use crate::cuda::{self, Param};
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
 use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
@@ -23,6 +22,7 @@ use crate::protocol::{
     CellRecord, Energy, Overhead, QueueRecord, Status, Stopped, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
 };
 use crate::telemetry::Sampler;
+use cuda::{self, Param};
 use std::time::{Duration, Instant};
 
 /// Runs one cell; the flag says whether the CUDA context is lost.
@@ -49,7 +49,7 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     });
     // The L2 set aside for `l2_persist` goes back, its lines with it, whatever the outcome.
     let outcome = match cell.knobs.l2_persist.0 {
-        Some(_) => outcome.and(crate::cuda::release_l2().map_err(Failure::from)),
+        Some(_) => outcome.and(cuda::release_l2().map_err(Failure::from)),
         None => outcome,
     };
     // The reference's buffers go with their cell (their free is its cost).

@@ -3,9 +3,9 @@
 //! an image ready to load, with the program log of the compile.
 
 use super::shared;
-use crate::cuda::{nvrtc, CudaError};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Kernel, LaunchSpec, ModuleKind};
+use cuda::{nvrtc, CudaError};
 use std::collections::HashMap;
 use std::path::PathBuf;
 

@@ -2,8 +2,8 @@
 //! Its own file so that every step of the cell can use it without importing the cell. The
 //! worker's other work (opening the device, the GPU warm-up) fails with it too.
 
-use crate::cuda::CudaError;
 use crate::method::flush::FlushError;
+use cuda::CudaError;
 
 /// A cell's failure (or the worker's), and whether it broke the context.
 #[derive(Debug)]

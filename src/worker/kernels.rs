@@ -3,11 +3,11 @@
 
 use super::compiler::{Build, CompileCost, Compiler};
 use super::timeline::Timeline;
-use crate::cuda::{CudaError, Function, LazyFunction, LazyModule, Module};
 use crate::experiment::knobs::cache::FlushMethod;
 use crate::experiment::knobs::compile::Compile;
 use crate::experiment::Kernel;
 use crate::plan::Cell;
+use cuda::{CudaError, Function, LazyFunction, LazyModule, Module};
 use std::any::Any;
 use std::collections::hash_map::{Entry, HashMap};
 use std::path::PathBuf;

@@ -22,12 +22,12 @@ mod session;
 mod shared;
 mod timeline;
 
-use crate::cuda::{self, Gpu};
 use crate::plan::{Cell, Run};
 use crate::protocol::{
     capability, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
 };
 use crate::telemetry::Sensor;
+use cuda::{self, Gpu};
 use failure::Failure;
 use inputs::{InputCache, Prefetched};
 use kernels::Kernels;

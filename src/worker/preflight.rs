@@ -8,11 +8,11 @@
 use super::assemble::{params_differ, sizes};
 use super::compiler::{warnings, Build, Compiler, Image};
 use super::resources::{ptxas_entry, Resources, NEEDS_GPU};
-use crate::cuda::{self, nvrtc, Attributes, CudaError, Gpu, Module};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Experiment, Kernel, LaunchSpec, ModuleKind};
 use crate::plan::{Plan, Role};
 use crate::protocol::{capability, DeviceInfo};
+use cuda::{self, nvrtc, Attributes, CudaError, Gpu, Module};
 use std::collections::HashSet;
 use std::path::Path;
 

@@ -8,11 +8,11 @@ use super::failure::Failure;
 use super::inputs::{seeds_of, shares, HostInputs};
 use super::kernels::KernelKey;
 use super::session::Session;
-use crate::cuda::{Function, LazyFunction};
 use crate::experiment::knobs::first_launch::FirstLaunch;
 use crate::experiment::{CopyOp, Kernel};
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, Telemetry};
+use cuda::{Function, LazyFunction};
 use std::time::Instant;
 
 /// What compiling the cell's kernel cost, where this cell compiled it: the time, and

@@ -4,8 +4,8 @@
 //! NVRTC's log gives what it knows of a CUBIN compiled here. A figure neither gives is
 //! named unknown, with what it needs.
 
-use crate::cuda::Attributes;
 use crate::experiment::knobs::cache::bytes_text;
+use cuda::Attributes;
 
 /// What ptxas reports of one entry (`-Xptxas -v`): each figure where its line was there.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -9,7 +9,6 @@ use super::inputs::InputCache;
 use super::kernels::{KernelKey, Kernels};
 use super::parent::Parent;
 use super::timeline::Timeline;
-use crate::cuda::{self, Gpu};
 use crate::experiment::knobs::{
     cache::{Cache, FlushMethod},
     first_launch::FirstLaunch,
@@ -21,6 +20,7 @@ use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
 use crate::telemetry::Sensor;
+use cuda::{self, Gpu};
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 

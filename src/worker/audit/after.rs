@@ -7,7 +7,6 @@
 use super::host::{check_on, copy_of, inputs_unchanged, Staged};
 use super::on_draw::{self, Scratch};
 use super::{record, stale_or, unjudged, Draw, InputDraws};
-use crate::cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
 use crate::method::timer::{Body, Saturate, Timer};
@@ -20,6 +19,7 @@ use crate::worker::inputs::fnv1a;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::session::Session;
+use cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use std::time::{Duration, Instant};
 
 /// Audits the cell's timed launches with one launch after them; a failure fails the cell.

@@ -16,7 +16,6 @@
 //! is, and what no draw reaches.
 
 use super::{note, wrote_input};
-use crate::cuda::{CudaError, DeviceBuffer, Dims, Event, Function, Launch, Param};
 use crate::experiment::Kernel;
 use crate::experiment::{ArgValue, Dtype, Init, Memory};
 use crate::plan::Cell;
@@ -25,6 +24,7 @@ use crate::worker::failure::Failure;
 use crate::worker::inputs::HostInputs;
 use crate::worker::kernels::KernelKey;
 use crate::worker::session::Session;
+use cuda::{CudaError, DeviceBuffer, Dims, Event, Function, Launch, Param};
 use std::time::{Duration, Instant};
 
 /// Threads per block of the draw.

@@ -4,8 +4,6 @@
 //! data and read back.
 
 use super::{note, reference_cache, stale_or, wrote_input, Draw};
-use crate::cuda;
-use crate::cuda::DeviceBuffer;
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::{ArgValue, Kernel};
 use crate::method::equal;
@@ -17,6 +15,7 @@ use crate::worker::inputs::{audit_seed, shares, HostInputs};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::session::Session;
+use cuda::DeviceBuffer;
 
 /// What an audit's launches read: the new draw, which inputs it changed, and the note.
 pub(super) struct Staged {

@@ -6,7 +6,6 @@
 //! anything was timed); only what is compared is read back.
 
 use super::draw::{Draws, Entry};
-use crate::cuda::{self, CudaError, DeviceBuffer, Dims, Launch, Param};
 use crate::experiment::{ArgValue, Dtype, Kernel};
 use crate::method::equal;
 use crate::worker::assemble::{against_kernel, ReferenceInputs};
@@ -16,6 +15,7 @@ use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference::{self, HostBuffer};
 use crate::worker::session::Session;
+use cuda::{self, CudaError, DeviceBuffer, Dims, Launch, Param};
 use std::cell::RefCell;
 
 /// The audited output checked against the reference on the draw of `seed`, which the
