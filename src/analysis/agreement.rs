@@ -2,7 +2,7 @@
 //! bias`), and the runner against a peer program run beside it (`[[peer]]`, the peer being
 //! the reference). The bias tables, the median tables and the findings all judge by these.
 
-use super::median;
+use crate::median::median;
 use crate::store::Stored;
 use std::collections::HashMap;
 

@@ -3,8 +3,8 @@
 //! launches allows, and what the audits cost.
 
 use super::bounds::Tell;
+use super::facts::Facts;
 use super::tells::{judged, Judgement, Readings};
-use super::Analysis;
 use crate::protocol::{AuditsAmong, CellRecord};
 
 /// A cell's audits, over its runs.
@@ -34,11 +34,11 @@ pub struct CellAudits {
 
 /// The audits of every cell that ran one of the current kind (regions among the timed
 /// ones, or the weaker audit with its reason); empty for a run from before them.
-pub fn of(a: &Analysis) -> Vec<CellAudits> {
+pub fn of(a: &Facts) -> Vec<CellAudits> {
     (a.run.plan.cells.iter())
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;
-            let steady = a.reduced.stats.get(c.index, super::Phase::Steady);
+            let steady = a.reduced.stats.get(c.index, super::phase::Phase::Steady);
             let readings = Readings::of(c, a.headline(c).map(|s| s.median), steady.as_ref());
             cell(c.index, records, &readings)
         })

@@ -3,9 +3,9 @@
 //! samples' and the decoys', never the audited regions' own), at a stated false-alarm rate
 //! and beyond a margin; and what a finding beyond it says.
 
-use super::median;
 use super::stats::Stats;
 use crate::median::lower_median;
+use crate::median::median;
 
 pub const FALSE_ALARM: f64 = 1e-3;
 pub const Z_FALSE_ALARM: f64 = 3.090;

@@ -1,9 +1,11 @@
 //! Joins each cell's timed launches to the NVML series sampled beside them, and flags cells
 //! whose clocks moved or whose GPU was throttled while they were being timed.
 
-use crate::experiment::ClockPolicy;
+use super::phase::Series;
+use crate::experiment::{ClockPolicy, Experiment};
 use crate::plan::Cell;
-use crate::protocol::TelemetryPoint;
+use crate::protocol::{CellRecord, TelemetryPoint};
+use std::collections::HashMap;
 
 /// Throttle reasons that say nothing about the timed work: an idle GPU between launches, or
 /// clocks set by the administrator.
@@ -153,40 +155,39 @@ pub fn summarize(
     }
 }
 
-impl super::Analysis<'_> {
-    /// The readings of cell `c`'s timed launches and their flags: the sampled series joined
-    /// on time, or, where no reading of a series lies at or before a launch (runs recorded
-    /// without a sampler, or before a series began with the start reading), the readings at
-    /// each run's start and end.
-    pub(super) fn clocks_of(&self, c: &Cell) -> ClockSummary {
-        let exp = &self.run.experiment;
-        let expect = match exp.clocks {
-            ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),
-            ClockPolicy::Observe => None,
-        };
-        let tolerance_pct = exp.telemetry.clock_tolerance_pct;
-        let rs = self.records.get(&c.index).map_or(&[][..], Vec::as_slice);
-        let mut points: Vec<&TelemetryPoint> = Vec::new();
-        for r in rs {
-            let key = (c.index as u32, r.process);
-            if let (Some(s), Some(w)) = (
-                self.reduced.series.get(&key),
-                self.reduced.windows.get(&key),
-            ) {
-                points.extend(during(s, *w));
-            }
+/// The readings of cell `c`'s timed launches and their flags: the sampled series joined
+/// on time, or, where no reading of a series lies at or before a launch (runs recorded
+/// without a sampler, or before a series began with the start reading), the readings at
+/// each run's start and end. `rs`: the cell's records; `series` and `windows`: the run's
+/// telemetry and each run's timed stretch, as the reduction left them.
+pub(super) fn of_cell(
+    exp: &Experiment,
+    (rs, c): (&[&CellRecord], &Cell),
+    series: &Series,
+    windows: &HashMap<(u32, u32), Window>,
+) -> ClockSummary {
+    let expect = match exp.clocks {
+        ClockPolicy::Expect(mhz) | ClockPolicy::Lock(mhz) => Some(mhz),
+        ClockPolicy::Observe => None,
+    };
+    let tolerance_pct = exp.telemetry.clock_tolerance_pct;
+    let mut points: Vec<&TelemetryPoint> = Vec::new();
+    for r in rs {
+        let key = (c.index as u32, r.process);
+        if let (Some(s), Some(w)) = (series.get(&key), windows.get(&key)) {
+            points.extend(during(s, *w));
         }
-        if !points.is_empty() {
-            return summarize(&points, tolerance_pct, expect);
-        }
-        let snapshots: Vec<TelemetryPoint> = rs
-            .iter()
-            .flat_map(|r| [r.telemetry_start.clone(), r.telemetry_end.clone()])
-            .flatten()
-            .map(|reading| TelemetryPoint { t_us: 0.0, reading })
-            .collect();
-        summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct, expect)
     }
+    if !points.is_empty() {
+        return summarize(&points, tolerance_pct, expect);
+    }
+    let snapshots: Vec<TelemetryPoint> = rs
+        .iter()
+        .flat_map(|r| [r.telemetry_start.clone(), r.telemetry_end.clone()])
+        .flatten()
+        .map(|reading| TelemetryPoint { t_us: 0.0, reading })
+        .collect();
+    summarize(&snapshots.iter().collect::<Vec<_>>(), tolerance_pct, expect)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! data, reuse, writes still in L2 when the kernel ends: DRAM saw fewer bytes, the caches
 //! all of them) apart from a count that is wrong.
 
-use super::Analysis;
+use super::facts::Facts;
 use crate::experiment::knobs::counters::{
     DRAM_READ, DRAM_WRITE, L1_BYTES, L2_SECTORS_FROM_SMS, SECTOR_BYTES,
 };
@@ -95,7 +95,7 @@ pub struct CellCounters<'a> {
 }
 
 /// Every cell with counters, in plan order.
-pub fn of<'a>(a: &Analysis<'a>) -> Vec<CellCounters<'a>> {
+pub fn of<'a>(a: &Facts<'a>) -> Vec<CellCounters<'a>> {
     let cells = &a.run.plan.cells;
     (cells.iter())
         .filter_map(|cell| {

@@ -3,7 +3,8 @@
 //! the run), each probed cell's mean clock, and whether a kernel's time follows the clock
 //! across its runs (a compute-bound kernel's does; a memory-bound one's does not).
 
-use super::Analysis;
+use super::reduce::Reduced;
+use crate::store::Stored;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -102,10 +103,10 @@ pub fn counting_clock(r: &crate::protocol::CellRecord) -> Option<f64> {
 
 /// Each probed cell's runs as (time, the clock its cycles are counted at), by cell index.
 /// A run's time is the median of its headline values, as comparisons take them.
-fn probed_runs(a: &Analysis) -> HashMap<usize, Vec<(f64, f64)>> {
+fn probed_runs(run: &Stored, reduced: &Reduced) -> HashMap<usize, Vec<(f64, f64)>> {
     let mut out: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
-    for r in &a.run.records {
-        let time = a.reduced.run_medians.get(&(r.cell, r.process));
+    for r in &run.records {
+        let time = reduced.run_medians.get(&(r.cell, r.process));
         if let (Some(&t), Some(mhz)) = (time, counting_clock(r)) {
             out.entry(r.cell).or_default().push((t, mhz));
         }
@@ -115,11 +116,11 @@ fn probed_runs(a: &Analysis) -> HashMap<usize, Vec<(f64, f64)>> {
 
 /// Each kernel's response to the SM clock, pooled over the probed cells of `runs` (a cell
 /// of each run counts apart: their clocks and times are not one series).
-pub fn responses(runs: &[&Analysis]) -> HashMap<String, Response> {
+pub fn responses(runs: &[(&Stored, &Reduced)]) -> HashMap<String, Response> {
     let mut by_kernel: HashMap<String, Vec<Vec<(f64, f64)>>> = HashMap::new();
-    for a in runs {
-        let mut probed = probed_runs(a);
-        for c in &a.run.plan.cells {
+    for &(run, reduced) in runs {
+        let mut probed = probed_runs(run, reduced);
+        for c in &run.plan.cells {
             if let Some(rs) = probed.remove(&c.index) {
                 by_kernel.entry(c.kernel_name.clone()).or_default().push(rs);
             }
@@ -131,9 +132,9 @@ pub fn responses(runs: &[&Analysis]) -> HashMap<String, Response> {
 }
 
 /// Each probed cell's mean clock, as its cycles are counted, by cell id.
-pub fn cell_mhz(a: &Analysis) -> HashMap<String, f64> {
-    let probed = probed_runs(a);
-    (a.run.plan.cells.iter())
+pub fn cell_mhz(run: &Stored, reduced: &Reduced) -> HashMap<String, f64> {
+    let probed = probed_runs(run, reduced);
+    (run.plan.cells.iter())
         .filter_map(|c| {
             let rs = probed.get(&c.index)?;
             Some((

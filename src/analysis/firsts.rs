@@ -7,8 +7,8 @@ use super::bounds::{
     against, against_baseline, idle_or_kernel, why, Baseline, Spread, Tell, Test, MARGIN_NS,
     MARGIN_SHARE, MIN_SAMPLES, Z_FALSE_ALARM,
 };
-use super::median;
 use super::stats::Stats;
+use crate::median::median;
 use crate::protocol::{AuditsAmong, FirstLaunches};
 
 /// The tests on the first launches of regions of several, pooled over the runs that read

@@ -2,7 +2,7 @@
 //! is the time a launch costs however little it moves, b the bandwidth it reaches when large.
 //! `[report] fit = true` fits each kernel that declares bytes, per variant.
 
-use super::Analysis;
+use super::facts::Facts;
 
 /// The points a fit is made over.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,7 +30,7 @@ pub struct Fit {
 
 /// Every kernel that declares bytes, under every variant, where the fit exists: over every
 /// point, and over the points within L2 where that is a different set of at least two.
-pub fn fits(a: &Analysis) -> Vec<Fit> {
+pub fn fits(a: &Facts) -> Vec<Fit> {
     let exp = &a.run.experiment;
     if !exp.report.fit {
         return vec![];

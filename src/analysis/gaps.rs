@@ -1,7 +1,7 @@
 //! The gaps on the GPU before a run's regions (CUPTI's records): whether a kernel that reads
 //! the global timer could tell a region whose stage drew from a pause.
 
-use super::median;
+use crate::median::median;
 use crate::protocol::CellRecord;
 
 /// The gaps before a run's regions, where CUPTI gave them.

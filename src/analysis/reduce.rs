@@ -4,9 +4,10 @@
 //! the run; everything after this pass reads these results, never a sample.
 
 use super::clocks::{time_clock_correlation, Window};
+use super::phase::{Phase, Series};
 use super::stats::{self, Row, Table};
 use super::units::unit_values;
-use super::{median, Phase, Series};
+use crate::median::median;
 use crate::plan::{Headline, Plan};
 use crate::protocol::TelemetryPoint;
 use crate::store::{RunSamples, SampleSink, TelemetryRow};

@@ -3,7 +3,7 @@
 //! and every lookup of a cell's statistics read. Percentiles interpolate linearly and the
 //! standard deviation divides by n, as the post does.
 
-use super::Phase;
+use super::phase::Phase;
 use polars::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! the bootstrap interval of a ratio of two cells' medians over those units: what a
 //! comparison between runs (`verdict`) and a speed-up between kernels (`findings`) state.
 
-use super::median;
+use crate::median::median;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
 

@@ -30,7 +30,8 @@ pub struct Against<'a> {
 
 pub fn against<'a>(this: &'a Analysis, earlier: &Analysis) -> anyhow::Result<Against<'a>> {
     let matched = super::join::by_cell(earlier, this)?;
-    let responses = cycles::responses(&[this, earlier]);
+    let responses =
+        cycles::responses(&[(this.run, &this.reduced), (earlier.run, &earlier.reduced)]);
     let follows = |k: &str| responses.get(k).is_some_and(cycles::Response::follows);
     let (clock_now, clock_before) = (&this.cell_mhz, &earlier.cell_mhz);
     let median = |run: &Analysis, index: usize| run.reduced.units.get(&index).map(|u| u.median);

@@ -2,8 +2,8 @@
 //! flagged for their clocks, and, where no other rule speaks, each kernel's range.
 
 use super::{Finding, NamedCell, Reading, Trusted};
+use crate::analysis::facts::Facts;
 use crate::analysis::trust::Verdict;
-use crate::analysis::Analysis;
 use crate::experiment::Experiment;
 use crate::plan::Cell;
 
@@ -81,7 +81,7 @@ pub fn caught(exp: &Experiment, verdicts: &[(&Cell, &Verdict)]) -> Option<Findin
 
 /// A trusted cell's flags: its clocks' (the SM clock moved or strayed, the GPU throttled)
 /// and a wait kernel too short for its timed regions; and the lowest SM clock it ran at.
-pub fn flags(a: &Analysis, c: &Cell) -> (Vec<String>, Option<u32>) {
+pub fn flags(a: &Facts, c: &Cell) -> (Vec<String>, Option<u32>) {
     let clocks = a.clocks.get(&c.index).cloned().unwrap_or_default();
     let mut flags = clocks.flags;
     let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
@@ -113,7 +113,7 @@ pub fn flagged(flags: &[(String, Vec<String>, Option<u32>)]) -> Option<Finding> 
 
 /// The trusted cells the per-cell budget stopped before their sample count (a stop the
 /// experiment asked for, `stop = {...}`, is no news), with the first run's reason.
-pub fn stopped(a: &Analysis, trusted: &[&Cell]) -> Option<Finding> {
+pub fn stopped(a: &Facts, trusted: &[&Cell]) -> Option<Finding> {
     let cells: Vec<(String, String)> = (trusted.iter())
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;

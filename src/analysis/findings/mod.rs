@@ -12,9 +12,10 @@ pub use energy::EnergyRatio;
 pub use kernels::{Best, Peak, PeakOf, Speedup};
 pub use variants::{Bias, Difference, PeerAgreement};
 
+use super::counters::CellCounters;
 use super::counters::{BytesCheck, BytesVerdict};
+use super::facts::Facts;
 use super::trust::Verdict;
-use super::Analysis;
 use crate::experiment::{Experiment, Point};
 use crate::plan::{point_id, Role};
 use crate::protocol::Energy;
@@ -155,7 +156,7 @@ impl Trusted<'_> {
 }
 
 /// The run's findings, headline first, at most [`MAX_FINDINGS`].
-pub fn of(a: &Analysis) -> Vec<Finding> {
+pub fn of(a: &Facts, counters: &[CellCounters]) -> Vec<Finding> {
     let s = a.run;
     let exp = &s.experiment;
     let median = |k: usize, p: &Point, v: &str| a.sound_median_at(k, p, v);
@@ -184,7 +185,7 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
     let rule = |found: Vec<Finding>| found.into_iter().take(MAX_PER_RULE);
     let mut out: Vec<Finding> = rule(cells::untrusted(exp, &verdicts)).collect();
     out.extend(cells::caught(exp, &verdicts));
-    out.extend(bytes(a));
+    out.extend(bytes(counters));
     let mut spoken: Vec<Finding> = rule(kernels::speedups(&t)).collect();
     if let Some(p) = &a.peaks {
         let l2 = (s.meta.device.as_ref()).map_or(0, |d| d.l2_bytes.max(0) as u64);
@@ -226,8 +227,8 @@ pub fn of(a: &Analysis) -> Vec<Finding> {
 }
 
 /// What the counters say of the declared bytes, where any cell had them checked.
-fn bytes(a: &Analysis) -> Option<Finding> {
-    let checks: Vec<(String, BytesCheck)> = (a.counters.iter())
+fn bytes(counters: &[CellCounters]) -> Option<Finding> {
+    let checks: Vec<(String, BytesCheck)> = (counters.iter())
         .filter_map(|c| Some((c.cell.id.clone(), c.bytes?)))
         .collect();
     let count = |v: BytesVerdict| checks.iter().filter(|(_, c)| c.verdict == v).count();
