@@ -110,6 +110,9 @@ pub struct RawKernel {
     pub flops: Option<Spanned<NumExpr>>,
     /// The type those operations are in (`"f64"`, `"f16"`): which peak they are a share of.
     pub flops_type: Option<Spanned<String>>,
+    /// Or the peak they are a share of, stated (`{ per_sm_clock, name }`); read as a value
+    /// so that a mistake gets the validator's message rather than serde's.
+    pub peak: Option<Spanned<toml::Value>>,
     /// Launches that follow the kernel's own in the same timed region.
     #[serde(default)]
     pub then: Vec<RawStep>,

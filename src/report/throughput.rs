@@ -61,9 +61,7 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                             .enumerate()
                             .map(|(vi, v)| match a.median_at(k, p, &v.name) {
                                 Some(ns) => {
-                                    let flops = launch
-                                        .flops
-                                        .map(|f| (f, kernel.flops_type.unwrap_or_default()));
+                                    let flops = launch.flops.map(|f| (f, kernel.counted_as()));
                                     let mut text = cell(ns, launch.bytes, byte_peak, flops, peaks);
                                     if let Some(c) = a.run.plan.cell_at(k, p, &v.name) {
                                         if let v @ (Verdict::Suspect(_) | Verdict::Impossible(_)) =
@@ -113,7 +111,7 @@ fn cell(
         parts.push(rate(b, byte_peak, 1e9, "GB/s", over));
     }
     if let Some((f, dtype)) = flops {
-        parts.push(rate(f, peaks.flops(dtype), 1e12, "TFLOP/s", ""));
+        parts.push(rate(f, peaks.flops(&dtype), 1e12, "TFLOP/s", ""));
     }
     parts.join(", ")
 }
@@ -136,7 +134,7 @@ mod tests {
             fp16: None,
             bf16: None,
             int32: None,
-            tensor: vec![(FlopsType::Tensor(Tensor::F16), 989.5e12)],
+            per_sm_clock: vec![(FlopsType::Tensor(Tensor::F16), 989.5e12)],
             ceiling: None,
             source: String::new(),
         };
