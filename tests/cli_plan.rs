@@ -125,6 +125,25 @@ fn plan_shows_the_type_and_peak_a_kernels_flops_and_bytes_count_against() {
     }
 }
 
+/// `plan` shows bytes declared as reads and writes as their sum and each.
+#[test]
+fn plan_shows_reads_and_writes_beside_their_sum() {
+    let text = softmax_by_type().replacen(
+        "args = [",
+        "reads = \"3 * 1024 * 1024\"\nwrites = \"1024 * 1024\"\nargs = [",
+        1,
+    );
+    let (_dir, path) = write_experiment("softmax.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = "    per launch: bytes 4.0 MiB = 3.0 MiB read + 1.0 MiB written; flops not declared";
+    assert!(
+        stdout(&out).contains(line),
+        "no line {line:?} in:\n{}",
+        stdout(&out)
+    );
+}
+
 /// A `libnvrtc.so` that lacks NVRTC's functions (another version's, or another library
 /// under its name) is named with what it lacks and the fix: exit 1, no panic.
 #[test]

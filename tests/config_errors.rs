@@ -548,6 +548,24 @@ fn with_kernel_keys(keys: &str) -> String {
 }
 
 #[test]
+fn bytes_and_reads_or_writes_exclude_each_other() {
+    for apart in ["reads = \"4 * n\"", "writes = \"4 * n\""] {
+        let text = with_kernel_keys(&format!("bytes = \"8 * n\"\n{apart}"));
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, "bytes = ");
+        assert!(
+            err.contains("gives bytes and also reads or writes"),
+            "{err}"
+        );
+        assert!(err.contains("hint: bytes is reads + writes"), "{err}");
+    }
+    let text = with_kernel_keys("reads = \"4 * n\"\nwrites = \"0 - n\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "writes = ");
+    assert!(err.contains("writes is -64"), "{err}");
+}
+
+#[test]
 fn a_declared_peak_and_a_flops_type_exclude_each_other() {
     let peak = "peak = { per_sm_clock = 512, name = \"INT8 dp4a (operations)\" }";
     let text = with_kernel_keys(&format!("flops_type = \"i32\"\n{peak}"));

@@ -399,16 +399,17 @@ fn rewrite_experiment(copy: &Path, edit: impl Fn(String) -> String) -> String {
     exp
 }
 
-/// A kernel's declared peak reaches the report: the finding names the peak (and its `peak`
-/// where a reading is above it), and the peaks' sources say where it comes from.
+/// A kernel's declared peak and its reads and writes reach the report: the finding names
+/// the peak (and its `peak` where a reading is above it), the peaks' sources say where it
+/// comes from, and the throughput table shows read and write GB/s beside the total.
 #[test]
-fn a_declared_peak_shows_in_the_report() {
+fn a_declared_peak_and_reads_and_writes_show_in_the_report() {
     let (root, copy) = copy_run("gemv");
     rewrite_experiment(&copy, |exp| {
         let at = exp.find("name = \"gemv\"").unwrap();
         let declared = exp[at..].replacen(
-            "flops = ",
-            "peak = { per_sm_clock = 1, name = \"ONE op\" }\nflops = ",
+            "bytes = \"4 * (m * m + 2 * m)\"",
+            "reads = \"4 * (m * m + m)\"\nwrites = \"4 * m\"\npeak = { per_sm_clock = 1, name = \"ONE op\" }",
             1,
         );
         format!("{}{declared}", &exp[..at])
@@ -422,10 +423,14 @@ fn a_declared_peak_shows_in_the_report() {
         "`gemv` reaches 2.036 TFLOP/s, 779% of the 0.2614 TFLOP/s ONE op peak",
         "so the kernel's `peak` states less than its unit does (check its per_sm_clock",
         "ONE op 0.3 TFLOP/s = 132 SMs x 1980 MHz x 1 operations per SM per clock (the kernel's `peak`)",
-        "| 8192 | 4072 GB/s (85%), 2.036 TFLOP/s (779%) |",
+        "Its bytes as declared apart (`reads`, `writes`)",
+        "| 8192 | 4072 GB/s (85%; read 4072, write 0.4970), 2.036 TFLOP/s (779%) |",
     ] {
         assert!(unwrapped.contains(said), "no {said:?} in:\n{report}");
     }
+    // `gemv-ref` declares its bytes in all: no read and write figures.
+    let reference = &report[report.find("### `gemv-ref`, UNCHECKED\n\n| m |").unwrap()..];
+    assert!(!reference[..reference.find("### `gemv`").unwrap()].contains("read "));
 }
 
 /// A 100-character kernel name (the longest a name may be) and a 200-character sweep value

@@ -106,6 +106,9 @@ pub struct RawKernel {
     pub timed: Option<Spanned<bool>>,
     /// Bytes the kernel reads and writes per launch (an expression): its GB/s.
     pub bytes: Option<Spanned<NumExpr>>,
+    /// Bytes it reads, and bytes it writes, per launch, instead: `bytes` is their sum.
+    pub reads: Option<Spanned<NumExpr>>,
+    pub writes: Option<Spanned<NumExpr>>,
     /// Floating-point operations per launch (an expression): its FLOP/s.
     pub flops: Option<Spanned<NumExpr>>,
     /// The type those operations are in (`"f64"`, `"f16"`): which peak they are a share of.

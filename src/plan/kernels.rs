@@ -72,7 +72,15 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
     let _ = writeln!(
         out,
         "    per launch: bytes {}; flops {}",
-        at(&|p| work(k.launches[p].bytes, |b| bytes_text(b as u64))),
+        at(&|p| match k.launches[p].reads_writes {
+            Some((r, w)) => format!(
+                "{} = {} read + {} written",
+                bytes_text((r + w) as u64),
+                bytes_text(r as u64),
+                bytes_text(w as u64)
+            ),
+            None => work(k.launches[p].bytes, |b| bytes_text(b as u64)),
+        }),
         at(&|p| work(k.launches[p].flops, flops_text))
     );
     if let Some(line) = peaks(exp, k) {

@@ -110,6 +110,7 @@ impl Validator<'_> {
             .map(|names| self.arg_indices(names, &args))
             .transpose()?;
         self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
+        self.bytes_declared_once(&rk)?;
         let (points, base) = self.kernel_points(&rk.sweep, points)?;
         let mut launches = self.launches(&rk, &args, check.as_ref(), &steps, &points, dir)?;
         let given = match (kernel_check, &rk.check_python) {

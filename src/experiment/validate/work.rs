@@ -1,10 +1,14 @@
-//! What the work a kernel declares counts against: its `flops` in a `flops_type` the runner
-//! knows the peak of, or against a `peak` the kernel states.
+//! The work a kernel declares per launch and what it counts against: `bytes`, or `reads`
+//! and `writes` apart; `flops`, in a `flops_type` the runner knows the peak of, or against a
+//! `peak` the kernel states.
 
 use super::validator::Validator;
 use crate::experiment::error::ConfigError;
+use crate::experiment::expr::{self, NumExpr, Scope};
 use crate::experiment::rates::{DeclaredPeak, FlopsType};
 use crate::experiment::schema::RawKernel;
+use crate::experiment::{point_label, LaunchSpec, Point};
+use toml::Spanned;
 
 impl Validator<'_> {
     /// What its FLOPs count against, where it says: `flops_type`, a type on the CUDA cores
@@ -38,5 +42,58 @@ impl Validator<'_> {
             }
             (None, None) => Ok(None),
         }
+    }
+
+    /// `bytes`, or `reads` and `writes`: a kernel declares its bytes one way.
+    pub(super) fn bytes_declared_once(&self, rk: &RawKernel) -> Result<(), ConfigError> {
+        let (Some(bytes), true) = (&rk.bytes, rk.reads.is_some() || rk.writes.is_some()) else {
+            return Ok(());
+        };
+        Err(self
+            .err(bytes, format!("kernel `{}` gives bytes and also reads or writes", rk.name.get_ref()))
+            .with_hint("bytes is reads + writes: keep bytes alone, or give reads and writes (one left out counts 0) without bytes"))
+    }
+
+    /// The kernel's bytes and FLOPs per launch at point `p` into `spec`: `bytes`, or the sum of
+    /// `reads` and `writes`, kept apart too.
+    pub(super) fn declared_work(
+        &self,
+        rk: &RawKernel,
+        p: &Point,
+        scope: &Scope,
+        spec: &mut LaunchSpec,
+    ) -> Result<(), ConfigError> {
+        let reads = self.work(rk.reads.as_ref(), "reads", p, scope)?;
+        let writes = self.work(rk.writes.as_ref(), "writes", p, scope)?;
+        spec.reads_writes = (reads.is_some() || writes.is_some())
+            .then(|| (reads.unwrap_or(0.0), writes.unwrap_or(0.0)));
+        spec.bytes = match spec.reads_writes {
+            Some((r, w)) => Some(r + w),
+            None => self.work(rk.bytes.as_ref(), "bytes", p, scope)?,
+        };
+        spec.flops = self.work(rk.flops.as_ref(), "flops", p, scope)?;
+        Ok(())
+    }
+
+    /// Work per launch at point `p`, where the kernel declares it: not negative.
+    fn work(
+        &self,
+        e: Option<&Spanned<NumExpr>>,
+        what: &str,
+        p: &Point,
+        scope: &Scope,
+    ) -> Result<Option<f64>, ConfigError> {
+        let Some(e) = e else { return Ok(None) };
+        let v = match expr::eval_exact(e.get_ref(), scope).map_err(|m| self.err(e, m))? {
+            expr::Number::Int(i) => i as f64,
+            expr::Number::Float(f) => f,
+        };
+        if v < 0.0 {
+            return Err(self.err(
+                e,
+                format!("{what} is {v} at {}, not positive", point_label(p)),
+            ));
+        }
+        Ok(Some(v))
     }
 }
