@@ -107,15 +107,41 @@ fn plan_shows_the_type_and_peak_a_kernels_flops_and_bytes_count_against() {
         1,
     );
     let tensor = plain.replacen("flops = ", "flops_type = \"tensor-bf16\"\nflops = ", 1);
+    let declared = plain.replacen(
+        "flops = ",
+        "peak = { per_sm_clock = 512, name = \"INT8 dp4a (operations)\" }\nflops = ",
+        1,
+    );
     for (text, line) in [
-        (&plain, "    peaks on an assumed H100: flops as FP32 (the default; set `flops_type` for another unit): 66.91 TFLOP/s at 1980 MHz; bytes against DRAM: 3352 GB/s"),
+        (&plain, "    peaks on an assumed H100: flops as FP32 (the default; set `flops_type` or `peak` for another unit): 66.91 TFLOP/s at 1980 MHz; bytes against DRAM: 3352 GB/s"),
         (&tensor, "    peaks on an assumed H100: flops as BF16 tensor-core (dense) (its `flops_type`): 1071 TFLOP/s at 1980 MHz; bytes against DRAM: 3352 GB/s"),
+        // 512 x 132 SMs x 1980 MHz.
+        (&declared, "    peaks on an assumed H100: flops as INT8 dp4a (operations) (its `peak`: 512 operations per SM per clock x 132 SMs): 133.8 TFLOP/s at 1980 MHz; bytes against DRAM: 3352 GB/s"),
     ] {
         let (_dir, path) = write_experiment("softmax.toml", text);
         let out = run(&["plan", path.to_str().unwrap()]);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(stdout(&out).contains(line), "no line {line:?} in:\n{}", stdout(&out));
     }
+}
+
+/// `plan` shows bytes declared as reads and writes as their sum and each.
+#[test]
+fn plan_shows_reads_and_writes_beside_their_sum() {
+    let text = softmax_by_type().replacen(
+        "args = [",
+        "reads = \"3 * 1024 * 1024\"\nwrites = \"1024 * 1024\"\nargs = [",
+        1,
+    );
+    let (_dir, path) = write_experiment("softmax.toml", &text);
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = "    per launch: bytes 4.0 MiB = 3.0 MiB read + 1.0 MiB written; flops not declared";
+    assert!(
+        stdout(&out).contains(line),
+        "no line {line:?} in:\n{}",
+        stdout(&out)
+    );
 }
 
 /// A `libnvrtc.so` that lacks NVRTC's functions (another version's, or another library

@@ -542,6 +542,72 @@ fn declared_work_must_not_be_negative() {
     assert!(err.contains("bytes is -64"), "{err}");
 }
 
+/// The matmul with `keys` added to its kernel table.
+fn with_kernel_keys(keys: &str) -> String {
+    good().replace("block = [32, 32]", &format!("block = [32, 32]\n{keys}"))
+}
+
+#[test]
+fn bytes_and_reads_or_writes_exclude_each_other() {
+    for apart in ["reads = \"4 * n\"", "writes = \"4 * n\""] {
+        let text = with_kernel_keys(&format!("bytes = \"8 * n\"\n{apart}"));
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, "bytes = ");
+        assert!(
+            err.contains("gives bytes and also reads or writes"),
+            "{err}"
+        );
+        assert!(err.contains("hint: bytes is reads + writes"), "{err}");
+    }
+    let text = with_kernel_keys("reads = \"4 * n\"\nwrites = \"0 - n\"");
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "writes = ");
+    assert!(err.contains("writes is -64"), "{err}");
+}
+
+#[test]
+fn a_declared_peak_and_a_flops_type_exclude_each_other() {
+    let peak = "peak = { per_sm_clock = 512, name = \"INT8 dp4a (operations)\" }";
+    let text = with_kernel_keys(&format!("flops_type = \"i32\"\n{peak}"));
+    let err = plan_error(&text);
+    assert_at_line(&err, &text, "peak = ");
+    assert!(err.contains("gives both flops_type and peak"), "{err}");
+    assert!(err.contains("hint: keep one"), "{err}");
+    let (_dir, path) = write_experiment("ok.toml", &with_kernel_keys(peak));
+    let out = run(&["plan", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_declared_peak_that_is_not_a_positive_rate_with_a_name_is_refused() {
+    for (peak, says) in [
+        (
+            "{ per_sm_clock = -512, name = \"x\" }",
+            "per_sm_clock is -512",
+        ),
+        ("{ per_sm_clock = 0, name = \"x\" }", "per_sm_clock is 0"),
+        (
+            "{ per_sm_clock = \"many\", name = \"x\" }",
+            "is not a number",
+        ),
+        (
+            "{ per_sm_clock = 512, name = \"x\", unit = \"ops\" }",
+            "no key `unit`",
+        ),
+        ("{ per_sm_clock = 512 }", "needs a name"),
+        ("512", "is not a table"),
+    ] {
+        let text = with_kernel_keys(&format!("peak = {peak}"));
+        let err = plan_error(&text);
+        assert_at_line(&err, &text, "peak = ");
+        assert!(err.contains(says), "{peak}: {err}");
+        assert!(
+            err.contains("hint: write peak = { per_sm_clock = 512"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn compile_options_render_at_every_point_and_name_unknown_values() {
     let text = good().replace(

@@ -385,6 +385,54 @@ fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", sha2::Sha256::digest(bytes))
 }
 
+/// The run folder's experiment as `edit` makes it, with `run.json` recording its sha256, so
+/// that the run renders as if made with it; returns its text.
+fn rewrite_experiment(copy: &Path, edit: impl Fn(String) -> String) -> String {
+    let exp_path = copy.join("experiment.toml");
+    let exp = edit(std::fs::read_to_string(&exp_path).unwrap());
+    std::fs::write(&exp_path, &exp).unwrap();
+    let meta_path = copy.join("run.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["experiment_sha256"] = sha256(exp.as_bytes()).into();
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    exp
+}
+
+/// A kernel's declared peak and its reads and writes reach the report: the finding names
+/// the peak (and its `peak` where a reading is above it), the peaks' sources say where it
+/// comes from, and the throughput table shows read and write GB/s beside the total.
+#[test]
+fn a_declared_peak_and_reads_and_writes_show_in_the_report() {
+    let (root, copy) = copy_run("gemv");
+    rewrite_experiment(&copy, |exp| {
+        let at = exp.find("name = \"gemv\"").unwrap();
+        let declared = exp[at..].replacen(
+            "bytes = \"4 * (m * m + 2 * m)\"",
+            "reads = \"4 * (m * m + m)\"\nwrites = \"4 * m\"\npeak = { per_sm_clock = 1, name = \"ONE op\" }",
+            1,
+        );
+        format!("{}{declared}", &exp[..at])
+    });
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    let unwrapped = report.split_whitespace().collect::<Vec<_>>().join(" ");
+    for said in [
+        // 132 SMs x 1980 MHz x 1: 0.2614 TOPS, which the GEMV's 2.036 TFLOP/s is far above.
+        "`gemv` reaches 2.036 TFLOP/s, 779% of the 0.2614 TFLOP/s ONE op peak",
+        "so the kernel's `peak` states less than its unit does (check its per_sm_clock",
+        "ONE op 0.3 TFLOP/s = 132 SMs x 1980 MHz x 1 operations per SM per clock (the kernel's `peak`)",
+        "Its bytes as declared apart (`reads`, `writes`)",
+        "| 8192 | 4072 GB/s (85%; read 4072, write 0.4970), 2.036 TFLOP/s (779%) |",
+    ] {
+        assert!(unwrapped.contains(said), "no {said:?} in:\n{report}");
+    }
+    // `gemv-ref` declares its bytes in all: no read and write figures.
+    let reference = &report[report.find("### `gemv-ref`, UNCHECKED\n\n| m |").unwrap()..];
+    assert!(!reference[..reference.find("### `gemv`").unwrap()].contains("read "));
+}
+
 /// A 100-character kernel name (the longest a name may be) and a 200-character sweep value
 /// make plot names longer than a file name may be: the report shortens them, the same way
 /// at every render, and `runner plan` takes the experiment.
@@ -395,12 +443,10 @@ fn the_longest_names_and_long_sweep_values_plan_and_render_with_plot_names_that_
     let value = format!("FMA{}", "x".repeat(197));
     // Every place the run holds the kernel's name and the value: the experiment, the cell
     // ids of the records, samples and telemetry, and the samples' columns.
-    let exp_path = copy.join("experiment.toml");
-    let exp = std::fs::read_to_string(&exp_path)
-        .unwrap()
-        .replace("name = \"incore\"", &format!("name = \"{kernel}\""))
-        .replace("\"FMA\"", &format!("\"{value}\""));
-    std::fs::write(&exp_path, &exp).unwrap();
+    let exp = rewrite_experiment(&copy, |exp| {
+        exp.replace("name = \"incore\"", &format!("name = \"{kernel}\""))
+            .replace("\"FMA\"", &format!("\"{value}\""))
+    });
     let rename = |text: String| {
         text.replace("incore/", &format!("{kernel}/"))
             .replace(",incore,", &format!(",{kernel},"))
@@ -410,11 +456,6 @@ fn the_longest_names_and_long_sweep_values_plan_and_render_with_plot_names_that_
     for stored in ["cells.jsonl", "samples.csv", "telemetry.csv"] {
         write_stored(&copy, stored, &rename(stored_text(&copy, stored)));
     }
-    let meta_path = copy.join("run.json");
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta["experiment_sha256"] = sha256(exp.as_bytes()).into();
-    std::fs::write(&meta_path, meta.to_string()).unwrap();
     for notes in ["findings.md", "notes.md"] {
         let _ = std::fs::remove_file(copy.join(notes));
     }

@@ -62,8 +62,11 @@ impl<'a> Facts<'a> {
             records.entry(r.cell).or_default().push(r);
         }
         let exp = &s.experiment;
-        let types: Vec<crate::experiment::rates::FlopsType> =
-            exp.kernels.iter().filter_map(|k| k.flops_type).collect();
+        let types: Vec<crate::experiment::rates::FlopsType> = exp
+            .kernels
+            .iter()
+            .filter_map(|k| k.flops_type.clone())
+            .collect();
         let host_copies =
             (exp.kernels.iter()).any(|k| k.copy.is_some() && (k.on_host(0) || k.on_host(1)));
         let peaks = (s.meta.device.as_ref()).map(|d| peaks::peaks(d, &types, host_copies));

@@ -5,7 +5,7 @@
 
 use crate::experiment::rates::{
     core_flops, dram, fp32_lanes, fp64_lanes, half_factors, int32_lanes, ops_per_sm_clock,
-    tensor_ops_per_sm_clock, FlopsType,
+    FlopsType,
 };
 use crate::experiment::Dtype;
 use crate::protocol::{capability, DeviceInfo};
@@ -24,8 +24,9 @@ pub struct Peaks {
     pub bf16: Option<f64>,
     /// INT32 multiply-adds per second (two operations each), on the CUDA cores.
     pub int32: Option<f64>,
-    /// The tensor cores' dense peaks of the types the experiment's kernels declare.
-    pub tensor: Vec<(FlopsType, f64)>,
+    /// The peaks given per SM per clock that the experiment's kernels count against: the
+    /// tensor cores' dense ones of the types they declare, and those they state (`peak`).
+    pub per_sm_clock: Vec<(FlopsType, f64)>,
     /// The most operations per second the device does of any type on any unit (FP8 or INT8
     /// on tensor cores, with 2:4 sparsity), where its tables are known.
     pub ceiling: Option<f64>,
@@ -34,15 +35,15 @@ pub struct Peaks {
 
 impl Peaks {
     /// The peak a kernel's FLOPs of `flops` are a share of.
-    pub fn flops(&self, flops: FlopsType) -> Option<f64> {
+    pub fn flops(&self, flops: &FlopsType) -> Option<f64> {
         match flops {
             FlopsType::Cores(Dtype::F64) => self.fp64,
             FlopsType::Cores(Dtype::F16) => self.fp16,
             FlopsType::Cores(Dtype::Bf16) => self.bf16,
             FlopsType::Cores(Dtype::I32) => self.int32,
             FlopsType::Cores(_) => self.fp32,
-            FlopsType::Tensor(_) => {
-                (self.tensor.iter()).find_map(|(t, p)| (*t == flops).then_some(*p))
+            FlopsType::Tensor(_) | FlopsType::Declared(_) => {
+                (self.per_sm_clock.iter()).find_map(|(t, p)| (t == flops).then_some(*p))
             }
         }
     }
@@ -63,7 +64,7 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
     let types: Vec<Dtype> = (flops.iter())
         .filter_map(|f| match f {
             FlopsType::Cores(d) => Some(*d),
-            FlopsType::Tensor(_) => None,
+            FlopsType::Tensor(_) | FlopsType::Declared(_) => None,
         })
         .collect();
     // A device that reports no clocks (zero) has no peak to share a reading of.
@@ -126,7 +127,7 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
             ));
         }
     }
-    let tensor = tensor_peaks(d, flops, &mut source);
+    let per_sm_clock = per_sm_clock_peaks(d, flops, &mut source);
     let clocks = d.sm_count as f64 * d.sm_clock_max_mhz as f64 * 1e6;
     let ceiling = ops_per_sm_clock(capability(d)).and_then(|ops| positive(ops * clocks));
     let host_link = d.host_link.filter(|_| host);
@@ -139,43 +140,41 @@ pub fn peaks(d: &DeviceInfo, flops: &[FlopsType], host: bool) -> Peaks {
         fp16,
         bf16,
         int32,
-        tensor,
+        per_sm_clock,
         ceiling,
         source: source.join("; "),
     }
 }
 
-/// The tensor cores' dense peaks of the types in `flops`, each once, with its source line.
-fn tensor_peaks(
+/// The peaks given per SM per clock of the types in `flops`, each once, with its source
+/// line: the tensor cores' (NVIDIA's dense peaks) and those kernels state (`peak`).
+fn per_sm_clock_peaks(
     d: &DeviceInfo,
     flops: &[FlopsType],
     source: &mut Vec<String>,
 ) -> Vec<(FlopsType, f64)> {
-    let positive = |p: f64| (p > 0.0).then_some(p);
-    let mut tensor: Vec<(FlopsType, f64)> = Vec::new();
-    for &f in flops.iter().filter(|f| matches!(f, FlopsType::Tensor(_))) {
-        let cc = capability(d);
+    let (cc, sms, mhz) = (capability(d), d.sm_count, d.sm_clock_max_mhz);
+    let mut out: Vec<(FlopsType, f64)> = Vec::new();
+    for f in flops {
         let (Some(p), Some(ops), false) = (
-            f.peak(cc, d.sm_count, d.sm_clock_max_mhz)
-                .and_then(positive),
-            (match f {
-                FlopsType::Tensor(t) => tensor_ops_per_sm_clock(cc, t),
-                FlopsType::Cores(_) => None,
-            }),
-            tensor.iter().any(|(t, _)| *t == f),
+            f.peak(cc, sms, mhz).filter(|p| *p > 0.0),
+            f.per_sm_clock(cc),
+            out.iter().any(|(t, _)| t == f),
         ) else {
             continue;
         };
+        let from = match f {
+            FlopsType::Declared(_) => "the kernel's `peak`",
+            _ => "NVIDIA's dense peaks, `rates.rs`",
+        };
         source.push(format!(
-            "{} {:.1} TFLOP/s = {} SMs x {} MHz x {ops} operations per SM per clock (NVIDIA's dense peaks, `rates.rs`)",
+            "{} {:.1} TFLOP/s = {sms} SMs x {mhz} MHz x {ops} operations per SM per clock ({from})",
             f.name(),
             p / 1e12,
-            d.sm_count,
-            d.sm_clock_max_mhz,
         ));
-        tensor.push((f, p));
+        out.push((f.clone(), p));
     }
-    tensor
+    out
 }
 
 #[cfg(test)]
@@ -205,13 +204,31 @@ mod tests {
     #[test]
     fn a_device_that_reports_no_clocks_has_no_peaks() {
         let tensor = FlopsType::Tensor(Tensor::F16);
-        let p = peaks(&h100(1980, 2619), &[tensor], false);
-        assert!(p.dram.is_some() && p.fp32.is_some() && p.flops(tensor).is_some());
+        let p = peaks(&h100(1980, 2619), std::slice::from_ref(&tensor), false);
+        assert!(p.dram.is_some() && p.fp32.is_some() && p.flops(&tensor).is_some());
         // Zero clocks gave "inf% of the 0 GB/s DRAM peak": no peak, no share.
-        let p = peaks(&h100(0, 0), &[tensor], false);
+        let p = peaks(&h100(0, 0), std::slice::from_ref(&tensor), false);
         assert_eq!(
-            (p.dram, p.fp32, p.flops(tensor), p.ceiling),
+            (p.dram, p.fp32, p.flops(&tensor), p.ceiling),
             (None, None, None, None)
+        );
+    }
+
+    #[test]
+    fn a_declared_peak_is_a_peak_on_any_device_and_says_where_it_comes_from() {
+        let dp4a = FlopsType::Declared(crate::experiment::rates::DeclaredPeak {
+            per_sm_clock: 512.0,
+            name: "INT8 dp4a (operations)".into(),
+        });
+        let mut unknown = h100(1980, 2619);
+        unknown.compute_capability = "5.0".into();
+        let p = peaks(&unknown, &[dp4a.clone(), dp4a.clone()], false);
+        assert_eq!(p.flops(&dp4a), Some(512.0 * 132.0 * 1980e6));
+        assert_eq!(p.fp32, None);
+        assert_eq!(
+            p.source,
+            "DRAM 3352 GB/s = 2 transfers x 2619 MHz x a 5120-bit bus (the driver's memory clock and bus width); \
+             INT8 dp4a (operations) 133.8 TFLOP/s = 132 SMs x 1980 MHz x 512 operations per SM per clock (the kernel's `peak`)"
         );
     }
 }

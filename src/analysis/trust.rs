@@ -279,7 +279,7 @@ mod tests {
         fp16: None,
         bf16: None,
         int32: None,
-        tensor: vec![],
+        per_sm_clock: vec![],
         ceiling: Some(4282e12),
         source: String::new(),
     };

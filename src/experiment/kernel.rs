@@ -53,7 +53,8 @@ pub struct Kernel {
     /// A module built outside the runner, loaded as is instead of compiling `source_text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<Prebuilt>,
-    /// The type of its declared FLOPs (None: f32), for the peak they are compared with.
+    /// The type of its declared FLOPs (`flops_type`), or the peak it declares for them
+    /// (`peak`); None: f32. The peak they are compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops_type: Option<super::rates::FlopsType>,
     /// The kernel's sweep points: the experiment's, crossed with the kernel's own axes.
@@ -182,6 +183,11 @@ impl Kernel {
             .filter(|s| s.copy.is_none())
             .map(|s| s.entry.as_str())
             .collect()
+    }
+
+    /// What its declared FLOPs count against: its `flops_type` or `peak`, else FP32.
+    pub fn counted_as(&self) -> super::rates::FlopsType {
+        self.flops_type.clone().unwrap_or_default()
     }
 
     /// Whether its timed region copies: a `[[copy]]`, or a kernel with copy steps.

@@ -16,6 +16,10 @@ pub struct LaunchSpec {
     pub bytes: Option<f64>,
     #[serde(default)]
     pub flops: Option<f64>,
+    /// Bytes read and bytes written, where the kernel declares them apart (`reads`,
+    /// `writes`, one left out counting 0): `bytes` is their sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_writes: Option<(f64, f64)>,
     /// NVRTC options this point compiles the kernel with, beyond the architecture.
     #[serde(default)]
     pub options: Vec<String>,
@@ -182,6 +186,7 @@ pub fn evaluate(
         .collect::<Result<_, _>>()?;
     let spec = LaunchSpec {
         bytes: None,
+        reads_writes: None,
         flops: None,
         options: vec![],
         entry: String::new(),

@@ -3,6 +3,7 @@
 //! tables. Shared by `runner plan`'s estimate of a kernel's time (against an assumed H100 or
 //! the run's device) and the analysis's peaks, which judge the readings.
 
+use super::error::BadValue;
 use super::{DeviceFacts, Dtype};
 
 /// FP32 lanes per SM by compute capability (the CUDA programming guide's throughput table).
@@ -57,12 +58,72 @@ pub fn ops_per_sm_clock(cc: (i64, i64)) -> Option<f64> {
     }
 }
 
-/// What a kernel's declared FLOPs are counted against (`flops_type`): the CUDA cores of one
-/// type, or the tensor cores of one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// What a kernel's declared FLOPs are counted against: the CUDA cores of one type, or the
+/// tensor cores of one (`flops_type`); or a unit the tables lack, at the rate the kernel
+/// states (`peak`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FlopsType {
     Cores(Dtype),
     Tensor(Tensor),
+    Declared(DeclaredPeak),
+}
+
+/// A peak a kernel gives itself (`peak = { per_sm_clock = 512, name = "INT8 dp4a
+/// (operations)" }`): operations per SM per clock, so that it holds on any device as the
+/// built-in types' do, and how the reports name it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeclaredPeak {
+    pub per_sm_clock: f64,
+    pub name: String,
+}
+
+impl DeclaredPeak {
+    /// How `peak` is written, as errors show it.
+    pub const EXAMPLE: &'static str =
+        "peak = { per_sm_clock = 512, name = \"INT8 dp4a (operations)\" }";
+
+    /// `peak`'s table: a positive, finite `per_sm_clock` and a one-line `name`, nothing else.
+    pub fn parse(value: &toml::Value) -> Result<DeclaredPeak, BadValue> {
+        let toml::Value::Table(table) = value else {
+            return Err(BadValue(format!("peak = {value} is not a table")));
+        };
+        if let Some(other) = table
+            .keys()
+            .find(|k| !["per_sm_clock", "name"].contains(&k.as_str()))
+        {
+            return Err(BadValue(format!(
+                "peak has no key `{other}`: it takes per_sm_clock and name"
+            )));
+        }
+        let per_sm_clock = match table.get("per_sm_clock") {
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(toml::Value::Float(f)) => *f,
+            Some(other) => {
+                return Err(BadValue(format!(
+                    "peak's per_sm_clock = {other} is not a number"
+                )))
+            }
+            None => return Err(BadValue("peak needs per_sm_clock".into())),
+        };
+        if !(per_sm_clock.is_finite() && per_sm_clock > 0.0) {
+            return Err(BadValue(format!(
+                "peak's per_sm_clock is {per_sm_clock}, not a positive number of operations per SM per clock"
+            )));
+        }
+        let name = match table.get("name") {
+            Some(toml::Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => s,
+            Some(other) => {
+                return Err(BadValue(format!(
+                    "peak's name = {other} is not a name on one line"
+                )))
+            }
+            None => return Err(BadValue("peak needs a name".into())),
+        };
+        Ok(DeclaredPeak {
+            per_sm_clock,
+            name: name.trim().to_string(),
+        })
+    }
 }
 
 /// The tensor cores' input types: dense matrix multiply-accumulate.
@@ -107,8 +168,8 @@ impl FlopsType {
     }
 
     /// How a report names the peak: `FP32`, `FP16 (without tensor cores)`, `FP16 tensor-core
-    /// (dense)`.
-    pub fn name(self) -> &'static str {
+    /// (dense)`, a declared peak's own name.
+    pub fn name(&self) -> &str {
         match self {
             FlopsType::Cores(Dtype::F64) => "FP64",
             FlopsType::Cores(Dtype::F16) => "FP16 (without tensor cores)",
@@ -121,17 +182,26 @@ impl FlopsType {
             FlopsType::Tensor(Tensor::E4m3) => "FP8 E4M3 tensor-core (dense)",
             FlopsType::Tensor(Tensor::E5m2) => "FP8 E5M2 tensor-core (dense)",
             FlopsType::Tensor(Tensor::I8) => "INT8 tensor-core (dense, operations)",
+            FlopsType::Declared(d) => &d.name,
         }
     }
 
     /// Operations per second of this type on `sm_count` SMs at `mhz`; None where the
     /// compute capability's tables are not known or lack the type.
-    pub fn peak(self, cc: (i64, i64), sm_count: i64, mhz: i64) -> Option<f64> {
+    pub fn peak(&self, cc: (i64, i64), sm_count: i64, mhz: i64) -> Option<f64> {
         match self {
-            FlopsType::Cores(dtype) => core_flops(cc, sm_count, mhz, dtype),
-            FlopsType::Tensor(t) => {
-                tensor_ops_per_sm_clock(cc, t).map(|ops| ops * sm_count as f64 * mhz as f64 * 1e6)
-            }
+            FlopsType::Cores(dtype) => core_flops(cc, sm_count, mhz, *dtype),
+            _ => (self.per_sm_clock(cc)).map(|ops| ops * sm_count as f64 * mhz as f64 * 1e6),
+        }
+    }
+
+    /// Operations per SM per clock, where they are not the CUDA cores' (whose peaks the
+    /// reports derive from their lanes): the tensor cores' by `rates.rs`, a declared peak's.
+    pub fn per_sm_clock(&self, cc: (i64, i64)) -> Option<f64> {
+        match self {
+            FlopsType::Cores(_) => None,
+            FlopsType::Tensor(t) => tensor_ops_per_sm_clock(cc, *t),
+            FlopsType::Declared(d) => Some(d.per_sm_clock),
         }
     }
 }
@@ -187,7 +257,7 @@ impl DeviceFacts {
     }
 
     /// Operations per second of `flops` at the driver's maximum SM clock.
-    pub fn flops_peak(&self, flops: FlopsType) -> Option<f64> {
+    pub fn flops_peak(&self, flops: &FlopsType) -> Option<f64> {
         let cc = (self.cc_major, self.cc_minor);
         flops.peak(cc, self.sm_count, self.sm_clock_max_mhz)
     }
@@ -259,7 +329,7 @@ mod tests {
         ] {
             types.push((t, FlopsType::parse(t).unwrap()));
         }
-        let per_clock = |t: FlopsType, cc| t.peak(cc, 1, 1).map(|p| p / 1e6);
+        let per_clock = |t: &FlopsType, cc| t.peak(cc, 1, 1).map(|p| p / 1e6);
         let mut out = String::from(
             "# Peaks the runner knows\n\n\
              Operations per SM per clock (a multiply-add counts two), by `flops_type` and compute\n\
@@ -270,7 +340,13 @@ mod tests {
              B200 for 10.0, RTX PRO 6000 Blackwell for 12.0). `–`: not known, so no share of a peak\n\
              is given. A reading above its type's peak means the kernel ran on another unit (set\n\
              `flops_type`) or declares more FLOPs than it does. Made from `src/experiment/rates.rs`\n\
-             (`UPDATE_DOCS=1 cargo test peaks_table`).\n\n",
+             (`UPDATE_DOCS=1 cargo test peaks_table`).\n\n\
+             Work on a unit this table lacks (int8 dot products with `__dp4a` on the CUDA cores)\n\
+             may state its own rate instead of `flops_type`: `peak = { per_sm_clock = 512, name =\n\
+             \"INT8 dp4a (operations)\" }`, operations per SM per clock, multiplied as the table's\n\
+             are and named as given wherever a share of it is shown (experiments/dp4a.toml). A\n\
+             reading above such a peak means its `per_sm_clock` is too low or the kernel declares\n\
+             more operations than it does.\n\n",
         );
         let _ = std::fmt::Write::write_fmt(
             &mut out,
@@ -282,7 +358,7 @@ mod tests {
         );
         for (key, t) in &types {
             let cells: Vec<String> = (ccs.iter())
-                .map(|&cc| per_clock(*t, cc).map_or("–".into(), |v| format!("{v:.0}")))
+                .map(|&cc| per_clock(t, cc).map_or("–".into(), |v| format!("{v:.0}")))
                 .collect();
             out.push_str(&format!(
                 "| `{key}` ({}) | {} |\n",
@@ -309,17 +385,43 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_peak_is_per_sm_per_clock_and_refuses_what_is_not_one() {
+        let table = |text: &str| text.parse::<toml::Table>().unwrap()["peak"].clone();
+        let dp4a = DeclaredPeak::parse(&table(
+            "peak = { per_sm_clock = 512, name = \" INT8 dp4a (operations) \" }",
+        ))
+        .unwrap();
+        assert_eq!(dp4a.name, "INT8 dp4a (operations)");
+        let declared = FlopsType::Declared(dp4a);
+        // 132 SMs x 1980 MHz x 512: 133.8 TOPS on any compute capability.
+        let h100 = declared.peak((9, 0), 132, 1980).unwrap();
+        assert_eq!(h100, 512.0 * 132.0 * 1980e6);
+        assert_eq!(declared.peak((5, 0), 132, 1980), Some(h100));
+        assert_eq!(declared.name(), "INT8 dp4a (operations)");
+        assert_eq!(declared.per_sm_clock((5, 0)), Some(512.0));
+        let refused = |text: &str| DeclaredPeak::parse(&table(text)).unwrap_err().0;
+        assert!(refused("peak = 512").contains("not a table"));
+        assert!(refused("peak = { per_sm_clock = 0, name = \"x\" }").contains("not a positive"));
+        assert!(refused("peak = { per_sm_clock = -1.5, name = \"x\" }").contains("-1.5"));
+        assert!(refused("peak = { per_sm_clock = \"512\", name = \"x\" }").contains("not a number"));
+        assert!(refused("peak = { per_sm_clock = 512, nmae = \"x\" }").contains("`nmae`"));
+        assert!(refused("peak = { per_sm_clock = 512 }").contains("needs a name"));
+        assert!(refused("peak = { per_sm_clock = 512, name = \" \" }").contains("one line"));
+        assert!(refused("peak = { name = \"x\" }").contains("needs per_sm_clock"));
+    }
+
+    #[test]
     fn the_assumed_h100_has_its_data_sheets_peaks() {
         let h100 = DeviceFacts::nominal();
         // 2 x 2619 MHz x 5120 bits: 3.35 TB/s; 132 SMs x 1980 MHz x 128 lanes x 2: 66.9 TFLOP/s.
         assert_eq!(h100.dram_peak().unwrap().round(), 3_352_320_000_000.0);
         assert_eq!(
-            h100.flops_peak(FlopsType::default()).unwrap().round(),
+            h100.flops_peak(&FlopsType::default()).unwrap().round(),
             66_908_160_000_000.0
         );
         assert_eq!(
-            h100.flops_peak(FlopsType::Cores(Dtype::F64)),
-            h100.flops_peak(FlopsType::default()).map(|p| p / 2.0)
+            h100.flops_peak(&FlopsType::Cores(Dtype::F64)),
+            h100.flops_peak(&FlopsType::default()).map(|p| p / 2.0)
         );
     }
 }

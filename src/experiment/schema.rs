@@ -106,10 +106,16 @@ pub struct RawKernel {
     pub timed: Option<Spanned<bool>>,
     /// Bytes the kernel reads and writes per launch (an expression): its GB/s.
     pub bytes: Option<Spanned<NumExpr>>,
+    /// Bytes it reads, and bytes it writes, per launch, instead: `bytes` is their sum.
+    pub reads: Option<Spanned<NumExpr>>,
+    pub writes: Option<Spanned<NumExpr>>,
     /// Floating-point operations per launch (an expression): its FLOP/s.
     pub flops: Option<Spanned<NumExpr>>,
     /// The type those operations are in (`"f64"`, `"f16"`): which peak they are a share of.
     pub flops_type: Option<Spanned<String>>,
+    /// Or the peak they are a share of, stated (`{ per_sm_clock, name }`); read as a value
+    /// so that a mistake gets the validator's message rather than serde's.
+    pub peak: Option<Spanned<toml::Value>>,
     /// Launches that follow the kernel's own in the same timed region.
     #[serde(default)]
     pub then: Vec<RawStep>,

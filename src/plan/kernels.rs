@@ -6,6 +6,7 @@ use super::by_point::by_point;
 use super::Shown;
 use crate::experiment::expr::significant;
 use crate::experiment::knobs::cache::bytes_text;
+use crate::experiment::rates::FlopsType;
 use crate::experiment::{Experiment, Kernel, Tolerances};
 use std::fmt::Write;
 
@@ -71,7 +72,15 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
     let _ = writeln!(
         out,
         "    per launch: bytes {}; flops {}",
-        at(&|p| work(k.launches[p].bytes, |b| bytes_text(b as u64))),
+        at(&|p| match k.launches[p].reads_writes {
+            Some((r, w)) => format!(
+                "{} = {} read + {} written",
+                bytes_text((r + w) as u64),
+                bytes_text(r as u64),
+                bytes_text(w as u64)
+            ),
+            None => work(k.launches[p].bytes, |b| bytes_text(b as u64)),
+        }),
         at(&|p| work(k.launches[p].flops, flops_text))
     );
     if let Some(line) = peaks(exp, k) {
@@ -94,9 +103,10 @@ fn describe_kernel(exp: &Experiment, k: &Kernel, shown: Shown, out: &mut String)
     }
 }
 
-/// What the kernel's declared work is counted against: its FLOPs' type (`flops_type`) and
-/// that type's peak, its bytes against DRAM's, on the device the plan checked against (the
-/// report's shares of peak use the same); None where it declares neither.
+/// What the kernel's declared work is counted against: its FLOPs' type (`flops_type`) or
+/// the peak it states (`peak`), and that peak, its bytes against DRAM's, on the device the
+/// plan checked against (the report's shares of peak use the same); None where it declares
+/// neither.
 fn peaks(exp: &Experiment, k: &Kernel) -> Option<String> {
     let flops = k.launches.iter().any(|l| l.flops.is_some());
     let bytes = k.launches.iter().any(|l| l.bytes.is_some());
@@ -107,12 +117,17 @@ fn peaks(exp: &Experiment, k: &Kernel) -> Option<String> {
     let mhz = exp.facts.sm_clock_max_mhz;
     let mut parts = Vec::new();
     if flops {
-        let t = k.flops_type.unwrap_or_default();
-        let how = match k.flops_type {
-            Some(_) => "its `flops_type`",
-            None => "the default; set `flops_type` for another unit",
+        let t = k.counted_as();
+        let how = match &k.flops_type {
+            Some(FlopsType::Declared(d)) => format!(
+                "its `peak`: {} operations per SM per clock x {} SMs",
+                significant(d.per_sm_clock, 4),
+                exp.facts.sm_count
+            ),
+            Some(_) => "its `flops_type`".to_string(),
+            None => "the default; set `flops_type` or `peak` for another unit".to_string(),
         };
-        let peak = match exp.facts.flops_peak(t) {
+        let peak = match exp.facts.flops_peak(&t) {
             Some(p) => format!("{} TFLOP/s at {mhz} MHz", significant(p / 1e12, 4)),
             None => "no peak known for this compute capability".to_string(),
         };

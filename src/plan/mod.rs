@@ -222,6 +222,7 @@ fn floor_cell(index: usize, timer: TimerKind, samples: u64) -> Cell {
         },
         launch: LaunchSpec {
             bytes: None,
+            reads_writes: None,
             flops: None,
             options: vec![],
             entry: String::new(),

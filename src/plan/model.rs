@@ -243,7 +243,7 @@ fn launch_seconds(exp: &Experiment, spec: &LaunchSpec, kernel: Option<&Kernel>) 
         Some(_) if kernel.on_host(0) || kernel.on_host(1) => HOST_LINK_BYTES_PER_S,
         _ => dram(exp),
     };
-    let flops_peak = exp.facts.flops_peak(kernel.flops_type.unwrap_or_default());
+    let flops_peak = exp.facts.flops_peak(&kernel.counted_as());
     let declared = spec.bytes.is_some() || spec.flops.is_some();
     let matmul = match (&kernel.check, &spec.check_dims[..]) {
         (Some(c), [m, k, n]) if c.reference == "matmul" => Some(2.0 * (m * k * n) as f64),

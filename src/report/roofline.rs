@@ -37,7 +37,7 @@ pub fn plot(a: &Analysis) -> Result<Option<(String, String)>, plots::PlotError> 
                 _ => format!("{} {}", kernel.name, v.name),
             };
             lines.push(Line::plain(name, points));
-            types.push(kernel.flops_type.unwrap_or_default());
+            types.push(kernel.counted_as());
         }
     }
     let intensities = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
@@ -46,10 +46,12 @@ pub fn plot(a: &Analysis) -> Result<Option<(String, String)>, plots::PlotError> 
         return Ok(None);
     }
     // The roofs span the points and their ridges, a factor of 4 beyond.
-    types.sort_by_key(|t| t.name());
+    types.sort_by(|x, y| x.name().cmp(y.name()));
     types.dedup();
     for t in types {
-        let Some(peak) = peaks.flops(t) else { continue };
+        let Some(peak) = peaks.flops(&t) else {
+            continue;
+        };
         let ridge = peak / dram;
         let (x0, x1) = (lo.min(ridge) / 4.0, hi.max(ridge) * 4.0);
         let roof = |x: f64| (x, (x * dram).min(peak) / 1e12);

@@ -1,7 +1,8 @@
-//! Throughput: for kernels that declare the bytes they move (`bytes`) or the floating-point
-//! operations they do (`flops`) per launch, and copies, each variant's median as GB/s and
-//! TFLOP/s, and as a share of the device's peak (a copy to or from the host: its link's); a
-//! reading above 100% is L2's work, or impossible (`analysis::trust` says which).
+//! Throughput: for kernels that declare the bytes they move (`bytes`, or `reads` and
+//! `writes` apart) or the floating-point operations they do (`flops`) per launch, and
+//! copies, each variant's median as GB/s (read and written beside the total, where declared
+//! apart) and TFLOP/s, and as a share of the device's peak (a copy to or from the host: its
+//! link's); a reading above 100% is L2's work, or impossible (`analysis::trust` says which).
 
 use super::best;
 use super::format;
@@ -20,6 +21,8 @@ pub struct ThroughputTable {
     pub rows: Vec<ThroughputRow>,
     /// The line saying what `best` marks: the cells the median tables mark.
     pub best: Option<String>,
+    /// Whether it declares its reads and writes apart: its cells show each.
+    pub apart: bool,
 }
 
 #[derive(Serialize)]
@@ -61,10 +64,13 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                             .enumerate()
                             .map(|(vi, v)| match a.median_at(k, p, &v.name) {
                                 Some(ns) => {
-                                    let flops = launch
-                                        .flops
-                                        .map(|f| (f, kernel.flops_type.unwrap_or_default()));
-                                    let mut text = cell(ns, launch.bytes, byte_peak, flops, peaks);
+                                    let flops = launch.flops.map(|f| (f, kernel.counted_as()));
+                                    let bytes = Bytes {
+                                        total: launch.bytes,
+                                        apart: launch.reads_writes,
+                                        peak: byte_peak,
+                                    };
+                                    let mut text = cell(ns, bytes, flops, peaks);
                                     if let Some(c) = a.run.plan.cell_at(k, p, &v.name) {
                                         if let v @ (Verdict::Suspect(_) | Verdict::Impossible(_)) =
                                             a.verdict(c)
@@ -80,40 +86,59 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                     })
                     .collect(),
                 best: best::note(exp),
+                apart: kernel.launches.iter().any(|l| l.reads_writes.is_some()),
             }
         })
         .collect()
 }
 
-/// `3012 GB/s (90%)`, `12.50 TFLOP/s (19%)`, or both, four significant digits; above 100% of the DRAM peak, where L2
-/// served the work (else the cell's verdict calls it impossible), "from L2".
-fn cell(
-    ns: f64,
-    bytes: Option<f64>,
-    byte_peak: Option<f64>,
-    flops: Option<(f64, FlopsType)>,
-    peaks: &Peaks,
-) -> String {
+/// A launch's declared bytes: in all, and read and written where declared apart; and the
+/// peak they are a share of.
+struct Bytes {
+    total: Option<f64>,
+    apart: Option<(f64, f64)>,
+    peak: Option<f64>,
+}
+
+/// `3012 GB/s (90%)`, `12.50 TFLOP/s (19%)`, or both, four significant digits; above 100% of
+/// the DRAM peak, where L2 served the work (else the cell's verdict calls it impossible),
+/// "from L2"; bytes declared apart with the GB/s of each, `3012 GB/s (90%; read 2008, write
+/// 1004)`.
+fn cell(ns: f64, bytes: Bytes, flops: Option<(f64, FlopsType)>, peaks: &Peaks) -> String {
+    let per_s = |work: f64| work / (ns * 1e-9);
     // `over`: what a share above 100% means, where it is not impossible.
-    let rate = |work: f64, peak: Option<f64>, scale: f64, unit: &str, over: &str| {
-        let per_s = work / (ns * 1e-9);
-        let share = peak.map_or(String::new(), |p| {
-            let pct = per_s / p * 100.0;
-            format!(" ({pct:.0}%{})", if pct > 100.0 { over } else { "" })
-        });
-        format!("{} {unit}{share}", format::number(per_s / scale))
+    let share = |work: f64, peak: Option<f64>, over: &str| {
+        peak.map(|p| {
+            let pct = per_s(work) / p * 100.0;
+            format!("{pct:.0}%{}", if pct > 100.0 { over } else { "" })
+        })
+    };
+    // The rate, and what the parentheses after it hold.
+    let rate = |work: f64, scale: f64, unit: &str, notes: Vec<String>| {
+        let notes = match notes.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", notes.join("; ")),
+        };
+        format!("{} {unit}{notes}", format::number(per_s(work) / scale))
     };
     let mut parts = Vec::new();
-    if let Some(b) = bytes {
-        let over = if byte_peak == peaks.dram {
+    if let Some(b) = bytes.total {
+        let over = if bytes.peak == peaks.dram {
             ", from L2"
         } else {
             ""
         };
-        parts.push(rate(b, byte_peak, 1e9, "GB/s", over));
+        let gb_s = |b: f64| format::number(per_s(b) / 1e9);
+        let apart = (bytes.apart).map(|(r, w)| format!("read {}, write {}", gb_s(r), gb_s(w)));
+        let notes = share(b, bytes.peak, over)
+            .into_iter()
+            .chain(apart)
+            .collect();
+        parts.push(rate(b, 1e9, "GB/s", notes));
     }
-    if let Some((f, dtype)) = flops {
-        parts.push(rate(f, peaks.flops(dtype), 1e12, "TFLOP/s", ""));
+    if let Some((f, t)) = flops {
+        let notes = share(f, peaks.flops(&t), "").into_iter().collect();
+        parts.push(rate(f, 1e12, "TFLOP/s", notes));
     }
     parts.join(", ")
 }
@@ -126,9 +151,23 @@ mod tests {
 
     const F32: FlopsType = FlopsType::Cores(Dtype::F32);
 
-    #[test]
-    fn an_h100s_peaks_and_a_reading_above_them() {
-        let p = Peaks {
+    /// Bytes in all against `peak`, not declared apart.
+    fn total(bytes: f64, peak: Option<f64>) -> Bytes {
+        Bytes {
+            total: Some(bytes),
+            apart: None,
+            peak,
+        }
+    }
+
+    const NO_BYTES: Bytes = Bytes {
+        total: None,
+        apart: None,
+        peak: None,
+    };
+
+    fn h100() -> Peaks {
+        Peaks {
             dram: Some(3.352e12),
             host_link: Some(63.0e9),
             fp32: Some(66.9e12),
@@ -136,41 +175,56 @@ mod tests {
             fp16: None,
             bf16: None,
             int32: None,
-            tensor: vec![(FlopsType::Tensor(Tensor::F16), 989.5e12)],
+            per_sm_clock: vec![(FlopsType::Tensor(Tensor::F16), 989.5e12)],
             ceiling: None,
             source: String::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn an_h100s_peaks_and_a_reading_above_them() {
+        let p = h100();
         // 2 GiB moved in 0.75 ms: 2863 GB/s, 85% of the peak.
-        let c = cell(750_000.0, Some(2.0 * 1073741824.0), p.dram, None, &p);
+        let c = cell(750_000.0, total(2.0 * 1073741824.0, p.dram), None, &p);
         assert_eq!(c, "2863 GB/s (85%)");
-        assert!(cell(1_000.0, Some(4e6), p.dram, None, &p).contains("from L2"));
+        assert!(cell(1_000.0, total(4e6, p.dram), None, &p).contains("from L2"));
         // A copy of 1 GiB to the host in 20 ms: 53.69 GB/s, 85% of the link's 63 GB/s.
-        let c = cell(20e6, Some(1073741824.0), p.host_link, None, &p);
+        let c = cell(20e6, total(1073741824.0, p.host_link), None, &p);
         assert_eq!(c, "53.69 GB/s (85%)");
-        let both = cell(1e6, Some(1e9), p.dram, Some((2e9, F32)), &p);
+        let both = cell(1e6, total(1e9, p.dram), Some((2e9, F32)), &p);
         assert!(both.contains("GB/s") && both.contains("TFLOP/s"), "{both}");
         // 20 TFLOP/s: 30% of FP32's peak, 60% of FP64's; no FP16 peak, no share.
-        assert!(cell(1e6, None, None, Some((2e10, F32)), &p).ends_with("(30%)"));
-        assert!(cell(
-            1e6,
-            None,
-            None,
-            Some((2e10, FlopsType::Cores(Dtype::F64))),
-            &p
-        )
-        .ends_with("(60%)"));
-        assert_eq!(
-            cell(
-                1e6,
-                None,
-                None,
-                Some((2e10, FlopsType::Cores(Dtype::F16))),
-                &p
-            ),
-            "20.00 TFLOP/s"
-        );
+        assert!(cell(1e6, NO_BYTES, Some((2e10, F32)), &p).ends_with("(30%)"));
+        let fp64 = Some((2e10, FlopsType::Cores(Dtype::F64)));
+        assert!(cell(1e6, NO_BYTES, fp64, &p).ends_with("(60%)"));
+        let fp16 = Some((2e10, FlopsType::Cores(Dtype::F16)));
+        assert_eq!(cell(1e6, NO_BYTES, fp16, &p), "20.00 TFLOP/s");
         // 200 TFLOP/s on the tensor cores: 20% of their dense FP16 peak.
         let tensor = Some((2e11, FlopsType::Tensor(Tensor::F16)));
-        assert!(cell(1e6, None, None, tensor, &p).ends_with("(20%)"));
+        assert!(cell(1e6, NO_BYTES, tensor, &p).ends_with("(20%)"));
+    }
+
+    #[test]
+    fn bytes_declared_apart_show_each_beside_the_total() {
+        let mut p = h100();
+        let dp4a = FlopsType::Declared(crate::experiment::rates::DeclaredPeak {
+            per_sm_clock: 512.0,
+            name: "INT8 dp4a (operations)".into(),
+        });
+        p.per_sm_clock.push((dp4a.clone(), 133.8e12));
+        // 2 GB read and 1 GB written in 1 ms: 3000 GB/s in all, 89% of the DRAM peak.
+        let apart = |peak| Bytes {
+            total: Some(3e9),
+            apart: Some((2e9, 1e9)),
+            peak,
+        };
+        assert_eq!(
+            cell(1e6, apart(p.dram), None, &p),
+            "3000 GB/s (89%; read 2000, write 1000)"
+        );
+        assert_eq!(
+            cell(1e6, apart(None), Some((2e10, dp4a)), &p),
+            "3000 GB/s (read 2000, write 1000), 20.00 TFLOP/s (15%)"
+        );
     }
 }

@@ -90,7 +90,7 @@ pub fn speedups(t: &Trusted) -> Vec<Finding> {
 }
 
 /// What a share of the peak counts.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PeakOf {
     /// Bytes against the DRAM peak (`host_link`: against the host link's).
     Bytes {
@@ -132,7 +132,8 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
     let mut out = Vec::new();
     for (k, kernel) in exp.kernels.iter().enumerate() {
         let host_link = kernel.copy.is_some() && (kernel.on_host(0) || kernel.on_host(1));
-        let dtype = kernel.flops_type.unwrap_or_default();
+        let counted_as = kernel.counted_as();
+        let flops_peak = peaks.flops(&counted_as);
         let works = [
             (
                 PeakOf::Bytes { host_link },
@@ -142,7 +143,7 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
                     peaks.dram
                 },
             ),
-            (PeakOf::Flops(dtype), peaks.flops(dtype)),
+            (PeakOf::Flops(counted_as), flops_peak),
         ];
         for (work, peak) in works {
             let Some(peak) = peak else { continue };
@@ -150,7 +151,7 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
                 .filter_map(|(p, v, ns)| {
                     let i = kernel.points.iter().position(|x| x == p)?;
                     let launch = kernel.launches.get(i)?;
-                    let amount = match work {
+                    let amount = match &work {
                         PeakOf::Bytes { .. } => launch.bytes?,
                         PeakOf::Flops(_) => launch.flops?,
                     };
@@ -160,7 +161,7 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
                             ns,
                             against_ns: None,
                         },
-                        work,
+                        work: work.clone(),
                         amount,
                         rate: amount / (ns * 1e-9),
                         peak,
@@ -357,7 +358,7 @@ mod tests {
             fp16: None,
             bf16: None,
             int32: None,
-            tensor: vec![],
+            per_sm_clock: vec![],
             ceiling: None,
             source: String::new(),
         }
@@ -377,7 +378,11 @@ mod tests {
         let found = with(&exp, &f, |t| peaks(t, &device(), 1_000_000));
         let shares: Vec<(PeakOf, f64, bool)> = (found.iter())
             .map(|f| match f {
-                Finding::Peak(p) => (p.work, (p.share() * 1e6).round() / 1e6, p.dram_bound),
+                Finding::Peak(p) => (
+                    p.work.clone(),
+                    (p.share() * 1e6).round() / 1e6,
+                    p.dram_bound,
+                ),
                 f => panic!("{f:?}"),
             })
             .collect();

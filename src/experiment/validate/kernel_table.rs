@@ -7,7 +7,6 @@ use crate::experiment::arg::{self, Arg, ArgKind};
 use crate::experiment::error::ConfigError;
 use crate::experiment::expr;
 use crate::experiment::kernel::{self, Check, Kernel};
-use crate::experiment::rates::FlopsType;
 use crate::experiment::schema::{self, RawArg, RawCopy, RawKernel, RawKernelCheck};
 use crate::experiment::sweep::SweepSpec;
 use crate::experiment::{point_label, sweep, Point, Sources, MAX_CELLS};
@@ -111,6 +110,7 @@ impl Validator<'_> {
             .map(|names| self.arg_indices(names, &args))
             .transpose()?;
         self.no_kernel_reads_pageable(&rk, &args, takes.as_deref(), &steps)?;
+        self.bytes_declared_once(&rk)?;
         let (points, base) = self.kernel_points(&rk.sweep, points)?;
         let mut launches = self.launches(&rk, &args, check.as_ref(), &steps, &points, dir)?;
         let given = match (kernel_check, &rk.check_python) {
@@ -120,7 +120,7 @@ impl Validator<'_> {
         };
         self.tolerances(&rk, given, &points, &mut launches)?;
         self.npy_files(&rk, &points, &mut launches)?;
-        let flops_type = self.flops_type(&rk)?;
+        let flops_type = self.counted_as(&rk)?;
         let only_variants = self.only_variants(&rk, variant_names)?;
         let skipped = self.skipped(&rk, &points)?;
         Ok(Kernel {
@@ -313,25 +313,6 @@ impl Validator<'_> {
             }
             Some(rc) => Some(self.check(rc, rc.get_ref(), args)?),
         })
-    }
-
-    /// `flops_type`, a floating-point type on the CUDA cores or an input type of the tensor
-    /// cores, where given.
-    fn flops_type(&self, rk: &RawKernel) -> Result<Option<FlopsType>, ConfigError> {
-        let Some(t) = &rk.flops_type else {
-            return Ok(None);
-        };
-        let flops = FlopsType::parse(t.get_ref()).ok_or_else(|| {
-            self.err(
-                t,
-                format!(
-                    "flops_type `{}` is not a type FLOPs are counted in",
-                    t.get_ref()
-                ),
-            )
-            .with_hint(format!("one of {}", FlopsType::KEYS))
-        })?;
-        Ok(Some(flops))
     }
 
     /// The kernel's points: each of the experiment's, crossed with the kernel's own axes;

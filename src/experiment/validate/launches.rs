@@ -140,8 +140,7 @@ impl Validator<'_> {
                 crate::experiment::knobs::nvrtc_options::render_all(opts.get_ref(), &scope, dir)
                     .map_err(|m| self.err(opts, format!("options at {}: {m}", point_label(p))))?;
         }
-        spec.bytes = self.work(rk.bytes.as_ref(), "bytes", p, &scope)?;
-        spec.flops = self.work(rk.flops.as_ref(), "flops", p, &scope)?;
+        self.declared_work(rk, p, &scope, &mut spec)?;
         spec.steps = rk
             .then
             .iter()
@@ -170,28 +169,6 @@ impl Validator<'_> {
             )),
             false => Ok(out),
         }
-    }
-
-    /// Bytes or flops per launch at point `p`, where the kernel declares them: not negative.
-    fn work(
-        &self,
-        e: Option<&Spanned<NumExpr>>,
-        what: &str,
-        p: &Point,
-        scope: &Scope,
-    ) -> Result<Option<f64>, ConfigError> {
-        let Some(e) = e else { return Ok(None) };
-        let v = match expr::eval_exact(e.get_ref(), scope).map_err(|m| self.err(e, m))? {
-            expr::Number::Int(i) => i as f64,
-            expr::Number::Float(f) => f,
-        };
-        if v < 0.0 {
-            return Err(self.err(
-                e,
-                format!("{what} is {v} at {}, not positive", point_label(p)),
-            ));
-        }
-        Ok(Some(v))
     }
 }
 

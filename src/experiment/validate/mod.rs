@@ -27,6 +27,7 @@ mod set;
 mod tests;
 mod tolerances;
 mod validator;
+mod work;
 
 use indexmap::IndexMap;
 use std::collections::HashSet;

@@ -3,6 +3,7 @@
 
 use super::{against, place, share, speed, time};
 use crate::analysis::findings::{Best, EnergyRatio, Peak, PeakOf, Speedup, ALIKE_FRACTION};
+use crate::experiment::rates::FlopsType;
 use crate::report::format;
 
 /// A kernel against its baseline kernel.
@@ -95,11 +96,11 @@ pub(super) fn energy(e: &EnergyRatio) -> String {
 
 /// A kernel's best share of the peak.
 pub(super) fn peak(p: &Peak) -> String {
-    let (rate, peak, name, amount) = match p.work {
+    let (rate, peak, name, amount) = match &p.work {
         PeakOf::Bytes { host_link } => (
             format!("{} GB/s", format::number(p.rate / 1e9)),
             format!("{} GB/s", format::number(p.peak / 1e9)),
-            if host_link { "host link" } else { "DRAM" },
+            if *host_link { "host link" } else { "DRAM" },
             si(p.amount, "B"),
         ),
         PeakOf::Flops(dtype) => (
@@ -109,9 +110,13 @@ pub(super) fn peak(p: &Peak) -> String {
             si(p.amount, "FLOP"),
         ),
     };
-    let l2 = match p.work {
+    let l2 = match &p.work {
         PeakOf::Bytes { host_link: false } if !p.dram_bound => {
             "; at no trusted point must all its bytes cross DRAM (buffers within twice the L2, or bytes read more than once), so caches serve part of them"
+        }
+        // Above a peak the kernel states: the rate it states is too low, or its work overstated.
+        PeakOf::Flops(FlopsType::Declared(_)) if p.share() > 1.0 => {
+            "; above that peak, so the kernel's `peak` states less than its unit does (check its per_sm_clock: docs/peaks.md) or it declares more operations than it does"
         }
         // Above a unit's peak: the work ran on another unit, or is overstated.
         PeakOf::Flops(_) if p.share() > 1.0 => {
@@ -177,7 +182,6 @@ fn si(v: f64, unit: &str) -> String {
 mod tests {
     use super::super::tests::reading;
     use super::*;
-    use crate::experiment::rates::FlopsType;
 
     fn pair(id: &str, ns: f64, baseline: f64) -> (crate::analysis::findings::Reading, f64) {
         (reading(id, ns, Some(baseline)), baseline / ns)
@@ -235,6 +239,21 @@ mod tests {
         };
         assert!(peak(&wmma).contains("205% of the 66.91 TFLOP/s FP32 peak"));
         assert!(peak(&wmma).contains("declare their type: docs/peaks.md"));
+        // Above a peak the kernel states: named as stated, and its `peak` the key to check.
+        let dp4a = Peak {
+            work: PeakOf::Flops(FlopsType::Declared(
+                crate::experiment::rates::DeclaredPeak {
+                    per_sm_clock: 512.0,
+                    name: "INT8 dp4a (operations)".into(),
+                },
+            )),
+            peak: 133.8e12,
+            rate: 150e12,
+            ..wmma.clone()
+        };
+        assert!(peak(&dp4a).contains("112% of the 133.8 TFLOP/s INT8 dp4a (operations) peak"));
+        assert!(peak(&dp4a).contains("the kernel's `peak` states less than its unit does"));
+        assert!(!peak(&dp4a).contains("flops_type"));
         let mut b = Best {
             kernel: "copy".into(),
             param: "block".into(),
