@@ -2,7 +2,7 @@
 //! environment, stores each cell the moment a worker reports it, kills a worker that
 //! overruns a cell's timeout, records cells whose worker died, and stops on a signal.
 
-use super::jit_cache::{JitCaches, PrimeError};
+use super::jit_cache::{shared, JitCaches, PrimeError};
 use super::peer_runs::Peers;
 use super::worker_process::{self, reap, tail, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
 use super::{counter_readings, profiler, stop, INTERRUPTED};
@@ -19,7 +19,6 @@ use indicatif::ProgressBar;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a worker that reported all its cells may take to exit before it is killed.
@@ -503,7 +502,7 @@ impl<'a> Scheduler<'a> {
         self.caches.vars(env, |vars| {
             // A priming process loads kernels on the device: not beside another worker.
             if let Some(e) = exiting.take() {
-                reap(e, meta, bar).map_err(|e| PrimeError::Wait(Arc::new(e)))?;
+                reap(e, meta, bar).map_err(|e| PrimeError::Wait(shared(e)))?;
             }
             super::jit_cache::prime(
                 program,
