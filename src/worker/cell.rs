@@ -20,7 +20,7 @@ use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::T
 use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
-    CellRecord, Energy, Overhead, QueueRecord, Status, Stopped, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
+    CellRecord, Energy, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
 };
 use crate::telemetry::Sampler;
 use std::time::{Duration, Instant};
@@ -340,16 +340,9 @@ fn steady<'b>(
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
-        let precise = (stopper.as_mut())
-            .and_then(|s| s.push(&samples, launches))
-            .map(Stopped::by_stop);
+        let precise = (stopper.as_mut()).and_then(|s| s.push(&samples, launches));
         let elapsed = loop_start.elapsed().saturating_sub(audited);
-        let spent = || {
-            budget
-                .as_mut()?
-                .push(t, launches, elapsed)
-                .map(Stopped::by_budget)
-        };
+        let spent = || budget.as_mut()?.push(t, launches, elapsed);
         if let Some(why) = precise.or_else(spent) {
             rec.stopped = Some(why);
             break;
@@ -381,7 +374,7 @@ fn steady<'b>(
         }
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
-        rec.stopped = Some(Stopped::by_stop(s.exhausted(&samples)));
+        rec.stopped = Some(s.exhausted(&samples));
     }
     if !samples.is_empty() {
         let wall = loop_start.elapsed().saturating_sub(energy_read);
