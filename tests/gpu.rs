@@ -621,6 +621,7 @@ fn an_argument_list_that_does_not_match_the_kernel_fails_its_cell() {
         why.contains("takes 6 parameter(s)") && why.contains("gives 5"),
         "{why}"
     );
+    assert_eq!(r["failure"], "compile", "{r}");
 }
 
 #[test]
@@ -667,6 +668,7 @@ fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() 
         why.contains("max abs error") && why.contains("outside"),
         "{why}"
     );
+    assert_eq!(bad["failure"], "check", "{bad}");
     assert_eq!(record(&records, "matmul/n=64/hot")["status"], "ok");
 }
 

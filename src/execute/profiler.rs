@@ -7,7 +7,7 @@
 
 use super::worker_process::WorkerProgram;
 use crate::experiment::knobs::env::ProfilerCache;
-use crate::protocol::{CellRecord, Counter, CounterRecord, Status};
+use crate::protocol::{CellRecord, Counter, CounterRecord, FailureKind, Status};
 use std::path::{Path, PathBuf};
 
 /// The metrics read for each launch, in one pass: its time, and its elapsed SM cycles over
@@ -265,7 +265,7 @@ pub fn assign(
         let Cut { timed, audit, per } = match cut {
             None => continue,
             Some(Err(why)) => {
-                rec.fail(why.to_string());
+                rec.fail(FailureKind::Profiler, why.to_string());
                 continue;
             }
             Some(Ok(c)) => c,
@@ -300,7 +300,7 @@ pub fn assign_counters(
         let Cut { timed, per, .. } = match cut {
             None => continue,
             Some(Err(why)) => {
-                rec.fail(why.to_string());
+                rec.fail(FailureKind::Profiler, why.to_string());
                 continue;
             }
             Some(Ok(c)) => c,
@@ -355,7 +355,7 @@ pub fn read_report(
             let said: Vec<&str> = text.lines().rev().take(5).collect();
             let why = format!("{e}; ncu said: {}", said.join(" / "));
             for r in records.iter_mut().filter(|r| r.status == Status::Ok) {
-                r.fail(why.clone());
+                r.fail(FailureKind::Profiler, why.clone());
             }
         }
     }

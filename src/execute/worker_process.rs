@@ -4,7 +4,7 @@
 
 use crate::experiment::Experiment;
 use crate::plan::{Plan, Run};
-use crate::protocol::{Job, Message, SPAWNED_VAR};
+use crate::protocol::{FailureKind, Job, Message, SPAWNED_VAR};
 use crate::store::RunMeta;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
@@ -285,12 +285,22 @@ pub fn job_for(
 }
 
 /// Why a cell whose worker overran the cell's timeout failed.
-pub fn timed_out(limit: Duration, stderr: &str) -> String {
-    format!(
+pub fn timed_out(limit: Duration, stderr: &str) -> (FailureKind, String) {
+    let why = format!(
         "no result within the cell's timeout of {}: worker killed{}",
         humantime::format_duration(limit),
         tail(stderr)
-    )
+    );
+    (FailureKind::Timeout, why)
+}
+
+/// Why a cell whose worker ended while it ran the cell failed.
+pub fn lost(exit: &ExitStatus, stderr: &str) -> (FailureKind, String) {
+    let why = format!(
+        "worker process ended ({exit}) while running this cell{}",
+        tail(stderr)
+    );
+    (FailureKind::WorkerLost, why)
 }
 
 /// A worker that reported all its cells, with when it last spoke and how long it may take

@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 mod confirm;
 mod device;
 mod energy;
+mod failure;
 mod stopped;
 
 pub use confirm::{CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
+pub use failure::FailureKind;
 pub use stopped::{Counted, Precision, Stopped};
 
 /// Phase names the report looks for.
@@ -102,6 +104,9 @@ pub struct CellRecord {
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What failed, where the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
     /// How the output was checked, or why the check failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
@@ -383,23 +388,32 @@ impl CellRecord {
         self.probe_mhz.map(|(b, a)| (b + a) / 2.0)
     }
 
-    /// Marks the cell failed: no samples, the reason kept.
-    pub fn fail(&mut self, why: String) {
+    /// Marks the cell failed: no samples, what failed and why kept.
+    pub fn fail(&mut self, kind: FailureKind, why: String) {
         self.status = Status::Failed;
         self.error = Some(why);
+        self.failure = Some(kind);
         self.first_ns = None;
         self.samples_ns.clear();
     }
 
-    pub fn failed(cell: usize, id: &str, process: u32, error: String) -> Self {
+    /// The record of a run before it ends: failed, with nothing in it, until the run says
+    /// otherwise.
+    pub fn new(cell: usize, id: &str, process: u32) -> Self {
         CellRecord {
             cell,
             id: id.to_string(),
             process,
             status: Status::Failed,
-            error: Some(error),
             ..Default::default()
         }
+    }
+
+    /// The record of a run that failed, as the parent records one its worker did not finish.
+    pub fn failed(cell: usize, id: &str, process: u32, kind: FailureKind, error: String) -> Self {
+        let mut r = CellRecord::new(cell, id, process);
+        r.fail(kind, error);
+        r
     }
 }
 
@@ -439,7 +453,7 @@ mod tests {
 
     #[test]
     fn samples_still_to_come_survive_the_trip_as_nan() {
-        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        let mut r = CellRecord::new(0, "c", 0);
         r.samples_ns = vec![f64::NAN, 1.0];
         let back: CellRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert!(back.samples_ns[0].is_nan());
