@@ -6,7 +6,6 @@ use crate::experiment::ClockPolicy;
 use nvml_wrapper::enums::device::GpuLockedClocksSetting;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
-use std::fmt;
 
 /// One line for `runner plan` and the report.
 pub fn describe(policy: ClockPolicy) -> String {
@@ -33,37 +32,24 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Why the clocks are not locked.
-#[derive(Debug)]
+/// Why the clocks are not locked. NVML's error is part of the message, not a source:
+/// printed as a chain, it would be named twice.
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// The experiment locks them at these MHz, and the user did not pass
     /// `--allow-clock-changes`.
+    #[error(
+        "this experiment locks the SM clock at {0} MHz (clocks = {{ lock = {0} }}), which changes the GPU for \
+         everyone using it.\n  Pass --allow-clock-changes to allow it, or use clocks = {{ expect = {0} }} to only check."
+    )]
     NotAllowed(u32),
     /// Locking needs root.
+    #[error("locking clocks needs root: run as root, or use clocks = {{ expect = <MHz> }}")]
     NotRoot,
     /// NVML refused: what the runner was doing, and NVML's error.
+    #[error("{0}: {1}")]
     Nvml(String, NvmlError),
 }
-
-impl fmt::Display for LockError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LockError::NotAllowed(mhz) => write!(
-                f,
-                "this experiment locks the SM clock at {mhz} MHz (clocks = {{ lock = {mhz} }}), which changes the GPU for \
-                 everyone using it.\n  Pass --allow-clock-changes to allow it, or use clocks = {{ expect = {mhz} }} to only check."
-            ),
-            LockError::NotRoot => f.write_str(
-                "locking clocks needs root: run as root, or use clocks = { expect = <MHz> }",
-            ),
-            LockError::Nvml(doing, e) => write!(f, "{doing}: {e}"),
-        }
-    }
-}
-
-/// NVML's error is part of the message, not a source: printed as a chain, it would be
-/// named twice.
-impl std::error::Error for LockError {}
 
 /// Refuses a policy that would change the device unless the user allowed it and is root.
 pub fn check_allowed(policy: ClockPolicy, allowed: bool, root: bool) -> Result<(), LockError> {

@@ -311,8 +311,12 @@ stop = { rsd_pct = 50.0, min_samples = 20, min_gpu_time = "1ms" }
         profiled > 0.5 * span && profiled < 2.0 * span,
         "profiler {profiled} ns vs CUPTI {span} ns"
     );
-    let stopped = cell("/adaptive")["stopped"].as_str().unwrap();
-    assert!(stopped.starts_with("precise enough"), "{stopped}");
+    let stopped = &cell("/adaptive")["stopped"];
+    assert_eq!(stopped["by"], "precise", "{stopped}");
+    assert!(
+        stopped["reached"]["rsd_pct"].as_f64().unwrap() <= 50.0,
+        "{stopped}"
+    );
     let adaptive = sample_rows(&dir)
         .iter()
         .filter(|r| r[0].ends_with("/adaptive"))
@@ -617,6 +621,7 @@ fn an_argument_list_that_does_not_match_the_kernel_fails_its_cell() {
         why.contains("takes 6 parameter(s)") && why.contains("gives 5"),
         "{why}"
     );
+    assert_eq!(r["failure"], "compile", "{r}");
 }
 
 #[test]
@@ -663,6 +668,7 @@ fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() 
         why.contains("max abs error") && why.contains("outside"),
         "{why}"
     );
+    assert_eq!(bad["failure"], "check", "{bad}");
     assert_eq!(record(&records, "matmul/n=64/hot")["status"], "ok");
 }
 
@@ -732,11 +738,8 @@ floor = false
                 .contains("against kernel `matmul`"),
             "{rec}"
         );
-        let why = rec["stopped"].as_str().unwrap();
-        assert!(
-            why.starts_with("budget: ") && why.contains("of 100000 samples"),
-            "{why}"
-        );
+        let why = &rec["stopped"];
+        assert!(why["by"] == "budget" && why["planned"] == 100_000, "{why}");
         let n = steady(v);
         assert!((5..100_000).contains(&n), "{v}: {n} samples");
     }

@@ -70,6 +70,9 @@ fn a_kernel_that_skips_written_output_shows_a_stale_result() {
         "cheat-lazy-output",
         "audit on new inputs: the output still holds the timed inputs' result",
     );
+    for r in cells_of("cheat-lazy-output") {
+        assert_eq!(r["failure"], "audit", "{r}");
+    }
 }
 
 #[test]
@@ -454,5 +457,6 @@ fn the_weaker_audit_draws_its_inputs_on_the_gpu_and_catches_a_wrong_kernel() {
         let r = cell(cheat);
         assert_eq!(r["status"], "failed", "{r}");
         assert!(r["error"].as_str().unwrap().contains(why), "{r}");
+        assert_eq!(r["failure"], "audit", "{r}");
     }
 }

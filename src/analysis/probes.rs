@@ -101,7 +101,7 @@ mod tests {
     use crate::protocol::Status;
 
     fn record(probe: (f64, f64)) -> CellRecord {
-        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        let mut r = CellRecord::new(0, "c", 0);
         r.status = Status::Ok;
         r.probe_mhz = Some(probe);
         r

@@ -12,7 +12,7 @@ pub(in crate::analysis) fn run(
     decoys: Vec<f64>,
     pauses: Vec<f64>,
 ) -> CellRecord {
-    let mut r = CellRecord::failed(0, "c", 0, String::new());
+    let mut r = CellRecord::new(0, "c", 0);
     r.status = Status::Ok;
     r.wall_s = 1.0;
     r.audit = Some(AuditRecord {

@@ -269,7 +269,7 @@ mod tests {
     use super::*;
     use crate::experiment::Experiment;
     use crate::plan::Plan;
-    use crate::protocol::AuditRecord;
+    use crate::protocol::{AuditRecord, FailureKind};
 
     const H100: Peaks = Peaks {
         dram: Some(3.352e12),
@@ -295,7 +295,7 @@ mod tests {
     }
 
     fn ok() -> CellRecord {
-        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        let mut r = CellRecord::new(0, "c", 0);
         r.status = Status::Ok;
         r.error = None;
         r
@@ -310,7 +310,13 @@ mod tests {
             suspect: Some("suspect: 30x".into()),
             ..Default::default()
         });
-        let failed = CellRecord::failed(0, "c", 1, "audit on new inputs: stale".into());
+        let failed = CellRecord::failed(
+            0,
+            "c",
+            1,
+            FailureKind::Audit,
+            "audit on new inputs: stale".into(),
+        );
         let v = |rs: &[&CellRecord]| judge(cell, None, rs, (Some(1e3), None), None);
         assert_eq!(v(&[&ok()]), Verdict::Ok);
         assert_eq!(v(&[&ok(), &suspect]).word(), "suspect");

@@ -370,8 +370,10 @@ pub fn say(text: &str) -> Result<(), Unwritten> {
         .map_err(Unwritten)
 }
 
-/// Standard output could not be written.
-#[derive(Debug)]
+/// Standard output could not be written. The I/O error is part of the message, not a
+/// source.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write to standard output: {0}")]
 pub struct Unwritten(std::io::Error);
 
 impl Unwritten {
@@ -386,11 +388,3 @@ impl From<std::io::Error> for Unwritten {
         Unwritten(e)
     }
 }
-
-impl std::fmt::Display for Unwritten {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot write to standard output: {}", self.0)
-    }
-}
-
-impl std::error::Error for Unwritten {}

@@ -113,16 +113,9 @@ pub fn main() -> ExitCode {
 }
 
 /// A mistake in the command line that clap cannot see.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 struct Usage(String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 fn usage(message: &str) -> anyhow::Error {
     Usage(message.to_string()).into()

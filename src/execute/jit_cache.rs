@@ -9,7 +9,6 @@ use crate::protocol::{Job, Message};
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::error::Error;
-use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::Arc;
@@ -18,24 +17,39 @@ use std::time::Duration;
 /// Why a JIT cache could not be prepared. It is kept per warm environment and handed,
 /// cloned, to every job of it (hence `Arc` around the causes, which do not clone); the
 /// job's cells record [`PrimeError::text`] as their error.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum PrimeError {
     /// The cache's folder could not be created.
+    #[error("cannot create the JIT cache {}", .dir.display())]
     Folder {
         dir: PathBuf,
         source: Arc<std::io::Error>,
     },
     /// The priming process could not be started.
-    Start(Arc<anyhow::Error>),
+    #[error("cannot start the priming process")]
+    Start(#[source] Shared),
     /// The priming process reported a fatal error, in its words.
+    #[error("priming the JIT cache failed: {0}")]
     Fatal(String),
     /// The priming process timed out, was interrupted or wrote a malformed line.
+    #[error("priming the JIT cache did not finish")]
     Unfinished,
     /// The priming process exited with a failure.
+    #[error("priming the JIT cache failed ({status}){}", tail(.stderr))]
     Exit { status: ExitStatus, stderr: String },
     /// A worker process could not be waited for: the priming one, or the one exiting
-    /// before it (a priming process does not share the device).
-    Wait(Arc<anyhow::Error>),
+    /// before it (a priming process does not share the device). Its message is the
+    /// outermost error's; its causes follow.
+    #[error(transparent)]
+    Wait(Shared),
+}
+
+/// An error of the runner's and its causes, shared by the clones of a [`PrimeError`].
+type Shared = Arc<dyn Error + Send + Sync>;
+
+/// `e` as a [`PrimeError`] holds it.
+pub(super) fn shared(e: anyhow::Error) -> Shared {
+    Arc::from(Box::<dyn Error + Send + Sync>::from(e))
 }
 
 impl PrimeError {
@@ -55,35 +69,6 @@ impl PrimeError {
         match self {
             PrimeError::Exit { status, .. } => Some(status),
             _ => None,
-        }
-    }
-}
-
-impl fmt::Display for PrimeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PrimeError::Folder { dir, .. } => {
-                write!(f, "cannot create the JIT cache {}", dir.display())
-            }
-            PrimeError::Start(_) => f.write_str("cannot start the priming process"),
-            PrimeError::Fatal(error) => write!(f, "priming the JIT cache failed: {error}"),
-            PrimeError::Unfinished => f.write_str("priming the JIT cache did not finish"),
-            PrimeError::Exit { status, stderr } => {
-                write!(f, "priming the JIT cache failed ({status}){}", tail(stderr))
-            }
-            PrimeError::Wait(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl Error for PrimeError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        match self {
-            PrimeError::Folder { source, .. } => Some(&**source),
-            PrimeError::Start(e) => Some(&***e),
-            // Its message is the outermost error's; its causes follow.
-            PrimeError::Wait(e) => e.source(),
-            PrimeError::Fatal(_) | PrimeError::Unfinished | PrimeError::Exit { .. } => None,
         }
     }
 }
@@ -170,7 +155,7 @@ pub(super) fn prime(
     timeout: Duration,
 ) -> Result<(), PrimeError> {
     let mut worker =
-        WorkerProcess::start(program, job, vars).map_err(|e| PrimeError::Start(Arc::new(e)))?;
+        WorkerProcess::start(program, job, vars).map_err(|e| PrimeError::Start(shared(e)))?;
     loop {
         match worker.next(timeout, &INTERRUPTED) {
             WorkerEvent::Message(Message::Fatal { error }) => {
@@ -185,7 +170,7 @@ pub(super) fn prime(
             }
         }
     }
-    let (status, stderr) = worker.finish().map_err(|e| PrimeError::Wait(Arc::new(e)))?;
+    let (status, stderr) = worker.finish().map_err(|e| PrimeError::Wait(shared(e)))?;
     if status.success() {
         Ok(())
     } else {
@@ -280,11 +265,11 @@ mod tests {
         );
         let failed = || anyhow::Error::new(gone()).context("cannot wait for a worker process");
         assert_eq!(
-            PrimeError::Start(Arc::new(failed())).text(),
+            PrimeError::Start(shared(failed())).text(),
             format!("cannot start the priming process: {:#}", failed())
         );
         assert_eq!(
-            PrimeError::Wait(Arc::new(failed())).text(),
+            PrimeError::Wait(shared(failed())).text(),
             format!("{:#}", failed())
         );
     }

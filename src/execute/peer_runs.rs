@@ -10,7 +10,8 @@ use crate::experiment::{peer, point_label, Experiment, Point};
 use crate::plan::Cell;
 use crate::store::PeerRow;
 use std::collections::HashSet;
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -111,7 +112,7 @@ impl<'a> Peers<'a> {
         };
         let (time_ns, note) = match run_one(self.exp, peer, command) {
             Ok(ns) => (Some(ns), String::new()),
-            Err(why) => (None, why),
+            Err(why) => (None, why.to_string()),
         };
         self.ran.insert((p, i, process));
         self.rows.push(PeerRow {
@@ -180,9 +181,24 @@ fn at(point: &Point, cell: &Cell) -> bool {
     point.iter().all(|kv| cell.point.contains(kv))
 }
 
-/// One process of a peer: its reading in ns, or why there is none. Why is text: it is the
-/// note of the peer's row in the run folder, whatever failed (start, exit, output).
-fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, String> {
+/// Why a peer's process gave no reading: the note of its row in the run folder. Each cause
+/// is part of the message, not a source.
+#[derive(Debug, thiserror::Error)]
+enum NoPeerReading {
+    #[error("skipped: cannot start {} ({1})", .0.display())]
+    Start(PathBuf, std::io::Error),
+    #[error("cannot read {}'s output: {1}", .0.display())]
+    Output(PathBuf, std::io::Error),
+    #[error("killed after {}s", TIMEOUT.as_secs())]
+    Killed,
+    #[error("{} ({1}): {}", .0.display(), .2.trim())]
+    Exit(PathBuf, ExitStatus, String),
+    #[error(transparent)]
+    Read(#[from] peer::NoReading),
+}
+
+/// One process of a peer: its reading in ns, or why there is none.
+fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, NoPeerReading> {
     let program = peer::program(&exp.path, &command[0]);
     let child = Command::new(&program)
         .args(&command[1..])
@@ -191,7 +207,7 @@ fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("skipped: cannot start {} ({e})", program.display()))?;
+        .map_err(|e| NoPeerReading::Start(program.clone(), e))?;
     // Its output is read as it comes (a thread waits for it), so a talkative program
     // cannot block on a full pipe; one that overruns is killed.
     let pid = child.id();
@@ -200,7 +216,7 @@ fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, 
         let _ = tx.send(child.wait_with_output());
     });
     let out = match rx.recv_timeout(TIMEOUT) {
-        Ok(out) => out.map_err(|e| format!("cannot read {}'s output: {e}", program.display()))?,
+        Ok(out) => out.map_err(|e| NoPeerReading::Output(program.clone(), e))?,
         Err(_) => {
             if let Some(pid) = i32::try_from(pid)
                 .ok()
@@ -208,18 +224,13 @@ fn run_one(exp: &Experiment, p: &peer::Peer, command: &[String]) -> Result<f64, 
             {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
-            return Err(format!("killed after {}s", TIMEOUT.as_secs()));
+            return Err(NoPeerReading::Killed);
         }
     };
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!(
-            "{} ({}): {}",
-            program.display(),
-            out.status,
-            err.trim()
-        ));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        return Err(NoPeerReading::Exit(program, out.status, err));
     }
-    p.reads.time_ns(&text).map_err(|e| e.to_string())
+    Ok(p.reads.time_ns(&text)?)
 }

@@ -7,7 +7,7 @@
 
 use super::worker_process::WorkerProgram;
 use crate::experiment::knobs::env::ProfilerCache;
-use crate::protocol::{CellRecord, Counter, CounterRecord, Status};
+use crate::protocol::{CellRecord, Counter, CounterRecord, FailureKind, Status};
 use std::path::{Path, PathBuf};
 
 /// The metrics read for each launch, in one pass: its time, and its elapsed SM cycles over
@@ -81,22 +81,34 @@ pub fn wrap(
     }
 }
 
+/// Why ncu's report gives a cell no readings: each cell that ran records it as its error
+/// (with ncu's last words where the whole report cannot be read).
+#[derive(Debug, thiserror::Error)]
+pub enum Unprofiled {
+    #[error("the profiler's report has no CSV table")]
+    NoTable,
+    #[error("the profiler's report has no `{0}` column")]
+    NoColumn(String),
+    #[error("the profiler reported time in `{0}`")]
+    TimeUnit(String),
+    #[error("the profiler reported `{0}` as a time")]
+    NotATime(String),
+    #[error("the profiler reported no time for a launch of {0}")]
+    NoTime(String),
+    #[error("the profiler reported {0} launches of {1}, fewer than the cells launched")]
+    TooFew(usize, String),
+}
+
 /// Each profiled launch in the report, in launch order (the report's IDs), with its time
-/// in nanoseconds and, where the report has it, its SM clock. Why a report cannot be read
-/// is text: nothing tells the causes apart, and each cell that ran records it, with ncu's
-/// last words, as its error.
-pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
+/// in nanoseconds and, where the report has it, its SM clock.
+pub fn launches(report: &str) -> Result<Vec<Profiled>, Unprofiled> {
     let mut lines = report.lines().skip_while(|l| !l.starts_with("\"ID\""));
-    let header = split(
-        lines
-            .next()
-            .ok_or("the profiler's report has no CSV table")?,
-    );
+    let header = split(lines.next().ok_or(Unprofiled::NoTable)?);
     let col = |name: &str| {
         header
             .iter()
             .position(|h| h == name)
-            .ok_or(format!("the profiler's report has no `{name}` column"))
+            .ok_or_else(|| Unprofiled::NoColumn(name.to_string()))
     };
     let (id, kernel, metric, unit, value) = (
         col("ID")?,
@@ -144,10 +156,9 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
                     "usecond" | "us" => 1e3,
                     "msecond" | "ms" => 1e6,
                     "second" | "s" => 1e9,
-                    other => return Err(format!("the profiler reported time in `{other}`")),
+                    other => return Err(Unprofiled::TimeUnit(other.to_string())),
                 };
-                let ns =
-                    number.map_err(|_| format!("the profiler reported `{value}` as a time"))?;
+                let ns = number.map_err(|_| Unprofiled::NotATime(value.clone()))?;
                 out[index].ns = ns * scale;
             }
             // A clock it could not read leaves the launch without one: its time still counts.
@@ -163,10 +174,7 @@ pub fn launches(report: &str) -> Result<Vec<Profiled>, String> {
         }
     }
     if let Some(l) = out.iter().find(|l| l.ns.is_nan()) {
-        return Err(format!(
-            "the profiler reported no time for a launch of {}",
-            l.kernel
-        ));
+        return Err(Unprofiled::NoTime(l.kernel.clone()));
     }
     Ok(out)
 }
@@ -194,14 +202,14 @@ fn split(line: &str) -> Vec<String> {
 /// Each record's own launches in the report: the cells ran in order, each launching its
 /// kernel `kernel_launches` times, the timed launches (the first, then `per_sample` per
 /// sample) last but for the audit's. `entry(record)` names its kernel. Gives each cell
-/// that ran its timed and audit launches, or why the report is short of them (text: the
-/// cell's error); a failed cell's launches still take their place, and it gets `None`.
+/// that ran its timed and audit launches, or why the report is short of them; a failed
+/// cell's launches still take their place, and it gets `None`.
 fn cut<'a>(
     records: &[CellRecord],
     launches: &'a [Profiled],
     entry: impl Fn(&CellRecord) -> String,
     per_sample: impl Fn(&CellRecord) -> u64,
-) -> Vec<Option<Result<Cut<'a>, String>>> {
+) -> Vec<Option<Result<Cut<'a>, Unprofiled>>> {
     let mut taken: std::collections::HashMap<String, usize> = Default::default();
     records
         .iter()
@@ -224,10 +232,7 @@ fn cut<'a>(
                 .get(from..from + count)
                 .filter(|all| all.len() >= timed + after)
             else {
-                return Some(Err(format!(
-                    "the profiler reported {} launches of {name}, fewer than the cells launched",
-                    mine.len()
-                )));
+                return Some(Err(Unprofiled::TooFew(mine.len(), name)));
             };
             let (timed, audit) = all[count - after - timed..].split_at(timed);
             Some(Ok(Cut {
@@ -260,7 +265,7 @@ pub fn assign(
         let Cut { timed, audit, per } = match cut {
             None => continue,
             Some(Err(why)) => {
-                rec.fail(why);
+                rec.fail(FailureKind::Profiler, why.to_string());
                 continue;
             }
             Some(Ok(c)) => c,
@@ -295,7 +300,7 @@ pub fn assign_counters(
         let Cut { timed, per, .. } = match cut {
             None => continue,
             Some(Err(why)) => {
-                rec.fail(why);
+                rec.fail(FailureKind::Profiler, why.to_string());
                 continue;
             }
             Some(Ok(c)) => c,
@@ -350,7 +355,7 @@ pub fn read_report(
             let said: Vec<&str> = text.lines().rev().take(5).collect();
             let why = format!("{e}; ncu said: {}", said.join(" / "));
             for r in records.iter_mut().filter(|r| r.status == Status::Ok) {
-                r.fail(why.clone());
+                r.fail(FailureKind::Profiler, why.clone());
             }
         }
     }

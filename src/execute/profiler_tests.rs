@@ -27,7 +27,10 @@ fn the_report_gives_each_launch_in_nanoseconds() {
     assert!(launches("no table here").is_err());
     let no_time = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
                    \"0\",\"k\",\"sm__cycles_elapsed.avg.per_second\",\"hz\",\"1\"\n";
-    assert!(launches(no_time).unwrap_err().contains("no time"));
+    assert!(launches(no_time)
+        .unwrap_err()
+        .to_string()
+        .contains("no time"));
     // Rows of one launch apart, a short row and a clock it could not read.
     let odd = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
                \"0\",\"k\",\"sm__cycles_elapsed.avg.per_second\",\"hz\",\"n/a\"\n\
@@ -44,7 +47,7 @@ fn the_report_gives_each_launch_in_nanoseconds() {
 /// A matmul cell that launched its kernel `launches_done` times and took `samples`
 /// samples, given its share of `REPORT`.
 fn assigned(launches_done: u64, samples: usize) -> CellRecord {
-    let mut r = CellRecord::failed(0, "m", 0, String::new());
+    let mut r = CellRecord::new(0, "m", 0);
     r.status = crate::protocol::Status::Ok;
     r.kernel_launches = launches_done;
     r.samples_ns = vec![f64::NAN; samples];
@@ -65,10 +68,19 @@ fn the_timed_launches_are_the_last_of_each_cell() {
 }
 
 #[test]
+fn a_cell_the_report_is_short_of_fails_as_the_profilers() {
+    let r = assigned(50, 1);
+    assert_eq!(r.status, crate::protocol::Status::Failed);
+    assert_eq!(r.failure, Some(FailureKind::Profiler));
+    let why = r.error.unwrap();
+    assert!(why.contains("fewer than the cells launched"), "{why}");
+}
+
+#[test]
 fn a_failed_cell_keeps_its_launches_out_of_the_next_one() {
-    let mut failed = CellRecord::failed(0, "m", 0, "check failed".into());
+    let mut failed = CellRecord::failed(0, "m", 0, FailureKind::Check, "check failed".into());
     failed.kernel_launches = 1;
-    let mut ok = CellRecord::failed(1, "m", 0, String::new());
+    let mut ok = CellRecord::new(1, "m", 0);
     ok.status = crate::protocol::Status::Ok;
     ok.kernel_launches = 2;
     ok.samples_ns = vec![f64::NAN];
@@ -112,7 +124,7 @@ fn an_audit_the_worker_left_unjudged_gets_its_time_too() {
         counters: vec![],
     };
     let report = [50e3, 1.5e3, 1.6e3, 46.6e3].map(launch);
-    let mut r = CellRecord::failed(0, "k", 0, String::new());
+    let mut r = CellRecord::new(0, "k", 0);
     r.status = crate::protocol::Status::Ok;
     r.kernel_launches = 4;
     r.samples_ns = vec![f64::NAN];
@@ -212,7 +224,7 @@ fn a_counter_pass_gives_each_counter_its_median_over_the_steady_launches() {
 /// A cell of kernel `k` that launched it `launches_done` times and took `samples` samples,
 /// the last launch its audit's.
 fn audited(launches_done: u64, samples: usize) -> CellRecord {
-    let mut r = CellRecord::failed(0, "k", 0, String::new());
+    let mut r = CellRecord::new(0, "k", 0);
     r.status = crate::protocol::Status::Ok;
     r.kernel_launches = launches_done;
     r.samples_ns = vec![f64::NAN; samples];

@@ -2,9 +2,9 @@
 //! environment, stores each cell the moment a worker reports it, kills a worker that
 //! overruns a cell's timeout, records cells whose worker died, and stops on a signal.
 
-use super::jit_cache::{JitCaches, PrimeError};
+use super::jit_cache::{shared, JitCaches, PrimeError};
 use super::peer_runs::Peers;
-use super::worker_process::{self, reap, tail, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
+use super::worker_process::{self, reap, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
 use super::{counter_readings, profiler, stop, INTERRUPTED};
 use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
@@ -12,14 +12,13 @@ use crate::experiment::Experiment;
 use crate::plan::cost::Estimate;
 use crate::plan::counter_passes::{self, CounterPass};
 use crate::plan::{Plan, Run, WorkerJob};
-use crate::protocol::{CellRecord, CounterRecord, Message, Status};
+use crate::protocol::{CellRecord, CounterRecord, FailureKind, Message, Status};
 use crate::store::{self, RunMeta, Writer};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a worker that reported all its cells may take to exit before it is killed.
@@ -179,9 +178,10 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    fn fail(&mut self, run: Run, why: String) -> Result<()> {
+    fn fail(&mut self, run: Run, kind: FailureKind, why: String) -> Result<()> {
         let id = self.plan.cells[run.cell].id.clone();
-        self.store(run, &CellRecord::failed(run.cell, &id, run.process, why))
+        let rec = CellRecord::failed(run.cell, &id, run.process, kind, why);
+        self.store(run, &rec)
     }
 
     /// Keeps what a pass's worker reported of a run: a timed record is stored, a counted
@@ -199,13 +199,10 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Records a run its pass's worker could not finish.
-    fn fail_in(&mut self, pass: Pass, run: Run, why: String) -> Result<()> {
+    fn fail_in(&mut self, pass: Pass, run: Run, kind: FailureKind, why: String) -> Result<()> {
         let id = self.plan.cells[run.cell].id.clone();
-        self.record(
-            pass,
-            run,
-            CellRecord::failed(run.cell, &id, run.process, why),
-        )
+        let rec = CellRecord::failed(run.cell, &id, run.process, kind, why);
+        self.record(pass, run, rec)
     }
 
     /// Runs one job's cells, after the counter passes of those that read counters.
@@ -217,7 +214,7 @@ impl<'a> Scheduler<'a> {
             Err(why) => {
                 let why = why.text();
                 for run in job.runs {
-                    self.fail(run, why.clone())?;
+                    self.fail(run, FailureKind::Priming, why.clone())?;
                 }
                 return Ok(());
             }
@@ -314,16 +311,13 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             }
             self.store_profiled(&mut pending, report.path(), pass)?;
-            let why = match ended {
+            let (kind, why) = match ended {
                 WorkerEvent::TimedOut(limit) => worker_process::timed_out(limit, &stderr),
                 // Its last cell was reported failed; a new worker takes the rest.
                 _ if exit.code() == Some(crate::protocol::EXIT_CONTEXT_LOST as i32) => continue,
-                _ => format!(
-                    "worker process ended ({exit}) while running this cell{}",
-                    tail(&stderr)
-                ),
+                _ => worker_process::lost(&exit, &stderr),
             };
-            self.fail_in(pass, run, why)?;
+            self.fail_in(pass, run, kind, why)?;
             remaining.pop_front();
         }
         Ok(())
@@ -333,7 +327,7 @@ impl<'a> Scheduler<'a> {
     fn skip_unprofiled(&mut self, runs: Vec<Run>) -> Result<()> {
         for run in runs {
             let id = self.plan.cells[run.cell].id.clone();
-            let mut rec = CellRecord::failed(run.cell, &id, run.process, String::new());
+            let mut rec = CellRecord::new(run.cell, &id, run.process);
             rec.status = Status::Skipped;
             rec.error = Some(super::profiler::NO_NCU.into());
             self.store(run, &rec)?;
@@ -503,7 +497,7 @@ impl<'a> Scheduler<'a> {
         self.caches.vars(env, |vars| {
             // A priming process loads kernels on the device: not beside another worker.
             if let Some(e) = exiting.take() {
-                reap(e, meta, bar).map_err(|e| PrimeError::Wait(Arc::new(e)))?;
+                reap(e, meta, bar).map_err(|e| PrimeError::Wait(shared(e)))?;
             }
             super::jit_cache::prime(
                 program,

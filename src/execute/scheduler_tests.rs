@@ -11,13 +11,13 @@ struct Outcome {
     complete: bool,
 }
 
-/// Each stored cell's status and error.
-fn statuses(dir: &Path) -> HashMap<usize, (Status, Option<String>)> {
+/// Each stored cell's status, error and what failed.
+fn statuses(dir: &Path) -> HashMap<usize, (Status, Option<String>, Option<FailureKind>)> {
     let text = crate::store::stored_records(dir);
     text.lines()
         .map(|l| {
             let r: CellRecord = serde_json::from_str(l).unwrap();
-            (r.cell, (r.status, r.error))
+            (r.cell, (r.status, r.error, r.failure))
         })
         .collect()
 }
@@ -106,6 +106,12 @@ fn a_worker_that_crashes_fails_its_cell_and_a_new_one_runs_the_rest() {
         why.contains("worker process ended") && why.contains("9"),
         "{why}"
     );
+    assert_eq!(s[&1].2, Some(FailureKind::WorkerLost));
+    assert_eq!(
+        (s[&0].2, s[&2].2),
+        (None, None),
+        "no failure where none failed"
+    );
     assert_eq!(s[&2].0, Status::Ok, "the cell after the crash still ran");
 }
 
@@ -118,6 +124,7 @@ fn a_worker_that_a_signal_ends_while_the_runner_gets_none_fails_its_cell() {
     assert_eq!(s[&1].0, Status::Failed);
     let why = s[&1].1.as_deref().unwrap();
     assert!(why.contains("signal: 15"), "{why}");
+    assert_eq!(s[&1].2, Some(FailureKind::WorkerLost));
     assert_eq!(s[&2].0, Status::Ok, "the cell after it still ran");
 }
 
@@ -144,6 +151,7 @@ fn a_worker_that_hangs_is_killed_at_the_cell_timeout() {
         why.contains("timeout of 1s") && why.contains("killed"),
         "{why}"
     );
+    assert_eq!(s[&1].2, Some(FailureKind::Timeout));
     assert_eq!(s[&2].0, Status::Ok);
 }
 
@@ -162,6 +170,7 @@ fn profiler_cells_are_skipped_with_a_note_where_ncu_is_missing() {
     assert_eq!(s[&0].0, Status::Ok);
     assert_eq!(s[&1].0, Status::Skipped);
     assert!(s[&1].1.as_deref().unwrap().contains("ncu"), "{:?}", s[&1]);
+    assert_eq!(s[&1].2, None, "a skipped cell did not fail");
     assert_eq!(s[&2].0, Status::Ok);
 }
 

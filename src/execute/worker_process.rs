@@ -4,7 +4,7 @@
 
 use crate::experiment::Experiment;
 use crate::plan::{Plan, Run};
-use crate::protocol::{Job, Message, SPAWNED_VAR};
+use crate::protocol::{FailureKind, Job, Message, SPAWNED_VAR};
 use crate::store::RunMeta;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
@@ -46,11 +46,20 @@ impl WorkerProgram {
     }
 }
 
+/// A line of a worker's output that is no `Message`, and why: a sentence for the person, as
+/// the error that stops the run (nothing tells one malformed line from another).
+#[derive(Debug, thiserror::Error)]
+#[error("malformed message from the worker ({error}): {line}")]
+pub struct Malformed {
+    error: serde_json::Error,
+    line: String,
+}
+
 /// What waiting on a worker gave.
 pub enum WorkerEvent {
     Message(Message),
     /// A line that is not a message.
-    Malformed(String),
+    Malformed(Malformed),
     /// The worker closed its output (it exited or is about to).
     Closed,
     /// Nothing within the deadline.
@@ -68,9 +77,8 @@ pub struct WorkerProcess {
     /// end before it creates its context.
     hold: Option<mpsc::Sender<()>>,
     /// Each line of the worker's output, or, for one that is no `Message`, the line itself
-    /// and why: a sentence for the person, as the error that stops the run (nothing tells
-    /// one malformed line from another).
-    lines: Receiver<Result<Message, String>>,
+    /// and why.
+    lines: Receiver<Result<Message, Malformed>>,
     stderr: Option<JoinHandle<String>>,
 }
 
@@ -144,7 +152,7 @@ impl WorkerProcess {
             for line in out.lines() {
                 let Ok(line) = line else { break };
                 let msg = serde_json::from_str::<Message>(&line)
-                    .map_err(|e| format!("malformed message from the worker ({e}): {line}"));
+                    .map_err(|error| Malformed { error, line });
                 if tx.send(msg).is_err() {
                     break;
                 }
@@ -277,12 +285,22 @@ pub fn job_for(
 }
 
 /// Why a cell whose worker overran the cell's timeout failed.
-pub fn timed_out(limit: Duration, stderr: &str) -> String {
-    format!(
+pub fn timed_out(limit: Duration, stderr: &str) -> (FailureKind, String) {
+    let why = format!(
         "no result within the cell's timeout of {}: worker killed{}",
         humantime::format_duration(limit),
         tail(stderr)
-    )
+    );
+    (FailureKind::Timeout, why)
+}
+
+/// Why a cell whose worker ended while it ran the cell failed.
+pub fn lost(exit: &ExitStatus, stderr: &str) -> (FailureKind, String) {
+    let why = format!(
+        "worker process ended ({exit}) while running this cell{}",
+        tail(stderr)
+    );
+    (FailureKind::WorkerLost, why)
 }
 
 /// A worker that reported all its cells, with when it last spoke and how long it may take

@@ -1,11 +1,11 @@
 //! Errors in an experiment file, located by file, line and column so the user can fix them.
 
-use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// A mistake in an experiment file: where it is, what is wrong, and what would be valid.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{}: {message}{}", .path.display(), place(*.position), hint_line(.hint))]
 pub struct ConfigError {
     pub path: PathBuf,
     /// 1-based line and column; `None` when the mistake has no single place (a missing key).
@@ -45,35 +45,23 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some((line, col)) = self.position {
-            write!(f, ":{line}:{col}")?;
-        }
-        write!(f, ": {}", self.message)?;
-        if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
-        }
-        Ok(())
-    }
+/// `:line:col` after a [`ConfigError`]'s file, where it has a place.
+fn place(position: Option<(usize, usize)>) -> String {
+    position.map_or_else(String::new, |(line, col)| format!(":{line}:{col}"))
 }
 
-impl std::error::Error for ConfigError {}
+/// A [`ConfigError`]'s hint on a line of its own, where it has one.
+fn hint_line(hint: &Option<String>) -> String {
+    hint.as_ref()
+        .map_or_else(String::new, |h| format!("\n  hint: {h}"))
+}
 
 /// What is wrong with a value of the file, found by code that does not know where the value
 /// sits (an expression, a type, an init, a sweep axis, a `.npy` header); the message names
 /// the fix. The caller, which holds the value's span, makes it a [`ConfigError`] there.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
 pub struct BadValue(pub String);
-
-impl fmt::Display for BadValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadValue {}
 
 /// The message of the [`ConfigError`] that places it (`ConfigError::at` and the
 /// validators' `err` take their message as `impl Into<String>`).

@@ -67,25 +67,9 @@ impl Reads {
 }
 
 /// A peer's output without the reading its pattern names.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("no reading `{}…{}` (match {}) in its output", .0.before, .0.after, .0.occurrence)]
 pub struct NoReading(Reads);
-
-impl std::fmt::Display for NoReading {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Reads {
-            before,
-            after,
-            occurrence,
-            ..
-        } = &self.0;
-        write!(
-            f,
-            "no reading `{before}…{after}` (match {occurrence}) in its output"
-        )
-    }
-}
-
-impl std::error::Error for NoReading {}
 
 /// Validates a `[[peer]]` table against the variants and renders its command per point.
 pub fn validate(

@@ -11,6 +11,7 @@
 //! than their GPU time, so such a cell stops no later than the budget says.
 
 use crate::experiment::knobs::{budget::Budget, timer::TimerKind};
+use crate::protocol::{Counted, Stopped};
 use std::time::Duration;
 
 pub struct Meter {
@@ -48,7 +49,7 @@ impl Meter {
     /// Adds a sample: its reading (ns per launch; NaN where it comes later), the launches it
     /// holds and the loop's wall time so far. Says why to stop, when the run's share is
     /// spent and the minimum count taken.
-    pub fn push(&mut self, sample_ns: f64, launches: u64, loop_wall: Duration) -> Option<String> {
+    pub fn push(&mut self, sample_ns: f64, launches: u64, loop_wall: Duration) -> Option<Stopped> {
         self.n += 1;
         self.spent_ns = match self.by_wall {
             true => loop_wall.as_nanos() as f64,
@@ -57,25 +58,15 @@ impl Meter {
         if self.n < self.min_samples || self.spent_ns < self.limit_ns || self.n == self.planned {
             return None;
         }
-        let what = match self.by_wall {
-            true => "of the sample loop's wall time (its readings come after the loop)",
-            false => "of GPU time",
-        };
-        Some(format!(
-            "{} {what} spent after {} of {} samples",
-            seconds(self.spent_ns),
-            self.n,
-            self.planned
-        ))
-    }
-}
-
-fn seconds(ns: f64) -> String {
-    let s = ns / 1e9;
-    if s < 10.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{s:.1} s")
+        Some(Stopped::Budget {
+            spent_s: self.spent_ns / 1e9,
+            counted: match self.by_wall {
+                true => Counted::LoopWallTime,
+                false => Counted::GpuTime,
+            },
+            samples: self.n,
+            planned: self.planned,
+        })
     }
 }
 
@@ -102,7 +93,10 @@ mod tests {
         let mut m = Meter::new(budget(1, 4), TimerKind::Events, 1, 50).unwrap();
         assert!((0..3).all(|_| m.push(1e9, 1, Duration::ZERO).is_none()));
         let why = m.push(1e9, 1, Duration::ZERO).unwrap();
-        assert_eq!(why, "4.00 s of GPU time spent after 4 of 50 samples");
+        assert_eq!(
+            why.to_string(),
+            "budget: 4.00 s of GPU time spent after 4 of 50 samples"
+        );
     }
 
     #[test]
@@ -110,9 +104,14 @@ mod tests {
         let mut m = Meter::new(budget(5, 1), TimerKind::Cupti, 1, 100).unwrap();
         assert_eq!(m.push(f64::NAN, 1, Duration::from_secs(4)), None);
         let why = m.push(f64::NAN, 1, Duration::from_secs(6)).unwrap();
-        assert!(
-            why.contains("6.00 s of the sample loop's wall time"),
-            "{why}"
+        assert_eq!(
+            why,
+            Stopped::Budget {
+                spent_s: 6.0,
+                counted: Counted::LoopWallTime,
+                samples: 2,
+                planned: 100
+            }
         );
     }
 

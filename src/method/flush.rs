@@ -59,27 +59,16 @@ impl FlushBuffer {
     }
 }
 
-/// Why no flush could be made.
-#[derive(Debug)]
+/// Why no flush could be made. The CUDA error is part of the message, not a source.
+#[derive(Debug, thiserror::Error)]
 pub enum FlushError {
     /// The buffer of so many bytes could not be allocated.
+    #[error("the L2 flush buffer ({0} bytes) does not fit: {1}")]
     DoesNotFit(usize, CudaError),
     /// A flush by kernel was asked for without the kernel.
+    #[error("the flush kernel is not loaded")]
     KernelNotLoaded,
 }
-
-impl std::fmt::Display for FlushError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FlushError::DoesNotFit(bytes, e) => {
-                write!(f, "the L2 flush buffer ({bytes} bytes) does not fit: {e}")
-            }
-            FlushError::KernelNotLoaded => f.write_str("the flush kernel is not loaded"),
-        }
-    }
-}
-
-impl std::error::Error for FlushError {}
 
 impl<'b> Flush<'b> {
     /// The flush as a graph captures it before each launch.

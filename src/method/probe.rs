@@ -94,12 +94,14 @@ pub fn effective_mhz(cycles: u64, ns: u64) -> Result<f64, ProbeError> {
     Ok(cycles as f64 / ns as f64 * 1e3)
 }
 
-/// Why the probe gave no reading.
-#[derive(Debug)]
+/// Why the probe gave no reading. The CUDA error is part of the message, not a source.
+#[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// Its launch, or reading its output back, failed.
+    #[error("clock probe: {0}")]
     Cuda(CudaError),
     /// The global timer read the same before and after the probe's cycles.
+    #[error("clock probe: the global timer did not advance")]
     TimerStill,
 }
 
@@ -108,17 +110,6 @@ impl From<CudaError> for ProbeError {
         ProbeError::Cuda(e)
     }
 }
-
-impl std::fmt::Display for ProbeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProbeError::Cuda(e) => write!(f, "clock probe: {e}"),
-            ProbeError::TimerStill => f.write_str("clock probe: the global timer did not advance"),
-        }
-    }
-}
-
-impl std::error::Error for ProbeError {}
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@
 
 use crate::experiment::knobs::samples::StopRule;
 use crate::median::median_interval;
+use crate::protocol::{Precision, Stopped};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -84,17 +85,17 @@ impl Stopper {
         spread / rsd < NOISE_SETTLED
     }
 
-    /// The precision reached, in words.
-    fn reached(&self) -> String {
+    /// The precision reached, by the rule's measure.
+    fn reached(&self) -> Precision {
         match self.rule.ci_pct {
-            Some(_) => format!("median ±{:.2}% (95%)", self.ci_pct),
-            None => format!("RSD {:.2}%", self.rsd_pct()),
+            Some(_) => Precision::MedianCiPct(self.ci_pct),
+            None => Precision::RsdPct(self.rsd_pct()),
         }
     }
 
     /// Adds a sample (`gpu_ns` of measured time, for `launches` launches per sample; `all`:
     /// every sample so far, this one last) and says why to stop, if it is time to.
-    pub fn push(&mut self, all: &[f64], launches: u64) -> Option<String> {
+    pub fn push(&mut self, all: &[f64], launches: u64) -> Option<Stopped> {
         let sample_ns = *all.last()?;
         self.n += 1;
         let delta = sample_ns - self.mean;
@@ -103,13 +104,17 @@ impl Stopper {
         self.total_ns += sample_ns * launches as f64;
         let rsd = self.rsd_pct();
         let enough = self.n >= self.rule.min_samples && self.total_ns >= self.rule.min_gpu_ns;
+        let samples = self.n;
         let why = match self.rule.ci_pct {
             Some(target) => {
                 if enough && self.n >= self.next_look {
                     self.next_look = self.n + (self.n / 16).max(16);
                     self.ci_pct = Self::look_at_the_median(all);
                 }
-                (enough && self.ci_pct <= target).then(|| "precise enough".to_string())
+                (enough && self.ci_pct <= target).then(|| Stopped::Precise {
+                    reached: self.reached(),
+                    samples,
+                })
             }
             None => {
                 if rsd.is_finite() {
@@ -119,41 +124,33 @@ impl Stopper {
                     self.noise.push_back(rsd);
                 }
                 let settled = self.rule.settles && enough && self.noise_settled(rsd);
+                let reached = Precision::RsdPct(rsd);
                 match (rsd <= self.rule.rsd_pct, settled) {
                     _ if !enough => None,
-                    (true, _) => Some("precise enough".to_string()),
-                    (false, true) => Some("noise no longer changing".to_string()),
+                    (true, _) => Some(Stopped::Precise { reached, samples }),
+                    (false, true) => Some(Stopped::Settled { reached, samples }),
                     (false, false) => None,
                 }
             }
         };
-        if let Some(why) = why {
-            return Some(format!(
-                "{why}: {} after {} samples",
-                self.reached(),
-                self.n
-            ));
-        }
-        (self.started.elapsed() >= self.rule.timeout).then(|| {
-            format!(
-                "timeout after {}: {} over {} samples",
-                humantime::format_duration(self.rule.timeout),
-                self.reached(),
-                self.n
-            )
+        why.or_else(|| {
+            (self.started.elapsed() >= self.rule.timeout).then(|| Stopped::Timeout {
+                after: self.rule.timeout,
+                reached: self.reached(),
+                samples,
+            })
         })
     }
 
     /// Why the cell ended when it took every sample it was allowed (`all` of them).
-    pub fn exhausted(&mut self, all: &[f64]) -> String {
+    pub fn exhausted(&mut self, all: &[f64]) -> Stopped {
         if self.rule.ci_pct.is_some() {
             self.ci_pct = Self::look_at_the_median(all);
         }
-        format!(
-            "sample cap reached: {} over {} samples",
-            self.reached(),
-            self.n
-        )
+        Stopped::Cap {
+            reached: self.reached(),
+            samples: self.n,
+        }
     }
 }
 
@@ -174,7 +171,7 @@ mod tests {
     }
 
     /// Pushes `x` onto `all` and into the stopper, as the sample loop does.
-    fn push(s: &mut Stopper, all: &mut Vec<f64>, x: f64, launches: u64) -> Option<String> {
+    fn push(s: &mut Stopper, all: &mut Vec<f64>, x: f64, launches: u64) -> Option<Stopped> {
         all.push(x);
         s.push(all, launches)
     }
@@ -192,7 +189,10 @@ mod tests {
         }
         // 10 samples, 100 µs of GPU time, RSD ~0.005%.
         let why = push(&mut s, &mut all, 10_000.0, 1).unwrap();
-        assert!(why.contains("after 10 samples"), "{why}");
+        assert!(
+            matches!(why, Stopped::Precise { reached: Precision::RsdPct(r), samples: 10 } if r < 0.01),
+            "{why}"
+        );
     }
 
     #[test]
@@ -210,8 +210,10 @@ mod tests {
         }
         let (n, why) = stopped.expect("settled noise stops the cell");
         assert!(n <= 96, "{n}");
+        assert!(matches!(why, Stopped::Settled { .. }), "{why:?}");
         assert!(
-            why.starts_with("noise no longer changing: RSD 10.00%"),
+            why.to_string()
+                .starts_with("noise no longer changing: RSD 10.00%"),
             "{why}"
         );
         // Noise still growing does not stop: samples that drift for 1,000 samples.
@@ -221,7 +223,13 @@ mod tests {
             let x = 10_000.0 + f64::from(i) * 100.0;
             assert_eq!(push(&mut s, &mut all, x, 1), None, "sample {i}");
         }
-        assert!(s.exhausted(&all).starts_with("sample cap reached: RSD"));
+        assert!(matches!(
+            s.exhausted(&all),
+            Stopped::Cap {
+                reached: Precision::RsdPct(_),
+                samples: 1000
+            }
+        ));
     }
 
     #[test]
@@ -244,7 +252,12 @@ mod tests {
         let (n, why) = stopped.expect("the median's interval narrows");
         assert!((100..20_000).contains(&n), "{n}: {why}");
         assert!(
-            why.starts_with("precise enough: median ±0.") && why.contains("(95%)"),
+            matches!(why, Stopped::Precise { reached: Precision::MedianCiPct(p), samples } if p <= 0.5 && samples == n),
+            "{why:?}"
+        );
+        assert!(
+            why.to_string().starts_with("precise enough: median ±0.")
+                && why.to_string().contains("(95%)"),
             "{why}"
         );
         // Too few samples say nothing.
@@ -276,8 +289,14 @@ mod tests {
             ..rule(1000, 0.0)
         });
         let mut all = Vec::new();
-        assert!(push(&mut s, &mut all, 1.0, 1)
-            .unwrap()
-            .starts_with("timeout"));
+        let why = push(&mut s, &mut all, 1.0, 1).unwrap();
+        assert!(
+            matches!(why, Stopped::Timeout { samples: 1, .. }),
+            "{why:?}"
+        );
+        assert!(
+            why.to_string().starts_with("timeout after 0s: RSD inf%"),
+            "{why}"
+        );
     }
 }

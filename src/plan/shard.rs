@@ -15,15 +15,17 @@ pub struct Shard {
     pub count: usize,
 }
 
-/// The error is text: clap prints it as the `--shard` argument's error, and nothing else
-/// reads it.
-impl std::str::FromStr for Shard {
-    type Err = String;
+/// A `--shard` that is not `i/N` with `i < N`, as written: clap prints it as the
+/// argument's error.
+#[derive(Debug, thiserror::Error)]
+#[error("--shard {0}: write i/N with 0 <= i < N, e.g. --shard 0/4 (Slurm: --shard $SLURM_ARRAY_TASK_ID/4)")]
+pub struct BadShard(String);
 
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let bad = || {
-            format!("--shard {text}: write i/N with 0 <= i < N, e.g. --shard 0/4 (Slurm: --shard $SLURM_ARRAY_TASK_ID/4)")
-        };
+impl std::str::FromStr for Shard {
+    type Err = BadShard;
+
+    fn from_str(text: &str) -> Result<Shard, BadShard> {
+        let bad = || BadShard(text.to_string());
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
             i.trim().parse().map_err(|_| bad())?,
@@ -86,9 +88,16 @@ mod tests {
 
     #[test]
     fn shards_are_read_as_index_over_count() {
-        assert_eq!("1/4".parse::<Shard>(), Ok(Shard { index: 1, count: 4 }));
+        assert_eq!(
+            "1/4".parse::<Shard>().unwrap(),
+            Shard { index: 1, count: 4 }
+        );
         for bad in ["4/4", "1", "a/2", "0/0", "-1/2"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+        assert_eq!(
+            "4/4".parse::<Shard>().unwrap_err().to_string(),
+            "--shard 4/4: write i/N with 0 <= i < N, e.g. --shard 0/4 (Slurm: --shard $SLURM_ARRAY_TASK_ID/4)"
+        );
     }
 }

@@ -10,62 +10,18 @@ use serde::{Deserialize, Serialize};
 mod confirm;
 mod device;
 mod energy;
+mod failure;
+mod stopped;
 
 pub use confirm::{CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
+pub use failure::FailureKind;
+pub use stopped::{Counted, Precision, Stopped};
 
 /// Phase names the report looks for.
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";
 pub const OUTPUT_CHECK: &str = "output check";
-
-/// How a stored `stopped` reason begins when the budget stopped the cell.
-const STOPPED_BY_BUDGET: &str = "budget:";
-
-/// Why a cell stopped taking samples before its count: the per-cell budget (`budget`, news
-/// to the reader), or the adaptive stop the experiment asked for (`stop`). Stored as its
-/// sentence, the budget's beginning with `budget:`, as every run folder has it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub struct Stopped {
-    pub by_budget: bool,
-    /// The sentence, as stored.
-    pub why: String,
-}
-
-impl Stopped {
-    /// The budget stopped the cell: `detail` says what was spent.
-    pub fn by_budget(detail: String) -> Stopped {
-        Stopped {
-            by_budget: true,
-            why: format!("{STOPPED_BY_BUDGET} {detail}"),
-        }
-    }
-
-    /// The experiment's adaptive stop ended the cell, for the reason given.
-    pub fn by_stop(why: String) -> Stopped {
-        Stopped {
-            by_budget: false,
-            why,
-        }
-    }
-}
-
-/// A stored reason read back: the budget's by its beginning.
-impl From<String> for Stopped {
-    fn from(why: String) -> Stopped {
-        Stopped {
-            by_budget: why.starts_with(STOPPED_BY_BUDGET),
-            why,
-        }
-    }
-}
-
-impl From<Stopped> for String {
-    fn from(s: Stopped) -> String {
-        s.why
-    }
-}
 
 /// Exit code of a worker whose CUDA context broke: the parent starts a new one for the rest.
 pub const EXIT_CONTEXT_LOST: u8 = 3;
@@ -148,6 +104,9 @@ pub struct CellRecord {
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What failed, where the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureKind>,
     /// How the output was checked, or why the check failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
@@ -429,23 +388,32 @@ impl CellRecord {
         self.probe_mhz.map(|(b, a)| (b + a) / 2.0)
     }
 
-    /// Marks the cell failed: no samples, the reason kept.
-    pub fn fail(&mut self, why: String) {
+    /// Marks the cell failed: no samples, what failed and why kept.
+    pub fn fail(&mut self, kind: FailureKind, why: String) {
         self.status = Status::Failed;
         self.error = Some(why);
+        self.failure = Some(kind);
         self.first_ns = None;
         self.samples_ns.clear();
     }
 
-    pub fn failed(cell: usize, id: &str, process: u32, error: String) -> Self {
+    /// The record of a run before it ends: failed, with nothing in it, until the run says
+    /// otherwise.
+    pub fn new(cell: usize, id: &str, process: u32) -> Self {
         CellRecord {
             cell,
             id: id.to_string(),
             process,
             status: Status::Failed,
-            error: Some(error),
             ..Default::default()
         }
+    }
+
+    /// The record of a run that failed, as the parent records one its worker did not finish.
+    pub fn failed(cell: usize, id: &str, process: u32, kind: FailureKind, error: String) -> Self {
+        let mut r = CellRecord::new(cell, id, process);
+        r.fail(kind, error);
+        r
     }
 }
 
@@ -484,22 +452,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn why_a_cell_stopped_is_stored_as_its_sentence_and_read_back_by_kind() {
-        let budget = Stopped::by_budget("4.00 s of GPU time spent after 4 of 50 samples".into());
-        let text = serde_json::to_string(&budget).unwrap();
-        assert_eq!(
-            text,
-            "\"budget: 4.00 s of GPU time spent after 4 of 50 samples\""
-        );
-        assert_eq!(serde_json::from_str::<Stopped>(&text).unwrap(), budget);
-        let stop = Stopped::by_stop("precise enough: median ±0.13% (95%)".into());
-        let back: Stopped = serde_json::from_str(&serde_json::to_string(&stop).unwrap()).unwrap();
-        assert!(!back.by_budget && back.why.starts_with("precise"));
-    }
-
-    #[test]
     fn samples_still_to_come_survive_the_trip_as_nan() {
-        let mut r = CellRecord::failed(0, "c", 0, String::new());
+        let mut r = CellRecord::new(0, "c", 0);
         r.samples_ns = vec![f64::NAN, 1.0];
         let back: CellRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert!(back.samples_ns[0].is_nan());

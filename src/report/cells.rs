@@ -108,8 +108,8 @@ fn timer_notes(rs: &[&CellRecord], probes: &Probes) -> String {
             (hi - 1.0) * 100.0
         ));
     }
-    let stops: Vec<&str> = (rs.iter())
-        .filter_map(|r| Some(r.stopped.as_ref()?.why.as_str()))
+    let stops: Vec<String> = (rs.iter())
+        .filter_map(|r| Some(r.stopped.as_ref()?.to_string()))
         .collect();
     match stops.as_slice() {
         [] => {}

@@ -65,16 +65,9 @@ fn bounds(lines: &[Line]) -> Option<((f64, f64), (f64, f64))> {
 }
 
 /// Why plotters drew no plot, in its words.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw a plot: {0}")]
 pub struct PlotError(String);
-
-impl std::fmt::Display for PlotError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot draw a plot: {}", self.0)
-    }
-}
-
-impl std::error::Error for PlotError {}
 
 /// The message of the report's builders, which gather what went wrong as text.
 impl From<PlotError> for String {

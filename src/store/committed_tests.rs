@@ -6,6 +6,7 @@ use super::{RunSamples, SampleSink, Samples, Stored};
 use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::method::budget::Meter;
 use crate::plan::{cost::Estimate, Plan};
+use crate::protocol::{CellRecord, Stopped};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -175,6 +176,24 @@ fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
     );
 }
 
+/// Every reason a committed run stored as its sentence reads back as the reason it says,
+/// none of them left as text.
+#[test]
+fn every_committed_stop_reads_as_its_reason() {
+    let mut read = 0;
+    for dir in committed_dirs() {
+        let file = super::records::read_cells(&dir).unwrap().unwrap();
+        for line in &file.lines {
+            let r: CellRecord = serde_json::from_slice(&line.bytes).unwrap();
+            if let Some(s) = r.stopped {
+                assert!(!matches!(s, Stopped::Said { .. }), "{}: {s}", dir.display());
+                read += 1;
+            }
+        }
+    }
+    assert!(read > 40, "only {read} stops read");
+}
+
 /// For each committed run, each of its cell runs replayed through the budget of the
 /// experiment file as it is now (`experiments/<name>.toml`): none may stop early, and one
 /// the budget stopped stops where it did.
@@ -216,7 +235,7 @@ fn the_budget_stops_no_cell_of_a_committed_run() {
             checked += 1;
             // A run that the budget stopped (histogram-budget's point) must stop again at
             // its last sample, no sooner.
-            let stopped = r.stopped.as_ref().is_some_and(|s| s.by_budget);
+            let stopped = r.stopped.as_ref().is_some_and(|s| s.by_budget());
             let mut stops = Vec::new();
             for (i, t) in taken.iter().enumerate() {
                 let wall = Duration::from_secs_f64(per * (i + 1) as f64);

@@ -168,24 +168,32 @@ fn id_in(line: &[u8]) -> Option<String> {
     Some(id.to_string())
 }
 
+/// Why a line holds no record. The decoder's and serde's words are part of the message.
+#[derive(Debug, thiserror::Error)]
+enum NoRecord<'a> {
+    #[error("its {}", .0.describe())]
+    Lost(&'a Lost),
+    #[error("a line longer than {}", files::size_text(MAX_LINE_BYTES as u64))]
+    TooLong,
+    #[error("a line that is not UTF-8 text (at its byte {})", .0.valid_up_to() + 1)]
+    NotText(std::str::Utf8Error),
+    #[error("a malformed record: {0}")]
+    Malformed(serde_json::Error),
+}
+
 /// The record a line holds, or why there is none.
-fn record_of(line: &Line, lost: &[(Lost, Option<usize>)]) -> Result<CellRecord, String> {
+fn record_of<'a>(
+    line: &Line,
+    lost: &'a [(Lost, Option<usize>)],
+) -> Result<CellRecord, NoRecord<'a>> {
     if let Some((frame, _)) = (line.lost).and_then(|f| lost.iter().find(|(l, _)| l.frame == f)) {
-        return Err(format!("its {}", frame.describe()));
+        return Err(NoRecord::Lost(frame));
     }
     if line.too_long {
-        return Err(format!(
-            "a line longer than {}",
-            files::size_text(MAX_LINE_BYTES as u64)
-        ));
+        return Err(NoRecord::TooLong);
     }
-    let text = std::str::from_utf8(&line.bytes).map_err(|e| {
-        format!(
-            "a line that is not UTF-8 text (at its byte {})",
-            e.valid_up_to() + 1
-        )
-    })?;
-    serde_json::from_str(text).map_err(|e| format!("a malformed record: {e}"))
+    let text = std::str::from_utf8(&line.bytes).map_err(NoRecord::NotText)?;
+    serde_json::from_str(text).map_err(NoRecord::Malformed)
 }
 
 /// `cells.jsonl`: one record per line. A torn last line is dropped with a warning, and so

@@ -320,17 +320,20 @@ impl CsvRead {
 /// The header: each column's name, and where the columns asked for are (or which is not).
 struct Header {
     names: Vec<String>,
-    cols: Result<Vec<usize>, String>,
+    cols: Result<Vec<usize>, NoColumn>,
 }
+
+/// A column asked for, and the header that lacks it.
+#[derive(Debug, thiserror::Error)]
+#[error("no `{0}` column (its header is `{1}`)")]
+struct NoColumn(String, String);
 
 impl Header {
     fn of(names: Vec<String>, want: &[&str]) -> Header {
         let cols = (want.iter())
             .map(|w| {
-                names
-                    .iter()
-                    .position(|c| c == w)
-                    .ok_or_else(|| format!("no `{w}` column (its header is `{}`)", names.join(",")))
+                let at = names.iter().position(|c| c == w);
+                at.ok_or_else(|| NoColumn(w.to_string(), names.join(",")))
             })
             .collect();
         Header { names, cols }

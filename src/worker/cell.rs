@@ -9,7 +9,7 @@ use super::assemble::Checker;
 use super::audit::{Auditor, Stash};
 use super::buffers::{Buffers, Poison};
 use super::compiler::Build;
-use super::failure::{during, Failure};
+use super::failure::{during, of_kind, Failure};
 use super::kernels::{KernelKey, Kernels};
 use super::prepare::{Code, Data, ReadyCell};
 use super::reference;
@@ -19,7 +19,8 @@ use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::T
 use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
-    CellRecord, Energy, Overhead, QueueRecord, Status, Stopped, FIRST_TIMED_LAUNCH, OUTPUT_CHECK,
+    CellRecord, Energy, FailureKind as Kind, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH,
+    OUTPUT_CHECK,
 };
 use crate::telemetry::Sampler;
 use cuda::{self, Param};
@@ -29,13 +30,16 @@ use std::time::{Duration, Instant};
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
     Stash::forget_unless_at(s, cell);
-    let mut rec = CellRecord::failed(cell.index, &cell.id, process, String::new());
+    let mut rec = CellRecord::new(cell.index, &cell.id, process);
     rec.cuda_env = std::env::vars()
         .filter(|(k, _)| k.starts_with("CUDA_"))
         .collect();
     // A lazy first launch follows nothing on the GPU: no probe around it.
     let probed = cell.knobs.first_launch == FirstLaunch::Prepared;
-    let probe = |s: &mut Session| if probed { s.probe() } else { Ok(None) };
+    let probe = |s: &mut Session| match probed {
+        true => s.probe().map_err(of_kind(Kind::Timing)),
+        false => Ok(None),
+    };
     let outcome = probe(s).and_then(|before| {
         measure(s, cell, (process, t0), &mut rec)?;
         if let (Some(b), Some(a)) = (before, probe(s)?) {
@@ -49,7 +53,10 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     });
     // The L2 set aside for `l2_persist` goes back, its lines with it, whatever the outcome.
     let outcome = match cell.knobs.l2_persist.0 {
-        Some(_) => outcome.and(cuda::release_l2().map_err(Failure::from)),
+        Some(_) => {
+            let released = cuda::release_l2().map_err(Failure::from);
+            outcome.and(released.map_err(of_kind(Kind::SetUp)))
+        }
         None => outcome,
     };
     // The reference's buffers go with their cell (their free is its cost).
@@ -59,11 +66,11 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let lost = match outcome {
         Ok(()) => {
             rec.status = Status::Ok;
-            rec.error = None;
             false
         }
         Err(f) => {
-            rec.fail(f.message);
+            // Every step marks its kind (`of_kind`); one that does not is set-up work.
+            rec.fail(f.kind.unwrap_or(Kind::SetUp), f.message);
             // A fault may surface only now; a context that cannot synchronize is lost.
             f.context_lost || cuda::synchronize().is_err()
         }
@@ -83,8 +90,8 @@ fn measure(
     run: (u32, Instant),
     rec: &mut CellRecord,
 ) -> Result<(), Failure> {
-    let code = Code::prepare(s, cell, rec)?;
-    let data = Data::prepare(s, cell, &code)?;
+    let code = Code::prepare(s, cell, rec).map_err(of_kind(Kind::Compile))?;
+    let data = Data::prepare(s, cell, &code).map_err(of_kind(Kind::SetUp))?;
     rec.telemetry_start = data.start_reading.1.clone();
     let ready = ReadyCell {
         cell,
@@ -92,20 +99,20 @@ fn measure(
         data: &data,
     };
     let mut auditor = Auditor::plan(ready, run);
-    let setup = TimingSetup::make(s, cell, auditor.among())?;
-    let mut armed = Armed::arm(s, ready, &setup)?;
+    let setup = TimingSetup::make(s, cell, auditor.among()).map_err(of_kind(Kind::SetUp))?;
+    let mut armed = Armed::arm(s, ready, &setup).map_err(of_kind(Kind::SetUp))?;
     rec.l2_window = armed.window.clone();
-    let sampled = sample(s, ready, &mut armed, &mut auditor, rec)?;
+    let sampled = sample(s, ready, &mut armed, &mut auditor, rec).map_err(of_kind(Kind::Launch))?;
     let audits = match &auditor {
         Auditor::Among(among) => among.readings(),
         _ => Vec::new(),
     };
-    let collected = collect(s, &mut armed, sampled, &audits, rec)?;
+    let collected = collect(s, &mut armed, sampled, &audits, rec).map_err(of_kind(Kind::Timing))?;
     if let Auditor::Among(among) = &mut auditor {
         among.read(collected);
     }
-    auditor.finish(s, ready, &mut armed, rec)?;
-    floor(s, cell, rec)
+    (auditor.finish(s, ready, &mut armed, rec)).map_err(of_kind(Kind::Audit))?;
+    floor(s, cell, rec).map_err(of_kind(Kind::Timing))
 }
 
 /// What the sample step leaves for the collect step: the raw readings of the timed
@@ -139,7 +146,8 @@ fn sample<'b>(
         start.clone().map(|reading| (*start_read, reading)),
     );
     if data.poison == Poison::ByMemset {
-        buffers.poison_outputs()?;
+        let poisoned = buffers.poison_outputs().map_err(Failure::from);
+        poisoned.map_err(of_kind(Kind::SetUp))?;
     }
     s.timeline.mark("set-up");
     // The check's reference, shared with the run's other processes.
@@ -181,9 +189,9 @@ fn sample<'b>(
         size_wait_kernel(&mut s.timeline, armed, buffers, wait_us, rec)?;
     }
     if knobs.cupti_collect.on {
-        armed
-            .timer
-            .collect(armed.entries.len() > code.entries.len())?;
+        let copies = armed.entries.len() > code.entries.len();
+        let collecting = armed.timer.collect(copies).map_err(Failure::from);
+        collecting.map_err(of_kind(Kind::Timing))?;
     }
     if warmup > 0 {
         warm_up(&mut s.timeline, cell, armed, buffers, warmup, rec)?;
@@ -203,11 +211,12 @@ fn sample<'b>(
     if rec.check.is_none() {
         // No same-kernel warm-up: the first timed launch alone wrote the output.
         let recorded = (knobs.timer == TimerKind::Cupti).then_some(armed.entries.as_slice());
-        rec.check = Some(checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)?);
+        let checked = checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded);
+        rec.check = Some(checked.map_err(of_kind(Kind::Check))?);
         s.timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
-    auditor.stage(s, ready)?;
+    auditor.stage(s, ready).map_err(of_kind(Kind::Audit))?;
     let samples = steady(s, ready, armed, (&mut starts, auditor), rec)?;
     if n > 0 {
         s.timeline.mark("steady samples");
@@ -235,7 +244,8 @@ fn checked_launch(
     cuda::synchronize().map_err(during("checked launch"))?;
     timeline.mark("checked launch");
     rec.kernel_launches += 1;
-    rec.check = Some(checker.check(kernels, timeline, buffers, None)?);
+    let checked = checker.check(kernels, timeline, buffers, None);
+    rec.check = Some(checked.map_err(of_kind(Kind::Check))?);
     timeline.mark(OUTPUT_CHECK);
     Ok(())
 }
@@ -327,7 +337,7 @@ fn steady<'b>(
         if let Some(a) = among.as_mut() {
             if let Some(kind) = a.due(i) {
                 let t0 = Instant::now();
-                a.region(s, ready, armed, rec, (place, i, kind))?;
+                (a.region(s, ready, armed, rec, (place, i, kind))).map_err(of_kind(Kind::Audit))?;
                 (place, audited) = (place + 1, audited + t0.elapsed());
             }
         }
@@ -340,16 +350,9 @@ fn steady<'b>(
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
-        let precise = (stopper.as_mut())
-            .and_then(|s| s.push(&samples, launches))
-            .map(Stopped::by_stop);
+        let precise = (stopper.as_mut()).and_then(|s| s.push(&samples, launches));
         let elapsed = loop_start.elapsed().saturating_sub(audited);
-        let spent = || {
-            budget
-                .as_mut()?
-                .push(t, launches, elapsed)
-                .map(Stopped::by_budget)
-        };
+        let spent = || budget.as_mut()?.push(t, launches, elapsed);
         if let Some(why) = precise.or_else(spent) {
             rec.stopped = Some(why);
             break;
@@ -372,16 +375,18 @@ fn steady<'b>(
     // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
         for kind in a.after(samples.len()) {
-            a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
+            (a.region(s, ready, armed, rec, (place, samples.len(), kind)))
+                .map_err(of_kind(Kind::Audit))?;
             place += 1;
         }
         for kind in a.confirmation(&samples) {
-            a.region(s, ready, armed, rec, (place, samples.len(), kind))?;
+            (a.region(s, ready, armed, rec, (place, samples.len(), kind)))
+                .map_err(of_kind(Kind::Audit))?;
             place += 1;
         }
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
-        rec.stopped = Some(Stopped::by_stop(s.exhausted(&samples)));
+        rec.stopped = Some(s.exhausted(&samples));
     }
     if !samples.is_empty() {
         let wall = loop_start.elapsed().saturating_sub(energy_read);

@@ -308,42 +308,18 @@ fn located(log: &str, file: &str, shown: &str) -> String {
 }
 
 /// Why a build's parameters could not be read (the build is then listed as not checked).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 enum Unread {
-    /// The driver could not load the image or an entry, or NVRTC could not write its PTX.
-    Cuda(CudaError),
+    /// The driver could not load the image or an entry, or NVRTC could not write its PTX:
+    /// its message is the CUDA error's.
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
     /// A prebuilt CUBIN or fatbin, and no driver to read it.
+    #[error("a prebuilt CUBIN or fatbin's parameters need the driver to read")]
     Prebuilt,
     /// The PTX declares no such entry.
+    #[error("no `.entry {0}` in its PTX")]
     NoEntry(String),
-}
-
-impl From<CudaError> for Unread {
-    fn from(e: CudaError) -> Self {
-        Unread::Cuda(e)
-    }
-}
-
-impl std::fmt::Display for Unread {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Unread::Cuda(e) => write!(f, "{e}"),
-            Unread::Prebuilt => {
-                f.write_str("a prebuilt CUBIN or fatbin's parameters need the driver to read")
-            }
-            Unread::NoEntry(e) => write!(f, "no `.entry {e}` in its PTX"),
-        }
-    }
-}
-
-impl std::error::Error for Unread {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            // Its message is the CUDA error's.
-            Unread::Cuda(e) => e.source(),
-            Unread::Prebuilt | Unread::NoEntry(_) => None,
-        }
-    }
 }
 
 /// Each entry's parameter sizes, and each entry's attributes.

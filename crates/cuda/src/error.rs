@@ -2,13 +2,14 @@
 //! instead of rediscovering it from a message.
 
 use cudarc::driver::{result::DriverError, sys};
-use std::fmt;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CudaError {
     /// A driver API call failed with this code.
+    #[error("{call}: {}", described(*.code))]
     Driver { call: String, code: sys::CUresult },
     /// NVRTC, CUPTI or a missing library: the message says what and how to fix it.
+    #[error("{0}")]
     Library(String),
 }
 
@@ -53,28 +54,15 @@ impl CudaError {
     }
 }
 
-impl fmt::Display for CudaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CudaError::Driver { call, code } => {
-                let e = DriverError(*code);
-                let text = |s: Result<&std::ffi::CStr, DriverError>| {
-                    s.map(|c| c.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                };
-                write!(
-                    f,
-                    "{call}: {} ({})",
-                    text(e.error_name()),
-                    text(e.error_string())
-                )
-            }
-            CudaError::Library(message) => f.write_str(message),
-        }
-    }
+/// A driver's result code by its name and the driver's words: `CUDA_ERROR_X (what)`.
+fn described(code: sys::CUresult) -> String {
+    let e = DriverError(code);
+    let text = |s: Result<&std::ffi::CStr, DriverError>| {
+        s.map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    format!("{} ({})", text(e.error_name()), text(e.error_string()))
 }
-
-impl std::error::Error for CudaError {}
 
 /// Turns a driver result into a typed error naming the call.
 pub trait Check<T> {

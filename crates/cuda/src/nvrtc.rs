@@ -47,15 +47,15 @@ pub struct Compiled {
 /// Whether libnvrtc loads and has every function the runner calls (found once, then
 /// remembered); why not, with what to do, where it cannot be used.
 pub fn usable() -> Result<(), CudaError> {
-    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
-    (FOUND.get_or_init(check_library).clone()).map_err(CudaError::Library)
+    static FOUND: OnceLock<Result<(), CudaError>> = OnceLock::new();
+    FOUND.get_or_init(check_library).clone()
 }
 
 /// Loads libnvrtc as cudarc does and looks up every function the runner calls, calling none.
-fn check_library() -> Result<(), String> {
+fn check_library() -> Result<(), CudaError> {
     // SAFETY: only tries to dlopen the library.
     if !unsafe { sys::is_culib_present() } {
-        return Err("libnvrtc cannot be loaded: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into());
+        return Err(CudaError::Library("libnvrtc cannot be loaded: install the CUDA toolkit's NVRTC or put it on LD_LIBRARY_PATH".into()));
     }
     // SAFETY: a library loads (above); cudarc opens the same one, first of the same names,
     // and keeps it for the process.
@@ -67,12 +67,12 @@ fn check_library() -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!(
+    Err(CudaError::Library(format!(
         "{} lacks {} of the NVRTC functions the runner calls ({}): it is not CUDA's NVRTC, or one older than the runner needs\n  hint: put the `lib` folder of the CUDA toolkit's NVRTC first on LD_LIBRARY_PATH (e.g. /usr/local/cuda/lib64)",
         loaded_from().unwrap_or_else(|| "the libnvrtc found on LD_LIBRARY_PATH or the system's library path".into()),
         missing.len(),
         missing.join(", ")
-    ))
+    )))
 }
 
 /// The functions of [`FUNCTIONS`] that `has` says a library lacks.

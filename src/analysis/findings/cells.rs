@@ -119,8 +119,8 @@ pub fn stopped(a: &Facts, trusted: &[&Cell]) -> Option<Finding> {
             let records = a.records.get(&c.index)?;
             let why = (records.iter())
                 .filter_map(|r| r.stopped.as_ref())
-                .find(|s| s.by_budget)?;
-            Some((c.id.clone(), why.why.clone()))
+                .find(|s| s.by_budget())?;
+            Some((c.id.clone(), why.to_string()))
         })
         .collect();
     let of = trusted.len();
