@@ -8,3 +8,23 @@ extern "C" __global__ void spin(float *out, unsigned long long ns) {
     } while (now - start < ns);
     out[0] = 1.0f;
 }
+
+// Spins one thread until the host has written `ticket` or more into `flag` (page-locked host
+// memory mapped for the device), or `timeout_ns` have passed, which it counts in
+// `timed_out[0]`: NVBench's blocking kernel. The timed region queues behind it, and the host
+// releases it once the region is enqueued, so the region starts on a full queue without a
+// wait sized in advance.
+extern "C" __global__ void wait_for_host(const volatile unsigned long long *flag,
+                                         unsigned long long ticket,
+                                         unsigned long long timeout_ns,
+                                         unsigned int *timed_out) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (*flag < ticket) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start >= timeout_ns) {
+            atomicAdd(timed_out, 1u);
+            return;
+        }
+    }
+}

@@ -8,7 +8,10 @@
 use crate::experiment::knobs::timer::TimerKind;
 use crate::median::median;
 use crate::protocol::CuptiRecord;
-use cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Resets};
+use cuda::{
+    cupti, cupti::Span, synchronize, CudaError, DeviceBuffer, Event, Graph, HostFlag, Launch,
+    Param, Resets,
+};
 use std::time::Instant;
 
 /// What one timed region runs.
@@ -120,43 +123,106 @@ fn node_median(
     Ok((median, first))
 }
 
-/// Enqueues the wait kernel, where there is one, then `region`; counts a wait that had ended
-/// before `region` was enqueued, when the region's start may have met an empty queue.
+/// Enqueues the wait kernel, where there is one, then `region`. A wait the host releases is
+/// released once `region` is enqueued (or failed to be: the wait must end either way); of a
+/// wait of a set length, one that had ended before `region` was enqueued is counted, when
+/// the region's start may have met an empty queue.
 #[inline]
 fn behind_wait(
     saturate: &mut Option<Saturate>,
     region: impl FnOnce() -> Result<(), CudaError>,
 ) -> Result<(), CudaError> {
     if let Some(s) = saturate.as_mut() {
+        if let Some(r) = s.release.as_mut() {
+            r.ticket += 1;
+            s.wait.set_param(1, Param::u64(r.ticket));
+        }
         s.wait.enqueue()?;
         s.done.record()?;
     }
-    region()?;
+    let enqueued = region();
     if let Some(s) = saturate.as_mut() {
-        if s.done.done() {
-            s.too_short += 1;
+        match &s.release {
+            Some(r) => r.flag.set(r.ticket),
+            None if s.done.done() => s.too_short += 1,
+            None => {}
         }
     }
-    Ok(())
+    enqueued
 }
 
 /// A wait kernel enqueued before each timed region, so the region's work is already queued
-/// when its start event fires (seed 002's sleep kernel; NVBench's blocking kernel).
+/// when its start event fires (seed 002's sleep kernel; NVBench's blocking kernel): one the
+/// host releases once the region is enqueued, or one of a set length.
 pub struct Saturate<'b> {
     pub wait: Launch<'b>,
     done: Event,
-    /// Timed regions (replays, for a graph read in parts) whose wait had ended before their
-    /// work was enqueued (too short a wait).
+    release: Option<Release<'b>>,
+    /// Of a wait of a set length, timed regions (replays, for a graph read in parts) whose
+    /// wait had ended before their work was enqueued (too short a wait).
     pub too_short: u64,
 }
 
+/// What releases a wait kernel from the host: the flag it polls, the ticket last written
+/// (each region's wait ends once the flag reaches its own), and the device's count of the
+/// waits that gave up on the host (`RELEASE_TIMEOUT_NS`).
+struct Release<'b> {
+    flag: &'b HostFlag,
+    ticket: u64,
+    timeouts: &'b DeviceBuffer,
+}
+
+/// How long a wait for the host's release spins before it gives up (and is counted): far
+/// longer than enqueueing any region takes, short enough that a host that died leaves no
+/// kernel spinning for long.
+pub const RELEASE_TIMEOUT_NS: u64 = 100_000_000;
+
 impl<'b> Saturate<'b> {
+    /// A wait of a set length (its second parameter, in ns).
     pub fn new(wait: Launch<'b>) -> Result<Saturate<'b>, CudaError> {
         Ok(Saturate {
             wait,
             done: Event::new()?,
+            release: None,
             too_short: 0,
         })
+    }
+
+    /// A wait the host releases through `flag`; `timeouts` (zeroed) counts the waits that
+    /// gave up on it.
+    pub fn released_by(
+        wait: Launch<'b>,
+        flag: &'b HostFlag,
+        timeouts: &'b DeviceBuffer,
+    ) -> Result<Saturate<'b>, CudaError> {
+        Ok(Saturate {
+            release: Some(Release {
+                flag,
+                ticket: 0,
+                timeouts,
+            }),
+            ..Saturate::new(wait)?
+        })
+    }
+
+    /// Whether the host releases the wait.
+    pub fn released(&self) -> bool {
+        self.release.is_some()
+    }
+
+    /// The regions whose wait went wrong: too short for a wait of a set length; for one the
+    /// host releases, those that gave up on the host (read from the device, after the
+    /// samples).
+    pub fn missed(&self) -> Result<u64, CudaError> {
+        match &self.release {
+            None => Ok(self.too_short),
+            Some(r) => {
+                let bytes = r.timeouts.download()?;
+                Ok(u64::from(u32::from_ne_bytes(
+                    bytes[..4].try_into().expect("a 4-byte count"),
+                )))
+            }
+        }
     }
 }
 
@@ -383,31 +449,6 @@ impl<'b> Timer<'b> {
                 Ok(f64::NAN)
             }
         }
-    }
-
-    /// Host time to enqueue one events-timed region on an idle queue (median of `tries`):
-    /// what a wait kernel must outlast. `before_each` runs first each time, outside the
-    /// measure (the resets a single launch of the kernel needs).
-    pub fn enqueue_cost_ns(
-        &mut self,
-        launch: &mut Launch,
-        body: &Body,
-        tries: usize,
-        mut before_each: impl FnMut() -> Result<(), CudaError>,
-    ) -> Result<f64, CudaError> {
-        let mut costs = Vec::with_capacity(tries);
-        for _ in 0..tries {
-            before_each()?;
-            synchronize()?;
-            let t0 = Instant::now();
-            self.start.record()?;
-            body.enqueue(launch, 0, None)?;
-            self.stop.record()?;
-            costs.push(t0.elapsed().as_nanos() as f64);
-            synchronize()?;
-        }
-        costs.sort_by(f64::total_cmp);
-        Ok(costs[costs.len() / 2])
     }
 }
 

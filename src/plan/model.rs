@@ -124,7 +124,8 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     };
     let wait_s = match k.queue {
         Queue::Saturate { wait_us: Some(us) } => us as f64 * 1e-6,
-        Queue::Saturate { wait_us: None } => 2.0 * count * LAUNCH_S + 10e-6,
+        // Released by the host once the region is enqueued: the enqueue itself.
+        Queue::Saturate { wait_us: None } => count * LAUNCH_S,
         Queue::Idle => 0.0,
     };
     let fresh_s = match k.inputs {
@@ -135,10 +136,6 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     let region_s = gpu_s + count * profiled + REGION_S + wait_s + fresh_s + flushes * flush_s;
     let planned = k.samples_per_run();
     let (samples, stopped) = samples_taken(k, c.runs(), planned, gpu_s, region_s);
-    let sizing = match k.queue {
-        Queue::Saturate { wait_us: None } => 5.0 * region_s,
-        _ => 0.0,
-    };
     let warmup_s = k.warmup.launches as f64 * (kernel_s + profiled);
     let checked = kernel.is_some_and(Kernel::is_checked);
     // The checked launch, and the audit's launch in the cell's cache state.
@@ -146,7 +143,7 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
         true => 2.0 * (kernel_s + REGION_S + profiled) + flush_s,
         false => 0.0,
     };
-    let launches_s = (1 + samples) as f64 * region_s + warmup_s + sizing + extra;
+    let launches_s = (1 + samples) as f64 * region_s + warmup_s + extra;
     let sets = k.rotate.sets(k.launches) as f64;
     let mut work_s = CELL_S + spec.device_bytes() as f64 * sets * BUFFER_S_PER_BYTE;
     if exp.telemetry.clock_probe {

@@ -356,12 +356,32 @@ pub struct Gaps {
     pub timed_median: f64,
 }
 
-/// The wait kernel a `queue = "saturate"` cell ran before each timed region.
+/// The wait kernel a `queue = "saturate"` cell ran before each timed region: one the host
+/// released once the region was enqueued (`released`; absent in older folders, whose waits
+/// all had a set length), or one of `wait_ns`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QueueRecord {
     pub wait_ns: u64,
-    /// Timed regions (first included) whose wait had ended before they were enqueued.
+    /// Timed regions (first included) whose wait went wrong: of a set length, it had ended
+    /// before they were enqueued; released by the host, it gave up waiting.
     pub too_short: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
+}
+
+impl QueueRecord {
+    /// The flag of a cell whose runs' waits went wrong (`queues`: its runs'), if any did.
+    pub fn flag<'a>(queues: impl Iterator<Item = &'a QueueRecord>) -> Option<String> {
+        let (mut missed, mut released) = (0, false);
+        for q in queues {
+            missed += q.too_short;
+            released |= q.released;
+        }
+        (missed > 0).then(|| match released {
+            true => format!("wait kernel gave up on the host for {missed} timed region(s)"),
+            false => format!("wait kernel too short for {missed} timed region(s)"),
+        })
+    }
 }
 
 /// A contiguous stretch of a worker's time, in ms from the moment the parent started it.

@@ -126,10 +126,10 @@ fn timer_notes(rs: &[&CellRecord], probes: &Probes) -> String {
         notes.push(w.clone());
     }
     if let Some(q) = rs.iter().find_map(|r| r.queue.as_ref()) {
-        notes.push(format!(
-            "wait kernel {}",
-            format::time(q.wait_ns as f64, Unit::Auto)
-        ));
+        notes.push(match q.released {
+            true => "wait kernel released by the host".to_string(),
+            false => format!("wait kernel {}", format::time(q.wait_ns as f64, Unit::Auto)),
+        });
     }
     let latency = median(
         rs.iter()
@@ -207,14 +207,9 @@ fn cell_row(
         },
         flags: {
             let mut flags = clocks.flags.clone();
-            let short: u64 = rs
-                .iter()
-                .filter_map(|r| r.queue.as_ref())
-                .map(|q| q.too_short)
-                .sum();
-            if short > 0 {
-                flags.push(format!("wait kernel too short for {short} timed region(s)"));
-            }
+            flags.extend(crate::protocol::QueueRecord::flag(
+                rs.iter().filter_map(|r| r.queue.as_ref()),
+            ));
             flags.extend(probe_flags(probes));
             if flags.is_empty() {
                 "–".into()

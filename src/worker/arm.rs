@@ -19,12 +19,12 @@ use crate::experiment::knobs::{
 };
 use crate::method::{
     flush::{Flush, FlushBuffer},
-    timer::{Body, Saturate, Timer},
+    timer::{Body, Saturate, Timer, RELEASE_TIMEOUT_NS},
 };
 use crate::plan::Cell;
 use cuda::{
     self, AccessWindow, BeforeEachLaunch, CudaError, DeviceBuffer, Dims, Event, Function, Graph,
-    Launch, Marks, Param,
+    HostFlag, Launch, Marks, Param,
 };
 use std::time::Instant;
 
@@ -37,8 +37,10 @@ pub(super) struct TimingSetup {
     whole: Option<(Event, Event)>,
     /// The event after a region's first launch, in an audited batch or graph read by events.
     first: Option<Event>,
-    /// The wait kernel's output: one float nobody reads.
+    /// The wait kernel's output: one float nobody reads (a wait of a set length), or the
+    /// count of waits that gave up on the host (one the host releases, through `release`).
     wait_out: DeviceBuffer,
+    release: Option<HostFlag>,
 }
 
 impl TimingSetup {
@@ -75,7 +77,15 @@ impl TimingSetup {
                 true => Some(Event::new()?),
                 false => None,
             },
-            wait_out: DeviceBuffer::alloc(4)?,
+            wait_out: {
+                let out = DeviceBuffer::alloc(4)?;
+                out.fill(0)?;
+                out
+            },
+            release: match knobs.queue {
+                Queue::Saturate { wait_us: None } => Some(HostFlag::new()?),
+                _ => None,
+            },
         })
     }
 }
@@ -322,17 +332,30 @@ fn timed_body<'b>(
     })
 }
 
-/// `queue = "saturate"`: the wait kernel enqueued before each timed region.
+/// `queue = "saturate"`: the wait kernel enqueued before each timed region, which the host
+/// releases once the region is enqueued, or which spins `queue_wait_us`.
 fn saturate<'b>(
     s: &mut Session,
     queue: Queue,
     setup: &'b TimingSetup,
 ) -> Result<Option<Saturate<'b>>, Failure> {
-    Ok(match queue {
-        Queue::Idle => None,
-        Queue::Saturate { .. } => {
+    Ok(match (queue, setup.release.as_ref()) {
+        (Queue::Idle, _) => None,
+        (Queue::Saturate { wait_us: None }, Some(flag)) => {
+            let wait = s.kernels.function(KernelKey::Release, &mut s.timeline)?;
+            let values = [
+                Param::Buffer(flag.buffer()),
+                Param::u64(0),
+                Param::u64(RELEASE_TIMEOUT_NS),
+                Param::Buffer(&setup.wait_out),
+            ];
+            let launch = Launch::new(&wait, Dims::ONE, &values);
+            Some(Saturate::released_by(launch, flag, &setup.wait_out)?)
+        }
+        (Queue::Saturate { wait_us }, _) => {
             let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
-            let values = [Param::Buffer(&setup.wait_out), Param::u64(0)];
+            let ns = wait_us.unwrap_or_default() * 1000;
+            let values = [Param::Buffer(&setup.wait_out), Param::u64(ns)];
             Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
         }
     })

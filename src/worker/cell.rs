@@ -23,7 +23,6 @@ use crate::protocol::{
     OUTPUT_CHECK,
 };
 use crate::telemetry::Sampler;
-use cuda::{self, Param};
 use std::time::{Duration, Instant};
 
 /// Runs one cell; the flag says whether the CUDA context is lost.
@@ -80,9 +79,6 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     s.kernels.end_cell();
     (rec, lost)
 }
-
-/// Slack added to twice the measured enqueue cost when sizing a wait kernel.
-const DEFAULT_WAIT_MARGIN_NS: u64 = 10_000;
 
 fn measure(
     s: &mut Session,
@@ -184,10 +180,7 @@ fn sample<'b>(
         )?;
         warmup -= 1;
     }
-    if let Queue::Saturate { wait_us } = knobs.queue {
-        // Sized before the warm-up, so that nothing lies between it and the first sample.
-        size_wait_kernel(&mut s.timeline, armed, buffers, wait_us, rec)?;
-    }
+    rec.queue = wait_record(knobs.queue, armed);
     if knobs.cupti_collect.on {
         let copies = armed.entries.len() > code.entries.len();
         let collecting = armed.timer.collect(copies).map_err(Failure::from);
@@ -250,38 +243,17 @@ fn checked_launch(
     Ok(())
 }
 
-/// `queue = "saturate"`: the wait kernel's length, given or twice the measured cost of
-/// enqueueing a timed region plus a margin.
-fn size_wait_kernel(
-    timeline: &mut Timeline,
-    armed: &mut Armed,
-    buffers: &Buffers,
-    wait_us: Option<u64>,
-    rec: &mut CellRecord,
-) -> Result<(), Failure> {
-    let wait_ns = match wait_us {
-        Some(us) => us * 1000,
-        None => {
-            // A single launch's resets come before its region (a batch's and a graph's
-            // are inside it).
-            let single = armed.body.launches() == 1;
-            let reset = || if single { buffers.reset() } else { Ok(()) };
-            let cost = armed
-                .timer
-                .enqueue_cost_ns(&mut armed.launch, &armed.body, 5, reset)
-                .map_err(during("sizing the wait kernel"))?;
-            rec.kernel_launches += 5 * armed.body.launches();
-            (2.0 * cost) as u64 + DEFAULT_WAIT_MARGIN_NS
-        }
+/// `queue = "saturate"`: the record of the wait kernel before each timed region, one the host
+/// releases or one of `wait_us`.
+fn wait_record(queue: Queue, armed: &Armed) -> Option<QueueRecord> {
+    let (Queue::Saturate { wait_us }, Some(sat)) = (queue, armed.timer.saturate.as_ref()) else {
+        return None;
     };
-    let sat = armed.timer.saturate.as_mut().expect("made when armed");
-    sat.wait.set_param(1, Param::u64(wait_ns));
-    rec.queue = Some(QueueRecord {
-        wait_ns,
+    Some(QueueRecord {
+        wait_ns: wait_us.unwrap_or_default() * 1000,
         too_short: 0,
-    });
-    timeline.mark("wait kernel sizing");
-    Ok(())
+        released: sat.released(),
+    })
 }
 
 /// The warm-up's `count` launches: the cell's kernel on reset buffers, or the other kernel
@@ -406,7 +378,9 @@ fn collect(
     rec: &mut CellRecord,
 ) -> Result<Readings, Failure> {
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), armed.timer.saturate.as_ref()) {
-        q.too_short = sat.too_short;
+        q.too_short = sat
+            .missed()
+            .map_err(during("reading the wait kernel's count"))?;
     }
     let mut readings =
         (armed.timer).finish(&armed.entries, sampled.first, sampled.samples, audits)?;

@@ -19,7 +19,8 @@ use std::time::Instant;
 /// - `empty.cu`: warm-up with `warmup_kernel = "empty"`, the floor cells;
 /// - `flush.cu`: the L2 flush kernels, for `flush_method = "kernel"` (write) and `"read"`;
 /// - `clock_probe.cu`: for `[telemetry] clock_probe = true`;
-/// - `spin.cu`: the wait kernel, for `queue = "saturate"` and the audit launch's clock;
+/// - `spin.cu`: the wait kernels, for `queue = "saturate"` (one the host releases, one of a
+///   set length) and the audit launch's clock;
 /// - `audit.cu`: the audit's draws on the GPU, the float64 matmul reference at a sample of
 ///   elements, and the comparison of two buffers.
 const BUILTIN_SOURCE: &str = concat!(
@@ -35,12 +36,13 @@ const BUILTIN_SOURCE: &str = concat!(
     include_str!("../../kernels/audit.cu"),
 );
 /// The built-in program's entries (each `extern "C"`: its name is its lowered name).
-const BUILTIN_ENTRIES: [&str; 8] = [
+const BUILTIN_ENTRIES: [&str; 9] = [
     "empty",
     "flush_l2",
     "flush_l2_read",
     "clock_probe",
     "spin",
+    "wait_for_host",
     "first_difference",
     "audit_draw",
     "audit_matmul_cells",
@@ -58,6 +60,8 @@ pub enum KernelKey {
     Flush,
     FlushRead,
     Spin,
+    /// The wait kernel the host releases once a timed region is enqueued.
+    Release,
     Probe,
     FirstDifference,
     AuditDraw,
@@ -89,6 +93,7 @@ impl KernelKey {
             KernelKey::Flush => format!("{what} (flush kernel)"),
             KernelKey::FlushRead => format!("{what} (read flush kernel)"),
             KernelKey::Spin => format!("{what} (wait kernel)"),
+            KernelKey::Release => format!("{what} (wait kernel the host releases)"),
             KernelKey::Probe => format!("{what} (clock probe)"),
             KernelKey::FirstDifference => format!("{what} (audit comparison)"),
             KernelKey::AuditDraw => format!("{what} (audit draw)"),
@@ -106,6 +111,7 @@ impl KernelKey {
             KernelKey::Flush => Err("flush_l2"),
             KernelKey::FlushRead => Err("flush_l2_read"),
             KernelKey::Spin => Err("spin"),
+            KernelKey::Release => Err("wait_for_host"),
             KernelKey::Probe => Err("clock_probe"),
             KernelKey::FirstDifference => Err("first_difference"),
             KernelKey::AuditDraw => Err("audit_draw"),

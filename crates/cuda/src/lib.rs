@@ -9,6 +9,7 @@ mod device;
 mod error;
 mod event;
 mod graph;
+mod host_flag;
 mod launch;
 mod memory;
 pub mod nvrtc;
@@ -22,6 +23,7 @@ pub use device::{
 pub use error::CudaError;
 pub use event::Event;
 pub use graph::{BeforeEachLaunch, Graph, Marks, Prelude, Resets};
+pub use host_flag::HostFlag;
 pub use launch::{release_l2, set_aside_l2, AccessWindow, Dims, Launch, Param};
 pub use memory::{memory_info, DeviceBuffer, Fill};
 

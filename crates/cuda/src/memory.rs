@@ -230,7 +230,7 @@ impl DeviceBuffer {
     }
 
     /// Where the host can write and read the buffer directly, when it can.
-    fn host_view(&self) -> Option<*mut u8> {
+    pub(super) fn host_view(&self) -> Option<*mut u8> {
         match &self.placement {
             Placement::Device => None,
             Placement::Managed => Some(self.ptr as *mut u8),

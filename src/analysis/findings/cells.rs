@@ -85,13 +85,9 @@ pub fn flags(a: &Facts, c: &Cell) -> (Vec<String>, Option<u32>) {
     let clocks = a.clocks.get(&c.index).cloned().unwrap_or_default();
     let mut flags = clocks.flags;
     let records = a.records.get(&c.index).map_or(&[][..], Vec::as_slice);
-    let short: u64 = (records.iter())
-        .filter_map(|r| r.queue.as_ref())
-        .map(|q| q.too_short)
-        .sum();
-    if short > 0 {
-        flags.push(format!("wait kernel too short for {short} timed region(s)"));
-    }
+    flags.extend(crate::protocol::QueueRecord::flag(
+        records.iter().filter_map(|r| r.queue.as_ref()),
+    ));
     (flags, clocks.sm_mhz.map(|(lo, _)| lo))
 }
 

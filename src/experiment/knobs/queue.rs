@@ -12,7 +12,8 @@ pub enum Queue {
     #[default]
     Idle,
     /// A device-side wait kernel first, so the timed launch is queued when its start event
-    /// fires; `wait_us: None` sizes it from the measured enqueue cost.
+    /// fires; `wait_us: None`: the host releases it once the timed region is enqueued (as
+    /// NVBench's blocking kernel), else it spins that long.
     Saturate { wait_us: Option<u64> },
 }
 
@@ -59,7 +60,7 @@ impl Knob for Queue {
         Key::commented(
             "queue_wait_us",
             "500",
-            "the wait's length; default: twice the measured enqueue cost + 10 µs",
+            "the wait's length; default: none, the host releases the wait once the timed launch is enqueued",
         ),
     ];
     const ASPECT: Aspect = Aspect::Method;
