@@ -1,6 +1,6 @@
 //! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
 //! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]) and the
-//! per-cell [`budget`], and the audit's regions ([`audit`]) with the test for buffers
+//! per-cell [`budget`], a saturated queue's [`wait`], and the audit's regions ([`audit`]) with the test for buffers
 //! equal on the GPU ([`equal`]).
 
 pub mod audit;
@@ -12,6 +12,7 @@ pub mod stop;
 pub mod timer;
 #[cfg(test)]
 mod timer_tests;
+pub mod wait;
 
 use crate::experiment::knobs::timer::TimerKind;
 use cuda::{synchronize, CudaError, Launch};

@@ -19,7 +19,8 @@ use crate::experiment::knobs::{
 };
 use crate::method::{
     flush::{Flush, FlushBuffer},
-    timer::{Body, Saturate, Timer, RELEASE_TIMEOUT_NS},
+    timer::{Body, Timer},
+    wait::{Saturate, RELEASE_TIMEOUT_NS},
 };
 use crate::plan::Cell;
 use cuda::{
