@@ -6,8 +6,8 @@
 //! launch shows there.
 
 use crate::experiment::knobs::timer::TimerKind;
-use crate::median::median;
 use crate::protocol::CuptiRecord;
+use crate::statistics::median;
 use cuda::{
     cupti, cupti::Span, synchronize, CudaError, DeviceBuffer, Event, Graph, HostFlag, Launch,
     Param, Resets,
