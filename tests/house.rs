@@ -86,7 +86,7 @@ fn the_runner_forbids_unsafe_so_the_compiler_keeps_it_in_the_cuda_crate() {
 }
 
 /// Helpers that import nothing of the runner, so every module may use them.
-const LEAVES: &[&str] = &["files", "system", "median", "terminal"];
+const LEAVES: &[&str] = &["files", "system", "statistics", "terminal"];
 
 /// Every module of `src/` (the crate root aside) with the modules it may import besides the
 /// leaves, in the order data walks: experiment -> plan -> protocol -> the worker (`cuda`,

@@ -2,7 +2,7 @@
 //! bias`), and the runner against a peer program run beside it (`[[peer]]`, the peer being
 //! the reference). The bias tables, the median tables and the findings all judge by these.
 
-use crate::median::median;
+use crate::statistics::median;
 use crate::store::Stored;
 use std::collections::HashMap;
 

@@ -4,8 +4,7 @@
 //! and beyond a margin; and what a finding beyond it says.
 
 use super::stats::Stats;
-use crate::median::lower_median;
-use crate::median::median;
+use crate::statistics::{iqr_sigma, lower_median, mad_sigma, median, split_chance, upper_quantile};
 
 pub const FALSE_ALARM: f64 = 1e-3;
 pub const Z_FALSE_ALARM: f64 = 3.090;
@@ -86,17 +85,6 @@ pub struct Test {
     pub idle: bool,
 }
 
-/// A spread the kernel cannot widen in its favour, as a normal's sigma: the median absolute
-/// deviation of `group` from its median times 1.4826; 0 for fewer than two.
-fn spread(group: &[f64]) -> f64 {
-    if group.len() < 2 {
-        return 0.0;
-    }
-    let centre = median(group.to_vec()).unwrap_or_default();
-    let deviations = group.iter().map(|x| (x - centre).abs()).collect();
-    median(deviations).map_or(0.0, |mad| 1.4826 * mad)
-}
-
 /// The spread a test judges by: a normal's sigma, and the farthest of the timed samples
 /// above their median as a share of it (the tail a normal misses).
 #[derive(Debug, Clone, Copy)]
@@ -122,7 +110,7 @@ impl Spread {
         let farthest = decoys.iter().copied().fold(f64::MIN, f64::max);
         match decoys.len() >= LEAST_SPREAD && centre > 0.0 {
             true => Spread {
-                sigma: self.sigma.max(spread(decoys)),
+                sigma: self.sigma.max(mad_sigma(decoys)),
                 tail: self.tail.max(farthest / centre - 1.0),
                 single: self.single,
             },
@@ -135,7 +123,7 @@ impl Spread {
 
     pub(super) fn of(timed: &Stats, single: bool) -> Spread {
         Spread {
-            sigma: timed.iqr / 1.349,
+            sigma: iqr_sigma(timed.iqr),
             tail: match timed.median > 0.0 {
                 true => (timed.max / timed.median - 1.0).max(0.0),
                 false => 0.0,
@@ -168,21 +156,6 @@ pub(super) fn against(
         count: baseline.len(),
     };
     against_baseline(tell, regions, base, (spread, Some(baseline)))
-}
-
-/// The chance that `regions` of `regions + others` readings drawn at random hold at least
-/// `beyond` of the `beyond + others_beyond` that lie beyond a bound (the hypergeometric
-/// tail): how often readings alike would split so.
-fn split_chance((regions, beyond): (usize, usize), (others, others_beyond): (usize, usize)) -> f64 {
-    let ln_choose = |n: usize, k: usize| -> f64 {
-        (0..k).map(|i| ((n - i) as f64 / (k - i) as f64).ln()).sum()
-    };
-    let (all, marked) = (regions + others, beyond + others_beyond);
-    let total = ln_choose(all, regions);
-    (beyond..=marked.min(regions))
-        .filter(|&x| regions - x <= all - marked)
-        .map(|x| (ln_choose(marked, x) + ln_choose(all - marked, regions - x) - total).exp())
-        .sum()
 }
 
 /// `regions` against a baseline: suspect where their median exceeds it by more than
@@ -298,20 +271,6 @@ pub(super) fn why(tell: Tell) -> &'static str {
     }
 }
 
-/// The standard normal's quantile with `p` above it, by bisection on its tail.
-pub(super) fn upper_quantile(p: f64) -> f64 {
-    let tail = |z: f64| 0.5 * libm::erfc(z / std::f64::consts::SQRT_2);
-    let (mut lo, mut hi) = (0.0, 40.0);
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        match tail(mid) > p {
-            true => lo = mid,
-            false => hi = mid,
-        }
-    }
-    0.5 * (lo + hi)
-}
-
 /// The audited launches' lower median against the cell's reading, by the fixed band: it lets
 /// through any kernel that skips less than half its work, which is why decoys and pauses are
 /// set against regions wherever the samples allow. The lower median: of a lone region read
@@ -362,18 +321,6 @@ mod tests {
         // Slow both times: suspect.
         let both = band(&[30_080.0, 29_000.0], 7_552.0).unwrap();
         assert!(both.suspect.unwrap().contains("2 launches (lower median)"));
-    }
-
-    #[test]
-    fn a_split_is_as_likely_as_readings_alike_make_it() {
-        // 2 of 5 audited beyond, none of 5 decoys: C(5,2) of C(10,2) ways.
-        assert!((split_chance((5, 2), (5, 0)) - 10.0 / 45.0).abs() < 1e-12);
-        // All 5 beyond, none of 5 decoys: one way in C(10,5).
-        assert!((split_chance((5, 5), (5, 0)) - 1.0 / 252.0).abs() < 1e-12);
-        // At least none: certain.
-        assert!((split_chance((4, 0), (7, 3)) - 1.0).abs() < 1e-12);
-        // Beyond readings on both sides make the split likelier.
-        assert!(split_chance((5, 3), (5, 2)) > split_chance((5, 3), (5, 0)));
     }
 
     #[test]

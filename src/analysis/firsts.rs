@@ -8,8 +8,8 @@ use super::bounds::{
     MARGIN_SHARE, MIN_SAMPLES, Z_FALSE_ALARM,
 };
 use super::stats::Stats;
-use crate::median::median;
 use crate::protocol::{AuditsAmong, FirstLaunches};
+use crate::statistics::{iqr_sigma, median};
 
 /// The tests on the first launches of regions of several, pooled over the runs that read
 /// them.
@@ -29,7 +29,7 @@ pub(super) fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> 
     };
     let widest = |of: fn(&FirstLaunches) -> f64| firsts.iter().map(|f| of(f)).fold(0.0, f64::max);
     let timed = Spread {
-        sigma: widest(|f| f.timed_iqr) / 1.349,
+        sigma: iqr_sigma(widest(|f| f.timed_iqr)),
         tail: (widest(|f| f.timed_max) / median - 1.0).max(0.0),
         single,
     };
@@ -83,7 +83,7 @@ pub(super) fn first_against_rest(
     }
     let n = per_region as f64;
     let rest = (n * steady.median - first) / (n - 1.0);
-    let sigma = firsts.iter().map(|f| f.timed_iqr).fold(0.0, f64::max) / 1.349;
+    let sigma = iqr_sigma(firsts.iter().map(|f| f.timed_iqr).fold(0.0, f64::max));
     let start = match host_in_reading {
         true => FIRST_START_IDLE_NS,
         false => FIRST_START_NS,

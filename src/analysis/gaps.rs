@@ -1,8 +1,8 @@
 //! The gaps on the GPU before a run's regions (CUPTI's records): whether a kernel that reads
 //! the global timer could tell a region whose stage drew from a pause.
 
-use crate::median::median;
 use crate::protocol::CellRecord;
+use crate::statistics::{median, two_sample_ks};
 
 /// The gaps before a run's regions, where CUPTI gave them.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,61 +55,4 @@ pub fn gaps(records: &[&CellRecord]) -> Option<GapTest> {
         ks,
         p,
     })
-}
-
-/// The two-sample Kolmogorov-Smirnov statistic D of `a` and `b`, and its asymptotic
-/// p-value (Stephens' correction for small samples); None where either is empty.
-fn two_sample_ks(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
-    if a.is_empty() || b.is_empty() {
-        return None;
-    }
-    let sorted = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let (a, b) = (sorted(a), sorted(b));
-    let (n, m) = (a.len() as f64, b.len() as f64);
-    let (mut i, mut j, mut d) = (0, 0, 0.0f64);
-    while i < a.len() && j < b.len() {
-        let x = a[i].min(b[j]);
-        while i < a.len() && a[i] <= x {
-            i += 1;
-        }
-        while j < b.len() && b[j] <= x {
-            j += 1;
-        }
-        d = d.max((i as f64 / n - j as f64 / m).abs());
-    }
-    let ne = (n * m / (n + m)).sqrt();
-    let lambda = (ne + 0.12 + 0.11 / ne) * d;
-    let p = (1..=100)
-        .map(|k| {
-            let k = k as f64;
-            let sign = if k as u64 % 2 == 1 { 2.0 } else { -2.0 };
-            sign * (-2.0 * k * k * lambda * lambda).exp()
-        })
-        .sum::<f64>()
-        .clamp(0.0, 1.0);
-    Some((d, if d == 0.0 { 1.0 } else { p }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gaps_before_staged_regions_and_pauses_are_compared_as_distributions() {
-        let (d, p) = two_sample_ks(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
-        assert_eq!((d, p), (0.0, 1.0));
-        let a: Vec<f64> = (0..50).map(|i| i as f64).collect();
-        let b: Vec<f64> = (0..50).map(|i| 100.0 + i as f64).collect();
-        let (d, p) = two_sample_ks(&a, &b).unwrap();
-        assert_eq!(d, 1.0);
-        assert!(p < 1e-10, "{p}");
-        // Interleaved draws of one distribution: no evidence.
-        let a: Vec<f64> = (0..50).map(|i| (2 * i) as f64).collect();
-        let b: Vec<f64> = (0..50).map(|i| (2 * i + 1) as f64).collect();
-        assert!(two_sample_ks(&a, &b).unwrap().1 > 0.9);
-    }
 }

@@ -29,9 +29,9 @@ pub use facts::Facts;
 pub use phase::Phase;
 pub use reduce::{Reduced, Reducer};
 
-/// The runner's one median: it lives in a leaf module because the worker's methods take it
-/// too; the analysis and the report read it from here.
-pub use crate::median::median;
+/// The runner's one median: it lives in the statistics leaf because the worker's methods
+/// take it too; the analysis and the report read it from here.
+pub use crate::statistics::median;
 
 /// A stored run's estimates: the facts, then what is derived from them, each from a finished
 /// stage before it (the compiler holds the order).

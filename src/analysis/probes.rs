@@ -3,6 +3,7 @@
 
 use super::clocks::range;
 use crate::protocol::CellRecord;
+use crate::statistics::nearest_rank;
 
 /// How far the GPU's timer may stray from the host clock over a cell before it is flagged:
 /// well above what the host's late notice of a probe's end can fake over 0.1 s.
@@ -45,9 +46,9 @@ pub struct ProbeScale {
 impl ProbeScale {
     pub fn of(mut probes: Vec<f64>, tolerance_pct: f64) -> ProbeScale {
         probes.sort_by(f64::total_cmp);
-        let at = |q: f64| probes[((probes.len() - 1) as f64 * q).round() as usize];
         ProbeScale {
-            spread: (!probes.is_empty()).then(|| (at(0.05), at(0.95))),
+            spread: (!probes.is_empty())
+                .then(|| (nearest_rank(&probes, 0.05), nearest_rank(&probes, 0.95))),
             tolerance_pct,
         }
     }

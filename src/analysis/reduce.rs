@@ -6,10 +6,9 @@
 use super::clocks::{time_clock_correlation, Window};
 use super::phase::{Phase, Series};
 use super::stats::{self, Row, Table};
-use super::units::unit_values;
-use crate::median::median;
 use crate::plan::{Headline, Plan};
 use crate::protocol::TelemetryPoint;
+use crate::statistics::{median, unit_values};
 use crate::store::{RunSamples, SampleSink, TelemetryRow};
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -4,6 +4,7 @@
 //! standard deviation divides by n, as the post does.
 
 use super::phase::Phase;
+use crate::statistics::{interval_pct, median_interval};
 use polars::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -38,8 +39,8 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
     };
     let mut ascending = times.clone();
     ascending.sort_unstable_by(f64::total_cmp);
-    let median_ci_pct = match crate::median::median_interval(&mut ascending.clone()) {
-        Some((lo, mid, hi)) if mid != 0.0 => (mid - lo).max(hi - mid) / mid.abs() * 100.0,
+    let median_ci_pct = match median_interval(&mut ascending.clone()) {
+        Some(interval @ (_, mid, _)) if mid != 0.0 => interval_pct(interval),
         _ => f64::NAN,
     };
     let c = Column::new("t".into(), times);

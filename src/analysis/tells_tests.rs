@@ -243,9 +243,6 @@ fn pauses_slower_with_staged_regions_as_the_timed_ones_are_the_gpus_idle() {
 
 #[test]
 fn one_region_is_tested_against_the_false_alarm_rate_shared_among_them() {
-    assert!((upper_quantile(1e-3) - 3.090).abs() < 1e-3);
-    assert!((upper_quantile(5e-4) - 3.290).abs() < 1e-3);
-    assert!((upper_quantile(0.5)).abs() < 1e-9);
     let base = Baseline {
         median_ns: 100e3,
         count: 200,

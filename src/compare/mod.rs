@@ -5,10 +5,10 @@
 
 pub mod against;
 mod join;
-mod stats;
 
-use crate::analysis::units::{median_of, ratio_interval, seed_of};
+use crate::analysis::units::seed_of;
 use crate::analysis::Analysis;
+use crate::statistics::{mann_whitney_p, median_of, ratio_interval};
 use crate::store::{Stored, SOURCES_DIR};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -272,7 +272,7 @@ pub fn compare(
             ratio: new_median / old_median,
             ratio_low,
             ratio_high,
-            p_value: stats::mann_whitney_p(a, b),
+            p_value: mann_whitney_p(a, b),
             units: what.clone(),
             old_units: a.len(),
             new_units: b.len(),

@@ -64,7 +64,7 @@ pub fn probe(exp: &Experiment, plan: &Plan) -> Result<Probed> {
     loop {
         match worker.next(limit, &INTERRUPTED) {
             WorkerEvent::Message(Message::Cell(rec)) => {
-                let reading = crate::median::median(rec.samples_ns.clone())
+                let reading = crate::statistics::median(rec.samples_ns.clone())
                     .filter(|_| rec.status == Status::Ok);
                 match (reading, plan.cells.get(rec.cell)) {
                     (Some(ns), Some(_)) => probed.readings_ns[rec.cell] = Some(ns),

@@ -276,8 +276,9 @@ pub fn assign(
             .collect();
         rec.first_ns = values.first().copied();
         rec.samples_ns = values[1..].to_vec();
-        rec.profiler_sm_mhz = crate::median::median(timed.iter().filter_map(|l| l.sm_hz).collect())
-            .map(|hz| hz / 1e6);
+        rec.profiler_sm_mhz =
+            crate::statistics::median(timed.iter().filter_map(|l| l.sm_hz).collect())
+                .map(|hz| hz / 1e6);
         // The analysis sets the audit launch's time against the reading.
         if let (Some(a), Some(launch)) = (rec.audit.as_mut(), audit.first()) {
             a.launch_ns = Some(launch.ns);
@@ -319,7 +320,7 @@ pub fn assign_counters(
                         .flat_map(|l| l.counters.iter().filter(|x| x.name == c.name))
                         .map(|x| x.value)
                         .collect();
-                    if let Some(value) = crate::median::median(all) {
+                    if let Some(value) = crate::statistics::median(all) {
                         values.push(Counter { value, ..c.clone() });
                     }
                 }
@@ -328,7 +329,7 @@ pub fn assign_counters(
         rec.counters = Some(CounterRecord {
             cache: cache.flag().to_string(),
             launches: steady.len() as u64,
-            launch_ns: crate::median::median(steady.iter().map(|l| l.ns).collect()),
+            launch_ns: crate::statistics::median(steady.iter().map(|l| l.ns).collect()),
             values,
             error: None,
         });

@@ -136,7 +136,7 @@ pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -
         .copied()
         .filter(|r| r.is_finite())
         .collect();
-    let lower = crate::median::lower_median(&read);
+    let lower = crate::statistics::lower_median(&read);
     matches!((lower, timed_median_ns), (Some(p), Some(m)) if p > PAUSE_CONFIRM_RATIO * m)
 }
 

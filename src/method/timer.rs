@@ -7,8 +7,8 @@
 
 use super::wait::Saturate;
 use crate::experiment::knobs::timer::TimerKind;
-use crate::median::median;
 use crate::protocol::CuptiRecord;
+use crate::statistics::median;
 use cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Param, Resets};
 use std::time::Instant;
 

@@ -17,7 +17,7 @@ pub use confirm::{CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
 pub use failure::FailureKind;
-pub use stopped::{Counted, Precision, Stopped};
+pub use stopped::{Counted, Stopped};
 
 /// Phase names the report looks for.
 pub const FIRST_TIMED_LAUNCH: &str = "first timed launch";

@@ -3,6 +3,7 @@
 //! decided on. Stored as a tagged object; folders from before hold the sentence the report
 //! prints, which reads back as the same reason.
 
+use crate::statistics::Reached;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::time::Duration;
@@ -56,6 +57,16 @@ pub enum Precision {
     MedianCiPct(#[serde(with = "unbounded")] f64),
     /// The samples' relative standard deviation (`rsd_pct`).
     RsdPct(#[serde(with = "unbounded")] f64),
+}
+
+/// A stopping rule's measure, as the record stores it.
+impl From<Reached> for Precision {
+    fn from(reached: Reached) -> Precision {
+        match reached {
+            Reached::MedianCiPct(pct) => Precision::MedianCiPct(pct),
+            Reached::RsdPct(pct) => Precision::RsdPct(pct),
+        }
+    }
 }
 
 const BUDGET: &str = "budget: ";

@@ -297,7 +297,7 @@ fn thinned(samples: &[(f64, f64)]) -> Thinned {
         let at = run[run.len() / 2].0;
         let ys: Vec<f64> = run.iter().map(|p| p.1).collect();
         let top = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if let Some(m) = crate::median::median(ys) {
+        if let Some(m) = crate::statistics::median(ys) {
             medians.push((at, m));
             slowest.push((at, top));
         }

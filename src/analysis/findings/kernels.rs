@@ -3,9 +3,10 @@
 
 use super::{Finding, NamedCell, Reading, Trusted, ALIKE_FRACTION};
 use crate::analysis::peaks::Peaks;
-use crate::analysis::units::{ratio_interval, seed_of};
+use crate::analysis::units::seed_of;
 use crate::experiment::rates::FlopsType;
 use crate::experiment::Point;
+use crate::statistics::ratio_interval;
 
 /// A kernel against its baseline over every cell where both are trusted: speed-up =
 /// the baseline's median / the kernel's.

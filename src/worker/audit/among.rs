@@ -164,7 +164,7 @@ impl Among {
     /// slow (see [`crate::protocol::PAUSE_CONFIRM_RATIO`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
         let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
-        let timed = crate::median::median(samples.to_vec());
+        let timed = crate::statistics::median(samples.to_vec());
         let audited: Vec<f64> = of(Region::Audit).map(|r| r.reading).collect();
         let lone_slow = match (audited.as_slice(), of(Region::Decoy).next()) {
             (&[lone], None) => audit::needs_confirming(lone, timed),
@@ -360,7 +360,7 @@ impl Among {
         let mut audit = record(self.check.clone(), &self.note, self.cost);
         audit.regions_s = self.regions_time.as_secs_f64();
         audit.checks_s = self.checks_time.as_secs_f64();
-        audit.launch_ns = crate::median::median(readings_ns.clone());
+        audit.launch_ns = crate::statistics::median(readings_ns.clone());
         audit.unjudged = unjudged(cell);
         audit.among = Some(AuditsAmong {
             seed: self.seed,
@@ -396,7 +396,7 @@ impl Among {
                 .collect()
         };
         let timed = &self.timed_firsts;
-        let median = crate::median::median(timed.clone())?;
+        let median = crate::statistics::median(timed.clone())?;
         let mut sorted = timed.clone();
         sorted.sort_by(f64::total_cmp);
         let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];

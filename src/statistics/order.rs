@@ -1,6 +1,6 @@
-//! The median: the one statistic that the worker's methods (CUPTI's spans, a graph's nodes),
-//! the parent (a profiler's readings) and the analysis all take. It imports nothing of the
-//! runner, so each stage uses this one implementation without importing another stage.
+//! Order statistics: the median (the one statistic that the worker's methods, the parent and
+//! the analysis all take), the lower median, the median's distribution-free 95% interval, and
+//! a quantile by nearest rank.
 
 /// The median of `values` (the mean of the middle two for an even count); `None` when
 /// there are none.
@@ -57,6 +57,18 @@ pub fn median_interval(values: &mut [f64]) -> Option<(f64, f64, f64)> {
     Some((lo, mid, hi))
 }
 
+/// The `q` quantile of `sorted` (ascending) by nearest rank: one of the values, no
+/// interpolation between them.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// How precise a median is: its 95% interval's (`median_interval`'s) wider side, as a
+/// percentage of it. The stopping rule and the summaries judge by this one measure.
+pub fn interval_pct((lo, mid, hi): (f64, f64, f64)) -> f64 {
+    (mid - lo).max(hi - mid) / mid.abs() * 100.0
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -86,5 +98,13 @@ mod tests {
         assert_eq!(super::median(vec![]), None);
         assert_eq!(super::median(vec![5.0, -1.0]), Some(2.0));
         assert_eq!(super::median(vec![7.0]), Some(7.0));
+    }
+
+    #[test]
+    fn a_nearest_rank_quantile_is_one_of_the_values() {
+        let v: Vec<f64> = (0..=20).map(f64::from).collect();
+        assert_eq!(super::nearest_rank(&v, 0.05), 1.0);
+        assert_eq!(super::nearest_rank(&v, 0.975), 20.0);
+        assert_eq!(super::nearest_rank(&[3.0], 0.5), 3.0);
     }
 }

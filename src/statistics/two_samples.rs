@@ -1,0 +1,137 @@
+//! Whether two groups of values come from one distribution: the Mann-Whitney U test of a
+//! comparison over independent units (one value per unit; the bootstrap interval beside it is
+//! `units.rs`), the two-sample Kolmogorov-Smirnov test of the gaps before an audit's regions,
+//! and the chance of a split of readings beyond a bound, which the audit's tests judge by.
+
+use super::normal::two_sided_tail;
+
+/// The two-sided p-value of the Mann-Whitney U test (normal approximation with the tie
+/// correction and a continuity correction): how likely samples as far apart are when both
+/// sides come from one distribution.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // Ranks, ties sharing their mean rank.
+    let (mut rank_sum_a, mut tie_term, mut i) = (0.0, 0.0, 0);
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let tied = (j - i + 1) as f64;
+        tie_term += tied * tied * tied - tied;
+        rank_sum_a += rank * all[i..=j].iter().filter(|x| x.1).count() as f64;
+        i = j + 1;
+    }
+    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
+    let n = n1 + n2;
+    let variance = n1 * n2 / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+    if variance <= 0.0 {
+        return 1.0;
+    }
+    let z = ((u - n1 * n2 / 2.0).abs() - 0.5).max(0.0) / variance.sqrt();
+    two_sided_tail(z).min(1.0)
+}
+
+/// The two-sample Kolmogorov-Smirnov statistic D of `a` and `b`, and its asymptotic
+/// p-value (Stephens' correction for small samples); None where either is empty.
+pub fn two_sample_ks(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let sorted = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (a, b) = (sorted(a), sorted(b));
+    let (n, m) = (a.len() as f64, b.len() as f64);
+    let (mut i, mut j, mut d) = (0, 0, 0.0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / n - j as f64 / m).abs());
+    }
+    let ne = (n * m / (n + m)).sqrt();
+    let lambda = (ne + 0.12 + 0.11 / ne) * d;
+    let p = (1..=100)
+        .map(|k| {
+            let k = k as f64;
+            let sign = if k as u64 % 2 == 1 { 2.0 } else { -2.0 };
+            sign * (-2.0 * k * k * lambda * lambda).exp()
+        })
+        .sum::<f64>()
+        .clamp(0.0, 1.0);
+    Some((d, if d == 0.0 { 1.0 } else { p }))
+}
+
+/// The chance that `regions` of `regions + others` readings drawn at random hold at least
+/// `beyond` of the `beyond + others_beyond` that lie beyond a bound (the hypergeometric
+/// tail): how often readings alike would split so.
+pub fn split_chance(
+    (regions, beyond): (usize, usize),
+    (others, others_beyond): (usize, usize),
+) -> f64 {
+    let ln_choose = |n: usize, k: usize| -> f64 {
+        (0..k).map(|i| ((n - i) as f64 / (k - i) as f64).ln()).sum()
+    };
+    let (all, marked) = (regions + others, beyond + others_beyond);
+    let total = ln_choose(all, regions);
+    (beyond..=marked.min(regions))
+        .filter(|&x| regions - x <= all - marked)
+        .map(|x| (ln_choose(marked, x) + ln_choose(all - marked, regions - x) - total).exp())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mann_whitney_separates_shifted_samples_and_not_equal_ones() {
+        let a: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+        let shifted: Vec<f64> = a.iter().map(|x| x + 30.0).collect();
+        assert!(mann_whitney_p(&a, &shifted) < 1e-4);
+        assert!(mann_whitney_p(&a, &a) > 0.9);
+        // All values tied: no evidence either way.
+        assert_eq!(mann_whitney_p(&[1.0; 5], &[1.0; 5]), 1.0);
+    }
+
+    #[test]
+    fn kolmogorov_smirnov_tells_shifted_samples_apart_and_not_interleaved_ones() {
+        let (d, p) = two_sample_ks(&[1.0, 2.0, 3.0, 4.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!((d, p), (0.0, 1.0));
+        let a: Vec<f64> = (0..50).map(|i| i as f64).collect();
+        let b: Vec<f64> = (0..50).map(|i| 100.0 + i as f64).collect();
+        let (d, p) = two_sample_ks(&a, &b).unwrap();
+        assert_eq!(d, 1.0);
+        assert!(p < 1e-10, "{p}");
+        // Interleaved draws of one distribution: no evidence.
+        let a: Vec<f64> = (0..50).map(|i| (2 * i) as f64).collect();
+        let b: Vec<f64> = (0..50).map(|i| (2 * i + 1) as f64).collect();
+        assert!(two_sample_ks(&a, &b).unwrap().1 > 0.9);
+    }
+
+    #[test]
+    fn a_split_is_as_likely_as_readings_alike_make_it() {
+        // 2 of 5 audited beyond, none of 5 decoys: C(5,2) of C(10,2) ways.
+        assert!((split_chance((5, 2), (5, 0)) - 10.0 / 45.0).abs() < 1e-12);
+        // All 5 beyond, none of 5 decoys: one way in C(10,5).
+        assert!((split_chance((5, 5), (5, 0)) - 1.0 / 252.0).abs() < 1e-12);
+        // At least none: certain.
+        assert!((split_chance((4, 0), (7, 3)) - 1.0).abs() < 1e-12);
+        // Beyond readings on both sides make the split likelier.
+        assert!(split_chance((5, 3), (5, 2)) > split_chance((5, 3), (5, 0)));
+    }
+}
