@@ -1,7 +1,8 @@
 //! The float64 matmul reference: every element of a small output, a sample of a large one
 //! drawn from the run's seed.
 
-use super::{Cache, HostBuffer};
+use super::cache::Cache;
+use super::host_buffer::HostBuffer;
 use crate::worker::cores;
 use crate::worker::failure::Failure;
 use rand::{rngs::SmallRng, Rng, SeedableRng};

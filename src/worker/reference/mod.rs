@@ -1,93 +1,19 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
+mod cache;
+mod host_buffer;
 mod matmul;
 pub mod python;
 
-use super::buffers::POISON;
+pub use cache::Cache;
+pub use host_buffer::HostBuffer;
+
 use super::failure::Failure;
-use super::shared;
-use crate::experiment::Dtype;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 
-/// A buffer's contents on the host, read back from the device.
-pub struct HostBuffer<'a> {
-    pub name: &'a str,
-    pub dtype: Dtype,
-    pub bytes: &'a [u8],
-}
-
-impl HostBuffer<'_> {
-    pub(super) fn f64_at(&self, i: usize) -> f64 {
-        let s = self.dtype.size();
-        self.dtype.read(&self.bytes[i * s..(i + 1) * s])
-    }
-
-    /// Element `i` of an integer buffer, exactly; None for floats.
-    pub(super) fn int_at(&self, i: usize) -> Option<i128> {
-        let s = self.dtype.size();
-        self.dtype.read_int(&self.bytes[i * s..(i + 1) * s])
-    }
-
-    /// Element `i` as written in a message: an integer exactly.
-    pub(super) fn show(&self, i: usize) -> String {
-        match self.int_at(i) {
-            Some(v) => v.to_string(),
-            None => self.f64_at(i).to_string(),
-        }
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.bytes.len() / self.dtype.size()
-    }
-
-    /// Whether elements `range` hold the same bytes as `other`'s, and so equal values: none
-    /// a NaN (which equals nothing, itself included).
-    pub(super) fn identical(&self, other: &HostBuffer, range: &std::ops::Range<usize>) -> bool {
-        let s = self.dtype.size();
-        let span = range.start * s..range.end * s;
-        let mine = self.bytes.get(span.clone());
-        let same = mine.is_some() && mine == other.bytes.get(span);
-        same && !(self.dtype.is_float() && range.clone().any(|i| self.f64_at(i).is_nan()))
-    }
-
-    /// Whether element `i` still holds the poison its buffer was filled with before the
-    /// checked launch: the kernel never wrote it.
-    pub(super) fn poisoned(&self, i: usize) -> bool {
-        let s = self.dtype.size();
-        self.bytes[i * s..(i + 1) * s].iter().all(|b| *b == POISON)
-    }
-
-    /// The account of an output the kernel left (partly) unwritten: `count` of the `of`
-    /// elements compared still hold the poison, the first at `first`.
-    pub(super) fn unwritten(&self, count: usize, of: usize, first: usize) -> String {
-        format!(
-            "output `{}` was not written: {count} of {of} elements compared still hold the poison, the first {}[{first}]",
-            self.name, self.name
-        )
-    }
-}
-
-/// Where reference results are kept between the processes of one run, so that a sweep
-/// point's reference is computed once, not once per fresh process.
-pub struct Cache<'a> {
-    dir: Option<&'a Path>,
-    /// Names the inputs: their kernel, point and seed, from which they are drawn (hashing
-    /// the inputs themselves would cost more than the reference at large sizes).
-    inputs: String,
-    /// The run's seed of the sampled checks' elements.
-    pub(super) sample_seed: u64,
-}
-
-impl<'a> Cache<'a> {
-    pub fn new(dir: Option<&'a Path>, inputs: String, sample_seed: u64) -> Self {
-        Cache {
-            dir,
-            inputs,
-            sample_seed,
-        }
-    }
-
+/// Which elements a reference reads is the reference's own rule: the cache asks it here,
+/// where `matmul` (which reads the cache) is known.
+impl Cache<'_> {
     /// The output elements the reference reads, where it reads only some (row-major
     /// ranges); None where it reads the whole output.
     pub fn elements_read(&self, reference: &str, dims: &[i64]) -> Option<Vec<Range<usize>>> {
@@ -95,36 +21,6 @@ impl<'a> Cache<'a> {
             ("matmul", &[m, _, n]) => matmul::rows_read(m as usize, n as usize, self.sample_seed),
             _ => None,
         }
-    }
-
-    /// The file of the reference `name` for these inputs and dims.
-    pub(super) fn file(&self, name: &str, inputs: &[&HostBuffer], dims: &[i64]) -> Option<PathBuf> {
-        let dims: Vec<u8> = dims.iter().flat_map(|d| d.to_le_bytes()).collect();
-        let seed = self.sample_seed.to_le_bytes().to_vec();
-        let mut parts: Vec<Vec<u8>> = vec![name.into(), self.inputs.as_bytes().into(), dims, seed];
-        for i in inputs {
-            parts.push(i.name.as_bytes().into());
-            parts.push((i.bytes.len() as u64).to_le_bytes().into());
-        }
-        let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-        shared::file(self.dir, &parts, "f64")
-    }
-
-    /// The stored values, if another process stored them.
-    pub(super) fn read(&self, file: &Option<PathBuf>, count: usize) -> Option<Vec<f64>> {
-        let bytes = shared::read(file.as_deref(), count * 8)?;
-        Some(
-            bytes
-                .chunks(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect(),
-        )
-    }
-
-    /// Stores values for later processes.
-    pub(super) fn write(&self, file: &Option<PathBuf>, values: &[f64]) {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        shared::write(file.as_deref(), &bytes);
     }
 }
 
@@ -195,6 +91,7 @@ fn copy(src: &HostBuffer, out: &HostBuffer) -> Result<String, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Dtype;
 
     pub(super) fn f32_bytes(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_ne_bytes()).collect()

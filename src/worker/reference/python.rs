@@ -5,7 +5,8 @@
 //! Its results are kept by data set, so the cells of one point that share a process and
 //! their inputs ask once.
 
-use super::{Cache, HostBuffer};
+use super::cache::Cache;
+use super::host_buffer::HostBuffer;
 use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
 use crate::worker::failure::Failure;
