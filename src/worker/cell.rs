@@ -6,7 +6,7 @@
 
 use super::arm::{Armed, Starts, TimingSetup};
 use super::assemble::Checker;
-use super::audit::{Auditor, Stash};
+use super::audit::Auditor;
 use super::buffers::{Buffers, Poison};
 use super::compiler::Build;
 use super::failure::{during, of_kind, Failure};
@@ -14,6 +14,7 @@ use super::kernels::{KernelKey, Kernels};
 use super::prepare::{Code, Data, ReadyCell};
 use super::reference;
 use super::session::Session;
+use super::stash::Stash;
 use super::timeline::Timeline;
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
 use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};

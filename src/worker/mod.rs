@@ -20,6 +20,7 @@ mod reference;
 mod resources;
 mod session;
 mod shared;
+mod stash;
 mod timeline;
 
 use crate::plan::{Cell, Run};

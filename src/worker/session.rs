@@ -1,13 +1,13 @@
 //! What a worker keeps across the cells of its job: the context, its kernels, its inputs and
 //! the device's facts it uses.
 
-use super::audit;
 use super::buffers::Buffers;
 use super::compiler;
 use super::failure::{self, Failure};
 use super::inputs::InputCache;
 use super::kernels::{KernelKey, Kernels};
 use super::parent::Parent;
+use super::stash::Stash;
 use super::timeline::Timeline;
 use crate::experiment::knobs::{
     cache::{Cache, FlushMethod},
@@ -45,7 +45,7 @@ pub struct Session {
     pub(super) probe: Option<Probe>,
     pub(super) inputs: InputCache,
     /// The audit's inputs at the current point, on the device.
-    pub(super) audit_stash: Option<audit::Stash>,
+    pub(super) audit_stash: Option<Stash>,
     /// The current cell's reference kernel buffers: made by its check, reused by its audits'
     /// (an allocation, page-locked above all, and its free cost more than a check's kernel).
     pub(super) reference_buffers: RefCell<Option<Buffers>>,

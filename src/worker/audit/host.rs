@@ -15,6 +15,7 @@ use crate::worker::inputs::{audit_seed, shares, HostInputs};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::session::Session;
+use crate::worker::stash::Stash;
 use cuda::DeviceBuffer;
 
 /// What an audit's launches read: the new draw, which inputs it changed, and the note.
@@ -137,15 +138,6 @@ pub(super) fn inputs_unchanged(
         }
     }
     Ok(())
-}
-
-/// The audit's inputs at one point, kept on the device by the point's first weaker audit
-/// and copied into each later one's buffers there: a GiB of inputs crosses the host link
-/// once per point and process, not once per cell.
-pub(in crate::worker) struct Stash {
-    point: String,
-    /// Per argument: a copy of its audit data, for inputs in device memory.
-    copies: Vec<Option<DeviceBuffer>>,
 }
 
 impl Stash {

@@ -20,7 +20,6 @@ mod host;
 mod on_draw;
 
 use draw::InputDraws;
-pub(super) use host::Stash;
 
 use super::arm::Armed;
 use super::assemble::Checker;
