@@ -4,9 +4,10 @@
 //! cell's cache state. Its output is checked and its inputs read back; the analysis sets its
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
+use super::common::{record, stale_or, unjudged, Draw};
+use super::draw::InputDraws;
 use super::host::{check_on, copy_of, inputs_unchanged, Staged};
 use super::on_draw::{self, Scratch};
-use super::{record, stale_or, unjudged, Draw, InputDraws};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::timer::{Body, Timer};
 use crate::method::wait::Saturate;

@@ -16,9 +16,10 @@
 //! Where no input can be drawn (constants, ranges, files), every audited region and decoy
 //! poisons the outputs instead, and the audited ones are checked on the timed data.
 
+use super::common::{record, spent, stale, unjudged};
+use super::draw::InputDraws;
 use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
-use super::{record, spent, stale, unjudged, InputDraws};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::timer::Readings;

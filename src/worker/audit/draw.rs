@@ -15,7 +15,7 @@
 //! [`InputDraws`] is a cell's set of them: what is drawn, what the kernel must leave as it
 //! is, and what no draw reaches.
 
-use super::{note, wrote_input};
+use super::common::{note, wrote_input};
 use crate::experiment::Kernel;
 use crate::experiment::{ArgValue, Dtype, Init, Memory};
 use crate::plan::Cell;

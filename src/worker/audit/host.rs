@@ -1,9 +1,9 @@
-//! The weaker audit's data where the GPU cannot draw it ([`super::InputDraws`]): drawn on the
+//! The weaker audit's data where the GPU cannot draw it ([`super::draw::InputDraws`]): drawn on the
 //! host with the audit's seed (the same for every variant at a point), kept on the device
 //! across a point's cells ([`Stash`]), copied in, checked against a reference on the host
 //! data and read back.
 
-use super::{note, reference_cache, stale_or, wrote_input, Draw};
+use super::common::{note, reference_cache, stale_or, wrote_input, Draw};
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::{ArgValue, Kernel};
 use crate::method::equal;

@@ -15,26 +15,23 @@
 
 mod after;
 mod among;
+mod common;
 mod draw;
 mod host;
 mod on_draw;
 
-use draw::InputDraws;
+use common::rank;
 
 use super::arm::Armed;
-use super::assemble::Checker;
 use super::failure::Failure;
-use super::inputs::{audit_seed, HostInputs};
 use super::prepare::{Data, ReadyCell};
-use super::reference;
 use super::session::Session;
 use crate::experiment::knobs::timer::TimerKind;
-use crate::experiment::{ArgValue, Kernel, Memory};
+use crate::experiment::Kernel;
 use crate::method::audit;
 use crate::plan::{Cell, Role};
-use crate::protocol::{AuditRecord, CellRecord};
-use std::path::Path;
-use std::time::{Duration, Instant};
+use crate::protocol::CellRecord;
+use std::time::Instant;
 
 pub(super) use among::Among;
 
@@ -123,14 +120,6 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
     def.is_some_and(|d| !d.unchecked && d.copy.is_none()) && cell.role == Role::Measure && !another
 }
 
-/// Run `process`'s rank among the cell's runs, from the one its seed draws (rank 0): runs
-/// that share the cell's regions get them in this order.
-pub(super) fn rank(cell: &Cell, process: u32) -> usize {
-    let runs = u64::from(cell.runs().max(1));
-    let first = audit_seed(cell) % runs;
-    ((u64::from(process) + runs - first) % runs) as usize
-}
-
 /// Why run `process` of the cell cannot hold audits among its timed launches, or None
 /// where it can.
 fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String> {
@@ -159,139 +148,4 @@ fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String
         }
         .to_string(),
     )
-}
-
-impl Draw<'_> {
-    /// The timed data: what the checked launch read.
-    fn timed(data: &Data) -> Draw<'_> {
-        Draw {
-            seed: data.seed,
-            host: &data.timed,
-        }
-    }
-}
-
-/// The failure of a kernel that wrote into its input `arg` at `element`.
-fn wrote_input(def: &Kernel, arg: usize, element: usize) -> Failure {
-    Failure::from(format!(
-        "audit: the kernel wrote into its input `{}` (element {element} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",
-        def.args[arg].name
-    ))
-}
-
-/// The names of arguments `indices` of `def`, for the audit's notes and failures.
-fn names(def: &Kernel, indices: &[usize]) -> String {
-    let names: Vec<&str> = indices.iter().map(|&i| def.args[i].name.as_str()).collect();
-    names.join(", ")
-}
-
-/// What the audit launches' inputs hold: new data in the `changed` inputs, the `kept` ones
-/// as timed, or, where none could change, poisoned outputs.
-fn note(def: &Kernel, inputs: &[usize], changed: &[usize], kept: &[usize]) -> String {
-    if changed.is_empty() {
-        match inputs.is_empty() {
-            true => "no inputs: the outputs poisoned again".to_string(),
-            false => format!(
-                "no input could be drawn anew ({}: constant, iota or a file): the outputs poisoned again",
-                names(def, kept)
-            ),
-        }
-    } else if kept.is_empty() {
-        format!("new data in {}", names(def, changed))
-    } else {
-        format!(
-            "new data in {}; {} as timed (constant, iota or a file)",
-            names(def, changed),
-            names(def, kept)
-        )
-    }
-}
-
-/// One of the data sets an audit's output is checked on: its seed (the reference results
-/// are kept under it) and its data.
-#[derive(Clone, Copy)]
-struct Draw<'a> {
-    seed: u64,
-    host: &'a HostInputs,
-}
-
-/// Where the reference results on `draw` at `data`'s point are kept (in the run's cache
-/// folder, where it has one).
-fn reference_cache<'a>(
-    (run_cache, sample_seed): (Option<&'a Path>, u64),
-    data: &Data,
-    draw: Draw,
-) -> reference::Cache<'a> {
-    let inputs = format!("{}#{}", data.point, draw.seed);
-    reference::Cache::new(run_cache, inputs, sample_seed)
-}
-
-/// A launch on new data in `changed` that failed its check with `f`: named stale where its
-/// output still holds the `earlier` draw's result.
-fn stale_or(
-    s: &mut Session,
-    ready: ReadyCell,
-    earlier: Draw,
-    changed: &[usize],
-    f: Failure,
-) -> Failure {
-    let was_stale = !changed.is_empty() && holds_result(s, ready, earlier);
-    match (was_stale, ready.code.def.as_ref()) {
-        (true, Some(def)) => stale(def, changed),
-        _ => f,
-    }
-    .during("audit on new inputs")
-}
-
-/// The failure of a launch on new data in `changed` whose output still holds the result of
-/// the data before it.
-fn stale(def: &Kernel, changed: &[usize]) -> Failure {
-    Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed)))
-}
-
-/// Why the audit's times are not set against the cell's reading, where they are not.
-/// Managed pages go where the last writer was: the audit's draw on the GPU or refill from
-/// the host leaves them where the timed launches (refilled by the host, or resident) may
-/// not have found them; a host timer around an async launch reads only its enqueue.
-fn unjudged(cell: &Cell) -> Option<String> {
-    let migrates = (cell.launch.args.iter()).any(
-        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
-    );
-    match (migrates, cell.knobs.timer) {
-        (true, _) => Some("its managed inputs lie where the audit's draw left them, not where the timed launches found them".to_string()),
-        (false, TimerKind::Host) => Some("a host timer reads only the enqueue".to_string()),
-        _ => None,
-    }
-}
-
-/// Whether the buffers' output, which failed its check on the new inputs, passes it on the
-/// `earlier` draw: the audited launch left the earlier launches' result in place.
-fn holds_result(s: &mut Session, ready: ReadyCell, earlier: Draw) -> bool {
-    let cache = reference_cache((s.run_cache.as_deref(), s.sample_seed), ready.data, earlier);
-    let checker = Checker {
-        cell: ready.cell,
-        def: ready.code.def.as_ref(),
-        host: earlier.host,
-        reference: &cache,
-        sample: None,
-        kept: &s.reference_buffers,
-    };
-    checker
-        .check(&mut s.kernels, &mut s.timeline, &ready.data.sets[0], None)
-        .is_ok()
-}
-
-/// Host time since `start`, added to an audit's cost.
-fn spent(cost: &mut Duration, start: Instant) {
-    *cost += start.elapsed();
-}
-
-/// A fresh record for an audit: what it checked and on which inputs.
-fn record(check: String, inputs: &str, cost: Duration) -> AuditRecord {
-    AuditRecord {
-        check,
-        inputs: inputs.to_string(),
-        cost_s: cost.as_secs_f64(),
-        ..Default::default()
-    }
 }
