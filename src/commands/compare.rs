@@ -1,6 +1,6 @@
 //! `runner compare OLD NEW`: the cells of two runs set against each other, as a gate.
 
-use super::finish;
+use super::exit_code::finish;
 use crate::cli::{exit, say};
 use crate::{compare, report};
 use std::path::Path;

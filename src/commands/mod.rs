@@ -3,15 +3,16 @@
 //! front dispatches and turns what they return into the exit code.
 
 mod compare;
+mod exit_code;
 mod merge;
 mod plan;
 mod run;
 
 use crate::cli::{exit, say, Cli, Command, Unwritten};
-use crate::experiment::{self, DeviceFacts, Experiment, Sources};
+use crate::experiment;
 use crate::{execute, plan as planning, report, store, worker};
 use clap::Parser;
-use std::path::Path;
+use exit_code::finish;
 use std::process::ExitCode;
 
 /// The command line parsed and its command run: the process's exit code.
@@ -111,44 +112,3 @@ pub fn main() -> ExitCode {
     };
     finish(result.map(|()| true))
 }
-
-/// A mistake in the command line that clap cannot see.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Usage(String);
-
-fn usage(message: &str) -> anyhow::Error {
-    Usage(message.to_string()).into()
-}
-
-/// The exit code: 0 when done, 130 after an interrupt (its report still written; 143 and
-/// 129 where SIGTERM and SIGHUP stopped a run, see [`ended`]), 64 for a wrong command
-/// line, 141 without a word where standard output's reader went away (`| head`), 1 on any
-/// other error (a full disk under standard output too).
-fn finish(result: anyhow::Result<bool>) -> ExitCode {
-    match result {
-        Ok(true) => ExitCode::from(exit::OK),
-        Ok(false) => ExitCode::from(exit::INTERRUPTED),
-        Err(e) if e.downcast_ref::<Unwritten>().is_some_and(Unwritten::closed) => {
-            ExitCode::from(exit::BROKEN_PIPE)
-        }
-        Err(e) => {
-            // A stderr that takes nothing (a full disk) leaves the exit code to say it.
-            let _ =
-                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("error: {e:#}\n"));
-            ExitCode::from(match e.is::<Usage>() {
-                true => exit::USAGE,
-                false => exit::ERROR,
-            })
-        }
-    }
-}
-
-/// Reads and checks an experiment against the assumed device: needs no GPU.
-fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
-    let facts = DeviceFacts::nominal();
-    Ok(Experiment::load_set(path, &facts, Sources::Read, set)?)
-}
-
-const NO_EXPERIMENT: &str =
-    "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`";

@@ -1,9 +1,10 @@
 //! `runner EXPERIMENT` (`runner run`): a run, on one GPU, several, or as a Slurm array, its
 //! report rendered, also after an interrupt, and how it ended.
 
-use super::{finish, load, usage, NO_EXPERIMENT};
+use super::exit_code::{finish, usage};
 use crate::cli::{exit, say, RunArgs, Unwritten};
 use crate::execute::{self, Start};
+use crate::experiment::{DeviceFacts, Experiment, Sources};
 use crate::{experiment, plan, report, store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -218,3 +219,12 @@ pub(super) fn sbatch(
     }
     Ok(())
 }
+
+/// Reads and checks an experiment against the assumed device: needs no GPU.
+fn load(path: &Path, set: &[String]) -> anyhow::Result<Experiment> {
+    let facts = DeviceFacts::nominal();
+    Ok(Experiment::load_set(path, &facts, Sources::Read, set)?)
+}
+
+const NO_EXPERIMENT: &str =
+    "no experiment given: try `runner experiments/cold-start.toml`, or `runner --help`";
