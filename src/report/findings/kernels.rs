@@ -1,7 +1,7 @@
 //! Kernels in words: a kernel against its baseline, its best share of the peak, the best
 //! value of a tuned parameter.
 
-use super::{against, place, share, speed, time};
+use super::words::{against, place, share, speed, time};
 use crate::analysis::findings::{Best, EnergyRatio, Peak, PeakOf, Speedup, ALIKE_FRACTION};
 use crate::experiment::rates::FlopsType;
 use crate::report::format;

@@ -1,7 +1,7 @@
 //! Methods in words: a variant against another, a method against its reference, a peer
 //! program against its variant.
 
-use super::{against, count, listed, signed_pct, spot, time, MAX_SENTENCE};
+use super::words::{against, count, listed, signed_pct, spot, time, MAX_SENTENCE};
 use crate::analysis::agreement::{TOLERANCE_FRACTION, TOLERANCE_NS};
 use crate::analysis::findings::{Bias, Difference, PeerAgreement, Reading, ALIKE_FRACTION};
 use crate::experiment::Unit;

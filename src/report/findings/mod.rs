@@ -3,102 +3,12 @@
 
 mod kernels;
 mod methods;
+mod words;
 
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
-use crate::analysis::findings::{Finding, NamedCell, Range};
-use crate::experiment::Unit;
-
-/// At most this many cells a finding lists by name.
-const MAX_LISTED: usize = 4;
-
-/// The longest a sentence grows by what it may leave out, in characters.
-const MAX_SENTENCE: usize = 300;
-
-fn time(ns: f64) -> String {
-    format::time(ns, Unit::Auto)
-}
-
-/// Two times in the smaller one's unit (`116.5 µs against 1449 µs`), or each in its own
-/// where one is over ten times the other (`35.29 ms against 603.6 µs`).
-fn against(ns: f64, other: f64) -> String {
-    let (lo, hi) = (ns.min(other), ns.max(other));
-    let unit = match hi / lo > 10.0 {
-        true => Unit::Auto,
-        false => format::unit_for([lo], Unit::Auto),
-    };
-    format!(
-        "{} against {}",
-        format::time(ns, unit),
-        format::time(other, unit)
-    )
-}
-
-/// A fraction as a signed percentage with two significant digits or more: `+0.17%`,
-/// `-4.5%`, `+360%`.
-fn signed_pct(fraction: f64) -> String {
-    let p = fraction * 100.0;
-    let decimals = match p.abs() {
-        x if x < 1.0 => 2,
-        x if x < 10.0 => 1,
-        _ => 0,
-    };
-    format!("{p:+.decimals$}%")
-}
-
-/// A share as a percentage: `89%`, `4.5%`.
-fn share(fraction: f64) -> String {
-    let p = fraction * 100.0;
-    if p < 10.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.0}%")
-    }
-}
-
-/// A speed-up (baseline / kernel) as it reads: `1.52x faster`, `1.10x slower`.
-fn speed(ratio: f64) -> String {
-    super::kernels::speedup(1.0, ratio)
-}
-
-/// A count with its noun: `1 cell`, `3 cells`.
-fn count(n: usize, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
-    }
-}
-
-/// Where a cell is: `at n=512 (hot)`, or `under hot` without a sweep; with its kernel
-/// first where asked: `` `matmul` at n=512 (hot) ``.
-fn place(at: &NamedCell, kernel: bool) -> String {
-    let k = if kernel {
-        format!("`{}` ", at.kernel)
-    } else {
-        String::new()
-    };
-    match at.point.as_str() {
-        "" => format!("{k}under {}", at.variant),
-        p => format!("{k}at {p} ({})", at.variant),
-    }
-}
-
-/// A kernel at a point, without the variant: `` `matmul` at n=512 ``.
-fn spot(at: &NamedCell) -> String {
-    match at.point.as_str() {
-        "" => format!("`{}`", at.kernel),
-        p => format!("`{}` at {p}", at.kernel),
-    }
-}
-
-/// `a, b, c, d, …` of at most [`MAX_LISTED`].
-fn listed(items: &[String]) -> String {
-    let mut shown: Vec<String> = items.iter().take(MAX_LISTED).cloned().collect();
-    if items.len() > MAX_LISTED {
-        shown.push("…".into());
-    }
-    shown.join(", ")
-}
+use crate::analysis::findings::{Finding, Range};
+use words::{count, listed, place, spot, time};
 
 /// Each finding as a sentence.
 pub fn sentences(findings: &[Finding]) -> Vec<String> {
@@ -261,7 +171,7 @@ fn range(r: &Range) -> String {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::analysis::findings::Reading;
+    use crate::analysis::findings::{NamedCell, Reading};
 
     /// A reading of `ns` at `kernel/point/variant`, set against `against`.
     pub fn reading(id: &str, ns: f64, against: Option<f64>) -> Reading {
@@ -303,24 +213,6 @@ pub(super) mod tests {
         assert_eq!(
             text,
             "`layernorm` takes 6.39x less energy a launch than `layernorm-ref` over 2 cells (4.97x to 6.39x its baseline's); at rows=8192 (events): 122.6 mJ against 784.0 mJ, at 0.5542 W against 3.920 W (the board's, by NVML's counter, ±5%)."
-        );
-    }
-
-    #[test]
-    fn numbers_read_as_the_tables_show_them() {
-        assert_eq!(signed_pct(0.0017), "+0.17%");
-        assert_eq!(signed_pct(-0.045), "-4.5%");
-        assert_eq!(signed_pct(3.6), "+360%");
-        assert_eq!((share(0.891), share(0.028)), ("89%".into(), "2.8%".into()));
-        assert_eq!(against(216_500.0, 1_449_000.0), "216.5 µs against 1449 µs");
-        assert_eq!(against(35.29e6, 603_600.0), "35.29 ms against 603.6 µs");
-        assert_eq!(speed(0.5), "2.00x slower");
-        let cells: Vec<String> = (1..=6).map(|i| i.to_string()).collect();
-        assert_eq!(listed(&cells), "1, 2, 3, 4, …");
-        let at = reading("k//hot", 1.0, None).at;
-        assert_eq!(
-            (place(&at, true), spot(&at)),
-            ("`k` under hot".into(), "`k`".into())
         );
     }
 
