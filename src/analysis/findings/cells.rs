@@ -1,7 +1,7 @@
 //! Findings about cells: those not trusted, those of kernels written to be caught, those
 //! flagged for their clocks, and, where no other rule speaks, each kernel's range.
 
-use super::{Finding, NamedCell, Reading, Trusted};
+use super::finding::{Finding, NamedCell, Range, Reading, Trusted};
 use crate::analysis::facts::Facts;
 use crate::analysis::trust::Verdict;
 use crate::experiment::Experiment;
@@ -121,16 +121,6 @@ pub fn stopped(a: &Facts, trusted: &[&Cell]) -> Option<Finding> {
         .collect();
     let of = trusted.len();
     (!cells.is_empty()).then_some(Finding::Stopped { cells, of })
-}
-
-/// A kernel's fastest and slowest trusted cell under one variant, and, where several
-/// variants read its last point, the fastest and slowest of them there.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Range {
-    pub cells: usize,
-    pub fastest: Reading,
-    pub slowest: Reading,
-    pub variants: Option<(Reading, Reading)>,
 }
 
 /// Per kernel with trusted cells: its range under the first variant that has any.

@@ -1,29 +1,13 @@
 //! A kernel's energy a launch against its baseline's (`[report] kernels`), where NVML's
 //! counter read both cells' steady samples.
 
-use super::{Finding, NamedCell, Trusted};
+use super::finding::{EnergyRatio, Finding, NamedCell, Trusted};
 use crate::experiment::Point;
 use crate::protocol::Energy;
 
 /// The most a reading may be off by for a finding to set two against each other: a loop of
 /// a second or more (cells.md gives the shorter ones, with their share).
 const MOST_UNCERTAIN: f64 = 0.1;
-
-/// A kernel's energy a launch against its baseline's over the trusted cells where both were
-/// read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EnergyRatio {
-    pub kernel: String,
-    pub baseline: String,
-    pub cells: usize,
-    /// The baseline's joules a launch over the kernel's, lowest and highest.
-    pub lowest: f64,
-    pub highest: f64,
-    /// The cell of the largest ratio either way, and both cells' readings there.
-    pub at: NamedCell,
-    pub mine: Energy,
-    pub theirs: Energy,
-}
 
 impl EnergyRatio {
     /// The baseline's joules a launch over the kernel's at the cell named.

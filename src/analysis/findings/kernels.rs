@@ -1,31 +1,13 @@
 //! Findings about kernels: a kernel against its baseline kernel, its best share of the
 //! device's peak, and the best value of a tuned parameter.
 
-use super::{Finding, NamedCell, Reading, Trusted, ALIKE_FRACTION};
+use super::finding::{
+    Best, Finding, NamedCell, Peak, PeakOf, Reading, Speedup, Trusted, ALIKE_FRACTION,
+};
 use crate::analysis::peaks::Peaks;
 use crate::analysis::units::seed_of;
-use crate::experiment::rates::FlopsType;
 use crate::experiment::Point;
 use crate::statistics::ratio_interval;
-
-/// A kernel against its baseline over every cell where both are trusted: speed-up =
-/// the baseline's median / the kernel's.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Speedup {
-    pub kernel: String,
-    pub baseline: String,
-    pub cells: usize,
-    /// Cells where the kernel is faster, and slower, by more than [`ALIKE_FRACTION`].
-    pub faster: usize,
-    pub slower: usize,
-    /// The lowest and highest speed-up, each at its cell (`against_ns`: the baseline's).
-    pub lowest: (Reading, f64),
-    pub highest: (Reading, f64),
-    /// The cell of the largest effect either way, with the 95% bootstrap interval of its
-    /// speed-up over the two cells' independent units (where both have units).
-    pub strongest: (Reading, f64),
-    pub interval: Option<(f64, f64)>,
-}
 
 impl Speedup {
     /// Cells within [`ALIKE_FRACTION`] either way.
@@ -88,33 +70,6 @@ pub fn speedups(t: &Trusted) -> Vec<Finding> {
         });
     }
     out.into_iter().map(Finding::Speedup).collect()
-}
-
-/// What a share of the peak counts.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PeakOf {
-    /// Bytes against the DRAM peak (`host_link`: against the host link's).
-    Bytes {
-        host_link: bool,
-    },
-    Flops(FlopsType),
-}
-
-/// A kernel's best rate against the device's peak.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Peak {
-    pub at: Reading,
-    pub work: PeakOf,
-    /// Bytes or FLOPs per launch.
-    pub amount: f64,
-    /// Per second, and the peak per second.
-    pub rate: f64,
-    pub peak: f64,
-    /// DRAM bytes only: whether the best is where every byte declared must cross DRAM:
-    /// the kernel's buffers are over twice the L2 (what L2 can hold from before a launch
-    /// and keep written after it) and it declares each read and written at most once;
-    /// where no point is, caches serve part of the bytes.
-    pub dram_bound: bool,
 }
 
 impl Peak {
@@ -189,27 +144,6 @@ pub fn peaks(t: &Trusted, peaks: &Peaks, l2_bytes: u64) -> Vec<Finding> {
     out.into_iter().map(Finding::Peak).collect()
 }
 
-/// The value of the tuned parameter that is fastest most often.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Best {
-    pub kernel: String,
-    pub param: String,
-    pub value: String,
-    /// Groups (a variant at a value of the other parameters, with two or more trusted
-    /// cells) it is fastest in, of all such groups.
-    pub wins: usize,
-    pub groups: usize,
-    /// Where it wins by most: its cell (`against_ns`: the slowest value's median there),
-    /// and the slowest value.
-    pub by_most: Reading,
-    pub slowest: String,
-    /// The largest slowest / fastest ratio of any group: at most 1 + [`ALIKE_FRACTION`],
-    /// the parameter makes no difference worth tuning.
-    pub spread: f64,
-    /// Whether the tuned parameter is the kernel's only one (a group is then a variant).
-    pub alone: bool,
-}
-
 /// A trusted cell of a tuned kernel: the tuned parameter's value, its point and median.
 struct Tuned<'a> {
     value: String,
@@ -234,7 +168,7 @@ pub fn best(t: &Trusted) -> Vec<Finding> {
                 continue;
             };
             let others: Point = point.iter().filter(|(n, _)| n != param).cloned().collect();
-            let key = (variant, super::point_id(&others));
+            let key = (variant, crate::plan::point_id(&others));
             let cell = Tuned {
                 value: value.to_string(),
                 point,
@@ -301,6 +235,7 @@ pub fn best(t: &Trusted) -> Vec<Finding> {
 mod tests {
     use super::super::tests::{experiment, fake, with};
     use super::*;
+    use crate::experiment::rates::FlopsType;
 
     fn speedup(f: Finding) -> Speedup {
         match f {

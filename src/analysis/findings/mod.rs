@@ -4,20 +4,21 @@
 
 mod cells;
 mod energy;
+mod finding;
 mod kernels;
 mod variants;
 
-pub use cells::Range;
-pub use energy::EnergyRatio;
-pub use kernels::{Best, Peak, PeakOf, Speedup};
-pub use variants::{Bias, Difference, PeerAgreement};
+pub use finding::{
+    Best, Bias, Difference, EnergyRatio, Finding, NamedCell, Peak, PeakOf, PeerAgreement, Range,
+    Reading, Speedup, Trusted, ALIKE_FRACTION,
+};
 
 use super::counters::CellCounters;
 use super::counters::{BytesCheck, BytesVerdict};
 use super::facts::Facts;
 use super::trust::Verdict;
-use crate::experiment::{Experiment, Point};
-use crate::plan::{point_id, Role};
+use crate::experiment::Point;
+use crate::plan::Role;
 use crate::protocol::Energy;
 
 /// At most this many findings: a reader takes them in at a glance.
@@ -25,135 +26,6 @@ pub const MAX_FINDINGS: usize = 10;
 
 /// At most this many findings of one rule, so that one kind cannot crowd out the others.
 const MAX_PER_RULE: usize = 3;
-
-/// Two readings within this fraction of each other are alike: the default threshold of a
-/// comparison between runs (`compare::DEFAULT_THRESHOLD_PCT`).
-pub const ALIKE_FRACTION: f64 = 0.02;
-
-/// A cell a finding names.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NamedCell {
-    pub kernel: String,
-    /// The sweep point as a cell id writes it (`n=512`, `m=1 n=2`; empty without a sweep).
-    pub point: String,
-    pub variant: String,
-}
-
-impl NamedCell {
-    pub fn new(kernel: &str, point: &Point, variant: &str) -> NamedCell {
-        NamedCell {
-            kernel: kernel.into(),
-            point: point_id(point),
-            variant: variant.into(),
-        }
-    }
-}
-
-/// A cell and its reading(s) in ns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
-    pub at: NamedCell,
-    pub ns: f64,
-    /// What it is set against (a baseline, a reference, a peer), where it is.
-    pub against_ns: Option<f64>,
-}
-
-/// A fact of the run, with the numbers it rests on.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Finding {
-    /// Cells of one kernel that did not end as it expects: `word` is the verdict's
-    /// (failed, suspect, impossible) or "passed" for a kernel written to be caught.
-    Untrusted {
-        kernel: String,
-        word: &'static str,
-        /// The cells' ids without the kernel: `n=512/hot`.
-        cells: Vec<String>,
-        /// The kernel's cells in the plan.
-        of: usize,
-        /// The first cell's reason.
-        reason: String,
-    },
-    /// Cells of kernels written to be caught (`expect = "caught"`) that were, by verdict.
-    Caught {
-        kernels: usize,
-        cells: usize,
-        caught: Vec<(&'static str, usize)>,
-    },
-    /// Cells whose declared bytes the counters checked: how many of `checked` agree with
-    /// DRAM and how many the caches served, and those the counters contradict (each id
-    /// and its check).
-    Bytes {
-        checked: usize,
-        agree: usize,
-        cached: usize,
-        marked: Vec<(String, BytesCheck)>,
-    },
-    /// A kernel against its baseline kernel (`[report] kernels`).
-    Speedup(Speedup),
-    /// A kernel's energy a launch against its baseline's, where both were read.
-    Energy(EnergyRatio),
-    /// A kernel's best share of the device's peak.
-    Peak(Peak),
-    /// The best value of the tuned parameter (`[report] best`).
-    Best(Best),
-    /// A variant against another (`[report] differences`, `baseline`, or a flushed variant
-    /// against the hot one it differs from only by its cache).
-    Difference(Difference),
-    /// A method against its reference (`[report] bias`).
-    Bias(Bias),
-    /// The methods within tolerance of their references at every cell, of `of` methods.
-    BiasWithin { methods: Vec<Bias>, of: usize },
-    /// A peer program against the variant it stands beside.
-    Peer(PeerAgreement),
-    /// Trusted cells whose clocks moved, whose GPU throttled, or whose wait kernel was too
-    /// short: the ids, of how many trusted cells, and one cell's flags.
-    Flagged {
-        cells: Vec<String>,
-        of: usize,
-        example: (String, Vec<String>),
-    },
-    /// Trusted cells that the per-cell budget stopped before their sample count: each id
-    /// and why, of how many trusted cells.
-    Stopped {
-        cells: Vec<(String, String)>,
-        of: usize,
-    },
-    /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
-    Range(Range),
-    /// No rule has anything to say: how many cells are trusted, of how many.
-    Nothing { trusted: usize, cells: usize },
-}
-
-/// What the rules read: the experiment, its trusted cells' headline medians (ns) and their
-/// independent units (for bootstrap intervals), by kernel, point and variant.
-pub struct Trusted<'a> {
-    pub exp: &'a Experiment,
-    pub median: &'a dyn Fn(usize, &Point, &str) -> Option<f64>,
-    pub units: &'a dyn Fn(usize, &Point, &str) -> Vec<f64>,
-    /// The board's energy over a cell's steady samples, its runs together, where read.
-    pub energy: &'a dyn Fn(usize, &Point, &str) -> Option<Energy>,
-}
-
-impl Trusted<'_> {
-    /// Kernel `k`'s trusted cells as (point, variant, median), in sweep and variant order;
-    /// none for a kernel written to be caught, whose cells that passed are cheats that got
-    /// through, not readings.
-    fn cells(&self, k: usize) -> Vec<(&Point, &str, f64)> {
-        let exp = self.exp;
-        if exp.kernels[k].expect_caught {
-            return Vec::new();
-        }
-        exp.kernels[k]
-            .points
-            .iter()
-            .flat_map(|p| {
-                exp.variants
-                    .iter()
-                    .filter_map(move |v| Some((p, v.name.as_str(), (self.median)(k, p, &v.name)?)))
-            })
-            .collect()
-    }
-}
 
 /// The run's findings, headline first, at most [`MAX_FINDINGS`].
 pub fn of(a: &Facts, counters: &[CellCounters]) -> Vec<Finding> {
@@ -246,6 +118,8 @@ fn bytes(counters: &[CellCounters]) -> Option<Finding> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::experiment::Experiment;
+    use crate::plan::point_id;
     use std::collections::HashMap;
 
     /// An experiment of `kernels` (name, extra TOML lines) over `sweep`, under `variants`

@@ -1,30 +1,14 @@
 //! Findings about methods: a variant against another, a method against its reference, and
 //! a peer program against the variant it stands beside.
 
-use super::{Finding, NamedCell, Reading, Trusted, ALIKE_FRACTION};
+use super::finding::{
+    Bias, Difference, Finding, NamedCell, PeerAgreement, Reading, Trusted, ALIKE_FRACTION,
+};
 use crate::analysis::agreement::{agrees_with_peer, bias as bias_of, within_tolerance};
 use crate::experiment::knobs::cache::{Cache, FlushMethod};
 use crate::experiment::knobs::{Aspect, Knobs};
 use crate::experiment::{point_label, Experiment};
 use std::collections::HashMap;
-
-/// Variant `a` against `b` over every cell where both are trusted: `(a - b) / b`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Difference {
-    pub a: String,
-    pub b: String,
-    pub cells: usize,
-    /// The lowest and highest difference, each at its cell (`against_ns`: b's median).
-    pub lowest: (Reading, f64),
-    pub highest: (Reading, f64),
-    /// The knobs' phrases that set `a` apart from `b` at the largest difference's point, and
-    /// `b` apart from `a`.
-    pub differs: (Vec<String>, Vec<String>),
-    /// A flushed variant against a hot one: the cells where the flushed one reads lower by
-    /// more than [`ALIKE_FRACTION`], and whether its flush reads (leaving L2 clean, where a
-    /// hot launch may first write back what the launch before it left dirty).
-    pub cold_faster: Option<(usize, bool)>,
-}
 
 /// The variant pairs to compare: those the experiment names (`differences`, `baseline`),
 /// then each flushed variant against a hot one it differs from only by its cache.
@@ -129,20 +113,6 @@ pub fn differences(t: &Trusted) -> Vec<Finding> {
     out.into_iter().map(Finding::Difference).collect()
 }
 
-/// A method against its reference over every cell where both are trusted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bias {
-    pub method: String,
-    pub reference: String,
-    pub cells: usize,
-    /// Cells within max(1%, 0.5 µs) of the reference.
-    pub within: usize,
-    /// The lowest and highest bias in time, each at its cell (`against_ns`: the
-    /// reference's median).
-    pub lowest: Reading,
-    pub highest: Reading,
-}
-
 impl Bias {
     fn outside(&self) -> usize {
         self.cells - self.within
@@ -220,21 +190,6 @@ pub fn bias(t: &Trusted) -> Vec<Finding> {
     };
     out.extend(farthest.map(Finding::Bias));
     out
-}
-
-/// A peer program against the variant it stands beside, over the points where both read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PeerAgreement {
-    pub peer: String,
-    pub label: String,
-    pub variant: String,
-    pub points: usize,
-    /// Points where the runner agrees: within max(10%, 20 µs) for first launches
-    /// (`first_launch`), max(1%, 2 µs) for steady samples.
-    pub agree: usize,
-    pub first_launch: bool,
-    /// The largest difference in percent of the peer's reading (`against_ns`: the peer's).
-    pub largest: Reading,
 }
 
 /// One finding per peer with a reading beside a trusted cell, those that disagree somewhere
