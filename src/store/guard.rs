@@ -5,8 +5,9 @@
 
 use super::format::Format;
 use super::lock::LOCK_FILE;
-use super::names::{is_run, runner_writes, stored_names, ABOUT_FILES, RUN_FILES};
+use super::names::is_run;
 use super::names::{CELLS_FILE, RUN_FILE};
+use super::written::{runner_writes, stored_names, ABOUT_FILES, RUN_FILES};
 use super::FolderLock;
 use super::RunMeta;
 use crate::files;

@@ -5,7 +5,8 @@
 //! holder dies; the holder removes the file as it lets go, so a finished run folder holds
 //! none.
 
-use super::names::{is_run, runner_writes};
+use super::names::is_run;
+use super::written::runner_writes;
 use crate::files;
 use anyhow::{bail, Context, Result};
 use std::fs::{File, TryLockError};

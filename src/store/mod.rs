@@ -16,6 +16,7 @@ mod records;
 mod rows;
 mod samples;
 mod write;
+mod written;
 
 #[cfg(test)]
 mod committed_tests;
