@@ -4,6 +4,7 @@
 //! position). Axes combine as a cartesian product in file order.
 
 use super::error::BadValue;
+use super::expr::{DeviceFacts, Scope};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -254,8 +255,8 @@ fn parse_text(text: &str) -> Result<Vec<i64>, BadValue> {
 }
 
 /// The cartesian product of the axes, the first varying slowest.
-pub fn product(axes: &[Axis]) -> Vec<super::Point> {
-    let mut points: Vec<super::Point> = vec![vec![]];
+pub fn product(axes: &[Axis]) -> Vec<Point> {
+    let mut points: Vec<Point> = vec![vec![]];
     for axis in axes {
         points = points
             .into_iter()
@@ -269,6 +270,31 @@ pub fn product(axes: &[Axis]) -> Vec<super::Point> {
             .collect();
     }
     points
+}
+
+/// One sweep point: parameter name -> value, in file order.
+pub type Point = Vec<(String, SweepValue)>;
+
+/// Scope for expressions at a sweep point: its parameters and the device's facts.
+pub fn scope(point: &Point, facts: &DeviceFacts) -> Scope {
+    let mut s = Scope::new();
+    facts.add_to(&mut s);
+    for (k, v) in point {
+        s.insert(k.clone(), v.to_value());
+    }
+    s
+}
+
+/// How a point is named in tables and in `published` keys: `512`, or `m=1, n=2`.
+pub fn point_label(point: &Point) -> String {
+    match point.as_slice() {
+        [(_, v)] => v.to_string(),
+        _ => point
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 #[cfg(test)]
