@@ -1,9 +1,13 @@
 //! The house rules, checked on the source: all `unsafe` and every CUDA handle in the `cuda`
 //! crate (`crates/cuda/src/`) with a SAFETY comment each, the runner forbidding `unsafe`
-//! (the compiler keeps it out), stages that import only the stages before them, and files
-//! and functions that stay short.
+//! (the compiler keeps it out), stages that import only the stages before them, no files of
+//! one folder (its `mod.rs` among them) importing each other in a circle, and files and
+//! functions that stay short.
 
+use regex::Regex;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -179,6 +183,13 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
             found.push((text[..at].matches('\n').count() + 1, "cuda".to_string()));
         }
     }
+    found.extend(runner_paths(text));
+    found
+}
+
+/// The module of the runner each `crate::` path in `text` names, with its line.
+fn runner_paths(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
     for (at, _) in text.match_indices("crate::") {
         let line = text[..at].matches('\n').count() + 1;
         let rest = &text[at + "crate::".len()..];
@@ -421,63 +432,367 @@ fn functions_stay_short() {
     );
 }
 
-/// The sibling files (in its own folder) each file names through `super::`: `super::x`,
-/// `super::{x, y::z}`; comments left out, and `mod.rs` (whose `super` is the folder above).
-fn sibling_imports() -> Vec<(String, String, String)> {
+/// An import within one folder: the folder, the file that imports and the file it names
+/// (each by its name in the folder, the folder's front, `mod.rs`, as `mod`), and the names
+/// it reaches that file by.
+type Edge = (String, String, String, Vec<String>);
+
+/// Where a file sits in the folder its `super::` names, and its name there: `src/a/b.rs` is
+/// `b` of `src/a`, and so is `src/a/b/mod.rs`.
+fn place(path: &str) -> (String, String) {
+    let file = Path::new(path);
+    let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let dir = file.parent().unwrap();
+    match stem.as_str() {
+        "mod" => (
+            dir.parent().unwrap().display().to_string(),
+            dir.file_name().unwrap().to_string_lossy().into_owned(),
+        ),
+        _ => (dir.display().to_string(), stem),
+    }
+}
+
+/// The names of each folder's files (and folders of files), the front aside: `(dir, name)`.
+fn files_of(files: &[(String, String)]) -> HashSet<(String, String)> {
+    let mut names = HashSet::new();
+    for (path, _) in files {
+        let mut dir = Path::new(path).parent();
+        let mut name = Path::new(path)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        while let Some(d) = dir {
+            if name != "mod" {
+                names.insert((d.display().to_string(), name));
+            }
+            name = d
+                .file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+            dir = d.parent();
+        }
+    }
+    names
+}
+
+/// `text` with its inline modules (`mod tests { .. }`) blanked: a `super::` in them names
+/// the file itself, not its folder. rustfmt sets the closing brace at the `mod`'s indentation.
+fn without_inline_modules(text: &str) -> String {
+    static OPENS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(\s*)(?:pub(?:\([^)]*\))? )?mod \w+ \{$").unwrap());
+    let mut close = None;
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| match &close {
+            Some(end) => {
+                if l == end {
+                    close = None;
+                }
+                ""
+            }
+            None => match OPENS.captures(l) {
+                Some(c) => {
+                    close = Some(format!("{}}}", &c[1]));
+                    ""
+                }
+                None => l,
+            },
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// The path the crate names a folder by: `src/a/b` -> `crate::a::b`.
+fn crate_path(dir: &str) -> String {
+    let inside = dir.strip_prefix("src").unwrap_or(dir).replace('/', "::");
+    format!("crate{inside}")
+}
+
+/// A folder's front as the scan reads it: its code (inline modules blanked, the folder's own
+/// path `crate::a::b::` read as `self::`), and what its `use` lines bring in by name: each
+/// name, the file of the folder it comes from (`None` for one from outside the folder), and
+/// whether the line re-exports it.
+struct Front {
+    code: String,
+    uses: Vec<(String, Option<String>, bool)>,
+}
+
+impl Front {
+    fn read(dir: &str, text: &str, names: &HashSet<(String, String)>) -> Front {
+        static USES: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"(?m)^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]*);").unwrap());
+        let code = without_inline_modules(&without_comments(text))
+            .replace(&format!("{}::", crate_path(dir)), "self::");
+        let mut uses = Vec::new();
+        for u in USES.captures_iter(&code) {
+            let mut paths = Vec::new();
+            use_paths("", &u[2], &mut paths);
+            for (path, alias) in paths {
+                let first = first_segment(path.strip_prefix("self::").unwrap_or(&path));
+                let file = names.contains(&(dir.to_string(), first.clone()));
+                uses.push((alias, file.then_some(first), u.get(1).is_some()));
+            }
+        }
+        Front { code, uses }
+    }
+}
+
+/// An edge of `dir` from file `from` to file `to`, by `name`.
+fn edge(dir: &str, from: &str, to: &str, name: &str) -> Edge {
+    (dir.into(), from.into(), to.into(), vec![name.into()])
+}
+
+/// What file `path` names of its folder: a file through `super::` (`super::x`,
+/// `super::{x, y::z}`, or the folder's `crate::` path), an item the folder's front defines
+/// (an edge to `mod`) or re-exports from a file (an edge to that file). A file a `#[path]`
+/// attribute declares names the file that declares it.
+fn file_edges(
+    (path, text): &(String, String),
+    names: &HashSet<(String, String)>,
+    fronts: &HashMap<String, Front>,
+    declarer: Option<&String>,
+) -> Vec<Edge> {
+    static ABOVE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?:super::){2,}").unwrap());
+    let (dir, name) = place(path);
+    let mut code = without_inline_modules(&without_comments(text));
+    if dir != "src" {
+        code = code.replace(&format!("{}::", crate_path(&dir)), "super::");
+    }
+    // `super::` paths read as `crate::` paths are, with the crate's own and those to the
+    // folders above (`super::super::`) set aside.
+    let code = code.replace("crate::", "crate_::");
+    let code = ABOVE
+        .replace_all(&code, "above_::")
+        .replace("super::", "crate::");
+    let front = fronts.get(&dir);
     let mut edges = Vec::new();
-    for (path, text) in all() {
-        let file = Path::new(&path);
-        let Some(name) = file.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
-            continue;
-        };
-        if name == "mod" || name == "main" {
+    for (_, target) in runner_paths(&code) {
+        if target == name {
             continue;
         }
-        let dir = file.parent().unwrap().to_path_buf();
-        // `super::` paths read as `crate::` paths are, with the crate's own set aside.
-        let text = without_comments(&text)
-            .replace("crate::", "crate_::")
-            .replace("super::", "crate::");
-        for (_, target) in crate_paths(&text) {
-            let sibling = dir.join(format!("{target}.rs"));
-            if target != name && (sibling.exists() || dir.join(&target).is_dir()) {
-                edges.push((dir.display().to_string(), name.clone(), target));
+        if let Some(file) = declarer {
+            edges.push(edge(&dir, &name, file, &target));
+        } else if names.contains(&(dir.clone(), target.clone())) {
+            edges.push(edge(&dir, &name, &target, &target));
+        } else if let Some(front) = front {
+            match front.uses.iter().find(|(alias, _, _)| *alias == target) {
+                Some((_, Some(file), _)) if *file != name => {
+                    edges.push(edge(&dir, &name, file, &target))
+                }
+                Some(_) => {}
+                None => edges.push(edge(&dir, &name, "mod", &target)),
             }
         }
     }
-    edges.sort();
-    edges.dedup();
+    if code.contains("crate::*") && front.is_some() && declarer.is_none() {
+        edges.push(edge(&dir, &name, "mod", "*"));
+    }
     edges
+}
+
+/// The files of `dir` its front names in its own code: `x::f()`, `self::x`, `use x::T`, or
+/// a name it re-exports with `pub use x::T`; a `mod x;` line or a re-export alone is none.
+fn front_edges(dir: &str, front: &Front, names: &HashSet<(String, String)>) -> Vec<Edge> {
+    static LINES: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?(?:use\s+[^;]*|mod\s+\w+\s*);").unwrap()
+    });
+    static INLINE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?:^|[^\w:])(?:self::)?([a-z_][a-z0-9_]*)::").unwrap());
+    // The front's code, its `mod x;` and `use` lines aside.
+    let rest = LINES.replace_all(&front.code, "");
+    let mut edges = Vec::new();
+    for (alias, file, reexport) in &front.uses {
+        let Some(file) = file else {
+            continue;
+        };
+        let named = Regex::new(&format!(r"\b{alias}\b")).unwrap();
+        if !reexport || named.is_match(&rest) {
+            edges.push(edge(dir, "mod", file, alias));
+        }
+    }
+    for c in INLINE.captures_iter(&rest) {
+        if names.contains(&(dir.to_string(), c[1].to_string())) {
+            edges.push(edge(dir, "mod", &c[1], &format!("{}::", &c[1])));
+        }
+    }
+    edges
+}
+
+/// The folders' own imports among their files, each folder's front (`mod.rs`) among them:
+/// [`file_edges`] of every file and [`front_edges`] of every front, comments and inline
+/// modules (`mod tests { .. }`) left out, one edge per two files with the names it holds.
+fn folder_imports(files: &[(String, String)]) -> Vec<Edge> {
+    static DECLARED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#"#\[path = "([^"]+)"\]\s*(?:pub )?mod \w+;"#).unwrap());
+    let names = files_of(files);
+    // Each folder's front: `dir/mod.rs`, or `dir.rs` beside it (the crate root's, `src/`'s,
+    // is the stages' business, not this scan's).
+    let mut fronts: HashMap<String, Front> = HashMap::new();
+    for (path, text) in files {
+        let dir = path
+            .strip_suffix("/mod.rs")
+            .or_else(|| path.strip_suffix(".rs"));
+        if let Some(dir) = dir.filter(|d| *d != "src" && names.iter().any(|(f, _)| f == d)) {
+            fronts.insert(dir.to_string(), Front::read(dir, text, &names));
+        }
+    }
+    // Files a `#[path]` attribute declares: their `super::` is the file that declares them.
+    let mut declared_by = HashMap::new();
+    for (path, text) in files {
+        for c in DECLARED.captures_iter(text) {
+            let dir = Path::new(path).parent().unwrap();
+            declared_by.insert(dir.join(&c[1]).display().to_string(), place(path).1);
+        }
+    }
+    let mut edges: Vec<Edge> = (files.iter())
+        .filter(|(path, _)| !path.ends_with("main.rs"))
+        .flat_map(|f| file_edges(f, &names, &fronts, declared_by.get(&f.0)))
+        .chain(
+            fronts
+                .iter()
+                .flat_map(|(dir, f)| front_edges(dir, f, &names)),
+        )
+        .collect();
+    edges.sort();
+    let mut merged: Vec<Edge> = Vec::new();
+    for (dir, from, to, names) in edges {
+        match merged.last_mut() {
+            Some(last) if (&last.0, &last.1, &last.2) == (&dir, &from, &to) => {
+                last.3.extend(names);
+                last.3.dedup();
+            }
+            _ => merged.push((dir, from, to, names)),
+        }
+    }
+    merged
+}
+
+/// Every circle of `edges` within a folder, each once, as a sentence saying what to move.
+fn circles(edges: &[Edge]) -> Vec<String> {
+    let mut found: Vec<Vec<&str>> = Vec::new();
+    for (dir, start, _, _) in edges {
+        // The shortest way from `start` back to it, breadth first.
+        let mut ways: Vec<Vec<&str>> = vec![vec![start]];
+        let mut seen = vec![start.as_str()];
+        let mut circle = None;
+        while circle.is_none() && !ways.is_empty() {
+            let mut next = Vec::new();
+            for way in &ways {
+                let at = *way.last().unwrap();
+                for (_, _, to, _) in edges.iter().filter(|(d, a, _, _)| d == dir && a == at) {
+                    if to == start {
+                        circle.get_or_insert_with(|| way.clone());
+                    } else if !seen.contains(&to.as_str()) {
+                        seen.push(to);
+                        next.push([way.clone(), vec![to.as_str()]].concat());
+                    }
+                }
+            }
+            ways = next;
+        }
+        if let Some(mut circle) = circle {
+            let least = (0..circle.len()).min_by_key(|&i| circle[i]).unwrap();
+            circle.rotate_left(least);
+            circle.insert(0, dir);
+            if !found.contains(&circle) {
+                found.push(circle);
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|circle| {
+            let (dir, files) = (circle[0], &circle[1..]);
+            let step = |i: usize| {
+                let (a, b) = (files[i], files[(i + 1) % files.len()]);
+                let (.., names) = edges.iter().find(|(d, x, y, _)| d == dir && x == a && y == b).unwrap();
+                format!("{a} -> {b} ({})", names.join(", "))
+            };
+            let ways: Vec<String> = (0..files.len()).map(step).collect();
+            let fix = match files.contains(&"mod") {
+                true => "move what mod.rs defines that its files name into a leaf file of the folder that imports none of them; mod.rs keeps its `mod` lines, `pub use` lines (the outside's paths stay) and code only the outside calls",
+                false => "move what both need into one of them, or a third file",
+            };
+            format!("{dir}: {}: a circle; {fix}", ways.join(", "))
+        })
+        .collect()
+}
+
+#[test]
+fn the_folder_scan_sees_a_circle_through_mod_rs() {
+    // b names Shared, which mod.rs defines, and mod.rs calls b: a circle through mod.rs; d
+    // the same through the folder's `crate::` path. No import: b's test module's `super::`,
+    // d's `super::super::`, and e/mod.rs's `super::Outside`, which mod.rs takes from outside.
+    let files = |mod_rs: &str| {
+        [
+            ("src/a/mod.rs", mod_rs),
+            (
+                "src/a/b.rs",
+                "use super::{Shared, Cc};\n#[cfg(test)]\nmod tests {\n    use super::helper;\n}\n",
+            ),
+            ("src/a/c.rs", "pub struct Cc;\n"),
+            (
+                "src/a/d.rs",
+                "use crate::a::Shared;\nuse super::super::x;\n",
+            ),
+            ("src/a/e/mod.rs", "use super::Outside;\n"),
+        ]
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+    };
+    let front = "mod b;\nmod c;\nmod d;\nmod e;\npub use c::Cc;\nuse crate::z::Outside;\n\
+                 pub struct Shared(Cc);\n\
+                 pub fn of() -> u8 {\n    b::rule() + self::d::rule()\n}\n";
+    let edges = folder_imports(&files(front));
+    let named: Vec<(&str, &str, String)> = edges
+        .iter()
+        .map(|(_, a, b, n)| (a.as_str(), b.as_str(), n.join(" ")))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("b", "c", "Cc".to_string()),
+            ("b", "mod", "Shared".to_string()),
+            ("d", "mod", "Shared".to_string()),
+            ("mod", "b", "b::".to_string()),
+            ("mod", "c", "Cc".to_string()),
+            ("mod", "d", "d::".to_string()),
+        ]
+    );
+    let found = circles(&edges);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].starts_with(
+            "src/a: b -> mod (Shared), mod -> b (b::): a circle; move what mod.rs defines"
+        ),
+        "{found:?}"
+    );
+    // Shared in a leaf (c.rs) and a front that calls none of its files: no circle.
+    let leaf =
+        "mod b;\nmod c;\nmod d;\nmod e;\npub use c::{Cc, Shared};\npub fn of() -> u8 {\n    7\n}\n";
+    assert_eq!(circles(&folder_imports(&files(leaf))), Vec::<String>::new());
 }
 
 #[test]
 fn no_files_of_one_folder_import_each_other_in_a_circle() {
-    let edges = sibling_imports();
-    // A circle: a file reached again by following what it imports, within its folder.
-    for (dir, from, _) in &edges {
-        let mut seen = vec![from.clone()];
-        let mut frontier = vec![from.clone()];
-        while let Some(at) = frontier.pop() {
-            for (d, a, b) in &edges {
-                if d != dir || *a != at {
-                    continue;
-                }
-                assert!(
-                    b != from,
-                    "{dir}: {from} imports (through {at}) a file that imports it back: {b}; move what both need into one of them, or a third file"
-                );
-                if !seen.contains(b) {
-                    seen.push(b.clone());
-                    frontier.push(b.clone());
-                }
-            }
-        }
-    }
-    assert!(
+    let edges = folder_imports(&all());
+    let found = circles(&edges);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    let has = |d: &str, a: &str, b: &str| {
         edges
             .iter()
-            .any(|(d, a, b)| d == "src/worker" && a == "inputs" && b == "draw"),
+            .any(|e| (e.0.as_str(), e.1.as_str(), e.2.as_str()) == (d, a, b))
+    };
+    assert!(
+        has("src/worker", "inputs", "draw"),
         "the scan finds sibling imports: {edges:?}"
+    );
+    let (to_mod, from_mod) = (
+        edges.iter().filter(|e| e.2 == "mod"),
+        edges.iter().filter(|e| e.1 == "mod"),
+    );
+    assert!(
+        to_mod.count() > 10 && from_mod.count() > 40,
+        "the scan reads every mod.rs: {edges:?}"
     );
 }
 
