@@ -2,9 +2,11 @@
 //! sweep, and each long cell's samples over time with the SM clock they ran under.
 
 mod axes;
+mod legend;
 
 pub use axes::XScale;
 use axes::{decade_ticks, geometric, tick};
+use legend::legend_for;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
@@ -31,9 +33,10 @@ const SIZE: (u32, u32) = (900, 480);
 
 /// The legend box every plot draws (a macro: plain and dual-axis charts differ in type).
 macro_rules! draw_legend {
-    ($chart:expr) => {
+    ($chart:expr, $position:expr) => {
         $chart
             .configure_series_labels()
+            .position($position)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -112,7 +115,7 @@ pub fn lines(
             .y_label_area_size(70);
         let palette = |i: usize| Palette99::pick(i).to_rgba();
         macro_rules! draw {
-            ($chart:expr) => {{
+            ($chart:expr, $legend:expr) => {{
                 let mut chart = $chart;
                 chart
                     .configure_mesh()
@@ -145,43 +148,65 @@ pub fn lines(
                         .draw_series(l.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
                         .map_err(err)?;
                 }
-                draw_legend!(chart);
+                draw_legend!(chart, $legend);
             }};
         }
         let log_y = y0 > 0.0 && y1 / y0 > 10.0;
         let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
         let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
         let y_ticks = decade_ticks(ly.start, ly.end);
-        let mut xs: Vec<f64> = (lines.iter())
-            .flat_map(|l| l.points.iter().map(|p| p.0))
-            .filter(|x| x.is_finite())
-            .collect();
-        xs.sort_by(f64::total_cmp);
-        xs.dedup();
-        let (log_x, x_ticks) = match x_scale {
-            XScale::Linear => (false, xs),
-            XScale::LogIfGeometric => (geometric(&xs), xs),
-            XScale::Log => (x0 > 0.0, decade_ticks(x0 / 1.15, x1 * 1.15)),
-        };
+        let (log_x, x_ticks) = x_axis(lines, x_scale, (x0, x1));
         let lx = x0 / 1.15..x1 * 1.15;
+        let x_drawn = if log_x { lx.clone() } else { x0..x1 };
+        let y_drawn = if log_y { ly.clone() } else { lin_y.clone() };
+        let points = lines.iter().flat_map(|l| l.points.iter().copied());
+        let legend = legend_for((points, lines.len()), (&x_drawn, log_x), (&y_drawn, log_y));
         match (log_x, log_y) {
-            (false, true) => draw!(builder
-                .build_cartesian_2d(x0..x1, ly.log_scale().with_key_points(y_ticks))
-                .map_err(err)?),
-            (false, false) => draw!(builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?),
-            (true, true) => draw!(builder
-                .build_cartesian_2d(
-                    lx.log_scale().with_key_points(x_ticks),
-                    ly.log_scale().with_key_points(y_ticks)
-                )
-                .map_err(err)?),
-            (true, false) => draw!(builder
-                .build_cartesian_2d(lx.log_scale().with_key_points(x_ticks), lin_y)
-                .map_err(err)?),
+            (false, true) => draw!(
+                builder
+                    .build_cartesian_2d(x0..x1, ly.log_scale().with_key_points(y_ticks))
+                    .map_err(err)?,
+                legend
+            ),
+            (false, false) => draw!(
+                builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?,
+                legend
+            ),
+            (true, true) => draw!(
+                builder
+                    .build_cartesian_2d(
+                        lx.log_scale().with_key_points(x_ticks),
+                        ly.log_scale().with_key_points(y_ticks)
+                    )
+                    .map_err(err)?,
+                legend
+            ),
+            (true, false) => draw!(
+                builder
+                    .build_cartesian_2d(lx.log_scale().with_key_points(x_ticks), lin_y)
+                    .map_err(err)?,
+                legend
+            ),
         }
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Whether the x axis is a log one, and its ticks: each of the lines' x values, or (`Log`)
+/// 1, 2 and 5 of each decade.
+fn x_axis(lines: &[Line], x_scale: XScale, (x0, x1): (f64, f64)) -> (bool, Vec<f64>) {
+    let mut xs: Vec<f64> = (lines.iter())
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite())
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    match x_scale {
+        XScale::Linear => (false, xs),
+        XScale::LogIfGeometric => (geometric(&xs), xs),
+        XScale::Log => (x0 > 0.0, decade_ticks(x0 / 1.15, x1 * 1.15)),
+    }
 }
 
 /// A cell's samples over time (µs against s) with the SM clock (MHz) on the right axis.
@@ -271,7 +296,7 @@ pub fn series(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], clock_color.stroke_width(2))
             });
-        draw_legend!(chart);
+        draw_legend!(chart, SeriesLabelPosition::MiddleRight);
         root.present().map_err(err)?;
     }
     Ok(svg)

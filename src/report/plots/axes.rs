@@ -12,10 +12,11 @@ pub enum XScale {
     Log,
 }
 
-/// Sweep values that grow by steps of half again or more (sizes that double): a log axis
-/// spaces them evenly, where a linear one crowds the small ones into a corner.
+/// Sweep values that grow by steps of a quarter or more (sizes that double, or go 256, 384,
+/// 512, 768): a log axis spaces them evenly, where a linear one crowds the small ones into a
+/// corner (0-1000 of a 256-4096 sweep held five of its seven points).
 pub(super) fn geometric(xs: &[f64]) -> bool {
-    xs.len() >= 3 && xs[0] > 0.0 && xs.windows(2).all(|w| w[1] >= 1.5 * w[0])
+    xs.len() >= 3 && xs[0] > 0.0 && xs.windows(2).all(|w| w[1] >= 1.25 * w[0])
 }
 
 /// Ticks at 1, 2 and 5 of each decade within `lo..hi` (a log axis's own decades alone left
@@ -63,7 +64,11 @@ mod tests {
     fn sizes_that_double_go_on_a_log_axis_and_a_few_close_ones_do_not() {
         assert!(geometric(&[1024.0, 2048.0, 4096.0, 8192.0]));
         assert!(geometric(&[256.0, 512.0, 1024.0]));
+        assert!(geometric(&[
+            256.0, 384.0, 512.0, 768.0, 1024.0, 2048.0, 4096.0
+        ]));
         assert!(!geometric(&[100.0, 120.0, 140.0]));
+        assert!(!geometric(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
         assert!(!geometric(&[0.0, 2.0, 4.0]));
         assert!(!geometric(&[1.0, 2.0]));
     }
