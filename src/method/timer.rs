@@ -136,7 +136,10 @@ fn behind_wait(
             s.wait.set_param(1, Param::u64(r.ticket));
         }
         s.wait.enqueue()?;
-        s.done.record()?;
+        // Only a wait of a set length can end too soon: the event tells when it did.
+        if s.release.is_none() {
+            s.done.record()?;
+        }
     }
     let enqueued = region();
     if let Some(s) = saturate.as_mut() {
