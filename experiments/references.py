@@ -24,3 +24,15 @@ def layer_norm_torch(x, gamma, beta, rows, cols):
 def layer_norm_without_beta(x, gamma, beta, rows, cols):
     """A wrong reference on purpose: the shift left out, which the check must catch."""
     return layer_norm(x, gamma, np.zeros_like(beta), rows, cols)
+
+
+def saxpy(a, x, y, count):
+    """`a * x + y` in float64: `y` is updated in place, so the function is given it as it
+    was before the launch and returns what it must hold after."""
+    return a * x.astype(np.float64) + y
+
+
+def saxpy_without_y(a, x, y, count):
+    """A wrong reference on purpose: `a * x` alone, as a kernel that overwrote `y` would
+    leave it; the check must catch it."""
+    return a * x.astype(np.float64)

@@ -226,6 +226,14 @@ impl Kernel {
         declared || checked || copied_into
     }
 
+    /// Whether the kernel updates argument `i` in place: it writes a buffer that holds data
+    /// before the launch (one its check compares, or a copy's destination). A Python
+    /// reference is given such a buffer as it was before the launch.
+    pub fn updates_in_place(&self, i: usize) -> bool {
+        self.writes(i)
+            && matches!(&self.args[i].kind, super::ArgKind::Buffer { init, .. } if !init.is_written())
+    }
+
     /// Whether its output is checked: against a CPU reference, a reference kernel or a
     /// Python function, and not unchecked by choice.
     pub fn is_checked(&self) -> bool {

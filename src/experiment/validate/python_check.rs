@@ -1,7 +1,7 @@
 //! `check_python`: a kernel checked against a Python function of its inputs.
 
 use super::validator::Validator;
-use crate::experiment::arg::{Arg, ArgKind};
+use crate::experiment::arg::Arg;
 use crate::experiment::error::ConfigError;
 use crate::experiment::kernel::PythonCheck;
 use crate::experiment::knobs::parse_duration;
@@ -118,16 +118,10 @@ impl Validator<'_> {
         }))
     }
 
-    /// An output the function returns: a buffer the kernel writes.
+    /// An output the function returns: a buffer the kernel writes (`init = "output"`), or
+    /// one it updates in place, which the function is also given as it was before the launch.
     fn python_output(&self, name: &Spanned<String>, args: &[Arg]) -> Result<usize, ConfigError> {
-        let written =
-            |a: &Arg| matches!(&a.kind, ArgKind::Buffer { init, .. } if init.is_written());
         let i = self.buffer_named(name, args)?;
-        if !written(&args[i]) {
-            return Err(self
-                .err(name, format!("`{}` is compared with the function's result, so it needs init = \"output\"", name.get_ref()))
-                .with_hint("the outputs are buffers the kernel writes; the function is given the ones it reads"));
-        }
         self.not_scratch(&args[i], name)?;
         Ok(i)
     }
@@ -172,6 +166,15 @@ mod tests {
             (30.0, "python3", false)
         );
         assert!(pc.text.contains("def f(x)") && e.kernels[0].is_checked());
+        // A buffer that holds data may be an output too: updated in place, the function is
+        // given it as it was before the launch.
+        let in_place = parse(
+            dir.path(),
+            "check_python = { function = \"ref.py:f\", outputs = [\"x\"] }",
+        )
+        .unwrap();
+        let k = &in_place.kernels[0];
+        assert!(k.updates_in_place(0) && !k.updates_in_place(1) && k.writes(0));
         for (check, says) in [
             (
                 "check_python = { function = \"gone.py:f\", outputs = [\"y\"] }",
@@ -184,10 +187,6 @@ mod tests {
             (
                 "check_python = { function = \"ref.py\", outputs = [\"y\"] }",
                 "names no file and function",
-            ),
-            (
-                "check_python = { function = \"ref.py:f\", outputs = [\"x\"] }",
-                "`x` is compared with the function's result, so it needs init = \"output\"",
             ),
             (
                 "check_python = { function = \"ref.py:f\", outputs = [\"z\"] }",

@@ -81,6 +81,28 @@ pub(super) fn stale(
     Ok(check_against(s, ready, (draws, scratch), earlier, &inputs, None).is_ok())
 }
 
+/// What argument `i` (its buffer `measured`) held before the audited launch that updated it
+/// in place: its draw of `seed` written again into a buffer of its own and read back, or the
+/// timed data where the GPU does not draw it (as a reference kernel is given).
+fn drawn_again(
+    ready: ReadyCell,
+    draws: &Draws,
+    (i, measured): (usize, &DeviceBuffer),
+    seed: u64,
+) -> Result<Option<Vec<u8>>, Failure> {
+    if !draws.args.contains(&i) {
+        return Ok(ready.data.timed[i].clone());
+    }
+    let copy = DeviceBuffer::alloc(measured.bytes())?;
+    let Some(entry) = Entry::of(&ready.cell.launch.args, i, &copy) else {
+        return Ok(ready.data.timed[i].clone());
+    };
+    let again = Draws::new(draws.kernel.clone(), &[(i, entry)])?;
+    again.write(seed)?;
+    cuda::synchronize()?;
+    Ok(Some(copy.download()?))
+}
+
 /// The inputs a check reads: the measured buffers, with the drawn ones of `redrawn` in
 /// their place where it holds them.
 struct Inputs<'a> {
@@ -112,11 +134,13 @@ fn check_against(
     // Each region compares its own sample of a large output, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
     if let Some(pc) = &def.check_python {
-        // The draw read back: the function is given what the audited launch read.
+        // The draw read back: the function is given what the audited launch read, a
+        // buffer it updates in place drawn again (the launch has changed it).
         let mut data = Vec::new();
         for i in 0..def.args.len() {
             data.push(match inputs.buffer(i) {
                 Some(b) if !def.writes(i) => Some(b.download()?),
+                Some(b) if def.updates_in_place(i) => drawn_again(ready, draws, (i, b), seed)?,
                 _ => None,
             });
         }

@@ -133,7 +133,9 @@ impl State {
         let mut written: Vec<PathBuf> = Vec::new();
         let result = (|| {
             let mut args = Vec::new();
-            for (i, arg) in def.args.iter().enumerate().filter(|(i, _)| !def.writes(*i)) {
+            // Its inputs, and each buffer it updates in place as it was before the launch.
+            let given = |i: usize| !def.writes(i) || def.updates_in_place(i);
+            for (i, arg) in def.args.iter().enumerate().filter(|(i, _)| given(*i)) {
                 match &spec.args[i] {
                     ArgValue::Scalar { dtype, bytes } => {
                         args.push(json!({ "name": arg.name, "value": scalar(*dtype, bytes) }))
@@ -406,6 +408,40 @@ mod tests {
         assert!(run(3, &[2.0, 4.0, 6.0, 8.0]).is_ok());
         // The interpreter outlives a failing function, and answers the next request.
         assert!(run(0, &[2.0, 4.0, 6.0, 8.0]).is_ok());
+    }
+
+    #[test]
+    fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
+        if !numpy() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ref.py");
+        std::fs::write(&file, "def axpy(x, y, a):\n    return a * x + y\n").unwrap();
+        let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"a\", scalar = \"f32\", value = 2 }},\n]\ncheck_python = {{ function = \"{}:axpy\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display());
+        let e = Experiment::from_text(&text).unwrap();
+        let def = &e.kernels[0];
+        let (x, y) = (
+            floats(&[1.0, 2.0, 3.0, 4.0]),
+            floats(&[10.0, 20.0, 30.0, 40.0]),
+        );
+        let data = [Some(&x[..]), Some(&y[..]), None];
+        let cache = Cache::new(None, "k#in-place".into(), 1);
+        let run = |got: &[f32]| {
+            let pc = def.check_python.as_ref().unwrap();
+            check(
+                pc,
+                def,
+                &def.launches[0],
+                (&data, false),
+                &[(1, floats(got))],
+                &cache,
+            )
+        };
+        assert!(run(&[12.0, 24.0, 36.0, 48.0]).is_ok());
+        // A kernel that left `y` as it was, or wrote a * x alone, fails.
+        assert!(run(&[10.0, 20.0, 30.0, 40.0]).is_err());
+        assert!(run(&[2.0, 4.0, 6.0, 8.0]).is_err());
     }
 
     #[test]
