@@ -262,10 +262,13 @@ fn house_rules(house: &str) -> String {
         .into_iter()
         .map(|(_, l)| l)
         .collect();
-    for e in exceptions.chunks(3) {
+    let exceptions: Vec<String> = (exceptions.chunks(3))
+        .map(|e| format!("- `{}` imports `{}`: {}.", e[0], e[1], e[2]))
+        .collect();
+    if !exceptions.is_empty() {
         out += &format!(
-            "\nOne file may import one module more: `{}` imports `{}`, {}.\n",
-            e[0], e[1], e[2]
+            "\nSingle files may import one module more than their stage:\n\n{}\n",
+            exceptions.join("\n")
         );
     }
     let report_calls: Vec<String> = literals(house, "const REPORT_MAY_CALL")

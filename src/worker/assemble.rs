@@ -283,7 +283,7 @@ impl Checker<'_> {
 }
 
 /// The bytes each argument takes as a kernel parameter; `pick`: only these arguments.
-pub(super) fn sizes(args: &[ArgValue], pick: Option<&[usize]>) -> Vec<usize> {
+pub fn sizes(args: &[ArgValue], pick: Option<&[usize]>) -> Vec<usize> {
     let size = |a: &ArgValue| match a {
         ArgValue::Buffer { .. } => 8,
         ArgValue::Scalar { dtype, .. } => dtype.size(),
@@ -309,7 +309,7 @@ pub(super) fn check_params(
 
 /// What is wrong with an argument list of `given` bytes per parameter for a kernel that
 /// takes `want`; None where they agree.
-pub(super) fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
+pub fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
     if want == given {
         return None;
     }

@@ -14,10 +14,8 @@ mod failure;
 mod inputs;
 mod kernels;
 mod parent;
-mod preflight;
 mod prepare;
 mod reference;
-mod resources;
 mod session;
 mod shared;
 mod stash;
@@ -33,7 +31,6 @@ use failure::Failure;
 use inputs::{InputCache, Prefetched};
 use kernels::Kernels;
 use parent::Parent;
-pub use preflight::compile_plan;
 use session::{Facts, Session};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -41,6 +38,11 @@ use std::io::{BufRead, Read, StdinLock, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
+
+// What `plan --compile` (`commands/preflight.rs`) builds with, as a run builds: NVRTC once
+// per build, and the arguments' sizes against the compiled parameters.
+pub use assemble::{params_differ, sizes};
+pub use compiler::{warnings, Build, Compiler, Image};
 
 /// The phase from the process's start to the job's arrival.
 const JOB_PHASE: &str = "job received";
