@@ -6,6 +6,7 @@ use super::agreement;
 use super::buffers::{Buffers, Poison, Prepare, POISON};
 use super::compiler::Build;
 use super::failure::{during, Failure};
+use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
@@ -214,7 +215,7 @@ pub(super) fn against_kernel(
             }
             None => (buffers.download(o)?, theirs.download(r)?),
         };
-        let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+        let view = |bytes| HostBuffer { name, dtype, bytes };
         notes.push(agreement::compare(
             &view(&got),
             &view(&want),
@@ -441,16 +442,16 @@ fn check_output(
         }
         None => buffers.download(wanted.output)?,
     };
-    let inputs: Vec<reference::HostBuffer> = wanted
+    let inputs: Vec<HostBuffer> = wanted
         .inputs
         .iter()
-        .map(|&i| reference::HostBuffer {
+        .map(|&i| HostBuffer {
             name: &kernel.args[i].name,
             dtype: dtype(i),
             bytes: host[i].as_deref().unwrap_or(&[]),
         })
         .collect();
-    let out = reference::HostBuffer {
+    let out = HostBuffer {
         name: &kernel.args[wanted.output].name,
         dtype: dtype(wanted.output),
         bytes: &out_bytes,

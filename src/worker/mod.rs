@@ -11,6 +11,7 @@ mod compiler;
 mod cores;
 mod draw;
 mod failure;
+mod host_buffer;
 mod inputs;
 mod kernels;
 mod parent;
