@@ -99,11 +99,14 @@ const LEAVES: &[&str] = &["files", "system", "statistics", "terminal"];
 /// modules above it, so no two import each other; after the worker, a stage reads only the
 /// protocol's data, never CUDA or the worker's methods. `cuda`, the FFI layer, imports
 /// nothing of the runner: the protocol makes its `DeviceInfo` from the driver's answer.
+/// `testkit`, compiled for tests only, makes fixtures of experiments, so it follows the
+/// experiment, and the stages whose tests share them name it.
 const STAGES: &[(&str, &[&str])] = &[
     ("cuda", &[]),
     ("experiment", &[]),
+    ("testkit", &["experiment"]),
     ("clock_lock", &["experiment"]),
-    ("plan", &["experiment", "clock_lock"]),
+    ("plan", &["experiment", "testkit", "clock_lock"]),
     ("protocol", &["experiment", "plan", "cuda"]),
     ("telemetry", &["protocol"]),
     ("method", &["experiment", "protocol", "cuda"]),
@@ -123,6 +126,7 @@ const STAGES: &[(&str, &[&str])] = &[
         "execute",
         &[
             "experiment",
+            "testkit",
             "clock_lock",
             "plan",
             "protocol",
