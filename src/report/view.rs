@@ -36,6 +36,9 @@ pub struct View {
     /// Each cell's audits, for a run audited among its timed launches.
     audits: Option<super::audits::AuditsView>,
     failures: Vec<FailureRow>,
+    /// Whether the failed runs' records say what failed (folders from before do not): the
+    /// table of failures then has a column for it.
+    failure_kinds: bool,
     notes: Option<String>,
     /// The findings a person wrote (`findings.md`), and those the runner drew.
     findings: Option<String>,
@@ -119,6 +122,9 @@ struct StatRow {
 struct FailureRow {
     cell: String,
     process: u32,
+    /// What failed (`compile`, `check`, `worker lost`, ...), `skipped`, `peer`, or `–` where
+    /// the record does not say.
+    kind: String,
     error: String,
 }
 
@@ -206,6 +212,7 @@ impl View {
             cells: cells::rows(a),
             audits: super::audits::build(a),
             failures: failures(s),
+            failure_kinds: s.records.iter().any(|r| r.failure.is_some()),
             notes: s.notes.as_deref().map(format::wrap_long_lines),
             findings: s.findings.as_deref().map(format::wrap_long_lines),
             generated: super::findings::sentences(&a.findings),
@@ -298,8 +305,9 @@ fn stats(a: &Analysis) -> Vec<StatRow> {
         .collect()
 }
 
-/// The failed and skipped runs, then the peers that gave no reading: each with why, so a
-/// reader sees what is missing from the tables above and what to look at.
+/// The failed and skipped runs, then the peers that gave no reading: each with what failed
+/// and why, so a reader sees what is missing from the tables above and what to look at (a
+/// wrong output, a launch that faulted, a worker that died) without reading the words.
 fn failures(s: &crate::store::Stored) -> Vec<FailureRow> {
     let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
     (s.records.iter())
@@ -307,11 +315,17 @@ fn failures(s: &crate::store::Stored) -> Vec<FailureRow> {
         .map(|r| FailureRow {
             cell: r.id.clone(),
             process: r.process,
+            kind: match (r.status, r.failure) {
+                (Status::Skipped, _) => "skipped".into(),
+                (_, Some(kind)) => kind.word().into(),
+                (_, None) => "–".into(),
+            },
             error: r.error.clone().unwrap_or_default(),
         })
         .chain(peer_failures.map(|r| FailureRow {
             cell: format!("peer {} at {}", r.peer, r.point),
             process: r.process,
+            kind: "peer".into(),
             error: r.note.clone(),
         }))
         .collect()
