@@ -24,6 +24,8 @@ mod store;
 mod system;
 mod telemetry;
 mod terminal;
+#[cfg(test)]
+mod testkit;
 mod worker;
 
 use std::process::ExitCode;

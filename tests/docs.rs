@@ -262,10 +262,13 @@ fn house_rules(house: &str) -> String {
         .into_iter()
         .map(|(_, l)| l)
         .collect();
-    for e in exceptions.chunks(3) {
+    let exceptions: Vec<String> = (exceptions.chunks(3))
+        .map(|e| format!("- `{}` imports `{}`: {}.", e[0], e[1], e[2]))
+        .collect();
+    if !exceptions.is_empty() {
         out += &format!(
-            "\nOne file may import one module more: `{}` imports `{}`, {}.\n",
-            e[0], e[1], e[2]
+            "\nSingle files may import one module more than their stage:\n\n{}\n",
+            exceptions.join("\n")
         );
     }
     let report_calls: Vec<String> = literals(house, "const REPORT_MAY_CALL")
@@ -280,11 +283,14 @@ fn house_rules(house: &str) -> String {
          test does not read method calls.\n",
         code(&report_calls)
     );
+    let long = match constant(house, "MAX_FUNCTIONS_OVER_100_LINES") {
+        0 => "No function is".to_string(),
+        1 => "At most one function is".to_string(),
+        n => format!("At most {n} functions are"),
+    };
     out + &format!(
-        "\nNo source file is over {} lines. At most {} functions are over 100 lines, and none is \
-         over {}.\n",
+        "\nNo source file is over {} lines. {long} over 100 lines, and none is over {}.\n",
         constant(house, "MAX_FILE_LINES"),
-        constant(house, "MAX_FUNCTIONS_OVER_100_LINES"),
         constant(house, "MAX_FUNCTION_LINES"),
     )
 }

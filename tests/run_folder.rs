@@ -433,6 +433,37 @@ fn a_declared_peak_and_reads_and_writes_show_in_the_report() {
     assert!(!reference[..reference.find("### `gemv`").unwrap()].contains("read "));
 }
 
+/// A failed run's kind (`failure`) shows in the report's table of failed cells, where the
+/// records hold one; a record from before it was stored reads `–` there, and a folder none
+/// of whose records hold one renders with no such column (every committed report).
+#[test]
+fn a_failed_runs_kind_shows_in_the_table_of_failed_cells() {
+    let (root, copy) = copy_run("kernels");
+    let before = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    assert!(before.contains("| cell | process | error |\n|---|---:|---|\n"));
+    let mut first = true;
+    let records: Vec<String> = (records_of(&copy).into_iter())
+        .map(|mut r| {
+            if r["status"] == "failed" && std::mem::take(&mut first) {
+                r["failure"] = "check".into();
+            }
+            r.to_string()
+        })
+        .collect();
+    assert!(!first, "reports/kernels holds a failed run");
+    write_stored(&copy, "cells.jsonl", &(records.join("\n") + "\n"));
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    for said in [
+        "| cell | process | kind | error |\n|---|---:|---|---|\n",
+        "| matmul-off-by-one/n=1024/hot | 0 | check | C: max abs error 1.465e1",
+        "| matmul-off-by-one/n=2048/hot | 0 | – | C: max abs error 1.479e1",
+    ] {
+        assert!(report.contains(said), "no {said:?} in:\n{report}");
+    }
+}
+
 /// A 100-character kernel name (the longest a name may be) and a 200-character sweep value
 /// make plot names longer than a file name may be: the report shortens them, the same way
 /// at every render, and `runner plan` takes the experiment.

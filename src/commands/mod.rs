@@ -6,6 +6,8 @@ mod compare;
 mod exit_code;
 mod merge;
 mod plan;
+mod preflight;
+mod resources;
 mod run;
 
 use crate::cli::{exit, say, Cli, Command, Unwritten};

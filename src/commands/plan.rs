@@ -4,7 +4,7 @@
 
 use crate::cli::say;
 use crate::experiment::{DeviceFacts, Experiment, Sources};
-use crate::{execute, plan, store, worker};
+use crate::{execute, plan, store};
 use std::path::Path;
 
 /// `plan --probe`: each kernel build timed on the device at its points (`plan::probe`),
@@ -73,7 +73,7 @@ pub(super) fn plan(
     if !shown.compiled {
         return Ok(());
     }
-    let found = worker::compile_plan(&exp, &plan)?;
+    let found = super::preflight::compile_plan(&exp, &plan)?;
     say(&found.account)?;
     if !found.failures.is_empty() {
         anyhow::bail!(

@@ -1,8 +1,8 @@
 //! The scheduler against stand-in workers (shell scripts): crashes, hangs, malformed output.
 use super::*;
-use crate::experiment::{DeviceFacts, Sources};
 use crate::store::PeerRow;
 use crate::system;
+use crate::testkit::{self, EMPTY_KERNEL};
 use std::collections::HashMap;
 
 /// Where a stand-in run went and whether it finished.
@@ -33,7 +33,6 @@ fn meta() -> RunMeta {
 
 /// An experiment of three shared cells (a, b, c) whose variant `b` has a short timeout.
 fn experiment(dir: &Path) -> Experiment {
-    std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k() {}").unwrap();
     let text = r#"
 [experiment]
 title = "stand-in"
@@ -53,9 +52,7 @@ name = "c"
 [report]
 floor = false
 "#;
-    let path = dir.join("e.toml");
-    std::fs::write(&path, text).unwrap();
-    Experiment::load(&path, &DeviceFacts::nominal(), Sources::Read).unwrap()
+    testkit::experiment_in(dir, &[("k.cu", EMPTY_KERNEL)], text)
 }
 
 /// A stand-in worker: reports each cell of its job as a one-sample success, except that
@@ -79,8 +76,7 @@ fn run_with(on_b: &str) -> (tempfile::TempDir, Outcome) {
 fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, Outcome) {
     let tmp = tempfile::tempdir().unwrap();
     let first = experiment(tmp.path());
-    std::fs::write(&first.path, edit(&first.text)).unwrap();
-    let exp = Experiment::load(&first.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
+    let exp = testkit::experiment_in(tmp.path(), &[], &edit(&first.text));
     let plan = Plan::new(&exp).unwrap();
     let dir = tmp.path().join("out");
     let mut meta = meta();
@@ -250,8 +246,7 @@ fn fresh_experiment(dir: &Path, processes: u32, extra: &str) -> Experiment {
         "[[variant]]\nname = \"a\"",
         &format!("[[variant]]\nname = \"a\"\nfresh_process = true\nprocesses = {processes}"),
     ) + extra;
-    std::fs::write(&exp.path, text).unwrap();
-    Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap()
+    testkit::experiment_in(dir, &[], &text)
 }
 
 /// A peer beside `variant` in `processes` processes that logs "peer" to `log`.
@@ -288,8 +283,7 @@ fn a_peer_runs_each_process_right_after_the_fresh_process_it_stands_beside() {
         "[[variant]]\nname = \"c\"",
         "[[variant]]\nname = \"c\"\nfresh_process = true\nprocesses = 2",
     );
-    std::fs::write(&exp.path, text).unwrap();
-    let exp = Experiment::load(&exp.path, &DeviceFacts::nominal(), Sources::Read).unwrap();
+    let exp = testkit::experiment_in(tmp.path(), &[], &text);
     let (_, rows) = run_with_peers(&exp, tmp.path(), &log);
     assert_eq!(
         rows.iter().map(|r| r.process).collect::<Vec<_>>(),

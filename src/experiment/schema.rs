@@ -3,7 +3,6 @@
 
 use super::error::BadValue;
 use super::expr::NumExpr;
-use super::knobs::RawTable;
 use super::sweep::SweepSpec;
 use super::tolerance::ToleranceSpec;
 use indexmap::IndexMap;
@@ -11,6 +10,10 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use super::dtype::Dtype;
+
+/// A `[defaults]` or `[[variant]]` table as written: each key's value with its place, which
+/// the knobs read.
+pub type RawTable = IndexMap<String, Spanned<toml::Value>>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -84,11 +84,10 @@ pub fn counting(cell: &mut Cell) {
 mod tests {
     use super::*;
     use crate::experiment::knobs::counters::MEMORY;
-    use crate::experiment::{DeviceFacts, Experiment, Sources};
+    use crate::testkit::{self, EMPTY_KERNEL};
 
     /// A CUPTI-timed cell of `copy`, hot and cold, reading counters where `counters` says.
     fn plan(dir: &std::path::Path) -> Plan {
-        std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k() {}").unwrap();
         let text = r#"
 [experiment]
 title = "t"
@@ -114,10 +113,12 @@ name = "plain"
 [report]
 floor = false
 "#;
-        let path = dir.join("e.toml");
-        std::fs::write(&path, text).unwrap();
-        let exp = Experiment::load(&path, &DeviceFacts::nominal(), Sources::Read).unwrap();
-        Plan::new(&exp).unwrap()
+        Plan::new(&testkit::experiment_in(
+            dir,
+            &[("k.cu", EMPTY_KERNEL)],
+            text,
+        ))
+        .unwrap()
     }
 
     #[test]

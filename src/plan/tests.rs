@@ -2,9 +2,8 @@
 
 use super::*;
 use crate::experiment::knobs::{cache::Cache, compile::CompileMode, env::JitCache};
-use crate::experiment::{DeviceFacts, Sources};
+use crate::testkit::{self, EMPTY_KERNEL};
 use std::collections::HashMap;
-use std::path::Path;
 
 /// `runner plan`'s text of `plan`, with no earlier run and no probe.
 pub(super) fn described(e: &Experiment, plan: &Plan) -> String {
@@ -19,11 +18,6 @@ pub(super) fn described(e: &Experiment, plan: &Plan) -> String {
 
 pub(super) fn experiment(variants: &str) -> Experiment {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("k.cu"),
-        "extern \"C\" __global__ void k() {}",
-    )
-    .unwrap();
     let text = format!(
         r#"
 [experiment]
@@ -40,14 +34,7 @@ block = [1]
 {variants}
 "#
     );
-    let path = dir.path().join("e.toml");
-    let e = Experiment::parse(
-        Path::new(&path),
-        &text,
-        &DeviceFacts::nominal(),
-        Sources::Read,
-    )
-    .unwrap();
+    let e = testkit::experiment_in(dir.path(), &[("k.cu", EMPTY_KERNEL)], &text);
     std::mem::forget(dir);
     e
 }
@@ -201,11 +188,6 @@ fn interleaved_cells_take_turns_round_by_round_and_split_their_samples() {
 #[test]
 fn a_kernel_that_is_not_timed_has_no_cells_but_gives_the_checks_their_launch() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("k.cu"),
-        "extern \"C\" __global__ void k(float* y) {}\nextern \"C\" __global__ void r(float* y) {}",
-    )
-    .unwrap();
     let kernel = |name: &str, entry: &str, extra: &str| {
         format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }}]\n{extra}\n")
     };
@@ -215,13 +197,9 @@ fn a_kernel_that_is_not_timed_has_no_cells_but_gives_the_checks_their_launch() {
         kernel("ref", "r", "timed = false"),
         kernel("k", "k", "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }")
     );
-    let e = Experiment::parse(
-        &dir.path().join("e.toml"),
-        &text,
-        &DeviceFacts::nominal(),
-        Sources::Read,
-    )
-    .unwrap();
+    let source =
+        "extern \"C\" __global__ void k(float* y) {}\nextern \"C\" __global__ void r(float* y) {}";
+    let e = testkit::experiment_in(dir.path(), &[("k.cu", source)], &text);
     let plan = Plan::new(&e).unwrap();
     let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["k/hot"]);
@@ -302,19 +280,8 @@ fn batch_graph_and_queue_variants_print_apart() {
 #[test]
 fn a_cell_id_without_a_sweep_has_no_empty_segment() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("k.cu"),
-        "extern \"C\" __global__ void k() {}",
-    )
-    .unwrap();
     let text = "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\n[[variant]]\nname = \"hot\"\n";
-    let e = Experiment::parse(
-        &dir.path().join("e.toml"),
-        text,
-        &DeviceFacts::nominal(),
-        Sources::Read,
-    )
-    .unwrap();
+    let e = testkit::experiment_in(dir.path(), &[("k.cu", EMPTY_KERNEL)], text);
     assert_eq!(Plan::new(&e).unwrap().cells[0].id, "k/hot");
 }
 

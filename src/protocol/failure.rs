@@ -31,3 +31,21 @@ pub enum FailureKind {
     /// Nsight Compute's report gave the cell no readings.
     Profiler,
 }
+
+impl FailureKind {
+    /// The kind as the report's table of failed cells names it.
+    pub fn word(self) -> &'static str {
+        match self {
+            FailureKind::Compile => "compile",
+            FailureKind::SetUp => "set-up",
+            FailureKind::Launch => "launch",
+            FailureKind::Check => "check",
+            FailureKind::Timing => "timing",
+            FailureKind::Audit => "audit",
+            FailureKind::WorkerLost => "worker lost",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Priming => "priming",
+            FailureKind::Profiler => "profiler",
+        }
+    }
+}

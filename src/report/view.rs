@@ -36,6 +36,9 @@ pub struct View {
     /// Each cell's audits, for a run audited among its timed launches.
     audits: Option<super::audits::AuditsView>,
     failures: Vec<FailureRow>,
+    /// Whether the failed runs' records say what failed (folders from before do not): the
+    /// table of failures then has a column for it.
+    failure_kinds: bool,
     notes: Option<String>,
     /// The findings a person wrote (`findings.md`), and those the runner drew.
     findings: Option<String>,
@@ -119,6 +122,9 @@ struct StatRow {
 struct FailureRow {
     cell: String,
     process: u32,
+    /// What failed (`compile`, `check`, `worker lost`, ...), `skipped`, `peer`, or `–` where
+    /// the record does not say.
+    kind: String,
     error: String,
 }
 
@@ -165,73 +171,6 @@ impl View {
             .map(|(k, kernel)| medians::table(a, k, &kernel.name))
             .collect();
 
-        let floors: Vec<(&Cell, crate::analysis::stats::Stats)> = s
-            .plan
-            .cells
-            .iter()
-            .filter(|c| c.role == Role::Floor)
-            .filter_map(|c| Some((c, a.reduced.stats.get(c.index, Phase::Steady)?)))
-            .collect();
-        let unit = format::unit_for(floors.iter().map(|(_, st)| st.median), Unit::Auto);
-        let floor = floors
-            .iter()
-            .map(|(c, st)| FloorRow {
-                timer: c.knobs.timer.key().into(),
-                description: c.knobs.describe(Aspect::Timer).join("; "),
-                median: format::time(st.median, unit),
-                p95: format::time(st.p95, unit),
-                samples: st.count,
-            })
-            .collect();
-        let overhead = s
-            .records
-            .iter()
-            .find_map(|r| r.overhead.as_ref())
-            .map(|o| OverheadView {
-                harness: format::time(o.harness_wall_ns, Unit::Auto),
-                bare: format::time(o.bare_wall_ns, Unit::Auto),
-                difference: format::time(o.harness_wall_ns - o.bare_wall_ns, Unit::Auto),
-                bare_events: format::time(o.bare_events_median_ns, Unit::Auto),
-            });
-        let table = &a.reduced.stats;
-        let unit = format::unit_for(table.iter().map(|(_, _, st)| st.median), Unit::Auto);
-        let t = |v: f64| format::time(v, unit);
-        let stats = (table.iter())
-            .map(|(cell, phase, st)| StatRow {
-                cell: s.plan.cells[cell].id.clone(),
-                phase: phase.key().into(),
-                count: st.count,
-                min: t(st.min),
-                median: t(st.median),
-                mean: t(st.mean),
-                std: t(st.std),
-                p95: t(st.p95),
-                p99: t(st.p99),
-                max: t(st.max),
-                cv: format!("{:.2}%", st.cv * 100.0),
-                iqr: t(st.iqr),
-                median_ci: match st.median_ci_pct.is_finite() {
-                    true => format!("±{:.2}%", st.median_ci_pct),
-                    false => "–".into(),
-                },
-            })
-            .collect();
-        let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
-        let failures = s
-            .records
-            .iter()
-            .filter(|r| r.status != Status::Ok)
-            .map(|r| FailureRow {
-                cell: r.id.clone(),
-                process: r.process,
-                error: r.error.clone().unwrap_or_default(),
-            })
-            .chain(peer_failures.map(|r| FailureRow {
-                cell: format!("peer {} at {}", r.peer, r.point),
-                process: r.process,
-                error: r.note.clone(),
-            }))
-            .collect();
         let (plots, bias, mut plot_files) = figures::build(a)?;
         let throughput = (a.peaks.as_ref()).map_or(vec![], |p| super::throughput::build(a, p));
         let (phases, phase_plots) = super::phases::build(s, |cell| {
@@ -251,12 +190,7 @@ impl View {
             throughput,
             counters: super::counters::build(&a.counters),
             cycles: super::cycles::build(a),
-            peaks: match a.peaks.as_ref().map(|p| p.source.as_str()) {
-                Some("") | None => {
-                    "none known (the run's device reported no clocks or bus width, so no share is given)".to_string()
-                }
-                Some(source) => source.to_string(),
-            },
+            peaks: peaks_source(a),
             comparison: None,
             experiment: ExperimentView {
                 name: exp.name.clone(),
@@ -272,12 +206,13 @@ impl View {
             kernels: super::kernels::build(exp, |k, p, v| a.sound_median_at(k, p, v)),
             metrics,
             fit: super::fit::build(a),
-            floor,
-            overhead,
-            stats,
+            floor: floor(a),
+            overhead: overhead(s),
+            stats: stats(a),
             cells: cells::rows(a),
             audits: super::audits::build(a),
-            failures,
+            failures: failures(s),
+            failure_kinds: s.records.iter().any(|r| r.failure.is_some()),
             notes: s.notes.as_deref().map(format::wrap_long_lines),
             findings: s.findings.as_deref().map(format::wrap_long_lines),
             generated: super::findings::sentences(&a.findings),
@@ -308,6 +243,102 @@ impl View {
 
     pub fn warn(&mut self, warning: String) {
         self.warnings.push(warning);
+    }
+}
+
+/// The floor table: each timer's reading of the built-in empty kernel, in one unit, so a
+/// reader sees what the timing method itself costs beside the kernels' times.
+fn floor(a: &Analysis) -> Vec<FloorRow> {
+    let floors: Vec<(&Cell, crate::analysis::stats::Stats)> = (a.run.plan.cells.iter())
+        .filter(|c| c.role == Role::Floor)
+        .filter_map(|c| Some((c, a.reduced.stats.get(c.index, Phase::Steady)?)))
+        .collect();
+    let unit = format::unit_for(floors.iter().map(|(_, st)| st.median), Unit::Auto);
+    (floors.iter())
+        .map(|(c, st)| FloorRow {
+            timer: c.knobs.timer.key().into(),
+            description: c.knobs.describe(Aspect::Timer).join("; "),
+            median: format::time(st.median, unit),
+            p95: format::time(st.p95, unit),
+            samples: st.count,
+        })
+        .collect()
+}
+
+/// The host's overhead per sample, where a floor cell ran the bare cudarc loop beside the
+/// runner's: what the harness adds over the least a loop can do.
+fn overhead(s: &crate::store::Stored) -> Option<OverheadView> {
+    let o = s.records.iter().find_map(|r| r.overhead.as_ref())?;
+    Some(OverheadView {
+        harness: format::time(o.harness_wall_ns, Unit::Auto),
+        bare: format::time(o.bare_wall_ns, Unit::Auto),
+        difference: format::time(o.harness_wall_ns - o.bare_wall_ns, Unit::Auto),
+        bare_events: format::time(o.bare_events_median_ns, Unit::Auto),
+    })
+}
+
+/// The statistics table: a row per cell and phase, every time in one unit chosen over
+/// all of their medians, so the rows compare at a glance.
+fn stats(a: &Analysis) -> Vec<StatRow> {
+    let table = &a.reduced.stats;
+    let unit = format::unit_for(table.iter().map(|(_, _, st)| st.median), Unit::Auto);
+    let t = |v: f64| format::time(v, unit);
+    (table.iter())
+        .map(|(cell, phase, st)| StatRow {
+            cell: a.run.plan.cells[cell].id.clone(),
+            phase: phase.key().into(),
+            count: st.count,
+            min: t(st.min),
+            median: t(st.median),
+            mean: t(st.mean),
+            std: t(st.std),
+            p95: t(st.p95),
+            p99: t(st.p99),
+            max: t(st.max),
+            cv: format!("{:.2}%", st.cv * 100.0),
+            iqr: t(st.iqr),
+            median_ci: match st.median_ci_pct.is_finite() {
+                true => format!("±{:.2}%", st.median_ci_pct),
+                false => "–".into(),
+            },
+        })
+        .collect()
+}
+
+/// The failed and skipped runs, then the peers that gave no reading: each with what failed
+/// and why, so a reader sees what is missing from the tables above and what to look at (a
+/// wrong output, a launch that faulted, a worker that died) without reading the words.
+fn failures(s: &crate::store::Stored) -> Vec<FailureRow> {
+    let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
+    (s.records.iter())
+        .filter(|r| r.status != Status::Ok)
+        .map(|r| FailureRow {
+            cell: r.id.clone(),
+            process: r.process,
+            kind: match (r.status, r.failure) {
+                (Status::Skipped, _) => "skipped".into(),
+                (_, Some(kind)) => kind.word().into(),
+                (_, None) => "–".into(),
+            },
+            error: r.error.clone().unwrap_or_default(),
+        })
+        .chain(peer_failures.map(|r| FailureRow {
+            cell: format!("peer {} at {}", r.peer, r.point),
+            process: r.process,
+            kind: "peer".into(),
+            error: r.note.clone(),
+        }))
+        .collect()
+}
+
+/// Where the peaks the throughput tables compare with come from, or why there are none.
+fn peaks_source(a: &Analysis) -> String {
+    match a.peaks.as_ref().map(|p| p.source.as_str()) {
+        Some("") | None => {
+            "none known (the run's device reported no clocks or bus width, so no share is given)"
+                .to_string()
+        }
+        Some(source) => source.to_string(),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::cores;
 use super::failure::Failure;
-use super::reference::HostBuffer;
+use super::host_buffer::HostBuffer;
 use crate::experiment::Dtype;
 
 /// Compares an output with a reference kernel's: every element within

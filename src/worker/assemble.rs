@@ -6,6 +6,7 @@ use super::agreement;
 use super::buffers::{Buffers, Poison, Prepare, POISON};
 use super::compiler::Build;
 use super::failure::{during, Failure};
+use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
@@ -214,7 +215,7 @@ pub(super) fn against_kernel(
             }
             None => (buffers.download(o)?, theirs.download(r)?),
         };
-        let view = |bytes| reference::HostBuffer { name, dtype, bytes };
+        let view = |bytes| HostBuffer { name, dtype, bytes };
         notes.push(agreement::compare(
             &view(&got),
             &view(&want),
@@ -283,7 +284,7 @@ impl Checker<'_> {
 }
 
 /// The bytes each argument takes as a kernel parameter; `pick`: only these arguments.
-pub(super) fn sizes(args: &[ArgValue], pick: Option<&[usize]>) -> Vec<usize> {
+pub fn sizes(args: &[ArgValue], pick: Option<&[usize]>) -> Vec<usize> {
     let size = |a: &ArgValue| match a {
         ArgValue::Buffer { .. } => 8,
         ArgValue::Scalar { dtype, .. } => dtype.size(),
@@ -309,7 +310,7 @@ pub(super) fn check_params(
 
 /// What is wrong with an argument list of `given` bytes per parameter for a kernel that
 /// takes `want`; None where they agree.
-pub(super) fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
+pub fn params_differ(want: &[usize], given: &[usize], entry: &str) -> Option<String> {
     if want == given {
         return None;
     }
@@ -441,16 +442,16 @@ fn check_output(
         }
         None => buffers.download(wanted.output)?,
     };
-    let inputs: Vec<reference::HostBuffer> = wanted
+    let inputs: Vec<HostBuffer> = wanted
         .inputs
         .iter()
-        .map(|&i| reference::HostBuffer {
+        .map(|&i| HostBuffer {
             name: &kernel.args[i].name,
             dtype: dtype(i),
             bytes: host[i].as_deref().unwrap_or(&[]),
         })
         .collect();
-    let out = reference::HostBuffer {
+    let out = HostBuffer {
         name: &kernel.args[wanted.output].name,
         dtype: dtype(wanted.output),
         bytes: &out_bytes,

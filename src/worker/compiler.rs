@@ -57,7 +57,7 @@ impl<'a> Build<'a> {
     }
 
     /// The entry to compile: this point's, else the kernel's own.
-    pub(super) fn entry<'k>(&self, def: &'k Kernel) -> &'k str
+    pub fn entry<'k>(&self, def: &'k Kernel) -> &'k str
     where
         'a: 'k,
     {
@@ -72,12 +72,12 @@ impl<'a> Build<'a> {
 /// A kernel image ready to load, with its entries' names in it (the kernel's, then its
 /// steps').
 #[derive(Clone)]
-pub(super) struct Image {
-    pub(super) bytes: Vec<u8>,
-    pub(super) entries: Vec<String>,
+pub struct Image {
+    pub bytes: Vec<u8>,
+    pub entries: Vec<String>,
     /// The program log of the compile that made it: empty where none ran in this process
     /// (an image an earlier process compiled, a prebuilt module).
-    pub(super) log: String,
+    pub log: String,
     made: Made,
 }
 
@@ -114,7 +114,7 @@ pub struct CompileCost {
 /// The warnings of a program log, each once, in order: the compiler's (`k.cu(3): warning
 /// #1105-D: #warning directive: ...`), NVRTC's own and ptxas's, each by its first line
 /// (the source line and caret that follow one are left out).
-pub(super) fn warnings(log: &str) -> Vec<String> {
+pub fn warnings(log: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for line in log.lines().map(str::trim_end) {
         let warns = line.contains("): warning")
@@ -144,7 +144,7 @@ enum Made {
 /// Compiles for the device, once per run: an image one process compiled is read by the
 /// run's later processes from the run's cache folder (NVRTC takes 20-140 ms a kernel,
 /// paid again by every fresh process otherwise).
-pub(super) struct Compiler {
+pub struct Compiler {
     capability: (i64, i64),
     run_cache: Option<PathBuf>,
     /// Images compiled (or read) in this process, by the hash of what made them: every
@@ -158,7 +158,7 @@ pub(super) struct Compiler {
 impl Compiler {
     /// For a device of compute capability `capability`; `run_cache`: where the run's
     /// processes share compiled images.
-    pub(super) fn new(capability: (i64, i64), run_cache: Option<PathBuf>) -> Compiler {
+    pub fn new(capability: (i64, i64), run_cache: Option<PathBuf>) -> Compiler {
         Compiler {
             capability,
             run_cache,
@@ -169,7 +169,7 @@ impl Compiler {
 
     /// The same compiler, its CUBINs' logs holding ptxas's report of each entry's
     /// registers, spills, stack frame and shared memory.
-    pub(super) fn reporting_resources(self) -> Result<Compiler, CudaError> {
+    pub fn reporting_resources(self) -> Result<Compiler, CudaError> {
         Ok(Compiler {
             ptxas_report: nvrtc::ptxas_report()?,
             ..self
@@ -247,7 +247,7 @@ impl Compiler {
 
     /// An experiment kernel's image: its prebuilt module, or its source (with `extra` code
     /// appended) compiled as `how` says.
-    pub(super) fn image_of(
+    pub fn image_of(
         &mut self,
         def: &Kernel,
         how: Compile,

@@ -11,13 +11,12 @@ mod compiler;
 mod cores;
 mod draw;
 mod failure;
+mod host_buffer;
 mod inputs;
 mod kernels;
 mod parent;
-mod preflight;
 mod prepare;
 mod reference;
-mod resources;
 mod session;
 mod shared;
 mod stash;
@@ -33,7 +32,6 @@ use failure::Failure;
 use inputs::{InputCache, Prefetched};
 use kernels::Kernels;
 use parent::Parent;
-pub use preflight::compile_plan;
 use session::{Facts, Session};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -41,6 +39,11 @@ use std::io::{BufRead, Read, StdinLock, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 use timeline::Timeline;
+
+// What `plan --compile` (`commands/preflight.rs`) builds with, as a run builds: NVRTC once
+// per build, and the arguments' sizes against the compiled parameters.
+pub use assemble::{params_differ, sizes};
+pub use compiler::{warnings, Build, Compiler, Image};
 
 /// The phase from the process's start to the job's arrival.
 const JOB_PHASE: &str = "job received";

@@ -4,14 +4,11 @@
 
 use super::super::error::{BadValue, ConfigError};
 use super::super::expr::{self, DeviceFacts, NumExpr, Scope};
+use super::super::schema::RawTable;
 use super::super::Point;
-use indexmap::IndexMap;
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use toml::Spanned;
-
-/// A `[defaults]` or `[[variant]]` table as written: each key's value with its place.
-pub type RawTable = IndexMap<String, Spanned<toml::Value>>;
 
 /// Where a knob's value is described: the timer, how samples are taken, what the timed
 /// launches meet (the cache, their data), or the process.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 mod knob;
 pub mod reference;
 
-pub use knob::{parse_duration, seconds, Aspect, Key, Knob, Layer, RawTable};
+pub use knob::{parse_duration, seconds, Aspect, Key, Knob, Layer};
 
 /// Declares the knobs: the `Knobs` struct, its reading and its description.
 macro_rules! knobs {
@@ -113,6 +113,7 @@ impl Knobs {
 pub mod tests {
     use super::knob::MAX_DURATION;
     use super::*;
+    use crate::experiment::schema::RawTable;
     use crate::experiment::DeviceFacts;
     use std::path::Path;
 

@@ -78,7 +78,8 @@ fn words(doc: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::knobs::{Layer, RawTable};
+    use crate::experiment::knobs::Layer;
+    use crate::experiment::schema::RawTable;
     use crate::experiment::DeviceFacts;
     use std::path::Path;
 

@@ -4,8 +4,9 @@
 use super::error::ConfigError;
 use super::expr::{DeviceFacts, FACT_NAMES};
 use super::kernel::Kernel;
-use super::knobs::{Knobs, Layer, RawTable};
+use super::knobs::{Knobs, Layer};
 use super::peer::Peer;
+use super::schema::RawTable;
 use super::schema::{RawExperiment, RawPeer, RawReport};
 use super::sweep::SweepSpec;
 use super::{

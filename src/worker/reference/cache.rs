@@ -1,7 +1,7 @@
 //! Where reference results are kept between a run's processes: a leaf of the folder, so
 //! that the references and the front that dispatches to them both import it.
 
-use super::host_buffer::HostBuffer;
+use crate::worker::host_buffer::HostBuffer;
 use crate::worker::shared;
 use std::path::{Path, PathBuf};
 

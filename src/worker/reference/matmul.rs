@@ -2,9 +2,9 @@
 //! drawn from the run's seed.
 
 use super::cache::Cache;
-use super::host_buffer::HostBuffer;
 use crate::worker::cores;
 use crate::worker::failure::Failure;
+use crate::worker::host_buffer::HostBuffer;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::ops::Range;
 
@@ -216,10 +216,11 @@ fn matmul_reference(
 #[cfg(test)]
 mod tests {
     use super::super::tests::f32_bytes;
-    use super::super::{check, Cache, HostBuffer};
+    use super::super::{check, Cache};
     use super::*;
     use crate::experiment::Dtype;
     use crate::worker::buffers::POISON;
+    use crate::worker::host_buffer::HostBuffer;
 
     #[test]
     fn matmul_accepts_right_and_rejects_wrong_and_unwritten() {

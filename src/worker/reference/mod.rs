@@ -1,14 +1,13 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
 mod cache;
-mod host_buffer;
 mod matmul;
 pub mod python;
 
 pub use cache::Cache;
-pub use host_buffer::HostBuffer;
 
 use super::failure::Failure;
+use super::host_buffer::HostBuffer;
 use std::ops::Range;
 
 /// Which elements a reference reads is the reference's own rule: the cache asks it here,

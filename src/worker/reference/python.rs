@@ -6,10 +6,10 @@
 //! their inputs ask once.
 
 use super::cache::Cache;
-use super::host_buffer::HostBuffer;
 use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
 use crate::worker::failure::Failure;
+use crate::worker::host_buffer::HostBuffer;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};

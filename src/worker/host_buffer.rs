@@ -1,5 +1,6 @@
-//! A buffer's contents read back to the host, as every reference reads them: a leaf of the
-//! folder, so that the references and the front that dispatches to them both import it.
+//! A buffer's contents read back to the host, as every check reads them: the CPU references
+//! (`reference/`), and the comparison of two outputs (`agreement.rs`), which a Python
+//! reference calls too, so it sits above both.
 
 use crate::experiment::Dtype;
 use crate::worker::buffers::POISON;

@@ -5,13 +5,11 @@
 //! (registers, spills, local and static shared memory, threads per block: see
 //! [`super::resources`]); and NVRTC's warnings, which the compile would otherwise swallow.
 
-use super::assemble::{params_differ, sizes};
-use super::compiler::{warnings, Build, Compiler, Image};
 use super::resources::{ptxas_entry, Resources, NEEDS_GPU};
 use crate::experiment::knobs::compile::{Compile, CompileMode};
 use crate::experiment::{Experiment, Kernel, LaunchSpec, ModuleKind};
 use crate::plan::{Plan, Role};
-use crate::protocol::{capability, DeviceInfo};
+use crate::worker::{self, Build, Compiler, Image};
 use cuda::{self, nvrtc, Attributes, CudaError, Gpu, Module};
 use std::collections::HashSet;
 use std::path::Path;
@@ -46,10 +44,10 @@ impl Target {
             false => Err("no CUDA driver here".to_string()),
         };
         match gpu {
-            Ok((gpu, info)) => Target {
+            Ok((gpu, device)) => Target {
                 params: Params::Driver { _context: gpu },
-                capability: capability(&info),
-                device: format!("{} (GPU 0)", info.name),
+                capability: device.capability,
+                device: format!("{} (GPU 0)", device.name),
             },
             Err(why) => Target {
                 params: Params::Ptx(why),
@@ -184,7 +182,7 @@ fn check_build(
         found.builds += &format!("    {name}: {uses}\n");
     }
     found.warn(
-        (warnings(&image.log).iter())
+        (worker::warnings(&image.log).iter())
             .map(|w| located(w, &def.source, &shown_path(exp, def)))
             .collect(),
         what,
@@ -194,10 +192,10 @@ fn check_build(
         Err(why) => return found.unread.push(format!("{what}: {why}")),
     };
     let steps = def.steps.iter().filter(|s| s.copy.is_none());
-    let given = std::iter::once(sizes(&spec.args, def.takes.as_deref()))
-        .chain(steps.map(|s| sizes(&spec.args, Some(&s.args))));
+    let given = std::iter::once(worker::sizes(&spec.args, def.takes.as_deref()))
+        .chain(steps.map(|s| worker::sizes(&spec.args, Some(&s.args))));
     for ((name, given), want) in names.iter().zip(given).zip(&want) {
-        if let Some(m) = params_differ(want, &given, name) {
+        if let Some(m) = worker::params_differ(want, &given, name) {
             found.failures.push(format!("{what}: {m}"));
         }
     }
@@ -256,11 +254,11 @@ const PTX: Compile = Compile {
     arch: None,
 };
 
-/// A context on GPU 0 and its facts, where there is a driver.
-fn open_gpu() -> Result<(Gpu, DeviceInfo), CudaError> {
+/// A context on GPU 0 and what the driver says of it, where there is a driver.
+fn open_gpu() -> Result<(Gpu, cuda::Queried), CudaError> {
     Gpu::init_driver()?;
     let gpu = Gpu::open(0, &mut |_| {})?;
-    Ok((gpu, cuda::query(0)?.into()))
+    Ok((gpu, cuda::query(0)?))
 }
 
 /// Each build once: the kernel, how it compiles, its launch (entry, options, arguments) at
@@ -276,7 +274,12 @@ fn builds<'p>(exp: &Experiment, plan: &'p Plan) -> Vec<(usize, Compile, &'p Laun
             .map(|(kc, l)| (kc.kernel, Compile::DEFAULT, l));
         for (k, how, spec) in std::iter::once((k, c.knobs.compile, &c.launch)).chain(reference) {
             let def = &exp.kernels[k];
-            let key = (k, how, Build::of(spec).hash(), sizes(&spec.args, None));
+            let key = (
+                k,
+                how,
+                Build::of(spec).hash(),
+                worker::sizes(&spec.args, None),
+            );
             if def.copy.is_some() || !seen.insert(key) {
                 continue;
             }
