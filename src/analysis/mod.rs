@@ -74,7 +74,7 @@ impl<'a> Analysis<'a> {
         let facts = Facts::of(s, reduced);
         let counters = counters::of(&facts);
         let audits = audits::of(&facts);
-        let findings = findings::of(&facts, &counters);
+        let findings = findings::of(&facts, &counters, &audits);
         Analysis {
             counters,
             audit_cost_share: audits::cost_share(&audits),

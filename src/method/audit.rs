@@ -37,10 +37,7 @@ pub enum Region {
 
 /// Samples of the first round (and of the second; later ones double).
 pub const ROUND: usize = 200;
-/// A short cell holds no more regions than this share of its samples (their cost: a
-/// region takes about a sample's time and its stage), and at least one audited region; nor
-/// do its regions, checks included, take more than this share of its time.
-pub const SHARE_CAP: f64 = 0.05;
+pub use crate::protocol::AUDIT_SHARE_CAP as SHARE_CAP;
 /// A round's regions, in the order a cell too short for all of them gets them: an audited
 /// region checks its launches, a pause then judges them against the timed ones, a decoy
 /// against the audited ones; two of each give each kind's median and spread.

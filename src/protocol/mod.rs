@@ -13,7 +13,7 @@ mod energy;
 mod failure;
 mod stopped;
 
-pub use confirm::{CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
+pub use confirm::{AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
 pub use failure::FailureKind;

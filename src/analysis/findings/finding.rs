@@ -101,6 +101,8 @@ pub enum Finding {
         cells: Vec<(String, String)>,
         of: usize,
     },
+    /// Trusted cells whose audits took more than their share of the cell's time.
+    AuditCost(AuditCost),
     /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
     Range(Range),
     /// No rule has anything to say: how many cells are trusted, of how many.
@@ -276,4 +278,27 @@ impl Trusted<'_> {
             })
             .collect()
     }
+}
+
+/// Trusted cells whose audits took more than the audit's share goal of their time
+/// ([`crate::protocol::AUDIT_SHARE_CAP`]): how many of the audited ones, and the costliest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditCost {
+    pub over: usize,
+    pub of: usize,
+    pub cell: NamedCell,
+    pub cost_s: f64,
+    pub wall_s: f64,
+    /// Of `cost_s`: the checks of its audited regions against the reference.
+    pub checks_s: f64,
+    /// How that reference checks: a Python function, a reference kernel, or the runner's.
+    pub reference: CheckedBy,
+}
+
+/// What a cell's audited regions are checked against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CheckedBy {
+    Python,
+    Kernel,
+    Builtin,
 }

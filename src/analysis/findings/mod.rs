@@ -3,16 +3,18 @@
 //! ranked so that the headline comes first. The report words them (`report::findings`).
 
 mod cells;
+mod cost;
 mod energy;
 mod finding;
 mod kernels;
 mod variants;
 
 pub use finding::{
-    Best, Bias, Difference, EnergyRatio, Finding, NamedCell, Peak, PeakOf, PeerAgreement, Range,
-    Reading, Speedup, Trusted, ALIKE_FRACTION,
+    AuditCost, Best, Bias, CheckedBy, Difference, EnergyRatio, Finding, NamedCell, Peak, PeakOf,
+    PeerAgreement, Range, Reading, Speedup, Trusted, ALIKE_FRACTION,
 };
 
+use super::audits::CellAudits;
 use super::counters::CellCounters;
 use super::counters::{BytesCheck, BytesVerdict};
 use super::facts::Facts;
@@ -28,7 +30,7 @@ pub const MAX_FINDINGS: usize = 10;
 const MAX_PER_RULE: usize = 3;
 
 /// The run's findings, headline first, at most [`MAX_FINDINGS`].
-pub fn of(a: &Facts, counters: &[CellCounters]) -> Vec<Finding> {
+pub fn of(a: &Facts, counters: &[CellCounters], audits: &[CellAudits]) -> Vec<Finding> {
     let s = a.run;
     let exp = &s.experiment;
     let median = |k: usize, p: &Point, v: &str| a.sound_median_at(k, p, v);
@@ -86,6 +88,7 @@ pub fn of(a: &Facts, counters: &[CellCounters]) -> Vec<Finding> {
         .collect();
     out.extend(cells::flagged(&flags));
     out.extend(cells::stopped(a, &trusted));
+    out.extend(cost::audit_cost(exp, audits, &trusted));
     // Energy last: the first finding the cap leaves out.
     out.extend(rule(energy::ratios(&t)));
     if out.is_empty() {

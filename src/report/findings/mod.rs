@@ -7,7 +7,7 @@ mod words;
 
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
-use crate::analysis::findings::{Finding, Range};
+use crate::analysis::findings::{AuditCost, CheckedBy, Finding, Range};
 use words::{count, listed, place, spot, time};
 
 /// Each finding as a sentence.
@@ -89,11 +89,44 @@ fn sentence(f: &Finding) -> String {
                 cells[0].1
             )
         }
+        Finding::AuditCost(c) => audit_cost(c),
         Finding::Range(r) => range(r),
         Finding::Nothing { trusted, cells } => {
             format!("{trusted} of {cells} cells trusted: no finding to draw.")
         }
     }
+}
+
+/// The cells whose audits took more than their share of the cell's time, the costliest
+/// with what took it, and what a user can do about it.
+fn audit_cost(c: &AuditCost) -> String {
+    let goal = format!("{:.0}%", crate::protocol::AUDIT_SHARE_CAP * 100.0);
+    let mut text = format!(
+        "The audits took more than {goal} of the time of {} of the {} trusted cells audited, the most {} of {}: {:.3} s of {:.3} s",
+        c.over,
+        c.of,
+        words::share(c.cost_s / c.wall_s),
+        place(&c.cell, true),
+        c.cost_s,
+        c.wall_s,
+    );
+    if c.checks_s > c.cost_s / 2.0 {
+        let by = match c.reference {
+            CheckedBy::Python => "its Python reference",
+            CheckedBy::Kernel => "its reference kernel",
+            CheckedBy::Builtin => "the reference",
+        };
+        text += &format!(
+            ", {:.3} s of it checking its audited regions against {by}. The first round's audited regions are never left out, and each is checked on its own draw: where the reference takes longer than a tenth of the cell, more samples (a longer `min_gpu_time`) spread its cost",
+            c.checks_s
+        );
+        if c.reference == CheckedBy::Python {
+            text += ", and a reference kernel (`check_kernel`) runs on the GPU and is compared at a sample of a large output";
+        }
+    } else {
+        text += ": a region costs a sample's time and its stage, and the first round's are never left out, so a cell of few samples spends more than its share on them (more samples spread them)";
+    }
+    text + "."
 }
 
 /// The counters' word on the declared bytes: how many they contradict, with the first
@@ -213,6 +246,41 @@ pub(super) mod tests {
         assert_eq!(
             text,
             "`layernorm` takes 6.39x less energy a launch than `layernorm-ref` over 2 cells (4.97x to 6.39x its baseline's); at rows=8192 (events): 122.6 mJ against 784.0 mJ, at 0.5542 W against 3.920 W (the board's, by NVML's counter, ±5%)."
+        );
+    }
+
+    #[test]
+    fn audits_over_their_share_name_the_costliest_cell_and_what_took_it() {
+        let cost = |checks_s: f64, reference: CheckedBy| {
+            sentences(&[Finding::AuditCost(AuditCost {
+                over: 2,
+                of: 6,
+                cell: reading("saxpy/n=16777216/cold", 1.0, None).at,
+                cost_s: 0.794,
+                wall_s: 1.09,
+                checks_s,
+                reference,
+            })])
+            .join("")
+        };
+        let python = cost(0.792, CheckedBy::Python);
+        assert!(
+            python.starts_with("The audits took more than 5% of the time of 2 of the 6 trusted cells audited, the most 73% of `saxpy` at n=16777216 (cold): 0.794 s of 1.090 s, 0.792 s of it checking its audited regions against its Python reference."),
+            "{python}"
+        );
+        assert!(
+            python.contains("(`check_kernel`) runs on the GPU"),
+            "{python}"
+        );
+        let kernel = cost(0.6, CheckedBy::Kernel);
+        assert!(
+            kernel.contains("against its reference kernel") && !kernel.contains("`check_kernel`"),
+            "{kernel}"
+        );
+        let regions = cost(0.01, CheckedBy::Builtin);
+        assert!(
+            regions.contains("a cell of few samples spends more than its share"),
+            "{regions}"
         );
     }
 

@@ -1,0 +1,88 @@
+//! What the audits cost: the trusted cells whose audits took more than their share of the
+//! cell's time, which the first round's regions and checks may (they are never left out).
+
+use super::finding::{AuditCost, CheckedBy, Finding, NamedCell};
+use crate::analysis::audits::CellAudits;
+use crate::experiment::Experiment;
+use crate::plan::Cell;
+use crate::protocol::AUDIT_SHARE_CAP;
+
+/// Of the `trusted` cells that were audited, those whose audits took more than
+/// [`AUDIT_SHARE_CAP`] of their time, with the costliest; None where none did.
+pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> {
+    let audited: Vec<(&Cell, &CellAudits)> = (trusted.iter())
+        .filter_map(|c| Some((*c, audits.iter().find(|a| a.cell == c.index)?)))
+        .collect();
+    let share = |a: &CellAudits| match a.wall_s > 0.0 {
+        true => a.cost_s / a.wall_s,
+        false => 0.0,
+    };
+    let over: Vec<&(&Cell, &CellAudits)> = (audited.iter())
+        .filter(|(_, a)| share(a) > AUDIT_SHARE_CAP)
+        .collect();
+    let (cell, worst) = over
+        .iter()
+        .max_by(|x, y| share(x.1).total_cmp(&share(y.1)))?;
+    let def = cell.kernel.map(|k| &exp.kernels[k]);
+    let reference = match def {
+        Some(d) if d.check_python.is_some() => CheckedBy::Python,
+        Some(d) if d.check_kernel.is_some() => CheckedBy::Kernel,
+        _ => CheckedBy::Builtin,
+    };
+    Some(Finding::AuditCost(AuditCost {
+        over: over.len(),
+        of: audited.len(),
+        cell: NamedCell::new(&cell.kernel_name, &cell.point, &cell.variant),
+        cost_s: worst.cost_s,
+        wall_s: worst.wall_s,
+        checks_s: worst.checks_s,
+        reference,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::findings::tests::experiment;
+
+    fn audits(cell: usize, cost_s: f64, wall_s: f64) -> CellAudits {
+        CellAudits {
+            cell,
+            regions: 2,
+            decoys: 2,
+            pauses: 2,
+            judgement: None,
+            weaker: None,
+            unjudged: None,
+            cost_s,
+            wall_s,
+            checks_s: cost_s * 0.9,
+            wait_ns: None,
+            late: 0,
+            capped: 0,
+        }
+    }
+
+    #[test]
+    fn only_trusted_cells_over_the_share_count_and_the_costliest_is_named() {
+        let exp = experiment("n = [1, 2, 3]", &[("k", "")], &[("hot", "")], "");
+        let plan = crate::plan::Plan::new(&exp).unwrap();
+        let cells: Vec<&Cell> = plan.cells.iter().filter(|c| c.kernel == Some(0)).collect();
+        let found = [
+            audits(cells[0].index, 0.01, 1.0),
+            audits(cells[1].index, 0.2, 1.0),
+            audits(cells[2].index, 0.5, 1.0),
+        ];
+        let Some(Finding::AuditCost(c)) = audit_cost(&exp, &found, &cells) else {
+            panic!("no finding");
+        };
+        assert_eq!((c.over, c.of, c.cell.point.as_str()), (2, 3, "n=3"));
+        assert_eq!(c.reference, CheckedBy::Builtin);
+        // The costliest cell not trusted is not named; none over the share, no finding.
+        let Some(Finding::AuditCost(c)) = audit_cost(&exp, &found, &cells[..2]) else {
+            panic!("no finding");
+        };
+        assert_eq!((c.over, c.of, c.cell.point.as_str()), (1, 2, "n=2"));
+        assert!(audit_cost(&exp, &found, &cells[..1]).is_none());
+    }
+}
