@@ -4,8 +4,11 @@
 use super::bias::BiasTable;
 use super::panels::Panels;
 use super::plots::{self, Line, XScale};
+use crate::analysis::units::seed_of;
 use crate::analysis::Analysis;
 use crate::experiment::Point;
+use crate::plan::point_id;
+use crate::statistics::ratio_interval;
 use serde::Serialize;
 
 /// Plots the template may show, by kind; each has a title and a path relative to the report.
@@ -134,25 +137,28 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             .differences
             .iter()
             .map(|(v, b)| {
-                Line::plain(
-                    format!("{v} vs {b}"),
-                    points
-                        .iter()
-                        .filter_map(|p| {
-                            Some((
-                                p[0].1.as_f64()?,
-                                (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
-                            ))
-                        })
+                let x = |p: &Point| p[0].1.as_f64();
+                let percent = |r: f64| (r - 1.0) * 100.0;
+                // The ratio's interval over the two cells' units, as a percentage.
+                let band = |p: &Point| {
+                    let seed = format!("{}/{}/{v} vs {b}", kernel.name, point_id(p));
+                    let (lo, hi) = ratio_band(a, (k, p, b), (k, p, v), &seed)?;
+                    Some((x(p)?, percent(lo), percent(hi)))
+                };
+                Line {
+                    name: format!("{v} vs {b}"),
+                    points: (points.iter())
+                        .filter_map(|p| Some((x(p)?, percent(at(v, p)? / at(b, p)?))))
                         .collect(),
-                )
+                    band: points.iter().filter_map(band).collect(),
+                }
             })
             .collect();
         let title = format!("{}: relative difference of the medians", kernel.name);
         let svg = plots::lines(
             &title,
             param,
-            "difference (%)",
+            "difference (%), shaded: 95% interval",
             &diffs,
             XScale::LogIfGeometric,
         )?;
@@ -186,13 +192,21 @@ fn speedup_plots(
             let p = points.get(i).filter(|p| base.points.contains(p))?;
             Some(a.sound_median_at(b, p, v)? / a.sound_median_at(k, p, v)?)
         };
-        for (panel, lines) in layout.lines(points, &variants, faster, |_, _| None) {
+        // The speed-up's interval, seeded as the findings seed theirs: the strongest cell's
+        // band holds the interval the findings state.
+        let interval = |i: usize, v: &str| {
+            faster(i, v)?;
+            let p = &points[i];
+            let seed = format!("{kernel}/{}/{v} {baseline}", point_id(p));
+            ratio_band(a, (k, p, v), (b, p, v), &seed)
+        };
+        for (panel, lines) in layout.lines(points, &variants, faster, interval) {
             let (title_end, file_end) = Panels::suffixes(panel);
             let title = format!("{kernel} against {baseline}: times faster{title_end}");
             let svg = plots::lines(
                 &title,
                 &layout.x_label,
-                "speed-up (x)",
+                "speed-up (x), shaded: 95% interval",
                 &lines,
                 XScale::LogIfGeometric,
             )?;
@@ -201,6 +215,24 @@ fn speedup_plots(
         }
     }
     Ok(())
+}
+
+/// The 95% bootstrap interval of `median(of) / median(over)`, each cell (kernel, point,
+/// variant) taken as its units (its runs, or blocks of its samples) as the findings take a
+/// speed-up's; None where either cell has none.
+fn ratio_band(
+    a: &Analysis,
+    (ko, po, vo): (usize, &Point, &str),
+    (kf, pf, vf): (usize, &Point, &str),
+    seed: &str,
+) -> Option<(f64, f64)> {
+    let units = |k: usize, p: &Point, v: &str| {
+        let c = a.run.plan.cell_at(k, p, v)?;
+        let u = &a.reduced.units.get(&c.index)?.values;
+        (!u.is_empty()).then_some(u.as_slice())
+    };
+    let (over, of) = (units(ko, po, vo)?, units(kf, pf, vf)?);
+    Some(ratio_interval(over, of, seed_of(seed)))
 }
 
 /// Per cell with enough samples in its first run: the samples and the SM clock over time.

@@ -11,7 +11,7 @@ use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
 /// A named line of (x, y) points, with a band about it where given: (x, low, high), drawn
-/// as a shade of the line's colour (a median's interquartile range).
+/// as a shade of the line's colour (a median's interquartile range, a ratio's interval).
 pub struct Line {
     pub name: String,
     pub points: Vec<(f64, f64)>,
