@@ -5,7 +5,7 @@ mod axes;
 mod legend;
 
 pub use axes::XScale;
-use axes::{decade_ticks, geometric, tick};
+use axes::{decade_ticks, geometric, linear_tick, tick};
 use legend::legend_for;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
@@ -92,7 +92,8 @@ fn band_edge(l: &Line) -> Option<Vec<(f64, f64)>> {
 }
 
 /// Lines against the sweep; a log y axis when the values span more than a decade (ticked at
-/// 1, 2 and 5 of each), the x axis as `x_scale` asks.
+/// 1, 2 and 5 of each), the x axis as `x_scale` asks; a linear axis's labels to the decimal
+/// its ticks differ in.
 pub fn lines(
     title: &str,
     x_label: &str,
@@ -114,6 +115,22 @@ pub fn lines(
             .x_label_area_size(40)
             .y_label_area_size(70);
         let palette = |i: usize| Palette99::pick(i).to_rgba();
+        let log_y = y0 > 0.0 && y1 / y0 > 10.0;
+        let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
+        let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
+        let (log_x, x_ticks) = x_axis(lines, x_scale, (x0, x1));
+        // A log axis is ticked at 1, 2 and 5 of a decade; a linear one where plotters
+        // spaces its ticks, each labelled apart from its neighbours.
+        let y_span = lin_y.end - lin_y.start;
+        let y_tick = move |y: f64| match log_y {
+            true => tick(y),
+            false => linear_tick(y, y_span),
+        };
+        let x_tick = |x: f64| match (x.fract() == 0.0, log_x) {
+            (true, _) => format!("{x:.0}"),
+            (false, true) => tick(x),
+            (false, false) => linear_tick(x, x1 - x0),
+        };
         macro_rules! draw {
             ($chart:expr, $legend:expr) => {{
                 let mut chart = $chart;
@@ -121,11 +138,8 @@ pub fn lines(
                     .configure_mesh()
                     .x_desc(x_label)
                     .y_desc(y_label)
-                    .x_label_formatter(&|x| match x.fract() == 0.0 {
-                        true => format!("{x:.0}"),
-                        false => tick(*x),
-                    })
-                    .y_label_formatter(&|y| tick(*y))
+                    .x_label_formatter(&|x| x_tick(*x))
+                    .y_label_formatter(&|y| y_tick(*y))
                     .draw()
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
@@ -151,11 +165,7 @@ pub fn lines(
                 draw_legend!(chart, $legend);
             }};
         }
-        let log_y = y0 > 0.0 && y1 / y0 > 10.0;
-        let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
-        let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
         let y_ticks = decade_ticks(ly.start, ly.end);
-        let (log_x, x_ticks) = x_axis(lines, x_scale, (x0, x1));
         let lx = x0 / 1.15..x1 * 1.15;
         let x_drawn = if log_x { lx.clone() } else { x0..x1 };
         let y_drawn = if log_y { ly.clone() } else { lin_y.clone() };

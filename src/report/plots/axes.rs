@@ -44,6 +44,26 @@ pub(super) fn tick(v: f64) -> String {
     significant(v, 3)
 }
 
+/// A linear axis's tick label over a span of `span`: to the decimal that tells ticks a
+/// fiftieth of it apart, no trailing zeros (three significant digits had labelled a ratio's
+/// ticks 1.005 and 1.01 both `1.01`, and 0.9999... `1`).
+pub(super) fn linear_tick(v: f64, span: f64) -> String {
+    let step = span.abs() / 50.0;
+    let decimals = match step > 0.0 && step.is_finite() {
+        true => (-step.log10().floor()).clamp(0.0, 12.0) as usize,
+        false => return tick(v),
+    };
+    let text = format!("{v:.decimals$}");
+    let text = match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.'),
+        false => &text,
+    };
+    match text {
+        "-0" => "0".to_string(),
+        t => t.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +78,22 @@ mod tests {
         assert_eq!(tick(20.0), "20");
         assert_eq!(tick(0.5), "0.5");
         assert_eq!(tick(1500.0), "1500");
+    }
+
+    #[test]
+    fn a_linear_axis_labels_each_tick_apart_from_its_neighbours() {
+        // A ratio near 1: 0.975 to 1.013.
+        let labels: Vec<String> = [0.975, 0.995, 1.0, 1.005, 1.01]
+            .iter()
+            .map(|&v| linear_tick(v, 0.038))
+            .collect();
+        assert_eq!(labels, ["0.975", "0.995", "1", "1.005", "1.01"]);
+        assert_eq!(linear_tick(1500.0, 2000.0), "1500");
+        assert_eq!(linear_tick(7.5, 20.0), "7.5");
+        // A zero that arithmetic left a residue of, and one below it.
+        assert_eq!(linear_tick(2.7e-17, 1.0), "0");
+        assert_eq!(linear_tick(-1e-17, 1.0), "0");
+        assert_eq!(linear_tick(3.0, 0.0), "3");
     }
 
     #[test]
