@@ -493,3 +493,34 @@ fn the_longest_names_and_long_sweep_values_plan_and_render_with_plot_names_that_
     let out = run(&["plan", planned.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// Each comparison the report makes is plotted with its interval shaded (the speed-up's and
+/// the difference's), and a fresh process's phases have a legend as wide as their longest
+/// name, which a column of a set width had cut off.
+#[test]
+fn comparison_plots_shade_their_interval_and_the_phases_legend_holds_its_longest_name() {
+    for (run, plot, lines) in [
+        ("bandwidth", "copy4-vs-copy.svg", 2),
+        ("async", "matmul-difference.svg", 1),
+    ] {
+        let (root, copy) = copy_run(run);
+        std::fs::remove_dir_all(copy.join("plots")).unwrap();
+        let out = report_in(root.path(), &copy);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let svg = std::fs::read_to_string(copy.join("plots").join(plot)).unwrap();
+        assert_eq!(svg.matches("<polygon").count(), lines, "{run}: {plot}");
+        assert!(svg.contains("shaded: 95% interval"), "{run}: {plot}");
+        if run != "async" {
+            continue;
+        }
+        let svg = std::fs::read_to_string(copy.join("plots/phases-matmul-n-2048.svg")).unwrap();
+        let width: u32 = (svg.split("width=\"").nth(1).unwrap().split('"').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        // The name starts 930 px in, at 11.3 px: about 234 px of DejaVu Sans.
+        let name = "compiled image (from an earlier process)";
+        assert!(svg.contains(&format!(">\n{name}\n<")), "{svg}");
+        assert!(width >= 930 + 234, "{width}");
+    }
+}

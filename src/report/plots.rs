@@ -3,6 +3,7 @@
 
 mod axes;
 mod legend;
+mod text;
 
 pub use axes::XScale;
 use axes::{decade_ticks, geometric, linear_tick, tick};
@@ -340,6 +341,26 @@ fn thinned(samples: &[(f64, f64)]) -> Thinned {
     (every, medians, slowest)
 }
 
+/// A stacked plot's legend column: its first row's top, each row's height, where its names
+/// start and their font size (as plotters takes it).
+const LEGEND_TOP: i32 = 50;
+const LEGEND_ROW: i32 = 22;
+const LEGEND_TEXT_X: i32 = 30;
+const LEGEND_FONT_SIZE: u32 = 14;
+
+/// A stacked plot's size: the plot, and beside it a legend column as wide as its longest name
+/// as a wide face draws it (240 px had cut "compiled image (from an earlier process)" off at
+/// "proce"), as tall as its rows.
+fn stacked_size(segments: &[(String, Vec<f64>)]) -> (u32, u32) {
+    let longest = (segments.iter())
+        .map(|(name, _)| text::width(name, LEGEND_FONT_SIZE))
+        .max()
+        .unwrap_or(0);
+    let column = (LEGEND_TEXT_X as u32 + longest + 16).max(240);
+    let rows = LEGEND_TOP as u32 + LEGEND_ROW as u32 * segments.len() as u32 + 12;
+    (SIZE.0 + column, (SIZE.1 + 60).max(rows))
+}
+
 /// One stacked bar per category; `segments` are (name, value per category), bottom first.
 pub fn stacked(
     title: &str,
@@ -359,8 +380,7 @@ pub fn stacked(
     }
     let mut svg = String::new();
     {
-        let root =
-            SVGBackend::with_string(&mut svg, (SIZE.0 + 240, SIZE.1 + 60)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, stacked_size(segments)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         // The legend gets its own column: a stack of many phases leaves no free corner.
         let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
@@ -406,13 +426,14 @@ pub fn stacked(
         }
         // Top of the stack first, as the bars read.
         for (row, (k, (name, _))) in segments.iter().enumerate().rev().enumerate() {
-            let y = 50 + 22 * row as i32;
+            let y = LEGEND_TOP + LEGEND_ROW * row as i32;
             let color = Palette99::pick(k).to_rgba();
             legend_area
                 .draw(&Rectangle::new([(8, y), (22, y + 14)], color.filled()))
                 .map_err(err)?;
+            let font = ("sans-serif", LEGEND_FONT_SIZE);
             legend_area
-                .draw(&Text::new(name.clone(), (30, y), ("sans-serif", 14)))
+                .draw(&Text::new(name.clone(), (LEGEND_TEXT_X, y), font))
                 .map_err(err)?;
         }
         root.present().map_err(err)?;
@@ -497,5 +518,21 @@ mod tests {
         for word in ["cubin", "ptx", "context", "module load", "phases"] {
             assert!(svg.contains(word), "{word} missing");
         }
+    }
+
+    #[test]
+    fn a_stacked_plots_legend_is_as_wide_as_its_longest_name_and_as_tall_as_its_rows() {
+        let short = [("context".to_string(), vec![1.0])];
+        assert_eq!(stacked_size(&short), (SIZE.0 + 240, SIZE.1 + 60));
+        let long = "compiled image (from an earlier process)".to_string();
+        let (width, _) = stacked_size(&[(long.clone(), vec![1.0])]);
+        let needed = LEGEND_TEXT_X as u32 + text::width(&long, LEGEND_FONT_SIZE);
+        assert!(width >= SIZE.0 + needed, "{width}");
+        let svg = stacked("phases", "ms", &["cubin".into()], &[(long, vec![1.0])]).unwrap();
+        assert!(svg.contains(&format!("width=\"{width}\"")), "{svg}");
+        // More rows than the plot is tall: the canvas grows to hold them.
+        let many: Vec<(String, Vec<f64>)> = (0..40).map(|i| (format!("p{i}"), vec![1.0])).collect();
+        let (_, height) = stacked_size(&many);
+        assert!(height >= (LEGEND_TOP + 40 * LEGEND_ROW) as u32, "{height}");
     }
 }
