@@ -94,7 +94,7 @@ fn band_edge(l: &Line) -> Option<Vec<(f64, f64)>> {
 
 /// Lines against the sweep; a log y axis when the values span more than a decade (ticked at
 /// 1, 2 and 5 of each), the x axis as `x_scale` asks; a linear axis's labels to the decimal
-/// its ticks differ in.
+/// its ticks differ in. No plot where every point lies at one x.
 pub fn lines(
     title: &str,
     x_label: &str,
@@ -105,6 +105,9 @@ pub fn lines(
     let Some(((x0, x1), (y0, y1))) = bounds(lines) else {
         return Ok(String::new());
     };
+    if at_one_x(lines) {
+        return Ok(String::new());
+    }
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -202,6 +205,17 @@ pub fn lines(
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// Whether every point of `lines` lies at one x: nothing to draw against the sweep (a kernel
+/// measured at one size had its variants' dots stacked at the left edge of an axis from 768
+/// to 769); its table shows the numbers.
+fn at_one_x(lines: &[Line]) -> bool {
+    let mut xs = (lines.iter())
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite());
+    let first = xs.next();
+    xs.all(|x| Some(x) == first)
 }
 
 /// Whether the x axis is a log one, and its ticks: each of the lines' x values, or (`Log`)
@@ -500,6 +514,10 @@ mod tests {
     #[test]
     fn nothing_to_draw_gives_no_plot() {
         assert_eq!(lines("t", "x", "y", &[], XScale::Linear).unwrap(), "");
+        // Variants at one point: nothing over the sweep.
+        let one = |name: &str, y: f64| Line::plain(name.into(), vec![(768.0, y)]);
+        let at_768 = [one("hot", 50.0), one("cold", 60.0)];
+        assert_eq!(lines("t", "x", "y", &at_768, XScale::Linear).unwrap(), "");
         assert_eq!(stacked("t", "ms", &[], &[]).unwrap(), "");
     }
 
