@@ -4,11 +4,8 @@
 use super::bias::BiasTable;
 use super::panels::Panels;
 use super::plots::{self, Line, XScale};
-use crate::analysis::units::seed_of;
 use crate::analysis::Analysis;
 use crate::experiment::Point;
-use crate::plan::point_id;
-use crate::statistics::ratio_interval;
 use serde::Serialize;
 
 /// Plots the template may show, by kind; each has a title and a path relative to the report.
@@ -139,10 +136,9 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             .map(|(v, b)| {
                 let x = |p: &Point| p[0].1.as_f64();
                 let percent = |r: f64| (r - 1.0) * 100.0;
-                // The ratio's interval over the two cells' units, as a percentage.
+                // The ratio's interval, as a percentage.
                 let band = |p: &Point| {
-                    let seed = format!("{}/{}/{v} vs {b}", kernel.name, point_id(p));
-                    let (lo, hi) = ratio_band(a, (k, p, b), (k, p, v), &seed)?;
+                    let (lo, hi) = ratio_band(a, (k, p, b), (k, p, v))?;
                     Some((x(p)?, percent(lo), percent(hi)))
                 };
                 Line {
@@ -192,13 +188,10 @@ fn speedup_plots(
             let p = points.get(i).filter(|p| base.points.contains(p))?;
             Some(a.sound_median_at(b, p, v)? / a.sound_median_at(k, p, v)?)
         };
-        // The speed-up's interval, seeded as the findings seed theirs: the strongest cell's
-        // band holds the interval the findings state.
+        // The speed-up's interval: at the findings' strongest cell, the one they state.
         let interval = |i: usize, v: &str| {
             faster(i, v)?;
-            let p = &points[i];
-            let seed = format!("{kernel}/{}/{v} {baseline}", point_id(p));
-            ratio_band(a, (k, p, v), (b, p, v), &seed)
+            ratio_band(a, (k, &points[i], v), (b, &points[i], v))
         };
         for (panel, lines) in layout.lines(points, &variants, faster, interval) {
             let (title_end, file_end) = Panels::suffixes(panel);
@@ -217,22 +210,15 @@ fn speedup_plots(
     Ok(())
 }
 
-/// The 95% bootstrap interval of `median(of) / median(over)`, each cell (kernel, point,
-/// variant) taken as its units (its runs, or blocks of its samples) as the findings take a
-/// speed-up's; None where either cell has none.
+/// The 95% interval of `median(of) / median(over)` of two cells (kernel, point, variant), as
+/// the analysis bootstrapped it; None where either cell has no units.
 fn ratio_band(
     a: &Analysis,
     (ko, po, vo): (usize, &Point, &str),
     (kf, pf, vf): (usize, &Point, &str),
-    seed: &str,
 ) -> Option<(f64, f64)> {
-    let units = |k: usize, p: &Point, v: &str| {
-        let c = a.run.plan.cell_at(k, p, v)?;
-        let u = &a.reduced.units.get(&c.index)?.values;
-        (!u.is_empty()).then_some(u.as_slice())
-    };
-    let (over, of) = (units(ko, po, vo)?, units(kf, pf, vf)?);
-    Some(ratio_interval(over, of, seed_of(seed)))
+    let cell = |k: usize, p: &Point, v: &str| a.run.plan.cell_at(k, p, v).map(|c| c.index);
+    a.ratios.interval(cell(ko, po, vo)?, cell(kf, pf, vf)?)
 }
 
 /// Per cell with enough samples in its first run: the samples and the SM clock over time.
