@@ -3,13 +3,15 @@
 
 mod axes;
 mod legend;
+mod stacked;
 mod text;
 
+use axes::Axes;
 pub use axes::XScale;
-use axes::{decade_ticks, geometric, linear_tick, tick};
 use legend::legend_for;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
+pub use stacked::stacked;
 
 /// A named line of (x, y) points, with a band about it where given: (x, low, high), drawn
 /// as a shade of the line's colour (a median's interquartile range, a ratio's interval).
@@ -119,22 +121,8 @@ pub fn lines(
             .x_label_area_size(40)
             .y_label_area_size(70);
         let palette = |i: usize| Palette99::pick(i).to_rgba();
-        let log_y = y0 > 0.0 && y1 / y0 > 10.0;
-        let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
-        let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
-        let (log_x, x_ticks) = x_axis(lines, x_scale, (x0, x1));
-        // A log axis is ticked at 1, 2 and 5 of a decade; a linear one where plotters
-        // spaces its ticks, each labelled apart from its neighbours.
-        let y_span = lin_y.end - lin_y.start;
-        let y_tick = move |y: f64| match log_y {
-            true => tick(y),
-            false => linear_tick(y, y_span),
-        };
-        let x_tick = |x: f64| match (x.fract() == 0.0, log_x) {
-            (true, _) => format!("{x:.0}"),
-            (false, true) => tick(x),
-            (false, false) => linear_tick(x, x1 - x0),
-        };
+        let xs = xs_of(lines);
+        let axes = Axes::of(&xs, x_scale, ((x0, x1), (y0, y1)));
         macro_rules! draw {
             ($chart:expr, $legend:expr) => {{
                 let mut chart = $chart;
@@ -142,8 +130,8 @@ pub fn lines(
                     .configure_mesh()
                     .x_desc(x_label)
                     .y_desc(y_label)
-                    .x_label_formatter(&|x| x_tick(*x))
-                    .y_label_formatter(&|y| y_tick(*y))
+                    .x_label_formatter(&|x| axes.x_label(*x))
+                    .y_label_formatter(&|y| axes.y_label(*y))
                     .draw()
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
@@ -169,35 +157,30 @@ pub fn lines(
                 draw_legend!(chart, $legend);
             }};
         }
-        let y_ticks = decade_ticks(ly.start, ly.end);
-        let lx = x0 / 1.15..x1 * 1.15;
-        let x_drawn = if log_x { lx.clone() } else { x0..x1 };
-        let y_drawn = if log_y { ly.clone() } else { lin_y.clone() };
         let points = lines.iter().flat_map(|l| l.points.iter().copied());
-        let legend = legend_for((points, lines.len()), (&x_drawn, log_x), (&y_drawn, log_y));
-        match (log_x, log_y) {
+        let (x, y) = (axes.x.clone(), axes.y.clone());
+        let legend = legend_for((points, lines.len()), (&x, axes.log_x), (&y, axes.log_y));
+        let (x_keys, y_keys) = (axes.x_ticks.clone(), axes.y_ticks.clone());
+        match (axes.log_x, axes.log_y) {
             (false, true) => draw!(
                 builder
-                    .build_cartesian_2d(x0..x1, ly.log_scale().with_key_points(y_ticks))
+                    .build_cartesian_2d(x, y.log_scale().with_key_points(y_keys))
                     .map_err(err)?,
                 legend
             ),
-            (false, false) => draw!(
-                builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?,
-                legend
-            ),
+            (false, false) => draw!(builder.build_cartesian_2d(x, y).map_err(err)?, legend),
             (true, true) => draw!(
                 builder
                     .build_cartesian_2d(
-                        lx.log_scale().with_key_points(x_ticks),
-                        ly.log_scale().with_key_points(y_ticks)
+                        x.log_scale().with_key_points(x_keys),
+                        y.log_scale().with_key_points(y_keys)
                     )
                     .map_err(err)?,
                 legend
             ),
             (true, false) => draw!(
                 builder
-                    .build_cartesian_2d(lx.log_scale().with_key_points(x_ticks), lin_y)
+                    .build_cartesian_2d(x.log_scale().with_key_points(x_keys), y)
                     .map_err(err)?,
                 legend
             ),
@@ -218,20 +201,15 @@ fn at_one_x(lines: &[Line]) -> bool {
     xs.all(|x| Some(x) == first)
 }
 
-/// Whether the x axis is a log one, and its ticks: each of the lines' x values, or (`Log`)
-/// 1, 2 and 5 of each decade.
-fn x_axis(lines: &[Line], x_scale: XScale, (x0, x1): (f64, f64)) -> (bool, Vec<f64>) {
+/// The lines' x values, sorted, each once.
+fn xs_of(lines: &[Line]) -> Vec<f64> {
     let mut xs: Vec<f64> = (lines.iter())
         .flat_map(|l| l.points.iter().map(|p| p.0))
         .filter(|x| x.is_finite())
         .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    match x_scale {
-        XScale::Linear => (false, xs),
-        XScale::LogIfGeometric => (geometric(&xs), xs),
-        XScale::Log => (x0 > 0.0, decade_ticks(x0 / 1.15, x1 * 1.15)),
-    }
+    xs
 }
 
 /// A cell's samples over time (µs against s) with the SM clock (MHz) on the right axis.
@@ -355,106 +333,6 @@ fn thinned(samples: &[(f64, f64)]) -> Thinned {
     (every, medians, slowest)
 }
 
-/// A stacked plot's legend column: its first row's top, each row's height, where its names
-/// start and their font size (as plotters takes it).
-const LEGEND_TOP: i32 = 50;
-const LEGEND_ROW: i32 = 22;
-const LEGEND_TEXT_X: i32 = 30;
-const LEGEND_FONT_SIZE: u32 = 14;
-
-/// A stacked plot's size: the plot, and beside it a legend column as wide as its longest name
-/// as a wide face draws it (240 px had cut "compiled image (from an earlier process)" off at
-/// "proce"), as tall as its rows.
-fn stacked_size(segments: &[(String, Vec<f64>)]) -> (u32, u32) {
-    let longest = (segments.iter())
-        .map(|(name, _)| text::width(name, LEGEND_FONT_SIZE))
-        .max()
-        .unwrap_or(0);
-    let column = (LEGEND_TEXT_X as u32 + longest + 16).max(240);
-    let rows = LEGEND_TOP as u32 + LEGEND_ROW as u32 * segments.len() as u32 + 12;
-    (SIZE.0 + column, (SIZE.1 + 60).max(rows))
-}
-
-/// One stacked bar per category; `segments` are (name, value per category), bottom first.
-pub fn stacked(
-    title: &str,
-    y_label: &str,
-    categories: &[String],
-    segments: &[(String, Vec<f64>)],
-) -> Result<String, PlotError> {
-    let total = |i: usize| -> f64 {
-        segments
-            .iter()
-            .map(|(_, v)| v.get(i).copied().unwrap_or(0.0))
-            .sum()
-    };
-    let top = (0..categories.len()).map(total).fold(0.0, f64::max);
-    if categories.is_empty() || top.is_nan() || top <= 0.0 {
-        return Ok(String::new());
-    }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, stacked_size(segments)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        // The legend gets its own column: a stack of many phases leaves no free corner.
-        let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
-        let n = categories.len();
-        let mut chart = ChartBuilder::on(&plot_area)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top * 1.1)
-            .map_err(err)?;
-        let name_of = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                categories[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&name_of)
-            .y_desc(y_label)
-            .draw()
-            .map_err(err)?;
-        let mut base = vec![0.0; n];
-        for (k, (_, values)) in segments.iter().enumerate() {
-            let color = Palette99::pick(k).to_rgba();
-            let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
-                .filter_map(|i| {
-                    let v = values.get(i).copied().filter(|v| *v > 0.0)?;
-                    let r = Rectangle::new(
-                        [(i as f64 - 0.35, base[i]), (i as f64 + 0.35, base[i] + v)],
-                        color.filled(),
-                    );
-                    base[i] += v;
-                    Some(r)
-                })
-                .collect();
-            chart.draw_series(bars).map_err(err)?;
-        }
-        // Top of the stack first, as the bars read.
-        for (row, (k, (name, _))) in segments.iter().enumerate().rev().enumerate() {
-            let y = LEGEND_TOP + LEGEND_ROW * row as i32;
-            let color = Palette99::pick(k).to_rgba();
-            legend_area
-                .draw(&Rectangle::new([(8, y), (22, y + 14)], color.filled()))
-                .map_err(err)?;
-            let font = ("sans-serif", LEGEND_FONT_SIZE);
-            legend_area
-                .draw(&Text::new(name.clone(), (LEGEND_TEXT_X, y), font))
-                .map_err(err)?;
-        }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,38 +397,5 @@ mod tests {
         let at_768 = [one("hot", 50.0), one("cold", 60.0)];
         assert_eq!(lines("t", "x", "y", &at_768, XScale::Linear).unwrap(), "");
         assert_eq!(stacked("t", "ms", &[], &[]).unwrap(), "");
-    }
-
-    #[test]
-    fn a_stacked_plot_names_its_bars_and_segments() {
-        let svg = stacked(
-            "phases",
-            "ms",
-            &["cubin".into(), "ptx".into()],
-            &[
-                ("context".into(), vec![200.0, 210.0]),
-                ("module load".into(), vec![0.2, 30.0]),
-            ],
-        )
-        .unwrap();
-        for word in ["cubin", "ptx", "context", "module load", "phases"] {
-            assert!(svg.contains(word), "{word} missing");
-        }
-    }
-
-    #[test]
-    fn a_stacked_plots_legend_is_as_wide_as_its_longest_name_and_as_tall_as_its_rows() {
-        let short = [("context".to_string(), vec![1.0])];
-        assert_eq!(stacked_size(&short), (SIZE.0 + 240, SIZE.1 + 60));
-        let long = "compiled image (from an earlier process)".to_string();
-        let (width, _) = stacked_size(&[(long.clone(), vec![1.0])]);
-        let needed = LEGEND_TEXT_X as u32 + text::width(&long, LEGEND_FONT_SIZE);
-        assert!(width >= SIZE.0 + needed, "{width}");
-        let svg = stacked("phases", "ms", &["cubin".into()], &[(long, vec![1.0])]).unwrap();
-        assert!(svg.contains(&format!("width=\"{width}\"")), "{svg}");
-        // More rows than the plot is tall: the canvas grows to hold them.
-        let many: Vec<(String, Vec<f64>)> = (0..40).map(|i| (format!("p{i}"), vec![1.0])).collect();
-        let (_, height) = stacked_size(&many);
-        assert!(height >= (LEGEND_TOP + 40 * LEGEND_ROW) as u32, "{height}");
     }
 }
