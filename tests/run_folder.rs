@@ -524,3 +524,113 @@ fn the_longest_names_and_long_sweep_values_plan_and_render_with_plot_names_that_
     let out = run(&["plan", planned.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// A kernel's `reads` and `writes` reach `[[report.metric]]` as `bytes` does, and beside the
+/// counters: the report sets each against the bytes DRAM read and wrote, which add up to the
+/// DRAM bytes the declared-bytes table shows; a kernel declaring `bytes` alone has neither.
+#[test]
+fn declared_reads_and_writes_reach_metrics_and_stand_beside_drams_reads_and_writes() {
+    let (root, copy) = copy_run("counters");
+    rewrite_experiment(&copy, |exp| {
+        let apart = "reads = \"4 * mib * 262144\"\nwrites = \"4 * mib * 262144\"";
+        let exp = exp.replacen("bytes = \"2 * 4 * mib * 262144\"", apart, 1);
+        exp + "\n[[report.metric]]\nname = \"read share\"\nvalue = \"reads / (reads + writes)\"\nunit = \"fraction\"\n"
+    });
+    let out = report_in(root.path(), &copy);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = std::fs::read_to_string(copy.join("report.md")).unwrap();
+    let rows = |table: &str, first: &str| -> Vec<Vec<String>> {
+        let at = report
+            .find(table)
+            .unwrap_or_else(|| panic!("no {table:?} in:\n{report}"));
+        // The table's rows: past its header and the line under it.
+        (report[at..].lines())
+            .skip_while(|l| !l.starts_with("| "))
+            .skip(2)
+            .take_while(|l| l.starts_with("| "))
+            .map(|l| {
+                l.trim_matches('|')
+                    .split(" | ")
+                    .map(|c| c.trim().to_string())
+                    .collect()
+            })
+            .filter(|cols: &Vec<String>| cols[0].starts_with(first))
+            .collect()
+    };
+    // The metric: a half for `copy`, none for `triad`, which declares bytes alone.
+    let share = rows(
+        "### read share (fraction): `copy`\n\n`reads / (reads + writes)`\n\n|",
+        "",
+    );
+    assert_eq!(share.len(), 2, "{share:?}");
+    assert!(
+        share.iter().all(|r| r[1..] == ["0.5000", "0.5000"]),
+        "{share:?}"
+    );
+    let triad = rows(
+        "### read share (fraction): `triad`\n\n`reads / (reads + writes)`\n\n|",
+        "",
+    );
+    assert!(triad.iter().all(|r| r[1..] == ["–", "–"]), "{triad:?}");
+    // The counters: only `copy`'s four cells, each way against DRAM's.
+    let apart = rows("| cell | cache | reads declared | DRAM read |", "");
+    let cells: Vec<&str> = apart.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        cells,
+        [
+            "copy/mib=8/hot",
+            "copy/mib=8/cold",
+            "copy/mib=512/hot",
+            "copy/mib=512/cold"
+        ]
+    );
+    let all = rows("| cell | cache | declared | DRAM |", "copy/");
+    let mb = |s: &str| s.parse::<f64>().unwrap_or_else(|_| panic!("{s}"));
+    for r in &apart {
+        let whole = all.iter().find(|w| w[0] == r[0]).unwrap();
+        // Each of four significant digits: their sums agree to the last.
+        let near = |a: f64, b: f64| (a - b).abs() <= 0.001 * b + 0.01;
+        let declared = mb(&r[2]) + mb(&r[5]);
+        assert!(near(declared, mb(&whole[2])), "{r:?} {whole:?}");
+        let dram = mb(&r[3]) + mb(&r[6]);
+        assert!(near(dram, mb(&whole[3])), "{r:?} {whole:?}");
+        let ratio = format!("{:.2}x", mb(&r[3]) / mb(&r[2]));
+        let off = (mb(&r[4].replace('x', "")) - mb(&ratio.replace('x', ""))).abs();
+        assert!(off <= 0.011, "{r:?}: {ratio}");
+    }
+    assert!(
+        report.contains("Declared reads and writes (`reads`, `writes`) beside the bytes DRAM"),
+        "{report}"
+    );
+}
+
+/// Each comparison the report makes is plotted with its interval shaded (the speed-up's and
+/// the difference's), and a fresh process's phases have a legend as wide as their longest
+/// name, which a column of a set width had cut off.
+#[test]
+fn comparison_plots_shade_their_interval_and_the_phases_legend_holds_its_longest_name() {
+    for (run, plot, lines) in [
+        ("bandwidth", "copy4-vs-copy.svg", 2),
+        ("async", "matmul-difference.svg", 1),
+    ] {
+        let (root, copy) = copy_run(run);
+        std::fs::remove_dir_all(copy.join("plots")).unwrap();
+        let out = report_in(root.path(), &copy);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let svg = std::fs::read_to_string(copy.join("plots").join(plot)).unwrap();
+        assert_eq!(svg.matches("<polygon").count(), lines, "{run}: {plot}");
+        assert!(svg.contains("shaded: 95% interval"), "{run}: {plot}");
+        if run != "async" {
+            continue;
+        }
+        let svg = std::fs::read_to_string(copy.join("plots/phases-matmul-n-2048.svg")).unwrap();
+        let width: u32 = (svg.split("width=\"").nth(1).unwrap().split('"').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        // The name starts 930 px in, at 11.3 px: about 234 px of DejaVu Sans.
+        let name = "compiled image (from an earlier process)";
+        assert!(svg.contains(&format!(">\n{name}\n<")), "{svg}");
+        assert!(width >= 930 + 234, "{width}");
+    }
+}

@@ -1,5 +1,6 @@
 //! Counters against the declared work: a cell that declares the `bytes` its kernel moves
-//! and reads the memory counters (`counters = "memory"`) gets a check of the declaration.
+//! and reads the memory counters (`counters = "memory"`) gets a check of the declaration,
+//! and one that declares its `reads` and `writes` apart has each set against DRAM's.
 //! A GB/s figure rests on the declared bytes; this tells a reading the caches served (hot
 //! data, reuse, writes still in L2 when the kernel ends: DRAM saw fewer bytes, the caches
 //! all of them) apart from a count that is wrong.
@@ -84,6 +85,28 @@ impl BytesCheck {
     }
 }
 
+/// A cell's declared reads and writes (`reads`, `writes`) beside the bytes DRAM read and
+/// wrote, per launch: which way a declaration that DRAM contradicts is off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadsWrites {
+    pub reads: f64,
+    pub writes: f64,
+    pub dram_read: f64,
+    pub dram_write: f64,
+}
+
+impl ReadsWrites {
+    /// DRAM bytes read over declared reads; None where it declares none.
+    pub fn read_ratio(&self) -> Option<f64> {
+        (self.reads > 0.0).then(|| self.dram_read / self.reads)
+    }
+
+    /// DRAM bytes written over declared writes; None where it declares none.
+    pub fn write_ratio(&self) -> Option<f64> {
+        (self.writes > 0.0).then(|| self.dram_write / self.writes)
+    }
+}
+
 /// A cell's counters, and its bytes check where it declares bytes and counted them.
 #[derive(Debug, Clone)]
 pub struct CellCounters<'a> {
@@ -92,6 +115,9 @@ pub struct CellCounters<'a> {
     /// The cell's headline median, in ns, to set against the counted launches' time.
     pub reading_ns: Option<f64>,
     pub bytes: Option<BytesCheck>,
+    /// Its declared reads and writes beside DRAM's, where it declares them apart and DRAM's
+    /// bytes each way were counted.
+    pub reads_writes: Option<ReadsWrites>,
 }
 
 /// Every cell with counters, in plan order.
@@ -120,11 +146,23 @@ pub fn of<'a>(a: &Facts<'a>) -> Vec<CellCounters<'a>> {
                 }
                 _ => None,
             };
+            let reads_writes = match (cell.launch.reads_writes, counted) {
+                (Some((reads, writes)), (Some(dram_read), Some(dram_write), ..)) => {
+                    Some(ReadsWrites {
+                        reads,
+                        writes,
+                        dram_read,
+                        dram_write,
+                    })
+                }
+                _ => None,
+            };
             Some(CellCounters {
                 cell,
                 record,
                 reading_ns: a.headline(cell).map(|s| s.median),
                 bytes,
+                reads_writes,
             })
         })
         .collect()
@@ -156,5 +194,17 @@ mod tests {
         assert!(!BytesVerdict::ServedByCaches.marked() && !BytesVerdict::Agrees.marked());
         let c = BytesCheck::of(8.0, 4.0, 12.0, 6.0);
         assert_eq!((c.dram_ratio(), c.caches_ratio()), (0.5, 1.5));
+    }
+
+    #[test]
+    fn declared_reads_and_writes_are_set_against_drams_each_way() {
+        let rw = ReadsWrites {
+            reads: 8.0,
+            writes: 0.0,
+            dram_read: 6.0,
+            dram_write: 1.0,
+        };
+        // A kernel declaring no writes has no ratio of them, however many DRAM wrote.
+        assert_eq!((rw.read_ratio(), rw.write_ratio()), (Some(0.75), None));
     }
 }

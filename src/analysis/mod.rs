@@ -16,6 +16,7 @@ pub mod gaps;
 pub mod peaks;
 pub mod phase;
 pub mod probes;
+pub mod ratios;
 pub mod reduce;
 pub mod stats;
 pub mod tells;
@@ -49,6 +50,8 @@ pub struct Analysis<'a> {
     pub fits: Vec<fit::Fit>,
     /// The run's findings, by fixed rules: what the report opens with.
     pub findings: Vec<findings::Finding>,
+    /// The interval of each ratio of medians the report plots (comparisons, differences).
+    pub ratios: ratios::Ratios,
 }
 
 /// An analysis reads as its facts (`a.verdict(c)`, `a.medians`): what the report reads most.
@@ -82,6 +85,7 @@ impl<'a> Analysis<'a> {
             audit_gaps: gaps::gaps(&s.records.iter().collect::<Vec<_>>()),
             fits: fit::fits(&facts),
             findings,
+            ratios: ratios::of(&facts),
             facts,
         }
     }

@@ -117,7 +117,8 @@ pub struct Metric {
     pub unit: String,
 }
 
-/// A metric's value for a cell: its median `time_ns` and launch's work at `point`.
+/// A metric's value for a cell: its median `time_ns` and launch's work at `point` (`bytes`,
+/// `reads`, `writes`, `flops`).
 pub fn metric_value(
     m: &Metric,
     point: &Point,
@@ -128,6 +129,11 @@ pub fn metric_value(
     let mut s = scope(point, facts);
     s.insert("time_ns".into(), time_ns.into());
     s.insert("bytes".into(), launch.bytes.unwrap_or(f64::NAN).into());
+    // The bytes read and written apart, where the kernel declares them so (else no number,
+    // as `bytes` is none where it declares no bytes).
+    let (reads, writes) = launch.reads_writes.unwrap_or((f64::NAN, f64::NAN));
+    s.insert("reads".into(), reads.into());
+    s.insert("writes".into(), writes.into());
     s.insert("flops".into(), launch.flops.unwrap_or(f64::NAN).into());
     expr::eval_float(&m.value, &s)
 }

@@ -1,5 +1,6 @@
 //! The hardware counters table: each counted cell's declared bytes beside what DRAM and L2
-//! moved (`analysis::counters` judges them), and every counter it read.
+//! moved (`analysis::counters` judges them), its declared reads and writes beside DRAM's
+//! where it declares them apart, and every counter it read.
 
 use super::format;
 use crate::analysis::counters::{BytesVerdict, CellCounters};
@@ -12,6 +13,8 @@ pub struct CountersView {
     pub bytes: Vec<BytesRow>,
     /// How many of them are marked.
     pub marked: usize,
+    /// Declared reads and writes against DRAM's, for the cells that declare them apart.
+    pub reads_writes: Vec<ReadsWritesRow>,
     /// Every counter: one column per counter any cell read.
     pub columns: Vec<String>,
     pub rows: Vec<CounterRow>,
@@ -28,6 +31,19 @@ pub struct BytesRow {
     pub dram_ratio: String,
     pub caches_ratio: String,
     pub verdict: String,
+}
+
+/// A cell's declared reads and writes beside the bytes DRAM read and wrote (MB per launch).
+#[derive(Serialize)]
+pub struct ReadsWritesRow {
+    pub cell: String,
+    pub cache: String,
+    pub reads: String,
+    pub dram_read: String,
+    pub read_ratio: String,
+    pub writes: String,
+    pub dram_write: String,
+    pub write_ratio: String,
 }
 
 #[derive(Serialize)]
@@ -72,6 +88,22 @@ pub fn build(counted: &[CellCounters]) -> Option<CountersView> {
             })
         })
         .collect();
+    let of_declared = |r: Option<f64>| r.map_or("–".into(), ratio);
+    let reads_writes = (counted.iter())
+        .filter_map(|c| {
+            let rw = c.reads_writes?;
+            Some(ReadsWritesRow {
+                cell: c.cell.id.clone(),
+                cache: cache_words(&c.record.cache),
+                reads: mb(rw.reads),
+                dram_read: mb(rw.dram_read),
+                read_ratio: of_declared(rw.read_ratio()),
+                writes: mb(rw.writes),
+                dram_write: mb(rw.dram_write),
+                write_ratio: of_declared(rw.write_ratio()),
+            })
+        })
+        .collect();
     let marked = (counted.iter())
         .filter(|c| c.bytes.is_some_and(|b| b.verdict.marked()))
         .count();
@@ -112,6 +144,7 @@ pub fn build(counted: &[CellCounters]) -> Option<CountersView> {
     Some(CountersView {
         bytes,
         marked,
+        reads_writes,
         columns,
         rows,
     })

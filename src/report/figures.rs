@@ -134,25 +134,27 @@ fn kernel_plots(a: &Analysis, plots: &mut Plots, files: &mut Vec<PlotFile>) -> a
             .differences
             .iter()
             .map(|(v, b)| {
-                Line::plain(
-                    format!("{v} vs {b}"),
-                    points
-                        .iter()
-                        .filter_map(|p| {
-                            Some((
-                                p[0].1.as_f64()?,
-                                (at(v, p)? - at(b, p)?) / at(b, p)? * 100.0,
-                            ))
-                        })
+                let x = |p: &Point| p[0].1.as_f64();
+                let percent = |r: f64| (r - 1.0) * 100.0;
+                // The ratio's interval, as a percentage.
+                let band = |p: &Point| {
+                    let (lo, hi) = ratio_band(a, (k, p, b), (k, p, v))?;
+                    Some((x(p)?, percent(lo), percent(hi)))
+                };
+                Line {
+                    name: format!("{v} vs {b}"),
+                    points: (points.iter())
+                        .filter_map(|p| Some((x(p)?, percent(at(v, p)? / at(b, p)?))))
                         .collect(),
-                )
+                    band: points.iter().filter_map(band).collect(),
+                }
             })
             .collect();
         let title = format!("{}: relative difference of the medians", kernel.name);
         let svg = plots::lines(
             &title,
             param,
-            "difference (%)",
+            "difference (%), shaded: 95% interval",
             &diffs,
             XScale::LogIfGeometric,
         )?;
@@ -186,13 +188,18 @@ fn speedup_plots(
             let p = points.get(i).filter(|p| base.points.contains(p))?;
             Some(a.sound_median_at(b, p, v)? / a.sound_median_at(k, p, v)?)
         };
-        for (panel, lines) in layout.lines(points, &variants, faster, |_, _| None) {
+        // The speed-up's interval: at the findings' strongest cell, the one they state.
+        let interval = |i: usize, v: &str| {
+            faster(i, v)?;
+            ratio_band(a, (k, &points[i], v), (b, &points[i], v))
+        };
+        for (panel, lines) in layout.lines(points, &variants, faster, interval) {
             let (title_end, file_end) = Panels::suffixes(panel);
             let title = format!("{kernel} against {baseline}: times faster{title_end}");
             let svg = plots::lines(
                 &title,
                 &layout.x_label,
-                "speed-up (x)",
+                "speed-up (x), shaded: 95% interval",
                 &lines,
                 XScale::LogIfGeometric,
             )?;
@@ -201,6 +208,17 @@ fn speedup_plots(
         }
     }
     Ok(())
+}
+
+/// The 95% interval of `median(of) / median(over)` of two cells (kernel, point, variant), as
+/// the analysis bootstrapped it; None where either cell has no units.
+fn ratio_band(
+    a: &Analysis,
+    (ko, po, vo): (usize, &Point, &str),
+    (kf, pf, vf): (usize, &Point, &str),
+) -> Option<(f64, f64)> {
+    let cell = |k: usize, p: &Point, v: &str| a.run.plan.cell_at(k, p, v).map(|c| c.index);
+    a.ratios.interval(cell(ko, po, vo)?, cell(kf, pf, vf)?)
 }
 
 /// Per cell with enough samples in its first run: the samples and the SM clock over time.

@@ -3,15 +3,18 @@
 
 mod axes;
 mod legend;
+mod stacked;
+mod text;
 
+use axes::Axes;
 pub use axes::XScale;
-use axes::{decade_ticks, geometric, tick};
 use legend::legend_for;
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
+pub use stacked::stacked;
 
 /// A named line of (x, y) points, with a band about it where given: (x, low, high), drawn
-/// as a shade of the line's colour (a median's interquartile range).
+/// as a shade of the line's colour (a median's interquartile range, a ratio's interval).
 pub struct Line {
     pub name: String,
     pub points: Vec<(f64, f64)>,
@@ -92,7 +95,8 @@ fn band_edge(l: &Line) -> Option<Vec<(f64, f64)>> {
 }
 
 /// Lines against the sweep; a log y axis when the values span more than a decade (ticked at
-/// 1, 2 and 5 of each), the x axis as `x_scale` asks.
+/// 1, 2 and 5 of each), the x axis as `x_scale` asks; a linear axis's labels to the decimal
+/// its ticks differ in. No plot where every point lies at one x.
 pub fn lines(
     title: &str,
     x_label: &str,
@@ -103,6 +107,9 @@ pub fn lines(
     let Some(((x0, x1), (y0, y1))) = bounds(lines) else {
         return Ok(String::new());
     };
+    if at_one_x(lines) {
+        return Ok(String::new());
+    }
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -114,6 +121,8 @@ pub fn lines(
             .x_label_area_size(40)
             .y_label_area_size(70);
         let palette = |i: usize| Palette99::pick(i).to_rgba();
+        let xs = xs_of(lines);
+        let axes = Axes::of(&xs, x_scale, ((x0, x1), (y0, y1)));
         macro_rules! draw {
             ($chart:expr, $legend:expr) => {{
                 let mut chart = $chart;
@@ -121,11 +130,8 @@ pub fn lines(
                     .configure_mesh()
                     .x_desc(x_label)
                     .y_desc(y_label)
-                    .x_label_formatter(&|x| match x.fract() == 0.0 {
-                        true => format!("{x:.0}"),
-                        false => tick(*x),
-                    })
-                    .y_label_formatter(&|y| tick(*y))
+                    .x_label_formatter(&|x| axes.x_label(*x))
+                    .y_label_formatter(&|y| axes.y_label(*y))
                     .draw()
                     .map_err(err)?;
                 for (i, l) in lines.iter().enumerate() {
@@ -151,39 +157,30 @@ pub fn lines(
                 draw_legend!(chart, $legend);
             }};
         }
-        let log_y = y0 > 0.0 && y1 / y0 > 10.0;
-        let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1e-9);
-        let (ly, lin_y) = (y0 * 0.8..y1 * 1.25, (y0 - pad)..(y1 + pad));
-        let y_ticks = decade_ticks(ly.start, ly.end);
-        let (log_x, x_ticks) = x_axis(lines, x_scale, (x0, x1));
-        let lx = x0 / 1.15..x1 * 1.15;
-        let x_drawn = if log_x { lx.clone() } else { x0..x1 };
-        let y_drawn = if log_y { ly.clone() } else { lin_y.clone() };
         let points = lines.iter().flat_map(|l| l.points.iter().copied());
-        let legend = legend_for((points, lines.len()), (&x_drawn, log_x), (&y_drawn, log_y));
-        match (log_x, log_y) {
+        let (x, y) = (axes.x.clone(), axes.y.clone());
+        let legend = legend_for((points, lines.len()), (&x, axes.log_x), (&y, axes.log_y));
+        let (x_keys, y_keys) = (axes.x_ticks.clone(), axes.y_ticks.clone());
+        match (axes.log_x, axes.log_y) {
             (false, true) => draw!(
                 builder
-                    .build_cartesian_2d(x0..x1, ly.log_scale().with_key_points(y_ticks))
+                    .build_cartesian_2d(x, y.log_scale().with_key_points(y_keys))
                     .map_err(err)?,
                 legend
             ),
-            (false, false) => draw!(
-                builder.build_cartesian_2d(x0..x1, lin_y).map_err(err)?,
-                legend
-            ),
+            (false, false) => draw!(builder.build_cartesian_2d(x, y).map_err(err)?, legend),
             (true, true) => draw!(
                 builder
                     .build_cartesian_2d(
-                        lx.log_scale().with_key_points(x_ticks),
-                        ly.log_scale().with_key_points(y_ticks)
+                        x.log_scale().with_key_points(x_keys),
+                        y.log_scale().with_key_points(y_keys)
                     )
                     .map_err(err)?,
                 legend
             ),
             (true, false) => draw!(
                 builder
-                    .build_cartesian_2d(lx.log_scale().with_key_points(x_ticks), lin_y)
+                    .build_cartesian_2d(x.log_scale().with_key_points(x_keys), y)
                     .map_err(err)?,
                 legend
             ),
@@ -193,20 +190,26 @@ pub fn lines(
     Ok(svg)
 }
 
-/// Whether the x axis is a log one, and its ticks: each of the lines' x values, or (`Log`)
-/// 1, 2 and 5 of each decade.
-fn x_axis(lines: &[Line], x_scale: XScale, (x0, x1): (f64, f64)) -> (bool, Vec<f64>) {
+/// Whether every point of `lines` lies at one x: nothing to draw against the sweep (a kernel
+/// measured at one size had its variants' dots stacked at the left edge of an axis from 768
+/// to 769); its table shows the numbers.
+fn at_one_x(lines: &[Line]) -> bool {
+    let mut xs = (lines.iter())
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite());
+    let first = xs.next();
+    xs.all(|x| Some(x) == first)
+}
+
+/// The lines' x values, sorted, each once.
+fn xs_of(lines: &[Line]) -> Vec<f64> {
     let mut xs: Vec<f64> = (lines.iter())
         .flat_map(|l| l.points.iter().map(|p| p.0))
         .filter(|x| x.is_finite())
         .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    match x_scale {
-        XScale::Linear => (false, xs),
-        XScale::LogIfGeometric => (geometric(&xs), xs),
-        XScale::Log => (x0 > 0.0, decade_ticks(x0 / 1.15, x1 * 1.15)),
-    }
+    xs
 }
 
 /// A cell's samples over time (µs against s) with the SM clock (MHz) on the right axis.
@@ -330,86 +333,6 @@ fn thinned(samples: &[(f64, f64)]) -> Thinned {
     (every, medians, slowest)
 }
 
-/// One stacked bar per category; `segments` are (name, value per category), bottom first.
-pub fn stacked(
-    title: &str,
-    y_label: &str,
-    categories: &[String],
-    segments: &[(String, Vec<f64>)],
-) -> Result<String, PlotError> {
-    let total = |i: usize| -> f64 {
-        segments
-            .iter()
-            .map(|(_, v)| v.get(i).copied().unwrap_or(0.0))
-            .sum()
-    };
-    let top = (0..categories.len()).map(total).fold(0.0, f64::max);
-    if categories.is_empty() || top.is_nan() || top <= 0.0 {
-        return Ok(String::new());
-    }
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (SIZE.0 + 240, SIZE.1 + 60)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        // The legend gets its own column: a stack of many phases leaves no free corner.
-        let (plot_area, legend_area) = root.split_horizontally(SIZE.0);
-        let n = categories.len();
-        let mut chart = ChartBuilder::on(&plot_area)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top * 1.1)
-            .map_err(err)?;
-        let name_of = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                categories[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&name_of)
-            .y_desc(y_label)
-            .draw()
-            .map_err(err)?;
-        let mut base = vec![0.0; n];
-        for (k, (_, values)) in segments.iter().enumerate() {
-            let color = Palette99::pick(k).to_rgba();
-            let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
-                .filter_map(|i| {
-                    let v = values.get(i).copied().filter(|v| *v > 0.0)?;
-                    let r = Rectangle::new(
-                        [(i as f64 - 0.35, base[i]), (i as f64 + 0.35, base[i] + v)],
-                        color.filled(),
-                    );
-                    base[i] += v;
-                    Some(r)
-                })
-                .collect();
-            chart.draw_series(bars).map_err(err)?;
-        }
-        // Top of the stack first, as the bars read.
-        for (row, (k, (name, _))) in segments.iter().enumerate().rev().enumerate() {
-            let y = 50 + 22 * row as i32;
-            let color = Palette99::pick(k).to_rgba();
-            legend_area
-                .draw(&Rectangle::new([(8, y), (22, y + 14)], color.filled()))
-                .map_err(err)?;
-            legend_area
-                .draw(&Text::new(name.clone(), (30, y), ("sans-serif", 14)))
-                .map_err(err)?;
-        }
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,23 +392,10 @@ mod tests {
     #[test]
     fn nothing_to_draw_gives_no_plot() {
         assert_eq!(lines("t", "x", "y", &[], XScale::Linear).unwrap(), "");
+        // Variants at one point: nothing over the sweep.
+        let one = |name: &str, y: f64| Line::plain(name.into(), vec![(768.0, y)]);
+        let at_768 = [one("hot", 50.0), one("cold", 60.0)];
+        assert_eq!(lines("t", "x", "y", &at_768, XScale::Linear).unwrap(), "");
         assert_eq!(stacked("t", "ms", &[], &[]).unwrap(), "");
-    }
-
-    #[test]
-    fn a_stacked_plot_names_its_bars_and_segments() {
-        let svg = stacked(
-            "phases",
-            "ms",
-            &["cubin".into(), "ptx".into()],
-            &[
-                ("context".into(), vec![200.0, 210.0]),
-                ("module load".into(), vec![0.2, 30.0]),
-            ],
-        )
-        .unwrap();
-        for word in ["cubin", "ptx", "context", "module load", "phases"] {
-            assert!(svg.contains(word), "{word} missing");
-        }
     }
 }

@@ -79,8 +79,8 @@ impl Knob for Counters {
         "hardware counters of the measured kernel, read by Nsight Compute in a pass of their
         own before the timed run, with the cell's cache state: \"memory\" (DRAM bytes each
         way, the bytes the SMs asked of L1 and L2, both hit rates; with `bytes`, the declared
-        bytes are checked against them), or a list of metric names as `ncu --metrics` takes
-        them",
+        bytes are checked against them, and `reads` and `writes` stand beside DRAM's bytes
+        read and written), or a list of metric names as `ncu --metrics` takes them",
     )];
     const ASPECT: Aspect = Aspect::Method;
 

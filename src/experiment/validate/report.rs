@@ -122,7 +122,7 @@ impl Validator<'_> {
                         crate::experiment::metric_value(&metric, p, self.facts, 1.0, l)
                             .map_err(|e| {
                                 self.err(&m.value, e).with_hint(
-                                    "a metric may use time_ns (the cell's median), bytes, flops, the sweep parameters and device facts",
+                                    "a metric may use time_ns (the cell's median), bytes (or reads and writes, where the kernel declares them apart), flops, the sweep parameters and device facts",
                                 )
                             })?;
                     }

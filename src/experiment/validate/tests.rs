@@ -326,6 +326,32 @@ fn a_metric_is_checked_where_it_is_written() {
 }
 
 #[test]
+fn a_metric_reads_the_bytes_read_and_written_where_a_kernel_declares_them_apart() {
+    let metric = "floor = false\n[[report.metric]]\nname = \"read share\"\nvalue = \"reads / (reads + writes)\"\nunit = \"\"";
+    // matmul-tiled declares its reads and writes, matmul-naive nothing.
+    let t = text("n = [1, 2]", metric).replacen(
+        "block = [1]\n",
+        "block = [1]\nreads = \"3 * n\"\nwrites = \"n\"\n",
+        1,
+    );
+    let e = parse_text(&t).unwrap();
+    let at = |k: usize| {
+        let kernel = &e.kernels[k];
+        let (p, launch) = (&kernel.points[1], &kernel.launches[1]);
+        crate::experiment::metric_value(&e.report.metrics[0], p, &e.facts, 10.0, launch).unwrap()
+    };
+    assert_eq!(at(0), 0.75);
+    assert!(at(1).is_nan(), "no bytes declared: no number");
+    // A name a metric cannot use: the hint names what it can.
+    let err = parse_text(&t.replace("reads / (reads + writes)", "reads / steps")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("bytes (or reads and writes, where the kernel declares them apart), flops"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_chase_needs_an_integer_type_that_holds_its_indices() {
     let text = |ty: &str, len: &str| {
         format!(
