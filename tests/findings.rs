@@ -226,7 +226,7 @@ type Tuned<'a> = (String, f64, &'a str);
 
 /// Checks one finding against the run; false where it is of no known kind.
 fn check(run: &Run, f: &str) -> bool {
-    let rules: [(&str, Rule); 16] = [
+    let rules: [(&str, Rule); 17] = [
         (
             r"^Hardware counters (?:confirm the declared `bytes` of all (?P<all>\d+) checked cells?: (?P<agree>\d+) agree with the bytes DRAM moved \(within 10%\) and the caches served (?P<cached>\d+)|contradict the declared `bytes` of (?P<m>\d+) of (?P<n>\d+) checked cells? \(⚠ in the counters table\); at `(?P<id>[^`]+)` (?P<how>no cache level was asked for them|DRAM moved more than declared): (?P<decl>[\d.]+) MB declared, L1 or L2 at most (?P<cache>[\d.]+) MB \((?P<cr>[\d.]+)x\), DRAM (?P<dram>[\d.]+) MB \((?P<dr>[\d.]+)x\))\.$",
             bytes,
@@ -286,6 +286,10 @@ fn check(run: &Run, f: &str) -> bool {
         (
             r"^`(?P<k>[^`]+)`(?: at (?P<p>\S+))? reads (?P<t1>TIME) (?:at (?P<p1>.+?) to (?P<t2>TIME) at (?P<p2>.+?) under `(?P<v>[^`]+)` over (?P<n>\d+) cells|under `(?P<v1>[^`]+)` to (?P<t4>TIME) under `(?P<v4>[^`]+)`|at (?P<p5>\S+) \((?P<v5>[^)]+)\)|under (?P<v6>\S+))(?:; its variants read(?: at \S+)? (?P<t3a>TIME) \(`(?P<v3a>[^`]+)`\) to (?P<t3b>TIME) \(`(?P<v3b>[^`]+)`\))?\.$",
             range,
+        ),
+        (
+            r"^The audits took more than 5% of the time of (?P<n>\d+) of (?P<of>\d+) audited cells, the most (?P<share>[\d.]+%) of `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\): (?P<cost>TIME) of (?P<wall>TIME), (?:most of it the first round's regions, which are never left out \(more samples spread them\)|(?P<checks>TIME) of it checking audited regions against (?:its Python reference|its reference kernel|the reference) \(.*\))\.$",
+            audit_cost,
         ),
         (
             r"^(?P<t>\d+) of (?P<n>\d+) cells trusted: no finding to draw\.$",
@@ -898,6 +902,55 @@ fn stopped(run: &Run, c: &Captures) {
             let after = format!("after {} of {} samples", why["samples"], why["planned"]);
             assert!(c["why"].contains(&after), "{}: {why}", &c["why"]);
         }
+    }
+}
+
+/// Each audited cell's audits from `cells.jsonl`, its runs together: cost, wall time and
+/// checks, in s.
+fn audits_of(run: &Run) -> HashMap<String, (f64, f64, f64)> {
+    let mut cells: HashMap<String, (f64, f64, f64)> = HashMap::new();
+    let mut audited: HashSet<String> = HashSet::new();
+    for line in run.raw("cells.jsonl").lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(id) = record["id"].as_str() else {
+            continue;
+        };
+        let audit = &record["audit"];
+        if !audit["among"].is_null() || !audit["weaker"].is_null() {
+            audited.insert(id.to_string());
+        }
+        let sum = cells.entry(id.to_string()).or_default();
+        sum.0 += audit["cost_s"].as_f64().unwrap_or(0.0);
+        sum.1 += record["wall_s"].as_f64().unwrap_or(0.0);
+        sum.2 += audit["checks_s"].as_f64().unwrap_or(0.0);
+    }
+    cells.retain(|id, _| audited.contains(id));
+    cells
+}
+
+fn audit_cost(run: &Run, c: &Captures) {
+    let trusted: HashSet<&str> = run.trusted().map(|(id, _)| id).collect();
+    let audits = audits_of(run);
+    let audited: Vec<(&String, &(f64, f64, f64))> = (audits.iter())
+        .filter(|(id, _)| trusted.contains(id.as_str()))
+        .collect();
+    let over: Vec<_> = (audited.iter())
+        .filter(|(_, (cost, wall, _))| cost / wall > 0.05 && *cost >= 0.1)
+        .collect();
+    assert_eq!(c["n"].parse::<usize>().unwrap(), over.len());
+    assert_eq!(c["of"].parse::<usize>().unwrap(), audited.len());
+    let cell = id_of(&c["k"], c.name("p").map_or("", |p| p.as_str()), &c["v"]);
+    let (cost, wall, checks) = audits[&cell];
+    let most = (over.iter())
+        .map(|(_, (cost, wall, _))| cost / wall)
+        .fold(0.0, f64::max);
+    assert_eq!(cost / wall, most, "{cell} is not the costliest");
+    assert_pct(&c["share"], cost / wall, &cell);
+    assert_time(&c["cost"], cost * 1e9, &cell);
+    assert_time(&c["wall"], wall * 1e9, &cell);
+    match c.name("checks") {
+        Some(t) => assert_time(t.as_str(), checks * 1e9, &cell),
+        None => assert!(checks <= cost / 2.0, "{cell}: its checks took most of it"),
     }
 }
 

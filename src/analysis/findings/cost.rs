@@ -7,8 +7,13 @@ use crate::experiment::Experiment;
 use crate::plan::Cell;
 use crate::protocol::AUDIT_SHARE_CAP;
 
+/// Audits that took less than this, in s, are not what makes a run slow, whatever their
+/// share of a short cell (a millisecond's region and check in a cell of ten).
+const NOTICED_S: f64 = 0.1;
+
 /// Of the `trusted` cells that were audited, those whose audits took more than
-/// [`AUDIT_SHARE_CAP`] of their time, with the costliest; None where none did.
+/// [`AUDIT_SHARE_CAP`] of their time and [`NOTICED_S`], with the costliest share; None
+/// where none did.
 pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> {
     let audited: Vec<(&Cell, &CellAudits)> = (trusted.iter())
         .filter_map(|c| Some((*c, audits.iter().find(|a| a.cell == c.index)?)))
@@ -18,7 +23,7 @@ pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) ->
         false => 0.0,
     };
     let over: Vec<&(&Cell, &CellAudits)> = (audited.iter())
-        .filter(|(_, a)| share(a) > AUDIT_SHARE_CAP)
+        .filter(|(_, a)| share(a) > AUDIT_SHARE_CAP && a.cost_s >= NOTICED_S)
         .collect();
     let (cell, worst) = over
         .iter()
@@ -65,24 +70,26 @@ mod tests {
 
     #[test]
     fn only_trusted_cells_over_the_share_count_and_the_costliest_is_named() {
-        let exp = experiment("n = [1, 2, 3]", &[("k", "")], &[("hot", "")], "");
+        let exp = experiment("n = [1, 2, 3, 4]", &[("k", "")], &[("hot", "")], "");
         let plan = crate::plan::Plan::new(&exp).unwrap();
         let cells: Vec<&Cell> = plan.cells.iter().filter(|c| c.kernel == Some(0)).collect();
         let found = [
             audits(cells[0].index, 0.01, 1.0),
             audits(cells[1].index, 0.2, 1.0),
             audits(cells[2].index, 0.5, 1.0),
+            // A tenth of its cell, but a millisecond: not noticed.
+            audits(cells[3].index, 0.001, 0.01),
         ];
         let Some(Finding::AuditCost(c)) = audit_cost(&exp, &found, &cells) else {
             panic!("no finding");
         };
-        assert_eq!((c.over, c.of, c.cell.point.as_str()), (2, 3, "n=3"));
+        assert_eq!((c.over, c.of, c.cell.point.as_str()), (2, 4, "n=3"));
         assert_eq!(c.reference, CheckedBy::Builtin);
         // The costliest cell not trusted is not named; none over the share, no finding.
         let Some(Finding::AuditCost(c)) = audit_cost(&exp, &found, &cells[..2]) else {
             panic!("no finding");
         };
         assert_eq!((c.over, c.of, c.cell.point.as_str()), (1, 2, "n=2"));
-        assert!(audit_cost(&exp, &found, &cells[..1]).is_none());
+        assert!(audit_cost(&exp, &found, &[cells[0], cells[3]]).is_none());
     }
 }
