@@ -105,6 +105,19 @@ impl Among {
         let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
         let draw_seed = seed ^ s.sample_seed;
         let held = seed_of(draw_seed, 0);
+        let samples = cell.knobs.samples_per_run() as usize;
+        let rank = super::rank(cell, process);
+        // A Python reference computes the first round's audited draws while the GPU times
+        // (where the GPU reads the times: a host timer would time the host it shares), asked
+        // before the timed data's draw, which then leaves the caches as it always does.
+        let [audited, ..] = audit::first_round(samples, cell.runs() as usize, rank);
+        if !draws.is_empty() && matches!(cell.knobs.timer, TimerKind::Events | TimerKind::Cupti) {
+            let seeds: Vec<u64> = (1..=audited as u64)
+                .map(|k| seed_of(draw_seed, k))
+                .collect();
+            on_draw::ask_python_ahead(s, ready, draws, &seeds)
+                .map_err(|f| f.during("audit: asking the Python reference ahead"))?;
+        }
         let draw_ns = match draws.is_empty() {
             // The first draw pays what later ones do not; the second is the one timed.
             false => {
@@ -115,8 +128,6 @@ impl Among {
         };
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
-        let samples = cell.knobs.samples_per_run() as usize;
-        let rank = super::rank(cell, process);
         let schedule = Schedule::new(seed, samples, cell.runs() as usize, rank);
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);

@@ -104,6 +104,70 @@ fn drawn_again(
     Ok(Some(copy.download()?))
 }
 
+/// Asks the Python reference ahead for the audited regions to come, the draws of `seeds`:
+/// each drawn into buffers of its own and read back before the samples start, so that the
+/// interpreter computes while the GPU times and the regions' checks only compare. Asks
+/// nothing where the kernel has no `check_python`, or where an argument it is given has
+/// no data here (its check then asks as it runs).
+pub(super) fn ask_python_ahead(
+    s: &Session,
+    ready: ReadyCell,
+    draws: &Draws,
+    seeds: &[u64],
+) -> Result<(), Failure> {
+    let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
+    let Some(pc) = def.check_python.as_ref().filter(|_| !seeds.is_empty()) else {
+        return Ok(());
+    };
+    let (buffers, args) = (&data.sets[0], &cell.launch.args);
+    let mut copies = Vec::new();
+    let mut entries = Vec::new();
+    for &i in &draws.args {
+        let Some(buf) = buffers.buffer(i) else {
+            continue;
+        };
+        let copy = DeviceBuffer::alloc(buf.bytes())?;
+        entries.extend(Entry::of(args, i, &copy).map(|e| (i, e)));
+        copies.push((i, copy));
+    }
+    let given = |i: usize| !def.writes(i) || def.updates_in_place(i);
+    let buffer_arg = |i: usize| matches!(args[i], ArgValue::Buffer { .. });
+    let undrawn = |i: usize| !copies.iter().any(|(j, _)| *j == i);
+    if (0..args.len()).any(|i| given(i) && buffer_arg(i) && undrawn(i) && data.timed[i].is_none()) {
+        return Ok(());
+    }
+    let mut outputs = Vec::new();
+    for &o in &pc.outputs {
+        match (&args[o], buffers.buffer(o)) {
+            (ArgValue::Buffer { dtype, .. }, Some(b)) => {
+                outputs.push((o, *dtype, b.bytes() / dtype.size()))
+            }
+            _ => return Ok(()),
+        }
+    }
+    let again = Draws::new(draws.kernel.clone(), &entries)?;
+    for &seed in seeds {
+        again.write(seed)?;
+        cuda::synchronize()?;
+        let mut host = Vec::with_capacity(args.len());
+        for i in 0..args.len() {
+            host.push(match copies.iter().find(|(j, _)| *j == i) {
+                Some((_, b)) => Some(b.download()?),
+                None if given(i) => data.timed[i].clone(),
+                None => None,
+            });
+        }
+        let host: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
+        let cache = reference::Cache::new(
+            s.run_cache.as_deref(),
+            format!("{}#draw{seed}", data.point),
+            s.sample_seed,
+        );
+        reference::python::ask_ahead(pc, def, &cell.launch, &host, &outputs, &cache)?;
+    }
+    Ok(())
+}
+
 /// The inputs a check reads: the measured buffers, with the drawn ones of `redrawn` in
 /// their place where it holds them.
 struct Inputs<'a> {
@@ -135,10 +199,17 @@ fn check_against(
     // Each region compares its own sample of a large output, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
     if let Some(pc) = &def.check_python {
+        let cache = reference::Cache::new(
+            s.run_cache.as_deref(),
+            format!("{}#draw{seed}", ready.data.point),
+            s.sample_seed,
+        );
         // The draw read back: the function is given what the audited launch read, a
-        // buffer it updates in place drawn again (the launch has changed it).
+        // buffer it updates in place drawn again (the launch has changed it); nothing
+        // where it was asked ahead.
         let mut data = Vec::new();
-        for i in 0..def.args.len() {
+        let ahead = reference::python::asked(pc, &cache);
+        for i in (0..def.args.len()).filter(|_| !ahead) {
             data.push(match inputs.buffer(i) {
                 Some(b) if !def.writes(i) => Some(b.download()?),
                 Some(b) if def.updates_in_place(i) => drawn_again(ready, draws, (i, b), seed)?,
@@ -149,11 +220,6 @@ fn check_against(
         let got = (pc.outputs.iter())
             .map(|&o| Ok((o, buffers.download(o)?)))
             .collect::<Result<Vec<_>, Failure>>()?;
-        let cache = reference::Cache::new(
-            s.run_cache.as_deref(),
-            format!("{}#draw{seed}", ready.data.point),
-            s.sample_seed,
-        );
         let account = reference::python::check(pc, def, &cell.launch, (&data, false), &got, &cache);
         s.timeline.mark("Python reference");
         return account;

@@ -44,10 +44,12 @@ pub fn check(
     };
     let key = format!("{}#{}", pc.label(), cache.inputs);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
+    let asked = state.collect(pc, Some(&key))?;
     let kept = state.results.iter().find(|(k, _)| *k == key);
-    let wanted = match kept {
-        Some((_, wanted)) => wanted.clone(),
-        None => {
+    let wanted = match (asked, kept) {
+        (Some(wanted), _) => wanted,
+        (None, Some((_, wanted))) => wanted.clone(),
+        (None, None) => {
             let outputs: Vec<(usize, Dtype, usize)> = (got.iter())
                 .map(|(o, bytes)| (*o, dtype(*o), bytes.len() / dtype(*o).size()))
                 .collect();
@@ -83,13 +85,62 @@ pub fn check(
     ))
 }
 
+/// Asks `pc`'s function now for the outputs (`outputs`: argument, type, elements) of the
+/// inputs `data` of the data set `cache` names, and returns without its answer: the
+/// interpreter works on it while the GPU times, and [`check`] of that data set takes it
+/// (an audited region's draw, known before its region runs).
+pub fn ask_ahead(
+    pc: &PythonCheck,
+    def: &Kernel,
+    spec: &LaunchSpec,
+    data: &[Option<&[u8]>],
+    outputs: &[(usize, Dtype, usize)],
+    cache: &Cache,
+) -> Result<(), Failure> {
+    let key = format!("{}#{}", pc.label(), cache.inputs);
+    let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
+    let sent = state.send(pc, def, spec, data, outputs, cache.dir)?;
+    state.pending.push_back((key, sent));
+    Ok(())
+}
+
+/// Whether `pc`'s function was already asked for the data set `cache` names (its answer
+/// kept, or on its way): its check then needs no inputs.
+pub fn asked(pc: &PythonCheck, cache: &Cache) -> bool {
+    let key = format!("{}#{}", pc.label(), cache.inputs);
+    let state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
+    let pending = state.pending.iter().any(|(k, _)| *k == key);
+    pending || state.results.iter().any(|(k, _)| *k == key)
+}
+
 /// The worker's interpreter, where one runs, and the results it gave by data set.
 #[derive(Default)]
 struct State {
     running: Option<Interpreter>,
     results: VecDeque<(String, Vec<Vec<u8>>)>,
+    /// Requests sent ahead whose replies are not read yet, in the order they were sent
+    /// (the interpreter answers in that order), each with the data set it names.
+    pending: VecDeque<(String, Sent)>,
     /// Where the data sets go when the run has no cache folder.
     scratch: Option<tempfile::TempDir>,
+    /// Requests sent: each names its files apart from the others'.
+    sent: u64,
+}
+
+/// A request sent: its outputs (argument, type, elements) and their files, and every file
+/// it wrote, to be removed once its reply is read.
+struct Sent {
+    outputs: Vec<(usize, Dtype, usize, PathBuf)>,
+    written: Vec<PathBuf>,
+    names: Vec<String>,
+}
+
+impl Sent {
+    fn remove_files(&self) {
+        for path in &self.written {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 static INTERPRETER: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
@@ -104,7 +155,7 @@ struct Interpreter {
 
 impl State {
     /// The function's outputs (by `outputs`: argument, type, elements), as bytes of each
-    /// output's type.
+    /// output's type; the replies to requests sent ahead are read first.
     fn call(
         &mut self,
         pc: &PythonCheck,
@@ -114,6 +165,45 @@ impl State {
         outputs: &[(usize, Dtype, usize)],
         dir: Option<&Path>,
     ) -> Result<Vec<Vec<u8>>, Failure> {
+        self.collect(pc, None)?;
+        let sent = self.send(pc, def, spec, data, outputs, dir)?;
+        self.receive(pc, sent)
+    }
+
+    /// Reads the replies sent ahead, in order: up to the one for data set `key` (returned),
+    /// or all of them where `key` is None or names none. One that failed fails the call
+    /// that reads it; the others are kept in `results`.
+    fn collect(
+        &mut self,
+        pc: &PythonCheck,
+        key: Option<&str>,
+    ) -> Result<Option<Vec<Vec<u8>>>, Failure> {
+        let wanted = key.filter(|k| self.pending.iter().any(|(p, _)| p == k));
+        while let Some((name, sent)) = self.pending.pop_front() {
+            let got = self.receive(pc, sent);
+            if Some(name.as_str()) == wanted {
+                return got.map(Some);
+            }
+            if let Ok(result) = got {
+                if self.results.len() == KEPT_RESULTS {
+                    self.results.pop_front();
+                }
+                self.results.push_back((name, result));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes the inputs' files and sends the request, without waiting for its reply.
+    fn send(
+        &mut self,
+        pc: &PythonCheck,
+        def: &Kernel,
+        spec: &LaunchSpec,
+        data: &[Option<&[u8]>],
+        outputs: &[(usize, Dtype, usize)],
+        dir: Option<&Path>,
+    ) -> Result<Sent, Failure> {
         let dir = match dir {
             Some(d) => d.to_path_buf(),
             None => match &self.scratch {
@@ -128,9 +218,24 @@ impl State {
                 }
             },
         };
-        let file =
-            |i: usize, end: &str| dir.join(format!("python-{}-{i}.{end}", std::process::id()));
-        let mut written: Vec<PathBuf> = Vec::new();
+        self.sent += 1;
+        let request_no = self.sent;
+        let file = |i: usize, end: &str| {
+            dir.join(format!(
+                "python-{}-{request_no}-{i}.{end}",
+                std::process::id()
+            ))
+        };
+        let mut sent = Sent {
+            outputs: (outputs.iter())
+                .map(|&(o, dtype, len)| (o, dtype, len, file(o, "out")))
+                .collect(),
+            written: Vec::new(),
+            names: outputs
+                .iter()
+                .map(|&(o, ..)| def.args[o].name.clone())
+                .collect(),
+        };
         let result = (|| {
             let mut args = Vec::new();
             // Its inputs, and each buffer it updates in place as it was before the launch.
@@ -148,7 +253,7 @@ impl State {
                             ))
                         })?;
                         let path = file(i, "in");
-                        written.push(path.clone());
+                        sent.written.push(path.clone());
                         std::fs::write(&path, bytes).map_err(|e| {
                             Failure::from(format!("cannot write {}: {e}", path.display()))
                         })?;
@@ -156,47 +261,53 @@ impl State {
                     }
                 }
             }
-            let outs: Vec<Value> = (outputs.iter())
-                .map(|&(o, dtype, len)| {
-                    let path = file(o, "out");
-                    written.push(path.clone());
-                    json!({ "name": def.args[o].name, "dtype": dtype.key(), "len": len, "path": path })
+            let outs: Vec<Value> = (sent.outputs.iter())
+                .map(|(o, dtype, len, path)| {
+                    json!({ "name": def.args[*o].name, "dtype": dtype.key(), "len": len, "path": path })
                 })
                 .collect();
+            sent.written
+                .extend(sent.outputs.iter().map(|(.., path)| path.clone()));
             let request = json!({
                 "file": pc.path, "function": pc.function, "torch": pc.torch,
                 "args": args, "outputs": outs,
             });
-            self.ask(pc, &request.to_string())?;
-            (outputs.iter())
-                .map(|&(o, dtype, len)| {
-                    let bytes = std::fs::read(file(o, "out")).map_err(|e| {
-                        Failure::from(format!(
-                            "the Python reference wrote no `{}`: {e}",
-                            def.args[o].name
-                        ))
+            self.send_line(pc, &request.to_string())
+        })();
+        match result {
+            Ok(()) => Ok(sent),
+            Err(e) => {
+                sent.remove_files();
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits for the reply to `sent` and reads its outputs, then removes its files.
+    fn receive(&mut self, pc: &PythonCheck, sent: Sent) -> Result<Vec<Vec<u8>>, Failure> {
+        let result = self.await_reply(pc).and_then(|()| {
+            (sent.outputs.iter().zip(&sent.names))
+                .map(|((_, dtype, len, path), name)| {
+                    let bytes = std::fs::read(path).map_err(|e| {
+                        Failure::from(format!("the Python reference wrote no `{name}`: {e}"))
                     })?;
                     match bytes.len() == len * dtype.size() {
                         true => Ok(bytes),
                         false => Err(Failure::from(format!(
-                            "the Python reference wrote {} bytes of `{}`, not {}",
+                            "the Python reference wrote {} bytes of `{name}`, not {}",
                             bytes.len(),
-                            def.args[o].name,
                             len * dtype.size()
                         ))),
                     }
                 })
                 .collect()
-        })();
-        for path in written {
-            let _ = std::fs::remove_file(path);
-        }
+        });
+        sent.remove_files();
         result
     }
 
-    /// Sends one request and waits for its reply, at most the check's timeout; an
-    /// interpreter that failed or ran over is ended, and the next call starts another.
-    fn ask(&mut self, pc: &PythonCheck, request: &str) -> Result<(), Failure> {
+    /// Sends one request (a line), starting the interpreter where none of `pc`'s runs.
+    fn send_line(&mut self, pc: &PythonCheck, request: &str) -> Result<(), Failure> {
         if self
             .running
             .as_ref()
@@ -208,13 +319,21 @@ impl State {
             self.running = Some(Interpreter::start(&pc.python)?);
         }
         let running = self.running.as_mut().expect("started above");
-        let sent = writeln!(running.stdin, "{request}").and_then(|_| running.stdin.flush());
-        let reply = match sent {
-            Ok(()) => running
-                .replies
-                .recv_timeout(Duration::from_secs_f64(pc.timeout_s)),
-            Err(_) => Err(RecvTimeoutError::Disconnected),
+        match writeln!(running.stdin, "{request}").and_then(|_| running.stdin.flush()) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.ended(pc)),
+        }
+    }
+
+    /// Waits for the next reply, at most the check's timeout; an interpreter that failed
+    /// or ran over is ended, and the next call starts another.
+    fn await_reply(&mut self, pc: &PythonCheck) -> Result<(), Failure> {
+        let Some(running) = self.running.as_mut() else {
+            return Err(self.ended(pc));
         };
+        let reply = running
+            .replies
+            .recv_timeout(Duration::from_secs_f64(pc.timeout_s));
         let failed =
             |why: String| Failure::from(format!("the Python reference `{}` {why}", pc.label()));
         match reply {
@@ -233,21 +352,30 @@ impl State {
                     pc.timeout_s
                 )))
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                let stderr = running.stderr_tail();
-                self.end();
-                Err(failed(format!(
-                    "ended its interpreter (`{}`): {stderr}. It needs NumPy (python3 -m pip install numpy), and torch for torch = true; check_python's python = \"...\" names another interpreter",
-                    pc.python
-                )))
-            }
+            Err(RecvTimeoutError::Disconnected) => Err(self.ended(pc)),
         }
     }
 
+    /// The failure of an interpreter that ended, with its last words; it is ended here.
+    fn ended(&mut self, pc: &PythonCheck) -> Failure {
+        let stderr = (self.running.as_mut()).map_or(String::new(), Interpreter::stderr_tail);
+        self.end();
+        Failure::from(format!(
+            "the Python reference `{}` ended its interpreter (`{}`): {stderr}. It needs NumPy (python3 -m pip install numpy), and torch for torch = true; check_python's python = \"...\" names another interpreter",
+            pc.label(),
+            pc.python
+        ))
+    }
+
+    /// Ends the interpreter; the requests sent ahead go unanswered (a check of their data
+    /// asks again).
     fn end(&mut self) {
         if let Some(mut r) = self.running.take() {
             let _ = r.child.kill();
             let _ = r.child.wait();
+        }
+        for (_, sent) in self.pending.drain(..) {
+            sent.remove_files();
         }
     }
 }
@@ -345,12 +473,21 @@ mod tests {
         found
     }
 
+    /// The tests share the worker's one interpreter: each holds this while it runs, so that
+    /// one that starts another (or asks ahead) does not end another's.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn floats(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_ne_bytes()).collect()
     }
 
     #[test]
     fn a_python_function_checks_an_output_and_names_what_went_wrong() {
+        let _serial = serial();
         if !numpy() {
             return;
         }
@@ -412,6 +549,7 @@ mod tests {
 
     #[test]
     fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
+        let _serial = serial();
         if !numpy() {
             return;
         }
@@ -445,7 +583,57 @@ mod tests {
     }
 
     #[test]
+    fn a_function_asked_ahead_answers_the_check_of_its_data_set_in_any_order() {
+        let _serial = serial();
+        if !numpy() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ref.py");
+        std::fs::write(&file, "def twice(x, n):\n    return 2 * x[:n]\n").unwrap();
+        let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = 4 }},\n]\ncheck_python = {{ function = \"{}:twice\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display());
+        let e = Experiment::from_text(&text).unwrap();
+        let def = &e.kernels[0];
+        let pc = def.check_python.as_ref().unwrap();
+        let (a, b) = (floats(&[1.0, 2.0, 3.0, 4.0]), floats(&[5.0, 6.0, 7.0, 8.0]));
+        let caches = [
+            Cache::new(Some(dir.path()), "k#draw-a".into(), 1),
+            Cache::new(Some(dir.path()), "k#draw-b".into(), 1),
+        ];
+        let outputs = [(1, Dtype::F32, 4)];
+        for (data, cache) in [(&a, &caches[0]), (&b, &caches[1])] {
+            let given = [Some(&data[..]), None, None];
+            ask_ahead(pc, def, &def.launches[0], &given, &outputs, cache).unwrap();
+            assert!(asked(pc, cache));
+        }
+        // Checked with no inputs at all: the answers asked ahead are the references, the
+        // second's first (the first's is kept on the way).
+        let none = [None, None, None];
+        let check_of = |got: &[f32], cache: &Cache| {
+            check(
+                pc,
+                def,
+                &def.launches[0],
+                (&none, false),
+                &[(1, floats(got))],
+                cache,
+            )
+        };
+        assert!(check_of(&[10.0, 12.0, 14.0, 16.0], &caches[1]).is_ok());
+        assert!(check_of(&[2.0, 4.0, 6.0, 8.0], &caches[0]).is_ok());
+        assert!(check_of(&[2.0, 4.0, 6.0, 9.0], &caches[0]).is_err());
+        // Every file a request wrote is gone once its answer is read.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|f| f.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with("python-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
     fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("ref.py");
         std::fs::write(&file, "def f(x):\n    return x\n").unwrap();
