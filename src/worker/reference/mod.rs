@@ -3,6 +3,8 @@
 mod cache;
 mod matmul;
 pub mod python;
+#[cfg(test)]
+mod python_tests;
 
 pub use cache::Cache;
 

@@ -1,0 +1,217 @@
+//! The Python reference against a real interpreter (skipped, saying so, where python3 has
+//! no NumPy).
+
+use super::cache::Cache;
+use super::python::{ask_ahead, asked, check};
+use crate::experiment::{Dtype, Experiment};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Whether `python3` here has NumPy: without it the tests below say they are skipped.
+fn numpy() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "skipped: python3 with NumPy is not installed here (python3 -m pip install numpy)"
+        );
+    }
+    found
+}
+
+/// The tests share the worker's one interpreter: each holds this while it runs, so that
+/// one that starts another (or asks ahead) does not end another's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn floats(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+#[test]
+fn a_python_function_checks_an_output_and_names_what_went_wrong() {
+    let _serial = serial();
+    if !numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ref.py");
+    std::fs::write(
+        &file,
+        "def twice(x, n):\n    return 2 * x[:n]\n\ndef short(x, n):\n    return x[:1]\n\ndef boom(x, n):\n    raise ValueError('no luck')\n\ndef ints(x, n):\n    return (2 * x).astype('int64')\n",
+    )
+    .unwrap();
+    let kernel = |name: &str| {
+        format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = 4 }},\n]\ncheck_python = {{ function = \"{}:{name}\", outputs = [\"y\"] }}\n", file.display())
+    };
+    let text = ["twice", "short", "boom", "ints"].map(kernel).join("\n");
+    let e = Experiment::from_text(&format!(
+        "[experiment]\ntitle = \"t\"\n{text}[[variant]]\nname = \"a\"\n"
+    ))
+    .unwrap();
+    let x = floats(&[1.0, 2.0, 3.0, 4.0]);
+    let data = [Some(&x[..]), None, None];
+    let cache = Cache::new(None, "k/n=4#1".into(), 1);
+    let run = |k: usize, got: &[f32]| {
+        let def = &e.kernels[k];
+        let pc = def.check_python.as_ref().unwrap();
+        check(
+            pc,
+            def,
+            &def.launches[0],
+            (&data, true),
+            &[(1, floats(got))],
+            &cache,
+        )
+    };
+    let right = run(0, &[2.0, 4.0, 6.0, 8.0]).unwrap();
+    assert_eq!(
+        right,
+        format!("against Python `{}:twice`: y: max abs error 0.000e0, max rel error 0.000e0 over 4 elements", file.display())
+    );
+    let wrong = run(0, &[2.0, 4.0, 6.5, 8.0]).unwrap_err().message;
+    assert!(
+        wrong.contains("1 outside") && wrong.contains("y[2]"),
+        "{wrong}"
+    );
+    let short = run(1, &[0.0; 4]).unwrap_err().message;
+    assert!(
+        short.contains("returned 1 elements (shape (1,)), the kernel's output holds 4"),
+        "{short}"
+    );
+    let boom = run(2, &[0.0; 4]).unwrap_err().message;
+    assert!(
+        boom.contains("failed: ValueError: no luck (line 8 of ref.py)"),
+        "{boom}"
+    );
+    // Integers cast to a float output; floats for an integer one would be refused.
+    assert!(run(3, &[2.0, 4.0, 6.0, 8.0]).is_ok());
+    // The interpreter outlives a failing function, and answers the next request.
+    assert!(run(0, &[2.0, 4.0, 6.0, 8.0]).is_ok());
+}
+
+#[test]
+fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
+    let _serial = serial();
+    if !numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ref.py");
+    std::fs::write(&file, "def axpy(x, y, a):\n    return a * x + y\n").unwrap();
+    let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"a\", scalar = \"f32\", value = 2 }},\n]\ncheck_python = {{ function = \"{}:axpy\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display());
+    let e = Experiment::from_text(&text).unwrap();
+    let def = &e.kernels[0];
+    let (x, y) = (
+        floats(&[1.0, 2.0, 3.0, 4.0]),
+        floats(&[10.0, 20.0, 30.0, 40.0]),
+    );
+    let data = [Some(&x[..]), Some(&y[..]), None];
+    let cache = Cache::new(None, "k#in-place".into(), 1);
+    let run = |got: &[f32]| {
+        let pc = def.check_python.as_ref().unwrap();
+        check(
+            pc,
+            def,
+            &def.launches[0],
+            (&data, false),
+            &[(1, floats(got))],
+            &cache,
+        )
+    };
+    assert!(run(&[12.0, 24.0, 36.0, 48.0]).is_ok());
+    // A kernel that left `y` as it was, or wrote a * x alone, fails.
+    assert!(run(&[10.0, 20.0, 30.0, 40.0]).is_err());
+    assert!(run(&[2.0, 4.0, 6.0, 8.0]).is_err());
+}
+
+#[test]
+fn a_function_asked_ahead_answers_the_check_of_its_data_set_in_any_order() {
+    let _serial = serial();
+    if !numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ref.py");
+    std::fs::write(&file, "def twice(x, n):\n    return 2 * x[:n]\n").unwrap();
+    let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = 4 }},\n]\ncheck_python = {{ function = \"{}:twice\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display());
+    let e = Experiment::from_text(&text).unwrap();
+    let def = &e.kernels[0];
+    let pc = def.check_python.as_ref().unwrap();
+    let (a, b) = (floats(&[1.0, 2.0, 3.0, 4.0]), floats(&[5.0, 6.0, 7.0, 8.0]));
+    let caches = [
+        Cache::new(Some(dir.path()), "k#draw-a".into(), 1),
+        Cache::new(Some(dir.path()), "k#draw-b".into(), 1),
+    ];
+    let outputs = [(1, Dtype::F32, 4)];
+    for (data, cache) in [(&a, &caches[0]), (&b, &caches[1])] {
+        let given = [Some(&data[..]), None, None];
+        ask_ahead(pc, def, &def.launches[0], &given, &outputs, cache).unwrap();
+        assert!(asked(pc, cache));
+    }
+    // Checked with no inputs at all: the answers asked ahead are the references, the
+    // second's first (the first's is kept on the way).
+    let none = [None, None, None];
+    let check_of = |got: &[f32], cache: &Cache| {
+        check(
+            pc,
+            def,
+            &def.launches[0],
+            (&none, false),
+            &[(1, floats(got))],
+            cache,
+        )
+    };
+    assert!(check_of(&[10.0, 12.0, 14.0, 16.0], &caches[1]).is_ok());
+    assert!(check_of(&[2.0, 4.0, 6.0, 8.0], &caches[0]).is_ok());
+    assert!(check_of(&[2.0, 4.0, 6.0, 9.0], &caches[0]).is_err());
+    // Every file a request wrote is gone once its answer is read.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|f| f.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("python-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ref.py");
+    std::fs::write(&file, "def f(x):\n    return x\n").unwrap();
+    let kernel = |python: &str| {
+        format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n]\ncheck_python = {{ function = \"{}:f\", outputs = [\"y\"], python = \"{python}\" }}\n[[variant]]\nname = \"a\"\n", file.display())
+    };
+    let x = floats(&[1.0; 4]);
+    let data = [Some(&x[..]), None];
+    let run = |python: &str, inputs: &str| {
+        let e = Experiment::from_text(&kernel(python)).unwrap();
+        let def = &e.kernels[0];
+        let cache = Cache::new(None, inputs.into(), 1);
+        let pc = def.check_python.as_ref().unwrap();
+        check(
+            pc,
+            def,
+            &def.launches[0],
+            (&data, true),
+            &[(1, floats(&[1.0; 4]))],
+            &cache,
+        )
+        .unwrap_err()
+        .message
+    };
+    let missing = run("/nonexistent/python3", "a");
+    assert!(
+        missing.contains("cannot start `/nonexistent/python3`"),
+        "{missing}"
+    );
+    // `false` ends at once, as an interpreter without NumPy would.
+    let ended = run("false", "b");
+    assert!(ended.contains("ended its interpreter (`false`)"), "{ended}");
+}
