@@ -14,10 +14,15 @@ pub struct Stopper {
 }
 
 impl Stopper {
-    pub fn new(knobs: StopRule) -> Stopper {
+    /// The rule of one of a cell's `runs` (rounds, fresh processes): each takes its share of
+    /// the cell's minimum GPU time and timeout, as of its sample cap and budget, so that a
+    /// cell of ten rounds takes as long as one of a single run; each still takes the minimum
+    /// count and stops once its own median is as precise as asked.
+    pub fn new(knobs: StopRule, runs: u32) -> Stopper {
+        let runs = f64::from(runs.max(1));
         let least = Least {
             samples: knobs.min_samples,
-            gpu_ns: knobs.min_gpu_ns,
+            gpu_ns: knobs.min_gpu_ns / runs,
         };
         let rule: Box<dyn StoppingRule> = match knobs.ci_pct {
             Some(target) => Box::new(MedianRule::new(target, least)),
@@ -26,7 +31,7 @@ impl Stopper {
         Stopper {
             rule,
             started: Instant::now(),
-            timeout: knobs.timeout,
+            timeout: knobs.timeout.div_f64(runs),
         }
     }
 
@@ -72,7 +77,12 @@ mod tests {
 
     /// The reason the stopper gives for `samples`, pushed one by one as the sample loop does.
     fn stop(knobs: StopRule, samples: impl Iterator<Item = f64>) -> Option<Stopped> {
-        let mut s = Stopper::new(knobs);
+        stop_run(knobs, 1, samples)
+    }
+
+    /// The same for one of a cell's `runs`.
+    fn stop_run(knobs: StopRule, runs: u32, samples: impl Iterator<Item = f64>) -> Option<Stopped> {
+        let mut s = Stopper::new(knobs, runs);
         let mut all = Vec::new();
         samples
             .map(|x| {
@@ -107,6 +117,24 @@ mod tests {
                 && why.to_string().ends_with(" over 100 samples"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn each_run_of_a_cell_takes_its_share_of_the_minimum_gpu_time_and_the_timeout() {
+        let rule = StopRule {
+            min_gpu_ns: 1e6,
+            ..knobs(Some(0.5), 10, Duration::from_secs(60))
+        };
+        let steady = || std::iter::repeat_n(1_000.0, 5000);
+        let samples = |why: Option<Stopped>| match why {
+            Some(Stopped::Precise { samples, .. }) => samples,
+            other => panic!("{other:?}"),
+        };
+        // 1 ms of GPU time in 1 µs samples: 1000 for a cell of one run, 100 for each of ten.
+        assert_eq!(samples(stop_run(rule, 1, steady())), 1000);
+        assert_eq!(samples(stop_run(rule, 10, steady())), 100);
+        let ten = Stopper::new(knobs(None, 10, Duration::from_secs(15)), 10);
+        assert_eq!(ten.timeout, Duration::from_millis(1500));
     }
 
     #[test]

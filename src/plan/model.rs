@@ -199,9 +199,12 @@ fn samples_taken(
 ) -> (u64, bool) {
     let mut n = planned;
     if let Some(stop) = k.samples.stop {
-        let by_time = (stop.timeout.as_secs_f64() / region_s).ceil() as u64;
+        // Each run takes its share of the minimum GPU time and the timeout, as the worker's
+        // `Stopper` gives it.
+        let share = f64::from(runs.max(1));
+        let by_time = (stop.timeout.as_secs_f64() / share / region_s).ceil() as u64;
         let by_gpu = match gpu_s > 0.0 {
-            true => (stop.min_gpu_ns * 1e-9 / gpu_s).ceil() as u64,
+            true => (stop.min_gpu_ns * 1e-9 / share / gpu_s).ceil() as u64,
             false => 0,
         };
         n = n.min(by_gpu.min(by_time).max(stop.min_samples));

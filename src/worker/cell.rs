@@ -298,7 +298,7 @@ fn steady<'b>(
     let mut samples = Vec::with_capacity(n);
     let (energy_start, launches_start) = (s.sensor.energy_mj_behind(), rec.kernel_launches);
     let loop_start = Instant::now();
-    let mut stopper = knobs.samples.stop.map(Stopper::new);
+    let mut stopper = (knobs.samples.stop).map(|rule| Stopper::new(rule, cell.runs()));
     let mut budget = Meter::new(knobs.budget, knobs.timer, cell.runs(), n as u64);
     // Regions so far (the first timed one is 0), and the host time audits took among them.
     let (mut place, mut audited) = (1, Duration::ZERO);

@@ -108,8 +108,10 @@ impl Knob for Samples {
             "adaptive: stop once the median's 95% interval is within `ci_pct` percent of it
             (`stop = {}`: 0.5, the default without `samples`), or with `rsd_pct` instead by
             NVBench's rule (the samples' relative standard deviation under it, or no longer
-            changing); `samples` is then the most a cell takes (default 100000); only with a
-            timer that reads each sample as it is taken, not CUPTI or the profiler",
+            changing); `samples` is then the most a cell takes (default 100000); a cell of
+            several runs (rounds, fresh processes) splits the GPU time, the timeout and the
+            most samples among them; only with a timer that reads each sample as it is
+            taken, not CUPTI or the profiler",
         ),
     ];
     const ASPECT: Aspect = Aspect::Method;
