@@ -573,3 +573,47 @@ args = [
         "{off}"
     );
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_python_reference_checks_a_buffer_updated_in_place_and_each_audited_draw() {
+    if !has_numpy() {
+        eprintln!("SKIPPED: python3 has no NumPy here: a Python reference cannot run");
+        return;
+    }
+    let references = std::env::current_dir()
+        .unwrap()
+        .join("experiments/references.py");
+    let python = |function: &str| {
+        format!(
+            "check_python = {{ function = \"{}:{function}\", outputs = [\"y\"] }}",
+            references.display()
+        )
+    };
+    let wrong = format!("{}\nexpect = \"caught\"", python("saxpy_without_y"));
+    let text = [
+        "[experiment]\ntitle = \"python in place\"\n[sweep]\ncols = [4096, 1048576]\n".to_string(),
+        saxpy("saxpy", "saxpy.cu", "saxpy_ref", &python("saxpy")),
+        saxpy("saxpy-wrong", "saxpy.cu", "saxpy_ref", &wrong),
+        "[defaults]\ntimer = \"events\"\nwarmup = 1\nsamples = 300\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("pythoninplace", &text);
+    for cols in [4096, 1048576] {
+        let right = record(&records, &format!("saxpy/cols={cols}/hot"));
+        assert_eq!(right["status"], "ok", "{right}");
+        let check = right["check"].as_str().unwrap();
+        assert!(check.contains("against Python `"), "{check}");
+        // Its audited regions, their draws asked ahead, each checked on its own draw.
+        let audit = &right["audit"];
+        let regions = audit["among"]["readings_ns"].as_array().unwrap().len();
+        assert!(regions >= 1, "{audit}");
+        let account = audit["check"].as_str().unwrap();
+        assert!(
+            account.contains("against Python `") && account.contains("y: max abs error"),
+            "{account}"
+        );
+        let wrong = record(&records, &format!("saxpy-wrong/cols={cols}/hot"));
+        assert_eq!(wrong["status"], "failed", "{wrong}");
+    }
+}

@@ -243,6 +243,14 @@ pub fn run_within(cwd: &Path, args: &[&str], seconds: u64) -> Option<Output> {
 
 /// Whether Nsight Compute is where the runner looks for it: on PATH, or in the CUDA
 /// toolkit's `bin`.
+/// Whether `python3` here imports NumPy, as a Python reference needs.
+pub fn has_numpy() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 pub fn has_ncu() -> bool {
     let on_path = std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("ncu").is_file()));
