@@ -107,8 +107,9 @@ fn drawn_again(
 /// Asks the Python reference ahead for the audited regions to come, the draws of `seeds`:
 /// each drawn into buffers of its own and read back before the samples start, so that the
 /// interpreter computes while the GPU times and the regions' checks only compare. Asks
-/// nothing where the kernel has no `check_python`, or where an argument it is given has
-/// no data here (its check then asks as it runs).
+/// nothing where the kernel has no `check_python`, where an argument it is given has no
+/// data here, or where the device has no room for a copy of the inputs (its checks then ask
+/// as they run, as without this).
 pub(super) fn ask_python_ahead(
     s: &Session,
     ready: ReadyCell,
@@ -126,7 +127,9 @@ pub(super) fn ask_python_ahead(
         let Some(buf) = buffers.buffer(i) else {
             continue;
         };
-        let copy = DeviceBuffer::alloc(buf.bytes())?;
+        let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+            return Ok(());
+        };
         entries.extend(Entry::of(args, i, &copy).map(|e| (i, e)));
         copies.push((i, copy));
     }
