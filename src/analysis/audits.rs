@@ -24,7 +24,9 @@ pub struct CellAudits {
     /// Host time the audits took, and the cell's runs' wall time, in s.
     pub cost_s: f64,
     pub wall_s: f64,
-    /// Of `cost_s`: the checks after the audited regions (0 in runs that predate it).
+    /// Of `cost_s`: the regions among the timed ones and the checks after the audited ones
+    /// (both 0 in runs that predate them, and in the weaker audit's).
+    pub regions_s: f64,
     pub checks_s: f64,
     /// How long every stage lasted, and stages whose draw outlasted it; None for a run
     /// from before the draws on the GPU (its stages copied two data sets in turn).
@@ -82,6 +84,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         unjudged,
         cost_s: audits.iter().map(|a| a.cost_s).sum(),
         wall_s: records.iter().map(|r| r.wall_s).sum(),
+        regions_s: audits.iter().map(|a| a.regions_s).sum(),
         checks_s: audits.iter().map(|a| a.checks_s).sum(),
         wait_ns: among.iter().find_map(|m| m.wait_ns),
         late: among.iter().map(|m| m.late).sum(),

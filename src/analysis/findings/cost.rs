@@ -1,7 +1,7 @@
 //! What the audits cost: the trusted cells whose audits took more than their share of the
 //! cell's time, which the first round's regions and checks may (they are never left out).
 
-use super::finding::{AuditCost, CheckedBy, Finding, NamedCell};
+use super::finding::{AuditCost, CheckedBy, CostPart, Finding, NamedCell};
 use crate::analysis::audits::CellAudits;
 use crate::experiment::Experiment;
 use crate::plan::Cell;
@@ -40,9 +40,26 @@ pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) ->
         cell: NamedCell::new(&cell.kernel_name, &cell.point, &cell.variant),
         cost_s: worst.cost_s,
         wall_s: worst.wall_s,
-        checks_s: worst.checks_s,
-        reference,
+        most: most(worst, reference),
     }))
+}
+
+/// The part of a cell's audit time that took most of it.
+fn most(a: &CellAudits, reference: CheckedBy) -> CostPart {
+    if a.weaker.is_some() {
+        return CostPart::Weaker;
+    }
+    if a.regions_s + a.checks_s <= 0.0 {
+        return CostPart::Unknown;
+    }
+    let staging = (a.cost_s - a.regions_s - a.checks_s).max(0.0);
+    if a.checks_s >= a.regions_s && a.checks_s >= staging {
+        CostPart::Checks(a.checks_s, reference)
+    } else if a.regions_s >= staging {
+        CostPart::Regions(a.regions_s)
+    } else {
+        CostPart::Staging(staging)
+    }
 }
 
 #[cfg(test)]
@@ -61,6 +78,7 @@ mod tests {
             unjudged: None,
             cost_s,
             wall_s,
+            regions_s: cost_s * 0.05,
             checks_s: cost_s * 0.9,
             wait_ns: None,
             late: 0,
@@ -84,12 +102,60 @@ mod tests {
             panic!("no finding");
         };
         assert_eq!((c.over, c.of, c.cell.point.as_str()), (2, 4, "n=3"));
-        assert_eq!(c.reference, CheckedBy::Builtin);
+        assert!(
+            matches!(c.most, CostPart::Checks(s, CheckedBy::Builtin) if (s - 0.45).abs() < 1e-9)
+        );
         // The costliest cell not trusted is not named; none over the share, no finding.
         let Some(Finding::AuditCost(c)) = audit_cost(&exp, &found, &cells[..2]) else {
             panic!("no finding");
         };
         assert_eq!((c.over, c.of, c.cell.point.as_str()), (1, 2, "n=2"));
         assert!(audit_cost(&exp, &found, &[cells[0], cells[3]]).is_none());
+    }
+}
+
+#[cfg(test)]
+mod parts {
+    use super::*;
+
+    fn audits(cost_s: f64, regions_s: f64, checks_s: f64, weaker: bool) -> CellAudits {
+        CellAudits {
+            cell: 0,
+            regions: 2,
+            decoys: 2,
+            pauses: 2,
+            judgement: None,
+            weaker: weaker.then(|| "its buffer sets rotate".into()),
+            unjudged: None,
+            cost_s,
+            wall_s: 1.0,
+            regions_s,
+            checks_s,
+            wait_ns: None,
+            late: 0,
+            capped: 0,
+        }
+    }
+
+    #[test]
+    fn the_part_named_is_the_one_that_took_most_and_none_where_unrecorded() {
+        let kernel = CheckedBy::Kernel;
+        assert_eq!(
+            most(&audits(0.5, 0.1, 0.3, false), kernel),
+            CostPart::Checks(0.3, kernel)
+        );
+        assert_eq!(
+            most(&audits(0.5, 0.3, 0.1, false), kernel),
+            CostPart::Regions(0.3)
+        );
+        let CostPart::Staging(s) = most(&audits(0.5, 0.1, 0.1, false), kernel) else {
+            panic!("staging took most");
+        };
+        assert!((s - 0.3).abs() < 1e-9);
+        assert_eq!(most(&audits(0.5, 0.0, 0.0, true), kernel), CostPart::Weaker);
+        assert_eq!(
+            most(&audits(0.5, 0.0, 0.0, false), kernel),
+            CostPart::Unknown
+        );
     }
 }

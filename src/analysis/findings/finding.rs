@@ -281,7 +281,8 @@ impl Trusted<'_> {
 }
 
 /// Trusted cells whose audits took more than the audit's share goal of their time
-/// ([`crate::protocol::AUDIT_SHARE_CAP`]): how many of the audited ones, and the costliest.
+/// ([`crate::protocol::AUDIT_SHARE_CAP`]): how many of the audited ones, and the costliest
+/// with what took most of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditCost {
     pub over: usize,
@@ -289,10 +290,22 @@ pub struct AuditCost {
     pub cell: NamedCell,
     pub cost_s: f64,
     pub wall_s: f64,
-    /// Of `cost_s`: the checks of its audited regions against the reference.
-    pub checks_s: f64,
-    /// How that reference checks: a Python function, a reference kernel, or the runner's.
-    pub reference: CheckedBy,
+    pub most: CostPart,
+}
+
+/// What took most of a cell's audit time, with its seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CostPart {
+    /// The checks of its audited regions, against this reference.
+    Checks(f64, CheckedBy),
+    /// The regions among the timed launches.
+    Regions(f64),
+    /// Staging their inputs: the draws on the GPU, a Python reference's asked ahead.
+    Staging(f64),
+    /// The weaker audit: one launch after the samples and its check, timed as one.
+    Weaker,
+    /// A run from before the parts were recorded.
+    Unknown,
 }
 
 /// What a cell's audited regions are checked against.

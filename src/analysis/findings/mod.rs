@@ -10,8 +10,8 @@ mod kernels;
 mod variants;
 
 pub use finding::{
-    AuditCost, Best, Bias, CheckedBy, Difference, EnergyRatio, Finding, NamedCell, Peak, PeakOf,
-    PeerAgreement, Range, Reading, Speedup, Trusted, ALIKE_FRACTION,
+    AuditCost, Best, Bias, CheckedBy, CostPart, Difference, EnergyRatio, Finding, NamedCell, Peak,
+    PeakOf, PeerAgreement, Range, Reading, Speedup, Trusted, ALIKE_FRACTION,
 };
 
 use super::audits::CellAudits;

@@ -7,7 +7,7 @@ mod words;
 
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
-use crate::analysis::findings::{AuditCost, CheckedBy, Finding, Range};
+use crate::analysis::findings::{AuditCost, CheckedBy, CostPart, Finding, Range};
 use words::{count, listed, place, spot, time};
 
 /// Each finding as a sentence.
@@ -110,24 +110,29 @@ fn audit_cost(c: &AuditCost) -> String {
         time(c.cost_s * 1e9),
         time(c.wall_s * 1e9),
     );
-    if c.checks_s <= c.cost_s / 2.0 {
-        return format!("{head}, most of it the first round's regions, which are never left out (more samples spread them).");
+    let s = |seconds: f64| time(seconds * 1e9);
+    match c.most {
+        CostPart::Checks(seconds, by) => {
+            let by = match by {
+                CheckedBy::Python => "its Python reference (a `check_kernel` costs less; more samples spread it)",
+                CheckedBy::Kernel => "its reference kernel (never left out in the first round; more samples spread it)",
+                CheckedBy::Builtin => "the reference (never left out in the first round; more samples spread it)",
+            };
+            format!("{head}, {} of it checking audited regions against {by}.", s(seconds))
+        }
+        CostPart::Regions(seconds) => format!(
+            "{head}, {} of it the first round's regions, which are never left out (more samples spread them).",
+            s(seconds)
+        ),
+        CostPart::Staging(seconds) => format!(
+            "{head}, {} of it staging the audit's draws.",
+            s(seconds)
+        ),
+        CostPart::Weaker => {
+            format!("{head}: the weaker audit's one launch after the samples, and its check.")
+        }
+        CostPart::Unknown => format!("{head}."),
     }
-    let by = match c.reference {
-        CheckedBy::Python => {
-            "its Python reference (a `check_kernel` costs less; more samples spread it)"
-        }
-        CheckedBy::Kernel => {
-            "its reference kernel (never left out in the first round; more samples spread it)"
-        }
-        CheckedBy::Builtin => {
-            "the reference (never left out in the first round; more samples spread it)"
-        }
-    };
-    format!(
-        "{head}, {} of it checking audited regions against {by}.",
-        time(c.checks_s * 1e9)
-    )
 }
 
 /// The counters' word on the declared bytes: how many they contradict, with the first
@@ -252,34 +257,43 @@ pub(super) mod tests {
 
     #[test]
     fn audits_over_their_share_name_the_costliest_cell_and_what_took_it() {
-        let cost = |checks_s: f64, reference: CheckedBy| {
+        let cost = |most: CostPart| {
             sentences(&[Finding::AuditCost(AuditCost {
                 over: 2,
                 of: 6,
                 cell: reading("saxpy/n=16777216/cold", 1.0, None).at,
                 cost_s: 0.794,
                 wall_s: 1.09,
-                checks_s,
-                reference,
+                most,
             })])
             .join("")
         };
-        let python = cost(0.792, CheckedBy::Python);
+        let python = cost(CostPart::Checks(0.792, CheckedBy::Python));
         assert_eq!(
             python,
             "The audits took more than 5% of the time of 2 of 6 audited cells, the most 73% of `saxpy` at n=16777216 (cold): 794.0 ms of 1.090 s, 792.0 ms of it checking audited regions against its Python reference (a `check_kernel` costs less; more samples spread it)."
         );
-        let kernel = cost(0.6, CheckedBy::Kernel);
+        let kernel = cost(CostPart::Checks(0.6, CheckedBy::Kernel));
         assert!(
             kernel.contains("against its reference kernel (never left out")
                 && !kernel.contains("`check_kernel`"),
             "{kernel}"
         );
-        let regions = cost(0.01, CheckedBy::Builtin);
+        let regions = cost(CostPart::Regions(0.5));
         assert!(
-            regions.ends_with("1.090 s, most of it the first round's regions, which are never left out (more samples spread them)."),
+            regions.ends_with("1.090 s, 500.0 ms of it the first round's regions, which are never left out (more samples spread them)."),
             "{regions}"
         );
+        let staging = cost(CostPart::Staging(0.4));
+        assert!(staging.ends_with("400.0 ms of it staging the audit's draws."), "{staging}");
+        let weaker = cost(CostPart::Weaker);
+        assert!(
+            weaker.ends_with(
+                "1.090 s: the weaker audit's one launch after the samples, and its check."
+            ),
+            "{weaker}"
+        );
+        assert!(cost(CostPart::Unknown).ends_with("794.0 ms of 1.090 s."));
     }
 
     #[test]
