@@ -5,11 +5,10 @@
 use crate::experiment::knobs::samples::StopRule;
 use crate::protocol::Stopped;
 use crate::statistics::{Least, MedianRule, NoiseRule, StoppingRule, Verdict};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Stopper {
     rule: Box<dyn StoppingRule>,
-    started: Instant,
     timeout: Duration,
 }
 
@@ -28,22 +27,24 @@ impl Stopper {
             Some(target) => Box::new(MedianRule::new(target, least)),
             None => Box::new(NoiseRule::new(knobs.rsd_pct, knobs.settles, least)),
         };
+        // To the millisecond, so that a share reads as the timeout it is (`2s 142ms`).
+        let share = knobs.timeout.as_millis() as f64 / runs;
         Stopper {
             rule,
-            started: Instant::now(),
-            timeout: knobs.timeout.div_f64(runs),
+            timeout: Duration::from_millis(share.round() as u64),
         }
     }
 
     /// Adds the newest sample (the last of `all`, every sample so far; `launches` launches
-    /// each) and says why to stop, if it is time to.
-    pub fn push(&mut self, all: &[f64], launches: u64) -> Option<Stopped> {
+    /// each) and says why to stop, if it is time to; `elapsed`: the loop's time so far, its
+    /// audits left out.
+    pub fn push(&mut self, all: &[f64], launches: u64, elapsed: Duration) -> Option<Stopped> {
         let verdict = self.rule.push(*all.last()?, all, launches);
         let (reached, samples) = (self.rule.reached().into(), self.rule.samples());
         match verdict {
             Some(Verdict::Precise) => Some(Stopped::Precise { reached, samples }),
             Some(Verdict::Settled) => Some(Stopped::Settled { reached, samples }),
-            None => (self.started.elapsed() >= self.timeout).then_some(Stopped::Timeout {
+            None => (elapsed >= self.timeout).then_some(Stopped::Timeout {
                 after: self.timeout,
                 reached,
                 samples,
@@ -87,7 +88,7 @@ mod tests {
         samples
             .map(|x| {
                 all.push(x);
-                s.push(&all, 1)
+                s.push(&all, 1, Duration::ZERO)
             })
             .find(Option::is_some)
             .flatten()

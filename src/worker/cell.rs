@@ -323,8 +323,9 @@ fn steady<'b>(
         samples.push(t);
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
-        let precise = (stopper.as_mut()).and_then(|s| s.push(&samples, launches));
+        // The loop's time less its audits', which the rule's timeout does not pay for.
         let elapsed = loop_start.elapsed().saturating_sub(audited);
+        let precise = (stopper.as_mut()).and_then(|s| s.push(&samples, launches, elapsed));
         let spent = || budget.as_mut()?.push(t, launches, elapsed);
         if let Some(why) = precise.or_else(spent) {
             rec.stopped = Some(why);

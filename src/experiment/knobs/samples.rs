@@ -109,9 +109,9 @@ impl Knob for Samples {
             (`stop = {}`: 0.5, the default without `samples`), or with `rsd_pct` instead by
             NVBench's rule (the samples' relative standard deviation under it, or no longer
             changing); `samples` is then the most a cell takes (default 100000); a cell of
-            several runs (rounds, fresh processes) splits the GPU time, the timeout and the
-            most samples among them; only with a timer that reads each sample as it is
-            taken, not CUPTI or the profiler",
+            several runs (rounds, fresh processes) splits the GPU time and the timeout among
+            them (its rounds, the most samples too), the timeout counting no audit; only with
+            a timer that reads each sample as it is taken, not CUPTI or the profiler",
         ),
     ];
     const ASPECT: Aspect = Aspect::Method;
