@@ -604,7 +604,7 @@ fn a_python_reference_checks_a_buffer_updated_in_place_and_each_audited_draw() {
         assert_eq!(right["status"], "ok", "{right}");
         let check = right["check"].as_str().unwrap();
         assert!(check.contains("against Python `"), "{check}");
-        // Its audited regions, their draws asked ahead, each checked on its own draw.
+        // Its audited regions, each checked on its own draw.
         let audit = &right["audit"];
         let regions = audit["among"]["readings_ns"].as_array().unwrap().len();
         assert!(regions >= 1, "{audit}");

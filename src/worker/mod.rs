@@ -211,5 +211,7 @@ fn run_cells(
     // Every cell is reported: leave the context, modules, buffers and NVML to the driver's
     // clean-up at exit instead of tearing them down one by one first (about 90 ms per
     // process on an H100, paid by every fresh process of a cold-start run).
+    // A Python reference's interpreter is ended, not left computing beside the next worker.
+    reference::python::end();
     std::process::exit(0)
 }

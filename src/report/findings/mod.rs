@@ -285,7 +285,10 @@ pub(super) mod tests {
             "{regions}"
         );
         let staging = cost(CostPart::Staging(0.4));
-        assert!(staging.ends_with("400.0 ms of it staging the audit's draws."), "{staging}");
+        assert!(
+            staging.ends_with("400.0 ms of it staging the audit's draws."),
+            "{staging}"
+        );
         let weaker = cost(CostPart::Weaker);
         assert!(
             weaker.ends_with(

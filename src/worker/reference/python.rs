@@ -44,7 +44,7 @@ pub fn check(
     };
     let key = format!("{}#{}", pc.label(), cache.inputs);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
-    let asked = state.collect(pc, Some(&key))?;
+    let asked = state.collect(Some(&key))?;
     let kept = state.results.iter().find(|(k, _)| *k == key);
     let wanted = match (asked, kept) {
         (Some(wanted), _) => wanted,
@@ -113,6 +113,19 @@ pub fn asked(pc: &PythonCheck, cache: &Cache) -> bool {
     pending || state.results.iter().any(|(k, _)| *k == key)
 }
 
+/// Reads every reply still to come (a cell's draws asked ahead whose regions did not run),
+/// so that the next check waits for none and the interpreter is idle while the next cell
+/// is timed; what they answered is dropped.
+pub fn settle() {
+    let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
+    let _dropped = state.collect(None);
+}
+
+/// Ends the interpreter where one runs: a worker about to exit leaves none computing.
+pub fn end() {
+    INTERPRETER.lock().unwrap_or_else(|e| e.into_inner()).end();
+}
+
 /// The worker's interpreter, where one runs, and the results it gave by data set.
 #[derive(Default)]
 struct State {
@@ -133,6 +146,8 @@ struct Sent {
     outputs: Vec<(usize, Dtype, usize, PathBuf)>,
     written: Vec<PathBuf>,
     names: Vec<String>,
+    /// The check it was sent for: its timeout and label.
+    pc: PythonCheck,
 }
 
 impl Sent {
@@ -165,30 +180,24 @@ impl State {
         outputs: &[(usize, Dtype, usize)],
         dir: Option<&Path>,
     ) -> Result<Vec<Vec<u8>>, Failure> {
-        self.collect(pc, None)?;
+        self.collect(None)?;
         let sent = self.send(pc, def, spec, data, outputs, dir)?;
-        self.receive(pc, sent)
+        self.receive(sent)
     }
 
-    /// Reads the replies sent ahead, in order: up to the one for data set `key` (returned),
-    /// or all of them where `key` is None or names none. One that failed fails the call
-    /// that reads it; the others are kept in `results`.
-    fn collect(
-        &mut self,
-        pc: &PythonCheck,
-        key: Option<&str>,
-    ) -> Result<Option<Vec<Vec<u8>>>, Failure> {
+    /// Reads the replies sent ahead, in order: up to the one for data set `key`, returned
+    /// (or the failure that lost it), or all of them where `key` is None or names none.
+    /// The others' answers are dropped: each was an audited region's draw, which no other
+    /// check reads.
+    fn collect(&mut self, key: Option<&str>) -> Result<Option<Vec<Vec<u8>>>, Failure> {
         let wanted = key.filter(|k| self.pending.iter().any(|(p, _)| p == k));
         while let Some((name, sent)) = self.pending.pop_front() {
-            let got = self.receive(pc, sent);
+            let got = self.receive(sent);
             if Some(name.as_str()) == wanted {
                 return got.map(Some);
             }
-            if let Ok(result) = got {
-                if self.results.len() == KEPT_RESULTS {
-                    self.results.pop_front();
-                }
-                self.results.push_back((name, result));
+            if let (Some(_), Err(lost)) = (wanted, got) {
+                return Err(lost);
             }
         }
         Ok(None)
@@ -235,6 +244,7 @@ impl State {
                 .iter()
                 .map(|&(o, ..)| def.args[o].name.clone())
                 .collect(),
+            pc: pc.clone(),
         };
         let result = (|| {
             let mut args = Vec::new();
@@ -284,8 +294,8 @@ impl State {
     }
 
     /// Waits for the reply to `sent` and reads its outputs, then removes its files.
-    fn receive(&mut self, pc: &PythonCheck, sent: Sent) -> Result<Vec<Vec<u8>>, Failure> {
-        let result = self.await_reply(pc).and_then(|()| {
+    fn receive(&mut self, sent: Sent) -> Result<Vec<Vec<u8>>, Failure> {
+        let result = self.await_reply(&sent.pc).and_then(|()| {
             (sent.outputs.iter().zip(&sent.names))
                 .map(|((_, dtype, len, path), name)| {
                     let bytes = std::fs::read(path).map_err(|e| {
