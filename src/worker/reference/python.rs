@@ -368,6 +368,10 @@ impl State {
 
     /// The failure of an interpreter that ended, with its last words; it is ended here.
     fn ended(&mut self, pc: &PythonCheck) -> Failure {
+        // Killed first: one that closed its pipes but lives on would hold up the wait.
+        if let Some(r) = self.running.as_mut() {
+            let _ = r.child.kill();
+        }
         let stderr = (self.running.as_mut()).map_or(String::new(), Interpreter::stderr_tail);
         self.end();
         Failure::from(format!(
