@@ -29,6 +29,17 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// An experiment of one kernel whose first argument is `x` (four f32 drawn), then `y` and
+/// the rest as `rest` writes them (TOML, from `y`'s name on), checked by `function` of a
+/// `ref.py` in `dir` that holds `source`.
+fn one_kernel(dir: &std::path::Path, source: &str, rest: &str, function: &str) -> Experiment {
+    let file = dir.join("ref.py");
+    std::fs::write(&file, source).unwrap();
+    let args = format!("  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"{rest} }},\n");
+    Experiment::from_text(&format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n{args}]\ncheck_python = {{ function = \"{}:{function}\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display()))
+    .unwrap()
+}
+
 fn floats(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_ne_bytes()).collect()
 }
@@ -102,10 +113,12 @@ fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("ref.py");
-    std::fs::write(&file, "def axpy(x, y, a):\n    return a * x + y\n").unwrap();
-    let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"a\", scalar = \"f32\", value = 2 }},\n]\ncheck_python = {{ function = \"{}:axpy\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display());
-    let e = Experiment::from_text(&text).unwrap();
+    let e = one_kernel(
+        dir.path(),
+        "def axpy(x, y, a):\n    return a * x + y\n",
+        "y\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" },\n  { name = \"a\", scalar = \"f32\", value = 2",
+        "axpy",
+    );
     let def = &e.kernels[0];
     let (x, y) = (
         floats(&[1.0, 2.0, 3.0, 4.0]),
@@ -137,10 +150,12 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("ref.py");
-    std::fs::write(&file, "def twice(x, n):\n    return 2 * x[:n]\n").unwrap();
-    let text = format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = 4 }},\n]\ncheck_python = {{ function = \"{}:twice\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display());
-    let e = Experiment::from_text(&text).unwrap();
+    let e = one_kernel(
+        dir.path(),
+        "def twice(x, n):\n    return 2 * x[:n]\n",
+        "y\", buffer = \"f32\", len = 4, init = \"output\" },\n  { name = \"n\", scalar = \"i32\", value = 4",
+        "twice",
+    );
     let def = &e.kernels[0];
     let pc = def.check_python.as_ref().unwrap();
     let (a, b) = (floats(&[1.0, 2.0, 3.0, 4.0]), floats(&[5.0, 6.0, 7.0, 8.0]));
