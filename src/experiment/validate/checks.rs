@@ -117,6 +117,27 @@ impl Validator<'_> {
         }
     }
 
+    /// Refuses an output updated in place (compared after the launch, holding data before
+    /// it) whose data the GPU cannot draw: the audit gives each audited launch data no
+    /// launch has seen and draws such an output again from the region's seed to know what
+    /// the launch read, which a constant, a range, a file or a pointer chase it cannot.
+    pub(super) fn drawn_if_in_place(
+        &self,
+        arg: &Arg,
+        at: &Spanned<String>,
+    ) -> Result<(), ConfigError> {
+        use schema::Init::{Chase, Constant, Iota, Npy};
+        match &arg.kind {
+            ArgKind::Buffer {
+                init: InitSpec::Fixed(Constant(_) | Iota(..) | Chase(_) | Npy { .. }),
+                ..
+            } => Err(self
+                .err(at, format!("`{}` is updated in place (a checked output that holds data before the launch), from an init the audit cannot draw again", arg.name))
+                .with_hint(format!("give `{}` a drawn init, such as init = \"uniform(-1, 1)\" or \"normal(0, 1)\", which each audited region draws anew; a kernel that only adds into it wants reset = \"zeros\" (set before every launch) instead", arg.name))),
+            _ => Ok(()),
+        }
+    }
+
     /// `check_kernel`: the reference kernel exists and is given the checked kernel's
     /// arguments by name (any of them, in its own order): what both have is of the same kind
     /// and, at every point, type and length (a scalar: value); what the reference alone has
@@ -239,6 +260,7 @@ impl Validator<'_> {
                     self.err(o, format!("no buffer argument named `{}`", o.get_ref()))
                 })?;
                 self.not_scratch(&this.args[i], o)?;
+                self.drawn_if_in_place(&this.args[i], o)?;
                 let j = from.iter().position(|f| *f == Some(i)).ok_or_else(|| {
                     self.err(
                         o,

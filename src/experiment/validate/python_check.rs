@@ -123,6 +123,7 @@ impl Validator<'_> {
     fn python_output(&self, name: &Spanned<String>, args: &[Arg]) -> Result<usize, ConfigError> {
         let i = self.buffer_named(name, args)?;
         self.not_scratch(&args[i], name)?;
+        self.drawn_if_in_place(&args[i], name)?;
         Ok(i)
     }
 }
@@ -175,6 +176,20 @@ mod tests {
         .unwrap();
         let k = &in_place.kernels[0];
         assert!(k.updates_in_place(0) && !k.updates_in_place(1) && k.writes(0));
+        // Updated in place from data the audit cannot draw again: refused, naming the way.
+        let text = "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  { name = \"x\", buffer = \"f32\", len = 4, init = \"constant(1)\" },\n]\ncheck_python = { function = \"ref.py:f\", outputs = [\"x\"] }\n[[variant]]\nname = \"a\"\n";
+        let err = Experiment::parse(
+            &dir.path().join("e.toml"),
+            text,
+            &DeviceFacts::nominal(),
+            Sources::Read,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("`x` is updated in place")
+                && format!("{err:?}").contains("reset = \\\"zeros\\\""),
+            "{err:?}"
+        );
         for (check, says) in [
             (
                 "check_python = { function = \"gone.py:f\", outputs = [\"y\"] }",
