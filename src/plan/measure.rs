@@ -108,6 +108,13 @@ fn refuse_untimeable(
             .error(format!("cell {id}: a kernel checked against a reference kernel is checked after one launch, but the first timed region here holds {} (batch or graph) and no warm-up of the kernel comes first", knobs.launches.count()))
             .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
     }
+    let python_in_place = (kernel.check_python.as_ref())
+        .is_some_and(|pc| pc.outputs.iter().any(|&o| kernel.updates_in_place(o)));
+    if python_in_place && !checked_after_warmup && knobs.launches.count() > 1 {
+        return Err(exp
+            .error(format!("cell {id}: `{}` updates its checked output in place, which the first timed region here updates {} times (batch or graph) before it is checked, and no warm-up of the kernel comes first", kernel.name, knobs.launches.count()))
+            .with_hint("add warmup = 1 (or more): the first warm-up launch is the checked one"));
+    }
     if !kernel.steps.is_empty() && knobs.timer == TimerKind::Profiler {
         return Err(exp
             .error(format!("cell {id}: the profiler times each kernel launch on its own, so it cannot time `{}` with its steps as one region", kernel.name))

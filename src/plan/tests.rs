@@ -337,3 +337,17 @@ fn l2_persist_names_a_buffer_of_the_kernel_or_the_plan_refuses_it() {
         "{err}"
     );
 }
+
+#[test]
+fn a_python_checked_output_updated_in_place_needs_its_checked_launch_alone() {
+    let text = |warmup: u32| {
+        format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"axpy\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n]\ncheck_python = {{ function = \"ref.py:axpy\", outputs = [\"y\"] }}\n[[variant]]\nname = \"batch\"\nbatch = 10\nwarmup = {warmup}\n[report]\nfloor = false\n")
+    };
+    let e = Experiment::from_text(&text(0)).unwrap();
+    let err = Plan::new(&e).unwrap_err().to_string();
+    assert!(
+        err.contains("`axpy` updates its checked output in place, which the first timed region here updates 10 times"),
+        "{err}"
+    );
+    assert!(Plan::new(&Experiment::from_text(&text(1)).unwrap()).is_ok());
+}
