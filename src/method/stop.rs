@@ -14,7 +14,7 @@ pub struct Stopper {
 
 impl Stopper {
     /// The rule of one of a cell's `runs` (rounds, fresh processes): each takes its share of
-    /// the cell's minimum GPU time and timeout, as of its sample cap and budget, so that a
+    /// the cell's minimum GPU time and timeout, as of its budget, so that a
     /// cell of ten rounds takes as long as one of a single run; each still takes the minimum
     /// count and stops once its own median is as precise as asked.
     pub fn new(knobs: StopRule, runs: u32) -> Stopper {

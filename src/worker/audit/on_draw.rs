@@ -54,6 +54,46 @@ fn sized(slot: &mut Option<DeviceBuffer>, bytes: usize) -> Result<&DeviceBuffer,
     Ok(slot.as_ref().expect("made above"))
 }
 
+/// Buffers of their own for the drawn arguments `pick` keeps, with the table that draws
+/// into them the measured inputs' distributions, types and salts: what a draw wrote there,
+/// without touching the measured buffers.
+struct OwnDraws {
+    copies: Vec<(usize, DeviceBuffer)>,
+    table: Draws,
+}
+
+impl OwnDraws {
+    fn of(
+        ready: ReadyCell,
+        draws: &Draws,
+        pick: impl Fn(usize) -> bool,
+    ) -> Result<OwnDraws, CudaError> {
+        let (buffers, args) = (&ready.data.sets[0], &ready.cell.launch.args);
+        let mut copies = Vec::new();
+        let mut entries = Vec::new();
+        for &i in draws.args.iter().filter(|&&i| pick(i)) {
+            let Some(buf) = buffers.buffer(i) else {
+                continue;
+            };
+            let copy = DeviceBuffer::alloc(buf.bytes())?;
+            entries.extend(Entry::of(args, i, &copy).map(|e| (i, e)));
+            copies.push((i, copy));
+        }
+        let table = Draws::new(draws.kernel.clone(), &entries)?;
+        Ok(OwnDraws { copies, table })
+    }
+
+    /// Writes the draw of `seed` into the buffers, and waits for it.
+    fn draw(&self, seed: u64) -> Result<(), CudaError> {
+        self.table.write(seed)?;
+        cuda::synchronize()
+    }
+
+    fn buffer(&self, i: usize) -> Option<&DeviceBuffer> {
+        self.copies.iter().find(|(j, _)| *j == i).map(|(_, b)| b)
+    }
+}
+
 /// Whether the output, which failed its check on a new draw, passes it on the `earlier`
 /// draw (drawn again into buffers of its own): the audited launch left the earlier
 /// launches' result in place.
@@ -63,44 +103,29 @@ pub(super) fn stale(
     (draws, scratch): (&Draws, &mut Scratch),
     earlier: u64,
 ) -> Result<bool, Failure> {
-    let buffers = &ready.data.sets[0];
-    let args = &ready.cell.launch.args;
-    let mut redrawn = Vec::new();
-    let mut entries = Vec::new();
-    for &i in &draws.args {
-        let Some(buf) = buffers.buffer(i) else {
-            continue;
-        };
-        let copy = DeviceBuffer::alloc(buf.bytes())?;
-        entries.extend(Entry::of(args, i, &copy).map(|e| (i, e)));
-        redrawn.push((i, copy));
-    }
-    let again = Draws::new(draws.kernel.clone(), &entries)?;
-    again.write(earlier)?;
-    cuda::synchronize()?;
-    let inputs = Inputs { buffers, redrawn };
+    let again = OwnDraws::of(ready, draws, |_| true)?;
+    again.draw(earlier)?;
+    let inputs = Inputs {
+        buffers: &ready.data.sets[0],
+        redrawn: again.copies,
+    };
     Ok(check_against(s, ready, (draws, scratch), earlier, &inputs, None).is_ok())
 }
 
-/// What argument `i` (its buffer `measured`) held before the audited launch that updated it
-/// in place: its draw of `seed` written again into a buffer of its own and read back, or the
-/// timed data where the GPU does not draw it (as a reference kernel is given).
+/// What argument `i` held before the audited launch that updated it in place: its draw of
+/// `seed` written again into a buffer of its own and read back, or the timed data where
+/// the GPU does not draw it (as a reference kernel is given).
 fn drawn_again(
     ready: ReadyCell,
     draws: &Draws,
-    (i, measured): (usize, &DeviceBuffer),
+    i: usize,
     seed: u64,
 ) -> Result<Option<Vec<u8>>, Failure> {
-    if !draws.args.contains(&i) {
-        return Ok(ready.data.timed[i].clone());
-    }
-    let copy = DeviceBuffer::alloc(measured.bytes())?;
-    let Some(entry) = Entry::of(&ready.cell.launch.args, i, &copy) else {
+    let again = OwnDraws::of(ready, draws, |j| j == i)?;
+    let Some(copy) = again.buffer(i) else {
         return Ok(ready.data.timed[i].clone());
     };
-    let again = Draws::new(draws.kernel.clone(), &[(i, entry)])?;
-    again.write(seed)?;
-    cuda::synchronize()?;
+    again.draw(seed)?;
     Ok(Some(copy.download()?))
 }
 
@@ -121,21 +146,12 @@ pub(super) fn ask_python_ahead(
         return Ok(());
     };
     let (buffers, args) = (&data.sets[0], &cell.launch.args);
-    let mut copies = Vec::new();
-    let mut entries = Vec::new();
-    for &i in &draws.args {
-        let Some(buf) = buffers.buffer(i) else {
-            continue;
-        };
-        let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-            return Ok(());
-        };
-        entries.extend(Entry::of(args, i, &copy).map(|e| (i, e)));
-        copies.push((i, copy));
-    }
+    let Ok(again) = OwnDraws::of(ready, draws, |_| true) else {
+        return Ok(());
+    };
     let given = |i: usize| !def.writes(i) || def.updates_in_place(i);
     let buffer_arg = |i: usize| matches!(args[i], ArgValue::Buffer { .. });
-    let undrawn = |i: usize| !copies.iter().any(|(j, _)| *j == i);
+    let undrawn = |i: usize| again.buffer(i).is_none();
     if (0..args.len()).any(|i| given(i) && buffer_arg(i) && undrawn(i) && data.timed[i].is_none()) {
         return Ok(());
     }
@@ -148,14 +164,12 @@ pub(super) fn ask_python_ahead(
             _ => return Ok(()),
         }
     }
-    let again = Draws::new(draws.kernel.clone(), &entries)?;
     for &seed in seeds {
-        again.write(seed)?;
-        cuda::synchronize()?;
+        again.draw(seed)?;
         let mut host = Vec::with_capacity(args.len());
         for i in 0..args.len() {
-            host.push(match copies.iter().find(|(j, _)| *j == i) {
-                Some((_, b)) => Some(b.download()?),
+            host.push(match again.buffer(i) {
+                Some(b) => Some(b.download()?),
                 None if given(i) => data.timed[i].clone(),
                 None => None,
             });
@@ -211,13 +225,14 @@ fn check_against(
         // buffer it updates in place drawn again (the launch has changed it); nothing
         // where it was asked ahead.
         let mut data = Vec::new();
-        let ahead = reference::python::asked(pc, &cache);
-        for i in (0..def.args.len()).filter(|_| !ahead) {
-            data.push(match inputs.buffer(i) {
-                Some(b) if !def.writes(i) => Some(b.download()?),
-                Some(b) if def.updates_in_place(i) => drawn_again(ready, draws, (i, b), seed)?,
-                _ => None,
-            });
+        if !reference::python::asked(pc, &cache) {
+            for i in 0..def.args.len() {
+                data.push(match inputs.buffer(i) {
+                    Some(b) if !def.writes(i) => Some(b.download()?),
+                    Some(_) if def.updates_in_place(i) => drawn_again(ready, draws, i, seed)?,
+                    _ => None,
+                });
+            }
         }
         let data: Vec<Option<&[u8]>> = data.iter().map(Option::as_deref).collect();
         let got = (pc.outputs.iter())

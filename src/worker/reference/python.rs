@@ -42,11 +42,11 @@ pub fn check(
     let dtype = |i: usize| match spec.args[i] {
         ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
     };
-    let key = format!("{}#{}", pc.label(), cache.inputs);
+    let key = key(pc, cache);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
-    let asked = state.collect(Some(&key))?;
+    let answered = state.collect(Some(&key))?;
     let kept = state.results.iter().find(|(k, _)| *k == key);
-    let wanted = match (asked, kept) {
+    let wanted = match (answered, kept) {
         (Some(wanted), _) => wanted,
         (None, Some((_, wanted))) => wanted.clone(),
         (None, None) => {
@@ -97,20 +97,23 @@ pub fn ask_ahead(
     outputs: &[(usize, Dtype, usize)],
     cache: &Cache,
 ) -> Result<(), Failure> {
-    let key = format!("{}#{}", pc.label(), cache.inputs);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
     let sent = state.send(pc, def, spec, data, outputs, cache.dir)?;
-    state.pending.push_back((key, sent));
+    state.pending.push_back((key(pc, cache), sent));
     Ok(())
 }
 
-/// Whether `pc`'s function was already asked for the data set `cache` names (its answer
-/// kept, or on its way): its check then needs no inputs.
+/// Whether `pc`'s function was asked ahead for the data set `cache` names and its answer
+/// is on its way: its check then needs no inputs.
 pub fn asked(pc: &PythonCheck, cache: &Cache) -> bool {
-    let key = format!("{}#{}", pc.label(), cache.inputs);
+    let key = key(pc, cache);
     let state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
-    let pending = state.pending.iter().any(|(k, _)| *k == key);
-    pending || state.results.iter().any(|(k, _)| *k == key)
+    state.pending.iter().any(|(k, _)| *k == key)
+}
+
+/// What names a function's answer for a data set among those kept and those on their way.
+fn key(pc: &PythonCheck, cache: &Cache) -> String {
+    format!("{}#{}", pc.label(), cache.inputs)
 }
 
 /// Reads every reply still to come (a cell's draws asked ahead whose regions did not run),
