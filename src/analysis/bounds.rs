@@ -83,6 +83,8 @@ pub struct Test {
     /// A pause test beyond its bound whose staged regions were not: the GPU gone idle
     /// during the pause, not the kernel.
     pub idle: bool,
+    /// A pause test read behind a wait the host released (see [`behind_a_wait`]).
+    pub waited: bool,
 }
 
 /// The spread a test judges by: a normal's sigma, and the farthest of the timed samples
@@ -237,6 +239,7 @@ pub(super) fn against_baseline(
         limit: bound_ns / (baseline_ns + bound_ns),
         suspect,
         idle: false,
+        waited: false,
     })
 }
 
@@ -252,6 +255,30 @@ pub(super) fn idle_or_kernel(mut test: Test, staged: &[f64]) -> Test {
         test.idle = true;
     }
     test
+}
+
+/// A pause test that found the pauses slow by events on an idle queue, judged again on the
+/// pauses and timed launches the run read behind a wait the host released (`waited`:
+/// timed, pauses), where it read them: those readings leave out the host's launch, which a
+/// pause slows whatever the kernel does; a kernel that skips work back to back skips it
+/// there too. Against the timed samples' spread (wider than those readings' own).
+pub(super) fn behind_a_wait(test: Test, (timed, pauses): (&[f64], &[f64]), spread: Spread) -> Test {
+    let baseline = median(timed.to_vec()).map(|median_ns| Baseline {
+        median_ns,
+        count: timed.len(),
+    });
+    let (true, Some(baseline)) = (test.suspect.is_some(), baseline) else {
+        return test;
+    };
+    match against_baseline(Tell::Pause, pauses, baseline, (spread, Some(timed))) {
+        Some(mut again) => {
+            again.waited = true;
+            again.suspect = (again.suspect)
+                .map(|s| s.replacen("suspect: ", "suspect: behind a wait the host released, ", 1));
+            again
+        }
+        None => test,
+    }
 }
 
 /// What a test's suspect finding says the timed launches did.
@@ -306,6 +333,7 @@ pub(super) fn band(audited: &[f64], reading_ns: f64) -> Option<Test> {
         limit: bound_ns / (reading_ns + bound_ns),
         suspect,
         idle: false,
+        waited: false,
     })
 }
 

@@ -23,6 +23,7 @@
 //! past [`SHARE_CAP`] of the cell's time is left out (and counted), but never one of the first
 //! round: without it the verdict has nothing to stand on.
 
+use crate::experiment::knobs::{queue::Queue, timer::TimerKind, Knobs};
 use crate::protocol::{CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
 use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
 use std::time::Duration;
@@ -135,6 +136,14 @@ pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -
         .collect();
     let lower = crate::statistics::lower_median(&read);
     matches!((lower, timed_median_ns), (Some(p), Some(m)) if p > PAUSE_CONFIRM_RATIO * m)
+}
+
+/// Whether a run whose pauses read slow reads them again behind a wait the host releases
+/// (`protocol::WAITED_PAIRS`): by events on an idle queue, whose reading holds the host's
+/// launch, where CUPTI does not collect (its records would count those launches as the
+/// samples').
+pub fn confirms_behind_a_wait(knobs: &Knobs) -> bool {
+    knobs.timer == TimerKind::Events && knobs.queue == Queue::Idle && !knobs.cupti_collect.on
 }
 
 /// Where round `round` of a run lies among its steady samples.

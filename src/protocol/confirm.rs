@@ -27,3 +27,8 @@ pub const CONFIRM_RATIO: f64 = 1.5;
 pub const PAUSE_CONFIRM_RATIO: f64 = 1.02;
 /// The pauses added where a run's pauses read slow (see [`PAUSE_CONFIRM_RATIO`]).
 pub const CONFIRM_PAUSES: usize = 4;
+/// Where a run's pauses, those added included, still read slow by events on an idle queue,
+/// this many timed launches and pauses in turn follow, each behind a wait the host releases
+/// (`protocol::Waited`), and the pause test judges those: their readings leave out the
+/// host's launch, which a pause slows whatever the kernel does.
+pub const WAITED_PAIRS: usize = 8;

@@ -13,7 +13,9 @@ mod energy;
 mod failure;
 mod stopped;
 
-pub use confirm::{AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO};
+pub use confirm::{
+    AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO, WAITED_PAIRS,
+};
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
 pub use failure::FailureKind;
@@ -324,6 +326,22 @@ pub struct AuditsAmong {
     /// In a region of several launches (a batch, a graph): each region's first launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firsts: Option<FirstLaunches>,
+    /// Where the pauses read slow by events on an idle queue: pauses and timed launches
+    /// again, each behind a wait the host released (see [`Waited`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited: Option<Waited>,
+}
+
+/// Timed launches and pauses in turn after a run's samples, each behind a wait kernel the
+/// host released once the launch was enqueued, read by events: the host's launch, which an
+/// idle queue's reading holds and which a pause slows (a 122 µs reduction on an H200 read
+/// 135 µs after its pauses by such events, against 129 µs timed, and the same 122 µs both
+/// ways by CUPTI), is left out; a kernel that skips work back to back still skips it in the
+/// timed ones and not after the pauses. See [`crate::protocol::WAITED_PAIRS`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Waited {
+    pub timed_ns: Vec<f64>,
+    pub pauses_ns: Vec<f64>,
 }
 
 /// The first launch of each region of several launches, in ns from the region's start (an

@@ -24,7 +24,9 @@ use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::timer::Readings;
 use crate::plan::Cell;
-use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps};
+use crate::protocol::{
+    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, Waited, WAITED_PAIRS,
+};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::assemble::Checker;
 use crate::worker::buffers::Buffers;
@@ -84,6 +86,8 @@ pub(in crate::worker) struct Among {
     /// When the cell began, and the regions its share of the cell's time left out.
     began: Instant,
     capped: u64,
+    /// The pauses and timed launches read again behind a released wait, where they were.
+    waited: Option<Waited>,
 }
 
 impl Among {
@@ -154,6 +158,7 @@ impl Among {
             checks_time: Duration::ZERO,
             began,
             capped: 0,
+            waited: None,
         })
     }
 
@@ -194,6 +199,58 @@ impl Among {
             confirming.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
         }
         confirming
+    }
+
+    /// Where the run's pauses, the confirming ones included, still read slow by events on an
+    /// idle queue (`samples`: the timed ones), [`WAITED_PAIRS`] timed launches and pauses in
+    /// turn, each behind a wait the host releases once it is enqueued: the pause test judges
+    /// these, whose readings leave out the host's launch that a pause slows.
+    pub(in crate::worker) fn behind_a_wait<'b>(
+        &mut self,
+        ready: ReadyCell<'b>,
+        armed: &mut Armed<'b>,
+        rec: &mut CellRecord,
+        samples: &[f64],
+    ) -> Result<(), Failure> {
+        let pauses: Vec<f64> = (self.ran.iter())
+            .filter(|r| r.kind == Region::Pause)
+            .map(|r| r.reading)
+            .collect();
+        let timed = crate::statistics::median(samples.to_vec());
+        let knobs = &ready.cell.knobs;
+        if !audit::confirms_behind_a_wait(knobs) || !audit::pauses_need_confirming(&pauses, timed) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let (wait, draws) = (Duration::from_nanos(self.wait_ns), &self.inputs.draws);
+        let pause = |_: &Buffers| -> Result<(), Failure> {
+            (draws.stage(|_| Ok(()), wait)).map_err(during("audit: the region's stage"))
+        };
+        let mut starts = Starts::new(start, 1);
+        let mut waited = Waited::default();
+        let mut launches = 0;
+        let read = armed.behind_released_wait(|armed| {
+            for _ in 0..WAITED_PAIRS {
+                let data = ready.data;
+                let what = "timed launch behind a wait";
+                waited
+                    .timed_ns
+                    .push(armed.time_next(data, &mut starts, None, what, None)?);
+                let what = "launch after a pause behind a wait";
+                let after = armed.time_next(data, &mut starts, None, what, Some(&pause))?;
+                waited.pauses_ns.push(after);
+                launches += 2 * armed.body.kernel_launches();
+            }
+            Ok(())
+        });
+        rec.kernel_launches += launches;
+        spent(&mut self.regions_time, start);
+        spent(&mut self.cost, start);
+        if let Some(read) = read {
+            read?;
+            self.waited = Some(waited);
+        }
+        Ok(())
     }
 
     /// Whether the audit's share of the cell's time affords a region of `kind` of a later
@@ -401,6 +458,7 @@ impl Among {
                 timed_median,
             }),
             firsts: self.firsts(),
+            waited: self.waited.take(),
         });
         Ok(audit)
     }
