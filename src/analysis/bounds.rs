@@ -83,8 +83,8 @@ pub struct Test {
     /// A pause test beyond its bound whose staged regions were not: the GPU gone idle
     /// during the pause, not the kernel.
     pub idle: bool,
-    /// A pause test read behind a wait the host released (see [`behind_a_wait`]).
-    pub waited: bool,
+    /// A pause test read from CUPTI's kernel records (see [`by_kernel_records`]).
+    pub by_cupti: bool,
 }
 
 /// The spread a test judges by: a normal's sigma, and the farthest of the timed samples
@@ -239,7 +239,7 @@ pub(super) fn against_baseline(
         limit: bound_ns / (baseline_ns + bound_ns),
         suspect,
         idle: false,
-        waited: false,
+        by_cupti: false,
     })
 }
 
@@ -258,11 +258,15 @@ pub(super) fn idle_or_kernel(mut test: Test, staged: &[f64]) -> Test {
 }
 
 /// A pause test that found the pauses slow by events on an idle queue, judged again on the
-/// pauses and timed launches the run read behind a wait the host released (`waited`:
-/// timed, pauses), where it read them: those readings leave out the host's launch, which a
-/// pause slows whatever the kernel does; a kernel that skips work back to back skips it
-/// there too. Against the timed samples' spread (wider than those readings' own).
-pub(super) fn behind_a_wait(test: Test, (timed, pauses): (&[f64], &[f64]), spread: Spread) -> Test {
+/// kernel records CUPTI gave of the timed launches and pauses the run launched after its
+/// samples (`records`: timed, pauses), where it read them: those leave out the host's
+/// launch, which a pause slows whatever the kernel does; a kernel that skips work back to
+/// back skips it there too. Against the timed samples' spread (wider than the records').
+pub(super) fn by_kernel_records(
+    test: Test,
+    (timed, pauses): (&[f64], &[f64]),
+    spread: Spread,
+) -> Test {
     let baseline = median(timed.to_vec()).map(|median_ns| Baseline {
         median_ns,
         count: timed.len(),
@@ -272,9 +276,9 @@ pub(super) fn behind_a_wait(test: Test, (timed, pauses): (&[f64], &[f64]), sprea
     };
     match against_baseline(Tell::Pause, pauses, baseline, (spread, Some(timed))) {
         Some(mut again) => {
-            again.waited = true;
+            again.by_cupti = true;
             again.suspect = (again.suspect)
-                .map(|s| s.replacen("suspect: ", "suspect: behind a wait the host released, ", 1));
+                .map(|s| s.replacen("suspect: ", "suspect: by CUPTI's kernel records, ", 1));
             again
         }
         None => test,
@@ -333,7 +337,7 @@ pub(super) fn band(audited: &[f64], reading_ns: f64) -> Option<Test> {
         limit: bound_ns / (reading_ns + bound_ns),
         suspect,
         idle: false,
-        waited: false,
+        by_cupti: false,
     })
 }
 

@@ -112,6 +112,6 @@ pub(super) fn first_against_rest(
         limit: bound_ns / (rest + bound_ns),
         suspect,
         idle: false,
-        waited: false,
+        by_cupti: false,
     })
 }

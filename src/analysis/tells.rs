@@ -22,14 +22,14 @@
 //! a fixed band against its reading is all there is.
 
 use super::bounds::{
-    against, against_baseline, band, behind_a_wait, idle_or_kernel, Baseline, Spread, Tell, Test,
-    MIN_SAMPLES,
+    against, against_baseline, band, by_kernel_records, idle_or_kernel, Baseline, Spread, Tell,
+    Test, MIN_SAMPLES,
 };
 use super::firsts;
 use super::stats::Stats;
 use crate::experiment::knobs::{cache::Cache, queue::Queue, timer::TimerKind};
 use crate::plan::Cell;
-use crate::protocol::{AuditsAmong, CellRecord, Waited};
+use crate::protocol::{AuditsAmong, CellRecord, KernelRecords};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,12 +117,12 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let audited = pooled(|m| &m.readings_ns);
     let decoys = pooled(|m| &m.decoys_ns);
     let pauses = pooled(|m| &m.pauses_ns);
-    let waited = |of: fn(&Waited) -> &Vec<f64>| -> Vec<f64> {
-        (among.iter().filter_map(|m| m.waited.as_ref()))
-            .flat_map(|w| of(w).iter().copied().filter(|t| t.is_finite()))
+    let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
+        (among.iter().filter_map(|m| m.by_cupti.as_ref()))
+            .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
             .collect()
     };
-    let (waited_timed, waited_pauses) = (waited(|w| &w.timed_ns), waited(|w| &w.pauses_ns));
+    let kernel_records = (by_cupti(|k| &k.timed_ns), by_cupti(|k| &k.pauses_ns));
     let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
         .filter_map(|a| a.launch_ns)
         .collect();
@@ -147,8 +147,8 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         let staged = [&audited[..], &decoys[..]].concat();
         let test = against_baseline(Tell::Pause, &pauses, baseline, (timed, None));
         let test = test.map(|t| idle_or_kernel(t, &staged));
-        let waited = (&waited_timed[..], &waited_pauses[..]);
-        tests.extend(test.map(|t| behind_a_wait(t, waited, timed)));
+        let records = (&kernel_records.0[..], &kernel_records.1[..]);
+        tests.extend(test.map(|t| by_kernel_records(t, records, timed)));
     }
     if r.flushed && !decoys.is_empty() && !pauses.is_empty() {
         tests.extend(against(Tell::Stage, &decoys, &pauses, with_decoys));

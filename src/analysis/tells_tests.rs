@@ -293,17 +293,17 @@ fn runs_pool_and_without_decoys_the_band_judges() {
 }
 
 /// A run read by events on an idle queue whose pauses and staged regions read 6 µs slow,
-/// with the pauses and timed launches read again behind a released wait (`waited`: timed,
-/// pauses), where there are such readings.
-fn slow_after_pauses_by_events(waited: Option<(Vec<f64>, Vec<f64>)>) -> Option<Judgement> {
+/// with CUPTI's kernel records of timed launches and pauses after its samples (`records`:
+/// timed, pauses), where there are such records.
+fn slow_after_pauses_by_events(records: Option<(Vec<f64>, Vec<f64>)>) -> Option<Judgement> {
     let mut r = run(
         vec![138.1e3, 138.3e3],
         vec![138.2e3, 138.4e3],
         vec![135.2e3, 135.0e3, 135.6e3, 134.9e3, 135.3e3, 135.1e3],
     );
-    if let Some((timed_ns, pauses_ns)) = waited {
+    if let Some((timed_ns, pauses_ns)) = records {
         let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
-        among.waited = Some(crate::protocol::Waited {
+        among.by_cupti = Some(crate::protocol::KernelRecords {
             timed_ns,
             pauses_ns,
         });
@@ -320,7 +320,7 @@ fn slow_after_pauses_by_events(waited: Option<(Vec<f64>, Vec<f64>)>) -> Option<J
 }
 
 #[test]
-fn pauses_slow_only_through_the_hosts_launch_are_cleared_behind_a_released_wait() {
+fn pauses_slow_only_through_the_hosts_launch_are_cleared_by_cuptis_kernel_records() {
     // The reduction of the unseen corpus on an H200: 135.2 µs after its pauses by events on
     // an idle queue against 129.1 µs timed, its staged regions as slow; by CUPTI 122.1 µs
     // after its pauses against 122.3 µs timed.
@@ -335,7 +335,7 @@ fn pauses_slow_only_through_the_hosts_launch_are_cleared_behind_a_released_wait(
     let j = slow_after_pauses_by_events(Some((timed, after))).unwrap();
     assert!(j.suspect.is_none(), "{:?}", j.suspect);
     let pause = j.test(Tell::Pause).unwrap();
-    assert!(pause.waited);
+    assert!(pause.by_cupti);
     assert!(
         (pause.baseline_ns - 122.3e3).abs() < 1.0,
         "{}",
@@ -344,7 +344,7 @@ fn pauses_slow_only_through_the_hosts_launch_are_cleared_behind_a_released_wait(
 }
 
 #[test]
-fn a_kernel_that_skips_back_to_back_is_suspect_behind_a_released_wait_too() {
+fn a_kernel_that_skips_back_to_back_is_suspect_by_cuptis_kernel_records_too() {
     // Skipping a fifth of its work back to back: 100 µs timed, 125 µs after a pause.
     let timed = vec![
         100.1e3, 100.0e3, 100.2e3, 99.9e3, 100.1e3, 100.0e3, 100.3e3, 100.1e3,
@@ -354,6 +354,6 @@ fn a_kernel_that_skips_back_to_back_is_suspect_behind_a_released_wait_too() {
     ];
     let j = slow_after_pauses_by_events(Some((timed, after))).unwrap();
     let why = j.suspect.clone().unwrap();
-    assert!(why.contains("behind a wait the host released"), "{why}");
-    assert!(j.test(Tell::Pause).unwrap().waited);
+    assert!(why.contains("by CUPTI's kernel records"), "{why}");
+    assert!(j.test(Tell::Pause).unwrap().by_cupti);
 }

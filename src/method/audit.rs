@@ -138,11 +138,10 @@ pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -
     matches!((lower, timed_median_ns), (Some(p), Some(m)) if p > PAUSE_CONFIRM_RATIO * m)
 }
 
-/// Whether a run whose pauses read slow reads them again behind a wait the host releases
-/// (`protocol::WAITED_PAIRS`): by events on an idle queue, whose reading holds the host's
-/// launch, where CUPTI does not collect (its records would count those launches as the
-/// samples').
-pub fn confirms_behind_a_wait(knobs: &Knobs) -> bool {
+/// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
+/// (`protocol::CUPTI_PAIRS`): by events on an idle queue, whose reading holds the host's
+/// launch, where CUPTI does not collect already (its collector is the samples').
+pub fn confirms_by_cupti(knobs: &Knobs) -> bool {
     knobs.timer == TimerKind::Events && knobs.queue == Queue::Idle && !knobs.cupti_collect.on
 }
 

@@ -409,6 +409,11 @@ pub(super) struct CuptiReading {
     pub record: CuptiRecord,
 }
 
+/// Each region's kernel time per launch from CUPTI's spans of its `launches` launches each.
+pub fn kernel_times(spans: &[Span], launches: u64) -> Vec<f64> {
+    cupti_reading(spans, launches).per_sample
+}
+
 pub(super) fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
     let per_sample = spans
         .chunks(launches as usize)

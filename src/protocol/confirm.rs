@@ -28,7 +28,9 @@ pub const PAUSE_CONFIRM_RATIO: f64 = 1.02;
 /// The pauses added where a run's pauses read slow (see [`PAUSE_CONFIRM_RATIO`]).
 pub const CONFIRM_PAUSES: usize = 4;
 /// Where a run's pauses, those added included, still read slow by events on an idle queue,
-/// this many timed launches and pauses in turn follow, each behind a wait the host releases
-/// (`protocol::Waited`), and the pause test judges those: their readings leave out the
-/// host's launch, which a pause slows whatever the kernel does.
-pub const WAITED_PAIRS: usize = 8;
+/// this many timed launches and pauses in turn follow with CUPTI collecting
+/// (`protocol::KernelRecords`), and the pause test judges their kernel records: those leave
+/// out the host's launch, which a pause slows whatever the kernel does.
+pub const CUPTI_PAIRS: usize = 8;
+/// Launches CUPTI's start-up is left to, before those pairs.
+pub const CUPTI_WARM_UP: usize = 2;

@@ -14,7 +14,7 @@ mod failure;
 mod stopped;
 
 pub use confirm::{
-    AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, PAUSE_CONFIRM_RATIO, WAITED_PAIRS,
+    AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAIRS, CUPTI_WARM_UP, PAUSE_CONFIRM_RATIO,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
@@ -327,19 +327,20 @@ pub struct AuditsAmong {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firsts: Option<FirstLaunches>,
     /// Where the pauses read slow by events on an idle queue: pauses and timed launches
-    /// again, each behind a wait the host released (see [`Waited`]).
+    /// again, read from CUPTI's kernel records (see [`KernelRecords`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waited: Option<Waited>,
+    pub by_cupti: Option<KernelRecords>,
 }
 
-/// Timed launches and pauses in turn after a run's samples, each behind a wait kernel the
-/// host released once the launch was enqueued, read by events: the host's launch, which an
-/// idle queue's reading holds and which a pause slows (a 122 µs reduction on an H200 read
-/// 135 µs after its pauses by such events, against 129 µs timed, and the same 122 µs both
-/// ways by CUPTI), is left out; a kernel that skips work back to back still skips it in the
-/// timed ones and not after the pauses. See [`crate::protocol::WAITED_PAIRS`].
+/// Timed launches and pauses in turn after a run's samples, launched as the samples were
+/// and read from CUPTI's kernel records, ns per launch: the host's launch, which an idle
+/// queue's events hold and which a pause slows (a 122 µs reduction on an H200 read 135 µs
+/// after its pauses by such events, against 129 µs timed, and 122 µs both ways by CUPTI),
+/// is left out, and the gaps before the launches stay as the samples' (CUPTI adds about a
+/// µs to a launch): a kernel that skips work back to back still skips it in the timed ones.
+/// See [`crate::protocol::CUPTI_PAIRS`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Waited {
+pub struct KernelRecords {
     pub timed_ns: Vec<f64>,
     pub pauses_ns: Vec<f64>,
 }

@@ -18,7 +18,6 @@ use crate::experiment::knobs::{
     warmup::WarmupKernel,
 };
 use crate::method::{
-    audit,
     flush::{Flush, FlushBuffer},
     timer::{Body, Timer},
     wait::{Saturate, RELEASE_TIMEOUT_NS},
@@ -84,10 +83,8 @@ impl TimingSetup {
                 out.fill(0)?;
                 out
             },
-            // Also where the audit's pauses may be read again behind a released wait.
             release: match knobs.queue {
                 Queue::Saturate { wait_us: None } => Some(HostFlag::new()?),
-                _ if among && audit::confirms_behind_a_wait(knobs) => Some(HostFlag::new()?),
                 _ => None,
             },
         })
@@ -113,9 +110,6 @@ pub(super) struct Armed<'b> {
     pub(super) window: Option<String>,
     /// Timed regions so far: which buffer set and fresh data the next one takes.
     turn: usize,
-    /// A wait the host releases, on an idle queue whose audit may read its pauses again
-    /// behind one ([`Armed::behind_released_wait`]).
-    waited: Option<Saturate<'b>>,
 }
 
 impl<'b> Armed<'b> {
@@ -169,10 +163,6 @@ impl<'b> Armed<'b> {
         )?;
         let flush_each = matches!(body, Body::Launches { .. } | Body::Graph(..));
         let saturate = saturate(s, knobs.queue, setup)?;
-        let waited = match (knobs.queue, &setup.release) {
-            (Queue::Idle, Some(flag)) => Some(released(s, flag, setup)?),
-            _ => None,
-        };
         let timer = Timer::new(
             knobs.timer,
             saturate,
@@ -191,22 +181,7 @@ impl<'b> Armed<'b> {
             warm,
             window,
             turn: 0,
-            waited,
         })
-    }
-
-    /// Runs `timed` with each timed region behind a wait the host releases once the region
-    /// is enqueued (as `queue = "saturate"` queues it), where the cell was armed with one;
-    /// None where it was not.
-    pub(super) fn behind_released_wait<T>(
-        &mut self,
-        timed: impl FnOnce(&mut Self) -> Result<T, Failure>,
-    ) -> Option<Result<T, Failure>> {
-        let wait = self.waited.take()?;
-        let idle = self.timer.saturate.replace(wait);
-        let result = timed(self);
-        self.waited = std::mem::replace(&mut self.timer.saturate, idle);
-        Some(result)
     }
 
     /// Times the next region: the buffer set and fresh data it takes, its resets and the
@@ -367,7 +342,17 @@ fn saturate<'b>(
 ) -> Result<Option<Saturate<'b>>, Failure> {
     Ok(match (queue, setup.release.as_ref()) {
         (Queue::Idle, _) => None,
-        (Queue::Saturate { wait_us: None }, Some(flag)) => Some(released(s, flag, setup)?),
+        (Queue::Saturate { wait_us: None }, Some(flag)) => {
+            let wait = s.kernels.function(KernelKey::Release, &mut s.timeline)?;
+            let values = [
+                Param::Buffer(flag.buffer()),
+                Param::u64(0),
+                Param::u64(RELEASE_TIMEOUT_NS),
+                Param::Buffer(&setup.wait_out),
+            ];
+            let launch = Launch::new(&wait, Dims::ONE, &values);
+            Some(Saturate::released_by(launch, flag, &setup.wait_out)?)
+        }
         (Queue::Saturate { wait_us }, _) => {
             let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
             let ns = wait_us.unwrap_or_default() * 1000;
@@ -375,23 +360,6 @@ fn saturate<'b>(
             Some(Saturate::new(Launch::new(&spin, Dims::ONE, &values))?)
         }
     })
-}
-
-/// A wait kernel the host releases through `flag`.
-fn released<'b>(
-    s: &mut Session,
-    flag: &'b HostFlag,
-    setup: &'b TimingSetup,
-) -> Result<Saturate<'b>, Failure> {
-    let wait = s.kernels.function(KernelKey::Release, &mut s.timeline)?;
-    let values = [
-        Param::Buffer(flag.buffer()),
-        Param::u64(0),
-        Param::u64(RELEASE_TIMEOUT_NS),
-        Param::Buffer(&setup.wait_out),
-    ];
-    let launch = Launch::new(&wait, Dims::ONE, &values);
-    Ok(Saturate::released_by(launch, flag, &setup.wait_out)?)
 }
 
 /// The warm-up's launch where it is not the measured kernel's own.

@@ -358,7 +358,7 @@ fn steady<'b>(
                 .map_err(of_kind(Kind::Audit))?;
             place += 1;
         }
-        (a.behind_a_wait(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
+        (a.by_cupti(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
         rec.stopped = Some(s.exhausted(&samples));

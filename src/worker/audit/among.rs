@@ -22,10 +22,11 @@ use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{self, Region, Schedule};
-use crate::method::timer::Readings;
+use crate::method::timer::{kernel_times, Readings};
 use crate::plan::Cell;
 use crate::protocol::{
-    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, Waited, WAITED_PAIRS,
+    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, CUPTI_PAIRS,
+    CUPTI_WARM_UP,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::assemble::Checker;
@@ -86,8 +87,8 @@ pub(in crate::worker) struct Among {
     /// When the cell began, and the regions its share of the cell's time left out.
     began: Instant,
     capped: u64,
-    /// The pauses and timed launches read again behind a released wait, where they were.
-    waited: Option<Waited>,
+    /// The pauses and timed launches read again by CUPTI, where they were.
+    by_cupti: Option<KernelRecords>,
 }
 
 impl Among {
@@ -158,7 +159,7 @@ impl Among {
             checks_time: Duration::ZERO,
             began,
             capped: 0,
-            waited: None,
+            by_cupti: None,
         })
     }
 
@@ -202,10 +203,11 @@ impl Among {
     }
 
     /// Where the run's pauses, the confirming ones included, still read slow by events on an
-    /// idle queue (`samples`: the timed ones), [`WAITED_PAIRS`] timed launches and pauses in
-    /// turn, each behind a wait the host releases once it is enqueued: the pause test judges
-    /// these, whose readings leave out the host's launch that a pause slows.
-    pub(in crate::worker) fn behind_a_wait<'b>(
+    /// idle queue (`samples`: the timed ones), [`CUPTI_PAIRS`] timed launches and pauses in
+    /// turn, launched as the samples were, with CUPTI collecting: the pause test judges their
+    /// kernel records, which leave out the host's launch that a pause slows. Where CUPTI
+    /// cannot collect, or misses a record, the run is judged by its pauses as they read.
+    pub(in crate::worker) fn by_cupti<'b>(
         &mut self,
         ready: ReadyCell<'b>,
         armed: &mut Armed<'b>,
@@ -218,37 +220,41 @@ impl Among {
             .collect();
         let timed = crate::statistics::median(samples.to_vec());
         let knobs = &ready.cell.knobs;
-        if !audit::confirms_behind_a_wait(knobs) || !audit::pauses_need_confirming(&pauses, timed) {
+        if !audit::confirms_by_cupti(knobs) || !audit::pauses_need_confirming(&pauses, timed) {
             return Ok(());
         }
+        let Ok(collector) = cuda::cupti::Collector::start(false) else {
+            return Ok(());
+        };
         let start = Instant::now();
         let (wait, draws) = (Duration::from_nanos(self.wait_ns), &self.inputs.draws);
         let pause = |_: &Buffers| -> Result<(), Failure> {
             (draws.stage(|_| Ok(()), wait)).map_err(during("audit: the region's stage"))
         };
         let mut starts = Starts::new(start, 1);
-        let mut waited = Waited::default();
-        let mut launches = 0;
-        let read = armed.behind_released_wait(|armed| {
-            for _ in 0..WAITED_PAIRS {
-                let data = ready.data;
-                let what = "timed launch behind a wait";
-                waited
-                    .timed_ns
-                    .push(armed.time_next(data, &mut starts, None, what, None)?);
-                let what = "launch after a pause behind a wait";
-                let after = armed.time_next(data, &mut starts, None, what, Some(&pause))?;
-                waited.pauses_ns.push(after);
-                launches += 2 * armed.body.kernel_launches();
-            }
-            Ok(())
-        });
-        rec.kernel_launches += launches;
+        let (data, per_region) = (ready.data, armed.body.kernel_launches());
+        let what = "timed launch read by CUPTI";
+        for _ in 0..CUPTI_WARM_UP {
+            armed.time_next(data, &mut starts, None, what, None)?;
+        }
+        for _ in 0..CUPTI_PAIRS {
+            armed.time_next(data, &mut starts, None, what, None)?;
+            let after = "launch after a pause read by CUPTI";
+            armed.time_next(data, &mut starts, None, after, Some(&pause))?;
+        }
+        rec.kernel_launches += (CUPTI_WARM_UP + 2 * CUPTI_PAIRS) as u64 * per_region;
+        let regions = 2 * CUPTI_PAIRS;
+        let spans = collector.finish(&armed.entries, regions * per_region as usize);
         spent(&mut self.regions_time, start);
         spent(&mut self.cost, start);
-        if let Some(read) = read {
-            read?;
-            self.waited = Some(waited);
+        if let Ok(spans) = spans {
+            let times = kernel_times(&spans.launches, per_region);
+            let (timed, paused): (Vec<_>, Vec<_>) =
+                times.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+            self.by_cupti = Some(KernelRecords {
+                timed_ns: timed.into_iter().map(|(_, t)| *t).collect(),
+                pauses_ns: paused.into_iter().map(|(_, t)| *t).collect(),
+            });
         }
         Ok(())
     }
@@ -458,7 +464,7 @@ impl Among {
                 timed_median,
             }),
             firsts: self.firsts(),
-            waited: self.waited.take(),
+            by_cupti: self.by_cupti.take(),
         });
         Ok(audit)
     }
