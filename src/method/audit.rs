@@ -139,7 +139,7 @@ pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -
 }
 
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
-/// (`protocol::CUPTI_PAIRS`): by events on an idle queue, whose reading holds the host's
+/// (`protocol::CUPTI_PAUSES`): by events on an idle queue, whose reading holds the host's
 /// launch, where CUPTI does not collect already (its collector is the samples').
 pub fn confirms_by_cupti(knobs: &Knobs) -> bool {
     knobs.timer == TimerKind::Events && knobs.queue == Queue::Idle && !knobs.cupti_collect.on

@@ -28,9 +28,13 @@ pub const PAUSE_CONFIRM_RATIO: f64 = 1.02;
 /// The pauses added where a run's pauses read slow (see [`PAUSE_CONFIRM_RATIO`]).
 pub const CONFIRM_PAUSES: usize = 4;
 /// Where a run's pauses, those added included, still read slow by events on an idle queue,
-/// this many timed launches and pauses in turn follow with CUPTI collecting
-/// (`protocol::KernelRecords`), and the pause test judges their kernel records: those leave
-/// out the host's launch, which a pause slows whatever the kernel does.
-pub const CUPTI_PAIRS: usize = 8;
+/// this many pauses follow with CUPTI collecting, each after [`CUPTI_TIMED_PER_PAUSE`]
+/// timed launches (`protocol::KernelRecords`), and the pause test judges their kernel
+/// records: those leave out the host's launch, which a pause slows whatever the kernel
+/// does. Pauses as sparse as among the samples: a kernel that learns its gaps from the
+/// last few (`tells-period` of `experiments/trust-shapes.toml`, over the last eight) took
+/// pauses every other launch for its usual gap and skipped work after them too.
+pub const CUPTI_PAUSES: usize = 8;
+pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
 /// Launches CUPTI's start-up is left to, before those pairs.
 pub const CUPTI_WARM_UP: usize = 2;

@@ -14,7 +14,8 @@ mod failure;
 mod stopped;
 
 pub use confirm::{
-    AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAIRS, CUPTI_WARM_UP, PAUSE_CONFIRM_RATIO,
+    AUDIT_SHARE_CAP, CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE,
+    CUPTI_WARM_UP, PAUSE_CONFIRM_RATIO,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
@@ -338,7 +339,7 @@ pub struct AuditsAmong {
 /// after its pauses by such events, against 129 µs timed, and 122 µs both ways by CUPTI),
 /// is left out, and the gaps before the launches stay as the samples' (CUPTI adds about a
 /// µs to a launch): a kernel that skips work back to back still skips it in the timed ones.
-/// See [`crate::protocol::CUPTI_PAIRS`].
+/// See [`crate::protocol::CUPTI_PAUSES`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct KernelRecords {
     pub timed_ns: Vec<f64>,

@@ -25,8 +25,8 @@ use crate::method::audit::{self, Region, Schedule};
 use crate::method::timer::{kernel_times, Readings};
 use crate::plan::Cell;
 use crate::protocol::{
-    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, CUPTI_PAIRS,
-    CUPTI_WARM_UP,
+    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, CUPTI_PAUSES,
+    CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::assemble::Checker;
@@ -203,8 +203,8 @@ impl Among {
     }
 
     /// Where the run's pauses, the confirming ones included, still read slow by events on an
-    /// idle queue (`samples`: the timed ones), [`CUPTI_PAIRS`] timed launches and pauses in
-    /// turn, launched as the samples were, with CUPTI collecting: the pause test judges their
+    /// idle queue (`samples`: the timed ones), [`CUPTI_PAUSES`] pauses, each after
+    /// [`CUPTI_TIMED_PER_PAUSE`] timed launches, with CUPTI collecting: the pause test judges their
     /// kernel records, which leave out the host's launch that a pause slows. Where CUPTI
     /// cannot collect, or misses a record, the run is judged by its pauses as they read.
     pub(in crate::worker) fn by_cupti<'b>(
@@ -237,20 +237,23 @@ impl Among {
         for _ in 0..CUPTI_WARM_UP {
             armed.time_next(data, &mut starts, None, what, None)?;
         }
-        for _ in 0..CUPTI_PAIRS {
-            armed.time_next(data, &mut starts, None, what, None)?;
+        let every = CUPTI_TIMED_PER_PAUSE + 1;
+        for _ in 0..CUPTI_PAUSES {
+            for _ in 0..CUPTI_TIMED_PER_PAUSE {
+                armed.time_next(data, &mut starts, None, what, None)?;
+            }
             let after = "launch after a pause read by CUPTI";
             armed.time_next(data, &mut starts, None, after, Some(&pause))?;
         }
-        rec.kernel_launches += (CUPTI_WARM_UP + 2 * CUPTI_PAIRS) as u64 * per_region;
-        let regions = 2 * CUPTI_PAIRS;
+        let regions = CUPTI_PAUSES * every;
+        rec.kernel_launches += (CUPTI_WARM_UP + regions) as u64 * per_region;
         let spans = collector.finish(&armed.entries, regions * per_region as usize);
         spent(&mut self.regions_time, start);
         spent(&mut self.cost, start);
         if let Ok(spans) = spans {
             let times = kernel_times(&spans.launches, per_region);
-            let (timed, paused): (Vec<_>, Vec<_>) =
-                times.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+            let (paused, timed): (Vec<_>, Vec<_>) =
+                (times.iter().enumerate()).partition(|(i, _)| i % every == every - 1);
             self.by_cupti = Some(KernelRecords {
                 timed_ns: timed.into_iter().map(|(_, t)| *t).collect(),
                 pauses_ns: paused.into_iter().map(|(_, t)| *t).collect(),
