@@ -354,6 +354,21 @@ fn a_kernel_that_skips_back_to_back_is_suspect_by_cuptis_kernel_records_too() {
     ];
     let j = slow_after_pauses_by_events(Some((timed, after))).unwrap();
     let why = j.suspect.clone().unwrap();
-    assert!(why.contains("by CUPTI's kernel records"), "{why}");
+    assert!(why.contains("by CUPTI, "), "{why}");
     assert!(j.test(Tell::Pause).unwrap().by_cupti);
+}
+
+#[test]
+fn records_slower_than_the_samples_leave_the_pause_test_as_it_was() {
+    // A kernel that skipped after its samples' pauses and did all its work once they were
+    // over: its records read as slow timed as after a pause, both above its samples.
+    let timed = vec![
+        135.1e3, 135.3e3, 135.0e3, 135.2e3, 135.4e3, 135.1e3, 135.2e3, 135.3e3,
+    ];
+    let after = vec![
+        135.2e3, 135.4e3, 135.1e3, 135.3e3, 135.2e3, 135.5e3, 135.1e3, 135.2e3,
+    ];
+    let j = slow_after_pauses_by_events(Some((timed, after))).unwrap();
+    assert!(j.suspect.is_some());
+    assert!(!j.test(Tell::Pause).unwrap().by_cupti);
 }

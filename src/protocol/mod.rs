@@ -333,8 +333,9 @@ pub struct AuditsAmong {
     pub by_cupti: Option<KernelRecords>,
 }
 
-/// Timed launches and pauses in turn after a run's samples, launched as the samples were
-/// and read from CUPTI's kernel records, ns per launch: the host's launch, which an idle
+/// Timed launches and pauses after a run's samples, a pause among every eight at a place
+/// the cell's seed draws, launched as the samples were and read from CUPTI's kernel
+/// records, ns per launch (each kernel's own span): the host's launch, which an idle
 /// queue's events hold and which a pause slows (a 122 µs reduction on an H200 read 135 µs
 /// after its pauses by such events, against 129 µs timed, and 122 µs both ways by CUPTI),
 /// is left out, and the gaps before the launches stay as the samples' (CUPTI adds about a

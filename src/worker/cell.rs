@@ -345,6 +345,8 @@ fn steady<'b>(
         });
     }
     let energy_read = read_at.elapsed();
+    // What a second reading of the pauses by CUPTI takes is no sample's either.
+    let mut read_again = Duration::ZERO;
     // A loop that stopped early runs what its samples afford of the first round's regions;
     // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
@@ -358,13 +360,17 @@ fn steady<'b>(
                 .map_err(of_kind(Kind::Audit))?;
             place += 1;
         }
+        let t0 = Instant::now();
         (a.by_cupti(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
+        read_again = t0.elapsed();
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
         rec.stopped = Some(s.exhausted(&samples));
     }
     if !samples.is_empty() {
-        let wall = loop_start.elapsed().saturating_sub(energy_read);
+        let wall = (loop_start.elapsed())
+            .saturating_sub(energy_read)
+            .saturating_sub(read_again);
         let wall_ns = wall.as_nanos() as f64 / samples.len() as f64;
         rec.sample_wall_ns = Some(wall_ns);
     }

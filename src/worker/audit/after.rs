@@ -9,7 +9,7 @@ use super::draw::InputDraws;
 use super::host::{check_on, copy_of, inputs_unchanged, Staged};
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
-use crate::method::timer::{Body, Timer};
+use crate::method::timer::{busy_per_launch, Body, Timer};
 use crate::method::wait::Saturate;
 use crate::plan::Cell;
 use crate::protocol::CellRecord;
@@ -121,15 +121,7 @@ fn time_launch(
             armed.launch.enqueue().map_err(&what)?;
             cuda::synchronize().map_err(&what)?;
             let spans = collector.finish(&armed.entries, 1)?;
-            // A launch of several kernels (or copies) counts each one's own span: the GPU
-            // idles between them while the host enqueues the next, and right after CUPTI
-            // starts recording that takes milliseconds (a 6 µs two-pass sum read 3.8 ms
-            // from its first start to its last end).
-            let busy = match &spans.kernels {
-                Some(each) => Some(each.iter().map(|sp| sp.end - sp.start).sum::<u64>()),
-                None => spans.launches.first().map(|sp| sp.end - sp.start),
-            };
-            Ok((busy.map(|ns| ns as f64), false))
+            Ok((busy_per_launch(&spans, 1).first().copied(), false))
         }
         TimerKind::Profiler => {
             prepare(buffers, armed)?;

@@ -16,18 +16,16 @@
 //! Where no input can be drawn (constants, ranges, files), every audited region and decoy
 //! poisons the outputs instead, and the audited ones are checked on the timed data.
 
+use super::by_cupti;
 use super::common::{record, spent, stale, unjudged};
 use super::draw::InputDraws;
 use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{self, Region, Schedule};
-use crate::method::timer::{kernel_times, Readings};
+use crate::method::timer::Readings;
 use crate::plan::Cell;
-use crate::protocol::{
-    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, CUPTI_PAUSES,
-    CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
-};
+use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::assemble::Checker;
 use crate::worker::buffers::Buffers;
@@ -202,11 +200,8 @@ impl Among {
         confirming
     }
 
-    /// Where the run's pauses, the confirming ones included, still read slow by events on an
-    /// idle queue (`samples`: the timed ones), [`CUPTI_PAUSES`] pauses, each after
-    /// [`CUPTI_TIMED_PER_PAUSE`] timed launches, with CUPTI collecting: the pause test judges their
-    /// kernel records, which leave out the host's launch that a pause slows. Where CUPTI
-    /// cannot collect, or misses a record, the run is judged by its pauses as they read.
+    /// The pauses read again by CUPTI's kernel records where they and the staged regions
+    /// read slow by events on an idle queue (see [`by_cupti::read_again`]).
     pub(in crate::worker) fn by_cupti<'b>(
         &mut self,
         ready: ReadyCell<'b>,
@@ -214,51 +209,23 @@ impl Among {
         rec: &mut CellRecord,
         samples: &[f64],
     ) -> Result<(), Failure> {
-        let pauses: Vec<f64> = (self.ran.iter())
-            .filter(|r| r.kind == Region::Pause)
-            .map(|r| r.reading)
-            .collect();
-        let timed = crate::statistics::median(samples.to_vec());
-        let knobs = &ready.cell.knobs;
-        if !audit::confirms_by_cupti(knobs) || !audit::pauses_need_confirming(&pauses, timed) {
-            return Ok(());
-        }
-        let Ok(collector) = cuda::cupti::Collector::start(false) else {
-            return Ok(());
+        let of = |kind: Region| -> Vec<f64> {
+            (self.ran.iter().filter(|r| r.kind == kind))
+                .map(|r| r.reading)
+                .collect()
+        };
+        let run = by_cupti::Run {
+            pauses: of(Region::Pause),
+            staged: [of(Region::Audit), of(Region::Decoy)].concat(),
+            seed: self.seed,
+            wait: Duration::from_nanos(self.wait_ns),
+            draws: &self.inputs.draws,
         };
         let start = Instant::now();
-        let (wait, draws) = (Duration::from_nanos(self.wait_ns), &self.inputs.draws);
-        let pause = |_: &Buffers| -> Result<(), Failure> {
-            (draws.stage(|_| Ok(()), wait)).map_err(during("audit: the region's stage"))
-        };
-        let mut starts = Starts::new(start, 1);
-        let (data, per_region) = (ready.data, armed.body.kernel_launches());
-        let what = "timed launch read by CUPTI";
-        for _ in 0..CUPTI_WARM_UP {
-            armed.time_next(data, &mut starts, None, what, None)?;
-        }
-        let every = CUPTI_TIMED_PER_PAUSE + 1;
-        for _ in 0..CUPTI_PAUSES {
-            for _ in 0..CUPTI_TIMED_PER_PAUSE {
-                armed.time_next(data, &mut starts, None, what, None)?;
-            }
-            let after = "launch after a pause read by CUPTI";
-            armed.time_next(data, &mut starts, None, after, Some(&pause))?;
-        }
-        let regions = CUPTI_PAUSES * every;
-        rec.kernel_launches += (CUPTI_WARM_UP + regions) as u64 * per_region;
-        let spans = collector.finish(&armed.entries, regions * per_region as usize);
+        let records = by_cupti::read_again(ready, armed, rec, samples, run)?;
         spent(&mut self.regions_time, start);
         spent(&mut self.cost, start);
-        if let Ok(spans) = spans {
-            let times = kernel_times(&spans.launches, per_region);
-            let (paused, timed): (Vec<_>, Vec<_>) =
-                (times.iter().enumerate()).partition(|(i, _)| i % every == every - 1);
-            self.by_cupti = Some(KernelRecords {
-                timed_ns: timed.into_iter().map(|(_, t)| *t).collect(),
-                pauses_ns: paused.into_iter().map(|(_, t)| *t).collect(),
-            });
-        }
+        self.by_cupti = records;
         Ok(())
     }
 

@@ -15,6 +15,7 @@
 
 mod after;
 mod among;
+mod by_cupti;
 mod common;
 mod draw;
 mod host;

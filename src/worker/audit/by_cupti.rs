@@ -1,0 +1,92 @@
+//! A run's pauses read again by CUPTI's kernel records: by events on an idle queue a
+//! reading holds the host's launch, which a pause slows whatever the kernel does, so where
+//! the pauses (the confirming ones included) and the staged regions read slow, launches as
+//! the samples were, a pause among every eight at places the cell's seed draws, are read
+//! by CUPTI, which leaves the launch out and adds about a µs to it (the gaps stay the
+//! samples'). The analysis judges those records (`analysis::bounds::by_kernel_records`).
+
+use super::draw::Draws;
+use crate::method::audit;
+use crate::method::timer::busy_per_launch;
+use crate::protocol::{
+    CellRecord, KernelRecords, CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
+};
+use crate::worker::arm::{Armed, Starts};
+use crate::worker::buffers::Buffers;
+use crate::worker::failure::{during, Failure};
+use crate::worker::prepare::ReadyCell;
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::time::{Duration, Instant};
+
+/// What the run read and holds: its pauses' and staged regions' readings, its seed, the
+/// pause every stage waits out and the draws that stage it.
+pub(super) struct Run<'a> {
+    pub(super) pauses: Vec<f64>,
+    pub(super) staged: Vec<f64>,
+    pub(super) seed: u64,
+    pub(super) wait: Duration,
+    pub(super) draws: &'a Draws,
+}
+
+/// Where the run's pauses and its staged regions still read slow by events on an idle
+/// queue (`samples`: the timed ones), [`CUPTI_PAUSES`] pauses among [`CUPTI_TIMED_PER_PAUSE`]
+/// times as many timed launches, each pause at a place the cell's seed draws, with CUPTI
+/// collecting: their kernel records (each kernel's own span). None where they are not
+/// needed, CUPTI cannot collect, or a record is missing: the run is then judged by its
+/// pauses as they read. (Pauses slow with the staged regions not are the GPU gone idle,
+/// which the analysis clears without them.)
+pub(super) fn read_again<'b>(
+    ready: ReadyCell<'b>,
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+    samples: &[f64],
+    run: Run,
+) -> Result<Option<KernelRecords>, Failure> {
+    let timed = crate::statistics::median(samples.to_vec());
+    let slow = |readings: &[f64]| audit::pauses_need_confirming(readings, timed);
+    let knobs = &ready.cell.knobs;
+    if !audit::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) {
+        return Ok(None);
+    }
+    let copies = !armed.launch.copy_records().is_empty();
+    let Ok(collector) = cuda::cupti::Collector::start(copies) else {
+        return Ok(None);
+    };
+    let (wait, draws) = (run.wait, run.draws);
+    let pause = |_: &Buffers| -> Result<(), Failure> {
+        (draws.stage(|_| Ok(()), wait)).map_err(during("audit: the region's stage"))
+    };
+    let mut starts = Starts::new(Instant::now(), 1);
+    let (data, per_region) = (ready.data, armed.body.kernel_launches());
+    let what = "timed launch read by CUPTI";
+    for _ in 0..CUPTI_WARM_UP {
+        armed.time_next(data, &mut starts, None, what, None)?;
+    }
+    // One pause in each run of CUPTI_TIMED_PER_PAUSE + 1 launches, never its first.
+    let every = CUPTI_TIMED_PER_PAUSE + 1;
+    let mut rng = SmallRng::seed_from_u64(run.seed ^ 0xC0FF_EE00);
+    let paused: Vec<usize> = (0..CUPTI_PAUSES)
+        .map(|k| k * every + rng.random_range(1..every))
+        .collect();
+    for i in 0..CUPTI_PAUSES * every {
+        match paused.contains(&i) {
+            true => {
+                let after = "launch after a pause read by CUPTI";
+                armed.time_next(data, &mut starts, None, after, Some(&pause))?
+            }
+            false => armed.time_next(data, &mut starts, None, what, None)?,
+        };
+    }
+    let regions = CUPTI_PAUSES * every;
+    rec.kernel_launches += (CUPTI_WARM_UP + regions) as u64 * per_region;
+    let Ok(spans) = collector.finish(&armed.entries, regions * per_region as usize) else {
+        return Ok(None);
+    };
+    let busy = busy_per_launch(&spans, per_region);
+    let (after, timed): (Vec<_>, Vec<_>) =
+        (busy.iter().enumerate()).partition(|(i, _)| paused.contains(i));
+    Ok(Some(KernelRecords {
+        timed_ns: timed.into_iter().map(|(_, t)| *t).collect(),
+        pauses_ns: after.into_iter().map(|(_, t)| *t).collect(),
+    }))
+}
