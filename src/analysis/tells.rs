@@ -97,6 +97,18 @@ impl<'a> Readings<'a> {
     }
 }
 
+/// A pause test still suspect by a reading that holds the host's launch, which CUPTI did
+/// not read again (no CUPTI here, a record missing, a run from before), says what would
+/// tell a kernel that skips work from a launch a pause slows.
+fn unread_by_cupti(mut test: Test, host_in_reading: bool) -> Test {
+    if host_in_reading && !test.by_cupti {
+        test.suspect = (test.suspect).map(|s| {
+            format!("{s} (read with the host's launch, which a pause slows too, and not read again by CUPTI: time it with timer = \"cupti\", or queue = \"saturate\", to tell)")
+        });
+    }
+    test
+}
+
 /// The tests' findings on a cell, unless its records say why its times are not set against
 /// each other, or there is nothing to set. Records from before these audits (no audit among
 /// the timed launches, no weaker audit's reason) carry their verdict themselves.
@@ -148,7 +160,8 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         let test = against_baseline(Tell::Pause, &pauses, baseline, (timed, None));
         let test = test.map(|t| idle_or_kernel(t, &staged));
         let records = (&kernel_records.0[..], &kernel_records.1[..]);
-        tests.extend(test.map(|t| by_kernel_records(t, records, timed)));
+        let test = test.map(|t| by_kernel_records(t, records, timed));
+        tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }
     if r.flushed && !decoys.is_empty() && !pauses.is_empty() {
         tests.extend(against(Tell::Stage, &decoys, &pauses, with_decoys));

@@ -372,3 +372,13 @@ fn records_slower_than_the_samples_leave_the_pause_test_as_it_was() {
     assert!(j.suspect.is_some());
     assert!(!j.test(Tell::Pause).unwrap().by_cupti);
 }
+
+#[test]
+fn pauses_slow_by_events_not_read_again_by_cupti_say_how_to_tell() {
+    let j = slow_after_pauses_by_events(None).unwrap();
+    let why = j.suspect.unwrap();
+    assert!(
+        why.contains("not read again by CUPTI") && why.contains("timer = \"cupti\""),
+        "{why}"
+    );
+}
