@@ -8,10 +8,7 @@ use crate::statistics::{iqr_sigma, lower_median, mad_sigma, median, split_chance
 
 pub const FALSE_ALARM: f64 = 1e-3;
 pub const Z_FALSE_ALARM: f64 = 3.090;
-/// Beyond the noise, a median (or a region) must exceed its baseline by this share of it...
-pub const MARGIN_SHARE: f64 = 0.02;
-/// ...and by this much: the spread of two event readings of one kernel.
-pub const MARGIN_NS: f64 = 500.0;
+pub use crate::protocol::{margin_ns, MARGIN_NS, MARGIN_SHARE};
 /// Timed samples fewer than this give no spread to judge by.
 pub(super) const MIN_SAMPLES: usize = 10;
 /// Without decoys, an audited launch is suspect where it took more than this many times the
@@ -178,7 +175,7 @@ pub(super) fn against_baseline(
     let median_ns = lower_median(regions)?;
     let (m, baseline_ns) = (base.count.max(1) as f64, base.median_ns);
     let half_pi = std::f64::consts::FRAC_PI_2;
-    let margin = (MARGIN_SHARE * baseline_ns).max(MARGIN_NS);
+    let margin = margin_ns(baseline_ns);
     let bound_ns = Z_FALSE_ALARM * sigma * (half_pi * (1.0 / k as f64 + 1.0 / m)).sqrt() + margin;
     let z_one = upper_quantile(FALSE_ALARM / k as f64);
     let single_bound_ns =

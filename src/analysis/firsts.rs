@@ -4,8 +4,8 @@
 //! times smaller, but its first launch by all of it.
 
 use super::bounds::{
-    against, against_baseline, idle_or_kernel, why, Baseline, Spread, Tell, Test, MARGIN_NS,
-    MARGIN_SHARE, MIN_SAMPLES, Z_FALSE_ALARM,
+    against, against_baseline, idle_or_kernel, margin_ns, why, Baseline, Spread, Tell, Test,
+    MIN_SAMPLES, Z_FALSE_ALARM,
 };
 use super::stats::Stats;
 use crate::protocol::{AuditsAmong, FirstLaunches};
@@ -88,7 +88,7 @@ pub(super) fn first_against_rest(
         true => FIRST_START_IDLE_NS,
         false => FIRST_START_NS,
     };
-    let margin = (MARGIN_SHARE * rest).max(MARGIN_NS);
+    let margin = margin_ns(rest);
     let noise = Z_FALSE_ALARM * sigma * (std::f64::consts::FRAC_PI_2 / count as f64).sqrt();
     let bound_ns = start + margin + noise;
     let suspect = (first - rest > bound_ns).then(|| {

@@ -18,16 +18,27 @@ pub const AUDIT_SHARE_CAP: f64 = 0.05;
 /// both, a held-up host in one.
 pub const CONFIRM_RATIO: f64 = 1.5;
 
+/// Beyond the noise, a median (or a region) the audit tests must exceed its baseline by
+/// this share of it...
+pub const MARGIN_SHARE: f64 = 0.02;
+/// ...and by this much: the spread of two event readings of one kernel.
+pub const MARGIN_NS: f64 = 500.0;
+
+/// The margin over a baseline of `baseline_ns`: the larger of the two. No test's bound is
+/// smaller, so no reading within it above its baseline is suspect.
+pub fn margin_ns(baseline_ns: f64) -> f64 {
+    (MARGIN_SHARE * baseline_ns).max(MARGIN_NS)
+}
+
 /// Two pauses may both catch the GPU at a slow moment. So where a run's pauses read over
-/// this many times the timed median (by events or a host timer, which read each as it
-/// runs), [`CONFIRM_PAUSES`] more come after the samples and the test takes the lower median
-/// of all: a slow moment is outvoted, a kernel that does its work only after a pause does it
-/// after every one. Below the smallest bound the pause test sets (its 2% margin). A kernel
-/// slower after every gap of tens of µs stays slow after these too (docs/methodology.md).
-pub const PAUSE_CONFIRM_RATIO: f64 = 1.02;
-/// The pauses added where a run's pauses read slow (see [`PAUSE_CONFIRM_RATIO`]).
+/// the timed median by more than the margin (by events or a host timer, which read each as
+/// it runs; within it no test could call them suspect), this many more come after the
+/// samples and the test takes the lower median of all: a slow moment is outvoted, a kernel
+/// that does its work only after a pause does it after every one. A kernel slower after
+/// every gap of tens of µs stays slow after these too (docs/methodology.md).
 pub const CONFIRM_PAUSES: usize = 4;
-/// Where a run's pauses, those added included, still read slow by events on an idle queue,
+/// Where a run's pauses, those added included, still read slow by events on an idle queue
+/// (and its staged regions too),
 /// this many pauses follow with CUPTI collecting, each after [`CUPTI_TIMED_PER_PAUSE`]
 /// timed launches (`protocol::KernelRecords`), and the pause test judges their kernel
 /// records: those leave out the host's launch, which a pause slows whatever the kernel

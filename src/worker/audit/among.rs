@@ -179,7 +179,7 @@ impl Among {
     /// The regions after the samples that confirm what the run's read: a second audited
     /// region where its only one, with no decoy to set it against, read far above the timed
     /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); more pauses where its pauses read
-    /// slow (see [`crate::protocol::PAUSE_CONFIRM_RATIO`]).
+    /// slow (see [`crate::protocol::CONFIRM_PAUSES`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
         let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
         let timed = crate::statistics::median(samples.to_vec());
