@@ -37,15 +37,15 @@ pub fn margin_ns(baseline_ns: f64) -> f64 {
 /// that does its work only after a pause does it after every one. A kernel slower after
 /// every gap of tens of µs stays slow after these too (docs/methodology.md).
 pub const CONFIRM_PAUSES: usize = 4;
-/// Where a run's pauses, those added included, still read slow by events on an idle queue
-/// (and its staged regions too),
-/// this many pauses follow with CUPTI collecting, each after [`CUPTI_TIMED_PER_PAUSE`]
-/// timed launches (`protocol::KernelRecords`), and the pause test judges their kernel
-/// records: those leave out the host's launch, which a pause slows whatever the kernel
-/// does. Pauses as sparse as among the samples: a kernel that learns its gaps from the
-/// last few (`tells-period` of `experiments/trust-shapes.toml`, over the last eight) took
-/// pauses every other launch for its usual gap and skipped work after them too.
+/// Where a run's pauses, those added included, and its staged regions still read slow by
+/// events on an idle queue, this many pauses follow with CUPTI collecting, each among
+/// [`CUPTI_TIMED_PER_PAUSE`] timed launches (`protocol::KernelRecords`), and the pause test
+/// judges their kernel records: those leave out the host's launch, which a pause slows
+/// whatever the kernel does. Pauses as sparse as among the samples: a kernel that learns
+/// its gaps from the last few (`tells-period` of `experiments/trust-shapes.toml`, over the
+/// last eight) took pauses every other launch for its usual gap and skipped work after them
+/// too.
 pub const CUPTI_PAUSES: usize = 8;
 pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
-/// Launches CUPTI's start-up is left to, before those pairs.
+/// Launches CUPTI's start-up is left to, before those.
 pub const CUPTI_WARM_UP: usize = 2;

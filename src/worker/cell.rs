@@ -360,9 +360,7 @@ fn steady<'b>(
                 .map_err(of_kind(Kind::Audit))?;
             place += 1;
         }
-        let t0 = Instant::now();
-        (a.by_cupti(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
-        read_again = t0.elapsed();
+        read_again = (a.by_cupti(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
         rec.stopped = Some(s.exhausted(&samples));

@@ -201,14 +201,15 @@ impl Among {
     }
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions
-    /// read slow by events on an idle queue (see [`by_cupti::read_again`]).
+    /// read slow by events on an idle queue (see [`by_cupti::read_again`]); returns the
+    /// time that took, which is no sample's.
     pub(in crate::worker) fn by_cupti<'b>(
         &mut self,
         ready: ReadyCell<'b>,
         armed: &mut Armed<'b>,
         rec: &mut CellRecord,
         samples: &[f64],
-    ) -> Result<(), Failure> {
+    ) -> Result<Duration, Failure> {
         let of = |kind: Region| -> Vec<f64> {
             (self.ran.iter().filter(|r| r.kind == kind))
                 .map(|r| r.reading)
@@ -226,7 +227,7 @@ impl Among {
         spent(&mut self.regions_time, start);
         spent(&mut self.cost, start);
         self.by_cupti = records;
-        Ok(())
+        Ok(start.elapsed())
     }
 
     /// Whether the audit's share of the cell's time affords a region of `kind` of a later

@@ -175,14 +175,17 @@ pub(super) fn ask_python_ahead(
             });
         }
         let host: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
-        let cache = reference::Cache::new(
-            s.run_cache.as_deref(),
-            format!("{}#draw{seed}", data.point),
-            s.sample_seed,
-        );
+        let cache = draw_cache(s, ready, seed);
         reference::python::ask_ahead(pc, def, &cell.launch, &host, &outputs, &cache)?;
     }
     Ok(())
+}
+
+/// What names the draw of `seed` for a Python reference: its result asked ahead is found
+/// by the check of the same draw.
+fn draw_cache<'a>(s: &'a Session, ready: ReadyCell, seed: u64) -> reference::Cache<'a> {
+    let inputs = format!("{}#draw{seed}", ready.data.point);
+    reference::Cache::new(s.run_cache.as_deref(), inputs, s.sample_seed)
 }
 
 /// The inputs a check reads: the measured buffers, with the drawn ones of `redrawn` in
@@ -216,11 +219,7 @@ fn check_against(
     // Each region compares its own sample of a large output, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
     if let Some(pc) = &def.check_python {
-        let cache = reference::Cache::new(
-            s.run_cache.as_deref(),
-            format!("{}#draw{seed}", ready.data.point),
-            s.sample_seed,
-        );
+        let cache = draw_cache(s, ready, seed);
         // The draw read back: the function is given what the audited launch read, a
         // buffer it updates in place drawn again (the launch has changed it); nothing
         // where it was asked ahead.
