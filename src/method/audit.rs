@@ -14,9 +14,12 @@
 //! profiler's report, rotating buffer sets) get one audit launch after the timed ones, the
 //! weaker audit, which the record says.
 //!
-//! How many: regions come in rounds, each with two of each kind at places drawn within it.
-//! The first round spans the first 200 samples, the second the next 200, and each later one
-//! twice the one before: 3% of a 200-sample cell, a falling share of a longer one (more
+//! How many: regions come in rounds, each with two audited regions, two decoys and six
+//! pauses at places drawn within it (a pause checks nothing and draws nothing, so it costs
+//! little more than a sample: a kernel that tells some pauses from others, by what came
+//! before them, must evade most of six, not one of two). The first round spans the first
+//! 200 samples, the second the next 200, and each later one twice the one before: 5% of a
+//! 200-sample cell, a falling share of a longer one (more
 //! regions hardly lower the detection limit once the margin outweighs the noise), and drawn
 //! as the cell goes, so a cell that stops early (`stop`, `budget`) pays for the samples it
 //! took, not for its cap. And by time: a region that would take the regions run so far
@@ -41,13 +44,20 @@ pub const ROUND: usize = 200;
 pub use crate::protocol::AUDIT_SHARE_CAP as SHARE_CAP;
 /// A round's regions, in the order a cell too short for all of them gets them: an audited
 /// region checks its launches, a pause then judges them against the timed ones, a decoy
-/// against the audited ones; two of each give each kind's median and spread.
-const PRIORITY: [Region; 6] = [
+/// against the audited ones; two of each give each kind's median and spread, and four more
+/// pauses a median a kernel cannot move by doing all its work after one of two (a LayerNorm
+/// that reads its launch period did all its work after one of an interleaved cell's two
+/// pauses, skipping after the other, and passed on an H200).
+const PRIORITY: [Region; 10] = [
     Region::Audit,
     Region::Pause,
     Region::Decoy,
     Region::Audit,
     Region::Decoy,
+    Region::Pause,
+    Region::Pause,
+    Region::Pause,
+    Region::Pause,
     Region::Pause,
 ];
 
@@ -317,18 +327,19 @@ mod tests {
         assert_eq!(one(60), [1, 1, 1]);
         assert_eq!(one(100), [2, 2, 1]);
         assert_eq!(one(120), [2, 2, 2]);
-        assert_eq!(one(10_000), [2, 2, 2]);
-        // Five rounds of 40 share the six their 200 samples afford: two hold three each.
+        assert_eq!(one(140), [2, 2, 3]);
+        assert_eq!(one(10_000), [2, 2, 6]);
+        // Five rounds of 40 share the ten their 200 samples afford: a pause in each.
         let rounds: Vec<_> = (0..5).map(|r| first_round(40, 5, r)).collect();
         assert_eq!(
             rounds,
-            [[1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+            [[1, 1, 2], [1, 1, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1]]
         );
         // Five rounds of 60 afford a set each: an audited region in each.
         let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
         assert_eq!(
             rounds,
-            [[1, 1, 1], [1, 1, 1], [1, 0, 0], [1, 0, 0], [1, 0, 0]]
+            [[1, 1, 2], [1, 1, 1], [1, 0, 1], [1, 0, 1], [1, 0, 1]]
         );
         // Ten processes of 5 samples: the audited region and the pause the 50 samples
         // afford, in the run the seed draws.
@@ -358,13 +369,13 @@ mod tests {
     #[test]
     fn rounds_double_so_a_long_cell_pays_a_falling_share() {
         let (_, c) = run_all(3, 200);
-        assert_eq!(c, [2, 2, 2]);
+        assert_eq!(c, [2, 2, 6]);
         let (_, c) = run_all(3, 400);
-        assert_eq!(c, [4, 4, 4]);
-        // 200, 200, 400, 800, ..., 51200 and what is left of 100,000: 10 rounds of six.
+        assert_eq!(c, [4, 4, 12]);
+        // 200, 200, 400, 800, ..., 51200 and what is left of 100,000: 10 rounds of ten.
         let (all, c) = run_all(3, 100_000);
-        assert_eq!(all.len(), 60, "{c:?}");
-        assert!(c.iter().all(|&n| n == 20), "{c:?}");
+        assert_eq!(all.len(), 100, "{c:?}");
+        assert_eq!(c, [20, 20, 60]);
     }
 
     #[test]
@@ -397,7 +408,7 @@ mod tests {
             due.iter().all(|&(i, first)| first == (i < ROUND)),
             "{due:?}"
         );
-        assert_eq!(due.iter().filter(|d| d.1).count(), 6);
+        assert_eq!(due.iter().filter(|d| d.1).count(), 10);
     }
 
     #[test]
@@ -412,11 +423,11 @@ mod tests {
                 false => assert_eq!(after, [Region::Audit], "{ran:?}"),
             }
         }
-        // Stopped after 150: the whole first round.
+        // Stopped after 150: the 7 of the first round its samples afford.
         let mut s = Schedule::new(5, 100_000, 1, 0);
         let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
         let after = s.after(150, &ran);
-        assert_eq!(ran.len() + after.len(), 6, "{ran:?} {after:?}");
+        assert_eq!(ran.len() + after.len(), 7, "{ran:?} {after:?}");
         // Stopped in the third round: nothing more.
         let mut s = Schedule::new(5, 100_000, 1, 0);
         let ran: Vec<Region> = (0..500).filter_map(|i| s.due(i).map(|d| d.0)).collect();
