@@ -71,12 +71,15 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                                         peak: byte_peak,
                                     };
                                     let mut text = cell(ns, bytes, flops, peaks);
-                                    if let Some(c) = a.run.plan.cell_at(k, p, &v.name) {
-                                        if let v @ (Verdict::Suspect(_) | Verdict::Impossible(_)) =
-                                            a.verdict(c)
-                                        {
-                                            text = format!("{text} {}", v.word());
+                                    // A suspect cell's rate is not one to quote: the verdict
+                                    // alone; an impossible one keeps the rate that makes it so.
+                                    match (a.run.plan.cell_at(k, p, &v.name)).map(|c| a.verdict(c))
+                                    {
+                                        Some(v @ Verdict::Suspect(_)) => text = v.word().into(),
+                                        Some(v @ Verdict::Impossible(_)) => {
+                                            text = format!("{text} {}", v.word())
                                         }
+                                        _ => {}
                                     }
                                     marks.show(vi, i, text)
                                 }
