@@ -82,7 +82,7 @@ fn counts(n: usize) -> [usize; 3] {
 /// The regions of each kind (audited, decoys, pauses) in the first round of the run ranked
 /// `rank` of a cell's `runs` (rank 0: the run the cell's seed draws), each of `samples`
 /// steady samples. Over the runs (which the analysis pools) they are what the first round's
-/// samples afford, the rest going to the first ranks. A run whose samples afford an audited
+/// samples afford, shared among the first ranks, each holding an audited region. A run whose samples afford an audited
 /// region, a decoy and a pause of its own (60) holds an audited region, which checks that
 /// run's launches; shorter runs (interleaved rounds, a few samples a process) share the
 /// cell's, so that its audits stay within [`SHARE_CAP`] of its time: a kernel that skipped
@@ -103,7 +103,13 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     } else {
         audits
     };
-    let this_run = |total: usize| total / runs + usize::from(rank < total % runs);
+    // The first ranks hold the audited regions, and only a run with one is audited among
+    // its timed launches (`worker::audit::audits`): the decoys and pauses go to those runs.
+    let holders = audits.min(runs);
+    if rank >= holders {
+        return [0; 3];
+    }
+    let this_run = |total: usize| total / holders + usize::from(rank < total % holders);
     let audits = this_run(audits).min(room);
     let decoys = this_run(decoys).min(room - audits);
     let pauses = this_run(pauses).min(room - audits - decoys);
@@ -329,11 +335,13 @@ mod tests {
         assert_eq!(one(120), [2, 2, 2]);
         assert_eq!(one(140), [2, 2, 3]);
         assert_eq!(one(10_000), [2, 2, 6]);
-        // Five rounds of 40 share the ten their 200 samples afford: a pause in each.
+        // Five rounds of 40 share the ten their 200 samples afford, in the two that hold an
+        // audited region: a round without one is not audited among its launches, and its
+        // pauses would be lost (an interleaved cell held three of its six so).
         let rounds: Vec<_> = (0..5).map(|r| first_round(40, 5, r)).collect();
         assert_eq!(
             rounds,
-            [[1, 1, 2], [1, 1, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1]]
+            [[1, 1, 3], [1, 1, 3], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
         );
         // Five rounds of 60 afford a set each: an audited region in each.
         let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
