@@ -110,8 +110,10 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
         return [0; 3];
     }
     let this_run = |total: usize| total / holders + usize::from(rank < total % holders);
+    // Where the room is short, in PRIORITY's order: an audited region, a pause, then decoys.
     let audits = this_run(audits).min(room);
-    let decoys = this_run(decoys).min(room - audits);
+    let first_pause = this_run(pauses).min(1).min(room - audits);
+    let decoys = this_run(decoys).min(room - audits - first_pause);
     let pauses = this_run(pauses).min(room - audits - decoys);
     [audits, decoys, pauses]
 }
@@ -352,6 +354,10 @@ mod tests {
         // Ten processes of 5 samples: the audited region and the pause the 50 samples
         // afford, in the run the seed draws.
         assert_eq!(first_round(5, 10, 0), [1, 0, 1]);
+        // Twelve of 5: the audited region and a pause, not a decoy (a cell with no pause
+        // has no pause test).
+        assert_eq!(first_round(5, 12, 0), [1, 0, 1]);
+        assert_eq!(first_round(5, 12, 1), [0, 0, 0]);
         assert_eq!(first_round(5, 10, 9), [0, 0, 0]);
         assert_eq!(first_round(4, 10, 0), [1, 0, 0]);
     }

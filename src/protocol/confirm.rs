@@ -30,7 +30,7 @@ pub fn margin_ns(baseline_ns: f64) -> f64 {
     (MARGIN_SHARE * baseline_ns).max(MARGIN_NS)
 }
 
-/// Two pauses may both catch the GPU at a slow moment. So where a run's pauses read over
+/// A run's pauses may catch the GPU at slow moments. So where their lower median reads over
 /// the timed median by more than the margin (by events or a host timer, which read each as
 /// it runs; within it no test could call them suspect), this many more come after the
 /// samples and the test takes the lower median of all: a slow moment is outvoted, a kernel

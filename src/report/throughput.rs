@@ -75,9 +75,11 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                                     // alone; an impossible one keeps the rate that makes it so.
                                     match (a.run.plan.cell_at(k, p, &v.name)).map(|c| a.verdict(c))
                                     {
-                                        Some(v @ Verdict::Suspect(_)) => text = v.word().into(),
-                                        Some(v @ Verdict::Impossible(_)) => {
-                                            text = format!("{text} {}", v.word())
+                                        Some(verdict @ Verdict::Suspect(_)) => {
+                                            text = verdict.word().into()
+                                        }
+                                        Some(verdict @ Verdict::Impossible(_)) => {
+                                            text = format!("{text} {}", verdict.word())
                                         }
                                         _ => {}
                                     }
