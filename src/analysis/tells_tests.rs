@@ -257,6 +257,33 @@ fn one_region_is_tested_against_the_false_alarm_rate_shared_among_them() {
 }
 
 #[test]
+fn pauses_beyond_the_farthest_timed_sample_count_against_how_many_were_tested() {
+    // 200 timed samples, the farthest 5% over their median: six pauses read as they do
+    // but one, far out. Were it one of their kind, one of six would lie beyond the farthest
+    // of 200 with a chance of 6 in 206: not evidence alone; two of six, 15 in 21115, are.
+    let base = Baseline {
+        median_ns: 100e3,
+        count: 200,
+    };
+    let spread = Spread {
+        sigma: 0.5e3,
+        tail: 0.05,
+        single: true,
+    };
+    let pauses = |slow: usize| -> Vec<f64> {
+        (0..6)
+            .map(|i| if i < slow { 120e3 } else { 100e3 })
+            .collect()
+    };
+    let test = |slow| against_baseline(Tell::Pause, &pauses(slow), base, (spread, None)).unwrap();
+    let one = test(1);
+    assert_eq!((one.beyond, one.suspect), (1, None));
+    let two = test(2);
+    assert_eq!(two.beyond, 2);
+    assert!(two.suspect.unwrap().contains("against 0 of 200"));
+}
+
+#[test]
 fn runs_pool_and_without_decoys_the_band_judges() {
     let (a, b) = (
         run(vec![200e3; 2], vec![100e3; 2], vec![]),
