@@ -62,16 +62,14 @@ impl Checker<'_> {
                 .collect::<Result<Vec<_>, Failure>>()?;
             // An audited region's re-check reads a draw no other cell reads.
             let keep = self.sample.is_none();
-            let account = reference::python::check(
+            return reference::python::check(
                 pc,
                 def,
                 &cell.launch,
                 (&data, keep),
                 &got,
-                self.reference,
+                (self.reference, timeline),
             );
-            timeline.mark("Python reference");
-            return account;
         }
         let Some((def, kc)) = self.def.and_then(|d| Some((d, d.check_kernel.as_ref()?))) else {
             if let Some(account) = self.copy_on_gpu(kernels, timeline, buffers)? {

@@ -33,7 +33,10 @@ impl Timeline {
         self.mark_at(name, Instant::now());
     }
 
-    fn mark_at(&mut self, name: &str, at: Instant) {
+    /// Ends the current phase at `at` (now, where `at` lies before its start), naming it:
+    /// for a step whose end was taken while it ran.
+    pub(in crate::worker) fn mark_at(&mut self, name: &str, at: Instant) {
+        let at = at.max(self.last);
         let ms = |i: Instant| i.duration_since(self.origin).as_secs_f64() * 1e3;
         self.phases.push(Span {
             name: name.to_string(),

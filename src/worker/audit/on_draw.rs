@@ -175,7 +175,7 @@ pub(super) fn ask_python_ahead(
             });
         }
         let host: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
-        let cache = draw_cache(s, ready, seed);
+        let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
         reference::python::ask_ahead(pc, def, &cell.launch, &host, &outputs, &cache)?;
     }
     Ok(())
@@ -183,9 +183,14 @@ pub(super) fn ask_python_ahead(
 
 /// What names the draw of `seed` for a Python reference: its result asked ahead is found
 /// by the check of the same draw.
-fn draw_cache<'a>(s: &'a Session, ready: ReadyCell, seed: u64) -> reference::Cache<'a> {
+fn draw_cache<'a>(
+    run_cache: Option<&'a std::path::Path>,
+    sample_seed: u64,
+    ready: ReadyCell,
+    seed: u64,
+) -> reference::Cache<'a> {
     let inputs = format!("{}#draw{seed}", ready.data.point);
-    reference::Cache::new(s.run_cache.as_deref(), inputs, s.sample_seed)
+    reference::Cache::new(run_cache, inputs, sample_seed)
 }
 
 /// The inputs a check reads: the measured buffers, with the drawn ones of `redrawn` in
@@ -219,7 +224,7 @@ fn check_against(
     // Each region compares its own sample of a large output, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
     if let Some(pc) = &def.check_python {
-        let cache = draw_cache(s, ready, seed);
+        let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
         // The draw read back: the function is given what the audited launch read, a
         // buffer it updates in place drawn again (the launch has changed it); nothing
         // where it was asked ahead.
@@ -237,9 +242,8 @@ fn check_against(
         let got = (pc.outputs.iter())
             .map(|&o| Ok((o, buffers.download(o)?)))
             .collect::<Result<Vec<_>, Failure>>()?;
-        let account = reference::python::check(pc, def, &cell.launch, (&data, false), &got, &cache);
-        s.timeline.mark("Python reference");
-        return account;
+        let steps = (&cache, &mut s.timeline);
+        return reference::python::check(pc, def, &cell.launch, (&data, false), &got, steps);
     }
     if let Some(kc) = &def.check_kernel {
         let drawn = |j: &usize| draws.args.contains(j);

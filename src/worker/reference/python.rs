@@ -10,6 +10,7 @@ use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
 use crate::worker::failure::Failure;
 use crate::worker::host_buffer::HostBuffer;
+use crate::worker::timeline::Timeline;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The interpreter's side of the protocol.
 const DRIVER: &str = include_str!("python_driver.py");
@@ -30,15 +31,17 @@ const KEPT_RESULTS: usize = 2;
 /// The check of the kernel's outputs `got` (read back, by argument) against `pc`'s function
 /// given the inputs `data` (per argument, a buffer's bytes where it holds one), each within
 /// the launch's tolerances or its type's. `keep`: the result is kept for other cells of the
-/// same data set (not an audited region's draw, which no other cell reads).
+/// same data set (not an audited region's draw, which no other cell reads). Its steps are
+/// phases of `timeline`, from the buffers read back before it (see [`Steps`]).
 pub fn check(
     pc: &PythonCheck,
     def: &Kernel,
     spec: &LaunchSpec,
     (data, keep): (&[Option<&[u8]>], bool),
     got: &[(usize, Vec<u8>)],
-    cache: &Cache,
+    (cache, timeline): (&Cache, &mut Timeline),
 ) -> Result<String, Failure> {
+    timeline.mark("Python reference: buffers read back");
     let dtype = |i: usize| match spec.args[i] {
         ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
     };
@@ -47,13 +50,13 @@ pub fn check(
     let answered = state.collect(Some(&key))?;
     let kept = state.results.iter().find(|(k, _)| *k == key);
     let wanted = match (answered, kept) {
-        (Some(wanted), _) => wanted,
+        (Some(reply), _) => reply.marked(timeline),
         (None, Some((_, wanted))) => wanted.clone(),
         (None, None) => {
             let outputs: Vec<(usize, Dtype, usize)> = (got.iter())
                 .map(|(o, bytes)| (*o, dtype(*o), bytes.len() / dtype(*o).size()))
                 .collect();
-            let wanted = state.call(pc, def, spec, data, &outputs, cache.dir)?;
+            let wanted = (state.call(pc, def, spec, data, &outputs, cache.dir)?).marked(timeline);
             if keep {
                 if state.results.len() == KEPT_RESULTS {
                     state.results.pop_front();
@@ -78,11 +81,45 @@ pub fn check(
             None,
         )?);
     }
+    timeline.mark("Python reference: compared");
     Ok(format!(
         "against Python `{}`: {}",
         pc.label(),
         notes.join("; ")
     ))
+}
+
+/// When a request's steps ended, for the check's phases: where it was sent now, its data
+/// written and the request sent; the interpreter's answer (its read of the data, the
+/// function, its write of the result; for a request sent ahead, what was left of them);
+/// the result read back. What the runner moves and what the function costs, apart.
+struct Steps {
+    written: Option<Instant>,
+    answered: Instant,
+    read: Instant,
+}
+
+/// A reply: the function's outputs, as bytes of each output's type, and its steps.
+struct Reply {
+    outputs: Vec<Vec<u8>>,
+    steps: Steps,
+}
+
+impl Reply {
+    /// Its steps marked as phases of `timeline`; its outputs.
+    fn marked(self, timeline: &mut Timeline) -> Vec<Vec<u8>> {
+        let Steps {
+            written,
+            answered,
+            read,
+        } = self.steps;
+        if let Some(at) = written {
+            timeline.mark_at("Python reference: data written", at);
+        }
+        timeline.mark_at("Python reference: its answer", answered);
+        timeline.mark_at("Python reference: result read", read);
+        self.outputs
+    }
 }
 
 /// Asks `pc`'s function now for the outputs (`outputs`: argument, type, elements) of the
@@ -182,17 +219,20 @@ impl State {
         data: &[Option<&[u8]>],
         outputs: &[(usize, Dtype, usize)],
         dir: Option<&Path>,
-    ) -> Result<Vec<Vec<u8>>, Failure> {
+    ) -> Result<Reply, Failure> {
         self.collect(None)?;
         let sent = self.send(pc, def, spec, data, outputs, dir)?;
-        self.receive(sent)
+        let written = Instant::now();
+        let mut reply = self.receive(sent)?;
+        reply.steps.written = Some(written);
+        Ok(reply)
     }
 
     /// Reads the replies sent ahead, in order: up to the one for data set `key`, returned
     /// (or the failure that lost it), or all of them where `key` is None or names none.
     /// The others' answers are dropped: each was an audited region's draw, which no other
     /// check reads.
-    fn collect(&mut self, key: Option<&str>) -> Result<Option<Vec<Vec<u8>>>, Failure> {
+    fn collect(&mut self, key: Option<&str>) -> Result<Option<Reply>, Failure> {
         let wanted = key.filter(|k| self.pending.iter().any(|(p, _)| p == k));
         while let Some((name, sent)) = self.pending.pop_front() {
             let got = self.receive(sent);
@@ -297,9 +337,10 @@ impl State {
     }
 
     /// Waits for the reply to `sent` and reads its outputs, then removes its files.
-    fn receive(&mut self, sent: Sent) -> Result<Vec<Vec<u8>>, Failure> {
+    fn receive(&mut self, sent: Sent) -> Result<Reply, Failure> {
         let result = self.await_reply(&sent.pc).and_then(|()| {
-            (sent.outputs.iter().zip(&sent.names))
+            let answered = Instant::now();
+            let outputs = (sent.outputs.iter().zip(&sent.names))
                 .map(|((_, dtype, len, path), name)| {
                     let bytes = std::fs::read(path).map_err(|e| {
                         Failure::from(format!("the Python reference wrote no `{name}`: {e}"))
@@ -313,7 +354,14 @@ impl State {
                         ))),
                     }
                 })
-                .collect()
+                .collect::<Result<_, Failure>>()?;
+            let read = Instant::now();
+            let steps = Steps {
+                written: None,
+                answered,
+                read,
+            };
+            Ok(Reply { outputs, steps })
         });
         sent.remove_files();
         result

@@ -4,6 +4,7 @@
 use super::cache::Cache;
 use super::python::{ask_ahead, asked, check, settle};
 use crate::experiment::{Dtype, Experiment};
+use crate::worker::timeline::Timeline;
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -38,6 +39,13 @@ fn one_kernel(dir: &std::path::Path, source: &str, rest: &str, function: &str) -
     let args = format!("  {{ name = \"x\", buffer = \"f32\", len = 4, init = \"uniform(0, 1)\" }},\n  {{ name = \"{rest} }},\n");
     Experiment::from_text(&format!("[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [32]\nargs = [\n{args}]\ncheck_python = {{ function = \"{}:{function}\", outputs = [\"y\"] }}\n[[variant]]\nname = \"a\"\n", file.display()))
     .unwrap()
+}
+
+/// A worker's timeline, begun now.
+fn timeline() -> Timeline {
+    let now = std::time::SystemTime::now();
+    let unix = now.duration_since(std::time::UNIX_EPOCH).unwrap();
+    Timeline::from_spawn(unix.as_nanos() as u64, std::time::Instant::now(), now)
 }
 
 fn floats(v: &[f32]) -> Vec<u8> {
@@ -77,7 +85,7 @@ fn a_python_function_checks_an_output_and_names_what_went_wrong() {
             &def.launches[0],
             (&data, true),
             &[(1, floats(got))],
-            &cache,
+            (&cache, &mut timeline()),
         )
     };
     let right = run(0, &[2.0, 4.0, 6.0, 8.0]).unwrap();
@@ -134,7 +142,7 @@ fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
             &def.launches[0],
             (&data, false),
             &[(1, floats(got))],
-            &cache,
+            (&cache, &mut timeline()),
         )
     };
     assert!(run(&[12.0, 24.0, 36.0, 48.0]).is_ok());
@@ -178,7 +186,7 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
             &def.launches[0],
             (&none, false),
             &[(1, floats(got))],
-            cache,
+            (cache, &mut timeline()),
         )
     };
     assert!(check_of(&[2.0, 4.0, 6.0, 8.0], &caches[0]).is_ok());
@@ -222,7 +230,7 @@ fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
             &def.launches[0],
             (&data, true),
             &[(1, floats(&[1.0; 4]))],
-            &cache,
+            (&cache, &mut timeline()),
         )
         .unwrap_err()
         .message
@@ -235,4 +243,53 @@ fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
     // `false` ends at once, as an interpreter without NumPy would.
     let ended = run("false", "b");
     assert!(ended.contains("ended its interpreter (`false`)"), "{ended}");
+}
+
+#[test]
+fn a_checks_steps_are_phases_apart_what_the_runner_moves_and_what_the_function_costs() {
+    let _serial = serial();
+    if !numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let e = one_kernel(
+        dir.path(),
+        "def double(x):\n    return 2 * x\n",
+        "y\", buffer = \"f32\", len = 4, init = \"output\"",
+        "double",
+    );
+    let def = &e.kernels[0];
+    let pc = def.check_python.as_ref().unwrap();
+    let x = floats(&[1.0, 2.0, 3.0, 4.0]);
+    let phases = |asked_ahead: bool| -> Vec<String> {
+        let cache = Cache::new(None, format!("k#steps{asked_ahead}"), 1);
+        let given = [Some(&x[..]), None];
+        let outputs = [(1, Dtype::F32, 4)];
+        if asked_ahead {
+            ask_ahead(pc, def, &def.launches[0], &given, &outputs, &cache).unwrap();
+        }
+        let data = if asked_ahead { [None, None] } else { given };
+        let got = [(1, floats(&[2.0, 4.0, 6.0, 8.0]))];
+        let mut t = timeline();
+        let steps = (&cache, &mut t);
+        check(pc, def, &def.launches[0], (&data, false), &got, steps).unwrap();
+        (t.take().into_iter().map(|p| p.name))
+            .filter(|n| n.starts_with("Python"))
+            .collect()
+    };
+    let named = |steps: &[&str]| -> Vec<String> {
+        (steps.iter())
+            .map(|s| format!("Python reference: {s}"))
+            .collect()
+    };
+    let asked_now = ["buffers read back", "data written", "its answer"];
+    assert_eq!(
+        phases(false),
+        named(&[&asked_now[..], &["result read", "compared"]].concat())
+    );
+    // Asked ahead: its data went before the samples; the wait for what is left of it.
+    assert_eq!(
+        phases(true),
+        named(&["buffers read back", "its answer", "result read", "compared"])
+    );
 }
