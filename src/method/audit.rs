@@ -82,9 +82,9 @@ fn counts(n: usize) -> [usize; 3] {
 /// The regions of each kind (audited, decoys, pauses) in the first round of the run ranked
 /// `rank` of a cell's `runs` (rank 0: the run the cell's seed draws), each of `samples`
 /// steady samples. Over the runs (which the analysis pools) they are what the first round's
-/// samples afford, shared among the first ranks, each holding an audited region. A run whose samples afford an audited
-/// region, a decoy and a pause of its own (60) holds an audited region, which checks that
-/// run's launches; shorter runs (interleaved rounds, a few samples a process) share the
+/// samples afford, shared among the first ranks, each holding an audited region. A run
+/// whose samples afford an audited region, a decoy and a pause of its own (60) holds an
+/// audited region, which checks that run's launches; shorter runs (interleaved rounds, a few samples a process) share the
 /// cell's, so that its audits stay within [`SHARE_CAP`] of its time: a kernel that skipped
 /// work only in the runs without one would move the pooled median only by cheating in most
 /// runs, and cannot tell which those are. Never two side by side, nor before the first

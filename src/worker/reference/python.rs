@@ -89,10 +89,11 @@ pub fn check(
     ))
 }
 
-/// When a request's steps ended, for the check's phases: where it was sent now, its data
-/// written and the request sent; the interpreter's answer (its read of the data, the
-/// function, its write of the result; for a request sent ahead, what was left of them);
-/// the result read back. What the runner moves and what the function costs, apart.
+/// When a request's steps ended, for the check's phases: its data written and the request
+/// sent (None for a request sent ahead, before the samples); the interpreter's answer (its
+/// read of the data, the function, its write of the result; for a request sent ahead, what
+/// was left of them); the result read back. What the runner moves and what the function
+/// costs, apart.
 struct Steps {
     written: Option<Instant>,
     answered: Instant,
