@@ -89,11 +89,10 @@ pub fn check(
     ))
 }
 
-/// When a request's steps ended, for the check's phases: its data written and the request
-/// sent (None for a request sent ahead, before the samples); the interpreter's answer (its
-/// read of the data, the function, its write of the result; for a request sent ahead, what
-/// was left of them); the result read back. What the runner moves and what the function
-/// costs, apart.
+/// When a request's steps ended, for the check's phases: its data written (None where it
+/// was sent ahead); the interpreter's answer (its read, the function, its write; of a
+/// request sent ahead, what was left of them); the result read back. What the runner moves
+/// and what the function costs, apart.
 struct Steps {
     written: Option<Instant>,
     answered: Instant,
