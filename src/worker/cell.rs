@@ -95,7 +95,7 @@ fn measure(
         code: &code,
         data: &data,
     };
-    let mut auditor = Auditor::plan(ready, run);
+    let mut auditor = Auditor::plan(ready, run, s.sample_seed);
     let setup = TimingSetup::make(s, cell, auditor.among()).map_err(of_kind(Kind::SetUp))?;
     let mut armed = Armed::arm(s, ready, &setup).map_err(of_kind(Kind::SetUp))?;
     rec.l2_window = armed.window.clone();

@@ -95,7 +95,10 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         .filter(|_| !job.prime)
         .map(|(cell, process)| {
             let def = cell.kernel.and_then(|k| job.kernels.get(k));
-            (cell.clone(), audit::audits(cell, def, process))
+            (
+                cell.clone(),
+                audit::audits(cell, def, process, job.sample_seed),
+            )
         });
     let dir = job.run_cache.clone();
     let beside = std::thread::spawn(move || {

@@ -105,11 +105,11 @@ impl Among {
         let inputs = InputDraws::of(s, cell, def, buffers)?;
         let start = Instant::now();
         let draws = &inputs.draws;
-        let seed = fnv1a(format!("{}#{process}", cell.id).as_bytes());
-        let draw_seed = seed ^ s.sample_seed;
+        let seed = schedule_seed(&cell.id, process, s.sample_seed);
+        let draw_seed = seed_of(seed, DRAW_SEEDS);
         let held = seed_of(draw_seed, 0);
         let samples = cell.knobs.samples_per_run() as usize;
-        let rank = super::rank(cell, process);
+        let rank = super::rank(cell, process, s.sample_seed);
         // A Python reference computes the first round's audited draws while the GPU times,
         // where the reading leaves out the host's launch (CUPTI, events behind a saturated
         // queue): a reference busy on the host's cores could delay a launch inside it. Asked
@@ -467,6 +467,17 @@ impl Among {
     }
 }
 
+/// The seed of run `process` of cell `id`'s regions, from the run's own seed (drawn anew each
+/// run): places drawn from the cell alone were the same every run, so a kernel given the
+/// places an earlier run recorded could do all its work at its audited regions and decoys
+/// alone and skip at its pauses and timed launches, which no test of a hot cell sets apart.
+fn schedule_seed(id: &str, process: u32, run_seed: u64) -> u64 {
+    fnv1a(format!("{id}#{process}#{run_seed}").as_bytes())
+}
+
+/// The draws' seeds follow from the schedule's through this one, apart from its places.
+const DRAW_SEEDS: u64 = u64::MAX;
+
 /// The seed of draw `k` from `seed` (draw 0: the timed launches' first data).
 fn seed_of(seed: u64, k: u64) -> u64 {
     fnv1a(&[seed.to_le_bytes(), k.to_le_bytes()].concat())
@@ -477,4 +488,26 @@ fn poison_time(buffers: &Buffers) -> Result<f64, Failure> {
     let start = Instant::now();
     buffers.poison_outputs()?;
     Ok(start.elapsed().as_nanos() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// The places (before sample, kind) a run's schedule of 200 samples draws from `seed`.
+    fn places(seed: u64) -> String {
+        let mut schedule = Schedule::new(seed, 200, 1, 0);
+        let due = (0..200).filter_map(|i| schedule.due(i).map(|(kind, _)| (i, kind)));
+        format!("{:?}", due.collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_cells_regions_lie_elsewhere_in_every_run() {
+        let id = "replays-schedule/n=512 skip=10/hot";
+        let again = |run| places(schedule_seed(id, 0, run));
+        assert_eq!(again(7), again(7), "a recorded seed replays its run");
+        let runs: HashSet<String> = (0..20).map(again).collect();
+        assert_eq!(runs.len(), 20, "twenty runs, twenty schedules");
+    }
 }

@@ -16,11 +16,12 @@ use crate::worker::session::Session;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Run `process`'s rank among the cell's runs, from the one its seed draws (rank 0): runs
-/// that share the cell's regions get them in this order.
-pub(super) fn rank(cell: &Cell, process: u32) -> usize {
+/// Run `process`'s rank among the cell's runs, from the one the run's seed draws (rank 0):
+/// runs that share the cell's regions get them in this order. `run_seed` is drawn anew each
+/// run, so no earlier run's record says which run holds them.
+pub(super) fn rank(cell: &Cell, process: u32, run_seed: u64) -> usize {
     let runs = u64::from(cell.runs().max(1));
-    let first = audit_seed(cell) % runs;
+    let first = (audit_seed(cell) ^ run_seed) % runs;
     ((u64::from(process) + runs - first) % runs) as usize
 }
 

@@ -52,13 +52,18 @@ pub(super) enum Auditor {
 }
 
 impl Auditor {
-    /// How `cell`'s run `process`, begun at `began`, is audited.
-    pub(super) fn plan(ready: ReadyCell, (process, began): (u32, Instant)) -> Auditor {
+    /// How `cell`'s run `process`, begun at `began`, is audited, in a run seeded `run_seed`.
+    pub(super) fn plan(
+        ready: ReadyCell,
+        (process, began): (u32, Instant),
+        run_seed: u64,
+    ) -> Auditor {
         let ReadyCell { cell, code, data } = ready;
-        let Some(def) = code.def.as_ref().filter(|d| audits(cell, Some(d), process)) else {
+        let audited = |d: &&Kernel| audits(cell, Some(d), process, run_seed);
+        let Some(def) = code.def.as_ref().filter(audited) else {
             return Auditor::Off;
         };
-        match weaker(cell, def, data, process) {
+        match weaker(cell, def, data, (process, run_seed)) {
             Some(why) => Auditor::After(why),
             None => Auditor::AmongToStage(process, began),
         }
@@ -112,10 +117,10 @@ impl Auditor {
 /// [`audit::first_round`]); where none has room among its timed launches (one launch per
 /// fresh process), the one drawn by the seed is: the others would pay a new draw and check
 /// for a launch or two each.
-pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
+pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32, run_seed: u64) -> bool {
     let runs = cell.runs();
     let samples = cell.knobs.samples_per_run() as usize;
-    let rank = rank(cell, process);
+    let rank = rank(cell, process, run_seed);
     let no_room = audit::first_round(samples, runs as usize, rank)[0] == 0;
     let another = no_room && runs > 1 && rank != 0;
     def.is_some_and(|d| !d.unchecked && d.copy.is_none()) && cell.role == Role::Measure && !another
@@ -123,10 +128,16 @@ pub(super) fn audits(cell: &Cell, def: Option<&Kernel>, process: u32) -> bool {
 
 /// Why run `process` of the cell cannot hold audits among its timed launches, or None
 /// where it can.
-fn weaker(cell: &Cell, def: &Kernel, data: &Data, process: u32) -> Option<String> {
+fn weaker(
+    cell: &Cell,
+    def: &Kernel,
+    data: &Data,
+    (process, run_seed): (u32, u64),
+) -> Option<String> {
     let knobs = &cell.knobs;
     let samples = knobs.samples_per_run() as usize;
-    let [audited, ..] = audit::first_round(samples, cell.runs() as usize, rank(cell, process));
+    let [audited, ..] =
+        audit::first_round(samples, cell.runs() as usize, rank(cell, process, run_seed));
     let multi = knobs.launches.count() > 1;
     let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
     Some(
