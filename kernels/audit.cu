@@ -258,3 +258,117 @@ extern "C" __global__ void audit_matmul_cells(const void *A, unsigned int a_type
         got[b] = C[at * c_size + b];
     }
 }
+
+// A check's compare of an output with its reference's on the GPU, every element judged as the
+// host's compare judges one (src/worker/agreement.rs): equal (a NaN equals nothing,
+// infinities alike are equal; integers exactly, as stored), else within
+// |got - want| <= atol + rtol * |want|, both finite. Into `tally`, which the host sets to
+// zeros with its firsts all ones: [0] elements outside, [1] the first of them, [2] those of
+// them still holding the poison (every byte 0xff) where the reference's element does not,
+// [3] the first of those, [4] the largest error's bits (non-negative doubles order as their
+// bits), [5] the largest finite relative error's, [6] 1 where an error is a NaN, [7] the
+// largest error outside the tolerance's, [8] the first element outside whose error's bits
+// are `worst_bits` (a second pass, where `worst_bits` is not all ones).
+__device__ bool audit_all_ones(const void *base, unsigned long long i, unsigned int size) {
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(base) + i * size;
+    bool all = true;
+    for (unsigned int k = 0; k < size; k++) {
+        all &= p[k] == 0xffu;
+    }
+    return all;
+}
+
+// Element i of an integer type, exactly, and whether it is signed.
+__device__ unsigned long long audit_int_bits(unsigned int dtype, const void *base,
+                                             unsigned long long i, bool *is_signed) {
+    *is_signed = dtype == 4 || dtype == 6 || dtype == 8 || dtype == 10;
+    switch (dtype) {
+    case 4: return (unsigned long long)(long long)reinterpret_cast<const signed char *>(base)[i];
+    case 5: return reinterpret_cast<const unsigned char *>(base)[i];
+    case 6: return (unsigned long long)(long long)reinterpret_cast<const short *>(base)[i];
+    case 7: return reinterpret_cast<const unsigned short *>(base)[i];
+    case 8: return (unsigned long long)(long long)reinterpret_cast<const int *>(base)[i];
+    case 9: return reinterpret_cast<const unsigned int *>(base)[i];
+    case 10: return (unsigned long long)reinterpret_cast<const long long *>(base)[i];
+    default: return reinterpret_cast<const unsigned long long *>(base)[i];
+    }
+}
+
+__device__ unsigned long long audit_magnitude(unsigned long long v, bool is_signed) {
+    return is_signed && (long long)v < 0 ? 0ull - v : v;
+}
+
+extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
+                                            unsigned long long count, unsigned int dtype,
+                                            unsigned int size, double rtol, double atol,
+                                            unsigned long long worst_bits,
+                                            unsigned long long *tally) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long id = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long bad = 0, poisoned = 0, max_abs = 0, max_rel = 0, max_bad = 0;
+    unsigned long long first_bad = ~0ull, first_poisoned = ~0ull, first_worst = ~0ull;
+    bool nan_abs = false;
+    for (unsigned long long i = id; i < count; i += stride) {
+        double abs_error, magnitude;
+        bool within;
+        if (dtype >= 4) {
+            bool is_signed;
+            unsigned long long g = audit_int_bits(dtype, got, i, &is_signed);
+            unsigned long long w = audit_int_bits(dtype, want, i, &is_signed);
+            if (g == w) {
+                continue;
+            }
+            bool g_above = is_signed ? (long long)g > (long long)w : g > w;
+            abs_error = (double)(g_above ? g - w : w - g);
+            magnitude = (double)audit_magnitude(w, is_signed);
+            within = abs_error <= atol + rtol * magnitude;
+        } else {
+            double g = audit_load(dtype, got, i), w = audit_load(dtype, want, i);
+            if (g == w) {
+                continue;
+            }
+            abs_error = fabs(g - w);
+            magnitude = fabs(w);
+            within = isfinite(g) && isfinite(w) && abs_error <= atol + rtol * magnitude;
+        }
+        double rel = abs_error / fmax(magnitude, 2.2250738585072014e-308);
+        unsigned long long abs_bits = __double_as_longlong(abs_error);
+        if (isnan(abs_error)) {
+            nan_abs = true;
+        } else if (abs_bits > max_abs) {
+            max_abs = abs_bits;
+        }
+        if (isfinite(rel) && __double_as_longlong(rel) > max_rel) {
+            max_rel = __double_as_longlong(rel);
+        }
+        if (within) {
+            continue;
+        }
+        bad++;
+        first_bad = min(first_bad, i);
+        if (!isnan(abs_error) && abs_bits > max_bad) {
+            max_bad = abs_bits;
+        }
+        if (worst_bits != ~0ull && abs_bits == worst_bits) {
+            first_worst = min(first_worst, i);
+        }
+        if (audit_all_ones(got, i, size) && !audit_all_ones(want, i, size)) {
+            poisoned++;
+            first_poisoned = min(first_poisoned, i);
+        }
+    }
+    if (bad == 0 && max_abs == 0 && max_rel == 0 && !nan_abs) {
+        return;
+    }
+    atomicAdd(&tally[0], bad);
+    atomicMin(&tally[1], first_bad);
+    atomicAdd(&tally[2], poisoned);
+    atomicMin(&tally[3], first_poisoned);
+    atomicMax(&tally[4], max_abs);
+    atomicMax(&tally[5], max_rel);
+    if (nan_abs) {
+        atomicMax(&tally[6], 1ull);
+    }
+    atomicMax(&tally[7], max_bad);
+    atomicMin(&tally[8], first_worst);
+}

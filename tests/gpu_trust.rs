@@ -469,3 +469,66 @@ fn the_weaker_audit_draws_its_inputs_on_the_gpu_and_catches_a_wrong_kernel() {
         assert_eq!(r["failure"], "audit", "{r}");
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn an_audited_output_is_compared_in_full_and_one_wrong_element_fails_it() {
+    // Right on its checked launch, then one element of 4M wrong: a sample of 16 stretches
+    // of 1024 elements finds it in one check of 256.
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        r#"__device__ unsigned int launches;
+extern "C" __global__ void twice(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = 2.0f * x[i];
+    if (i == n / 2 + 7 && launches++ > 0) v += 1.0f;
+    y[i] = v;
+}
+extern "C" __global__ void twice_ref(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"#,
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = ["n // 256"]
+block = [256]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "uniform(-1, 1)" }},
+  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+]
+{extra}
+"#,
+            source.display()
+        )
+    };
+    let text = [
+        "[experiment]\ntitle = \"one wrong element\"\n[sweep]\nn = [4194304]\n".to_string(),
+        kernel("twice-ref", "twice_ref", "timed = false"),
+        kernel(
+            "twice",
+            "twice",
+            "check_kernel = { kernel = \"twice-ref\", outputs = [\"y\"] }",
+        ),
+        "[defaults]\ntimer = \"events\"\nsamples = 100\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("onewrong", &text);
+    let r = record(&records, "twice/n=4194304/hot");
+    assert_eq!(r["status"], "failed", "{r}");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("over 4194304 elements; 1 outside") && error.contains("y[2097159] = "),
+        "{error}"
+    );
+}

@@ -37,6 +37,14 @@ impl Dtype {
         Dtype::U64,
     ];
 
+    /// Its code in the built-in kernels (`kernels/audit.cu`): its place in [`Dtype::ALL`].
+    pub fn code(self) -> u32 {
+        Dtype::ALL
+            .iter()
+            .position(|d| *d == self)
+            .expect("every type is in Dtype::ALL") as u32
+    }
+
     pub fn key(self) -> &'static str {
         match self {
             Dtype::F16 => "f16",

@@ -1,9 +1,12 @@
 //! A reference kernel's check: the checked kernel's output against the reference's,
 //! element by element, integers exactly unless the experiment gives a tolerance.
 
+use super::buffers::Buffers;
 use super::cores;
-use super::failure::Failure;
+use super::failure::{during, Failure};
 use super::host_buffer::HostBuffer;
+use super::kernels::{KernelKey, Kernels};
+use super::timeline::Timeline;
 use crate::experiment::Dtype;
 
 /// Compares an output with a reference kernel's: every element within
@@ -30,7 +33,6 @@ pub fn compare(
     let whole = 0..total;
     let ranges = ranges.unwrap_or(std::slice::from_ref(&whole));
     let n: usize = ranges.iter().map(|r| r.len()).sum();
-    let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
     let tally = tally_on_every_core(ranges, |range| {
         let mut tally = Tally::default();
         // Most pieces of a right output match their reference bit for bit: a byte compare
@@ -43,6 +45,93 @@ pub fn compare(
         }
         tally
     });
+    let n_text = match n == total {
+        true => n.to_string(),
+        false => format!("{n} sampled of {total}"),
+    };
+    let worst = (got.show(tally.worst), want.show(tally.worst));
+    account(got, (n, &n_text), tally, (rtol, atol), worst)
+}
+
+/// Output `o` of `buffers` against the reference's `r` of `theirs`, both in device memory and of
+/// one size, compared on the GPU: one that matches bit for bit (and holds no NaN) passes at
+/// once, the rest element by element with their tolerance, every element; None where either
+/// lives elsewhere.
+pub fn on_gpu(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    ((buffers, o), (theirs, r)): ((&Buffers, usize), (&Buffers, usize)),
+    (name, dtype, tolerances): (&str, Dtype, (f64, f64)),
+) -> Result<Option<String>, Failure> {
+    let mine = buffers.buffer(o).filter(|b| b.in_device_memory());
+    let ref_out = theirs.buffer(r).filter(|b| b.in_device_memory());
+    let (Some(mine), Some(ref_out)) = (mine, ref_out) else {
+        return Ok(None);
+    };
+    if mine.bytes() != ref_out.bytes() {
+        return Ok(None);
+    }
+    let len = mine.bytes() / dtype.size();
+    let comparing = during("comparing an output with the reference's");
+    let first_difference = kernels.function(KernelKey::FirstDifference, timeline)?;
+    let found =
+        crate::method::equal::first_difference(&first_difference, mine, ref_out, Some(dtype))
+            .map_err(&comparing)?;
+    if found.is_none() {
+        return Ok(Some(identical(name, dtype, len, tolerances)));
+    }
+    let func = kernels.function(KernelKey::OutOfTolerance, timeline)?;
+    let tally = crate::method::equal::out_of_tolerance(&func, (mine, ref_out), dtype, tolerances)
+        .map_err(&comparing)?;
+    let worst = tally.worst.unwrap_or(0);
+    let element = worst * dtype.size()..(worst + 1) * dtype.size();
+    let show = |bytes: &[u8]| HostBuffer { name, dtype, bytes }.show(0);
+    let values = match tally.bad {
+        0 => Default::default(),
+        _ => (
+            show(&buffers.download_ranges(o, std::slice::from_ref(&element))?),
+            show(&theirs.download_ranges(r, std::slice::from_ref(&element))?),
+        ),
+    };
+    let output = HostBuffer {
+        name,
+        dtype,
+        bytes: &[],
+    };
+    account_of_gpu(&output, len, &tally, tolerances, values).map(Some)
+}
+
+/// The account of an output compared on the GPU in full (`equal::out_of_tolerance`), as
+/// [`compare`] gives it: `n` elements, `worst` the worst one's value and the reference's.
+fn account_of_gpu(
+    got: &HostBuffer,
+    n: usize,
+    found: &crate::method::equal::Tally,
+    tolerances: (f64, f64),
+    worst: (String, String),
+) -> Result<String, Failure> {
+    let tally = Tally {
+        max_abs: found.max_abs,
+        max_rel: found.max_rel,
+        worst: found.worst.unwrap_or(0),
+        worst_abs: 0.0,
+        bad: found.bad as usize,
+        unwritten: found.unwritten as usize,
+        first_unwritten: found.first_unwritten,
+    };
+    account(got, (n, &n.to_string()), tally, tolerances, worst)
+}
+
+/// Passed, or the failure that names the elements outside the tolerance and the worst of
+/// them (`worst`: its value and the reference's), over `n` elements compared.
+fn account(
+    got: &HostBuffer,
+    (n, n_text): (usize, &str),
+    tally: Tally,
+    (rtol, atol): (f64, f64),
+    (worst_got, worst_want): (String, String),
+) -> Result<String, Failure> {
+    let exact = !got.dtype.is_float() && rtol == 0.0 && atol == 0.0;
     let Tally {
         max_abs,
         max_rel,
@@ -55,18 +144,10 @@ pub fn compare(
     if let Some(first) = first_unwritten {
         return Err(Failure::from(got.unwritten(unwritten, n, first)));
     }
-    let name = got.name;
-    let n = match n == total {
-        true => n.to_string(),
-        false => format!("{n} sampled of {total}"),
-    };
-    let worst = format!(
-        "the worst {name}[{worst}] = {} against {}",
-        got.show(worst),
-        want.show(worst)
-    );
+    let (name, n) = (got.name, n_text);
+    let worst = format!("the worst {name}[{worst}] = {worst_got} against {worst_want}");
     match (exact, bad) {
-        (_, 0) => Ok(passed(name, exact, &n, (max_abs, max_rel))),
+        (_, 0) => Ok(passed(name, exact, n, (max_abs, max_rel))),
         (true, _) => Err(Failure::from(format!(
             "{name}: {bad} of {n} elements differ (integers are compared exactly unless check_kernel gives atol or rtol), {worst}"
         ))),
@@ -271,6 +352,41 @@ mod tests {
             let on_host = compare(&view, &view, tolerances, None).unwrap();
             assert_eq!(identical("y", dtype, view.len(), tolerances), on_host);
         }
+    }
+
+    #[test]
+    fn an_output_tallied_on_the_gpu_reads_as_the_host_compare_of_it() {
+        let want = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
+        let got = f32_bytes(&[1.0, 2.5, 3.0, 4.25]);
+        let mut unwritten = got.clone();
+        unwritten[12..].fill(POISON);
+        let view = |bytes| HostBuffer {
+            name: "y",
+            dtype: Dtype::F32,
+            bytes,
+        };
+        // What out_of_tolerance finds over all four: two outside, the worst y[1].
+        let found = crate::method::equal::Tally {
+            bad: 2,
+            unwritten: 0,
+            first_unwritten: None,
+            max_abs: 0.5,
+            max_rel: 0.25,
+            worst: Some(1),
+        };
+        let values = ("2.5".to_string(), "2".to_string());
+        let tolerances = (1e-5, 1e-6);
+        let on_host = compare(&view(&got), &view(&want), tolerances, None).unwrap_err();
+        let on_gpu = account_of_gpu(&view(&[]), 4, &found, tolerances, values.clone());
+        assert_eq!(on_gpu.unwrap_err().message, on_host.message);
+        let on_host = compare(&view(&unwritten), &view(&want), tolerances, None).unwrap_err();
+        let left = crate::method::equal::Tally {
+            unwritten: 1,
+            first_unwritten: Some(3),
+            ..found
+        };
+        let on_gpu = account_of_gpu(&view(&[]), 4, &left, tolerances, values);
+        assert_eq!(on_gpu.unwrap_err().message, on_host.message);
     }
 
     #[test]

@@ -36,7 +36,7 @@ const BUILTIN_SOURCE: &str = concat!(
     include_str!("../../kernels/audit.cu"),
 );
 /// The built-in program's entries (each `extern "C"`: its name is its lowered name).
-const BUILTIN_ENTRIES: [&str; 9] = [
+const BUILTIN_ENTRIES: [&str; 10] = [
     "empty",
     "flush_l2",
     "flush_l2_read",
@@ -44,6 +44,7 @@ const BUILTIN_ENTRIES: [&str; 9] = [
     "spin",
     "wait_for_host",
     "first_difference",
+    "out_of_tolerance",
     "audit_draw",
     "audit_matmul_cells",
 ];
@@ -64,6 +65,7 @@ pub enum KernelKey {
     Release,
     Probe,
     FirstDifference,
+    OutOfTolerance,
     AuditDraw,
     AuditMatmul,
 }
@@ -96,6 +98,7 @@ impl KernelKey {
             KernelKey::Release => format!("{what} (wait kernel the host releases)"),
             KernelKey::Probe => format!("{what} (clock probe)"),
             KernelKey::FirstDifference => format!("{what} (audit comparison)"),
+            KernelKey::OutOfTolerance => format!("{what} (check comparison)"),
             KernelKey::AuditDraw => format!("{what} (audit draw)"),
             KernelKey::AuditMatmul => format!("{what} (audit matmul reference)"),
         }
@@ -114,6 +117,7 @@ impl KernelKey {
             KernelKey::Release => Err("wait_for_host"),
             KernelKey::Probe => Err("clock_probe"),
             KernelKey::FirstDifference => Err("first_difference"),
+            KernelKey::OutOfTolerance => Err("out_of_tolerance"),
             KernelKey::AuditDraw => Err("audit_draw"),
             KernelKey::AuditMatmul => Err("audit_matmul_cells"),
         }

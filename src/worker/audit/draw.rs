@@ -17,7 +17,7 @@
 
 use super::common::{note, wrote_input};
 use crate::experiment::Kernel;
-use crate::experiment::{ArgValue, Dtype, Init, Memory};
+use crate::experiment::{ArgValue, Init, Memory};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::Failure;
@@ -76,7 +76,7 @@ impl Entry {
             salt: arg as u64,
             a,
             b,
-            dtype: dtype_code(*dtype),
+            dtype: dtype.code(),
             normal,
         })
     }
@@ -97,14 +97,6 @@ impl Entry {
         out[44..48].copy_from_slice(&u32::from(self.normal).to_ne_bytes());
         out
     }
-}
-
-/// A type's code in `audit.cu`: its place in [`Dtype`]'s order.
-pub(super) fn dtype_code(dtype: Dtype) -> u32 {
-    Dtype::ALL
-        .iter()
-        .position(|d| *d == dtype)
-        .expect("every type is in Dtype::ALL") as u32
 }
 
 /// A table of draws on the device, with the event that says when the last is done.
@@ -343,6 +335,7 @@ pub(super) fn wait_ns(draw_ns: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Dtype;
 
     #[test]
     fn an_entry_is_laid_out_as_the_kernel_reads_it() {
@@ -367,7 +360,7 @@ mod tests {
 
     #[test]
     fn type_codes_follow_the_kernels_switch() {
-        let codes: Vec<u32> = Dtype::ALL.iter().map(|d| dtype_code(*d)).collect();
+        let codes: Vec<u32> = Dtype::ALL.iter().map(|d| d.code()).collect();
         assert_eq!(codes, (0..12).collect::<Vec<u32>>());
         // The kernel's switch names the types in this order.
         let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.key()).collect();

@@ -372,7 +372,7 @@ fn matmul(
     let func = s
         .kernels
         .function(KernelKey::AuditMatmul, &mut s.timeline)?;
-    let code = |t: Dtype| Param::bytes(&super::draw::dtype_code(t).to_ne_bytes());
+    let code = |t: Dtype| Param::bytes(&t.code().to_ne_bytes());
     let values = [
         Param::Buffer(a),
         code(a_type),
