@@ -1,9 +1,9 @@
 //! An audited region's check on its own draw, without its inputs crossing the host link:
 //! a reference kernel (`check_kernel`) runs on buffers of its own drawn with the same seed
 //! and salts, a `matmul` reference is computed in float64 on the GPU at the check's sample
-//! of elements, a `copy` is compared on the GPU. A large output is compared at a sample of
-//! its elements drawn from the region's own seed (the launch was checked in full before
-//! anything was timed); only what is compared is read back.
+//! of elements, a `copy` is compared on the GPU, and so is a reference kernel's output,
+//! every element. Only where an output lives outside device memory is a large one read back
+//! at a sample drawn from the region's own seed.
 
 use super::draw::{Draws, Entry};
 use crate::experiment::{ArgValue, Dtype, Kernel};
@@ -221,7 +221,7 @@ fn check_against(
 ) -> Result<String, Failure> {
     let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
     let buffers = &data.sets[0];
-    // Each region compares its own sample of a large output, from the run's seed.
+    // Each region draws its own sample where one is read back, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
     if let Some(pc) = &def.check_python {
         let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
