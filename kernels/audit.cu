@@ -42,8 +42,12 @@ extern "C" __global__ void first_difference(const unsigned char *a, const unsign
                 element_differs |= a[j + k] != b[j + k];
             }
             if (element_differs || nan_at(a, j, nan_kind)) {
+                // A thread's elements come in ascending order: its first difference is
+                // its least, and the tail's lie beyond (one atomic a thread, not one an
+                // element: most elements of a float output differ from a float64
+                // reference's).
                 atomicMin(first, j);
-                break;
+                return;
             }
         }
     }
@@ -357,18 +361,35 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
             first_poisoned = min(first_poisoned, i);
         }
     }
-    if (bad == 0 && max_abs == 0 && max_rel == 0 && !nan_abs) {
+    // Joined over the warp first: nine atomics on nine words from every thread took 27 ms
+    // for a 134M-element output on an H200.
+    for (int o = 16; o > 0; o >>= 1) {
+        bad += __shfl_xor_sync(0xffffffffu, bad, o);
+        poisoned += __shfl_xor_sync(0xffffffffu, poisoned, o);
+        first_bad = min(first_bad, __shfl_xor_sync(0xffffffffu, first_bad, o));
+        first_poisoned = min(first_poisoned, __shfl_xor_sync(0xffffffffu, first_poisoned, o));
+        first_worst = min(first_worst, __shfl_xor_sync(0xffffffffu, first_worst, o));
+        max_abs = max(max_abs, __shfl_xor_sync(0xffffffffu, max_abs, o));
+        max_rel = max(max_rel, __shfl_xor_sync(0xffffffffu, max_rel, o));
+        max_bad = max(max_bad, __shfl_xor_sync(0xffffffffu, max_bad, o));
+    }
+    nan_abs = __any_sync(0xffffffffu, nan_abs);
+    if ((threadIdx.x & 31) != 0 || (max_abs == 0 && max_rel == 0 && !nan_abs)) {
         return;
     }
-    atomicAdd(&tally[0], bad);
-    atomicMin(&tally[1], first_bad);
-    atomicAdd(&tally[2], poisoned);
-    atomicMin(&tally[3], first_poisoned);
+    if (bad > 0) {
+        atomicAdd(&tally[0], bad);
+        atomicMin(&tally[1], first_bad);
+        atomicMax(&tally[7], max_bad);
+        atomicMin(&tally[8], first_worst);
+    }
+    if (poisoned > 0) {
+        atomicAdd(&tally[2], poisoned);
+        atomicMin(&tally[3], first_poisoned);
+    }
     atomicMax(&tally[4], max_abs);
     atomicMax(&tally[5], max_rel);
     if (nan_abs) {
         atomicMax(&tally[6], 1ull);
     }
-    atomicMax(&tally[7], max_bad);
-    atomicMin(&tally[8], first_worst);
 }

@@ -528,7 +528,16 @@ args = [
     assert_eq!(r["status"], "failed", "{r}");
     let error = r["error"].as_str().unwrap();
     assert!(
-        error.contains("over 4194304 elements; 1 outside") && error.contains("y[2097159] = "),
+        error.contains("over 4194304 elements; 1 outside"),
         "{error}"
     );
+    // The worst element as it was read back: the kernel's value one over the reference's.
+    let shown = error
+        .split("y[2097159] = ")
+        .nth(1)
+        .expect("the worst element named");
+    let values: Vec<f64> = (shown.split(" against ").map(str::parse))
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{e}: {error}"));
+    assert!((values[0] - values[1] - 1.0).abs() < 1e-5, "{error}");
 }

@@ -85,7 +85,8 @@ pub fn on_gpu(
         .map_err(&comparing)?;
     let worst = tally.worst.unwrap_or(0);
     let element = worst * dtype.size()..(worst + 1) * dtype.size();
-    let show = |bytes: &[u8]| HostBuffer { name, dtype, bytes }.show(0);
+    // Read back whole, the element in its place.
+    let show = |bytes: &[u8]| HostBuffer { name, dtype, bytes }.show(worst);
     let values = match tally.bad {
         0 => Default::default(),
         _ => (
