@@ -541,3 +541,66 @@ args = [
         .unwrap_or_else(|e| panic!("{e}: {error}"));
     assert!((values[0] - values[1] - 1.0).abs() < 1e-5, "{error}");
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_drawn() {
+    // Inputs no draw reaches (an `iota`): every region's stage poisons the outputs instead,
+    // a pause's too. A kernel that does all its work only where its output holds the poison
+    // must then do it after the pauses, and the pause test sees it.
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        r#"__device__ float spin(float v) {
+    for (int k = 0; k < 512; k++) v = v * 0.9999f + 0.25f;
+    return v;
+}
+extern "C" __global__ void steady(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = spin(x[i]);
+}
+extern "C" __global__ void trusts_poison(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    bool poisoned = __float_as_uint(y[i]) == 0xffffffffu;
+    if (poisoned || (blockIdx.x & 1)) y[i] = spin(x[i]);
+}
+"#,
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = ["n // 256"]
+block = [256]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "iota(0, 0.001)" }},
+  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+]
+{extra}
+"#,
+            source.display()
+        )
+    };
+    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
+    let text = [
+        "[experiment]\ntitle = \"poison tells\"\n[sweep]\nn = [4194304]\n".to_string(),
+        kernel("ref", "steady", "timed = false"),
+        kernel("steady", "steady", against),
+        kernel("trusts-poison", "trusts_poison", &format!("{against}\nexpect = \"caught\"")),
+        "[defaults]\ntimer = \"cupti\"\nsamples = 200\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, dir, records) = run_on_gpu("poisontells", &text);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let row = |id: &str| report.lines().find(|l| l.starts_with(&format!("| {id} |")));
+    let cheat = row("trusts-poison/n=4194304/hot").unwrap_or_default();
+    assert!(cheat.contains("| suspect |"), "{cheat}\n{report}");
+    assert_eq!(record(&records, "steady/n=4194304/hot")["status"], "ok");
+    assert!(row("steady/n=4194304/hot").is_none(), "{report}");
+}

@@ -11,10 +11,13 @@
 //! - a decoy's stage draws the data the buffers hold again: the same kernel writing the
 //!   same bytes, nothing new to the kernel;
 //! - a pause's stage draws nothing: a timed launch after the same pause, its cache as a
-//!   timed launch's.
+//!   timed launch's (but see below).
 //!
-//! Where no input can be drawn (constants, ranges, files), every audited region and decoy
-//! poisons the outputs instead, and the audited ones are checked on the timed data.
+//! Where no input can be drawn (constants, ranges, files), every region's stage poisons the
+//! outputs instead, a pause's too, and the audited ones are checked on the timed data: were
+//! the pauses' outputs left as the timed launches leave them, a kernel that does all its work
+//! only where it finds its output poisoned would do it in every staged region and skip after
+//! every pause, and in a hot cell no test sets the staged regions against the timed launches.
 
 use super::by_cupti;
 use super::common::{record, spent, stale, unjudged};
@@ -265,9 +268,10 @@ impl Among {
             let poison = |_: &Draws| buffers.poison_outputs();
             match (seed, draws.is_empty()) {
                 (Some(seed), false) => draws.stage(|d| d.write(seed), wait),
-                // Nothing to draw: the outputs poisoned again instead.
-                (Some(_), true) => draws.stage(poison, wait),
-                (None, _) => draws.stage(|_| Ok(()), wait),
+                // Nothing to draw: the outputs poisoned again instead, before a pause too
+                // (see the module's doc).
+                (_, true) => draws.stage(poison, wait),
+                (None, false) => draws.stage(|_| Ok(()), wait),
             }
             .map_err(during("audit: the region's stage"))
         };

@@ -53,8 +53,14 @@ pub(super) fn read_again<'b>(
         return Ok(None);
     };
     let (wait, draws) = (run.wait, run.draws);
-    let pause = |_: &Buffers| -> Result<(), Failure> {
-        (draws.stage(|_| Ok(()), wait)).map_err(during("audit: the region's stage"))
+    // A pause's stage, as among the samples: nothing, or the outputs poisoned where nothing
+    // is drawn.
+    let pause = |buffers: &Buffers| -> Result<(), Failure> {
+        let staged = match draws.is_empty() {
+            true => draws.stage(|_| buffers.poison_outputs(), wait),
+            false => draws.stage(|_| Ok(()), wait),
+        };
+        staged.map_err(during("audit: the region's stage"))
     };
     let mut starts = Starts::new(Instant::now(), 1);
     let (data, per_region) = (ready.data, armed.body.kernel_launches());
