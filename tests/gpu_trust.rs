@@ -560,6 +560,10 @@ extern "C" __global__ void steady(const float *x, float *y, unsigned long long n
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = spin(x[i]);
 }
+extern "C" __global__ void steady_ref(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = spin(x[i]);
+}
 extern "C" __global__ void trusts_poison(const float *x, float *y, unsigned long long n) {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -590,7 +594,8 @@ args = [
     let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
     let text = [
         "[experiment]\ntitle = \"poison tells\"\n[sweep]\nn = [4194304]\n".to_string(),
-        kernel("ref", "steady", "timed = false"),
+        // Its own name: a reference that CUPTI's records would take for the kernel is refused.
+        kernel("ref", "steady_ref", "timed = false"),
         kernel("steady", "steady", against),
         kernel("trusts-poison", "trusts_poison", &format!("{against}\nexpect = \"caught\"")),
         "[defaults]\ntimer = \"cupti\"\nsamples = 200\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
@@ -601,6 +606,7 @@ args = [
     let row = |id: &str| report.lines().find(|l| l.starts_with(&format!("| {id} |")));
     let cheat = row("trusts-poison/n=4194304/hot").unwrap_or_default();
     assert!(cheat.contains("| suspect |"), "{cheat}\n{report}");
-    assert_eq!(record(&records, "steady/n=4194304/hot")["status"], "ok");
+    let honest = record(&records, "steady/n=4194304/hot");
+    assert_eq!(honest["status"], "ok", "{honest}");
     assert!(row("steady/n=4194304/hot").is_none(), "{report}");
 }
