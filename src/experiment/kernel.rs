@@ -300,6 +300,10 @@ pub struct PythonCheck {
     /// Torch tensors (on the CPU) instead of NumPy arrays.
     #[serde(default)]
     pub torch: bool,
+    /// Torch tensors on the GPU, the runner's buffers shared with the interpreter (CUDA IPC):
+    /// nothing crosses the host link, and the outputs are compared on the GPU.
+    #[serde(default)]
+    pub gpu: bool,
     /// The longest one call may take.
     pub timeout_s: f64,
     /// The interpreter (`python3` on the PATH unless given).

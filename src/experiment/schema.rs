@@ -218,6 +218,7 @@ pub struct RawPythonCheck {
     pub rtol: Option<Spanned<ToleranceSpec>>,
     pub atol: Option<Spanned<ToleranceSpec>>,
     pub torch: Option<bool>,
+    pub gpu: Option<bool>,
     pub timeout: Option<Spanned<String>>,
     pub python: Option<Spanned<String>>,
 }

@@ -198,7 +198,7 @@ fn check(exp: &Experiment, k: &Kernel) -> String {
     } else if let Some(c) = &k.check_python {
         let outputs: Vec<&str> = c.outputs.iter().map(|&i| name(i)).collect();
         let given: Vec<&str> = (0..k.args.len())
-            .filter(|&i| !k.writes(i))
+            .filter(|&i| !k.writes(i) || k.updates_in_place(i))
             .map(name)
             .collect();
         format!(
@@ -207,9 +207,11 @@ fn check(exp: &Experiment, k: &Kernel) -> String {
             c.source,
             c.python,
             given.join(", "),
-            match c.torch {
-                true => " as torch tensors",
-                false => " as NumPy arrays and numbers",
+            match (c.gpu, c.torch) {
+                (true, _) =>
+                    " as torch tensors on the GPU (the runner's buffers, shared; compared there)",
+                (false, true) => " as torch tensors",
+                (false, false) => " as NumPy arrays and numbers",
             },
             outputs.join(", ")
         )

@@ -1,13 +1,13 @@
 //! A reference kernel's check: the checked kernel's output against the reference's,
 //! element by element, integers exactly unless the experiment gives a tolerance.
 
-use super::buffers::Buffers;
 use super::cores;
 use super::failure::{during, Failure};
 use super::host_buffer::HostBuffer;
 use super::kernels::{KernelKey, Kernels};
 use super::timeline::Timeline;
 use crate::experiment::Dtype;
+use cuda::DeviceBuffer;
 
 /// Compares an output with a reference kernel's: every element within
 /// `|got - want| <= atol + rtol * |want|`; the account names the largest errors and where.
@@ -53,19 +53,17 @@ pub fn compare(
     account(got, (n, &n_text), tally, (rtol, atol), worst)
 }
 
-/// Output `o` of `buffers` against the reference's `r` of `theirs`, both in device memory and of
-/// one size, compared on the GPU: one that matches bit for bit (and holds no NaN) passes at
-/// once, the rest element by element with their tolerance, every element; None where either
-/// lives elsewhere.
+/// An output against the reference's, both in device memory and of one size, compared on
+/// the GPU: one that matches bit for bit (and holds no NaN) passes at once, the rest element
+/// by element with their tolerance, every element; None where either lives elsewhere.
 pub fn on_gpu(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
-    ((buffers, o), (theirs, r)): ((&Buffers, usize), (&Buffers, usize)),
+    (mine, ref_out): (Option<&DeviceBuffer>, Option<&DeviceBuffer>),
     (name, dtype, tolerances): (&str, Dtype, (f64, f64)),
 ) -> Result<Option<String>, Failure> {
-    let mine = buffers.buffer(o).filter(|b| b.in_device_memory());
-    let ref_out = theirs.buffer(r).filter(|b| b.in_device_memory());
-    let (Some(mine), Some(ref_out)) = (mine, ref_out) else {
+    let in_device = |b: &&DeviceBuffer| b.in_device_memory();
+    let (Some(mine), Some(ref_out)) = (mine.filter(in_device), ref_out.filter(in_device)) else {
         return Ok(None);
     };
     if mine.bytes() != ref_out.bytes() {
@@ -90,8 +88,16 @@ pub fn on_gpu(
     let values = match tally.bad {
         0 => Default::default(),
         _ => (
-            show(&buffers.download_ranges(o, std::slice::from_ref(&element))?),
-            show(&theirs.download_ranges(r, std::slice::from_ref(&element))?),
+            show(
+                &mine
+                    .download_ranges(std::slice::from_ref(&element))
+                    .map_err(&comparing)?,
+            ),
+            show(
+                &ref_out
+                    .download_ranges(std::slice::from_ref(&element))
+                    .map_err(&comparing)?,
+            ),
         ),
     };
     let output = HostBuffer {

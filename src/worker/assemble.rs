@@ -11,10 +11,10 @@ use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
-use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
+use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec, PythonCheck};
 use crate::method::equal;
 use crate::plan::Cell;
-use cuda::{self, Dims, Launch, Param};
+use cuda::{self, DeviceBuffer, Dims, Launch, Param};
 use std::cell::RefCell;
 
 /// A launch's dimensions.
@@ -56,6 +56,9 @@ impl Checker<'_> {
     ) -> Result<String, Failure> {
         let (cell, host) = (self.cell, self.host);
         if let Some((def, pc)) = self.def.and_then(|d| Some((d, d.check_python.as_ref()?))) {
+            if pc.gpu {
+                return self.python_on_gpu((def, pc), kernels, timeline, buffers);
+            }
             let data: Vec<Option<&[u8]>> = host.iter().map(|h| h.as_deref()).collect();
             let got = (pc.outputs.iter())
                 .map(|&o| Ok((o, buffers.download(o)?)))
@@ -86,6 +89,47 @@ impl Checker<'_> {
             kept: Some(&mut self.kept.borrow_mut()),
         };
         against_kernel(kernels, timeline, (cell, def), buffers, recorded, inputs)
+    }
+}
+
+impl Checker<'_> {
+    /// The check against a Python function on the GPU (`gpu = true`): given the kernel's
+    /// buffers it only reads as they are, and each it updates in place as it was before the
+    /// launch (the data uploaded again into a buffer of its own).
+    fn python_on_gpu(
+        &self,
+        (def, pc): (&Kernel, &PythonCheck),
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        buffers: &Buffers,
+    ) -> Result<String, Failure> {
+        let mut before = Vec::new();
+        for (i, data) in self.host.iter().enumerate() {
+            if let (true, Some(data)) = (def.updates_in_place(i), data) {
+                let copy = DeviceBuffer::alloc(data.len())?;
+                copy.upload(data)?;
+                before.push((i, copy));
+            }
+        }
+        let inputs: Vec<Option<&DeviceBuffer>> = (0..def.args.len())
+            .map(|i| match before.iter().find(|(j, _)| *j == i) {
+                Some((_, copy)) => Some(copy),
+                None if !def.writes(i) => buffers.buffer(i),
+                None => None,
+            })
+            .collect();
+        let outputs = (pc.outputs.iter())
+            .map(|&o| {
+                Ok((
+                    o,
+                    buffers
+                        .buffer(o)
+                        .ok_or_else(|| Failure::from("an output has no buffer".to_string()))?,
+                ))
+            })
+            .collect::<Result<Vec<_>, Failure>>()?;
+        let spec = (def, &self.cell.launch);
+        reference::python_gpu::check(pc, spec, (&inputs, &outputs), (kernels, timeline))
     }
 }
 
@@ -186,7 +230,7 @@ pub(super) fn against_kernel(
         let tolerances = (given.rtol.unwrap_or(rtol), given.atol.unwrap_or(atol));
         // Both in device memory: compared there, all of it, in microseconds. Elsewhere they
         // are read back (a large one at a sample).
-        let outputs = ((buffers, o), (theirs, r));
+        let outputs = (buffers.buffer(o), theirs.buffer(r));
         let meta = (name.as_str(), dtype, tolerances);
         if let Some(note) = agreement::on_gpu(kernels, timeline, outputs, meta)? {
             notes.push(note);

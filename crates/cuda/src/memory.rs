@@ -229,6 +229,24 @@ impl DeviceBuffer {
         self.ptr
     }
 
+    /// A handle another process opens to read and write this buffer in place (CUDA IPC):
+    /// a Python reference's torch tensors on the GPU, with nothing crossing the host link.
+    /// Device memory only.
+    pub fn ipc_handle(&self) -> Result<[u8; 64], CudaError> {
+        if !self.in_device_memory() {
+            return Err(CudaError::Library(
+                "only device memory can be shared with another process".into(),
+            ));
+        }
+        let mut handle = sys::CUipcMemHandle { reserved: [0; 64] };
+        // SAFETY: self.ptr is the base of a live cuMemAlloc allocation (placement Device);
+        // the call writes the 64-byte handle.
+        unsafe { sys::cuIpcGetMemHandle(&mut handle, self.ptr) }
+            .result()
+            .during("cuIpcGetMemHandle")?;
+        Ok(handle.reserved.map(|b| b as u8))
+    }
+
     /// Where the host can write and read the buffer directly, when it can.
     pub(super) fn host_view(&self) -> Option<*mut u8> {
         match &self.placement {

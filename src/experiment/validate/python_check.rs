@@ -112,6 +112,7 @@ impl Validator<'_> {
             function: function.to_string(),
             outputs,
             torch: c.torch.unwrap_or(false),
+            gpu: c.gpu.unwrap_or(false),
             timeout_s,
             python,
             text,
@@ -166,7 +167,10 @@ mod tests {
             (pc.timeout_s, pc.python.as_str(), pc.torch),
             (30.0, "python3", false)
         );
-        assert!(pc.text.contains("def f(x)") && e.kernels[0].is_checked());
+        assert!(pc.text.contains("def f(x)") && e.kernels[0].is_checked() && !pc.gpu);
+        let on_gpu = "check_python = { function = \"ref.py:f\", outputs = [\"y\"], gpu = true }";
+        let e = parse(dir.path(), on_gpu).unwrap();
+        assert!(e.kernels[0].check_python.as_ref().unwrap().gpu);
         // A buffer that holds data may be an output too: updated in place, the function is
         // given it as it was before the launch.
         let in_place = parse(

@@ -6,7 +6,7 @@
 //! at a sample drawn from the region's own seed.
 
 use super::draw::{Draws, Entry};
-use crate::experiment::{ArgValue, Dtype, Kernel};
+use crate::experiment::{ArgValue, Dtype, Kernel, PythonCheck};
 use crate::method::equal;
 use crate::worker::assemble::{against_kernel, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
@@ -142,7 +142,9 @@ pub(super) fn ask_python_ahead(
     seeds: &[u64],
 ) -> Result<(), Failure> {
     let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
-    let Some(pc) = def.check_python.as_ref().filter(|_| !seeds.is_empty()) else {
+    // On the GPU the function runs between timed regions, never beside them.
+    let ahead = |pc: &&PythonCheck| !seeds.is_empty() && !pc.gpu;
+    let Some(pc) = def.check_python.as_ref().filter(ahead) else {
         return Ok(());
     };
     let (buffers, args) = (&data.sets[0], &cell.launch.args);
@@ -179,6 +181,50 @@ pub(super) fn ask_python_ahead(
         reference::python::ask_ahead(pc, def, &cell.launch, &host, &outputs, &cache)?;
     }
     Ok(())
+}
+
+/// The check against a Python function on the GPU (`gpu = true`) on the draw of `seed`:
+/// given the region's buffers it only reads as they are, and each it updates in place drawn
+/// again into a buffer of its own (or, where no draw reaches it, the timed data uploaded).
+fn python_on_gpu(
+    s: &mut Session,
+    ready: ReadyCell,
+    draws: &Draws,
+    (seed, inputs): (u64, &Inputs),
+    pc: &PythonCheck,
+) -> Result<String, Failure> {
+    let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
+    let again = OwnDraws::of(ready, draws, |i| def.updates_in_place(i))?;
+    again.draw(seed)?;
+    let mut uploaded = Vec::new();
+    for i in (0..def.args.len()).filter(|&i| def.updates_in_place(i)) {
+        if let (None, Some(timed)) = (again.buffer(i), &data.timed[i]) {
+            let copy = DeviceBuffer::alloc(timed.len())?;
+            copy.upload(timed)?;
+            uploaded.push((i, copy));
+        }
+    }
+    let given: Vec<Option<&DeviceBuffer>> = (0..def.args.len())
+        .map(|i| match (def.updates_in_place(i), def.writes(i)) {
+            (true, _) => {
+                (again.buffer(i)).or_else(|| uploaded.iter().find(|(j, _)| *j == i).map(|(_, b)| b))
+            }
+            (false, false) => inputs.buffer(i),
+            (false, true) => None,
+        })
+        .collect();
+    let outputs = (pc.outputs.iter())
+        .map(|&o| {
+            let buffer = data.sets[0].buffer(o);
+            Ok((
+                o,
+                buffer.ok_or_else(|| Failure::from("an output has no buffer".to_string()))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let spec = (def, &cell.launch);
+    let on = (&mut s.kernels, &mut s.timeline);
+    reference::python_gpu::check(pc, spec, (&given, &outputs), on)
 }
 
 /// What names the draw of `seed` for a Python reference: its result asked ahead is found
@@ -223,6 +269,9 @@ fn check_against(
     let buffers = &data.sets[0];
     // Each region draws its own sample where one is read back, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
+    if let Some(pc) = def.check_python.as_ref().filter(|pc| pc.gpu) {
+        return python_on_gpu(s, ready, draws, (seed, inputs), pc);
+    }
     if let Some(pc) = &def.check_python {
         let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
         // The draw read back: the function is given what the audited launch read, a

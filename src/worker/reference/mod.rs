@@ -1,8 +1,10 @@
 //! CPU references that a kernel's output is checked against before it is timed.
 
 mod cache;
+mod interpreter;
 mod matmul;
 pub mod python;
+pub mod python_gpu;
 #[cfg(test)]
 mod python_tests;
 

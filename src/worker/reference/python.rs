@@ -6,6 +6,7 @@
 //! their inputs ask once.
 
 use super::cache::Cache;
+use super::interpreter::Interpreter;
 use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
 use crate::worker::failure::Failure;
@@ -13,17 +14,12 @@ use crate::worker::host_buffer::HostBuffer;
 use crate::worker::timeline::Timeline;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-/// The interpreter's side of the protocol.
-const DRIVER: &str = include_str!("python_driver.py");
-/// The end of the interpreter's stderr kept for an error message.
-const STDERR_KEPT: usize = 2000;
 /// The data sets whose results are kept: a point's, while its cells run (each may be an
 /// output of hundreds of MiB).
 const KEPT_RESULTS: usize = 2;
@@ -153,6 +149,16 @@ fn key(pc: &PythonCheck, cache: &Cache) -> String {
     format!("{}#{}", pc.label(), cache.inputs)
 }
 
+/// Sends `request` (one of the driver's request lines) and waits for its reply: a check
+/// whose data go to the interpreter another way than files (`python_gpu.rs`). The replies to
+/// requests sent ahead are read first.
+pub(super) fn request(pc: &PythonCheck, request: &Value) -> Result<(), Failure> {
+    let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
+    state.collect(None)?;
+    state.send_line(pc, &request.to_string())?;
+    state.await_reply(pc)
+}
+
 /// Reads every reply still to come (a cell's draws asked ahead whose regions did not run),
 /// so that the next check waits for none and the interpreter is idle while the next cell
 /// is timed; what they answered is dropped.
@@ -199,14 +205,6 @@ impl Sent {
 }
 
 static INTERPRETER: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
-
-struct Interpreter {
-    program: String,
-    child: Child,
-    stdin: ChildStdin,
-    replies: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
-}
 
 impl State {
     /// The function's outputs (by `outputs`: argument, type, elements), as bytes of each
@@ -445,70 +443,8 @@ impl State {
     }
 }
 
-impl Interpreter {
-    fn start(program: &str) -> Result<Interpreter, Failure> {
-        let mut child = Command::new(program)
-            .args(["-u", "-c", DRIVER])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Failure::from(format!(
-                    "cannot start `{program}` for the Python reference: {e}. Install Python 3 with NumPy, or name an interpreter in check_python: python = \"/path/to/python3\""
-                ))
-            })?;
-        let (stdin, stdout, mut stderr) = (
-            child.stdin.take().expect("piped"),
-            child.stdout.take().expect("piped"),
-            child.stderr.take().expect("piped"),
-        );
-        let (send, replies) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let kept = Arc::new(Mutex::new(String::new()));
-        let into = Arc::clone(&kept);
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n @ 1..) = stderr.read(&mut chunk) {
-                let mut tail = into.lock().unwrap_or_else(|e| e.into_inner());
-                tail.push_str(&String::from_utf8_lossy(&chunk[..n]));
-                if tail.len() > 2 * STDERR_KEPT {
-                    let cut = tail.len() - STDERR_KEPT;
-                    let cut = (cut..tail.len())
-                        .find(|&i| tail.is_char_boundary(i))
-                        .unwrap_or(0);
-                    tail.drain(..cut);
-                }
-            }
-        });
-        Ok(Interpreter {
-            program: program.to_string(),
-            child,
-            stdin,
-            replies,
-            stderr: kept,
-        })
-    }
-
-    /// The last lines it wrote to stderr, once it has ended.
-    fn stderr_tail(&mut self) -> String {
-        let _ = self.child.wait();
-        // The reader may still be taking in the last of it.
-        std::thread::sleep(Duration::from_millis(50));
-        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
-        let lines: Vec<&str> = tail.lines().rev().take(3).collect();
-        lines.into_iter().rev().collect::<Vec<_>>().join(" / ")
-    }
-}
-
 /// A scalar argument as the function is given it: a number.
-fn scalar(dtype: Dtype, bytes: &[u8]) -> Value {
+pub(super) fn scalar(dtype: Dtype, bytes: &[u8]) -> Value {
     match dtype.read_int(bytes) {
         Some(v) => match (i64::try_from(v), u64::try_from(v)) {
             (Ok(small), _) => json!(small),

@@ -3,6 +3,7 @@
 # the function, the arguments (a buffer as a file of raw bytes, a scalar as a number) and
 # the outputs (where to write each, its type and length); the reply is {"ok": true} or
 # {"error": "..."}. What the function prints goes to stderr.
+import ctypes
 import importlib.util
 import json
 import os
@@ -100,11 +101,82 @@ def results(returned, outputs):
     return list(returned)
 
 
+# Where a request has "gpu": its buffers are the runner's, opened in place (CUDA IPC) by the
+# CUDA driver in torch's context; the function is given copies of its inputs on the GPU and
+# its outputs are written into the runner's output buffers, all before the reply.
+class IpcHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+TYPESTR = {"f16": "<f2", "bf16": "<i2", "f32": "<f4", "f64": "<f8", "i8": "|i1", "u8": "|u1",
+           "i16": "<i2", "u16": "<u2", "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8"}
+
+
+class Shared:
+    """A runner's buffer, opened in this process, as torch takes it."""
+
+    def __init__(self, pointer, buffer):
+        self.__cuda_array_interface__ = {
+            "shape": (buffer["len"],), "typestr": TYPESTR[buffer["dtype"]],
+            "data": (pointer, False), "version": 3, "strides": None,
+        }
+
+
+def opened(buffer, torch, pointers):
+    cuda = ctypes.CDLL("libcuda.so.1")
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")  # torch's context current on this thread
+    handle = IpcHandle()
+    ctypes.memmove(ctypes.byref(handle), bytes.fromhex(buffer["ipc"]), 64)
+    pointer = ctypes.c_uint64()
+    # CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+    code = cuda.cuIpcOpenMemHandle_v2(ctypes.byref(pointer), handle, ctypes.c_uint(1))
+    if code != 0:
+        raise RuntimeError(f"cannot open the runner's buffer `{buffer['name']}` (CUDA error {code})")
+    pointers.append(pointer.value)
+    tensor = torch.as_tensor(Shared(pointer.value, buffer), device="cuda")
+    return tensor.view(torch.bfloat16) if buffer["dtype"] == "bf16" else tensor
+
+
+def write_on_gpu(value, into, out, torch):
+    name, dtype = out["name"], out["dtype"]
+    value = torch.as_tensor(value).to("cuda")
+    if value.numel() != out["len"]:
+        raise ValueError(
+            f"`{name}`: the function returned {value.numel()} elements (shape "
+            f"{tuple(value.shape)}), the kernel's output holds {out['len']}")
+    if value.is_floating_point() != (dtype in ("f16", "bf16", "f32", "f64")):
+        raise TypeError(f"`{name}`: the function returned {value.dtype} for an output of {dtype}")
+    into.copy_(value.reshape(-1).to(into.dtype))
+
+
+def serve_on_gpu(request, call):
+    import torch
+    pointers = []
+    cuda = ctypes.CDLL("libcuda.so.1")
+    try:
+        kwargs = {}
+        for a in request["args"]:
+            kwargs[a["name"]] = a["value"] if "value" in a else opened(a, torch, pointers).clone()
+        outputs = request["outputs"]
+        targets = [opened(o, torch, pointers) for o in outputs]
+        returned = call(**kwargs)
+        for value, into, out in zip(results(returned, outputs), targets, outputs):
+            write_on_gpu(value, into, out, torch)
+        torch.cuda.synchronize()
+    finally:
+        for pointer in pointers:
+            cuda.cuIpcCloseMemHandle(ctypes.c_uint64(pointer))
+
+
 def serve(request):
+    call = function(request["file"], request["function"])
+    if request.get("gpu"):
+        serve_on_gpu(request, call)
+        return
     torch = None
     if request["torch"]:
         import torch
-    call = function(request["file"], request["function"])
     kwargs = {a["name"]: argument(a, torch) for a in request["args"]}
     returned = call(**kwargs)
     outputs = request["outputs"]

@@ -1,0 +1,97 @@
+//! A Python reference on the GPU (`check_python` with `gpu = true`): the function is given
+//! torch tensors on the GPU that are copies, made there, of the runner's buffers, which the
+//! interpreter's process opens in place (CUDA IPC); it returns its outputs, which the driver
+//! writes into buffers of the runner's, compared with the kernel's on the GPU. Nothing crosses
+//! the host link: an audited region's re-check costs the function's time on the GPU and a few
+//! milliseconds, where reading the draw back and writing it to files cost a second at 16M
+//! elements. The interpreter's work runs between the timed regions, never beside them.
+
+use super::python::{request, scalar};
+use crate::experiment::{ArgValue, Kernel, LaunchSpec, PythonCheck};
+use crate::worker::agreement;
+use crate::worker::buffers::POISON;
+use crate::worker::failure::{during, Failure};
+use crate::worker::kernels::Kernels;
+use crate::worker::timeline::Timeline;
+use cuda::DeviceBuffer;
+use serde_json::{json, Value};
+
+/// The check of the kernel's outputs (`outputs`: argument and its buffer) against `pc`'s
+/// function given `inputs` (per argument, the device buffer holding what the launch read:
+/// each buffer the kernel only reads, and each it updates in place as it was before the
+/// launch; None for the rest), each within the launch's tolerances or its type's.
+pub fn check(
+    pc: &PythonCheck,
+    (def, spec): (&Kernel, &LaunchSpec),
+    (inputs, outputs): (&[Option<&DeviceBuffer>], &[(usize, &DeviceBuffer)]),
+    (kernels, timeline): (&mut Kernels, &mut Timeline),
+) -> Result<String, Failure> {
+    let sharing = during("sharing a buffer with the Python reference");
+    let dtype = |i: usize| match spec.args[i] {
+        ArgValue::Buffer { dtype, .. } | ArgValue::Scalar { dtype, .. } => dtype,
+    };
+    let shared = |name: &str, i: usize, buffer: &DeviceBuffer| -> Result<Value, Failure> {
+        let handle = buffer.ipc_handle().map_err(&sharing)?;
+        let hex: String = handle.iter().map(|b| format!("{b:02x}")).collect();
+        let len = buffer.bytes() / dtype(i).size();
+        Ok(json!({ "name": name, "dtype": dtype(i).key(), "len": len, "ipc": hex }))
+    };
+    let given = |i: usize| !def.writes(i) || def.updates_in_place(i);
+    let mut args = Vec::new();
+    for (i, arg) in def.args.iter().enumerate().filter(|(i, _)| given(*i)) {
+        args.push(match &spec.args[i] {
+            ArgValue::Scalar { dtype, bytes } => {
+                json!({ "name": arg.name, "value": scalar(*dtype, bytes) })
+            }
+            ArgValue::Buffer { .. } => {
+                let buffer = inputs.get(i).copied().flatten().ok_or_else(|| {
+                    Failure::from(format!(
+                        "the Python reference has no buffer of `{}` on the GPU",
+                        arg.name
+                    ))
+                })?;
+                shared(&arg.name, i, buffer)?
+            }
+        });
+    }
+    // Poisoned first: an element the driver leaves unwritten is named as such.
+    let results = (outputs.iter())
+        .map(|(_, mine)| {
+            let theirs = DeviceBuffer::alloc(mine.bytes())?;
+            theirs.fill(POISON)?;
+            Ok(theirs)
+        })
+        .collect::<Result<Vec<_>, cuda::CudaError>>()
+        .map_err(during("the Python reference's result buffers"))?;
+    let outs = (outputs.iter().zip(&results))
+        .map(|((o, _), theirs)| shared(&def.args[*o].name, *o, theirs))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    cuda::synchronize().map_err(&sharing)?;
+    timeline.mark("Python reference on the GPU: buffers shared");
+    let asked = json!({
+        "file": pc.path, "function": pc.function, "torch": true, "gpu": true,
+        "args": args, "outputs": outs,
+    });
+    request(pc, &asked)?;
+    timeline.mark("Python reference on the GPU: its answer");
+    let mut notes = Vec::new();
+    for ((o, mine), theirs) in outputs.iter().zip(&results) {
+        let (rtol, atol) = dtype(*o).default_tolerances();
+        let given = spec.tolerances;
+        let tolerances = (given.rtol.unwrap_or(rtol), given.atol.unwrap_or(atol));
+        let meta = (def.args[*o].name.as_str(), dtype(*o), tolerances);
+        let compared = agreement::on_gpu(kernels, timeline, (Some(*mine), Some(theirs)), meta)?;
+        notes.push(compared.ok_or_else(|| {
+            Failure::from(format!(
+                "`{}` is not in device memory: a Python reference on the GPU compares outputs there (leave gpu = true out)",
+                def.args[*o].name
+            ))
+        })?);
+    }
+    timeline.mark("Python reference on the GPU: compared");
+    Ok(format!(
+        "against Python `{}` on the GPU: {}",
+        pc.label(),
+        notes.join("; ")
+    ))
+}
