@@ -617,3 +617,37 @@ fn a_python_reference_checks_a_buffer_updated_in_place_and_each_audited_draw() {
         assert_eq!(wrong["status"], "failed", "{wrong}");
     }
 }
+
+#[test]
+#[ignore = "needs a GPU and torch with CUDA: cargo test --release -- --include-ignored"]
+fn a_python_reference_on_the_gpu_checks_every_element_in_place() {
+    let torch = std::process::Command::new("python3")
+        .args(["-c", "import torch; assert torch.cuda.is_available()"])
+        .status();
+    if !torch.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: python3 has no torch with CUDA here");
+        return;
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "experiments/python-on-gpu.toml",
+        "--only",
+        "n=1048576",
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = records_of(&out_dir.path().join("python-on-gpu"));
+    for variant in ["hot", "cold", "batch"] {
+        let r = record(&records, &format!("saxpy/n=1048576/{variant}"));
+        assert_eq!(r["status"], "ok", "{r}");
+        let check = r["check"].as_str().unwrap();
+        assert!(
+            check.contains("on the GPU: y: max abs error 0.000e0")
+                && check.contains("over 1048576 elements"),
+            "{check}"
+        );
+        let wrong = record(&records, &format!("saxpy-wrong/n=1048576/{variant}"));
+        assert_eq!(wrong["status"], "failed", "{wrong}");
+    }
+}
