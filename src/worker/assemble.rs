@@ -11,10 +11,10 @@ use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
 use super::timeline::Timeline;
-use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec, PythonCheck};
+use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::method::equal;
 use crate::plan::Cell;
-use cuda::{self, DeviceBuffer, Dims, Launch, Param};
+use cuda::{self, Dims, Launch, Param};
 use std::cell::RefCell;
 
 /// A launch's dimensions.
@@ -57,7 +57,9 @@ impl Checker<'_> {
         let (cell, host) = (self.cell, self.host);
         if let Some((def, pc)) = self.def.and_then(|d| Some((d, d.check_python.as_ref()?))) {
             if pc.gpu {
-                return self.python_on_gpu((def, pc), kernels, timeline, buffers);
+                let spec = (def, &cell.launch);
+                let on = (kernels, timeline);
+                return reference::python_gpu::check_launch(pc, spec, (host, buffers), on);
             }
             let data: Vec<Option<&[u8]>> = host.iter().map(|h| h.as_deref()).collect();
             let got = (pc.outputs.iter())
@@ -89,47 +91,6 @@ impl Checker<'_> {
             kept: Some(&mut self.kept.borrow_mut()),
         };
         against_kernel(kernels, timeline, (cell, def), buffers, recorded, inputs)
-    }
-}
-
-impl Checker<'_> {
-    /// The check against a Python function on the GPU (`gpu = true`): given the kernel's
-    /// buffers it only reads as they are, and each it updates in place as it was before the
-    /// launch (the data uploaded again into a buffer of its own).
-    fn python_on_gpu(
-        &self,
-        (def, pc): (&Kernel, &PythonCheck),
-        kernels: &mut Kernels,
-        timeline: &mut Timeline,
-        buffers: &Buffers,
-    ) -> Result<String, Failure> {
-        let mut before = Vec::new();
-        for (i, data) in self.host.iter().enumerate() {
-            if let (true, Some(data)) = (def.updates_in_place(i), data) {
-                let copy = DeviceBuffer::alloc(data.len())?;
-                copy.upload(data)?;
-                before.push((i, copy));
-            }
-        }
-        let inputs: Vec<Option<&DeviceBuffer>> = (0..def.args.len())
-            .map(|i| match before.iter().find(|(j, _)| *j == i) {
-                Some((_, copy)) => Some(copy),
-                None if !def.writes(i) => buffers.buffer(i),
-                None => None,
-            })
-            .collect();
-        let outputs = (pc.outputs.iter())
-            .map(|&o| {
-                Ok((
-                    o,
-                    buffers
-                        .buffer(o)
-                        .ok_or_else(|| Failure::from("an output has no buffer".to_string()))?,
-                ))
-            })
-            .collect::<Result<Vec<_>, Failure>>()?;
-        let spec = (def, &self.cell.launch);
-        reference::python_gpu::check(pc, spec, (&inputs, &outputs), (kernels, timeline))
     }
 }
 

@@ -9,7 +9,7 @@
 use super::python::{request, scalar};
 use crate::experiment::{ArgValue, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
-use crate::worker::buffers::POISON;
+use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
 use crate::worker::kernels::Kernels;
 use crate::worker::timeline::Timeline;
@@ -94,4 +94,40 @@ pub fn check(
         pc.label(),
         notes.join("; ")
     ))
+}
+
+/// The check of a launch against `pc`'s function on the GPU: given the kernel's buffers it
+/// only reads as they are, and each it updates in place as it was before the launch
+/// (`host`, uploaded again into a buffer of its own).
+pub fn check_launch(
+    pc: &PythonCheck,
+    (def, spec): (&Kernel, &LaunchSpec),
+    (host, buffers): (&[Option<Vec<u8>>], &Buffers),
+    on: (&mut Kernels, &mut Timeline),
+) -> Result<String, Failure> {
+    let mut before = Vec::new();
+    for (i, data) in host.iter().enumerate() {
+        if let (true, Some(data)) = (def.updates_in_place(i), data) {
+            let copy = DeviceBuffer::alloc(data.len())?;
+            copy.upload(data)?;
+            before.push((i, copy));
+        }
+    }
+    let inputs: Vec<Option<&DeviceBuffer>> = (0..def.args.len())
+        .map(|i| match before.iter().find(|(j, _)| *j == i) {
+            Some((_, copy)) => Some(copy),
+            None if !def.writes(i) => buffers.buffer(i),
+            None => None,
+        })
+        .collect();
+    let outputs = (pc.outputs.iter())
+        .map(|&o| {
+            let buffer = buffers.buffer(o);
+            Ok((
+                o,
+                buffer.ok_or_else(|| Failure::from("an output has no buffer".to_string()))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    check(pc, (def, spec), (&inputs, &outputs), on)
 }
