@@ -213,15 +213,7 @@ fn python_on_gpu(
             (false, true) => None,
         })
         .collect();
-    let outputs = (pc.outputs.iter())
-        .map(|&o| {
-            let buffer = data.sets[0].buffer(o);
-            Ok((
-                o,
-                buffer.ok_or_else(|| Failure::from("an output has no buffer".to_string()))?,
-            ))
-        })
-        .collect::<Result<Vec<_>, Failure>>()?;
+    let outputs = reference::python_gpu::outputs_of(pc, &data.sets[0])?;
     let spec = (def, &cell.launch);
     let on = (&mut s.kernels, &mut s.timeline);
     reference::python_gpu::check(pc, spec, (&given, &outputs), on)
