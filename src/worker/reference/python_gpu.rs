@@ -120,14 +120,17 @@ pub fn check_launch(
             None => None,
         })
         .collect();
-    let outputs = (pc.outputs.iter())
-        .map(|&o| {
-            let buffer = buffers.buffer(o);
-            Ok((
-                o,
-                buffer.ok_or_else(|| Failure::from("an output has no buffer".to_string()))?,
-            ))
-        })
-        .collect::<Result<Vec<_>, Failure>>()?;
+    let outputs = outputs_of(pc, buffers)?;
     check(pc, (def, spec), (&inputs, &outputs), on)
+}
+
+/// The buffers of `pc`'s outputs among the kernel's `buffers`.
+pub fn outputs_of<'b>(
+    pc: &PythonCheck,
+    buffers: &'b Buffers,
+) -> Result<Vec<(usize, &'b DeviceBuffer)>, Failure> {
+    let missing = || Failure::from("an output has no buffer".to_string());
+    (pc.outputs.iter())
+        .map(|&o| Ok((o, buffers.buffer(o).ok_or_else(missing)?)))
+        .collect()
 }
