@@ -44,6 +44,10 @@ pub(super) struct Scratch {
     cells: Option<DeviceBuffer>,
     found: Option<DeviceBuffer>,
     reference_draws: RefCell<Option<Draws>>,
+    /// A Python check on the GPU's: the buffers updated in place drawn again, and its
+    /// results (an allocation and a free of each cost a region's check milliseconds).
+    python_draws: Option<OwnDraws>,
+    python_results: Vec<DeviceBuffer>,
 }
 
 /// The buffer in `slot`, of `bytes`: the one there where it is of that size, else a new one.
@@ -189,12 +193,15 @@ pub(super) fn ask_python_ahead(
 fn python_on_gpu(
     s: &mut Session,
     ready: ReadyCell,
-    draws: &Draws,
+    (draws, scratch): (&Draws, &mut Scratch),
     (seed, inputs): (u64, &Inputs),
     pc: &PythonCheck,
 ) -> Result<String, Failure> {
     let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
-    let again = OwnDraws::of(ready, draws, |i| def.updates_in_place(i))?;
+    let again = match &mut scratch.python_draws {
+        Some(kept) => kept,
+        none => none.insert(OwnDraws::of(ready, draws, |i| def.updates_in_place(i))?),
+    };
     again.draw(seed)?;
     let mut uploaded = Vec::new();
     for i in (0..def.args.len()).filter(|&i| def.updates_in_place(i)) {
@@ -216,7 +223,8 @@ fn python_on_gpu(
     let outputs = reference::python_gpu::outputs_of(pc, &data.sets[0])?;
     let spec = (def, &cell.launch);
     let on = (&mut s.kernels, &mut s.timeline);
-    reference::python_gpu::check(pc, spec, (&given, &outputs), on)
+    let results = &mut scratch.python_results;
+    reference::python_gpu::check(pc, spec, (&given, &outputs), results, on)
 }
 
 /// What names the draw of `seed` for a Python reference: its result asked ahead is found
@@ -262,7 +270,7 @@ fn check_against(
     // Each region draws its own sample where one is read back, from the run's seed.
     let sample_seed = seed ^ s.sample_seed;
     if let Some(pc) = def.check_python.as_ref().filter(|pc| pc.gpu) {
-        return python_on_gpu(s, ready, draws, (seed, inputs), pc);
+        return python_on_gpu(s, ready, (draws, scratch), (seed, inputs), pc);
     }
     if let Some(pc) = &def.check_python {
         let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);

@@ -19,11 +19,13 @@ use serde_json::{json, Value};
 /// The check of the kernel's outputs (`outputs`: argument and its buffer) against `pc`'s
 /// function given `inputs` (per argument, the device buffer holding what the launch read:
 /// each buffer the kernel only reads, and each it updates in place as it was before the
-/// launch; None for the rest), each within the launch's tolerances or its type's.
+/// launch; None for the rest), each within the launch's tolerances or its type's. `results`
+/// keeps the buffers the function's outputs go into, from one check to the next.
 pub fn check(
     pc: &PythonCheck,
     (def, spec): (&Kernel, &LaunchSpec),
     (inputs, outputs): (&[Option<&DeviceBuffer>], &[(usize, &DeviceBuffer)]),
+    results: &mut Vec<DeviceBuffer>,
     (kernels, timeline): (&mut Kernels, &mut Timeline),
 ) -> Result<String, Failure> {
     let sharing = during("sharing a buffer with the Python reference");
@@ -55,15 +57,19 @@ pub fn check(
         });
     }
     // Poisoned first: an element the driver leaves unwritten is named as such.
-    let results = (outputs.iter())
-        .map(|(_, mine)| {
-            let theirs = DeviceBuffer::alloc(mine.bytes())?;
-            theirs.fill(POISON)?;
-            Ok(theirs)
-        })
-        .collect::<Result<Vec<_>, cuda::CudaError>>()
-        .map_err(during("the Python reference's result buffers"))?;
-    let outs = (outputs.iter().zip(&results))
+    let making = during("the Python reference's result buffers");
+    for (k, (_, mine)) in outputs.iter().enumerate() {
+        if results.get(k).is_none_or(|b| b.bytes() != mine.bytes()) {
+            let made = DeviceBuffer::alloc(mine.bytes()).map_err(&making)?;
+            match results.get_mut(k) {
+                Some(kept) => *kept = made,
+                None => results.push(made),
+            }
+        }
+        results[k].fill(POISON).map_err(&making)?;
+    }
+    let results = &results[..outputs.len()];
+    let outs = (outputs.iter().zip(results))
         .map(|((o, _), theirs)| shared(&def.args[*o].name, *o, theirs))
         .collect::<Result<Vec<_>, Failure>>()?;
     cuda::synchronize().map_err(&sharing)?;
@@ -75,7 +81,7 @@ pub fn check(
     request(pc, &asked)?;
     timeline.mark("Python reference on the GPU: its answer");
     let mut notes = Vec::new();
-    for ((o, mine), theirs) in outputs.iter().zip(&results) {
+    for ((o, mine), theirs) in outputs.iter().zip(results) {
         let (rtol, atol) = dtype(*o).default_tolerances();
         let given = spec.tolerances;
         let tolerances = (given.rtol.unwrap_or(rtol), given.atol.unwrap_or(atol));
@@ -121,7 +127,7 @@ pub fn check_launch(
         })
         .collect();
     let outputs = outputs_of(pc, buffers)?;
-    check(pc, (def, spec), (&inputs, &outputs), on)
+    check(pc, (def, spec), (&inputs, &outputs), &mut Vec::new(), on)
 }
 
 /// The buffers of `pc`'s outputs among the kernel's `buffers`.
