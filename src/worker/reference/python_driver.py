@@ -151,7 +151,13 @@ def write_on_gpu(value, into, out, torch):
 
 
 def serve_on_gpu(request, call):
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        raise RuntimeError(f"gpu = true needs torch with CUDA in this interpreter ({e}): "
+                           "install it, name another with python = \"...\", or leave gpu out") from None
+    if not torch.cuda.is_available():
+        raise RuntimeError("gpu = true needs torch with CUDA: this interpreter's torch sees no GPU")
     pointers = []
     cuda = ctypes.CDLL("libcuda.so.1")
     try:

@@ -293,3 +293,36 @@ fn a_checks_steps_are_phases_apart_what_the_runner_moves_and_what_the_function_c
         named(&["buffers read back", "its answer", "result read", "compared"])
     );
 }
+
+#[test]
+fn a_check_on_the_gpu_without_torch_with_cuda_says_what_it_needs() {
+    let _serial = serial();
+    if !numpy() {
+        return;
+    }
+    let cuda = Command::new("python3")
+        .args(["-c", "import torch; assert torch.cuda.is_available()"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if cuda {
+        eprintln!("skipped: python3 here has torch with CUDA (tests/gpu_kernels.rs runs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exp = one_kernel(
+        dir.path(),
+        "def f(x):\n    return x\n",
+        "y\", buffer = \"f32\", len = 4, init = \"output\"",
+        "f",
+    );
+    let pc = exp.kernels[0].check_python.as_ref().unwrap();
+    let asked = serde_json::json!({
+        "file": pc.path, "function": "f", "torch": true, "gpu": true, "args": [], "outputs": [],
+    });
+    let e = super::python::request(pc, &asked).unwrap_err();
+    assert!(
+        e.message.contains("gpu = true needs torch with CUDA"),
+        "{}",
+        e.message
+    );
+}
