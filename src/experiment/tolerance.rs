@@ -77,6 +77,13 @@ pub struct Tolerances {
 }
 
 impl Tolerances {
+    /// `check_kernel`'s and `check_python`'s (rtol, atol) for an output of `dtype`: those the
+    /// experiment gives, else the type's.
+    pub fn for_output(&self, dtype: super::Dtype) -> (f64, f64) {
+        let (rtol, atol) = dtype.default_tolerances();
+        (self.rtol.unwrap_or(rtol), self.atol.unwrap_or(atol))
+    }
+
     /// Each tolerance with its key in the experiment file.
     pub fn by_key(&self) -> [(&'static str, Option<f64>); 3] {
         [

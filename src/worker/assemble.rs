@@ -186,9 +186,7 @@ pub(super) fn against_kernel(
         };
         let len = buffers.buffer(o).map_or(0, |b| b.bytes() / dtype.size());
         let name = &def.args[o].name;
-        let (rtol, atol) = dtype.default_tolerances();
-        let given = cell.launch.tolerances;
-        let tolerances = (given.rtol.unwrap_or(rtol), given.atol.unwrap_or(atol));
+        let tolerances = cell.launch.tolerances.for_output(dtype);
         // Both in device memory: compared there, all of it, in microseconds. Elsewhere they
         // are read back (a large one at a sample).
         let outputs = (buffers.buffer(o), theirs.buffer(r));

@@ -203,23 +203,11 @@ fn python_on_gpu(
         none => none.insert(OwnDraws::of(ready, draws, |i| def.updates_in_place(i))?),
     };
     again.draw(seed)?;
-    let mut uploaded = Vec::new();
-    for i in (0..def.args.len()).filter(|&i| def.updates_in_place(i)) {
-        if let (None, Some(timed)) = (again.buffer(i), &data.timed[i]) {
-            let copy = DeviceBuffer::alloc(timed.len())?;
-            copy.upload(timed)?;
-            uploaded.push((i, copy));
-        }
-    }
-    let given: Vec<Option<&DeviceBuffer>> = (0..def.args.len())
-        .map(|i| match (def.updates_in_place(i), def.writes(i)) {
-            (true, _) => {
-                (again.buffer(i)).or_else(|| uploaded.iter().find(|(j, _)| *j == i).map(|(_, b)| b))
-            }
-            (false, false) => inputs.buffer(i),
-            (false, true) => None,
-        })
-        .collect();
+    use reference::python_gpu::{given, own, uploaded_in_place};
+    let uploaded = uploaded_in_place(def, &data.timed, |i| again.buffer(i).is_some())?;
+    let again = &*again;
+    let before = |i| again.buffer(i).or_else(|| own(&uploaded, i));
+    let given = given(def, before, |i| inputs.buffer(i));
     let outputs = reference::python_gpu::outputs_of(pc, &data.sets[0])?;
     let spec = (def, &cell.launch);
     let on = (&mut s.kernels, &mut s.timeline);

@@ -63,13 +63,11 @@ pub fn check(
         }
     };
     drop(state);
-    let (rtol, atol) = (spec.tolerances.rtol, spec.tolerances.atol);
     let mut notes = Vec::new();
     for ((o, mine), want) in got.iter().zip(&wanted) {
         let (name, dtype) = (&def.args[*o].name, dtype(*o));
-        let (default_rtol, default_atol) = dtype.default_tolerances();
         let view = |bytes| HostBuffer { name, dtype, bytes };
-        let tolerances = (rtol.unwrap_or(default_rtol), atol.unwrap_or(default_atol));
+        let tolerances = spec.tolerances.for_output(dtype);
         notes.push(agreement::compare(
             &view(mine),
             &view(want),

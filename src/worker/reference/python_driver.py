@@ -122,10 +122,7 @@ class Shared:
         }
 
 
-def opened(buffer, torch, pointers):
-    cuda = ctypes.CDLL("libcuda.so.1")
-    torch.cuda.init()
-    torch.zeros(1, device="cuda")  # torch's context current on this thread
+def opened(buffer, torch, cuda, pointers):
     handle = IpcHandle()
     ctypes.memmove(ctypes.byref(handle), bytes.fromhex(buffer["ipc"]), 64)
     pointer = ctypes.c_uint64()
@@ -158,14 +155,15 @@ def serve_on_gpu(request, call):
                            "install it, name another with python = \"...\", or leave gpu out") from None
     if not torch.cuda.is_available():
         raise RuntimeError("gpu = true needs torch with CUDA: this interpreter's torch sees no GPU")
-    pointers = []
+    torch.zeros(1, device="cuda")  # torch's context current on this thread, for the driver
     cuda = ctypes.CDLL("libcuda.so.1")
+    pointers = []
     try:
         kwargs = {}
         for a in request["args"]:
-            kwargs[a["name"]] = a["value"] if "value" in a else opened(a, torch, pointers).clone()
+            kwargs[a["name"]] = a["value"] if "value" in a else opened(a, torch, cuda, pointers).clone()
         outputs = request["outputs"]
-        targets = [opened(o, torch, pointers) for o in outputs]
+        targets = [opened(o, torch, cuda, pointers) for o in outputs]
         returned = call(**kwargs)
         for value, into, out in zip(results(returned, outputs), targets, outputs):
             write_on_gpu(value, into, out, torch)

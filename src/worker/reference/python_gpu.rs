@@ -82,9 +82,7 @@ pub fn check(
     timeline.mark("Python reference on the GPU: its answer");
     let mut notes = Vec::new();
     for ((o, mine), theirs) in outputs.iter().zip(results) {
-        let (rtol, atol) = dtype(*o).default_tolerances();
-        let given = spec.tolerances;
-        let tolerances = (given.rtol.unwrap_or(rtol), given.atol.unwrap_or(atol));
+        let tolerances = spec.tolerances.for_output(dtype(*o));
         let meta = (def.args[*o].name.as_str(), dtype(*o), tolerances);
         let compared = agreement::on_gpu(kernels, timeline, (Some(*mine), Some(theirs)), meta)?;
         notes.push(compared.ok_or_else(|| {
@@ -111,21 +109,8 @@ pub fn check_launch(
     (host, buffers): (&[Option<Vec<u8>>], &Buffers),
     on: (&mut Kernels, &mut Timeline),
 ) -> Result<String, Failure> {
-    let mut before = Vec::new();
-    for (i, data) in host.iter().enumerate() {
-        if let (true, Some(data)) = (def.updates_in_place(i), data) {
-            let copy = DeviceBuffer::alloc(data.len())?;
-            copy.upload(data)?;
-            before.push((i, copy));
-        }
-    }
-    let inputs: Vec<Option<&DeviceBuffer>> = (0..def.args.len())
-        .map(|i| match before.iter().find(|(j, _)| *j == i) {
-            Some((_, copy)) => Some(copy),
-            None if !def.writes(i) => buffers.buffer(i),
-            None => None,
-        })
-        .collect();
+    let before = uploaded_in_place(def, host, |_| false)?;
+    let inputs = given(def, |i| own(&before, i), |i| buffers.buffer(i));
     let outputs = outputs_of(pc, buffers)?;
     check(pc, (def, spec), (&inputs, &outputs), &mut Vec::new(), on)
 }
@@ -138,5 +123,44 @@ pub fn outputs_of<'b>(
     let missing = || Failure::from("an output has no buffer".to_string());
     (pc.outputs.iter())
         .map(|&o| Ok((o, buffers.buffer(o).ok_or_else(missing)?)))
+        .collect()
+}
+
+/// Each argument `def` updates in place that `redrawn` does not hold, its data of `host`
+/// uploaded into a buffer of its own: as it was before the launch.
+pub fn uploaded_in_place(
+    def: &Kernel,
+    host: &[Option<Vec<u8>>],
+    redrawn: impl Fn(usize) -> bool,
+) -> Result<Vec<(usize, DeviceBuffer)>, Failure> {
+    let mut uploaded = Vec::new();
+    for (i, data) in host.iter().enumerate() {
+        if let (true, false, Some(data)) = (def.updates_in_place(i), redrawn(i), data) {
+            let copy = DeviceBuffer::alloc(data.len())?;
+            copy.upload(data)?;
+            uploaded.push((i, copy));
+        }
+    }
+    Ok(uploaded)
+}
+
+/// The buffer of argument `i` among `buffers`, where they hold one.
+pub fn own(buffers: &[(usize, DeviceBuffer)], i: usize) -> Option<&DeviceBuffer> {
+    buffers.iter().find(|(j, _)| *j == i).map(|(_, b)| b)
+}
+
+/// What the function is given, per argument: each buffer updated in place as `before` holds
+/// it, each the kernel only reads as `read` does, nothing for the rest.
+pub fn given<'a>(
+    def: &Kernel,
+    before: impl Fn(usize) -> Option<&'a DeviceBuffer>,
+    read: impl Fn(usize) -> Option<&'a DeviceBuffer>,
+) -> Vec<Option<&'a DeviceBuffer>> {
+    (0..def.args.len())
+        .map(|i| match (def.updates_in_place(i), def.writes(i)) {
+            (true, _) => before(i),
+            (false, false) => read(i),
+            (false, true) => None,
+        })
         .collect()
 }
