@@ -4,6 +4,7 @@
 
 use super::failure::Failure;
 use super::inputs::HostInputs;
+use super::read_back::{read_back, ReadBack};
 use crate::experiment::{managed_bytes, ArgValue, Init, Memory};
 use cuda::{self, CudaError, DeviceBuffer, Fill, Param, Resets};
 
@@ -163,13 +164,9 @@ impl Buffers {
         Ok(now.iter().zip(data).position(|(a, b)| a != b))
     }
 
-    /// Argument `index`'s buffer, read back.
-    pub fn download(&self, index: usize) -> Result<Vec<u8>, Failure> {
-        self.device[index]
-            .as_ref()
-            .ok_or_else(not_a_buffer)?
-            .download()
-            .map_err(Failure::message)
+    /// Argument `index`'s buffer, read back (into memory kept for the next read).
+    pub fn download(&self, index: usize) -> Result<ReadBack, Failure> {
+        read_back(self.device[index].as_ref().ok_or_else(not_a_buffer)?)
     }
 
     /// Argument `index`'s buffer, with only the byte `ranges` read back (the rest zero).
@@ -177,12 +174,10 @@ impl Buffers {
         &self,
         index: usize,
         ranges: &[std::ops::Range<usize>],
-    ) -> Result<Vec<u8>, Failure> {
-        self.device[index]
-            .as_ref()
-            .ok_or_else(not_a_buffer)?
-            .download_ranges(ranges)
-            .map_err(Failure::message)
+    ) -> Result<ReadBack, Failure> {
+        let buffer = self.device[index].as_ref().ok_or_else(not_a_buffer)?;
+        let bytes = buffer.download_ranges(ranges).map_err(Failure::message)?;
+        Ok(ReadBack::from(bytes))
     }
 
     /// Copies other input data (drawn as `host` was) into these buffers: from `copies` on

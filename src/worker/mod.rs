@@ -16,6 +16,7 @@ mod inputs;
 mod kernels;
 mod parent;
 mod prepare;
+mod read_back;
 mod reference;
 mod session;
 mod shared;

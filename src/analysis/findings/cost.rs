@@ -30,9 +30,13 @@ pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) ->
         .max_by(|x, y| share(x.1).total_cmp(&share(y.1)))?;
     let def = cell.kernel.map(|k| &exp.kernels[k]);
     let reference = match def {
-        Some(d) if d.check_python.is_some() => CheckedBy::Python,
-        Some(d) if d.check_kernel.is_some() => CheckedBy::Kernel,
-        _ => CheckedBy::Builtin,
+        Some(d) => match (&d.check_python, &d.check_kernel) {
+            (Some(pc), _) if pc.gpu => CheckedBy::PythonOnGpu,
+            (Some(_), _) => CheckedBy::PythonByFiles,
+            (None, Some(_)) => CheckedBy::Kernel,
+            (None, None) => CheckedBy::Builtin,
+        },
+        None => CheckedBy::Builtin,
     };
     Some(Finding::AuditCost(AuditCost {
         over: over.len(),

@@ -311,7 +311,10 @@ pub enum CostPart {
 /// What a cell's audited regions are checked against.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CheckedBy {
-    Python,
+    /// A Python function given the data through files, on the host.
+    PythonByFiles,
+    /// A Python function given the runner's buffers on the GPU (`gpu = true`).
+    PythonOnGpu,
     Kernel,
     Builtin,
 }

@@ -114,7 +114,8 @@ fn audit_cost(c: &AuditCost) -> String {
     match c.most {
         CostPart::Checks(seconds, by) => {
             let by = match by {
-                CheckedBy::Python => "its Python reference (a `check_kernel` costs less; more samples spread it)",
+                CheckedBy::PythonByFiles => "its Python reference, on the host (`gpu = true` gives it the buffers on the GPU as torch tensors, where it moves no data; a `check_kernel` costs less; more samples spread it)",
+                CheckedBy::PythonOnGpu => "its Python reference (a `check_kernel` costs less; more samples spread it)",
                 CheckedBy::Kernel => "its reference kernel (never left out in the first round; more samples spread it)",
                 CheckedBy::Builtin => "the reference (never left out in the first round; more samples spread it)",
             };
@@ -268,11 +269,13 @@ pub(super) mod tests {
             })])
             .join("")
         };
-        let python = cost(CostPart::Checks(0.792, CheckedBy::Python));
+        let python = cost(CostPart::Checks(0.792, CheckedBy::PythonByFiles));
         assert_eq!(
             python,
-            "The audits took more than 5% of the time of 2 of 6 audited cells, the most 73% of `saxpy` at n=16777216 (cold): 794.0 ms of 1.090 s, 792.0 ms of it checking audited regions against its Python reference (a `check_kernel` costs less; more samples spread it)."
+            "The audits took more than 5% of the time of 2 of 6 audited cells, the most 73% of `saxpy` at n=16777216 (cold): 794.0 ms of 1.090 s, 792.0 ms of it checking audited regions against its Python reference, on the host (`gpu = true` gives it the buffers on the GPU as torch tensors, where it moves no data; a `check_kernel` costs less; more samples spread it)."
         );
+        let on_gpu = cost(CostPart::Checks(0.2, CheckedBy::PythonOnGpu));
+        assert!(!on_gpu.contains("gpu = true"), "{on_gpu}");
         let kernel = cost(CostPart::Checks(0.6, CheckedBy::Kernel));
         assert!(
             kernel.contains("against its reference kernel (never left out")

@@ -14,6 +14,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::host_buffer::HostBuffer;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
+use crate::worker::read_back::{read_back, ReadBack};
 use crate::worker::reference;
 use crate::worker::session::Session;
 use cuda::{self, CudaError, DeviceBuffer, Dims, Launch, Param};
@@ -124,13 +125,13 @@ fn drawn_again(
     draws: &Draws,
     i: usize,
     seed: u64,
-) -> Result<Option<Vec<u8>>, Failure> {
+) -> Result<Option<ReadBack>, Failure> {
     let again = OwnDraws::of(ready, draws, |j| j == i)?;
     let Some(copy) = again.buffer(i) else {
-        return Ok(ready.data.timed[i].clone());
+        return Ok(ready.data.timed[i].clone().map(ReadBack::from));
     };
     again.draw(seed)?;
-    Ok(Some(copy.download()?))
+    Ok(Some(read_back(copy)?))
 }
 
 /// Asks the Python reference ahead for the audited regions to come, the draws of `seeds`:
@@ -175,8 +176,8 @@ pub(super) fn ask_python_ahead(
         let mut host = Vec::with_capacity(args.len());
         for i in 0..args.len() {
             host.push(match again.buffer(i) {
-                Some(b) => Some(b.download()?),
-                None if given(i) => data.timed[i].clone(),
+                Some(b) => Some(read_back(b)?),
+                None if given(i) => data.timed[i].clone().map(ReadBack::from),
                 None => None,
             });
         }
@@ -269,7 +270,7 @@ fn check_against(
         if !reference::python::asked(pc, &cache) {
             for i in 0..def.args.len() {
                 data.push(match inputs.buffer(i) {
-                    Some(b) if !def.writes(i) => Some(b.download()?),
+                    Some(b) if !def.writes(i) => Some(read_back(b)?),
                     Some(_) if def.updates_in_place(i) => drawn_again(ready, draws, i, seed)?,
                     _ => None,
                 });

@@ -11,13 +11,14 @@ use crate::experiment::{ArgValue, Dtype, Kernel, LaunchSpec, PythonCheck};
 use crate::worker::agreement;
 use crate::worker::failure::Failure;
 use crate::worker::host_buffer::HostBuffer;
+use crate::worker::read_back::{read_file, ReadBack};
 use crate::worker::timeline::Timeline;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 /// The data sets whose results are kept: a point's, while its cells run (each may be an
@@ -34,7 +35,7 @@ pub fn check(
     def: &Kernel,
     spec: &LaunchSpec,
     (data, keep): (&[Option<&[u8]>], bool),
-    got: &[(usize, Vec<u8>)],
+    got: &[(usize, ReadBack)],
     (cache, timeline): (&Cache, &mut Timeline),
 ) -> Result<String, Failure> {
     timeline.mark("Python reference: buffers read back");
@@ -46,25 +47,26 @@ pub fn check(
     let answered = state.collect(Some(&key))?;
     let kept = state.results.iter().find(|(k, _)| *k == key);
     let wanted = match (answered, kept) {
-        (Some(reply), _) => reply.marked(timeline),
-        (None, Some((_, wanted))) => wanted.clone(),
+        (Some(reply), _) => Arc::new(reply.marked(timeline)),
+        (None, Some((_, wanted))) => Arc::clone(wanted),
         (None, None) => {
             let outputs: Vec<(usize, Dtype, usize)> = (got.iter())
                 .map(|(o, bytes)| (*o, dtype(*o), bytes.len() / dtype(*o).size()))
                 .collect();
-            let wanted = (state.call(pc, def, spec, data, &outputs, cache.dir)?).marked(timeline);
+            let wanted =
+                Arc::new((state.call(pc, def, spec, data, &outputs, cache.dir)?).marked(timeline));
             if keep {
                 if state.results.len() == KEPT_RESULTS {
                     state.results.pop_front();
                 }
-                state.results.push_back((key, wanted.clone()));
+                state.results.push_back((key, Arc::clone(&wanted)));
             }
             wanted
         }
     };
     drop(state);
     let mut notes = Vec::new();
-    for ((o, mine), want) in got.iter().zip(&wanted) {
+    for ((o, mine), want) in got.iter().zip(wanted.iter()) {
         let (name, dtype) = (&def.args[*o].name, dtype(*o));
         let view = |bytes| HostBuffer { name, dtype, bytes };
         let tolerances = spec.tolerances.for_output(dtype);
@@ -95,13 +97,13 @@ struct Steps {
 
 /// A reply: the function's outputs, as bytes of each output's type, and its steps.
 struct Reply {
-    outputs: Vec<Vec<u8>>,
+    outputs: Vec<ReadBack>,
     steps: Steps,
 }
 
 impl Reply {
     /// Its steps marked as phases of `timeline`; its outputs.
-    fn marked(self, timeline: &mut Timeline) -> Vec<Vec<u8>> {
+    fn marked(self, timeline: &mut Timeline) -> Vec<ReadBack> {
         let Steps {
             written,
             answered,
@@ -174,32 +176,39 @@ pub fn end() {
 #[derive(Default)]
 struct State {
     running: Option<Interpreter>,
-    results: VecDeque<(String, Vec<Vec<u8>>)>,
+    results: VecDeque<(String, Arc<Vec<ReadBack>>)>,
     /// Requests sent ahead whose replies are not read yet, in the order they were sent
     /// (the interpreter answers in that order), each with the data set it names.
     pending: VecDeque<(String, Sent)>,
     /// Where the data sets go when the run has no cache folder.
     scratch: Option<tempfile::TempDir>,
-    /// Requests sent: each names its files apart from the others'.
-    sent: u64,
+    /// Every file a request wrote: kept and written over in place by the next request of
+    /// its slot (see [`Sent::slot`]), removed when the interpreter ends.
+    files: Vec<PathBuf>,
 }
 
-/// A request sent: its outputs (argument, type, elements) and their files, and every file
-/// it wrote, to be removed once its reply is read.
+/// A request sent: its outputs (argument, type, elements) and their files.
 struct Sent {
+    /// Its files' number: the lowest no request still waiting for its reply holds. The
+    /// files are written over in place from one request to the next: their pages are not
+    /// allocated and faulted in again each time (64 MiB cost tens of ms).
+    slot: usize,
     outputs: Vec<(usize, Dtype, usize, PathBuf)>,
-    written: Vec<PathBuf>,
     names: Vec<String>,
     /// The check it was sent for: its timeout and label.
     pc: PythonCheck,
 }
 
-impl Sent {
-    fn remove_files(&self) {
-        for path in &self.written {
-            let _ = std::fs::remove_file(path);
-        }
-    }
+/// Writes `bytes` over the file at `path` in place (made where there is none), cut to
+/// their length.
+fn write_over(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = (std::fs::OpenOptions::new())
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)
 }
 
 static INTERPRETER: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
@@ -266,25 +275,24 @@ impl State {
                 }
             },
         };
-        self.sent += 1;
-        let request_no = self.sent;
+        let slot = (0..)
+            .find(|n| self.pending.iter().all(|(_, p)| p.slot != *n))
+            .expect("a free slot");
         let file = |i: usize, end: &str| {
-            dir.join(format!(
-                "python-{}-{request_no}-{i}.{end}",
-                std::process::id()
-            ))
+            dir.join(format!("python-{}-{slot}-{i}.{end}", std::process::id()))
         };
-        let mut sent = Sent {
+        let sent = Sent {
+            slot,
             outputs: (outputs.iter())
                 .map(|&(o, dtype, len)| (o, dtype, len, file(o, "out")))
                 .collect(),
-            written: Vec::new(),
             names: outputs
                 .iter()
                 .map(|&(o, ..)| def.args[o].name.clone())
                 .collect(),
             pc: pc.clone(),
         };
+        let mut written = Vec::new();
         let result = (|| {
             let mut args = Vec::new();
             // Its inputs, and each buffer it updates in place as it was before the launch.
@@ -302,8 +310,8 @@ impl State {
                             ))
                         })?;
                         let path = file(i, "in");
-                        sent.written.push(path.clone());
-                        std::fs::write(&path, bytes).map_err(|e| {
+                        written.push(path.clone());
+                        write_over(&path, bytes).map_err(|e| {
                             Failure::from(format!("cannot write {}: {e}", path.display()))
                         })?;
                         args.push(json!({ "name": arg.name, "dtype": dtype.key(), "path": path }));
@@ -315,38 +323,35 @@ impl State {
                     json!({ "name": def.args[*o].name, "dtype": dtype.key(), "len": len, "path": path })
                 })
                 .collect();
-            sent.written
-                .extend(sent.outputs.iter().map(|(.., path)| path.clone()));
+            written.extend(sent.outputs.iter().map(|(.., path)| path.clone()));
             let request = json!({
                 "file": pc.path, "function": pc.function, "torch": pc.torch,
                 "args": args, "outputs": outs,
             });
             self.send_line(pc, &request.to_string())
         })();
-        match result {
-            Ok(()) => Ok(sent),
-            Err(e) => {
-                sent.remove_files();
-                Err(e)
+        for path in written {
+            if !self.files.contains(&path) {
+                self.files.push(path);
             }
         }
+        result.map(|()| sent)
     }
 
-    /// Waits for the reply to `sent` and reads its outputs, then removes its files.
+    /// Waits for the reply to `sent` and reads its outputs.
     fn receive(&mut self, sent: Sent) -> Result<Reply, Failure> {
-        let result = self.await_reply(&sent.pc).and_then(|()| {
+        self.await_reply(&sent.pc).and_then(|()| {
             let answered = Instant::now();
             let outputs = (sent.outputs.iter().zip(&sent.names))
                 .map(|((_, dtype, len, path), name)| {
-                    let bytes = std::fs::read(path).map_err(|e| {
-                        Failure::from(format!("the Python reference wrote no `{name}`: {e}"))
-                    })?;
-                    match bytes.len() == len * dtype.size() {
-                        true => Ok(bytes),
-                        false => Err(Failure::from(format!(
-                            "the Python reference wrote {} bytes of `{name}`, not {}",
-                            bytes.len(),
-                            len * dtype.size()
+                    let bytes = len * dtype.size();
+                    match read_file(path, bytes) {
+                        Ok(Ok(read)) => Ok(read),
+                        Ok(Err(size)) => Err(Failure::from(format!(
+                            "the Python reference wrote {size} bytes of `{name}`, not {bytes}"
+                        ))),
+                        Err(e) => Err(Failure::from(format!(
+                            "the Python reference wrote no `{name}`: {e}"
                         ))),
                     }
                 })
@@ -358,9 +363,7 @@ impl State {
                 read,
             };
             Ok(Reply { outputs, steps })
-        });
-        sent.remove_files();
-        result
+        })
     }
 
     /// Sends one request (a line), starting the interpreter where none of `pc`'s runs.
@@ -435,8 +438,9 @@ impl State {
             let _ = r.child.kill();
             let _ = r.child.wait();
         }
-        for (_, sent) in self.pending.drain(..) {
-            sent.remove_files();
+        self.pending.clear();
+        for path in self.files.drain(..) {
+            let _ = std::fs::remove_file(path);
         }
     }
 }
@@ -450,5 +454,19 @@ pub(super) fn scalar(dtype: Dtype, bytes: &[u8]) -> Value {
             _ => json!(dtype.read(bytes)),
         },
         None => json!(dtype.read(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_written_over_holds_the_new_bytes_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("slot");
+        write_over(&path, &[1; 8]).unwrap();
+        write_over(&path, &[2; 4]).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), [2; 4]);
     }
 }

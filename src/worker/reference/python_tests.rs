@@ -2,8 +2,9 @@
 //! no NumPy).
 
 use super::cache::Cache;
-use super::python::{ask_ahead, asked, check, settle};
+use super::python::{ask_ahead, asked, check, end, settle};
 use crate::experiment::{Dtype, Experiment};
+use crate::worker::read_back::ReadBack;
 use crate::worker::timeline::Timeline;
 use std::process::Command;
 use std::sync::Mutex;
@@ -52,6 +53,11 @@ fn floats(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_ne_bytes()).collect()
 }
 
+/// A kernel's output as a check is given it: read back.
+fn output(v: &[f32]) -> ReadBack {
+    ReadBack::from(floats(v))
+}
+
 #[test]
 fn a_python_function_checks_an_output_and_names_what_went_wrong() {
     let _serial = serial();
@@ -84,7 +90,7 @@ fn a_python_function_checks_an_output_and_names_what_went_wrong() {
             def,
             &def.launches[0],
             (&data, true),
-            &[(1, floats(got))],
+            &[(1, output(got))],
             (&cache, &mut timeline()),
         )
     };
@@ -141,7 +147,7 @@ fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
             def,
             &def.launches[0],
             (&data, false),
-            &[(1, floats(got))],
+            &[(1, output(got))],
             (&cache, &mut timeline()),
         )
     };
@@ -185,7 +191,7 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
             def,
             &def.launches[0],
             (&none, false),
-            &[(1, floats(got))],
+            &[(1, output(got))],
             (cache, &mut timeline()),
         )
     };
@@ -199,13 +205,30 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
     }
     settle();
     assert!(!asked(pc, &caches[0]) && !asked(pc, &caches[1]));
-    // Every file a request wrote is gone once its answer is read.
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|f| f.ok()?.file_name().into_string().ok())
-        .filter(|name| name.starts_with("python-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    // Two requests were on their way at once: two slots' files (an input, an output
+    // each), kept to be written over by the next requests, and gone once the interpreter
+    // ends.
+    let left = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|f| f.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with("python-"))
+            .map(|name| {
+                name.split_once('-')
+                    .unwrap()
+                    .1
+                    .split_once('-')
+                    .unwrap()
+                    .1
+                    .to_string()
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(left(), ["0-0.in", "0-1.out", "1-0.in", "1-1.out"]);
+    end();
+    assert!(left().is_empty(), "{:?}", left());
 }
 
 #[test]
@@ -229,7 +252,7 @@ fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
             def,
             &def.launches[0],
             (&data, true),
-            &[(1, floats(&[1.0; 4]))],
+            &[(1, output(&[1.0; 4]))],
             (&cache, &mut timeline()),
         )
         .unwrap_err()
@@ -269,7 +292,7 @@ fn a_checks_steps_are_phases_apart_what_the_runner_moves_and_what_the_function_c
             ask_ahead(pc, def, &def.launches[0], &given, &outputs, &cache).unwrap();
         }
         let data = if asked_ahead { [None, None] } else { given };
-        let got = [(1, floats(&[2.0, 4.0, 6.0, 8.0]))];
+        let got = [(1, output(&[2.0, 4.0, 6.0, 8.0]))];
         let mut t = timeline();
         let steps = (&cache, &mut t);
         check(pc, def, &def.launches[0], (&data, false), &got, steps).unwrap();
