@@ -14,6 +14,14 @@ use std::time::Duration;
 const DRIVER: &str = include_str!("python_driver.py");
 /// The end of the interpreter's stderr kept for an error message.
 const STDERR_KEPT: usize = 2000;
+/// glibc's malloc told to take every block from its heap and to keep what is freed there
+/// (where the user sets neither): a reference's NumPy temporaries of a large output are
+/// then not mapped and faulted in anew at each call. A 16M-element SAXPY in float64 took
+/// 54 ms a call instead of 89 ms on a CI host.
+const KEEP_FREED_MEMORY: [(&str, &str); 2] = [
+    ("MALLOC_MMAP_MAX_", "0"),
+    ("MALLOC_TRIM_THRESHOLD_", "68719476736"),
+];
 
 pub(super) struct Interpreter {
     pub(super) program: String,
@@ -25,7 +33,13 @@ pub(super) struct Interpreter {
 
 impl Interpreter {
     pub(super) fn start(program: &str) -> Result<Interpreter, Failure> {
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        for (name, value) in KEEP_FREED_MEMORY {
+            if std::env::var_os(name).is_none() {
+                command.env(name, value);
+            }
+        }
+        let mut child = command
             .args(["-u", "-c", DRIVER])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
