@@ -78,6 +78,33 @@ fn audits_slower_than_their_decoys_beyond_the_noise_are_suspect() {
 }
 
 #[test]
+fn audited_regions_on_a_slow_stretch_are_outvoted_by_the_pairs_that_confirm_them() {
+    // An honest softmax in graphs on two H200s: a power cap held its samples 129-170 of 200
+    // at up to 366 µs against 276 µs, and both audited regions (at 147 and 153) fell there,
+    // its decoys (92 and 115) before it.
+    let timed = steady(200, 17_888.0, 283_008.0);
+    let (audited, decoys) = (vec![352_078.0, 350_922.0], vec![276_125.0, 275_666.0]);
+    let alone = run(audited.clone(), decoys.clone(), vec![]);
+    assert!(judge(&[&alone], &timed, false).unwrap().suspect.is_some());
+    // The three pairs after the samples, a decoy then an audited region, meet one state
+    // of the GPU each.
+    let confirmed = run(
+        [audited.clone(), vec![279_001.0, 280_113.0, 278_442.0]].concat(),
+        [decoys.clone(), vec![278_790.0, 279_514.0, 278_023.0]].concat(),
+        vec![],
+    );
+    let j = judge(&[&confirmed], &timed, false).unwrap();
+    assert!(j.suspect.is_none(), "{:?}", j.suspect);
+    // A kernel that skips work on data it has seen is slow in every audited region.
+    let cheat = run(
+        [audited, vec![351_500.0, 352_300.0, 350_800.0]].concat(),
+        [decoys, vec![278_790.0, 279_514.0, 278_023.0]].concat(),
+        vec![],
+    );
+    assert!(judge(&[&cheat], &timed, false).unwrap().suspect.is_some());
+}
+
+#[test]
 fn audited_regions_cannot_widen_their_own_bound() {
     // One audited region slow, one fast: their own spread is 17 µs, but the bound comes
     // from the timed samples (sigma 0.3 µs): 1.65 µs with the 0.5 µs margin. Of two, one

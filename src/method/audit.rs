@@ -144,6 +144,16 @@ pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
     timed_median_ns.is_some_and(|m| reading_ns.is_finite() && reading_ns > CONFIRM_RATIO * m)
 }
 
+/// Whether a run's audited regions, read `audited_ns` (NaN where the timer reads later),
+/// need [`crate::protocol::CONFIRM_AUDITS`] more beside as many decoys: their lower median
+/// over the median of the decoys, read `decoys_ns`, by more than the margin.
+pub fn audits_need_confirming(audited_ns: &[f64], decoys_ns: &[f64]) -> bool {
+    let read = |v: &[f64]| -> Vec<f64> { v.iter().copied().filter(|r| r.is_finite()).collect() };
+    let audited = crate::statistics::lower_median(&read(audited_ns));
+    let decoys = crate::statistics::median(read(decoys_ns));
+    matches!((audited, decoys), (Some(a), Some(d)) if a - d > margin_ns(d))
+}
+
 /// Whether a run's pauses, read `pauses_ns` (NaN where the timer reads later), need
 /// [`crate::protocol::CONFIRM_PAUSES`] more: their lower median over the timed one by more
 /// than the margin.
@@ -298,6 +308,20 @@ mod tests {
         // CUPTI's readings come after the samples; no timed samples, nothing to set against.
         assert!(!needs_confirming(f64::NAN, Some(7_552.0)));
         assert!(!needs_confirming(30_080.0, None));
+    }
+
+    #[test]
+    fn audited_regions_read_slow_against_the_decoys_are_confirmed() {
+        // Both audited regions of an honest softmax on a power cap's slow stretch.
+        let decoys = [276_125.0, 275_666.0];
+        assert!(audits_need_confirming(&[352_078.0, 350_922.0], &decoys));
+        // One slow of two: the lower reads as the decoys.
+        assert!(!audits_need_confirming(&[276_500.0, 352_078.0], &decoys));
+        // Within the 2% margin, where no test could call them suspect.
+        assert!(!audits_need_confirming(&[280_000.0, 281_000.0], &decoys));
+        // CUPTI's readings come after the samples; no decoys, nothing to set against.
+        assert!(!audits_need_confirming(&[f64::NAN, f64::NAN], &decoys));
+        assert!(!audits_need_confirming(&[352_078.0, 350_922.0], &[]));
     }
 
     #[test]

@@ -37,6 +37,15 @@ pub fn margin_ns(baseline_ns: f64) -> f64 {
 /// that does its work only after a pause does it after every one. A kernel slower after
 /// every gap of tens of µs stays slow after these too (docs/methodology.md).
 pub const CONFIRM_PAUSES: usize = 4;
+/// A run's audited regions may land on a slow stretch of the GPU and its decoys outside it:
+/// on two H200s a row softmax's graphs of 134M elements read 276 µs, then up to 366 µs for
+/// 40 samples of 200 while a power cap held the SM clock down, and both audited regions of
+/// an honest run fell in those 40. So where their lower median reads over the decoys' median
+/// by more than the margin (by events or a host timer, which read each as it runs), this
+/// many more pairs follow the samples, each a decoy and then an audited region, and the test
+/// takes them all: the two of a pair meet one state of the GPU, and a kernel that skips work
+/// on data it has seen before is slow in every audited region.
+pub const CONFIRM_AUDITS: usize = 3;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among
 /// [`CUPTI_TIMED_PER_PAUSE`] timed launches (`protocol::KernelRecords`), and the pause test

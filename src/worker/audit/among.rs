@@ -181,8 +181,10 @@ impl Among {
 
     /// The regions after the samples that confirm what the run's read: a second audited
     /// region where its only one, with no decoy to set it against, read far above the timed
-    /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); more pauses where its pauses read
-    /// slow (see [`crate::protocol::CONFIRM_PAUSES`]).
+    /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); pairs of a decoy and an audited
+    /// region where the audited ones read slow against the decoys (see
+    /// [`crate::protocol::CONFIRM_AUDITS`]); more pauses where its pauses read slow (see
+    /// [`crate::protocol::CONFIRM_PAUSES`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
         let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
         let timed = crate::statistics::median(samples.to_vec());
@@ -191,11 +193,18 @@ impl Among {
             (&[lone], None) => audit::needs_confirming(lone, timed),
             _ => false,
         };
+        let decoys: Vec<f64> = of(Region::Decoy).map(|r| r.reading).collect();
+        let audits_slow = audit::audits_need_confirming(&audited, &decoys);
         let pauses: Vec<f64> = of(Region::Pause).map(|r| r.reading).collect();
         let pauses_slow = audit::pauses_need_confirming(&pauses, timed);
         let mut confirming = Vec::new();
         if lone_slow {
             confirming.push(Region::Audit);
+        }
+        if audits_slow {
+            for _ in 0..crate::protocol::CONFIRM_AUDITS {
+                confirming.extend([Region::Decoy, Region::Audit]);
+            }
         }
         if pauses_slow {
             confirming.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
