@@ -114,7 +114,7 @@ fn audit_cost(c: &AuditCost) -> String {
     match c.most {
         CostPart::Checks(seconds, by) => {
             let by = match by {
-                CheckedBy::PythonByFiles => "its Python reference, on the host (`gpu = true` gives it the buffers on the GPU as torch tensors, where it moves no data; a `check_kernel` costs less; more samples spread it)",
+                CheckedBy::PythonByFiles => "its Python reference on the host (`gpu = true` runs it on the GPU's buffers)",
                 CheckedBy::PythonOnGpu => "its Python reference (a `check_kernel` costs less; more samples spread it)",
                 CheckedBy::Kernel => "its reference kernel (never left out in the first round; more samples spread it)",
                 CheckedBy::Builtin => "the reference (never left out in the first round; more samples spread it)",
@@ -272,7 +272,7 @@ pub(super) mod tests {
         let python = cost(CostPart::Checks(0.792, CheckedBy::PythonByFiles));
         assert_eq!(
             python,
-            "The audits took more than 5% of the time of 2 of 6 audited cells, the most 73% of `saxpy` at n=16777216 (cold): 794.0 ms of 1.090 s, 792.0 ms of it checking audited regions against its Python reference, on the host (`gpu = true` gives it the buffers on the GPU as torch tensors, where it moves no data; a `check_kernel` costs less; more samples spread it)."
+            "The audits took more than 5% of the time of 2 of 6 audited cells, the most 73% of `saxpy` at n=16777216 (cold): 794.0 ms of 1.090 s, 792.0 ms of it checking audited regions against its Python reference on the host (`gpu = true` runs it on the GPU's buffers)."
         );
         let on_gpu = cost(CostPart::Checks(0.2, CheckedBy::PythonOnGpu));
         assert!(!on_gpu.contains("gpu = true"), "{on_gpu}");
