@@ -10,11 +10,12 @@ use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
+use super::stash::Stash;
 use super::timeline::Timeline;
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
 use crate::method::equal;
 use crate::plan::Cell;
-use cuda::{self, Dims, Launch, Param};
+use cuda::{self, DeviceBuffer, Dims, Launch, Param};
 use std::cell::RefCell;
 
 /// A launch's dimensions.
@@ -38,6 +39,9 @@ pub(super) struct Checker<'a> {
     pub(super) sample: Option<u64>,
     /// The cell's reference kernel buffers, made by its first check and kept for the next.
     pub(super) kept: &'a RefCell<Option<Buffers>>,
+    /// The point's timed inputs on the device, which a reference kernel's buffers copy
+    /// there where `host` is that data.
+    pub(super) stash: Option<&'a Stash>,
 }
 
 impl Checker<'_> {
@@ -82,9 +86,13 @@ impl Checker<'_> {
             }
             return check_output(buffers, host, self.def, &cell.launch, self.reference);
         };
+        let stashed = self.stash.and_then(|st| st.copies_of(host));
         let inputs = ReferenceInputs {
             data: (kc.from.iter())
                 .map(|f| f.and_then(|i| host[i].as_deref()))
+                .collect(),
+            copies: (kc.from.iter())
+                .map(|f| f.and_then(|i| stashed?.get(i)?.as_ref()))
                 .collect(),
             fill: None,
             sample: self.sample,
@@ -99,6 +107,8 @@ pub(super) struct ReferenceInputs<'a> {
     /// Per argument of the reference kernel, the data uploaded into it (None: an output,
     /// or left to `fill`).
     pub(super) data: Vec<Option<&'a [u8]>>,
+    /// Per argument, where the device holds `data`'s bytes already: copied from there.
+    pub(super) copies: Vec<Option<&'a DeviceBuffer>>,
     /// What fills the rest once the outputs are zeroed: the audit's draw on the GPU.
     pub(super) fill: Option<Prepare<'a>>,
     /// The seed of the sample of a large output compared (an audit's), else all of it.
@@ -149,12 +159,15 @@ pub(super) fn against_kernel(
     let theirs = match inputs.kept {
         // Kept: the data uploaded again, in case the reference wrote into it.
         Some(Some(kept)) => {
-            kept.upload(&inputs.data)?;
+            kept.upload_from(&inputs.data, &inputs.copies)?;
             &*kept
         }
-        Some(slot) => &*slot.insert(Buffers::create(&spec.args, &inputs.data, Poison::ByMemset)?),
+        Some(slot) => {
+            let made = Buffers::create(&spec.args, &inputs.data, Poison::ByMemset, &inputs.copies)?;
+            &*slot.insert(made)
+        }
         None => {
-            made = Buffers::create(&spec.args, &inputs.data, Poison::ByMemset)?;
+            made = Buffers::create(&spec.args, &inputs.data, Poison::ByMemset, &inputs.copies)?;
             &made
         }
     };

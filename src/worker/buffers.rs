@@ -55,13 +55,20 @@ pub struct Buffers {
     resets: Vec<(usize, Fill)>,
 }
 
+/// Whether `copy` can be copied into `buf` on the device: both device memory, one size.
+fn same_place(copy: &DeviceBuffer, buf: &DeviceBuffer) -> bool {
+    copy.bytes() == buf.bytes() && copy.in_device_memory() && buf.in_device_memory()
+}
+
 impl Buffers {
-    /// Allocates every buffer argument, uploads the inputs (`data`, by argument) and
+    /// Allocates every buffer argument, uploads the inputs (`data`, by argument; those
+    /// `copies` holds on the device, of the same bytes, copied from there instead) and
     /// poisons the outputs; scratch buffers are left as allocated.
     pub fn create(
         args: &[ArgValue],
         data: &[Option<&[u8]>],
         poison: Poison,
+        copies: &[Option<&DeviceBuffer>],
     ) -> Result<Buffers, CudaError> {
         refuse_managed_beyond_free(args, 1)?;
         let mut device = Vec::new();
@@ -93,7 +100,11 @@ impl Buffers {
                         Memory::Pinned => DeviceBuffer::alloc_pinned(bytes)?,
                         Memory::Pageable => DeviceBuffer::alloc_pageable(bytes),
                     };
+                    let copy = copies.get(device.len()).copied().flatten();
                     match (data, poison) {
+                        (Some(_), _) if copy.is_some_and(|c| same_place(c, &buf)) => {
+                            buf.copy_from(copy.expect("checked above"))?
+                        }
                         (Some(data), _) => buf.upload(data)?,
                         (None, _) if *scratch => {}
                         (None, Poison::ByMemset) => buf.fill(POISON)?,
@@ -205,9 +216,22 @@ impl Buffers {
 
     /// Uploads `data` (by argument; None: left as it is) into these buffers.
     pub fn upload(&self, data: &[Option<&[u8]>]) -> Result<(), CudaError> {
-        for (d, h) in self.device.iter().zip(data) {
-            if let (Some(buf), Some(data)) = (d, h) {
-                buf.upload(data)?;
+        self.upload_from(data, &[])
+    }
+
+    /// As [`Buffers::upload`], each that `copies` holds (by argument: `data`'s bytes, on the
+    /// device) copied from there instead.
+    pub fn upload_from(
+        &self,
+        data: &[Option<&[u8]>],
+        copies: &[Option<&DeviceBuffer>],
+    ) -> Result<(), CudaError> {
+        for (i, (d, h)) in self.device.iter().zip(data).enumerate() {
+            let copy = copies.get(i).copied().flatten();
+            match (d, h, copy) {
+                (Some(buf), Some(_), Some(copy)) if same_place(copy, buf) => buf.copy_from(copy)?,
+                (Some(buf), Some(data), _) => buf.upload(data)?,
+                _ => {}
             }
         }
         Ok(())

@@ -160,6 +160,7 @@ fn sample<'b>(
         reference: &reference,
         sample: None,
         kept: &s.reference_buffers,
+        stash: s.timed_stash.as_ref(),
     };
     if code.loads_at_first_launch() {
         // The next launch loads the library: with a heap as fresh as a new program's.

@@ -129,6 +129,7 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         probe: None,
         inputs: InputCache::new(job.run_cache.clone(), prefetched),
         audit_stash: None,
+        timed_stash: None,
         reference_buffers: RefCell::new(None),
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,

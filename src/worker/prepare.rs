@@ -8,11 +8,12 @@ use super::failure::Failure;
 use super::inputs::{seeds_of, shares, HostInputs};
 use super::kernels::KernelKey;
 use super::session::Session;
+use super::stash::Stash;
 use crate::experiment::knobs::first_launch::FirstLaunch;
 use crate::experiment::{CopyOp, Kernel};
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, Telemetry};
-use cuda::{Function, LazyFunction};
+use cuda::{DeviceBuffer, Function, LazyFunction};
 use std::time::Instant;
 
 /// What compiling the cell's kernel cost, where this cell compiled it: the time, and
@@ -164,13 +165,22 @@ impl Data {
         let start_reading = (Instant::now(), s.sensor.read());
         s.timeline.mark("telemetry start");
         let timed = hosts[0].clone();
-        let sets = hosts
-            .into_iter()
-            .map(|host| {
-                let data: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
-                Buffers::create(&spec.args, &data, poison)
-            })
-            .collect::<Result<_, _>>()?;
+        let mut sets = Vec::with_capacity(hosts.len());
+        for (i, host) in hosts.into_iter().enumerate() {
+            // Nothing but the inputs' copy runs on the GPU before a lazy first launch.
+            let stashed = (s.timed_stash.as_ref())
+                .filter(|_| i == 0 && poison == Poison::ByMemset)
+                .and_then(|st| st.copies_of(&host));
+            let data: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
+            let copies: Vec<Option<&DeviceBuffer>> = (stashed.unwrap_or_default().iter())
+                .map(Option::as_ref)
+                .collect();
+            let buffers = Buffers::create(&spec.args, &data, poison, &copies)?;
+            if i == 0 && stashed.is_none() && poison == Poison::ByMemset {
+                s.timed_stash = Stash::of_buffers(&point, &buffers, &host);
+            }
+            sets.push(buffers);
+        }
         s.timeline.mark("buffers");
         Ok(Data {
             point,

@@ -46,6 +46,9 @@ pub struct Session {
     pub(super) inputs: InputCache,
     /// The audit's inputs at the current point, on the device.
     pub(super) audit_stash: Option<Stash>,
+    /// The timed inputs at the current point, on the device: its later cells' buffers and
+    /// the reference kernel's buffers of a check on that data copy them there.
+    pub(super) timed_stash: Option<Stash>,
     /// The current cell's reference kernel buffers: made by its check, reused by its audits'
     /// (an allocation, page-locked above all, and its free cost more than a check's kernel).
     pub(super) reference_buffers: RefCell<Option<Buffers>>,

@@ -1,13 +1,70 @@
-//! The audit's inputs kept on the device across a point's cells: a leaf, so that the session
-//! that holds them and the audit that fills them each import it, not each other.
+//! Inputs kept on the device across a point's cells: a leaf, so that the session that holds
+//! them and the stages that fill and read them each import it, not each other.
 
+use super::buffers::Buffers;
+use super::inputs::HostInputs;
 use cuda::DeviceBuffer;
+use std::rc::Rc;
 
-/// The audit's inputs at one point, kept on the device by the point's first weaker audit
-/// and copied into each later one's buffers there: a GiB of inputs crosses the host link
-/// once per point and process, not once per cell.
+/// A point's inputs, kept on the device and copied there into each later buffer that takes
+/// them: a GiB of inputs crosses the host link once per point and process, not once per
+/// cell and check. The session keeps two: the audit's (made by the point's first weaker
+/// audit), and the timed data's (made by the point's first cell, read by its later cells
+/// and by every reference kernel's check on that data).
 pub(in crate::worker) struct Stash {
     pub(super) point: String,
-    /// Per argument: a copy of its audit data, for inputs in device memory.
+    /// The data the copies hold.
+    pub(super) held: HostInputs,
+    /// Per argument: a copy of its data, for inputs in device memory.
     pub(super) copies: Vec<Option<DeviceBuffer>>,
+}
+
+/// A stash takes at most this share of the device's free memory: the cell's own buffers,
+/// its reference kernel's and its flush come after it.
+const FREE_SHARE: f64 = 0.25;
+
+impl Stash {
+    /// The copies of `host`'s data, where this stash holds that very data (the same draw,
+    /// not an equal one).
+    pub(in crate::worker) fn copies_of(
+        &self,
+        host: &HostInputs,
+    ) -> Option<&[Option<DeviceBuffer>]> {
+        Rc::ptr_eq(&self.held, host).then_some(&self.copies[..])
+    }
+
+    /// The inputs `buffers` holds in device memory as uploaded from `host`, copied on the
+    /// device; None where they would take more than [`FREE_SHARE`] of the free memory, or
+    /// a copy cannot be made.
+    pub(in crate::worker) fn of_buffers(
+        point: &str,
+        buffers: &Buffers,
+        host: &HostInputs,
+    ) -> Option<Stash> {
+        let kept = |i: usize| -> Option<&DeviceBuffer> {
+            host[i].as_ref()?;
+            buffers.buffer(i).filter(|b| b.in_device_memory())
+        };
+        let bytes: usize = (0..host.len()).filter_map(kept).map(|b| b.bytes()).sum();
+        let (free, _) = cuda::memory_info().ok()?;
+        if bytes == 0 || bytes as f64 > FREE_SHARE * free as f64 {
+            return None;
+        }
+        let mut copies = Vec::with_capacity(host.len());
+        for i in 0..host.len() {
+            copies.push(match kept(i) {
+                Some(b) => {
+                    let copy = DeviceBuffer::alloc(b.bytes()).ok()?;
+                    copy.copy_from(b).ok()?;
+                    Some(copy)
+                }
+                None => None,
+            });
+        }
+        Some(Stash {
+            point: point.to_string(),
+            held: Rc::clone(host),
+            copies,
+        })
+    }
 }

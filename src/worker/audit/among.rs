@@ -353,6 +353,7 @@ impl Among {
                     reference: &cache,
                     sample: Some(seed ^ s.sample_seed),
                     kept: &s.reference_buffers,
+                    stash: s.timed_stash.as_ref(),
                 };
                 checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
             }

@@ -139,6 +139,7 @@ fn holds_result(s: &mut Session, ready: ReadyCell, earlier: Draw) -> bool {
         reference: &cache,
         sample: None,
         kept: &s.reference_buffers,
+        stash: s.timed_stash.as_ref(),
     };
     checker
         .check(&mut s.kernels, &mut s.timeline, &ready.data.sets[0], None)

@@ -112,6 +112,7 @@ pub(super) fn check_on(
         reference: &cache,
         sample: Some(checked.seed ^ s.sample_seed),
         kept: &s.reference_buffers,
+        stash: s.timed_stash.as_ref(),
     };
     let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
     (checker.check(kernels, timeline, &data.sets[0], recorded))
@@ -146,27 +147,36 @@ impl Stash {
     fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
         Ok(Stash {
             point: point.to_string(),
+            held: std::rc::Rc::clone(new),
             copies: device_copies(buffers, new)?,
         })
     }
 
-    /// Lets go of the stash's device memory before `cell` allocates, unless it is the stash
-    /// of `cell`'s point and the cell's buffers (every set) and flush fit beside it.
+    /// Lets go of the stashes' device memory before `cell` allocates, unless they are of
+    /// `cell`'s point and the cell's buffers (every set), its reference kernel's and its
+    /// flush fit beside them: the audit's first, then the timed data's.
     pub(in crate::worker) fn forget_unless_at(s: &mut Session, cell: &Cell) {
-        let Some(stash) = &s.audit_stash else {
-            return;
-        };
+        let point = cell.point_key();
+        for stash in [&mut s.audit_stash, &mut s.timed_stash] {
+            if stash.as_ref().is_some_and(|st| st.point != point) {
+                *stash = None;
+            }
+        }
         let sets = cell.knobs.rotate.sets(cell.knobs.launches);
         let flush = match cell.knobs.cache {
             Cache::Flush { bytes, .. } => bytes,
             Cache::Hot => 0,
         };
+        let reference = (cell.reference_launch.as_ref()).map_or(0, |r| r.device_bytes());
         let needs = (cell.launch.device_bytes())
             .saturating_mul(sets)
+            .saturating_add(reference)
             .saturating_add(flush);
-        let fits = cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64);
-        if stash.point != cell.point_key() || !fits {
-            s.audit_stash = None;
+        for stash in [&mut s.audit_stash, &mut s.timed_stash] {
+            let fits = cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64);
+            if !fits {
+                *stash = None;
+            }
         }
     }
 }

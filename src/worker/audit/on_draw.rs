@@ -299,11 +299,18 @@ fn check_against(
             };
             (on.write(seed)).map_err(during("audit: drawing the reference's inputs"))
         };
+        let stashed = (s.timed_stash.as_ref()).and_then(|st| st.copies_of(&data.timed));
         let reference = ReferenceInputs {
             data: (kc.from.iter())
                 .map(|f| {
                     f.filter(|j| !drawn(j))
                         .and_then(|j| data.timed[j].as_deref())
+                })
+                .collect(),
+            copies: (kc.from.iter())
+                .map(|f| {
+                    f.filter(|j| !drawn(j))
+                        .and_then(|j| stashed?.get(j)?.as_ref())
                 })
                 .collect(),
             fill: Some(&fill),
