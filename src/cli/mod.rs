@@ -106,8 +106,8 @@ pub struct RunArgs {
     /// Run part i (from 0) of N disjoint parts of the plan, balanced by the cell times of
     /// `reports/<name>/` where there are some; `runner merge` joins the parts.
     ///
-    /// Without earlier cell times the parts are balanced by count. Each part goes into its
-    /// own folder. The part's cell ids are recorded, so it resumes and renders alone. On a
+    /// Without earlier cell times the parts are balanced by the plan's model of each cell
+    /// (`runner plan`). Each part goes into its own folder. The part's cell ids are recorded, so it resumes and renders alone. On a
     /// cluster: one array task per part, `--shard $SLURM_ARRAY_TASK_ID/N`, each into its own
     /// `--out` (`runner sbatch` writes such a job).
     #[arg(long, value_name = "I/N")]

@@ -144,6 +144,31 @@ pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
     timed_median_ns.is_some_and(|m| reading_ns.is_finite() && reading_ns > CONFIRM_RATIO * m)
 }
 
+/// The regions after a run's samples that confirm what its audited regions, decoys and
+/// pauses read (`[audited, decoys, pauses]`, NaN where the timer reads later) against its
+/// timed median: a second audited region where its only one, with no decoy to set it
+/// against, read far above it; pairs of a decoy and an audited region where the audited
+/// read slow against the decoys; more pauses where the pauses read slow.
+pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64>) -> Vec<Region> {
+    let lone_slow = match (audited.as_slice(), decoys.is_empty()) {
+        (&[lone], true) => needs_confirming(lone, timed_ns),
+        _ => false,
+    };
+    let mut regions = Vec::new();
+    if lone_slow {
+        regions.push(Region::Audit);
+    }
+    if audits_need_confirming(&audited, &decoys) {
+        for _ in 0..crate::protocol::CONFIRM_AUDITS {
+            regions.extend([Region::Decoy, Region::Audit]);
+        }
+    }
+    if pauses_need_confirming(&pauses, timed_ns) {
+        regions.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
+    }
+    regions
+}
+
 /// Whether a run's audited regions, read `audited_ns` (NaN where the timer reads later),
 /// need [`crate::protocol::CONFIRM_AUDITS`] more beside as many decoys: their lower median
 /// over the median of the decoys, read `decoys_ns`, by more than the margin.
@@ -308,6 +333,18 @@ mod tests {
         // CUPTI's readings come after the samples; no timed samples, nothing to set against.
         assert!(!needs_confirming(f64::NAN, Some(7_552.0)));
         assert!(!needs_confirming(30_080.0, None));
+    }
+
+    #[test]
+    fn each_slow_reading_brings_its_own_confirmation() {
+        let timed = Some(276_000.0);
+        let slow = confirming([vec![352_078.0, 350_922.0], vec![276_125.0], vec![]], timed);
+        assert_eq!(slow, [Region::Decoy, Region::Audit].repeat(3));
+        let lone = confirming([vec![600_000.0], vec![], vec![276_000.0]], timed);
+        assert_eq!(lone, [Region::Audit]);
+        let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed);
+        assert_eq!(pauses, [Region::Pause; 4]);
+        assert!(confirming([vec![276_500.0], vec![276_000.0], vec![]], timed).is_empty());
     }
 
     #[test]

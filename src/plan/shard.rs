@@ -1,6 +1,6 @@
 //! `--shard i/N`: the i-th of N disjoint parts of a plan, balanced by the cells' times in a
-//! previous run where there is one (else by count), so that N machines or GPUs finish
-//! together. A run records its part's cell ids, so a resume, a re-render and `merge` see
+//! previous run where there is one (else by the plan's model), so that N machines or GPUs
+//! finish together. A run records its part's cell ids, so a resume, a re-render and `merge` see
 //! exactly the cells it was given.
 
 use super::cost::Estimate;

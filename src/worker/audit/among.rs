@@ -186,30 +186,14 @@ impl Among {
     /// [`crate::protocol::CONFIRM_AUDITS`]); more pauses where its pauses read slow (see
     /// [`crate::protocol::CONFIRM_PAUSES`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
-        let of = |kind: Region| self.ran.iter().filter(move |r| r.kind == kind);
-        let timed = crate::statistics::median(samples.to_vec());
-        let audited: Vec<f64> = of(Region::Audit).map(|r| r.reading).collect();
-        let lone_slow = match (audited.as_slice(), of(Region::Decoy).next()) {
-            (&[lone], None) => audit::needs_confirming(lone, timed),
-            _ => false,
+        let of = |kind: Region| -> Vec<f64> {
+            (self.ran.iter().filter(|r| r.kind == kind))
+                .map(|r| r.reading)
+                .collect()
         };
-        let decoys: Vec<f64> = of(Region::Decoy).map(|r| r.reading).collect();
-        let audits_slow = audit::audits_need_confirming(&audited, &decoys);
-        let pauses: Vec<f64> = of(Region::Pause).map(|r| r.reading).collect();
-        let pauses_slow = audit::pauses_need_confirming(&pauses, timed);
-        let mut confirming = Vec::new();
-        if lone_slow {
-            confirming.push(Region::Audit);
-        }
-        if audits_slow {
-            for _ in 0..crate::protocol::CONFIRM_AUDITS {
-                confirming.extend([Region::Decoy, Region::Audit]);
-            }
-        }
-        if pauses_slow {
-            confirming.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
-        }
-        confirming
+        let timed = crate::statistics::median(samples.to_vec());
+        let read = [of(Region::Audit), of(Region::Decoy), of(Region::Pause)];
+        audit::confirming(read, timed)
     }
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions

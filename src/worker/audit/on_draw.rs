@@ -188,6 +188,39 @@ pub(super) fn ask_python_ahead(
     Ok(())
 }
 
+/// The check against a Python function given its data through files, on the draw of
+/// `seed` held by `inputs`.
+fn python_by_files(
+    s: &mut Session,
+    ready: ReadyCell,
+    draws: &Draws,
+    (seed, inputs): (u64, &Inputs),
+    pc: &PythonCheck,
+) -> Result<String, Failure> {
+    let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
+    let buffers = &data.sets[0];
+    let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
+    // The draw read back: the function is given what the audited launch read, a
+    // buffer it updates in place drawn again (the launch has changed it); nothing
+    // where it was asked ahead.
+    let mut data = Vec::new();
+    if !reference::python::asked(pc, &cache) {
+        for i in 0..def.args.len() {
+            data.push(match inputs.buffer(i) {
+                Some(b) if !def.writes(i) => Some(read_back(b)?),
+                Some(_) if def.updates_in_place(i) => drawn_again(ready, draws, i, seed)?,
+                _ => None,
+            });
+        }
+    }
+    let data: Vec<Option<&[u8]>> = data.iter().map(Option::as_deref).collect();
+    let got = (pc.outputs.iter())
+        .map(|&o| Ok((o, buffers.download(o)?)))
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let steps = (&cache, &mut s.timeline);
+    reference::python::check(pc, def, &cell.launch, (&data, false), &got, steps)
+}
+
 /// The check against a Python function on the GPU (`gpu = true`) on the draw of `seed`:
 /// given the region's buffers it only reads as they are, and each it updates in place drawn
 /// again into a buffer of its own (or, where no draw reaches it, the timed data uploaded).
@@ -262,26 +295,7 @@ fn check_against(
         return python_on_gpu(s, ready, (draws, scratch), (seed, inputs), pc);
     }
     if let Some(pc) = &def.check_python {
-        let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
-        // The draw read back: the function is given what the audited launch read, a
-        // buffer it updates in place drawn again (the launch has changed it); nothing
-        // where it was asked ahead.
-        let mut data = Vec::new();
-        if !reference::python::asked(pc, &cache) {
-            for i in 0..def.args.len() {
-                data.push(match inputs.buffer(i) {
-                    Some(b) if !def.writes(i) => Some(read_back(b)?),
-                    Some(_) if def.updates_in_place(i) => drawn_again(ready, draws, i, seed)?,
-                    _ => None,
-                });
-            }
-        }
-        let data: Vec<Option<&[u8]>> = data.iter().map(Option::as_deref).collect();
-        let got = (pc.outputs.iter())
-            .map(|&o| Ok((o, buffers.download(o)?)))
-            .collect::<Result<Vec<_>, Failure>>()?;
-        let steps = (&cache, &mut s.timeline);
-        return reference::python::check(pc, def, &cell.launch, (&data, false), &got, steps);
+        return python_by_files(s, ready, draws, (seed, inputs), pc);
     }
     if let Some(kc) = &def.check_kernel {
         let drawn = |j: &usize| draws.args.contains(j);
