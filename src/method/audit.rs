@@ -147,8 +147,8 @@ pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
 /// The regions after a run's samples that confirm what its audited regions, decoys and
 /// pauses read (`[audited, decoys, pauses]`, NaN where the timer reads later) against its
 /// timed median: a second audited region where its only one, with no decoy to set it
-/// against, read far above it; pairs of a decoy and an audited region where the audited
-/// read slow against the decoys; more pauses where the pauses read slow.
+/// against, read far above it; more audited regions where they read slow against the
+/// decoys; more pauses where the pauses read slow.
 pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64>) -> Vec<Region> {
     let lone_slow = match (audited.as_slice(), decoys.is_empty()) {
         (&[lone], true) => needs_confirming(lone, timed_ns),
@@ -159,9 +159,7 @@ pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64
         regions.push(Region::Audit);
     }
     if audits_need_confirming(&audited, &decoys) {
-        for _ in 0..crate::protocol::CONFIRM_AUDITS {
-            regions.extend([Region::Decoy, Region::Audit]);
-        }
+        regions.extend([Region::Audit; crate::protocol::CONFIRM_AUDITS]);
     }
     if pauses_need_confirming(&pauses, timed_ns) {
         regions.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
@@ -339,7 +337,7 @@ mod tests {
     fn each_slow_reading_brings_its_own_confirmation() {
         let timed = Some(276_000.0);
         let slow = confirming([vec![352_078.0, 350_922.0], vec![276_125.0], vec![]], timed);
-        assert_eq!(slow, [Region::Decoy, Region::Audit].repeat(3));
+        assert_eq!(slow, [Region::Audit; 3]);
         let lone = confirming([vec![600_000.0], vec![], vec![276_000.0]], timed);
         assert_eq!(lone, [Region::Audit]);
         let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed);

@@ -42,9 +42,11 @@ pub const CONFIRM_PAUSES: usize = 4;
 /// 40 samples of 200 while a power cap held the SM clock down, and both audited regions of
 /// an honest run fell in those 40. So where their lower median reads over the decoys' median
 /// by more than the margin (by events or a host timer, which read each as it runs), this
-/// many more pairs follow the samples, each a decoy and then an audited region, and the test
-/// takes them all: the two of a pair meet one state of the GPU, and a kernel that skips work
-/// on data it has seen before is slow in every audited region.
+/// many more audited regions follow the samples and the test takes the lower median of all
+/// against the same decoys: a slow stretch is outvoted, and a kernel that skips work on
+/// data it has seen before is slow in every audited region, whose output is checked. No
+/// decoy is added: regions back to back after the samples can be told apart, and a kernel
+/// that ran its work on a later decoy could raise the decoys it is judged against.
 pub const CONFIRM_AUDITS: usize = 3;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among

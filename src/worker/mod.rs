@@ -60,6 +60,8 @@ fn send(msg: &Message) {
 
 fn fatal(error: String) -> ExitCode {
     send(&Message::Fatal { error });
+    // A Python reference's interpreter and its files go with the worker.
+    reference::python::end();
     ExitCode::FAILURE
 }
 
@@ -210,6 +212,7 @@ fn run_cells(
         let (record, context_lost) = cell::run(session, cell, run.process);
         send(&Message::Cell(Box::new(record)));
         if context_lost {
+            reference::python::end();
             return ExitCode::from(EXIT_CONTEXT_LOST);
         }
     }

@@ -177,10 +177,13 @@ impl Data {
                 .collect();
             let buffers = Buffers::create(&spec.args, &data, poison, &copies)?;
             if i == 0 && stashed.is_none() && poison == Poison::ByMemset {
-                s.timed_stash = Stash::of_buffers(&point, &buffers, &host);
+                let after = Stash::allocated_after(cell);
+                s.timed_stash = Stash::of_buffers((&point, after), &buffers, &host);
             }
             sets.push(buffers);
         }
+        // Copies on the device return before they end: none runs into the first launch.
+        cuda::synchronize()?;
         s.timeline.mark("buffers");
         Ok(Data {
             point,

@@ -59,11 +59,12 @@ pub fn read_file(path: &Path, len: usize) -> std::io::Result<Result<ReadBack, u6
     Ok(Ok(ReadBack(out)))
 }
 
-/// The smallest kept memory that holds `bytes`, else none (empty).
+/// The smallest kept memory that holds `bytes` and no more than twice them (a small read
+/// that took a large one would hold it from the next large read), else none (empty).
 fn take(bytes: usize) -> Vec<u8> {
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
     let fits = (kept.iter().enumerate())
-        .filter(|(_, v)| v.capacity() >= bytes)
+        .filter(|(_, v)| v.capacity() >= bytes && v.capacity() / 2 <= bytes)
         .min_by_key(|(_, v)| v.capacity())
         .map(|(i, _)| i);
     fits.map(|i| kept.swap_remove(i)).unwrap_or_default()
@@ -95,6 +96,8 @@ mod tests {
         drop(ReadBack::from(vec![0u8; 5 << 20]));
         let again = take(2 << 20);
         assert_eq!(again.as_ptr(), address);
+        // Not for a read of a few bytes: it would hold the 5 MiB from the next large read.
+        assert_eq!(take(16).capacity(), 0);
     }
 
     #[test]

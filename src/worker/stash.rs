@@ -19,8 +19,8 @@ pub(in crate::worker) struct Stash {
     pub(super) copies: Vec<Option<DeviceBuffer>>,
 }
 
-/// A stash takes at most this share of the device's free memory: the cell's own buffers,
-/// its reference kernel's and its flush come after it.
+/// A stash takes at most this share of the device's free memory, and leaves the rest of
+/// what its cell allocates after it (see [`Stash::of_buffers`]) free besides.
 const FREE_SHARE: f64 = 0.25;
 
 impl Stash {
@@ -34,10 +34,11 @@ impl Stash {
     }
 
     /// The inputs `buffers` holds in device memory as uploaded from `host`, copied on the
-    /// device; None where they would take more than [`FREE_SHARE`] of the free memory, or
-    /// a copy cannot be made.
+    /// device; None where they would take more than [`FREE_SHARE`] of the free memory or
+    /// leave less than `after` bytes (what the cell allocates later: its other sets, flush,
+    /// reference kernel's buffers and audit's draws), or a copy cannot be made.
     pub(in crate::worker) fn of_buffers(
-        point: &str,
+        (point, after): (&str, u64),
         buffers: &Buffers,
         host: &HostInputs,
     ) -> Option<Stash> {
@@ -47,7 +48,8 @@ impl Stash {
         };
         let bytes: usize = (0..host.len()).filter_map(kept).map(|b| b.bytes()).sum();
         let (free, _) = cuda::memory_info().ok()?;
-        if bytes == 0 || bytes as f64 > FREE_SHARE * free as f64 {
+        let room = (free as u64).saturating_sub(after);
+        if bytes == 0 || bytes as f64 > FREE_SHARE * free as f64 || bytes as u64 >= room {
             return None;
         }
         let mut copies = Vec::with_capacity(host.len());

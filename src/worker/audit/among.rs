@@ -181,10 +181,9 @@ impl Among {
 
     /// The regions after the samples that confirm what the run's read: a second audited
     /// region where its only one, with no decoy to set it against, read far above the timed
-    /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); pairs of a decoy and an audited
-    /// region where the audited ones read slow against the decoys (see
-    /// [`crate::protocol::CONFIRM_AUDITS`]); more pauses where its pauses read slow (see
-    /// [`crate::protocol::CONFIRM_PAUSES`]).
+    /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); more audited regions where they
+    /// read slow against the decoys (see [`crate::protocol::CONFIRM_AUDITS`]); more pauses
+    /// where its pauses read slow (see [`crate::protocol::CONFIRM_PAUSES`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
         let of = |kind: Region| -> Vec<f64> {
             (self.ran.iter().filter(|r| r.kind == kind))

@@ -142,6 +142,22 @@ pub(super) fn inputs_unchanged(
 }
 
 impl Stash {
+    /// What `cell` allocates on the device after its first set of buffers, at most: its
+    /// other sets, its flush, its reference kernel's buffers, and the audit's draws (a set's
+    /// worth).
+    pub(in crate::worker) fn allocated_after(cell: &Cell) -> u64 {
+        let sets = cell.knobs.rotate.sets(cell.knobs.launches);
+        let flush = match cell.knobs.cache {
+            Cache::Flush { bytes, .. } => bytes,
+            Cache::Hot => 0,
+        };
+        let reference = (cell.reference_launch.as_ref()).map_or(0, |r| r.device_bytes());
+        (cell.launch.device_bytes())
+            .saturating_mul(sets)
+            .saturating_add(reference)
+            .saturating_add(flush)
+    }
+
     /// Uploads `new`'s data of the inputs `buffers` keeps in device memory (none where a
     /// copy does not fit: those are uploaded each time).
     fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
@@ -162,16 +178,7 @@ impl Stash {
                 *stash = None;
             }
         }
-        let sets = cell.knobs.rotate.sets(cell.knobs.launches);
-        let flush = match cell.knobs.cache {
-            Cache::Flush { bytes, .. } => bytes,
-            Cache::Hot => 0,
-        };
-        let reference = (cell.reference_launch.as_ref()).map_or(0, |r| r.device_bytes());
-        let needs = (cell.launch.device_bytes())
-            .saturating_mul(sets)
-            .saturating_add(reference)
-            .saturating_add(flush);
+        let needs = (cell.launch.device_bytes()).saturating_add(Stash::allocated_after(cell));
         for stash in [&mut s.audit_stash, &mut s.timed_stash] {
             let fits = cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64);
             if !fits {

@@ -15,7 +15,7 @@ const DRIVER: &str = include_str!("python_driver.py");
 /// The end of the interpreter's stderr kept for an error message.
 const STDERR_KEPT: usize = 2000;
 /// glibc's malloc told to take every block from its heap and to keep what is freed there
-/// (where the user sets neither): a reference's NumPy temporaries of a large output are
+/// (each where the user does not set it): a reference's NumPy temporaries of a large output are
 /// then not mapped and faulted in anew at each call. A 16M-element SAXPY in float64 took
 /// 54 ms a call instead of 89 ms on a CI host.
 const KEEP_FREED_MEMORY: [(&str, &str); 2] = [

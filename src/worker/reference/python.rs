@@ -155,7 +155,7 @@ fn key(pc: &PythonCheck, cache: &Cache) -> String {
 pub(super) fn request(pc: &PythonCheck, request: &Value) -> Result<(), Failure> {
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
     state.collect(None)?;
-    state.send_line(pc, &request.to_string())?;
+    state.send_line(pc, request.clone())?;
     state.await_reply(pc)
 }
 
@@ -185,6 +185,10 @@ struct State {
     /// Every file a request wrote: kept and written over in place by the next request of
     /// its slot (see [`Sent::slot`]), removed when the interpreter ends.
     files: Vec<PathBuf>,
+    /// Requests sent to the running interpreter and replies read from it: each reply names
+    /// its request's number.
+    requests: u64,
+    replies: u64,
 }
 
 /// A request sent: its outputs (argument, type, elements) and their files.
@@ -328,7 +332,7 @@ impl State {
                 "file": pc.path, "function": pc.function, "torch": pc.torch,
                 "args": args, "outputs": outs,
             });
-            self.send_line(pc, &request.to_string())
+            self.send_line(pc, request)
         })();
         for path in written {
             if !self.files.contains(&path) {
@@ -366,8 +370,9 @@ impl State {
         })
     }
 
-    /// Sends one request (a line), starting the interpreter where none of `pc`'s runs.
-    fn send_line(&mut self, pc: &PythonCheck, request: &str) -> Result<(), Failure> {
+    /// Sends one request (a line), numbered, starting the interpreter where none of `pc`'s
+    /// runs.
+    fn send_line(&mut self, pc: &PythonCheck, mut request: Value) -> Result<(), Failure> {
         if self
             .running
             .as_ref()
@@ -377,7 +382,10 @@ impl State {
         }
         if self.running.is_none() {
             self.running = Some(Interpreter::start(&pc.python)?);
+            (self.requests, self.replies) = (0, 0);
         }
+        self.requests += 1;
+        request["id"] = json!(self.requests);
         let running = self.running.as_mut().expect("started above");
         match writeln!(running.stdin, "{request}").and_then(|_| running.stdin.flush()) {
             Ok(()) => Ok(()),
@@ -398,11 +406,19 @@ impl State {
             |why: String| Failure::from(format!("the Python reference `{}` {why}", pc.label()));
         match reply {
             Ok(line) => {
+                self.replies += 1;
                 let reply: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                // A line that is not the reply to the oldest request leaves every later one
+                // answering the request before it: the interpreter is ended.
+                if reply.get("id").and_then(Value::as_u64) != Some(self.replies) {
+                    self.end();
+                    return Err(failed(format!(
+                        "answered `{line}`, not its reply: does something it calls write to the process's standard output?"
+                    )));
+                }
                 match reply.get("error").and_then(Value::as_str) {
                     Some(error) => Err(failed(format!("failed: {error}"))),
-                    None if reply.get("ok").is_some() => Ok(()),
-                    None => Err(failed(format!("answered `{line}`, not its reply"))),
+                    None => Ok(()),
                 }
             }
             Err(RecvTimeoutError::Timeout) => {

@@ -193,7 +193,10 @@ def serve(request):
 
 
 def main():
-    replies = sys.stdout
+    # The replies keep the process's standard output to themselves: what the function or a
+    # library it calls writes there, from Python or C, goes to standard error.
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     sys.stdout = sys.stderr
     for line in sys.stdin:
         request = json.loads(line)
@@ -204,6 +207,7 @@ def main():
             frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == request["file"]]
             where = f" (line {frames[-1].lineno} of {os.path.basename(frames[-1].filename)})" if frames else ""
             reply = {"error": f"{type(e).__name__}: {e}{where}"}
+        reply["id"] = request.get("id")
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 

@@ -158,6 +158,46 @@ fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
 }
 
 #[test]
+fn what_a_function_writes_to_standard_output_is_never_taken_for_its_reply() {
+    let _serial = serial();
+    if !numpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // From Python and from below it: a stray line on the replies' pipe would answer this
+    // request, and every later one the request before it, with a stale file of its size.
+    let e = one_kernel(
+        dir.path(),
+        "import os\ndef twice(x):\n    print('hello')\n    os.write(1, b'{\"ok\": true}\\n')\n    return 2 * x\n",
+        "y\", buffer = \"f32\", len = 4, init = \"output\"",
+        "twice",
+    );
+    let def = &e.kernels[0];
+    let pc = def.check_python.as_ref().unwrap();
+    let x = floats(&[1.0, 2.0, 3.0, 4.0]);
+    let data = [Some(&x[..]), None];
+    for (set, got) in [
+        [2.0, 4.0, 6.0, 8.0],
+        [3.0, 4.0, 6.0, 8.0],
+        [2.0, 4.0, 6.0, 8.0],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let cache = Cache::new(None, format!("k#stdout-{set}"), 1);
+        let checked = check(
+            pc,
+            def,
+            &def.launches[0],
+            (&data, false),
+            &[(1, output(got))],
+            (&cache, &mut timeline()),
+        );
+        assert_eq!(checked.is_ok(), set != 1, "{checked:?}");
+    }
+}
+
+#[test]
 fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_asked() {
     let _serial = serial();
     if !numpy() {
