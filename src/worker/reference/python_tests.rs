@@ -42,6 +42,42 @@ fn one_kernel(dir: &std::path::Path, source: &str, rest: &str, function: &str) -
     .unwrap()
 }
 
+/// The tests' turn at the interpreter and a folder for their files, where NumPy is here.
+fn with_numpy() -> Option<(std::sync::MutexGuard<'static, ()>, tempfile::TempDir)> {
+    let serial = serial();
+    numpy().then(|| (serial, tempfile::tempdir().unwrap()))
+}
+
+/// An experiment of one kernel checked by `function` of `source`, its `y` an output of four
+/// f32, and the `x` its check is given.
+fn doubled_x(dir: &std::path::Path, source: &str, function: &str) -> (Experiment, Vec<u8>) {
+    let y = "y\", buffer = \"f32\", len = 4, init = \"output\"";
+    (
+        one_kernel(dir, source, y, function),
+        floats(&[1.0, 2.0, 3.0, 4.0]),
+    )
+}
+
+/// `def`'s output `y` (argument 1), read `got`, checked against its Python function given
+/// `data` of the data set `cache` names (`keep`: its result kept for other cells).
+fn check_y(
+    def: &crate::experiment::Kernel,
+    (data, keep): (&[Option<&[u8]>], bool),
+    got: &[f32],
+    cache: &Cache,
+) -> Result<String, crate::worker::failure::Failure> {
+    let pc = def.check_python.as_ref().unwrap();
+    let got = [(1, output(got))];
+    check(
+        pc,
+        def,
+        &def.launches[0],
+        (data, keep),
+        &got,
+        (cache, &mut timeline()),
+    )
+}
+
 /// A worker's timeline, begun now.
 fn timeline() -> Timeline {
     let now = std::time::SystemTime::now();
@@ -60,11 +96,9 @@ fn output(v: &[f32]) -> ReadBack {
 
 #[test]
 fn a_python_function_checks_an_output_and_names_what_went_wrong() {
-    let _serial = serial();
-    if !numpy() {
+    let Some((_serial, dir)) = with_numpy() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let file = dir.path().join("ref.py");
     std::fs::write(
         &file,
@@ -84,15 +118,7 @@ fn a_python_function_checks_an_output_and_names_what_went_wrong() {
     let cache = Cache::new(None, "k/n=4#1".into(), 1);
     let run = |k: usize, got: &[f32]| {
         let def = &e.kernels[k];
-        let pc = def.check_python.as_ref().unwrap();
-        check(
-            pc,
-            def,
-            &def.launches[0],
-            (&data, true),
-            &[(1, output(got))],
-            (&cache, &mut timeline()),
-        )
+        check_y(def, (&data, true), got, &cache)
     };
     let right = run(0, &[2.0, 4.0, 6.0, 8.0]).unwrap();
     assert_eq!(
@@ -122,11 +148,9 @@ fn a_python_function_checks_an_output_and_names_what_went_wrong() {
 
 #[test]
 fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
-    let _serial = serial();
-    if !numpy() {
+    let Some((_serial, dir)) = with_numpy() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let e = one_kernel(
         dir.path(),
         "def axpy(x, y, a):\n    return a * x + y\n",
@@ -140,17 +164,7 @@ fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
     );
     let data = [Some(&x[..]), Some(&y[..]), None];
     let cache = Cache::new(None, "k#in-place".into(), 1);
-    let run = |got: &[f32]| {
-        let pc = def.check_python.as_ref().unwrap();
-        check(
-            pc,
-            def,
-            &def.launches[0],
-            (&data, false),
-            &[(1, output(got))],
-            (&cache, &mut timeline()),
-        )
-    };
+    let run = |got: &[f32]| check_y(def, (&data, false), got, &cache);
     assert!(run(&[12.0, 24.0, 36.0, 48.0]).is_ok());
     // A kernel that left `y` as it was, or wrote a * x alone, fails.
     assert!(run(&[10.0, 20.0, 30.0, 40.0]).is_err());
@@ -159,23 +173,14 @@ fn a_buffer_updated_in_place_is_given_as_it_was_before_the_launch() {
 
 #[test]
 fn what_a_function_writes_to_standard_output_is_never_taken_for_its_reply() {
-    let _serial = serial();
-    if !numpy() {
+    let Some((_serial, dir)) = with_numpy() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     // From Python and from below it: a stray line on the replies' pipe would answer this
     // request, and every later one the request before it, with a stale file of its size.
-    let e = one_kernel(
-        dir.path(),
-        "import os\ndef twice(x):\n    print('hello')\n    os.write(1, b'{\"ok\": true}\\n')\n    return 2 * x\n",
-        "y\", buffer = \"f32\", len = 4, init = \"output\"",
-        "twice",
-    );
-    let def = &e.kernels[0];
-    let pc = def.check_python.as_ref().unwrap();
-    let x = floats(&[1.0, 2.0, 3.0, 4.0]);
-    let data = [Some(&x[..]), None];
+    let source = "import os\ndef twice(x):\n    print('hello')\n    os.write(1, b'{\"ok\": true}\\n')\n    return 2 * x\n";
+    let (e, x) = doubled_x(dir.path(), source, "twice");
+    let (def, data) = (&e.kernels[0], [Some(&x[..]), None]);
     for (set, got) in [
         [2.0, 4.0, 6.0, 8.0],
         [3.0, 4.0, 6.0, 8.0],
@@ -185,25 +190,16 @@ fn what_a_function_writes_to_standard_output_is_never_taken_for_its_reply() {
     .enumerate()
     {
         let cache = Cache::new(None, format!("k#stdout-{set}"), 1);
-        let checked = check(
-            pc,
-            def,
-            &def.launches[0],
-            (&data, false),
-            &[(1, output(got))],
-            (&cache, &mut timeline()),
-        );
+        let checked = check_y(def, (&data, false), got, &cache);
         assert_eq!(checked.is_ok(), set != 1, "{checked:?}");
     }
 }
 
 #[test]
 fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_asked() {
-    let _serial = serial();
-    if !numpy() {
+    let Some((_serial, dir)) = with_numpy() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let e = one_kernel(
         dir.path(),
         "def twice(x, n):\n    return 2 * x[:n]\n",
@@ -225,16 +221,7 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
     }
     // Checked with no inputs at all: the answers asked ahead are the references.
     let none = [None, None, None];
-    let check_of = |got: &[f32], cache: &Cache| {
-        check(
-            pc,
-            def,
-            &def.launches[0],
-            (&none, false),
-            &[(1, output(got))],
-            (cache, &mut timeline()),
-        )
-    };
+    let check_of = |got: &[f32], cache: &Cache| check_y(def, (&none, false), got, cache);
     assert!(check_of(&[2.0, 4.0, 6.0, 8.0], &caches[0]).is_ok());
     assert!(check_of(&[10.0, 12.0, 14.0, 17.0], &caches[1]).is_err());
     // Asked ahead again, the first never checked: settling reads both answers and drops
@@ -310,20 +297,12 @@ fn an_interpreter_that_cannot_start_or_dies_is_named_with_its_last_words() {
 
 #[test]
 fn a_checks_steps_are_phases_apart_what_the_runner_moves_and_what_the_function_costs() {
-    let _serial = serial();
-    if !numpy() {
+    let Some((_serial, dir)) = with_numpy() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let e = one_kernel(
-        dir.path(),
-        "def double(x):\n    return 2 * x\n",
-        "y\", buffer = \"f32\", len = 4, init = \"output\"",
-        "double",
-    );
+    };
+    let (e, x) = doubled_x(dir.path(), "def double(x):\n    return 2 * x\n", "double");
     let def = &e.kernels[0];
     let pc = def.check_python.as_ref().unwrap();
-    let x = floats(&[1.0, 2.0, 3.0, 4.0]);
     let phases = |asked_ahead: bool| -> Vec<String> {
         let cache = Cache::new(None, format!("k#steps{asked_ahead}"), 1);
         let given = [Some(&x[..]), None];
