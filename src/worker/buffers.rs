@@ -100,15 +100,14 @@ impl Buffers {
                         Memory::Pinned => DeviceBuffer::alloc_pinned(bytes)?,
                         Memory::Pageable => DeviceBuffer::alloc_pageable(bytes),
                     };
-                    let copy = copies.get(device.len()).copied().flatten();
-                    match (data, poison) {
-                        (Some(_), _) if copy.is_some_and(|c| same_place(c, &buf)) => {
-                            buf.copy_from(copy.expect("checked above"))?
-                        }
-                        (Some(data), _) => buf.upload(data)?,
-                        (None, _) if *scratch => {}
-                        (None, Poison::ByMemset) => buf.fill(POISON)?,
-                        (None, Poison::ByCopy) => buf.fill_by_copy(POISON)?,
+                    let copy = (copies.get(device.len()).copied().flatten())
+                        .filter(|c| same_place(c, &buf));
+                    match (data, copy, poison) {
+                        (Some(_), Some(copy), _) => buf.copy_from(copy)?,
+                        (Some(data), None, _) => buf.upload(data)?,
+                        (None, _, _) if *scratch => {}
+                        (None, _, Poison::ByMemset) => buf.fill(POISON)?,
+                        (None, _, Poison::ByCopy) => buf.fill_by_copy(POISON)?,
                     }
                     if let Init::Reset(value) = init {
                         let (unit, each) = crate::experiment::reset_memset(*dtype, *value)

@@ -2,6 +2,7 @@
 //! them and the stages that fill and read them each import it, not each other.
 
 use super::buffers::Buffers;
+use super::failure::{during, Failure};
 use super::inputs::HostInputs;
 use cuda::DeviceBuffer;
 use std::rc::Rc;
@@ -55,11 +56,7 @@ impl Stash {
         let mut copies = Vec::with_capacity(host.len());
         for i in 0..host.len() {
             copies.push(match kept(i) {
-                Some(b) => {
-                    let copy = DeviceBuffer::alloc(b.bytes()).ok()?;
-                    copy.copy_from(b).ok()?;
-                    Some(copy)
-                }
+                Some(_) => Some(copy_of(buffers, i, None, "keeping the timed inputs").ok()??),
                 None => None,
             });
         }
@@ -69,4 +66,27 @@ impl Stash {
             copies,
         })
     }
+}
+
+/// A new device buffer the size of argument `index`'s, holding `host`'s bytes or else a
+/// copy of the buffer's own; None where the argument is not in device memory or no copy
+/// fits (its caller then works from the host).
+pub(in crate::worker) fn copy_of(
+    buffers: &Buffers,
+    index: usize,
+    host: Option<&[u8]>,
+    what: &'static str,
+) -> Result<Option<DeviceBuffer>, Failure> {
+    let Some(buf) = buffers.buffer(index).filter(|b| b.in_device_memory()) else {
+        return Ok(None);
+    };
+    let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
+        return Ok(None);
+    };
+    match host {
+        Some(bytes) => copy.upload(bytes),
+        None => copy.copy_from(buf),
+    }
+    .map_err(during(what))?;
+    Ok(Some(copy))
 }

@@ -6,7 +6,7 @@
 
 use super::common::{record, stale_or, unjudged, Draw};
 use super::draw::InputDraws;
-use super::host::{check_on, copy_of, inputs_unchanged, Staged};
+use super::host::{check_on, inputs_unchanged, Staged};
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::timer::{busy_per_launch, Body, Timer};
@@ -21,6 +21,7 @@ use crate::worker::inputs::fnv1a;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::session::Session;
+use crate::worker::stash::copy_of;
 use cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
 use std::time::{Duration, Instant};
 

@@ -15,7 +15,7 @@ use crate::worker::inputs::{audit_seed, shares, HostInputs};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::session::Session;
-use crate::worker::stash::Stash;
+use crate::worker::stash::{copy_of, Stash};
 use cuda::DeviceBuffer;
 
 /// What an audit's launches read: the new draw, which inputs it changed, and the note.
@@ -200,29 +200,6 @@ fn device_copies(
             None => Ok(None),
         })
         .collect()
-}
-
-/// A new device buffer the size of argument `index`'s, holding `host`'s bytes or else a
-/// copy of the buffer's own; None where the argument is not in device memory or no copy
-/// fits (its caller then works from the host).
-pub(super) fn copy_of(
-    buffers: &Buffers,
-    index: usize,
-    host: Option<&[u8]>,
-    what: &'static str,
-) -> Result<Option<DeviceBuffer>, Failure> {
-    let Some(buf) = buffers.buffer(index).filter(|b| b.in_device_memory()) else {
-        return Ok(None);
-    };
-    let Ok(copy) = DeviceBuffer::alloc(buf.bytes()) else {
-        return Ok(None);
-    };
-    match host {
-        Some(bytes) => copy.upload(bytes),
-        None => copy.copy_from(buf),
-    }
-    .map_err(during(what))?;
-    Ok(Some(copy))
 }
 
 /// The first byte at which input `index` differs from its copy, compared on the GPU.
