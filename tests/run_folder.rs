@@ -117,7 +117,9 @@ fn a_changed_experiment_is_not_resumed() {
 
 /// `run` cut into two shards as `--shard 0/2` and `1/2` would have stored them: each with
 /// its part's lines of `cells.jsonl`, numbered within the part, and its cell ids in run.json.
-fn shards_of(name: &str, root: &Path) -> [PathBuf; 2] {
+/// `claimed`: as parts that took cells from one queue (`--claims`) would have: each ran every
+/// other cell, whatever its share, numbered in the whole plan.
+fn shards_of(name: &str, root: &Path, claimed: bool) -> [PathBuf; 2] {
     let records: Vec<serde_json::Value> =
         std::fs::read_to_string(Path::new("reports").join(name).join("cells.jsonl"))
             .unwrap()
@@ -135,13 +137,19 @@ fn shards_of(name: &str, root: &Path) -> [PathBuf; 2] {
     [0, 1].map(|i| {
         let dir = root.join(format!("part{i}")).join(name);
         copy_dir(&Path::new("reports").join(name), &dir);
-        let mine = &halves[i];
+        let ran: Vec<String> = match claimed {
+            true => (ids.iter().skip(i).step_by(2)).cloned().collect(),
+            false => halves[i].clone(),
+        };
+        let mine = &ran;
         let lines: Vec<String> = records
             .iter()
             .filter_map(|r| {
                 let at = mine.iter().position(|id| id == r["id"].as_str().unwrap())?;
                 let mut r = r.clone();
-                r["cell"] = at.into();
+                if !claimed {
+                    r["cell"] = at.into();
+                }
                 Some(r.to_string())
             })
             .collect();
@@ -151,7 +159,13 @@ fn shards_of(name: &str, root: &Path) -> [PathBuf; 2] {
         }
         let mut meta: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-        meta["shard"] = serde_json::json!({ "shard": { "index": i, "count": 2 }, "cells": mine });
+        meta["shard"] =
+            serde_json::json!({ "shard": { "index": i, "count": 2 }, "cells": halves[i] });
+        if claimed {
+            let claims = root.join("claims").display().to_string();
+            meta["shard"]["claims"] =
+                serde_json::json!({ "dir": claims, "part": format!("{i}/2") });
+        }
         std::fs::write(dir.join("run.json"), meta.to_string()).unwrap();
         dir
     })
@@ -187,9 +201,29 @@ fn merge(parts: &[&Path], out: &Path) -> std::process::Output {
 }
 
 #[test]
+fn parts_that_took_cells_from_one_queue_merge_into_the_run_they_were_cut_from() {
+    let root = tempfile::tempdir().unwrap();
+    let [a, b] = shards_of("compare", root.path(), true);
+    let merged = root.path().join("merged");
+    let out = merge(&[&a, &b], &merged);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary(&merged),
+        summary(&Path::new("reports").join("compare"))
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["complete"], true);
+    // A part's report renders alone, with the cells it ran.
+    let part = run(&["report", a.to_str().unwrap()]);
+    assert!(part.status.success(), "{}", stderr(&part));
+}
+
+#[test]
 fn shards_merge_into_the_run_they_were_cut_from_and_overlapping_parts_are_refused() {
     let root = tempfile::tempdir().unwrap();
-    let [a, b] = shards_of("compare", root.path());
+    let [a, b] = shards_of("compare", root.path(), false);
     let merged = root.path().join("merged");
     let out = merge(&[&a, &b], &merged);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -112,11 +112,20 @@ pub struct RunArgs {
     /// `--out` (`runner sbatch` writes such a job).
     #[arg(long, value_name = "I/N")]
     pub shard: Option<plan::shard::Shard>,
+    /// With --shard: the parts take their cells from one queue, this folder, which all of
+    /// them see (a shared file system on a cluster).
+    ///
+    /// Each part runs its own share first, then takes the cells no part has claimed yet,
+    /// from the other shares' ends: no part sits idle while another has cells left, however
+    /// wrong the estimate that split them. A resumed part keeps its claims.
+    #[arg(long, value_name = "DIR", requires = "shard")]
+    pub claims: Option<PathBuf>,
     /// Spread the cells over these GPUs of this machine (`0,1` or `all`): a part per GPU in
     /// `DIR/<name>/parts/`, merged into `DIR/<name>/`, each cell marked with its GPU.
     ///
     /// A runner per GPU (`CUDA_VISIBLE_DEVICES`) runs its part (`--shard i/N`) into
-    /// `DIR/<name>/parts/gpu<i>/`. Each cell in `cells.jsonl` names its GPU. A run already in
+    /// `DIR/<name>/parts/gpu<i>/`, and takes the cells another part has not reached once its
+    /// own are done (`--claims DIR/<name>/parts/claims`). Each cell in `cells.jsonl` names its GPU. A run already in
     /// `DIR/<name>/` is refused before any part starts, unless `--force`. SIGINT, SIGTERM and
     /// SIGHUP reach every part, which stops after its finished cells; nothing is merged, and
     /// each part resumes with `runner run --resume DIR/<name>/parts/gpu<i>/<name>`.

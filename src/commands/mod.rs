@@ -72,7 +72,7 @@ pub fn main() -> ExitCode {
             let subset = execute::Subset {
                 only,
                 set,
-                shard: None,
+                ..Default::default()
             };
             let request = execute::slurm::Request {
                 parts,

@@ -90,6 +90,7 @@ pub(super) fn run(experiment: Option<PathBuf>, args: &RunArgs) -> anyhow::Result
         only: args.only.clone(),
         set: args.set.clone(),
         shard: args.shard,
+        claims: args.claims.clone(),
     };
     if let Some(list) = &args.devices {
         if args.resume.is_some() || args.shard.is_some() {

@@ -1,8 +1,9 @@
 //! `--devices 0,1` (or `all`): one run spread over several GPUs of this machine. Each GPU
-//! runs its own part of the plan (`--shard i/N`) in a runner of its own that sees only that
-//! GPU (`CUDA_VISIBLE_DEVICES`, counted within the list the runner itself was started with),
-//! in `DIR/parts/gpu<i>/`; the parts are then merged into `DIR`, each cell marked with the
-//! GPU that ran it. With `--each`, every GPU runs the whole plan instead, so that
+//! runs a part of the plan (`--shard i/N`) in a runner of its own that sees only that GPU
+//! (`CUDA_VISIBLE_DEVICES`, counted within the list the runner itself was started with), in
+//! `DIR/parts/gpu<i>/`, taking cells from one queue (`--claims DIR/parts/claims`): its own
+//! share first, then the cells no part has reached. The parts are then merged into `DIR`,
+//! each cell marked with the GPU that ran it. With `--each`, every GPU runs the whole plan instead, so that
 //! "identical" GPUs can be compared cell by cell.
 
 use super::stop::{self, Stop};
@@ -98,6 +99,16 @@ pub fn run(
     // A second's margin for file systems whose clock for times of change runs coarse.
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    // The parts' one queue of cells, emptied of an earlier run's claims.
+    let claims = dir.join("parts").join("claims");
+    if !each {
+        match std::fs::remove_dir_all(&claims) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot empty {}", claims.display()));
+            }
+            _ => {}
+        }
+    }
     let mut children = Vec::new();
     let mut parts: Vec<PathBuf> = Vec::new();
     for (i, gpu) in devices.iter().enumerate() {
@@ -115,6 +126,7 @@ pub fn run(
             .env("CUDA_VISIBLE_DEVICES", visible);
         if !each {
             cmd.arg("--shard").arg(shard.to_string());
+            cmd.arg("--claims").arg(&claims);
         }
         if allow_clock_changes {
             cmd.arg("--allow-clock-changes");

@@ -59,6 +59,8 @@ pub struct Subset {
     pub set: Vec<String>,
     /// `--shard i/N`: part i of N, balanced by `reports/<name>/`'s cell times.
     pub shard: Option<Shard>,
+    /// `--claims DIR`: the queue the parts share.
+    pub claims: Option<std::path::PathBuf>,
 }
 
 impl Subset {
@@ -123,7 +125,7 @@ pub fn run(
     if set != subset.set {
         exp = load(&set)?;
     }
-    let (plan, shard) = planned(&exp, &only, stored.as_ref().map(|(s, _)| s), subset.shard)?;
+    let (plan, shard) = planned(&exp, &only, stored.as_ref().map(|(s, _)| s), subset)?;
     // A run that could not start a cell leaves the folder as it was (a cluster's part too:
     // its task fails, and the merge names the cells it lacks).
     let Some(device) = device else {
@@ -175,22 +177,27 @@ pub fn run(
 }
 
 /// The plan of the run's cells: those `only` selects and, of them, one shard's part (a
-/// resumed run's own, or the part `shard` asks for, balanced by the committed runs' cell
-/// times).
+/// resumed run's own, or the part `subset.shard` asks for, balanced by the committed runs'
+/// cell times). A part that takes cells from a shared queue keeps the whole plan.
 fn planned(
     exp: &Experiment,
     only: &[String],
     stored: Option<&Stored>,
-    shard: Option<Shard>,
+    subset: &Subset,
 ) -> Result<(Plan, Option<ShardCells>)> {
     let mut plan = Plan::new(exp)?.select(only)?;
-    let shard = match (stored, shard) {
+    let shard = match (stored, subset.shard) {
         (Some(s), _) => s.meta.shard.clone(),
         (None, Some(shard)) => {
             let previous = store::previous_wall_times(&Path::new("reports").join(&exp.name));
             Some(ShardCells {
                 shard,
                 cells: plan.shard_ids(shard, &Estimate::new(exp, &plan, &previous)),
+                claims: subset
+                    .claims
+                    .as_deref()
+                    .map(|d| claims_in(d, shard))
+                    .transpose()?,
             })
         }
         (None, None) => None,
@@ -203,9 +210,25 @@ fn planned(
                 plan.cells.len()
             );
         }
-        plan = plan.keep(&part.cells)?;
+        if part.claims.is_none() {
+            plan = plan.keep(&part.cells)?;
+        }
     }
     Ok((plan, shard))
+}
+
+/// Part `shard`'s claims in the queue folder `dir`, made where it is not yet, by its full
+/// path (a resumed part finds it from anywhere).
+fn claims_in(dir: &Path, shard: Shard) -> Result<crate::protocol::Claims> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--claims {}: cannot make the folder", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("--claims {}: cannot find the folder", dir.display()))?;
+    Ok(crate::protocol::Claims {
+        dir,
+        part: shard.to_string(),
+    })
 }
 
 /// A resumed run's folder: its meta marked unfinished again, a writer that appends to it,
@@ -240,6 +263,10 @@ fn new_meta(
     set: Vec<String>,
     shard: Option<ShardCells>,
 ) -> RunMeta {
+    // A part that takes cells from a queue is estimated by its share.
+    let share = (shard.as_ref())
+        .filter(|s| s.claims.is_some())
+        .and_then(|s| plan.clone().keep(&s.cells).ok());
     RunMeta {
         experiment_path: exp.path.clone(),
         experiment_sha256: system::sha256_hex(exp.text.as_bytes()),
@@ -249,7 +276,7 @@ fn new_meta(
         started_utc: now(),
         peers_s: None,
         workers: None,
-        estimate: Some(estimate(exp, plan)),
+        estimate: Some(estimate(exp, share.as_ref().unwrap_or(plan))),
         finished_utc: None,
         complete: false,
         only,

@@ -75,7 +75,8 @@ pub fn probe(exp: &Experiment, plan: &Plan) -> Result<Probed> {
                     )),
                 }
             }
-            WorkerEvent::Message(Message::Ready { .. }) => {}
+            // A probe claims nothing: nothing is taken from it.
+            WorkerEvent::Message(Message::Ready { .. } | Message::Taken { .. }) => {}
             WorkerEvent::Message(Message::Fatal { error }) => {
                 bail!("the probe's worker cannot run: {error}")
             }

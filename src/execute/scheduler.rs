@@ -6,16 +6,17 @@ use super::jit_cache::{shared, JitCaches, PrimeError};
 use super::peer_runs::Peers;
 use super::worker_process::{self, reap, Exiting, WorkerEvent, WorkerProcess, WorkerProgram};
 use super::{counter_readings, profiler, stop, INTERRUPTED};
-use crate::experiment::knobs::env::{ProcessEnv, ProfilerCache};
+use crate::experiment::knobs::env::ProcessEnv;
 use crate::experiment::knobs::timeout::DEFAULT_TIMEOUT;
 use crate::experiment::Experiment;
 use crate::plan::cost::Estimate;
-use crate::plan::counter_passes::{self, CounterPass};
+use crate::plan::counter_passes;
 use crate::plan::{Plan, Run, WorkerJob};
-use crate::protocol::{CellRecord, CounterRecord, FailureKind, Message, Status};
+use crate::protocol::{CellRecord, Claiming, CounterRecord, FailureKind, Message};
 use crate::store::{self, RunMeta, Writer};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
+use profiled::Pass;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -50,35 +51,10 @@ pub struct Scheduler<'a> {
     /// timed record.
     counted: HashSet<usize>,
     counters: HashMap<usize, CounterRecord>,
-}
-
-/// What a worker runs its cells for, and the Nsight Compute it runs under, if any.
-#[derive(Clone, Copy)]
-enum Pass<'p> {
-    /// The cells' timed run, under Nsight Compute (with this cache control) where its timer
-    /// is the profiler.
-    Timed {
-        ncu: Option<(&'p Path, ProfilerCache)>,
-    },
-    /// A counter pass: always under Nsight Compute, its records kept only for counters.
-    Counted {
-        ncu: &'p Path,
-        pass: &'p CounterPass,
-    },
-}
-
-impl<'p> Pass<'p> {
-    /// Nsight Compute and its cache control, where the worker runs under it.
-    fn ncu(self) -> Option<(&'p Path, ProfilerCache)> {
-        match self {
-            Pass::Timed { ncu } => ncu,
-            Pass::Counted { ncu, pass } => Some((ncu, pass.cache)),
-        }
-    }
-
-    fn profiled(self) -> bool {
-        self.ncu().is_some()
-    }
+    /// Where the run's parts share a queue (`--claims`): the claims, and the cells another
+    /// part took (their fresh runs' peers are that part's).
+    claiming: Option<Claiming>,
+    taken: HashSet<usize>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -90,6 +66,10 @@ impl<'a> Scheduler<'a> {
         program: &'a WorkerProgram,
     ) -> Result<Self> {
         let bar = super::progress::bar();
+        let claiming = (meta.shard.as_ref().and_then(|s| s.claims.clone())).map(|claims| {
+            let keys = plan.claim_keys().into_iter().map(String::from);
+            Claiming::new(claims, keys.enumerate().collect())
+        });
         Ok(Scheduler {
             exp,
             plan,
@@ -109,6 +89,8 @@ impl<'a> Scheduler<'a> {
             exiting: None,
             counted: HashSet::new(),
             counters: HashMap::new(),
+            claiming,
+            taken: HashSet::new(),
         })
     }
 
@@ -116,9 +98,11 @@ impl<'a> Scheduler<'a> {
     /// processes beside it (`Peers::run_beside`); false when an interrupt stopped the run
     /// early.
     pub fn run_all(mut self, done: &HashSet<Run>, peers: &mut Peers) -> Result<bool> {
-        let jobs: Vec<WorkerJob> = self
-            .plan
-            .jobs()
+        let jobs = match (&self.claiming, &self.meta.shard) {
+            (Some(_), Some(share)) => self.plan.claiming_jobs(&share.cells),
+            _ => self.plan.jobs(),
+        };
+        let jobs: Vec<WorkerJob> = jobs
             .into_iter()
             .map(|mut j| {
                 j.runs.retain(|r| !done.contains(r));
@@ -148,7 +132,8 @@ impl<'a> Scheduler<'a> {
             }
             let this = fresh(&job);
             self.run_job(job)?;
-            if let Some(run) = this.filter(|r| peers.due(&plan.cells[r.cell], r.process)) {
+            let due = |r: &Run| peers.due(&plan.cells[r.cell], r.process);
+            if let Some(run) = this.filter(|r| !self.taken.contains(&r.cell) && due(r)) {
                 // The peers start once the worker is gone, as the next worker would.
                 self.settle()?;
                 let cell = &plan.cells[run.cell];
@@ -160,7 +145,12 @@ impl<'a> Scheduler<'a> {
         Ok(!INTERRUPTED.load(Ordering::SeqCst))
     }
 
+    /// Stores a run's record, unless another part of the run claimed its cell (a failure
+    /// recorded before its worker claimed it would overlap that part's record).
     fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
+        if !self.mine(run)? {
+            return self.count_taken(run);
+        }
         let cell = &self.plan.cells[run.cell];
         super::progress::say_compile_warnings(&self.bar, &cell.id, &rec.compile_warnings);
         match self.counters.remove(&run.cell) {
@@ -171,11 +161,35 @@ impl<'a> Scheduler<'a> {
             }
             None => self.writer.append(cell, rec)?,
         }
+        self.count_done(run);
+        Ok(())
+    }
+
+    /// Moves the bar by a run stored or taken.
+    fn count_done(&mut self, run: Run) {
         self.bar.inc(self.weights.get(&run).copied().unwrap_or(1));
         self.runs.0 += 1;
         self.bar
             .set_prefix(format!("{}/{}", self.runs.0, self.runs.1));
+    }
+
+    /// A run another part claimed: not this part's to store.
+    fn count_taken(&mut self, run: Run) -> Result<()> {
+        self.taken.insert(run.cell);
+        self.count_done(run);
         Ok(())
+    }
+
+    /// Whether this part runs `run` (always, but where the parts share a queue: then once
+    /// it, or nobody yet, claimed the run's cell).
+    fn mine(&mut self, run: Run) -> Result<bool> {
+        match &mut self.claiming {
+            None => Ok(true),
+            Some(c) => c.may_run(run.cell).with_context(|| {
+                let dir = c.claims.dir.display();
+                format!("cannot claim a cell in {dir}")
+            }),
+        }
     }
 
     fn fail(&mut self, run: Run, kind: FailureKind, why: String) -> Result<()> {
@@ -219,7 +233,15 @@ impl<'a> Scheduler<'a> {
                 return Ok(());
             }
         };
-        for pass in counter_passes::passes(self.plan, &job.runs, &self.counted) {
+        for mut pass in counter_passes::passes(self.plan, &job.runs, &self.counted) {
+            // Counted where they are timed: by the part that claims them.
+            let mut mine = Vec::new();
+            for run in pass.runs {
+                if self.mine(run)? {
+                    mine.push(run);
+                }
+            }
+            pass.runs = mine;
             self.counted.extend(pass.runs.iter().map(|r| r.cell));
             match profiler::ncu() {
                 Some(ncu) => {
@@ -323,18 +345,6 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// Records a profiler job's cells skipped: ncu is not on PATH.
-    fn skip_unprofiled(&mut self, runs: Vec<Run>) -> Result<()> {
-        for run in runs {
-            let id = self.plan.cells[run.cell].id.clone();
-            let mut rec = CellRecord::new(run.cell, &id, run.process);
-            rec.status = Status::Skipped;
-            rec.error = Some(super::profiler::NO_NCU.into());
-            self.store(run, &rec)?;
-        }
-        Ok(())
-    }
-
     /// Starts `program` as the worker of the `remaining` runs, and lets it onto the device
     /// once the previous worker has exited.
     fn start_worker(
@@ -350,6 +360,7 @@ impl<'a> Scheduler<'a> {
         sent.run_cache = Some(self.run_cache.path().to_path_buf());
         sent.sample_seed = self.sample_seed;
         sent.describe_device = self.meta.device.is_none();
+        sent.claiming = (self.claiming.as_ref()).map(|c| c.of_cells(runs.iter().map(|r| r.cell)));
         if let Pass::Counted { .. } = pass {
             sent.cells.iter_mut().for_each(counter_passes::counting);
             // Nothing here is timed: no probe launches among the counted ones (a kernel of
@@ -432,6 +443,19 @@ impl<'a> Scheduler<'a> {
                         None => {}
                     }
                 }
+                WorkerEvent::Message(Message::Taken { cell, process }) => {
+                    let run = remaining.pop_front();
+                    if run != Some(Run { cell, process }) {
+                        worker.kill();
+                        bail!("a worker reported cell {cell} taken out of turn");
+                    }
+                    self.count_taken(Run { cell, process })?;
+                    match remaining.front() {
+                        Some(next) => deadline = self.plan.cells[next.cell].knobs.timeout.0,
+                        None if !profiled => break WorkerEvent::Closed,
+                        None => {}
+                    }
+                }
                 WorkerEvent::Message(Message::Fatal { error }) => {
                     worker.kill();
                     bail!("{error}");
@@ -452,35 +476,6 @@ impl<'a> Scheduler<'a> {
             Some(e) => reap(e, self.meta, &self.bar),
             None => Ok(()),
         }
-    }
-
-    /// Stores the cells of a profiled worker, each with its launches from ncu's report.
-    fn store_profiled(
-        &mut self,
-        pending: &mut Vec<(Run, CellRecord)>,
-        report: &Path,
-        pass: Pass,
-    ) -> Result<()> {
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let mut records: Vec<CellRecord> = pending.iter().map(|(_, r)| r.clone()).collect();
-        let entry = |r: &CellRecord| {
-            let cell = &self.plan.cells[r.cell];
-            cell.kernel
-                .map_or("empty".into(), |k| self.exp.kernels[k].entry.clone())
-        };
-        let per_sample = |r: &CellRecord| self.plan.cells[r.cell].knobs.launches.count();
-        let counted = match pass {
-            Pass::Timed { .. } => None,
-            Pass::Counted { pass, .. } => Some(pass.cache),
-        };
-        profiler::read_report(&mut records, report, counted, entry, per_sample);
-        let runs: Vec<Run> = pending.drain(..).map(|(run, _)| run).collect();
-        for (run, rec) in runs.into_iter().zip(records) {
-            self.record(pass, run, rec)?;
-        }
-        Ok(())
     }
 
     /// The variables a worker in `env` starts with; an error when its JIT cache could not
@@ -509,6 +504,8 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+#[path = "scheduler_profiled.rs"]
+mod profiled;
 #[cfg(test)]
 #[path = "scheduler_tests.rs"]
 mod tests;

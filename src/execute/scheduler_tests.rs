@@ -1,5 +1,6 @@
 //! The scheduler against stand-in workers (shell scripts): crashes, hangs, malformed output.
 use super::*;
+use crate::protocol::Status;
 use crate::store::PeerRow;
 use crate::system;
 use crate::testkit::{self, EMPTY_KERNEL};
@@ -74,12 +75,26 @@ fn run_with(on_b: &str) -> (tempfile::TempDir, Outcome) {
 
 /// Runs the stand-in experiment, its text changed by `edit`, with the stand-in worker.
 fn run_edited(on_b: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir, Outcome) {
+    run_part(on_b, edit, None)
+}
+
+/// As `run_edited`, as part of a run whose parts share the queue `claims` (`--claims`).
+fn run_part(
+    on_b: &str,
+    edit: impl Fn(&str) -> String,
+    claims: Option<&crate::protocol::Claims>,
+) -> (tempfile::TempDir, Outcome) {
     let tmp = tempfile::tempdir().unwrap();
     let first = experiment(tmp.path());
     let exp = testkit::experiment_in(tmp.path(), &[], &edit(&first.text));
     let plan = Plan::new(&exp).unwrap();
     let dir = tmp.path().join("out");
     let mut meta = meta();
+    meta.shard = claims.map(|claims| crate::store::ShardCells {
+        shard: "0/2".parse().unwrap(),
+        cells: plan.cells.iter().map(|c| c.id.clone()).collect(),
+        claims: Some(claims.clone()),
+    });
     let lock = crate::store::new_run_folder(&dir, false).unwrap();
     let mut writer = Writer::create(&lock, &exp, &meta).unwrap();
     let program = stand_in(on_b);
@@ -122,6 +137,28 @@ fn a_worker_that_a_signal_ends_while_the_runner_gets_none_fails_its_cell() {
     assert!(why.contains("signal: 15"), "{why}");
     assert_eq!(s[&1].2, Some(FailureKind::WorkerLost));
     assert_eq!(s[&2].0, Status::Ok, "the cell after it still ran");
+}
+
+#[test]
+fn a_part_stores_neither_a_cell_its_worker_found_taken_nor_a_failure_of_another_parts_cell() {
+    let queue = tempfile::tempdir().unwrap();
+    let claims = |part: &str| crate::protocol::Claims {
+        dir: queue.path().to_path_buf(),
+        part: part.into(),
+    };
+    // Another part has cell b (the stand-in experiment's cells are keyed by their ids).
+    assert!(claims("1/2").take("k/b").unwrap());
+    let taken = r#"echo '{"type":"taken","cell":1,"process":0}'; continue"#;
+    for on_b in [taken, "kill -9 $$"] {
+        let (_tmp, out) = run_part(on_b, |t| t.to_string(), Some(&claims("0/2")));
+        assert!(out.complete, "{on_b}");
+        let s = statuses(&out.dir);
+        assert_eq!(s.len(), 2, "{on_b}: {s:?}");
+        assert_eq!((s[&0].0, s[&2].0), (Status::Ok, Status::Ok), "{on_b}");
+    }
+    // Its own cells are claimed by it.
+    assert!(!claims("1/2").take("k/a").unwrap());
+    assert!(claims("0/2").take("k/c").unwrap());
 }
 
 #[test]

@@ -281,6 +281,7 @@ pub fn job_for(
         gpu_warmup_s: gpu_warmup.as_secs_f64(),
         describe_device: false,
         sample_seed: 0,
+        claiming: None,
     }
 }
 

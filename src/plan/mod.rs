@@ -103,39 +103,17 @@ impl Plan {
     /// process per fresh-process run, round-robin over cells.
     pub fn jobs(&self) -> Vec<WorkerJob> {
         let mut jobs: Vec<WorkerJob> = Vec::new();
-        let mut taken = vec![false; self.cells.len()];
-        let shared = |c: &&Cell| c.knobs.process.fresh.is_none();
-        for c in self.cells.iter().filter(shared) {
-            if taken[c.index] {
-                continue;
-            }
-            let env = c.knobs.process_env();
-            // A cell that takes turns brings along the others of its point and environment
-            // that take as many turns.
-            let group: Vec<&Cell> = if c.knobs.order.rounds > 1 {
-                self.cells
-                    .iter()
-                    .filter(shared)
-                    .filter(|o| {
-                        o.knobs.order.rounds == c.knobs.order.rounds
-                            && o.kernel == c.kernel
-                            && o.point == c.point
-                            && o.knobs.process_env() == env
-                    })
-                    .collect()
-            } else {
-                vec![c]
-            };
+        for group in self.turn_groups() {
+            let env = group[0].knobs.process_env();
             let runs = turns(&group);
-            for g in &group {
-                taken[g.index] = true;
-            }
             match jobs.iter_mut().find(|j| j.env == env) {
                 Some(job) => job.runs.extend(runs),
                 None => jobs.push(WorkerJob { env, runs }),
             }
         }
-        let fresh: Vec<&Cell> = self.cells.iter().filter(|c| !shared(c)).collect();
+        let fresh: Vec<&Cell> = (self.cells.iter())
+            .filter(|c| c.knobs.process.fresh.is_some())
+            .collect();
         let rounds = fresh
             .iter()
             .map(|c| c.knobs.process.count())
@@ -154,6 +132,50 @@ impl Plan {
             }
         }
         jobs
+    }
+
+    /// The shared process's cells in the groups that take turns in one worker, in the
+    /// plan's order: a cell that takes turns brings along the others of its point and
+    /// environment that take as many turns; any other cell is a group of its own.
+    fn turn_groups(&self) -> Vec<Vec<&Cell>> {
+        let shared = |c: &&Cell| c.knobs.process.fresh.is_none();
+        let mut taken = vec![false; self.cells.len()];
+        let mut groups = Vec::new();
+        for c in self.cells.iter().filter(shared) {
+            if taken[c.index] {
+                continue;
+            }
+            let env = c.knobs.process_env();
+            let group: Vec<&Cell> = match c.knobs.order.rounds > 1 {
+                true => (self.cells.iter().filter(shared))
+                    .filter(|o| {
+                        o.knobs.order.rounds == c.knobs.order.rounds
+                            && o.kernel == c.kernel
+                            && o.point == c.point
+                            && o.knobs.process_env() == env
+                    })
+                    .collect(),
+                false => vec![c],
+            };
+            for g in &group {
+                taken[g.index] = true;
+            }
+            groups.push(group);
+        }
+        groups
+    }
+
+    /// What a part of a run over several GPUs claims each cell by (`--claims`), by cell
+    /// index: the id of its turn group's first cell, so that cells that take turns stay in
+    /// one worker; a fresh process's cell, its own id (all its processes on one GPU).
+    pub fn claim_keys(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = self.cells.iter().map(|c| c.id.as_str()).collect();
+        for group in self.turn_groups() {
+            for c in &group {
+                keys[c.index] = &group[0].id;
+            }
+        }
+        keys
     }
 
     /// One run of every cell that starts in `env`: what a priming process loads so that

@@ -4,9 +4,10 @@
 //! exactly the cells it was given.
 
 use super::cost::Estimate;
-use super::Plan;
+use super::{Plan, Run, WorkerJob};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// Part `index` (from 0) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +70,51 @@ impl Plan {
             .filter(|(_, p)| *p == shard.index)
             .map(|(c, _)| c.id.clone())
             .collect()
+    }
+
+    /// The jobs of a part that takes its cells from a queue the parts share (`--claims`), in
+    /// the order it claims them: its own share's turn groups first, in the plan's order,
+    /// then every other group from the plan's end backwards, so that parts meet inside each
+    /// other's shares and a part whose cells ran long keeps the cells it reached first. Its
+    /// last own job and its first of others' run in one worker where their environments
+    /// are the same.
+    pub fn claiming_jobs(&self, own: &[String]) -> Vec<WorkerJob> {
+        let own: HashSet<&str> = own.iter().map(String::as_str).collect();
+        let keys = self.claim_keys();
+        let (mut first, mut others) = (Vec::new(), Vec::new());
+        for job in self.jobs() {
+            // The job's turn groups, each a run of consecutive runs with one key.
+            let mut groups: Vec<(&str, Vec<Run>)> = Vec::new();
+            for run in job.runs {
+                let key = keys[run.cell];
+                match groups.last_mut() {
+                    Some((k, runs)) if *k == key => runs.push(run),
+                    _ => groups.push((key, vec![run])),
+                }
+            }
+            let (mine, theirs): (Vec<_>, Vec<_>) =
+                groups.into_iter().partition(|(k, _)| own.contains(k));
+            let job_of = |groups: Vec<(&str, Vec<Run>)>| WorkerJob {
+                env: job.env.clone(),
+                runs: groups.into_iter().flat_map(|(_, runs)| runs).collect(),
+            };
+            if !mine.is_empty() {
+                first.push(job_of(mine));
+            }
+            if !theirs.is_empty() {
+                others.push(job_of(theirs.into_iter().rev().collect()));
+            }
+        }
+        others.reverse();
+        let mut others = others.into_iter().peekable();
+        if let (Some(last), Some(next)) = (first.last_mut(), others.peek()) {
+            if last.env == next.env {
+                last.runs
+                    .extend(others.next().into_iter().flat_map(|j| j.runs));
+            }
+        }
+        first.extend(others);
+        first
     }
 
     /// Keeps the cells of `ids`, numbered anew.

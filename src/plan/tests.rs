@@ -351,3 +351,53 @@ fn a_python_checked_output_updated_in_place_needs_its_checked_launch_alone() {
     );
     assert!(Plan::new(&Experiment::from_text(&text(1)).unwrap()).is_ok());
 }
+
+#[test]
+fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_groups() {
+    let e = experiment("[[variant]]\nname = \"seq\"\n[[variant]]\nname = \"a\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[[variant]]\nname = \"b\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[[variant]]\nname = \"cold\"\nfresh_process = true\nprocesses = 2\n[report]\nfloor = false\n");
+    let plan = Plan::new(&e).unwrap();
+    let keys = plan.claim_keys();
+    // Cells a and b of a point take turns: one key; the others are keyed alone.
+    let cell = |variant: &str, i: usize| {
+        (plan.cells.iter())
+            .filter(|c| c.variant == variant)
+            .nth(i)
+            .unwrap()
+    };
+    assert_eq!(keys[cell("b", 2).index], cell("a", 2).id);
+    assert_eq!(keys[cell("seq", 1).index], cell("seq", 1).id);
+    let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
+    let own = plan.shard_ids(shard::Shard { index: 1, count: 2 }, &estimate);
+    let jobs = plan.claiming_jobs(&own);
+    let runs: Vec<Run> = jobs.iter().flat_map(|j| j.runs.clone()).collect();
+    // Every run once.
+    let mut sorted = runs.clone();
+    sorted.sort_by_key(|r| (r.cell, r.process));
+    let mut all: Vec<Run> = plan.jobs().into_iter().flat_map(|j| j.runs).collect();
+    all.sort_by_key(|r| (r.cell, r.process));
+    assert_eq!(sorted, all);
+    // The share first, then the rest.
+    let is_own = |r: &Run| own.iter().any(|id| *id == keys[r.cell]);
+    let first_other = runs.iter().position(|r| !is_own(r)).unwrap();
+    assert!(runs[first_other..].iter().all(|r| !is_own(r)), "{runs:?}");
+    assert!(first_other > 0);
+    // A turn group's runs stay together, in its turns' order.
+    let group: Vec<usize> = (runs.iter().enumerate())
+        .filter(|(_, r)| keys[r.cell] == cell("a", 0).id)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(group.len(), 6);
+    assert_eq!(group[5] - group[0], 5, "{group:?}");
+    // The others' groups from the plan's end: the last plan job's run comes first.
+    let theirs: Vec<&Run> = runs[first_other..].iter().collect();
+    let last = plan
+        .jobs()
+        .into_iter()
+        .flat_map(|j| j.runs)
+        .rfind(|r| !is_own(r))
+        .unwrap();
+    assert_eq!(*theirs[0], last);
+    // The shared worker's own and others' cells stay in one worker where nothing comes between.
+    let other = plan.claiming_jobs(&plan.shard_ids(shard::Shard { index: 0, count: 2 }, &estimate));
+    assert!(other.len() <= plan.jobs().len() + 1);
+}

@@ -7,12 +7,14 @@ use crate::experiment::{Kernel, TelemetrySpec};
 use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
 
+mod claims;
 mod confirm;
 mod device;
 mod energy;
 mod failure;
 mod stopped;
 
+pub use claims::{Claiming, Claims};
 pub use confirm::{
     margin_ns, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES,
     CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, MARGIN_NS, MARGIN_SHARE,
@@ -60,6 +62,10 @@ pub struct Job {
     /// drawn by the runner, so that no kernel knows which elements will be read.
     #[serde(default)]
     pub sample_seed: u64,
+    /// Where the run's parts share one queue (`--claims`): each run is claimed before it
+    /// runs, and one another part claimed is reported `Taken`.
+    #[serde(default)]
+    pub claiming: Option<Claiming>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -71,6 +77,11 @@ pub enum Message {
         startup: Startup,
     },
     Cell(Box<CellRecord>),
+    /// Another part of the run claimed this run's cell (`--claims`): not run here.
+    Taken {
+        cell: usize,
+        process: u32,
+    },
     /// The worker cannot run anything (no device, bad job).
     Fatal {
         error: String,

@@ -119,7 +119,12 @@ pub struct RunMeta {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ShardCells {
     pub shard: crate::plan::shard::Shard,
+    /// Its share; with `claims`, the share it runs first, before it takes others' cells.
     pub cells: Vec<String>,
+    /// The queue it takes cells from (`--claims`): its records are numbered in the whole
+    /// plan, whose cells it may run any of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claims: Option<crate::protocol::Claims>,
 }
 
 /// The records a run in `dir` stored, as text: for tests that read them as a person would.

@@ -105,7 +105,7 @@ impl Stored {
             .map_err(|e| anyhow::anyhow!("{RUN_FILE}: {e}"))?;
         experiment.path = meta.experiment_path.clone();
         let mut plan = Plan::new(&experiment)?.select(&meta.only)?;
-        if let Some(part) = &meta.shard {
+        if let Some(part) = meta.shard.as_ref().filter(|p| p.claims.is_none()) {
             plan = plan.keep(&part.cells)?;
         }
         let mut warnings = Vec::new();

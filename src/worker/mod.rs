@@ -25,7 +25,7 @@ mod timeline;
 
 use crate::plan::{Cell, Run};
 use crate::protocol::{
-    capability, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
+    capability, Claiming, DeviceInfo, Job, Message, Startup, EXIT_CONTEXT_LOST, SPAWNED_VAR,
 };
 use crate::telemetry::Sensor;
 use cuda::{self, Gpu};
@@ -136,7 +136,13 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,
     };
-    run_cells(&mut session, &job.runs, &cells, job.prime, job.gpu_warmup_s)
+    let claiming = job.claiming;
+    run_cells(
+        &mut session,
+        (&job.runs, &cells, claiming),
+        job.prime,
+        job.gpu_warmup_s,
+    )
 }
 
 /// Starts NVML and the driver, then, once the parent ends the job's input (the previous
@@ -175,11 +181,11 @@ fn open_device(
 }
 
 /// Runs the job's `runs` and sends each cell's record (or, for a priming job, only loads
-/// their kernels), after the GPU warm-up the job owes.
+/// their kernels), after the GPU warm-up the job owes. Where the run's parts share a queue,
+/// a run another part claimed is reported taken instead.
 fn run_cells(
     session: &mut Session,
-    runs: &[Run],
-    cells: &HashMap<usize, Cell>,
+    (runs, cells, mut claiming): (&[Run], &HashMap<usize, Cell>, Option<Claiming>),
     prime: bool,
     gpu_warmup_s: f64,
 ) -> ExitCode {
@@ -209,6 +215,17 @@ fn run_cells(
         let Some(cell) = cell_of(run.cell) else {
             return fatal(format!("the job has no cell {}", run.cell));
         };
+        match claiming.as_mut().map(|c| c.may_run(run.cell)) {
+            Some(Ok(false)) => {
+                send(&Message::Taken {
+                    cell: run.cell,
+                    process: run.process,
+                });
+                continue;
+            }
+            Some(Err(e)) => return fatal(format!("cannot claim cell {}: {e}", cell.id)),
+            _ => {}
+        }
         let (record, context_lost) = cell::run(session, cell, run.process);
         send(&Message::Cell(Box::new(record)));
         if context_lost {
