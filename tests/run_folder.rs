@@ -215,9 +215,14 @@ fn parts_that_took_cells_from_one_queue_merge_into_the_run_they_were_cut_from() 
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(merged.join("run.json")).unwrap()).unwrap();
     assert_eq!(meta["complete"], true);
-    // A part's report renders alone, with the cells it ran.
+    // A part's report renders alone, with the cells it ran, the others left to the other part.
     let part = run(&["report", a.to_str().unwrap()]);
     assert!(part.status.success(), "{}", stderr(&part));
+    let report = std::fs::read_to_string(a.join("report.md")).unwrap();
+    assert!(
+        report.contains("ran in the run's other parts") && !report.contains("did not run"),
+        "{report}"
+    );
 }
 
 #[test]

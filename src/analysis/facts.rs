@@ -186,7 +186,7 @@ fn verdicts(
 /// The verdicts counted against what the kernels expect.
 fn summarize(s: &Stored, records: &Records, verdicts: &HashMap<usize, Verdict>) -> trust::Summary {
     let exp = &s.experiment;
-    trust::Summary::of(s.plan.cells.iter().map(|c| {
+    let mut summary = trust::Summary::of(s.plan.cells.iter().map(|c| {
         let kernel = c.kernel.map(|k| &exp.kernels[k]);
         let caught = kernel.is_some_and(|k| k.expect_caught);
         let records = records.get(&c.index).map_or(&[][..], Vec::as_slice);
@@ -202,5 +202,11 @@ fn summarize(s: &Stored, records: &Records, verdicts: &HashMap<usize, Verdict>) 
             (false, true, false) => trust::Scrutiny::Checked,
         };
         (c, verdict(verdicts, c), caught, scrutiny)
-    }))
+    }));
+    // A finished part that took cells from a queue ran only those it claimed.
+    let claimed = s.meta.shard.as_ref().is_some_and(|p| p.claims.is_some());
+    if claimed && s.meta.complete {
+        summary.other_parts = std::mem::take(&mut summary.not_run);
+    }
+    summary
 }

@@ -163,6 +163,8 @@ pub struct Summary {
     /// Cells failed, suspect or impossible, of kernels written to be caught.
     pub caught: usize,
     pub not_run: usize,
+    /// Cells a finished part of a run left to the other parts (`--claims`).
+    pub other_parts: usize,
     /// Cells that did not end as their kernel expects, with their verdicts: untrusted cells
     /// of kernels expected to pass, trusted cells of kernels written to be caught.
     pub unexpected: Vec<(String, Verdict)>,
@@ -257,6 +259,12 @@ impl Summary {
         }
         if self.not_run > 0 {
             parts.push(format!("{} did not run", count(self.not_run)));
+        }
+        if self.other_parts > 0 {
+            parts.push(format!(
+                "{} ran in the run's other parts",
+                count(self.other_parts)
+            ));
         }
         let mut line = parts.join("; ");
         line.push('.');

@@ -316,7 +316,9 @@ pub enum Command {
     ///
     /// It writes `DIR/<name>/slurm/array.sbatch`: a job array, a part per task, each
     /// running `run --shard $SLURM_ARRAY_TASK_ID/N` into `DIR/<name>/parts/part<i>/` and
-    /// resumed from there when Slurm requeues it. And `merge.sbatch`, which merges the
+    /// resumed from there when Slurm requeues it. The parts take cells from one queue
+    /// (`--claims DIR/<name>/parts/claims`): a task that starts late or ends early leaves
+    /// or takes the cells no part has reached. And `merge.sbatch`, which merges the
     /// parts into `DIR/<name>/` once the array has ended. A part on a node without a GPU
     /// writes nothing and fails; the merge joins the parts that ran and says the run is
     /// incomplete.

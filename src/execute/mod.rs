@@ -299,7 +299,8 @@ fn run_cells(
     done: &HashSet<Run>,
 ) -> Result<bool> {
     let program = WorkerProgram::this_binary()?;
-    let mut peers = peer_runs::Peers::new(exp, &plan.cells);
+    let claims = meta.shard.as_ref().and_then(|s| s.claims.clone());
+    let mut peers = peer_runs::Peers::new(exp, &plan.cells).claiming(claims);
     let complete = Scheduler::new(exp, plan, writer, meta, &program)?.run_all(done, &mut peers)?;
     if complete && !exp.peers.is_empty() {
         let (rows, seconds) = peers.finish();

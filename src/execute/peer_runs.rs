@@ -8,6 +8,7 @@
 use super::INTERRUPTED;
 use crate::experiment::{peer, point_label, Experiment, Point};
 use crate::plan::Cell;
+use crate::protocol::Claims;
 use crate::store::PeerRow;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -26,6 +27,9 @@ pub struct Peers<'a> {
     /// (peer, point, process) that have run.
     ran: HashSet<(usize, usize, u32)>,
     spent: Duration,
+    /// Where the run's parts share one queue (`--claims`): each peer process runs in the
+    /// part that claims it first.
+    claims: Option<Claims>,
 }
 
 impl<'a> Peers<'a> {
@@ -36,7 +40,13 @@ impl<'a> Peers<'a> {
             rows: Vec::new(),
             ran: HashSet::new(),
             spent: Duration::ZERO,
+            claims: None,
         }
+    }
+
+    /// These peers, run by a part of a run whose parts share the queue `claims`.
+    pub fn claiming(self, claims: Option<Claims>) -> Self {
+        Peers { claims, ..self }
     }
 
     /// The peer processes that stand beside `cell`'s process `process` and have not run.
@@ -110,11 +120,17 @@ impl<'a> Peers<'a> {
         let Some(command) = peer.commands[i].as_ref() else {
             return;
         };
-        let (time_ns, note) = match run_one(self.exp, peer, command) {
-            Ok(ns) => (Some(ns), String::new()),
-            Err(why) => (None, why.to_string()),
-        };
         self.ran.insert((p, i, process));
+        // A key no cell id can be: ids hold no NUL.
+        let key = format!("peer\0{p}\0{i}\0{process}");
+        let (time_ns, note) = match self.claims.as_ref().map(|c| c.take(&key)) {
+            Some(Ok(false)) => return,
+            Some(Err(e)) => (None, format!("cannot claim it in the run's queue: {e}")),
+            _ => match run_one(self.exp, peer, command) {
+                Ok(ns) => (Some(ns), String::new()),
+                Err(why) => (None, why.to_string()),
+            },
+        };
         self.rows.push(PeerRow {
             peer: peer.name.clone(),
             point: point_label(&self.exp.points[i]),

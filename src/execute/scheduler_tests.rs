@@ -360,6 +360,31 @@ fn a_peer_beside_a_shared_process_runs_after_the_last_cell() {
 }
 
 #[test]
+fn parts_that_share_a_queue_run_each_peer_process_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log");
+    let exp = fresh_experiment(tmp.path(), 2, &logging_peer("b", 3, &log));
+    let plan = Plan::new(&exp).unwrap();
+    let queue = tempfile::tempdir().unwrap();
+    let part = |name: &str| {
+        let claims = crate::protocol::Claims {
+            dir: queue.path().to_path_buf(),
+            part: name.into(),
+        };
+        Peers::new(&exp, &plan.cells).claiming(Some(claims))
+    };
+    let first = part("0/2").finish().0;
+    let second = part("1/2").finish().0;
+    assert_eq!(
+        first.iter().map(|r| r.process).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert!(second.is_empty(), "{second:?}");
+    let peers = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(peers.lines().count(), 3, "{peers}");
+}
+
+#[test]
 fn a_fresh_process_starts_while_the_previous_one_exits_and_waits_for_its_exit() {
     let tmp = tempfile::tempdir().unwrap();
     let exp = fresh_experiment(tmp.path(), 2, "");

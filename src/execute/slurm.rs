@@ -120,7 +120,7 @@ pub fn write(
          # A requeued task carries on where its part stopped.\n\
          if [ -f \"$part\"/{name}/run.json ]; then\n  \
          exec {runner} run --resume \"$part\"/{name}\nfi\n\
-         exec {runner} run {exp} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" --out \"$part\"{extra}\n",
+         exec {runner} run {exp} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" --claims {parts}/claims --out \"$part\"{extra}\n",
         exp = q("the experiment's path", path)?,
         n = req.parts,
     );
