@@ -99,16 +99,7 @@ pub fn run(
     // A second's margin for file systems whose clock for times of change runs coarse.
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    // The parts' one queue of cells, emptied of an earlier run's claims.
-    let claims = dir.join("parts").join("claims");
-    if !each {
-        match std::fs::remove_dir_all(&claims) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("cannot empty {}", claims.display()));
-            }
-            _ => {}
-        }
-    }
+    let claims = empty_queue(dir, each)?;
     let mut children = Vec::new();
     let mut parts: Vec<PathBuf> = Vec::new();
     for (i, gpu) in devices.iter().enumerate() {
@@ -175,6 +166,18 @@ pub fn run(
         stopped: None,
         folder,
     })
+}
+
+/// The parts' one queue of cells in `dir`, emptied of an earlier run's claims (but with
+/// `each`, whose parts take no cells from it).
+fn empty_queue(dir: &Path, each: bool) -> Result<PathBuf> {
+    let claims = dir.join("parts").join("claims");
+    match std::fs::remove_dir_all(&claims) {
+        Err(e) if !each && e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot empty {}", claims.display()))
+        }
+        _ => Ok(claims),
+    }
 }
 
 /// Whether the part in `dir` wrote its run since `started`: a part that wrote nothing may

@@ -1,7 +1,7 @@
 //! A cell of the plan: one kernel at one sweep point under one variant (or a floor cell of
 //! the empty kernel under one timer), its knobs and launch fixed.
 
-use crate::experiment::{Knobs, LaunchSpec, Point};
+use crate::experiment::{ArgValue, Knobs, LaunchSpec, Point};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,12 +55,31 @@ impl Cell {
         }
     }
 
-    /// The kernel and point, as seeds and input caches key them: every variant at a point
-    /// times the same inputs.
+    /// What its timed inputs are drawn from ([`draw_key`]).
+    pub fn draw_key(&self) -> String {
+        draw_key(&self.launch.args)
+    }
+
+    /// The kernel and point, as reference results and the audit's host draws key them.
     pub fn point_key(&self) -> String {
         let label = point_id(&self.point);
         format!("{}/{label}", self.kernel_name)
     }
+}
+
+/// What a set of arguments' inputs are drawn from: each argument's place and, for an
+/// input, its type, length and init (a scalar or an output is only a place). Cells whose
+/// arguments have one draw key time the same data, whatever their kernel and point: a sweep
+/// over a launch parameter, or kernels set side by side on one shape, draw and upload their
+/// inputs once, and keep them on the device from cell to cell.
+pub fn draw_key(args: &[ArgValue]) -> String {
+    let place = |a: &ArgValue| match a {
+        ArgValue::Buffer {
+            dtype, len, init, ..
+        } if !init.is_written() => format!("{dtype:?} {len} {init:?}"),
+        _ => "-".to_string(),
+    };
+    args.iter().map(place).collect::<Vec<_>>().join(";")
 }
 
 /// The point as a cell id holds it: `n=512`, `m=1 n=2`.

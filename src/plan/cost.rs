@@ -97,7 +97,7 @@ impl Estimate {
                 e.counter_passes += 1;
             }
         }
-        let mut points = HashSet::new();
+        let (mut points, mut draws) = (HashSet::new(), HashSet::new());
         let mut builds = HashSet::new();
         for c in &plan.cells {
             let kernel = c.kernel.map(|k| &exp.kernels[k]);
@@ -111,11 +111,10 @@ impl Estimate {
                 e.per_run.push((*s + m.counted_s / runs, true));
                 continue;
             }
-            // A point's inputs and reference are drawn once per run, by its first cell.
-            let once = match points.insert(c.point_key()) {
-                true => m.per_point_s,
-                false => 0.0,
-            };
+            // A point's reference is computed, and a draw key's inputs drawn, once per run,
+            // by its first cell.
+            let once = f64::from(u8::from(points.insert(c.point_key()))) * m.per_point_s
+                + f64::from(u8::from(draws.insert(c.draw_key()))) * m.per_draw_s;
             // Each kernel build of the cell and its reference kernel, compiled once per run
             // (the empty kernel's is the runner's own).
             if let Some(k) = c.kernel {

@@ -20,9 +20,10 @@ use crate::experiment::knobs::{
     timer::TimerKind, warmup::Warmup,
 };
 use crate::experiment::{ConfigError, Experiment, Knobs, LaunchSpec, Point};
-pub use cell::{point_id, Cell, Headline, Role};
+pub use cell::{draw_key, point_id, Cell, Headline, Role};
 pub use describe::describe;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// What `runner plan` was asked to show beyond the plan itself.
 #[derive(Debug, Clone, Copy, Default)]
@@ -99,11 +100,21 @@ impl Plan {
     }
 
     /// Worker processes in the order they run: one shared process per environment for the
-    /// cells that do not ask for a fresh one (environments in order of first use), then one
-    /// process per fresh-process run, round-robin over cells.
+    /// cells that do not ask for a fresh one (environments in order of first use; in each,
+    /// the cells of one draw key together), then one process per fresh-process run,
+    /// round-robin over cells.
     pub fn jobs(&self) -> Vec<WorkerJob> {
         let mut jobs: Vec<WorkerJob> = Vec::new();
-        for group in self.turn_groups() {
+        // Cells that time the same data one after another, so that it is drawn and uploaded
+        // once and then copied on the device (draw keys in the order they first appear).
+        let mut groups = self.turn_groups();
+        let mut first_seen: HashMap<String, usize> = HashMap::new();
+        for group in &groups {
+            let next = first_seen.len();
+            first_seen.entry(group[0].draw_key()).or_insert(next);
+        }
+        groups.sort_by_cached_key(|g| first_seen[&g[0].draw_key()]);
+        for group in groups {
             let env = group[0].knobs.process_env();
             let runs = turns(&group);
             match jobs.iter_mut().find(|j| j.env == env) {

@@ -88,8 +88,10 @@ pub struct Modelled {
     pub launches_s: f64,
     /// The rest of a run: buffers, checks, the audit's draw, probes, the cell's fixed cost.
     pub work_s: f64,
-    /// Once per point and run: its inputs drawn, its CPU reference computed.
+    /// Once per point and run: its CPU reference computed.
     pub per_point_s: f64,
+    /// Once per draw key and run (`Cell::draw_key`): its inputs drawn.
+    pub per_draw_s: f64,
     /// Whether the kernel declares its work (else its time is a guess).
     pub declared: bool,
     /// Whether the budget is expected to stop the cell.
@@ -149,13 +151,13 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     if exp.telemetry.clock_probe {
         work_s += PROBE_S;
     }
-    // Drawn once per point and run (the audit draws its own on the GPU); written by the
-    // host into managed and mapped buffers for every cell run.
-    let mut per_point_s = 0.0;
+    // Drawn once per draw key and run (the audit draws its own on the GPU); written by
+    // the host into managed and mapped buffers for every cell run.
+    let (mut per_point_s, mut per_draw_s) = (0.0, 0.0);
     let draw = draw_seconds(spec);
     match host_written(spec) {
         true => work_s += draw,
-        false => per_point_s += draw,
+        false => per_draw_s += draw,
     }
     if let Some(kernel) = kernel.filter(|_| checked) {
         let (check_s, audit_s, reference_s) = check_seconds(exp, kernel, c);
@@ -180,6 +182,7 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
         launches_s,
         work_s,
         per_point_s,
+        per_draw_s,
         declared: declared || c.role == Role::Floor,
         stopped,
         counted_s,

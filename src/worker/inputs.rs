@@ -1,5 +1,6 @@
-//! A cell's input data: drawn once per sweep point (every variant and round at a point
-//! times the same data), shared with later processes of the run through its cache folder.
+//! A cell's input data: drawn once for all cells whose inputs are drawn alike (every variant
+//! and round at a point, and any kernel or point of the same input buffers), shared with
+//! later processes of the run through its cache folder.
 
 pub use super::draw::fnv1a;
 use super::draw::{draw_inputs, Drawn};
@@ -7,7 +8,7 @@ use super::failure::Failure;
 use super::shared;
 use crate::experiment::knobs::inputs::Inputs;
 use crate::experiment::ArgValue;
-use crate::plan::Cell;
+use crate::plan::{draw_key, Cell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -29,9 +30,9 @@ pub fn audit_seed(cell: &Cell) -> u64 {
 }
 
 /// The seeds of a cell's input sets: one per `rotate` set it uses, then those of its
-/// `inputs = "fresh"` draws. Every variant and round at one point times the same inputs.
+/// `inputs = "fresh"` draws: the same for every cell of its draw key (`Cell::draw_key`).
 pub fn seeds_of(cell: &Cell) -> (Vec<u64>, Vec<u64>) {
-    let seed = fnv1a(cell.point_key().as_bytes());
+    let seed = fnv1a(cell.draw_key().as_bytes());
     let used = cell.knobs.rotate.sets(cell.knobs.launches);
     let sets = (0..used).map(|i| seed.wrapping_add(i));
     let fresh = match cell.knobs.inputs {
@@ -50,7 +51,6 @@ pub fn shares(cell: &Cell) -> bool {
 /// A cell's inputs read (or drawn) on another thread, handed to the worker's cache later:
 /// a fresh process reads its first cell's inputs while its CUDA context is created.
 pub struct Prefetched {
-    point: String,
     args: Vec<ArgValue>,
     sets: Vec<(u64, Result<Drawn, Failure>)>,
 }
@@ -62,13 +62,13 @@ impl Prefetched {
     pub fn read(cell: &Cell, dir: Option<&Path>, audited: bool) -> Prefetched {
         let dir = dir.filter(|_| shares(cell));
         let args = &cell.launch.args;
+        let key = draw_key(args);
         let (sets, fresh) = seeds_of(cell);
         let audit = audited.then(|| audit_seed(cell));
         Prefetched {
-            point: cell.point_key(),
             args: args.clone(),
             sets: (sets.into_iter().chain(fresh).chain(audit))
-                .map(|seed| (seed, shared_inputs(dir, args, seed)))
+                .map(|seed| (seed, shared_inputs(dir, (args, &key), seed)))
                 .collect(),
         }
     }
@@ -78,17 +78,17 @@ impl Prefetched {
 /// earlier process of the run (in the run's cache folder). Drawing 1 GiB of random floats
 /// takes about a second, longer than most cells' samples and than a fresh process's start;
 /// and rounds interleaved over the points come back to each point once per round, so the
-/// sets of several points are kept, the least recently used let go beyond [`KEPT_BYTES`].
+/// sets of several draw keys are kept, the least recently used let go beyond [`KEPT_BYTES`].
 #[derive(Default)]
 pub struct InputCache {
-    /// Each set by its point, arguments and seed, the most recently used last.
+    /// Each set by its draw key and seed, the most recently used last.
     sets: Vec<(SetKey, HostInputs)>,
     /// The run's folder shared with its other processes.
     dir: Option<PathBuf>,
 }
 
-/// What a set of inputs is drawn for: a point, its arguments as evaluated, a seed.
-type SetKey = (String, Vec<ArgValue>, u64);
+/// What a set of inputs is drawn for: a draw key ([`draw_key`]) and a seed.
+type SetKey = (String, u64);
 
 /// The host memory kept sets may take together; the set just asked for is kept whatever
 /// its size.
@@ -104,7 +104,7 @@ impl InputCache {
                 ..Default::default()
             };
         };
-        let key = |seed| (p.point.clone(), p.args.clone(), seed);
+        let key = |seed| (draw_key(&p.args), seed);
         InputCache {
             sets: (p.sets.into_iter())
                 .filter_map(|(seed, set)| Some((key(seed), Rc::new(set.ok()?))))
@@ -113,25 +113,23 @@ impl InputCache {
         }
     }
 
-    /// `share`: read and store them in the run's folder (see [`shares`]).
+    /// The inputs of `args` drawn with `seed`, the same set (`Rc`) for every cell of their
+    /// draw key. `share`: read and store them in the run's folder (see [`shares`]).
     pub fn get(
         &mut self,
-        point: &str,
         args: &[ArgValue],
         seed: u64,
         share: bool,
     ) -> Result<HostInputs, Failure> {
-        let found =
-            (self.sets.iter()).position(|((p, a, s), _)| p == point && a == args && *s == seed);
-        let set = match found {
+        let key = (draw_key(args), seed);
+        let set = match (self.sets.iter()).position(|(k, _)| *k == key) {
             Some(i) => self.sets.remove(i).1,
             None => {
                 let dir = self.dir.as_deref().filter(|_| share);
-                Rc::new(shared_inputs(dir, args, seed)?)
+                Rc::new(shared_inputs(dir, (args, &key.0), seed)?)
             }
         };
-        self.sets
-            .push(((point.to_string(), args.to_vec(), seed), set.clone()));
+        self.sets.push((key, set.clone()));
         self.let_go(KEPT_BYTES);
         Ok(set)
     }
@@ -146,11 +144,14 @@ impl InputCache {
     }
 }
 
-/// The inputs of `args` drawn with `seed`: read where an earlier process stored them, else
-/// drawn and stored. The file is named by the arguments as evaluated and the seed.
-fn shared_inputs(dir: Option<&Path>, args: &[ArgValue], seed: u64) -> Result<Drawn, Failure> {
-    let described = serde_json::to_vec(args).expect("arguments serialize");
-    let file = shared::file(dir, &[&described, &seed.to_le_bytes()], "inputs");
+/// The inputs of `args` (of draw key `key`) drawn with `seed`: read where an earlier
+/// process stored them, else drawn and stored. The file is named by the draw key and seed.
+fn shared_inputs(
+    dir: Option<&Path>,
+    (args, key): (&[ArgValue], &str),
+    seed: u64,
+) -> Result<Drawn, Failure> {
+    let file = shared::file(dir, &[key.as_bytes(), &seed.to_le_bytes()], "inputs");
     let lens: Vec<Option<usize>> = args
         .iter()
         .map(|a| match a {
@@ -180,38 +181,62 @@ mod tests {
     use crate::experiment::{Dtype, Init};
 
     #[test]
-    fn inputs_are_drawn_once_per_point_and_seed() {
-        let args = vec![
-            ArgValue::Buffer {
-                dtype: Dtype::F32,
-                len: 4,
-                init: Init::Uniform(1.0, 2.0),
-                memory: Memory::Device,
-            },
-            ArgValue::Buffer {
-                dtype: Dtype::F32,
-                len: 4,
-                init: Init::Output,
-                memory: Memory::Device,
-            },
-            ArgValue::Scalar {
-                dtype: Dtype::I32,
-                bytes: 4i32.to_ne_bytes().to_vec(),
-            },
-        ];
+    fn inputs_are_drawn_once_per_draw_key_and_seed_whatever_the_scalars() {
+        let args = |n: i32, init: Init| {
+            vec![
+                ArgValue::Buffer {
+                    dtype: Dtype::F32,
+                    len: 4,
+                    init,
+                    memory: Memory::Device,
+                },
+                ArgValue::Buffer {
+                    dtype: Dtype::F32,
+                    len: 4,
+                    init: Init::Output,
+                    memory: Memory::Device,
+                },
+                ArgValue::Scalar {
+                    dtype: Dtype::I32,
+                    bytes: n.to_ne_bytes().to_vec(),
+                },
+            ]
+        };
+        let uniform = Init::Uniform(1.0, 2.0);
         let mut cache = InputCache::default();
-        let a = cache.get("k/n=1", &args, 7, true).unwrap();
+        let a = cache.get(&args(4, uniform.clone()), 7, true).unwrap();
         assert_eq!(
             a.iter().map(Option::is_some).collect::<Vec<_>>(),
             [true, false, false]
         );
-        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7, true).unwrap()));
-        // Another seed (a rotation set) draws other data; the same seed draws the same data.
-        assert_ne!(a[0], cache.get("k/n=1", &args, 8, true).unwrap()[0]);
-        let again = cache.get("k/n=2", &args, 7, true).unwrap();
-        assert!(!Rc::ptr_eq(&a, &again) && a[0] == again[0]);
-        // Interleaved rounds come back to a point: its sets are still there.
-        assert!(Rc::ptr_eq(&a, &cache.get("k/n=1", &args, 7, true).unwrap()));
+        // Another kernel or point whose inputs are drawn alike (a launch parameter, here a
+        // scalar, differs) gets the very same set.
+        assert_eq!(
+            draw_key(&args(4, uniform.clone())),
+            draw_key(&args(8, uniform.clone()))
+        );
+        assert!(Rc::ptr_eq(
+            &a,
+            &cache.get(&args(8, uniform.clone()), 7, true).unwrap()
+        ));
+        // Another seed (a rotation set) draws other data; another init is another draw.
+        assert_ne!(
+            a[0],
+            cache.get(&args(4, uniform.clone()), 8, true).unwrap()[0]
+        );
+        let normal = cache
+            .get(&args(4, Init::Normal(0.0, 1.0)), 7, true)
+            .unwrap();
+        assert_ne!(a[0], normal[0]);
+        assert_ne!(
+            draw_key(&args(4, uniform.clone())),
+            draw_key(&args(4, Init::Normal(0.0, 1.0)))
+        );
+        // Interleaved rounds come back to a draw: its sets are still there.
+        assert!(Rc::ptr_eq(
+            &a,
+            &cache.get(&args(4, uniform), 7, true).unwrap()
+        ));
         assert_eq!(cache.sets.len(), 3);
     }
 
@@ -224,12 +249,12 @@ mod tests {
             memory: Memory::Device,
         }];
         let mut cache = InputCache::default();
-        for point in ["a", "b", "a", "c"] {
-            cache.get(point, &args, 1, false).unwrap();
+        for seed in [1, 2, 1, 3] {
+            cache.get(&args, seed, false).unwrap();
         }
         cache.let_go(250);
-        let kept: Vec<&str> = cache.sets.iter().map(|((p, ..), _)| p.as_str()).collect();
-        assert_eq!(kept, ["a", "c"]);
+        let kept: Vec<u64> = cache.sets.iter().map(|((_, seed), _)| *seed).collect();
+        assert_eq!(kept, [1, 3]);
         // One set larger than the cap is kept alone.
         cache.let_go(10);
         assert_eq!(cache.sets.len(), 1);
@@ -259,17 +284,17 @@ mod tests {
             },
         ];
         let first = InputCache::new(Some(dir.path().into()), None)
-            .get("k/n=1", &args, 5, true)
+            .get(&args, 5, true)
             .unwrap();
         let stored: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(stored.len(), 1, "one file per point and seed");
+        assert_eq!(stored.len(), 1, "one file per draw key and seed");
         let later = InputCache::new(Some(dir.path().into()), None)
-            .get("k/n=1", &args, 5, true)
+            .get(&args, 5, true)
             .unwrap();
         assert_eq!(*first, *later);
         assert_eq!(*later, draw_inputs(&args, 5).unwrap());
         let other = InputCache::new(Some(dir.path().into()), None)
-            .get("k/n=1", &args, 6, true)
+            .get(&args, 6, true)
             .unwrap();
         assert_ne!(*first, *other, "another seed is drawn anew");
     }
@@ -284,7 +309,6 @@ mod tests {
         }];
         let read = vec![Some(vec![7u8; 8])];
         let prefetched = Prefetched {
-            point: "k/n=1".into(),
             args: args.clone(),
             sets: vec![
                 (5, Ok(read.clone())),
@@ -292,9 +316,9 @@ mod tests {
             ],
         };
         let mut cache = InputCache::new(None, Some(prefetched));
-        assert_eq!(*cache.get("k/n=1", &args, 5, false).unwrap(), read);
+        assert_eq!(*cache.get(&args, 5, false).unwrap(), read);
         // A set the other thread could not read is drawn as usual.
-        let drawn = cache.get("k/n=1", &args, 6, false).unwrap();
+        let drawn = cache.get(&args, 6, false).unwrap();
         assert_eq!(*drawn, draw_inputs(&args, 6).unwrap());
     }
 

@@ -154,7 +154,7 @@ impl Data {
         let (set_seeds, fresh_seeds) = seeds_of(cell);
         let mut draw = |seeds: Vec<u64>| -> Result<Vec<HostInputs>, Failure> {
             (seeds.into_iter())
-                .map(|seed| s.inputs.get(&point, &spec.args, seed, share))
+                .map(|seed| s.inputs.get(&spec.args, seed, share))
                 .collect()
         };
         let seed = set_seeds[0];
@@ -178,7 +178,8 @@ impl Data {
             let buffers = Buffers::create(&spec.args, &data, poison, &copies)?;
             if i == 0 && stashed.is_none() && poison == Poison::ByMemset {
                 let after = Stash::allocated_after(cell);
-                s.timed_stash = Stash::of_buffers((&point, after), &buffers, &host);
+                let key = cell.draw_key();
+                s.timed_stash = Stash::of_buffers((&key, after), &buffers, &host);
             }
             sets.push(buffers);
         }

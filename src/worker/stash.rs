@@ -7,13 +7,16 @@ use super::inputs::HostInputs;
 use cuda::DeviceBuffer;
 use std::rc::Rc;
 
-/// A point's inputs, kept on the device and copied there into each later buffer that takes
-/// them: a GiB of inputs crosses the host link once per point and process, not once per
-/// cell and check. The session keeps two: the audit's (made by the point's first weaker
-/// audit), and the timed data's (made by the point's first cell, read by its later cells
-/// and by every reference kernel's check on that data).
+/// Inputs kept on the device and copied there into each later buffer that takes them: a
+/// GiB of inputs crosses the host link once per draw and process, not once per cell and
+/// check. The session keeps two: the audit's (made by a point's first weaker audit), and
+/// the timed data's (made by the first cell of a draw key, read by the cells of that key
+/// that follow it, whatever their kernel and point, and by every reference kernel's check
+/// on that data).
 pub(in crate::worker) struct Stash {
-    pub(super) point: String,
+    /// What it is kept for: the audit's point (`Cell::point_key`), or the timed data's draw
+    /// key (`Cell::draw_key`), which cells of other kernels and points may share.
+    pub(super) key: String,
     /// The data the copies hold.
     pub(super) held: HostInputs,
     /// Per argument: a copy of its data, for inputs in device memory.
@@ -39,7 +42,7 @@ impl Stash {
     /// leave less than `after` bytes (what the cell allocates later: its other sets, flush,
     /// reference kernel's buffers and audit's draws), or a copy cannot be made.
     pub(in crate::worker) fn of_buffers(
-        (point, after): (&str, u64),
+        (key, after): (&str, u64),
         buffers: &Buffers,
         host: &HostInputs,
     ) -> Option<Stash> {
@@ -61,7 +64,7 @@ impl Stash {
             });
         }
         Some(Stash {
-            point: point.to_string(),
+            key: key.to_string(),
             held: Rc::clone(host),
             copies,
         })

@@ -40,13 +40,13 @@ impl Staged {
     ) -> Result<Staged, Failure> {
         let buffers = &data.sets[0];
         let seed = audit_seed(cell);
-        let new = (s.inputs).get(&data.point, &cell.launch.args, seed, shares(cell))?;
+        let new = (s.inputs).get(&cell.launch.args, seed, shares(cell))?;
         s.timeline.mark("audit draw");
         let inputs: Vec<usize> = buffers.inputs().collect();
         let (changed, kept): (Vec<usize>, Vec<usize>) =
             inputs.iter().partition(|&&i| new[i] != data.timed[i]);
         let stash = match s.audit_stash.take() {
-            Some(stash) if stash.point == data.point => stash,
+            Some(stash) if stash.key == data.point => stash,
             _ => Stash::upload(&data.point, buffers, &new)?,
         };
         s.audit_stash = Some(stash);
@@ -162,19 +162,23 @@ impl Stash {
     /// copy does not fit: those are uploaded each time).
     fn upload(point: &str, buffers: &Buffers, new: &HostInputs) -> Result<Stash, Failure> {
         Ok(Stash {
-            point: point.to_string(),
+            key: point.to_string(),
             held: std::rc::Rc::clone(new),
             copies: device_copies(buffers, new)?,
         })
     }
 
     /// Lets go of the stashes' device memory before `cell` allocates, unless they are of
-    /// `cell`'s point and the cell's buffers (every set), its reference kernel's and its
-    /// flush fit beside them: the audit's first, then the timed data's.
+    /// `cell`'s point (the audit's) and draw key (the timed data's) and the cell's buffers
+    /// (every set), its reference kernel's and its flush fit beside them: the audit's first,
+    /// then the timed data's.
     pub(in crate::worker) fn forget_unless_at(s: &mut Session, cell: &Cell) {
-        let point = cell.point_key();
-        for stash in [&mut s.audit_stash, &mut s.timed_stash] {
-            if stash.as_ref().is_some_and(|st| st.point != point) {
+        let keys = [cell.point_key(), cell.draw_key()];
+        for (stash, key) in [&mut s.audit_stash, &mut s.timed_stash]
+            .into_iter()
+            .zip(keys)
+        {
+            if stash.as_ref().is_some_and(|st| st.key != key) {
                 *stash = None;
             }
         }
