@@ -124,11 +124,12 @@ pub struct RunArgs {
     /// `DIR/<name>/parts/`, merged into `DIR/<name>/`, each cell marked with its GPU.
     ///
     /// A runner per GPU (`CUDA_VISIBLE_DEVICES`) runs its part (`--shard i/N`) into
-    /// `DIR/<name>/parts/gpu<i>/`, and takes the cells another part has not reached once its
-    /// own are done (`--claims DIR/<name>/parts/claims`). Each cell in `cells.jsonl` names its GPU. A run already in
-    /// `DIR/<name>/` is refused before any part starts, unless `--force`. SIGINT, SIGTERM and
-    /// SIGHUP reach every part, which stops after its finished cells; nothing is merged, and
-    /// each part resumes with `runner run --resume DIR/<name>/parts/gpu<i>/<name>`.
+    /// `DIR/<name>/parts/gpu<i>/`, and takes the cells another part has not reached once
+    /// its own are done (`--claims DIR/<name>/parts/claims-<when>`, a queue per run). Each
+    /// cell in `cells.jsonl` names its GPU. A run already in `DIR/<name>/` is refused
+    /// before any part starts, unless `--force`. SIGINT, SIGTERM and SIGHUP reach every
+    /// part, which stops after its finished cells; nothing is merged, and each part resumes
+    /// with `runner run --resume DIR/<name>/parts/gpu<i>/<name>`.
     #[arg(long, value_name = "LIST")]
     pub devices: Option<String>,
     /// With --devices: every GPU runs every cell (no merge); each GPU's report compares its
@@ -317,11 +318,11 @@ pub enum Command {
     /// It writes `DIR/<name>/slurm/array.sbatch`: a job array, a part per task, each
     /// running `run --shard $SLURM_ARRAY_TASK_ID/N` into `DIR/<name>/parts/part<i>/` and
     /// resumed from there when Slurm requeues it. The parts take cells from one queue
-    /// (`--claims DIR/<name>/parts/claims`): a task that starts late or ends early leaves
-    /// or takes the cells no part has reached. And `merge.sbatch`, which merges the
-    /// parts into `DIR/<name>/` once the array has ended. A part on a node without a GPU
-    /// writes nothing and fails; the merge joins the parts that ran and says the run is
-    /// incomplete.
+    /// (`--claims DIR/<name>/parts/claims-<when>`, one per script written): a task that
+    /// starts late or ends early leaves or takes the cells no part has reached. And
+    /// `merge.sbatch`, which merges the parts into `DIR/<name>/` once the array has ended.
+    /// A part on a node without a GPU writes nothing and fails; the merge joins the parts
+    /// that ran and says the run is incomplete.
     ///
     /// Every value in the scripts is shell-quoted. A value that no quoting carries is
     /// refused: a newline or NUL; an `#SBATCH` value other than letters, digits and

@@ -1,10 +1,10 @@
 //! `--devices 0,1` (or `all`): one run spread over several GPUs of this machine. Each GPU
 //! runs a part of the plan (`--shard i/N`) in a runner of its own that sees only that GPU
 //! (`CUDA_VISIBLE_DEVICES`, counted within the list the runner itself was started with), in
-//! `DIR/parts/gpu<i>/`, taking cells from one queue (`--claims DIR/parts/claims`): its own
-//! share first, then the cells no part has reached. The parts are then merged into `DIR`,
-//! each cell marked with the GPU that ran it. With `--each`, every GPU runs the whole plan instead, so that
-//! "identical" GPUs can be compared cell by cell.
+//! `DIR/parts/gpu<i>/`, taking cells from one queue (`--claims DIR/parts/claims-<when>`,
+//! one per run): its own share first, then the cells no part has reached. The parts are
+//! then merged into `DIR`, each cell marked with the GPU that ran it. With `--each`, every
+//! GPU runs the whole plan instead, so that "identical" GPUs can be compared cell by cell.
 
 use super::stop::{self, Stop};
 use super::Subset;
@@ -99,7 +99,7 @@ pub fn run(
     // A second's margin for file systems whose clock for times of change runs coarse.
     let started = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
     let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    let claims = empty_queue(dir, each)?;
+    let claims = new_queue(dir, force)?;
     let mut children = Vec::new();
     let mut parts: Vec<PathBuf> = Vec::new();
     for (i, gpu) in devices.iter().enumerate() {
@@ -168,16 +168,34 @@ pub fn run(
     })
 }
 
-/// The parts' one queue of cells in `dir`, emptied of an earlier run's claims (but with
-/// `each`, whose parts take no cells from it).
-fn empty_queue(dir: &Path, each: bool) -> Result<PathBuf> {
-    let claims = dir.join("parts").join("claims");
-    match std::fs::remove_dir_all(&claims) {
-        Err(e) if !each && e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("cannot empty {}", claims.display()))
+/// The parts' one queue of cells: a folder of this run's own in `dir/parts/`, so that no
+/// claim of an earlier run there (an interrupted one, whose parts resume through theirs)
+/// is taken for this run's; `force`, which replaces the parts, removes the earlier queues.
+fn new_queue(dir: &Path, force: bool) -> Result<PathBuf> {
+    let parts = dir.join("parts");
+    if force {
+        for entry in std::fs::read_dir(&parts).into_iter().flatten() {
+            let path = entry.context("cannot list the run's parts")?.path();
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(QUEUE))
+            {
+                std::fs::remove_dir_all(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+            }
         }
-        _ => Ok(claims),
     }
+    Ok(parts.join(queue_name()))
+}
+
+/// How the folders of a run's queues of cells are named: `claims-` and when the run began.
+pub const QUEUE: &str = "claims-";
+
+/// A new queue's folder name, one per run started.
+pub fn queue_name() -> String {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let ns = since.map_or(0, |d| d.as_nanos());
+    format!("{QUEUE}{ns:x}-{:x}", std::process::id())
 }
 
 /// Whether the part in `dir` wrote its run since `started`: a part that wrote nothing may

@@ -203,7 +203,8 @@ fn planned(
         (None, None) => None,
     };
     if let Some(part) = &shard {
-        if part.cells.is_empty() {
+        // A part that takes cells from a queue may start with none of its own.
+        if part.cells.is_empty() && part.claims.is_none() {
             bail!(
                 "--shard {}: this part has no cells (the plan has {}): use fewer parts",
                 part.shard,
@@ -300,7 +301,8 @@ fn run_cells(
 ) -> Result<bool> {
     let program = WorkerProgram::this_binary()?;
     let claims = meta.shard.as_ref().and_then(|s| s.claims.clone());
-    let mut peers = peer_runs::Peers::new(exp, &plan.cells).claiming(claims);
+    let claiming = claims.map(|c| crate::protocol::Claiming::of_plan(c, plan));
+    let mut peers = peer_runs::Peers::new(exp, &plan.cells).claiming(claiming);
     let complete = Scheduler::new(exp, plan, writer, meta, &program)?.run_all(done, &mut peers)?;
     if complete && !exp.peers.is_empty() {
         let (rows, seconds) = peers.finish();

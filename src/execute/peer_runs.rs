@@ -8,7 +8,7 @@
 use super::INTERRUPTED;
 use crate::experiment::{peer, point_label, Experiment, Point};
 use crate::plan::Cell;
-use crate::protocol::Claims;
+use crate::protocol::Claiming;
 use crate::store::PeerRow;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -28,8 +28,8 @@ pub struct Peers<'a> {
     ran: HashSet<(usize, usize, u32)>,
     spent: Duration,
     /// Where the run's parts share one queue (`--claims`): each peer process runs in the
-    /// part that claims it first.
-    claims: Option<Claims>,
+    /// part that claims it first, of those that ran a cell of its variant at its point.
+    claiming: Option<Claiming>,
 }
 
 impl<'a> Peers<'a> {
@@ -40,13 +40,13 @@ impl<'a> Peers<'a> {
             rows: Vec::new(),
             ran: HashSet::new(),
             spent: Duration::ZERO,
-            claims: None,
+            claiming: None,
         }
     }
 
-    /// These peers, run by a part of a run whose parts share the queue `claims`.
-    pub fn claiming(self, claims: Option<Claims>) -> Self {
-        Peers { claims, ..self }
+    /// These peers, run by a part of a run whose parts share a queue.
+    pub fn claiming(self, claiming: Option<Claiming>) -> Self {
+        Peers { claiming, ..self }
     }
 
     /// The peer processes that stand beside `cell`'s process `process` and have not run.
@@ -98,8 +98,8 @@ impl<'a> Peers<'a> {
         for process in 0..most.unwrap_or(0) {
             for (p, peer) in self.exp.peers.iter().enumerate() {
                 for (i, point) in self.exp.points.iter().enumerate() {
-                    let planned =
-                        (self.cells.iter()).any(|c| c.variant == peer.variant && at(point, c));
+                    let planned = (self.cells.iter())
+                        .any(|c| c.variant == peer.variant && at(point, c) && self.ran_here(c));
                     let run = (p, i, process);
                     if planned && self.pending(run) {
                         self.run(run);
@@ -109,6 +109,12 @@ impl<'a> Peers<'a> {
         }
         self.spent += started.elapsed();
         (self.rows, self.spent.as_secs_f64())
+    }
+
+    /// Whether this part ran `cell` (every part's own, unless the parts share a queue): a
+    /// peer left to the end runs where a cell of its variant and point ran.
+    fn ran_here(&mut self, cell: &Cell) -> bool {
+        (self.claiming.as_mut()).is_none_or(|c| c.holds(cell.index).unwrap_or(false))
     }
 
     /// Process `process` of peer `p` at point `i`.
@@ -123,7 +129,7 @@ impl<'a> Peers<'a> {
         self.ran.insert((p, i, process));
         // A key no cell id can be: ids hold no NUL.
         let key = format!("peer\0{p}\0{i}\0{process}");
-        let (time_ns, note) = match self.claims.as_ref().map(|c| c.take(&key)) {
+        let (time_ns, note) = match self.claiming.as_ref().map(|c| c.claims.take(&key)) {
             Some(Ok(false)) => return,
             Some(Err(e)) => (None, format!("cannot claim it in the run's queue: {e}")),
             _ => match run_one(self.exp, peer, command) {

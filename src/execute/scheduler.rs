@@ -55,6 +55,8 @@ pub struct Scheduler<'a> {
     /// part took (their fresh runs' peers are that part's).
     claiming: Option<Claiming>,
     taken: HashSet<usize>,
+    /// The keys of the cells this part stored: a part that stops lets go of its other claims.
+    stored_keys: HashSet<String>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -66,10 +68,8 @@ impl<'a> Scheduler<'a> {
         program: &'a WorkerProgram,
     ) -> Result<Self> {
         let bar = super::progress::bar();
-        let claiming = (meta.shard.as_ref().and_then(|s| s.claims.clone())).map(|claims| {
-            let keys = plan.claim_keys().into_iter().map(String::from);
-            Claiming::new(claims, keys.enumerate().collect())
-        });
+        let claiming = (meta.shard.as_ref().and_then(|s| s.claims.clone()))
+            .map(|claims| Claiming::of_plan(claims, plan));
         Ok(Scheduler {
             exp,
             plan,
@@ -91,6 +91,7 @@ impl<'a> Scheduler<'a> {
             counters: HashMap::new(),
             claiming,
             taken: HashSet::new(),
+            stored_keys: HashSet::new(),
         })
     }
 
@@ -142,13 +143,21 @@ impl<'a> Scheduler<'a> {
         }
         self.settle()?;
         self.bar.finish_and_clear();
-        Ok(!INTERRUPTED.load(Ordering::SeqCst))
+        let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+        if interrupted {
+            self.release_unfinished(done)?;
+        }
+        Ok(!interrupted)
     }
 
-    /// Stores a run's record, unless another part of the run claimed its cell (a failure
-    /// recorded before its worker claimed it would overlap that part's record).
+    /// Stores a run's record, but where the run's parts share a queue, only one of a cell
+    /// this part holds: its worker claimed it before it ran it. A failure of this part's own
+    /// (a priming process, no ncu, a worker that died before it claimed the cell) is not
+    /// recorded for a cell it does not hold: a part that cannot run cells would otherwise
+    /// claim the whole queue with failures, and one that another part holds would overlap
+    /// that part's record.
     fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
-        if !self.mine(run)? {
+        if !self.holds_to_store(run)? {
             return self.count_taken(run);
         }
         let cell = &self.plan.cells[run.cell];
@@ -171,25 +180,6 @@ impl<'a> Scheduler<'a> {
         self.runs.0 += 1;
         self.bar
             .set_prefix(format!("{}/{}", self.runs.0, self.runs.1));
-    }
-
-    /// A run another part claimed: not this part's to store.
-    fn count_taken(&mut self, run: Run) -> Result<()> {
-        self.taken.insert(run.cell);
-        self.count_done(run);
-        Ok(())
-    }
-
-    /// Whether this part runs `run` (always, but where the parts share a queue: then once
-    /// it, or nobody yet, claimed the run's cell).
-    fn mine(&mut self, run: Run) -> Result<bool> {
-        match &mut self.claiming {
-            None => Ok(true),
-            Some(c) => c.may_run(run.cell).with_context(|| {
-                let dir = c.claims.dir.display();
-                format!("cannot claim a cell in {dir}")
-            }),
-        }
     }
 
     fn fail(&mut self, run: Run, kind: FailureKind, why: String) -> Result<()> {
@@ -280,7 +270,11 @@ impl<'a> Scheduler<'a> {
     fn run_pass(&mut self, pass: Pass, runs: Vec<Run>, vars: &[(String, String)]) -> Result<()> {
         let mut pending: Vec<(Run, CellRecord)> = Vec::new();
         let mut remaining: VecDeque<Run> = runs.into();
-        while let Some(&first) = remaining.front() {
+        loop {
+            self.drop_taken(&mut remaining)?;
+            let Some(&first) = remaining.front() else {
+                break;
+            };
             self.bar.set_message(self.plan.cells[first.cell].id.clone());
             // The GPU warm-up is owed by the first worker that times.
             let warmup = match pass {
@@ -429,8 +423,9 @@ impl<'a> Scheduler<'a> {
                     }
                     if profiled {
                         pending.push((run, *rec));
-                    } else {
-                        self.store(run, &rec)?;
+                    } else if let Err(e) = self.store(run, &rec) {
+                        worker.kill();
+                        return Err(e);
                     }
                     match remaining.front() {
                         Some(next) => {
@@ -504,6 +499,8 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+#[path = "scheduler_claims.rs"]
+mod claims;
 #[path = "scheduler_profiled.rs"]
 mod profiled;
 #[cfg(test)]

@@ -146,7 +146,20 @@ fn a_part_stores_neither_a_cell_its_worker_found_taken_nor_a_failure_of_another_
         dir: queue.path().to_path_buf(),
         part: part.into(),
     };
-    // Another part has cell b (the stand-in experiment's cells are keyed by their ids).
+    // The stand-in claims nothing: this part holds cells a and c as its worker's claims
+    // would leave them (the cells are keyed by their ids).
+    for cell in ["k/a", "k/c"] {
+        assert!(claims("0/2").take(cell).unwrap());
+    }
+    // A worker that dies in cell b before claiming it: its failure is not this part's to
+    // record, and cell b is left to the other part.
+    let (_tmp, out) = run_part("kill -9 $$", |t| t.to_string(), Some(&claims("0/2")));
+    let s = statuses(&out.dir);
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!((s[&0].0, s[&2].0), (Status::Ok, Status::Ok));
+    assert_eq!(claims("1/2").holder("k/b").unwrap(), None);
+    // Another part holds cell b: no worker is asked to run it, and a worker that finds it
+    // taken says so.
     assert!(claims("1/2").take("k/b").unwrap());
     let taken = r#"echo '{"type":"taken","cell":1,"process":0}'; continue"#;
     for on_b in [taken, "kill -9 $$"] {
@@ -156,9 +169,6 @@ fn a_part_stores_neither_a_cell_its_worker_found_taken_nor_a_failure_of_another_
         assert_eq!(s.len(), 2, "{on_b}: {s:?}");
         assert_eq!((s[&0].0, s[&2].0), (Status::Ok, Status::Ok), "{on_b}");
     }
-    // Its own cells are claimed by it.
-    assert!(!claims("1/2").take("k/a").unwrap());
-    assert!(claims("0/2").take("k/c").unwrap());
 }
 
 #[test]
@@ -366,22 +376,27 @@ fn parts_that_share_a_queue_run_each_peer_process_once() {
     let exp = fresh_experiment(tmp.path(), 2, &logging_peer("b", 3, &log));
     let plan = Plan::new(&exp).unwrap();
     let queue = tempfile::tempdir().unwrap();
-    let part = |name: &str| {
+    let claiming = |name: &str| {
         let claims = crate::protocol::Claims {
             dir: queue.path().to_path_buf(),
             part: name.into(),
         };
-        Peers::new(&exp, &plan.cells).claiming(Some(claims))
+        crate::protocol::Claiming::of_plan(claims, &plan)
     };
-    let first = part("0/2").finish().0;
-    let second = part("1/2").finish().0;
+    let peers = |name: &str| Peers::new(&exp, &plan.cells).claiming(Some(claiming(name)));
+    // Nobody ran variant b's cell yet: its peers are left to whoever does.
+    assert!(peers("0/2").finish().0.is_empty());
+    // Part 1/2 ran it: its peers are part 1/2's, each process once.
+    assert!(claiming("1/2").may_run(1).unwrap());
+    let first = peers("0/2").finish().0;
+    let second = peers("1/2").finish().0;
+    assert!(first.is_empty(), "{first:?}");
     assert_eq!(
-        first.iter().map(|r| r.process).collect::<Vec<_>>(),
+        second.iter().map(|r| r.process).collect::<Vec<_>>(),
         [0, 1, 2]
     );
-    assert!(second.is_empty(), "{second:?}");
-    let peers = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(peers.lines().count(), 3, "{peers}");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log.lines().count(), 3, "{log}");
 }
 
 #[test]

@@ -120,9 +120,11 @@ pub fn write(
          # A requeued task carries on where its part stopped.\n\
          if [ -f \"$part\"/{name}/run.json ]; then\n  \
          exec {runner} run --resume \"$part\"/{name}\nfi\n\
-         exec {runner} run {exp} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" --claims {parts}/claims --out \"$part\"{extra}\n",
+         exec {runner} run {exp} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" --claims {queue} --out \"$part\"{extra}\n",
         exp = q("the experiment's path", path)?,
         n = req.parts,
+        // This array's own queue: a script written again starts another.
+        queue = q("the queue's folder", &dir.join("parts").join(super::devices::queue_name()))?,
     );
     let mut merge = head;
     let _ = writeln!(merge, "#SBATCH --time=10");

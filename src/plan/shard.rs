@@ -4,7 +4,7 @@
 //! exactly the cells it was given.
 
 use super::cost::Estimate;
-use super::{Plan, Run, WorkerJob};
+use super::{Plan, Role, Run, WorkerJob};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -75,12 +75,20 @@ impl Plan {
     /// The jobs of a part that takes its cells from a queue the parts share (`--claims`), in
     /// the order it claims them: its own share's turn groups first, in the plan's order,
     /// then every other group from the plan's end backwards, so that parts meet inside each
-    /// other's shares and a part whose cells ran long keeps the cells it reached first. Its
-    /// last own job and its first of others' run in one worker where their environments
-    /// are the same.
+    /// other's shares and a part whose cells ran long keeps the cells it reached first.
+    /// Another share's group that reads counters is a job of its own, so that its counter
+    /// pass claims it alone, just before it runs. The last own job and the first of others'
+    /// run in one worker where both are a shared process's in the same environment; a fresh
+    /// process's run stays a job of its own.
     pub fn claiming_jobs(&self, own: &[String]) -> Vec<WorkerJob> {
         let own: HashSet<&str> = own.iter().map(String::as_str).collect();
         let keys = self.claim_keys();
+        let counts = |runs: &[Run]| {
+            (runs.iter()).any(|r| {
+                let c = &self.cells[r.cell];
+                c.knobs.counters.wanted() && c.role == Role::Measure
+            })
+        };
         let (mut first, mut others) = (Vec::new(), Vec::new());
         for job in self.jobs() {
             // The job's turn groups, each a run of consecutive runs with one key.
@@ -101,14 +109,20 @@ impl Plan {
             if !mine.is_empty() {
                 first.push(job_of(mine));
             }
-            if !theirs.is_empty() {
-                others.push(job_of(theirs.into_iter().rev().collect()));
+            let (counted, plain): (Vec<_>, Vec<_>) =
+                theirs.into_iter().partition(|(_, runs)| counts(runs));
+            if !plain.is_empty() {
+                others.push(job_of(plain.into_iter().rev().collect()));
             }
+            others.extend(counted.into_iter().map(|g| job_of(vec![g])));
         }
         others.reverse();
+        let shared = |j: &WorkerJob| {
+            (j.runs.iter()).all(|r| self.cells[r.cell].knobs.process.fresh.is_none())
+        };
         let mut others = others.into_iter().peekable();
         if let (Some(last), Some(next)) = (first.last_mut(), others.peek()) {
-            if last.env == next.env {
+            if last.env == next.env && shared(last) && shared(next) && !counts(&next.runs) {
                 last.runs
                     .extend(others.next().into_iter().flat_map(|j| j.runs));
             }

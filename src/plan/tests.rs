@@ -397,7 +397,41 @@ fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_g
         .rfind(|r| !is_own(r))
         .unwrap();
     assert_eq!(*theirs[0], last);
-    // The shared worker's own and others' cells stay in one worker where nothing comes between.
-    let other = plan.claiming_jobs(&plan.shard_ids(shard::Shard { index: 0, count: 2 }, &estimate));
-    assert!(other.len() <= plan.jobs().len() + 1);
+    // A fresh process's run stays alone in its job, whatever the share: never timed in a
+    // warm worker, nor two in one process.
+    let seq: Vec<String> = (plan.cells.iter())
+        .filter(|c| c.variant == "seq")
+        .map(|c| c.id.clone())
+        .collect();
+    for share in [
+        own.clone(),
+        plan.shard_ids(shard::Shard { index: 0, count: 2 }, &estimate),
+        seq,
+    ] {
+        for job in plan.claiming_jobs(&share) {
+            let fresh = (job.runs.iter()).any(|r| plan.cells[r.cell].knobs.process.fresh.is_some());
+            assert!(!fresh || job.runs.len() == 1, "{share:?}: {job:?}");
+        }
+    }
+}
+
+#[test]
+fn a_claiming_part_counts_another_shares_group_alone_just_before_it_runs() {
+    let e = experiment("[[variant]]\nname = \"a\"\ncounters = [\"dram__bytes_read.sum\"]\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n");
+    let plan = Plan::new(&e).unwrap();
+    let own: Vec<String> = vec![plan.cells[0].id.clone()];
+    let jobs = plan.claiming_jobs(&own);
+    let counted = |r: &Run| plan.cells[r.cell].knobs.counters.wanted();
+    for job in &jobs[1..] {
+        // Every other job holding a counted cell holds that cell's group alone.
+        if job.runs.iter().any(counted) {
+            let cells: std::collections::HashSet<usize> = job.runs.iter().map(|r| r.cell).collect();
+            assert_eq!(cells.len(), 1, "{job:?}");
+        }
+    }
+    assert!(
+        jobs[0].runs.iter().all(|r| r.cell == 0 || !counted(r)),
+        "{:?}",
+        jobs[0]
+    );
 }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The claims folder a part takes its cells through, and the name it claims them by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,22 +19,59 @@ pub struct Claims {
 impl Claims {
     /// Whether this part runs the unit `key`: it claims it where no part has, and a claim
     /// of its own (a resumed part's) is still its own. The claim appears whole or not at all
-    /// (a hard link of a written file), so a part that dies while claiming leaves no claim
-    /// that names nobody.
+    /// (a hard link of a file written and synced first, also on a network file system), so
+    /// a part that dies while claiming leaves no claim that names nobody.
     pub fn take(&self, key: &str) -> std::io::Result<bool> {
         let path = self.dir.join(file_name(key));
         let mut draft = tempfile::NamedTempFile::new_in(&self.dir)?;
         draft.write_all(format!("{}\n{key}\n", self.part).as_bytes())?;
+        draft.as_file().sync_all()?;
         match std::fs::hard_link(draft.path(), &path) {
             Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(self.owns(&path)?),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Ok(self.holder(key)? == Some(true))
+            }
             Err(e) => Err(e),
         }
     }
 
-    fn owns(&self, claim: &Path) -> std::io::Result<bool> {
-        let text = std::fs::read_to_string(claim)?;
-        Ok(text.lines().next() == Some(self.part.as_str()))
+    /// Who holds the unit `key`, without claiming it: nobody (None), this part, or another.
+    pub fn holder(&self, key: &str) -> std::io::Result<Option<bool>> {
+        let path = self.dir.join(file_name(key));
+        let text = match std::fs::read_to_string(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            read => read?,
+        };
+        match text.lines().next().filter(|p| !p.is_empty()) {
+            Some(part) => Ok(Some(part == self.part)),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} names no part: a damaged claim", path.display()),
+            )),
+        }
+    }
+
+    /// Lets go of this part's claims whose units it has no record of (`done` says which it
+    /// has), so that a part still running, or a resumed one, takes them: what a part that
+    /// stops does, as a cell it stopped in would otherwise wait for this part's resume,
+    /// which a time limit may never bring. How many it let go.
+    pub fn release_unfinished(&self, done: impl Fn(&str) -> bool) -> std::io::Result<usize> {
+        let mut released = 0;
+        for entry in std::fs::read_dir(&self.dir)? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|e| e != "claim") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)?;
+            let mut lines = text.lines();
+            if let (Some(part), Some(key)) = (lines.next(), lines.next()) {
+                if part == self.part && !done(key) {
+                    std::fs::remove_file(&path)?;
+                    released += 1;
+                }
+            }
+        }
+        Ok(released)
     }
 }
 
@@ -58,12 +95,50 @@ impl Claiming {
         }
     }
 
+    /// A part's claiming for every cell of `plan`, each by its key (`Plan::claim_keys`).
+    pub fn of_plan(claims: Claims, plan: &crate::plan::Plan) -> Claiming {
+        let keys = plan.claim_keys().into_iter().map(String::from);
+        Claiming::new(claims, keys.enumerate().collect())
+    }
+
     /// The same part's claiming for `cells` alone: what a worker that runs them is sent.
     pub fn of_cells(&self, cells: impl IntoIterator<Item = usize>) -> Claiming {
         let keys = (cells.into_iter())
             .filter_map(|c| Some((c, self.keys.get(&c)?.clone())))
             .collect();
         Claiming::new(self.claims.clone(), keys)
+    }
+
+    /// Whether this part holds cell `cell`'s key, without claiming it (a cell without a key
+    /// is this part's own; one nobody holds is not).
+    pub fn holds(&mut self, cell: usize) -> std::io::Result<bool> {
+        Ok(self.holder_of(cell)? == Some(true))
+    }
+
+    /// Whether another part holds cell `cell`'s key.
+    pub fn elsewhere(&mut self, cell: usize) -> std::io::Result<bool> {
+        Ok(self.holder_of(cell)? == Some(false))
+    }
+
+    /// Who holds cell `cell`'s key: this part (true; also for a cell without a key),
+    /// another (false), or nobody yet.
+    fn holder_of(&mut self, cell: usize) -> std::io::Result<Option<bool>> {
+        let Some(key) = self.keys.get(&cell) else {
+            return Ok(Some(true));
+        };
+        if let Some(&mine) = self.decided.get(key) {
+            return Ok(Some(mine));
+        }
+        let holder = self.claims.holder(key)?;
+        if let Some(mine) = holder {
+            self.decided.insert(key.clone(), mine);
+        }
+        Ok(holder)
+    }
+
+    /// The key of cell `cell`, if it has one.
+    pub fn key(&self, cell: usize) -> Option<&str> {
+        self.keys.get(&cell).map(String::as_str)
     }
 
     /// Whether this part runs cell `cell`: its key claimed now or before by this part. A
@@ -90,6 +165,7 @@ fn file_name(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn part(dir: &Path, name: &str) -> Claims {
         Claims {
@@ -112,6 +188,33 @@ mod tests {
         assert!(!a.take("k=1 n=128 events").unwrap());
         // Only the claims are left: no drafts.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        assert_eq!(b.holder("k=1 n=64 events").unwrap(), Some(false));
+        assert_eq!(b.holder("k=1 n=128 events").unwrap(), Some(true));
+        assert_eq!(b.holder("k=1 n=256 events").unwrap(), None);
+    }
+
+    #[test]
+    fn a_part_that_stops_lets_go_of_the_units_it_has_no_record_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (part(dir.path(), "0/2"), part(dir.path(), "1/2"));
+        for key in ["done", "stopped in"] {
+            assert!(a.take(key).unwrap());
+        }
+        assert!(b.take("b's").unwrap());
+        assert_eq!(a.release_unfinished(|k| k == "done").unwrap(), 1);
+        assert_eq!(a.holder("stopped in").unwrap(), None);
+        assert!(b.take("stopped in").unwrap(), "another part takes it");
+        assert_eq!(a.holder("done").unwrap(), Some(true));
+        assert_eq!(a.holder("b's").unwrap(), Some(false));
+    }
+
+    #[test]
+    fn a_claim_that_names_no_part_is_an_error_not_another_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = part(dir.path(), "0/2");
+        std::fs::write(dir.path().join(file_name("k")), "").unwrap();
+        assert!(a.holder("k").is_err());
+        assert!(a.take("k").is_err());
     }
 
     #[test]
