@@ -207,16 +207,22 @@ fn median(id: &str) -> f64 {
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn resets_inside_a_graph_and_a_batch_are_done_and_taken_off() {
+    // What a graph or a batch reads over hot for a kernel without resets: the gap between
+    // back-to-back launches (the honest matmul's batch read 1.6 µs over its hot cell on an
+    // H200), which a kernel with resets pays too.
+    let mode =
+        |variant: &str| median(&format!("matmul/n=512/{variant}")) - median("matmul/n=512/hot");
     for kernel in ["histogram", "persistent"] {
         let hot = median(&format!("{kernel}/n=512/hot"));
         for variant in ["graph", "batch"] {
             let got = median(&format!("{kernel}/n=512/{variant}"));
             // Without resets the persistent kernel finds its tiles taken and reads a few µs;
             // with the memsets left in, the histogram reads their time too.
-            let off = (got - hot).abs();
+            let off = (got - hot - mode(variant)).abs();
             assert!(
                 off <= (0.1 * hot).max(1_500.0),
-                "{kernel} {variant}: {got} ns against {hot} ns hot"
+                "{kernel} {variant}: {got} ns against {hot} ns hot, {} ns the mode's own",
+                mode(variant)
             );
         }
     }
