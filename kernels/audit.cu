@@ -393,3 +393,30 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
         atomicMax(&tally[6], 1ull);
     }
 }
+
+// A checksum of the `bytes` bytes at `a` (a whole allocation, so 256-byte aligned) under
+// `key`, added into sum[0] (which the host zeroes first): each 8-byte word mixed with its
+// place, so that a changed word changes the sum but for a chance of 2^-64. The worker takes
+// one of the inputs it keeps on the device for later cells when it keeps them, and again
+// after each cell: a kernel that wrote past its buffers into them is caught there.
+extern "C" __global__ void checksum(const unsigned long long *a, unsigned long long bytes,
+                                    unsigned long long key, unsigned long long *sum) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long id = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long words = bytes / 8, h = 0;
+    for (unsigned long long i = id; i < words; i += stride) {
+        h += audit_mix(a[i] ^ audit_mix(key + i));
+    }
+    if (id == 0) {
+        const unsigned char *tail = reinterpret_cast<const unsigned char *>(a);
+        for (unsigned long long j = words * 8; j < bytes; j++) {
+            h += audit_mix(tail[j] ^ audit_mix(key + words + j));
+        }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        h += __shfl_down_sync(0xffffffffu, h, offset);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(sum, h);
+    }
+}

@@ -651,3 +651,47 @@ fn a_python_reference_on_the_gpu_checks_every_element_in_place() {
         assert_eq!(wrong["status"], "failed", "{wrong}");
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_writes_past_its_output_into_the_inputs_kept_for_later_cells_fails() {
+    // x and y of 2 MiB each: the copy of x the runner keeps for the cells after the first
+    // is the allocation after y, where a write past y lands (or faults, where it is not
+    // mapped).
+    let kernel = tempfile::tempdir().unwrap();
+    let source = kernel.path().join("scribble.cu");
+    std::fs::write(
+        &source,
+        "extern \"C\" __global__ void scribble(const float *x, float *y, int n, int past) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n  if (i < past) y[n + i] = 7.0f;\n}\n",
+    )
+    .unwrap();
+    let kernel_text = |name: &str, past: u32, check: &str| {
+        format!(
+            "[[kernel]]\nname = \"{name}\"\nsource = \"{}\"\nentry = \"scribble\"\ngrid = [\"n // 256\"]\nblock = [256]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = \"n\", init = \"uniform(-1, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = \"n\", init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = \"n\" }},\n  {{ name = \"past\", scalar = \"i32\", value = {past} }},\n]\n{check}\n",
+            source.display()
+        )
+    };
+    let against = "check_kernel = { kernel = \"double\", outputs = [\"y\"] }";
+    let text = [
+        "[experiment]\ntitle = \"writes past its output\"\n[sweep]\nn = [524288]\n".to_string(),
+        // The first cell of a draw keeps its inputs for the cells after it.
+        kernel_text("scribble", 64, against),
+        kernel_text("double", 0, "unchecked = true"),
+        kernel_text("honest", 0, against),
+        "[defaults]\ntimer = \"events\"\nwarmup = 1\nsamples = 20\n[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("scribble", &text);
+    for variant in ["hot", "cold"] {
+        let honest = record(&records, &format!("honest/n=524288/{variant}"));
+        assert_eq!(honest["status"], "ok", "{honest}");
+    }
+    let scribble = record(&records, "scribble/n=524288/hot");
+    assert_eq!(scribble["status"], "failed", "{scribble}");
+    let why = scribble["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("wrote outside its buffers") || why.contains("illegal"),
+        "{why}"
+    );
+    println!("the write past the output: {why}");
+}

@@ -47,6 +47,27 @@ pub fn first_difference(
     Ok((at != u64::MAX).then_some(at as usize))
 }
 
+/// `buf`'s checksum under `key` (`checksum` in `kernels/audit.cu`): what a buffer the
+/// worker keeps on the device held, to tell later that nothing wrote it.
+pub fn checksum(func: &Function, buf: &DeviceBuffer, key: u64) -> Result<u64, CudaError> {
+    let sum = DeviceBuffer::alloc(8)?;
+    sum.fill(0)?;
+    let dims = Dims {
+        grid: (GRID, 1, 1),
+        block: (BLOCK, 1, 1),
+        shared_bytes: 0,
+    };
+    let values = [
+        Param::Buffer(buf),
+        Param::u64(buf.bytes() as u64),
+        Param::u64(key),
+        Param::Buffer(&sum),
+    ];
+    Launch::new(func, dims, &values).enqueue()?;
+    let bytes = sum.download()?;
+    Ok(u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes")))
+}
+
 /// The kernel's `nan_kind` for a type: 0 for none (integers, or bytes alone).
 fn nan_kind(dtype: Option<Dtype>) -> u32 {
     match dtype {

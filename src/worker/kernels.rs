@@ -36,7 +36,7 @@ const BUILTIN_SOURCE: &str = concat!(
     include_str!("../../kernels/audit.cu"),
 );
 /// The built-in program's entries (each `extern "C"`: its name is its lowered name).
-const BUILTIN_ENTRIES: [&str; 10] = [
+const BUILTIN_ENTRIES: [&str; 11] = [
     "empty",
     "flush_l2",
     "flush_l2_read",
@@ -47,6 +47,7 @@ const BUILTIN_ENTRIES: [&str; 10] = [
     "out_of_tolerance",
     "audit_draw",
     "audit_matmul_cells",
+    "checksum",
 ];
 
 /// Which kernel: one of the experiment's as a cell compiles it, or a built-in (always a
@@ -68,6 +69,7 @@ pub enum KernelKey {
     OutOfTolerance,
     AuditDraw,
     AuditMatmul,
+    Checksum,
 }
 
 impl KernelKey {
@@ -101,6 +103,7 @@ impl KernelKey {
             KernelKey::OutOfTolerance => format!("{what} (check comparison)"),
             KernelKey::AuditDraw => format!("{what} (audit draw)"),
             KernelKey::AuditMatmul => format!("{what} (audit matmul reference)"),
+            KernelKey::Checksum => format!("{what} (kept inputs' checksum)"),
         }
     }
 
@@ -120,6 +123,7 @@ impl KernelKey {
             KernelKey::OutOfTolerance => Err("out_of_tolerance"),
             KernelKey::AuditDraw => Err("audit_draw"),
             KernelKey::AuditMatmul => Err("audit_matmul_cells"),
+            KernelKey::Checksum => Err("checksum"),
         }
     }
 }

@@ -180,6 +180,9 @@ impl Data {
                 let after = Stash::allocated_after(cell);
                 let key = cell.draw_key();
                 s.timed_stash = Stash::of_buffers((&key, after), &buffers, &host);
+                if let Some(st) = &mut s.timed_stash {
+                    st.seal(&mut s.kernels, &mut s.timeline, s.sample_seed)?;
+                }
             }
             sets.push(buffers);
         }

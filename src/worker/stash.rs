@@ -4,6 +4,9 @@
 use super::buffers::Buffers;
 use super::failure::{during, Failure};
 use super::inputs::HostInputs;
+use super::kernels::{KernelKey, Kernels};
+use super::timeline::Timeline;
+use crate::method::equal;
 use cuda::DeviceBuffer;
 use std::rc::Rc;
 
@@ -21,6 +24,9 @@ pub(in crate::worker) struct Stash {
     pub(super) held: HostInputs,
     /// Per argument: a copy of its data, for inputs in device memory.
     pub(super) copies: Vec<Option<DeviceBuffer>>,
+    /// Per copy, its checksum once taken (`seal`): a kernel that writes past its buffers
+    /// into a copy would hand the cells after it other inputs than they were drawn.
+    pub(super) sums: Vec<Option<u64>>,
 }
 
 /// A stash takes at most this share of the device's free memory, and leaves the rest of
@@ -67,7 +73,47 @@ impl Stash {
             key: key.to_string(),
             held: Rc::clone(host),
             copies,
+            sums: Vec::new(),
         })
+    }
+
+    /// Takes each copy's checksum under `key` (the run's secret seed), on the GPU.
+    pub(in crate::worker) fn seal(
+        &mut self,
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        key: u64,
+    ) -> Result<(), Failure> {
+        self.sums = self.checksums(kernels, timeline, key)?;
+        Ok(())
+    }
+
+    /// The first argument whose copy no longer holds what it held when sealed.
+    pub(in crate::worker) fn changed(
+        &self,
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        key: u64,
+    ) -> Result<Option<usize>, Failure> {
+        let now = self.checksums(kernels, timeline, key)?;
+        Ok((0..now.len()).find(|&i| now[i] != self.sums.get(i).copied().flatten()))
+    }
+
+    fn checksums(
+        &self,
+        kernels: &mut Kernels,
+        timeline: &mut Timeline,
+        key: u64,
+    ) -> Result<Vec<Option<u64>>, Failure> {
+        let func = kernels.function(KernelKey::Checksum, timeline)?;
+        (self.copies.iter())
+            .map(|c| {
+                c.as_ref()
+                    .map(|c| equal::checksum(&func, c, key))
+                    .transpose()
+            })
+            .collect::<Result<_, _>>()
+            .map_err(during("checking the inputs kept on the device"))
     }
 }
 

@@ -47,7 +47,11 @@ impl Staged {
             inputs.iter().partition(|&&i| new[i] != data.timed[i]);
         let stash = match s.audit_stash.take() {
             Some(stash) if stash.key == data.point => stash,
-            _ => Stash::upload(&data.point, buffers, &new)?,
+            _ => {
+                let mut stash = Stash::upload(&data.point, buffers, &new)?;
+                stash.seal(&mut s.kernels, &mut s.timeline, s.sample_seed)?;
+                stash
+            }
         };
         s.audit_stash = Some(stash);
         let note = note(def, &inputs, &changed, &kept);
@@ -165,6 +169,7 @@ impl Stash {
             key: point.to_string(),
             held: std::rc::Rc::clone(new),
             copies: device_copies(buffers, new)?,
+            sums: Vec::new(),
         })
     }
 
