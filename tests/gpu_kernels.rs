@@ -662,12 +662,12 @@ fn a_kernel_that_writes_past_its_output_into_the_inputs_kept_for_later_cells_fai
     let source = kernel.path().join("scribble.cu");
     std::fs::write(
         &source,
-        "extern \"C\" __global__ void scribble(const float *x, float *y, int n, int past) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n  if (i < past) y[n + i] = 7.0f;\n}\n",
+        "extern \"C\" __global__ void scribble(const float *x, float *y, int n, int past) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n  if (i < past) y[n + i] = 7.0f;\n}\nextern \"C\" __global__ void doubled(const float *x, float *y, int n, int past) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n",
     )
     .unwrap();
-    let kernel_text = |name: &str, past: u32, check: &str| {
+    let kernel_text = |name: &str, entry: &str, check: &str| {
         format!(
-            "[[kernel]]\nname = \"{name}\"\nsource = \"{}\"\nentry = \"scribble\"\ngrid = [\"n // 256\"]\nblock = [256]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = \"n\", init = \"uniform(-1, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = \"n\", init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = \"n\" }},\n  {{ name = \"past\", scalar = \"i32\", value = {past} }},\n]\n{check}\n",
+            "[[kernel]]\nname = \"{name}\"\nsource = \"{}\"\nentry = \"{entry}\"\ngrid = [\"n // 256\"]\nblock = [256]\nargs = [\n  {{ name = \"x\", buffer = \"f32\", len = \"n\", init = \"uniform(-1, 1)\" }},\n  {{ name = \"y\", buffer = \"f32\", len = \"n\", init = \"output\" }},\n  {{ name = \"n\", scalar = \"i32\", value = \"n\" }},\n  {{ name = \"past\", scalar = \"i32\", value = 64 }},\n]\n{check}\n",
             source.display()
         )
     };
@@ -675,9 +675,9 @@ fn a_kernel_that_writes_past_its_output_into_the_inputs_kept_for_later_cells_fai
     let text = [
         "[experiment]\ntitle = \"writes past its output\"\n[sweep]\nn = [524288]\n".to_string(),
         // The first cell of a draw keeps its inputs for the cells after it.
-        kernel_text("scribble", 64, against),
-        kernel_text("double", 0, "unchecked = true"),
-        kernel_text("honest", 0, against),
+        kernel_text("scribble", "scribble", against),
+        kernel_text("double", "doubled", "unchecked = true"),
+        kernel_text("honest", "doubled", against),
         "[defaults]\ntimer = \"events\"\nwarmup = 1\nsamples = 20\n[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[report]\nfloor = false\n".into(),
     ]
     .join("\n");
