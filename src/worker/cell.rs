@@ -59,8 +59,11 @@ pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
         }
         None => outcome,
     };
-    let kept = kept_inputs_unchanged(s, outcome.is_ok()).map_err(of_kind(Kind::Audit));
-    let outcome = outcome.and(kept);
+    // A write past the buffers into the kept inputs explains any other failure of the
+    // cell (its check's reference reads them too), so it is told first.
+    let alive = !outcome.as_ref().is_err_and(|f| f.context_lost);
+    let kept = kept_inputs_unchanged(s, alive).map_err(of_kind(Kind::Audit));
+    let outcome = kept.and(outcome);
     // The reference's buffers go with their cell (their free is its cost).
     s.reference_buffers.take();
     rec.wall_s = t0.elapsed().as_secs_f64();
@@ -432,16 +435,16 @@ fn floor(s: &mut Session, cell: &Cell, rec: &mut CellRecord) -> Result<(), Failu
 /// After a cell: the inputs the session keeps on the device for the cells after it must
 /// hold what they held (`Stash::seal`). A copy that changed was written by a kernel of this
 /// cell past its own buffers (no argument of the cell is a copy): the cell fails, and the
-/// copies are let go so that the next cell uploads its inputs. A cell that failed otherwise
-/// lets them go too: what its kernel wrote where is not known.
-fn kept_inputs_unchanged(s: &mut Session, ok: bool) -> Result<(), Failure> {
+/// copies are let go so that the next cell uploads its inputs. Where the context is lost
+/// (`alive` false) they cannot be read, and go too.
+fn kept_inputs_unchanged(s: &mut Session, alive: bool) -> Result<(), Failure> {
     let mut changed = None;
     for timed in [false, true] {
         let stash = match timed {
             false => &mut s.audit_stash,
             true => &mut s.timed_stash,
         };
-        let Some(st) = stash.as_ref().filter(|_| ok) else {
+        let Some(st) = stash.as_ref().filter(|_| alive) else {
             *stash = None;
             continue;
         };
@@ -454,7 +457,7 @@ fn kept_inputs_unchanged(s: &mut Session, ok: bool) -> Result<(), Failure> {
     match changed {
         None => Ok(()),
         Some(arg) => Err(Failure::from(format!(
-            "a kernel of this cell wrote outside its buffers: the copy of argument {arg} that the runner keeps on the device for the cells after it (no argument of this cell) changed while the cell ran"
+            "a kernel of this cell wrote outside its buffers: the copy of argument {arg} that the runner keeps on the device for the cells after it (no argument of this cell, but read by its check's reference) changed while the cell ran"
         ))),
     }
 }
