@@ -10,6 +10,15 @@ use cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 const GRID: u32 = 1024;
 const BLOCK: u32 = 256;
 
+/// The launch of a comparison kernel: a grid-stride loop over the buffers.
+fn grid_stride() -> Dims {
+    Dims {
+        grid: (GRID, 1, 1),
+        block: (BLOCK, 1, 1),
+        shared_bytes: 0,
+    }
+}
+
 /// The first byte at which `a` and `b` (both in device memory, of one size) differ, with
 /// `func` the built-in `first_difference`; None where they are equal. With `nans_of` a float
 /// type, a NaN in `a` counts as a difference too (its element's first byte): a NaN equals
@@ -29,11 +38,7 @@ pub fn first_difference(
     }
     let first = DeviceBuffer::alloc(8)?;
     first.fill(0xFF)?;
-    let dims = Dims {
-        grid: (GRID, 1, 1),
-        block: (BLOCK, 1, 1),
-        shared_bytes: 0,
-    };
+    let dims = grid_stride();
     let values = [
         Param::Buffer(a),
         Param::Buffer(b),
@@ -52,11 +57,7 @@ pub fn first_difference(
 pub fn checksum(func: &Function, buf: &DeviceBuffer, key: u64) -> Result<u64, CudaError> {
     let sum = DeviceBuffer::alloc(8)?;
     sum.fill(0)?;
-    let dims = Dims {
-        grid: (GRID, 1, 1),
-        block: (BLOCK, 1, 1),
-        shared_bytes: 0,
-    };
+    let dims = grid_stride();
     let values = [
         Param::Buffer(buf),
         Param::u64(buf.bytes() as u64),
@@ -108,11 +109,7 @@ pub fn out_of_tolerance(
 ) -> Result<Tally, CudaError> {
     let tally = DeviceBuffer::alloc(9 * 8)?;
     let count = (got.bytes().min(want.bytes()) / dtype.size()) as u64;
-    let dims = Dims {
-        grid: (GRID, 1, 1),
-        block: (BLOCK, 1, 1),
-        shared_bytes: 0,
-    };
+    let dims = grid_stride();
     let pass = |worst_bits: u64| -> Result<[u64; 9], CudaError> {
         let firsts_unset = [0, u64::MAX, 0, u64::MAX, 0, 0, 0, 0, u64::MAX];
         tally.upload(&firsts_unset.map(u64::to_ne_bytes).concat())?;
