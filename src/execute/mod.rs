@@ -162,8 +162,13 @@ pub fn run(
     writer.write_meta(&meta)?;
     // A resumed run's clock ran only for its rest.
     if let (Some(e), Ok(took), false) = (meta.estimate, started.elapsed(), resumed) {
+        // A part that takes cells from a queue was estimated by its share alone.
+        let share = match meta.shard.as_ref().is_some_and(|s| s.claims.is_some()) {
+            true => " for its share, before the cells it took from the others' or left to them",
+            false => "",
+        };
         crate::terminal::tell(&format!(
-            "ran for {}; the plan estimated {} ({} for a first run)",
+            "ran for {}; the plan estimated {} ({} for a first run){share}",
             seconds(took.as_secs_f64()),
             seconds(e.seconds),
             seconds(e.modelled_seconds)
