@@ -189,7 +189,7 @@ fn new_queue(dir: &Path, force: bool) -> Result<PathBuf> {
 }
 
 /// How the folders of a run's queues of cells are named: `claims-` and when the run began.
-pub const QUEUE: &str = "claims-";
+const QUEUE: &str = "claims-";
 
 /// A new queue's folder name, one per run started.
 pub fn queue_name() -> String {

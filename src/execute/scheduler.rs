@@ -158,7 +158,8 @@ impl<'a> Scheduler<'a> {
     /// that part's record.
     fn store(&mut self, run: Run, rec: &CellRecord) -> Result<()> {
         if !self.holds_to_store(run)? {
-            return self.count_taken(run);
+            self.count_taken(run);
+            return Ok(());
         }
         let cell = &self.plan.cells[run.cell];
         super::progress::say_compile_warnings(&self.bar, &cell.id, &rec.compile_warnings);
@@ -444,7 +445,7 @@ impl<'a> Scheduler<'a> {
                         worker.kill();
                         bail!("a worker reported cell {cell} taken out of turn");
                     }
-                    self.count_taken(Run { cell, process })?;
+                    self.count_taken(Run { cell, process });
                     match remaining.front() {
                         Some(next) => deadline = self.plan.cells[next.cell].knobs.timeout.0,
                         None if !profiled => break WorkerEvent::Closed,

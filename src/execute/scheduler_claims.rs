@@ -23,10 +23,9 @@ impl Scheduler<'_> {
 
     /// A run another part claimed (or that this part leaves unclaimed): not this part's to
     /// store.
-    pub(super) fn count_taken(&mut self, run: Run) -> Result<()> {
+    pub(super) fn count_taken(&mut self, run: Run) {
         self.taken.insert(run.cell);
         self.count_done(run);
-        Ok(())
     }
 
     /// Whether this part runs `run` (always, but where the parts share a queue: then once
@@ -54,7 +53,7 @@ impl Scheduler<'_> {
                 .elsewhere(run.cell)
                 .context("cannot read the run's queue of cells")?
             {
-                true => self.count_taken(run)?,
+                true => self.count_taken(run),
                 false => kept.push_back(run),
             }
         }
