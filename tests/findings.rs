@@ -226,7 +226,7 @@ type Tuned<'a> = (String, f64, &'a str);
 
 /// Checks one finding against the run; false where it is of no known kind.
 fn check(run: &Run, f: &str) -> bool {
-    let rules: [(&str, Rule); 17] = [
+    let rules: [(&str, Rule); 18] = [
         (
             r"^Hardware counters (?:confirm the declared `bytes` of all (?P<all>\d+) checked cells?: (?P<agree>\d+) agree with the bytes DRAM moved \(within 10%\) and the caches served (?P<cached>\d+)|contradict the declared `bytes` of (?P<m>\d+) of (?P<n>\d+) checked cells? \(⚠ in the counters table\); at `(?P<id>[^`]+)` (?P<how>no cache level was asked for them|DRAM moved more than declared): (?P<decl>[\d.]+) MB declared, L1 or L2 at most (?P<cache>[\d.]+) MB \((?P<cr>[\d.]+)x\), DRAM (?P<dram>[\d.]+) MB \((?P<dr>[\d.]+)x\))\.$",
             bytes,
@@ -290,6 +290,10 @@ fn check(run: &Run, f: &str) -> bool {
         (
             r"^The audits took more than 5% of the time of (?P<n>\d+) of (?P<of>\d+) audited cells, the most (?P<share>[\d.]+%) of `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\): (?P<cost>TIME) of (?P<wall>TIME)(?:, (?P<checks>TIME) of it checking audited regions against (?:its Python reference(?: on the host)?|its reference kernel|the reference) \(.*\)|, (?P<regions>TIME) of it the first round's regions, which are never left out \(more samples spread them\)|, (?P<staging>TIME) of it staging the audit's draws|(?P<weaker>: the weaker audit's one launch after the samples, and its check))?\.$",
             audit_cost,
+        ),
+        (
+            r"^In (?P<n>\d+) of (?P<of>\d+) audited cells a kernel could skip over a quarter of its work where it is timed and still pass \(the detection limit\), up to (?P<limit>[\d.]+%) at `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\)(?:\. (?P<idle>\d+) of them (?:is a batch|are batches) timed by events on an idle queue, .*|: .*)\.$",
+            wide_limits,
         ),
         (
             r"^(?P<t>\d+) of (?P<n>\d+) cells trusted: no finding to draw\.$",
@@ -985,6 +989,63 @@ fn audit_cost(run: &Run, c: &Captures) {
             "{cell}: its parts are recorded"
         ),
     }
+}
+
+/// Each audited cell's detection limit as `cells.md`'s Audits table shows it, in percent.
+fn detection_limits(run: &Run) -> HashMap<String, f64> {
+    let text = std::fs::read_to_string(run.dir.join("cells.md")).unwrap();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| cell | audit |"));
+    let header: Vec<&str> = lines.next().unwrap().split(" | ").collect();
+    let at = header.iter().position(|h| *h == "detection limit").unwrap();
+    (lines.skip(1).take_while(|l| l.starts_with("| ")))
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split(" | ").collect();
+            let limit = cols[at].trim_end_matches('%').parse().ok()?;
+            Some((cols[0][2..].to_string(), limit))
+        })
+        .collect()
+}
+
+/// Variant `v`'s key `key` (its own, else `[defaults]`').
+fn knob<'a>(run: &'a Run, v: &str, key: &str) -> Option<&'a toml::Value> {
+    let variants = run.exp["variant"].as_array().unwrap();
+    let table = variants.iter().find(|t| t["name"].as_str() == Some(v))?;
+    table.get(key).or_else(|| run.exp.get("defaults")?.get(key))
+}
+
+fn wide_limits(run: &Run, c: &Captures) {
+    let trusted: HashSet<&str> = run.trusted().map(|(id, _)| id).collect();
+    let limits: Vec<(String, f64)> = (detection_limits(run).into_iter())
+        .filter(|(id, _)| trusted.contains(id.as_str()))
+        .collect();
+    let wide: Vec<&(String, f64)> = limits.iter().filter(|(_, l)| *l > 25.0).collect();
+    assert_eq!(c["n"].parse::<usize>().unwrap(), wide.len());
+    assert_eq!(c["of"].parse::<usize>().unwrap(), limits.len());
+    let cell = id_of(&c["k"], c.name("p").map_or("", |p| p.as_str()), &c["v"]);
+    let widest = wide.iter().map(|(_, l)| *l).fold(0.0, f64::max);
+    let (_, limit) = wide.iter().find(|(id, _)| *id == cell).unwrap();
+    assert_eq!(*limit, widest, "{cell} is not the widest");
+    assert_number(c["limit"].trim_end_matches('%'), *limit, &cell);
+    // Batches timed by events on an idle queue.
+    let idle = (wide.iter())
+        .filter(|(id, _)| {
+            let v = parts(id).2;
+            let batch = knob(run, v, "batch")
+                .and_then(|b| b.as_integer())
+                .unwrap_or(1);
+            let timer = knob(run, v, "timer")
+                .and_then(|t| t.as_str())
+                .unwrap_or("events");
+            let queue = knob(run, v, "queue")
+                .and_then(|q| q.as_str())
+                .unwrap_or("idle");
+            batch > 1 && timer == "events" && queue == "idle"
+        })
+        .count();
+    let told = c.name("idle").map_or(0, |n| n.as_str().parse().unwrap());
+    assert_eq!(told, idle, "{cell}: batches on an idle queue");
 }
 
 fn flagged(run: &Run, c: &Captures) {

@@ -103,10 +103,26 @@ pub enum Finding {
     },
     /// Trusted cells whose audits took more than their share of the cell's time.
     AuditCost(AuditCost),
+    /// Trusted cells whose detection limit is wide (a quarter of the work or more).
+    WideLimits(WideLimits),
     /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
     Range(Range),
     /// No rule has anything to say: how many cells are trusted, of how many.
     Nothing { trusted: usize, cells: usize },
+}
+
+/// Trusted audited cells in which a kernel could skip more than a quarter of its work
+/// where it is timed and still pass (`limits::WIDE_LIMIT`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WideLimits {
+    pub over: usize,
+    /// Audited trusted cells with a detection limit.
+    pub of: usize,
+    /// The widest, and its limit as a fraction.
+    pub widest: NamedCell,
+    pub limit: f64,
+    /// Of `over`, batches timed by events on an idle queue.
+    pub idle_batches: usize,
 }
 
 /// A kernel against its baseline over every cell where both are trusted: speed-up =

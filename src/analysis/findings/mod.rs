@@ -7,11 +7,12 @@ mod cost;
 mod energy;
 mod finding;
 mod kernels;
+mod limits;
 mod variants;
 
 pub use finding::{
     AuditCost, Best, Bias, CheckedBy, CostPart, Difference, EnergyRatio, Finding, NamedCell, Peak,
-    PeakOf, PeerAgreement, Range, Reading, Speedup, Trusted, ALIKE_FRACTION,
+    PeakOf, PeerAgreement, Range, Reading, Speedup, Trusted, WideLimits, ALIKE_FRACTION,
 };
 
 use super::audits::CellAudits;
@@ -89,6 +90,7 @@ pub fn of(a: &Facts, counters: &[CellCounters], audits: &[CellAudits]) -> Vec<Fi
     out.extend(cells::flagged(&flags));
     out.extend(cells::stopped(a, &trusted));
     out.extend(cost::audit_cost(exp, audits, &trusted));
+    out.extend(limits::wide_limits(audits, &trusted));
     // Energy last: the first finding the cap leaves out.
     out.extend(rule(energy::ratios(&t)));
     if out.is_empty() {

@@ -7,7 +7,7 @@ mod words;
 
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
-use crate::analysis::findings::{AuditCost, CheckedBy, CostPart, Finding, Range};
+use crate::analysis::findings::{AuditCost, CheckedBy, CostPart, Finding, Range, WideLimits};
 use words::{count, listed, place, spot, time};
 
 /// Each finding as a sentence.
@@ -90,6 +90,7 @@ fn sentence(f: &Finding) -> String {
             )
         }
         Finding::AuditCost(c) => audit_cost(c),
+        Finding::WideLimits(w) => wide_limits(w),
         Finding::Range(r) => range(r),
         Finding::Nothing { trusted, cells } => {
             format!("{trusted} of {cells} cells trusted: no finding to draw.")
@@ -133,6 +134,30 @@ fn audit_cost(c: &AuditCost) -> String {
             format!("{head}: the weaker audit's one launch after the samples, and its check.")
         }
         CostPart::Unknown => format!("{head}."),
+    }
+}
+
+/// The cells whose detection limit is wide, the widest, and what narrows it: a batch on an
+/// idle queue waits for the host's launch of its first launch, which its tests must allow.
+fn wide_limits(w: &WideLimits) -> String {
+    let head = format!(
+        "In {} of {} audited cells a kernel could skip over a quarter of its work where it is timed and still pass (the detection limit), up to {} at {}",
+        w.over,
+        w.of,
+        words::share(w.limit),
+        place(&w.widest, true),
+    );
+    let rest = "more samples narrow a cell's bound, and CUPTI leaves out the host's launch";
+    match w.idle_batches {
+        0 => format!("{head}: {rest}."),
+        n => format!(
+            "{head}. {} of them {} timed by events on an idle queue, whose first launch waits for the host's launch: `queue = \"saturate\"` queues it behind a wait kernel, or time single launches; elsewhere {rest}.",
+            n,
+            match n {
+                1 => "is a batch",
+                _ => "are batches",
+            },
+        ),
     }
 }
 
@@ -254,6 +279,27 @@ pub(super) mod tests {
             text,
             "`layernorm` takes 6.39x less energy a launch than `layernorm-ref` over 2 cells (4.97x to 6.39x its baseline's); at rows=8192 (events): 122.6 mJ against 784.0 mJ, at 0.5542 W against 3.920 W (the board's, by NVML's counter, ±5%)."
         );
+    }
+
+    #[test]
+    fn wide_limits_name_the_widest_cell_and_what_narrows_an_idle_batchs() {
+        let wide = |idle_batches: usize| {
+            sentences(&[Finding::WideLimits(WideLimits {
+                over: 3,
+                of: 40,
+                widest: reading("matmul/n=512/batch", 1.0, None).at,
+                limit: 0.358,
+                idle_batches,
+            })])
+            .join("")
+        };
+        assert_eq!(
+            wide(2),
+            "In 3 of 40 audited cells a kernel could skip over a quarter of its work where it is timed and still pass (the detection limit), up to 36% at `matmul` at n=512 (batch). 2 of them are batches timed by events on an idle queue, whose first launch waits for the host's launch: `queue = \"saturate\"` queues it behind a wait kernel, or time single launches; elsewhere more samples narrow a cell's bound, and CUPTI leaves out the host's launch."
+        );
+        assert!(wide(0).ends_with(
+            "(batch): more samples narrow a cell's bound, and CUPTI leaves out the host's launch."
+        ));
     }
 
     #[test]

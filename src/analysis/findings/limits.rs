@@ -1,0 +1,108 @@
+//! Where the audit's detection limit is wide: trusted cells in which a kernel could skip
+//! more than a quarter of its work where it is timed and still pass, and what narrows it.
+
+use super::finding::{Finding, NamedCell, WideLimits};
+use crate::analysis::audits::CellAudits;
+use crate::experiment::knobs::launches::Launches;
+use crate::plan::Cell;
+
+/// A limit over this leaves room for a kernel to skip a quarter of its work unseen.
+pub const WIDE_LIMIT: f64 = 0.25;
+
+/// Of the `trusted` cells that were audited, those whose detection limit is over
+/// [`WIDE_LIMIT`], the widest named; None where none is.
+pub fn wide_limits(audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> {
+    let limits: Vec<(&Cell, f64)> = (trusted.iter())
+        .filter_map(|c| {
+            let a = audits.iter().find(|a| a.cell == c.index)?;
+            let limit = a.judgement.as_ref()?.detection_limit;
+            limit.is_finite().then_some((*c, limit))
+        })
+        .collect();
+    let wide: Vec<&(&Cell, f64)> = limits.iter().filter(|(_, l)| *l > WIDE_LIMIT).collect();
+    let (widest, limit) = **wide.iter().max_by(|x, y| x.1.total_cmp(&y.1))?;
+    Some(Finding::WideLimits(WideLimits {
+        over: wide.len(),
+        of: limits.len(),
+        widest: NamedCell::new(&widest.kernel_name, &widest.point, &widest.variant),
+        limit,
+        idle_batches: wide.iter().filter(|(c, _)| idle_batch(c)).count(),
+    }))
+}
+
+/// A batch whose reading holds the host's launch of its first launch (events on an idle
+/// queue): its first-launch tests must allow that launch, up to tens of µs.
+fn idle_batch(c: &Cell) -> bool {
+    matches!(c.knobs.launches, Launches::Batch(n) if n > 1)
+        && c.knobs.queue.reading_holds_launch_time(c.knobs.timer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::findings::tests::experiment;
+    use crate::analysis::tells::Judgement;
+
+    fn audits(cell: usize, limit: f64) -> CellAudits {
+        CellAudits {
+            cell,
+            regions: 2,
+            decoys: 2,
+            pauses: 6,
+            judgement: Some(Judgement {
+                tests: Vec::new(),
+                detection_limit: limit,
+                suspect: None,
+            }),
+            weaker: None,
+            unjudged: None,
+            cost_s: 0.0,
+            wall_s: 1.0,
+            regions_s: 0.0,
+            checks_s: 0.0,
+            wait_ns: None,
+            late: 0,
+            capped: 0,
+        }
+    }
+
+    #[test]
+    fn cells_over_a_quarter_are_counted_the_widest_named_and_idle_batches_told_apart() {
+        let exp = experiment(
+            "n = [1, 2]",
+            &[("k", "")],
+            &[
+                ("single", "timer = \"events\""),
+                ("idle", "timer = \"events\"\nbatch = 10"),
+                (
+                    "behind",
+                    "timer = \"events\"\nbatch = 10\nqueue = \"saturate\"",
+                ),
+            ],
+            "",
+        );
+        let plan = crate::plan::Plan::new(&exp).unwrap();
+        let cells: Vec<&Cell> = plan.cells.iter().filter(|c| c.kernel == Some(0)).collect();
+        let limit = |c: &Cell| match (c.variant.as_str(), c.point[0].1.to_string().as_str()) {
+            ("idle", "1") => 0.46,
+            ("idle", _) => 0.30,
+            ("single", "1") => 0.31,
+            _ => 0.10,
+        };
+        let found: Vec<CellAudits> = cells.iter().map(|c| audits(c.index, limit(c))).collect();
+        let Some(Finding::WideLimits(w)) = wide_limits(&found, &cells) else {
+            panic!("no finding");
+        };
+        assert_eq!((w.over, w.of, w.idle_batches), (3, 6, 2));
+        assert_eq!(
+            (w.widest.variant.as_str(), w.widest.point.as_str()),
+            ("idle", "n=1")
+        );
+        assert!((w.limit - 0.46).abs() < 1e-12);
+        // A cell not trusted is not counted; none over a quarter, no finding.
+        let behind: Vec<&Cell> = (cells.iter().copied())
+            .filter(|c| c.variant == "behind")
+            .collect();
+        assert!(wide_limits(&found, &behind).is_none());
+    }
+}
