@@ -115,9 +115,10 @@ pub struct RunArgs {
     /// With --shard: the parts take their cells from one queue, this folder, which all of
     /// them see (a shared file system on a cluster).
     ///
-    /// Each part runs its own share first, then takes the cells no part has claimed yet,
-    /// from the other shares' ends: no part sits idle while another has cells left, however
-    /// wrong the estimate that split them. A resumed part keeps its claims.
+    /// Each part runs its own share first, then takes the cells no part has claimed yet:
+    /// no part sits idle while another has cells left, however wrong the estimate that
+    /// split them. Both go the costliest draw first, so the parts end on short cells,
+    /// together. A resumed part keeps its claims.
     #[arg(long, value_name = "DIR", requires = "shard")]
     pub claims: Option<PathBuf>,
     /// Spread the cells over these GPUs of this machine (`0,1` or `all`): a part per GPU in

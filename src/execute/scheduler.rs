@@ -99,8 +99,15 @@ impl<'a> Scheduler<'a> {
     /// processes beside it (`Peers::run_beside`); false when an interrupt stopped the run
     /// early.
     pub fn run_all(mut self, done: &HashSet<Run>, peers: &mut Peers) -> Result<bool> {
+        let previous = store::previous_wall_times(&Path::new("reports").join(&self.exp.name));
+        let estimate = Estimate::new(self.exp, self.plan, &previous);
         let jobs = match (&self.claiming, &self.meta.shard) {
-            (Some(_), Some(share)) => self.plan.claiming_jobs(&share.cells),
+            (Some(_), Some(share)) => {
+                let cost: Vec<f64> = (self.plan.cells.iter())
+                    .map(|c| estimate.cell_seconds(c))
+                    .collect();
+                self.plan.claiming_jobs(&share.cells, &cost)
+            }
             _ => self.plan.jobs(),
         };
         let jobs: Vec<WorkerJob> = jobs
@@ -112,8 +119,7 @@ impl<'a> Scheduler<'a> {
             .filter(|j| !j.runs.is_empty())
             .collect();
         let runs: Vec<Run> = jobs.iter().flat_map(|j| j.runs.iter().copied()).collect();
-        let previous = store::previous_wall_times(&Path::new("reports").join(&self.exp.name));
-        let weights = Estimate::new(self.exp, self.plan, &previous).run_weights(&runs);
+        let weights = estimate.run_weights(&runs);
         // Whole milliseconds, at least one a run, so that every run moves the bar.
         self.weights = (runs.iter().zip(weights))
             .map(|(r, w)| (*r, ((w * 1e3) as u64).max(1)))

@@ -9,6 +9,9 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
+/// A turn group's claim key and its runs, in turn.
+type TurnGroup<'k> = (&'k str, Vec<Run>);
+
 /// Part `index` (from 0) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
@@ -73,14 +76,15 @@ impl Plan {
     }
 
     /// The jobs of a part that takes its cells from a queue the parts share (`--claims`), in
-    /// the order it claims them: its own share's turn groups first, in the plan's order,
-    /// then every other group from the plan's end backwards, so that parts meet inside each
-    /// other's shares and a part whose cells ran long keeps the cells it reached first.
-    /// Another share's group that reads counters is a job of its own, so that its counter
-    /// pass claims it alone, just before it runs. The last own job and the first of others'
-    /// run in one worker where both are a shared process's in the same environment; a fresh
-    /// process's run stays a job of its own.
-    pub fn claiming_jobs(&self, own: &[String]) -> Vec<WorkerJob> {
+    /// the order it claims them: its own share's turn groups first, then every other
+    /// group, each in blocks of one draw (see [`Plan::longest_first`]) the costliest first
+    /// by `cost` (seconds by cell index), so that every part ends on the cheapest cells
+    /// left, its own or another's, and the parts end together. Another share's group that
+    /// reads counters is a job of its own, so that its counter pass claims it alone, just
+    /// before it runs. The last own job and the first of others' run in one worker where
+    /// both are a shared process's in the same environment; a fresh process's run stays a
+    /// job of its own.
+    pub fn claiming_jobs(&self, own: &[String], cost: &[f64]) -> Vec<WorkerJob> {
         let own: HashSet<&str> = own.iter().map(String::as_str).collect();
         let keys = self.claim_keys();
         let counts = |runs: &[Run]| {
@@ -107,16 +111,15 @@ impl Plan {
                 runs: groups.into_iter().flat_map(|(_, runs)| runs).collect(),
             };
             if !mine.is_empty() {
-                first.push(job_of(mine));
+                first.push(job_of(self.longest_first(mine, cost)));
             }
             let (counted, plain): (Vec<_>, Vec<_>) =
                 theirs.into_iter().partition(|(_, runs)| counts(runs));
             if !plain.is_empty() {
-                others.push(job_of(plain.into_iter().rev().collect()));
+                others.push(job_of(self.longest_first(plain, cost)));
             }
             others.extend(counted.into_iter().map(|g| job_of(vec![g])));
         }
-        others.reverse();
         let shared = |j: &WorkerJob| {
             (j.runs.iter()).all(|r| self.cells[r.cell].knobs.process.fresh.is_none())
         };
@@ -129,6 +132,32 @@ impl Plan {
         }
         first.extend(others);
         first
+    }
+
+    /// A job's turn groups in blocks of one draw (consecutive in [`Plan::jobs`], so that
+    /// the draw is uploaded once), the costliest block first by `cost` (seconds by cell
+    /// index; the plan's order among equals): a part that ends on short cells ends within
+    /// one of the others.
+    fn longest_first<'k>(&self, groups: Vec<TurnGroup<'k>>, cost: &[f64]) -> Vec<TurnGroup<'k>> {
+        let mut blocks: Vec<(String, Vec<TurnGroup>)> = Vec::new();
+        for group in groups {
+            let draw = self.cells[group.1[0].cell].draw_key();
+            match blocks.last_mut() {
+                Some((d, block)) if *d == draw => block.push(group),
+                _ => blocks.push((draw, vec![group])),
+            }
+        }
+        let seconds = |block: &[TurnGroup]| -> f64 {
+            let cells: HashSet<usize> = (block.iter())
+                .flat_map(|(_, runs)| runs.iter().map(|r| r.cell))
+                .collect();
+            cells
+                .iter()
+                .map(|&c| cost.get(c).copied().unwrap_or(0.0))
+                .sum()
+        };
+        blocks.sort_by(|(_, a), (_, b)| seconds(b).total_cmp(&seconds(a)));
+        blocks.into_iter().flat_map(|(_, block)| block).collect()
     }
 
     /// Keeps the cells of `ids`, numbered anew.

@@ -353,7 +353,7 @@ fn a_python_checked_output_updated_in_place_needs_its_checked_launch_alone() {
 }
 
 #[test]
-fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_groups() {
+fn a_claiming_part_runs_its_share_first_then_the_others_in_turn_groups() {
     let e = experiment("[[variant]]\nname = \"seq\"\n[[variant]]\nname = \"a\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[[variant]]\nname = \"b\"\norder = \"interleaved\"\nrounds = 3\nsamples = 10\n[[variant]]\nname = \"cold\"\nfresh_process = true\nprocesses = 2\n[report]\nfloor = false\n");
     let plan = Plan::new(&e).unwrap();
     let keys = plan.claim_keys();
@@ -368,7 +368,12 @@ fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_g
     assert_eq!(keys[cell("seq", 1).index], cell("seq", 1).id);
     let estimate = cost::Estimate::new(&e, &plan, &HashMap::new());
     let own = plan.shard_ids(shard::Shard { index: 1, count: 2 }, &estimate);
-    let jobs = plan.claiming_jobs(&own);
+    let cost: Vec<f64> = plan
+        .cells
+        .iter()
+        .map(|c| estimate.cell_seconds(c))
+        .collect();
+    let jobs = plan.claiming_jobs(&own, &cost);
     let runs: Vec<Run> = jobs.iter().flat_map(|j| j.runs.clone()).collect();
     // Every run once.
     let mut sorted = runs.clone();
@@ -388,15 +393,6 @@ fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_g
         .collect();
     assert_eq!(group.len(), 6);
     assert_eq!(group[5] - group[0], 5, "{group:?}");
-    // The others' groups from the plan's end: the last plan job's run comes first.
-    let theirs: Vec<&Run> = runs[first_other..].iter().collect();
-    let last = plan
-        .jobs()
-        .into_iter()
-        .flat_map(|j| j.runs)
-        .rfind(|r| !is_own(r))
-        .unwrap();
-    assert_eq!(*theirs[0], last);
     // A fresh process's run stays alone in its job, whatever the share: never timed in a
     // warm worker, nor two in one process.
     let seq: Vec<String> = (plan.cells.iter())
@@ -408,7 +404,7 @@ fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_g
         plan.shard_ids(shard::Shard { index: 0, count: 2 }, &estimate),
         seq,
     ] {
-        for job in plan.claiming_jobs(&share) {
+        for job in plan.claiming_jobs(&share, &cost) {
             let fresh = (job.runs.iter()).any(|r| plan.cells[r.cell].knobs.process.fresh.is_some());
             assert!(!fresh || job.runs.len() == 1, "{share:?}: {job:?}");
         }
@@ -416,11 +412,48 @@ fn a_claiming_part_runs_its_share_first_then_the_others_from_their_end_in_turn_g
 }
 
 #[test]
+fn a_claiming_part_takes_its_draws_costliest_first_its_own_then_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[experiment]\ntitle = \"t\"\n[sweep]\nn = [1, 2, 3, 4]\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{ name = \"x\", buffer = \"f32\", len = \"n * 256\", init = \"uniform(0, 1)\" }]\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n";
+    let e = testkit::experiment_in(dir.path(), &[("k.cu", EMPTY_KERNEL)], text);
+    let plan = Plan::new(&e).unwrap();
+    let at = |n: i64, v: &str| {
+        (plan.cells.iter())
+            .find(|c| c.variant == v && c.point[0].1.to_string() == n.to_string())
+            .unwrap()
+            .index
+    };
+    // Points 1 and 3 are this part's; point 3 and then point 2 cost most.
+    let own: Vec<String> = [at(1, "a"), at(1, "b"), at(3, "a"), at(3, "b")]
+        .map(|i| plan.cells[i].id.clone())
+        .to_vec();
+    let mut cost = vec![1.0; plan.cells.len()];
+    cost[at(3, "b")] = 9.0;
+    cost[at(2, "a")] = 5.0;
+    let runs: Vec<usize> = (plan.claiming_jobs(&own, &cost).into_iter())
+        .flat_map(|j| j.runs)
+        .map(|r| r.cell)
+        .collect();
+    // A draw's cells stay together, in the plan's order; own draws first.
+    let order = [
+        (3, "a"),
+        (3, "b"),
+        (1, "a"),
+        (1, "b"),
+        (2, "a"),
+        (2, "b"),
+        (4, "a"),
+        (4, "b"),
+    ];
+    assert_eq!(runs, order.map(|(n, v)| at(n, v)).to_vec());
+}
+
+#[test]
 fn a_claiming_part_counts_another_shares_group_alone_just_before_it_runs() {
     let e = experiment("[[variant]]\nname = \"a\"\ncounters = [\"dram__bytes_read.sum\"]\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n");
     let plan = Plan::new(&e).unwrap();
     let own: Vec<String> = vec![plan.cells[0].id.clone()];
-    let jobs = plan.claiming_jobs(&own);
+    let jobs = plan.claiming_jobs(&own, &vec![1.0; plan.cells.len()]);
     let counted = |r: &Run| plan.cells[r.cell].knobs.counters.wanted();
     for job in &jobs[1..] {
         // Every other job holding a counted cell holds that cell's group alone.
