@@ -292,7 +292,7 @@ fn check(run: &Run, f: &str) -> bool {
             audit_cost,
         ),
         (
-            r"^In (?P<n>\d+) of (?P<of>\d+) audited cells a kernel could skip over a quarter of its work where it is timed and still pass \(the detection limit\), up to (?P<limit>[\d.]+%) at `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\)(?:\. (?P<idle>\d+) of them (?:is a batch|are batches) timed by events on an idle queue, .*|: .*)\.$",
+            r"^In (?P<n>\d+) of (?P<of>\d+) audited cells a kernel could skip over a quarter of its work where timed and pass, up to (?P<limit>[\d.]+%) at `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\)(?:\. (?P<idle>\d+) (?:is a batch|are batches) on an idle queue: .*|: .*)\.$",
             wide_limits,
         ),
         (

@@ -141,18 +141,16 @@ fn audit_cost(c: &AuditCost) -> String {
 /// idle queue waits for the host's launch of its first launch, which its tests must allow.
 fn wide_limits(w: &WideLimits) -> String {
     let head = format!(
-        "In {} of {} audited cells a kernel could skip over a quarter of its work where it is timed and still pass (the detection limit), up to {} at {}",
+        "In {} of {} audited cells a kernel could skip over a quarter of its work where timed and pass, up to {} at {}",
         w.over,
         w.of,
         words::share(w.limit),
         place(&w.widest, true),
     );
-    let rest = "more samples narrow a cell's bound, and CUPTI leaves out the host's launch";
     match w.idle_batches {
-        0 => format!("{head}: {rest}."),
+        0 => format!("{head}: more samples, or CUPTI, narrow the bound."),
         n => format!(
-            "{head}. {} of them {} timed by events on an idle queue, whose first launch waits for the host's launch: `queue = \"saturate\"` queues it behind a wait kernel, or time single launches; elsewhere {rest}.",
-            n,
+            "{head}. {n} {} on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI.",
             match n {
                 1 => "is a batch",
                 _ => "are batches",
@@ -295,11 +293,9 @@ pub(super) mod tests {
         };
         assert_eq!(
             wide(2),
-            "In 3 of 40 audited cells a kernel could skip over a quarter of its work where it is timed and still pass (the detection limit), up to 36% at `matmul` at n=512 (batch). 2 of them are batches timed by events on an idle queue, whose first launch waits for the host's launch: `queue = \"saturate\"` queues it behind a wait kernel, or time single launches; elsewhere more samples narrow a cell's bound, and CUPTI leaves out the host's launch."
+            "In 3 of 40 audited cells a kernel could skip over a quarter of its work where timed and pass, up to 36% at `matmul` at n=512 (batch). 2 are batches on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI."
         );
-        assert!(wide(0).ends_with(
-            "(batch): more samples narrow a cell's bound, and CUPTI leaves out the host's launch."
-        ));
+        assert!(wide(0).ends_with("(batch): more samples, or CUPTI, narrow the bound."));
     }
 
     #[test]
