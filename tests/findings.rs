@@ -1020,9 +1020,22 @@ fn wide_limits(run: &Run, c: &Captures) {
     let limits: Vec<(String, f64)> = (detection_limits(run).into_iter())
         .filter(|(id, _)| trusted.contains(id.as_str()))
         .collect();
-    let wide: Vec<&(String, f64)> = limits.iter().filter(|(_, l)| *l > 25.0).collect();
-    assert_eq!(c["n"].parse::<usize>().unwrap(), wide.len());
-    assert_eq!(c["of"].parse::<usize>().unwrap(), limits.len());
+    // The table shows a limit to a tenth of a percent: one shown as 25.0% may be over.
+    let wide: Vec<&(String, f64)> = limits.iter().filter(|(_, l)| *l >= 25.0).collect();
+    let surely = wide.iter().filter(|(_, l)| *l > 25.0).count();
+    let n: usize = c["n"].parse().unwrap();
+    assert!(
+        (surely..=wide.len()).contains(&n),
+        "{}: {n} over a quarter, not {surely} to {}",
+        run.dir.display(),
+        wide.len()
+    );
+    assert_eq!(
+        c["of"].parse::<usize>().unwrap(),
+        limits.len(),
+        "{}",
+        run.dir.display()
+    );
     let cell = id_of(&c["k"], c.name("p").map_or("", |p| p.as_str()), &c["v"]);
     let widest = wide.iter().map(|(_, l)| *l).fold(0.0, f64::max);
     let (_, limit) = wide.iter().find(|(id, _)| *id == cell).unwrap();

@@ -3,9 +3,12 @@
 //! synchronize, a flush, a wait), and the host's work around them (inputs drawn and
 //! uploaded, the check and the audit's, the reference's).
 //!
-//! The constants are the H100's host and GPU as the committed runs at 5ac6784 and e04683c
-//! time them (accuracy-audited, trust, cold-start-audited, events, softmax, latency), each
-//! phase of `cells.jsonl` against the size of what it handles.
+//! The host's constants are the H100's as the committed runs at 5ac6784 and e04683c time
+//! them (accuracy-audited, trust, cold-start-audited, events, softmax, latency), each phase
+//! of `cells.jsonl` against the size of what it handles. What the runner has done on the
+//! GPU since (a check's compare, a draw's later cells' inputs copied there, the audit's
+//! draws and regions) is counted at the DRAM peak, as the eighteen first runs at 4e9be81 on
+//! an H200 bear out (reports/plan-probe).
 
 use super::cell::{Cell, Role};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
@@ -14,6 +17,8 @@ use crate::experiment::knobs::{
     timer::TimerKind,
 };
 use crate::experiment::{ArgValue, Experiment, Init, Kernel, LaunchSpec, Memory};
+use crate::method::audit;
+use crate::protocol::AUDIT_SHARE_CAP;
 
 /// A worker process's start (NVML, driver, context) and exit, outside its cells, and a peer
 /// program's process (its CUDA start-up, the launch it times, its exit): the run's wall time
@@ -43,13 +48,18 @@ const REGION_S: f64 = 12e-6;
 const DRAW_UNIFORM_S: f64 = 1e-9;
 const DRAW_NORMAL_S: f64 = 3.5e-9;
 const DRAW_CHASE_S: f64 = 17e-9;
-/// Device memory allocated, inputs uploaded and outputs poisoned, per byte of a cell's
-/// buffers: 120 ms for the 2 GiB copy in accuracy-audited.
+/// Device memory allocated and inputs uploaded, per byte of a draw's inputs (the first cell
+/// of a draw key: the cells after it copy them on the device) or of buffers the host writes
+/// every run: 120 ms for the 2 GiB copy in accuracy-audited.
 const BUFFER_S_PER_BYTE: f64 = 6e-11;
-/// An output element downloaded and compared on the host: against a reference kernel's
-/// (both downloaded, compared on every core) 5-11 ns (the stencil's 128 Mi floats in
-/// 1.36 s, softmax's 32 Mi halves in 0.16 s), against the CPU's 15 ns.
-const KERNEL_CHECK_S: f64 = 9e-9;
+/// A check's compare on the GPU (since d6fa89c): a launch and its read-back of the verdict,
+/// and both outputs read this many times (the compare, then the first difference) at the
+/// DRAM peak.
+const GPU_COMPARE_S: f64 = 50e-6;
+const GPU_COMPARE_READS: f64 = 4.0;
+/// What a region's stage waits beyond its draw's time and half again (`worker::audit`).
+const STAGE_SLACK_S: f64 = 20e-6;
+/// An output element downloaded and compared on the host against the CPU's reference.
 const CPU_CHECK_S: f64 = 15e-9;
 /// The CPU's float64 matmul reference per multiply-add, on the H100's 16 host cores: over
 /// every element up to 512 x 512 (134 M in 12.5-15 ms), the 4096 sampled elements beyond
@@ -62,10 +72,6 @@ const SAMPLED_ELEMENTS: f64 = 4096.0;
 const PYTHON_CALL_S: f64 = 2e-3;
 /// A Python reference's data written, read and worked on, per byte of the launch's buffers.
 const PYTHON_S_PER_BYTE: f64 = 2e-9;
-/// An audit's re-check against a reference kernel compares an output of more elements than
-/// this at a sample of this many (`worker::agreement::sample`: 16 stretches of 1024).
-const SAMPLED_ABOVE: f64 = 65536.0;
-const AUDIT_SAMPLE: f64 = 16384.0;
 /// Nsight Compute's profiling of each launch of the kernel (accuracy: 20-24 ms a launch).
 const PROFILED_LAUNCH_S: f64 = 0.02;
 /// A launch in a counter pass: Nsight Compute's replay of it for each group of counters,
@@ -140,28 +146,35 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     let (samples, stopped) = samples_taken(k, c.runs(), planned, gpu_s, region_s);
     let warmup_s = k.warmup.launches as f64 * (kernel_s + profiled);
     let checked = kernel.is_some_and(Kernel::is_checked);
-    // The checked launch, and the audit's launch in the cell's cache state.
+    // The checked launch (the audit's launches are `audit_regions`').
     let extra = match checked {
-        true => 2.0 * (kernel_s + REGION_S + profiled) + flush_s,
+        true => kernel_s + REGION_S + profiled,
         false => 0.0,
     };
     let launches_s = (1 + samples) as f64 * region_s + warmup_s + extra;
     let sets = k.rotate.sets(k.launches) as f64;
-    let mut work_s = CELL_S + spec.device_bytes() as f64 * sets * BUFFER_S_PER_BYTE;
+    let (inputs, device) = (input_bytes(spec) * sets, spec.device_bytes() as f64 * sets);
+    let mut work_s = CELL_S;
     if exp.telemetry.clock_probe {
         work_s += PROBE_S;
     }
-    // Drawn once per draw key and run (the audit draws its own on the GPU); written by
-    // the host into managed and mapped buffers for every cell run.
+    // Drawn and uploaded once per draw key and run, the cells after it copying the inputs
+    // on the device (the audit draws its own on the GPU), the outputs allocated and
+    // poisoned there; written by the host into managed and mapped buffers every cell run.
     let (mut per_point_s, mut per_draw_s) = (0.0, 0.0);
     let draw = draw_seconds(spec);
     match host_written(spec) {
-        true => work_s += draw,
-        false => per_draw_s += draw,
+        true => work_s += draw + device * BUFFER_S_PER_BYTE,
+        false => {
+            per_draw_s += draw + inputs * BUFFER_S_PER_BYTE;
+            work_s += (2.0 * inputs + (device - inputs).max(0.0)) / dram(exp);
+        }
     }
     if let Some(kernel) = kernel.filter(|_| checked) {
         let (check_s, audit_s, reference_s) = check_seconds(exp, kernel, c);
-        work_s += check_s + audit_s;
+        let stage_s = 1.5 * input_bytes(spec) / dram(exp) + STAGE_SLACK_S + LAUNCH_S;
+        let samples_s = samples as f64 * region_s;
+        work_s += check_s + audit_regions(c, kernel, (region_s + stage_s, audit_s), samples_s);
         per_point_s += reference_s;
     }
     let counted_s = match k.counters.wanted() && c.role == Role::Measure {
@@ -234,6 +247,42 @@ fn samples_taken(
     (n, false)
 }
 
+/// A run's audit: where it sits among the timed launches, the first round's regions (as
+/// `audit::first_round` gives them over the cell's runs, shared among them) and the later
+/// rounds' within [`AUDIT_SHARE_CAP`] of the samples' `samples_s`, each region `region_s`
+/// with its stage and each audited one checked (`check_s`); else the weaker audit's one
+/// launch after the samples, and its check.
+fn audit_regions(
+    c: &Cell,
+    kernel: &Kernel,
+    (region_s, check_s): (f64, f64),
+    samples_s: f64,
+) -> f64 {
+    let k = &c.knobs;
+    let (samples, runs) = (k.samples_per_run() as usize, c.runs() as usize);
+    let weaker = k.timer == TimerKind::Profiler
+        || k.rotate.sets(k.launches) > 1
+        || k.inputs == Inputs::Fresh
+        || kernel.copies();
+    let [audited, decoys, pauses] = (0..runs)
+        .map(|rank| audit::first_round(samples, runs, rank))
+        .fold([0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+    if weaker || audited == 0 {
+        return region_s + check_s;
+    }
+    let first =
+        ((audited + decoys + pauses) as f64 * region_s + audited as f64 * check_s) / runs as f64;
+    // Later rounds: the second in the next ROUND samples, each after in twice as many.
+    let (mut later, mut span) = (0.0, audit::ROUND);
+    let mut covered = audit::ROUND;
+    while covered < samples {
+        later += 10.0 * region_s + 2.0 * check_s;
+        covered += span;
+        span *= 2;
+    }
+    first + later.min(AUDIT_SHARE_CAP * samples_s)
+}
+
 /// A launch of the kernel (and its steps) at the device's peaks: its declared work; where
 /// it declares none, a matmul check's 2 m n k FLOPs, else its buffers crossing DRAM once.
 /// And whether it declared its work.
@@ -269,16 +318,14 @@ fn launch_seconds(exp: &Experiment, spec: &LaunchSpec, kernel: Option<&Kernel>) 
 fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64, f64) {
     let spec = &c.launch;
     if let (Some(reference), Some(kc)) = (&c.reference_launch, &kernel.check_kernel) {
-        let each: Vec<f64> = kc.outputs.iter().map(|&o| elements(spec, o)).collect();
         let theirs = launch_seconds(exp, reference, Some(&exp.kernels[kc.kernel])).0;
-        let buffers = reference.device_bytes() as f64 * BUFFER_S_PER_BYTE;
-        let full: f64 = each.iter().sum();
-        // The audit's re-check compares a sample of a large output, on the check's buffers.
-        let sampled: f64 = (each.iter())
-            .map(|&n| if n > SAMPLED_ABOVE { AUDIT_SAMPLE } else { n })
-            .sum();
-        let check = full * KERNEL_CHECK_S + theirs + buffers;
-        return (check, sampled * KERNEL_CHECK_S + theirs, 0.0);
+        // Compared on the GPU; the reference's buffers made once a cell, copied there from
+        // the draw's; the audit draws its own into them on the GPU.
+        let outputs: f64 = kc.outputs.iter().map(|&o| bytes(spec, o)).sum();
+        let compare = GPU_COMPARE_S + GPU_COMPARE_READS * outputs / dram(exp);
+        let buffers = 2.0 * reference.device_bytes() as f64 / dram(exp);
+        let check = compare + theirs + buffers;
+        return (check, compare + theirs + buffers / 2.0, 0.0);
     }
     if let Some(pc) = &kernel.check_python {
         // The data set through files both ways, the function's own time unknown: counted

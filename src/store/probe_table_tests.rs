@@ -51,7 +51,7 @@ fn the_probed_estimate_holds_its_range_of_each_first_run() {
     names.sort();
     let read = |part: &str| std::fs::read_to_string(Path::new(DIR).join(part)).unwrap();
     let mut table = String::from("| experiment | GPU | commit | plan | plan --probe | first run | run / plan | run / probed | probe took |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
-    let mut rows = 0;
+    let (mut rows, mut misses) = (0, Vec::new());
     for name in &names {
         let path = format!("experiments/{name}.toml");
         let run: serde_json::Value =
@@ -96,16 +96,20 @@ fn the_probed_estimate_holds_its_range_of_each_first_run() {
             ran / model,
             ran / probed
         );
-        assert!(
-            (MODEL_RANGE.0..=MODEL_RANGE.1).contains(&(ran / model)),
-            "{name}: the model said {model:.1} s, the run took {ran:.1} s"
-        );
-        assert!(
-            (PROBE_RANGE.0..=PROBE_RANGE.1).contains(&(ran / probed)),
-            "{name}: the probe said {probed:.1} s, the run took {ran:.1} s"
-        );
+        if !(MODEL_RANGE.0..=MODEL_RANGE.1).contains(&(ran / model)) {
+            misses.push(format!(
+                "{name}: the model said {model:.1} s, the run took {ran:.1} s"
+            ));
+        }
+        if !(PROBE_RANGE.0..=PROBE_RANGE.1).contains(&(ran / probed)) {
+            misses.push(format!(
+                "{name}: the probe said {probed:.1} s, the run took {ran:.1} s"
+            ));
+        }
         rows += 1;
     }
+    println!("{table}");
+    assert!(misses.is_empty(), "{misses:#?}");
     assert!(rows >= 8, "only {rows} experiments in {DIR}");
     let file = Path::new(DIR).join("table.md");
     if std::env::var_os("UPDATE_DOCS").is_some() {
