@@ -107,7 +107,9 @@ pub struct RunArgs {
     /// `reports/<name>/` where there are some; `runner merge` joins the parts.
     ///
     /// Without earlier cell times the parts are balanced by the plan's model of each cell
-    /// (`runner plan`). Each part goes into its own folder. The part's cell ids are recorded, so it resumes and renders alone. On a
+    /// (`runner plan`). Cells whose inputs are drawn alike go to one part, which draws and
+    /// uploads them once, unless they hold over half a part's share. Each part goes into its
+    /// own folder. The part's cell ids are recorded, so it resumes and renders alone. On a
     /// cluster: one array task per part, `--shard $SLURM_ARRAY_TASK_ID/N`, each into its own
     /// `--out` (`runner sbatch` writes such a job).
     #[arg(long, value_name = "I/N")]

@@ -7,7 +7,7 @@ use super::cost::Estimate;
 use super::{Plan, Role, Run, WorkerJob};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A turn group's claim key and its runs, in turn.
 type TurnGroup<'k> = (&'k str, Vec<Run>);
@@ -49,23 +49,46 @@ impl std::fmt::Display for Shard {
 }
 
 impl Plan {
-    /// The ids of part `shard`'s cells: the longest cells first (as the plan's `estimate`
-    /// counts them, from a previous run's times where it has them), each to the part with
-    /// the least time so far, ties to the lower part. Every cell lands in exactly one part.
+    /// The ids of part `shard`'s cells: the cells drawn alike (`Cell::draw_key`) as one
+    /// block, so that one part draws and uploads their inputs once, unless the block would
+    /// hold over half a part's share (then cell by cell); the longest blocks first (as the
+    /// plan's `estimate` counts them, from a previous run's times where it has them), each
+    /// to the part with the least time so far, ties to the lower part. Every cell lands in
+    /// exactly one part.
     pub fn shard_ids(&self, shard: Shard, estimate: &Estimate) -> Vec<String> {
         let cost: Vec<f64> = (self.cells.iter())
             .map(|c| estimate.cell_seconds(c))
             .collect();
-        let mut order: Vec<usize> = (0..self.cells.len()).collect();
-        order.sort_by(|&a, &b| cost[b].total_cmp(&cost[a]).then(a.cmp(&b)));
+        let most = cost.iter().sum::<f64>() / (2.0 * shard.count as f64);
+        let mut by_draw: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        for c in &self.cells {
+            by_draw.entry(c.draw_key()).or_default().push(c.index);
+        }
+        let mut seen = HashSet::new();
+        for c in &self.cells {
+            let key = c.draw_key();
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let block = by_draw.remove(&key).unwrap_or_default();
+            match block.iter().map(|&i| cost[i]).sum::<f64>() > most {
+                true => blocks.extend(block.into_iter().map(|i| vec![i])),
+                false => blocks.push(block),
+            }
+        }
+        let seconds = |b: &[usize]| b.iter().map(|&i| cost[i]).sum::<f64>();
+        blocks.sort_by(|a, b| seconds(b).total_cmp(&seconds(a)).then(a[0].cmp(&b[0])));
         let mut load = vec![0.0f64; shard.count];
         let mut part = vec![0usize; self.cells.len()];
-        for i in order {
+        for block in &blocks {
             let least = (0..shard.count)
                 .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
                 .expect("at least one part");
-            load[least] += cost[i];
-            part[i] = least;
+            load[least] += seconds(block);
+            for &i in block {
+                part[i] = least;
+            }
         }
         self.cells
             .iter()

@@ -412,6 +412,35 @@ fn a_claiming_part_runs_its_share_first_then_the_others_in_turn_groups() {
 }
 
 #[test]
+fn cells_drawn_alike_go_to_one_part_unless_they_would_hold_over_half_a_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[experiment]\ntitle = \"t\"\n[sweep]\nn = [1, 2, 3, 4]\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{ name = \"x\", buffer = \"f32\", len = \"n * 256\", init = \"uniform(0, 1)\" }]\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n";
+    let e = testkit::experiment_in(dir.path(), &[("k.cu", EMPTY_KERNEL)], text);
+    let plan = Plan::new(&e).unwrap();
+    let ids = |n: i64| [format!("k/n={n}/a"), format!("k/n={n}/b")];
+    let parts = |previous: &HashMap<String, f64>| {
+        let estimate = cost::Estimate::new(&e, &plan, previous);
+        [0, 1].map(|i| plan.shard_ids(shard::Shard { index: i, count: 2 }, &estimate))
+    };
+    let part_of =
+        |parts: &[Vec<String>; 2], id: &str| parts.iter().position(|p| p.iter().any(|c| c == id));
+    let even: HashMap<String, f64> = (1..=4).flat_map(ids).map(|id| (id, 1.0)).collect();
+    let split = parts(&even);
+    for n in 1..=4 {
+        let [a, b] = ids(n);
+        assert_eq!(part_of(&split, &a), part_of(&split, &b), "n={n}: {split:?}");
+    }
+    assert_eq!(split[0].len(), 4);
+    // Two cells of one draw that hold most of the run go to a part each.
+    let mut long = even.clone();
+    let [a, b] = ids(1);
+    long.insert(a.clone(), 10.0);
+    long.insert(b.clone(), 10.0);
+    let split = parts(&long);
+    assert_ne!(part_of(&split, &a), part_of(&split, &b), "{split:?}");
+}
+
+#[test]
 fn a_claiming_part_takes_its_draws_costliest_first_its_own_then_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\ntitle = \"t\"\n[sweep]\nn = [1, 2, 3, 4]\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{ name = \"x\", buffer = \"f32\", len = \"n * 256\", init = \"uniform(0, 1)\" }]\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n";
