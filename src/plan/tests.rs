@@ -411,11 +411,19 @@ fn a_claiming_part_runs_its_share_first_then_the_others_in_turn_groups() {
     }
 }
 
-#[test]
-fn cells_drawn_alike_go_to_one_part_unless_they_would_hold_over_half_a_share() {
+/// A kernel whose input's length follows `n` (four points, so four draws) under two
+/// variants (each draw's two cells).
+fn four_draws() -> Experiment {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\ntitle = \"t\"\n[sweep]\nn = [1, 2, 3, 4]\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{ name = \"x\", buffer = \"f32\", len = \"n * 256\", init = \"uniform(0, 1)\" }]\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n";
     let e = testkit::experiment_in(dir.path(), &[("k.cu", EMPTY_KERNEL)], text);
+    std::mem::forget(dir);
+    e
+}
+
+#[test]
+fn cells_drawn_alike_go_to_one_part_unless_they_would_hold_over_half_a_share() {
+    let e = four_draws();
     let plan = Plan::new(&e).unwrap();
     let ids = |n: i64| [format!("k/n={n}/a"), format!("k/n={n}/b")];
     let parts = |previous: &HashMap<String, f64>| {
@@ -442,9 +450,7 @@ fn cells_drawn_alike_go_to_one_part_unless_they_would_hold_over_half_a_share() {
 
 #[test]
 fn a_claiming_part_takes_its_draws_costliest_first_its_own_then_the_others() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = "[experiment]\ntitle = \"t\"\n[sweep]\nn = [1, 2, 3, 4]\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{ name = \"x\", buffer = \"f32\", len = \"n * 256\", init = \"uniform(0, 1)\" }]\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n[report]\nfloor = false\n";
-    let e = testkit::experiment_in(dir.path(), &[("k.cu", EMPTY_KERNEL)], text);
+    let e = four_draws();
     let plan = Plan::new(&e).unwrap();
     let at = |n: i64, v: &str| {
         (plan.cells.iter())
