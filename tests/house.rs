@@ -109,7 +109,7 @@ const STAGES: &[(&str, &[&str])] = &[
     ("plan", &["experiment", "testkit", "clock_lock"]),
     ("protocol", &["experiment", "plan", "cuda"]),
     ("telemetry", &["protocol"]),
-    ("method", &["experiment", "protocol", "cuda"]),
+    ("method", &["experiment", "plan", "protocol", "cuda"]),
     (
         "worker",
         &[

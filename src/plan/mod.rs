@@ -2,6 +2,7 @@
 //! read an empty kernel with each timer) with its knobs and launch fixed, and the worker
 //! processes that will run them.
 
+pub mod audit_rounds;
 mod buffers;
 mod by_point;
 mod cell;

@@ -10,6 +10,7 @@
 //! draws and regions) is counted at the DRAM peak, as the eighteen first runs at 4e9be81 on
 //! an H200 bear out (reports/plan-probe).
 
+use super::audit_rounds::{self as audit, AUDIT_SHARE_CAP};
 use super::cell::{Cell, Role};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
@@ -17,8 +18,6 @@ use crate::experiment::knobs::{
     timer::TimerKind,
 };
 use crate::experiment::{ArgValue, Experiment, Init, Kernel, LaunchSpec, Memory};
-use crate::method::audit;
-use crate::protocol::AUDIT_SHARE_CAP;
 
 /// A worker process's start (NVML, driver, context) and exit, outside its cells, and a peer
 /// program's process (its CUDA start-up, the launch it times, its exit): the run's wall time

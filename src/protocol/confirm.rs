@@ -2,11 +2,7 @@
 //! what share of a cell's time its regions may take: the worker acts on these, the analysis
 //! and the report say them.
 
-/// A short cell holds no more regions than this share of its samples (their cost: a
-/// region takes about a sample's time and its stage), and at least one audited region; nor
-/// do its regions, checks included, take more than this share of its time, but for the
-/// first round's, which are never left out (the findings name the cells they took past it).
-pub const AUDIT_SHARE_CAP: f64 = 0.05;
+pub use crate::plan::audit_rounds::AUDIT_SHARE_CAP;
 
 /// Without decoys, a lone audited region is judged by a band about the timed launches
 /// (the analysis's: twice the reading and 5 µs), and an event or host reading on an

@@ -1,0 +1,96 @@
+//! How many regions of each kind the audit's first round holds (a cell's runs together, and
+//! each run's), and what share of a cell's time its regions may take: the worker's schedule
+//! (`method::audit`) draws its places from these, and the plan's model counts their cost.
+
+/// A short cell holds no more regions than this share of its samples (their cost: a
+/// region takes about a sample's time and its stage), and at least one audited region; nor
+/// do its regions, checks included, take more than this share of its time, but for the
+/// first round's, which are never left out (the findings name the cells they took past it).
+pub const AUDIT_SHARE_CAP: f64 = 0.05;
+use AUDIT_SHARE_CAP as SHARE_CAP;
+
+/// What a region among the timed ones is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    Audit,
+    Decoy,
+    Pause,
+}
+
+/// Samples of the first round (and of the second; later ones double).
+pub const ROUND: usize = 200;
+/// A round's regions, in the order a cell too short for all of them gets them: an audited
+/// region checks its launches, a pause then judges them against the timed ones, a decoy
+/// against the audited ones; two of each give each kind's median and spread, and four more
+/// pauses a median a kernel cannot move by doing all its work after one of two (a LayerNorm
+/// that reads its launch period did all its work after one of an interleaved cell's two
+/// pauses, skipping after the other, and passed on an H200).
+const PRIORITY: [Region; 10] = [
+    Region::Audit,
+    Region::Pause,
+    Region::Decoy,
+    Region::Audit,
+    Region::Decoy,
+    Region::Pause,
+    Region::Pause,
+    Region::Pause,
+    Region::Pause,
+    Region::Pause,
+];
+
+/// Regions a run affords of its own before it holds an audited region whatever the other
+/// runs hold: an audited region, a decoy and a pause.
+const OWN_SET: usize = 3;
+
+/// Regions `samples` samples afford: [`SHARE_CAP`] of them, at least one, at most a round's.
+pub fn affordable(samples: usize) -> usize {
+    ((samples as f64 * SHARE_CAP).floor() as usize).clamp(1, PRIORITY.len())
+}
+
+/// Counts of (audited, decoys, pauses) among the first `n` of [`PRIORITY`].
+pub fn counts(n: usize) -> [usize; 3] {
+    let mut c = [0; 3];
+    for r in &PRIORITY[..n.min(PRIORITY.len())] {
+        c[*r as usize] += 1;
+    }
+    c
+}
+
+/// The regions of each kind (audited, decoys, pauses) in the first round of the run ranked
+/// `rank` of a cell's `runs` (rank 0: the run the cell's seed draws), each of `samples`
+/// steady samples. Over the runs (which the analysis pools) they are what the first round's
+/// samples afford, shared among the first ranks, each holding an audited region. A run
+/// whose samples afford an audited region, a decoy and a pause of its own (60) holds an
+/// audited region, which checks that run's launches; shorter runs (interleaved rounds, a few samples a process) share the
+/// cell's, so that its audits stay within [`SHARE_CAP`] of its time: a kernel that skipped
+/// work only in the runs without one would move the pooled median only by cheating in most
+/// runs, and cannot tell which those are. Never two side by side, nor before the first
+/// sample.
+pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
+    let span = samples.min(ROUND);
+    let room = span.saturating_sub(1) / 2;
+    if room == 0 {
+        return [0; 3];
+    }
+    let runs = runs.max(1);
+    let [audits, decoys, pauses] = counts(affordable(span * runs));
+    let each_its_own = span as f64 * SHARE_CAP >= OWN_SET as f64;
+    let audits = if each_its_own {
+        audits.max(runs)
+    } else {
+        audits
+    };
+    // The first ranks hold the audited regions, and only a run with one is audited among
+    // its timed launches (`worker::audit::audits`): the decoys and pauses go to those runs.
+    let holders = audits.min(runs);
+    if rank >= holders {
+        return [0; 3];
+    }
+    let this_run = |total: usize| total / holders + usize::from(rank < total % holders);
+    // Where the room is short, in PRIORITY's order: an audited region, a pause, then decoys.
+    let audits = this_run(audits).min(room);
+    let first_pause = this_run(pauses).min(1).min(room - audits);
+    let decoys = this_run(decoys).min(room - audits - first_pause);
+    let pauses = this_run(pauses).min(room - audits - decoys);
+    [audits, decoys, pauses]
+}
