@@ -162,11 +162,19 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     // poisoned there; written by the host into managed and mapped buffers every cell run.
     let (mut per_point_s, mut per_draw_s) = (0.0, 0.0);
     let draw = draw_seconds(spec);
-    match host_written(spec) {
-        true => work_s += draw + device * BUFFER_S_PER_BYTE,
-        false => {
-            per_draw_s += draw + inputs * BUFFER_S_PER_BYTE;
-            work_s += (2.0 * inputs + (device - inputs).max(0.0)) / dram(exp);
+    let first_set = input_bytes(spec);
+    match (host_written(spec), k.process.fresh.is_some()) {
+        (true, _) => work_s += draw + device * BUFFER_S_PER_BYTE,
+        // A fresh process uploads the draw (kept on the host for the run) itself.
+        (false, true) => {
+            per_draw_s += draw;
+            work_s += inputs * BUFFER_S_PER_BYTE + (device - inputs).max(0.0) / dram(exp);
+        }
+        // The first set's inputs once per draw key; rotating sets after it every run.
+        (false, false) => {
+            per_draw_s += draw + first_set * BUFFER_S_PER_BYTE;
+            work_s += (inputs - first_set) * BUFFER_S_PER_BYTE
+                + (2.0 * first_set + (device - inputs).max(0.0)) / dram(exp);
         }
     }
     if let Some(kernel) = kernel.filter(|_| checked) {
@@ -259,6 +267,10 @@ fn audit_regions(
 ) -> f64 {
     let k = &c.knobs;
     let (samples, runs) = (k.samples_per_run() as usize, c.runs() as usize);
+    // A `[[copy]]` is checked, not audited.
+    if kernel.copy.is_some() {
+        return 0.0;
+    }
     let weaker = k.timer == TimerKind::Profiler
         || k.rotate.sets(k.launches) > 1
         || k.inputs == Inputs::Fresh
@@ -266,8 +278,9 @@ fn audit_regions(
     let [audited, decoys, pauses] = (0..runs)
         .map(|rank| audit::first_round(samples, runs, rank))
         .fold([0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+    // The weaker audit: one launch after the samples, in one of the cell's runs.
     if weaker || audited == 0 {
-        return region_s + check_s;
+        return (region_s + check_s) / runs as f64;
     }
     let first =
         ((audited + decoys + pauses) as f64 * region_s + audited as f64 * check_s) / runs as f64;

@@ -4,7 +4,7 @@
 //! exactly the cells it was given.
 
 use super::cost::Estimate;
-use super::{Plan, Role, Run, WorkerJob};
+use super::{Cell, Plan, Role, Run, WorkerJob};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -49,9 +49,10 @@ impl std::fmt::Display for Shard {
 }
 
 impl Plan {
-    /// The ids of part `shard`'s cells: the cells drawn alike (`Cell::draw_key`) as one
-    /// block, so that one part draws and uploads their inputs once, unless the block would
-    /// hold over half a part's share (then cell by cell); the longest blocks first (as the
+    /// The ids of part `shard`'s cells: a shared process's cells drawn alike
+    /// (`Cell::draw_key`) in one environment as one block, so that one part draws and
+    /// uploads their inputs once, unless the block would hold over half a part's share (then
+    /// turn group by turn group); the longest blocks first (as the
     /// plan's `estimate` counts them, from a previous run's times where it has them), each
     /// to the part with the least time so far, ties to the lower part. Every cell lands in
     /// exactly one part.
@@ -60,22 +61,41 @@ impl Plan {
             .map(|c| estimate.cell_seconds(c))
             .collect();
         let most = cost.iter().sum::<f64>() / (2.0 * shard.count as f64);
-        let mut by_draw: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        // A shared process's cells drawn alike in one environment share an upload; any
+        // other cell is a block of its turn group (cells that take turns stay together).
+        let keys = self.claim_keys();
+        let block_of = |c: &Cell| {
+            let draw = c.draw_key();
+            let inputs = draw.split(';').any(|place| place != "-");
+            match c.knobs.process.fresh.is_none() && inputs {
+                true => format!("{:?}\0{draw}", c.knobs.process_env()),
+                false => format!("group\0{}", keys[c.index]),
+            }
+        };
+        let mut by_block: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut order = Vec::new();
         for c in &self.cells {
-            by_draw.entry(c.draw_key()).or_default().push(c.index);
+            let key = block_of(c);
+            if !by_block.contains_key(&key) {
+                order.push(key.clone());
+            }
+            by_block.entry(key).or_default().push(c.index);
         }
-        let mut seen = HashSet::new();
-        for c in &self.cells {
-            let key = c.draw_key();
-            if !seen.insert(key.clone()) {
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        for key in order {
+            let block = by_block.remove(&key).unwrap_or_default();
+            if block.iter().map(|&i| cost[i]).sum::<f64>() <= most {
+                blocks.push(block);
                 continue;
             }
-            let block = by_draw.remove(&key).unwrap_or_default();
-            match block.iter().map(|&i| cost[i]).sum::<f64>() > most {
-                true => blocks.extend(block.into_iter().map(|i| vec![i])),
-                false => blocks.push(block),
+            let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+            for i in block {
+                match groups.iter_mut().find(|(k, _)| *k == keys[i]) {
+                    Some((_, g)) => g.push(i),
+                    None => groups.push((keys[i], vec![i])),
+                }
             }
+            blocks.extend(groups.into_iter().map(|(_, g)| g));
         }
         let seconds = |b: &[usize]| b.iter().map(|&i| cost[i]).sum::<f64>();
         blocks.sort_by(|a, b| seconds(b).total_cmp(&seconds(a)).then(a[0].cmp(&b[0])));
@@ -99,14 +119,15 @@ impl Plan {
     }
 
     /// The jobs of a part that takes its cells from a queue the parts share (`--claims`), in
-    /// the order it claims them: its own share's turn groups first, then every other
-    /// group, each in blocks of one draw (see [`Plan::longest_first`]) the costliest first
-    /// by `cost` (seconds by cell index), so that every part ends on the cheapest cells
-    /// left, its own or another's, and the parts end together. Another share's group that
-    /// reads counters is a job of its own, so that its counter pass claims it alone, just
-    /// before it runs. The last own job and the first of others' run in one worker where
-    /// both are a shared process's in the same environment; a fresh process's run stays a
-    /// job of its own.
+    /// the order it claims them, environment by environment: its own share's turn groups
+    /// first, in blocks of one draw (see [`Plan::longest_first`]) the costliest first, then
+    /// the other shares' groups from their owners' ends (the cheapest draws first, each
+    /// draw's groups in their order reversed), so that a part that ran short takes what its
+    /// owner would run last, never the draw its owner is in, and every part ends on the
+    /// cheapest cells left. Another share's group that reads counters is a job of its own,
+    /// so that its counter pass claims it alone, just before it runs. The last own job and
+    /// the first of others' run in one worker where both are a shared process's in the same
+    /// environment; a fresh process's run stays a job of its own.
     pub fn claiming_jobs(&self, own: &[String], cost: &[f64]) -> Vec<WorkerJob> {
         let own: HashSet<&str> = own.iter().map(String::as_str).collect();
         let keys = self.claim_keys();
@@ -139,7 +160,9 @@ impl Plan {
             let (counted, plain): (Vec<_>, Vec<_>) =
                 theirs.into_iter().partition(|(_, runs)| counts(runs));
             if !plain.is_empty() {
-                others.push(job_of(self.longest_first(plain, cost)));
+                let mut plain = self.longest_first(plain, cost);
+                plain.reverse();
+                others.push(job_of(plain));
             }
             others.extend(counted.into_iter().map(|g| job_of(vec![g])));
         }

@@ -449,7 +449,7 @@ fn cells_drawn_alike_go_to_one_part_unless_they_would_hold_over_half_a_share() {
 }
 
 #[test]
-fn a_claiming_part_takes_its_draws_costliest_first_its_own_then_the_others() {
+fn a_claiming_part_takes_its_own_draws_costliest_first_then_the_others_from_their_end() {
     let e = four_draws();
     let plan = Plan::new(&e).unwrap();
     let at = |n: i64, v: &str| {
@@ -469,16 +469,17 @@ fn a_claiming_part_takes_its_draws_costliest_first_its_own_then_the_others() {
         .flat_map(|j| j.runs)
         .map(|r| r.cell)
         .collect();
-    // A draw's cells stay together, in the plan's order; own draws first.
+    // A draw's cells stay together: own draws first, costliest first; then the others'
+    // from their owner's end, the cheapest first, each in reverse.
     let order = [
         (3, "a"),
         (3, "b"),
         (1, "a"),
         (1, "b"),
-        (2, "a"),
-        (2, "b"),
-        (4, "a"),
         (4, "b"),
+        (4, "a"),
+        (2, "b"),
+        (2, "a"),
     ];
     assert_eq!(runs, order.map(|(n, v)| at(n, v)).to_vec());
 }

@@ -103,7 +103,7 @@ pub enum Finding {
     },
     /// Trusted cells whose audits took more than their share of the cell's time.
     AuditCost(AuditCost),
-    /// Trusted cells whose detection limit is wide (a quarter of the work or more).
+    /// Trusted cells whose detection limit is wide (over a quarter of the work).
     WideLimits(WideLimits),
     /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
     Range(Range),

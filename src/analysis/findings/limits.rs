@@ -3,7 +3,7 @@
 
 use super::finding::{Finding, NamedCell, WideLimits};
 use crate::analysis::audits::CellAudits;
-use crate::experiment::knobs::launches::Launches;
+use crate::experiment::knobs::{launches::Launches, queue::Queue, timer::TimerKind};
 use crate::plan::Cell;
 
 /// A limit over this leaves room for a kernel to skip a quarter of its work unseen.
@@ -30,11 +30,13 @@ pub fn wide_limits(audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> 
     }))
 }
 
-/// A batch whose reading holds the host's launch of its first launch (events on an idle
-/// queue): its first-launch tests must allow that launch, up to tens of µs.
+/// A batch timed by events on an idle queue, whose reading holds the host's launch of its
+/// first launch: its first-launch tests must allow that launch, up to tens of µs, and
+/// `queue = "saturate"` (events only) takes it out.
 fn idle_batch(c: &Cell) -> bool {
     matches!(c.knobs.launches, Launches::Batch(n) if n > 1)
-        && c.knobs.queue.reading_holds_launch_time(c.knobs.timer)
+        && c.knobs.timer == TimerKind::Events
+        && c.knobs.queue == Queue::Idle
 }
 
 #[cfg(test)]
