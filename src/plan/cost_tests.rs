@@ -176,3 +176,32 @@ fn a_probe_times_each_build_point_and_cache_state_once() {
     // a and b at both m: the cells of the one probe cell that read.
     assert_eq!(per_launch.len(), 4);
 }
+
+/// A 256 x 256 matmul's buffers, checked against the built-in matmul reference, under
+/// `variants`.
+fn checked(variants: &str) -> Experiment {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[experiment]\ntitle = \"t\"\n[[kernel]]\nname = \"k\"\nsource = \"k.cu\"\nentry = \"k\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"A\", buffer = \"f32\", len = \"65536\", init = \"uniform(0, 1)\" }}, {{ name = \"B\", buffer = \"f32\", len = \"65536\", init = \"uniform(0, 1)\" }}, {{ name = \"C\", buffer = \"f32\", len = \"65536\", init = \"output\" }}]\ncheck = {{ reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [256, 256, 256] }}\nbytes = \"1000000\"\n{variants}\n[report]\nfloor = false\n"
+    );
+    let e =
+        crate::testkit::experiment_in(dir.path(), &[("k.cu", crate::testkit::EMPTY_KERNEL)], &text);
+    std::mem::forget(dir);
+    e
+}
+
+#[test]
+fn the_audit_costs_its_first_round_among_the_samples_and_a_weaker_audit_once_a_cell() {
+    let e = checked("[[variant]]\nname = \"among\"\nsamples = 200\n[[variant]]\nname = \"short\"\nsamples = 2\n[[variant]]\nname = \"processes\"\nsamples = 2\nfresh_process = true\nprocesses = 4\n");
+    let plan = Plan::new(&e).unwrap();
+    let work = |variant: &str| {
+        let c = plan.cells.iter().find(|c| c.variant == variant).unwrap();
+        super::model::model(&e, c, Some(&e.kernels[0]), None).work_s
+    };
+    // Ten regions (two of them audited and checked) against one launch after the samples.
+    let (among, short) = (work("among"), work("short"));
+    assert!(among > short + 8.0 * 12e-6, "{among} against {short}");
+    // A cell of four fresh processes pays the weaker audit once, a quarter in each run.
+    let processes = work("processes");
+    assert!(processes < short, "{processes} against {short}");
+}

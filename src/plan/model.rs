@@ -284,11 +284,14 @@ fn audit_regions(
     }
     let first =
         ((audited + decoys + pauses) as f64 * region_s + audited as f64 * check_s) / runs as f64;
-    // Later rounds: the second in the next ROUND samples, each after in twice as many.
+    // Later rounds, each a whole round: the second in the next ROUND samples, each after in
+    // twice as many.
+    let [a, d, p] = audit::counts(usize::MAX);
+    let round_s = (a + d + p) as f64 * region_s + a as f64 * check_s;
     let (mut later, mut span) = (0.0, audit::ROUND);
     let mut covered = audit::ROUND;
     while covered < samples {
-        later += 10.0 * region_s + 2.0 * check_s;
+        later += round_s;
         covered += span;
         span *= 2;
     }
