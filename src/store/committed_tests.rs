@@ -107,13 +107,14 @@ fn wall_s(s: &Stored) -> Option<f64> {
     Some(end.duration_since(start).ok()?.as_secs_f64())
 }
 
-/// The committed runs the model's constants stand for: those since cells drawn alike share
-/// one draw and upload (9580ea9), whose checks against a reference kernel compare on the
-/// GPU (d6fa89c). The model's constants were read from the eighteen first runs at 4e9be81
-/// (`reports/plan-probe`, whose test holds every one of them to the model's range and the
-/// probe's). The runs before (af640c5 and older) compared outputs on the host and uploaded
-/// every cell's inputs: the model reads them up to 20x short, and no longer stands for
-/// them.
+/// The committed runs the model's constants stand for: those made since cells drawn alike
+/// share one draw and upload (9580ea9; the GPU has compared checks since d6fa89c), one so
+/// far, `reports/trust`. The model's constants were read from the eighteen first runs at
+/// 4e9be81, which `probe_table_tests` holds each to the model's range and the probe's.
+/// The committed runs before (af640c5 and older, and the few between d6fa89c and 9580ea9)
+/// uploaded every cell's inputs, most of them also compared outputs on the host: the model
+/// reads them up to 20x short, and no longer stands for them. A run committed since joins
+/// this list.
 const CURRENT: &[&str] = &["4f24f4a"];
 
 #[test]
