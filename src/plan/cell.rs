@@ -60,6 +60,13 @@ impl Cell {
         draw_key(&self.launch.args)
     }
 
+    /// Whether it has inputs to draw and upload (a buffer the kernel reads), which cells of
+    /// one draw key share.
+    pub fn has_inputs(&self) -> bool {
+        (self.launch.args.iter())
+            .any(|a| matches!(a, ArgValue::Buffer { init, .. } if !init.is_written()))
+    }
+
     /// The kernel and point, as reference results and the audit's host draws key them.
     pub fn point_key(&self) -> String {
         let label = point_id(&self.point);

@@ -52,10 +52,9 @@ impl Plan {
     /// The ids of part `shard`'s cells: a shared process's cells drawn alike
     /// (`Cell::draw_key`) in one environment as one block, so that one part draws and
     /// uploads their inputs once, unless the block would hold over half a part's share (then
-    /// turn group by turn group); the longest blocks first (as the
-    /// plan's `estimate` counts them, from a previous run's times where it has them), each
-    /// to the part with the least time so far, ties to the lower part. Every cell lands in
-    /// exactly one part.
+    /// turn group by turn group); the longest blocks first (as the plan's `estimate` counts
+    /// them, from a previous run's times where it has them), each to the part with the least
+    /// time so far, ties to the lower part. Every cell lands in exactly one part.
     pub fn shard_ids(&self, shard: Shard, estimate: &Estimate) -> Vec<String> {
         let cost: Vec<f64> = (self.cells.iter())
             .map(|c| estimate.cell_seconds(c))
@@ -64,13 +63,9 @@ impl Plan {
         // A shared process's cells drawn alike in one environment share an upload; any
         // other cell is a block of its turn group (cells that take turns stay together).
         let keys = self.claim_keys();
-        let block_of = |c: &Cell| {
-            let draw = c.draw_key();
-            let inputs = draw.split(';').any(|place| place != "-");
-            match c.knobs.process.fresh.is_none() && inputs {
-                true => format!("{:?}\0{draw}", c.knobs.process_env()),
-                false => format!("group\0{}", keys[c.index]),
-            }
+        let block_of = |c: &Cell| match c.knobs.process.fresh.is_none() && c.has_inputs() {
+            true => format!("{:?}\0{}", c.knobs.process_env(), c.draw_key()),
+            false => format!("group\0{}", keys[c.index]),
         };
         let mut by_block: HashMap<String, Vec<usize>> = HashMap::new();
         let mut order = Vec::new();
