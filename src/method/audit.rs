@@ -22,36 +22,58 @@
 //! 200-sample cell, a falling share of a longer one (more
 //! regions hardly lower the detection limit once the margin outweighs the noise), and drawn
 //! as the cell goes, so a cell that stops early (`stop`, `budget`) pays for the samples it
-//! took, not for its cap. And by time: a region that would take the regions run so far
-//! past [`SHARE_CAP`] of the cell's time is left out (and counted), but never one of the first
-//! round: without it the verdict has nothing to stand on.
+//! took, not for its cap. And by time: a region of a later round that would take the regions
+//! run so far past [`SHARE_CAP`] of the cell's time is left out (and counted); so is one of
+//! the first round's beyond its floor (two audited regions, a decoy and a pause, never left
+//! out: without them the verdict has nothing to stand on) that would take them past
+//! [`PLANNED_SHARE`] of the cell's projected time.
 
 use crate::experiment::knobs::{queue::Queue, timer::TimerKind, Knobs};
 use crate::protocol::{margin_ns, CONFIRM_RATIO};
 use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
 use std::time::Duration;
 
-use crate::plan::audit_rounds::{affordable, counts};
-pub use crate::plan::audit_rounds::{first_round, Region, AUDIT_SHARE_CAP as SHARE_CAP, ROUND};
+use crate::plan::audit_rounds::{affordable, counts, floor};
+pub use crate::plan::audit_rounds::{
+    first_round, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
+};
 
-/// Whether a region of `kind` of a later round keeps a cell's regions within [`SHARE_CAP`]
-/// of its time (`cell`: since it began), given the regions run so far with what each cost,
-/// its check included: it is counted at what the regions of its kind cost so far (any
-/// kind's, before the first). The first round is never thinned (see [`Schedule::due`]).
-/// The staging's once-a-process compile is the process's, as the cell's own compile is,
-/// and not counted.
-pub fn affords(ran: &[(Region, Duration)], kind: Region, cell: Duration) -> bool {
+/// Whether a region due may be left out for what it costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The first round's floor: never.
+    Always,
+    /// The first round's others: where the regions stay within [`PLANNED_SHARE`] of the
+    /// cell's projected time.
+    WithinPlan,
+    /// A later round's: where they stay within [`SHARE_CAP`] of the cell's time so far.
+    WithinCap,
+}
+
+/// Whether the regions `next` (the one due, and those of the floor still to come) keep a
+/// cell's regions within `share` of its time (`cell`: so far, or projected), given the
+/// regions run so far with what each cost, its check included: each is counted at what the
+/// regions of its kind cost so far (any kind's, before the first). The staging's
+/// once-a-process compile is the process's, as the cell's own compile is, and not counted.
+pub fn affords(
+    ran: &[(Region, Duration)],
+    next: &[Region],
+    (cell, share): (Duration, f64),
+) -> bool {
     let secs = |of: &mut dyn Iterator<Item = &(Region, Duration)>| -> (f64, usize) {
         of.fold((0.0, 0), |(t, n), (_, d)| (t + d.as_secs_f64(), n + 1))
     };
     let (all, n) = secs(&mut ran.iter());
-    let (same, k) = secs(&mut ran.iter().filter(|(r, _)| *r == kind));
-    let expected = match (k, n) {
-        (0, 0) => 0.0,
-        (0, n) => all / n as f64,
-        (k, _) => same / k as f64,
+    let expected = |kind: Region| {
+        let (same, k) = secs(&mut ran.iter().filter(|(r, _)| *r == kind));
+        match (k, n) {
+            (0, 0) => 0.0,
+            (0, n) => all / n as f64,
+            (k, _) => same / k as f64,
+        }
     };
-    all + expected <= SHARE_CAP * (cell.as_secs_f64() + expected)
+    let coming: f64 = next.iter().map(|&k| expected(k)).sum();
+    all + coming <= share * (cell.as_secs_f64() + coming)
 }
 
 /// Whether a cell's lone audited region, read `reading_ns` (NaN where the timer reads later,
@@ -130,9 +152,9 @@ pub struct Schedule {
     runs: usize,
     run: usize,
     round: usize,
-    /// The current round's regions not run yet: (steady sample it runs before, kind),
-    /// ascending.
-    planned: Vec<(usize, Region)>,
+    /// The current round's regions not run yet: (steady sample it runs before, kind, whether
+    /// it may be left out), ascending.
+    planned: Vec<(usize, Region, Keep)>,
 }
 
 impl Schedule {
@@ -160,6 +182,11 @@ impl Schedule {
             0 => first_round(self.samples, self.runs, self.run),
             _ => counts(affordable(end.saturating_sub(start))),
         };
+        // The first of each kind in the first round are its floor.
+        let mut floor = match self.round {
+            0 => floor([a, d, p]),
+            _ => [0; 3],
+        };
         let mut kinds: Vec<Region> = [(a, Region::Audit), (d, Region::Decoy), (p, Region::Pause)]
             .iter()
             .flat_map(|&(n, k)| std::iter::repeat_n(k, n))
@@ -172,25 +199,40 @@ impl Schedule {
         let mut drawn = sample(&mut self.rng, places - count, count).into_vec();
         drawn.sort_unstable();
         self.planned = (drawn.iter().enumerate())
-            .map(|(i, y)| (start + y + i, kinds[i]))
+            .map(|(i, y)| {
+                let kind = kinds[i];
+                let keep = match (self.round, &mut floor[kind as usize]) {
+                    (0, 0) => Keep::WithinPlan,
+                    (0, left) => {
+                        *left -= 1;
+                        Keep::Always
+                    }
+                    _ => Keep::WithinCap,
+                };
+                (start + y + i, kind, keep)
+            })
             .collect();
     }
 
+    /// The first round's floor still to come.
+    pub fn floor_to_come(&self) -> Vec<Region> {
+        (self.planned.iter())
+            .filter(|p| p.2 == Keep::Always)
+            .map(|p| p.1)
+            .collect()
+    }
+
     /// The region due just before steady sample `index` (called for every sample in turn),
-    /// if any, and whether it is of the first round: the cost cap never thins that one.
-    /// Without its decoys a kernel that tells new data apart is judged only by the band,
-    /// without its pauses one that tells a pause apart goes unjudged, and of two audited
-    /// regions the lower median stands against one a stage left slow (one of an honest
-    /// matmul's, alone, read 14% over its decoys on an H200).
-    pub fn due(&mut self, index: usize) -> Option<(Region, bool)> {
+    /// if any, and whether its cost may leave it out (see [`Keep`]).
+    pub fn due(&mut self, index: usize) -> Option<(Region, Keep)> {
         while index >= span(self.round).1 && span(self.round).1 < self.samples {
             self.round += 1;
             self.plan_round();
         }
         match self.planned.first() {
-            Some(&(at, kind)) if at == index => {
+            Some(&(at, kind, keep)) if at == index => {
                 self.planned.remove(0);
-                Some((kind, self.round == 0))
+                Some((kind, keep))
             }
             _ => None,
         }
@@ -198,17 +240,21 @@ impl Schedule {
 
     /// The regions to run after a loop that ended early, having taken `taken` samples and
     /// run `ran`: of the first round's left, as many as the samples taken afford, an
-    /// audited one first where none ran. Later rounds' are dropped: their cost follows the
-    /// samples.
-    pub fn after(&mut self, taken: usize, ran: &[Region]) -> Vec<Region> {
+    /// audited one first where none ran, each with whether its cost may leave it out.
+    /// Later rounds' are dropped: their cost follows the samples.
+    pub fn after(&mut self, taken: usize, ran: &[Region]) -> Vec<(Region, Keep)> {
         if self.round > 0 {
             return Vec::new();
         }
-        let mut pending: Vec<Region> = self.planned.drain(..).map(|(_, k)| k).collect();
+        let mut pending: Vec<(Region, Keep)> = self
+            .planned
+            .drain(..)
+            .map(|(_, k, keep)| (k, keep))
+            .collect();
         if !ran.contains(&Region::Audit) {
-            if let Some(i) = pending.iter().position(|k| *k == Region::Audit) {
+            if let Some(i) = pending.iter().position(|k| k.0 == Region::Audit) {
                 let audit = pending.remove(i);
-                pending.insert(0, audit);
+                pending.insert(0, (audit.0, Keep::Always));
             }
         }
         let allowed = first_round(taken.max(3), self.runs, self.run)
@@ -370,34 +416,62 @@ mod tests {
     #[test]
     fn regions_past_their_share_of_the_cells_time_are_left_out() {
         let ms = Duration::from_millis;
-        assert!(affords(&[], Region::Audit, ms(0)));
+        let cap = |cell| (ms(cell), SHARE_CAP);
+        assert!(affords(&[], &[Region::Audit], cap(0)));
         // Two audits of 4 ms in a cell of 100 ms so far: a decoy counted at the regions'
         // mean (4 ms) would make 12 of 104.
         let two = [(Region::Audit, ms(4)), (Region::Audit, ms(4))];
-        assert!(!affords(&two, Region::Decoy, ms(100)));
-        assert!(affords(&two, Region::Decoy, ms(300)));
+        assert!(!affords(&two, &[Region::Decoy], cap(100)));
+        assert!(affords(&two, &[Region::Decoy], cap(300)));
         // A pause counted at the pauses' own cost, not the audits'.
         let three = [
             (Region::Audit, ms(4)),
             (Region::Audit, ms(4)),
             (Region::Pause, ms(1)),
         ];
-        assert!(affords(&three, Region::Pause, ms(200)));
-        assert!(!affords(&three, Region::Audit, ms(200)));
-        assert!(affords(&three, Region::Audit, ms(300)));
+        assert!(affords(&three, &[Region::Pause], cap(200)));
+        assert!(!affords(&three, &[Region::Audit], cap(200)));
+        assert!(affords(&three, &[Region::Audit], cap(300)));
+        // The floor still to come is counted too: a pause now would make 10 ms of a
+        // projected 301 (3.3%), with an audit later 14 of 305 (4.6%, over 4%).
+        let plan = (ms(300), PLANNED_SHARE);
+        assert!(affords(&three, &[Region::Pause], plan));
+        assert!(!affords(&three, &[Region::Pause, Region::Audit], plan));
     }
 
     #[test]
-    fn only_regions_after_the_first_round_may_be_left_out() {
-        let mut s = Schedule::new(3, 1000, 1, 0);
-        let due: Vec<(usize, bool)> = (0..1000)
-            .filter_map(|i| s.due(i).map(|(_, first)| (i, first)))
-            .collect();
-        assert!(
-            due.iter().all(|&(i, first)| first == (i < ROUND)),
-            "{due:?}"
-        );
-        assert_eq!(due.iter().filter(|d| d.1).count(), 10);
+    fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
+        for seed in 0..20 {
+            let mut s = Schedule::new(seed, 1000, 1, 0);
+            let due: Vec<(usize, Region, Keep)> = (0..1000)
+                .filter_map(|i| s.due(i).map(|(kind, keep)| (i, kind, keep)))
+                .collect();
+            let first = |keep| {
+                let of = due.iter().filter(|d| d.0 < ROUND && d.2 == keep);
+                let mut c = [0; 3];
+                of.for_each(|d| c[d.1 as usize] += 1);
+                c
+            };
+            // Two audited regions, a decoy and a pause; a decoy and five pauses beyond.
+            assert_eq!(first(Keep::Always), [2, 1, 1], "{due:?}");
+            assert_eq!(first(Keep::WithinPlan), [0, 1, 5], "{due:?}");
+            assert!(due
+                .iter()
+                .all(|d| (d.0 < ROUND) == (d.2 != Keep::WithinCap)));
+            // The floor is the first of each kind.
+            for kind in [Region::Audit, Region::Decoy, Region::Pause] {
+                let of: Vec<Keep> = (due.iter().filter(|d| d.0 < ROUND && d.1 == kind))
+                    .map(|d| d.2)
+                    .collect();
+                assert!(of
+                    .windows(2)
+                    .all(|w| w[0] == Keep::Always || w[1] != Keep::Always));
+            }
+        }
+        // A short cell's floor is what its round holds of it.
+        let mut s = Schedule::new(3, 60, 1, 0);
+        let keeps: Vec<Keep> = (0..60).filter_map(|i| s.due(i).map(|d| d.1)).collect();
+        assert_eq!(keeps, [Keep::Always; 3]);
     }
 
     #[test]
@@ -409,7 +483,7 @@ mod tests {
             let after = s.after(23, &ran);
             match ran.contains(&Region::Audit) {
                 true => assert!(after.is_empty(), "{ran:?} {after:?}"),
-                false => assert_eq!(after, [Region::Audit], "{ran:?}"),
+                false => assert_eq!(after, [(Region::Audit, Keep::Always)], "{ran:?}"),
             }
         }
         // Stopped after 150: the 7 of the first round its samples afford.

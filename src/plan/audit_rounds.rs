@@ -5,9 +5,27 @@
 /// A short cell holds no more regions than this share of its samples (their cost: a
 /// region takes about a sample's time and its stage), and at least one audited region; nor
 /// do its regions, checks included, take more than this share of its time, but for the
-/// first round's, which are never left out (the findings name the cells they took past it).
+/// first round's floor ([`FLOOR`]), which is never left out (the findings name the cells
+/// it took past the share).
 pub const AUDIT_SHARE_CAP: f64 = 0.05;
 use AUDIT_SHARE_CAP as SHARE_CAP;
+
+/// The first round's regions beyond its floor run where the regions so far, and this one
+/// counted at what those of its kind cost, stay within this share of the cell's projected
+/// time (its time so far and its samples left at their pace): below [`AUDIT_SHARE_CAP`],
+/// which leaves room for the projection's error and for confirmations. A round of ten
+/// regions is 5% of a 200-sample cell's launches before its stages, waits and checks: the
+/// cells of a few tens of ms spent 5-10% on them (`reports/trust` at 4f24f4a).
+pub const PLANNED_SHARE: f64 = 0.04;
+
+/// The first round's floor, the first of [`PRIORITY`]: an audited region, a pause, a decoy
+/// and a second audited region. Never left out: without the decoy a kernel that tells new
+/// data apart is judged by the band alone (one skipping half its rows passed so, 61% fast,
+/// on an H200); without the pause one that tells a pause goes unjudged; of two audited
+/// regions the lower median stands against one a stage left slow (one of an honest
+/// matmul's, alone, read 14% over its decoys, and CUPTI's readings come too late to
+/// confirm it).
+pub const FLOOR: usize = 4;
 
 /// What a region among the timed ones is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +63,13 @@ const OWN_SET: usize = 3;
 /// Regions `samples` samples afford: [`SHARE_CAP`] of them, at least one, at most a round's.
 pub fn affordable(samples: usize) -> usize {
     ((samples as f64 * SHARE_CAP).floor() as usize).clamp(1, PRIORITY.len())
+}
+
+/// Of a run's first round `round` (audited, decoys, pauses), its floor: what it holds of
+/// [`FLOOR`]'s kinds.
+pub fn floor(round: [usize; 3]) -> [usize; 3] {
+    let f = counts(FLOOR);
+    [0, 1, 2].map(|k| round[k].min(f[k]))
 }
 
 /// Counts of (audited, decoys, pauses) among the first `n` of [`PRIORITY`].

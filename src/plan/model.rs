@@ -255,7 +255,8 @@ fn samples_taken(
 }
 
 /// A run's audit: where it sits among the timed launches, the first round's regions (as
-/// `audit::first_round` gives them over the cell's runs, shared among them) and the later
+/// `audit::first_round` gives them over the cell's runs, shared among them: their floor, and
+/// the others within the planned share of the samples' time) and the later
 /// rounds' within [`AUDIT_SHARE_CAP`] of the samples' `samples_s`, each region `region_s`
 /// with its stage and each audited one checked (`check_s`); else the weaker audit's one
 /// launch after the samples, and its check.
@@ -275,15 +276,18 @@ fn audit_regions(
         || k.rotate.sets(k.launches) > 1
         || k.inputs == Inputs::Fresh
         || kernel.copies();
-    let [audited, decoys, pauses] = (0..runs)
-        .map(|rank| audit::first_round(samples, runs, rank))
-        .fold([0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+    let add = |a: [usize; 3], b: [usize; 3]| [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
+    let rounds = (0..runs).map(|rank| audit::first_round(samples, runs, rank));
+    let all = rounds.clone().fold([0; 3], add);
+    let floor = rounds.map(audit::floor).fold([0; 3], add);
     // The weaker audit: one launch after the samples, in one of the cell's runs.
-    if weaker || audited == 0 {
+    if weaker || all[0] == 0 {
         return (region_s + check_s) / runs as f64;
     }
-    let first =
-        ((audited + decoys + pauses) as f64 * region_s + audited as f64 * check_s) / runs as f64;
+    let cost =
+        |[a, d, p]: [usize; 3]| ((a + d + p) as f64 * region_s + a as f64 * check_s) / runs as f64;
+    // The first round's floor, and its others within the planned share of the samples.
+    let first = cost(floor) + (cost(all) - cost(floor)).min(audit::PLANNED_SHARE * samples_s);
     // Later rounds, each a whole round: the second in the next ROUND samples, each after in
     // twice as many.
     let [a, d, p] = audit::counts(usize::MAX);

@@ -25,7 +25,7 @@ use super::draw::InputDraws;
 use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
-use crate::method::audit::{self, Region, Schedule};
+use crate::method::audit::{self, Keep, Region, Schedule};
 use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords};
@@ -88,6 +88,10 @@ pub(in crate::worker) struct Among {
     /// When the cell began, and the regions its share of the cell's time left out.
     began: Instant,
     capped: u64,
+    /// The run's steady samples at most, and when the first began with the audit's cost
+    /// then: the samples' pace, which projects the cell's time.
+    samples: usize,
+    pace: Option<(Instant, Duration)>,
     /// The pauses and timed launches read again by CUPTI, where they were.
     by_cupti: Option<KernelRecords>,
 }
@@ -160,23 +164,68 @@ impl Among {
             checks_time: Duration::ZERO,
             began,
             capped: 0,
+            samples,
+            pace: None,
             by_cupti: None,
         })
     }
 
-    /// The region due before steady sample `index` (asked once per sample, in turn): every
-    /// one of the first round, a later one where the audit's share of the cell's time
+    /// The region due before steady sample `index` (asked once per sample, in turn): the
+    /// first round's floor, its others where they stay within the planned share of the
+    /// cell's projected time, a later one where the audit's share of the cell's time so far
     /// affords it.
     pub(in crate::worker) fn due(&mut self, index: usize) -> Option<Region> {
-        let (kind, first_round) = self.schedule.due(index)?;
-        (first_round || self.affords(kind)).then_some(kind)
+        if index == 0 {
+            self.pace = Some((Instant::now(), self.cost));
+        }
+        let (kind, keep) = self.schedule.due(index)?;
+        self.keeps(kind, keep, index).then_some(kind)
     }
 
     /// The regions to run after a loop that took `taken` samples and stopped early: the
-    /// first round's its samples afford.
+    /// first round's its samples afford, its floor and what the planned share affords.
     pub(in crate::worker) fn after(&mut self, taken: usize) -> Vec<Region> {
         let ran: Vec<Region> = self.ran.iter().map(|r| r.kind).collect();
-        self.schedule.after(taken, &ran)
+        let pending = self.schedule.after(taken, &ran);
+        let mut kept = Vec::new();
+        for (i, &(kind, keep)) in pending.iter().enumerate() {
+            let floor: Vec<Region> = (pending[i + 1..].iter())
+                .filter(|p| p.1 == Keep::Always)
+                .map(|p| p.0)
+                .collect();
+            let so_far = Some(self.began.elapsed());
+            if keep == Keep::Always || self.affords(&[&[kind], &floor[..]].concat(), so_far) {
+                kept.push(kind);
+            }
+        }
+        kept
+    }
+
+    /// Whether a region due before steady sample `index` runs (see [`Keep`]).
+    fn keeps(&mut self, kind: Region, keep: Keep, index: usize) -> bool {
+        match keep {
+            Keep::Always => true,
+            Keep::WithinPlan => {
+                let next = [vec![kind], self.schedule.floor_to_come()].concat();
+                let projected = self.projected(index);
+                self.affords(&next, Some(projected))
+            }
+            Keep::WithinCap => self.affords(&[kind], None),
+        }
+    }
+
+    /// The cell's time projected at steady sample `index`: so far, and its samples left at
+    /// the pace of those run (the regions' time left out).
+    fn projected(&self, index: usize) -> Duration {
+        let so_far = self.began.elapsed();
+        let Some((first, cost_then)) = self.pace.filter(|_| index > 0) else {
+            return so_far;
+        };
+        let loop_time = first
+            .elapsed()
+            .saturating_sub(self.cost.saturating_sub(cost_then));
+        let left = self.samples.saturating_sub(index) as u32;
+        so_far + loop_time / index as u32 * left
     }
 
     /// The regions after the samples that confirm what the run's read: a second audited
@@ -225,11 +274,15 @@ impl Among {
         Ok(start.elapsed())
     }
 
-    /// Whether the audit's share of the cell's time affords a region of `kind` of a later
-    /// round now (see [`audit::affords`]); one left out is counted.
-    fn affords(&mut self, kind: Region) -> bool {
+    /// Whether the audit's share of the cell's time affords the regions `next` now (see
+    /// [`audit::affords`]): the planned share of the `projected` time, or the cap of the
+    /// time so far; a region left out is counted.
+    fn affords(&mut self, next: &[Region], projected: Option<Duration>) -> bool {
         let ran: Vec<(Region, Duration)> = self.ran.iter().map(|r| (r.kind, r.cost)).collect();
-        let within = audit::affords(&ran, kind, self.began.elapsed());
+        let within = match projected {
+            Some(cell) => audit::affords(&ran, next, (cell, audit::PLANNED_SHARE)),
+            None => audit::affords(&ran, next, (self.began.elapsed(), audit::SHARE_CAP)),
+        };
         self.capped += u64::from(!within);
         within
     }
