@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use crate::plan::audit_rounds::{affordable, counts, floor};
 pub use crate::plan::audit_rounds::{
-    first_round, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
+    first_round, holders, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
 };
 
 /// Whether a region due may be left out for what it costs.
@@ -366,12 +366,15 @@ mod tests {
             rounds,
             [[1, 1, 3], [1, 1, 3], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
         );
+        // So the two spend the five rounds' share of the cell's time.
+        assert_eq!(holders(40, 5), 2);
         // Five rounds of 60 afford a set each: an audited region in each.
         let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
         assert_eq!(
             rounds,
             [[1, 1, 2], [1, 1, 1], [1, 0, 1], [1, 0, 1], [1, 0, 1]]
         );
+        assert_eq!((holders(60, 5), holders(200, 1), holders(2, 1)), (5, 1, 0));
         // Ten processes of 5 samples: the audited region and the pause the 50 samples
         // afford, in the run the seed draws.
         assert_eq!(first_round(5, 10, 0), [1, 0, 1]);

@@ -72,6 +72,14 @@ pub fn floor(round: [usize; 3]) -> [usize; 3] {
     [0, 1, 2].map(|k| round[k].min(f[k]))
 }
 
+/// How many of a cell's `runs`, each of `samples` steady samples, hold its first round's
+/// regions (see [`first_round`]): those runs spend the others' share of them too.
+pub fn holders(samples: usize, runs: usize) -> usize {
+    (0..runs.max(1))
+        .filter(|&rank| first_round(samples, runs, rank).iter().sum::<usize>() > 0)
+        .count()
+}
+
 /// Counts of (audited, decoys, pauses) among the first `n` of [`PRIORITY`].
 pub fn counts(n: usize) -> [usize; 3] {
     let mut c = [0; 3];

@@ -320,7 +320,7 @@ pub(super) mod tests {
         assert!(!on_gpu.contains("gpu = true"), "{on_gpu}");
         let kernel = cost(CostPart::Checks(0.6, CheckedBy::Kernel));
         assert!(
-            kernel.contains("against its reference kernel (never left out")
+            kernel.contains("against its reference kernel (the first round's two audited regions are always checked")
                 && !kernel.contains("`check_kernel`"),
             "{kernel}"
         );

@@ -24,8 +24,9 @@ use super::common::{record, spent, stale, unjudged};
 use super::draw::InputDraws;
 use super::draw::{wait_ns, Draws};
 use super::on_draw::{self, Scratch};
+use super::share::Share;
 use crate::experiment::knobs::timer::TimerKind;
-use crate::method::audit::{self, Keep, Region, Schedule};
+use crate::method::audit::{self, Region, Schedule};
 use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords};
@@ -85,13 +86,8 @@ pub(in crate::worker) struct Among {
     /// Of `cost`: the regions run, and the checks after the audited ones.
     regions_time: Duration,
     checks_time: Duration,
-    /// When the cell began, and the regions its share of the cell's time left out.
-    began: Instant,
-    capped: u64,
-    /// The run's steady samples at most, and when the first began with the audit's cost
-    /// then: the samples' pace, which projects the cell's time.
-    samples: usize,
-    pace: Option<(Instant, Duration)>,
+    /// The regions' share of the cell's time.
+    share: Share,
     /// The pauses and timed launches read again by CUPTI, where they were.
     by_cupti: Option<KernelRecords>,
 }
@@ -162,10 +158,7 @@ impl Among {
             cost,
             regions_time: Duration::ZERO,
             checks_time: Duration::ZERO,
-            began,
-            capped: 0,
-            samples,
-            pace: None,
+            share: Share::new(cell, samples, began),
             by_cupti: None,
         })
     }
@@ -175,11 +168,11 @@ impl Among {
     /// cell's projected time, a later one where the audit's share of the cell's time so far
     /// affords it.
     pub(in crate::worker) fn due(&mut self, index: usize) -> Option<Region> {
-        if index == 0 {
-            self.pace = Some((Instant::now(), self.cost));
-        }
-        let (kind, keep) = self.schedule.due(index)?;
-        self.keeps(kind, keep, index).then_some(kind)
+        let due = self.schedule.due(index);
+        let floor = self.schedule.floor_to_come();
+        let ran = self.costs();
+        let keeps = (self.share).keeps(&ran, (due, floor), (index, self.cost));
+        due.map(|d| d.0).filter(|_| keeps)
     }
 
     /// The regions to run after a loop that took `taken` samples and stopped early: the
@@ -187,45 +180,13 @@ impl Among {
     pub(in crate::worker) fn after(&mut self, taken: usize) -> Vec<Region> {
         let ran: Vec<Region> = self.ran.iter().map(|r| r.kind).collect();
         let pending = self.schedule.after(taken, &ran);
-        let mut kept = Vec::new();
-        for (i, &(kind, keep)) in pending.iter().enumerate() {
-            let floor: Vec<Region> = (pending[i + 1..].iter())
-                .filter(|p| p.1 == Keep::Always)
-                .map(|p| p.0)
-                .collect();
-            let so_far = Some(self.began.elapsed());
-            if keep == Keep::Always || self.affords(&[&[kind], &floor[..]].concat(), so_far) {
-                kept.push(kind);
-            }
-        }
-        kept
+        let costs = self.costs();
+        self.share.after(&costs, &pending)
     }
 
-    /// Whether a region due before steady sample `index` runs (see [`Keep`]).
-    fn keeps(&mut self, kind: Region, keep: Keep, index: usize) -> bool {
-        match keep {
-            Keep::Always => true,
-            Keep::WithinPlan => {
-                let next = [vec![kind], self.schedule.floor_to_come()].concat();
-                let projected = self.projected(index);
-                self.affords(&next, Some(projected))
-            }
-            Keep::WithinCap => self.affords(&[kind], None),
-        }
-    }
-
-    /// The cell's time projected at steady sample `index`: so far, and its samples left at
-    /// the pace of those run (the regions' time left out).
-    fn projected(&self, index: usize) -> Duration {
-        let so_far = self.began.elapsed();
-        let Some((first, cost_then)) = self.pace.filter(|_| index > 0) else {
-            return so_far;
-        };
-        let loop_time = first
-            .elapsed()
-            .saturating_sub(self.cost.saturating_sub(cost_then));
-        let left = self.samples.saturating_sub(index) as u32;
-        so_far + loop_time / index as u32 * left
+    /// The regions run so far, with what each cost.
+    fn costs(&self) -> Vec<(Region, Duration)> {
+        self.ran.iter().map(|r| (r.kind, r.cost)).collect()
     }
 
     /// The regions after the samples that confirm what the run's read: a second audited
@@ -272,19 +233,6 @@ impl Among {
         spent(&mut self.cost, start);
         self.by_cupti = records;
         Ok(start.elapsed())
-    }
-
-    /// Whether the audit's share of the cell's time affords the regions `next` now (see
-    /// [`audit::affords`]): the planned share of the `projected` time, or the cap of the
-    /// time so far; a region left out is counted.
-    fn affords(&mut self, next: &[Region], projected: Option<Duration>) -> bool {
-        let ran: Vec<(Region, Duration)> = self.ran.iter().map(|r| (r.kind, r.cost)).collect();
-        let within = match projected {
-            Some(cell) => audit::affords(&ran, next, (cell, audit::PLANNED_SHARE)),
-            None => audit::affords(&ran, next, (self.began.elapsed(), audit::SHARE_CAP)),
-        };
-        self.capped += u64::from(!within);
-        within
     }
 
     /// Runs a region of `kind` as region `place` of the run, before steady sample `before`;
@@ -478,7 +426,7 @@ impl Among {
             draw_ns: Some(self.draw_ns),
             wait_ns: Some(self.wait_ns),
             late,
-            capped: self.capped,
+            capped: self.share.capped(),
             gaps: self.timed_gap.map(|timed_median| Gaps {
                 staged: gaps(&|k| k != Region::Pause),
                 pauses: gaps(&|k| k == Region::Pause),

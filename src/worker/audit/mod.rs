@@ -20,6 +20,7 @@ mod common;
 mod draw;
 mod host;
 mod on_draw;
+mod share;
 
 use common::rank;
 

@@ -1,0 +1,120 @@
+//! What share of a cell's time its audit's regions may take: each region due runs or is
+//! left out (see `method::audit::Keep`), against the cell's time so far or projected.
+
+use crate::method::audit::{self, Keep, Region};
+use crate::plan::Cell;
+use std::time::{Duration, Instant};
+
+/// A run's account of its regions' share of its cell's time.
+pub(super) struct Share {
+    /// When the cell began, and the regions its share of the cell's time left out.
+    began: Instant,
+    capped: u64,
+    /// The run's steady samples at most, and when the first began with the audit's cost
+    /// then: the samples' pace, which projects the cell's time. A run that holds the regions
+    /// of runs that hold none (interleaved rounds) projects theirs too: `runs_held` runs.
+    samples: usize,
+    pace: Option<(Instant, Duration)>,
+    runs_held: f64,
+}
+
+impl Share {
+    /// The account of a run of `cell` of `samples` steady samples at most, begun at `began`.
+    pub(super) fn new(cell: &Cell, samples: usize, began: Instant) -> Share {
+        let runs = cell.runs().max(1) as usize;
+        Share {
+            began,
+            capped: 0,
+            samples,
+            pace: None,
+            runs_held: runs as f64 / audit::holders(samples, runs).max(1) as f64,
+        }
+    }
+
+    /// The regions the share left out.
+    pub(super) fn capped(&self) -> u64 {
+        self.capped
+    }
+
+    /// Whether the region `due` before steady sample `index` runs, given the regions `ran`
+    /// so far with what each cost, the first round's floor still to come and the audit's
+    /// `cost` so far. Asked for every sample in turn (`due` None where none is due): the
+    /// first sets the pace.
+    pub(super) fn keeps(
+        &mut self,
+        ran: &[(Region, Duration)],
+        (due, floor_to_come): (Option<(Region, Keep)>, Vec<Region>),
+        (index, cost): (usize, Duration),
+    ) -> bool {
+        if index == 0 {
+            self.pace = Some((Instant::now(), cost));
+        }
+        let Some((kind, keep)) = due else {
+            return false;
+        };
+        match keep {
+            Keep::Always => true,
+            Keep::WithinPlan => {
+                let next = [vec![kind], floor_to_come].concat();
+                let projected = self.projected(index, cost);
+                self.affords(ran, &next, Some(projected))
+            }
+            Keep::WithinCap => self.affords(ran, &[kind], None),
+        }
+    }
+
+    /// Of the regions `pending` after a loop that stopped early, those that run: the floor,
+    /// and the others within the planned share of the cell's time so far.
+    pub(super) fn after(
+        &mut self,
+        ran: &[(Region, Duration)],
+        pending: &[(Region, Keep)],
+    ) -> Vec<Region> {
+        let mut kept = Vec::new();
+        for (i, &(kind, keep)) in pending.iter().enumerate() {
+            let floor: Vec<Region> = (pending[i + 1..].iter())
+                .filter(|p| p.1 == Keep::Always)
+                .map(|p| p.0)
+                .collect();
+            let so_far = Some(self.began.elapsed());
+            if keep == Keep::Always || self.affords(ran, &[&[kind], &floor[..]].concat(), so_far) {
+                kept.push(kind);
+            }
+        }
+        kept
+    }
+
+    /// The cell's time projected at steady sample `index`, the audit's `cost` so far: so
+    /// far, and its samples left at the pace of those run (the regions' time left out), for
+    /// each run this one holds the regions of.
+    fn projected(&self, index: usize, cost: Duration) -> Duration {
+        let so_far = self.began.elapsed();
+        let run = match self.pace.filter(|_| index > 0) {
+            Some((first, cost_then)) => {
+                let regions = cost.saturating_sub(cost_then);
+                let loop_time = first.elapsed().saturating_sub(regions);
+                let left = self.samples.saturating_sub(index) as u32;
+                so_far + loop_time / index as u32 * left
+            }
+            None => so_far,
+        };
+        run.mul_f64(self.runs_held)
+    }
+
+    /// Whether the audit's share of the cell's time affords the regions `next` now (see
+    /// [`audit::affords`]): the planned share of the `projected` time, or the cap of the
+    /// time so far; a region left out is counted.
+    fn affords(
+        &mut self,
+        ran: &[(Region, Duration)],
+        next: &[Region],
+        projected: Option<Duration>,
+    ) -> bool {
+        let within = match projected {
+            Some(cell) => audit::affords(ran, next, (cell, audit::PLANNED_SHARE)),
+            None => audit::affords(ran, next, (self.began.elapsed(), audit::SHARE_CAP)),
+        };
+        self.capped += u64::from(!within);
+        within
+    }
+}
