@@ -24,7 +24,7 @@
 //! as the cell goes, so a cell that stops early (`stop`, `budget`) pays for the samples it
 //! took, not for its cap. And by time: a region of a later round that would take the regions
 //! run so far past [`SHARE_CAP`] of the cell's time is left out (and counted); so is one of
-//! the first round's beyond its floor (two audited regions, a decoy and a pause, never left
+//! the first round's beyond its floor (two audited regions, a decoy and three pauses, never left
 //! out: without them the verdict has nothing to stand on) that would take them past
 //! [`PLANNED_SHARE`] of the cell's projected time.
 
@@ -455,9 +455,9 @@ mod tests {
                 of.for_each(|d| c[d.1 as usize] += 1);
                 c
             };
-            // Two audited regions, a decoy and a pause; a decoy and five pauses beyond.
-            assert_eq!(first(Keep::Always), [2, 1, 1], "{due:?}");
-            assert_eq!(first(Keep::WithinPlan), [0, 1, 5], "{due:?}");
+            // Two audited regions, a decoy and three pauses; a decoy and three pauses beyond.
+            assert_eq!(first(Keep::Always), [2, 1, 3], "{due:?}");
+            assert_eq!(first(Keep::WithinPlan), [0, 1, 3], "{due:?}");
             assert!(due
                 .iter()
                 .all(|d| (d.0 < ROUND) == (d.2 != Keep::WithinCap)));

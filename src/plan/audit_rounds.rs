@@ -18,14 +18,15 @@ use AUDIT_SHARE_CAP as SHARE_CAP;
 /// cells of a few tens of ms spent 5-10% on them (`reports/trust` at 4f24f4a).
 pub const PLANNED_SHARE: f64 = 0.04;
 
-/// The first round's floor, the first of [`PRIORITY`]: an audited region, a pause, a decoy
-/// and a second audited region. Never left out: without the decoy a kernel that tells new
-/// data apart is judged by the band alone (one skipping half its rows passed so, 61% fast,
-/// on an H200); without the pause one that tells a pause goes unjudged; of two audited
-/// regions the lower median stands against one a stage left slow (one of an honest
-/// matmul's, alone, read 14% over its decoys, and CUPTI's readings come too late to
-/// confirm it).
-pub const FLOOR: usize = 4;
+/// The first round's floor, of each kind (audited, decoys, pauses). Never left out:
+/// without a decoy a kernel that tells new data apart is judged by the band alone (one
+/// skipping half its rows passed so, 61% fast, on an H200); of two audited regions the lower
+/// median stands against one a stage left slow (one of an honest matmul's, alone, read 14%
+/// over its decoys, and CUPTI's readings come too late to confirm it); of three pauses the
+/// median stands against a kernel that does its work after one of them only (a LayerNorm
+/// that reads its launch period did so after one of an interleaved cell's two pauses and
+/// passed, on an H200, at 22d4933 as before f645e4d).
+pub const FLOOR: [usize; 3] = [2, 1, 3];
 
 /// What a region among the timed ones is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +69,7 @@ pub fn affordable(samples: usize) -> usize {
 /// Of a run's first round `round` (audited, decoys, pauses), its floor: what it holds of
 /// [`FLOOR`]'s kinds.
 pub fn floor(round: [usize; 3]) -> [usize; 3] {
-    let f = counts(FLOOR);
-    [0, 1, 2].map(|k| round[k].min(f[k]))
+    [0, 1, 2].map(|k| round[k].min(FLOOR[k]))
 }
 
 /// How many of a cell's `runs`, each of `samples` steady samples, hold its first round's
