@@ -168,11 +168,13 @@ impl Among {
     /// cell's projected time, a later one where the audit's share of the cell's time so far
     /// affords it.
     pub(in crate::worker) fn due(&mut self, index: usize) -> Option<Region> {
-        let due = self.schedule.due(index);
+        if index == 0 {
+            self.share.begin(self.cost);
+        }
+        let due = self.schedule.due(index)?;
         let floor = self.schedule.floor_to_come();
         let ran = self.costs();
-        let keeps = (self.share).keeps(&ran, (due, floor), (index, self.cost));
-        due.map(|d| d.0).filter(|_| keeps)
+        (self.share.keeps(&ran, (due, floor), (index, self.cost))).then_some(due.0)
     }
 
     /// The regions to run after a loop that took `taken` samples and stopped early: the

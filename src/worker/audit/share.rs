@@ -36,27 +36,26 @@ impl Share {
         self.capped
     }
 
+    /// The steady samples begin, the audit having cost `cost` so far: the pace counts from
+    /// here.
+    pub(super) fn begin(&mut self, cost: Duration) {
+        self.pace = Some((Instant::now(), cost));
+    }
+
     /// Whether the region `due` before steady sample `index` runs, given the regions `ran`
     /// so far with what each cost, the first round's floor still to come and the audit's
-    /// `cost` so far. Asked for every sample in turn (`due` None where none is due): the
-    /// first sets the pace.
+    /// `cost` so far.
     pub(super) fn keeps(
         &mut self,
         ran: &[(Region, Duration)],
-        (due, floor_to_come): (Option<(Region, Keep)>, Vec<Region>),
+        ((kind, keep), floor_to_come): ((Region, Keep), Vec<Region>),
         (index, cost): (usize, Duration),
     ) -> bool {
-        if index == 0 {
-            self.pace = Some((Instant::now(), cost));
-        }
-        let Some((kind, keep)) = due else {
-            return false;
-        };
         match keep {
             Keep::Always => true,
             Keep::WithinPlan => {
                 let next = [vec![kind], floor_to_come].concat();
-                let projected = self.projected(index, cost);
+                let projected = self.projected(index, cost, Instant::now());
                 self.affords(ran, &next, Some(projected))
             }
             Keep::WithinCap => self.affords(ran, &[kind], None),
@@ -84,15 +83,15 @@ impl Share {
         kept
     }
 
-    /// The cell's time projected at steady sample `index`, the audit's `cost` so far: so
-    /// far, and its samples left at the pace of those run (the regions' time left out), for
-    /// each run this one holds the regions of.
-    fn projected(&self, index: usize, cost: Duration) -> Duration {
-        let so_far = self.began.elapsed();
+    /// The cell's time projected at steady sample `index`, the audit's `cost` so far, at
+    /// `now`: so far, and its samples left at the pace of those run (the regions' time left
+    /// out), for each run this one holds the regions of.
+    fn projected(&self, index: usize, cost: Duration, now: Instant) -> Duration {
+        let so_far = now.duration_since(self.began);
         let run = match self.pace.filter(|_| index > 0) {
             Some((first, cost_then)) => {
                 let regions = cost.saturating_sub(cost_then);
-                let loop_time = first.elapsed().saturating_sub(regions);
+                let loop_time = now.duration_since(first).saturating_sub(regions);
                 let left = self.samples.saturating_sub(index) as u32;
                 so_far + loop_time / index as u32 * left
             }
@@ -116,5 +115,39 @@ impl Share {
         };
         self.capped += u64::from(!within);
         within
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_projection_runs_the_samples_left_at_the_pace_of_those_run_less_the_regions() {
+        let ms = Duration::from_millis;
+        let began = Instant::now();
+        let mut share = Share {
+            began,
+            capped: 0,
+            samples: 110,
+            pace: Some((began + ms(10), ms(1))),
+            runs_held: 1.0,
+        };
+        // 10 samples in 20 ms, 2 ms of it regions: 1.8 ms a sample, 100 left, 30 ms so far.
+        let now = began + ms(30);
+        assert_eq!(share.projected(10, ms(3), now), ms(210));
+        // Before the first sample, the time so far; a run holding two runs' regions, twice.
+        assert_eq!(share.projected(0, ms(3), now), ms(30));
+        share.runs_held = 2.0;
+        assert_eq!(share.projected(10, ms(3), now), ms(420));
+        // The floor is kept whatever it costs; a region beyond it only within the share.
+        let ran = [(Region::Audit, ms(5)), (Region::Pause, ms(1))];
+        assert!(share.keeps(&ran, ((Region::Audit, Keep::Always), vec![]), (10, ms(6))));
+        assert!(!share.keeps(
+            &ran,
+            ((Region::Audit, Keep::WithinCap), vec![]),
+            (10, ms(6))
+        ));
+        assert_eq!(share.capped(), 1);
     }
 }
