@@ -33,7 +33,7 @@ use crate::protocol::{margin_ns, CONFIRM_RATIO};
 use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
 use std::time::Duration;
 
-use crate::plan::audit_rounds::{affordable, counts, floor};
+use crate::plan::audit_rounds::{affordable, counts, run_floor};
 pub use crate::plan::audit_rounds::{
     first_round, holders, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
 };
@@ -155,6 +155,8 @@ pub struct Schedule {
     /// The current round's regions not run yet: (steady sample it runs before, kind, whether
     /// it may be left out), ascending.
     planned: Vec<(usize, Region, Keep)>,
+    /// The first round's regions due so far, run or left out.
+    dealt: usize,
 }
 
 impl Schedule {
@@ -168,6 +170,7 @@ impl Schedule {
             run,
             round: 0,
             planned: Vec::new(),
+            dealt: 0,
         };
         s.plan_round();
         s
@@ -184,7 +187,7 @@ impl Schedule {
         };
         // The first of each kind in the first round are its floor.
         let mut floor = match self.round {
-            0 => floor([a, d, p]),
+            0 => run_floor(self.samples, self.runs, self.run),
             _ => [0; 3],
         };
         let mut kinds: Vec<Region> = [(a, Region::Audit), (d, Region::Decoy), (p, Region::Pause)]
@@ -232,6 +235,7 @@ impl Schedule {
         match self.planned.first() {
             Some(&(at, kind, keep)) if at == index => {
                 self.planned.remove(0);
+                self.dealt += usize::from(self.round == 0);
                 Some((kind, keep))
             }
             _ => None,
@@ -239,7 +243,8 @@ impl Schedule {
     }
 
     /// The regions to run after a loop that ended early, having taken `taken` samples and
-    /// run `ran`: of the first round's left, as many as the samples taken afford, an
+    /// run `ran`: of the first round's left, as many as the samples taken afford beside
+    /// those already due (run or left out for their cost), an
     /// audited one first where none ran, each with whether its cost may leave it out.
     /// Later rounds' are dropped: their cost follows the samples.
     pub fn after(&mut self, taken: usize, ran: &[Region]) -> Vec<(Region, Keep)> {
@@ -261,7 +266,7 @@ impl Schedule {
             .iter()
             .sum::<usize>();
         let audit_owed = usize::from(!ran.contains(&Region::Audit));
-        pending.truncate(allowed.saturating_sub(ran.len()).max(audit_owed));
+        pending.truncate(allowed.saturating_sub(self.dealt).max(audit_owed));
         pending
     }
 }
@@ -366,8 +371,19 @@ mod tests {
             rounds,
             [[1, 1, 3], [1, 1, 3], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
         );
-        // So the two spend the five rounds' share of the cell's time.
+        // So the two spend the five rounds' share of the cell's time, and keep the cell's
+        // floor between them: an audited region each, a decoy, three pauses.
         assert_eq!(holders(40, 5), 2);
+        let floors: Vec<_> = (0..5).map(|r| run_floor(40, 5, r)).collect();
+        assert_eq!(floors, [[1, 1, 2], [1, 0, 1], [0; 3], [0; 3], [0; 3]]);
+        // One run keeps the floor whole; ten of 200 samples, each its own audited region.
+        assert_eq!(run_floor(200, 1, 0), [2, 1, 3]);
+        let ten: Vec<_> = (0..10).map(|r| run_floor(200, 10, r)).collect();
+        assert_eq!(
+            ten.iter()
+                .fold([0; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]),
+            [10, 1, 3]
+        );
         // Five rounds of 60 afford a set each: an audited region in each.
         let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
         assert_eq!(

@@ -10,9 +10,10 @@
 pub const AUDIT_SHARE_CAP: f64 = 0.05;
 use AUDIT_SHARE_CAP as SHARE_CAP;
 
-/// The first round's regions beyond its floor run where the regions so far, and this one
-/// counted at what those of its kind cost, stay within this share of the cell's projected
-/// time (its time so far and its samples left at their pace): below [`AUDIT_SHARE_CAP`],
+/// The first round's regions beyond its floor run where the regions so far, this one and
+/// the floor still to come, each counted at what those of its kind cost, stay within this
+/// share of the cell's projected time (its time so far and its samples left at their pace;
+/// a cell that may stop early, its time so far): below [`AUDIT_SHARE_CAP`],
 /// which leaves room for the projection's error and for confirmations. A round of ten
 /// regions is 5% of a 200-sample cell's launches before its stages, waits and checks: the
 /// cells of a few tens of ms spent 5-10% on them (`reports/trust` at 4f24f4a).
@@ -61,15 +62,46 @@ const PRIORITY: [Region; 10] = [
 /// runs hold: an audited region, a decoy and a pause.
 const OWN_SET: usize = 3;
 
+/// Whether a run of `samples` steady samples affords an audited region, a decoy and a pause
+/// of its own, and so holds an audited region whatever the other runs hold.
+fn each_its_own(samples: usize) -> bool {
+    samples.min(ROUND) as f64 * SHARE_CAP >= OWN_SET as f64
+}
+
 /// Regions `samples` samples afford: [`SHARE_CAP`] of them, at least one, at most a round's.
 pub fn affordable(samples: usize) -> usize {
     ((samples as f64 * SHARE_CAP).floor() as usize).clamp(1, PRIORITY.len())
 }
 
-/// Of a run's first round `round` (audited, decoys, pauses), its floor: what it holds of
-/// [`FLOOR`]'s kinds.
-pub fn floor(round: [usize; 3]) -> [usize; 3] {
-    [0, 1, 2].map(|k| round[k].min(FLOOR[k]))
+/// Of the first round of the run ranked `rank` of a cell's `runs` (see [`first_round`]),
+/// its floor: the cell's [`FLOOR`] (of what its runs hold; every audited region where each
+/// run holds its own), dealt among the runs that hold regions a kind at a time in rank
+/// order, each within what its round holds. Five
+/// interleaved rounds of 40 samples: the two that hold regions keep an audited region each,
+/// the first a decoy, three pauses between them.
+pub fn run_floor(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
+    let runs = runs.max(1);
+    let rounds: Vec<[usize; 3]> = (0..runs).map(|r| first_round(samples, runs, r)).collect();
+    let mut left = [0, 1, 2].map(|k| FLOOR[k].min(rounds.iter().map(|c| c[k]).sum()));
+    // A run that holds an audited region of its own keeps it: it checks that run's launches.
+    if each_its_own(samples) {
+        left[0] = rounds.iter().map(|c| c[0]).sum();
+    }
+    let mut dealt = vec![[0; 3]; runs];
+    while left.iter().any(|&n| n > 0) {
+        let before = left;
+        for (have, round) in dealt.iter_mut().zip(&rounds) {
+            for k in 0..3 {
+                if left[k] > 0 && have[k] < round[k] {
+                    (have[k], left[k]) = (have[k] + 1, left[k] - 1);
+                }
+            }
+        }
+        if left == before {
+            break;
+        }
+    }
+    dealt[rank.min(runs - 1)]
 }
 
 /// How many of a cell's `runs`, each of `samples` steady samples, hold its first round's
@@ -107,8 +139,7 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     }
     let runs = runs.max(1);
     let [audits, decoys, pauses] = counts(affordable(span * runs));
-    let each_its_own = span as f64 * SHARE_CAP >= OWN_SET as f64;
-    let audits = if each_its_own {
+    let audits = if each_its_own(samples) {
         audits.max(runs)
     } else {
         audits

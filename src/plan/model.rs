@@ -277,17 +277,21 @@ fn audit_regions(
         || k.inputs == Inputs::Fresh
         || kernel.copies();
     let add = |a: [usize; 3], b: [usize; 3]| [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
-    let rounds = (0..runs).map(|rank| audit::first_round(samples, runs, rank));
-    let all = rounds.clone().fold([0; 3], add);
-    let floor = rounds.map(audit::floor).fold([0; 3], add);
+    let all = (0..runs)
+        .map(|rank| audit::first_round(samples, runs, rank))
+        .fold([0; 3], add);
+    let floor = (0..runs)
+        .map(|rank| audit::run_floor(samples, runs, rank))
+        .fold([0; 3], add);
     // The weaker audit: one launch after the samples, in one of the cell's runs.
     if weaker || all[0] == 0 {
         return (region_s + check_s) / runs as f64;
     }
     let cost =
         |[a, d, p]: [usize; 3]| ((a + d + p) as f64 * region_s + a as f64 * check_s) / runs as f64;
-    // The first round's floor, and its others within the planned share of the samples.
-    let first = cost(floor) + (cost(all) - cost(floor)).min(audit::PLANNED_SHARE * samples_s);
+    // The first round's floor, and its others while all stay within the planned share of
+    // the samples.
+    let first = cost(floor).max(cost(all).min(audit::PLANNED_SHARE * samples_s));
     // Later rounds, each a whole round: the second in the next ROUND samples, each after in
     // twice as many.
     let [a, d, p] = audit::counts(usize::MAX);

@@ -69,7 +69,7 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let capped: u64 = cells.iter().map(|c| c.capped).sum();
     if capped > 0 {
         intro.push_str(&format!(
-            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time so far (never the first round's floor: two audited regions, a decoy and three pauses): counted beside the regions below."
+            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time (5% of it so far; in the first round, 4% of its projected time; never the first round's floor: two audited regions, a decoy and three pauses): counted beside the regions below."
         ));
     }
     let rows = (cells.iter())

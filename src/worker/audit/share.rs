@@ -1,6 +1,7 @@
 //! What share of a cell's time its audit's regions may take: each region due runs or is
 //! left out (see `method::audit::Keep`), against the cell's time so far or projected.
 
+use crate::experiment::knobs::budget::Budget;
 use crate::method::audit::{self, Keep, Region};
 use crate::plan::Cell;
 use std::time::{Duration, Instant};
@@ -16,6 +17,9 @@ pub(super) struct Share {
     samples: usize,
     pace: Option<(Instant, Duration)>,
     runs_held: f64,
+    /// Whether the cell may stop before its samples (a stop rule, a budget): its time is
+    /// then projected no further than so far.
+    may_stop: bool,
 }
 
 impl Share {
@@ -28,6 +32,7 @@ impl Share {
             samples,
             pace: None,
             runs_held: runs as f64 / audit::holders(samples, runs).max(1) as f64,
+            may_stop: cell.knobs.samples.stop.is_some() || cell.knobs.budget != Budget::Fixed,
         }
     }
 
@@ -69,14 +74,16 @@ impl Share {
         ran: &[(Region, Duration)],
         pending: &[(Region, Keep)],
     ) -> Vec<Region> {
-        let mut kept = Vec::new();
+        let mut kept: Vec<Region> = Vec::new();
         for (i, &(kind, keep)) in pending.iter().enumerate() {
-            let floor: Vec<Region> = (pending[i + 1..].iter())
-                .filter(|p| p.1 == Keep::Always)
-                .map(|p| p.0)
+            let floor = (pending[i + 1..].iter()).filter(|p| p.1 == Keep::Always);
+            // What this loop kept runs after it, with the floor still to come.
+            let next: Vec<Region> = (kept.iter().copied())
+                .chain([kind])
+                .chain(floor.map(|p| p.0))
                 .collect();
             let so_far = Some(self.began.elapsed());
-            if keep == Keep::Always || self.affords(ran, &[&[kind], &floor[..]].concat(), so_far) {
+            if keep == Keep::Always || self.affords(ran, &next, so_far) {
                 kept.push(kind);
             }
         }
@@ -88,7 +95,7 @@ impl Share {
     /// out), for each run this one holds the regions of.
     fn projected(&self, index: usize, cost: Duration, now: Instant) -> Duration {
         let so_far = now.duration_since(self.began);
-        let run = match self.pace.filter(|_| index > 0) {
+        let run = match self.pace.filter(|_| index > 0 && !self.may_stop) {
             Some((first, cost_then)) => {
                 let regions = cost.saturating_sub(cost_then);
                 let loop_time = now.duration_since(first).saturating_sub(regions);
@@ -132,6 +139,7 @@ mod tests {
             samples: 110,
             pace: Some((began + ms(10), ms(1))),
             runs_held: 1.0,
+            may_stop: false,
         };
         // 10 samples in 20 ms, 2 ms of it regions: 1.8 ms a sample, 100 left, 30 ms so far.
         let now = began + ms(30);
@@ -140,7 +148,12 @@ mod tests {
         assert_eq!(share.projected(0, ms(3), now), ms(30));
         share.runs_held = 2.0;
         assert_eq!(share.projected(10, ms(3), now), ms(420));
-        // The floor is kept whatever it costs; a region beyond it only within the share.
+        // A cell that may stop early is projected no further than so far.
+        share.may_stop = true;
+        assert_eq!(share.projected(10, ms(3), now), ms(60));
+        // The floor is kept whatever it costs; a region beyond it only within the share (the
+        // cell begun in the future: none of its time so far).
+        share.began = Instant::now() + Duration::from_secs(3600);
         let ran = [(Region::Audit, ms(5)), (Region::Pause, ms(1))];
         assert!(share.keeps(&ran, ((Region::Audit, Keep::Always), vec![]), (10, ms(6))));
         assert!(!share.keeps(
@@ -149,5 +162,27 @@ mod tests {
             (10, ms(6))
         ));
         assert_eq!(share.capped(), 1);
+    }
+
+    #[test]
+    fn the_regions_kept_after_an_early_stop_are_counted_together() {
+        let ms = Duration::from_millis;
+        let mut share = Share {
+            began: Instant::now() - ms(1000),
+            capped: 0,
+            samples: 100,
+            pace: None,
+            runs_held: 1.0,
+            may_stop: true,
+        };
+        // Ten pauses of 3 ms in a cell of a second so far: 30 ms; eight more of 3 ms each
+        // would make 54 ms, over 4%: only three fit (39 of 1009 ms), the floor's audit too.
+        let ran = [(Region::Pause, ms(3)); 10];
+        let mut pending = vec![(Region::Pause, Keep::WithinPlan); 8];
+        pending.push((Region::Audit, Keep::Always));
+        let kept = share.after(&ran, &pending);
+        let pauses = kept.iter().filter(|k| **k == Region::Pause).count();
+        assert!(pauses <= 3, "{kept:?}");
+        assert_eq!(kept.last(), Some(&Region::Audit));
     }
 }
