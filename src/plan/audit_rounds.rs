@@ -13,8 +13,9 @@ use AUDIT_SHARE_CAP as SHARE_CAP;
 /// The first round's regions beyond its floor run where the regions so far, this one and
 /// the floor still to come, each counted at what those of its kind cost, stay within this
 /// share of the cell's projected time (its time so far and its samples left at their pace;
-/// a cell that may stop early, its time so far): below [`AUDIT_SHARE_CAP`],
-/// which leaves room for the projection's error and for confirmations. A round of ten
+/// a cell that may stop early, the fewest samples its stop rule or budget may still take):
+/// below [`AUDIT_SHARE_CAP`], which leaves room for the projection's error and for
+/// confirmations. A round of ten
 /// regions is 5% of a 200-sample cell's launches before its stages, waits and checks: the
 /// cells of a few tens of ms spent 5-10% on them (`reports/trust` at 4f24f4a).
 pub const PLANNED_SHARE: f64 = 0.04;
@@ -74,42 +75,13 @@ pub fn affordable(samples: usize) -> usize {
 }
 
 /// Of the first round of the run ranked `rank` of a cell's `runs` (see [`first_round`]),
-/// its floor: the cell's [`FLOOR`] (of what its runs hold; every audited region where each
-/// run holds its own), dealt among the runs that hold regions a kind at a time in rank
-/// order, each within what its round holds. Five
-/// interleaved rounds of 40 samples: the two that hold regions keep an audited region each,
-/// the first a decoy, three pauses between them.
+/// its floor: what it holds of [`FLOOR`]. A run of a cell of several holds no more than an
+/// audited region, a decoy and three pauses, so its floor is its whole first round: dealt
+/// over the cell instead, an interleaved cell kept three pauses in all, and a LayerNorm that
+/// reads its launch period did its work after none of them and passed (on an H200, 889d612).
 pub fn run_floor(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
-    let runs = runs.max(1);
-    let rounds: Vec<[usize; 3]> = (0..runs).map(|r| first_round(samples, runs, r)).collect();
-    let mut left = [0, 1, 2].map(|k| FLOOR[k].min(rounds.iter().map(|c| c[k]).sum()));
-    // A run that holds an audited region of its own keeps it: it checks that run's launches.
-    if each_its_own(samples) {
-        left[0] = rounds.iter().map(|c| c[0]).sum();
-    }
-    let mut dealt = vec![[0; 3]; runs];
-    while left.iter().any(|&n| n > 0) {
-        let before = left;
-        for (have, round) in dealt.iter_mut().zip(&rounds) {
-            for k in 0..3 {
-                if left[k] > 0 && have[k] < round[k] {
-                    (have[k], left[k]) = (have[k] + 1, left[k] - 1);
-                }
-            }
-        }
-        if left == before {
-            break;
-        }
-    }
-    dealt[rank.min(runs - 1)]
-}
-
-/// How many of a cell's `runs`, each of `samples` steady samples, hold its first round's
-/// regions (see [`first_round`]): those runs spend the others' share of them too.
-pub fn holders(samples: usize, runs: usize) -> usize {
-    (0..runs.max(1))
-        .filter(|&rank| first_round(samples, runs, rank).iter().sum::<usize>() > 0)
-        .count()
+    let round = first_round(samples, runs, rank);
+    [0, 1, 2].map(|k| round[k].min(FLOOR[k]))
 }
 
 /// Counts of (audited, decoys, pauses) among the first `n` of [`PRIORITY`].

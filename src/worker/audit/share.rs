@@ -12,27 +12,43 @@ pub(super) struct Share {
     began: Instant,
     capped: u64,
     /// The run's steady samples at most, and when the first began with the audit's cost
-    /// then: the samples' pace, which projects the cell's time. A run that holds the regions
-    /// of runs that hold none (interleaved rounds) projects theirs too: `runs_held` runs.
+    /// then: the samples' pace, which projects the cell's time.
     samples: usize,
     pace: Option<(Instant, Duration)>,
-    runs_held: f64,
-    /// Whether the cell may stop before its samples (a stop rule, a budget): its time is
-    /// then projected no further than so far.
-    may_stop: bool,
+    /// Where the run's samples may end before their count.
+    ends: Ends,
+}
+
+/// Where a run's samples may end before their count, each the run's share: a stop rule
+/// once it holds its least samples and GPU time, a budget once it holds its GPU time. The
+/// loop's wall time bounds its GPU time, so the samples left at the wall's pace are the
+/// fewest the rule or the budget may still take: the projection errs short.
+#[derive(Debug, Clone, Copy)]
+enum Ends {
+    Count,
+    Stop { min_samples: u64, min_gpu: Duration },
+    Budget(Duration),
 }
 
 impl Share {
     /// The account of a run of `cell` of `samples` steady samples at most, begun at `began`.
     pub(super) fn new(cell: &Cell, samples: usize, began: Instant) -> Share {
-        let runs = cell.runs().max(1) as usize;
+        let runs = cell.runs().max(1);
+        let k = &cell.knobs;
+        let ends = match (k.samples.stop, k.budget) {
+            (Some(stop), _) => Ends::Stop {
+                min_samples: stop.min_samples,
+                min_gpu: Duration::from_secs_f64(stop.min_gpu_ns * 1e-9) / runs,
+            },
+            (None, Budget::Gpu { gpu_time, .. }) => Ends::Budget(gpu_time / runs),
+            (None, Budget::Fixed) => Ends::Count,
+        };
         Share {
             began,
             capped: 0,
             samples,
             pace: None,
-            runs_held: runs as f64 / audit::holders(samples, runs).max(1) as f64,
-            may_stop: cell.knobs.samples.stop.is_some() || cell.knobs.budget != Budget::Fixed,
+            ends,
         }
     }
 
@@ -91,20 +107,33 @@ impl Share {
     }
 
     /// The cell's time projected at steady sample `index`, the audit's `cost` so far, at
-    /// `now`: so far, and its samples left at the pace of those run (the regions' time left
-    /// out), for each run this one holds the regions of.
+    /// `now`: so far, and its samples left (see [`Ends`]) at the pace of those run (the
+    /// regions' time left out).
     fn projected(&self, index: usize, cost: Duration, now: Instant) -> Duration {
         let so_far = now.duration_since(self.began);
-        let run = match self.pace.filter(|_| index > 0 && !self.may_stop) {
-            Some((first, cost_then)) => {
-                let regions = cost.saturating_sub(cost_then);
-                let loop_time = now.duration_since(first).saturating_sub(regions);
-                let left = self.samples.saturating_sub(index) as u32;
-                so_far + loop_time / index as u32 * left
-            }
-            None => so_far,
+        let Some((first, cost_then)) = self.pace.filter(|_| index > 0) else {
+            return so_far;
         };
-        run.mul_f64(self.runs_held)
+        let regions = cost.saturating_sub(cost_then);
+        let loop_time = now.duration_since(first).saturating_sub(regions);
+        let pace = loop_time.as_secs_f64() / index as f64;
+        let by_time = |t: Duration| match pace > 0.0 {
+            true => t.saturating_sub(loop_time).as_secs_f64() / pace,
+            false => 0.0,
+        };
+        let count = self.samples.saturating_sub(index) as f64;
+        let left = match self.ends {
+            Ends::Count => count,
+            Ends::Budget(gpu) => count.min(by_time(gpu)),
+            Ends::Stop {
+                min_samples,
+                min_gpu,
+            } => {
+                let least = (min_samples as f64 - index as f64).max(by_time(min_gpu));
+                count.min(least.max(0.0))
+            }
+        };
+        so_far + Duration::from_secs_f64(left * pace)
     }
 
     /// Whether the audit's share of the cell's time affords the regions `next` now (see
@@ -138,19 +167,23 @@ mod tests {
             capped: 0,
             samples: 110,
             pace: Some((began + ms(10), ms(1))),
-            runs_held: 1.0,
-            may_stop: false,
+            ends: Ends::Count,
         };
         // 10 samples in 20 ms, 2 ms of it regions: 1.8 ms a sample, 100 left, 30 ms so far.
         let now = began + ms(30);
         assert_eq!(share.projected(10, ms(3), now), ms(210));
-        // Before the first sample, the time so far; a run holding two runs' regions, twice.
+        // Before the first sample, the time so far.
         assert_eq!(share.projected(0, ms(3), now), ms(30));
-        share.runs_held = 2.0;
-        assert_eq!(share.projected(10, ms(3), now), ms(420));
-        // A cell that may stop early is projected no further than so far.
-        share.may_stop = true;
-        assert_eq!(share.projected(10, ms(3), now), ms(60));
+        // A budget of 54 ms of GPU time: at most 18 ms of it so far (the loop less its
+        // regions), 36 ms left at 1.8 ms a sample, 30 + 36 ms.
+        share.ends = Ends::Budget(ms(54));
+        assert_eq!(share.projected(10, ms(3), now), ms(66));
+        // A stop rule's least: 20 samples (10 more), or 27 ms of GPU time (5 more).
+        share.ends = Ends::Stop {
+            min_samples: 20,
+            min_gpu: ms(27),
+        };
+        assert_eq!(share.projected(10, ms(3), now), ms(48));
         // The floor is kept whatever it costs; a region beyond it only within the share (the
         // cell begun in the future: none of its time so far).
         share.began = Instant::now() + Duration::from_secs(3600);
@@ -172,8 +205,7 @@ mod tests {
             capped: 0,
             samples: 100,
             pace: None,
-            runs_held: 1.0,
-            may_stop: true,
+            ends: Ends::Count,
         };
         // Ten pauses of 3 ms in a cell of a second so far: 30 ms; eight more of 3 ms each
         // would make 54 ms, over 4%: only three fit (39 of 1009 ms), the floor's audit too.
