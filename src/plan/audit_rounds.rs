@@ -15,9 +15,9 @@ use AUDIT_SHARE_CAP as SHARE_CAP;
 /// share of the cell's projected time (its time so far and its samples left at their pace;
 /// a cell that may stop early, the fewest samples its stop rule or budget may still take):
 /// below [`AUDIT_SHARE_CAP`], which leaves room for the projection's error and for
-/// confirmations. A round of ten
-/// regions is 5% of a 200-sample cell's launches before its stages, waits and checks: the
-/// cells of a few tens of ms spent 5-10% on them (`reports/trust` at 4f24f4a).
+/// confirmations. A round of ten regions is 5% of a 200-sample cell's launches before its
+/// stages, waits and checks: the cells of a few tens of ms spent 5-10% on them
+/// (`reports/trust` at 4f24f4a).
 pub const PLANNED_SHARE: f64 = 0.04;
 
 /// The first round's floor, of each kind (audited, decoys, pauses). Never left out:
