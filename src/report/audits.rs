@@ -11,6 +11,7 @@ use crate::analysis::gaps::GapTest;
 use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
+use crate::plan::audit_rounds::{AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE};
 use crate::protocol::{CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE};
 use serde::Serialize;
 
@@ -66,10 +67,13 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             " {late} stages outlasted their pause (their regions followed a longer gap)."
         ));
     }
+    // The sentence below names the floor in words.
+    const _: () = assert!(matches!(FLOOR, [2, 1, 3]));
     let capped: u64 = cells.iter().map(|c| c.capped).sum();
     if capped > 0 {
+        let (cap, plan) = (AUDIT_SHARE_CAP * 100.0, PLANNED_SHARE * 100.0);
         intro.push_str(&format!(
-            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time (5% of it so far; in the first round, 4% of its projected time; never the first round's floor: two audited regions, a decoy and three pauses): counted beside the regions below."
+            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time ({cap:.0}% of it so far; in the first round, {plan:.0}% of its projected time; never the first round's floor: two audited regions, a decoy and three pauses): counted beside the regions below."
         ));
     }
     let rows = (cells.iter())
