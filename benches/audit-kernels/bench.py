@@ -170,8 +170,7 @@ def main():
     if arch is None:
         global cp
         import cupy as cp
-        major, minor = cp.cuda.Device().compute_capability
-        arch = f"sm_{major}{minor}"
+        arch = f"sm_{cp.cuda.Device().compute_capability}"  # CuPy gives "90"
         print(f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; ", end="")
     print(f"baseline {a.baseline}, candidate {a.candidate}")
     for label, source in sources:
