@@ -28,8 +28,9 @@ def load_nvrtc(path):
 
 
 def compile_ms(lib, source, arch, repeats=3):
-    """NVRTC's compile of `source` to a CUBIN for `arch` (sm_90), as the worker compiles it:
-    the median of `repeats`, and ptxas's report of each kernel's registers."""
+    """NVRTC's compile of `source` to a CUBIN for `arch` (sm_90): the median of `repeats`,
+    and ptxas's report of each kernel's registers. The worker compiles audit.cu with its
+    other built-in kernels (small beside it) and the toolkit's include path."""
     options = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", b"--ptxas-options=-v"]
     argv = (ctypes.c_char_p * len(options))(*options)
     times, log = [], ""
