@@ -173,115 +173,6 @@ __device__ unsigned short audit_f16_bits(float f) {
     return h;
 }
 
-// Element i at `base`: x written, or (Verify) compared with what is there as bits (a NaN
-// drawn is a NaN kept), lowering `lowest` to i where it differs.
-template <bool Verify, typename T>
-__device__ __forceinline__ void audit_put(T *base, unsigned long long i, T x,
-                                          unsigned long long *lowest) {
-    if (Verify) {
-        if (base[i] != x) {
-            atomicMin(lowest, i);
-        }
-    } else {
-        base[i] = x;
-    }
-}
-
-// Element i of f64 or an integer type encoding v (integers rounded down and saturated, as
-// the host's `Dtype::write`), written or compared.
-template <bool Verify>
-__device__ void audit_store(unsigned int dtype, unsigned long long base, unsigned long long i,
-                            double v, unsigned long long *lowest) {
-#define AUDIT_AT(T, lo, hi)                                                                    \
-    return audit_put<Verify>(reinterpret_cast<T *>(base), i, (T)audit_floor_clamped(v, lo, hi),  \
-                             lowest)
-    switch (dtype) {
-    case 3:
-        return audit_put<Verify>(reinterpret_cast<unsigned long long *>(base), i,
-                                 (unsigned long long)__double_as_longlong(v), lowest);
-    case 4: AUDIT_AT(signed char, -128.0, 127.0);
-    case 5: AUDIT_AT(unsigned char, 0.0, 255.0);
-    case 6: AUDIT_AT(short, -32768.0, 32767.0);
-    case 7: AUDIT_AT(unsigned short, 0.0, 65535.0);
-    case 8: AUDIT_AT(int, -2147483648.0, 2147483647.0);
-    case 9: AUDIT_AT(unsigned int, 0.0, 4294967295.0);
-    case 10: AUDIT_AT(long long, -9223372036854775808.0, 9223372036854774784.0);
-    default: AUDIT_AT(unsigned long long, 0.0, 18446744073709549568.0);
-    }
-#undef AUDIT_AT
-}
-
-// Calls put(i) for each of `count` elements this thread holds: four at a time, a grid's
-// width apart (a warp's accesses coalesced, four draws in flight at once).
-template <typename Put>
-__device__ __forceinline__ void audit_each(unsigned long long count, Put put) {
-    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < count; i += 4 * stride) {
-#pragma unroll
-        for (unsigned long long k = 0; k < 4; k++) {
-            put(i + k * stride);
-        }
-    }
-    for (; i < count; i += stride) {
-        put(i);
-    }
-}
-
-// A float type's draw: each element's value in float, rounded to T by `encode`. A uniform's
-// largest value is the float below its high end, so that one rounded up stays in [a, b).
-template <bool Verify, typename T, typename Encode>
-__device__ void audit_draw_float(const AuditDraw &d, unsigned long long key,
-                                 unsigned long long *lowest, Encode encode) {
-    const float top = nextafterf((float)d.b, (float)d.a);
-    T *base = reinterpret_cast<T *>(d.address);
-    audit_each(d.count, [&](unsigned long long i) {
-        audit_put<Verify>(base, i, encode(audit_value_float(d, top, key, i)), lowest);
-    });
-}
-
-// One argument's draw, written or (Verify) compared: f16, bf16 and f32 in float, the others
-// in double.
-template <bool Verify>
-__device__ void audit_draw_one(const AuditDraw &d, unsigned long long key,
-                               unsigned long long *lowest) {
-    switch (d.dtype) {
-    case 0:
-        return audit_draw_float<Verify, unsigned short>(
-            d, key, lowest, [](float v) { return audit_f16_bits(v); });
-    case 1:
-        return audit_draw_float<Verify, unsigned short>(
-            d, key, lowest, [](float v) { return audit_bf16_bits(v); });
-    case 2:
-        return audit_draw_float<Verify, unsigned int>(
-            d, key, lowest, [](float v) { return __float_as_uint(v); });
-    default: {
-        const double top = nextafter(d.b, d.a);
-        audit_each(d.count, [&](unsigned long long i) {
-            audit_store<Verify>(d.dtype, d.address, i, audit_value(d, top, key, i), lowest);
-        });
-    }
-    }
-}
-
-// Draws `count` arguments' data with `seed` (blockIdx.y: the argument), or with `verify`
-// compares each with the draw and lowers first[y] to the first element that differs (the
-// host sets it to all ones).
-extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count,
-                                      unsigned long long seed, unsigned int verify,
-                                      unsigned long long *first) {
-    if (blockIdx.y >= count) {
-        return;
-    }
-    const AuditDraw d = draws[blockIdx.y];
-    const unsigned long long key = audit_mix(seed ^ audit_mix(d.salt));
-    if (verify != 0) {
-        audit_draw_one<true>(d, key, &first[blockIdx.y]);
-    } else {
-        audit_draw_one<false>(d, key, &first[blockIdx.y]);
-    }
-}
-
 // The bytes an element of `dtype` takes.
 __device__ __forceinline__ unsigned int audit_size(unsigned int dtype) {
     switch (dtype) {
@@ -300,6 +191,98 @@ __device__ __forceinline__ unsigned long long audit_raw(const void *base, unsign
     case 2: return reinterpret_cast<const unsigned short *>(base)[i];
     case 4: return reinterpret_cast<const unsigned int *>(base)[i];
     default: return reinterpret_cast<const unsigned long long *>(base)[i];
+    }
+}
+
+// Element i's bits as audit_raw reads them where i < n, else 0.
+__device__ __forceinline__ unsigned long long audit_raw_within(const void *base, unsigned int size,
+                                                               unsigned long long i,
+                                                               unsigned long long n) {
+    return i < n ? audit_raw(base, size, i) : 0;
+}
+
+// Element i of `size` bytes at `base` set to `bits`.
+__device__ __forceinline__ void audit_raw_store(unsigned long long base, unsigned int size,
+                                                unsigned long long i, unsigned long long bits) {
+    switch (size) {
+    case 1: reinterpret_cast<unsigned char *>(base)[i] = (unsigned char)bits; return;
+    case 2: reinterpret_cast<unsigned short *>(base)[i] = (unsigned short)bits; return;
+    case 4: reinterpret_cast<unsigned int *>(base)[i] = (unsigned int)bits; return;
+    default: reinterpret_cast<unsigned long long *>(base)[i] = bits;
+    }
+}
+
+// Element i's bits under its draw, zero-extended: f16, bf16 and f32 drawn in float, the
+// others in double; floats rounded to nearest, integers rounded down and saturated, as the
+// host's `Dtype::write`. A uniform's largest value is the one below its high end (`top_f`,
+// `top_d`), so that a draw rounded up stays in [a, b).
+__device__ unsigned long long audit_bits(const AuditDraw &d, float top_f, double top_d,
+                                         unsigned long long key, unsigned long long i) {
+    if (d.dtype <= 2) {
+        float v = audit_value_float(d, top_f, key, i);
+        switch (d.dtype) {
+        case 0: return audit_f16_bits(v);
+        case 1: return audit_bf16_bits(v);
+        default: return __float_as_uint(v);
+        }
+    }
+    double v = audit_value(d, top_d, key, i);
+    switch (d.dtype) {
+    case 3: return (unsigned long long)__double_as_longlong(v);
+    case 4: return (unsigned char)(signed char)audit_floor_clamped(v, -128.0, 127.0);
+    case 5: return (unsigned char)audit_floor_clamped(v, 0.0, 255.0);
+    case 6: return (unsigned short)(short)audit_floor_clamped(v, -32768.0, 32767.0);
+    case 7: return (unsigned short)audit_floor_clamped(v, 0.0, 65535.0);
+    case 8: return (unsigned int)(int)audit_floor_clamped(v, -2147483648.0, 2147483647.0);
+    case 9: return (unsigned int)audit_floor_clamped(v, 0.0, 4294967295.0);
+    case 10:
+        return (unsigned long long)(long long)audit_floor_clamped(v, -9223372036854775808.0,
+                                                                  9223372036854774784.0);
+    default: return (unsigned long long)audit_floor_clamped(v, 0.0, 18446744073709549568.0);
+    }
+}
+
+// Draws `count` arguments' data with `seed` (blockIdx.y: the argument), or with `verify`
+// compares each with the draw and lowers first[y] to the first element that differs (the
+// host sets it to all ones).
+extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count,
+                                      unsigned long long seed, unsigned int verify,
+                                      unsigned long long *first) {
+    if (blockIdx.y >= count) {
+        return;
+    }
+    const AuditDraw d = draws[blockIdx.y];
+    const unsigned long long key = audit_mix(seed ^ audit_mix(d.salt));
+    const float top_f = nextafterf((float)d.b, (float)d.a);
+    const double top_d = nextafter(d.b, d.a);
+    const unsigned int size = audit_size(d.dtype);
+    const unsigned long long n = d.count, stride = (unsigned long long)gridDim.x * blockDim.x;
+    // A verify issues four elements' loads before it compares any (one at a time, a thread
+    // had one in flight); the draw itself is in one copy (four, over every type, took NVRTC
+    // seconds to compile).
+    const void *base = reinterpret_cast<const void *>(d.address);
+    const unsigned long long limit = verify != 0 ? n : 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < n; i += 4 * stride) {
+        unsigned long long h0 = audit_raw_within(base, size, i, limit);
+        unsigned long long h1 = audit_raw_within(base, size, i + stride, limit);
+        unsigned long long h2 = audit_raw_within(base, size, i + 2 * stride, limit);
+        unsigned long long h3 = audit_raw_within(base, size, i + 3 * stride, limit);
+#pragma unroll 1
+        for (int k = 0; k < 4; k++) {
+            unsigned long long j = i + k * stride;
+            if (j < n) {
+                unsigned long long bits = audit_bits(d, top_f, top_d, key, j);
+                if (verify == 0) {
+                    audit_raw_store(d.address, size, j, bits);
+                } else if (h0 != bits) {
+                    atomicMin(&first[blockIdx.y], j);
+                }
+            }
+            h0 = h1;
+            h1 = h2;
+            h2 = h3;
+        }
     }
 }
 
@@ -464,24 +447,32 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
             first_poisoned = min(first_poisoned, i);
         }
     };
-    // Four elements' loads issued before any is judged: one element at a time kept two
-    // loads a thread in flight, and the compare ran at half the memory's bandwidth.
+    // Four elements' loads issued before any is judged (one element at a time kept two
+    // loads a thread in flight, and the compare ran at half the memory's bandwidth), the
+    // judging itself in one copy (four took NVRTC seconds to compile).
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < count; i += 4 * stride) {
-        unsigned long long g[4], w[4];
-#pragma unroll
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < count; i += 4 * stride) {
+        unsigned long long g0 = audit_raw_within(got, size, i, count);
+        unsigned long long g1 = audit_raw_within(got, size, i + stride, count);
+        unsigned long long g2 = audit_raw_within(got, size, i + 2 * stride, count);
+        unsigned long long g3 = audit_raw_within(got, size, i + 3 * stride, count);
+        unsigned long long w0 = audit_raw_within(want, size, i, count);
+        unsigned long long w1 = audit_raw_within(want, size, i + stride, count);
+        unsigned long long w2 = audit_raw_within(want, size, i + 2 * stride, count);
+        unsigned long long w3 = audit_raw_within(want, size, i + 3 * stride, count);
+#pragma unroll 1
         for (int k = 0; k < 4; k++) {
-            g[k] = audit_raw(got, size, i + k * stride);
-            w[k] = audit_raw(want, size, i + k * stride);
+            if (i + k * stride < count) {
+                judge(i + k * stride, g0, w0);
+            }
+            g0 = g1;
+            g1 = g2;
+            g2 = g3;
+            w0 = w1;
+            w1 = w2;
+            w2 = w3;
         }
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            judge(i + k * stride, g[k], w[k]);
-        }
-    }
-    for (; i < count; i += stride) {
-        judge(i, audit_raw(got, size, i), audit_raw(want, size, i));
     }
     // Joined over the warp first: nine atomics on nine words from every thread took 27 ms
     // for a 134M-element output on an H200.
