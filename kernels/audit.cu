@@ -173,78 +173,70 @@ __device__ unsigned short audit_f16_bits(float f) {
     return h;
 }
 
-// The bytes an element of `dtype` takes.
-__device__ __forceinline__ unsigned int audit_size(unsigned int dtype) {
+// Element i at `base`: x written, or (verify) compared with what is there as bits (a NaN
+// drawn is a NaN kept), lowering `lowest` to i where it differs.
+template <typename T>
+__device__ __forceinline__ void audit_put(T *base, unsigned long long i, T x, bool verify,
+                                          unsigned long long *lowest) {
+    if (!verify) {
+        base[i] = x;
+    } else if (base[i] != x) {
+        atomicMin(lowest, i);
+    }
+}
+
+// Element i of f64 or an integer type encoding v (integers rounded down and saturated, as
+// the host's `Dtype::write`), written or compared.
+__device__ void audit_store(unsigned int dtype, unsigned long long base, unsigned long long i,
+                            double v, bool verify, unsigned long long *lowest) {
+#define AUDIT_AT(T, lo, hi)                                                                    \
+    return audit_put(reinterpret_cast<T *>(base), i, (T)audit_floor_clamped(v, lo, hi),      \
+                     verify, lowest)
     switch (dtype) {
-    case 4: case 5: return 1;
-    case 0: case 1: case 6: case 7: return 2;
-    case 2: case 8: case 9: return 4;
-    default: return 8;
+    case 3:
+        return audit_put(reinterpret_cast<unsigned long long *>(base), i,
+                         (unsigned long long)__double_as_longlong(v), verify, lowest);
+    case 4: AUDIT_AT(signed char, -128.0, 127.0);
+    case 5: AUDIT_AT(unsigned char, 0.0, 255.0);
+    case 6: AUDIT_AT(short, -32768.0, 32767.0);
+    case 7: AUDIT_AT(unsigned short, 0.0, 65535.0);
+    case 8: AUDIT_AT(int, -2147483648.0, 2147483647.0);
+    case 9: AUDIT_AT(unsigned int, 0.0, 4294967295.0);
+    case 10: AUDIT_AT(long long, -9223372036854775808.0, 9223372036854774784.0);
+    default: AUDIT_AT(unsigned long long, 0.0, 18446744073709549568.0);
+    }
+#undef AUDIT_AT
+}
+
+// A float type's draw, in float, rounded to T by `encode`, written or compared. A uniform's
+// largest value is the float below its high end, so that one rounded up stays in [a, b).
+template <typename T, typename Encode>
+__device__ void audit_draw_float(const AuditDraw &d, unsigned long long key, bool verify,
+                                 unsigned long long *lowest, Encode encode) {
+    const float top = nextafterf((float)d.b, (float)d.a);
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < d.count; i += stride) {
+        T x = encode(audit_value_float(d, top, key, i));
+        audit_put(reinterpret_cast<T *>(d.address), i, x, verify, lowest);
     }
 }
 
-// Element i of `size` bytes at `base`: its bits, zero-extended.
-__device__ __forceinline__ unsigned long long audit_raw(const void *base, unsigned int size,
-                                                        unsigned long long i) {
-    switch (size) {
-    case 1: return reinterpret_cast<const unsigned char *>(base)[i];
-    case 2: return reinterpret_cast<const unsigned short *>(base)[i];
-    case 4: return reinterpret_cast<const unsigned int *>(base)[i];
-    default: return reinterpret_cast<const unsigned long long *>(base)[i];
-    }
-}
-
-// Element i's bits as audit_raw reads them where i < n, else 0.
-__device__ __forceinline__ unsigned long long audit_raw_within(const void *base, unsigned int size,
-                                                               unsigned long long i,
-                                                               unsigned long long n) {
-    return i < n ? audit_raw(base, size, i) : 0;
-}
-
-// Element i of `size` bytes at `base` set to `bits`.
-__device__ __forceinline__ void audit_raw_store(unsigned long long base, unsigned int size,
-                                                unsigned long long i, unsigned long long bits) {
-    switch (size) {
-    case 1: reinterpret_cast<unsigned char *>(base)[i] = (unsigned char)bits; return;
-    case 2: reinterpret_cast<unsigned short *>(base)[i] = (unsigned short)bits; return;
-    case 4: reinterpret_cast<unsigned int *>(base)[i] = (unsigned int)bits; return;
-    default: reinterpret_cast<unsigned long long *>(base)[i] = bits;
-    }
-}
-
-// Element i's bits under its draw, zero-extended: f16, bf16 and f32 drawn in float, the
-// others in double; floats rounded to nearest, integers rounded down and saturated, as the
-// host's `Dtype::write`. A uniform's largest value is the one below its high end (`top_f`,
-// `top_d`), so that a draw rounded up stays in [a, b).
-__device__ unsigned long long audit_bits(const AuditDraw &d, float top_f, double top_d,
-                                         unsigned long long key, unsigned long long i) {
-    if (d.dtype <= 2) {
-        float v = audit_value_float(d, top_f, key, i);
-        switch (d.dtype) {
-        case 0: return audit_f16_bits(v);
-        case 1: return audit_bf16_bits(v);
-        default: return __float_as_uint(v);
-        }
-    }
-    double v = audit_value(d, top_d, key, i);
-    switch (d.dtype) {
-    case 3: return (unsigned long long)__double_as_longlong(v);
-    case 4: return (unsigned char)(signed char)audit_floor_clamped(v, -128.0, 127.0);
-    case 5: return (unsigned char)audit_floor_clamped(v, 0.0, 255.0);
-    case 6: return (unsigned short)(short)audit_floor_clamped(v, -32768.0, 32767.0);
-    case 7: return (unsigned short)audit_floor_clamped(v, 0.0, 65535.0);
-    case 8: return (unsigned int)(int)audit_floor_clamped(v, -2147483648.0, 2147483647.0);
-    case 9: return (unsigned int)audit_floor_clamped(v, 0.0, 4294967295.0);
-    case 10:
-        return (unsigned long long)(long long)audit_floor_clamped(v, -9223372036854775808.0,
-                                                                  9223372036854774784.0);
-    default: return (unsigned long long)audit_floor_clamped(v, 0.0, 18446744073709549568.0);
+// A draw of f64 or an integer type, in double, written or compared.
+__device__ void audit_draw_double(const AuditDraw &d, unsigned long long key, bool verify,
+                                  unsigned long long *lowest) {
+    const double top = nextafter(d.b, d.a);
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < d.count; i += stride) {
+        audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), verify, lowest);
     }
 }
 
 // Draws `count` arguments' data with `seed` (blockIdx.y: the argument), or with `verify`
 // compares each with the draw and lowers first[y] to the first element that differs (the
-// host sets it to all ones).
+// host sets it to all ones). Each type's loop is one copy: unrolled four times, in both
+// modes, the kernel took NVRTC three times as long to compile.
 extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count,
                                       unsigned long long seed, unsigned int verify,
                                       unsigned long long *first) {
@@ -253,64 +245,45 @@ extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count
     }
     const AuditDraw d = draws[blockIdx.y];
     const unsigned long long key = audit_mix(seed ^ audit_mix(d.salt));
-    const float top_f = nextafterf((float)d.b, (float)d.a);
-    const double top_d = nextafter(d.b, d.a);
-    const unsigned int size = audit_size(d.dtype);
-    const unsigned long long n = d.count, stride = (unsigned long long)gridDim.x * blockDim.x;
-    // A verify issues four elements' loads before it compares any (one at a time, a thread
-    // had one in flight); the draw itself is in one copy (four, over every type, took NVRTC
-    // seconds to compile).
-    const void *base = reinterpret_cast<const void *>(d.address);
-    const unsigned long long limit = verify != 0 ? n : 0;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         i < n; i += 4 * stride) {
-        unsigned long long h0 = audit_raw_within(base, size, i, limit);
-        unsigned long long h1 = audit_raw_within(base, size, i + stride, limit);
-        unsigned long long h2 = audit_raw_within(base, size, i + 2 * stride, limit);
-        unsigned long long h3 = audit_raw_within(base, size, i + 3 * stride, limit);
-#pragma unroll 1
-        for (int k = 0; k < 4; k++) {
-            unsigned long long j = i + k * stride;
-            if (j < n) {
-                unsigned long long bits = audit_bits(d, top_f, top_d, key, j);
-                if (verify == 0) {
-                    audit_raw_store(d.address, size, j, bits);
-                } else if (h0 != bits) {
-                    atomicMin(&first[blockIdx.y], j);
-                }
-            }
-            h0 = h1;
-            h1 = h2;
-            h2 = h3;
-        }
-    }
-}
-
-// An element of `dtype` with these bits, as a double.
-__device__ __forceinline__ double audit_value_of(unsigned int dtype, unsigned long long bits) {
-    switch (dtype) {
-    case 0: {
-        float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
-        return f;
-    }
-    case 1: return __uint_as_float((unsigned int)bits << 16);
-    case 2: return __uint_as_float((unsigned int)bits);
-    case 3: return __longlong_as_double(bits);
-    case 4: return (signed char)bits;
-    case 5: return (unsigned char)bits;
-    case 6: return (short)bits;
-    case 7: return (unsigned short)bits;
-    case 8: return (int)bits;
-    case 9: return (unsigned int)bits;
-    case 10: return (double)(long long)bits;
-    default: return (double)bits;
+    unsigned long long *lowest = &first[blockIdx.y];
+    const bool check = verify != 0;
+    switch (d.dtype) {
+    case 0:
+        return audit_draw_float<unsigned short>(d, key, check, lowest,
+                                                [](float v) { return audit_f16_bits(v); });
+    case 1:
+        return audit_draw_float<unsigned short>(d, key, check, lowest,
+                                                [](float v) { return audit_bf16_bits(v); });
+    case 2:
+        return audit_draw_float<unsigned int>(d, key, check, lowest,
+                                              [](float v) { return __float_as_uint(v); });
+    default: return audit_draw_double(d, key, check, lowest);
     }
 }
 
 // Element i of type `dtype` at `base`, as a double (for the matmul reference).
 __device__ double audit_load(unsigned int dtype, const void *base, unsigned long long i) {
-    return audit_value_of(dtype, audit_raw(base, audit_size(dtype), i));
+    switch (dtype) {
+    case 0: {
+        unsigned short h = reinterpret_cast<const unsigned short *>(base)[i];
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+        return f;
+    }
+    case 1:
+        return __uint_as_float((unsigned int)reinterpret_cast<const unsigned short *>(base)[i]
+                               << 16);
+    case 2: return reinterpret_cast<const float *>(base)[i];
+    case 3: return reinterpret_cast<const double *>(base)[i];
+    case 4: return reinterpret_cast<const signed char *>(base)[i];
+    case 5: return reinterpret_cast<const unsigned char *>(base)[i];
+    case 6: return reinterpret_cast<const short *>(base)[i];
+    case 7: return reinterpret_cast<const unsigned short *>(base)[i];
+    case 8: return reinterpret_cast<const int *>(base)[i];
+    case 9: return reinterpret_cast<const unsigned int *>(base)[i];
+    case 10: return (double)reinterpret_cast<const long long *>(base)[i];
+    default: return (double)reinterpret_cast<const unsigned long long *>(base)[i];
+    }
 }
 
 // The float64 matmul reference at `count` output elements (row-major indices into the m x n
@@ -372,15 +345,19 @@ __device__ bool audit_all_ones(const void *base, unsigned long long i, unsigned 
     return all;
 }
 
-// An element of an integer type with these bits (zero-extended), exactly: sign-extended
-// where the type is signed.
-__device__ __forceinline__ unsigned long long audit_int_of(unsigned int dtype,
-                                                           unsigned long long bits) {
+// Element i of an integer type, exactly, and whether it is signed.
+__device__ unsigned long long audit_int_bits(unsigned int dtype, const void *base,
+                                             unsigned long long i, bool *is_signed) {
+    *is_signed = dtype == 4 || dtype == 6 || dtype == 8 || dtype == 10;
     switch (dtype) {
-    case 4: return (unsigned long long)(long long)(signed char)bits;
-    case 6: return (unsigned long long)(long long)(short)bits;
-    case 8: return (unsigned long long)(long long)(int)bits;
-    default: return bits;
+    case 4: return (unsigned long long)(long long)reinterpret_cast<const signed char *>(base)[i];
+    case 5: return reinterpret_cast<const unsigned char *>(base)[i];
+    case 6: return (unsigned long long)(long long)reinterpret_cast<const short *>(base)[i];
+    case 7: return reinterpret_cast<const unsigned short *>(base)[i];
+    case 8: return (unsigned long long)(long long)reinterpret_cast<const int *>(base)[i];
+    case 9: return reinterpret_cast<const unsigned int *>(base)[i];
+    case 10: return (unsigned long long)reinterpret_cast<const long long *>(base)[i];
+    default: return reinterpret_cast<const unsigned long long *>(base)[i];
     }
 }
 
@@ -393,29 +370,29 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
                                             unsigned int size, double rtol, double atol,
                                             unsigned long long worst_bits,
                                             unsigned long long *tally) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long id = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long bad = 0, poisoned = 0, max_abs = 0, max_rel = 0, max_bad = 0;
     unsigned long long first_bad = ~0ull, first_poisoned = ~0ull, first_worst = ~0ull;
     bool nan_abs = false;
-    const bool is_signed = dtype == 4 || dtype == 6 || dtype == 8 || dtype == 10;
-    // Element i, its bits in `got` and `want`, judged into the tallies.
-    auto judge = [&](unsigned long long i, unsigned long long got_bits,
-                     unsigned long long want_bits) {
+    for (unsigned long long i = id; i < count; i += stride) {
         double abs_error, magnitude;
         bool within;
         if (dtype >= 4) {
-            unsigned long long g = audit_int_of(dtype, got_bits);
-            unsigned long long w = audit_int_of(dtype, want_bits);
+            bool is_signed;
+            unsigned long long g = audit_int_bits(dtype, got, i, &is_signed);
+            unsigned long long w = audit_int_bits(dtype, want, i, &is_signed);
             if (g == w) {
-                return;
+                continue;
             }
             bool g_above = is_signed ? (long long)g > (long long)w : g > w;
             abs_error = (double)(g_above ? g - w : w - g);
             magnitude = (double)audit_magnitude(w, is_signed);
             within = abs_error <= atol + rtol * magnitude;
         } else {
-            double g = audit_value_of(dtype, got_bits), w = audit_value_of(dtype, want_bits);
+            double g = audit_load(dtype, got, i), w = audit_load(dtype, want, i);
             if (g == w) {
-                return;
+                continue;
             }
             abs_error = fabs(g - w);
             magnitude = fabs(w);
@@ -432,7 +409,7 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
             max_rel = __double_as_longlong(rel);
         }
         if (within) {
-            return;
+            continue;
         }
         bad++;
         first_bad = min(first_bad, i);
@@ -445,33 +422,6 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
         if (audit_all_ones(got, i, size) && !audit_all_ones(want, i, size)) {
             poisoned++;
             first_poisoned = min(first_poisoned, i);
-        }
-    };
-    // Four elements' loads issued before any is judged (one element at a time kept two
-    // loads a thread in flight, and the compare ran at half the memory's bandwidth), the
-    // judging itself in one copy (four took NVRTC seconds to compile).
-    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         i < count; i += 4 * stride) {
-        unsigned long long g0 = audit_raw_within(got, size, i, count);
-        unsigned long long g1 = audit_raw_within(got, size, i + stride, count);
-        unsigned long long g2 = audit_raw_within(got, size, i + 2 * stride, count);
-        unsigned long long g3 = audit_raw_within(got, size, i + 3 * stride, count);
-        unsigned long long w0 = audit_raw_within(want, size, i, count);
-        unsigned long long w1 = audit_raw_within(want, size, i + stride, count);
-        unsigned long long w2 = audit_raw_within(want, size, i + 2 * stride, count);
-        unsigned long long w3 = audit_raw_within(want, size, i + 3 * stride, count);
-#pragma unroll 1
-        for (int k = 0; k < 4; k++) {
-            if (i + k * stride < count) {
-                judge(i + k * stride, g0, w0);
-            }
-            g0 = g1;
-            g1 = g2;
-            g2 = g3;
-            w0 = w1;
-            w1 = w2;
-            w2 = w3;
         }
     }
     // Joined over the warp first: nine atomics on nine words from every thread took 27 ms
