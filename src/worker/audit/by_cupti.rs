@@ -57,8 +57,8 @@ pub(super) fn read_again<'b>(
     // is drawn.
     let pause = |buffers: &Buffers| -> Result<(), Failure> {
         let staged = match draws.is_empty() {
-            true => draws.stage(|_| buffers.poison_outputs(), wait),
-            false => draws.stage(|_| Ok(()), wait),
+            true => draws.stage(|_| buffers.poison_outputs(), wait, None),
+            false => draws.stage(|_| Ok(()), wait, None),
         };
         staged.map_err(during("audit: the region's stage"))
     };
