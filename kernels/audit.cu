@@ -81,8 +81,7 @@ struct AuditDraw {
     unsigned int normal;
 };
 
-// SplitMix64's finalizer: a counter through it is a stream of independent 64-bit draws
-// (the key of a draw, and the checksum below).
+// SplitMix64's finalizer: a counter through it is a stream of independent 64-bit draws.
 __device__ unsigned long long audit_mix(unsigned long long z) {
     z += 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -90,27 +89,11 @@ __device__ unsigned long long audit_mix(unsigned long long z) {
     return z ^ (z >> 31);
 }
 
-// A 32-bit finalizer with low bias (two multiplies). Not what made the float draw fast (its
-// float arithmetic did: SplitMix64 with float arithmetic drew f32 as fast on an H200).
-__device__ __forceinline__ unsigned int audit_hash32(unsigned int x) {
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16);
-}
-
-// Word `lane` (0 or 1) of element i's draw under the 64-bit `key`: a round keyed by each
-// half of the key, the element's high half and the lane entering the second.
-__device__ __forceinline__ unsigned int audit_word(unsigned long long key, unsigned long long i,
-                                                   unsigned int lane) {
-    unsigned int x = audit_hash32((unsigned int)i ^ (unsigned int)key);
-    return audit_hash32(x ^ ((unsigned int)(i >> 32) * 2u + lane) ^ (unsigned int)(key >> 32));
-}
-
-// A uniform in [0, 1) from a word's top 24 bits (a float's precision).
-__device__ __forceinline__ float audit_unit(unsigned int w) {
-    return (float)(w >> 8) * (1.0f / 16777216.0f);
+// A uniform float in [0, 1): the top 24 bits (a float's precision) of draw `lane` of element
+// i. Its arithmetic in float, not double, is what made the float draw fast on an H200.
+__device__ __forceinline__ float audit_unit(unsigned long long key, unsigned long long i,
+                                            unsigned int lane) {
+    return (float)(unsigned int)(audit_mix(key + 2 * i + lane) >> 40) * (1.0f / 16777216.0f);
 }
 
 // A uniform double in [0, 1): 53 bits of draw `lane` of element i (one 64-bit mix; the
@@ -128,10 +111,10 @@ __device__ __forceinline__ float audit_value_float(const AuditDraw &d, float top
                                                    unsigned long long i) {
     float a = (float)d.a;
     if (!d.normal) {
-        return fminf(fmaf((float)d.b - a, audit_unit(audit_word(key, i, 0)), a), top);
+        return fminf(fmaf((float)d.b - a, audit_unit(key, i, 0), a), top);
     }
-    float u1 = audit_unit(audit_word(key, i, 0)) + 1.0f / 16777216.0f;
-    float u2 = audit_unit(audit_word(key, i, 1));
+    float u1 = audit_unit(key, i, 0) + 1.0f / 16777216.0f;
+    float u2 = audit_unit(key, i, 1);
     float r = sqrtf(fmaxf(-2.0f * __logf(u1), 0.0f));
     return fmaf((float)d.b * r, __cosf(6.283185307f * u2 - 3.141592654f), a);
 }
