@@ -1,0 +1,187 @@
+"""The runner's own audit kernels (kernels/audit.cu), a candidate against a baseline: the
+NVRTC compile of each, the draw (`audit_draw`, written and verified, nine types and
+distributions of 268 MB) and the check's compare (`out_of_tolerance`, eight cases of 134M
+elements). A candidate must read the same as its baseline (the compare's tallies; the draw's
+round trip, and its bytes where the generator is the same) and is judged by both its time
+and its compile: the worker compiles audit.cu at the first audited cell of every run.
+
+    python benches/audit-kernels/bench.py [--baseline REV] [--candidate FILE]
+
+REV defaults to HEAD, FILE to the working tree's kernels/audit.cu. Needs CuPy and a GPU.
+"""
+import argparse, ctypes, glob, os, statistics, subprocess, time
+
+import numpy as np
+
+ALL_ONES = 2**64 - 1
+
+
+def load_nvrtc(path):
+    """libnvrtc: `path`, else the CUDA toolkit's, else the loader's."""
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    for candidate in [path] if path else glob.glob(f"{home}/lib64/libnvrtc.so*") + ["libnvrtc.so"]:
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError:
+            continue
+    raise SystemExit("libnvrtc not found: pass --nvrtc PATH")
+
+
+def compile_ms(lib, source, arch, repeats=3):
+    """NVRTC's compile of `source` to a CUBIN for `arch` (sm_90), as the worker compiles it:
+    the median of `repeats`, and ptxas's report of each kernel's registers."""
+    options = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", b"--ptxas-options=-v"]
+    argv = (ctypes.c_char_p * len(options))(*options)
+    times, log = [], ""
+    for _ in range(repeats):
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"audit.cu", 0, None, None) == 0
+        start = time.perf_counter()
+        rc = lib.nvrtcCompileProgram(prog, len(options), argv)
+        times.append((time.perf_counter() - start) * 1e3)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        text = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, text)
+        log = text.value.decode()
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+        if rc != 0:
+            raise SystemExit(f"NVRTC failed ({rc}): {log}")
+    entries = [line.split("'")[1] for line in log.splitlines() if "Compiling entry function" in line]
+    used = [line.split("Used")[1].split(",")[0].strip() for line in log.splitlines() if "Used" in line]
+    return statistics.median(times), [f"{e} {u}" for e, u in zip(entries, used)]
+
+
+def timed_us(launch, repeats=20):
+    """A launch's mean time over `repeats` back to back, by events, after one untimed."""
+    launch()
+    cp.cuda.Device().synchronize()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    for _ in range(repeats):
+        launch()
+    end.record()
+    end.synchronize()
+    return cp.cuda.get_elapsed_time(start, end) / repeats * 1e3
+
+
+ENTRY = np.dtype([("address", "<u8"), ("count", "<u8"), ("salt", "<u8"), ("a", "<f8"),
+                  ("b", "<f8"), ("dtype", "<u4"), ("normal", "<u4")])
+# name, the runner's dtype code, element type (None: read as raw bits), normal, a, b
+DRAWS = [("f32 uniform", 2, np.float32, 0, -4.0, 4.0), ("f32 normal", 2, np.float32, 1, 0.0, 1.0),
+         ("f16 uniform", 0, np.float16, 0, -1.0, 1.0), ("bf16 normal", 1, None, 1, 0.5, 2.0),
+         ("f64 uniform", 3, np.float64, 0, 0.0, 1.0), ("f64 normal", 3, np.float64, 1, 0.0, 1.0),
+         ("i32 uniform", 8, np.int32, 0, -1000.0, 1000.0), ("u8 uniform", 5, np.uint8, 0, 0.0, 256.0),
+         ("i64 uniform", 10, np.int64, 0, -5.0, 5.0)]
+SIZES = {0: 2, 1: 2, 2: 4, 3: 8, 5: 1, 8: 4, 10: 8}
+
+
+def draws(modules, raw):
+    first = cp.full(1, ALL_ONES, dtype=cp.uint64)
+    for name, code, kind, normal, a, b in DRAWS:
+        n = raw.nbytes // SIZES[code]
+        entry = np.zeros(1, dtype=ENTRY)
+        entry[0] = (raw.data.ptr, n, 3, a, b, code, normal)
+        table = cp.asarray(entry.view(np.uint8))
+        def draw(module, seed, verify):
+            module.get_function("audit_draw")(
+                (4096, 1), (256,), (table, np.uint32(1), np.uint64(seed), np.uint32(verify), first))
+        row = []
+        for label, module in modules:
+            for verify in (0, 1):
+                us = timed_us(lambda: draw(module, 99, verify))
+                row.append(f"{label}{'-verify' if verify else ''} {us:7.1f}")
+        (_, baseline), (_, candidate) = modules
+        draw(baseline, 5, 0)
+        before = raw.copy()
+        draw(candidate, 5, 0)
+        row.append("bytes same" if bool((before == raw).all()) else "bytes differ")
+        first.fill(ALL_ONES)
+        draw(candidate, 7, 0)
+        draw(candidate, 7, 1)
+        round_trip = int(first.get()[0]) == ALL_ONES
+        first.fill(ALL_ONES)
+        draw(candidate, 8, 1)
+        other = int(first.get()[0])
+        row.append(f"verify of its own draw {'finds nothing' if round_trip else 'FINDS A DIFFERENCE'},"
+                   f" of another seed's first difference at {other}")
+        if kind is not None:
+            x = raw.view(kind).get().astype(np.float64)
+            row.append(f"min {x.min():.4f} max {x.max():.4f} mean {x.mean():.5f} std {x.std():.5f}"
+                       f" NaNs {int(np.isnan(x).sum())}")
+        print(f"{name:12s} {raw.nbytes / 1e6:.0f} MB | " + " | ".join(row), flush=True)
+
+
+def compares(modules):
+    n = 32768 * 4096
+    rng = cp.random.default_rng(1)
+    want64 = rng.uniform(-4, 4, n)
+    noise = rng.standard_normal(n)
+    want = want64.astype(cp.float32)
+    bad = want.copy()
+    bad[::1000] = cp.nan
+    bad[5::777] += 1
+    i32 = (want64 * 1000).astype(cp.int32)
+    got32 = i32.copy()
+    got32[::333] += 3
+    got32[1::999] -= 5
+    i8 = (want64 * 30).astype(cp.int8)
+    got8 = i8.copy()
+    got8[::101] -= 2
+    cases = [("f32 equal", want.copy(), want, 2), ("f32 ulp", (want64 * (1 + 3e-7)).astype(cp.float32), want, 2),
+             ("f32 noisy", (want64 + noise * 1e-6).astype(cp.float32), want, 2), ("f32 bad", bad, want, 2),
+             ("f16 ulp", (want64 * (1 + 1e-3)).astype(cp.float16), want64.astype(cp.float16), 0),
+             ("f64 noisy", want64 + noise * 1e-12, want64, 3), ("i32 some", got32, i32, 8), ("i8 some", got8, i8, 4)]
+    for name, got, want_, code in cases:
+        tally = cp.zeros(9, dtype=cp.uint64)
+        rows = []
+        for label, module in modules:
+            fn = module.get_function("out_of_tolerance")
+            def compare(worst=ALL_ONES):
+                tally.fill(0)
+                tally[1] = tally[3] = tally[8] = np.uint64(ALL_ONES)
+                fn((4096,), (256,), (got, want_, np.uint64(want_.size), np.uint32(code),
+                                     np.uint32(want_.itemsize), np.float64(1e-5), np.float64(1e-6),
+                                     np.uint64(worst), tally))
+            us = timed_us(compare, repeats=10)
+            compare()
+            found = [int(v) for v in tally.get()]
+            if found[7]:
+                compare(found[7])
+                found.append(int(tally.get()[8]))
+            rows.append((label, us, found))
+        same = "tallies equal" if rows[0][2] == rows[1][2] else f"TALLIES DIFFER {rows[0][2]} {rows[1][2]}"
+        print(f"{name:10s} {2 * want_.nbytes / 1e9:.2f} GB | "
+              + " | ".join(f"{label} {us:7.1f} us" for label, us, _ in rows) + f" | {same}", flush=True)
+
+
+def main():
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--baseline", default="HEAD")
+    args.add_argument("--candidate", default="kernels/audit.cu")
+    args.add_argument("--nvrtc", help="libnvrtc to time the compiles with")
+    args.add_argument("--compile-only", metavar="ARCH", help="only the compiles, for ARCH (sm_90): no GPU")
+    a = args.parse_args()
+    sources = [("baseline", subprocess.run(["git", "show", f"{a.baseline}:kernels/audit.cu"],
+                                           check=True, capture_output=True, text=True).stdout),
+               ("candidate", open(a.candidate).read())]
+    lib = load_nvrtc(a.nvrtc)
+    arch = a.compile_only
+    if arch is None:
+        global cp
+        import cupy as cp
+        arch = f"sm_{cp.cuda.Device().compute_capability}"  # CuPy gives "90"
+        print(f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}; ", end="")
+    print(f"baseline {a.baseline}, candidate {a.candidate}")
+    for label, source in sources:
+        ms, used = compile_ms(lib, source, arch)
+        print(f"NVRTC {label}: {ms:.0f} ms; {'; '.join(used)}", flush=True)
+    if a.compile_only:
+        return
+    modules = [(label, cp.RawModule(code=source, options=("-std=c++17",))) for label, source in sources]
+    draws(modules, cp.empty(32768 * 2048 * 4, dtype=cp.uint8))
+    compares(modules)
+
+
+if __name__ == "__main__":
+    main()
