@@ -111,7 +111,9 @@ __device__ __forceinline__ float audit_value_float(const AuditDraw &d, float top
                                                    unsigned long long i) {
     float a = (float)d.a;
     if (!d.normal) {
-        return fminf(fmaf((float)d.b - a, audit_unit(key, i, 0), a), top);
+        // a (1 - u) + b u: b - a overflows where the range is wider than a float's.
+        float u = audit_unit(key, i, 0);
+        return fminf(fmaf(u, (float)d.b, (1.0f - u) * a), top);
     }
     float u1 = audit_unit(key, i, 0) + 1.0f / 16777216.0f;
     float u2 = audit_unit(key, i, 1);
@@ -191,7 +193,8 @@ __device__ void audit_store(unsigned int dtype, unsigned long long base, unsigne
 }
 
 // A float type's draw, in float, rounded to T by `encode`, written or compared. A uniform's
-// largest value is the float below its high end, so that one rounded up stays in [a, b).
+// largest value is the float below its high end, so that an f32 rounded up stays in [a, b);
+// f16 and bf16 round to nearest from there, as the host's draw does, and may reach b.
 template <typename T, typename Encode>
 __device__ void audit_draw_float(const AuditDraw &d, unsigned long long key, bool verify,
                                  unsigned long long *lowest, Encode encode) {

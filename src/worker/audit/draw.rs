@@ -217,7 +217,9 @@ impl Draws {
         let mut last = began;
         while began.elapsed() < wait {
             if let Some(k) = kick.as_mut() {
-                if kicks_now(last.elapsed(), began.elapsed(), wait) {
+                // Once the work is done: queued behind a long draw, kicks would run past the
+                // wait, and nothing would count that stage late.
+                if kicks_now(last.elapsed(), began.elapsed(), wait) && self.done.done() {
                     k.enqueue()?;
                     last = Instant::now();
                 }
@@ -348,17 +350,19 @@ const KICK_EVERY: Duration = Duration::from_micros(10);
 const KICK_QUIET: Duration = Duration::from_micros(20);
 
 /// The empty kernel a cell's stages launch through their waits, where its reading holds the
-/// host's launch (see [`KICK_EVERY`]); None elsewhere.
+/// host's launch (see [`KICK_EVERY`]) and no CUPTI collector records every launch; None
+/// elsewhere.
 pub(super) fn kick(s: &mut Session, cell: &Cell) -> Result<Option<Function>, CudaError> {
     let knobs = &cell.knobs;
-    match knobs.queue.reading_holds_launch_time(knobs.timer) {
+    match knobs.queue.reading_holds_launch_time(knobs.timer) && !knobs.cupti_collect.on {
         true => Ok(Some(s.kernels.function(KernelKey::Empty, &mut s.timeline)?)),
         false => Ok(None),
     }
 }
 
-/// Whether a stage launches its empty kernel now: `since` the last launch (its work's, or
-/// the last kick's), `elapsed` of `wait`.
+/// Whether a stage launches its empty kernel now (once its work is done): `since` the stage
+/// began or its last kick, `elapsed` of `wait`. A kick decided just before the quiet runs
+/// in its first microseconds; the region's synchronize still starts it on an idle queue.
 fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
     since >= KICK_EVERY && elapsed + KICK_QUIET < wait
 }
