@@ -14,6 +14,8 @@ import argparse, ctypes, glob, os, statistics, subprocess, time
 import numpy as np
 
 ALL_ONES = 2**64 - 1
+# The compare's grid as the worker launches it (`GRID` and `BLOCK` in src/method/equal.rs).
+COMPARE_GRID = 1024
 
 
 def load_nvrtc(path):
@@ -132,7 +134,9 @@ def compares(modules):
     cases = [("f32 equal", want.copy(), want, 2), ("f32 ulp", (want64 * (1 + 3e-7)).astype(cp.float32), want, 2),
              ("f32 noisy", (want64 + noise * 1e-6).astype(cp.float32), want, 2), ("f32 bad", bad, want, 2),
              ("f16 ulp", (want64 * (1 + 1e-3)).astype(cp.float16), want64.astype(cp.float16), 0),
-             ("f64 noisy", want64 + noise * 1e-12, want64, 3), ("i32 some", got32, i32, 8), ("i8 some", got8, i8, 4)]
+             ("f64 noisy", want64 + noise * 1e-12, want64, 3), ("i32 some", got32, i32, 8), ("i8 some", got8, i8, 4),
+             # Views off 16-byte alignment, of counts no group divides: read element by element.
+             ("f32 offset", bad[1:-2], want[1:-2], 2), ("i8 offset", got8[3:-5], i8[3:-5], 4)]
     for name, got, want_, code in cases:
         tally = cp.zeros(9, dtype=cp.uint64)
         rows = []
@@ -141,7 +145,7 @@ def compares(modules):
             def compare(worst=ALL_ONES):
                 tally.fill(0)
                 tally[1] = tally[3] = tally[8] = np.uint64(ALL_ONES)
-                fn((4096,), (256,), (got, want_, np.uint64(want_.size), np.uint32(code),
+                fn((COMPARE_GRID,), (256,), (got, want_, np.uint64(want_.size), np.uint32(code),
                                      np.uint32(want_.itemsize), np.float64(1e-5), np.float64(1e-6),
                                      np.uint64(worst), tally))
             us = timed_us(compare, repeats=10)

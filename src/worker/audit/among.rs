@@ -21,8 +21,7 @@
 
 use super::by_cupti;
 use super::common::{record, spent, stale, unjudged};
-use super::draw::InputDraws;
-use super::draw::{wait_ns, Draws};
+use super::draw::{self, wait_ns, Draws, InputDraws};
 use super::on_draw::{self, Scratch};
 use super::share::Share;
 use crate::experiment::knobs::timer::TimerKind;
@@ -38,6 +37,7 @@ use crate::worker::inputs::fnv1a;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
+use cuda::Function;
 use std::time::{Duration, Instant};
 
 /// One region run: its place among all the run's regions (the first timed one is 0), the
@@ -90,6 +90,9 @@ pub(in crate::worker) struct Among {
     share: Share,
     /// The pauses and timed launches read again by CUPTI, where they were.
     by_cupti: Option<KernelRecords>,
+    /// The empty kernel every stage launches through its wait, where the cell's reading
+    /// holds the host's launch (`draw::KICK_EVERY` says why).
+    kick: Option<Function>,
 }
 
 impl Among {
@@ -137,6 +140,7 @@ impl Among {
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
         let schedule = Schedule::new(seed, samples, cell.runs() as usize, rank);
+        let kick = draw::kick(s, cell)?;
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
         Ok(Among {
@@ -160,6 +164,7 @@ impl Among {
             checks_time: Duration::ZERO,
             share: Share::new(cell, samples, began),
             by_cupti: None,
+            kick,
         })
     }
 
@@ -259,14 +264,15 @@ impl Among {
         };
         let wait = Duration::from_nanos(self.wait_ns);
         let draws = &self.inputs.draws;
+        let k = self.kick.as_ref();
         let stage = |buffers: &Buffers| -> Result<(), Failure> {
             let poison = |_: &Draws| buffers.poison_outputs();
             match (seed, draws.is_empty()) {
-                (Some(seed), false) => draws.stage(|d| d.write(seed), wait),
+                (Some(seed), false) => draws.stage(|d| d.write(seed), wait, k),
                 // Nothing to draw: the outputs poisoned again instead, before a pause too
                 // (see the module's doc).
-                (_, true) => draws.stage(poison, wait),
-                (None, false) => draws.stage(|_| Ok(()), wait),
+                (_, true) => draws.stage(poison, wait, k),
+                (None, false) => draws.stage(|_| Ok(()), wait, k),
             }
             .map_err(during("audit: the region's stage"))
         };

@@ -53,12 +53,13 @@ pub(super) fn read_again<'b>(
         return Ok(None);
     };
     let (wait, draws) = (run.wait, run.draws);
-    // A pause's stage, as among the samples: nothing, or the outputs poisoned where nothing
-    // is drawn.
+    // A pause's stage, as among the samples (nothing, or the outputs poisoned where nothing
+    // is drawn) but for the empty kernels launched through it: CUPTI's records leave the
+    // host's launch out, which those keep from cooling.
     let pause = |buffers: &Buffers| -> Result<(), Failure> {
         let staged = match draws.is_empty() {
-            true => draws.stage(|_| buffers.poison_outputs(), wait),
-            false => draws.stage(|_| Ok(()), wait),
+            true => draws.stage(|_| buffers.poison_outputs(), wait, None),
+            false => draws.stage(|_| Ok(()), wait, None),
         };
         staged.map_err(during("audit: the region's stage"))
     };

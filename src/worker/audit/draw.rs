@@ -1,7 +1,9 @@
 //! The audit's data, drawn on the GPU (`kernels/audit.cu`): each audited region reads a draw
 //! of its own, made from a seed the record keeps, so no cache of any size keyed by the
 //! inputs can hit; a decoy's stage draws the held data again (the same kernel writing the
-//! same bytes in the same time); a pause's stage runs nothing on the GPU. Every stage then
+//! same bytes in the same time); a pause's stage runs nothing on the GPU but, where the
+//! cell's reading holds the host's launch, the empty kernels every stage launches through its
+//! wait ([`KICK_EVERY`]). Every stage then
 //! lasts the same time from its start, so the pause before every region is the same
 //! whatever its stage did, and a pause leaves the GPU as a timed launch finds it (a kernel
 //! of the runner's on every SM before it had slowed hot launches that followed by up to
@@ -200,16 +202,28 @@ impl Draws {
 
     /// A region's stage: `work` enqueued (the draw of a seed, or nothing), then the host
     /// waits until `wait` after the stage began, whatever the work took; a stage whose work
-    /// is not done by then is counted late (its region follows a longer pause).
+    /// is not done by then is counted late (its region follows a longer pause). With `kick`
+    /// (an empty kernel), the host launches it through the wait (see [`kicks_now`]).
     pub(super) fn stage(
         &self,
         work: impl FnOnce(&Draws) -> Result<(), CudaError>,
         wait: Duration,
+        kick: Option<&Function>,
     ) -> Result<(), CudaError> {
+        let mut kick = kick.map(|f| Launch::new(f, Dims::ONE, &[]));
         let began = Instant::now();
         work(self)?;
         self.done.record()?;
+        let mut last = began;
         while began.elapsed() < wait {
+            if let Some(k) = kick.as_mut() {
+                // Once the work is done: queued behind a long draw, kicks would run past the
+                // wait, and nothing would count that stage late.
+                if kicks_now(last.elapsed(), began.elapsed(), wait) && self.done.done() {
+                    k.enqueue()?;
+                    last = Instant::now();
+                }
+            }
             std::hint::spin_loop();
         }
         if !self.done.done() {
@@ -325,6 +339,34 @@ impl InputDraws {
     }
 }
 
+/// How often a stage launches its empty kernel, where the cell's reading holds the host's
+/// launch: on an H200, events around a 145 µs copy read it 0.6 µs slow after 175 µs of the
+/// host spinning and 2.0 µs after 600 µs, and -0.3 to +0.2 µs with an empty kernel
+/// launched every 10 µs meanwhile (the path a launch takes cools while the host launches nothing).
+/// An empty kernel touches no memory, and a kernel timing its own gaps sees none of them.
+const KICK_EVERY: Duration = Duration::from_micros(10);
+/// No kick this close to a stage's end: the region starts on an idle queue, as a timed one
+/// does after its sample's synchronize.
+const KICK_QUIET: Duration = Duration::from_micros(20);
+
+/// The empty kernel a cell's stages launch through their waits, where its reading holds the
+/// host's launch (see [`KICK_EVERY`]) and no CUPTI collector records every launch; None
+/// elsewhere.
+pub(super) fn kick(s: &mut Session, cell: &Cell) -> Result<Option<Function>, CudaError> {
+    let knobs = &cell.knobs;
+    match knobs.queue.reading_holds_launch_time(knobs.timer) && !knobs.cupti_collect.on {
+        true => Ok(Some(s.kernels.function(KernelKey::Empty, &mut s.timeline)?)),
+        false => Ok(None),
+    }
+}
+
+/// Whether a stage launches its empty kernel now (once its work is done): `since` the stage
+/// began or its last kick, `elapsed` of `wait`. A kick decided just before the quiet runs
+/// in its first microseconds; the region's synchronize still starts it on an idle queue.
+fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
+    since >= KICK_EVERY && elapsed + KICK_QUIET < wait
+}
+
 /// How long every stage lasts, from the time a draw of all the inputs took: one and a half
 /// times it, and 20 µs for the host to enqueue it, so that no stage outlasts it (with
 /// 10 µs, 3% of a run's stages did).
@@ -336,6 +378,19 @@ pub(super) fn wait_ns(draw_ns: f64) -> u64 {
 mod tests {
     use super::*;
     use crate::experiment::Dtype;
+
+    #[test]
+    fn a_stage_kicks_every_ten_microseconds_and_not_in_its_last_twenty() {
+        let us = Duration::from_micros;
+        assert!(kicks_now(us(10), us(100), us(300)));
+        assert!(!kicks_now(us(9), us(100), us(300)), "ten apart");
+        assert!(kicks_now(us(12), us(279), us(300)));
+        assert!(!kicks_now(us(12), us(280), us(300)), "quiet at the end");
+        assert!(
+            !kicks_now(us(30), us(5), us(20)),
+            "a wait of 20 µs is all quiet"
+        );
+    }
 
     #[test]
     fn an_entry_is_laid_out_as_the_kernel_reads_it() {
