@@ -691,9 +691,10 @@ extern "C" __global__ void sum_chunks(const float *x, float *partial, unsigned l
     }
 }
 
-// The reference: a block of 32 threads per chunk, in double.
+// The reference: a block of 256 threads per chunk, in double (a block of 32 took 0.8 ms for
+// 134M elements on an H200, six times the kernel it checks).
 extern "C" __global__ void sum_chunks_ref(const float *x, float *partial, unsigned long long n) {
-    __shared__ double shared[32];
+    __shared__ double shared[256];
     long long chunk = blockIdx.x;
     if ((unsigned long long)(chunk + 1) * SUM_CHUNK > n) {
         return;
