@@ -56,3 +56,35 @@ pub const CUPTI_PAUSES: usize = 8;
 pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
 /// Launches CUPTI's start-up is left to, before those.
 pub const CUPTI_WARM_UP: usize = 2;
+/// A region after a run's samples follows the check of the one before it, not timed launches
+/// as a region among them does: on an H200, by events on an idle queue, the confirming
+/// audited regions after the loop of a 10-20 µs LayerNorm checked by a Python function read
+/// 4-8 µs over those among its samples (after the ms the function took on the host), and its
+/// honest cells were called suspect in 2 of 9 runs. So before each region after the loop the
+/// cell's kernel runs back to back, untimed, for about this long at its timed median...
+pub const LEAD_NS: f64 = 200_000.0;
+/// ...this many launches at most, one at least.
+pub const LEAD_MOST: u64 = 10;
+
+/// The untimed launches before a region after the loop (see [`LEAD_NS`]), for a kernel whose
+/// timed median is `median_ns` (None: not read yet, as CUPTI's are until the cell ends).
+pub fn lead_launches(median_ns: Option<f64>) -> u64 {
+    match median_ns.filter(|m| *m > 0.0) {
+        Some(m) => ((LEAD_NS / m).ceil() as u64).clamp(1, LEAD_MOST),
+        None => LEAD_MOST,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_after_the_loop_follows_about_200_us_of_its_kernel_at_most_ten_launches() {
+        assert_eq!(lead_launches(Some(10_000.0)), 10, "capped");
+        assert_eq!(lead_launches(Some(50_000.0)), 4);
+        assert_eq!(lead_launches(Some(22_000_000.0)), 1, "one at least");
+        assert_eq!(lead_launches(None), LEAD_MOST);
+        assert_eq!(lead_launches(Some(f64::NAN)), LEAD_MOST);
+    }
+}

@@ -288,6 +288,32 @@ fn warm_up(
     Ok(())
 }
 
+/// Before a region after the samples, where the timer reads each region as it runs (CUPTI's
+/// records would hold these launches): the cell's kernel back to back on reset buffers,
+/// untimed, then a synchronize, so that the region follows its kernel as one among the samples
+/// does, not the check before it (`protocol::LEAD_NS`). Returns the host time it took.
+fn lead_in(
+    cell: &Cell,
+    armed: &mut Armed,
+    buffers: &Buffers,
+    samples: &[f64],
+    rec: &mut CellRecord,
+) -> Result<Duration, Failure> {
+    let knobs = &cell.knobs;
+    if knobs.timer == TimerKind::Cupti || knobs.cupti_collect.on {
+        return Ok(Duration::ZERO);
+    }
+    let start = Instant::now();
+    let count = crate::protocol::lead_launches(crate::statistics::median(samples.to_vec()));
+    method::warm_up(&mut armed.launch, count, knobs.timer, || buffers.reset())
+        .and_then(|()| cuda::synchronize())
+        .map_err(during(
+            "audit: the launches before a region after the samples",
+        ))?;
+    rec.kernel_launches += count;
+    Ok(start.elapsed())
+}
+
 /// The steady samples after the first: until the cell's count, an adaptive stop or the
 /// budget, with the host's wall time per sample. Audited regions run among them where the
 /// auditor places them (those a loop that stopped early did not reach, after it).
@@ -356,15 +382,18 @@ fn steady<'b>(
     // A loop that stopped early runs what its samples afford of the first round's regions;
     // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
-        for kind in a.after(samples.len()) {
-            (a.region(s, ready, armed, rec, (place, samples.len(), kind)))
-                .map_err(of_kind(Kind::Audit))?;
-            place += 1;
-        }
-        for kind in a.confirmation(&samples) {
-            (a.region(s, ready, armed, rec, (place, samples.len(), kind)))
-                .map_err(of_kind(Kind::Audit))?;
-            place += 1;
+        // The confirmation reads the regions after the loop too: drawn once those ran.
+        for confirming in [false, true] {
+            let kinds = match confirming {
+                false => a.after(samples.len()),
+                true => a.confirmation(&samples),
+            };
+            for kind in kinds {
+                a.spend(lead_in(cell, armed, &data.sets[0], &samples, rec)?);
+                (a.region(s, ready, armed, rec, (place, samples.len(), kind)))
+                    .map_err(of_kind(Kind::Audit))?;
+                place += 1;
+            }
         }
         read_again = (a.by_cupti(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
     }

@@ -1,23 +1,21 @@
 //! Regions among the timed ones (`method::audit`): audited regions, decoys and pauses, at
 //! places drawn round by round from a recorded seed as the samples go.
 //!
-//! Before the steady samples the buffers get a first draw of the GPU's (`draw.rs`), the
-//! outputs poisoned again: the timed launches from then on read it. At each place the
-//! region runs as a timed one does (resets, flush, the timer) after its stage and the pause
-//! every stage waits out on the GPU:
+//! Before the steady samples the buffers get a first draw of the GPU's (`draw.rs`), the outputs
+//! poisoned again: the timed launches from then on read it. At each place the region runs as a
+//! timed one does (resets, flush, the timer) after its stage and the pause every stage waits out on
+//! the GPU:
 //! - an audited region's stage draws data no launch has seen (a seed of its own); the
 //!   region is then checked on it (outside any timed region) and its inputs read back; the
 //!   timed launches after it keep that data;
-//! - a decoy's stage draws the data the buffers hold again: the same kernel writing the
-//!   same bytes, nothing new to the kernel;
-//! - a pause's stage draws nothing: a timed launch after the same pause, its cache as a
-//!   timed launch's (but see below).
+//! - a decoy's stage draws the data the buffers hold again, the same bytes: nothing new;
+//! - a pause's stage draws nothing: after it the cache is a timed launch's (but see below).
 //!
-//! Where no input can be drawn (constants, ranges, files), every region's stage poisons the
-//! outputs instead, a pause's too, and the audited ones are checked on the timed data: were
-//! the pauses' outputs left as the timed launches leave them, a kernel that does all its work
-//! only where it finds its output poisoned would do it in every staged region and skip after
-//! every pause, and in a hot cell no test sets the staged regions against the timed launches.
+//! Where no input can be drawn (constants, ranges, files), every region's stage poisons the outputs
+//! instead, a pause's too, and the audited ones are checked on the timed data: were the pauses'
+//! outputs left as the timed launches leave them, a kernel that does all its work only where it
+//! finds its output poisoned would do it in every staged region and skip after every pause, and in
+//! a hot cell no test sets the staged regions against the timed launches.
 
 use super::by_cupti;
 use super::common::{record, spent, stale, unjudged};
@@ -196,19 +194,25 @@ impl Among {
         self.ran.iter().map(|r| (r.kind, r.cost)).collect()
     }
 
+    /// The readings of the regions of `kind` run so far.
+    fn readings_of(&self, kind: Region) -> Vec<f64> {
+        let of_kind = self.ran.iter().filter(|r| r.kind == kind);
+        of_kind.map(|r| r.reading).collect()
+    }
+
+    /// Host time the audit took beside its regions (`cell::lead_in`), as its regions' time.
+    pub(in crate::worker) fn spend(&mut self, took: Duration) {
+        (self.regions_time, self.cost) = (self.regions_time + took, self.cost + took);
+    }
+
     /// The regions after the samples that confirm what the run's read: a second audited
     /// region where its only one, with no decoy to set it against, read far above the timed
     /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); more audited regions where they
     /// read slow against the decoys (see [`crate::protocol::CONFIRM_AUDITS`]); more pauses
     /// where its pauses read slow (see [`crate::protocol::CONFIRM_PAUSES`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
-        let of = |kind: Region| -> Vec<f64> {
-            (self.ran.iter().filter(|r| r.kind == kind))
-                .map(|r| r.reading)
-                .collect()
-        };
         let timed = crate::statistics::median(samples.to_vec());
-        let read = [of(Region::Audit), of(Region::Decoy), of(Region::Pause)];
+        let read = [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.readings_of(k));
         audit::confirming(read, timed)
     }
 
@@ -222,14 +226,11 @@ impl Among {
         rec: &mut CellRecord,
         samples: &[f64],
     ) -> Result<Duration, Failure> {
-        let of = |kind: Region| -> Vec<f64> {
-            (self.ran.iter().filter(|r| r.kind == kind))
-                .map(|r| r.reading)
-                .collect()
-        };
         let run = by_cupti::Run {
-            pauses: of(Region::Pause),
-            staged: [of(Region::Audit), of(Region::Decoy)].concat(),
+            pauses: self.readings_of(Region::Pause),
+            staged: [Region::Audit, Region::Decoy]
+                .map(|k| self.readings_of(k))
+                .concat(),
             seed: self.seed,
             wait: Duration::from_nanos(self.wait_ns),
             draws: &self.inputs.draws,
