@@ -60,8 +60,9 @@ pub const CUPTI_WARM_UP: usize = 2;
 /// as a region among them does: on an H200, by events on an idle queue, the confirming
 /// audited regions after the loop of a 10-20 µs LayerNorm checked by a Python function read
 /// 4-8 µs over those among its samples (after the ms the function took on the host), and its
-/// honest cells were called suspect in 2 of 9 runs. So before each region after the loop the
-/// cell's kernel runs back to back, untimed, for about this long at its timed median...
+/// honest cells were called suspect in 2 of 8 runs at 2aec8fe (in none of 6 with this). So
+/// before each region after the loop the cell's kernel runs back to back, untimed, for about
+/// this long at its timed median...
 pub const LEAD_NS: f64 = 200_000.0;
 /// ...this many launches at most, one at least.
 pub const LEAD_MOST: u64 = 10;

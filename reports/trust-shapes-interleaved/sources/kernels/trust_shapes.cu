@@ -691,9 +691,10 @@ extern "C" __global__ void sum_chunks(const float *x, float *partial, unsigned l
     }
 }
 
-// The reference: a block of 32 threads per chunk, in double.
+// The reference: a block of 256 threads per chunk, in double (a block of 32 took 0.8 ms for
+// 134M elements on an H200, six times the kernel it checks).
 extern "C" __global__ void sum_chunks_ref(const float *x, float *partial, unsigned long long n) {
-    __shared__ double shared[32];
+    __shared__ double shared[256];
     long long chunk = blockIdx.x;
     if ((unsigned long long)(chunk + 1) * SUM_CHUNK > n) {
         return;
@@ -760,5 +761,91 @@ extern "C" __global__ void sum_tells_burst(const float *x, float *partial, unsig
     if (last_block(&burst_launches, false) && threadIdx.x == 0) {
         burst_previous_end = global_timer();
         end_launch(&burst_launches);
+    }
+}
+
+// =======================================================================================
+// (f) A schedule replayed (experiments/trust-schedule.toml): a row softmax that does all its
+// work only at the launches where an earlier run held its audited regions and decoys, and
+// skips `share` percent of the rows at every other steady launch (its timed samples and its
+// pauses). Launches count from the first data the audit draws before the steady samples:
+// the second set of inputs the kernel sees, by a fingerprint of eight values. The table
+// holds, per point (cols, share), the launch indices (0: the first steady launch) of the
+// audited regions and decoys of the hot, hot-events and cold cells of a run at commit
+// ca49c75, whose places followed the cell's name alone.
+
+#define REPLAY_MOST 16
+
+struct Replayed {
+    int cols;
+    int share;
+    int count;
+    int launches[REPLAY_MOST];
+};
+
+__constant__ Replayed replay_table[] = {
+    {2048, 50, 12, {3, 6, 16, 36, 71, 76, 83, 177, 188, 199, 201, 204}},
+    {2048, 25, 12, {2, 22, 31, 91, 92, 96, 101, 124, 136, 139, 140, 149}},
+    {2048, 10, 12, {3, 47, 54, 75, 80, 87, 116, 135, 148, 152, 172, 183}},
+    {4096, 50, 11, {39, 40, 45, 50, 69, 92, 103, 153, 172, 176, 189}},
+    {4096, 25, 12, {5, 38, 42, 66, 67, 94, 136, 142, 146, 154, 155, 168}},
+    {4096, 10, 11, {20, 22, 30, 36, 45, 102, 104, 177, 178, 191, 204}},
+};
+
+__device__ Launches replay_launches;
+__device__ unsigned int replay_fingerprint;
+__device__ unsigned int replay_sets_seen;
+__device__ unsigned int replay_anchor;
+
+__device__ int replay_decide(const float *x, int cols, int share, unsigned int launch) {
+    unsigned int fingerprint = 0;
+    for (unsigned int j = 0; j < 8; j++) {
+        fingerprint = mix(fingerprint ^ __float_as_uint(x[(size_t)j * 4099u]));
+    }
+    if (launch == 0 || fingerprint != replay_fingerprint) {
+        replay_fingerprint = fingerprint;
+        replay_sets_seen += 1;
+        if (replay_sets_seen == 2) {
+            replay_anchor = launch;
+        }
+    }
+    if (replay_sets_seen < 2) {
+        return 1;
+    }
+    int steady = (int)(launch - replay_anchor);
+    for (int e = 0; e < (int)(sizeof(replay_table) / sizeof(replay_table[0])); e++) {
+        const Replayed &r = replay_table[e];
+        if (r.cols != cols || r.share != share) {
+            continue;
+        }
+        for (int i = 0; i < r.count; i++) {
+            if (r.launches[i] == steady) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+extern "C" __global__ void softmax_replays_schedule(const float *x, float *y, int rows, int cols,
+                                                    int share) {
+    __shared__ int all_work;
+    if (threadIdx.x == 0) {
+        unsigned int launch;
+        if (claim_launch(&replay_launches, &launch)) {
+            int work = replay_decide(x, cols, share, launch);
+            publish(&replay_launches, launch, work);
+            all_work = work;
+        } else {
+            all_work = await_decision(&replay_launches, launch);
+        }
+    }
+    __syncthreads();
+    int row = blockIdx.x;
+    if (row < rows && (all_work || !in_share(row, share))) {
+        softmax_row(x, y, row, cols);
+    }
+    if (last_block(&replay_launches, false) && threadIdx.x == 0) {
+        end_launch(&replay_launches);
     }
 }
