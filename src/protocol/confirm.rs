@@ -68,7 +68,7 @@ pub const LEAD_NS: f64 = 200_000.0;
 pub const LEAD_MOST: u64 = 10;
 
 /// The untimed launches before a region after the loop (see [`LEAD_NS`]), for a kernel whose
-/// timed median is `median_ns` (None: not read yet, as CUPTI's are until the cell ends).
+/// timed median is `median_ns` (None where no sample was read).
 pub fn lead_launches(median_ns: Option<f64>) -> u64 {
     match median_ns.filter(|m| *m > 0.0) {
         Some(m) => ((LEAD_NS / m).ceil() as u64).clamp(1, LEAD_MOST),

@@ -289,7 +289,7 @@ fn warm_up(
 }
 
 /// Before a region after the samples, where the timer reads each region as it runs (CUPTI's
-/// records would hold these launches): the cell's kernel back to back on reset buffers,
+/// records or the profiler's would hold these launches): the cell's kernel back to back on reset buffers,
 /// untimed, then a synchronize, so that the region follows its kernel as one among the samples
 /// does, not the check before it (`protocol::LEAD_NS`). Returns the host time it took.
 fn lead_in(
@@ -300,7 +300,7 @@ fn lead_in(
     rec: &mut CellRecord,
 ) -> Result<Duration, Failure> {
     let knobs = &cell.knobs;
-    if knobs.timer == TimerKind::Cupti || knobs.cupti_collect.on {
+    if !knobs.timer.reads_each_sample() || knobs.cupti_collect.on {
         return Ok(Duration::ZERO);
     }
     let start = Instant::now();
