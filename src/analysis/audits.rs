@@ -43,7 +43,8 @@ pub fn of(a: &Facts) -> Vec<CellAudits> {
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;
             let steady = a.reduced.stats.get(c.index, super::phase::Phase::Steady);
-            let readings = Readings::of(c, a.headline(c).map(|s| s.median), steady.as_ref());
+            let reading = (a.headline(c).map(|s| s.median), steady.as_ref());
+            let readings = Readings::of(c, reading, a.run.meta.device.as_ref());
             cell(c.index, records, &readings)
         })
         .collect()
@@ -116,6 +117,7 @@ mod tests {
             reading_ns: Some(1.0),
             steady: Some(&s),
             flushed: false,
+            stage_allowance_ns: None,
             host_in_reading: false,
             per_region: 1,
         };
@@ -156,6 +158,7 @@ mod tests {
                 reading_ns: Some(reading),
                 steady: Some(&s),
                 flushed: false,
+                stage_allowance_ns: None,
                 host_in_reading: false,
                 per_region: 20,
             };
@@ -189,6 +192,7 @@ mod tests {
             reading_ns: Some(190e3),
             steady: Some(&s),
             flushed: false,
+            stage_allowance_ns: None,
             host_in_reading: false,
             per_region: 20,
         };

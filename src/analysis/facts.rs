@@ -173,7 +173,8 @@ fn verdicts(
             let kernel = c.kernel.map(|k| &s.experiment.kernels[k]);
             let median = headline(reduced, c).map(|st| st.median);
             let steady = reduced.stats.get(c.index, Phase::Steady);
-            let readings = tells::Readings::of(c, median, steady.as_ref());
+            let readings =
+                tells::Readings::of(c, (median, steady.as_ref()), s.meta.device.as_ref());
             let audit = tells::judged(records, &readings).and_then(|j| j.suspect);
             (
                 c.index,

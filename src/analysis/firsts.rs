@@ -1,6 +1,6 @@
 //! The audit's tests on regions of several launches (a batch, a graph), by their first
 //! launches: a kernel that does all its work on a region's first launch only (after new
-//! data, or after a pause) and skips on the rest changes the region's mean by a share N
+//! data, a pause or a stage) and skips on the rest changes the region's mean by a share N
 //! times smaller, but its first launch by all of it.
 
 use super::bounds::{
@@ -12,8 +12,13 @@ use crate::protocol::{AuditsAmong, FirstLaunches};
 use crate::statistics::{iqr_sigma, median};
 
 /// The tests on the first launches of regions of several, pooled over the runs that read
-/// them.
-pub(super) fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> {
+/// them; `stage_allowance_ns`: what the L2 a stage leaves may cost an honest first launch
+/// (None: no stage test).
+pub(super) fn first_launches(
+    among: &[&AuditsAmong],
+    single: bool,
+    stage_allowance_ns: Option<f64>,
+) -> Vec<Test> {
     let firsts: Vec<_> = among.iter().filter_map(|m| m.firsts.as_ref()).collect();
     let pooled = |of: fn(&FirstLaunches) -> &Vec<f64>| -> Vec<f64> {
         (firsts.iter())
@@ -32,6 +37,7 @@ pub(super) fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> 
         sigma: iqr_sigma(widest(|f| f.timed_iqr)),
         tail: (widest(|f| f.timed_max) / median - 1.0).max(0.0),
         single,
+        allowance_ns: 0.0,
     };
     let (audited, decoys, pauses) = (
         pooled(|f| &f.audited),
@@ -55,6 +61,18 @@ pub(super) fn first_launches(among: &[&AuditsAmong], single: bool) -> Vec<Test> 
         let staged = [&audited[..], &decoys[..]].concat();
         let test = against_baseline(Tell::FirstPause, &pauses, baseline, (timed, None));
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
+    }
+    if let (Some(allowance_ns), false, false) =
+        (stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
+    {
+        // Where the reading holds the host's launch, a decoy's first launch may start late
+        // by as much as a timed region's.
+        let start = if single { 0.0 } else { FIRST_START_IDLE_NS };
+        let spread = Spread {
+            allowance_ns: allowance_ns + start,
+            ..timed.with_decoys(&decoys)
+        };
+        tests.extend(against(Tell::FirstStage, &decoys, &pauses, spread));
     }
     tests
 }

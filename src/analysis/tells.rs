@@ -8,9 +8,13 @@
 //! - **pause**: the pauses against the timed launches, whose cache state they share. A
 //!   kernel that does all its work only after a pause is slower in them.
 //!
-//! In a flushed cell a third, **stage**, sets the decoys against the pauses: both meet a
-//! flushed L2 after the same pause, and differ only by the stage's writes. In a region of
-//! several launches (a batch, a graph), the regions' first launches are tested too.
+//! A third, **stage**, sets the decoys against the pauses: both follow the same pause, and
+//! differ only by the stage's writes. A kernel that does all its work only after a stage
+//! (one that finds a line it touched last evicted) is slower in the decoys. In a flushed
+//! cell both meet a flushed L2; in a hot one the stage leaves the inputs' lines dirty where
+//! the timed launches find them clean, so the bound allows what that can cost
+//! ([`l2_turnover_ns`]). In a region of several launches (a batch, a graph), the regions'
+//! first launches are tested too.
 //!
 //! Each test sets the medians apart against a spread the kernel cannot widen (the timed
 //! samples' and the decoys', never the audited regions' own), at a stated false-alarm rate
@@ -22,14 +26,14 @@
 //! a fixed band against its reading is all there is.
 
 use super::bounds::{
-    against, against_baseline, band, by_kernel_records, idle_or_kernel, Baseline, Spread, Tell,
-    Test, MIN_SAMPLES,
+    against, against_baseline, band, by_kernel_records, idle_or_kernel, l2_turnover_ns, Baseline,
+    Spread, Tell, Test, MIN_SAMPLES,
 };
 use super::firsts;
 use super::stats::Stats;
 use crate::experiment::knobs::{cache::Cache, queue::Queue, timer::TimerKind};
 use crate::plan::Cell;
-use crate::protocol::{AuditsAmong, CellRecord, KernelRecords};
+use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,7 +59,7 @@ impl Judgement {
         let firsts = tests.iter().filter(first).count() > 0;
         // Where first launches were read, they set the limit of a region of several.
         let guarding = (tests.iter())
-            .filter(|t| t.tell != Tell::Stage)
+            .filter(|t| !matches!(t.tell, Tell::Stage | Tell::FirstStage))
             .filter(|t| !firsts || first(t));
         let detection_limit = guarding.map(|t| t.limit).fold(f64::NAN, f64::max);
         (!tests.is_empty()).then(|| Judgement {
@@ -74,6 +78,10 @@ pub struct Readings<'a> {
     /// Whether an L2 flush came before each region (decoys and pauses then meet the same
     /// cache).
     pub flushed: bool,
+    /// What the L2 a stage leaves may cost an honest kernel's first launch after it against
+    /// one after a pause: 0 in a flushed cell; None where the device is not known (no stage
+    /// test).
+    pub stage_allowance_ns: Option<f64>,
     /// Whether a reading holds the host's launch time (events or a host timer on an idle
     /// queue): one region alone is then no evidence.
     pub host_in_reading: bool,
@@ -82,17 +90,25 @@ pub struct Readings<'a> {
 }
 
 impl<'a> Readings<'a> {
-    /// The readings of `cell`, with what its method says of them.
-    pub fn of(cell: &Cell, reading_ns: Option<f64>, steady: Option<&'a Stats>) -> Readings<'a> {
+    /// The readings of `cell` on `device`, with what its method says of them.
+    pub fn of(
+        cell: &Cell,
+        (reading_ns, steady): (Option<f64>, Option<&'a Stats>),
+        device: Option<&DeviceInfo>,
+    ) -> Readings<'a> {
         let knobs = &cell.knobs;
         let host_timer = matches!(knobs.timer, TimerKind::Host | TimerKind::HostSync);
         let idle_events = knobs.timer == TimerKind::Events && knobs.queue == Queue::Idle;
+        let flushed = matches!(knobs.cache, Cache::Flush { .. });
+        let per_region = knobs.launches.count();
+        let hot = device.and_then(l2_turnover_ns);
         Readings {
             reading_ns,
             steady,
-            flushed: matches!(knobs.cache, Cache::Flush { .. }),
+            flushed,
+            stage_allowance_ns: if flushed { Some(0.0) } else { hot },
             host_in_reading: host_timer || idle_events,
-            per_region: knobs.launches.count(),
+            per_region,
         }
     }
 }
@@ -163,10 +179,21 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         let test = test.map(|t| by_kernel_records(t, records, timed));
         tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }
-    if r.flushed && !decoys.is_empty() && !pauses.is_empty() {
-        tests.extend(against(Tell::Stage, &decoys, &pauses, with_decoys));
+    if let (Some(allowance_ns), false, false) =
+        (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
+    {
+        // Only a region's first launch follows the stage; the rest follow their own kernel.
+        let spread = Spread {
+            allowance_ns: allowance_ns / r.per_region as f64,
+            ..with_decoys
+        };
+        tests.extend(against(Tell::Stage, &decoys, &pauses, spread));
     }
-    tests.extend(firsts::first_launches(&among, timed.single));
+    tests.extend(firsts::first_launches(
+        &among,
+        timed.single,
+        r.stage_allowance_ns,
+    ));
     // In a flushed region each launch's flush comes before it, and the first launch's time
     // holds the first flush: only hot regions set it against the rest.
     if let (true, false, Some(s)) = (r.per_region > 1, r.flushed, steady) {

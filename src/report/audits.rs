@@ -163,7 +163,7 @@ fn bounds(j: &Judgement) -> String {
     let time = |ns: f64| format::time(ns, Unit::Auto);
     (j.tests.iter())
         .filter(|t| !matches!(t.tell, Tell::Stage | Tell::Data | Tell::Pause) || !firsts(j))
-        .filter(|t| t.tell != Tell::Stage)
+        .filter(|t| !matches!(t.tell, Tell::Stage | Tell::FirstStage))
         .map(|t| time(t.bound_ns))
         .collect::<Vec<_>>()
         .join("; ")
