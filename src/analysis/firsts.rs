@@ -8,6 +8,7 @@ use super::bounds::{
     MIN_SAMPLES, Z_FALSE_ALARM,
 };
 use super::stats::Stats;
+use crate::protocol::HOST_LAUNCH_NS;
 use crate::protocol::{AuditsAmong, FirstLaunches};
 use crate::statistics::{iqr_sigma, median};
 
@@ -67,7 +68,7 @@ pub(super) fn first_launches(
     {
         // Where the reading holds the host's launch, a decoy's first launch may start late
         // by as much as a timed region's.
-        let start = if single { 0.0 } else { FIRST_START_IDLE_NS };
+        let start = if single { 0.0 } else { HOST_LAUNCH_NS };
         let spread = Spread {
             allowance_ns: allowance_ns + start,
             ..timed.with_decoys(&decoys)
@@ -80,9 +81,9 @@ pub(super) fn first_launches(
 /// What a timed region's first launch may take beyond each launch after it, besides the
 /// margin: the region's start, counted in its first launch. Measured on an H200, 2.1 to
 /// 3.3 µs in a graph behind a wait kernel (the graph's launch and the event node after its
-/// first launch), 4 to 15 µs in a batch on an idle queue (the host's launch of the first).
+/// first launch); on an idle queue, the host's launch of the first
+/// ([`crate::protocol::HOST_LAUNCH_NS`]).
 pub const FIRST_START_NS: f64 = 5_000.0;
-pub const FIRST_START_IDLE_NS: f64 = 25_000.0;
 
 /// The timed regions' first launch against the launches after it: in a region of N whose
 /// reading is R per launch and whose first launch took F, the rest took (N R - F) / (N - 1)
@@ -103,7 +104,7 @@ pub(super) fn first_against_rest(
     let rest = (n * steady.median - first) / (n - 1.0);
     let sigma = iqr_sigma(firsts.iter().map(|f| f.timed_iqr).fold(0.0, f64::max));
     let start = match host_in_reading {
-        true => FIRST_START_IDLE_NS,
+        true => HOST_LAUNCH_NS,
         false => FIRST_START_NS,
     };
     let margin = margin_ns(rest);

@@ -21,6 +21,8 @@ pub mod reduce;
 pub mod stats;
 pub mod tells;
 #[cfg(test)]
+mod tells_stage_tests;
+#[cfg(test)]
 mod tells_tests;
 pub mod trust;
 pub mod units;

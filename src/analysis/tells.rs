@@ -33,7 +33,7 @@ use super::firsts;
 use super::stats::Stats;
 use crate::experiment::knobs::{cache::Cache, queue::Queue, timer::TimerKind};
 use crate::plan::Cell;
-use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords};
+use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,11 +115,15 @@ impl<'a> Readings<'a> {
 
 /// A pause test still suspect by a reading that holds the host's launch, which CUPTI did
 /// not read again (no CUPTI here, a record missing, a run from before), says what would
-/// tell a kernel that skips work from a launch a pause slows.
+/// tell a kernel that skips work from a launch a pause slows; unless the pauses read over
+/// the bound by more than a pause can add to the host's launch (`HOST_LAUNCH_NS`), which
+/// the worker then does not read again.
 fn unread_by_cupti(mut test: Test, host_in_reading: bool) -> Test {
+    let beyond_launch = test.median_ns - test.baseline_ns > test.bound_ns + HOST_LAUNCH_NS;
     if host_in_reading && !test.by_cupti {
-        test.suspect = (test.suspect).map(|s| {
-            format!("{s} (read with the host's launch, which a pause slows too, and not read again by CUPTI: time it with timer = \"cupti\", or queue = \"saturate\", to tell)")
+        test.suspect = (test.suspect).map(|s| match beyond_launch {
+            true => format!("{s} (by more than the {:.0} µs a pause can add to the host's launch in the reading)", HOST_LAUNCH_NS / 1e3),
+            false => format!("{s} (read with the host's launch, which a pause slows too, and not read again by CUPTI: time it with timer = \"cupti\", or queue = \"saturate\", to tell)"),
         });
     }
     test

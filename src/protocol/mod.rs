@@ -17,7 +17,7 @@ mod stopped;
 pub use claims::{Claiming, Claims};
 pub use confirm::{
     lead_launches, margin_ns, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES, CONFIRM_RATIO,
-    CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, MARGIN_NS, MARGIN_SHARE,
+    CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, HOST_LAUNCH_NS, MARGIN_NS, MARGIN_SHARE,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;

@@ -6,12 +6,13 @@ use crate::analysis::audits::CellAudits;
 use crate::analysis::bounds::{
     Tell, BAND_RATIO, BAND_SLACK_NS, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE, Z_FALSE_ALARM,
 };
-use crate::analysis::firsts::{FIRST_START_IDLE_NS, FIRST_START_NS};
+use crate::analysis::firsts::FIRST_START_NS;
 use crate::analysis::gaps::GapTest;
 use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
 use crate::plan::audit_rounds::{AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE};
+use crate::protocol::HOST_LAUNCH_NS;
 use crate::protocol::{CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE};
 use serde::Serialize;
 
@@ -49,7 +50,7 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
         MARGIN_NS / 1e3,
         BAND_SLACK_NS / 1e3,
         FIRST_START_NS / 1e3,
-        FIRST_START_IDLE_NS / 1e3,
+        HOST_LAUNCH_NS / 1e3,
     );
     if cells
         .iter()

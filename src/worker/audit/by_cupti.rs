@@ -34,7 +34,8 @@ pub(super) struct Run<'a> {
 /// collecting: their kernel records (each kernel's own span). None where they are not
 /// needed, CUPTI cannot collect, or a record is missing: the run is then judged by its
 /// pauses as they read. (Pauses slow with the staged regions not are the GPU gone idle,
-/// which the analysis clears without them.)
+/// which the analysis clears without them; pauses slower than the host's launch can make
+/// them did more work, whatever the launch cost.)
 pub(super) fn read_again<'b>(
     ready: ReadyCell<'b>,
     armed: &mut Armed<'b>,
@@ -45,7 +46,8 @@ pub(super) fn read_again<'b>(
     let timed = crate::statistics::median(samples.to_vec());
     let slow = |readings: &[f64]| audit::pauses_need_confirming(readings, timed);
     let knobs = &ready.cell.knobs;
-    if !audit::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) {
+    let beyond = audit::beyond_the_hosts_launch(&run.pauses, timed);
+    if !audit::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) || beyond {
         return Ok(None);
     }
     let copies = !armed.launch.copy_records().is_empty();

@@ -1,0 +1,96 @@
+//! The audit's tests (`tells`) that read a stage apart from a pause, and a pause beyond the
+//! host's launch, on records made to show each.
+
+use super::bounds::*;
+use super::stats::Stats;
+use super::tells::*;
+use super::tells_tests::{run, steady};
+use crate::protocol::CellRecord;
+
+#[test]
+fn in_a_hot_cell_decoys_are_set_against_pauses_beyond_what_a_stages_l2_costs() {
+    let hot = |r: &CellRecord, s: &Stats, stage_allowance_ns| {
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(s),
+            flushed: false,
+            stage_allowance_ns,
+            host_in_reading: false,
+            per_region: 1,
+        };
+        judged(&[r], &readings).unwrap()
+    };
+    // A kernel that does all its work only after a stage (it finds a line it touched last
+    // evicted): 345 µs in its audited regions and decoys, 190 µs after pauses and timed.
+    let cheat = run(vec![345e3; 2], vec![345e3; 2], vec![190e3; 6]);
+    let s = steady(200, 1e3, 190e3);
+    let j = hot(&cheat, &s, Some(26e3));
+    assert!(j.test(Tell::Data).unwrap().suspect.is_none());
+    assert!(j.test(Tell::Pause).unwrap().suspect.is_none());
+    let why = j.suspect.unwrap();
+    assert!(
+        why.contains("a stage that wrote its inputs") && why.contains("L2 state"),
+        "{why}"
+    );
+    // An honest 130 µs sum whose decoys read 9 µs over its pauses (the stage left its
+    // inputs' lines dirty): within the allowance, suspect without it.
+    let honest = run(vec![139e3; 2], vec![139e3; 2], vec![130e3; 6]);
+    let s = steady(200, 1e3, 130e3);
+    assert!(hot(&honest, &s, Some(26e3)).suspect.is_none());
+    assert!(hot(&honest, &s, Some(0.0)).suspect.is_some());
+    // A device whose memory bus is not known: no stage test.
+    assert!(hot(&honest, &s, None).test(Tell::Stage).is_none());
+}
+
+#[test]
+fn in_a_hot_graph_a_first_launch_that_works_only_after_a_stage_is_suspect() {
+    // A graph of 20 behind a wait kernel: the kernel does all its work on a region's first
+    // launch where a stage came before it (345 µs), and skips half everywhere else (190 µs).
+    let judge = |decoy_first: f64| {
+        let mean = 190e3 + (decoy_first - 190e3) / 20.0;
+        let mut r = run(vec![mean; 2], vec![mean; 2], vec![190e3; 6]);
+        let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+        among.firsts = Some(crate::protocol::FirstLaunches {
+            audited: vec![decoy_first; 2],
+            decoys: vec![decoy_first; 2],
+            pauses: vec![190e3; 6],
+            timed_count: 200,
+            timed_median: 190e3,
+            timed_iqr: 700.0,
+            timed_max: 191e3,
+        });
+        let s = steady(200, 700.0, 190e3);
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(&s),
+            flushed: false,
+            stage_allowance_ns: Some(26e3),
+            host_in_reading: false,
+            per_region: 20,
+        };
+        judged(&[&r], &readings).unwrap()
+    };
+    let j = judge(345e3);
+    let first = j.test(Tell::FirstStage).unwrap();
+    assert!(first.suspect.as_ref().unwrap().contains("first launches"));
+    // An honest first launch 9 µs slower after a stage (dirty lines written back) passes.
+    assert!(judge(199e3).suspect.is_none());
+}
+
+#[test]
+fn pauses_slower_than_the_hosts_launch_can_make_them_say_so() {
+    // 50 µs over the timed launches by events: more than a pause adds to the host's launch.
+    let r = run(vec![180e3; 2], vec![180e3; 2], vec![180e3, 179e3, 181e3]);
+    let s = steady(300, 1.2e3, 130e3);
+    let readings = Readings {
+        reading_ns: Some(s.median),
+        steady: Some(&s),
+        flushed: false,
+        stage_allowance_ns: None,
+        host_in_reading: true,
+        per_region: 1,
+    };
+    let why = judged(&[&r], &readings).unwrap().suspect.unwrap();
+    assert!(why.contains("can add to the host's launch"), "{why}");
+    assert!(!why.contains("not read again by CUPTI"), "{why}");
+}
