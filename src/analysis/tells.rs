@@ -122,7 +122,7 @@ fn unread_by_cupti(mut test: Test, host_in_reading: bool) -> Test {
     let beyond_launch = test.median_ns - test.baseline_ns > test.bound_ns + HOST_LAUNCH_NS;
     if host_in_reading && !test.by_cupti {
         test.suspect = (test.suspect).map(|s| match beyond_launch {
-            true => format!("{s} (by more than the {:.0} µs a pause can add to the host's launch in the reading)", HOST_LAUNCH_NS / 1e3),
+            true => format!("{s} (past the {:.0} µs a pause adds to a launch)", HOST_LAUNCH_NS / 1e3),
             false => format!("{s} (read with the host's launch, which a pause slows too, and not read again by CUPTI: time it with timer = \"cupti\", or queue = \"saturate\", to tell)"),
         });
     }

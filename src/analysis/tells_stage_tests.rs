@@ -91,6 +91,6 @@ fn pauses_slower_than_the_hosts_launch_can_make_them_say_so() {
         per_region: 1,
     };
     let why = judged(&[&r], &readings).unwrap().suspect.unwrap();
-    assert!(why.contains("can add to the host's launch"), "{why}");
+    assert!(why.contains("a pause adds to a launch"), "{why}");
     assert!(!why.contains("not read again by CUPTI"), "{why}");
 }

@@ -1,10 +1,11 @@
 //! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
 //! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]) and the
-//! per-cell [`budget`], a saturated queue's [`wait`], and the audit's regions ([`audit`]) with the test for buffers
+//! per-cell [`budget`], a saturated queue's [`wait`], and the audit's regions ([`audit`]) and their confirmations ([`confirm`]) with the test for buffers
 //! equal on the GPU ([`equal`]).
 
 pub mod audit;
 pub mod budget;
+pub mod confirm;
 pub mod equal;
 pub mod flush;
 pub mod probe;

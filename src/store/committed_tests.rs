@@ -119,7 +119,7 @@ fn wall_s(s: &Stored) -> Option<f64> {
 /// peaks, and its naive matmul runs at a tenth of them, so the model counts ten times the
 /// samples it takes (2.45x its time); `runner plan --probe` measures the kernel. A run
 /// committed since joins this list.
-const CURRENT: &[(&str, &str)] = &[("trust", "5772e9a"), ("trust-shapes", "5772e9a")];
+const CURRENT: &[(&str, &str)] = &[("trust", "5906695"), ("trust-shapes", "5906695")];
 
 #[test]
 fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {

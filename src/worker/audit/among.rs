@@ -205,15 +205,12 @@ impl Among {
         (self.regions_time, self.cost) = (self.regions_time + took, self.cost + took);
     }
 
-    /// The regions after the samples that confirm what the run's read: a second audited
-    /// region where its only one, with no decoy to set it against, read far above the timed
-    /// `samples` (see [`crate::protocol::CONFIRM_RATIO`]); more audited regions where they
-    /// read slow against the decoys (see [`crate::protocol::CONFIRM_AUDITS`]); more pauses
-    /// where its pauses read slow (see [`crate::protocol::CONFIRM_PAUSES`]).
+    /// The regions after the samples that confirm what the run's regions read against the
+    /// timed `samples` (see [`crate::method::confirm::confirming`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
         let timed = crate::statistics::median(samples.to_vec());
         let read = [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.readings_of(k));
-        audit::confirming(read, timed)
+        crate::method::confirm::confirming(read, timed)
     }
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions

@@ -6,7 +6,7 @@
 //! samples'). The analysis judges those records (`analysis::bounds::by_kernel_records`).
 
 use super::draw::Draws;
-use crate::method::audit;
+use crate::method::confirm;
 use crate::method::timer::busy_per_launch;
 use crate::protocol::{
     CellRecord, KernelRecords, CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
@@ -44,10 +44,10 @@ pub(super) fn read_again<'b>(
     run: Run,
 ) -> Result<Option<KernelRecords>, Failure> {
     let timed = crate::statistics::median(samples.to_vec());
-    let slow = |readings: &[f64]| audit::pauses_need_confirming(readings, timed);
+    let slow = |readings: &[f64]| confirm::pauses_need_confirming(readings, timed);
     let knobs = &ready.cell.knobs;
-    let beyond = audit::beyond_the_hosts_launch(&run.pauses, timed);
-    if !audit::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) || beyond {
+    let beyond = confirm::beyond_the_hosts_launch(&run.pauses, timed);
+    if !confirm::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) || beyond {
         return Ok(None);
     }
     let copies = !armed.launch.copy_records().is_empty();

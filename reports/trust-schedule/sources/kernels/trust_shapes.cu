@@ -21,7 +21,9 @@
 //                            graph's or a batch's first launch; a region after a pause);
 //   conv_trusts_output       skips where its output still holds, at 32 sampled positions,
 //                            what its last launch left there (kept in a device global): it
-//                            trusts an output nobody poisoned.
+//                            trusts an output nobody poisoned;
+//   sum_tells_stage          all its work only where lines it touched at the end of its last
+//                            launch are gone from L2 (timed loads): after a stage's draw.
 //
 // Every kernel takes one-dimensional blocks. Each cheat keeps its state in device globals of
 // its own (each cell loads its own module, so they start at zero), of fixed size.
@@ -847,5 +849,73 @@ extern "C" __global__ void softmax_replays_schedule(const float *x, float *y, in
     }
     if (last_block(&replay_launches, false) && threadIdx.x == 0) {
         end_launch(&replay_launches);
+    }
+}
+
+// =======================================================================================
+// (g) A stage, by the L2 it leaves: all its work only where the lines it touched at the end
+// of its last launch are gone from L2 (a stage's draw of the inputs evicts them where they
+// are larger than L2; the kernel's own launch touches them last, and a pause's empty kernels
+// touch no memory). The deciding block times a load of each of four such lines through L2;
+// a line is gone where its load took over 1.25 times the fewest cycles it ever took (on an
+// H200 a hit takes about 370 or 485 cycles, by the L2 half it lies in, a miss 680), and a
+// launch is after a stage where two of the four are. Else it skips `share` percent of the
+// chunks. A block per SM's worth of chunks, not a block per chunk: with 32768 blocks each
+// waiting for the decision and counting itself done, `sum_tells_burst` takes longer than the
+// honest kernel.
+#define CANARY_LINES 4
+__device__ Launches stage_launches;
+__device__ unsigned int stage_canary[CANARY_LINES * 64];
+__device__ long long stage_fastest[CANARY_LINES];
+
+// Thread 0 only: how many canary lines are gone from L2. Each load's value is stored to
+// shared memory before the clock is read again: the store waits for the load, and a warp
+// issues in order.
+__device__ int canary_lines_gone() {
+    __shared__ unsigned int sink[CANARY_LINES];
+    int gone = 0;
+    for (int i = 0; i < CANARY_LINES; i++) {
+        long long start, end;
+        unsigned int v;
+        unsigned int at = (unsigned int)__cvta_generic_to_shared(&sink[i]);
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(start)::"memory");
+        asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(&stage_canary[i * 64]) : "memory");
+        asm volatile("st.volatile.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(end)::"memory");
+        long long cycles = end - start, fastest = stage_fastest[i];
+        gone += fastest == 0 || 4 * cycles > 5 * fastest;
+        if (fastest == 0 || cycles < fastest) {
+            stage_fastest[i] = cycles;
+        }
+    }
+    return gone;
+}
+
+extern "C" __global__ void sum_tells_stage(const float *x, float *partial, unsigned long long n,
+                                           int share) {
+    __shared__ int all_work;
+    if (threadIdx.x == 0) {
+        unsigned int launch;
+        if (claim_launch(&stage_launches, &launch)) {
+            int work = canary_lines_gone() >= 2;
+            publish(&stage_launches, launch, work);
+            all_work = work;
+        } else {
+            all_work = await_decision(&stage_launches, launch);
+        }
+    }
+    __syncthreads();
+    long long chunks = (long long)(n / SUM_CHUNK);
+    for (long long chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+        if (all_work || !in_share(chunk, share)) {
+            sum_chunk(x, partial, chunk);
+        }
+    }
+    if (last_block(&stage_launches, false) && threadIdx.x == 0) {
+        // The canary lines touched last (at L2, where atomics are done).
+        for (int i = 0; i < CANARY_LINES; i++) {
+            atomicAdd(&stage_canary[i * 64], 0u);
+        }
+        end_launch(&stage_launches);
     }
 }

@@ -1,0 +1,152 @@
+//! When the audit runs regions after a run's samples to confirm what its regions read, and
+//! when CUPTI reads its pauses again: the decisions the worker makes once the samples are
+//! taken (`worker::audit::among`, `worker::audit::by_cupti`); the constants are
+//! `protocol`'s.
+
+use super::audit::Region;
+use crate::experiment::knobs::{queue::Queue, timer::TimerKind, Knobs};
+use crate::protocol::{margin_ns, CONFIRM_RATIO};
+
+/// Whether a cell's lone audited region, read `reading_ns` (NaN where the timer reads later,
+/// as CUPTI's records do: those hold no host time), needs a second: see [`CONFIRM_RATIO`].
+pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
+    timed_median_ns.is_some_and(|m| reading_ns.is_finite() && reading_ns > CONFIRM_RATIO * m)
+}
+
+/// The regions after a run's samples that confirm what its audited regions, decoys and
+/// pauses read (`[audited, decoys, pauses]`, NaN where the timer reads later) against its
+/// timed median: a second audited region where its only one, with no decoy to set it
+/// against, read far above it; more audited regions where they read slow against the
+/// decoys; more pauses where the pauses read slow.
+pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64>) -> Vec<Region> {
+    let lone = (audited.as_slice(), decoys.is_empty());
+    let lone_slow = matches!(lone, (&[lone], true) if needs_confirming(lone, timed_ns));
+    let mut regions: Vec<Region> = lone_slow.then_some(Region::Audit).into_iter().collect();
+    if audits_need_confirming(&audited, &decoys) {
+        regions.extend([Region::Audit; crate::protocol::CONFIRM_AUDITS]);
+    }
+    if pauses_need_confirming(&pauses, timed_ns) {
+        regions.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
+    }
+    regions
+}
+
+/// Whether a run's audited regions, read `audited_ns` (NaN where the timer reads later),
+/// need [`crate::protocol::CONFIRM_AUDITS`] more beside as many decoys: their lower median
+/// over the median of the decoys, read `decoys_ns`, by more than the margin.
+pub fn audits_need_confirming(audited_ns: &[f64], decoys_ns: &[f64]) -> bool {
+    let audited = crate::statistics::lower_median(&read(audited_ns));
+    let decoys = crate::statistics::median(read(decoys_ns));
+    matches!((audited, decoys), (Some(a), Some(d)) if a - d > margin_ns(d))
+}
+
+/// Whether a run's pauses, read `pauses_ns` (NaN where the timer reads later), need
+/// [`crate::protocol::CONFIRM_PAUSES`] more: their lower median over the timed one by more
+/// than the margin.
+pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
+    pauses_over(pauses_ns, timed_median_ns, 0.0)
+}
+
+/// Whether they read over it by more than a pause can add to the host's launch and the
+/// margin ([`crate::protocol::HOST_LAUNCH_NS`]): reading the kernel alone cannot clear them.
+pub fn beyond_the_hosts_launch(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
+    pauses_over(pauses_ns, timed_median_ns, crate::protocol::HOST_LAUNCH_NS)
+}
+
+/// The pauses' lower median over the timed median by more than the margin and `beyond_ns`.
+fn pauses_over(pauses_ns: &[f64], timed_median_ns: Option<f64>, beyond_ns: f64) -> bool {
+    let lower = crate::statistics::lower_median(&read(pauses_ns));
+    matches!((lower, timed_median_ns), (Some(p), Some(m)) if p - m > margin_ns(m) + beyond_ns)
+}
+
+/// The readings a timer gave as the regions ran (NaN where it reads later).
+fn read(readings: &[f64]) -> Vec<f64> {
+    readings.iter().copied().filter(|r| r.is_finite()).collect()
+}
+
+/// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
+/// (`protocol::CUPTI_PAUSES`): by events on an idle queue, whose reading holds the host's
+/// launch, where CUPTI does not collect already (its collector is the samples').
+pub fn confirms_by_cupti(knobs: &Knobs) -> bool {
+    knobs.timer == TimerKind::Events && knobs.queue == Queue::Idle && !knobs.cupti_collect.on
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_audited_reading_over_half_again_the_timed_median_is_confirmed() {
+        assert!(needs_confirming(30_080.0, Some(7_552.0)));
+        assert!(!needs_confirming(8_000.0, Some(7_552.0)));
+        // CUPTI's readings come after the samples; no timed samples, nothing to set against.
+        assert!(!needs_confirming(f64::NAN, Some(7_552.0)));
+        assert!(!needs_confirming(30_080.0, None));
+    }
+
+    #[test]
+    fn pauses_slower_than_the_hosts_launch_can_make_them_are_not_read_again() {
+        // `tells-mean-gap` by events on an H200: 252.4 µs after its pauses, 206.0 µs timed;
+        // an honest reduction 135.2 µs against 129.1 µs, which only CUPTI can clear.
+        let (cheat, honest) = (Some(206.0e3), Some(129.1e3));
+        assert!(beyond_the_hosts_launch(&[252.4e3, 252.7e3, 251.9e3], cheat));
+        assert!(!beyond_the_hosts_launch(
+            &[135.2e3, 135.0e3, 135.6e3],
+            honest
+        ));
+        assert!(!beyond_the_hosts_launch(
+            &[252.4e3, 210.0e3, 209.0e3],
+            cheat
+        ));
+    }
+
+    #[test]
+    fn each_slow_reading_brings_its_own_confirmation() {
+        let timed = Some(276_000.0);
+        let slow = confirming([vec![352_078.0, 350_922.0], vec![276_125.0], vec![]], timed);
+        assert_eq!(slow, [Region::Audit; 3]);
+        let lone = confirming([vec![600_000.0], vec![], vec![276_000.0]], timed);
+        assert_eq!(lone, [Region::Audit]);
+        let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed);
+        assert_eq!(pauses, [Region::Pause; 4]);
+        assert!(confirming([vec![276_500.0], vec![276_000.0], vec![]], timed).is_empty());
+    }
+
+    #[test]
+    fn audited_regions_read_slow_against_the_decoys_are_confirmed() {
+        // Both audited regions of an honest softmax on a power cap's slow stretch.
+        let decoys = [276_125.0, 275_666.0];
+        assert!(audits_need_confirming(&[352_078.0, 350_922.0], &decoys));
+        // One slow of two: the lower reads as the decoys.
+        assert!(!audits_need_confirming(&[276_500.0, 352_078.0], &decoys));
+        // Within the 2% margin, where no test could call them suspect.
+        assert!(!audits_need_confirming(&[280_000.0, 281_000.0], &decoys));
+        // CUPTI's readings come after the samples; no decoys, nothing to set against.
+        assert!(!audits_need_confirming(&[f64::NAN, f64::NAN], &decoys));
+        assert!(!audits_need_confirming(&[352_078.0, 350_922.0], &[]));
+    }
+
+    #[test]
+    fn pauses_read_slow_by_their_lower_median_are_confirmed() {
+        // Both of a LayerNorm's two pauses read 181 µs against 171 µs timed, once.
+        assert!(pauses_need_confirming(
+            &[180_864.0, 180_864.0],
+            Some(171_184.0)
+        ));
+        // One slow pause of two: the lower reads as the timed launches.
+        assert!(!pauses_need_confirming(
+            &[171_000.0, 200_000.0],
+            Some(171_184.0)
+        ));
+        assert!(!pauses_need_confirming(&[], Some(171_184.0)));
+        assert!(!pauses_need_confirming(
+            &[f64::NAN, f64::NAN],
+            Some(171_184.0)
+        ));
+        assert!(!pauses_need_confirming(&[180_864.0], None));
+        // A 3 µs kernel's pauses 0.2 µs (7%) over its timed launches: within the margin's
+        // 0.5 µs, where no test could call them suspect; 0.6 µs over, confirmed.
+        assert!(!pauses_need_confirming(&[3_200.0, 3_250.0], Some(3_000.0)));
+        assert!(pauses_need_confirming(&[3_600.0, 3_650.0], Some(3_000.0)));
+    }
+}
