@@ -108,7 +108,7 @@ pub(super) struct Spread {
 /// own: a whole L2 of dirty lines written back and its lines fetched again, at the DRAM
 /// peak (on an H200, 2 x 60 MiB at 4.8 TB/s: 26 µs). A stage's writes leave the inputs'
 /// lines dirty where the kernel's own launch left them clean: a 512 MiB sum on an H200 read
-/// 8.5 µs slower after a draw than after a wait as long (`benches/stage-state`). None where
+/// 8.7 µs slower after a draw than after a wait as long (`benches/stage-state`). None where
 /// the device's memory bus is not known.
 pub fn l2_turnover_ns(device: &DeviceInfo) -> Option<f64> {
     let dram = crate::experiment::rates::dram(device.mem_clock_max_mhz, device.mem_bus_width_bits?);

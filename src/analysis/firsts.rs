@@ -8,8 +8,7 @@ use super::bounds::{
     MIN_SAMPLES, Z_FALSE_ALARM,
 };
 use super::stats::Stats;
-use crate::protocol::HOST_LAUNCH_NS;
-use crate::protocol::{AuditsAmong, FirstLaunches};
+use crate::protocol::{AuditsAmong, FirstLaunches, HOST_LAUNCH_NS};
 use crate::statistics::{iqr_sigma, median};
 
 /// The tests on the first launches of regions of several, pooled over the runs that read

@@ -53,6 +53,9 @@ pub const CONFIRM_AUDITS: usize = 3;
 /// last eight) took pauses every other launch for its usual gap and skipped work after them
 /// too.
 pub const CUPTI_PAUSES: usize = 8;
+pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
+/// Launches CUPTI's start-up is left to, before those.
+pub const CUPTI_WARM_UP: usize = 2;
 /// The most a pause adds to a reading that holds the host's launch (events or a host timer
 /// on an idle queue): the launch after a pause, like a batch's first on an idle queue, may
 /// start this late (on an H200 a batch's first started 4 to 15 µs late; a 122 µs reduction
@@ -60,9 +63,6 @@ pub const CUPTI_PAUSES: usize = 8;
 /// over the timed launches by more than this and the margin did more work than they did
 /// whatever the launch cost, so CUPTI does not read them again.
 pub const HOST_LAUNCH_NS: f64 = 25_000.0;
-pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
-/// Launches CUPTI's start-up is left to, before those.
-pub const CUPTI_WARM_UP: usize = 2;
 /// A region after a run's samples follows the check of the one before it, not timed launches
 /// as a region among them does: on an H200, by events on an idle queue, the confirming
 /// audited regions after the loop of a 10-20 µs LayerNorm checked by a Python function read
