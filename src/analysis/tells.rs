@@ -31,7 +31,7 @@ use super::bounds::{
 };
 use super::firsts;
 use super::stats::Stats;
-use crate::experiment::knobs::{cache::Cache, queue::Queue, timer::TimerKind};
+use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS};
 
@@ -97,8 +97,6 @@ impl<'a> Readings<'a> {
         device: Option<&DeviceInfo>,
     ) -> Readings<'a> {
         let knobs = &cell.knobs;
-        let host_timer = matches!(knobs.timer, TimerKind::Host | TimerKind::HostSync);
-        let idle_events = knobs.timer == TimerKind::Events && knobs.queue == Queue::Idle;
         let flushed = matches!(knobs.cache, Cache::Flush { .. });
         let per_region = knobs.launches.count();
         let hot = device.and_then(l2_turnover_ns);
@@ -107,7 +105,7 @@ impl<'a> Readings<'a> {
             steady,
             flushed,
             stage_allowance_ns: if flushed { Some(0.0) } else { hot },
-            host_in_reading: host_timer || idle_events,
+            host_in_reading: knobs.queue.reading_holds_launch_time(knobs.timer),
             per_region,
         }
     }
