@@ -4,8 +4,8 @@
 //! times smaller, but its first launch by all of it.
 
 use super::bounds::{
-    against, against_baseline, idle_or_kernel, margin_ns, why, Baseline, Spread, Tell, Test,
-    MIN_SAMPLES, Z_FALSE_ALARM,
+    against, against_baseline, idle_or_kernel, limit, margin_ns, shortfall_ns, why, Baseline,
+    Spread, Tell, Test, MIN_SAMPLES, Z_FALSE_ALARM,
 };
 use super::stats::Stats;
 use crate::protocol::{AuditsAmong, FirstLaunches, HOST_LAUNCH_NS};
@@ -127,7 +127,10 @@ pub(super) fn first_against_rest(
         single_bound_ns: bound_ns,
         regions: count as usize,
         beyond: 0,
-        limit: bound_ns / (rest + bound_ns),
+        limit: limit(
+            bound_ns + shortfall_ns(sigma, count as usize, steady.count as usize),
+            rest,
+        ),
         suspect,
         idle: false,
         by_cupti: false,

@@ -71,8 +71,12 @@ fn audits_slower_than_their_decoys_beyond_the_noise_are_suspect() {
     let sigma = 1e3 / 1.349;
     let want = 3.09 * sigma * (std::f64::consts::FRAC_PI_2 * 0.5).sqrt() + 6.3e3;
     assert!((data.bound_ns - want).abs() < 50.0, "{}", data.bound_ns);
+    // The limit, where 19 of 20 such kernels are caught: the bound and what the medians may
+    // fall short by one time in 40 each, the second smallest of four regions 1.494 sigma
+    // and the median of four decoys 1.96 sqrt(pi / 8) sigma (2.0 µs in all), over 315 µs
+    // plus both. Where the difference only met the bound, it was 2.58%.
     assert!(
-        (j.detection_limit - 0.0258).abs() < 0.001,
+        (j.detection_limit - 0.0318).abs() < 0.0002,
         "{}",
         j.detection_limit
     );

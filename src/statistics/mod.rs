@@ -11,7 +11,7 @@ mod stop;
 mod two_samples;
 mod units;
 
-pub use normal::{iqr_sigma, mad_sigma, upper_quantile};
+pub use normal::{iqr_sigma, lower_median_shortfall, mad_sigma, upper_quantile};
 pub use order::{interval_pct, lower_median, median, median_interval, nearest_rank};
 pub use stop::{Least, MedianRule, NoiseRule, Reached, StoppingRule, Verdict};
 pub use two_samples::{mann_whitney_p, split_chance, two_sample_ks};

@@ -41,6 +41,32 @@ pub fn mad_sigma(group: &[f64]) -> f64 {
     median(deviations).map_or(0.0, |mad| 1.4826 * mad)
 }
 
+/// How many sigmas below the mean the lower median of `k` normal readings (the `(k + 1) / 2`-th
+/// smallest: of two, the smaller) falls with a chance of `p`: found exactly, as the chance
+/// that at least that many of the `k` fall below, a Binomial's tail. Of one reading 1.96 at
+/// p = 0.025; of two 2.24, where a normal approximation of the median's error says 1.74.
+pub fn lower_median_shortfall(k: usize, p: f64) -> f64 {
+    let rank = k.max(1).div_ceil(2);
+    let k = k.max(1);
+    let ln_choose =
+        |i: usize| -> f64 { (0..i).map(|t| ((k - t) as f64 / (i - t) as f64).ln()).sum() };
+    // The chance that at least `rank` of `k` fall below a point each falls below with `q`.
+    let at_least = |q: f64| -> f64 {
+        (rank..=k)
+            .map(|i| (ln_choose(i) + i as f64 * q.ln() + (k - i) as f64 * (1.0 - q).ln()).exp())
+            .sum()
+    };
+    let (mut lo, mut hi) = (0.0, 0.5);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        match at_least(mid) > p {
+            true => hi = mid,
+            false => lo = mid,
+        }
+    }
+    upper_quantile(0.5 * (lo + hi))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +83,17 @@ mod tests {
         // outlier.
         assert_eq!(mad_sigma(&[1.0, 2.0, 3.0, 101.0]), 1.4826);
         assert_eq!(mad_sigma(&[5.0]), 0.0);
+    }
+
+    #[test]
+    fn a_lower_median_falls_short_as_its_order_statistic_does() {
+        assert!((lower_median_shortfall(1, 0.025) - 1.960).abs() < 1e-3);
+        // The smaller of two falls below -z with 1 - (1 - q)^2.
+        let q = 1.0 - (1.0_f64 - 0.025).sqrt();
+        assert!((lower_median_shortfall(2, 0.025) - upper_quantile(q)).abs() < 1e-6);
+        // Of many, the median's normal error: 1.96 sqrt(pi / 2k) sigma.
+        let k = 2001;
+        let normal = 1.96 * (std::f64::consts::FRAC_PI_2 / k as f64).sqrt();
+        assert!((lower_median_shortfall(k, 0.025) / normal - 1.0).abs() < 0.02);
     }
 }
