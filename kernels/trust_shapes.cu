@@ -2,8 +2,9 @@
 // read docs/methodology.md would write them, on shapes other than a matmul: a row softmax,
 // a row LayerNorm, a 1-D convolution (a wide stencil: 2 * radius + 1 taps) and a block
 // reduction into per-chunk partial sums. Each shape has its honest kernel (the baseline a
-// speed-up is read against) and a float64 reference (the check). experiments/unseen.toml
-// runs them: every cheat must end failed or suspect.
+// speed-up is read against) and a float64 reference (the check). experiments/trust-shapes.toml
+// runs them, and experiments/trust-small.toml at a few µs a launch: every cheat must end
+// failed or suspect, or read no faster than its honest kernel by more than its limit.
 //
 // Every cheat skips `share` percent of its units of work (rows, tiles of 1024 outputs, chunks
 // of 4096 inputs; evenly spread, as trust.cu's rows are) when it thinks it is timed:
