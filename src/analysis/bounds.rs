@@ -37,8 +37,8 @@ pub enum Tell {
     Data,
     /// Pauses against the timed launches: the pause before a region.
     Pause,
-    /// Decoys against pauses: the stage's writes (beyond what the L2 it leaves costs, in a
-    /// hot cell).
+    /// Staged regions (audited and decoys) against pauses: the stage's writes (beyond what
+    /// the L2 it leaves costs, in a hot cell).
     Stage,
     /// Audited launches against the cell's reading, by the fixed band.
     Band,
@@ -47,8 +47,8 @@ pub enum Tell {
     /// on a region's first launch on new data, or after a pause, shows there.
     FirstData,
     FirstPause,
-    /// The decoys' first launches against the pauses': a kernel that does its work on a
-    /// region's first launch only after a stage.
+    /// The staged regions' first launches against the pauses': a kernel that does its work
+    /// on a region's first launch only after a stage.
     FirstStage,
     /// The timed regions' first launches against the launches after them in the same
     /// regions: a kernel that does all its work only after a pause does it on every
@@ -62,11 +62,11 @@ impl Tell {
         match self {
             Tell::Data => ("audited regions", "decoys"),
             Tell::Pause => ("pauses", "timed launches"),
-            Tell::Stage => ("decoys", "pauses"),
+            Tell::Stage => ("staged regions", "pauses"),
             Tell::Band => ("audited launches", "the reading"),
             Tell::FirstData => ("audited regions' first launches", "decoys'"),
             Tell::FirstPause => ("pauses' first launches", "timed regions'"),
-            Tell::FirstStage => ("decoys' first launches", "pauses'"),
+            Tell::FirstStage => ("staged regions' first launches", "pauses'"),
             Tell::FirstRest => ("timed regions' first launches", "the launches after them"),
         }
     }

@@ -53,26 +53,26 @@ pub(super) fn first_launches(
             timed.with_decoys(&decoys),
         ));
     }
+    let staged = [&audited[..], &decoys[..]].concat();
     if !pauses.is_empty() {
         let baseline = Baseline {
             median_ns: median,
             count: count as usize,
         };
-        let staged = [&audited[..], &decoys[..]].concat();
         let test = against_baseline(Tell::FirstPause, &pauses, baseline, (timed, None));
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
     }
     if let (Some(allowance_ns), false, false) =
-        (stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
+        (stage_allowance_ns, staged.is_empty(), pauses.is_empty())
     {
-        // Where the reading holds the host's launch, a decoy's first launch may start late
-        // by as much as a timed region's.
+        // Where the reading holds the host's launch, a staged region's first launch may start
+        // late by as much as a timed region's.
         let start = if single { 0.0 } else { HOST_LAUNCH_NS };
         let spread = Spread {
             allowance_ns: allowance_ns + start,
             ..timed.with_decoys(&decoys)
         };
-        tests.extend(against(Tell::FirstStage, &decoys, &pauses, spread));
+        tests.extend(against(Tell::FirstStage, &staged, &pauses, spread));
     }
     tests
 }

@@ -8,9 +8,10 @@
 //! - **pause**: the pauses against the timed launches, whose cache state they share. A
 //!   kernel that does all its work only after a pause is slower in them.
 //!
-//! A third, **stage**, sets the decoys against the pauses: both follow the same pause, and
-//! differ only by the stage's writes. A kernel that does all its work only after a stage
-//! (one that finds a line it touched last evicted) is slower in the decoys. In a flushed
+//! A third, **stage**, sets the staged regions (audited and decoys) against the pauses: both
+//! follow the same pause, and differ only by the stage's writes. A kernel that does all its
+//! work only after a stage (one that finds a line it touched last evicted) is slower in the
+//! staged regions; all of them, so that one slow decoy is not the group. In a flushed
 //! cell both meet a flushed L2; in a hot one the stage leaves the inputs' lines dirty where
 //! the timed launches find them clean, so the bound allows what that can cost
 //! ([`l2_turnover_ns`]). In a region of several launches (a batch, a graph), the regions'
@@ -169,12 +170,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     if !audited.is_empty() && !decoys.is_empty() {
         tests.extend(against(Tell::Data, &audited, &decoys, with_decoys));
     }
+    // Every region whose stage drew: audited regions and decoys alike meet what it left.
+    let staged = [&audited[..], &decoys[..]].concat();
     if let (Some(s), false) = (steady, pauses.is_empty()) {
         let baseline = Baseline {
             median_ns: s.median,
             count: s.count as usize,
         };
-        let staged = [&audited[..], &decoys[..]].concat();
         let test = against_baseline(Tell::Pause, &pauses, baseline, (timed, None));
         let test = test.map(|t| idle_or_kernel(t, &staged));
         let records = (&kernel_records.0[..], &kernel_records.1[..]);
@@ -182,14 +184,17 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }
     if let (Some(allowance_ns), false, false) =
-        (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
+        (r.stage_allowance_ns, staged.is_empty(), pauses.is_empty())
     {
         // Only a region's first launch follows the stage; the rest follow their own kernel.
+        // All the staged regions, not the decoys alone: of the floor's one decoy, one slow
+        // reading (an honest 13.7 µs convolution's read 14.56 µs, beyond its farthest timed
+        // sample of 200) would be the group.
         let spread = Spread {
             allowance_ns: allowance_ns / r.per_region as f64,
             ..with_decoys
         };
-        tests.extend(against(Tell::Stage, &decoys, &pauses, spread));
+        tests.extend(against(Tell::Stage, &staged, &pauses, spread));
     }
     tests.extend(firsts::first_launches(
         &among,

@@ -4,6 +4,7 @@ use super::cells::{self, CellRow};
 use super::figures::{self, PlotFile, Plots};
 use super::format;
 use super::medians::{self, Table};
+use crate::analysis::findings::clipped;
 use crate::analysis::{Analysis, Phase};
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{Aspect, Unit};
@@ -137,6 +138,13 @@ struct UntrustedRow {
     reason: String,
 }
 
+const PASSED: &str = "passed: the kernel was written to be caught";
+
+/// The longest line a report holds, so that it reads in a terminal and a diff: a row's
+/// reason is cut to fit (a long cell name beside a test's reason; `cells.md`'s Audits table
+/// has the test's numbers).
+const LINE_CHARS: usize = 300;
+
 /// The cells whose reading is not trusted, and those of kernels written to be caught that
 /// passed, in plan order.
 fn untrusted(a: &Analysis) -> Vec<UntrustedRow> {
@@ -146,15 +154,18 @@ fn untrusted(a: &Analysis) -> Vec<UntrustedRow> {
             let caught = c.kernel.is_some_and(|k| exp.kernels[k].expect_caught);
             let v = a.verdict(c);
             let listed = v.reason().is_some() || (caught && v.as_expected(true) == Some(false));
-            listed.then(|| UntrustedRow {
-                cell: c.id.clone(),
-                verdict: v.word().into(),
-                expected: v.as_expected(caught) == Some(true),
+            listed.then(|| {
+                let expected = v.as_expected(caught) == Some(true);
                 // The verdict has its column: a reason that opens with it says it once.
-                reason: v.reason_after_word().map_or_else(
-                    || "passed: the kernel was written to be caught".into(),
-                    str::to_string,
-                ),
+                let reason = v.reason_after_word().unwrap_or(PASSED);
+                // `| cell | verdict | yes | reason |`, or `**no**` (6 characters more).
+                let fixed = c.id.chars().count() + v.word().chars().count() + 13 + 6;
+                UntrustedRow {
+                    cell: c.id.clone(),
+                    verdict: v.word().into(),
+                    expected,
+                    reason: clipped(reason, LINE_CHARS.saturating_sub(fixed)),
+                }
             })
         })
         .collect()

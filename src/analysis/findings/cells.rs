@@ -10,15 +10,20 @@ use crate::plan::Cell;
 /// The longest reason a finding quotes, in characters; the trust table has it whole.
 const MAX_REASON: usize = 140;
 
-/// `reason` up to its first `;`, at most [`MAX_REASON`] characters (cut at a space, `…`).
+/// `reason` up to its first `;`, at most [`MAX_REASON`] characters.
 fn short(reason: &str) -> String {
-    let first = reason.split(';').next().unwrap_or("").trim();
-    if first.chars().count() <= MAX_REASON {
-        return first.to_string();
+    clipped(reason.split(';').next().unwrap_or("").trim(), MAX_REASON)
+}
+
+/// `text` whole where it has at most `room` characters, else cut at a space within them,
+/// ending `…`.
+pub fn clipped(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
     }
-    let cut: String = first.chars().take(MAX_REASON).collect();
+    let cut: String = text.chars().take(room.saturating_sub(1)).collect();
     let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
-    format!("{}…", cut.trim_end_matches([',', ':']))
+    format!("{}…", cut.trim_end_matches([',', ':', ';']))
 }
 
 /// The cell's id without its kernel: `n=512/hot`.
@@ -217,10 +222,10 @@ mod tests {
                 caught: vec![("suspect", 1)],
             })
         );
-        assert_eq!(
-            short(&format!("{} tail", "a ".repeat(80))).chars().count(),
-            140
-        );
+        // Cut at a space, `…` included: within MAX_REASON.
+        let cut = short(&format!("{} tail", "a ".repeat(80)));
+        assert!(cut.ends_with("a…"), "{cut}");
+        assert_eq!(cut.chars().count(), 138);
     }
 
     #[test]
@@ -271,5 +276,13 @@ mod tests {
         assert_eq!((r.cells, r.fastest.ns, r.slowest.ns), (3, 3.0, 9.0));
         let (lo, hi) = r.variants.clone().unwrap();
         assert_eq!((lo.at.variant.as_str(), hi.ns), ("hot", 12.0));
+    }
+
+    #[test]
+    fn a_text_is_whole_where_it_fits_and_cut_at_a_space_where_not() {
+        assert_eq!(clipped("pauses read 12 µs", 40), "pauses read 12 µs");
+        let cut = clipped("pauses read 374.752 µs, timed launches 340.496 µs", 30);
+        assert_eq!(cut, "pauses read 374.752 µs…");
+        assert!(cut.chars().count() <= 30);
     }
 }

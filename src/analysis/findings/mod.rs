@@ -10,6 +10,7 @@ mod kernels;
 mod limits;
 mod variants;
 
+pub use cells::clipped;
 pub use finding::{
     AuditCost, Best, Bias, CheckedBy, CostPart, Difference, EnergyRatio, Finding, NamedCell, Peak,
     PeakOf, PeerAgreement, Range, Reading, Speedup, Trusted, WideLimits, ALIKE_FRACTION,
