@@ -367,7 +367,9 @@ pub(super) fn why(tell: Tell) -> &'static str {
 /// set against regions wherever the samples allow. The lower median: of a lone region read
 /// far above the samples and the second the worker ran to confirm it, the smaller, so that a
 /// host held up once is not a cheat.
-pub(super) fn band(audited: &[f64], reading_ns: f64) -> Option<Test> {
+/// `timed`: the timed samples' sigma and count, where there are enough to say (the limit
+/// then allows what the medians may fall short by; else it is where the band lies).
+pub(super) fn band(audited: &[f64], reading_ns: f64, timed: Option<(f64, usize)>) -> Option<Test> {
     let median_ns = lower_median(audited)?;
     if !reading_ns.is_finite() {
         return None;
@@ -394,7 +396,10 @@ pub(super) fn band(audited: &[f64], reading_ns: f64) -> Option<Test> {
         single_bound_ns: bound_ns,
         regions: audited.len(),
         beyond: 0,
-        limit: limit(bound_ns, reading_ns),
+        limit: limit(
+            bound_ns + timed.map_or(0.0, |(sigma, m)| shortfall_ns(sigma, audited.len(), m)),
+            reading_ns,
+        ),
         suspect,
         idle: false,
         by_cupti: false,
@@ -408,10 +413,10 @@ mod tests {
     #[test]
     fn a_lone_region_the_band_would_judge_is_confirmed_first_and_one_slow_reading_passes() {
         // A host held up once (H200, events, 7.55 µs kernel): passes on the second.
-        let once = band(&[30_080.0, 7_700.0], 7_552.0).unwrap();
+        let once = band(&[30_080.0, 7_700.0], 7_552.0, None).unwrap();
         assert!(once.suspect.is_none(), "{:?}", once.suspect);
         // Slow both times: suspect.
-        let both = band(&[30_080.0, 29_000.0], 7_552.0).unwrap();
+        let both = band(&[30_080.0, 29_000.0], 7_552.0, None).unwrap();
         assert!(both.suspect.unwrap().contains("2 launches (lower median)"));
     }
 

@@ -160,7 +160,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
     let Some(timed) = steady.map(|s| Spread::of(s, !r.host_in_reading)) else {
         return Judgement::of(
-            band(&[audited, after].concat(), r.reading_ns?)
+            band(&[audited, after].concat(), r.reading_ns?, None)
                 .into_iter()
                 .collect(),
         );
@@ -211,10 +211,10 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         ));
     }
     if !tests.iter().any(|t| t.tell == Tell::Data) {
-        tests.extend(
-            r.reading_ns
-                .and_then(|ns| band(&[audited, after].concat(), ns)),
-        );
+        tests.extend(r.reading_ns.and_then(|ns| {
+            let spread = steady.map(|s| (timed.sigma, s.count as usize));
+            band(&[audited, after].concat(), ns, spread)
+        }));
     }
     Judgement::of(tests)
 }
