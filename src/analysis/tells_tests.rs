@@ -335,8 +335,10 @@ fn runs_pool_and_without_decoys_the_band_judges() {
         .suspect
         .unwrap()
         .contains("one launch on new inputs took 700.000 µs"));
+    // The band's 320 µs over the reading, and what one launch and the median of 100 timed
+    // samples of sigma 0.74 µs may fall short by, one time in 40 each (1.63 µs).
     assert!(
-        (j.detection_limit - 0.504).abs() < 0.001,
+        (j.detection_limit - 0.5052).abs() < 0.0002,
         "{}",
         j.detection_limit
     );

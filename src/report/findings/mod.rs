@@ -7,8 +7,10 @@ mod words;
 
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
-use crate::analysis::findings::{AuditCost, CheckedBy, CostPart, Finding, Range, WideLimits};
-use words::{count, listed, place, spot, time};
+use crate::analysis::findings::{
+    clipped, AuditCost, CheckedBy, CostPart, Finding, Range, WideLimits,
+};
+use words::{count, listed, place, spot, time, MAX_SENTENCE};
 
 /// Each finding as a sentence.
 pub fn sentences(findings: &[Finding]) -> Vec<String> {
@@ -38,7 +40,10 @@ fn sentence(f: &Finding) -> String {
                 "failed" => crate::report::format::inert(reason),
                 _ => reason.to_string(),
             };
-            format!("{what} at {at} ({}): {reason}.", listed(cells))
+            let head = format!("{what} at {at} ({}): ", listed(cells));
+            // Long cell names leave the reason less room (the trust table has it whole).
+            let room = MAX_SENTENCE.saturating_sub(head.chars().count() + 1);
+            format!("{head}{}.", clipped(&reason, room))
         }
         Finding::Caught {
             kernels,
