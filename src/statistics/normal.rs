@@ -46,10 +46,16 @@ pub fn mad_sigma(group: &[f64]) -> f64 {
 /// that at least that many of the `k` fall below, a Binomial's tail. Of one reading 1.96 at
 /// p = 0.025; of two 2.24, where a normal approximation of the median's error says 1.74.
 pub fn lower_median_shortfall(k: usize, p: f64) -> f64 {
-    let rank = k.max(1).div_ceil(2);
     let k = k.max(1);
-    let ln_choose =
-        |i: usize| -> f64 { (0..i).map(|t| ((k - t) as f64 / (i - t) as f64).ln()).sum() };
+    let rank = k.div_ceil(2);
+    // ln(i!) for i up to k, once: each chance below is then k terms.
+    let ln_factorial: Vec<f64> = std::iter::once(0.0)
+        .chain((1..=k).scan(0.0, |sum, i| {
+            *sum += (i as f64).ln();
+            Some(*sum)
+        }))
+        .collect();
+    let ln_choose = |i: usize| ln_factorial[k] - ln_factorial[i] - ln_factorial[k - i];
     // The chance that at least `rank` of `k` fall below a point each falls below with `q`.
     let at_least = |q: f64| -> f64 {
         (rank..=k)
