@@ -63,7 +63,7 @@ pub(super) fn first_launches(
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
     }
     if let (Some(allowance_ns), false, false) =
-        (stage_allowance_ns, staged.is_empty(), pauses.is_empty())
+        (stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
     {
         // Where the reading holds the host's launch, a staged region's first launch may start
         // late by as much as a timed region's.

@@ -184,12 +184,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }
     if let (Some(allowance_ns), false, false) =
-        (r.stage_allowance_ns, staged.is_empty(), pauses.is_empty())
+        (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
     {
         // Only a region's first launch follows the stage; the rest follow their own kernel.
-        // All the staged regions, not the decoys alone: of the floor's one decoy, one slow
-        // reading (an honest 13.7 µs convolution's read 14.56 µs, beyond its farthest timed
-        // sample of 200) would be the group.
+        // Where a decoy ran, all the staged regions, not the decoys alone: of the floor's one
+        // decoy, one slow reading (an honest 13.7 µs convolution's read 14.56 µs, beyond its
+        // farthest timed sample of 200) would be the group. Without one (a cell that stopped
+        // early), one audited region would be the group.
         let spread = Spread {
             allowance_ns: allowance_ns / r.per_region as f64,
             ..with_decoys
