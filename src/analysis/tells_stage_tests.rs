@@ -94,3 +94,32 @@ fn pauses_slower_than_the_hosts_launch_can_make_them_say_so() {
     assert!(why.contains("a pause adds to a launch"), "{why}");
     assert!(!why.contains("not read again by CUPTI"), "{why}");
 }
+
+#[test]
+fn one_slow_decoy_is_not_the_stage_tests_group() {
+    let cold = |r: &CellRecord, s: &Stats| {
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(s),
+            flushed: true,
+            stage_allowance_ns: Some(0.0),
+            host_in_reading: false,
+            per_region: 1,
+        };
+        judged(&[r], &readings).unwrap()
+    };
+    // An honest 13.7 µs convolution, cold (H200): its one decoy read 14.56 µs, beyond its
+    // farthest timed sample; its audited regions and pauses read as its timed launches.
+    let honest = run(vec![13_695.0, 13_760.0], vec![14_560.0], vec![13_664.0; 3]);
+    let s = Stats {
+        max: 14_464.0,
+        ..steady(200, 64.0, 13_696.0)
+    };
+    let j = cold(&honest, &s);
+    let stage = j.test(Tell::Stage).unwrap();
+    assert_eq!((stage.regions, stage.suspect.clone()), (3, None));
+    // A kernel that does all its work after any stage is slow in all three: suspect.
+    let cheat = run(vec![14_560.0; 2], vec![14_560.0], vec![13_664.0; 3]);
+    let why = cold(&cheat, &s).test(Tell::Stage).unwrap().suspect.clone();
+    assert!(why.unwrap().contains("3 staged regions"));
+}
