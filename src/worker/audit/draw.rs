@@ -112,6 +112,8 @@ pub(super) struct Draws {
     /// Where a verify lowers each draw's first differing element (kept: one allocation a
     /// cell, not one a region).
     first: DeviceBuffer,
+    /// Recorded before a stage's work: when the GPU reached the stage.
+    reached: Event,
     done: Event,
     /// Stages whose draw outlasted their pause.
     late: std::cell::Cell<u64>,
@@ -131,6 +133,7 @@ impl Draws {
             table,
             longest: entries.iter().map(|(_, e)| e.count).max().unwrap_or(0),
             first: DeviceBuffer::alloc(8 * entries.len().max(1))?,
+            reached: Event::new()?,
             done: Event::new()?,
             late: std::cell::Cell::new(0),
         })
@@ -201,9 +204,10 @@ impl Draws {
     }
 
     /// A region's stage: `work` enqueued (the draw of a seed, or nothing), then the host
-    /// waits until `wait` after the stage began, whatever the work took; a stage whose work
-    /// is not done by then is counted late (its region follows a longer pause). With `kick`
-    /// (an empty kernel), the host launches it through the wait (see [`kicks_now`]).
+    /// waits until `wait` after the GPU reached the stage, whatever the work took; a stage
+    /// whose work is not done by then is counted late (its region follows a longer pause).
+    /// With `kick` (an empty kernel), the host launches it through the wait (see
+    /// [`kicks_now`]).
     pub(super) fn stage(
         &self,
         work: impl FnOnce(&Draws) -> Result<(), CudaError>,
@@ -211,9 +215,23 @@ impl Draws {
         kick: Option<&Function>,
     ) -> Result<(), CudaError> {
         let mut kick = kick.map(|f| Launch::new(f, Dims::ONE, &[]));
-        let began = Instant::now();
+        self.reached.record()?;
         work(self)?;
         self.done.record()?;
+        // The pause counts from when the GPU reaches the stage, a pause's as a draw's: after
+        // a region of many launches the next one ran 30-50 µs after the host enqueued it on
+        // an H200, against 15 µs after one launch (`benches/late-stages`), which a pause
+        // counted from the enqueue spent, leaving the draws of a graph's stages late.
+        let enqueued = Instant::now();
+        while !self.reached.done() {
+            if enqueued.elapsed() > REACH_PATIENCE {
+                // Not reached, or an error the query does not say: the synchronize says it.
+                self.reached.synchronize()?;
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let began = Instant::now();
         let mut last = began;
         while began.elapsed() < wait {
             if let Some(k) = kick.as_mut() {
@@ -366,6 +384,10 @@ pub(super) fn kick(s: &mut Session, cell: &Cell) -> Result<Option<Function>, Cud
 fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
     since >= KICK_EVERY && elapsed + KICK_QUIET < wait
 }
+
+/// How long a stage waits for the GPU to reach it before the synchronize says why not (the
+/// queue is idle when a stage begins: tens of µs).
+const REACH_PATIENCE: Duration = Duration::from_secs(1);
 
 /// How long every stage lasts, from the time a draw of all the inputs took: one and a half
 /// times it, and 20 µs for the host to enqueue it, so that no stage outlasts it (with
