@@ -389,9 +389,9 @@ fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
 /// queue is idle when a stage begins: tens of µs).
 const REACH_PATIENCE: Duration = Duration::from_secs(1);
 
-/// How long every stage lasts, from the time a draw of all the inputs took: one and a half
-/// times it, and 20 µs for the host to enqueue it, so that no stage outlasts it (with
-/// 10 µs, 3% of a run's stages did).
+/// How long every stage lasts once the GPU reaches it, from the time a draw of all the inputs
+/// took: one and a half times it, and 20 µs, so that no stage outlasts it (with 10 µs, when
+/// the pause counted from the host's enqueue, 3% of a run's stages did).
 pub(super) fn wait_ns(draw_ns: f64) -> u64 {
     (1.5 * draw_ns.max(0.0)).ceil() as u64 + 20_000
 }
