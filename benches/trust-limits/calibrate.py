@@ -5,6 +5,10 @@ median against the median of the honest `matmul`'s cells of its variant, `summar
 its detection limit and whether it was suspect (`cells.md`'s Audits table). A limit says a
 cheat that saves at least that much is caught at least 19 times in 20.
 
+A cell that failed its check has no Audits row and is not counted (no cheat of these runs
+failed one); the limits are the table's, rounded to a tenth of a point, so a saving within
+0.05 points of one may fall in either band.
+
 Usage: python3 calibrate.py reports/trust-limits
 """
 import collections
