@@ -158,8 +158,9 @@ fn untrusted(a: &Analysis) -> Vec<UntrustedRow> {
                 let expected = v.as_expected(caught) == Some(true);
                 // The verdict has its column: a reason that opens with it says it once.
                 let reason = v.reason_after_word().unwrap_or(PASSED);
-                // `| cell | verdict | yes | reason |`, or `**no**` (6 characters more).
-                let fixed = c.id.chars().count() + v.word().chars().count() + 13 + 6;
+                // `| cell | verdict | yes | reason |` (or `**no**`): 13 characters of bars.
+                let said = if expected { "yes" } else { "**no**" }.len();
+                let fixed = c.id.chars().count() + v.word().chars().count() + said + 13;
                 UntrustedRow {
                     cell: c.id.clone(),
                     verdict: v.word().into(),
