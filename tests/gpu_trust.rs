@@ -617,3 +617,88 @@ args = [
     assert_eq!(honest["status"], "ok", "{honest}");
     assert!(row("steady/n=4194304/hot").is_none(), "{report}");
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_skips_every_other_launch_is_caught_by_a_launch_alone_in_a_graph_and_a_batch() {
+    // Half its work in every other launch, telling nothing apart: every region of a graph or a
+    // batch holds launches that did all of it, so each region's output is right and each reads
+    // as the timed ones. Of the two launches alone after an audited region, one skips.
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        r#"__device__ float spin(float v) {
+    for (int k = 0; k < 512; k++) v = v * 0.9999f + 0.25f;
+    return v;
+}
+extern "C" __global__ void steady(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = spin(x[i]);
+}
+extern "C" __global__ void steady_ref(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = spin(x[i]);
+}
+__device__ unsigned int launch_count, blocks_done;
+extern "C" __global__ void every_other(const float *x, float *y, unsigned long long n) {
+    unsigned int skips = *(volatile unsigned int *)&launch_count & 1u;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && (!skips || (blockIdx.x & 1))) y[i] = spin(x[i]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&blocks_done, 1u) + 1u == gridDim.x) {
+            blocks_done = 0;
+            __threadfence();
+            atomicAdd(&launch_count, 1u);
+        }
+    }
+}
+"#,
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = ["n // 256"]
+block = [256]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" }},
+  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+]
+{extra}
+"#,
+            source.display()
+        )
+    };
+    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
+    let variants = "[defaults]\ntimer = \"events\"\nsamples = 200\n[[variant]]\nname = \"graph\"\ngraph = 20\nqueue = \"saturate\"\n[[variant]]\nname = \"batch\"\nbatch = 10\n[report]\nfloor = false\n";
+    let text = [
+        "[experiment]\ntitle = \"every other launch\"\n[sweep]\nn = [4194304]\n".to_string(),
+        kernel("ref", "steady_ref", "timed = false"),
+        kernel("steady", "steady", against),
+        kernel(
+            "every-other",
+            "every_other",
+            &format!("{against}\nexpect = \"caught\""),
+        ),
+        variants.into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("everyother", &text);
+    for variant in ["graph", "batch"] {
+        let cheat = record(&records, &format!("every-other/n=4194304/{variant}"));
+        assert_eq!(cheat["status"], "failed", "{cheat}");
+        let why = cheat["error"].to_string();
+        assert!(why.contains("a launch alone after the region"), "{why}");
+        let honest = record(&records, &format!("steady/n=4194304/{variant}"));
+        assert_eq!(honest["status"], "ok", "{honest}");
+        let spots = honest["audit"]["among"]["spots"].as_u64().unwrap_or(0);
+        assert!(spots >= 4 && spots % 2 == 0, "{honest}");
+    }
+}

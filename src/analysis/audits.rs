@@ -34,6 +34,8 @@ pub struct CellAudits {
     pub late: u64,
     /// Regions the audit's share of the cell's time left out.
     pub capped: u64,
+    /// Single launches checked on audited regions' draws (`audit_rounds::SPOTS`).
+    pub spots: u64,
 }
 
 /// The audits of every cell that ran one of the current kind (regions among the timed
@@ -90,6 +92,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         wait_ns: among.iter().find_map(|m| m.wait_ns),
         late: among.iter().map(|m| m.late).sum(),
         capped: among.iter().map(|m| m.capped).sum(),
+        spots: among.iter().map(|m| m.spots).sum(),
     })
 }
 

@@ -20,6 +20,23 @@ use AUDIT_SHARE_CAP as SHARE_CAP;
 /// (`reports/trust` at 4f24f4a).
 pub const PLANNED_SHARE: f64 = 0.04;
 
+/// Every region's stage lasts, once the GPU reaches it, this many times what a draw of all
+/// the kernel's inputs took, and [`STAGE_SLACK_NS`]: no region starts before its draw ends,
+/// and every region waits alike, so that no kernel tells a staged region from a pause. Half
+/// as much again as the draw left no stage late among the trust corpora's 4,479 regions at
+/// 739f954, and was most of a region's cost where the draw is as long as the kernel.
+pub const STAGE_PER_DRAW: f64 = 1.25;
+/// See [`STAGE_PER_DRAW`]: with 10 µs, when the pause counted from the host's enqueue, 3% of
+/// a run's stages outlasted it.
+pub const STAGE_SLACK_NS: u64 = 20_000;
+
+/// Single launches checked on each audited region's draw where a region is several launches
+/// (a batch, a graph), each on poisoned outputs: the region's output is what any of its
+/// launches wrote. A kernel that skips in a share q of its launches, each drawn apart,
+/// passes a cell's `S` checks of single launches (these, and the check before the samples)
+/// with a chance of (1 - q)^S: with two audited regions, at most 5% where q is 45% or more.
+pub const SPOTS: u64 = 2;
+
 /// The first round's floor, of each kind (audited, decoys, pauses). Never left out:
 /// without a decoy a kernel that tells new data apart is judged by the band alone (one
 /// skipping half its rows passed so, 61% fast, on an H200); of two audited regions the lower

@@ -10,7 +10,7 @@
 //! draws and regions) is counted at the DRAM peak, as the eighteen first runs at 4e9be81 on
 //! an H200 bear out (reports/plan-probe).
 
-use super::audit_rounds::{self as audit, AUDIT_SHARE_CAP};
+use super::audit_rounds::{self as audit, AUDIT_SHARE_CAP, STAGE_PER_DRAW, STAGE_SLACK_NS};
 use super::cell::{Cell, Role};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
@@ -52,12 +52,10 @@ const DRAW_CHASE_S: f64 = 17e-9;
 /// every run: 120 ms for the 2 GiB copy in accuracy-audited.
 const BUFFER_S_PER_BYTE: f64 = 6e-11;
 /// A check's compare on the GPU (since d6fa89c): a launch and its read-back of the verdict,
-/// and both outputs read this many times (the compare, then the first difference) at the
-/// DRAM peak.
+/// and the output and the reference's read once each at the DRAM peak (one pass since
+/// this stop; a pass for bit-equal outputs came first before).
 const GPU_COMPARE_S: f64 = 50e-6;
-const GPU_COMPARE_READS: f64 = 4.0;
-/// What a region's stage waits beyond its draw's time and half again (`worker::audit`).
-const STAGE_SLACK_S: f64 = 20e-6;
+const GPU_COMPARE_READS: f64 = 2.0;
 /// An output element downloaded and compared on the host against the CPU's reference.
 const CPU_CHECK_S: f64 = 15e-9;
 /// The CPU's float64 matmul reference per multiply-add, on the H100's 16 host cores: over
@@ -179,7 +177,9 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     }
     if let Some(kernel) = kernel.filter(|_| checked) {
         let (check_s, audit_s, reference_s) = check_seconds(exp, kernel, c);
-        let stage_s = 1.5 * input_bytes(spec) / dram(exp) + STAGE_SLACK_S + LAUNCH_S;
+        let stage_s = STAGE_PER_DRAW * input_bytes(spec) / dram(exp)
+            + STAGE_SLACK_NS as f64 * 1e-9
+            + LAUNCH_S;
         let samples_s = samples as f64 * region_s;
         work_s += check_s + audit_regions(c, kernel, (region_s + stage_s, audit_s), samples_s);
         per_point_s += reference_s;

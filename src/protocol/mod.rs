@@ -332,6 +332,9 @@ pub struct AuditsAmong {
     /// the cell's time.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub capped: u64,
+    /// Single launches checked on an audited region's draw, where the region is several.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spots: u64,
     /// The gaps on the GPU before the regions, where CUPTI's records give them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaps: Option<Gaps>,

@@ -11,7 +11,7 @@ use crate::analysis::gaps::GapTest;
 use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
-use crate::plan::audit_rounds::{AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE};
+use crate::plan::audit_rounds::{AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE, SPOTS};
 use crate::protocol::HOST_LAUNCH_NS;
 use crate::protocol::{CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE};
 use serde::Serialize;
@@ -76,6 +76,12 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
         let (cap, plan) = (AUDIT_SHARE_CAP * 100.0, PLANNED_SHARE * 100.0);
         intro.push_str(&format!(
             " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time ({cap:.0}% of it so far; in the first round, {plan:.0}% of its projected time; never the first round's floor: two audited regions, a decoy and three pauses): counted beside the regions below."
+        ));
+    }
+    let spots: u64 = cells.iter().map(|c| c.spots).sum();
+    if spots > 0 {
+        intro.push_str(&format!(
+            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, each on poisoned outputs, checked as the region was: {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these and the check before the samples) with a chance of (1 - q)^S: at most 5% where q is 45% or more with two audited regions."
         ));
     }
     let rows = (cells.iter())

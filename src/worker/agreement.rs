@@ -54,8 +54,8 @@ pub fn compare(
 }
 
 /// An output against the reference's, both in device memory and of one size, compared on
-/// the GPU: one that matches bit for bit (and holds no NaN) passes at once, the rest element
-/// by element with their tolerance, every element; None where either lives elsewhere.
+/// the GPU element by element with their tolerance, every element; None where either lives
+/// elsewhere.
 pub fn on_gpu(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
@@ -71,13 +71,9 @@ pub fn on_gpu(
     }
     let len = mine.bytes() / dtype.size();
     let comparing = during("comparing an output with the reference's");
-    let first_difference = kernels.function(KernelKey::FirstDifference, timeline)?;
-    let found =
-        crate::method::equal::first_difference(&first_difference, mine, ref_out, Some(dtype))
-            .map_err(&comparing)?;
-    if found.is_none() {
-        return Ok(Some(identical(name, dtype, len, tolerances)));
-    }
+    // One pass: a first pass for bit-equal outputs read both buffers again wherever they
+    // differed, as a float kernel's do from a float64 reference's (a tenth of an audited
+    // check's time for a 512 MiB output on an H200).
     let func = kernels.function(KernelKey::OutOfTolerance, timeline)?;
     let tally = crate::method::equal::out_of_tolerance(&func, (mine, ref_out), dtype, tolerances)
         .map_err(&comparing)?;
@@ -162,13 +158,6 @@ fn account(
             "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements; {bad} outside atol {atol:e} + rtol {rtol:e}, {worst}"
         ))),
     }
-}
-
-/// The account of an output of `len` elements equal to its reference's bit for bit, none a
-/// NaN (compared on the GPU), as `compare` gives it.
-pub fn identical(name: &str, dtype: Dtype, len: usize, (rtol, atol): (f64, f64)) -> String {
-    let exact = !dtype.is_float() && rtol == 0.0 && atol == 0.0;
-    passed(name, exact, &len.to_string(), (0.0, 0.0))
 }
 
 /// The account of an output within its tolerance: `n` elements compared.
@@ -357,7 +346,16 @@ mod tests {
                 bytes,
             };
             let on_host = compare(&view, &view, tolerances, None).unwrap();
-            assert_eq!(identical("y", dtype, view.len(), tolerances), on_host);
+            let none_apart = crate::method::equal::Tally {
+                bad: 0,
+                unwritten: 0,
+                first_unwritten: None,
+                max_abs: 0.0,
+                max_rel: 0.0,
+                worst: None,
+            };
+            let on_gpu = account_of_gpu(&view, view.len(), &none_apart, tolerances, <_>::default());
+            assert_eq!(on_gpu.unwrap(), on_host);
         }
     }
 

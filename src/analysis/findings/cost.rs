@@ -88,6 +88,7 @@ mod tests {
             wait_ns: None,
             late: 0,
             capped: 0,
+            spots: 0,
         }
     }
 
@@ -139,6 +140,7 @@ mod parts {
             wait_ns: None,
             late: 0,
             capped: 0,
+            spots: 0,
         }
     }
 

@@ -65,6 +65,7 @@ mod tests {
             wait_ns: None,
             late: 0,
             capped: 0,
+            spots: 0,
         }
     }
 

@@ -17,8 +17,10 @@
 //! finds its output poisoned would do it in every staged region and skip after every pause, and in
 //! a hot cell no test sets the staged regions against the timed launches.
 
+mod checks;
+
 use super::by_cupti;
-use super::common::{record, spent, stale, unjudged};
+use super::common::{record, spent, unjudged};
 use super::draw::{self, wait_ns, Draws, InputDraws};
 use super::on_draw::{self, Scratch};
 use super::share::Share;
@@ -28,7 +30,6 @@ use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords};
 use crate::worker::arm::{Armed, Starts};
-use crate::worker::assemble::Checker;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
 use crate::worker::inputs::fnv1a;
@@ -91,6 +92,8 @@ pub(in crate::worker) struct Among {
     /// The empty kernel every stage launches through its wait, where the cell's reading
     /// holds the host's launch (`draw::KICK_EVERY` says why).
     kick: Option<Function>,
+    /// Single launches checked on audited regions' draws (`checks::SPOTS`).
+    spots: u64,
 }
 
 impl Among {
@@ -163,6 +166,7 @@ impl Among {
             share: Share::new(cell, samples, began),
             by_cupti: None,
             kick,
+            spots: 0,
         })
     }
 
@@ -298,6 +302,8 @@ impl Among {
             let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
             let checking = Instant::now();
             let checked = self.check_region(s, ready, (seed, earlier), recorded.as_deref());
+            let checked =
+                checked.and_then(|c| self.spots(s, ready, armed, (seed, earlier)).map(|_| c));
             spent(&mut self.checks_time, checking);
             self.check = checked?;
         }
@@ -306,61 +312,6 @@ impl Among {
             ran.cost = start.elapsed();
         }
         Ok(())
-    }
-
-    /// The audited region's inputs read back (a kernel that wrote one is named, before its
-    /// output is checked against a reference that reads them), then its output checked on
-    /// the draw of `seed` (`earlier`: the draw before it, which a stale output still holds
-    /// the result of).
-    fn check_region(
-        &mut self,
-        s: &mut Session,
-        ready: ReadyCell,
-        (seed, earlier): (u64, u64),
-        recorded: Option<&[String]>,
-    ) -> Result<String, Failure> {
-        let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
-        let buffers = &data.sets[0];
-        // What ran since the last mark: the steady loop, its regions among it.
-        s.timeline.mark("steady samples");
-        let args = &cell.launch.args;
-        let kept_too = !std::mem::replace(&mut self.kept_read, true);
-        (self.inputs).unchanged((def, args), buffers, (seed, &data.timed), kept_too)?;
-        s.timeline.mark("audit inputs read back");
-        let draws = &self.inputs.draws;
-        let account = match draws.is_empty() {
-            true => {
-                // Nothing drawn: the outputs were poisoned, the inputs are the timed ones.
-                let cache = reference::Cache::new(
-                    s.run_cache.as_deref(),
-                    format!("{}#{}", data.point, data.seed),
-                    s.sample_seed,
-                );
-                let checker = Checker {
-                    cell,
-                    def: Some(def),
-                    host: &data.timed,
-                    reference: &cache,
-                    sample: Some(seed ^ s.sample_seed),
-                    kept: &s.reference_buffers,
-                    stash: s.timed_stash.as_ref(),
-                };
-                checker.check(&mut s.kernels, &mut s.timeline, buffers, recorded)
-            }
-            false => {
-                on_draw::check(s, ready, (draws, &mut self.scratch), seed, recorded).map_err(|f| {
-                    match on_draw::stale(s, ready, (draws, &mut self.scratch), earlier)
-                        .unwrap_or(false)
-                    {
-                        true => stale(def, &draws.args),
-                        false => f,
-                    }
-                })
-            }
-        }
-        .map_err(|f| f.during("audit on new inputs"))?;
-        s.timeline.mark("audit check");
-        Ok(account)
     }
 
     /// The regions' readings as the timer finally read them (CUPTI's, from its records),
@@ -433,6 +384,7 @@ impl Among {
             wait_ns: Some(self.wait_ns),
             late,
             capped: self.share.capped(),
+            spots: self.spots,
             gaps: self.timed_gap.map(|timed_median| Gaps {
                 staged: gaps(&|k| k != Region::Pause),
                 pauses: gaps(&|k| k == Region::Pause),

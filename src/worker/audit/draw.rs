@@ -20,6 +20,7 @@
 use super::common::{note, wrote_input};
 use crate::experiment::Kernel;
 use crate::experiment::{ArgValue, Init, Memory};
+use crate::plan::audit_rounds::{STAGE_PER_DRAW, STAGE_SLACK_NS};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::Failure;
@@ -390,10 +391,9 @@ fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
 const REACH_PATIENCE: Duration = Duration::from_secs(1);
 
 /// How long every stage lasts once the GPU reaches it, from the time a draw of all the inputs
-/// took: one and a half times it, and 20 µs, so that no stage outlasts it (with 10 µs, when
-/// the pause counted from the host's enqueue, 3% of a run's stages did).
+/// took (`audit_rounds::STAGE_PER_DRAW` says why).
 pub(super) fn wait_ns(draw_ns: f64) -> u64 {
-    (1.5 * draw_ns.max(0.0)).ceil() as u64 + 20_000
+    (STAGE_PER_DRAW * draw_ns.max(0.0)).ceil() as u64 + STAGE_SLACK_NS
 }
 
 #[cfg(test)]
@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn the_pause_outlasts_the_draw_with_room_to_enqueue() {
         assert_eq!(wait_ns(0.0), 20_000);
-        assert_eq!(wait_ns(20_000.0), 50_000);
-        assert!(wait_ns(1e6) > 1_500_000);
+        assert_eq!(wait_ns(20_000.0), 45_000);
+        assert!(wait_ns(1e6) > 1_250_000);
     }
 }

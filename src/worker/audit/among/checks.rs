@@ -1,0 +1,123 @@
+//! An audited region's checks: its inputs read back, its output against the reference on its
+//! draw, and, where the region is several launches (a batch, a graph), single launches on the
+//! same draw, each on poisoned outputs, checked alike.
+//!
+//! A region's launches all read one draw, so its output after the last is what any launch
+//! wrote: a kernel that skips work in some launches only (at random, or wrong at random, as
+//! a race is) passes the region's check wherever one of its launches did all its work, and
+//! times no differently in audited regions, decoys, pauses or timed ones. Only a launch on
+//! outputs no launch has written shows what that launch did.
+
+use super::super::common::stale;
+use super::super::on_draw;
+use super::Among;
+use crate::experiment::knobs::timer::TimerKind;
+use crate::plan::audit_rounds::SPOTS;
+use crate::worker::arm::Armed;
+use crate::worker::assemble::Checker;
+use crate::worker::failure::{during, Failure};
+use crate::worker::prepare::ReadyCell;
+use crate::worker::reference;
+use crate::worker::session::Session;
+
+impl Among {
+    /// The audited region's inputs read back (a kernel that wrote one is named, before its
+    /// output is checked against a reference that reads them), then its output checked on
+    /// the draw of `seed` (`earlier`: the draw before it, which a stale output still holds
+    /// the result of).
+    pub(super) fn check_region(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        (seed, earlier): (u64, u64),
+        recorded: Option<&[String]>,
+    ) -> Result<String, Failure> {
+        let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
+        let buffers = &data.sets[0];
+        // What ran since the last mark: the steady loop, its regions among it.
+        s.timeline.mark("steady samples");
+        let args = &cell.launch.args;
+        let kept_too = !std::mem::replace(&mut self.kept_read, true);
+        (self.inputs).unchanged((def, args), buffers, (seed, &data.timed), kept_too)?;
+        s.timeline.mark("audit inputs read back");
+        let account = self.check_output(s, ready, (seed, earlier), recorded);
+        let account = account.map_err(|f| f.during("audit on new inputs"))?;
+        s.timeline.mark("audit check");
+        Ok(account)
+    }
+
+    /// The output checked against the reference on the draw of `seed`, which the inputs
+    /// hold (where nothing is drawn, the timed data, the outputs poisoned before).
+    fn check_output(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        (seed, earlier): (u64, u64),
+        recorded: Option<&[String]>,
+    ) -> Result<String, Failure> {
+        let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
+        let draws = &self.inputs.draws;
+        if draws.is_empty() {
+            let cache = reference::Cache::new(
+                s.run_cache.as_deref(),
+                format!("{}#{}", data.point, data.seed),
+                s.sample_seed,
+            );
+            let checker = Checker {
+                cell,
+                def: Some(def),
+                host: &data.timed,
+                reference: &cache,
+                sample: Some(seed ^ s.sample_seed),
+                kept: &s.reference_buffers,
+                stash: s.timed_stash.as_ref(),
+            };
+            return checker.check(&mut s.kernels, &mut s.timeline, &data.sets[0], recorded);
+        }
+        let scratch = &mut self.scratch;
+        on_draw::check(s, ready, (draws, scratch), seed, recorded).map_err(
+            |f| match on_draw::stale(s, ready, (draws, scratch), earlier).unwrap_or(false) {
+                true => stale(def, &draws.args),
+                false => f,
+            },
+        )
+    }
+
+    /// After an audited region of several launches on the draw of `seed`, [`SPOTS`] single
+    /// launches on it, each after the draw is written again (an input updated in place is
+    /// the draw again) and the outputs poisoned, and each checked as the region was. None
+    /// where the timer is CUPTI's (it would take a launch here for a timed one), where the
+    /// cell draws nothing (its audited regions' stages poison the outputs already) or turns
+    /// buffer sets.
+    pub(super) fn spots(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        armed: &mut Armed,
+        (seed, earlier): (u64, u64),
+    ) -> Result<(), Failure> {
+        let knobs = &ready.cell.knobs;
+        let cupti = knobs.timer == TimerKind::Cupti || knobs.cupti_collect.on;
+        let several = armed.body.launches() > 1 && armed.params.len() == 1;
+        if !several || cupti || self.inputs.draws.is_empty() {
+            return Ok(());
+        }
+        let buffers = &ready.data.sets[0];
+        let alone = "audit on new inputs, a launch alone after the region";
+        for _ in 0..SPOTS {
+            let launch = during("audit: a launch alone on an audited region's draw");
+            self.inputs.draws.write(seed).map_err(&launch)?;
+            buffers.poison_outputs().map_err(&launch)?;
+            if buffers.resets() {
+                buffers.reset().map_err(&launch)?;
+            }
+            armed.launch.enqueue().map_err(&launch)?;
+            cuda::synchronize().map_err(&launch)?;
+            self.check_output(s, ready, (seed, earlier), None)
+                .map_err(|f| f.during(alone))?;
+            self.spots += 1;
+        }
+        s.timeline.mark("audit launches alone");
+        Ok(())
+    }
+}
