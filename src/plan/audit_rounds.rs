@@ -34,8 +34,10 @@ pub const STAGE_SLACK_NS: u64 = 20_000;
 /// (a batch, a graph), each on poisoned outputs: the region's output is what any of its
 /// launches wrote. A kernel that skips in a share q of its launches, each drawn apart,
 /// passes a cell's `S` checks of single launches (these, and the check before the samples)
-/// with a chance of (1 - q)^S: with two audited regions, at most 5% where q is 45% or more.
-pub const SPOTS: u64 = 2;
+/// with a chance of (1 - q)^S: with two audited regions (seven checks), at most 5% where q
+/// is 35% or more. Each costs a launch and a compare with the reference its region's check
+/// ran.
+pub const SPOTS: u64 = 3;
 
 /// The first round's floor, of each kind (audited, decoys, pauses). Never left out:
 /// without a decoy a kernel that tells new data apart is judged by the band alone (one

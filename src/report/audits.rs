@@ -81,7 +81,7 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let spots: u64 = cells.iter().map(|c| c.spots).sum();
     if spots > 0 {
         intro.push_str(&format!(
-            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, each on poisoned outputs, checked as the region was: {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these and the check before the samples) with a chance of (1 - q)^S: at most 5% where q is 45% or more with two audited regions."
+            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, each on poisoned outputs, checked as the region was: {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these and the check before the samples) with a chance of (1 - q)^S: at most 5% where q is 35% or more with two audited regions (S = 7)."
         ));
     }
     let rows = (cells.iter())

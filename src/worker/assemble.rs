@@ -186,6 +186,24 @@ pub(super) fn against_kernel(
     launch.enqueue().map_err(during("reference kernel"))?;
     cuda::synchronize().map_err(during("reference kernel"))?;
     timeline.mark("reference kernel");
+    let sample = inputs.sample;
+    against_outputs(kernels, timeline, (cell, def), (buffers, theirs), sample)
+}
+
+/// The checked outputs in `buffers` against the reference kernel's in `theirs`, which ran
+/// on the same inputs (a large output outside device memory compared at the sample of
+/// `sample`, else all of it): the check's compare, and all of a launch alone's after an
+/// audited region, whose reference ran for the region's check.
+pub(super) fn against_outputs(
+    kernels: &mut Kernels,
+    timeline: &mut Timeline,
+    (cell, def): (&Cell, &Kernel),
+    (buffers, theirs): (&Buffers, &Buffers),
+    sample: Option<u64>,
+) -> Result<String, Failure> {
+    let kc = (def.check_kernel.as_ref()).ok_or_else(|| "no reference kernel".to_string())?;
+    let spec = (cell.reference_launch.as_ref())
+        .ok_or_else(|| "the plan gave no launch for the reference kernel".to_string())?;
     let mut notes = Vec::new();
     for &o in &kc.outputs {
         let r = (kc.reference_arg(o)).ok_or_else(|| {
@@ -208,7 +226,7 @@ pub(super) fn against_kernel(
             notes.push(note);
             continue;
         }
-        let ranges = inputs.sample.and_then(|seed| agreement::sample(len, seed));
+        let ranges = sample.and_then(|seed| agreement::sample(len, seed));
         let (got, want) = match &ranges {
             Some(elements) => {
                 let bytes: Vec<_> = (elements.iter())

@@ -14,7 +14,7 @@ use super::Among;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::plan::audit_rounds::SPOTS;
 use crate::worker::arm::Armed;
-use crate::worker::assemble::Checker;
+use crate::worker::assemble::{against_outputs, Checker};
 use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
@@ -83,6 +83,25 @@ impl Among {
         )
     }
 
+    /// A launch alone's output checked on the draw of `seed`: against the reference kernel's
+    /// outputs its region's check left (the same draw), else as the region was.
+    fn check_alone(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        (seed, earlier): (u64, u64),
+    ) -> Result<String, Failure> {
+        let (cell, def) = (ready.cell, ready.kernel()?);
+        if def.check_kernel.is_some() && def.check_python.is_none() {
+            if let Some(theirs) = s.reference_buffers.borrow().as_ref() {
+                let both = (&ready.data.sets[0], theirs);
+                let sample = Some(seed ^ s.sample_seed);
+                return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
+            }
+        }
+        self.check_output(s, ready, (seed, earlier), None)
+    }
+
     /// After an audited region of several launches on the draw of `seed`, [`SPOTS`] single
     /// launches on it, each after the draw is written again (an input updated in place is
     /// the draw again) and the outputs poisoned, and each checked as the region was. None
@@ -102,18 +121,23 @@ impl Among {
         if !several || cupti || self.inputs.draws.is_empty() {
             return Ok(());
         }
-        let buffers = &ready.data.sets[0];
+        let (buffers, def) = (&ready.data.sets[0], ready.kernel()?);
+        // The region's read-back found its inputs as drawn: only those it updates in place
+        // are drawn again.
+        let in_place = (self.inputs.draws.args.iter()).any(|&i| def.updates_in_place(i));
         let alone = "audit on new inputs, a launch alone after the region";
         for _ in 0..SPOTS {
             let launch = during("audit: a launch alone on an audited region's draw");
-            self.inputs.draws.write(seed).map_err(&launch)?;
+            if in_place {
+                self.inputs.draws.write(seed).map_err(&launch)?;
+            }
             buffers.poison_outputs().map_err(&launch)?;
             if buffers.resets() {
                 buffers.reset().map_err(&launch)?;
             }
             armed.launch.enqueue().map_err(&launch)?;
             cuda::synchronize().map_err(&launch)?;
-            self.check_output(s, ready, (seed, earlier), None)
+            self.check_alone(s, ready, (seed, earlier))
                 .map_err(|f| f.during(alone))?;
             self.spots += 1;
         }
