@@ -114,13 +114,20 @@ fn a_cache_keyed_by_pointers_is_caught_by_new_data_at_the_same_addresses() {
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_cache_keyed_by_input_values_is_correct_on_new_data_and_suspect_in_time() {
     for r in cells_of("cheat-fingerprint-cache") {
+        let id = r["id"].as_str().unwrap();
+        if ["graph", "batch", "batch-saturate"].contains(&id.rsplit('/').next().unwrap()) {
+            // A launch alone after an audited region reads the region's draw again: a hit,
+            // and the cache leaves the output it trusts is there, which was poisoned.
+            let error = r["error"].as_str().unwrap_or_default();
+            assert!(error.contains("a launch alone after the region"), "{r}");
+            continue;
+        }
         assert_eq!(r["status"], "ok", "{r}");
         let audit = &r["audit"];
         // Each audited region on a draw of its own, checked at a sample of its own.
         let check = audit["check"].as_str().unwrap();
         assert!(check.contains("matmul vs float64"), "{r}");
         // The analysis judges the audited regions against the decoys: the report says.
-        let id = r["id"].as_str().unwrap();
         let row = verdict_row(id).unwrap_or_else(|| panic!("{id} is not in the verdicts"));
         assert!(row.contains("| suspect |"), "{row}");
     }
@@ -338,10 +345,8 @@ fn every_cheat_is_caught_down_to_the_limit() {
         "cheat-cache-8/n=512 skip=50/interleaved",
     ] {
         assert!(!passed.contains(&id.to_string()), "{id} passed");
-        assert!(
-            verdict_row(id).is_some_and(|r| r.contains("| suspect |")),
-            "{id}"
-        );
+        let caught = |r: String| r.contains("| suspect |") || r.contains("| failed |");
+        assert!(verdict_row(id).is_some_and(caught), "{id}");
     }
 }
 
