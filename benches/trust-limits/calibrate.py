@@ -5,9 +5,9 @@ median against the median of the honest `matmul`'s cells of its variant, `summar
 its detection limit and whether it was suspect (`cells.md`'s Audits table). A limit says a
 cheat that saves at least that much is caught at least 19 times in 20.
 
-A cell that failed its check has no Audits row and is not counted (no cheat of these runs
-failed one); the limits are the table's, rounded to a tenth of a point, so a saving within
-0.05 points of one may fall in either band.
+A cell that failed a check has no Audits row: it is caught whatever it saved, and counted
+apart, by kernel and variant (`report.md`'s verdicts). The limits are the table's, rounded to
+a tenth of a point, so a saving within 0.05 points of one may fall in either band.
 
 Usage: python3 calibrate.py reports/trust-limits
 """
@@ -75,6 +75,13 @@ def main(run):
               f"{len(over):>7} {sum(c[2] for c in over):>6}")
     for band in ("at or over its limit", "within a point below it", "further below it"):
         print(f"saved {band}: {bands[(band, 'cells')]} cells, {bands[(band, 'caught')]} caught")
+    failed = collections.Counter()
+    for line in (run / "report.md").read_text().splitlines():
+        m = re.match(r"^\| ([^|/]+)/[^|]+/([^|/]+) \| failed \|", line)
+        if m and m.group(1) != "matmul":
+            failed[(m.group(1), m.group(2))] += 1
+    for (kernel, variant), n in sorted(failed.items()):
+        print(f"failed a check (caught whatever it saved): {kernel} {variant}, {n} cells")
 
 
 if __name__ == "__main__":
