@@ -2,8 +2,9 @@
 // read docs/methodology.md would write them, on shapes other than a matmul: a row softmax,
 // a row LayerNorm, a 1-D convolution (a wide stencil: 2 * radius + 1 taps) and a block
 // reduction into per-chunk partial sums. Each shape has its honest kernel (the baseline a
-// speed-up is read against) and a float64 reference (the check). experiments/unseen.toml
-// runs them: every cheat must end failed or suspect.
+// speed-up is read against) and a float64 reference (the check). experiments/trust-shapes.toml
+// runs them, and experiments/trust-small.toml at a few µs a launch: every cheat must end
+// failed or suspect, or read no faster than its honest kernel by more than its limit.
 //
 // Every cheat skips `share` percent of its units of work (rows, tiles of 1024 outputs, chunks
 // of 4096 inputs; evenly spread, as trust.cu's rows are) when it thinks it is timed:
@@ -23,7 +24,10 @@
 //                            what its last launch left there (kept in a device global): it
 //                            trusts an output nobody poisoned;
 //   sum_tells_stage          all its work only where lines it touched at the end of its last
-//                            launch are gone from L2 (timed loads): after a stage's draw.
+//                            launch are gone from L2 (timed loads): after a stage's draw;
+//   sum_skips_at_random      tells nothing: skips in `chance` percent of its launches, each
+//                            drawn from %globaltimer, as a kernel wrong at random (a race)
+//                            is wrong (experiments/trust-random.toml).
 //
 // Every kernel takes one-dimensional blocks. Each cheat keeps its state in device globals of
 // its own (each cell loads its own module, so they start at zero), of fixed size.
@@ -917,5 +921,40 @@ extern "C" __global__ void sum_tells_stage(const float *x, float *partial, unsig
             atomicAdd(&stage_canary[i * 64], 0u);
         }
         end_launch(&stage_launches);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// (h) Tells nothing: each launch skips `share` percent of the chunks with a chance of
+// `chance` percent, drawn from the time it starts. Audited regions, decoys, pauses and timed
+// launches all skip alike, so no reading sets them apart; in a batch or a graph on one draw,
+// a launch that did all its work leaves the output right whatever the others skipped.
+
+__device__ Launches random_launches;
+
+extern "C" __global__ void sum_skips_at_random(const float *x, float *partial,
+                                               unsigned long long n, int share, int chance) {
+    __shared__ int all_work;
+    if (threadIdx.x == 0) {
+        unsigned int launch;
+        if (claim_launch(&random_launches, &launch)) {
+            unsigned long long t = global_timer();
+            unsigned int draw = mix((unsigned int)t ^ mix((unsigned int)(t >> 32) + launch));
+            int work = (int)(draw % 100u) >= chance;
+            publish(&random_launches, launch, work);
+            all_work = work;
+        } else {
+            all_work = await_decision(&random_launches, launch);
+        }
+    }
+    __syncthreads();
+    long long chunks = (long long)(n / SUM_CHUNK);
+    for (long long chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+        if (all_work || !in_share(chunk, share)) {
+            sum_chunk(x, partial, chunk);
+        }
+    }
+    if (last_block(&random_launches, false) && threadIdx.x == 0) {
+        end_launch(&random_launches);
     }
 }
