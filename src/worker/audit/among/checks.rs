@@ -103,8 +103,8 @@ impl Among {
     }
 
     /// After an audited region of several launches on the draw of `seed`, [`SPOTS`] single
-    /// launches on it, each after the draw is written again (an input updated in place is
-    /// the draw again) and the outputs poisoned, and each checked as the region was. None
+    /// launches on it, each on poisoned outputs (and the draw written again where the kernel
+    /// updates an input in place), each checked as the region was. None
     /// where the timer is CUPTI's (it would take a launch here for a timed one), where the
     /// cell draws nothing (its audited regions' stages poison the outputs already) or turns
     /// buffer sets.
