@@ -446,3 +446,41 @@ fn pauses_slow_by_events_not_read_again_by_cupti_say_how_to_tell() {
         "{why}"
     );
 }
+
+#[test]
+fn pauses_slow_by_cuptis_records_are_suspect_whatever_the_staged_regions_read() {
+    // Slow after its pauses by events on an idle queue, its staged regions within their
+    // bound, which alone reads as the GPU gone idle; by CUPTI 5% slower after its pauses
+    // (as `trust-small`'s `tells-period` at s=1 skipping half read on an H200: 14.433 µs
+    // against 10.912 µs). The records leave out the host's launch: they judge.
+    let mut r = run(
+        vec![129.2e3, 129.4e3],
+        vec![129.3e3, 129.1e3],
+        vec![135.2e3, 135.0e3, 135.6e3, 134.9e3, 135.3e3, 135.1e3],
+    );
+    let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.by_cupti = Some(crate::protocol::KernelRecords {
+        timed_ns: vec![
+            122.3e3, 122.1e3, 122.4e3, 122.2e3, 122.3e3, 122.5e3, 122.2e3, 122.3e3,
+        ],
+        pauses_ns: vec![
+            128.4e3, 128.6e3, 128.3e3, 128.5e3, 128.4e3, 128.7e3, 128.5e3, 128.4e3,
+        ],
+    });
+    let s = steady(300, 1.2e3, 129.1e3);
+    let readings = Readings {
+        reading_ns: Some(s.median),
+        steady: Some(&s),
+        flushed: false,
+        stage_allowance_ns: None,
+        host_in_reading: true,
+        per_region: 1,
+    };
+    let j = judged(&[&r], &readings).unwrap();
+    let pause = j.test(Tell::Pause).unwrap();
+    assert!(pause.by_cupti && !pause.idle, "{pause:?}");
+    assert!(j
+        .suspect
+        .as_deref()
+        .is_some_and(|w| w.contains("by CUPTI, ")));
+}
