@@ -10,7 +10,7 @@
 //! draws and regions) is counted at the DRAM peak, as the eighteen first runs at 4e9be81 on
 //! an H200 bear out (reports/plan-probe).
 
-use super::audit_rounds::{self as audit, AUDIT_SHARE_CAP, STAGE_PER_DRAW, STAGE_SLACK_NS};
+use super::audit_rounds::{self as audit, AUDIT_SHARE_CAP, SPOTS, STAGE_PER_DRAW, STAGE_SLACK_NS};
 use super::cell::{Cell, Role};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
@@ -181,7 +181,15 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
             + STAGE_SLACK_NS as f64 * 1e-9
             + LAUNCH_S;
         let samples_s = samples as f64 * region_s;
-        work_s += check_s + audit_regions(c, kernel, (region_s + stage_s, audit_s), samples_s);
+        // Where a region is several launches, each audited one is followed by launches alone.
+        let alone_s = match count > 1.0 && k.timer != TimerKind::Cupti && !k.cupti_collect.on {
+            true => {
+                SPOTS as f64 * (kernel_s + REGION_S + alone_check_seconds(exp, kernel, c, audit_s))
+            }
+            false => 0.0,
+        };
+        let each = (region_s + stage_s, audit_s, alone_s);
+        work_s += check_s + audit_regions(c, kernel, each, samples_s);
         per_point_s += reference_s;
     }
     let counted_s = match k.counters.wanted() && c.role == Role::Measure {
@@ -258,12 +266,13 @@ fn samples_taken(
 /// `audit::first_round` gives them over the cell's runs, shared among them: their floor, and
 /// the others within the planned share of the samples' time) and the later
 /// rounds' within [`AUDIT_SHARE_CAP`] of the samples' `samples_s`, each region `region_s`
-/// with its stage and each audited one checked (`check_s`); else the weaker audit's one
-/// launch after the samples, and its check.
+/// with its stage and each audited one checked (`check_s`) and followed by its launches alone
+/// (`alone_s`, where a region is several launches); else the weaker audit's one launch after
+/// the samples, and its check.
 fn audit_regions(
     c: &Cell,
     kernel: &Kernel,
-    (region_s, check_s): (f64, f64),
+    (region_s, check_s, alone_s): (f64, f64, f64),
     samples_s: f64,
 ) -> f64 {
     let k = &c.knobs;
@@ -287,6 +296,8 @@ fn audit_regions(
     if weaker || all[0] == 0 {
         return (region_s + check_s) / runs as f64;
     }
+    // Among the timed launches, each audited region's check and the launches alone after it.
+    let check_s = check_s + alone_s;
     let cost =
         |[a, d, p]: [usize; 3]| ((a + d + p) as f64 * region_s + a as f64 * check_s) / runs as f64;
     // The first round's floor, and its others while all stay within the planned share of
@@ -336,6 +347,22 @@ fn launch_seconds(exp: &Experiment, spec: &LaunchSpec, kernel: Option<&Kernel>) 
     (launches * LAUNCH_S + work, declared)
 }
 
+/// A check's compare of the outputs with a reference kernel's, on the GPU.
+fn reference_compare_seconds(exp: &Experiment, outputs: &[usize], spec: &LaunchSpec) -> f64 {
+    let outputs: f64 = outputs.iter().map(|&o| bytes(spec, o)).sum();
+    GPU_COMPARE_S + GPU_COMPARE_READS * outputs / dram(exp)
+}
+
+/// What a launch alone after an audited region costs beside the launch: a compare with the
+/// outputs its region's check left, where a reference kernel made them; else the check of
+/// `audit_s` again.
+fn alone_check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell, audit_s: f64) -> f64 {
+    match (&kernel.check_kernel, &kernel.check_python) {
+        (Some(kc), None) => reference_compare_seconds(exp, &kc.outputs, &c.launch),
+        _ => audit_s,
+    }
+}
+
 /// A check's cost per check (outputs downloaded and compared; a `copy` check compares on
 /// the GPU), and its CPU reference's once per point.
 fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64, f64) {
@@ -344,8 +371,7 @@ fn check_seconds(exp: &Experiment, kernel: &Kernel, c: &Cell) -> (f64, f64, f64)
         let theirs = launch_seconds(exp, reference, Some(&exp.kernels[kc.kernel])).0;
         // Compared on the GPU; the reference's buffers made once a cell, copied there from
         // the draw's; the audit draws its own into them on the GPU.
-        let outputs: f64 = kc.outputs.iter().map(|&o| bytes(spec, o)).sum();
-        let compare = GPU_COMPARE_S + GPU_COMPARE_READS * outputs / dram(exp);
+        let compare = reference_compare_seconds(exp, &kc.outputs, spec);
         let buffers = 2.0 * reference.device_bytes() as f64 / dram(exp);
         let check = compare + theirs + buffers;
         return (check, compare + theirs + buffers / 2.0, 0.0);
