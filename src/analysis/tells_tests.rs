@@ -451,8 +451,8 @@ fn pauses_slow_by_events_not_read_again_by_cupti_say_how_to_tell() {
 fn pauses_slow_by_cuptis_records_are_suspect_whatever_the_staged_regions_read() {
     // Slow after its pauses by events on an idle queue, its staged regions within their
     // bound, which alone reads as the GPU gone idle; by CUPTI 5% slower after its pauses
-    // (as `trust-small`'s `tells-period` at s=1 skipping half read on an H200: 14.433 µs
-    // against 10.912 µs). The records leave out the host's launch: they judge.
+    // (`trust-small`'s `tells-period` at s=1 skipping half read 32% slower so on an H200:
+    // 14.433 µs against 10.912 µs). The records leave out the host's launch: they judge.
     let mut r = run(
         vec![129.2e3, 129.4e3],
         vec![129.3e3, 129.1e3],

@@ -24,7 +24,9 @@ pub const PLANNED_SHARE: f64 = 0.04;
 /// the kernel's inputs took, and [`STAGE_SLACK_NS`]: no region starts before its draw ends,
 /// and every region waits alike, so that no kernel tells a staged region from a pause. Half
 /// as much again as the draw left no stage late among the trust corpora's 4,479 regions at
-/// 739f954, and was most of a region's cost where the draw is as long as the kernel.
+/// 739f954, and was most of a region's cost where the draw is as long as the kernel; a
+/// quarter more left 34 of the trust suites' 12,692 late at 8847ebc (the GPU's own time
+/// from reaching a stage to its end over the pause), their gaps alike as distributions.
 pub const STAGE_PER_DRAW: f64 = 1.25;
 /// See [`STAGE_PER_DRAW`]: with 10 µs, when the pause counted from the host's enqueue, 3% of
 /// a run's stages outlasted it.
@@ -35,8 +37,8 @@ pub const STAGE_SLACK_NS: u64 = 20_000;
 /// launches wrote. A kernel that skips in a share q of its launches, each drawn apart,
 /// passes a cell's `S` checks of single launches (these, and the check before the samples)
 /// with a chance of (1 - q)^S: with two audited regions (seven checks), at most 5% where q
-/// is 35% or more. Each costs a launch and a compare with the reference its region's check
-/// ran.
+/// is 35% or more. Each costs a launch and a compare with the outputs the reference kernel
+/// of its region's check left (a check of another kind runs again).
 pub const SPOTS: u64 = 3;
 
 /// The first round's floor, of each kind (audited, decoys, pauses). Never left out:

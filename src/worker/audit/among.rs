@@ -302,10 +302,12 @@ impl Among {
             let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
             let checking = Instant::now();
             let checked = self.check_region(s, ready, (seed, earlier), recorded.as_deref());
-            let checked =
-                checked.and_then(|c| self.spots(s, ready, armed, (seed, earlier)).map(|_| c));
+            let alone =
+                checked.and_then(|c| Ok((c, self.spots(s, ready, armed, (seed, earlier))?)));
             spent(&mut self.checks_time, checking);
-            self.check = checked?;
+            let (checked, alone) = alone?;
+            rec.kernel_launches += alone;
+            self.check = checked;
         }
         spent(&mut self.cost, start);
         if let Some(ran) = self.ran.last_mut() {

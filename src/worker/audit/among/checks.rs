@@ -103,38 +103,28 @@ impl Among {
     }
 
     /// After an audited region of several launches on the draw of `seed`, [`SPOTS`] single
-    /// launches on it, each on poisoned outputs (and the draw written again where the kernel
-    /// updates an input in place), each checked as the region was. None
-    /// where the timer is CUPTI's (it would take a launch here for a timed one), where the
-    /// cell draws nothing (its audited regions' stages poison the outputs already) or turns
-    /// buffer sets.
+    /// launches on it, each on poisoned outputs, each checked as the region was; returns how
+    /// many ran. None where the timer is CUPTI's (it would take a launch here for a timed
+    /// one) or where the cell draws nothing. A cell of several launches with an input it
+    /// updates in place, resets or buffer sets that turn takes the weaker audit
+    /// (`audit::weaker`), so its inputs are as drawn here: the region's read-back found them so.
     pub(super) fn spots(
         &mut self,
         s: &mut Session,
         ready: ReadyCell,
         armed: &mut Armed,
         (seed, earlier): (u64, u64),
-    ) -> Result<(), Failure> {
+    ) -> Result<u64, Failure> {
         let knobs = &ready.cell.knobs;
         let cupti = knobs.timer == TimerKind::Cupti || knobs.cupti_collect.on;
-        let several = armed.body.launches() > 1 && armed.params.len() == 1;
-        if !several || cupti || self.inputs.draws.is_empty() {
-            return Ok(());
+        if armed.body.launches() < 2 || cupti || self.inputs.draws.is_empty() {
+            return Ok(0);
         }
-        let (buffers, def) = (&ready.data.sets[0], ready.kernel()?);
-        // The region's read-back found its inputs as drawn: only those it updates in place
-        // are drawn again.
-        let in_place = (self.inputs.draws.args.iter()).any(|&i| def.updates_in_place(i));
+        let buffers = &ready.data.sets[0];
         let alone = "audit on new inputs, a launch alone after the region";
         for _ in 0..SPOTS {
             let launch = during("audit: a launch alone on an audited region's draw");
-            if in_place {
-                self.inputs.draws.write(seed).map_err(&launch)?;
-            }
             buffers.poison_outputs().map_err(&launch)?;
-            if buffers.resets() {
-                buffers.reset().map_err(&launch)?;
-            }
             armed.launch.enqueue().map_err(&launch)?;
             cuda::synchronize().map_err(&launch)?;
             self.check_alone(s, ready, (seed, earlier))
@@ -142,6 +132,6 @@ impl Among {
             self.spots += 1;
         }
         s.timeline.mark("audit launches alone");
-        Ok(())
+        Ok(SPOTS)
     }
 }
