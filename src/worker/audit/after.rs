@@ -74,7 +74,7 @@ pub(super) fn run<'b>(
             drawn.unchanged((def, args), buffers, (seed, &data.timed), true)?;
             s.timeline.mark("audit inputs read back");
             let mut scratch = Scratch::default();
-            let check = on_draw::check(s, ready, (&drawn.draws, &mut scratch), seed, None)
+            let check = on_draw::check(s, ready, (&drawn.draws, &mut scratch), (seed, 0), None)
                 .map_err(|f| stale_or(s, ready, timed, &drawn.draws.args, f))?;
             (check, drawn.note(def))
         }

@@ -21,18 +21,21 @@ use cuda::{self, CudaError, DeviceBuffer, Dims, Launch, Param};
 use std::cell::RefCell;
 
 /// The audited output checked against the reference on the draw of `seed`, which the
-/// measured inputs hold (read back unchanged after); `recorded`: the kernels CUPTI is
-/// recording, which the reference kernel must not be taken for.
+/// measured inputs hold (read back unchanged after), at a sample (where one is read back)
+/// drawn from the run's seed, the draw's and `salt` (each launch alone after a region its
+/// own); `recorded`: the kernels CUPTI is recording, which the reference kernel must not be
+/// taken for.
 pub(super) fn check(
     s: &mut Session,
     ready: ReadyCell,
     (draws, scratch): (&Draws, &mut Scratch),
-    seed: u64,
+    (seed, salt): (u64, u64),
     recorded: Option<&[String]>,
 ) -> Result<String, Failure> {
     let inputs = Inputs {
         buffers: &ready.data.sets[0],
         redrawn: Vec::new(),
+        salt,
     };
     check_against(s, ready, (draws, scratch), seed, &inputs, recorded)
 }
@@ -113,6 +116,7 @@ pub(super) fn stale(
     let inputs = Inputs {
         buffers: &ready.data.sets[0],
         redrawn: again.copies,
+        salt: 0,
     };
     Ok(check_against(s, ready, (draws, scratch), earlier, &inputs, None).is_ok())
 }
@@ -266,6 +270,8 @@ fn draw_cache<'a>(
 struct Inputs<'a> {
     buffers: &'a Buffers,
     redrawn: Vec<(usize, DeviceBuffer)>,
+    /// Mixed into the sample's seed (see [`check`]).
+    salt: u64,
 }
 
 impl Inputs<'_> {
@@ -290,7 +296,7 @@ fn check_against(
     let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
     let buffers = &data.sets[0];
     // Each region draws its own sample where one is read back, from the run's seed.
-    let sample_seed = seed ^ s.sample_seed;
+    let sample_seed = seed ^ s.sample_seed ^ inputs.salt;
     if let Some(pc) = def.check_python.as_ref().filter(|pc| pc.gpu) {
         return python_on_gpu(s, ready, (draws, scratch), (seed, inputs), pc);
     }

@@ -40,19 +40,20 @@ impl Among {
         let kept_too = !std::mem::replace(&mut self.kept_read, true);
         (self.inputs).unchanged((def, args), buffers, (seed, &data.timed), kept_too)?;
         s.timeline.mark("audit inputs read back");
-        let account = self.check_output(s, ready, (seed, earlier), recorded);
+        let account = self.check_output(s, ready, (seed, earlier, 0), recorded);
         let account = account.map_err(|f| f.during("audit on new inputs"))?;
         s.timeline.mark("audit check");
         Ok(account)
     }
 
     /// The output checked against the reference on the draw of `seed`, which the inputs
-    /// hold (where nothing is drawn, the timed data, the outputs poisoned before).
+    /// hold (where nothing is drawn, the timed data, the outputs poisoned before), at a
+    /// sample (where one is read back) of the run's seed, the draw's and `salt`.
     fn check_output(
         &mut self,
         s: &mut Session,
         ready: ReadyCell,
-        (seed, earlier): (u64, u64),
+        (seed, earlier, salt): (u64, u64, u64),
         recorded: Option<&[String]>,
     ) -> Result<String, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
@@ -68,38 +69,40 @@ impl Among {
                 def: Some(def),
                 host: &data.timed,
                 reference: &cache,
-                sample: Some(seed ^ s.sample_seed),
+                sample: Some(seed ^ s.sample_seed ^ salt),
                 kept: &s.reference_buffers,
                 stash: s.timed_stash.as_ref(),
             };
             return checker.check(&mut s.kernels, &mut s.timeline, &data.sets[0], recorded);
         }
         let scratch = &mut self.scratch;
-        on_draw::check(s, ready, (draws, scratch), seed, recorded).map_err(
-            |f| match on_draw::stale(s, ready, (draws, scratch), earlier).unwrap_or(false) {
+        on_draw::check(s, ready, (draws, scratch), (seed, salt), recorded).map_err(|f| {
+            match on_draw::stale(s, ready, (draws, scratch), earlier).unwrap_or(false) {
                 true => stale(def, &draws.args),
                 false => f,
-            },
-        )
+            }
+        })
     }
 
     /// A launch alone's output checked on the draw of `seed`: against the reference kernel's
-    /// outputs its region's check left (the same draw), else as the region was.
+    /// outputs its region's check left (the same draw), else as the region was; where a
+    /// sample is read, one of its own (`salt`: a sample the same for every launch would miss
+    /// the same skipped elements each time).
     fn check_alone(
         &mut self,
         s: &mut Session,
         ready: ReadyCell,
-        (seed, earlier): (u64, u64),
+        (seed, earlier, salt): (u64, u64, u64),
     ) -> Result<String, Failure> {
         let (cell, def) = (ready.cell, ready.kernel()?);
         if def.check_kernel.is_some() && def.check_python.is_none() {
             if let Some(theirs) = s.reference_buffers.borrow().as_ref() {
                 let both = (&ready.data.sets[0], theirs);
-                let sample = Some(seed ^ s.sample_seed);
+                let sample = Some(seed ^ s.sample_seed ^ salt);
                 return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
             }
         }
-        self.check_output(s, ready, (seed, earlier), None)
+        self.check_output(s, ready, (seed, earlier, salt), None)
     }
 
     /// After an audited region of several launches on the draw of `seed`, [`SPOTS`] single
@@ -122,12 +125,13 @@ impl Among {
         }
         let buffers = &ready.data.sets[0];
         let alone = "audit on new inputs, a launch alone after the region";
-        for _ in 0..SPOTS {
+        for k in 1..=SPOTS {
             let launch = during("audit: a launch alone on an audited region's draw");
             buffers.poison_outputs().map_err(&launch)?;
             armed.launch.enqueue().map_err(&launch)?;
             cuda::synchronize().map_err(&launch)?;
-            self.check_alone(s, ready, (seed, earlier))
+            let salt = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.check_alone(s, ready, (seed, earlier, salt))
                 .map_err(|f| f.during(alone))?;
             self.spots += 1;
         }
