@@ -15,8 +15,8 @@ use std::collections::{HashMap, HashSet};
 
 /// How far a first run's modelled time may be off: the project's first runs took between
 /// these many times what the model said (reports/plan-probe, eighteen first runs at
-/// 4e9be81 on an H200: 0.93-6.04 as the model reads them now; a kernel far below its peaks, such as `scatter-add`'s
-/// atomics, or one that declares no work, takes longer). `store::committed_tests` and
+/// 4e9be81 on an H200: 0.93-6.04 as the model reads them now; a kernel far below its
+/// peaks, such as `scatter-add`'s atomics, or one that declares no work, takes longer). `store::committed_tests` and
 /// `store::probe_table_tests` keep it true.
 pub const MODEL_RANGE: (f64, f64) = (0.5, 6.5);
 

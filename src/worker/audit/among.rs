@@ -303,7 +303,7 @@ impl Among {
             let checking = Instant::now();
             let checked = self.check_region(s, ready, (seed, earlier), recorded.as_deref());
             let alone =
-                checked.and_then(|c| Ok((c, self.spots(s, ready, armed, (seed, earlier))?)));
+                checked.and_then(|c| self.spots(s, ready, armed, (seed, earlier)).map(|n| (c, n)));
             spent(&mut self.checks_time, checking);
             let (checked, alone) = alone?;
             rec.kernel_launches += alone;

@@ -229,7 +229,7 @@ impl Draws {
         // against 61.7 µs in `trust`'s hot cells at 5b009a1).
         let enqueued = Instant::now();
         while !self.done.done() {
-            if enqueued.elapsed() > REACH_PATIENCE {
+            if enqueued.elapsed() > END_PATIENCE {
                 // Not done, or an error the query does not say: the synchronize says it.
                 self.done.synchronize()?;
                 break;
@@ -394,7 +394,7 @@ fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
 
 /// How long a stage waits for the GPU to end it before the synchronize says why not (the
 /// queue is idle when a stage begins: tens of µs, and its draw a few ms at most).
-const REACH_PATIENCE: Duration = Duration::from_secs(1);
+const END_PATIENCE: Duration = Duration::from_secs(1);
 
 /// How long every stage lasts once the GPU reaches it, from the time a draw of all the inputs
 /// took (`audit_rounds::STAGE_PER_DRAW` says why).
