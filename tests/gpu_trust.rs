@@ -628,7 +628,8 @@ args = [
 fn a_kernel_that_skips_every_other_launch_is_caught_by_a_launch_alone_in_a_graph_and_a_batch() {
     // Half its work in every other launch, telling nothing apart: every region of a graph or a
     // batch holds launches that did all of it, so each region's output is right and each reads
-    // as the timed ones. Of the launches alone after an audited region, one in two skips.
+    // as the timed ones. Of the launches alone after an audited region, one in two skips: on
+    // a draw of its own, and where no input is drawn (a range) on the timed data.
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("k.cu");
     std::fs::write(
@@ -663,7 +664,7 @@ extern "C" __global__ void every_other(const float *x, float *y, unsigned long l
 "#,
     )
     .unwrap();
-    let kernel = |name: &str, entry: &str, extra: &str| {
+    let kernel = |name: &str, entry: &str, init: &str, extra: &str| {
         format!(
             r#"[[kernel]]
 name = "{name}"
@@ -672,7 +673,7 @@ entry = "{entry}"
 grid = ["n // 256"]
 block = [256]
 args = [
-  {{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" }},
+  {{ name = "x", buffer = "f32", len = "n", init = "{init}" }},
   {{ name = "y", buffer = "f32", len = "n", init = "output" }},
   {{ name = "n", scalar = "u64", value = "n" }},
 ]
@@ -681,27 +682,44 @@ args = [
             source.display()
         )
     };
+    let (drawn, range) = ("uniform(0, 1)", "iota(0, 0.000001)");
+    let caught = |check: &str| format!("{check}\nexpect = \"caught\"");
     let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
     let variants = "[defaults]\ntimer = \"events\"\nwarmup = 3\nsamples = 200\n[[variant]]\nname = \"graph\"\ngraph = 20\nqueue = \"saturate\"\n[[variant]]\nname = \"batch\"\nbatch = 10\n[report]\nfloor = false\n";
     let text = [
         "[experiment]\ntitle = \"every other launch\"\n[sweep]\nn = [4194304]\n".to_string(),
-        kernel("ref", "steady_ref", "timed = false"),
-        kernel("steady", "steady", against),
+        kernel("ref", "steady_ref", drawn, "timed = false"),
+        kernel("steady", "steady", drawn, against),
+        kernel("every-other", "every_other", drawn, &caught(against)),
+        kernel("ref-range", "steady_ref", range, "timed = false"),
         kernel(
-            "every-other",
+            "steady-range",
+            "steady",
+            range,
+            &against.replace("ref", "ref-range"),
+        ),
+        kernel(
+            "every-other-range",
             "every_other",
-            &format!("{against}\nexpect = \"caught\""),
+            range,
+            &caught(&against.replace("ref", "ref-range")),
         ),
         variants.into(),
     ]
     .join("\n");
     let (_out, _dir, records) = run_on_gpu("everyother", &text);
-    for variant in ["graph", "batch"] {
-        let cheat = record(&records, &format!("every-other/n=4194304/{variant}"));
+    for (variant, inputs) in ["graph", "batch"]
+        .iter()
+        .flat_map(|v| [(v, ""), (v, "-range")])
+    {
+        let cheat = record(
+            &records,
+            &format!("every-other{inputs}/n=4194304/{variant}"),
+        );
         assert_eq!(cheat["status"], "failed", "{cheat}");
         let why = cheat["error"].to_string();
         assert!(why.contains("a launch alone after the region"), "{why}");
-        let honest = record(&records, &format!("steady/n=4194304/{variant}"));
+        let honest = record(&records, &format!("steady{inputs}/n=4194304/{variant}"));
         assert_eq!(honest["status"], "ok", "{honest}");
         let spots = honest["audit"]["among"]["spots"].as_u64().unwrap_or(0);
         assert!(spots >= 6 && spots.is_multiple_of(3), "{honest}");

@@ -17,7 +17,8 @@ mod stopped;
 pub use claims::{Claiming, Claims};
 pub use confirm::{
     lead_launches, margin_ns, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES, CONFIRM_RATIO,
-    CUPTI_PAUSES, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, HOST_LAUNCH_NS, MARGIN_NS, MARGIN_SHARE,
+    CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, HOST_LAUNCH_NS, MARGIN_NS,
+    MARGIN_SHARE,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
@@ -359,6 +360,10 @@ pub struct AuditsAmong {
 pub struct KernelRecords {
     pub timed_ns: Vec<f64>,
     pub pauses_ns: Vec<f64>,
+    /// Launches after a stage that drew the held data again, read where the pauses' records
+    /// read slow ([`crate::protocol::CUPTI_STAGED`]); none in records from before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged_ns: Vec<f64>,
 }
 
 /// The first launch of each region of several launches, in ns from the region's start (an

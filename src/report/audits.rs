@@ -126,7 +126,8 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
     let idle = j.is_some_and(|j| j.tests.iter().any(|t| t.idle));
     let by_cupti = j.is_some_and(|j| j.tests.iter().any(|t| t.by_cupti));
     let verdict = match (idle, by_cupti) {
-        (true, _) => format!("{verdict} (pauses beyond their bound, staged regions not: the GPU gone idle, not the kernel)"),
+        (true, true) => format!("{verdict} (pauses slow by CUPTI's kernel records, stages that drew not: the GPU gone idle, not the kernel)"),
+        (true, false) => format!("{verdict} (pauses beyond their bound, staged regions not: the GPU gone idle, not the kernel)"),
         (false, true) => format!("{verdict} (pauses slow by events on an idle queue, read again by CUPTI's kernel records, which leave out the host's launch)"),
         (false, false) => verdict,
     };

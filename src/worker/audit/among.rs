@@ -235,6 +235,7 @@ impl Among {
             seed: self.seed,
             wait: Duration::from_nanos(self.wait_ns),
             draws: &self.inputs.draws,
+            held: self.held,
         };
         let start = Instant::now();
         let records = by_cupti::read_again(ready, armed, rec, samples, run)?;

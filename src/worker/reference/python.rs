@@ -28,7 +28,8 @@ const KEPT_RESULTS: usize = 2;
 /// The check of the kernel's outputs `got` (read back, by argument) against `pc`'s function
 /// given the inputs `data` (per argument, a buffer's bytes where it holds one), each within
 /// the launch's tolerances or its type's. `keep`: the result is kept for other cells of the
-/// same data set (not an audited region's draw, which no other cell reads). Its steps are
+/// same data set; else (an audited region's draw, which no other cell reads) only until the
+/// next such draw. Its steps are
 /// phases of `timeline`, from the buffers read back before it (see [`Steps`]).
 pub fn check(
     pc: &PythonCheck,
@@ -45,7 +46,7 @@ pub fn check(
     let key = key(pc, cache);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
     let answered = state.collect(Some(&key))?;
-    let kept = state.results.iter().find(|(k, _)| *k == key);
+    let kept = (state.results.iter().chain(&state.last_draw)).find(|(k, _)| *k == key);
     let wanted = match (answered, kept) {
         (Some(reply), _) => Arc::new(reply.marked(timeline)),
         (None, Some((_, wanted))) => Arc::clone(wanted),
@@ -59,11 +60,14 @@ pub fn check(
                 if state.results.len() == KEPT_RESULTS {
                     state.results.pop_front();
                 }
-                state.results.push_back((key, Arc::clone(&wanted)));
+                state.results.push_back((key.clone(), Arc::clone(&wanted)));
             }
             wanted
         }
     };
+    if !keep {
+        state.last_draw = Some((key, Arc::clone(&wanted)));
+    }
     drop(state);
     let mut notes = Vec::new();
     for ((o, mine), want) in got.iter().zip(wanted.iter()) {
@@ -177,6 +181,9 @@ pub fn end() {
 struct State {
     running: Option<Interpreter>,
     results: VecDeque<(String, Arc<Vec<ReadBack>>)>,
+    /// The last audited draw's result, apart from those: the launches alone after its
+    /// region are checked on the same draw.
+    last_draw: Option<(String, Arc<Vec<ReadBack>>)>,
     /// Requests sent ahead whose replies are not read yet, in the order they were sent
     /// (the interpreter answers in that order), each with the data set it names.
     pending: VecDeque<(String, Sent)>,

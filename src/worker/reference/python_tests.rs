@@ -368,3 +368,36 @@ fn a_check_on_the_gpu_without_torch_with_cuda_says_what_it_needs() {
         e.message
     );
 }
+
+#[test]
+fn an_audited_draws_answer_serves_the_launches_alone_on_it_and_no_later_draw() {
+    let Some((_serial, dir)) = with_numpy() else {
+        return;
+    };
+    let (e, x) = doubled_x(dir.path(), "def double(x):\n    return 2 * x\n", "double");
+    let def = &e.kernels[0];
+    let pc = def.check_python.as_ref().unwrap();
+    // Whether the check of the draw named `inputs` asked the function (an answer's phase).
+    let asked = |inputs: &str| -> bool {
+        let cache = Cache::new(None, inputs.into(), 1);
+        let got = [(1, output(&[2.0, 4.0, 6.0, 8.0]))];
+        let mut t = timeline();
+        let data = [Some(&x[..]), None];
+        check(
+            pc,
+            def,
+            &def.launches[0],
+            (&data, false),
+            &got,
+            (&cache, &mut t),
+        )
+        .unwrap();
+        (t.take().iter()).any(|p| p.name == "Python reference: its answer")
+    };
+    // A region's check asks; the launches alone after it, on its draw, do not.
+    assert!(asked("k#draw1"));
+    assert!(!asked("k#draw1") && !asked("k#draw1"));
+    // The next region's draw is asked, and the first is not kept beside it.
+    assert!(asked("k#draw2"));
+    assert!(asked("k#draw1"));
+}

@@ -107,10 +107,11 @@ impl Among {
 
     /// After an audited region of several launches on the draw of `seed`, [`SPOTS`] single
     /// launches on it, each on poisoned outputs, each checked as the region was; returns how
-    /// many ran. None where the timer is CUPTI's (it would take a launch here for a timed
-    /// one) or where the cell draws nothing. A cell of several launches with an input it
-    /// updates in place, resets or buffer sets that turn takes the weaker audit
-    /// (`audit::weaker`), so its inputs are as drawn here: the region's read-back found them so.
+    /// many ran (where the cell draws nothing, on the timed data, which the region's check
+    /// read). None where the timer is CUPTI's (it would take a launch here for a timed one).
+    /// A cell of several launches with an input it updates in place, resets or buffer sets
+    /// that turn takes the weaker audit (`audit::weaker`), so its inputs are as drawn here:
+    /// the region's read-back found them so.
     pub(super) fn spots(
         &mut self,
         s: &mut Session,
@@ -120,7 +121,7 @@ impl Among {
     ) -> Result<u64, Failure> {
         let knobs = &ready.cell.knobs;
         let cupti = knobs.timer == TimerKind::Cupti || knobs.cupti_collect.on;
-        if armed.body.launches() < 2 || cupti || self.inputs.draws.is_empty() {
+        if armed.body.launches() < 2 || cupti {
             return Ok(0);
         }
         let buffers = &ready.data.sets[0];
