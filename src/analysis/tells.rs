@@ -153,8 +153,9 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
             .collect()
     };
-    let kernel_records = (by_cupti(|k| &k.timed_ns), by_cupti(|k| &k.pauses_ns));
-    let staged_by_cupti = by_cupti(|k| &k.staged_ns);
+    let records: [fn(&KernelRecords) -> &Vec<f64>; 3] =
+        [|k| &k.timed_ns, |k| &k.pauses_ns, |k| &k.staged_ns];
+    let kernel_records = records.map(by_cupti);
     let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
         .filter_map(|a| a.launch_ns)
         .collect();
@@ -181,18 +182,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         let test = against_baseline(Tell::Pause, &pauses, baseline, (timed, None));
         // Where CUPTI read the pauses again, its records judge: they leave out the host's
         // launch, which events read after a pause. The staged regions' readings hold it too,
-        // so only the stages CUPTI read can clear the records' verdict as the GPU gone idle
-        // (a kernel that did its work after its pauses passed so by events, by CUPTI 32%
-        // slower after them, on an H200); none read, it stands.
-        let records = (&kernel_records.0[..], &kernel_records.1[..]);
-        let test = test.map(|t| by_kernel_records(t, records, timed));
-        let test = test.map(|t| {
-            let clearing = if t.by_cupti {
-                &staged_by_cupti
-            } else {
-                &staged
-            };
-            idle_or_kernel(t, clearing)
+        // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
+        // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
+        let [timed_ns, pauses_ns, staged_ns] = &kernel_records;
+        let test = test.map(|t| by_kernel_records(t, (timed_ns, pauses_ns), timed));
+        let test = test.map(|t| match t.by_cupti {
+            true => idle_or_kernel(t, staged_ns),
+            false => idle_or_kernel(t, &staged),
         });
         tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }

@@ -3,6 +3,7 @@
 //! and the report say them.
 
 pub use crate::plan::audit_rounds::AUDIT_SHARE_CAP;
+use serde::{Deserialize, Serialize};
 
 /// Without decoys, a lone audited region is judged by a band about the timed launches
 /// (the analysis's: twice the reading and 5 µs), and an event or host reading on an
@@ -102,4 +103,22 @@ mod tests {
         assert_eq!(lead_launches(None), LEAD_MOST);
         assert_eq!(lead_launches(Some(f64::NAN)), LEAD_MOST);
     }
+}
+
+/// Timed launches and pauses after a run's samples, a pause among every eight at a place
+/// the cell's seed draws, launched as the samples were and read from CUPTI's kernel
+/// records, ns per launch (each kernel's own span): the host's launch, which an idle
+/// queue's events hold and which a pause slows (a 122 µs reduction on an H200 read 135 µs
+/// after its pauses by such events, against 129 µs timed, and 122 µs both ways by CUPTI),
+/// is left out, and the gaps before the launches stay as the samples' (CUPTI adds about a
+/// µs to a launch): a kernel that skips work back to back still skips it in the timed ones.
+/// See [`crate::protocol::CUPTI_PAUSES`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelRecords {
+    pub timed_ns: Vec<f64>,
+    pub pauses_ns: Vec<f64>,
+    /// Launches after a stage that drew the held data again, read where the pauses' records
+    /// read slow ([`crate::protocol::CUPTI_STAGED`]); none in records from before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged_ns: Vec<f64>,
 }

@@ -16,9 +16,9 @@ mod stopped;
 
 pub use claims::{Claiming, Claims};
 pub use confirm::{
-    lead_launches, margin_ns, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES, CONFIRM_RATIO,
-    CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, HOST_LAUNCH_NS, MARGIN_NS,
-    MARGIN_SHARE,
+    lead_launches, margin_ns, KernelRecords, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES,
+    CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
+    HOST_LAUNCH_NS, MARGIN_NS, MARGIN_SHARE,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
@@ -346,24 +346,6 @@ pub struct AuditsAmong {
     /// again, read from CUPTI's kernel records (see [`KernelRecords`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_cupti: Option<KernelRecords>,
-}
-
-/// Timed launches and pauses after a run's samples, a pause among every eight at a place
-/// the cell's seed draws, launched as the samples were and read from CUPTI's kernel
-/// records, ns per launch (each kernel's own span): the host's launch, which an idle
-/// queue's events hold and which a pause slows (a 122 µs reduction on an H200 read 135 µs
-/// after its pauses by such events, against 129 µs timed, and 122 µs both ways by CUPTI),
-/// is left out, and the gaps before the launches stay as the samples' (CUPTI adds about a
-/// µs to a launch): a kernel that skips work back to back still skips it in the timed ones.
-/// See [`crate::protocol::CUPTI_PAUSES`].
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct KernelRecords {
-    pub timed_ns: Vec<f64>,
-    pub pauses_ns: Vec<f64>,
-    /// Launches after a stage that drew the held data again, read where the pauses' records
-    /// read slow ([`crate::protocol::CUPTI_STAGED`]); none in records from before them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub staged_ns: Vec<f64>,
 }
 
 /// The first launch of each region of several launches, in ns from the region's start (an
