@@ -4,7 +4,7 @@
 //! standard deviation divides by n, as the post does.
 
 use super::phase::Phase;
-use crate::statistics::{interval_pct, median_interval};
+use crate::statistics::{interval_pct, median_interval, shortest_half};
 use polars::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -26,6 +26,8 @@ pub struct Stats {
     pub cv: f64,
     /// Interquartile range: p75 - p25.
     pub iqr: f64,
+    /// The shortest interval holding half the samples (`statistics::shortest_half`).
+    pub shortest_half: f64,
     /// How precise the median is: its distribution-free 95% interval's wider side, as a
     /// percentage of it (NaN for fewer than 6 samples, where no such interval exists).
     pub median_ci_pct: f64,
@@ -43,6 +45,7 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
         Some(interval @ (_, mid, _)) if mid != 0.0 => interval_pct(interval),
         _ => f64::NAN,
     };
+    let shortest_half = shortest_half(&ascending);
     let c = Column::new("t".into(), times);
     let mut sorted = Series::new("t".into(), ascending);
     sorted.set_sorted_flag(polars::series::IsSorted::Ascending);
@@ -61,6 +64,7 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
         p99: q(0.99)?,
         cv: std / mean,
         iqr: p75 - p25,
+        shortest_half,
         median_ci_pct,
     })
 }
@@ -70,7 +74,7 @@ type Measure = (&'static str, fn(&Stats) -> f64);
 
 /// The table's columns in `summary.csv`'s order (nanoseconds, except `cv` and the median's
 /// interval, a percentage).
-const MEASURES: [Measure; 12] = [
+const MEASURES: [Measure; 13] = [
     ("min_ns", |s| s.min),
     ("median_ns", |s| s.median),
     ("mean_ns", |s| s.mean),
@@ -83,6 +87,7 @@ const MEASURES: [Measure; 12] = [
     ("cv", |s| s.cv),
     ("iqr_ns", |s| s.iqr),
     ("median_ci_pct", |s| s.median_ci_pct),
+    ("shortest_half_ns", |s| s.shortest_half),
 ];
 
 /// The cell's index in the plan: the table's order, and no column of `summary.csv`.
@@ -178,6 +183,7 @@ impl Table {
             max: f("max_ns")?,
             cv: f("cv")?,
             iqr: f("iqr_ns")?,
+            shortest_half: f("shortest_half_ns")?,
             median_ci_pct: f("median_ci_pct")?,
         })
     }
@@ -244,12 +250,12 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns,median_ci_pct"
+            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns,median_ci_pct,shortest_half_ns"
         );
         // Two samples give the median no 95% interval.
         assert_eq!(
             lines[1],
-            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5,NaN"
+            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5,NaN,0"
         );
         // Of 1..=100, the interval runs from the 40th to the 61st: 10.5 over 50.5.
         let hundred = of((1..=100).map(f64::from).collect()).unwrap();

@@ -123,3 +123,43 @@ fn one_slow_decoy_is_not_the_stage_tests_group() {
     let why = cold(&cheat, &s).test(Tell::Stage).unwrap().suspect.clone();
     assert!(why.unwrap().contains("3 staged regions"));
 }
+
+#[test]
+fn timed_launches_split_in_two_by_the_kernel_do_not_widen_its_bounds() {
+    // `trust-shapes`' `tells-stage` at scale=1 skipping a quarter, interleaved (H200): 107
+    // timed launches skipped (about 108.5 µs), 93 did all their work (129.7 µs), and so did
+    // its regions: pauses 128.7 µs against a timed median of 110.5 µs. Its timed range was
+    // 21.57 µs and it passed; its shortest half, 0.5 µs, is the spread of one behavior.
+    let judge = |s: &Stats, host_in_reading| {
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(s),
+            flushed: false,
+            stage_allowance_ns: Some(26e3),
+            host_in_reading,
+            per_region: 1,
+        };
+        let cheat = run(vec![137.9e3, 138.2e3], vec![128.8e3], vec![128.7e3; 3]);
+        judged(&[&cheat], &readings).unwrap()
+    };
+    let split = Stats {
+        shortest_half: 0.5e3,
+        ..steady(200, 21.57e3, 110.5e3)
+    };
+    let j = judge(&split, false);
+    let why = j.test(Tell::Pause).unwrap().suspect.clone().unwrap();
+    assert!(why.contains("3 pauses read 128.700 µs"), "{why}");
+    assert!(j.test(Tell::Data).unwrap().suspect.is_some());
+    // One behavior as wide as the range: as before, within the bounds.
+    let wide = Stats {
+        shortest_half: 21.57e3,
+        ..split
+    };
+    assert!(judge(&wide, false).suspect.is_none());
+    // A reading that holds the host's launch may split by its own jitter: the range stands.
+    assert!(judge(&split, true)
+        .test(Tell::Pause)
+        .unwrap()
+        .suspect
+        .is_none());
+}
