@@ -226,7 +226,7 @@ type Tuned<'a> = (String, f64, &'a str);
 
 /// Checks one finding against the run; false where it is of no known kind.
 fn check(run: &Run, f: &str) -> bool {
-    let rules: [(&str, Rule); 18] = [
+    let rules: [(&str, Rule); 19] = [
         (
             r"^Hardware counters (?:confirm the declared `bytes` of all (?P<all>\d+) checked cells?: (?P<agree>\d+) agree with the bytes DRAM moved \(within 10%\) and the caches served (?P<cached>\d+)|contradict the declared `bytes` of (?P<m>\d+) of (?P<n>\d+) checked cells? \(⚠ in the counters table\); at `(?P<id>[^`]+)` (?P<how>no cache level was asked for them|DRAM moved more than declared): (?P<decl>[\d.]+) MB declared, L1 or L2 at most (?P<cache>[\d.]+) MB \((?P<cr>[\d.]+)x\), DRAM (?P<dram>[\d.]+) MB \((?P<dr>[\d.]+)x\))\.$",
             bytes,
@@ -294,6 +294,10 @@ fn check(run: &Run, f: &str) -> bool {
         (
             r"^In (?P<n>\d+) of (?P<of>\d+) audited cells a kernel could skip over a quarter of its work where timed and pass, up to (?P<limit>[\d.]+%) at `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\)(?:\. (?P<idle>\d+) (?:is a batch|are batches) on an idle queue: .*|: .*)\.$",
             wide_limits,
+        ),
+        (
+            r"^In (?P<n>\d+) of (?P<of>\d+) trusted cells the timed launches split into two behaviors: `(?P<k>[^`]+)`(?: at (?P<p>[^()]+) \((?P<v>[^)]+)\)| under (?P<v2>\S+)) spans an interquartile range of (?P<iqr>TIME) about its median of (?P<m>TIME), its tightest half (?P<h>TIME)(?:; the audit's limit there is (?P<limit>[\d.]+%))?\. Its median reads one of them\.$",
+            split,
         ),
         (
             r"^(?P<t>\d+) of (?P<n>\d+) cells trusted: no finding to draw\.$",
@@ -1006,6 +1010,90 @@ fn detection_limits(run: &Run) -> HashMap<String, f64> {
             Some((cols[0][2..].to_string(), limit))
         })
         .collect()
+}
+
+/// Each trusted cell's steady samples, as they were taken.
+fn steady_samples(run: &Run) -> HashMap<String, Vec<f64>> {
+    let text = run.raw("samples.csv");
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let heads = reader.headers().unwrap().clone();
+    let at = |name: &str| heads.iter().position(|h| h == name).unwrap();
+    let (cell, phase, time) = (at("cell"), at("phase"), at("time_ns"));
+    let trusted: HashSet<&str> = run.trusted().map(|(id, _)| id).collect();
+    let mut out: HashMap<String, Vec<f64>> = HashMap::new();
+    for row in reader.records() {
+        let row = row.unwrap();
+        if &row[phase] == "steady" && trusted.contains(&row[cell]) {
+            (out.entry(row[cell].to_string()).or_default()).push(row[time].parse().unwrap());
+        }
+    }
+    out.retain(|_, t| t.len() >= 2);
+    out
+}
+
+/// A quantile of `sorted` by linear interpolation between ranks.
+fn linear(sorted: &[f64], q: f64) -> f64 {
+    let at = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (at - lo as f64)
+}
+
+/// What `spreads` gives.
+type Spreads = (f64, f64, f64, f64);
+
+/// Median, interquartile range, shortest half (no narrower than the smallest step between
+/// two values) and the upper quartile of successive steps (by nearest rank), of samples in
+/// the order taken.
+fn spreads(taken: &[f64]) -> Spreads {
+    let mut sorted = taken.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let half = sorted.len().div_ceil(2);
+    let width = (sorted.windows(half).map(|w| w[half - 1] - w[0])).fold(f64::INFINITY, f64::min);
+    let resolution = (sorted.windows(2).map(|w| w[1] - w[0]))
+        .filter(|d| *d > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let shortest = if resolution.is_finite() {
+        width.max(resolution)
+    } else {
+        width
+    };
+    let mut steps: Vec<f64> = taken.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    steps.sort_by(f64::total_cmp);
+    let step = steps[((steps.len() - 1) as f64 * 0.75).round() as usize];
+    let median = linear(&sorted, 0.5);
+    (
+        median,
+        linear(&sorted, 0.75) - linear(&sorted, 0.25),
+        shortest,
+        step,
+    )
+}
+
+fn split(run: &Run, c: &Captures) {
+    let samples = steady_samples(run);
+    let splits = |(median, iqr, half, step): Spreads| {
+        step >= iqr / 2.0 && 4.0 * half < iqr && iqr > (0.02 * median).max(500.0)
+    };
+    let split: Vec<(&String, Spreads)> = (samples.iter())
+        .map(|(id, t)| (id, spreads(t)))
+        .filter(|(_, s)| splits(*s))
+        .collect();
+    let what = run.dir.display().to_string();
+    assert_eq!(c["n"].parse::<usize>().unwrap(), split.len(), "{what}");
+    assert_eq!(c["of"].parse::<usize>().unwrap(), samples.len(), "{what}");
+    let v = c.name("v").or(c.name("v2")).unwrap().as_str();
+    let cell = id_of(&c["k"], c.name("p").map_or("", |p| p.as_str()), v);
+    let share = |s: &Spreads| s.1 / s.0;
+    let widest = split.iter().map(|(_, s)| share(s)).fold(0.0, f64::max);
+    let (_, s) = split.iter().find(|(id, _)| **id == cell).unwrap();
+    assert_eq!(share(s), widest, "{cell} is not the widest");
+    assert_time(&c["m"], s.0, &cell);
+    assert_time(&c["iqr"], s.1, &cell);
+    assert_time(&c["h"], s.2, &cell);
+    if let Some(limit) = c.name("limit") {
+        let limits = detection_limits(run);
+        assert_number(limit.as_str().trim_end_matches('%'), limits[&cell], &cell);
+    }
 }
 
 /// Variant `v`'s key `key` (its own, else `[defaults]`').

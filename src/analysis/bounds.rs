@@ -147,17 +147,16 @@ impl Spread {
         }
     }
 
-    /// The timed samples' spread: their interquartile range, but no more than twice their
-    /// shortest half, which a kernel that does all its work in some of its timed launches
-    /// only cannot widen (two behaviors 21 µs apart, 93 launches and 107, set a LayerNorm
-    /// cheat's range to 21.57 µs and its limit to 49.9%, and it passed 9.7% faster than the
-    /// honest kernel on an H200). A normal's shortest half is its range; a long tail's, a
-    /// little less. Not where a reading holds the host's launch (`single` false), whose own
-    /// jitter may split the readings in two.
+    /// The timed samples' spread: their interquartile range. A kernel that does all its work
+    /// in some timed launches only, at random, widens it, as an honest kernel of two
+    /// behaviors does (93 launches at 129.7 µs and 107 at 108.5 µs set a reduction cheat's
+    /// to 21.57 µs and its limit to 49.9% on an H200; `incore`'s divides alternate between
+    /// two times 8 µs apart): with a few regions no test tells the two apart at a false
+    /// alarm in a thousand, and the limit says how much either could hide. The report names
+    /// such a split (`analysis::findings::split`).
     pub(super) fn of(timed: &Stats, single: bool) -> Spread {
-        let half = Some(2.0 * timed.shortest_half).filter(|h| single && *h > 0.0);
         Spread {
-            sigma: iqr_sigma(half.map_or(timed.iqr, |h| h.min(timed.iqr))),
+            sigma: iqr_sigma(timed.iqr),
             tail: match timed.median > 0.0 {
                 true => (timed.max / timed.median - 1.0).max(0.0),
                 false => 0.0,

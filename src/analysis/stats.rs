@@ -4,7 +4,7 @@
 //! standard deviation divides by n, as the post does.
 
 use super::phase::Phase;
-use crate::statistics::{interval_pct, median_interval, shortest_half};
+use crate::statistics::{interval_pct, median_interval, shortest_half, step_quartile};
 use polars::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -28,6 +28,8 @@ pub struct Stats {
     pub iqr: f64,
     /// The shortest interval holding half the samples (`statistics::shortest_half`).
     pub shortest_half: f64,
+    /// The upper quartile of the steps between successive samples (`statistics::step_quartile`).
+    pub step_p75: f64,
     /// How precise the median is: its distribution-free 95% interval's wider side, as a
     /// percentage of it (NaN for fewer than 6 samples, where no such interval exists).
     pub median_ci_pct: f64,
@@ -45,7 +47,7 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
         Some(interval @ (_, mid, _)) if mid != 0.0 => interval_pct(interval),
         _ => f64::NAN,
     };
-    let shortest_half = shortest_half(&ascending);
+    let (shortest_half, step_p75) = (shortest_half(&ascending), step_quartile(&times));
     let c = Column::new("t".into(), times);
     let mut sorted = Series::new("t".into(), ascending);
     sorted.set_sorted_flag(polars::series::IsSorted::Ascending);
@@ -65,6 +67,7 @@ pub fn of(times: Vec<f64>) -> PolarsResult<Stats> {
         cv: std / mean,
         iqr: p75 - p25,
         shortest_half,
+        step_p75,
         median_ci_pct,
     })
 }
@@ -74,7 +77,7 @@ type Measure = (&'static str, fn(&Stats) -> f64);
 
 /// The table's columns in `summary.csv`'s order (nanoseconds, except `cv` and the median's
 /// interval, a percentage).
-const MEASURES: [Measure; 13] = [
+const MEASURES: [Measure; 14] = [
     ("min_ns", |s| s.min),
     ("median_ns", |s| s.median),
     ("mean_ns", |s| s.mean),
@@ -88,6 +91,7 @@ const MEASURES: [Measure; 13] = [
     ("iqr_ns", |s| s.iqr),
     ("median_ci_pct", |s| s.median_ci_pct),
     ("shortest_half_ns", |s| s.shortest_half),
+    ("step_p75_ns", |s| s.step_p75),
 ];
 
 /// The cell's index in the plan: the table's order, and no column of `summary.csv`.
@@ -184,6 +188,7 @@ impl Table {
             cv: f("cv")?,
             iqr: f("iqr_ns")?,
             shortest_half: f("shortest_half_ns")?,
+            step_p75: f("step_p75_ns")?,
             median_ci_pct: f("median_ci_pct")?,
         })
     }
@@ -250,12 +255,12 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns,median_ci_pct,shortest_half_ns"
+            "cell,phase,count,min_ns,median_ns,mean_ns,std_ns,p25_ns,p75_ns,p95_ns,p99_ns,max_ns,cv,iqr_ns,median_ci_pct,shortest_half_ns,step_p75_ns"
         );
         // Two samples give the median no 95% interval.
         assert_eq!(
             lines[1],
-            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5,NaN,0"
+            "k/n=0,steady,2,10,15,15,5,12.5,17.5,19.5,19.9,20,0.3333333333333333,5,NaN,10,10"
         );
         // Of 1..=100, the interval runs from the 40th to the 61st: 10.5 over 50.5.
         let hundred = of((1..=100).map(f64::from).collect()).unwrap();

@@ -153,9 +153,9 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
             .collect()
     };
-    let records: [fn(&KernelRecords) -> &Vec<f64>; 3] =
+    let kinds: [fn(&KernelRecords) -> &Vec<f64>; 3] =
         [|k| &k.timed_ns, |k| &k.pauses_ns, |k| &k.staged_ns];
-    let kernel_records = records.map(by_cupti);
+    let kernel_records = kinds.map(by_cupti);
     let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
         .filter_map(|a| a.launch_ns)
         .collect();

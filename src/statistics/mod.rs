@@ -12,7 +12,9 @@ mod two_samples;
 mod units;
 
 pub use normal::{iqr_sigma, lower_median_shortfall, mad_sigma, upper_quantile};
-pub use order::{interval_pct, lower_median, median, median_interval, nearest_rank, shortest_half};
+pub use order::{
+    interval_pct, lower_median, median, median_interval, nearest_rank, shortest_half, step_quartile,
+};
 pub use stop::{Least, MedianRule, NoiseRule, Reached, StoppingRule, Verdict};
 pub use two_samples::{mann_whitney_p, split_chance, two_sample_ks};
 pub use units::{median_of, ratio_interval, unit_values};

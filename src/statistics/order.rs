@@ -64,16 +64,36 @@ pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The width of the shortest interval holding half of `sorted` (ascending; its values
-/// `ceil(n / 2)` apart by rank): for a normal, its interquartile range; for a mixture of
-/// two behaviors, at most the wider one's spread, however far apart the two lie (a kernel
-/// that skips its work in some of its launches only widens the range, not this). NaN for
+/// `ceil(n / 2)` apart by rank), but no narrower than the smallest step between two of its
+/// values (the readings' resolution: an H200's timestamps fall 32 ns apart, and half a
+/// cell's readings may be one value): for a normal, its interquartile range; for a mixture
+/// of two behaviors, at most the wider one's spread, however far apart the two lie. NaN for
 /// fewer than two values.
 pub fn shortest_half(sorted: &[f64]) -> f64 {
     let half = sorted.len().div_ceil(2);
     if sorted.len() < 2 {
         return f64::NAN;
     }
-    (sorted.windows(half).map(|w| w[half - 1] - w[0])).fold(f64::INFINITY, f64::min)
+    let steps = sorted.windows(2).map(|w| w[1] - w[0]).filter(|d| *d > 0.0);
+    let resolution = steps.fold(f64::INFINITY, f64::min);
+    let width = (sorted.windows(half).map(|w| w[half - 1] - w[0])).fold(f64::INFINITY, f64::min);
+    match resolution.is_finite() {
+        true => width.max(resolution),
+        false => width,
+    }
+}
+
+/// The upper quartile of the differences between successive readings of `in_order` (as they
+/// were taken): a kernel that does all its work in some launches only, at random, changes
+/// from one behavior to the other between a quarter or more of its successive launches; a
+/// GPU whose clock a power cap held down for a stretch, at one place. NaN for fewer than two.
+pub fn step_quartile(in_order: &[f64]) -> f64 {
+    let mut steps: Vec<f64> = in_order.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    if steps.is_empty() {
+        return f64::NAN;
+    }
+    steps.sort_unstable_by(f64::total_cmp);
+    nearest_rank(&steps, 0.75)
 }
 
 /// How precise a median is: its 95% interval's (`median_interval`'s) wider side, as a
@@ -93,6 +113,24 @@ mod tests {
         let even: Vec<f64> = (0..8).map(f64::from).collect();
         assert_eq!(super::shortest_half(&even), 3.0);
         assert!(super::shortest_half(&[1.0]).is_nan());
+        // Half of them one reading: no narrower than the readings' resolution.
+        assert_eq!(
+            super::shortest_half(&[64.0, 96.0, 96.0, 96.0, 128.0, 160.0]),
+            32.0
+        );
+        assert_eq!(super::shortest_half(&[5.0, 5.0]), 0.0);
+    }
+
+    #[test]
+    fn successive_readings_change_often_where_two_behaviors_interleave_not_where_one_stretch_differs(
+    ) {
+        let interleaved: Vec<f64> = (0..200).map(|i| [108.0, 130.0][(i * 7 / 3) % 2]).collect();
+        assert_eq!(super::step_quartile(&interleaved), 22.0);
+        let stretch: Vec<f64> = (0..200)
+            .map(|i| if i < 140 { 315.0 } else { 336.0 })
+            .collect();
+        assert_eq!(super::step_quartile(&stretch), 0.0);
+        assert!(super::step_quartile(&[1.0]).is_nan());
     }
 
     #[test]

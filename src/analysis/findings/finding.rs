@@ -105,6 +105,8 @@ pub enum Finding {
     AuditCost(AuditCost),
     /// Trusted cells whose detection limit is wide (over a quarter of the work).
     WideLimits(WideLimits),
+    /// Trusted cells whose timed launches split into two behaviors launch to launch.
+    Split(Split),
     /// Where no rule above speaks: a kernel's fastest and slowest trusted cell.
     Range(Range),
     /// No rule has anything to say: how many cells are trusted, of how many.
@@ -123,6 +125,20 @@ pub struct WideLimits {
     pub limit: f64,
     /// Of `over`, batches timed by events on an idle queue.
     pub idle_batches: usize,
+}
+
+/// Trusted cells whose timed launches split into two behaviors (`split::splits`): how many
+/// of how many with steady samples, and the one whose interquartile range is the largest share of its median,
+/// with its shortest half and, where it was audited, its detection limit as a fraction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    pub cells: usize,
+    pub of: usize,
+    pub widest: NamedCell,
+    pub median_ns: f64,
+    pub iqr_ns: f64,
+    pub half_ns: f64,
+    pub limit: Option<f64>,
 }
 
 /// A kernel against its baseline over every cell where both are trusted: speed-up =

@@ -8,12 +8,13 @@ mod energy;
 mod finding;
 mod kernels;
 mod limits;
+mod split;
 mod variants;
 
 pub use cells::clipped;
 pub use finding::{
     AuditCost, Best, Bias, CheckedBy, CostPart, Difference, EnergyRatio, Finding, NamedCell, Peak,
-    PeakOf, PeerAgreement, Range, Reading, Speedup, Trusted, WideLimits, ALIKE_FRACTION,
+    PeakOf, PeerAgreement, Range, Reading, Speedup, Split, Trusted, WideLimits, ALIKE_FRACTION,
 };
 
 use super::audits::CellAudits;
@@ -92,6 +93,7 @@ pub fn of(a: &Facts, counters: &[CellCounters], audits: &[CellAudits]) -> Vec<Fi
     out.extend(cells::stopped(a, &trusted));
     out.extend(cost::audit_cost(exp, audits, &trusted));
     out.extend(limits::wide_limits(audits, &trusted));
+    out.extend(split::split(a, audits, &trusted));
     // Energy last: the first finding the cap leaves out.
     out.extend(rule(energy::ratios(&t)));
     if out.is_empty() {

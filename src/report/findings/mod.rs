@@ -8,7 +8,7 @@ mod words;
 use super::format;
 use crate::analysis::counters::{BytesCheck, BytesVerdict};
 use crate::analysis::findings::{
-    clipped, AuditCost, CheckedBy, CostPart, Finding, Range, WideLimits,
+    clipped, AuditCost, CheckedBy, CostPart, Finding, Range, Split, WideLimits,
 };
 use words::{count, listed, place, spot, time, MAX_SENTENCE};
 
@@ -96,6 +96,7 @@ fn sentence(f: &Finding) -> String {
         }
         Finding::AuditCost(c) => audit_cost(c),
         Finding::WideLimits(w) => wide_limits(w),
+        Finding::Split(x) => split(x),
         Finding::Range(r) => range(r),
         Finding::Nothing { trusted, cells } => {
             format!("{trusted} of {cells} cells trusted: no finding to draw.")
@@ -162,6 +163,23 @@ fn wide_limits(w: &WideLimits) -> String {
             },
         ),
     }
+}
+
+/// The cells whose timed launches split in two: what their median and spread then read, and
+/// why the audit's limit holds both behaviors.
+fn split(x: &Split) -> String {
+    let limit = x.limit.map_or(String::new(), |l| {
+        format!("; the audit's limit there is {}", words::share(l))
+    });
+    format!(
+        "In {} of {} trusted cells the timed launches split into two behaviors: {} spans an interquartile range of {} about its median of {}, its tightest half {}{limit}. Its median reads one of them.",
+        x.cells,
+        x.of,
+        place(&x.widest, true),
+        time(x.iqr_ns),
+        time(x.median_ns),
+        time(x.half_ns),
+    )
 }
 
 /// The counters' word on the declared bytes: how many they contradict, with the first
@@ -301,6 +319,27 @@ pub(super) mod tests {
             "In 3 of 40 audited cells a kernel could skip over a quarter of its work where timed and pass, up to 36% at `matmul` at n=512 (batch). 2 are batches on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI."
         );
         assert!(wide(0).ends_with("(batch): more samples, or CUPTI, narrow the bound."));
+    }
+
+    #[test]
+    fn a_split_names_the_widest_cell_its_tightest_half_and_its_limit() {
+        let split = |limit| {
+            sentences(&[Finding::Split(Split {
+                cells: 1,
+                of: 8,
+                widest: reading("tells-stage/scale=1/interleaved", 1.0, None).at,
+                median_ns: 110_463.5,
+                iqr_ns: 21_568.25,
+                half_ns: 412.0,
+                limit,
+            })])
+            .join("")
+        };
+        assert_eq!(
+            split(Some(0.499)),
+            "In 1 of 8 trusted cells the timed launches split into two behaviors: `tells-stage` at scale=1 (interleaved) spans an interquartile range of 21.57 µs about its median of 110.5 µs, its tightest half 412.0 ns; the audit's limit there is 50%. Its median reads one of them."
+        );
+        assert!(!split(None).contains("limit"));
     }
 
     #[test]

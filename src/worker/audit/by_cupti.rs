@@ -33,7 +33,7 @@ pub(super) struct Run<'a> {
 
 /// What a region among the launches CUPTI reads waits out: a pause's stage, or one that
 /// draws the held data again (a decoy's: the same bytes, the GPU busy through it).
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Stage {
     Pause,
     Drawn,

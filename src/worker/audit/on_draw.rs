@@ -208,7 +208,7 @@ fn python_by_files(
     // buffer it updates in place drawn again (the launch has changed it); nothing
     // where it was asked ahead.
     let mut data = Vec::new();
-    if !reference::python::asked(pc, &cache) {
+    if !reference::python::known(pc, &cache) {
         for i in 0..def.args.len() {
             data.push(match inputs.buffer(i) {
                 Some(b) if !def.writes(i) => Some(read_back(b)?),

@@ -140,12 +140,14 @@ pub fn ask_ahead(
     Ok(())
 }
 
-/// Whether `pc`'s function was asked ahead for the data set `cache` names and its answer
-/// is on its way: its check then needs no inputs.
-pub fn asked(pc: &PythonCheck, cache: &Cache) -> bool {
+/// Whether `pc`'s answer for the data set `cache` names is kept, or was asked ahead and is
+/// on its way: its check then needs no inputs (a launch alone on an audited draw finds its
+/// region's answer kept).
+pub fn known(pc: &PythonCheck, cache: &Cache) -> bool {
     let key = key(pc, cache);
     let state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
-    state.pending.iter().any(|(k, _)| *k == key)
+    let kept = (state.results.iter().chain(&state.last_draw)).any(|(k, _)| *k == key);
+    kept || state.pending.iter().any(|(k, _)| *k == key)
 }
 
 /// What names a function's answer for a data set among those kept and those on their way.
@@ -165,10 +167,12 @@ pub(super) fn request(pc: &PythonCheck, request: &Value) -> Result<(), Failure> 
 
 /// Reads every reply still to come (a cell's draws asked ahead whose regions did not run),
 /// so that the next check waits for none and the interpreter is idle while the next cell
-/// is timed; what they answered is dropped.
+/// is timed; what they answered is dropped, and so is the last audited draw's answer (no
+/// other cell reads that draw, and it may be an output of hundreds of MiB).
 pub fn settle() {
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
     let _dropped = state.collect(None);
+    state.last_draw = None;
 }
 
 /// Ends the interpreter where one runs: a worker about to exit leaves none computing.

@@ -2,7 +2,7 @@
 //! no NumPy).
 
 use super::cache::Cache;
-use super::python::{ask_ahead, asked, check, end, settle};
+use super::python::{ask_ahead, check, end, known, settle};
 use crate::experiment::{Dtype, Experiment};
 use crate::worker::read_back::ReadBack;
 use crate::worker::timeline::Timeline;
@@ -217,7 +217,7 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
     for (data, cache) in [(&a, &caches[0]), (&b, &caches[1])] {
         let given = [Some(&data[..]), None, None];
         ask_ahead(pc, def, &def.launches[0], &given, &outputs, cache).unwrap();
-        assert!(asked(pc, cache));
+        assert!(known(pc, cache));
     }
     // Checked with no inputs at all: the answers asked ahead are the references.
     let none = [None, None, None];
@@ -231,7 +231,7 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
         ask_ahead(pc, def, &def.launches[0], &given, &outputs, cache).unwrap();
     }
     settle();
-    assert!(!asked(pc, &caches[0]) && !asked(pc, &caches[1]));
+    assert!(!known(pc, &caches[0]) && !known(pc, &caches[1]));
     // Two requests were on their way at once: two slots' files (an input, an output
     // each), kept to be written over by the next requests, and gone once the interpreter
     // ends.
@@ -394,10 +394,15 @@ fn an_audited_draws_answer_serves_the_launches_alone_on_it_and_no_later_draw() {
         .unwrap();
         (t.take().iter()).any(|p| p.name == "Python reference: its answer")
     };
-    // A region's check asks; the launches alone after it, on its draw, do not.
+    // A region's check asks; the launches alone after it, on its draw, do not, and need no
+    // inputs read back for it.
     assert!(asked("k#draw1"));
+    assert!(known(pc, &Cache::new(None, "k#draw1".into(), 1)));
     assert!(!asked("k#draw1") && !asked("k#draw1"));
-    // The next region's draw is asked, and the first is not kept beside it.
+    // The next region's draw is asked, and the first is not kept beside it; at the cell's
+    // end none is.
     assert!(asked("k#draw2"));
     assert!(asked("k#draw1"));
+    settle();
+    assert!(!known(pc, &Cache::new(None, "k#draw1".into(), 1)));
 }
