@@ -115,6 +115,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn records_from_before_cuptis_stages_read_with_none_and_none_is_not_written() {
+        let old: KernelRecords =
+            serde_json::from_str(r#"{"timed_ns":[17600.0],"pauses_ns":[17632.0]}"#).unwrap();
+        assert!(old.staged_ns.is_empty());
+        assert_eq!(
+            serde_json::to_string(&old).unwrap(),
+            r#"{"timed_ns":[17600.0],"pauses_ns":[17632.0]}"#
+        );
+    }
+
+    #[test]
     fn a_region_after_the_loop_follows_about_200_us_of_its_kernel_at_most_ten_launches() {
         assert_eq!(lead_launches(Some(10_000.0)), 10, "capped");
         assert_eq!(lead_launches(Some(50_000.0)), 4);
