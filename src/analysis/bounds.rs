@@ -149,8 +149,8 @@ impl Spread {
 
     /// The timed samples' spread: their interquartile range. A kernel that does all its work
     /// in some timed launches only, at random, widens it, as an honest kernel of two
-    /// behaviors does (93 launches at 129.7 µs and 107 at 108.5 µs set a reduction cheat's
-    /// to 21.57 µs and its limit to 49.9% on an H200; `incore`'s divides alternate between
+    /// behaviors does (93 launches at 129.7 µs and 107 at 108.5 µs gave a reduction cheat a
+    /// range of 21.57 µs and a limit of 49.9% on an H200; `incore`'s divides alternate between
     /// two times 8 µs apart): with a few regions no test tells the two apart at a false
     /// alarm in a thousand, and the limit says how much either could hide. The report names
     /// such a split (`analysis::findings::split`).
