@@ -123,3 +123,31 @@ fn one_slow_decoy_is_not_the_stage_tests_group() {
     let why = cold(&cheat, &s).test(Tell::Stage).unwrap().suspect.clone();
     assert!(why.unwrap().contains("3 staged regions"));
 }
+
+#[test]
+fn a_second_decoy_shows_a_cache_whose_one_decoy_the_hosts_launch_spoiled() {
+    // The 2-output cache skipping half at n = 512 by events on an idle queue (H200, f2c0489,
+    // `benches/decoy-hiccup`): its one decoy read as slow as its audited regions, most
+    // likely the host's launch held up, and nothing was suspect. Its staged regions lie
+    // within what a stage's L2 state may cost a hot launch (26 µs).
+    let hot_events = |r: &CellRecord| {
+        let s = steady(300, 1_248.0, 36_880.0);
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(&s),
+            flushed: false,
+            stage_allowance_ns: Some(26e3),
+            host_in_reading: true,
+            per_region: 1,
+        };
+        judged(&[r], &readings).unwrap()
+    };
+    let (audited, pauses) = (vec![56_448.0, 56_640.0], vec![36_960.0, 48_288.0, 37_152.0]);
+    let spoiled = run(audited.clone(), vec![56_704.0], pauses.clone());
+    assert!(hot_events(&spoiled).suspect.is_none());
+    // A second decoy later in the round (`Among::spoiled_decoy`) reads as a hit does.
+    let again = run(audited, vec![56_704.0, 38_912.0], pauses);
+    let j = hot_events(&again);
+    let data = j.test(Tell::Data).unwrap();
+    assert!(data.suspect.is_some(), "{data:?}");
+}

@@ -26,7 +26,11 @@
 //! regions, a decoy and three pauses, never left out: without them the verdict has nothing
 //! to stand on) that would take them past [`PLANNED_SHARE`] of its projected time.
 
-use rand::{rngs::SmallRng, seq::index::sample, seq::SliceRandom, SeedableRng};
+use rand::{
+    rngs::SmallRng,
+    seq::{index::sample, IndexedRandom, SliceRandom},
+    SeedableRng,
+};
 use std::time::Duration;
 
 use crate::plan::audit_rounds::{affordable, counts, run_floor};
@@ -179,6 +183,24 @@ impl Schedule {
         }
     }
 
+    /// One more region of `kind`, never left out, at a place drawn among the current round's
+    /// steady samples after `after`, a sample apart from every region planned: where a
+    /// region's reading was spoiled (a decoy read by events over
+    /// [`crate::protocol::CONFIRM_RATIO`] times the timed median: the host's launch held up,
+    /// or a kernel that spends time in decoys on purpose), a later one of its kind is judged
+    /// beside it. False where the round has no such place left.
+    pub fn again(&mut self, kind: Region, after: usize) -> bool {
+        let end = span(self.round).1.min(self.samples);
+        let taken = |at: usize| (self.planned.iter()).any(|p| p.0 + 1 >= at && p.0 <= at + 1);
+        let free: Vec<usize> = (after + 2..end).filter(|&at| !taken(at)).collect();
+        let Some(&at) = free.choose(&mut self.rng) else {
+            return false;
+        };
+        let i = self.planned.partition_point(|p| p.0 < at);
+        self.planned.insert(i, (at, kind, Keep::Always));
+        true
+    }
+
     /// The regions to run after a loop that ended early, having taken `taken` samples and
     /// run `ran`: of the first round's left, as many as the samples taken afford beside
     /// those already due (run or left out for their cost), an
@@ -226,6 +248,31 @@ mod tests {
             c[*k as usize] += 1;
         }
         (all, c)
+    }
+
+    #[test]
+    fn a_region_again_falls_later_in_the_round_a_sample_apart_from_the_others() {
+        let mut s = Schedule::new(7, 300, 1, 0);
+        let planned: Vec<usize> = s.planned.iter().map(|p| p.0).collect();
+        assert!(s.again(Region::Decoy, 19));
+        let added: Vec<&(usize, Region, Keep)> = (s.planned.iter())
+            .filter(|p| !planned.contains(&p.0))
+            .collect();
+        let &&(at, kind, keep) = added.first().unwrap();
+        assert_eq!((added.len(), kind, keep), (1, Region::Decoy, Keep::Always));
+        assert!(at > 20 && at < span(0).1, "{at}");
+        assert!(
+            planned.iter().all(|&p| p.abs_diff(at) >= 2),
+            "{at} {planned:?}"
+        );
+        assert!(s.planned.windows(2).all(|w| w[0].0 < w[1].0));
+        // Due in turn, as every planned region of the round is.
+        let due: Vec<Region> = (0..span(0).1)
+            .filter_map(|i| s.due(i).map(|d| d.0))
+            .collect();
+        assert_eq!(due.len(), planned.len() + 1);
+        // No place left after the round's last sample.
+        assert!(!Schedule::new(7, 300, 1, 0).again(Region::Decoy, span(0).1));
     }
 
     #[test]

@@ -343,6 +343,7 @@ fn steady<'b>(
             if let Some(kind) = a.due(i) {
                 let t0 = Instant::now();
                 (a.region(s, ready, armed, rec, (place, i, kind))).map_err(of_kind(Kind::Audit))?;
+                a.spoiled_decoy(i, &samples);
                 (place, audited) = (place + 1, audited + t0.elapsed());
             }
         }

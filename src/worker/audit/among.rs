@@ -26,6 +26,7 @@ use super::on_draw::{self, Scratch};
 use super::share::Share;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::{self, Region, Schedule};
+use crate::method::confirm;
 use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords};
@@ -182,6 +183,21 @@ impl Among {
         let floor = self.schedule.floor_to_come();
         let ran = self.costs();
         (self.share.keeps(&ran, (due, floor), (index, self.cost))).then_some(due.0)
+    }
+
+    /// Where the region just run before steady sample `before` is a decoy read over
+    /// [`crate::protocol::CONFIRM_RATIO`] times the median of the timed `samples` so far (by
+    /// events or a host timer, which read each region as it runs), another decoy later in the
+    /// round: a decoy draws the data the timed launches read, and one read so slow most likely
+    /// held the host's launch (a result cache passed 40% faster than the honest matmul on an
+    /// H200 when its one decoy read 56.70 µs against 36.88 µs timed, `benches/decoy-hiccup`),
+    /// or a kernel spent time in it on purpose; the data test then takes both.
+    pub(in crate::worker) fn spoiled_decoy(&mut self, before: usize, samples: &[f64]) {
+        let timed = crate::statistics::median(samples.to_vec());
+        let last = self.ran.last().filter(|r| r.kind == Region::Decoy);
+        if last.is_some_and(|r| confirm::needs_confirming(r.reading, timed)) {
+            self.schedule.again(Region::Decoy, before);
+        }
     }
 
     /// The regions to run after a loop that took `taken` samples and stopped early: the
