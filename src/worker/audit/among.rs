@@ -90,6 +90,9 @@ pub(in crate::worker) struct Among {
     share: Share,
     /// The pauses and timed launches read again by CUPTI, where they were.
     by_cupti: Option<KernelRecords>,
+    /// The run's stages late before CUPTI read its pauses again, where it did: the record's
+    /// count is of the run's own regions.
+    late_before_cupti: Option<u64>,
     /// The empty kernel every stage launches through its wait, where the cell's reading
     /// holds the host's launch (`draw::KICK_EVERY` says why).
     kick: Option<Function>,
@@ -166,6 +169,7 @@ impl Among {
             checks_time: Duration::ZERO,
             share: Share::new(cell, samples, began),
             by_cupti: None,
+            late_before_cupti: None,
             kick,
             spots: 0,
         })
@@ -254,6 +258,7 @@ impl Among {
             held: self.held,
         };
         let start = Instant::now();
+        self.late_before_cupti = Some(self.inputs.draws.late());
         let records = by_cupti::read_again(ready, armed, rec, samples, run)?;
         spent(&mut self.regions_time, start);
         spent(&mut self.cost, start);
@@ -369,7 +374,7 @@ impl Among {
         spent(&mut self.checks_time, settling);
         spent(&mut self.cost, settling);
         s.timeline.mark("audit check");
-        let late = self.inputs.draws.late();
+        let late = (self.late_before_cupti).unwrap_or_else(|| self.inputs.draws.late());
         let of = |kind: Region| -> (Vec<u64>, Vec<f64>) {
             (self.ran.iter())
                 .filter(|r| r.kind == kind)
