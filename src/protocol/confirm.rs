@@ -42,9 +42,14 @@ pub const CONFIRM_PAUSES: usize = 4;
 /// many more audited regions follow the samples and the test takes the lower median of all
 /// against the same decoys: a slow stretch is outvoted, and a kernel that skips work on
 /// data it has seen before is slow in every audited region, whose output is checked. No
-/// decoy is added: regions back to back after the samples can be told apart, and a kernel
-/// that ran its work on a later decoy could raise the decoys it is judged against.
+/// decoy is added after the samples: regions back to back there can be told apart, and a
+/// kernel that ran its work on a later decoy could raise the decoys it is judged against.
 pub const CONFIRM_AUDITS: usize = 3;
+/// A decoy read over [`CONFIRM_RATIO`] times the timed median so far by events or a host
+/// timer gets another later among the samples (`worker::audit::among`), at most this many
+/// in a run: one held-up host launch had hidden a result cache (`benches/decoy-hiccup`),
+/// and a kernel that slowed every decoy on purpose would only buy itself more regions.
+pub const DECOYS_AGAIN: usize = 3;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among
 /// [`CUPTI_TIMED_PER_PAUSE`] timed launches (`protocol::KernelRecords`), and the pause test

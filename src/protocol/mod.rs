@@ -17,7 +17,7 @@ mod stopped;
 pub use claims::{Claiming, Claims};
 pub use confirm::{
     lead_launches, margin_ns, KernelRecords, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES,
-    CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
+    CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, DECOYS_AGAIN,
     HOST_LAUNCH_NS, MARGIN_NS, MARGIN_SHARE,
 };
 pub use device::{capability, DeviceInfo, HostLink};

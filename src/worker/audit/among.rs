@@ -29,7 +29,9 @@ use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::method::timer::Readings;
 use crate::plan::Cell;
-use crate::protocol::{AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords};
+use crate::protocol::{
+    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, DECOYS_AGAIN,
+};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
@@ -93,6 +95,8 @@ pub(in crate::worker) struct Among {
     /// The run's stages late before CUPTI read its pauses again, where it did: the record's
     /// count is of the run's own regions.
     late_before_cupti: Option<u64>,
+    /// Decoys added after a decoy read too slow (`protocol::DECOYS_AGAIN` at most).
+    decoys_again: usize,
     /// The empty kernel every stage launches through its wait, where the cell's reading
     /// holds the host's launch (`draw::KICK_EVERY` says why).
     kick: Option<Function>,
@@ -170,6 +174,7 @@ impl Among {
             share: Share::new(cell, samples, began),
             by_cupti: None,
             late_before_cupti: None,
+            decoys_again: 0,
             kick,
             spots: 0,
         })
@@ -199,8 +204,10 @@ impl Among {
     pub(in crate::worker) fn spoiled_decoy(&mut self, before: usize, samples: &[f64]) {
         let timed = crate::statistics::median(samples.to_vec());
         let last = self.ran.last().filter(|r| r.kind == Region::Decoy);
-        if last.is_some_and(|r| confirm::needs_confirming(r.reading, timed)) {
-            self.schedule.again(Region::Decoy, before);
+        let spoiled = last.is_some_and(|r| confirm::needs_confirming(r.reading, timed));
+        if spoiled && self.decoys_again < DECOYS_AGAIN && self.schedule.again(Region::Decoy, before)
+        {
+            self.decoys_again += 1;
         }
     }
 
