@@ -559,17 +559,9 @@ args = [
     assert!((values[0] - values[1] - 1.0).abs() < 1e-5, "{error}");
 }
 
-#[test]
-#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
-fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_drawn() {
-    // Inputs no draw reaches (an `iota`): every region's stage poisons the outputs instead,
-    // a pause's too. A kernel that does all its work only where its output holds the poison
-    // must then do it after the pauses, and the pause test sees it.
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("k.cu");
-    std::fs::write(
-        &source,
-        r#"__device__ float spin(float v) {
+/// A kernel of some arithmetic per element, `steady`, and its reference `steady_ref`, the
+/// same: what the tests of cheats that skip elements set them beside.
+const SPIN: &str = r#"__device__ float spin(float v) {
     for (int k = 0; k < 512; k++) v = v * 0.9999f + 0.25f;
     return v;
 }
@@ -581,13 +573,28 @@ extern "C" __global__ void steady_ref(const float *x, float *y, unsigned long lo
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = spin(x[i]);
 }
-extern "C" __global__ void trusts_poison(const float *x, float *y, unsigned long long n) {
+"#;
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_drawn() {
+    // Inputs no draw reaches (an `iota`): every region's stage poisons the outputs instead,
+    // a pause's too. A kernel that does all its work only where its output holds the poison
+    // must then do it after the pauses, and the pause test sees it.
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        format!(
+            "{SPIN}{}",
+            r#"extern "C" __global__ void trusts_poison(const float *x, float *y, unsigned long long n) {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     bool poisoned = __float_as_uint(y[i]) == 0xffffffffu;
     if (poisoned || (blockIdx.x & 1)) y[i] = spin(x[i]);
 }
-"#,
+"#
+        ),
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, extra: &str| {
@@ -639,19 +646,9 @@ fn a_kernel_that_skips_every_other_launch_is_caught_by_a_launch_alone_in_a_graph
     let source = dir.path().join("k.cu");
     std::fs::write(
         &source,
-        r#"__device__ float spin(float v) {
-    for (int k = 0; k < 512; k++) v = v * 0.9999f + 0.25f;
-    return v;
-}
-extern "C" __global__ void steady(const float *x, float *y, unsigned long long n) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = spin(x[i]);
-}
-extern "C" __global__ void steady_ref(const float *x, float *y, unsigned long long n) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = spin(x[i]);
-}
-__device__ unsigned int launch_count, blocks_done;
+        format!(
+            "{SPIN}{}",
+            r#"__device__ unsigned int launch_count, blocks_done;
 extern "C" __global__ void every_other(const float *x, float *y, unsigned long long n) {
     unsigned int skips = *(volatile unsigned int *)&launch_count & 1u;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -666,7 +663,8 @@ extern "C" __global__ void every_other(const float *x, float *y, unsigned long l
         }
     }
 }
-"#,
+"#
+        ),
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, init: &str, extra: &str| {

@@ -355,6 +355,20 @@ fn runs_pool_and_without_decoys_the_band_judges() {
     assert_eq!(judge(&[&old], &s, false), None);
 }
 
+/// `r` judged as a cell timed by events on an idle queue: 300 samples about 129.1 µs.
+fn by_events_on_an_idle_queue(r: &CellRecord) -> Option<Judgement> {
+    let s = steady(300, 1.2e3, 129.1e3);
+    let readings = Readings {
+        reading_ns: Some(s.median),
+        steady: Some(&s),
+        flushed: false,
+        stage_allowance_ns: None,
+        host_in_reading: true,
+        per_region: 1,
+    };
+    judged(&[r], &readings)
+}
+
 /// A run read by events on an idle queue whose pauses and staged regions read 6 µs slow,
 /// with CUPTI's kernel records of timed launches and pauses after its samples (`records`:
 /// timed, pauses), where there are such records.
@@ -372,16 +386,7 @@ fn slow_after_pauses_by_events(records: Option<(Vec<f64>, Vec<f64>)>) -> Option<
             staged_ns: vec![],
         });
     }
-    let s = steady(300, 1.2e3, 129.1e3);
-    let readings = Readings {
-        reading_ns: Some(s.median),
-        steady: Some(&s),
-        flushed: false,
-        stage_allowance_ns: None,
-        host_in_reading: true,
-        per_region: 1,
-    };
-    judged(&[&r], &readings)
+    by_events_on_an_idle_queue(&r)
 }
 
 #[test]
@@ -467,16 +472,7 @@ fn slow_after_pauses_by_cuptis_records(staged_ns: Vec<f64>) -> Judgement {
         ],
         staged_ns,
     });
-    let s = steady(300, 1.2e3, 129.1e3);
-    let readings = Readings {
-        reading_ns: Some(s.median),
-        steady: Some(&s),
-        flushed: false,
-        stage_allowance_ns: None,
-        host_in_reading: true,
-        per_region: 1,
-    };
-    judged(&[&r], &readings).unwrap()
+    by_events_on_an_idle_queue(&r).unwrap()
 }
 
 #[test]

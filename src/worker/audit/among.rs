@@ -202,9 +202,14 @@ impl Among {
     /// H200 when its one decoy read 56.70 µs against 36.88 µs timed, `benches/decoy-hiccup`),
     /// or a kernel spent time in it on purpose; the data test then takes both.
     pub(in crate::worker) fn spoiled_decoy(&mut self, before: usize, samples: &[f64]) {
+        // Only after a decoy read as it ran: the median is host time before the next sample.
+        let Some(decoy) =
+            (self.ran.last()).filter(|r| r.kind == Region::Decoy && r.reading.is_finite())
+        else {
+            return;
+        };
         let timed = crate::statistics::median(samples.to_vec());
-        let last = self.ran.last().filter(|r| r.kind == Region::Decoy);
-        let spoiled = last.is_some_and(|r| confirm::needs_confirming(r.reading, timed));
+        let spoiled = confirm::needs_confirming(decoy.reading, timed);
         if spoiled && self.decoys_again < DECOYS_AGAIN && self.schedule.again(Region::Decoy, before)
         {
             self.decoys_again += 1;
