@@ -7,6 +7,7 @@ use super::bounds::{
     against, against_baseline, idle_or_kernel, limit, margin_ns, shortfall_ns, why, Baseline,
     Spread, Tell, Test, MIN_SAMPLES, Z_FALSE_ALARM,
 };
+use super::drift::{self, Drift};
 use super::stats::Stats;
 use crate::protocol::{AuditsAmong, FirstLaunches, HOST_LAUNCH_NS};
 use crate::statistics::{iqr_sigma, median};
@@ -16,13 +17,21 @@ use crate::statistics::{iqr_sigma, median};
 /// (None: no stage test).
 pub(super) fn first_launches(
     among: &[&AuditsAmong],
-    single: bool,
+    (single, drift): (bool, Option<Drift>),
     stage_allowance_ns: Option<f64>,
 ) -> Vec<Test> {
-    let firsts: Vec<_> = among.iter().filter_map(|m| m.firsts.as_ref()).collect();
-    let pooled = |of: fn(&FirstLaunches) -> &Vec<f64>| -> Vec<f64> {
-        (firsts.iter())
-            .flat_map(|f| of(f).iter().copied().filter(|t| t.is_finite()))
+    let runs: Vec<_> = (among.iter())
+        .filter_map(|m| m.firsts.as_ref().map(|f| (f, m.before.as_ref())))
+        .collect();
+    let firsts: Vec<_> = runs.iter().map(|(f, _)| *f).collect();
+    // A first launch moves with the clock as its region does (`analysis::drift`).
+    let pooled = |of: fn(&FirstLaunches) -> &Vec<f64>, kind: drift::Kind| -> Vec<f64> {
+        (runs.iter())
+            .flat_map(|(f, before)| match drift {
+                Some(d) => d.scaled(of(f), *before, kind),
+                None => of(f).clone(),
+            })
+            .filter(|t| t.is_finite())
             .collect()
     };
     let count: u64 = firsts.iter().map(|f| f.timed_count).sum();
@@ -40,9 +49,9 @@ pub(super) fn first_launches(
         allowance_ns: 0.0,
     };
     let (audited, decoys, pauses) = (
-        pooled(|f| &f.audited),
-        pooled(|f| &f.decoys),
-        pooled(|f| &f.pauses),
+        pooled(|f| &f.audited, |b| &b.audited),
+        pooled(|f| &f.decoys, |b| &b.decoys),
+        pooled(|f| &f.pauses, |b| &b.pauses),
     );
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {

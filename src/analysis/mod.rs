@@ -8,6 +8,7 @@ pub mod bounds;
 pub mod clocks;
 pub mod counters;
 pub mod cycles;
+mod drift;
 pub mod facts;
 pub mod findings;
 pub mod firsts;

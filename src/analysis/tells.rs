@@ -30,6 +30,7 @@ use super::bounds::{
     against, against_baseline, band, by_kernel_records, idle_or_kernel, l2_turnover_ns, Baseline,
     Spread, Tell, Test, MIN_SAMPLES,
 };
+use super::drift::{self, Drift};
 use super::firsts;
 use super::stats::Stats;
 use crate::experiment::knobs::cache::Cache;
@@ -140,14 +141,21 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         return None;
     }
     let among: Vec<&AuditsAmong> = audits.iter().filter_map(|a| a.among.as_ref()).collect();
-    let pooled = |of: fn(&AuditsAmong) -> &Vec<f64>| -> Vec<f64> {
+    let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
+    let drift = steady.map(Drift::of);
+    // Each run's regions, set against the samples before them where the cell's state moved.
+    let pooled = |of: fn(&AuditsAmong) -> &Vec<f64>, kind: drift::Kind| -> Vec<f64> {
         (among.iter())
-            .flat_map(|m| of(m).iter().copied().filter(|t| t.is_finite()))
+            .flat_map(|m| match drift {
+                Some(d) => d.scaled(of(m), m.before.as_ref(), kind),
+                None => of(m).clone(),
+            })
+            .filter(|t| t.is_finite())
             .collect()
     };
-    let audited = pooled(|m| &m.readings_ns);
-    let decoys = pooled(|m| &m.decoys_ns);
-    let pauses = pooled(|m| &m.pauses_ns);
+    let audited = pooled(|m| &m.readings_ns, |b| &b.audited);
+    let decoys = pooled(|m| &m.decoys_ns, |b| &b.decoys);
+    let pauses = pooled(|m| &m.pauses_ns, |b| &b.pauses);
     let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
         (among.iter().filter_map(|m| m.by_cupti.as_ref()))
             .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
@@ -159,7 +167,6 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
         .filter_map(|a| a.launch_ns)
         .collect();
-    let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
     let Some(timed) = steady.map(|s| Spread::of(s, !r.host_in_reading)) else {
         return Judgement::of(
             band(&[audited, after].concat(), r.reading_ns?, None)
@@ -208,7 +215,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     }
     tests.extend(firsts::first_launches(
         &among,
-        timed.single,
+        (timed.single, drift),
         r.stage_allowance_ns,
     ));
     // In a flushed region each launch's flush comes before it, and the first launch's time

@@ -7,6 +7,7 @@ use crate::experiment::{Kernel, TelemetrySpec};
 use crate::plan::{Cell, Run};
 use serde::{Deserialize, Serialize};
 
+mod before;
 mod claims;
 mod confirm;
 mod device;
@@ -14,6 +15,7 @@ mod energy;
 mod failure;
 mod stopped;
 
+pub use before::{RegionsBefore, BEFORE_WINDOW};
 pub use claims::{Claiming, Claims};
 pub use confirm::{
     lead_launches, margin_ns, KernelRecords, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES,
@@ -346,6 +348,9 @@ pub struct AuditsAmong {
     /// again, read from CUPTI's kernel records (see [`KernelRecords`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_cupti: Option<KernelRecords>,
+    /// The timed samples just before each region (none in runs from before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<RegionsBefore>,
 }
 
 /// The first launch of each region of several launches, in ns from the region's start (an

@@ -30,7 +30,8 @@ use crate::method::confirm;
 use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{
-    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, DECOYS_AGAIN,
+    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, RegionsBefore,
+    DECOYS_AGAIN,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
@@ -378,7 +379,12 @@ impl Among {
     }
 
     /// The record: each kind's places and readings, the seeds and the pause.
-    pub(super) fn finish(mut self, s: &mut Session, cell: &Cell) -> Result<AuditRecord, Failure> {
+    pub(super) fn finish(
+        mut self,
+        s: &mut Session,
+        cell: &Cell,
+        samples: &[f64],
+    ) -> Result<AuditRecord, Failure> {
         // A Python reference's draws asked ahead whose regions did not run (a loop that
         // stopped early) are answered now, in this cell's time, not the next check's.
         let settling = Instant::now();
@@ -407,7 +413,7 @@ impl Among {
         audit.checks_s = self.checks_time.as_secs_f64();
         audit.launch_ns = crate::statistics::median(readings_ns.clone());
         audit.unjudged = unjudged(cell);
-        audit.among = Some(AuditsAmong {
+        let mut among = AuditsAmong {
             seed: self.seed,
             positions,
             readings_ns,
@@ -428,7 +434,10 @@ impl Among {
             }),
             firsts: self.firsts(),
             by_cupti: self.by_cupti.take(),
-        });
+            before: None,
+        };
+        among.before = RegionsBefore::of(samples, &among);
+        audit.among = Some(among);
         Ok(audit)
     }
 }

@@ -99,7 +99,7 @@ impl Auditor {
         match self {
             Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(among) => {
-                rec.audit = Some(among.finish(s, ready.cell)?);
+                rec.audit = Some(among.finish(s, ready.cell, &rec.samples_ns)?);
                 Ok(())
             }
             Auditor::After(why) => after::run(s, ready, armed, rec, why),

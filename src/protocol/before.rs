@@ -1,0 +1,71 @@
+//! The timed samples just before each region: where the clock moves within a cell (an
+//! H200 capped by power from sample 161 of 200 read an honest softmax graph at 181 µs, then
+//! at 192-225 µs), regions that fall late read slow against decoys that fell early, and
+//! the analysis sets each region against the timed launches before it instead
+//! (`analysis::drift`). Only samples before a region: a kernel cannot know one follows
+//! them, so it cannot slow them to hide a slow region.
+
+use super::AuditsAmong;
+use crate::statistics::median;
+use serde::{Deserialize, Serialize};
+
+/// Timed samples before a region whose median stands for the cell's state there.
+pub const BEFORE_WINDOW: usize = 8;
+
+/// Of each audited region, decoy and pause, in the order of their readings: the median of
+/// the [`BEFORE_WINDOW`] timed samples before it (the first ones, where fewer came before),
+/// ns per launch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RegionsBefore {
+    pub audited: Vec<f64>,
+    pub decoys: Vec<f64>,
+    pub pauses: Vec<f64>,
+}
+
+impl RegionsBefore {
+    /// From a run's timed samples (in the order they ran) and its regions' positions; None
+    /// where the run holds fewer samples than the window.
+    pub fn of(samples: &[f64], among: &AuditsAmong) -> Option<RegionsBefore> {
+        if samples.iter().filter(|t| t.is_finite()).count() < BEFORE_WINDOW {
+            return None;
+        }
+        let at = |positions: &[u64]| -> Vec<f64> {
+            (positions.iter())
+                .map(|&p| {
+                    let end = (p as usize).clamp(BEFORE_WINDOW, samples.len());
+                    let window = samples[end - BEFORE_WINDOW..end].iter();
+                    median(window.copied().filter(|t| t.is_finite()).collect()).unwrap_or(f64::NAN)
+                })
+                .collect()
+        };
+        Some(RegionsBefore {
+            audited: at(&among.positions),
+            decoys: at(&among.decoy_positions),
+            pauses: at(&among.pause_positions),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_region_takes_the_median_of_the_samples_just_before_it() {
+        let samples: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+        let among = AuditsAmong {
+            positions: vec![12, 20],
+            decoy_positions: vec![3],
+            pause_positions: vec![8],
+            ..AuditsAmong::default()
+        };
+        let before = RegionsBefore::of(&samples, &among).unwrap();
+        // Before sample 12: samples 4..12, 104-111.
+        assert_eq!(before.audited, vec![107.5, 115.5]);
+        // Fewer than the window before it: the first ones.
+        assert_eq!(before.decoys, vec![103.5]);
+        assert_eq!(before.pauses, vec![103.5]);
+        let short = RegionsBefore::of(&samples[..5], &among);
+        assert!(short.is_none());
+    }
+}
