@@ -166,7 +166,7 @@ __device__ double audit_uniform(unsigned long long key, unsigned long long i, un
 // A normal float by Box-Muller from one mix: u1 in (0, 1] from its high draw, u2 from its
 // low one; the cosine's argument in [-pi, pi), where the fast intrinsic is accurate (the
 // sign it flips leaves the distribution as it was).
-__device__ __forceinline__ float audit_normal_float(const AuditDraw &d, unsigned long long m) {
+__device__ __noinline__ float audit_normal_float(const AuditDraw &d, unsigned long long m) {
     float u1 = audit_high24(m) + 1.0f / 16777216.0f;
     float u2 = audit_low24(m);
     float r = sqrtf(fmaxf(-2.0f * __logf(u1), 0.0f));
@@ -247,34 +247,19 @@ __device__ unsigned long long audit_bits_of(unsigned int dtype, double v) {
 #undef AUDIT_AS
 }
 
-// Group g of a draw (its 16 / size elements from g * 16 / size, packed as they lie in
-// memory, in `want`) written with one evict-first 16-byte store, or (verify) compared as
-// bits with what is there (a NaN drawn is a NaN kept), lowering `lowest` to the first
-// element that differs. Evict-first (streaming): the draw's lines go before any other, so
-// the lines the timed launches left in L2 stay there, and a kernel that times a load of a
-// line of its own cannot tell a stage from a pause (benches/stage-state). A group past the
-// end of the draw, or not 16-byte aligned, goes element by element.
-__device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int size,
+// Group g of a draw element by element (see audit_put_group): past the end of the draw, not
+// 16-byte aligned, or where a verify found it changed. Not inlined: four copies of it, one a
+// type's loop, took NVRTC longer than the rest of the draw.
+__device__ __noinline__ void audit_put_elements(const AuditDraw &d, unsigned int size,
                                                 unsigned long long g, uint4 want, bool verify,
                                                 unsigned long long *lowest) {
     const unsigned int per = 16 / size;
     const unsigned long long first = g * per;
-    uint4 *at = reinterpret_cast<uint4 *>(d.address) + g;
-    if (d.address % 16 == 0 && first + per <= d.count) {
-        if (!verify) {
-            __stcs(at, want);
-            return;
-        }
-        const uint4 now = *at;
-        if (now.x == want.x && now.y == want.y && now.z == want.z && now.w == want.w) {
-            return;
-        }
-    }
     const unsigned long long lo = want.x | (unsigned long long)want.y << 32;
     const unsigned long long hi = want.z | (unsigned long long)want.w << 32;
+    void *base = reinterpret_cast<void *>(d.address);
     for (unsigned int k = 0; k < per && first + k < d.count; k++) {
         const unsigned long long bits = audit_in_group(lo, hi, size, k);
-        void *base = reinterpret_cast<void *>(d.address);
         if (verify) {
             if (audit_raw(base, size, first + k) != bits) {
                 atomicMin(lowest, first + k);
@@ -289,6 +274,30 @@ __device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int
         default: __stcs(reinterpret_cast<unsigned long long *>(base) + first + k, bits); break;
         }
     }
+}
+
+// Group g of a draw (its 16 / size elements from g * 16 / size, packed as they lie in
+// memory, in `want`) written with one evict-first 16-byte store, or (verify) compared as
+// bits with what is there (a NaN drawn is a NaN kept), lowering `lowest` to the first
+// element that differs. Evict-first (streaming): the draw's lines go before any other, so
+// the lines the timed launches left in L2 stay there, and a kernel that times a load of a
+// line of its own cannot tell a stage from a pause (benches/stage-state).
+__device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int size,
+                                                unsigned long long g, uint4 want, bool verify,
+                                                unsigned long long *lowest) {
+    const unsigned long long first = g * (16 / size);
+    uint4 *at = reinterpret_cast<uint4 *>(d.address) + g;
+    if (d.address % 16 == 0 && first + 16 / size <= d.count) {
+        if (!verify) {
+            __stcs(at, want);
+            return;
+        }
+        const uint4 now = *at;
+        if (now.x == want.x && now.y == want.y && now.z == want.z && now.w == want.w) {
+            return;
+        }
+    }
+    audit_put_elements(d, size, g, want, verify, lowest);
 }
 
 // A float type's draw, in float, rounded to T by `encode`, 16 bytes a thread at a time. A
@@ -329,6 +338,8 @@ __device__ void audit_draw_double(const AuditDraw &d, unsigned long long key, bo
     for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          g < groups; g += stride) {
         unsigned long long lo = 0, hi = 0;
+        // Not unrolled: copies of the double draw's log and cosine took NVRTC long.
+#pragma unroll 1
         for (unsigned int k = 0; k < per; k++) {
             const unsigned long long bits = audit_bits_of(d.dtype, audit_value(d, top, key, g * per + k));
             const unsigned int at = k * size;

@@ -5,9 +5,9 @@ elements). A candidate must read the same as its baseline (the compare's tallies
 round trip, and its bytes where the generator is the same) and is judged by both its time
 and its compile: the worker compiles audit.cu at the first audited cell of every run.
 
-    python benches/audit-kernels/bench.py [--baseline REV] [--candidate FILE]
+    python benches/audit-kernels/bench.py [--baseline REV|FILE] [--candidate FILE]
 
-REV defaults to HEAD, FILE to the working tree's kernels/audit.cu. Needs CuPy and a GPU.
+REV defaults to HEAD (a machine without the repository's history takes a FILE), FILE to the working tree's kernels/audit.cu. Needs CuPy and a GPU.
 """
 import argparse, ctypes, glob, os, statistics, subprocess, time
 
@@ -162,14 +162,15 @@ def compares(modules):
 
 def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args.add_argument("--baseline", default="HEAD")
+    args.add_argument("--baseline", default="HEAD", help="a git revision, or a file of audit.cu")
     args.add_argument("--candidate", default="kernels/audit.cu")
     args.add_argument("--nvrtc", help="libnvrtc to time the compiles with")
     args.add_argument("--compile-only", metavar="ARCH", help="only the compiles, for ARCH (sm_90): no GPU")
     a = args.parse_args()
-    sources = [("baseline", subprocess.run(["git", "show", f"{a.baseline}:kernels/audit.cu"],
-                                           check=True, capture_output=True, text=True).stdout),
-               ("candidate", open(a.candidate).read())]
+    baseline = (open(a.baseline).read() if os.path.isfile(a.baseline) else
+                subprocess.run(["git", "show", f"{a.baseline}:kernels/audit.cu"],
+                               check=True, capture_output=True, text=True).stdout)
+    sources = [("baseline", baseline), ("candidate", open(a.candidate).read())]
     lib = load_nvrtc(a.nvrtc)
     arch = a.compile_only
     if arch is None:
