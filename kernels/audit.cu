@@ -228,23 +228,42 @@ __device__ unsigned short audit_f16_bits(float f) {
     return h;
 }
 
-// The bits, zero-extended, of f64 or an integer type encoding v (integers rounded down and
-// saturated, as the host's `Dtype::write`).
-__device__ unsigned long long audit_bits_of(unsigned int dtype, double v) {
-#define AUDIT_AS(S, U, lo, hi) return (unsigned long long)(U)(S)audit_floor_clamped(v, lo, hi)
-    switch (dtype) {
-    case 3: return (unsigned long long)__double_as_longlong(v);
-    case 4: AUDIT_AS(signed char, unsigned char, -128.0, 127.0);
-    case 5: AUDIT_AS(unsigned char, unsigned char, 0.0, 255.0);
-    case 6: AUDIT_AS(short, unsigned short, -32768.0, 32767.0);
-    case 7: AUDIT_AS(unsigned short, unsigned short, 0.0, 65535.0);
-    case 8: AUDIT_AS(int, unsigned int, -2147483648.0, 2147483647.0);
-    case 9: AUDIT_AS(unsigned int, unsigned int, 0.0, 4294967295.0);
-    case 10:
-        AUDIT_AS(long long, unsigned long long, -9223372036854775808.0, 9223372036854774784.0);
-    default: AUDIT_AS(unsigned long long, unsigned long long, 0.0, 18446744073709549568.0);
+// Element i at `base`: x written, or (verify) compared with what is there as bits (a NaN
+// drawn is a NaN kept), lowering `lowest` to i where it differs.
+template <typename T>
+__device__ __forceinline__ void audit_put(T *base, unsigned long long i, T x, bool verify,
+                                          unsigned long long *lowest) {
+    if (!verify) {
+        // Evict-first (streaming): the draw's lines go before any other, so the lines the
+        // timed launches left in L2 stay there, and a kernel that times a load of a line of
+        // its own cannot tell a stage from a pause (benches/stage-state).
+        __stcs(base + i, x);
+    } else if (base[i] != x) {
+        atomicMin(lowest, i);
     }
-#undef AUDIT_AS
+}
+
+// Element i of f64 or an integer type encoding v (integers rounded down and saturated, as
+// the host's `Dtype::write`), written or compared.
+__device__ void audit_store(unsigned int dtype, unsigned long long base, unsigned long long i,
+                            double v, bool verify, unsigned long long *lowest) {
+#define AUDIT_AT(T, lo, hi)                                                                    \
+    return audit_put(reinterpret_cast<T *>(base), i, (T)audit_floor_clamped(v, lo, hi),      \
+                     verify, lowest)
+    switch (dtype) {
+    case 3:
+        return audit_put(reinterpret_cast<unsigned long long *>(base), i,
+                         (unsigned long long)__double_as_longlong(v), verify, lowest);
+    case 4: AUDIT_AT(signed char, -128.0, 127.0);
+    case 5: AUDIT_AT(unsigned char, 0.0, 255.0);
+    case 6: AUDIT_AT(short, -32768.0, 32767.0);
+    case 7: AUDIT_AT(unsigned short, 0.0, 65535.0);
+    case 8: AUDIT_AT(int, -2147483648.0, 2147483647.0);
+    case 9: AUDIT_AT(unsigned int, 0.0, 4294967295.0);
+    case 10: AUDIT_AT(long long, -9223372036854775808.0, 9223372036854774784.0);
+    default: AUDIT_AT(unsigned long long, 0.0, 18446744073709549568.0);
+    }
+#undef AUDIT_AT
 }
 
 // Group g of a draw element by element (see audit_put_group): past the end of the draw, not
@@ -328,30 +347,16 @@ __device__ void audit_draw_float(const AuditDraw &d, unsigned long long key, boo
     }
 }
 
-// A draw of f64 or an integer type, in double, 16 bytes a thread at a time.
+// A draw of f64 or an integer type, in double, an element a thread at a time, written or
+// compared (16 bytes a thread, packed, took an H200 1.2-1.4x as long: the double path is bound
+// by its arithmetic).
 __device__ void audit_draw_double(const AuditDraw &d, unsigned long long key, bool verify,
                                   unsigned long long *lowest) {
     const double top = nextafter(d.b, d.a);
-    const unsigned int size = audit_size(d.dtype), per = 16 / size;
-    const unsigned long long groups = (d.count + per - 1) / per;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-         g < groups; g += stride) {
-        unsigned long long lo = 0, hi = 0;
-        // Not unrolled: copies of the double draw's log and cosine took NVRTC long.
-#pragma unroll 1
-        for (unsigned int k = 0; k < per; k++) {
-            const unsigned long long bits = audit_bits_of(d.dtype, audit_value(d, top, key, g * per + k));
-            const unsigned int at = k * size;
-            if (at < 8) {
-                lo |= bits << (8 * at);
-            } else {
-                hi |= bits << (8 * (at - 8));
-            }
-        }
-        const uint4 want = {(unsigned int)lo, (unsigned int)(lo >> 32), (unsigned int)hi,
-                            (unsigned int)(hi >> 32)};
-        audit_put_group(d, size, g, want, verify, lowest);
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < d.count; i += stride) {
+        audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), verify, lowest);
     }
 }
 

@@ -100,6 +100,9 @@ pub struct ClockSummary {
     pub mean_power_w: Option<f64>,
     pub max_temp_c: Option<u32>,
     pub flags: Vec<String>,
+    /// Whether the SM clock moved by more than the tolerance or was throttled (not for a
+    /// benign reason): what lets the audit set regions against the samples before them.
+    pub moved: bool,
 }
 
 /// The lowest and highest of `values`, none when there are none.
@@ -122,9 +125,11 @@ pub fn summarize(
     let sm = range(points.iter().filter_map(|p| p.reading.sm_mhz));
     let power: Vec<f64> = points.iter().filter_map(|p| p.reading.power_w).collect();
     let mut flags = Vec::new();
+    let mut clock_moved = false;
     if let Some((lo, hi)) = sm {
         let moved = (hi - lo) as f64 / hi.max(1) as f64 * 100.0;
-        if moved > tolerance_pct {
+        clock_moved = moved > tolerance_pct;
+        if clock_moved {
             flags.push(format!("SM clock moved {lo}-{hi} MHz ({moved:.1}%)"));
         }
         if let Some(want) = expect_mhz {
@@ -143,7 +148,8 @@ pub fn summarize(
         .collect();
     reasons.sort_unstable();
     reasons.dedup();
-    if !reasons.is_empty() {
+    let throttled = !reasons.is_empty();
+    if throttled {
         flags.push(format!("throttled: {}", reasons.join(", ")));
     }
     ClockSummary {
@@ -152,6 +158,7 @@ pub fn summarize(
         mean_power_w: (!power.is_empty()).then(|| power.iter().sum::<f64>() / power.len() as f64),
         max_temp_c: points.iter().filter_map(|p| p.reading.temp_c).max(),
         flags,
+        moved: clock_moved || throttled,
     }
 }
 
@@ -270,6 +277,7 @@ mod tests {
         let b = point(10_000.0, 1975, &[]);
         let s = summarize(&[&a, &b], 1.0, Some(1980));
         assert!(s.flags.is_empty(), "{:?}", s.flags);
+        assert!(!s.moved);
         assert_eq!(s.sm_mhz, Some((1975, 1980)));
         assert_eq!(s.mean_power_w, Some(105.0));
         assert_eq!(s.max_temp_c, Some(41));
@@ -287,6 +295,7 @@ mod tests {
                 "throttled: sw_power_cap"
             ]
         );
+        assert!(s.moved);
     }
 
     #[test]
@@ -294,5 +303,6 @@ mod tests {
         let a = point(0.0, 1755, &[]);
         let s = summarize(&[&a], 1.0, Some(1980));
         assert_eq!(s.flags, ["SM clock 1755-1755 MHz, expected 1980 MHz"]);
+        assert!(!s.moved, "a clock that sat still, elsewhere than expected");
     }
 }

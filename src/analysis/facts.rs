@@ -70,7 +70,14 @@ impl<'a> Facts<'a> {
         let host_copies =
             (exp.kernels.iter()).any(|k| k.copy.is_some() && (k.on_host(0) || k.on_host(1)));
         let peaks = (s.meta.device.as_ref()).map(|d| peaks::peaks(d, &types, host_copies));
-        let verdicts = verdicts(s, &reduced, &records, peaks.as_ref());
+        let clocks = (s.plan.cells.iter())
+            .map(|c| {
+                let rs = records.get(&c.index).map_or(&[][..], Vec::as_slice);
+                let (series, windows) = (&reduced.series, &reduced.windows);
+                (c.index, clocks::of_cell(exp, (rs, c), series, windows))
+            })
+            .collect::<HashMap<_, _>>();
+        let verdicts = verdicts(s, &reduced, &records, (peaks.as_ref(), &clocks));
         let scale = probes::ProbeScale::of(
             s.records
                 .iter()
@@ -80,13 +87,6 @@ impl<'a> Facts<'a> {
         );
         let probes = (records.iter())
             .map(|(&index, rs)| (index, scale.probes(rs)))
-            .collect();
-        let clocks = (s.plan.cells.iter())
-            .map(|c| {
-                let rs = records.get(&c.index).map_or(&[][..], Vec::as_slice);
-                let (series, windows) = (&reduced.series, &reduced.windows);
-                (c.index, clocks::of_cell(exp, (rs, c), series, windows))
-            })
             .collect();
         let trust = summarize(s, &records, &verdicts);
         let medians = (s.plan.cells.iter())
@@ -159,7 +159,7 @@ fn verdicts(
     s: &Stored,
     reduced: &Reduced,
     records: &Records,
-    peaks: Option<&peaks::Peaks>,
+    (peaks, clocks): (Option<&peaks::Peaks>, &HashMap<usize, clocks::ClockSummary>),
 ) -> HashMap<usize, Verdict> {
     let device = peaks
         .zip(s.meta.device.as_ref())
@@ -173,8 +173,9 @@ fn verdicts(
             let kernel = c.kernel.map(|k| &s.experiment.kernels[k]);
             let median = headline(reduced, c).map(|st| st.median);
             let steady = reduced.stats.get(c.index, Phase::Steady);
-            let readings =
-                tells::Readings::of(c, (median, steady.as_ref()), s.meta.device.as_ref());
+            let moved = clocks.get(&c.index).is_some_and(|k| k.moved);
+            let device_moved = (s.meta.device.as_ref(), moved);
+            let readings = tells::Readings::of(c, (median, steady.as_ref()), device_moved);
             let audit = tells::judged(records, &readings).and_then(|j| j.suspect);
             (
                 c.index,

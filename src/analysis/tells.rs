@@ -89,6 +89,9 @@ pub struct Readings<'a> {
     pub host_in_reading: bool,
     /// Launches in one timed region (a batch's or a graph's).
     pub per_region: u64,
+    /// Whether the telemetry saw the SM clock move or throttle during the cell: only then
+    /// are regions set against the samples before them (`analysis::drift`).
+    pub clock_moved: bool,
 }
 
 impl<'a> Readings<'a> {
@@ -96,7 +99,7 @@ impl<'a> Readings<'a> {
     pub fn of(
         cell: &Cell,
         (reading_ns, steady): (Option<f64>, Option<&'a Stats>),
-        device: Option<&DeviceInfo>,
+        (device, clock_moved): (Option<&DeviceInfo>, bool),
     ) -> Readings<'a> {
         let knobs = &cell.knobs;
         let flushed = matches!(knobs.cache, Cache::Flush { .. });
@@ -109,6 +112,7 @@ impl<'a> Readings<'a> {
             stage_allowance_ns: if flushed { Some(0.0) } else { hot },
             host_in_reading: knobs.queue.reading_holds_launch_time(knobs.timer),
             per_region,
+            clock_moved,
         }
     }
 }
@@ -142,7 +146,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     }
     let among: Vec<&AuditsAmong> = audits.iter().filter_map(|a| a.among.as_ref()).collect();
     let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
-    let drift = steady.map(Drift::of);
+    let drift = steady.filter(|_| r.clock_moved).map(Drift::of);
     // Each run's regions, set against the samples before them where the cell's state moved.
     let pooled = |of: fn(&AuditsAmong) -> &Vec<f64>, kind: drift::Kind| -> Vec<f64> {
         (among.iter())

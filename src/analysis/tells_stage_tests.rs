@@ -17,6 +17,7 @@ fn in_a_hot_cell_decoys_are_set_against_pauses_beyond_what_a_stages_l2_costs() {
             stage_allowance_ns,
             host_in_reading: false,
             per_region: 1,
+            clock_moved: false,
         };
         judged(&[r], &readings).unwrap()
     };
@@ -67,6 +68,7 @@ fn in_a_hot_graph_a_first_launch_that_works_only_after_a_stage_is_suspect() {
             stage_allowance_ns: Some(26e3),
             host_in_reading: false,
             per_region: 20,
+            clock_moved: false,
         };
         judged(&[&r], &readings).unwrap()
     };
@@ -89,6 +91,7 @@ fn pauses_slower_than_the_hosts_launch_can_make_them_say_so() {
         stage_allowance_ns: None,
         host_in_reading: true,
         per_region: 1,
+        clock_moved: false,
     };
     let why = judged(&[&r], &readings).unwrap().suspect.unwrap();
     assert!(why.contains("a pause adds to a launch"), "{why}");
@@ -105,6 +108,7 @@ fn one_slow_decoy_is_not_the_stage_tests_group() {
             stage_allowance_ns: Some(0.0),
             host_in_reading: false,
             per_region: 1,
+            clock_moved: false,
         };
         judged(&[r], &readings).unwrap()
     };
@@ -139,6 +143,7 @@ fn a_second_decoy_shows_a_cache_whose_one_decoy_the_hosts_launch_spoiled() {
             stage_allowance_ns: Some(26e3),
             host_in_reading: true,
             per_region: 1,
+            clock_moved: false,
         };
         judged(&[r], &readings).unwrap()
     };
@@ -150,4 +155,52 @@ fn a_second_decoy_shows_a_cache_whose_one_decoy_the_hosts_launch_spoiled() {
     let j = hot_events(&again);
     let data = j.test(Tell::Data).unwrap();
     assert!(data.suspect.is_some(), "{data:?}");
+}
+
+#[test]
+fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_them() {
+    // An honest softmax graph on an H200 capped by power from sample 161 of 200: timed
+    // samples of 180.7 µs, then 192-225 µs; its audited regions fell late, its decoys early.
+    let mut r = run(
+        vec![224.8e3, 207.8e3, 207.3e3, 196.3e3, 192.3e3],
+        vec![180.8e3, 181.1e3],
+        vec![180.7e3, 181.0e3, 180.8e3, 181.5e3],
+    );
+    let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.before = Some(crate::protocol::RegionsBefore {
+        audited: vec![187.5e3, 211.0e3, 198.6e3, 198.6e3, 198.6e3],
+        decoys: vec![180.6e3, 180.6e3],
+        pauses: vec![180.6e3, 180.6e3, 180.7e3, 180.6e3],
+    });
+    let s = Stats {
+        count: 200,
+        iqr: 1.82e3,
+        median: 180.7e3,
+        max: 226.7e3,
+        ..Default::default()
+    };
+    let judge = |clock_moved: bool| {
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(&s),
+            flushed: false,
+            stage_allowance_ns: Some(26e3),
+            host_in_reading: false,
+            per_region: 20,
+            clock_moved,
+        };
+        judged(&[&r], &readings).unwrap().suspect
+    };
+    assert_eq!(
+        judge(true),
+        None,
+        "the clock moved: each region against its own samples"
+    );
+    // Where the telemetry saw no move, a kernel's own speed moved the samples before a
+    // region (one that works after a stage), and its regions stand as read.
+    assert!(
+        judge(false).unwrap().contains("audited regions"),
+        "{:?}",
+        judge(false)
+    );
 }
