@@ -11,7 +11,7 @@
 //! cleared pauses that read 44 µs over the timed median.
 
 use super::stats::Stats;
-use crate::protocol::{RegionsBefore, BEFORE_WINDOW};
+use crate::protocol::{AuditsAmong, RegionsBefore, BEFORE_WINDOW};
 use crate::statistics::iqr_sigma;
 
 /// Standard errors of a window's median beyond which the state moved, and the share of the
@@ -56,6 +56,25 @@ impl Drift {
             })
             .collect()
     }
+}
+
+/// The runs' audited regions', decoys' and pauses' readings, pooled, each set against the
+/// samples before it where `drift` is given (the cell's clock moved); none that is not finite.
+pub(super) fn regions(among: &[&AuditsAmong], drift: Option<Drift>) -> [Vec<f64>; 3] {
+    let pooled = |of: fn(&AuditsAmong) -> &Vec<f64>, kind: Kind| -> Vec<f64> {
+        (among.iter())
+            .flat_map(|m| match drift {
+                Some(d) => d.scaled(of(m), m.before.as_ref(), kind),
+                None => of(m).clone(),
+            })
+            .filter(|t| t.is_finite())
+            .collect()
+    };
+    [
+        pooled(|m| &m.readings_ns, |b| &b.audited),
+        pooled(|m| &m.decoys_ns, |b| &b.decoys),
+        pooled(|m| &m.pauses_ns, |b| &b.pauses),
+    ]
 }
 
 #[cfg(test)]

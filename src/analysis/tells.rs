@@ -147,19 +147,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let among: Vec<&AuditsAmong> = audits.iter().filter_map(|a| a.among.as_ref()).collect();
     let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
     let drift = steady.filter(|_| r.clock_moved).map(Drift::of);
-    // Each run's regions, set against the samples before them where the cell's state moved.
-    let pooled = |of: fn(&AuditsAmong) -> &Vec<f64>, kind: drift::Kind| -> Vec<f64> {
-        (among.iter())
-            .flat_map(|m| match drift {
-                Some(d) => d.scaled(of(m), m.before.as_ref(), kind),
-                None => of(m).clone(),
-            })
-            .filter(|t| t.is_finite())
-            .collect()
-    };
-    let audited = pooled(|m| &m.readings_ns, |b| &b.audited);
-    let decoys = pooled(|m| &m.decoys_ns, |b| &b.decoys);
-    let pauses = pooled(|m| &m.pauses_ns, |b| &b.pauses);
+    let [audited, decoys, pauses] = drift::regions(&among, drift);
     let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
         (among.iter().filter_map(|m| m.by_cupti.as_ref()))
             .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))

@@ -5,7 +5,6 @@
 //! (`analysis::drift`). Only samples before a region: a kernel cannot know one follows
 //! them, so it cannot slow them to hide a slow region.
 
-use super::AuditsAmong;
 use crate::statistics::median;
 use serde::{Deserialize, Serialize};
 
@@ -23,9 +22,9 @@ pub struct RegionsBefore {
 }
 
 impl RegionsBefore {
-    /// From a run's timed samples (in the order they ran) and its regions' positions; None
-    /// where the run holds fewer samples than the window.
-    pub fn of(samples: &[f64], among: &AuditsAmong) -> Option<RegionsBefore> {
+    /// From a run's timed samples (in the order they ran) and the positions of its audited
+    /// regions, decoys and pauses; None where the run holds fewer samples than the window.
+    pub fn of(samples: &[f64], positions: [&[u64]; 3]) -> Option<RegionsBefore> {
         if samples.iter().filter(|t| t.is_finite()).count() < BEFORE_WINDOW {
             return None;
         }
@@ -38,10 +37,11 @@ impl RegionsBefore {
                 })
                 .collect()
         };
+        let [audited, decoys, pauses] = positions.map(at);
         Some(RegionsBefore {
-            audited: at(&among.positions),
-            decoys: at(&among.decoy_positions),
-            pauses: at(&among.pause_positions),
+            audited,
+            decoys,
+            pauses,
         })
     }
 }
@@ -53,19 +53,14 @@ mod tests {
     #[test]
     fn each_region_takes_the_median_of_the_samples_just_before_it() {
         let samples: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
-        let among = AuditsAmong {
-            positions: vec![12, 20],
-            decoy_positions: vec![3],
-            pause_positions: vec![8],
-            ..AuditsAmong::default()
-        };
-        let before = RegionsBefore::of(&samples, &among).unwrap();
+        let positions: [&[u64]; 3] = [&[12, 20], &[3], &[8]];
+        let before = RegionsBefore::of(&samples, positions).unwrap();
         // Before sample 12: samples 4..12, 104-111.
         assert_eq!(before.audited, vec![107.5, 115.5]);
         // Fewer than the window before it: the first ones.
         assert_eq!(before.decoys, vec![103.5]);
         assert_eq!(before.pauses, vec![103.5]);
-        let short = RegionsBefore::of(&samples[..5], &among);
+        let short = RegionsBefore::of(&samples[..5], positions);
         assert!(short.is_none());
     }
 }

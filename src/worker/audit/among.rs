@@ -436,7 +436,12 @@ impl Among {
             by_cupti: self.by_cupti.take(),
             before: None,
         };
-        among.before = RegionsBefore::of(samples, &among);
+        let positions = [
+            &among.positions,
+            &among.decoy_positions,
+            &among.pause_positions,
+        ];
+        among.before = RegionsBefore::of(samples, positions.map(|p| &p[..]));
         audit.among = Some(among);
         Ok(audit)
     }
