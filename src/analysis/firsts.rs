@@ -24,12 +24,16 @@ pub(super) fn first_launches(
         .filter_map(|m| m.firsts.as_ref().map(|f| (f, m.before.as_ref())))
         .collect();
     let firsts: Vec<_> = runs.iter().map(|(f, _)| *f).collect();
-    // A first launch moves with the clock as its region does (`analysis::drift`).
+    // A first launch moves with the clock as its region does (`analysis::drift`); only
+    // where each region kept its first launch (those not read are left out, and the rest
+    // would no longer stand beside their own samples).
     let pooled = |of: fn(&FirstLaunches) -> &Vec<f64>, kind: drift::Kind| -> Vec<f64> {
         (runs.iter())
-            .flat_map(|(f, before)| match drift {
-                Some(d) => d.scaled(of(f), *before, kind),
-                None => of(f).clone(),
+            .flat_map(|(f, before)| match (drift, before) {
+                (Some(d), Some(b)) if kind(b).len() == of(f).len() => {
+                    d.scaled(of(f), Some(b), kind)
+                }
+                _ => of(f).clone(),
             })
             .filter(|t| t.is_finite())
             .collect()

@@ -13,7 +13,8 @@ pub const BEFORE_WINDOW: usize = 8;
 
 /// Of each audited region, decoy and pause, in the order of their readings: the median of
 /// the [`BEFORE_WINDOW`] timed samples before it (the first ones, where fewer came before),
-/// ns per launch.
+/// ns per launch; 0 where none of them was read (a NaN would be stored as null, which an
+/// f64 does not read back: the record would be unreadable).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RegionsBefore {
     pub audited: Vec<f64>,
@@ -33,7 +34,7 @@ impl RegionsBefore {
                 .map(|&p| {
                     let end = (p as usize).clamp(BEFORE_WINDOW, samples.len());
                     let window = samples[end - BEFORE_WINDOW..end].iter();
-                    median(window.copied().filter(|t| t.is_finite()).collect()).unwrap_or(f64::NAN)
+                    median(window.copied().filter(|t| t.is_finite()).collect()).unwrap_or(0.0)
                 })
                 .collect()
         };
@@ -62,5 +63,15 @@ mod tests {
         assert_eq!(before.pauses, vec![103.5]);
         let short = RegionsBefore::of(&samples[..5], positions);
         assert!(short.is_none());
+        // A window of no reading: 0, which stores and reads back.
+        let mut unread = samples.clone();
+        unread[4..12].fill(f64::NAN);
+        let before = RegionsBefore::of(&unread, positions).unwrap();
+        assert_eq!(before.audited[0], 0.0);
+        let text = serde_json::to_string(&before).unwrap();
+        assert_eq!(
+            serde_json::from_str::<RegionsBefore>(&text).unwrap(),
+            before
+        );
     }
 }
