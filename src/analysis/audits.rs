@@ -46,8 +46,8 @@ pub fn of(a: &Facts) -> Vec<CellAudits> {
             let records = a.records.get(&c.index)?;
             let steady = a.reduced.stats.get(c.index, super::phase::Phase::Steady);
             let reading = (a.headline(c).map(|s| s.median), steady.as_ref());
-            let moved = a.clocks.get(&c.index).is_some_and(|k| k.moved);
-            let readings = Readings::of(c, reading, (a.run.meta.device.as_ref(), moved));
+            let moved_to = a.clocks.get(&c.index).and_then(|k| k.moved_to);
+            let readings = Readings::of(c, reading, (a.run.meta.device.as_ref(), moved_to));
             cell(c.index, records, &readings)
         })
         .collect()
@@ -124,7 +124,7 @@ mod tests {
             stage_allowance_ns: None,
             host_in_reading: false,
             per_region: 1,
-            clock_moved: false,
+            clock_moved_to: None,
         };
         let c = cell(3, &[&a, &b], &r).unwrap();
         assert_eq!((c.regions, c.decoys, c.pauses), (3, 2, 1));
@@ -166,7 +166,7 @@ mod tests {
                 stage_allowance_ns: None,
                 host_in_reading: false,
                 per_region: 20,
-                clock_moved: false,
+                clock_moved_to: None,
             };
             cell(0, &[&r], &readings).unwrap().judgement.unwrap()
         };
@@ -201,7 +201,7 @@ mod tests {
             stage_allowance_ns: None,
             host_in_reading: false,
             per_region: 20,
-            clock_moved: false,
+            clock_moved_to: None,
         };
         let c = cell(0, &[&r], &readings).unwrap();
         let j = c.judgement.unwrap();

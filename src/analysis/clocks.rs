@@ -100,9 +100,9 @@ pub struct ClockSummary {
     pub mean_power_w: Option<f64>,
     pub max_temp_c: Option<u32>,
     pub flags: Vec<String>,
-    /// Whether the SM clock moved by more than the tolerance or was throttled (not for a
-    /// benign reason): what lets the audit set regions against the samples before them.
-    pub moved: bool,
+    /// The lowest SM clock over the highest, where it moved by more than the tolerance: how
+    /// far the audit may set a region against the samples before it (`analysis::drift`).
+    pub moved_to: Option<f64>,
 }
 
 /// The lowest and highest of `values`, none when there are none.
@@ -125,11 +125,11 @@ pub fn summarize(
     let sm = range(points.iter().filter_map(|p| p.reading.sm_mhz));
     let power: Vec<f64> = points.iter().filter_map(|p| p.reading.power_w).collect();
     let mut flags = Vec::new();
-    let mut clock_moved = false;
+    let mut moved_to = None;
     if let Some((lo, hi)) = sm {
         let moved = (hi - lo) as f64 / hi.max(1) as f64 * 100.0;
-        clock_moved = moved > tolerance_pct;
-        if clock_moved {
+        if moved > tolerance_pct {
+            moved_to = Some(lo as f64 / hi.max(1) as f64);
             flags.push(format!("SM clock moved {lo}-{hi} MHz ({moved:.1}%)"));
         }
         if let Some(want) = expect_mhz {
@@ -148,8 +148,7 @@ pub fn summarize(
         .collect();
     reasons.sort_unstable();
     reasons.dedup();
-    let throttled = !reasons.is_empty();
-    if throttled {
+    if !reasons.is_empty() {
         flags.push(format!("throttled: {}", reasons.join(", ")));
     }
     ClockSummary {
@@ -158,7 +157,7 @@ pub fn summarize(
         mean_power_w: (!power.is_empty()).then(|| power.iter().sum::<f64>() / power.len() as f64),
         max_temp_c: points.iter().filter_map(|p| p.reading.temp_c).max(),
         flags,
-        moved: clock_moved || throttled,
+        moved_to,
     }
 }
 
@@ -277,7 +276,7 @@ mod tests {
         let b = point(10_000.0, 1975, &[]);
         let s = summarize(&[&a, &b], 1.0, Some(1980));
         assert!(s.flags.is_empty(), "{:?}", s.flags);
-        assert!(!s.moved);
+        assert_eq!(s.moved_to, None);
         assert_eq!(s.sm_mhz, Some((1975, 1980)));
         assert_eq!(s.mean_power_w, Some(105.0));
         assert_eq!(s.max_temp_c, Some(41));
@@ -295,7 +294,7 @@ mod tests {
                 "throttled: sw_power_cap"
             ]
         );
-        assert!(s.moved);
+        assert_eq!(s.moved_to, Some(1755.0 / 1980.0));
     }
 
     #[test]
@@ -303,6 +302,9 @@ mod tests {
         let a = point(0.0, 1755, &[]);
         let s = summarize(&[&a], 1.0, Some(1980));
         assert_eq!(s.flags, ["SM clock 1755-1755 MHz, expected 1980 MHz"]);
-        assert!(!s.moved, "a clock that sat still, elsewhere than expected");
+        assert_eq!(
+            s.moved_to, None,
+            "a clock that sat still, elsewhere than expected"
+        );
     }
 }

@@ -173,8 +173,8 @@ fn verdicts(
             let kernel = c.kernel.map(|k| &s.experiment.kernels[k]);
             let median = headline(reduced, c).map(|st| st.median);
             let steady = reduced.stats.get(c.index, Phase::Steady);
-            let moved = clocks.get(&c.index).is_some_and(|k| k.moved);
-            let device_moved = (s.meta.device.as_ref(), moved);
+            let moved_to = clocks.get(&c.index).and_then(|k| k.moved_to);
+            let device_moved = (s.meta.device.as_ref(), moved_to);
             let readings = tells::Readings::of(c, (median, steady.as_ref()), device_moved);
             let audit = tells::judged(records, &readings).and_then(|j| j.suspect);
             (

@@ -21,18 +21,16 @@ pub(super) fn first_launches(
     stage_allowance_ns: Option<f64>,
 ) -> Vec<Test> {
     let runs: Vec<_> = (among.iter())
-        .filter_map(|m| m.firsts.as_ref().map(|f| (f, m.before.as_ref())))
+        .filter_map(|m| m.firsts.as_ref().map(|f| (f, *m)))
         .collect();
     let firsts: Vec<_> = runs.iter().map(|(f, _)| *f).collect();
     // A first launch moves with the clock as its region does (`analysis::drift`); only
     // where each region kept its first launch (those not read are left out, and the rest
-    // would no longer stand beside their own samples).
+    // would no longer stand beside their own places).
     let pooled = |of: fn(&FirstLaunches) -> &Vec<f64>, kind: drift::Kind| -> Vec<f64> {
         (runs.iter())
-            .flat_map(|(f, before)| match (drift, before) {
-                (Some(d), Some(b)) if kind(b).len() == of(f).len() => {
-                    d.scaled(of(f), Some(b), kind)
-                }
+            .flat_map(|(f, m)| match drift {
+                Some(d) if kind.0(m).len() == of(f).len() => d.scaled(of(f), m, kind),
                 _ => of(f).clone(),
             })
             .filter(|t| t.is_finite())
@@ -53,9 +51,9 @@ pub(super) fn first_launches(
         allowance_ns: 0.0,
     };
     let (audited, decoys, pauses) = (
-        pooled(|f| &f.audited, |b| &b.audited),
-        pooled(|f| &f.decoys, |b| &b.decoys),
-        pooled(|f| &f.pauses, |b| &b.pauses),
+        pooled(|f| &f.audited, drift::AUDITED),
+        pooled(|f| &f.decoys, drift::DECOYS),
+        pooled(|f| &f.pauses, drift::PAUSES),
     );
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {

@@ -89,9 +89,10 @@ pub struct Readings<'a> {
     pub host_in_reading: bool,
     /// Launches in one timed region (a batch's or a graph's).
     pub per_region: u64,
-    /// Whether the telemetry saw the SM clock move or throttle during the cell: only then
-    /// are regions set against the samples before them (`analysis::drift`).
-    pub clock_moved: bool,
+    /// The cell's lowest SM clock over its highest, where the telemetry saw it move beyond
+    /// the tolerance: only then are regions set against the samples before them, and by no
+    /// more than the clock moved (`analysis::drift`).
+    pub clock_moved_to: Option<f64>,
 }
 
 impl<'a> Readings<'a> {
@@ -99,7 +100,7 @@ impl<'a> Readings<'a> {
     pub fn of(
         cell: &Cell,
         (reading_ns, steady): (Option<f64>, Option<&'a Stats>),
-        (device, clock_moved): (Option<&DeviceInfo>, bool),
+        (device, clock_moved_to): (Option<&DeviceInfo>, Option<f64>),
     ) -> Readings<'a> {
         let knobs = &cell.knobs;
         let flushed = matches!(knobs.cache, Cache::Flush { .. });
@@ -112,7 +113,7 @@ impl<'a> Readings<'a> {
             stage_allowance_ns: if flushed { Some(0.0) } else { hot },
             host_in_reading: knobs.queue.reading_holds_launch_time(knobs.timer),
             per_region,
-            clock_moved,
+            clock_moved_to,
         }
     }
 }
@@ -146,7 +147,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     }
     let among: Vec<&AuditsAmong> = audits.iter().filter_map(|a| a.among.as_ref()).collect();
     let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
-    let drift = steady.filter(|_| r.clock_moved).map(Drift::of);
+    let drift = steady.zip(r.clock_moved_to).map(|(s, to)| Drift::of(s, to));
     let [audited, decoys, pauses] = drift::regions(&among, drift);
     let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
         (among.iter().filter_map(|m| m.by_cupti.as_ref()))

@@ -17,7 +17,7 @@ fn in_a_hot_cell_decoys_are_set_against_pauses_beyond_what_a_stages_l2_costs() {
             stage_allowance_ns,
             host_in_reading: false,
             per_region: 1,
-            clock_moved: false,
+            clock_moved_to: None,
         };
         judged(&[r], &readings).unwrap()
     };
@@ -68,7 +68,7 @@ fn in_a_hot_graph_a_first_launch_that_works_only_after_a_stage_is_suspect() {
             stage_allowance_ns: Some(26e3),
             host_in_reading: false,
             per_region: 20,
-            clock_moved: false,
+            clock_moved_to: None,
         };
         judged(&[&r], &readings).unwrap()
     };
@@ -91,7 +91,7 @@ fn pauses_slower_than_the_hosts_launch_can_make_them_say_so() {
         stage_allowance_ns: None,
         host_in_reading: true,
         per_region: 1,
-        clock_moved: false,
+        clock_moved_to: None,
     };
     let why = judged(&[&r], &readings).unwrap().suspect.unwrap();
     assert!(why.contains("a pause adds to a launch"), "{why}");
@@ -108,7 +108,7 @@ fn one_slow_decoy_is_not_the_stage_tests_group() {
             stage_allowance_ns: Some(0.0),
             host_in_reading: false,
             per_region: 1,
-            clock_moved: false,
+            clock_moved_to: None,
         };
         judged(&[r], &readings).unwrap()
     };
@@ -143,7 +143,7 @@ fn a_second_decoy_shows_a_cache_whose_one_decoy_the_hosts_launch_spoiled() {
             stage_allowance_ns: Some(26e3),
             host_in_reading: true,
             per_region: 1,
-            clock_moved: false,
+            clock_moved_to: None,
         };
         judged(&[r], &readings).unwrap()
     };
@@ -167,6 +167,9 @@ fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_th
         vec![180.7e3, 181.0e3, 180.8e3, 181.5e3],
     );
     let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.positions = vec![165, 182, 200, 200, 200];
+    among.decoy_positions = vec![7, 37];
+    among.pause_positions = vec![16, 52, 58, 91];
     among.before = Some(crate::protocol::RegionsBefore {
         audited: vec![187.5e3, 211.0e3, 198.6e3, 198.6e3, 198.6e3],
         decoys: vec![180.6e3, 180.6e3],
@@ -179,7 +182,7 @@ fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_th
         max: 226.7e3,
         ..Default::default()
     };
-    let judge = |clock_moved: bool| {
+    let judge = |clock_moved_to: Option<f64>| {
         let readings = Readings {
             reading_ns: Some(s.median),
             steady: Some(&s),
@@ -187,20 +190,20 @@ fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_th
             stage_allowance_ns: Some(26e3),
             host_in_reading: false,
             per_region: 20,
-            clock_moved,
+            clock_moved_to,
         };
         judged(&[&r], &readings).unwrap().suspect
     };
     assert_eq!(
-        judge(true),
+        judge(Some(1515.0 / 1980.0)),
         None,
         "the clock moved: each region against its own samples"
     );
     // Where the telemetry saw no move, a kernel's own speed moved the samples before a
     // region (one that works after a stage), and its regions stand as read.
     assert!(
-        judge(false).unwrap().contains("audited regions"),
+        judge(None).unwrap().contains("audited regions"),
         "{:?}",
-        judge(false)
+        judge(None)
     );
 }

@@ -46,7 +46,7 @@ fn judge(rs: &[&CellRecord], s: &Stats, flushed: bool) -> Option<Judgement> {
         stage_allowance_ns: flushed.then_some(0.0),
         host_in_reading: false,
         per_region: 1,
-        clock_moved: false,
+        clock_moved_to: None,
     };
     judged(rs, &r)
 }
@@ -256,7 +256,7 @@ fn one_region_must_lie_beyond_the_farthest_timed_sample_too() {
         stage_allowance_ns: None,
         host_in_reading: true,
         per_region: 1,
-        clock_moved: false,
+        clock_moved_to: None,
     };
     assert!(judged(&[&half(35e3)], &readings).unwrap().suspect.is_none());
 }
@@ -367,7 +367,7 @@ fn by_events_on_an_idle_queue(r: &CellRecord) -> Option<Judgement> {
         stage_allowance_ns: None,
         host_in_reading: true,
         per_region: 1,
-        clock_moved: false,
+        clock_moved_to: None,
     };
     judged(&[r], &readings)
 }

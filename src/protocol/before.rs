@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 pub const BEFORE_WINDOW: usize = 8;
 
 /// Of each audited region, decoy and pause, in the order of their readings: the median of
-/// the [`BEFORE_WINDOW`] timed samples before it (the first ones, where fewer came before),
-/// ns per launch; 0 where none of them was read (a NaN would be stored as null, which an
-/// f64 does not read back: the record would be unreadable).
+/// the [`BEFORE_WINDOW`] timed samples before it, ns per launch; 0 where fewer came before
+/// it (a window that held samples after it could be slowed by a kernel that tells a stage)
+/// or none of them was read (a NaN would be stored as null, which an f64 does not read
+/// back: the record would be unreadable).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RegionsBefore {
     pub audited: Vec<f64>,
@@ -32,7 +33,10 @@ impl RegionsBefore {
         let at = |positions: &[u64]| -> Vec<f64> {
             (positions.iter())
                 .map(|&p| {
-                    let end = (p as usize).clamp(BEFORE_WINDOW, samples.len());
+                    if (p as usize) < BEFORE_WINDOW {
+                        return 0.0;
+                    }
+                    let end = (p as usize).min(samples.len());
                     let window = samples[end - BEFORE_WINDOW..end].iter();
                     median(window.copied().filter(|t| t.is_finite()).collect()).unwrap_or(0.0)
                 })
@@ -58,8 +62,8 @@ mod tests {
         let before = RegionsBefore::of(&samples, positions).unwrap();
         // Before sample 12: samples 4..12, 104-111.
         assert_eq!(before.audited, vec![107.5, 115.5]);
-        // Fewer than the window before it: the first ones.
-        assert_eq!(before.decoys, vec![103.5]);
+        // Fewer than the window before it: none.
+        assert_eq!(before.decoys, vec![0.0]);
         assert_eq!(before.pauses, vec![103.5]);
         let short = RegionsBefore::of(&samples[..5], positions);
         assert!(short.is_none());
