@@ -107,11 +107,17 @@ pub fn lead_launches(median_ns: Option<f64>) -> u64 {
 /// See [`crate::protocol::CUPTI_PAUSES`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct KernelRecords {
+    #[serde(deserialize_with = "super::nan::null_as_nan")]
     pub timed_ns: Vec<f64>,
+    #[serde(deserialize_with = "super::nan::null_as_nan")]
     pub pauses_ns: Vec<f64>,
     /// Launches after a stage that drew the held data again, read where the pauses' records
     /// read slow ([`crate::protocol::CUPTI_STAGED`]); none in records from before them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::nan::null_as_nan"
+    )]
     pub staged_ns: Vec<f64>,
 }
 

@@ -13,6 +13,7 @@ mod confirm;
 mod device;
 mod energy;
 mod failure;
+mod nan;
 mod stopped;
 
 pub use before::{RegionsBefore, BEFORE_WINDOW};
@@ -141,7 +142,7 @@ pub struct CellRecord {
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "null_as_nan"
+        deserialize_with = "nan::null_as_nan"
     )]
     pub samples_ns: Vec<f64>,
     /// Host time of each timed launch's start (first, then samples), in µs from the cell's
@@ -308,14 +309,20 @@ pub struct AuditsAmong {
     /// The steady samples (0-based) each audited region ran just before.
     pub positions: Vec<u64>,
     /// Each audited region's reading as the cell's timer sees it, ns per launch.
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub readings_ns: Vec<f64>,
     /// The steady samples each decoy ran just before, and the decoys' readings.
     pub decoy_positions: Vec<u64>,
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub decoys_ns: Vec<f64>,
     /// The steady samples each pause ran just before, and the pauses' readings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pause_positions: Vec<u64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nan::null_as_nan"
+    )]
     pub pauses_ns: Vec<f64>,
     /// The seed of the draws on the GPU (draw 0 the timed launches' data, draw k the k-th
     /// audited region's), where the inputs were drawn there; older runs copied two data
@@ -359,8 +366,11 @@ pub struct AuditsAmong {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FirstLaunches {
     /// Of each audited region, decoy and pause, in the order they ran.
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub audited: Vec<f64>,
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub decoys: Vec<f64>,
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub pauses: Vec<f64>,
     /// Of the steady timed regions: how many, their median, interquartile range and
     /// largest.
@@ -376,8 +386,10 @@ pub struct FirstLaunches {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Gaps {
     /// Before each audited region and decoy (their stages draw), in the order they ran.
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub staged: Vec<f64>,
     /// Before each pause (its stage draws nothing).
+    #[serde(deserialize_with = "nan::null_as_nan")]
     pub pauses: Vec<f64>,
     /// The median gap before the steady timed launches.
     pub timed_median: f64,
@@ -417,12 +429,6 @@ pub struct Span {
     pub name: String,
     pub start_ms: f64,
     pub ms: f64,
-}
-
-/// JSON has no NaN: serde_json writes it as null, read back here as NaN.
-fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-    let v: Vec<Option<f64>> = Deserialize::deserialize(d)?;
-    Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -492,18 +498,4 @@ pub struct Overhead {
     pub bare_wall_ns: f64,
     /// The bare loop's own events reading of the empty kernel (median).
     pub bare_events_median_ns: f64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_still_to_come_survive_the_trip_as_nan() {
-        let mut r = CellRecord::new(0, "c", 0);
-        r.samples_ns = vec![f64::NAN, 1.0];
-        let back: CellRecord = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
-        assert!(back.samples_ns[0].is_nan());
-        assert_eq!(back.samples_ns[1], 1.0);
-    }
 }
