@@ -149,6 +149,8 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let steady = r.steady.filter(|s| s.count as usize >= MIN_SAMPLES);
     let drift = steady.zip(r.clock_moved_to).map(|(s, to)| Drift::of(s, to));
     let [audited, decoys, pauses] = drift::regions(&among, drift);
+    let as_read = drift::regions(&among, None);
+    let scaled = (as_read.iter().zip([&audited, &decoys, &pauses])).any(|(a, b)| a != b);
     let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
         (among.iter().filter_map(|m| m.by_cupti.as_ref()))
             .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
@@ -225,6 +227,12 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             let spread = steady.map(|s| (timed.sigma, s.count as usize));
             band(&[audited, after].concat(), ns, spread)
         }));
+    }
+    if scaled {
+        // A verdict's numbers are then not the readings stored: say so.
+        for why in tests.iter_mut().filter_map(|t| t.suspect.as_mut()) {
+            why.push_str(" (regions set against the timed samples before them: the clock moved)");
+        }
     }
     Judgement::of(tests)
 }

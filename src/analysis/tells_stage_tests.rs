@@ -207,3 +207,34 @@ fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_th
         judge(None)
     );
 }
+
+#[test]
+fn a_cheat_in_a_cell_whose_clock_moved_a_little_keeps_its_verdict_and_says_it_was_scaled() {
+    // Skips half where timed; the launches before its regions did all the work (it tells a
+    // stage), 30% slow: in a cell whose clock moved 5%, its regions come down 5% at most.
+    let mut r = run(vec![345e3, 346e3], vec![190e3], vec![190e3, 191e3, 190e3]);
+    let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.positions = vec![60, 120];
+    among.decoy_positions = vec![30];
+    among.pause_positions = vec![20, 90, 150];
+    among.before = Some(crate::protocol::RegionsBefore {
+        audited: vec![247e3, 247e3],
+        decoys: vec![190e3],
+        pauses: vec![190e3, 190e3, 190e3],
+    });
+    let s = steady(200, 1e3, 190e3);
+    let readings = Readings {
+        reading_ns: Some(s.median),
+        steady: Some(&s),
+        flushed: false,
+        stage_allowance_ns: Some(26e3),
+        host_in_reading: false,
+        per_region: 1,
+        clock_moved_to: Some(0.95),
+    };
+    let why = judged(&[&r], &readings).unwrap().suspect.unwrap();
+    assert!(
+        why.contains("audited regions") && why.contains("the clock moved"),
+        "{why}"
+    );
+}
