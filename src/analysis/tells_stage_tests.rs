@@ -5,7 +5,37 @@ use super::bounds::*;
 use super::stats::Stats;
 use super::tells::*;
 use super::tells_tests::{run, steady};
-use crate::protocol::CellRecord;
+use crate::protocol::{CellRecord, RegionsBefore};
+
+/// A hot cell's readings, whose stages' L2 may cost a launch 26 µs (an H200): the
+/// launches in a region, whether a reading holds the host's launch, and how far the clock
+/// moved.
+fn hot_cell<'a>(
+    s: &'a Stats,
+    (per_region, host_in_reading, clock_moved_to): (u64, bool, Option<f64>),
+) -> Readings<'a> {
+    Readings {
+        reading_ns: Some(s.median),
+        steady: Some(s),
+        flushed: false,
+        stage_allowance_ns: Some(26e3),
+        host_in_reading,
+        per_region,
+        clock_moved_to,
+    }
+}
+
+/// Run `r`'s regions placed among its samples (audited, decoys, pauses), with the medians
+/// of the samples before them.
+fn placed(r: &mut CellRecord, positions: [Vec<u64>; 3], before: RegionsBefore) {
+    let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+    [
+        among.positions,
+        among.decoy_positions,
+        among.pause_positions,
+    ] = positions;
+    among.before = Some(before);
+}
 
 #[test]
 fn in_a_hot_cell_decoys_are_set_against_pauses_beyond_what_a_stages_l2_costs() {
@@ -61,15 +91,7 @@ fn in_a_hot_graph_a_first_launch_that_works_only_after_a_stage_is_suspect() {
             timed_max: 191e3,
         });
         let s = steady(200, 700.0, 190e3);
-        let readings = Readings {
-            reading_ns: Some(s.median),
-            steady: Some(&s),
-            flushed: false,
-            stage_allowance_ns: Some(26e3),
-            host_in_reading: false,
-            per_region: 20,
-            clock_moved_to: None,
-        };
+        let readings = hot_cell(&s, (20, false, None));
         judged(&[&r], &readings).unwrap()
     };
     let j = judge(345e3);
@@ -136,15 +158,7 @@ fn a_second_decoy_shows_a_cache_whose_one_decoy_the_hosts_launch_spoiled() {
     // within what a stage's L2 state may cost a hot launch (26 µs).
     let hot_events = |r: &CellRecord| {
         let s = steady(300, 1_248.0, 36_880.0);
-        let readings = Readings {
-            reading_ns: Some(s.median),
-            steady: Some(&s),
-            flushed: false,
-            stage_allowance_ns: Some(26e3),
-            host_in_reading: true,
-            per_region: 1,
-            clock_moved_to: None,
-        };
+        let readings = hot_cell(&s, (1, true, None));
         judged(&[r], &readings).unwrap()
     };
     let (audited, pauses) = (vec![56_448.0, 56_640.0], vec![36_960.0, 48_288.0, 37_152.0]);
@@ -166,15 +180,17 @@ fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_th
         vec![180.8e3, 181.1e3],
         vec![180.7e3, 181.0e3, 180.8e3, 181.5e3],
     );
-    let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
-    among.positions = vec![165, 182, 200, 200, 200];
-    among.decoy_positions = vec![7, 37];
-    among.pause_positions = vec![16, 52, 58, 91];
-    among.before = Some(crate::protocol::RegionsBefore {
+    let places = [
+        vec![165, 182, 200, 200, 200],
+        vec![7, 37],
+        vec![16, 52, 58, 91],
+    ];
+    let before = RegionsBefore {
         audited: vec![187.5e3, 211.0e3, 198.6e3, 198.6e3, 198.6e3],
         decoys: vec![180.6e3, 180.6e3],
         pauses: vec![180.6e3, 180.6e3, 180.7e3, 180.6e3],
-    });
+    };
+    placed(&mut r, places, before);
     let s = Stats {
         count: 200,
         iqr: 1.82e3,
@@ -183,15 +199,7 @@ fn regions_late_in_a_cell_whose_clock_fell_are_set_against_the_samples_before_th
         ..Default::default()
     };
     let judge = |clock_moved_to: Option<f64>| {
-        let readings = Readings {
-            reading_ns: Some(s.median),
-            steady: Some(&s),
-            flushed: false,
-            stage_allowance_ns: Some(26e3),
-            host_in_reading: false,
-            per_region: 20,
-            clock_moved_to,
-        };
+        let readings = hot_cell(&s, (20, false, clock_moved_to));
         judged(&[&r], &readings).unwrap().suspect
     };
     assert_eq!(
@@ -213,25 +221,14 @@ fn a_cheat_in_a_cell_whose_clock_moved_a_little_keeps_its_verdict_and_says_it_wa
     // Skips half where timed; the launches before its regions did all the work (it tells a
     // stage), 30% slow: in a cell whose clock moved 5%, its regions come down 5% at most.
     let mut r = run(vec![345e3, 346e3], vec![190e3], vec![190e3, 191e3, 190e3]);
-    let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
-    among.positions = vec![60, 120];
-    among.decoy_positions = vec![30];
-    among.pause_positions = vec![20, 90, 150];
-    among.before = Some(crate::protocol::RegionsBefore {
+    let before = RegionsBefore {
         audited: vec![247e3, 247e3],
         decoys: vec![190e3],
         pauses: vec![190e3, 190e3, 190e3],
-    });
-    let s = steady(200, 1e3, 190e3);
-    let readings = Readings {
-        reading_ns: Some(s.median),
-        steady: Some(&s),
-        flushed: false,
-        stage_allowance_ns: Some(26e3),
-        host_in_reading: false,
-        per_region: 1,
-        clock_moved_to: Some(0.95),
     };
+    placed(&mut r, [vec![60, 120], vec![30], vec![20, 90, 150]], before);
+    let s = steady(200, 1e3, 190e3);
+    let readings = hot_cell(&s, (1, false, Some(0.95)));
     let why = judged(&[&r], &readings).unwrap().suspect.unwrap();
     assert!(
         why.contains("audited regions") && why.contains("the clock moved"),
