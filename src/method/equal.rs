@@ -10,6 +10,16 @@ use cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 const GRID: u32 = 1024;
 const BLOCK: u32 = 256;
 
+/// Bytes of the words a comparison writes what it found into: `out_of_tolerance`'s tally.
+pub const WORDS: usize = 9 * 8;
+
+/// A built-in comparison kernel and the device words it writes what it found into, which
+/// the session keeps (`worker::kernels`): each call reads them back before it returns.
+pub struct Comparison<'a> {
+    pub func: Function,
+    pub words: &'a DeviceBuffer,
+}
+
 /// The launch of a comparison kernel: a grid-stride loop over the buffers.
 fn grid_stride() -> Dims {
     Dims {
@@ -24,7 +34,7 @@ fn grid_stride() -> Dims {
 /// type, a NaN in `a` counts as a difference too (its element's first byte): a NaN equals
 /// nothing, itself included.
 pub fn first_difference(
-    func: &Function,
+    Comparison { func, words: first }: Comparison,
     a: &DeviceBuffer,
     b: &DeviceBuffer,
     nans_of: Option<Dtype>,
@@ -36,7 +46,6 @@ pub fn first_difference(
             b.bytes()
         )));
     }
-    let first = DeviceBuffer::alloc(8)?;
     first.fill(0xFF)?;
     let dims = grid_stride();
     let values = [
@@ -44,9 +53,9 @@ pub fn first_difference(
         Param::Buffer(b),
         Param::u64(a.bytes() as u64),
         Param::bytes(&nan_kind(nans_of).to_ne_bytes()),
-        Param::Buffer(&first),
+        Param::Buffer(first),
     ];
-    Launch::new(func, dims, &values).enqueue()?;
+    Launch::new(&func, dims, &values).enqueue()?;
     let bytes = first.download()?;
     let at = u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"));
     Ok((at != u64::MAX).then_some(at as usize))
@@ -54,15 +63,18 @@ pub fn first_difference(
 
 /// `buf`'s checksum under `key` (`checksum` in `kernels/audit.cu`): what a buffer the
 /// worker keeps on the device held, to tell later that nothing wrote it.
-pub fn checksum(func: &Function, buf: &DeviceBuffer, key: u64) -> Result<u64, CudaError> {
-    let sum = DeviceBuffer::alloc(8)?;
+pub fn checksum(
+    Comparison { func, words: sum }: &Comparison,
+    buf: &DeviceBuffer,
+    key: u64,
+) -> Result<u64, CudaError> {
     sum.fill(0)?;
     let dims = grid_stride();
     let values = [
         Param::Buffer(buf),
         Param::u64(buf.bytes() as u64),
         Param::u64(key),
-        Param::Buffer(&sum),
+        Param::Buffer(sum),
     ];
     Launch::new(func, dims, &values).enqueue()?;
     let bytes = sum.download()?;
@@ -102,12 +114,11 @@ pub struct Tally {
 /// `out_of_tolerance`: a 134M-element output in a millisecond, where the host took seconds
 /// and a sample of it let a kernel that skipped a tenth of its rows pass one check in five.
 pub fn out_of_tolerance(
-    func: &Function,
+    Comparison { func, words: tally }: Comparison,
     (got, want): (&DeviceBuffer, &DeviceBuffer),
     dtype: Dtype,
     (rtol, atol): (f64, f64),
 ) -> Result<Tally, CudaError> {
-    let tally = DeviceBuffer::alloc(9 * 8)?;
     let count = (got.bytes().min(want.bytes()) / dtype.size()) as u64;
     let dims = grid_stride();
     let pass = |worst_bits: u64| -> Result<[u64; 9], CudaError> {
@@ -122,9 +133,9 @@ pub fn out_of_tolerance(
             Param::bytes(&rtol.to_ne_bytes()),
             Param::bytes(&atol.to_ne_bytes()),
             Param::u64(worst_bits),
-            Param::Buffer(&tally),
+            Param::Buffer(tally),
         ];
-        Launch::new(func, dims, &values).enqueue()?;
+        Launch::new(&func, dims, &values).enqueue()?;
         let bytes = tally.download()?;
         let word = |k: usize| u64::from_ne_bytes(bytes[8 * k..8 * k + 8].try_into().expect("8"));
         Ok(std::array::from_fn(word))

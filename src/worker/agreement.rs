@@ -74,8 +74,8 @@ pub fn on_gpu(
     // One pass: a first pass for bit-equal outputs read both buffers again wherever they
     // differed, as a float kernel's do from a float64 reference's (a tenth of an audited
     // check's time for a 512 MiB output on an H200).
-    let func = kernels.function(KernelKey::OutOfTolerance, timeline)?;
-    let tally = crate::method::equal::out_of_tolerance(&func, (mine, ref_out), dtype, tolerances)
+    let compare = kernels.comparison(KernelKey::OutOfTolerance, timeline)?;
+    let tally = crate::method::equal::out_of_tolerance(compare, (mine, ref_out), dtype, tolerances)
         .map_err(&comparing)?;
     let worst = tally.worst.unwrap_or(0);
     let element = worst * dtype.size()..(worst + 1) * dtype.size();

@@ -282,10 +282,10 @@ impl Checker<'_> {
         if out.bytes() != src.bytes() {
             return Ok(None);
         }
-        let func = kernels.function(KernelKey::FirstDifference, timeline)?;
+        let compare = kernels.comparison(KernelKey::FirstDifference, timeline)?;
         let (size, name) = (dtype.size(), &def.args[check.output].name);
         let Some(byte) =
-            equal::first_difference(&func, out, src, None).map_err(during("copy check"))?
+            equal::first_difference(compare, out, src, None).map_err(during("copy check"))?
         else {
             return Ok(Some(format!(
                 "copy: all {} elements equal",

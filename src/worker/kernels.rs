@@ -6,8 +6,9 @@ use super::timeline::Timeline;
 use crate::experiment::knobs::cache::FlushMethod;
 use crate::experiment::knobs::compile::Compile;
 use crate::experiment::Kernel;
+use crate::method::equal::{self, Comparison};
 use crate::plan::Cell;
-use cuda::{CudaError, Function, LazyFunction, LazyModule, Module};
+use cuda::{CudaError, DeviceBuffer, Function, LazyFunction, LazyModule, Module};
 use std::any::Any;
 use std::collections::hash_map::{Entry, HashMap};
 use std::path::PathBuf;
@@ -206,6 +207,10 @@ pub struct Kernels {
     /// module holds about 6 KiB of device memory; they are let go only where a load runs out
     /// of memory.
     retired: Vec<Box<dyn Any>>,
+    /// The words the built-in comparisons write what they found into (`method::equal`),
+    /// kept for the process: an allocation and its free took 61 µs on an H200, more than
+    /// the compare of a few MB it served.
+    words: Option<DeviceBuffer>,
 }
 
 impl Kernels {
@@ -217,6 +222,7 @@ impl Kernels {
             loaded: HashMap::new(),
             lazy: HashMap::new(),
             retired: Vec::new(),
+            words: None,
         }
     }
 
@@ -341,5 +347,19 @@ impl Kernels {
         timeline: &mut Timeline,
     ) -> Result<Function, CudaError> {
         Ok(self.get(key, Build::default(), timeline)?.0.func.clone())
+    }
+
+    /// A built-in comparison's function with the words it writes what it found into.
+    pub fn comparison(
+        &mut self,
+        key: KernelKey,
+        timeline: &mut Timeline,
+    ) -> Result<Comparison<'_>, CudaError> {
+        let func = self.function(key, timeline)?;
+        if self.words.is_none() {
+            self.words = Some(DeviceBuffer::alloc(equal::WORDS)?);
+        }
+        let words = self.words.as_ref().expect("allocated above");
+        Ok(Comparison { func, words })
     }
 }

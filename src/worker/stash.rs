@@ -105,11 +105,11 @@ impl Stash {
         timeline: &mut Timeline,
         key: u64,
     ) -> Result<Vec<Option<u64>>, Failure> {
-        let func = kernels.function(KernelKey::Checksum, timeline)?;
+        let compare = kernels.comparison(KernelKey::Checksum, timeline)?;
         (self.copies.iter())
             .map(|c| {
                 c.as_ref()
-                    .map(|c| equal::checksum(&func, c, key))
+                    .map(|c| equal::checksum(&compare, c, key))
                     .transpose()
             })
             .collect::<Result<_, _>>()

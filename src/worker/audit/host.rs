@@ -221,9 +221,9 @@ fn first_difference(
     let Some(buf) = buffers.buffer(index) else {
         return Ok(None);
     };
-    let func = s
+    let compare = s
         .kernels
-        .function(KernelKey::FirstDifference, &mut s.timeline)?;
-    equal::first_difference(&func, buf, copy, None)
+        .comparison(KernelKey::FirstDifference, &mut s.timeline)?;
+    equal::first_difference(compare, buf, copy, None)
         .map_err(during("audit: comparing an input with its copy"))
 }

@@ -376,11 +376,11 @@ fn copy(
     (out, src): (&DeviceBuffer, &DeviceBuffer),
     output: usize,
 ) -> Result<String, Failure> {
-    let func = s
+    let compare = s
         .kernels
-        .function(KernelKey::FirstDifference, &mut s.timeline)?;
+        .comparison(KernelKey::FirstDifference, &mut s.timeline)?;
     let differs =
-        equal::first_difference(&func, out, src, None).map_err(during("audit: copy check"))?;
+        equal::first_difference(compare, out, src, None).map_err(during("audit: copy check"))?;
     let name = &def.args[output].name;
     let Some(byte) = differs else {
         return Ok(format!("copy: all {} bytes equal", out.bytes()));
