@@ -396,7 +396,7 @@ fn steady<'b>(
                 place += 1;
             }
         }
-        read_again = (a.by_cupti(ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
+        read_again = (a.by_cupti(s, ready, armed, rec, &samples)).map_err(of_kind(Kind::Audit))?;
     }
     if let (Some(s), None) = (stopper.as_mut(), &rec.stopped) {
         rec.stopped = Some(s.exhausted(&samples));

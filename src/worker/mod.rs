@@ -133,6 +133,7 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         audit_stash: None,
         timed_stash: None,
         reference_buffers: RefCell::new(None),
+        matmul_scratch: Default::default(),
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,
     };

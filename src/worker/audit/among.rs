@@ -252,9 +252,10 @@ impl Among {
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions
     /// read slow by events on an idle queue (see [`by_cupti::read_again`]); returns the
-    /// time that took, which is no sample's.
+    /// time that took, which is no sample's (a phase of its own where they were).
     pub(in crate::worker) fn by_cupti<'b>(
         &mut self,
+        s: &mut Session,
         ready: ReadyCell<'b>,
         armed: &mut Armed<'b>,
         rec: &mut CellRecord,
@@ -270,11 +271,15 @@ impl Among {
             draws: &self.inputs.draws,
             held: self.held,
         };
+        s.timeline.mark("steady samples");
         let start = Instant::now();
         self.late_before_cupti = Some(self.inputs.draws.late());
         let records = by_cupti::read_again(ready, armed, rec, samples, run)?;
         spent(&mut self.regions_time, start);
         spent(&mut self.cost, start);
+        if records.is_some() {
+            s.timeline.mark("audit: pauses read again by CUPTI");
+        }
         self.by_cupti = records;
         Ok(start.elapsed())
     }

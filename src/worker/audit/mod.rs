@@ -22,6 +22,8 @@ mod host;
 mod on_draw;
 mod share;
 
+pub(super) use on_draw::MatmulScratch;
+
 use common::rank;
 
 use super::arm::Armed;

@@ -41,17 +41,25 @@ pub(super) fn check(
 }
 
 /// Device buffers a cell's checks reuse (an allocation and its free cost more than the
-/// check's kernel): the matmul reference's cells and what it found, and the table of draws
-/// into the reference kernel's buffers (the cell's, `Session::reference_buffers`).
+/// check's kernel): the table of draws into the reference kernel's buffers (the cell's,
+/// `Session::reference_buffers`).
 #[derive(Default)]
 pub(super) struct Scratch {
-    cells: Option<DeviceBuffer>,
-    found: Option<DeviceBuffer>,
     reference_draws: RefCell<Option<Draws>>,
     /// A Python check on the GPU's: the buffers updated in place drawn again, and its
     /// results (an allocation and a free of each cost a region's check milliseconds).
     python_draws: Option<OwnDraws>,
     python_results: Vec<DeviceBuffer>,
+}
+
+/// The matmul reference's device buffers, its sample's cells and what it found, kept for
+/// the process: every sample is as large as the last where the output is large, and an
+/// allocation of one took 3.8-9.8 ms on an H200 where earlier cells had freed theirs (the
+/// first check of `trust-small`'s matmul cells at n = 320, against 0.1 ms for the next).
+#[derive(Default)]
+pub(in crate::worker) struct MatmulScratch {
+    cells: Option<DeviceBuffer>,
+    found: Option<DeviceBuffer>,
 }
 
 /// The buffer in `slot`, of `bytes`: the one there where it is of that size, else a new one.
@@ -363,7 +371,7 @@ fn check_against(
             let tolerance = cell.launch.tolerances.tolerance;
             let name = &def.args[check.output].name;
             let sample = (sample_seed, tolerance);
-            matmul(s, scratch, (a, b), (name, out, out_type), dims, sample)
+            matmul(s, (a, b), (name, out, out_type), dims, sample)
         }
         other => Err(Failure::from(format!("unknown reference `{other}`"))),
     }
@@ -400,7 +408,6 @@ const MATMUL_BLOCK: u32 = 256;
 /// `sample_seed`), against the float64 reference computed on the GPU.
 fn matmul(
     s: &mut Session,
-    scratch: &mut Scratch,
     ((a, a_type), (b, b_type)): ((&DeviceBuffer, Dtype), (&DeviceBuffer, Dtype)),
     (name, out, out_type): (&str, &DeviceBuffer, Dtype),
     dims: &[i64],
@@ -427,13 +434,13 @@ fn matmul(
             .collect(),
         false => Vec::new(),
     };
-    let on_device = sized(&mut scratch.cells, indices.len())?;
+    let on_device = sized(&mut s.matmul_scratch.cells, indices.len())?;
     if sampled {
         on_device.upload(&indices)?;
     }
     // The reference's doubles, then the output's elements at the same cells: one read back.
     let size = out_type.size();
-    let found = sized(&mut scratch.found, cells.len() * (8 + size))?;
+    let found = sized(&mut s.matmul_scratch.found, cells.len() * (8 + size))?;
     let func = s
         .kernels
         .function(KernelKey::AuditMatmul, &mut s.timeline)?;

@@ -27,10 +27,10 @@ impl Cache<'_> {
     }
 }
 
-/// The output elements (row-major indices, ascending) an audited region's matmul check of
-/// an m x n output compares: a sample drawn from `seed` (all of a small output).
+/// The output elements (row-major indices, rows ascending) an audited region's matmul check
+/// of an m x n output compares: a sample drawn from `seed` (all of a small output).
 pub fn matmul_sample(m: usize, n: usize, seed: u64) -> Vec<usize> {
-    matmul::matmul_cells(m, n, seed, 0)
+    matmul::matmul_cells((m, n), seed, 0, false)
 }
 
 /// A matmul's output at `cells` (`found`: element j is cell j's) against float64 reference
