@@ -738,3 +738,77 @@ args = [
         assert!(spots >= 6 && spots.is_multiple_of(3), "{honest}");
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_where_its_samples_split(
+) {
+    // Half its work in half its launches, each drawn apart (a hash of the launch's count),
+    // telling nothing apart: its hot samples split in two, and the launches alone after
+    // them, each checked, catch a skipping one (all of them pass with a chance of 1/256).
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        format!(
+            "{SPIN}{}",
+            r#"__device__ unsigned int launch_count, blocks_done;
+extern "C" __global__ void at_random(const float *x, float *y, unsigned long long n) {
+    unsigned int h = *(volatile unsigned int *)&launch_count;
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && (!(h & 1u) || (blockIdx.x & 1))) y[i] = spin(x[i]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&blocks_done, 1u) + 1u == gridDim.x) {
+            blocks_done = 0;
+            __threadfence();
+            atomicAdd(&launch_count, 1u);
+        }
+    }
+}
+"#
+        ),
+    )
+    .unwrap();
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        format!(
+            r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = ["n // 256"]
+block = [256]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" }},
+  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+]
+{extra}
+"#,
+            source.display()
+        )
+    };
+    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
+    let text = [
+        "[experiment]\ntitle = \"at random\"\n[sweep]\nn = [4194304]\n".to_string(),
+        kernel("ref", "steady_ref", "timed = false"),
+        kernel("steady", "steady", against),
+        kernel("at-random", "at_random", &format!("{against}\nexpect = \"caught\"")),
+        "[defaults]\nwarmup = 3\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("atrandom", &text);
+    for variant in ["hot", "hot-events"] {
+        let cheat = record(&records, &format!("at-random/n=4194304/{variant}"));
+        assert_eq!(cheat["status"], "failed", "{cheat}");
+        let honest = record(&records, &format!("steady/n=4194304/{variant}"));
+        assert_eq!(honest["status"], "ok", "{honest}");
+        let spots = honest["audit"]["among"]["spots"].as_u64().unwrap_or(0);
+        assert_eq!(
+            spots, 0,
+            "an honest kernel's samples do not split: {honest}"
+        );
+    }
+}

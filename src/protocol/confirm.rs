@@ -27,6 +27,49 @@ pub fn margin_ns(baseline_ns: f64) -> f64 {
     (MARGIN_SHARE * baseline_ns).max(MARGIN_NS)
 }
 
+/// A half of the samples this much tighter than their interquartile range is one behavior
+/// of two: a normal's shortest half is its interquartile range.
+const TIGHTER: f64 = 4.0;
+
+/// Whether samples (their `median`, interquartile range, shortest half and the upper
+/// quartile of the steps between successive ones) split in two: a quarter or more of the
+/// successive samples change by half the range (two behaviors interleaved, not a stretch of
+/// one, as a power cap makes), the shortest half [`TIGHTER`] times tighter than the range,
+/// and the range over the margin the audit's tests allow (two speeds apart by more than
+/// noise). A kernel that does all its work in some launches only, at random, reads so; so
+/// does an honest one of two speeds.
+pub fn splits_in_two(median: f64, iqr: f64, shortest_half: f64, step_p75: f64) -> bool {
+    let interleaved = step_p75 >= iqr / 2.0;
+    let tight = TIGHTER * shortest_half < iqr;
+    interleaved && tight && iqr > margin_ns(median)
+}
+
+/// Whether timed samples, `in_order` as they were taken, split in two ([`splits_in_two`]).
+pub fn samples_split(in_order: &[f64]) -> bool {
+    let mut sorted: Vec<f64> = in_order.iter().copied().filter(|t| t.is_finite()).collect();
+    if sorted.len() < 8 {
+        return false;
+    }
+    sorted.sort_unstable_by(f64::total_cmp);
+    let q = |p: f64| crate::statistics::nearest_rank(&sorted, p);
+    let steps = crate::statistics::step_quartile(in_order);
+    splits_in_two(
+        q(0.5),
+        q(0.75) - q(0.25),
+        crate::statistics::shortest_half(&sorted),
+        steps,
+    )
+}
+
+/// Where a run's timed samples split in two ([`samples_split`]), this many single launches
+/// follow its samples, each on the last audited region's draw and on poisoned outputs, each
+/// checked (`worker::audit::among`): a kernel that skips work in a share q of its launches,
+/// each drawn apart, reads alike in every region and splits its samples, and passes S checks
+/// of single launches with a chance of (1 - q)^S. A hot cell has three (the check before the
+/// samples and two audited regions'): 42% at q = 25%, and one of six such cells at 50% passed
+/// 26% faster on an H200 (`reports/trust-random`). With these, S = 11: 4.2% and 0.05%.
+pub const ALONE_IF_SPLIT: u64 = 8;
+
 /// A run's pauses may catch the GPU at slow moments. So where their lower median reads over
 /// the timed median by more than the margin (by events or a host timer, which read each as
 /// it runs; within it no test could call them suspect), this many more come after the
@@ -124,6 +167,34 @@ pub struct KernelRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launches_that_skip_at_random_split_the_samples_a_stretch_or_noise_does_not() {
+        // `skips-at-random` hot on an H200: launches that skipped near 90 µs, the rest 128 µs,
+        // drawn apart launch to launch.
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as f64 / (1u64 << 31) as f64
+        };
+        let mixed: Vec<f64> = (0..200)
+            .map(|_| match next() < 0.5 {
+                true => 90_000.0 + 1_000.0 * next(),
+                false => 128_000.0 + 1_000.0 * next(),
+            })
+            .collect();
+        assert!(samples_split(&mixed));
+        // The same two speeds as a stretch of each (a power cap's): successive samples barely change.
+        let mut stretch = mixed.clone();
+        stretch.sort_unstable_by(f64::total_cmp);
+        assert!(!samples_split(&stretch));
+        // One speed with noise of 2%.
+        let noisy: Vec<f64> = (0..200).map(|_| 128_000.0 + 2_560.0 * next()).collect();
+        assert!(!samples_split(&noisy));
+        assert!(!samples_split(&mixed[..6]), "too few to tell");
+    }
 
     #[test]
     fn records_from_before_cuptis_stages_read_with_none_and_none_is_not_written() {

@@ -19,9 +19,9 @@ mod stopped;
 pub use before::{RegionsBefore, BEFORE_WINDOW};
 pub use claims::{Claiming, Claims};
 pub use confirm::{
-    lead_launches, margin_ns, KernelRecords, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES,
-    CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, DECOYS_AGAIN,
-    HOST_LAUNCH_NS, MARGIN_NS, MARGIN_SHARE,
+    lead_launches, margin_ns, samples_split, splits_in_two, KernelRecords, ALONE_IF_SPLIT,
+    AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED,
+    CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP, DECOYS_AGAIN, HOST_LAUNCH_NS, MARGIN_NS, MARGIN_SHARE,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
@@ -342,7 +342,8 @@ pub struct AuditsAmong {
     /// the cell's time.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub capped: u64,
-    /// Single launches checked on an audited region's draw, where the region is several.
+    /// Single launches checked on an audited region's draw, where the region is several or
+    /// where the run's timed samples split in two (`ALONE_IF_SPLIT`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spots: u64,
     /// The gaps on the GPU before the regions, where CUPTI's records give them.

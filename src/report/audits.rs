@@ -12,7 +12,7 @@ use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
 use crate::plan::audit_rounds::{AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE, SPOTS};
-use crate::protocol::HOST_LAUNCH_NS;
+use crate::protocol::{ALONE_IF_SPLIT, HOST_LAUNCH_NS};
 use crate::protocol::{
     CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
 };
@@ -83,7 +83,7 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let spots: u64 = cells.iter().map(|c| c.spots).sum();
     if spots > 0 {
         intro.push_str(&format!(
-            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, each on poisoned outputs, checked as the region was: {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these and the check before the samples) with a chance of (1 - q)^S: at most 5% where q is 35% or more with two audited regions (S = 7)."
+            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 35% or more with two audited regions of several launches (S = 7), or q is 25% or more where the samples split (S = 11 in a cell of single launches)."
         ));
     }
     let rows = (cells.iter())

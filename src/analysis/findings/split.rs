@@ -10,20 +10,12 @@ use crate::analysis::facts::Facts;
 use crate::analysis::phase::Phase;
 use crate::analysis::stats::Stats;
 use crate::plan::Cell;
-use crate::protocol::margin_ns;
+use crate::protocol::splits_in_two;
 
-/// A half of the samples this much tighter than their interquartile range is one behavior
-/// of two: a normal's shortest half is its interquartile range.
-const TIGHTER: f64 = 4.0;
-
-/// Whether `steady` splits in two: a quarter or more of its successive samples change by half
-/// its interquartile range (two behaviors interleaved, not a stretch of one, as a power cap
-/// makes), its shortest half [`TIGHTER`] times tighter than that range, and the range over
-/// the margin the audit's tests allow (two speeds apart by more than noise).
+/// Whether `steady` splits in two (`protocol::splits_in_two`).
 pub fn splits(steady: &Stats) -> bool {
-    let interleaved = steady.step_p75 >= steady.iqr / 2.0;
-    let tight = TIGHTER * steady.shortest_half < steady.iqr;
-    interleaved && tight && steady.iqr > margin_ns(steady.median)
+    let s = steady;
+    splits_in_two(s.median, s.iqr, s.shortest_half, s.step_p75)
 }
 
 /// Of the `trusted` cells with steady samples, those that split in two, the one whose range

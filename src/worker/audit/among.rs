@@ -18,6 +18,7 @@
 //! a hot cell no test sets the staged regions against the timed launches.
 
 mod checks;
+mod seeds;
 
 use super::by_cupti;
 use super::common::{record, spent, unjudged};
@@ -36,11 +37,11 @@ use crate::protocol::{
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
-use crate::worker::inputs::fnv1a;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
 use cuda::Function;
+use seeds::{schedule_seed, seed_of, DRAW_SEEDS};
 use std::time::{Duration, Instant};
 
 /// One region run: its place among all the run's regions (the first timed one is 0), the
@@ -69,11 +70,12 @@ pub(in crate::worker) struct Among {
     /// Device buffers the checks reuse.
     scratch: Scratch,
     kept_read: bool,
-    /// The seed the draws' seeds come from (recorded), the draws made from it, and the one
-    /// the buffers hold now.
+    /// The seed the draws' seeds come from (recorded), the draws made from it, the one the
+    /// buffers hold now and the one they held before it.
     draw_seed: u64,
     drawn: u64,
     held: u64,
+    earlier: u64,
     /// The pause every stage waits out, and what the first draw took, in ns.
     wait_ns: u64,
     draw_ns: f64,
@@ -163,6 +165,7 @@ impl Among {
             draw_seed,
             drawn: 1,
             held,
+            earlier: held,
             wait_ns: wait_ns(draw_ns),
             draw_ns,
             ran: Vec::new(),
@@ -338,6 +341,7 @@ impl Among {
         });
         if let (Region::Audit, Some(seed)) = (kind, seed) {
             let earlier = std::mem::replace(&mut self.held, seed);
+            self.earlier = earlier;
             // The check runs among CUPTI's records of the timed launches, where it records.
             let recorded = (cell.knobs.timer == TimerKind::Cupti).then(|| armed.entries.clone());
             let checking = Instant::now();
@@ -478,47 +482,9 @@ impl Among {
     }
 }
 
-/// The seed of run `process` of cell `id`'s regions, from the run's own seed (drawn anew each
-/// run): places drawn from the cell alone were the same every run, so a kernel given the
-/// places an earlier run recorded could do all its work at its audited regions and decoys
-/// alone and skip at its pauses and timed launches, which no test of a hot cell sets apart.
-fn schedule_seed(id: &str, process: u32, run_seed: u64) -> u64 {
-    fnv1a(format!("{id}#{process}#{run_seed}").as_bytes())
-}
-
-/// The draws' seeds follow from the schedule's through this one, apart from its places.
-const DRAW_SEEDS: u64 = u64::MAX;
-
-/// The seed of draw `k` from `seed` (draw 0: the timed launches' first data).
-fn seed_of(seed: u64, k: u64) -> u64 {
-    fnv1a(&[seed.to_le_bytes(), k.to_le_bytes()].concat())
-}
-
 /// How long poisoning the outputs takes, where the stage does that instead of a draw.
 fn poison_time(buffers: &Buffers) -> Result<f64, Failure> {
     let start = Instant::now();
     buffers.poison_outputs()?;
     Ok(start.elapsed().as_nanos() as f64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    /// The places (before sample, kind) a run's schedule of 200 samples draws from `seed`.
-    fn places(seed: u64) -> String {
-        let mut schedule = Schedule::new(seed, 200, 1, 0);
-        let due = (0..200).filter_map(|i| schedule.due(i).map(|(kind, _)| (i, kind)));
-        format!("{:?}", due.collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn a_cells_regions_lie_elsewhere_in_every_run() {
-        let id = "replays-schedule/n=512 skip=10/hot";
-        let again = |run| places(schedule_seed(id, 0, run));
-        assert_eq!(again(7), again(7), "a recorded seed replays its run");
-        let runs: HashSet<String> = (0..20).map(again).collect();
-        assert_eq!(runs.len(), 20, "twenty runs, twenty schedules");
-    }
 }

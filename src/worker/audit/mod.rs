@@ -22,8 +22,6 @@ mod host;
 mod on_draw;
 mod share;
 
-pub(super) use on_draw::MatmulScratch;
-
 use common::rank;
 
 use super::arm::Armed;
@@ -100,7 +98,8 @@ impl Auditor {
     ) -> Result<(), Failure> {
         match self {
             Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
-            Auditor::Among(among) => {
+            Auditor::Among(mut among) => {
+                among.alone_if_split(s, ready, armed, rec)?;
                 rec.audit = Some(among.finish(s, ready.cell, &rec.samples_ns)?);
                 Ok(())
             }

@@ -52,16 +52,6 @@ pub(super) struct Scratch {
     python_results: Vec<DeviceBuffer>,
 }
 
-/// The matmul reference's device buffers, its sample's cells and what it found, kept for
-/// the process: every sample is as large as the last where the output is large, and an
-/// allocation of one took 3.8-9.8 ms on an H200 where earlier cells had freed theirs (the
-/// first check of `trust-small`'s matmul cells at n = 320, against 0.1 ms for the next).
-#[derive(Default)]
-pub(in crate::worker) struct MatmulScratch {
-    cells: Option<DeviceBuffer>,
-    found: Option<DeviceBuffer>,
-}
-
 /// The buffer in `slot`, of `bytes`: the one there where it is of that size, else a new one.
 fn sized(slot: &mut Option<DeviceBuffer>, bytes: usize) -> Result<&DeviceBuffer, CudaError> {
     if slot.as_ref().is_none_or(|b| b.bytes() != bytes) {

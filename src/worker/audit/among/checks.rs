@@ -8,17 +8,19 @@
 //! times no differently in audited regions, decoys, pauses or timed ones. Only a launch on
 //! outputs no launch has written shows what that launch did.
 
-use super::super::common::stale;
+use super::super::common::{spent, stale};
 use super::super::on_draw;
 use super::Among;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::plan::audit_rounds::SPOTS;
+use crate::protocol::{samples_split, CellRecord, ALONE_IF_SPLIT};
 use crate::worker::arm::Armed;
 use crate::worker::assemble::{against_outputs, Checker};
 use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
+use std::time::Instant;
 
 impl Among {
     /// The audited region's inputs read back (a kernel that wrote one is named, before its
@@ -126,19 +128,64 @@ impl Among {
         if armed.body.launches() < 2 || cupti {
             return Ok(0);
         }
+        let after = "audit on new inputs, a launch alone after the region";
+        self.alone(s, ready, armed, (seed, earlier), (SPOTS, after))?;
+        s.timeline.mark("audit launches alone");
+        Ok(SPOTS)
+    }
+
+    /// Where the run's timed samples split in two behaviors ([`samples_split`]),
+    /// [`ALONE_IF_SPLIT`] single launches on the draw the buffers hold (the last audited
+    /// region's), each on poisoned outputs, each checked as a launch alone after a region is;
+    /// run once the timer's readings are in, so that no CUPTI record counts them. Not where
+    /// the kernel writes an input: each launch would read the one before's result.
+    pub(in crate::worker) fn alone_if_split(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        armed: &mut Armed,
+        rec: &mut CellRecord,
+    ) -> Result<(), Failure> {
+        let def = ready.kernel()?;
+        let writes_input = (ready.data.sets[0].inputs()).any(|i| def.writes(i));
+        if writes_input || !samples_split(&rec.samples_ns) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let split = "audit: the timed samples split in two, a launch alone on an audited draw";
+        let (seed, earlier) = (self.held, self.earlier);
+        let checked = self.alone(s, ready, armed, (seed, earlier), (ALONE_IF_SPLIT, split));
+        spent(&mut self.checks_time, start);
+        spent(&mut self.cost, start);
+        rec.kernel_launches += checked?;
+        s.timeline.mark("audit launches alone (the samples split)");
+        Ok(())
+    }
+
+    /// `count` single launches on the draw of `seed` the buffers hold, each on poisoned
+    /// outputs after the resets, each checked (`what` says which); returns how many ran.
+    fn alone(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        armed: &mut Armed,
+        (seed, earlier): (u64, u64),
+        (count, what): (u64, &str),
+    ) -> Result<u64, Failure> {
         let buffers = &ready.data.sets[0];
-        let alone = "audit on new inputs, a launch alone after the region";
-        for k in 1..=SPOTS {
+        for k in 1..=count {
             let launch = during("audit: a launch alone on an audited region's draw");
             buffers.poison_outputs().map_err(&launch)?;
+            if buffers.resets() {
+                buffers.reset().map_err(&launch)?;
+            }
             armed.launch.enqueue().map_err(&launch)?;
             cuda::synchronize().map_err(&launch)?;
             let salt = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             self.check_alone(s, ready, (seed, earlier, salt))
-                .map_err(|f| f.during(alone))?;
+                .map_err(|f| f.during(what))?;
             self.spots += 1;
         }
-        s.timeline.mark("audit launches alone");
-        Ok(SPOTS)
+        Ok(count)
     }
 }
