@@ -115,6 +115,46 @@ def draws(modules, raw):
         print(f"{name:12s} {raw.nbytes / 1e6:.0f} MB | " + " | ".join(row), flush=True)
 
 
+def alone_us(launch, repeats=50):
+    """A launch's median time from an idle queue, by events around it: as the worker times a
+    draw for its stages' pause (`Draws::timed_write`)."""
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for _ in range(repeats + 1):
+        cp.cuda.Device().synchronize()
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1e3)
+    return statistics.median(times[1:])
+
+
+def small_draws(modules):
+    """f32 uniform draws of one to three buffers of 1-16 MiB, each launched alone from an idle
+    queue, an argument per row of blocks of 256, at most 4096 a row: the draws a cell's stage
+    waits for. Each kernel with a thread per element (the worker's grid to 01d2532) and with a
+    thread per 16 bytes, as the float draw takes them (`Entry::threads` since)."""
+    for mib in (1, 4, 16):
+        n = mib * (1 << 20) // 4
+        bufs = [cp.empty(n, dtype=cp.float32) for _ in range(3)]
+        for count in (1, 2, 3):
+            entries = np.zeros(count, dtype=ENTRY)
+            for k in range(count):
+                entries[k] = (bufs[k].data.ptr, n, 3 + k, -4.0, 4.0, 2, 0)
+            table = cp.asarray(entries.view(np.uint8))
+            first = cp.full(1, ALL_ONES, dtype=cp.uint64)
+            row = []
+            for label, module in modules:
+                fn = module.get_function("audit_draw")
+                for per, grid_label in ((1, "an element"), (4, "16 bytes")):
+                    grid = (min((n // per + 255) // 256, 4096), count)
+                    us = alone_us(lambda: fn(grid, (256,), (table, np.uint32(count), np.uint64(9),
+                                                             np.uint32(0), first)))
+                    row.append(f"{label} a thread {grid_label} {us:6.1f}")
+            print(f"f32 uniform {count} x {mib:2d} MiB alone | " + " | ".join(row), flush=True)
+
+
 def compares(modules):
     n = 32768 * 4096
     rng = cp.random.default_rng(1)
@@ -166,6 +206,8 @@ def main():
     args.add_argument("--candidate", default="kernels/audit.cu")
     args.add_argument("--nvrtc", help="libnvrtc to time the compiles with")
     args.add_argument("--compile-only", metavar="ARCH", help="only the compiles, for ARCH (sm_90): no GPU")
+    args.add_argument("--small", action="store_true",
+                      help="only draws of 1-16 MiB, each alone from an idle queue, as a stage's")
     a = args.parse_args()
     baseline = (open(a.baseline).read() if os.path.isfile(a.baseline) else
                 subprocess.run(["git", "show", f"{a.baseline}:kernels/audit.cu"],
@@ -185,6 +227,9 @@ def main():
     if a.compile_only:
         return
     modules = [(label, cp.RawModule(code=source, options=("-std=c++17",))) for label, source in sources]
+    if a.small:
+        small_draws(modules)
+        return
     draws(modules, cp.empty(32768 * 2048 * 4, dtype=cp.uint8))
     compares(modules)
 

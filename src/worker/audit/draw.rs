@@ -19,7 +19,7 @@
 
 use super::common::{note, wrote_input};
 use crate::experiment::Kernel;
-use crate::experiment::{ArgValue, Init, Memory};
+use crate::experiment::{ArgValue, Dtype, Init, Memory};
 use crate::plan::audit_rounds::{STAGE_PER_DRAW, STAGE_SLACK_NS};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
@@ -50,6 +50,21 @@ pub(super) struct Entry {
 }
 
 impl Entry {
+    /// Threads the draw takes: a float type's 16 bytes each (`audit_draw_float`), another
+    /// type's an element each. A grid of a thread an element leaves three in four of a float
+    /// draw's blocks idle, and small draws paid for the blocks: on an H200 two 4 MiB f32
+    /// draws took 33.2 µs alone from an idle queue at fe97d65 against 19.9 µs at f995848,
+    /// three 16 MiB ones 55.4 µs against 35.1 µs (`benches/audit-kernels`, `--small`, which
+    /// times both grids).
+    fn threads(&self) -> u64 {
+        let float = [Dtype::F16, Dtype::Bf16, Dtype::F32].map(Dtype::code);
+        let per = match float.contains(&self.dtype) {
+            true => 16 / Dtype::ALL[self.dtype as usize].size() as u64,
+            false => 1,
+        };
+        self.count.div_ceil(per)
+    }
+
     /// The draw of argument `arg` (of `args`) into `buffer`, where its `init` is a random
     /// distribution the GPU draws and the buffer is one a kernel reaches: device, managed,
     /// mapped or pinned memory (under unified addressing every page-locked allocation is
@@ -109,6 +124,7 @@ pub(super) struct Draws {
     /// The arguments drawn, in the table's order.
     pub(super) args: Vec<usize>,
     table: DeviceBuffer,
+    /// Threads the longest draw takes (see [`Entry::threads`]).
     longest: u64,
     /// Where a verify lowers each draw's first differing element (kept: one allocation a
     /// cell, not one a region).
@@ -132,7 +148,7 @@ impl Draws {
             kernel,
             args: entries.iter().map(|(i, _)| *i).collect(),
             table,
-            longest: entries.iter().map(|(_, e)| e.count).max().unwrap_or(0),
+            longest: entries.iter().map(|(_, e)| e.threads()).max().unwrap_or(0),
             first: DeviceBuffer::alloc(8 * entries.len().max(1))?,
             reached: Event::new()?,
             done: Event::new()?,
@@ -405,7 +421,6 @@ pub(super) fn wait_ns(draw_ns: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::Dtype;
 
     #[test]
     fn a_stage_kicks_every_ten_microseconds_and_not_in_its_last_twenty() {
@@ -439,6 +454,25 @@ mod tests {
         assert_eq!(f64::from_ne_bytes(b[32..40].try_into().unwrap()), 2.5);
         assert_eq!(u32::from_ne_bytes(b[40..44].try_into().unwrap()), 2);
         assert_eq!(u32::from_ne_bytes(b[44..48].try_into().unwrap()), 1);
+    }
+
+    #[test]
+    fn a_float_draw_takes_a_thread_per_16_bytes_another_a_thread_an_element() {
+        let entry = |dtype: Dtype, count: u64| Entry {
+            address: 0,
+            count,
+            salt: 0,
+            a: 0.0,
+            b: 1.0,
+            dtype: dtype.code(),
+            normal: false,
+        };
+        assert_eq!(entry(Dtype::F32, 1 << 20).threads(), 1 << 18);
+        assert_eq!(entry(Dtype::F32, 7).threads(), 2);
+        assert_eq!(entry(Dtype::F16, 17).threads(), 3);
+        assert_eq!(entry(Dtype::Bf16, 16).threads(), 2);
+        assert_eq!(entry(Dtype::F64, 5).threads(), 5);
+        assert_eq!(entry(Dtype::U8, 33).threads(), 33);
     }
 
     #[test]
