@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The corpus at n = 512, run once for all the tests of this file: the folder (kept while
@@ -522,22 +522,7 @@ extern "C" __global__ void twice_ref(const float *x, float *y, unsigned long lon
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, extra: &str| {
-        format!(
-            r#"[[kernel]]
-name = "{name}"
-source = "{}"
-entry = "{entry}"
-grid = ["n // 256"]
-block = [256]
-args = [
-  {{ name = "x", buffer = "f32", len = "n", init = "uniform(-1, 1)" }},
-  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
-  {{ name = "n", scalar = "u64", value = "n" }},
-]
-{extra}
-"#,
-            source.display()
-        )
+        elementwise(&source, (name, entry), "uniform(-1, 1)", extra)
     };
     let text = [
         "[experiment]\ntitle = \"one wrong element\"\n[sweep]\nn = [4194304]\n".to_string(),
@@ -568,6 +553,43 @@ args = [
         .unwrap_or_else(|e| panic!("{e}: {error}"));
     assert!((values[0] - values[1] - 1.0).abs() < 1e-5, "{error}");
 }
+
+/// A `[[kernel]]` of `source`'s `entry` over `n` floats, `y` from `x` (drawn by `init`),
+/// with `extra` lines after its arguments.
+fn elementwise(source: &Path, (name, entry): (&str, &str), init: &str, extra: &str) -> String {
+    format!(
+        r#"[[kernel]]
+name = "{name}"
+source = "{}"
+entry = "{entry}"
+grid = ["n // 256"]
+block = [256]
+args = [
+  {{ name = "x", buffer = "f32", len = "n", init = "{init}" }},
+  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
+  {{ name = "n", scalar = "u64", value = "n" }},
+]
+{extra}
+"#,
+        source.display()
+    )
+}
+
+/// A device count of a kernel's launches, `launch_count`: the last block of each launch to
+/// call `count_launch` (every thread of every block calls it) adds one.
+const LAUNCH_COUNT: &str = r#"__device__ unsigned int launch_count, blocks_done;
+__device__ void count_launch() {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&blocks_done, 1u) + 1u == gridDim.x) {
+            blocks_done = 0;
+            __threadfence();
+            atomicAdd(&launch_count, 1u);
+        }
+    }
+}
+"#;
 
 /// A kernel of some arithmetic per element, `steady`, and its reference `steady_ref`, the
 /// same: what the tests of cheats that skip elements set them beside.
@@ -608,22 +630,7 @@ fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_dra
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, extra: &str| {
-        format!(
-            r#"[[kernel]]
-name = "{name}"
-source = "{}"
-entry = "{entry}"
-grid = ["n // 256"]
-block = [256]
-args = [
-  {{ name = "x", buffer = "f32", len = "n", init = "iota(0, 0.001)" }},
-  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
-  {{ name = "n", scalar = "u64", value = "n" }},
-]
-{extra}
-"#,
-            source.display()
-        )
+        elementwise(&source, (name, entry), "iota(0, 0.001)", extra)
     };
     let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
     let text = [
@@ -657,43 +664,19 @@ fn a_kernel_that_skips_every_other_launch_is_caught_by_a_launch_alone_in_a_graph
     std::fs::write(
         &source,
         format!(
-            "{SPIN}{}",
-            r#"__device__ unsigned int launch_count, blocks_done;
-extern "C" __global__ void every_other(const float *x, float *y, unsigned long long n) {
+            "{SPIN}{LAUNCH_COUNT}{}",
+            r#"extern "C" __global__ void every_other(const float *x, float *y, unsigned long long n) {
     unsigned int skips = *(volatile unsigned int *)&launch_count & 1u;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && (!skips || (blockIdx.x & 1))) y[i] = spin(x[i]);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&blocks_done, 1u) + 1u == gridDim.x) {
-            blocks_done = 0;
-            __threadfence();
-            atomicAdd(&launch_count, 1u);
-        }
-    }
+    count_launch();
 }
 "#
         ),
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, init: &str, extra: &str| {
-        format!(
-            r#"[[kernel]]
-name = "{name}"
-source = "{}"
-entry = "{entry}"
-grid = ["n // 256"]
-block = [256]
-args = [
-  {{ name = "x", buffer = "f32", len = "n", init = "{init}" }},
-  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
-  {{ name = "n", scalar = "u64", value = "n" }},
-]
-{extra}
-"#,
-            source.display()
-        )
+        elementwise(&source, (name, entry), init, extra)
     };
     let (drawn, range) = ("uniform(0, 1)", "iota(0, 0.000001)");
     let caught = |check: &str| format!("{check}\nexpect = \"caught\"");
@@ -751,44 +734,20 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
     std::fs::write(
         &source,
         format!(
-            "{SPIN}{}",
-            r#"__device__ unsigned int launch_count, blocks_done;
-extern "C" __global__ void at_random(const float *x, float *y, unsigned long long n) {
+            "{SPIN}{LAUNCH_COUNT}{}",
+            r#"extern "C" __global__ void at_random(const float *x, float *y, unsigned long long n) {
     unsigned int h = *(volatile unsigned int *)&launch_count;
     h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && (!(h & 1u) || (blockIdx.x & 1))) y[i] = spin(x[i]);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&blocks_done, 1u) + 1u == gridDim.x) {
-            blocks_done = 0;
-            __threadfence();
-            atomicAdd(&launch_count, 1u);
-        }
-    }
+    count_launch();
 }
 "#
         ),
     )
     .unwrap();
     let kernel = |name: &str, entry: &str, extra: &str| {
-        format!(
-            r#"[[kernel]]
-name = "{name}"
-source = "{}"
-entry = "{entry}"
-grid = ["n // 256"]
-block = [256]
-args = [
-  {{ name = "x", buffer = "f32", len = "n", init = "uniform(0, 1)" }},
-  {{ name = "y", buffer = "f32", len = "n", init = "output" }},
-  {{ name = "n", scalar = "u64", value = "n" }},
-]
-{extra}
-"#,
-            source.display()
-        )
+        elementwise(&source, (name, entry), "uniform(0, 1)", extra)
     };
     let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
     let text = [
