@@ -10,6 +10,11 @@
 //!   timed launches after it keep that data;
 //! - a decoy's stage draws the data the buffers hold again, the same bytes: nothing new;
 //! - a pause's stage draws nothing: after it the cache is a timed launch's (but see below).
+//!   Where L2 is flushed before the launches (a cold cell), it draws the held data again, as a
+//!   decoy's does: the flush leaves the cache as a timed launch finds it either way. Drawing
+//!   nothing, the gap before a pause ran shorter than before a staged region (in `trust`'s cold
+//!   cells at fe97d65 on an H200, medians of 135.4 µs against 141.1 µs; most likely the flush
+//!   writing back the lines a draw left): a kernel timing its gaps could tell them apart.
 //!
 //! Where no input can be drawn (constants, ranges, files), every region's stage poisons the outputs
 //! instead, a pause's too, and the audited ones are checked on the timed data: were the pauses'
@@ -21,7 +26,7 @@ mod checks;
 mod seeds;
 
 use super::by_cupti;
-use super::common::{record, spent, unjudged};
+use super::common::{record, spent, unjudged, writes_an_input};
 use super::draw::{self, wait_ns, Draws, InputDraws};
 use super::on_draw::{self, Scratch};
 use super::share::Share;
@@ -273,6 +278,7 @@ impl Among {
             wait: Duration::from_nanos(self.wait_ns),
             draws: &self.inputs.draws,
             held: self.held,
+            pause_draws: self.pause_draws(ready, armed)?,
         };
         s.timeline.mark("steady samples");
         let start = Instant::now();
@@ -305,7 +311,8 @@ impl Among {
                 Some(seed_of(self.draw_seed, self.drawn - 1))
             }
             Region::Decoy => Some(self.held),
-            Region::Pause => None,
+            // See the module's doc: a cold cell's pause draws as a decoy does.
+            Region::Pause => self.pause_draws(ready, armed)?.then_some(self.held),
         };
         let wait = Duration::from_nanos(self.wait_ns);
         let draws = &self.inputs.draws;
@@ -457,6 +464,13 @@ impl Among {
 }
 
 impl Among {
+    /// Whether a pause's stage draws the held data again (see the module's doc): where L2 is
+    /// flushed before the launches, and the kernel writes none of its inputs (a draw would
+    /// undo what its launches left there, which the timed ones read).
+    pub(super) fn pause_draws(&self, ready: ReadyCell, armed: &Armed) -> Result<bool, Failure> {
+        Ok(armed.flush.is_some() && !writes_an_input(ready.kernel()?, ready.data))
+    }
+
     /// Each region's first launch and the timed regions', where they were read.
     fn firsts(&self) -> Option<FirstLaunches> {
         let of = |kind: Region| -> Vec<f64> {

@@ -20,8 +20,8 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::time::{Duration, Instant};
 
 /// What the run read and holds: its pauses' and staged regions' readings, its seed, the
-/// pause every stage waits out, the draws that stage it and the seed of the data the
-/// buffers hold.
+/// pause every stage waits out, the draws that stage it, the seed of the data the buffers
+/// hold and whether a pause's stage draws it again (`Among::pause_draws`).
 pub(super) struct Run<'a> {
     pub(super) pauses: Vec<f64>,
     pub(super) staged: Vec<f64>,
@@ -29,6 +29,7 @@ pub(super) struct Run<'a> {
     pub(super) wait: Duration,
     pub(super) draws: &'a Draws,
     pub(super) held: u64,
+    pub(super) pause_draws: bool,
 }
 
 /// What a region among the launches CUPTI reads waits out: a pause's stage, or one that
@@ -101,13 +102,14 @@ fn collect<'b>(
     };
     let (wait, draws, held) = (run.wait, run.draws, run.held);
     // A region's stage, as among the samples (nothing, the held data drawn again, or the
-    // outputs poisoned where nothing is drawn) but for the empty kernels launched through
-    // it: CUPTI's records leave the host's launch out, which those keep from cooling.
+    // outputs poisoned where nothing is drawn; a cold cell's pause draws as a decoy does) but
+    // for the empty kernels launched through it: CUPTI's records leave the host's launch out,
+    // which those keep from cooling.
     let region = |buffers: &Buffers| -> Result<(), Failure> {
         let staged = match (draws.is_empty(), stage) {
             (true, _) => draws.stage(|_| buffers.poison_outputs(), wait, None),
-            (false, Stage::Pause) => draws.stage(|_| Ok(()), wait, None),
-            (false, Stage::Drawn) => draws.stage(|d| d.write(held), wait, None),
+            (false, Stage::Pause) if !run.pause_draws => draws.stage(|_| Ok(()), wait, None),
+            (false, _) => draws.stage(|d| d.write(held), wait, None),
         };
         staged.map_err(during("audit: the region's stage"))
     };

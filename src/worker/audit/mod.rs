@@ -141,7 +141,7 @@ fn weaker(
     let [audited, ..] =
         audit::first_round(samples, cell.runs() as usize, rank(cell, process, run_seed));
     let multi = knobs.launches.count() > 1;
-    let in_place = (data.sets[0].inputs()).any(|i| def.writes(i));
+    let in_place = common::writes_an_input(def, data);
     Some(
         match () {
             _ if knobs.timer == TimerKind::Profiler => {

@@ -8,7 +8,7 @@
 //! times no differently in audited regions, decoys, pauses or timed ones. Only a launch on
 //! outputs no launch has written shows what that launch did.
 
-use super::super::common::{spent, stale};
+use super::super::common::{spent, stale, writes_an_input};
 use super::super::on_draw;
 use super::Among;
 use crate::experiment::knobs::timer::TimerKind;
@@ -147,7 +147,7 @@ impl Among {
         rec: &mut CellRecord,
     ) -> Result<(), Failure> {
         let def = ready.kernel()?;
-        let writes_input = (ready.data.sets[0].inputs()).any(|i| def.writes(i));
+        let writes_input = writes_an_input(def, ready.data);
         // The test is the audit's too: two sorts of the samples (20,224 of them in a cell of
         // `audit-cost`, whose phase holding the test took 0.47 ms on an H200's host).
         let start = Instant::now();
