@@ -10,8 +10,9 @@
 //!   timed launches after it keep that data;
 //! - a decoy's stage draws the data the buffers hold again, the same bytes: nothing new;
 //! - a pause's stage draws nothing: after it the cache is a timed launch's (but see below).
-//!   Where L2 is flushed before the launches (a cold cell), it draws the held data again, as a
-//!   decoy's does: the flush leaves the cache as a timed launch finds it either way. Drawing
+//!   Where L2 is flushed whole before the launches (a cold cell), it draws the held data again,
+//!   as a decoy's does ([`pause_draws`]): the flush leaves the cache as a timed launch finds it
+//!   either way. Drawing
 //!   nothing, the gap before a pause ran shorter than before a staged region (in `trust`'s cold
 //!   cells at fe97d65 on an H200, medians of 135.4 µs against 141.1 µs; most likely the flush
 //!   writing back the lines a draw left): a kernel timing its gaps could tell them apart.
@@ -30,7 +31,9 @@ use super::common::{record, spent, unjudged, writes_an_input};
 use super::draw::{self, wait_ns, Draws, InputDraws};
 use super::on_draw::{self, Scratch};
 use super::share::Share;
+use crate::experiment::knobs::cache::Cache;
 use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::method::timer::Readings;
@@ -42,7 +45,7 @@ use crate::protocol::{
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
-use crate::worker::prepare::ReadyCell;
+use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::reference;
 use crate::worker::session::Session;
 use cuda::Function;
@@ -81,6 +84,8 @@ pub(in crate::worker) struct Among {
     drawn: u64,
     held: u64,
     earlier: u64,
+    /// Whether a pause's stage draws the held data again (see the module's doc).
+    pause_draws: bool,
     /// The pause every stage waits out, and what the first draw took, in ns.
     wait_ns: u64,
     draw_ns: f64,
@@ -171,6 +176,7 @@ impl Among {
             drawn: 1,
             held,
             earlier: held,
+            pause_draws: pause_draws(s, cell, (def, data)),
             wait_ns: wait_ns(draw_ns),
             draw_ns,
             ran: Vec::new(),
@@ -278,7 +284,7 @@ impl Among {
             wait: Duration::from_nanos(self.wait_ns),
             draws: &self.inputs.draws,
             held: self.held,
-            pause_draws: self.pause_draws(ready, armed)?,
+            pause_draws: self.pause_draws,
         };
         s.timeline.mark("steady samples");
         let start = Instant::now();
@@ -312,7 +318,7 @@ impl Among {
             }
             Region::Decoy => Some(self.held),
             // See the module's doc: a cold cell's pause draws as a decoy does.
-            Region::Pause => self.pause_draws(ready, armed)?.then_some(self.held),
+            Region::Pause => self.pause_draws.then_some(self.held),
         };
         let wait = Duration::from_nanos(self.wait_ns);
         let draws = &self.inputs.draws;
@@ -464,13 +470,6 @@ impl Among {
 }
 
 impl Among {
-    /// Whether a pause's stage draws the held data again (see the module's doc): where L2 is
-    /// flushed before the launches, and the kernel writes none of its inputs (a draw would
-    /// undo what its launches left there, which the timed ones read).
-    pub(super) fn pause_draws(&self, ready: ReadyCell, armed: &Armed) -> Result<bool, Failure> {
-        Ok(armed.flush.is_some() && !writes_an_input(ready.kernel()?, ready.data))
-    }
-
     /// Each region's first launch and the timed regions', where they were read.
     fn firsts(&self) -> Option<FirstLaunches> {
         let of = |kind: Region| -> Vec<f64> {
@@ -494,6 +493,17 @@ impl Among {
             timed_max: at(1.0),
         })
     }
+}
+
+/// Whether a pause's stage draws the held data again (see the module's doc): where L2 is
+/// flushed whole before the launches (a flush of twice its size; a partial one would evict the
+/// draw's evict-first lines first, and an honest kernel's pauses find fewer of its inputs in
+/// L2 than its timed launches do), and the kernel writes none of its inputs (a draw would undo
+/// what its launches left there, which the timed ones read).
+fn pause_draws(s: &Session, cell: &Cell, (def, data): (&Kernel, &Data)) -> bool {
+    let l2 = s.facts.l2_bytes.max(0) as u64;
+    let whole = matches!(cell.knobs.cache, Cache::Flush { bytes, .. } if bytes >= 2 * l2);
+    whole && !writes_an_input(def, data)
 }
 
 /// How long poisoning the outputs takes, where the stage does that instead of a draw.

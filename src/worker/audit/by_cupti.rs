@@ -70,12 +70,13 @@ pub(super) fn read_again<'b>(
     let median = crate::statistics::median(timed_ns.clone());
     // Where nothing is drawn a pause's stage poisons the outputs as every stage does: no
     // stage keeps the GPU busier than a pause.
-    let staged_ns =
-        match !run.draws.is_empty() && confirm::pauses_need_confirming(&pauses_ns, median) {
-            // Their timed launches are left out: the pauses are judged against those around them.
-            true => (collect(ready, armed, rec, &run, Stage::Drawn)?).map_or(vec![], |(_, s)| s),
-            false => vec![],
-        };
+    // A pause that draws already holds the GPU busy through its stage, as a drawn one would.
+    let draws = !run.draws.is_empty() && !run.pause_draws;
+    let staged_ns = match draws && confirm::pauses_need_confirming(&pauses_ns, median) {
+        // Their timed launches are left out: the pauses are judged against those around them.
+        true => (collect(ready, armed, rec, &run, Stage::Drawn)?).map_or(vec![], |(_, s)| s),
+        false => vec![],
+    };
     Ok(Some(KernelRecords {
         timed_ns,
         pauses_ns,

@@ -35,13 +35,13 @@ impl Draw<'_> {
     }
 }
 
-/// The failure of a kernel that wrote into its input `arg` at `element`.
 /// Whether the kernel writes one of the inputs in `data`'s buffers: launches after a first one
 /// read what it left there, not a draw.
 pub(super) fn writes_an_input(def: &Kernel, data: &Data) -> bool {
     (data.sets[0].inputs()).any(|i| def.writes(i))
 }
 
+/// The failure of a kernel that wrote into its input `arg` at `element`.
 pub(super) fn wrote_input(def: &Kernel, arg: usize, element: usize) -> Failure {
     Failure::from(format!(
         "audit: the kernel wrote into its input `{}` (element {element} differs from the data it was given): an input must come back as it went in, or, if the kernel updates it in place, be named among the check's outputs",

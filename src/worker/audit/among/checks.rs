@@ -20,6 +20,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
+use std::ops::RangeInclusive;
 use std::time::Instant;
 
 impl Among {
@@ -129,7 +130,7 @@ impl Among {
             return Ok(0);
         }
         let after = "audit on new inputs, a launch alone after the region";
-        self.alone(s, ready, armed, (seed, earlier), (SPOTS, after))?;
+        self.alone(s, ready, armed, (seed, earlier), (1..=SPOTS, after))?;
         s.timeline.mark("audit launches alone");
         Ok(SPOTS)
     }
@@ -158,7 +159,9 @@ impl Among {
         }
         let split = "audit: the timed samples split in two, a launch alone on an audited draw";
         let (seed, earlier) = (self.held, self.earlier);
-        let checked = self.alone(s, ready, armed, (seed, earlier), (ALONE_IF_SPLIT, split));
+        // Salts of their own: the last region's launches alone read samples of this draw too.
+        let salts = SPOTS + 1..=SPOTS + ALONE_IF_SPLIT;
+        let checked = self.alone(s, ready, armed, (seed, earlier), (salts, split));
         spent(&mut self.checks_time, start);
         spent(&mut self.cost, start);
         rec.kernel_launches += checked?;
@@ -166,30 +169,37 @@ impl Among {
         Ok(())
     }
 
-    /// `count` single launches on the draw of `seed` the buffers hold, each on poisoned
-    /// outputs after the resets, each checked (`what` says which); returns how many ran.
+    /// Single launches on the draw of `seed` the buffers hold, one for each salt of `salts`
+    /// (each check reads a sample of its own where it reads one), each on poisoned outputs
+    /// after the resets and, in a cold cell, the flush every timed launch follows (a kernel
+    /// that found L2 as no timed launch does could tell them apart), each checked (`what`
+    /// says which); returns how many ran.
     fn alone(
         &mut self,
         s: &mut Session,
         ready: ReadyCell,
         armed: &mut Armed,
         (seed, earlier): (u64, u64),
-        (count, what): (u64, &str),
+        (salts, what): (RangeInclusive<u64>, &str),
     ) -> Result<u64, Failure> {
         let buffers = &ready.data.sets[0];
-        for k in 1..=count {
+        let mut ran = 0;
+        for k in salts {
             let launch = during("audit: a launch alone on an audited region's draw");
             buffers.poison_outputs().map_err(&launch)?;
             if buffers.resets() {
                 buffers.reset().map_err(&launch)?;
+            }
+            if let Some(flush) = armed.flush.as_mut() {
+                flush.run().map_err(&launch)?;
             }
             armed.launch.enqueue().map_err(&launch)?;
             cuda::synchronize().map_err(&launch)?;
             let salt = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             self.check_alone(s, ready, (seed, earlier, salt))
                 .map_err(|f| f.during(what))?;
-            self.spots += 1;
+            (self.spots, ran) = (self.spots + 1, ran + 1);
         }
-        Ok(count)
+        Ok(ran)
     }
 }
