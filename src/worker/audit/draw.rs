@@ -52,10 +52,11 @@ pub(super) struct Entry {
 impl Entry {
     /// Threads the draw takes: a float type's 16 bytes each (`audit_draw_float`), another
     /// type's an element each. A grid of a thread an element leaves three in four of a float
-    /// draw's blocks idle, and small draws paid for the blocks: on an H200 two 4 MiB f32
-    /// draws took 33.2 µs alone from an idle queue at fe97d65 against 19.9 µs at f995848,
-    /// three 16 MiB ones 55.4 µs against 35.1 µs (`benches/audit-kernels`, `--small`, which
-    /// times both grids).
+    /// draw's blocks with nothing to do, and small draws took time with the grid more than
+    /// with the bytes: on an H200, alone from an idle queue, one 4 MiB f32 draw 20.7 µs and
+    /// one of 16 MiB 23.5 µs on the same 4096 blocks; two 4 MiB ones 33.2 µs at fe97d65
+    /// against 19.9 µs at f995848 (`benches/audit-kernels`, `--small`, which times both
+    /// grids).
     fn threads(&self) -> u64 {
         let float = [Dtype::F16, Dtype::Bf16, Dtype::F32].map(Dtype::code);
         let per = match float.contains(&self.dtype) {
