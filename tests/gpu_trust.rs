@@ -575,6 +575,23 @@ args = [
     )
 }
 
+/// `SPIN`'s `steady` (`ref`, its reference, untimed) and `cheat` beside it, written to be
+/// caught, both checked against `ref`, their input drawn by `init`.
+fn steady_beside(source: &Path, init: &str, cheat: (&str, &str)) -> String {
+    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
+    [
+        elementwise(source, ("ref", "steady_ref"), init, "timed = false"),
+        elementwise(source, ("steady", "steady"), init, against),
+        elementwise(
+            source,
+            cheat,
+            init,
+            &format!("{against}\nexpect = \"caught\""),
+        ),
+    ]
+    .join("\n")
+}
+
 /// A device count of a kernel's launches, `launch_count`: the last block of each launch to
 /// call `count_launch` (every thread of every block calls it) adds one.
 const LAUNCH_COUNT: &str = r#"__device__ unsigned int launch_count, blocks_done;
@@ -629,16 +646,10 @@ fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_dra
         ),
     )
     .unwrap();
-    let kernel = |name: &str, entry: &str, extra: &str| {
-        elementwise(&source, (name, entry), "iota(0, 0.001)", extra)
-    };
-    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
     let text = [
         "[experiment]\ntitle = \"poison tells\"\n[sweep]\nn = [4194304]\n".to_string(),
         // Its own name: a reference that CUPTI's records would take for the kernel is refused.
-        kernel("ref", "steady_ref", "timed = false"),
-        kernel("steady", "steady", against),
-        kernel("trusts-poison", "trusts_poison", &format!("{against}\nexpect = \"caught\"")),
+        steady_beside(&source, "iota(0, 0.001)", ("trusts-poison", "trusts_poison")),
         "[defaults]\ntimer = \"cupti\"\nsamples = 200\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
     ]
     .join("\n");
@@ -746,15 +757,9 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
         ),
     )
     .unwrap();
-    let kernel = |name: &str, entry: &str, extra: &str| {
-        elementwise(&source, (name, entry), "uniform(0, 1)", extra)
-    };
-    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
     let text = [
         "[experiment]\ntitle = \"at random\"\n[sweep]\nn = [4194304]\n".to_string(),
-        kernel("ref", "steady_ref", "timed = false"),
-        kernel("steady", "steady", against),
-        kernel("at-random", "at_random", &format!("{against}\nexpect = \"caught\"")),
+        steady_beside(&source, "uniform(0, 1)", ("at-random", "at_random")),
         "[defaults]\nwarmup = 3\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
     ]
     .join("\n");
