@@ -166,11 +166,13 @@ __device__ double audit_uniform(unsigned long long key, unsigned long long i, un
 // A normal float by Box-Muller from one mix: u1 in (0, 1] from its high draw, u2 from its
 // low one; the cosine's argument in [-pi, pi), where the fast intrinsic is accurate (the
 // sign it flips leaves the distribution as it was).
-__device__ __noinline__ float audit_normal_float(const AuditDraw &d, unsigned long long m) {
+// Its arguments are values: a reference to the draw had kept the draw on the stack, where
+// every thread's loop read it (an 88-byte frame; the draw took 1.3-1.5x as long).
+__device__ __noinline__ float audit_normal_float(float mean, float sd, unsigned long long m) {
     float u1 = audit_high24(m) + 1.0f / 16777216.0f;
     float u2 = audit_low24(m);
     float r = sqrtf(fmaxf(-2.0f * __logf(u1), 0.0f));
-    return fmaf((float)d.b * r, __cosf(6.283185307f * u2 - 3.141592654f), (float)d.a);
+    return fmaf(sd * r, __cosf(6.283185307f * u2 - 3.141592654f), mean);
 }
 
 // Elements i and i + 1 (i even) of a float type of at most 32 bits, as floats: uniform in
@@ -181,8 +183,8 @@ __device__ __forceinline__ void audit_pair_float(const AuditDraw &d, float top,
                                                  unsigned long long key, unsigned long long i,
                                                  float *x0, float *x1) {
     if (d.normal) {
-        *x0 = audit_normal_float(d, audit_mix(key + i));
-        *x1 = audit_normal_float(d, audit_mix(key + i + 1));
+        *x0 = audit_normal_float((float)d.a, (float)d.b, audit_mix(key + i));
+        *x1 = audit_normal_float((float)d.a, (float)d.b, audit_mix(key + i + 1));
         return;
     }
     const unsigned long long m = audit_mix(key + (i >> 1));
@@ -269,15 +271,16 @@ __device__ void audit_store(unsigned int dtype, unsigned long long base, unsigne
 // Group g of a draw element by element (see audit_put_group): past the end of the draw, not
 // 16-byte aligned, or where a verify found it changed. Not inlined: four copies of it, one a
 // type's loop, took NVRTC longer than the rest of the draw.
-__device__ __noinline__ void audit_put_elements(const AuditDraw &d, unsigned int size,
+__device__ __noinline__ void audit_put_elements(unsigned long long address,
+                                                unsigned long long count, unsigned int size,
                                                 unsigned long long g, uint4 want, bool verify,
                                                 unsigned long long *lowest) {
     const unsigned int per = 16 / size;
     const unsigned long long first = g * per;
     const unsigned long long lo = want.x | (unsigned long long)want.y << 32;
     const unsigned long long hi = want.z | (unsigned long long)want.w << 32;
-    void *base = reinterpret_cast<void *>(d.address);
-    for (unsigned int k = 0; k < per && first + k < d.count; k++) {
+    void *base = reinterpret_cast<void *>(address);
+    for (unsigned int k = 0; k < per && first + k < count; k++) {
         const unsigned long long bits = audit_in_group(lo, hi, size, k);
         if (verify) {
             if (audit_raw(base, size, first + k) != bits) {
@@ -316,7 +319,7 @@ __device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int
             return;
         }
     }
-    audit_put_elements(d, size, g, want, verify, lowest);
+    audit_put_elements(d.address, d.count, size, g, want, verify, lowest);
 }
 
 // A float type's draw, in float, rounded to T by `encode`, 16 bytes a thread at a time. A

@@ -50,9 +50,15 @@ def compile_ms(lib, source, arch, repeats=3):
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
         if rc != 0:
             raise SystemExit(f"NVRTC failed ({rc}): {log}")
-    entries = [line.split("'")[1] for line in log.splitlines() if "Compiling entry function" in line]
-    used = [line.split("Used")[1].split(",")[0].strip() for line in log.splitlines() if "Used" in line]
-    return statistics.median(times), [f"{e} {u}" for e, u in zip(entries, used)]
+    lines = log.splitlines()
+    entries = [line.split("'")[1] for line in lines if "Compiling entry function" in line]
+    used = [line.split("Used")[1].split(",")[0].strip() for line in lines if "Used" in line]
+    # A frame of its own: what it keeps on the stack (a struct whose address a call takes).
+    frames = {lines[i].split("for ")[-1].strip(): lines[i + 1].split(" bytes stack frame")[0].split()[-1]
+              for i in range(len(lines) - 1)
+              if "Function properties for" in lines[i] and "stack frame" in lines[i + 1]}
+    return statistics.median(times), [f"{e} {u}, {frames.get(e, '?')}-byte stack frame"
+                                      for e, u in zip(entries, used)]
 
 
 def timed_us(launch, repeats=20):
