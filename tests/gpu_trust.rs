@@ -739,7 +739,8 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
 ) {
     // Half its work in half its launches, each drawn apart (a hash of the launch's count),
     // telling nothing apart: its hot samples split in two, and the launches alone after
-    // them, each checked, catch a skipping one (all of them pass with a chance of 1/256).
+    // them, each checked, catch a skipping one (all of them pass with a chance of 1/256). A
+    // graph's samples are its launches' means; its regions' first launches split instead.
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("k.cu");
     std::fs::write(
@@ -760,19 +761,20 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
     let text = [
         "[experiment]\ntitle = \"at random\"\n[sweep]\nn = [4194304]\n".to_string(),
         steady_beside(&source, "uniform(0, 1)", ("at-random", "at_random")),
-        "[defaults]\nwarmup = 3\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
+        "[defaults]\nwarmup = 3\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[[variant]]\nname = \"graph\"\ntimer = \"events\"\ngraph = 20\nqueue = \"saturate\"\n[report]\nfloor = false\n".into(),
     ]
     .join("\n");
     let (_out, _dir, records) = run_on_gpu("atrandom", &text);
-    for variant in ["hot", "hot-events"] {
+    let split = "audit launches alone (the timed launches split)";
+    for variant in ["hot", "hot-events", "graph"] {
         let cheat = record(&records, &format!("at-random/n=4194304/{variant}"));
         assert_eq!(cheat["status"], "failed", "{cheat}");
         let honest = record(&records, &format!("steady/n=4194304/{variant}"));
         assert_eq!(honest["status"], "ok", "{honest}");
-        let spots = honest["audit"]["among"]["spots"].as_u64().unwrap_or(0);
-        assert_eq!(
-            spots, 0,
-            "an honest kernel's samples do not split: {honest}"
+        let phases = honest["phases"].as_array().unwrap();
+        assert!(
+            !phases.iter().any(|p| p["name"] == split),
+            "an honest kernel's timed launches do not split: {honest}"
         );
     }
 }

@@ -135,11 +135,13 @@ impl Among {
         Ok(SPOTS)
     }
 
-    /// Where the run's timed samples split in two behaviors ([`samples_split`]),
-    /// [`ALONE_IF_SPLIT`] single launches on the draw the buffers hold (the last audited
-    /// region's), each on poisoned outputs, each checked as a launch alone after a region is;
-    /// run once the timer's readings are in, so that no CUPTI record counts them. Not where
-    /// the kernel writes an input: each launch would read the one before's result.
+    /// Where the run's timed samples split in two behaviors ([`samples_split`]), or the
+    /// first launches of its timed regions of several launches do (a sample of a batch or a
+    /// graph is their mean, one behavior however its launches differ; a first launch is one
+    /// launch), [`ALONE_IF_SPLIT`] single launches on the draw the buffers hold (the last
+    /// audited region's), each on poisoned outputs, each checked as a launch alone after a
+    /// region is; run once the timer's readings are in, so that no CUPTI record counts them.
+    /// Not where the kernel writes an input: each launch would read the one before's result.
     pub(in crate::worker) fn alone_if_split(
         &mut self,
         s: &mut Session,
@@ -152,20 +154,22 @@ impl Among {
         // The test is the audit's too: two sorts of the samples (20,224 of them in a cell of
         // `audit-cost`, whose phase holding the test took 0.47 ms on an H200's host).
         let start = Instant::now();
-        if writes_input || !samples_split(&rec.samples_ns) {
+        let split = samples_split(&rec.samples_ns) || samples_split(&self.timed_firsts);
+        if writes_input || !split {
             spent(&mut self.checks_time, start);
             spent(&mut self.cost, start);
             return Ok(());
         }
-        let split = "audit: the timed samples split in two, a launch alone on an audited draw";
+        let what = "audit: the timed launches split in two, a launch alone on an audited draw";
         let (seed, earlier) = (self.held, self.earlier);
         // Salts of their own: the last region's launches alone read samples of this draw too.
         let salts = SPOTS + 1..=SPOTS + ALONE_IF_SPLIT;
-        let checked = self.alone(s, ready, armed, (seed, earlier), (salts, split));
+        let checked = self.alone(s, ready, armed, (seed, earlier), (salts, what));
         spent(&mut self.checks_time, start);
         spent(&mut self.cost, start);
         rec.kernel_launches += checked?;
-        s.timeline.mark("audit launches alone (the samples split)");
+        s.timeline
+            .mark("audit launches alone (the timed launches split)");
         Ok(())
     }
 
