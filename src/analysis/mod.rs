@@ -26,6 +26,7 @@ mod tells_stage_tests;
 #[cfg(test)]
 mod tells_tests;
 pub mod trust;
+mod two_speeds;
 pub mod units;
 
 use crate::store::Stored;

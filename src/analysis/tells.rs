@@ -33,6 +33,7 @@ use super::bounds::{
 use super::drift::{self, Drift};
 use super::firsts;
 use super::stats::Stats;
+use super::two_speeds::pauses_with_the_slow_launches;
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS};
@@ -192,6 +193,8 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             true => idle_or_kernel(t, staged_ns),
             false => idle_or_kernel(t, &staged),
         });
+        let two = |t| pauses_with_the_slow_launches(t, (&pauses, &staged), s, r.host_in_reading);
+        let test = test.map(two);
         tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }
     if let (Some(allowance_ns), false, false) =

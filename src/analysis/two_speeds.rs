@@ -1,0 +1,197 @@
+//! The pause test where the timed samples split in two behaviors
+//! (`protocol::splits_in_two`). Their spread then holds both, so a kernel that does all its
+//! work after any long gap, a timed launch's or a pause's, widens the band its pauses are
+//! judged by with its own slow timed launches: an adaptive pause tell in interleaved rounds
+//! on an H200 did all its work in 28% of its timed launches (367.6 µs) and skipped a quarter
+//! of it in the rest (275.7 µs, the median), and the bound of 114.5 µs held its six pauses
+//! at 367.6 µs, 33% slow, with a limit of 59.6%. Its pauses all lay among the slowest timed
+//! launches, where readings alike lie with a chance of the share of timed launches there
+//! for each.
+
+use super::bounds::{why, Tell, Test, FALSE_ALARM};
+use super::stats::Stats;
+use crate::protocol::{margin_ns, splits_in_two};
+
+/// The quantiles of the timed samples tried, highest first: a quantile, its name, and the
+/// share of timed samples at or above it.
+const QUANTILES: [(fn(&Stats) -> f64, &str, f64); 3] = [
+    (|s| s.p99, "99th percentile", 0.01),
+    (|s| s.p95, "95th percentile", 0.05),
+    (|s| s.p75, "upper quartile", 0.25),
+];
+
+/// A pause test that found nothing, judged again where the timed samples (`steady`) split in
+/// two and their reading is the kernel's alone (not the host's launch too, which a pause
+/// slows whatever the kernel does): suspect where every pause reads at or above a quantile of
+/// the timed samples that k readings alike all reach with a chance of at most
+/// [`FALSE_ALARM`], their lower median over the timed median by more than the margin, and
+/// the regions whose stage drew (`staged`) over it too, as they are for a kernel that works
+/// after a long gap (an honest one slowed by a GPU gone idle is slow after a pause only).
+pub(super) fn pauses_with_the_slow_launches(
+    test: Test,
+    (pauses, staged): (&[f64], &[f64]),
+    steady: &Stats,
+    host_in_reading: bool,
+) -> Test {
+    let read: Vec<f64> = pauses.iter().copied().filter(|t| t.is_finite()).collect();
+    let split = splits_in_two(
+        steady.median,
+        steady.iqr,
+        steady.shortest_half,
+        steady.step_p75,
+    );
+    let margin = margin_ns(test.baseline_ns);
+    let over =
+        |lower_median: Option<f64>| lower_median.is_some_and(|m| m - test.baseline_ns > margin);
+    let staged_over = over(crate::statistics::lower_median(staged));
+    if test.tell != Tell::Pause
+        || test.suspect.is_some()
+        || host_in_reading
+        || !split
+        || !over(Some(test.median_ns))
+        || !staged_over
+    {
+        return test;
+    }
+    let lowest = read.iter().copied().fold(f64::INFINITY, f64::min);
+    let k = read.len() as i32;
+    let found = QUANTILES.iter().find(|(at, _, share)| {
+        let chance = share.powi(k);
+        lowest >= at(steady) && chance <= FALSE_ALARM
+    });
+    let Some((at, name, share)) = found else {
+        return test;
+    };
+    let suspect = format!(
+        "suspect: all {k} pauses read {:.3} µs or more, at or above the timed launches' {name} ({:.3} µs; their median {:.3} µs), which split in two behaviors: readings alike all lie there with a chance of {:.1e}, and the staged regions read slow too: {}",
+        lowest / 1e3,
+        at(steady) / 1e3,
+        test.baseline_ns / 1e3,
+        share.powi(k),
+        why(Tell::Pause),
+    );
+    Test {
+        suspect: Some(suspect),
+        idle: false,
+        ..test
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Timed samples as the adaptive pause tell's on an H200: 72% at 275.7 µs, 28% at
+    /// 367.6 µs, the two interleaved.
+    fn two_speeds() -> Stats {
+        Stats {
+            count: 200,
+            median: 275.7e3,
+            p25: 275.1e3,
+            p75: 366.7e3,
+            p95: 367.6e3,
+            p99: 367.8e3,
+            max: 368.2e3,
+            iqr: 91.6e3,
+            shortest_half: 1.0e3,
+            step_p75: 91.0e3,
+            ..Stats::default()
+        }
+    }
+
+    /// The sigma test's finding on them: nothing, within a bound of 114.5 µs.
+    fn passed(pauses: &[f64]) -> Test {
+        let mut sorted = pauses.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Test {
+            tell: Tell::Pause,
+            median_ns: sorted[(sorted.len() - 1) / 2],
+            baseline_ns: 275.7e3,
+            bound_ns: 114.5e3,
+            single_bound_ns: 200e3,
+            regions: pauses.len(),
+            beyond: 0,
+            limit: 0.596,
+            suspect: None,
+            idle: false,
+            by_cupti: false,
+        }
+    }
+
+    #[test]
+    fn pauses_all_with_the_slow_timed_launches_of_two_behaviors_are_suspect() {
+        let pauses = [366.9e3, 367.7e3, 367.6e3, 367.9e3, 367.6e3, 367.8e3];
+        let staged = [365.9e3, 366.3e3];
+        let t = pauses_with_the_slow_launches(
+            passed(&pauses),
+            (&pauses, &staged),
+            &two_speeds(),
+            false,
+        );
+        let why = t
+            .suspect
+            .expect("six pauses in the slowest quarter: 2.4e-4");
+        assert!(why.contains("upper quartile"), "{why}");
+    }
+
+    #[test]
+    fn pauses_spread_over_both_behaviors_are_not() {
+        // An honest kernel of two speeds: its pauses meet either.
+        let pauses = [367.6e3, 275.9e3, 367.7e3, 275.4e3, 367.6e3, 276.0e3];
+        let staged = [365.9e3, 366.3e3];
+        let t = pauses_with_the_slow_launches(
+            passed(&pauses),
+            (&pauses, &staged),
+            &two_speeds(),
+            false,
+        );
+        assert!(t.suspect.is_none());
+    }
+
+    #[test]
+    fn too_few_pauses_a_gpu_gone_idle_a_single_behavior_or_the_hosts_launch_clear_them() {
+        let (pauses, staged) = ([367.6e3, 367.7e3, 367.6e3], [365.9e3, 366.3e3]);
+        // Three in the slowest quarter: 1.6e-2; but three at the 95th percentile: 1.3e-4.
+        let few = pauses_with_the_slow_launches(
+            passed(&pauses),
+            (&pauses, &staged),
+            &two_speeds(),
+            false,
+        );
+        assert!(few.suspect.is_some(), "at the 95th percentile");
+        let quartile = [366.8e3, 366.9e3, 366.8e3];
+        let t = pauses_with_the_slow_launches(
+            passed(&quartile),
+            (&quartile, &staged),
+            &two_speeds(),
+            false,
+        );
+        assert!(
+            t.suspect.is_none(),
+            "three in the top quarter pass by chance"
+        );
+        let six = [367.6e3; 6];
+        let idle = pauses_with_the_slow_launches(
+            passed(&six),
+            (&six, &[276.0e3, 275.8e3]),
+            &two_speeds(),
+            false,
+        );
+        assert!(idle.suspect.is_none(), "staged regions at the timed median");
+        let one = Stats {
+            shortest_half: 91.6e3,
+            ..two_speeds()
+        };
+        let t = pauses_with_the_slow_launches(passed(&six), (&six, &staged), &one, false);
+        assert!(
+            t.suspect.is_none(),
+            "samples of one behavior: the sigma test judges"
+        );
+        let host =
+            pauses_with_the_slow_launches(passed(&six), (&six, &staged), &two_speeds(), true);
+        assert!(
+            host.suspect.is_none(),
+            "a reading that holds the host's launch"
+        );
+    }
+}
