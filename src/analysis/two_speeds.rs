@@ -12,9 +12,11 @@ use super::bounds::{why, Tell, Test, FALSE_ALARM};
 use super::stats::Stats;
 use crate::protocol::{margin_ns, splits_in_two};
 
-/// The quantiles of the timed samples tried, highest first: a quantile, its name, and the
-/// share of timed samples at or above it.
-const QUANTILES: [(fn(&Stats) -> f64, &str, f64); 3] = [
+/// A quantile of the timed samples, its name, and the share of them at or above it.
+type Quantile = (fn(&Stats) -> f64, &'static str, f64);
+
+/// The quantiles tried, highest first.
+const QUANTILES: [Quantile; 3] = [
     (|s| s.p99, "99th percentile", 0.01),
     (|s| s.p95, "95th percentile", 0.05),
     (|s| s.p75, "upper quartile", 0.25),
