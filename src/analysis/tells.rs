@@ -33,7 +33,7 @@ use super::bounds::{
 use super::drift::{self, Drift};
 use super::firsts;
 use super::stats::Stats;
-use super::two_speeds::pauses_with_the_slow_launches;
+use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS};
@@ -193,8 +193,18 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             true => idle_or_kernel(t, staged_ns),
             false => idle_or_kernel(t, &staged),
         });
-        let two = |t| pauses_with_the_slow_launches(t, (&pauses, &staged), s, r.host_in_reading);
-        let test = test.map(two);
+        // Where the timed launches split in two, a kernel's slow ones widen the band (see
+        // `two_speeds`): the pauses set against them as read, or as CUPTI read them again.
+        let read = Read::Samples {
+            steady: s,
+            host_in_reading: r.host_in_reading,
+        };
+        let test = test.map(|t| pauses_with_the_slow_launches(t, (&pauses, &staged), read));
+        let records = Read::KernelRecords { timed_ns };
+        let test = test.map(|t| match pauses_ns.is_empty() {
+            true => t,
+            false => pauses_with_the_slow_launches(t, (pauses_ns, staged_ns), records),
+        });
         tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
     }
     if let (Some(allowance_ns), false, false) =

@@ -11,6 +11,7 @@
 use super::bounds::{why, Tell, Test, FALSE_ALARM};
 use super::stats::Stats;
 use crate::protocol::{margin_ns, splits_in_two};
+use crate::statistics::lower_median;
 
 /// A quantile of the timed samples, its name, and the share of them at or above it.
 type Quantile = (fn(&Stats) -> f64, &'static str, f64);
@@ -22,19 +23,41 @@ const QUANTILES: [Quantile; 3] = [
     (|s| s.p75, "upper quartile", 0.25),
 ];
 
-/// A pause test that found nothing, judged again where the timed samples (`steady`) split in
-/// two and their reading is the kernel's alone (not the host's launch too, which a pause
-/// slows whatever the kernel does): suspect where every pause reads at or above a quantile of
-/// the timed samples that k readings alike all reach with a chance of at most
-/// [`FALSE_ALARM`], their lower median over the timed median by more than the margin, and
-/// the regions whose stage drew (`staged`) over it too, as they are for a kernel that works
-/// after a long gap (an honest one slowed by a GPU gone idle is slow after a pause only).
+/// The timed launches a pause test's readings are set against, as read: by the cell's timer
+/// (where the reading is the kernel's alone: not the host's launch too, which a pause slows
+/// whatever the kernel does), or by CUPTI's records where it read the run again.
+pub(super) enum Read<'a> {
+    Samples {
+        steady: &'a Stats,
+        host_in_reading: bool,
+    },
+    KernelRecords {
+        timed_ns: &'a [f64],
+    },
+}
+
+/// A pause test that found nothing, judged again where the timed launches split in two:
+/// suspect where every pause reads at or above a quantile of the timed launches that k
+/// readings alike all reach with a chance of at most [`FALSE_ALARM`], their lower median over
+/// the timed median by more than the margin, and the regions whose stage drew (`staged`)
+/// over it too, as they are for a kernel that works after a long gap (an honest one slowed
+/// by a GPU gone idle is slow after a pause only).
 pub(super) fn pauses_with_the_slow_launches(
     test: Test,
     (pauses, staged): (&[f64], &[f64]),
-    steady: &Stats,
-    host_in_reading: bool,
+    timed: Read,
 ) -> Test {
+    let (steady, by_cupti) = match timed {
+        Read::Samples {
+            host_in_reading: true,
+            ..
+        } => return test,
+        Read::Samples { steady, .. } => (*steady, false),
+        Read::KernelRecords { timed_ns } => match kernel_stats(timed_ns) {
+            Some(stats) => (stats, true),
+            None => return test,
+        },
+    };
     let read: Vec<f64> = pauses.iter().copied().filter(|t| t.is_finite()).collect();
     let split = splits_in_two(
         steady.median,
@@ -42,41 +65,45 @@ pub(super) fn pauses_with_the_slow_launches(
         steady.shortest_half,
         steady.step_p75,
     );
-    let margin = margin_ns(test.baseline_ns);
-    let over =
-        |lower_median: Option<f64>| lower_median.is_some_and(|m| m - test.baseline_ns > margin);
-    let staged_over = over(crate::statistics::lower_median(staged));
-    if test.tell != Tell::Pause
-        || test.suspect.is_some()
-        || host_in_reading
-        || !split
-        || !over(Some(test.median_ns))
-        || !staged_over
-    {
+    let over = |lower_median: Option<f64>| {
+        lower_median.is_some_and(|m| m - steady.median > margin_ns(steady.median))
+    };
+    let slow = over(lower_median(&read)) && over(lower_median(staged));
+    if test.tell != Tell::Pause || test.suspect.is_some() || !split || !slow {
         return test;
     }
     let lowest = read.iter().copied().fold(f64::INFINITY, f64::min);
     let k = read.len() as i32;
     let found = QUANTILES.iter().find(|(at, _, share)| {
         let chance = share.powi(k);
-        lowest >= at(steady) && chance <= FALSE_ALARM
+        lowest >= at(&steady) && chance <= FALSE_ALARM
     });
     let Some((at, name, share)) = found else {
         return test;
     };
+    let by = if by_cupti { "by CUPTI, " } else { "" };
     let suspect = format!(
-        "suspect: all {k} pauses read {:.3} µs or more, at or above the timed launches' {name} ({:.3} µs; their median {:.3} µs), which split in two behaviors: readings alike all lie there with a chance of {:.1e}, and the staged regions read slow too: {}",
+        "suspect: {by}all {k} pauses read {:.3} µs or more, at or above the timed launches' {name} ({:.3} µs; their median {:.3} µs), which split in two behaviors: readings alike all lie there with a chance of {:.1e}, and the staged regions read slow too: {}",
         lowest / 1e3,
-        at(steady) / 1e3,
-        test.baseline_ns / 1e3,
+        at(&steady) / 1e3,
+        steady.median / 1e3,
         share.powi(k),
         why(Tell::Pause),
     );
     Test {
         suspect: Some(suspect),
         idle: false,
+        by_cupti: test.by_cupti || by_cupti,
         ..test
     }
+}
+
+/// The statistics of CUPTI's records of the timed launches, in the order they ran.
+fn kernel_stats(timed_ns: &[f64]) -> Option<Stats> {
+    let read: Vec<f64> = timed_ns.iter().copied().filter(|t| t.is_finite()).collect();
+    (!read.is_empty())
+        .then(|| super::stats::of(read).ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -98,6 +125,13 @@ mod tests {
             shortest_half: 1.0e3,
             step_p75: 91.0e3,
             ..Stats::default()
+        }
+    }
+
+    fn samples(steady: &Stats) -> Read<'_> {
+        Read::Samples {
+            steady,
+            host_in_reading: false,
         }
     }
 
@@ -127,8 +161,7 @@ mod tests {
         let t = pauses_with_the_slow_launches(
             passed(&pauses),
             (&pauses, &staged),
-            &two_speeds(),
-            false,
+            samples(&two_speeds()),
         );
         let why = t
             .suspect
@@ -144,8 +177,7 @@ mod tests {
         let t = pauses_with_the_slow_launches(
             passed(&pauses),
             (&pauses, &staged),
-            &two_speeds(),
-            false,
+            samples(&two_speeds()),
         );
         assert!(t.suspect.is_none());
     }
@@ -157,16 +189,14 @@ mod tests {
         let few = pauses_with_the_slow_launches(
             passed(&pauses),
             (&pauses, &staged),
-            &two_speeds(),
-            false,
+            samples(&two_speeds()),
         );
         assert!(few.suspect.is_some(), "at the 95th percentile");
         let quartile = [366.8e3, 366.9e3, 366.8e3];
         let t = pauses_with_the_slow_launches(
             passed(&quartile),
             (&quartile, &staged),
-            &two_speeds(),
-            false,
+            samples(&two_speeds()),
         );
         assert!(
             t.suspect.is_none(),
@@ -176,24 +206,54 @@ mod tests {
         let idle = pauses_with_the_slow_launches(
             passed(&six),
             (&six, &[276.0e3, 275.8e3]),
-            &two_speeds(),
-            false,
+            samples(&two_speeds()),
         );
         assert!(idle.suspect.is_none(), "staged regions at the timed median");
         let one = Stats {
             shortest_half: 91.6e3,
             ..two_speeds()
         };
-        let t = pauses_with_the_slow_launches(passed(&six), (&six, &staged), &one, false);
+        let t = pauses_with_the_slow_launches(passed(&six), (&six, &staged), samples(&one));
         assert!(
             t.suspect.is_none(),
             "samples of one behavior: the sigma test judges"
         );
-        let host =
-            pauses_with_the_slow_launches(passed(&six), (&six, &staged), &two_speeds(), true);
+        let host = pauses_with_the_slow_launches(
+            passed(&six),
+            (&six, &staged),
+            Read::Samples {
+                steady: &two_speeds(),
+                host_in_reading: true,
+            },
+        );
         assert!(
             host.suspect.is_none(),
             "a reading that holds the host's launch"
+        );
+    }
+
+    #[test]
+    fn cuptis_records_of_a_run_read_again_are_judged_alike() {
+        // Events on an idle queue: the pauses read again by CUPTI among 56 timed launches,
+        // 16 of which did all the work.
+        let timed: Vec<f64> = (0..56)
+            .map(|i| match i % 7 {
+                0 | 3 => 367.6e3 + (i % 3) as f64 * 100.0,
+                _ => 275.7e3 + (i % 5) as f64 * 100.0,
+            })
+            .collect();
+        let (pauses, staged) = ([367.9e3; 8], [366.0e3; 4]);
+        let records = Read::KernelRecords { timed_ns: &timed };
+        let t = pauses_with_the_slow_launches(passed(&pauses), (&pauses, &staged), records);
+        let why = t.suspect.expect("eight pauses with the slowest records");
+        assert!(why.starts_with("suspect: by CUPTI, all 8 pauses"), "{why}");
+        assert!(t.by_cupti);
+        let honest: Vec<f64> = (0..56).map(|i| 275.7e3 + (i % 5) as f64 * 100.0).collect();
+        let records = Read::KernelRecords { timed_ns: &honest };
+        let t = pauses_with_the_slow_launches(passed(&pauses), (&pauses, &staged), records);
+        assert!(
+            t.suspect.is_none(),
+            "records of one behavior: the sigma test judges"
         );
     }
 }
