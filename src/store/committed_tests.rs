@@ -109,7 +109,7 @@ fn wall_s(s: &Stored) -> Option<f64> {
 
 /// The committed runs the model's constants stand for: those made since cells drawn alike
 /// share one draw and upload (9580ea9; the GPU has compared checks since d6fa89c), by their
-/// folder and commit: `reports/trust` and `reports/trust-shapes` at fe97d65. The model's
+/// folder and commit: `reports/trust` and `reports/trust-shapes` at af78143. The model's
 /// constants were read from the eighteen first runs at 4e9be81, which `probe_table_tests`
 /// holds each to the model's range and the probe's. The committed runs before (af640c5 and
 /// older, and the few between d6fa89c and 9580ea9) uploaded every cell's inputs, most of
@@ -119,7 +119,7 @@ fn wall_s(s: &Stored) -> Option<f64> {
 /// peaks, and its naive matmul runs at a tenth of them, so the model counts ten times the
 /// samples it takes (2.45x its time); `runner plan --probe` measures the kernel. A run
 /// committed since joins this list.
-const CURRENT: &[(&str, &str)] = &[("trust", "fe97d65"), ("trust-shapes", "fe97d65")];
+const CURRENT: &[(&str, &str)] = &[("trust", "af78143"), ("trust-shapes", "af78143")];
 
 #[test]
 fn a_first_runs_estimate_comes_within_a_factor_of_the_committed_runs() {
