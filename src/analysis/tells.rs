@@ -35,6 +35,7 @@ use super::firsts;
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
+use crate::method::confirm::lower_median_beyond_the_hosts_launch;
 use crate::plan::Cell;
 use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS};
 
@@ -122,10 +123,10 @@ impl<'a> Readings<'a> {
 /// A pause test still suspect by a reading that holds the host's launch, which CUPTI did
 /// not read again (no CUPTI here, a record missing, a run from before), says what would
 /// tell a kernel that skips work from a launch a pause slows; unless the pauses read over
-/// the bound by more than a pause can add to the host's launch (`HOST_LAUNCH_NS`), which
-/// the worker then does not read again.
+/// the timed median by more than the margin and what a pause can add to the host's launch
+/// (`HOST_LAUNCH_NS`): the worker's own rule, by which it does not read them again.
 fn unread_by_cupti(mut test: Test, host_in_reading: bool) -> Test {
-    let beyond_launch = test.median_ns - test.baseline_ns > test.bound_ns + HOST_LAUNCH_NS;
+    let beyond_launch = lower_median_beyond_the_hosts_launch(test.median_ns, test.baseline_ns);
     if host_in_reading && !test.by_cupti {
         test.suspect = (test.suspect).map(|s| match beyond_launch {
             true => format!("{s} (past the {:.0} µs a pause adds to a launch)", HOST_LAUNCH_NS / 1e3),
