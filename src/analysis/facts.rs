@@ -91,6 +91,11 @@ impl<'a> Facts<'a> {
         let trust = summarize(s, &records, &verdicts);
         let medians = (s.plan.cells.iter())
             .filter_map(|c| {
+                // A failed cell is reported, never timed: rounds of it before the failure
+                // took samples (an interleaved cell's), which no table or plot shows.
+                if matches!(verdict(&verdicts, c), Verdict::Failed(_)) {
+                    return None;
+                }
                 let ns = headline(&reduced, c)?.median;
                 // A kernel written to be caught that passed is left out as well: the trust
                 // line says its readings are.

@@ -91,12 +91,15 @@ fn cell_at<'a>(a: &Analysis<'a>, k: usize, p: &Point, variant: &str) -> Option<&
 
 /// A cell's reading as the table shows it: its headline median, with the verdict's word
 /// where the audit or the device's peaks call it into question; where there is none, why
-/// (failed, skipped, not run), so an empty place is never read as a missing number.
+/// (failed, skipped, not run), so an empty place is never read as a missing number. A cell
+/// that failed shows no time, though rounds of it before the failure took samples (an
+/// interleaved cell's): a failed cell is reported, never timed.
 fn shown(a: &Analysis, c: &Cell, unit: Unit) -> String {
     let has = |status: Status| {
         (a.records.get(&c.index)).is_some_and(|rs| rs.iter().any(|r| r.status == status))
     };
     match (a.headline(c), a.verdict(c)) {
+        (_, Verdict::Failed(_)) => "failed".into(),
         // A reading the audit or the device's peaks call into question says so.
         (Some(st), v @ (Verdict::Suspect(_) | Verdict::Impossible(_))) => {
             format!("{} {}", format::time(st.median, unit), v.word())
