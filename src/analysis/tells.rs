@@ -35,9 +35,10 @@ use super::firsts;
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
-use crate::method::confirm::lower_median_beyond_the_hosts_launch;
 use crate::plan::Cell;
-use crate::protocol::{AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS};
+use crate::protocol::{
+    past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
+};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,7 +127,7 @@ impl<'a> Readings<'a> {
 /// the timed median by more than the margin and what a pause can add to the host's launch
 /// (`HOST_LAUNCH_NS`): the worker's own rule, by which it does not read them again.
 fn unread_by_cupti(mut test: Test, host_in_reading: bool) -> Test {
-    let beyond_launch = lower_median_beyond_the_hosts_launch(test.median_ns, test.baseline_ns);
+    let beyond_launch = past_the_hosts_launch(test.median_ns, test.baseline_ns);
     if host_in_reading && !test.by_cupti {
         test.suspect = (test.suspect).map(|s| match beyond_launch {
             true => format!("{s} (past the {:.0} µs a pause adds to a launch)", HOST_LAUNCH_NS / 1e3),
@@ -179,34 +180,12 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     // Every region whose stage drew: audited regions and decoys alike meet what it left.
     let staged = [&audited[..], &decoys[..]].concat();
     if let (Some(s), false) = (steady, pauses.is_empty()) {
-        let baseline = Baseline {
-            median_ns: s.median,
-            count: s.count as usize,
-        };
-        let test = against_baseline(Tell::Pause, &pauses, baseline, (timed, None));
-        // Where CUPTI read the pauses again, its records judge: they leave out the host's
-        // launch, which events read after a pause. The staged regions' readings hold it too,
-        // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
-        // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
-        let [timed_ns, pauses_ns, staged_ns] = &kernel_records;
-        let test = test.map(|t| by_kernel_records(t, (timed_ns, pauses_ns), timed));
-        let test = test.map(|t| match t.by_cupti {
-            true => idle_or_kernel(t, staged_ns),
-            false => idle_or_kernel(t, &staged),
-        });
-        // Where the timed launches split in two, a kernel's slow ones widen the band (see
-        // `two_speeds`): the pauses set against them as read, or as CUPTI read them again.
-        let read = Read::Samples {
-            steady: s,
-            host_in_reading: r.host_in_reading,
-        };
-        let test = test.map(|t| pauses_with_the_slow_launches(t, (&pauses, &staged), read));
-        let records = Read::KernelRecords { timed_ns };
-        let test = test.map(|t| match pauses_ns.is_empty() {
-            true => t,
-            false => pauses_with_the_slow_launches(t, (pauses_ns, staged_ns), records),
-        });
-        tests.extend(test.map(|t| unread_by_cupti(t, r.host_in_reading)));
+        tests.extend(pause_test(
+            (&pauses, &staged),
+            (s, timed),
+            &kernel_records,
+            r,
+        ));
     }
     if let (Some(allowance_ns), false, false) =
         (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
@@ -249,4 +228,44 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         }
     }
     Judgement::of(tests)
+}
+
+/// The pause test: the pauses against the timed samples (`steady`, their spread `timed`),
+/// judged again on CUPTI's records where it read them again (`records`: timed, pauses,
+/// staged), against the staged regions where the GPU may have gone idle, and where the timed
+/// launches split in two.
+fn pause_test(
+    (pauses, staged): (&[f64], &[f64]),
+    (s, timed): (&Stats, Spread),
+    records: &[Vec<f64>; 3],
+    r: &Readings,
+) -> Option<Test> {
+    let baseline = Baseline {
+        median_ns: s.median,
+        count: s.count as usize,
+    };
+    let test = against_baseline(Tell::Pause, pauses, baseline, (timed, None));
+    // Where CUPTI read the pauses again, its records judge: they leave out the host's
+    // launch, which events read after a pause. The staged regions' readings hold it too,
+    // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
+    // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
+    let [timed_ns, pauses_ns, staged_ns] = records;
+    let test = test.map(|t| by_kernel_records(t, (timed_ns, pauses_ns), timed));
+    let test = test.map(|t| match t.by_cupti {
+        true => idle_or_kernel(t, staged_ns),
+        false => idle_or_kernel(t, staged),
+    });
+    // Where the timed launches split in two, a kernel's slow ones widen the band (see
+    // `two_speeds`): the pauses set against them as read, or as CUPTI read them again.
+    let read = Read::Samples {
+        steady: s,
+        host_in_reading: r.host_in_reading,
+    };
+    let test = test.map(|t| pauses_with_the_slow_launches(t, (pauses, staged), read));
+    let again = Read::KernelRecords { timed_ns };
+    let test = test.map(|t| match pauses_ns.is_empty() {
+        true => t,
+        false => pauses_with_the_slow_launches(t, (pauses_ns, staged_ns), again),
+    });
+    test.map(|t| unread_by_cupti(t, r.host_in_reading))
 }

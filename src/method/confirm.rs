@@ -5,7 +5,7 @@
 
 use super::audit::Region;
 use crate::experiment::knobs::{queue::Queue, timer::TimerKind, Knobs};
-use crate::protocol::{margin_ns, CONFIRM_RATIO};
+use crate::protocol::{margin_ns, past_the_hosts_launch, CONFIRM_RATIO};
 
 /// Whether a cell's lone audited region, read `reading_ns` (NaN where the timer reads later,
 /// as CUPTI's records do: those hold no host time), needs a second: see [`CONFIRM_RATIO`].
@@ -44,30 +44,21 @@ pub fn audits_need_confirming(audited_ns: &[f64], decoys_ns: &[f64]) -> bool {
 /// [`crate::protocol::CONFIRM_PAUSES`] more: their lower median over the timed one by more
 /// than the margin.
 pub fn pauses_need_confirming(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
-    pauses_over(pauses_ns, timed_median_ns, 0.0)
+    pauses_over(pauses_ns, timed_median_ns)
 }
 
 /// Whether they read over it by more than a pause can add to the host's launch and the
-/// margin ([`crate::protocol::HOST_LAUNCH_NS`]): reading the kernel alone cannot clear them.
+/// margin ([`crate::protocol::past_the_hosts_launch`]): reading the kernel alone cannot
+/// clear them.
 pub fn beyond_the_hosts_launch(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
-    pauses_over(pauses_ns, timed_median_ns, crate::protocol::HOST_LAUNCH_NS)
-}
-
-/// [`beyond_the_hosts_launch`] of pauses whose lower median is `lower_ns`: the analysis
-/// says so of a run the worker did not read again for it.
-pub fn lower_median_beyond_the_hosts_launch(lower_ns: f64, timed_median_ns: f64) -> bool {
-    over(lower_ns, timed_median_ns, crate::protocol::HOST_LAUNCH_NS)
-}
-
-/// The pauses' lower median over the timed median by more than the margin and `beyond_ns`.
-fn pauses_over(pauses_ns: &[f64], timed_median_ns: Option<f64>, beyond_ns: f64) -> bool {
     let lower = crate::statistics::lower_median(&read(pauses_ns));
-    matches!((lower, timed_median_ns), (Some(p), Some(m)) if over(p, m, beyond_ns))
+    matches!((lower, timed_median_ns), (Some(p), Some(m)) if past_the_hosts_launch(p, m))
 }
 
-/// A lower median `lower_ns` over `median_ns` by more than the margin and `beyond_ns`.
-fn over(lower_ns: f64, median_ns: f64, beyond_ns: f64) -> bool {
-    lower_ns - median_ns > margin_ns(median_ns) + beyond_ns
+/// The pauses' lower median over the timed median by more than the margin.
+fn pauses_over(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
+    let lower = crate::statistics::lower_median(&read(pauses_ns));
+    matches!((lower, timed_median_ns), (Some(p), Some(m)) if p - m > margin_ns(m))
 }
 
 /// The readings a timer gave as the regions ran (NaN where it reads later).
@@ -101,13 +92,6 @@ mod tests {
         // an honest reduction 135.2 µs against 129.1 µs, which only CUPTI can clear.
         let (cheat, honest) = (Some(206.0e3), Some(129.1e3));
         assert!(beyond_the_hosts_launch(&[252.4e3, 252.7e3, 251.9e3], cheat));
-        // The analysis names such a run by the same rule (`analysis::tells`): `tells-period`
-        // at scale=1 skipping a quarter by events on an H200 at af78143, its pauses at
-        // 254.4 µs over 223.9 µs timed, past the margin and 25 µs (29.5 µs), not past its
-        // noise bound of 6.289 µs and 25 µs; the worker had not read it again.
-        assert!(lower_median_beyond_the_hosts_launch(252.4e3, 206.0e3));
-        assert!(lower_median_beyond_the_hosts_launch(254.4e3, 223.9e3));
-        assert!(!lower_median_beyond_the_hosts_launch(135.2e3, 129.1e3));
         assert!(!beyond_the_hosts_launch(
             &[135.2e3, 135.0e3, 135.6e3],
             honest
