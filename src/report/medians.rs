@@ -105,7 +105,6 @@ fn shown(a: &Analysis, c: &Cell, unit: Unit) -> String {
             format!("{} {}", format::time(st.median, unit), v.word())
         }
         (Some(st), _) => format::time(st.median, unit),
-        (None, _) if has(Status::Failed) => "failed".into(),
         (None, _) if has(Status::Skipped) => "skipped".into(),
         (None, _) => "not run".into(),
     }
