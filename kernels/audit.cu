@@ -467,7 +467,9 @@ extern "C" __global__ void audit_matmul_cells(const void *A, unsigned int a_type
 // [3] the first of those, [4] the largest error's bits (non-negative doubles order as their
 // bits), [5] the largest finite relative error's, [6] 1 where an error is a NaN, [7] the
 // largest error outside the tolerance's, [8] the first element outside whose error's bits
-// are `worst_bits` (a second pass, where `worst_bits` is not all ones).
+// are `worst_bits` (a second pass, where `worst_bits` is not all ones). With `sampled` not
+// zero, only that many groups of 16 bytes, each one `sample_key` draws (an audit's check of
+// a large output: its kernel was checked in full before anything was timed).
 __device__ bool audit_all_ones(const void *base, unsigned long long i, unsigned int size) {
     const unsigned char *p = reinterpret_cast<const unsigned char *>(base) + i * size;
     bool all = true;
@@ -497,6 +499,8 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
                                             unsigned long long count, unsigned int dtype,
                                             unsigned int size, double rtol, double atol,
                                             unsigned long long worst_bits,
+                                            unsigned long long sample_key,
+                                            unsigned long long sampled,
                                             unsigned long long *tally) {
     unsigned long long bad = 0, poisoned = 0, max_abs = 0, max_rel = 0, max_bad = 0;
     unsigned long long first_bad = ~0ull, first_poisoned = ~0ull, first_worst = ~0ull;
@@ -565,21 +569,28 @@ extern "C" __global__ void out_of_tolerance(const void *got, const void *want,
     const unsigned int per = 16 / size;
     const bool aligned = ((reinterpret_cast<unsigned long long>(got) |
                            reinterpret_cast<unsigned long long>(want)) & 15ull) == 0;
+    // The j-th group judged: every group in turn, or (`sampled` of them, an audit's check of
+    // a large output) one its key draws for each j.
     const unsigned long long groups = (count + per - 1) / per;
+    const unsigned long long steps = sampled ? sampled : groups;
+    auto group = [&](unsigned long long j) {
+        return sampled ? audit_mix(sample_key + j) % groups : j;
+    };
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long j = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long got_lo = 0, got_hi = 0, want_lo = 0, want_hi = 0;
-    if (g < groups) {
-        audit_group(got, size, g, count, aligned, &got_lo, &got_hi);
-        audit_group(want, size, g, count, aligned, &want_lo, &want_hi);
+    if (j < steps) {
+        audit_group(got, size, group(j), count, aligned, &got_lo, &got_hi);
+        audit_group(want, size, group(j), count, aligned, &want_lo, &want_hi);
     }
-    for (; g < groups; g += stride) {
+    for (; j < steps; j += stride) {
         const unsigned long long g_lo = got_lo, g_hi = got_hi, w_lo = want_lo, w_hi = want_hi;
-        if (g + stride < groups) {
-            audit_group(got, size, g + stride, count, aligned, &got_lo, &got_hi);
-            audit_group(want, size, g + stride, count, aligned, &want_lo, &want_hi);
+        if (j + stride < steps) {
+            const unsigned long long next = group(j + stride);
+            audit_group(got, size, next, count, aligned, &got_lo, &got_hi);
+            audit_group(want, size, next, count, aligned, &want_lo, &want_hi);
         }
-        const unsigned long long first = g * per;
+        const unsigned long long first = group(j) * per;
 #pragma unroll 1
         for (unsigned int k = 0; k < per && first + k < count; k++) {
             judge(first + k, audit_in_group(g_lo, g_hi, size, k),

@@ -778,3 +778,48 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
         );
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn an_audit_compares_a_large_outputs_sample_and_catches_a_kernel_that_skips_a_hundredth() {
+    // Right in its first two launches (the check before the samples among them), then
+    // leaving one element in a hundred of its 32M as it was: each audited check compares
+    // 2^18 groups of four elements drawn from the audit's seed, not all of them.
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("k.cu");
+    std::fs::write(
+        &source,
+        format!(
+            "{SPIN}{LAUNCH_COUNT}{}",
+            r#"extern "C" __global__ void skips_later(const float *x, float *y, unsigned long long n) {
+    unsigned int launches = *(volatile unsigned int *)&launch_count;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && (launches < 2 || i % 100 != 7)) y[i] = spin(x[i]);
+    count_launch();
+}
+"#
+        ),
+    )
+    .unwrap();
+    let text = [
+        "[experiment]\ntitle = \"a sampled compare\"\n[sweep]\nn = [33554432]\n".to_string(),
+        steady_beside(&source, "uniform(0, 1)", ("skips-later", "skips_later")),
+        "[defaults]\nwarmup = 3\nsamples = 50\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("sampled", &text);
+    let cheat = record(&records, "skips-later/n=33554432/hot");
+    assert_eq!(cheat["status"], "failed", "{cheat}");
+    let error = cheat["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("audit on new inputs") && error.contains("poison"),
+        "{error}"
+    );
+    let honest = record(&records, "steady/n=33554432/hot");
+    assert_eq!(honest["status"], "ok", "{honest}");
+    let check = honest["audit"]["check"].as_str().unwrap_or_default();
+    assert!(
+        check.contains("over 1048576 sampled of 33554432 elements"),
+        "{check}"
+    );
+}

@@ -113,13 +113,17 @@ pub struct Tally {
 /// element within `|got - want| <= atol + rtol * |want|`, with `func` the built-in
 /// `out_of_tolerance`: a 134M-element output in a millisecond, where the host took seconds
 /// and a sample of it let a kernel that skipped a tenth of its rows pass one check in five.
+/// With `sample` (a key and a number of groups of 16 bytes), only the groups the key draws
+/// (`worker::samples::on_gpu`: an audit's check of a large output).
 pub fn out_of_tolerance(
     Comparison { func, words: tally }: Comparison,
     (got, want): (&DeviceBuffer, &DeviceBuffer),
     dtype: Dtype,
     (rtol, atol): (f64, f64),
+    sample: Option<(u64, u64)>,
 ) -> Result<Tally, CudaError> {
     let count = (got.bytes().min(want.bytes()) / dtype.size()) as u64;
+    let (sample_key, sampled) = sample.unwrap_or((0, 0));
     let dims = grid_stride();
     let pass = |worst_bits: u64| -> Result<[u64; 9], CudaError> {
         let firsts_unset = [0, u64::MAX, 0, u64::MAX, 0, 0, 0, 0, u64::MAX];
@@ -133,6 +137,8 @@ pub fn out_of_tolerance(
             Param::bytes(&rtol.to_ne_bytes()),
             Param::bytes(&atol.to_ne_bytes()),
             Param::u64(worst_bits),
+            Param::u64(sample_key),
+            Param::u64(sampled),
             Param::Buffer(tally),
         ];
         Launch::new(&func, dims, &values).enqueue()?;

@@ -5,6 +5,7 @@ use super::cores;
 use super::failure::{during, Failure};
 use super::host_buffer::HostBuffer;
 use super::kernels::{KernelKey, Kernels};
+use super::samples;
 use super::timeline::Timeline;
 use crate::experiment::Dtype;
 use cuda::DeviceBuffer;
@@ -54,13 +55,15 @@ pub fn compare(
 }
 
 /// An output against the reference's, both in device memory and of one size, compared on
-/// the GPU element by element with their tolerance, every element; None where either lives
-/// elsewhere.
+/// the GPU element by element with their tolerance: every element, or where an audit gives
+/// the seed of a `sample` and the output is large, the groups it draws
+/// ([`samples::on_gpu`]); None where either lives elsewhere.
 pub fn on_gpu(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
     (mine, ref_out): (Option<&DeviceBuffer>, Option<&DeviceBuffer>),
     (name, dtype, tolerances): (&str, Dtype, (f64, f64)),
+    sample: Option<u64>,
 ) -> Result<Option<String>, Failure> {
     let in_device = |b: &&DeviceBuffer| b.in_device_memory();
     let (Some(mine), Some(ref_out)) = (mine.filter(in_device), ref_out.filter(in_device)) else {
@@ -75,7 +78,9 @@ pub fn on_gpu(
     // differed, as a float kernel's do from a float64 reference's (a tenth of an audited
     // check's time for a 512 MiB output on an H200).
     let compare = kernels.comparison(KernelKey::OutOfTolerance, timeline)?;
-    let tally = crate::method::equal::out_of_tolerance(compare, (mine, ref_out), dtype, tolerances)
+    let sampled = sample.and_then(|seed| samples::on_gpu(len, dtype, seed));
+    let both = (mine, ref_out);
+    let tally = crate::method::equal::out_of_tolerance(compare, both, dtype, tolerances, sampled)
         .map_err(&comparing)?;
     let worst = tally.worst.unwrap_or(0);
     let element = worst * dtype.size()..(worst + 1) * dtype.size();
@@ -101,14 +106,16 @@ pub fn on_gpu(
         dtype,
         bytes: &[],
     };
-    account_of_gpu(&output, len, &tally, tolerances, values).map(Some)
+    let judged = sampled.map_or(len, |(_, groups)| groups as usize * (16 / dtype.size()));
+    account_of_gpu(&output, (judged, len), &tally, tolerances, values).map(Some)
 }
 
-/// The account of an output compared on the GPU in full (`equal::out_of_tolerance`), as
-/// [`compare`] gives it: `n` elements, `worst` the worst one's value and the reference's.
+/// The account of an output compared on the GPU (`equal::out_of_tolerance`), as [`compare`]
+/// gives it: `n` elements judged of `total`, `worst` the worst one's value and the
+/// reference's.
 fn account_of_gpu(
     got: &HostBuffer,
-    n: usize,
+    (n, total): (usize, usize),
     found: &crate::method::equal::Tally,
     tolerances: (f64, f64),
     worst: (String, String),
@@ -122,7 +129,11 @@ fn account_of_gpu(
         unwritten: found.unwritten as usize,
         first_unwritten: found.first_unwritten,
     };
-    account(got, (n, &n.to_string()), tally, tolerances, worst)
+    let n_text = match n == total {
+        true => n.to_string(),
+        false => format!("{n} sampled of {total}"),
+    };
+    account(got, (n, &n_text), tally, tolerances, worst)
 }
 
 /// Passed, or the failure that names the elements outside the tolerance and the worst of
@@ -168,33 +179,6 @@ fn passed(name: &str, exact: bool, n: &str, (max_abs, max_rel): (f64, f64)) -> S
             "{name}: max abs error {max_abs:.3e}, max rel error {max_rel:.3e} over {n} elements"
         ),
     }
-}
-
-/// An audit compares an output of more elements than this at a sample (its kernel was
-/// checked in full before anything was timed)...
-const SAMPLED_ABOVE: usize = 1 << 16;
-/// ...of this many stretches of this many elements, drawn from the audit's seed, which no
-/// kernel can know (each stretch is one read back of each output).
-const SAMPLE_STRETCHES: usize = 16;
-const STRETCH: usize = 1024;
-
-/// The element ranges of an output of `len` elements an audit compares: a sample drawn
-/// from `seed`, ascending and apart, where the output is large; None: all of it.
-pub fn sample(len: usize, seed: u64) -> Option<Vec<std::ops::Range<usize>>> {
-    use rand::{rngs::SmallRng, SeedableRng};
-    if len <= SAMPLED_ABOVE {
-        return None;
-    }
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let slots = len / STRETCH;
-    let mut picked = rand::seq::index::sample(&mut rng, slots, SAMPLE_STRETCHES).into_vec();
-    picked.sort_unstable();
-    Some(
-        picked
-            .into_iter()
-            .map(|s| s * STRETCH..(s + 1) * STRETCH)
-            .collect(),
-    )
 }
 
 /// What a comparison found over a range of elements.
@@ -354,7 +338,13 @@ mod tests {
                 max_rel: 0.0,
                 worst: None,
             };
-            let on_gpu = account_of_gpu(&view, view.len(), &none_apart, tolerances, <_>::default());
+            let on_gpu = account_of_gpu(
+                &view,
+                (view.len(), view.len()),
+                &none_apart,
+                tolerances,
+                <_>::default(),
+            );
             assert_eq!(on_gpu.unwrap(), on_host);
         }
     }
@@ -382,7 +372,7 @@ mod tests {
         let values = ("2.5".to_string(), "2".to_string());
         let tolerances = (1e-5, 1e-6);
         let on_host = compare(&view(&got), &view(&want), tolerances, None).unwrap_err();
-        let on_gpu = account_of_gpu(&view(&[]), 4, &found, tolerances, values.clone());
+        let on_gpu = account_of_gpu(&view(&[]), (4, 4), &found, tolerances, values.clone());
         assert_eq!(on_gpu.unwrap_err().message, on_host.message);
         let on_host = compare(&view(&unwritten), &view(&want), tolerances, None).unwrap_err();
         let left = crate::method::equal::Tally {
@@ -390,7 +380,7 @@ mod tests {
             first_unwritten: Some(3),
             ..found
         };
-        let on_gpu = account_of_gpu(&view(&[]), 4, &left, tolerances, values);
+        let on_gpu = account_of_gpu(&view(&[]), (4, 4), &left, tolerances, values);
         assert_eq!(on_gpu.unwrap_err().message, on_host.message);
     }
 

@@ -10,6 +10,7 @@ use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
 use super::kernels::{KernelKey, Kernels};
 use super::reference;
+use super::samples;
 use super::stash::Stash;
 use super::timeline::Timeline;
 use crate::experiment::{ArgValue, CopyOp, Kernel, LaunchSpec};
@@ -218,15 +219,15 @@ pub(super) fn against_outputs(
         let len = buffers.buffer(o).map_or(0, |b| b.bytes() / dtype.size());
         let name = &def.args[o].name;
         let tolerances = cell.launch.tolerances.for_output(dtype);
-        // Both in device memory: compared there, all of it, in microseconds. Elsewhere they
-        // are read back (a large one at a sample).
+        // Both in device memory: compared there, in microseconds (an audit's large one at a
+        // sample of its own). Elsewhere they are read back (a large one at a sample).
         let outputs = (buffers.buffer(o), theirs.buffer(r));
         let meta = (name.as_str(), dtype, tolerances);
-        if let Some(note) = agreement::on_gpu(kernels, timeline, outputs, meta)? {
+        if let Some(note) = agreement::on_gpu(kernels, timeline, outputs, meta, sample)? {
             notes.push(note);
             continue;
         }
-        let ranges = sample.and_then(|seed| agreement::sample(len, seed));
+        let ranges = sample.and_then(|seed| samples::read_back(len, seed));
         let (got, want) = match &ranges {
             Some(elements) => {
                 let bytes: Vec<_> = (elements.iter())

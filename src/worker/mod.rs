@@ -18,6 +18,7 @@ mod parent;
 mod prepare;
 mod read_back;
 mod reference;
+mod samples;
 mod session;
 mod shared;
 mod stash;

@@ -84,7 +84,8 @@ pub fn check(
     for ((o, mine), theirs) in outputs.iter().zip(results) {
         let tolerances = spec.tolerances.for_output(dtype(*o));
         let meta = (def.args[*o].name.as_str(), dtype(*o), tolerances);
-        let compared = agreement::on_gpu(kernels, timeline, (Some(*mine), Some(theirs)), meta)?;
+        let compared =
+            agreement::on_gpu(kernels, timeline, (Some(*mine), Some(theirs)), meta, None)?;
         notes.push(compared.ok_or_else(|| {
             Failure::from(format!(
                 "`{}` is not in device memory: a Python reference on the GPU compares outputs there (leave gpu = true out)",
