@@ -186,6 +186,30 @@ pub fn wrap_long_lines(text: &str) -> String {
     text
 }
 
+/// An experiment file as the report shows it: each line longer than [`MAX_LINE`] that sets a
+/// key to a one-line string folded into a multi-line one whose lines end in a backslash, which
+/// TOML trims with the line break and the next line's indent, so the value is the same (a
+/// description a person wrote on one line); any other line as written.
+pub fn fold_long_toml_lines(text: &str) -> String {
+    let fold = |line: &str| -> Option<String> {
+        let (key, value) = line.split_once(" = \"")?;
+        let body = value.strip_suffix('"')?;
+        // One basic string, whole: no quote in it but escaped ones (a comment after it, or
+        // a second string, would read otherwise inside triple quotes).
+        let one = !body.replace("\\\"", "").contains('"');
+        let plain = !key.contains('"') && one && !body.ends_with('\\');
+        let single = !body.contains("  ") && !body.starts_with(' ') && !body.ends_with(' ');
+        (line.chars().count() > MAX_LINE && plain && single).then(|| {
+            let folded = wrap(body).replace('\n', " \\\n  ");
+            format!("{key} = \"\"\"{folded}\"\"\"")
+        })
+    };
+    let lines: Vec<String> = (text.lines())
+        .map(|l| fold(l).unwrap_or_else(|| l.to_string()))
+        .collect();
+    lines.join("\n")
+}
+
 /// `+38.90%`
 pub fn percent(p: f64) -> String {
     if !p.is_finite() {
@@ -197,6 +221,28 @@ pub fn percent(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_one_line_string_folds_into_lines_toml_reads_as_the_same_value() {
+        let words = vec!["word"; 80].join(" ");
+        let text = format!("[experiment]\ndescription = \"{words}\"\nname = \"x\"");
+        let folded = fold_long_toml_lines(&text);
+        assert!(
+            folded.lines().all(|l| l.chars().count() <= MAX_LINE),
+            "{folded}"
+        );
+        let parsed: toml::Table = toml::from_str(&folded).unwrap();
+        assert_eq!(
+            parsed["experiment"]["description"].as_str(),
+            Some(words.as_str())
+        );
+        // Short lines, and strings it could not fold alike, as written.
+        assert_eq!(fold_long_toml_lines("a = \"b\"\nc = 1"), "a = \"b\"\nc = 1");
+        let spaced = format!("d = \"{}\"", vec!["w"; 200].join("  "));
+        assert_eq!(fold_long_toml_lines(&spaced), spaced);
+        let commented = format!("e = \"{words}\" # a \"note\"");
+        assert_eq!(fold_long_toml_lines(&commented), commented);
+    }
 
     #[test]
     fn text_from_a_run_folder_cannot_open_markdown_or_html() {

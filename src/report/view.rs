@@ -207,9 +207,12 @@ impl View {
             experiment: ExperimentView {
                 name: exp.name.clone(),
                 title: exp.title.clone(),
-                description: exp.description.trim().to_string(),
+                // Written by a person, as findings are: a line past the report's limit wraps.
+                description: format::wrap_long_lines(exp.description.trim())
+                    .trim_end()
+                    .to_string(),
                 path: m.experiment_path.display().to_string(),
-                text: exp.text.trim_end().to_string(),
+                text: format::fold_long_toml_lines(exp.text.trim_end()),
             },
             run: run_pairs(s),
             system: system_pairs(s),
