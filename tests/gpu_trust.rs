@@ -592,6 +592,13 @@ fn steady_beside(source: &Path, init: &str, cheat: (&str, &str)) -> String {
     .join("\n")
 }
 
+/// `k.cu` in `dir`: [`SPIN`]'s kernels, the launch counter [`LAUNCH_COUNT`] and `cheat`.
+fn spin_source(dir: &Path, cheat: &str) -> PathBuf {
+    let source = dir.join("k.cu");
+    std::fs::write(&source, format!("{SPIN}{LAUNCH_COUNT}{cheat}")).unwrap();
+    source
+}
+
 /// A device count of a kernel's launches, `launch_count`: the last block of each launch to
 /// call `count_launch` (every thread of every block calls it) adds one.
 const LAUNCH_COUNT: &str = r#"__device__ unsigned int launch_count, blocks_done;
@@ -631,21 +638,16 @@ fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_dra
     // a pause's too. A kernel that does all its work only where its output holds the poison
     // must then do it after the pauses, and the pause test sees it.
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("k.cu");
-    std::fs::write(
-        &source,
-        format!(
-            "{SPIN}{}",
-            r#"extern "C" __global__ void trusts_poison(const float *x, float *y, unsigned long long n) {
+    let source = spin_source(
+        dir.path(),
+        r#"extern "C" __global__ void trusts_poison(const float *x, float *y, unsigned long long n) {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     bool poisoned = __float_as_uint(y[i]) == 0xffffffffu;
     if (poisoned || (blockIdx.x & 1)) y[i] = spin(x[i]);
 }
-"#
-        ),
-    )
-    .unwrap();
+"#,
+    );
     let text = [
         "[experiment]\ntitle = \"poison tells\"\n[sweep]\nn = [4194304]\n".to_string(),
         // Its own name: a reference that CUPTI's records would take for the kernel is refused.
@@ -671,21 +673,16 @@ fn a_kernel_that_skips_every_other_launch_is_caught_by_a_launch_alone_in_a_graph
     // as the timed ones. Of the launches alone after an audited region, one in two skips: on
     // a draw of its own, and where no input is drawn (a range) on the timed data.
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("k.cu");
-    std::fs::write(
-        &source,
-        format!(
-            "{SPIN}{LAUNCH_COUNT}{}",
-            r#"extern "C" __global__ void every_other(const float *x, float *y, unsigned long long n) {
+    let source = spin_source(
+        dir.path(),
+        r#"extern "C" __global__ void every_other(const float *x, float *y, unsigned long long n) {
     unsigned int skips = *(volatile unsigned int *)&launch_count & 1u;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && (!skips || (blockIdx.x & 1))) y[i] = spin(x[i]);
     count_launch();
 }
-"#
-        ),
-    )
-    .unwrap();
+"#,
+    );
     let kernel = |name: &str, entry: &str, init: &str, extra: &str| {
         elementwise(&source, (name, entry), init, extra)
     };
@@ -742,22 +739,17 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
     // them, each checked, catch a skipping one (all of them pass with a chance of 1/256). A
     // graph's samples are its launches' means; its regions' first launches split instead.
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("k.cu");
-    std::fs::write(
-        &source,
-        format!(
-            "{SPIN}{LAUNCH_COUNT}{}",
-            r#"extern "C" __global__ void at_random(const float *x, float *y, unsigned long long n) {
+    let source = spin_source(
+        dir.path(),
+        r#"extern "C" __global__ void at_random(const float *x, float *y, unsigned long long n) {
     unsigned int h = *(volatile unsigned int *)&launch_count;
     h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && (!(h & 1u) || (blockIdx.x & 1))) y[i] = spin(x[i]);
     count_launch();
 }
-"#
-        ),
-    )
-    .unwrap();
+"#,
+    );
     let text = [
         "[experiment]\ntitle = \"at random\"\n[sweep]\nn = [4194304]\n".to_string(),
         steady_beside(&source, "uniform(0, 1)", ("at-random", "at_random")),
@@ -786,21 +778,16 @@ fn an_audit_compares_a_large_outputs_sample_and_catches_a_kernel_that_skips_a_hu
     // leaving one element in a hundred of its 32M as it was: each audited check compares
     // 2^18 groups of four elements drawn from the audit's seed, not all of them.
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("k.cu");
-    std::fs::write(
-        &source,
-        format!(
-            "{SPIN}{LAUNCH_COUNT}{}",
-            r#"extern "C" __global__ void skips_later(const float *x, float *y, unsigned long long n) {
+    let source = spin_source(
+        dir.path(),
+        r#"extern "C" __global__ void skips_later(const float *x, float *y, unsigned long long n) {
     unsigned int launches = *(volatile unsigned int *)&launch_count;
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n && (launches < 2 || i % 100 != 7)) y[i] = spin(x[i]);
     count_launch();
 }
-"#
-        ),
-    )
-    .unwrap();
+"#,
+    );
     let text = [
         "[experiment]\ntitle = \"a sampled compare\"\n[sweep]\nn = [33554432]\n".to_string(),
         steady_beside(&source, "uniform(0, 1)", ("skips-later", "skips_later")),
