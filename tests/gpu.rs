@@ -677,6 +677,59 @@ fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() 
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn cells_of_one_draw_key_check_their_audited_draws_against_one_reference_run() {
+    let base = matmul_with(
+        "n = [256]",
+        "[defaults]\nwarmup = 2\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"cold\"\ncache = \"cold\"\ntimer = \"cupti\"\n[report]\nfloor = false\n",
+    );
+    let start = base.find("[[kernel]]").unwrap();
+    let end = base.find("[defaults]").unwrap();
+    let tiled = base[start..end]
+        .replace("name = \"matmul\"", "name = \"tiled\"")
+        .replace("matmul.cu", "matmul_tiled.cu")
+        .replace("entry = \"matMulKernel\"", "entry = \"matMulTiled\"")
+        .replace(
+            "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
+            "check_kernel = { kernel = \"matmul\", outputs = [\"C\"], rtol = 1e-3, atol = 1e-3 }",
+        );
+    let text = base
+        .replacen(
+            "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
+            "timed = false",
+            1,
+        )
+        .replace("[defaults]", &format!("{tiled}[defaults]"));
+    let (_out, _dir, records) = run_on_gpu("kept-references", &text);
+    // The reference kernel's runs after the audit's draw: its audited checks' own.
+    let audited_runs = |r: &serde_json::Value| {
+        let phases = r["phases"].as_array().unwrap();
+        let names = phases.iter().map(|p| p["name"].as_str().unwrap());
+        let after = names.skip_while(|n| *n != "audit draw");
+        after.filter(|n| *n == "reference kernel").count()
+    };
+    let cells = ["/hot", "/events", "/cold"].map(|v| record(&records, v));
+    let audited = |r: &serde_json::Value| {
+        assert_eq!(r["status"], "ok", "{r}");
+        r["audit"]["among"]["positions"].as_array().unwrap().len()
+    };
+    let seed = |r: &serde_json::Value| r["audit"]["among"]["draw_seed"].as_u64().unwrap();
+    assert!(audited(cells[0]) >= 2, "{}", cells[0]);
+    assert_eq!(audited_runs(cells[0]), audited(cells[0]), "{}", cells[0]);
+    for later in &cells[1..] {
+        assert_eq!(seed(later), seed(cells[0]), "one run's draws: {later}");
+        // Only draws the first cell did not audit (a confirmation's) run the reference.
+        let new_draws = audited(later).saturating_sub(audited(cells[0]));
+        assert!(
+            audited_runs(later) <= new_draws,
+            "checked against the first cell's: {later}"
+        );
+        let check = later["audit"]["check"].as_str().unwrap();
+        assert!(check.contains("against kernel `matmul`"), "{later}");
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_budget_stops_a_cell_between_samples_and_a_reference_that_is_not_timed_only_checks() {
     let base = matmul_with(
         "n = [512]",

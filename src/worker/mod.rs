@@ -13,6 +13,7 @@ mod draw;
 mod failure;
 mod host_buffer;
 mod inputs;
+mod kept_references;
 mod kernels;
 mod parent;
 mod prepare;
@@ -134,6 +135,7 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         audit_stash: None,
         timed_stash: None,
         reference_buffers: RefCell::new(None),
+        kept_references: Default::default(),
         matmul_scratch: Default::default(),
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,

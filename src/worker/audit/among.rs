@@ -49,7 +49,7 @@ use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::reference;
 use crate::worker::session::Session;
 use cuda::Function;
-use seeds::{schedule_seed, seed_of, DRAW_SEEDS};
+use seeds::{draw_seed, schedule_seed, seed_of};
 use std::time::{Duration, Instant};
 
 /// One region run: its place among all the run's regions (the first timed one is 0), the
@@ -134,7 +134,7 @@ impl Among {
         let start = Instant::now();
         let draws = &inputs.draws;
         let seed = schedule_seed(&cell.id, process, s.sample_seed);
-        let draw_seed = seed_of(seed, DRAW_SEEDS);
+        let draw_seed = draw_seed(&cell.draw_key(), process, s.sample_seed);
         let held = seed_of(draw_seed, 0);
         let samples = cell.knobs.samples_per_run() as usize;
         let rank = super::rank(cell, process, s.sample_seed);

@@ -8,10 +8,12 @@
 use super::draw::{Draws, Entry};
 use crate::experiment::{ArgValue, Dtype, Kernel, PythonCheck};
 use crate::method::equal;
-use crate::worker::assemble::{against_kernel, ReferenceInputs};
+use crate::plan::Cell;
+use crate::worker::assemble::{against_kernel, against_outputs, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
 use crate::worker::host_buffer::HostBuffer;
+use crate::worker::kept_references::family;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::read_back::{read_back, ReadBack};
@@ -174,6 +176,11 @@ pub(super) fn ask_python_ahead(
         }
     }
     for &seed in seeds {
+        // Known: asked by a cell of the point before, which drew the same (`among`).
+        let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
+        if reference::python::known(pc, &cache) {
+            continue;
+        }
         again.draw(seed)?;
         let mut host = Vec::with_capacity(args.len());
         for i in 0..args.len() {
@@ -184,7 +191,6 @@ pub(super) fn ask_python_ahead(
             });
         }
         let host: Vec<Option<&[u8]>> = host.iter().map(Option::as_deref).collect();
-        let cache = draw_cache(s.run_cache.as_deref(), s.sample_seed, ready, seed);
         reference::python::ask_ahead(pc, def, &cell.launch, &host, &outputs, &cache)?;
     }
     Ok(())
@@ -302,6 +308,11 @@ fn check_against(
         return python_by_files(s, ready, draws, (seed, inputs), pc);
     }
     if let Some(kc) = &def.check_kernel {
+        let family = family(cell, def);
+        if let Some(theirs) = (family.as_deref()).and_then(|f| s.kept_references.get(f, seed)) {
+            let (both, sample) = ((buffers, theirs), Some(sample_seed));
+            return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
+        }
         let drawn = |j: &usize| draws.args.contains(j);
         let reference_draws = &scratch.reference_draws;
         // Enqueued ahead of the reference kernel, whose wait covers it.
@@ -318,6 +329,7 @@ fn check_against(
             (on.write(seed)).map_err(during("audit: drawing the reference's inputs"))
         };
         let stashed = (s.timed_stash.as_ref()).and_then(|st| st.copies_of(&data.timed));
+        let mut kept_slot = s.reference_buffers.borrow_mut();
         let reference = ReferenceInputs {
             data: (kc.from.iter())
                 .map(|f| {
@@ -333,10 +345,18 @@ fn check_against(
                 .collect(),
             fill: Some(&fill),
             sample: Some(sample_seed),
-            kept: Some(&mut s.reference_buffers.borrow_mut()),
+            kept: Some(&mut kept_slot),
         };
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
-        return against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
+        let checked = against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
+        drop(kept_slot);
+        if let (Ok(_), Some(family)) = (&checked, family) {
+            if keep_reference(s, cell, (&family, seed)) {
+                // Its table draws into the buffers kept: the next check's are new.
+                scratch.reference_draws.take();
+            }
+        }
+        return checked;
     }
     let Some(check) = &def.check else {
         return Ok("no output to check".into());
@@ -365,6 +385,20 @@ fn check_against(
         }
         other => Err(Failure::from(format!("unknown reference `{other}`"))),
     }
+}
+
+/// The reference kernel's buffers, which its check on the draw of `seed` just left, kept
+/// for the cells of its family after this one (`audit::kept`), where they fit; whether
+/// they were kept.
+fn keep_reference(s: &mut Session, cell: &Cell, (family, seed): (&str, u64)) -> bool {
+    let Some(theirs) = s.reference_buffers.borrow_mut().take() else {
+        return false;
+    };
+    let bytes = (cell.reference_launch.as_ref()).map_or(0, |r| r.device_bytes());
+    let refused = s.kept_references.keep((family, seed), theirs, bytes);
+    let kept = refused.is_none();
+    *s.reference_buffers.borrow_mut() = refused;
+    kept
 }
 
 /// A copy's output against its source, compared on the GPU.

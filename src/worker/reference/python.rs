@@ -24,13 +24,17 @@ use std::time::{Duration, Instant};
 /// The data sets whose results are kept: a point's, while its cells run (each may be an
 /// output of hundreds of MiB).
 const KEPT_RESULTS: usize = 2;
+/// The last audited draws whose results are kept (the launches alone after a region check
+/// its draw; the next cells of its point draw the same, `worker::audit::among`)...
+const KEPT_DRAWS: usize = 6;
+/// ...while they hold at most this many bytes (but the last).
+const KEPT_DRAW_BYTES: usize = 1 << 30;
 
 /// The check of the kernel's outputs `got` (read back, by argument) against `pc`'s function
 /// given the inputs `data` (per argument, a buffer's bytes where it holds one), each within
 /// the launch's tolerances or its type's. `keep`: the result is kept for other cells of the
-/// same data set; else (an audited region's draw, which no other cell reads) only until the
-/// next such draw. Its steps are
-/// phases of `timeline`, from the buffers read back before it (see [`Steps`]).
+/// same data set; else (an audited region's draw) among the last draws ([`KEPT_DRAWS`]).
+/// Its steps are phases of `timeline`, from the buffers read back before it ([`Steps`]).
 pub fn check(
     pc: &PythonCheck,
     def: &Kernel,
@@ -46,7 +50,7 @@ pub fn check(
     let key = key(pc, cache);
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
     let answered = state.collect(Some(&key))?;
-    let kept = (state.results.iter().chain(&state.last_draw)).find(|(k, _)| *k == key);
+    let kept = (state.results.iter().chain(&state.draws)).find(|(k, _)| *k == key);
     let wanted = match (answered, kept) {
         (Some(reply), _) => Arc::new(reply.marked(timeline)),
         (None, Some((_, wanted))) => Arc::clone(wanted),
@@ -66,7 +70,7 @@ pub fn check(
         }
     };
     if !keep {
-        state.last_draw = Some((key, Arc::clone(&wanted)));
+        state.keep_draw(key, Arc::clone(&wanted));
     }
     drop(state);
     let mut notes = Vec::new();
@@ -146,7 +150,7 @@ pub fn ask_ahead(
 pub fn known(pc: &PythonCheck, cache: &Cache) -> bool {
     let key = key(pc, cache);
     let state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
-    let kept = (state.results.iter().chain(&state.last_draw)).any(|(k, _)| *k == key);
+    let kept = (state.results.iter().chain(&state.draws)).any(|(k, _)| *k == key);
     kept || state.pending.iter().any(|(k, _)| *k == key)
 }
 
@@ -167,12 +171,10 @@ pub(super) fn request(pc: &PythonCheck, request: &Value) -> Result<(), Failure> 
 
 /// Reads every reply still to come (a cell's draws asked ahead whose regions did not run),
 /// so that the next check waits for none and the interpreter is idle while the next cell
-/// is timed; what they answered is dropped, and so is the last audited draw's answer (no
-/// other cell reads that draw, and it may be an output of hundreds of MiB).
+/// is timed; what they answered is kept as a checked draw's is.
 pub fn settle() {
     let mut state = INTERPRETER.lock().unwrap_or_else(|e| e.into_inner());
     let _dropped = state.collect(None);
-    state.last_draw = None;
 }
 
 /// Ends the interpreter where one runs: a worker about to exit leaves none computing.
@@ -185,9 +187,8 @@ pub fn end() {
 struct State {
     running: Option<Interpreter>,
     results: VecDeque<(String, Arc<Vec<ReadBack>>)>,
-    /// The last audited draw's result, apart from those: the launches alone after its
-    /// region are checked on the same draw.
-    last_draw: Option<(String, Arc<Vec<ReadBack>>)>,
+    /// The last audited draws' results, apart from those (see [`KEPT_DRAWS`]).
+    draws: VecDeque<(String, Arc<Vec<ReadBack>>)>,
     /// Requests sent ahead whose replies are not read yet, in the order they were sent
     /// (the interpreter answers in that order), each with the data set it names.
     pending: VecDeque<(String, Sent)>,
@@ -229,6 +230,19 @@ fn write_over(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 static INTERPRETER: LazyLock<Mutex<State>> = LazyLock::new(Mutex::default);
 
 impl State {
+    /// Keeps an audited draw's `result` (see [`KEPT_DRAWS`]), letting the oldest go.
+    fn keep_draw(&mut self, key: String, result: Arc<Vec<ReadBack>>) {
+        self.draws.retain(|(k, _)| *k != key);
+        self.draws.push_back((key, result));
+        let bytes = |d: &VecDeque<(_, Arc<Vec<ReadBack>>)>| -> usize {
+            d.iter().flat_map(|(_, r)| r.iter().map(|b| b.len())).sum()
+        };
+        let over = |d: &VecDeque<_>| d.len() > KEPT_DRAWS || bytes(d) > KEPT_DRAW_BYTES;
+        while self.draws.len() > 1 && over(&self.draws) {
+            self.draws.pop_front();
+        }
+    }
+
     /// The function's outputs (by `outputs`: argument, type, elements), as bytes of each
     /// output's type; the replies to requests sent ahead are read first.
     fn call(
@@ -259,8 +273,12 @@ impl State {
             if Some(name.as_str()) == wanted {
                 return got.map(Some);
             }
-            if let (Some(_), Err(lost)) = (wanted, got) {
-                return Err(lost);
+            match (wanted, got) {
+                (Some(_), Err(lost)) => return Err(lost),
+                // A draw asked ahead whose region did not run: the next cell of its point
+                // draws it too.
+                (_, Ok(reply)) => self.keep_draw(name, Arc::new(reply.outputs)),
+                (None, Err(_)) => {}
             }
         }
         Ok(None)

@@ -196,7 +196,7 @@ fn what_a_function_writes_to_standard_output_is_never_taken_for_its_reply() {
 }
 
 #[test]
-fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_asked() {
+fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_keeps_what_none_asked() {
     let Some((_serial, dir)) = with_numpy() else {
         return;
     };
@@ -224,14 +224,20 @@ fn a_function_asked_ahead_answers_the_check_of_its_data_set_and_drops_what_none_
     let check_of = |got: &[f32], cache: &Cache| check_y(def, (&none, false), got, cache);
     assert!(check_of(&[2.0, 4.0, 6.0, 8.0], &caches[0]).is_ok());
     assert!(check_of(&[10.0, 12.0, 14.0, 17.0], &caches[1]).is_err());
-    // Asked ahead again, the first never checked: settling reads both answers and drops
-    // them, and nothing is left asked.
-    for (data, cache) in [(&a, &caches[0]), (&b, &caches[1])] {
+    // Asked ahead again under other names, never checked: settling reads both answers and
+    // keeps them for the next cells of the point, which draw the same, and the check of one
+    // then asks nothing.
+    let later = [
+        Cache::new(Some(dir.path()), "k#draw-c".into(), 1),
+        Cache::new(Some(dir.path()), "k#draw-d".into(), 1),
+    ];
+    for (data, cache) in [(&a, &later[0]), (&b, &later[1])] {
         let given = [Some(&data[..]), None, None];
         ask_ahead(pc, def, &def.launches[0], &given, &outputs, cache).unwrap();
     }
     settle();
-    assert!(!known(pc, &caches[0]) && !known(pc, &caches[1]));
+    assert!(known(pc, &later[0]) && known(pc, &later[1]));
+    assert!(check_of(&[10.0, 12.0, 14.0, 16.0], &later[1]).is_ok());
     // Two requests were on their way at once: two slots' files (an input, an output
     // each), kept to be written over by the next requests, and gone once the interpreter
     // ends.
@@ -370,7 +376,7 @@ fn a_check_on_the_gpu_without_torch_with_cuda_says_what_it_needs() {
 }
 
 #[test]
-fn an_audited_draws_answer_serves_the_launches_alone_on_it_and_no_later_draw() {
+fn an_audited_draws_answer_serves_the_launches_alone_on_it_and_the_next_cells() {
     let Some((_serial, dir)) = with_numpy() else {
         return;
     };
@@ -399,10 +405,14 @@ fn an_audited_draws_answer_serves_the_launches_alone_on_it_and_no_later_draw() {
     assert!(asked("k#draw1"));
     assert!(known(pc, &Cache::new(None, "k#draw1".into(), 1)));
     assert!(!asked("k#draw1") && !asked("k#draw1"));
-    // The next region's draw is asked, and the first is not kept beside it; at the cell's
-    // end none is.
+    // The next region's draw is asked, and the first is kept beside it, past the cell's
+    // end: the next cells of the point draw the same.
     assert!(asked("k#draw2"));
-    assert!(asked("k#draw1"));
     settle();
-    assert!(!known(pc, &Cache::new(None, "k#draw1".into(), 1)));
+    assert!(!asked("k#draw1") && !asked("k#draw2"));
+    // The oldest go once more are kept.
+    for k in 3..=8 {
+        assert!(asked(&format!("k#draw{k}")));
+    }
+    assert!(asked("k#draw1") && !asked("k#draw8"));
 }

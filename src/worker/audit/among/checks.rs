@@ -17,6 +17,7 @@ use crate::protocol::{samples_split, CellRecord, ALONE_IF_SPLIT};
 use crate::worker::arm::Armed;
 use crate::worker::assemble::{against_outputs, Checker};
 use crate::worker::failure::{during, Failure};
+use crate::worker::kept_references::family;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
@@ -101,9 +102,14 @@ impl Among {
     ) -> Result<String, Failure> {
         let (cell, def) = (ready.cell, ready.kernel()?);
         if def.check_kernel.is_some() && def.check_python.is_none() {
+            let sample = Some(seed ^ s.sample_seed ^ salt);
+            let family = family(cell, def);
+            if let Some(theirs) = (family.as_deref()).and_then(|f| s.kept_references.get(f, seed)) {
+                let both = (&ready.data.sets[0], theirs);
+                return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
+            }
             if let Some(theirs) = s.reference_buffers.borrow().as_ref() {
                 let both = (&ready.data.sets[0], theirs);
-                let sample = Some(seed ^ s.sample_seed ^ salt);
                 return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
             }
         }

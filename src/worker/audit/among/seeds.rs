@@ -10,8 +10,17 @@ pub(super) fn schedule_seed(id: &str, process: u32, run_seed: u64) -> u64 {
     fnv1a(format!("{id}#{process}#{run_seed}").as_bytes())
 }
 
-/// The draws' seeds follow from the schedule's through this one, apart from its places.
-pub(super) const DRAW_SEEDS: u64 = u64::MAX;
+/// The seed of run `process`'s draws in the cells whose timed inputs have `draw_key`, from
+/// the run's own seed: the same in every such cell of the run, so that a reference kernel's
+/// results on an audited draw serve them all (`audit::kept`). No cell inherits another's
+/// device state (`Kernels::end_cell`), so in each the audited region is a draw's first sight.
+pub(super) fn draw_seed(draw_key: &str, process: u32, run_seed: u64) -> u64 {
+    let family = fnv1a(format!("{draw_key}#{process}#{run_seed}").as_bytes());
+    seed_of(family, DRAW_SEEDS)
+}
+
+/// The draws' seeds follow from their family's through this one.
+const DRAW_SEEDS: u64 = u64::MAX;
 
 /// The seed of draw `k` from `seed` (draw 0: the timed launches' first data).
 pub(super) fn seed_of(seed: u64, k: u64) -> u64 {
@@ -38,5 +47,19 @@ mod tests {
         assert_eq!(again(7), again(7), "a recorded seed replays its run");
         let runs: HashSet<String> = (0..20).map(again).collect();
         assert_eq!(runs.len(), 20, "twenty runs, twenty schedules");
+    }
+
+    #[test]
+    fn cells_of_one_draw_key_share_a_runs_draws_and_no_other() {
+        let key = "F32 1048576 Uniform(-1.0, 1.0);-";
+        assert_eq!(draw_seed(key, 0, 7), draw_seed(key, 0, 7));
+        assert_ne!(draw_seed(key, 0, 7), draw_seed(key, 0, 8), "another run");
+        assert_ne!(
+            draw_seed(key, 0, 7),
+            draw_seed(key, 1, 7),
+            "another run of the cell"
+        );
+        let other = "F32 2097152 Uniform(-1.0, 1.0);-";
+        assert_ne!(draw_seed(key, 0, 7), draw_seed(other, 0, 7), "other inputs");
     }
 }
