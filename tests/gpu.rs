@@ -678,9 +678,10 @@ fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn cells_of_one_draw_key_check_their_audited_draws_against_one_reference_run() {
+    // A naive reference long enough to keep (`kept_references::KEPT_ABOVE`): about 1.2 ms.
     let base = matmul_with(
-        "n = [256]",
-        "[defaults]\nwarmup = 2\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"cold\"\ncache = \"cold\"\ntimer = \"cupti\"\n[report]\nfloor = false\n",
+        "n = [1536]",
+        "[defaults]\nwarmup = 2\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\ntimer = \"cupti\"\n[report]\nfloor = false\n",
     );
     let start = base.find("[[kernel]]").unwrap();
     let end = base.find("[defaults]").unwrap();

@@ -8,10 +8,13 @@ use crate::experiment::Kernel;
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
 
-/// Kept results take at most this share of the device's free memory when kept...
-const SHARE_OF_FREE: u64 = 8;
-/// ...and at most this many bytes.
-const MOST_BYTES: u64 = 4 << 30;
+/// Kept results take at most this many bytes of device memory (a cell whose buffers would
+/// not fit beside them lets them go first).
+const MOST_BYTES: u64 = 2 << 30;
+/// A check whose reference took less than this keeps nothing: a new set of buffers for the
+/// next draw (the kept one's go with it) cost 0.3 ms on an H200, more than a small
+/// reference kernel's run and compare (`trust-small`'s softmax, 0.26 ms).
+pub(super) const KEPT_ABOVE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// The reference kernel's buffers after it ran on each draw, by the draw's seed, for one
 /// family of cells (see [`family`]).
@@ -46,7 +49,7 @@ impl KeptReferences {
 
     /// Keeps `buffers`, of `bytes` in device memory, as the reference's results on the draw
     /// of `seed` in `family` (another family's are let go); gives them back where they would
-    /// take more than [`SHARE_OF_FREE`] of the free memory or [`MOST_BYTES`] in all.
+    /// take more than [`MOST_BYTES`] in all.
     pub(super) fn keep(
         &mut self,
         (family, seed): (&str, u64),
@@ -55,8 +58,7 @@ impl KeptReferences {
     ) -> Option<Buffers> {
         self.forget_unless(Some(family));
         let held: u64 = self.kept.iter().map(|k| k.bytes).sum();
-        let free = cuda::memory_info().map_or(0, |(free, _)| free as u64);
-        if held.saturating_add(bytes) > MOST_BYTES.min(free / SHARE_OF_FREE) {
+        if held.saturating_add(bytes) > MOST_BYTES {
             return Some(buffers);
         }
         self.family = family.to_string();
@@ -73,11 +75,15 @@ impl KeptReferences {
     pub(super) fn forget_unless_for(&mut self, cell: &Cell, def: Option<&Kernel>) {
         let family = def.and_then(|d| family(cell, d));
         self.forget_unless(family.as_deref());
+        if self.kept.is_empty() {
+            return;
+        }
         let reference = cell
             .reference_launch
             .as_ref()
             .map_or(0, |r| r.device_bytes());
         let needs = cell.launch.device_bytes().saturating_add(reference);
+        // The query takes milliseconds: only where something is kept.
         if !cuda::memory_info().is_ok_and(|(free, _)| needs < free as u64) {
             self.forget_unless(None);
         }

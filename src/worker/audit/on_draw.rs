@@ -13,7 +13,7 @@ use crate::worker::assemble::{against_kernel, against_outputs, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
 use crate::worker::host_buffer::HostBuffer;
-use crate::worker::kept_references::family;
+use crate::worker::kept_references::{family, KEPT_ABOVE};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::read_back::{read_back, ReadBack};
@@ -348,8 +348,10 @@ fn check_against(
             kept: Some(&mut kept_slot),
         };
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
+        let started = std::time::Instant::now();
         let checked = against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
         drop(kept_slot);
+        let family = family.filter(|_| started.elapsed() >= KEPT_ABOVE);
         if let (Ok(_), Some(family)) = (&checked, family) {
             if keep_reference(s, cell, (&family, seed)) {
                 // Its table draws into the buffers kept: the next check's are new.
@@ -388,7 +390,7 @@ fn check_against(
 }
 
 /// The reference kernel's buffers, which its check on the draw of `seed` just left, kept
-/// for the cells of its family after this one (`audit::kept`), where they fit; whether
+/// for the cells of its family after this one (`kept_references`), where they fit; whether
 /// they were kept.
 fn keep_reference(s: &mut Session, cell: &Cell, (family, seed): (&str, u64)) -> bool {
     let Some(theirs) = s.reference_buffers.borrow_mut().take() else {
