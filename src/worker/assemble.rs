@@ -3,12 +3,14 @@
 //! reference kernel run on the same inputs).
 
 use super::agreement;
-use super::buffers::{Buffers, Poison, Prepare, POISON};
+use super::buffers::{not_a_buffer, Buffers, Poison, Prepare, POISON};
 use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
+use super::kept_references::Theirs;
 use super::kernels::{KernelKey, Kernels};
+use super::read_back::{read_back, ReadBack};
 use super::reference;
 use super::samples;
 use super::stash::Stash;
@@ -188,7 +190,8 @@ pub(super) fn against_kernel(
     cuda::synchronize().map_err(during("reference kernel"))?;
     timeline.mark("reference kernel");
     let sample = inputs.sample;
-    against_outputs(kernels, timeline, (cell, def), (buffers, theirs), sample)
+    let both = (buffers, Theirs::Ran(theirs));
+    against_outputs(kernels, timeline, (cell, def), both, sample)
 }
 
 /// The checked outputs in `buffers` against the reference kernel's in `theirs`, which ran
@@ -199,7 +202,7 @@ pub(super) fn against_outputs(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
     (cell, def): (&Cell, &Kernel),
-    (buffers, theirs): (&Buffers, &Buffers),
+    (buffers, theirs): (&Buffers, Theirs),
     sample: Option<u64>,
 ) -> Result<String, Failure> {
     let kc = (def.check_kernel.as_ref()).ok_or_else(|| "no reference kernel".to_string())?;
@@ -221,24 +224,23 @@ pub(super) fn against_outputs(
         let tolerances = cell.launch.tolerances.for_output(dtype);
         // Both in device memory: compared there, in microseconds (an audit's large one at a
         // sample of its own). Elsewhere they are read back (a large one at a sample).
-        let outputs = (buffers.buffer(o), theirs.buffer(r));
+        let outputs = (buffers.buffer(o), theirs.output(r));
         let meta = (name.as_str(), dtype, tolerances);
         if let Some(note) = agreement::on_gpu(kernels, timeline, outputs, meta, sample)? {
             notes.push(note);
             continue;
         }
         let ranges = sample.and_then(|seed| samples::read_back(len, seed));
+        let want = theirs.output(r).ok_or_else(not_a_buffer)?;
         let (got, want) = match &ranges {
             Some(elements) => {
                 let bytes: Vec<_> = (elements.iter())
                     .map(|e| e.start * dtype.size()..e.end * dtype.size())
                     .collect();
-                (
-                    buffers.download_ranges(o, &bytes)?,
-                    theirs.download_ranges(r, &bytes)?,
-                )
+                let want = want.download_ranges(&bytes).map_err(Failure::message)?;
+                (buffers.download_ranges(o, &bytes)?, ReadBack::from(want))
             }
-            None => (buffers.download(o)?, theirs.download(r)?),
+            None => (buffers.download(o)?, read_back(want)?),
         };
         let view = |bytes| HostBuffer { name, dtype, bytes };
         notes.push(agreement::compare(

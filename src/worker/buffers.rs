@@ -267,6 +267,6 @@ impl Buffers {
 }
 
 /// A check that names an argument without a buffer for its output.
-fn not_a_buffer() -> Failure {
+pub(super) fn not_a_buffer() -> Failure {
     Failure::from("the checked output is not a buffer".to_string())
 }

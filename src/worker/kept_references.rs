@@ -1,23 +1,24 @@
-//! A reference kernel's results on the audit's draws, kept from cell to cell of a worker.
+//! A reference kernel's outputs on the audit's draws, kept from cell to cell of a worker.
 //! Cells whose timed inputs share a draw key draw the same audited data in a run
 //! (`audit::among`), so the reference kernel runs once for each draw, not once
 //! for each cell that checks it: gemv's reference took 0.65 ms for each audited region on
 //! an H200, in cells whose samples took 1-4 ms.
 
-use crate::experiment::Kernel;
+use crate::experiment::{Kernel, KernelCheck};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
+use cuda::{CudaError, DeviceBuffer};
 
 /// Kept results take at most this many bytes of device memory (a cell whose buffers would
 /// not fit beside them lets them go first).
 const MOST_BYTES: u64 = 2 << 30;
-/// A check whose reference took less than this keeps nothing: a new set of buffers for the
-/// next draw (the kept one's go with it) cost 0.3 ms on an H200, more than a small
-/// reference kernel's run and compare (`trust-small`'s softmax, 0.26 ms).
+/// A check whose reference took less than this keeps nothing: the copies' allocation may
+/// cost more than a small reference kernel's run and compare (`trust-small`'s softmax,
+/// 0.26 ms on an H200; an allocation took 0.3 ms there, and 11 ms once).
 pub(super) const KEPT_ABOVE: std::time::Duration = std::time::Duration::from_micros(500);
 
-/// The reference kernel's buffers after it ran on each draw, by the draw's seed, for one
-/// family of cells (see [`family`]).
+/// Copies of a reference kernel's outputs after it ran on each draw, by the draw's seed, for
+/// one family of cells (see [`family`]).
 #[derive(Default)]
 pub(super) struct KeptReferences {
     family: String,
@@ -26,8 +27,43 @@ pub(super) struct KeptReferences {
 
 struct Kept {
     seed: u64,
-    buffers: Buffers,
-    bytes: u64,
+    outputs: Outputs,
+}
+
+/// A reference's outputs kept, each with the reference's argument it is.
+type Outputs = Vec<(usize, DeviceBuffer)>;
+
+/// A reference kernel's outputs to compare with: its buffers after it ran, or copies kept
+/// from an earlier cell.
+#[derive(Clone, Copy)]
+pub(super) enum Theirs<'a> {
+    Ran(&'a Buffers),
+    Kept(&'a [(usize, DeviceBuffer)]),
+}
+
+impl Theirs<'_> {
+    /// The reference's argument `r`'s buffer.
+    pub(super) fn output(&self, r: usize) -> Option<&DeviceBuffer> {
+        match self {
+            Theirs::Ran(buffers) => buffers.buffer(r),
+            Theirs::Kept(outputs) => outputs.iter().find(|(a, _)| *a == r).map(|(_, b)| b),
+        }
+    }
+}
+
+/// Copies in device memory of the reference's outputs `ran` holds for `outputs` (its
+/// arguments), enqueued; None where one does not live in device memory.
+fn copies(ran: &Buffers, outputs: &[usize]) -> Result<Option<Outputs>, CudaError> {
+    let mut copies = Vec::new();
+    for &r in outputs {
+        let Some(src) = ran.buffer(r).filter(|b| b.in_device_memory()) else {
+            return Ok(None);
+        };
+        let copy = DeviceBuffer::alloc(src.bytes())?;
+        copy.copy_from(src)?;
+        copies.push((r, copy));
+    }
+    Ok(Some(copies))
 }
 
 /// What a reference kernel's results on a draw depend on, beside the draw's seed: the
@@ -41,33 +77,45 @@ pub(super) fn family(cell: &Cell, def: &Kernel) -> Option<String> {
 }
 
 impl KeptReferences {
-    /// The reference's buffers after it ran on the draw of `seed` in `family`.
-    pub(super) fn get(&self, family: &str, seed: u64) -> Option<&Buffers> {
+    /// The reference's outputs on the draw of `seed` in `family`.
+    pub(super) fn get(&self, family: &str, seed: u64) -> Option<Theirs<'_>> {
         let found = self.kept.iter().find(|k| k.seed == seed);
-        found.filter(|_| self.family == family).map(|k| &k.buffers)
+        found
+            .filter(|_| self.family == family)
+            .map(|k| Theirs::Kept(&k.outputs))
     }
 
-    /// Keeps `buffers`, of `bytes` in device memory, as the reference's results on the draw
-    /// of `seed` in `family` (another family's are let go); gives them back where they would
-    /// take more than [`MOST_BYTES`] in all.
-    pub(super) fn keep(
+    /// Keeps copies of the outputs of `check`'s reference that `ran` holds after it ran on the
+    /// draw of `seed` in `family` (another family's are let go), where they fit within
+    /// [`MOST_BYTES`] and live in device memory.
+    pub(super) fn keep_copies(
         &mut self,
         (family, seed): (&str, u64),
-        buffers: Buffers,
-        bytes: u64,
-    ) -> Option<Buffers> {
+        ran: &Buffers,
+        check: &KernelCheck,
+    ) -> Result<(), CudaError> {
         self.forget_unless(Some(family));
-        let held: u64 = self.kept.iter().map(|k| k.bytes).sum();
-        if held.saturating_add(bytes) > MOST_BYTES {
-            return Some(buffers);
+        let outputs: Vec<usize> = (check.outputs.iter())
+            .filter_map(|&o| check.reference_arg(o))
+            .collect();
+        let bytes = |b: &DeviceBuffer| b.bytes() as u64;
+        let held: u64 = (self.kept.iter())
+            .flat_map(|k| &k.outputs)
+            .map(|(_, b)| bytes(b))
+            .sum();
+        let more: u64 = outputs
+            .iter()
+            .filter_map(|&r| ran.buffer(r))
+            .map(bytes)
+            .sum();
+        if held.saturating_add(more) > MOST_BYTES {
+            return Ok(());
         }
-        self.family = family.to_string();
-        self.kept.push(Kept {
-            seed,
-            buffers,
-            bytes,
-        });
-        None
+        if let Some(outputs) = copies(ran, &outputs)? {
+            self.family = family.to_string();
+            self.kept.push(Kept { seed, outputs });
+        }
+        Ok(())
     }
 
     /// Before `cell` (of kernel `def`) allocates: lets go of the kept results unless they

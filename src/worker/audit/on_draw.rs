@@ -8,7 +8,6 @@
 use super::draw::{Draws, Entry};
 use crate::experiment::{ArgValue, Dtype, Kernel, PythonCheck};
 use crate::method::equal;
-use crate::plan::Cell;
 use crate::worker::assemble::{against_kernel, against_outputs, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
@@ -352,11 +351,10 @@ fn check_against(
         let checked = against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
         drop(kept_slot);
         let family = family.filter(|_| started.elapsed() >= KEPT_ABOVE);
-        if let (Ok(_), Some(family)) = (&checked, family) {
-            if keep_reference(s, cell, (&family, seed)) {
-                // Its table draws into the buffers kept: the next check's are new.
-                scratch.reference_draws.take();
-            }
+        if let (Ok(_), Some(family), Some(ran)) = (&checked, family, &*s.reference_buffers.borrow())
+        {
+            let keeping = s.kept_references.keep_copies((&family, seed), ran, kc);
+            keeping.map_err(during("keeping the reference's outputs"))?;
         }
         return checked;
     }
@@ -387,20 +385,6 @@ fn check_against(
         }
         other => Err(Failure::from(format!("unknown reference `{other}`"))),
     }
-}
-
-/// The reference kernel's buffers, which its check on the draw of `seed` just left, kept
-/// for the cells of its family after this one (`kept_references`), where they fit; whether
-/// they were kept.
-fn keep_reference(s: &mut Session, cell: &Cell, (family, seed): (&str, u64)) -> bool {
-    let Some(theirs) = s.reference_buffers.borrow_mut().take() else {
-        return false;
-    };
-    let bytes = (cell.reference_launch.as_ref()).map_or(0, |r| r.device_bytes());
-    let refused = s.kept_references.keep((family, seed), theirs, bytes);
-    let kept = refused.is_none();
-    *s.reference_buffers.borrow_mut() = refused;
-    kept
 }
 
 /// A copy's output against its source, compared on the GPU.

@@ -17,7 +17,7 @@ use crate::protocol::{samples_split, CellRecord, ALONE_IF_SPLIT};
 use crate::worker::arm::Armed;
 use crate::worker::assemble::{against_outputs, Checker};
 use crate::worker::failure::{during, Failure};
-use crate::worker::kept_references::family;
+use crate::worker::kept_references::{family, Theirs};
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
@@ -109,7 +109,7 @@ impl Among {
                 return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
             }
             if let Some(theirs) = s.reference_buffers.borrow().as_ref() {
-                let both = (&ready.data.sets[0], theirs);
+                let both = (&ready.data.sets[0], Theirs::Ran(theirs));
                 return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
             }
         }
