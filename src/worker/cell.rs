@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
     let def = cell.kernel.map(|k| s.kernels.def(k));
-    s.kept_references.forget_unless_for(cell, def);
+    s.kept_references.forget_unless_for((cell, process), def);
     Stash::forget_unless_at(s, cell);
     let mut rec = CellRecord::new(cell.index, &cell.id, process);
     rec.cuda_env = std::env::vars()

@@ -8,14 +8,16 @@ use crate::experiment::{Kernel, KernelCheck};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
 use cuda::{CudaError, DeviceBuffer};
+use std::collections::HashMap;
 
 /// Kept results take at most this many bytes of device memory (a cell whose buffers would
 /// not fit beside them lets them go first).
 const MOST_BYTES: u64 = 2 << 30;
-/// A check whose reference took less than this keeps nothing: a copy's allocation (a new
-/// set of reference buffers took 0.3 ms on an H200 in `trust-small`'s softmax cells) would
-/// cost more than the reference's runs it saves, the next cells each still comparing.
-pub(super) const KEPT_ABOVE: std::time::Duration = std::time::Duration::from_micros(250);
+/// A check's outputs are kept where the reference's runs they save in the cells of its family
+/// still to come in the worker take at least this long: a copy's allocation took 0.2-1.0 ms
+/// for 256 MiB and 5.0 ms for 64 MiB once on an H200, and a transpose whose one later cell
+/// saved a 0.34 ms check spent 5 ms more on audits (`transpose` at 20f93ee).
+pub(super) const KEEP_WORTH: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Copies of a reference kernel's outputs after it ran on each draw, by the draw's seed, for
 /// one family of cells (see [`family`]).
@@ -23,6 +25,10 @@ pub(super) const KEPT_ABOVE: std::time::Duration = std::time::Duration::from_mic
 pub(super) struct KeptReferences {
     family: String,
     kept: Vec<Kept>,
+    /// The worker's runs still to come, by family and run index (cells of one family and
+    /// run index draw the same), and the running cell's.
+    ahead: HashMap<(String, u32), usize>,
+    running: Option<(String, u32)>,
 }
 
 struct Kept {
@@ -118,10 +124,39 @@ impl KeptReferences {
         Ok(())
     }
 
-    /// Before `cell` (of kernel `def`) allocates: lets go of the kept results unless they
-    /// are of its family and its buffers and its reference's fit beside them.
-    pub(super) fn forget_unless_for(&mut self, cell: &Cell, def: Option<&Kernel>) {
+    /// The worker's runs, each a cell's family (None: no reference kernel) and run index.
+    pub(super) fn plan(&mut self, runs: impl IntoIterator<Item = (Option<String>, u32)>) {
+        for (family, process) in runs {
+            if let Some(family) = family {
+                *self.ahead.entry((family, process)).or_default() += 1;
+            }
+        }
+    }
+
+    /// The runs of the running cell's family and run index that follow it in the worker.
+    pub(super) fn later(&self) -> usize {
+        let running = self.running.as_ref();
+        running.map_or(0, |r| self.ahead.get(r).copied().unwrap_or(0))
+    }
+
+    /// Marks run `process` of a cell of `family` begun.
+    fn begin(&mut self, family: Option<&str>, process: u32) {
+        self.running = family.map(|f| (f.to_string(), process));
+        if let Some(left) = self.running.as_ref().and_then(|r| self.ahead.get_mut(r)) {
+            *left = left.saturating_sub(1);
+        }
+    }
+
+    /// Before run `process` of `cell` (of kernel `def`) allocates: lets go of the kept
+    /// results unless they are of its family and its buffers and its reference's fit beside
+    /// them.
+    pub(super) fn forget_unless_for(
+        &mut self,
+        (cell, process): (&Cell, u32),
+        def: Option<&Kernel>,
+    ) {
         let family = def.and_then(|d| family(cell, d));
+        self.begin(family.as_deref(), process);
         self.forget_unless(family.as_deref());
         if self.kept.is_empty() {
             return;
@@ -143,5 +178,36 @@ impl KeptReferences {
             self.kept.clear();
             self.family.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_later_cells_are_those_of_its_family_and_run_index_still_to_come() {
+        let mut kept = KeptReferences::default();
+        let f = |s: &str| Some(s.to_string());
+        kept.plan([
+            (f("a"), 0),
+            (f("a"), 0),
+            (f("a"), 1),
+            (f("b"), 0),
+            (None, 0),
+            (f("a"), 0),
+        ]);
+        kept.begin(Some("a"), 0);
+        assert_eq!(
+            kept.later(),
+            2,
+            "two more of a's run 0, its run 1 draws other data"
+        );
+        kept.begin(Some("b"), 0);
+        assert_eq!(kept.later(), 0);
+        kept.begin(Some("a"), 0);
+        assert_eq!(kept.later(), 1);
+        kept.begin(None, 0);
+        assert_eq!(kept.later(), 0, "no reference kernel");
     }
 }

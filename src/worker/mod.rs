@@ -206,6 +206,17 @@ fn run_cells(
         }
         return ExitCode::SUCCESS;
     }
+    let families: Vec<(Option<String>, u32)> = (runs.iter())
+        .map(|run| {
+            let cell = cell_of(run.cell);
+            let def = cell.and_then(|c| Some(session.kernels.def(c.kernel?)));
+            let family = cell
+                .zip(def)
+                .and_then(|(c, d)| kept_references::family(c, d));
+            (family, run.process)
+        })
+        .collect();
+    session.kept_references.plan(families);
     if gpu_warmup_s > 0.0 {
         if let Err(e) = session.warm_gpu(Duration::from_secs_f64(gpu_warmup_s)) {
             return fatal(e.message);
