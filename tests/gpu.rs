@@ -675,14 +675,9 @@ fn a_kernel_checked_against_a_reference_kernel_passes_and_an_off_by_one_fails() 
     assert_eq!(record(&records, "matmul/n=64/hot")["status"], "ok");
 }
 
-#[test]
-#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
-fn cells_of_one_draw_key_check_their_audited_draws_against_one_reference_run() {
-    // A naive reference long enough to keep (`kept_references::KEPT_ABOVE`): about 1.2 ms.
-    let base = matmul_with(
-        "n = [1536]",
-        "[defaults]\nwarmup = 2\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\ntimer = \"cupti\"\n[report]\nfloor = false\n",
-    );
+/// `base` (the matmul experiment, its variants under `[defaults]`) with the tiled matmul
+/// checked against the naive one, which is not timed itself.
+fn tiled_against_untimed_naive(base: &str) -> String {
     let start = base.find("[[kernel]]").unwrap();
     let end = base.find("[defaults]").unwrap();
     let tiled = base[start..end]
@@ -693,13 +688,24 @@ fn cells_of_one_draw_key_check_their_audited_draws_against_one_reference_run() {
             "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
             "check_kernel = { kernel = \"matmul\", outputs = [\"C\"], rtol = 1e-3, atol = 1e-3 }",
         );
-    let text = base
+    base
         .replacen(
             "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
             "timed = false",
             1,
         )
-        .replace("[defaults]", &format!("{tiled}[defaults]"));
+        .replace("[defaults]", &format!("{tiled}[defaults]"))
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn cells_of_one_draw_key_check_their_audited_draws_against_one_reference_run() {
+    // A naive reference long enough to keep (`kept_references::KEPT_ABOVE`): about 1.2 ms.
+    let base = matmul_with(
+        "n = [1536]",
+        "[defaults]\nwarmup = 2\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\ntimer = \"cupti\"\n[report]\nfloor = false\n",
+    );
+    let text = tiled_against_untimed_naive(&base);
     let (_out, _dir, records) = run_on_gpu("kept-references", &text);
     // The reference kernel's runs after the audit's draw: its audited checks' own.
     let audited_runs = |r: &serde_json::Value| {
@@ -755,24 +761,7 @@ budget = "none"
 floor = false
 "#,
     );
-    // The tiled matmul checked against the naive one, which is not timed itself.
-    let start = base.find("[[kernel]]").unwrap();
-    let end = base.find("[defaults]").unwrap();
-    let tiled = base[start..end]
-        .replace("name = \"matmul\"", "name = \"tiled\"")
-        .replace("matmul.cu", "matmul_tiled.cu")
-        .replace("entry = \"matMulKernel\"", "entry = \"matMulTiled\"")
-        .replace(
-            "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
-            "check_kernel = { kernel = \"matmul\", outputs = [\"C\"], rtol = 1e-3, atol = 1e-3 }",
-        );
-    let text = base
-        .replacen(
-            "check = { reference = \"matmul\", inputs = [\"A\", \"B\"], output = \"C\", dims = [\"n\", \"n\", \"n\"] }",
-            "timed = false",
-            1,
-        )
-        .replace("[defaults]", &format!("{tiled}[defaults]"));
+    let text = tiled_against_untimed_naive(&base);
     let (_out, dir, records) = run_on_gpu("budget", &text);
     assert_eq!(
         records.len(),
