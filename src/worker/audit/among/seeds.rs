@@ -12,8 +12,9 @@ pub(super) fn schedule_seed(id: &str, process: u32, run_seed: u64) -> u64 {
 
 /// The seed of run `process`'s draws in the cells whose timed inputs have `draw_key`, from
 /// the run's own seed: the same in every such cell of the run, so that a reference kernel's
-/// outputs on an audited draw serve them all (`worker::kept_references`). No cell inherits another's
-/// device state (`Kernels::end_cell`), so in each the audited region is a draw's first sight.
+/// outputs on an audited draw serve them all (`worker::kept_references`). No cell inherits
+/// another's device state (`Kernels::end_cell`), so in each the audited region is a draw's
+/// first sight.
 pub(super) fn draw_seed(draw_key: &str, process: u32, run_seed: u64) -> u64 {
     let family = fnv1a(format!("{draw_key}#{process}#{run_seed}").as_bytes());
     seed_of(family, DRAW_SEEDS)
