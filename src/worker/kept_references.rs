@@ -212,4 +212,36 @@ mod tests {
         kept.begin(None, 0);
         assert_eq!(kept.later(), 0, "no reference kernel");
     }
+
+    #[test]
+    fn a_family_is_the_inputs_the_check_and_the_references_launch_whatever_the_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = |name: &str, entry: &str, extra: &str| {
+            format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"x\", buffer = \"f32\", len = \"n\", init = \"uniform(0, 1)\" }}, {{ name = \"y\", buffer = \"f32\", len = \"n\", init = \"output\" }}]\n{extra}\n")
+        };
+        let check = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
+        let text = format!(
+            "[experiment]\ntitle = \"t\"\n[sweep]\nn = [4, 8]\n{}{}{}{}[[variant]]\nname = \"hot\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\n[report]\nfloor = false\n",
+            kernel("ref", "r", "timed = false"),
+            kernel("a", "k", check),
+            kernel("b", "k", check),
+            kernel("plain", "k", "unchecked = true"),
+        );
+        let source = "extern \"C\" __global__ void k(const float* x, float* y) {}\nextern \"C\" __global__ void r(const float* x, float* y) {}";
+        let e = crate::testkit::experiment_in(dir.path(), &[("k.cu", source)], &text);
+        let plan = crate::plan::Plan::new(&e).unwrap();
+        let of = |id: &str| {
+            let cell = plan.cells.iter().find(|c| c.id == id).unwrap();
+            family(cell, &e.kernels[cell.kernel.unwrap()])
+        };
+        let a4 = of("a/n=4/hot").unwrap();
+        assert_eq!(of("a/n=4/cold").as_ref(), Some(&a4), "another variant");
+        assert_eq!(
+            of("b/n=4/hot").as_ref(),
+            Some(&a4),
+            "another kernel, the same check"
+        );
+        assert_ne!(of("a/n=8/hot").as_ref(), Some(&a4), "other inputs");
+        assert_eq!(of("plain/n=4/hot"), None, "no reference kernel");
+    }
 }
