@@ -215,7 +215,6 @@ mod tests {
 
     #[test]
     fn a_family_is_the_inputs_the_check_and_the_references_launch_whatever_the_kernel() {
-        let dir = tempfile::tempdir().unwrap();
         let kernel = |name: &str, entry: &str, extra: &str| {
             format!("[[kernel]]\nname = \"{name}\"\nsource = \"k.cu\"\nentry = \"{entry}\"\ngrid = [1]\nblock = [1]\nargs = [{{ name = \"x\", buffer = \"f32\", len = \"n\", init = \"uniform(0, 1)\" }}, {{ name = \"y\", buffer = \"f32\", len = \"n\", init = \"output\" }}]\n{extra}\n")
         };
@@ -227,8 +226,7 @@ mod tests {
             kernel("b", "k", check),
             kernel("plain", "k", "unchecked = true"),
         );
-        let source = "extern \"C\" __global__ void k(const float* x, float* y) {}\nextern \"C\" __global__ void r(const float* x, float* y) {}";
-        let e = crate::testkit::experiment_in(dir.path(), &[("k.cu", source)], &text);
+        let e = crate::experiment::Experiment::from_text(&text).unwrap();
         let plan = crate::plan::Plan::new(&e).unwrap();
         let of = |id: &str| {
             let cell = plan.cells.iter().find(|c| c.id == id).unwrap();
