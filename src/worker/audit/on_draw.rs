@@ -12,7 +12,7 @@ use crate::worker::assemble::{against_kernel, against_outputs, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
 use crate::worker::host_buffer::HostBuffer;
-use crate::worker::kept_references::{family, KEEP_WORTH, KEPT_ABOVE};
+use crate::worker::kept_references::{family, KEEP_WORTH};
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::read_back::{read_back, ReadBack};
@@ -352,7 +352,7 @@ fn check_against(
         drop(kept_slot);
         let took = started.elapsed();
         let saves = took * s.kept_references.later() as u32;
-        let family = family.filter(|_| took >= KEPT_ABOVE && saves >= KEEP_WORTH);
+        let family = family.filter(|_| saves >= KEEP_WORTH);
         if let (Ok(_), Some(family), Some(ran)) = (&checked, family, &*s.reference_buffers.borrow())
         {
             let keeping = s.kept_references.keep_copies((&family, seed), ran, kc);
