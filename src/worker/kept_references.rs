@@ -14,10 +14,12 @@ use std::collections::HashMap;
 /// not fit beside them lets them go first).
 const MOST_BYTES: u64 = 2 << 30;
 /// A check's outputs are kept where the reference's runs they save in the cells of its family
-/// still to come in the worker take at least this long: a copy's allocation took 0.2-1.0 ms
-/// for 256 MiB and 5.0 ms for 64 MiB once on an H200, and a transpose whose one later cell
-/// saved a 0.34 ms check spent 5 ms more on audits (`transpose` at 20f93ee, kept from a check
-/// of 0.25 ms).
+/// still to come in the worker (its inputs and its launch, not the compare, which they still
+/// pay) take at least this long: a copy's allocation took 0.2-1.0 ms for 256 MiB and 5.0 ms
+/// for 64 MiB once on an H200, and a transpose whose one later cell saved a 0.34 ms check
+/// spent 5 ms more on audits (`transpose` at 20f93ee). Counted from the whole check (9403d48),
+/// `trust-small` kept copies of references that ran in 0.09 ms, and five of its cells spent
+/// 1.7-7.6 ms more on keeping them.
 pub(super) const KEEP_WORTH: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Copies of a reference kernel's outputs after it ran on each draw, by the draw's seed, for

@@ -64,9 +64,13 @@ impl Timeline {
         std::mem::take(&mut self.phases)
     }
 
-    /// A phase's duration, where it was marked.
+    /// A phase's duration, the last time it was marked.
     pub fn ms_of(&self, name: &str) -> Option<f64> {
-        self.phases.iter().find(|p| p.name == name).map(|p| p.ms)
+        self.phases
+            .iter()
+            .rev()
+            .find(|p| p.name == name)
+            .map(|p| p.ms)
     }
 }
 

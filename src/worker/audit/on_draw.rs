@@ -347,12 +347,14 @@ fn check_against(
             kept: Some(&mut kept_slot),
         };
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
-        let started = std::time::Instant::now();
         let checked = against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
         drop(kept_slot);
-        let took = started.elapsed();
-        let saves = took * s.kept_references.later() as u32;
-        let family = family.filter(|_| saves >= KEEP_WORTH);
+        // What a copy saves a later cell: the reference's inputs and its run, not the compare.
+        let reference_ms: f64 = (["reference buffers", "reference kernel"].iter())
+            .filter_map(|phase| s.timeline.ms_of(phase))
+            .sum();
+        let saves = reference_ms * 1e-3 * s.kept_references.later() as f64;
+        let family = family.filter(|_| saves >= KEEP_WORTH.as_secs_f64());
         if let (Ok(_), Some(family), Some(ran)) = (&checked, family, &*s.reference_buffers.borrow())
         {
             let keeping = s.kept_references.keep_copies((&family, seed), ran, kc);
