@@ -8,7 +8,7 @@ use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
-use super::kept_references::Theirs;
+use super::kept_references::{Theirs, REFERENCE_RUN};
 use super::kernels::{KernelKey, Kernels};
 use super::read_back::{read_back, ReadBack};
 use super::reference;
@@ -174,7 +174,7 @@ pub(super) fn against_kernel(
             &made
         }
     };
-    timeline.mark("reference buffers");
+    timeline.mark(REFERENCE_RUN[0]);
     // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
     // writes differs, whatever its type. Then its own resets, as before every launch.
     theirs.fill_outputs(0)?;
@@ -188,7 +188,7 @@ pub(super) fn against_kernel(
     add_steps(&mut launch, kernels.def(kc.kernel), spec, &params, &steps)?;
     launch.enqueue().map_err(during("reference kernel"))?;
     cuda::synchronize().map_err(during("reference kernel"))?;
-    timeline.mark("reference kernel");
+    timeline.mark(REFERENCE_RUN[1]);
     let sample = inputs.sample;
     let both = (buffers, Theirs::Ran(theirs));
     against_outputs(kernels, timeline, (cell, def), both, sample)

@@ -22,6 +22,10 @@ const MOST_BYTES: u64 = 2 << 30;
 /// 1.7-7.6 ms more on keeping them.
 pub(super) const KEEP_WORTH: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// The phases of a reference kernel's run that its check marks and a kept copy saves: its
+/// buffers readied, its launch.
+pub(super) const REFERENCE_RUN: [&str; 2] = ["reference buffers", "reference kernel"];
+
 /// Copies of a reference kernel's outputs after it ran on each draw, by the draw's seed, for
 /// one family of cells (see [`family`]).
 #[derive(Default)]
