@@ -7,6 +7,7 @@
 use crate::experiment::{Kernel, KernelCheck};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
+use crate::worker::timeline::Timeline;
 use cuda::{CudaError, DeviceBuffer};
 use std::collections::HashMap;
 
@@ -20,7 +21,7 @@ const MOST_BYTES: u64 = 2 << 30;
 /// spent 5 ms more on audits (`transpose` at 20f93ee). Counted from the whole check (9403d48),
 /// `trust-small` kept copies of references that ran in 0.09 ms, and five of its cells spent
 /// 1.7-7.6 ms more on keeping them.
-pub(super) const KEEP_WORTH: std::time::Duration = std::time::Duration::from_millis(1);
+const KEEP_WORTH: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The phases of a reference kernel's run that its check marks and a kept copy saves: its
 /// buffers readied, its launch.
@@ -138,6 +139,16 @@ impl KeptReferences {
                 *self.ahead.entry((family, process)).or_default() += 1;
             }
         }
+    }
+
+    /// Whether the reference's run the timeline marked last (its inputs and its launch, which
+    /// a copy saves a later cell, not the compare) is worth keeping copies of its outputs:
+    /// the running cell's later runs of its family would spend [`KEEP_WORTH`] on it.
+    pub(super) fn worth_keeping(&self, timeline: &Timeline) -> bool {
+        let reference_ms: f64 = (REFERENCE_RUN.iter())
+            .filter_map(|phase| timeline.ms_of(phase))
+            .sum();
+        reference_ms * 1e-3 * self.later() as f64 >= KEEP_WORTH.as_secs_f64()
     }
 
     /// The runs of the running cell's family and run index that follow it in the worker.

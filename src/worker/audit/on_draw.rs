@@ -12,7 +12,7 @@ use crate::worker::assemble::{against_kernel, against_outputs, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
 use crate::worker::host_buffer::HostBuffer;
-use crate::worker::kept_references::{family, KEEP_WORTH, REFERENCE_RUN};
+use crate::worker::kept_references::family;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::read_back::{read_back, ReadBack};
@@ -349,12 +349,7 @@ fn check_against(
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
         let checked = against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
         drop(kept_slot);
-        // What a copy saves a later cell: the reference's inputs and its run, not the compare.
-        let reference_ms: f64 = (REFERENCE_RUN.iter())
-            .filter_map(|phase| s.timeline.ms_of(phase))
-            .sum();
-        let saves = reference_ms * 1e-3 * s.kept_references.later() as f64;
-        let family = family.filter(|_| saves >= KEEP_WORTH.as_secs_f64());
+        let family = family.filter(|_| s.kept_references.worth_keeping(&s.timeline));
         if let (Ok(_), Some(family), Some(ran)) = (&checked, family, &*s.reference_buffers.borrow())
         {
             let keeping = s.kept_references.keep_copies((&family, seed), ran, kc);
