@@ -20,7 +20,10 @@
 //! first 200 samples, the second the next 200, each later one twice the one before: 5% of a
 //! 200-sample cell, a falling share of a longer one (more regions hardly lower the detection
 //! limit once the margin outweighs the noise), drawn as the cell goes, so a cell that stops
-//! early (`stop`, `budget`) pays for the samples it took, not its cap. And by time: a region
+//! early (`stop`, `budget`) pays for the samples it took, not its cap; its first round's
+//! regions that the fewest samples it takes afford (its rule's least at its first launch's
+//! pace) go among those, so that a run stopping there holds them among its samples, not
+//! after them behind a launch of their kernel each. And by time: a region
 //! of a later round that would take the regions so far past [`SHARE_CAP`] of the cell's time
 //! is left out (and counted); so is one of the first round's beyond its floor (two audited
 //! regions, a decoy and three pauses, never left out: without them the verdict has nothing
@@ -88,8 +91,11 @@ fn span(round: usize) -> (usize, usize) {
 #[derive(Debug)]
 pub struct Schedule {
     rng: SmallRng,
-    /// The run's steady samples at most.
+    /// The run's steady samples at most, and the fewest it takes (a stop rule's or a
+    /// budget's least): the first round's regions go among those first, so that a run that
+    /// stops there holds them among its samples, not after them.
     samples: usize,
+    fewest: usize,
     runs: usize,
     run: usize,
     round: usize,
@@ -102,11 +108,14 @@ pub struct Schedule {
 
 impl Schedule {
     /// The schedule of the run ranked `run` (see [`first_round`]) of `runs` of a cell, each
-    /// of `samples` steady samples at most, drawn from `seed`.
-    pub fn new(seed: u64, samples: usize, runs: usize, run: usize) -> Schedule {
+    /// of `samples` steady samples at most and `fewest` at least (a stop rule's or a
+    /// budget's least), drawn from `seed`: the first round's regions the fewest afford go
+    /// among them, the rest of the round's after them.
+    pub fn new(seed: u64, (samples, fewest): (usize, usize), runs: usize, run: usize) -> Schedule {
         let mut s = Schedule {
             rng: SmallRng::seed_from_u64(seed),
             samples,
+            fewest: fewest.min(samples),
             runs,
             run,
             round: 0,
@@ -117,20 +126,53 @@ impl Schedule {
         s
     }
 
-    /// Draws the current round's regions: places uniformly among those that keep them
-    /// apart, kinds in a drawn order.
+    /// Draws the current round's regions: in the first, those its fewest samples afford
+    /// among them (the rest once the run takes more, [`Schedule::top_up`]); in a later one,
+    /// what its samples afford.
     fn plan_round(&mut self) {
         let (start, end) = span(self.round);
+        self.planned.clear();
+        match self.round {
+            0 => {
+                let ahead = self.fewest.min(end);
+                let first = first_round(ahead, self.runs, self.run);
+                let floor = run_floor(ahead, self.runs, self.run);
+                self.place((start, ahead), first, floor);
+            }
+            _ => {
+                let afforded = counts(affordable(end.min(self.samples).saturating_sub(start)));
+                self.place((start, end), afforded, [0; 3]);
+            }
+        }
+    }
+
+    /// Once a run takes more than its fewest samples within the first round, the rest of
+    /// the round's regions (what all its samples afford beyond what the fewest did), among
+    /// the round's samples still to come.
+    fn top_up(&mut self) {
+        let less = |a: [usize; 3], b: [usize; 3]| [0, 1, 2].map(|k| a[k].saturating_sub(b[k]));
+        let (runs, run) = (self.runs, self.run);
+        let rest = less(
+            first_round(self.samples, runs, run),
+            first_round(self.fewest, runs, run),
+        );
+        let floor = less(
+            run_floor(self.samples, runs, run),
+            run_floor(self.fewest, runs, run),
+        );
+        self.place((self.fewest, span(0).1), rest, floor);
+    }
+
+    /// Places `[audited, decoys, pauses]` regions, of which `floor` of each kind may never be
+    /// left out, uniformly among the steady samples `start..end` (the run's at most) that
+    /// keep them apart, kinds in a drawn order; appended to those planned.
+    fn place(
+        &mut self,
+        (start, end): (usize, usize),
+        [a, d, p]: [usize; 3],
+        mut floor: [usize; 3],
+    ) {
         let (start, end) = (start.max(1), end.min(self.samples));
-        let [a, d, p] = match self.round {
-            0 => first_round(self.samples, self.runs, self.run),
-            _ => counts(affordable(end.saturating_sub(start))),
-        };
-        // The first of each kind in the first round are its floor.
-        let mut floor = match self.round {
-            0 => run_floor(self.samples, self.runs, self.run),
-            _ => [0; 3],
-        };
         let mut kinds: Vec<Region> = [(a, Region::Audit), (d, Region::Decoy), (p, Region::Pause)]
             .iter()
             .flat_map(|&(n, k)| std::iter::repeat_n(k, n))
@@ -142,20 +184,21 @@ impl Schedule {
         // `count` of `places - count` places, each then moved on by the regions before it.
         let mut drawn = sample(&mut self.rng, places - count, count).into_vec();
         drawn.sort_unstable();
-        self.planned = (drawn.iter().enumerate())
-            .map(|(i, y)| {
-                let kind = kinds[i];
-                let keep = match (self.round, &mut floor[kind as usize]) {
-                    (0, 0) => Keep::WithinPlan,
-                    (0, left) => {
-                        *left -= 1;
-                        Keep::Always
-                    }
-                    _ => Keep::WithinCap,
-                };
-                (start + y + i, kind, keep)
-            })
-            .collect();
+        let placed = (drawn.iter().enumerate()).map(|(i, y)| {
+            let kind = kinds[i];
+            let keep = match (self.round, &mut floor[kind as usize]) {
+                (0, 0) => Keep::WithinPlan,
+                (0, left) => {
+                    *left -= 1;
+                    Keep::Always
+                }
+                _ => Keep::WithinCap,
+            };
+            (start + y + i, kind, keep)
+        });
+        let placed: Vec<_> = placed.collect();
+        self.planned.extend(placed);
+        self.planned.sort_by_key(|p| p.0);
     }
 
     /// The first round's floor still to come.
@@ -169,12 +212,16 @@ impl Schedule {
     /// The region due just before steady sample `index` (called for every sample in turn),
     /// if any, and whether its cost may leave it out (see [`Keep`]).
     pub fn due(&mut self, index: usize) -> Option<(Region, Keep)> {
+        if self.round == 0 && index == self.fewest && self.fewest < span(0).1 {
+            self.top_up();
+        }
         while index >= span(self.round).1 && span(self.round).1 < self.samples {
             self.round += 1;
             self.plan_round();
         }
         match self.planned.first() {
-            Some(&(at, kind, keep)) if at == index => {
+            // At its place, or the next sample where another took it.
+            Some(&(at, kind, keep)) if at <= index => {
                 self.planned.remove(0);
                 self.dealt += usize::from(self.round == 0);
                 Some((kind, keep))
@@ -236,7 +283,7 @@ mod tests {
 
     /// Every region a run of `samples` holds, kinds counted.
     fn run_all(seed: u64, samples: usize) -> (Vec<(usize, Region)>, [usize; 3]) {
-        let mut s = Schedule::new(seed, samples, 1, 0);
+        let mut s = Schedule::new(seed, (samples, samples), 1, 0);
         let mut all = Vec::new();
         for i in 0..samples {
             if let Some((k, _)) = s.due(i) {
@@ -252,7 +299,7 @@ mod tests {
 
     #[test]
     fn a_region_again_falls_later_in_the_round_a_sample_apart_from_the_others() {
-        let mut s = Schedule::new(7, 300, 1, 0);
+        let mut s = Schedule::new(7, (300, 300), 1, 0);
         let planned: Vec<usize> = s.planned.iter().map(|p| p.0).collect();
         assert!(s.again(Region::Decoy, 19));
         let added: Vec<&(usize, Region, Keep)> = (s.planned.iter())
@@ -272,7 +319,7 @@ mod tests {
             .collect();
         assert_eq!(due.len(), planned.len() + 1);
         // No place left after the round's last sample.
-        assert!(!Schedule::new(7, 300, 1, 0).again(Region::Decoy, span(0).1));
+        assert!(!Schedule::new(7, (300, 300), 1, 0).again(Region::Decoy, span(0).1));
     }
 
     #[test]
@@ -377,7 +424,7 @@ mod tests {
     #[test]
     fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
         for seed in 0..20 {
-            let mut s = Schedule::new(seed, 1000, 1, 0);
+            let mut s = Schedule::new(seed, (1000, 1000), 1, 0);
             let due: Vec<(usize, Region, Keep)> = (0..1000)
                 .filter_map(|i| s.due(i).map(|(kind, keep)| (i, kind, keep)))
                 .collect();
@@ -404,7 +451,7 @@ mod tests {
             }
         }
         // A short cell's floor is what its round holds of it.
-        let mut s = Schedule::new(3, 60, 1, 0);
+        let mut s = Schedule::new(3, (60, 60), 1, 0);
         let keeps: Vec<Keep> = (0..60).filter_map(|i| s.due(i).map(|d| d.1)).collect();
         assert_eq!(keeps, [Keep::Always; 3]);
     }
@@ -413,7 +460,7 @@ mod tests {
     fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
         // Stopped after 23 of a 100,000 cap: what ran, and an audited region if none did.
         for seed in 0..20 {
-            let mut s = Schedule::new(seed, 100_000, 1, 0);
+            let mut s = Schedule::new(seed, (100_000, 100_000), 1, 0);
             let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i).map(|d| d.0)).collect();
             let after = s.after(23, &ran);
             match ran.contains(&Region::Audit) {
@@ -422,12 +469,32 @@ mod tests {
             }
         }
         // Stopped after 150: the 7 of the first round its samples afford.
-        let mut s = Schedule::new(5, 100_000, 1, 0);
+        let mut s = Schedule::new(5, (100_000, 100_000), 1, 0);
         let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
         let after = s.after(150, &ran);
         assert_eq!(ran.len() + after.len(), 7, "{ran:?} {after:?}");
+        // A run that takes 23 at least (a stop rule's least time at its first launch's
+        // pace) holds among them what they afford, an audited region, and nothing after
+        // where it stops there; where it goes on to 150, what those afford (7) at least,
+        // among its samples or after them, and no more than the round's 10.
+        for seed in 0..20 {
+            let mut s = Schedule::new(seed, (100_000, 23), 1, 0);
+            let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i).map(|d| d.0)).collect();
+            assert_eq!(ran, [Region::Audit], "{seed}");
+            assert!(s.after(23, &ran).is_empty());
+            let mut s = Schedule::new(seed, (100_000, 23), 1, 0);
+            let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
+            let after = s.after(150, &ran);
+            let held = ran.len() + after.len();
+            assert!((7..=10).contains(&held), "{ran:?} {after:?}");
+            let mut all = Schedule::new(seed, (100_000, 23), 1, 0);
+            let whole: Vec<Region> = (0..200).filter_map(|i| all.due(i).map(|d| d.0)).collect();
+            let kinds = |k: Region| whole.iter().filter(|&&r| r == k).count();
+            let kinds = [Region::Audit, Region::Decoy, Region::Pause].map(kinds);
+            assert_eq!(kinds, first_round(200, 1, 0), "{seed}: the whole round");
+        }
         // Stopped in the third round: nothing more.
-        let mut s = Schedule::new(5, 100_000, 1, 0);
+        let mut s = Schedule::new(5, (100_000, 100_000), 1, 0);
         let ran: Vec<Region> = (0..500).filter_map(|i| s.due(i).map(|d| d.0)).collect();
         assert!(s.after(500, &ran).is_empty());
         assert!(ran.len() >= 12);

@@ -218,7 +218,9 @@ fn sample<'b>(
         s.timeline.mark(OUTPUT_CHECK);
     }
     rec.first_ns = Some(first);
-    auditor.stage(s, ready).map_err(of_kind(Kind::Audit))?;
+    auditor
+        .stage(s, ready, first)
+        .map_err(of_kind(Kind::Audit))?;
     let samples = steady(s, ready, armed, (&mut starts, auditor), rec)?;
     if n > 0 {
         s.timeline.mark("steady samples");

@@ -125,6 +125,7 @@ impl Among {
         s: &mut Session,
         ready: ReadyCell,
         (process, began): (u32, Instant),
+        first_ns: f64,
     ) -> Result<Among, Failure> {
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let buffers = &data.sets[0];
@@ -137,12 +138,15 @@ impl Among {
         let draw_seed = draw_seed(&cell.draw_key(), process, s.sample_seed);
         let held = seed_of(draw_seed, 0);
         let samples = cell.knobs.samples_per_run() as usize;
+        let share = Share::new(cell, samples, began);
+        // A run that may stop early holds the regions its fewest samples afford among them.
+        let fewest = share.fewest(first_ns);
         let rank = super::rank(cell, process, s.sample_seed);
         // A Python reference computes the first round's audited draws while the GPU times,
         // where the reading leaves out the host's launch (CUPTI, events behind a saturated
         // queue): a reference busy on the host's cores could delay a launch inside it. Asked
         // before the timed data's draw, which then leaves the caches as it always does.
-        let [audited, ..] = audit::first_round(samples, cell.runs() as usize, rank);
+        let [audited, ..] = audit::first_round(fewest, cell.runs() as usize, rank);
         let knobs = &cell.knobs;
         if !draws.is_empty() && !knobs.queue.reading_holds_launch_time(knobs.timer) {
             let seeds: Vec<u64> = (1..=audited as u64)
@@ -161,7 +165,7 @@ impl Among {
         };
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
-        let schedule = Schedule::new(seed, samples, cell.runs() as usize, rank);
+        let schedule = Schedule::new(seed, (samples, fewest), cell.runs() as usize, rank);
         let kick = draw::kick(s, cell)?;
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
@@ -186,7 +190,7 @@ impl Among {
             cost,
             regions_time: Duration::ZERO,
             checks_time: Duration::ZERO,
-            share: Share::new(cell, samples, began),
+            share,
             by_cupti: None,
             late_before_cupti: None,
             decoys_again: 0,

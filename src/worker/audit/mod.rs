@@ -77,12 +77,18 @@ impl Auditor {
     }
 
     /// Stages the regions among the timed launches, where they are planned: the first
-    /// draw on the GPU, the pause, the schedule.
-    pub(super) fn stage(&mut self, s: &mut Session, ready: ReadyCell) -> Result<(), Failure> {
+    /// draw on the GPU, the pause, the schedule (`first_ns`: the first timed launch's
+    /// reading, which says how few samples a run that may stop early takes).
+    pub(super) fn stage(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell,
+        first_ns: f64,
+    ) -> Result<(), Failure> {
         let Auditor::AmongToStage(process, began) = *self else {
             return Ok(());
         };
-        let among = Among::stage(s, ready, (process, began))?;
+        let among = Among::stage(s, ready, (process, began), first_ns)?;
         *self = Auditor::Among(Box::new(among));
         Ok(())
     }

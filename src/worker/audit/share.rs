@@ -52,6 +52,25 @@ impl Share {
         }
     }
 
+    /// The fewest steady samples the run takes where each takes `launch_ns` on the GPU (the
+    /// first timed launch's reading; NaN where its timer reads later): its count, or what its
+    /// stop rule or budget holds at least (a first launch slower than the rest errs short).
+    pub(super) fn fewest(&self, launch_ns: f64) -> usize {
+        let launches = |gpu: Duration| {
+            let known = launch_ns.is_finite() && launch_ns > 0.0;
+            known.then(|| (gpu.as_secs_f64() * 1e9 / launch_ns).ceil() as usize)
+        };
+        let least = match self.ends {
+            Ends::Count => None,
+            Ends::Budget(gpu) => launches(gpu),
+            Ends::Stop {
+                min_samples,
+                min_gpu,
+            } => launches(min_gpu).map(|n| n.max(min_samples as usize)),
+        };
+        least.map_or(self.samples, |n| n.min(self.samples))
+    }
+
     /// The regions the share left out.
     pub(super) fn capped(&self) -> u64 {
         self.capped
@@ -195,6 +214,32 @@ mod tests {
             (10, ms(6))
         ));
         assert_eq!(share.capped(), 1);
+    }
+
+    #[test]
+    fn a_run_takes_at_least_its_count_or_what_its_stop_rule_or_budget_holds() {
+        let ms = Duration::from_millis;
+        let mut share = Share {
+            began: Instant::now(),
+            capped: 0,
+            samples: 100_000,
+            pace: None,
+            ends: Ends::Count,
+        };
+        assert_eq!(share.fewest(21.8e6), 100_000);
+        // NVBench's rule on a 21.8 ms matmul: 0.5 s of GPU time is 23 launches, over 10.
+        share.ends = Ends::Stop {
+            min_samples: 10,
+            min_gpu: ms(500),
+        };
+        assert_eq!(share.fewest(21.8e6), 23);
+        assert_eq!(share.fewest(200e6), 10);
+        // A timer that reads later (CUPTI) says nothing of the pace: its count.
+        assert_eq!(share.fewest(f64::NAN), 100_000);
+        share.ends = Ends::Budget(ms(100));
+        assert_eq!(share.fewest(1e6), 100);
+        share.samples = 50;
+        assert_eq!(share.fewest(1e6), 50);
     }
 
     #[test]
