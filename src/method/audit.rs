@@ -331,6 +331,8 @@ mod tests {
         assert_eq!(one(20), [1, 0, 0]);
         assert_eq!(one(40), [1, 0, 1]);
         assert_eq!(one(60), [1, 1, 1]);
+        assert_eq!(one(59), [1, 0, 1]);
+        assert_eq!(crate::plan::audit_rounds::samples_for_a_decoy(), 60);
         assert_eq!(one(100), [2, 2, 1]);
         assert_eq!(one(120), [2, 2, 2]);
         assert_eq!(one(140), [2, 2, 3]);

@@ -95,6 +95,14 @@ pub fn affordable(samples: usize) -> usize {
     ((samples as f64 * SHARE_CAP).floor() as usize).clamp(1, PRIORITY.len())
 }
 
+/// The fewest steady samples whose first round holds a decoy beside its audited region: a
+/// run of fewer is judged by the band alone.
+pub fn samples_for_a_decoy() -> usize {
+    (1..=ROUND)
+        .find(|&n| first_round(n, 1, 0)[Region::Decoy as usize] > 0)
+        .unwrap_or(ROUND)
+}
+
 /// Of the first round of the run ranked `rank` of a cell's `runs` (see [`first_round`]),
 /// its floor: what it holds of [`FLOOR`]. A run of a cell of several holds no more than an
 /// audited region, a decoy and three pauses, so its floor is its whole first round: dealt

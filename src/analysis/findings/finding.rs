@@ -125,6 +125,10 @@ pub struct WideLimits {
     pub limit: f64,
     /// Of `over`, batches timed by events on an idle queue.
     pub idle_batches: usize,
+    /// Of `over`, cells audited among their timed launches with no decoy (too few samples:
+    /// the band judged them), and the fewest samples that afford one.
+    pub band_only: usize,
+    pub samples_for_a_decoy: usize,
 }
 
 /// Trusted cells whose timed launches split into two behaviors (`split::splits`): how many

@@ -4,6 +4,7 @@
 use super::finding::{Finding, NamedCell, WideLimits};
 use crate::analysis::audits::CellAudits;
 use crate::experiment::knobs::{launches::Launches, queue::Queue, timer::TimerKind};
+use crate::plan::audit_rounds::samples_for_a_decoy;
 use crate::plan::Cell;
 
 /// A limit over this leaves room for a kernel to skip a quarter of its work unseen.
@@ -12,21 +13,24 @@ pub const WIDE_LIMIT: f64 = 0.25;
 /// Of the `trusted` cells that were audited, those whose detection limit is over
 /// [`WIDE_LIMIT`], the widest named; None where none is.
 pub fn wide_limits(audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> {
-    let limits: Vec<(&Cell, f64)> = (trusted.iter())
+    let limits: Vec<(&Cell, f64, bool)> = (trusted.iter())
         .filter_map(|c| {
             let a = audits.iter().find(|a| a.cell == c.index)?;
             let limit = a.judgement.as_ref()?.detection_limit;
-            limit.is_finite().then_some((*c, limit))
+            let band_only = a.weaker.is_none() && a.regions > 0 && a.decoys == 0;
+            limit.is_finite().then_some((*c, limit, band_only))
         })
         .collect();
-    let wide: Vec<&(&Cell, f64)> = limits.iter().filter(|(_, l)| *l > WIDE_LIMIT).collect();
-    let (widest, limit) = **wide.iter().max_by(|x, y| x.1.total_cmp(&y.1))?;
+    let wide: Vec<&(&Cell, f64, bool)> = limits.iter().filter(|l| l.1 > WIDE_LIMIT).collect();
+    let (widest, limit, _) = **wide.iter().max_by(|x, y| x.1.total_cmp(&y.1))?;
     Some(Finding::WideLimits(WideLimits {
         over: wide.len(),
         of: limits.len(),
         widest: NamedCell::new(&widest.kernel_name, &widest.point, &widest.variant),
         limit,
-        idle_batches: wide.iter().filter(|(c, _)| idle_batch(c)).count(),
+        idle_batches: wide.iter().filter(|l| idle_batch(l.0)).count(),
+        band_only: wide.iter().filter(|l| l.2).count(),
+        samples_for_a_decoy: samples_for_a_decoy(),
     }))
 }
 
@@ -92,11 +96,14 @@ mod tests {
             ("single", "1") => 0.31,
             _ => 0.10,
         };
-        let found: Vec<CellAudits> = cells.iter().map(|c| audits(c.index, limit(c))).collect();
+        let mut found: Vec<CellAudits> = cells.iter().map(|c| audits(c.index, limit(c))).collect();
+        // Too few samples for a decoy: the band judged it.
+        found[0].decoys = 0;
         let Some(Finding::WideLimits(w)) = wide_limits(&found, &cells) else {
             panic!("no finding");
         };
         assert_eq!((w.over, w.of, w.idle_batches), (3, 6, 2));
+        assert_eq!((w.band_only, w.samples_for_a_decoy), (1, 60));
         assert_eq!(
             (w.widest.variant.as_str(), w.widest.point.as_str()),
             ("idle", "n=1")

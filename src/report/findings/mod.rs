@@ -153,7 +153,7 @@ fn wide_limits(w: &WideLimits) -> String {
         words::share(w.limit),
         place(&w.widest, true),
     );
-    match w.idle_batches {
+    let said = match w.idle_batches {
         0 => format!("{head}: more samples, or CUPTI, narrow the bound."),
         n => format!(
             "{head}. {n} {} on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI.",
@@ -161,6 +161,15 @@ fn wide_limits(w: &WideLimits) -> String {
                 1 => "is a batch",
                 _ => "are batches",
             },
+        ),
+    };
+    match w.band_only {
+        0 => said,
+        n => format!(
+            "{said} {n} of them held no decoy beside {} audited region ({} samples afford one within the audit's 5%), so the band alone judged {}.",
+            if n == 1 { "its" } else { "their" },
+            w.samples_for_a_decoy,
+            if n == 1 { "it" } else { "them" },
         ),
     }
 }
@@ -303,7 +312,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn wide_limits_name_the_widest_cell_and_what_narrows_an_idle_batchs() {
+    fn wide_limits_name_the_widest_cell_what_narrows_an_idle_batchs_and_the_bands() {
         let wide = |idle_batches: usize| {
             sentences(&[Finding::WideLimits(WideLimits {
                 over: 3,
@@ -311,6 +320,8 @@ pub(super) mod tests {
                 widest: reading("matmul/n=512/batch", 1.0, None).at,
                 limit: 0.358,
                 idle_batches,
+                band_only: 0,
+                samples_for_a_decoy: 60,
             })])
             .join("")
         };
@@ -319,6 +330,20 @@ pub(super) mod tests {
             "In 3 of 40 audited cells a kernel could skip over a quarter of its work where timed and pass, up to 36% at `matmul` at n=512 (batch). 2 are batches on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI."
         );
         assert!(wide(0).ends_with("(batch): more samples, or CUPTI, narrow the bound."));
+        let band = sentences(&[Finding::WideLimits(WideLimits {
+            over: 4,
+            of: 20,
+            widest: reading("matmul/n=4096/median-hot", 1.0, None).at,
+            limit: 0.5,
+            idle_batches: 0,
+            band_only: 4,
+            samples_for_a_decoy: 60,
+        })])
+        .join("");
+        assert!(
+            band.ends_with("(median-hot): more samples, or CUPTI, narrow the bound. 4 of them held no decoy beside their audited region (60 samples afford one within the audit's 5%), so the band alone judged them."),
+            "{band}"
+        );
     }
 
     #[test]
