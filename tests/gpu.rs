@@ -700,8 +700,8 @@ fn tiled_against_untimed_naive(base: &str) -> String {
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn cells_of_one_draw_key_check_their_audited_draws_against_one_reference_run() {
-    // A naive reference whose runs saved are worth keeping (`kept_references::KEEP_WORTH`):
-    // about 1.2 ms a run.
+    // A naive reference whose runs are worth keeping (`kept_references::KEPT_ABOVE` and
+    // `KEEP_WORTH`): about 1.2 ms a run.
     let base = matmul_with(
         "n = [1536]",
         "[defaults]\nwarmup = 2\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"events\"\n[[variant]]\nname = \"cold\"\ncache = \"flush\"\ntimer = \"cupti\"\n[report]\nfloor = false\n",

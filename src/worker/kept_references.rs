@@ -14,13 +14,16 @@ use std::collections::HashMap;
 /// Kept results take at most this many bytes of device memory (a cell whose buffers would
 /// not fit beside them lets them go first).
 const MOST_BYTES: u64 = 2 << 30;
-/// A check's outputs are kept where the reference's runs they save in the cells of its family
-/// still to come in the worker (its inputs and its launch, not the compare, which they still
-/// pay) take at least this long: a copy's allocation took 0.2-1.0 ms for 256 MiB and 5.0 ms
-/// for 64 MiB once on an H200, and a transpose whose one later cell saved a 0.34 ms check
-/// spent 5 ms more on audits (`transpose` at 20f93ee). Counted from the whole check (9403d48),
-/// `trust-small` kept copies of references that ran in 0.09 ms, and five of its cells spent
-/// 1.7-7.6 ms more on keeping them.
+/// A check's outputs are kept where the reference's run (its inputs and its launch, which a
+/// copy saves a later cell; not the compare, which it still pays) took at least this long:
+/// each keep allocates its copies, 1.7-7.6 ms for the first of a cell on an H200, where
+/// `trust-small`'s references ran in 0.1-0.2 ms and its checks took 154.7 ms against 139.5 ms
+/// when kept from any (9403d48)...
+const KEPT_ABOVE: std::time::Duration = std::time::Duration::from_micros(500);
+/// ...and the runs they save in the cells of its family still to come in the worker take at
+/// least this long: a copy's allocation took 0.2-1.0 ms for 256 MiB and 5.0 ms for 64 MiB once
+/// on an H200, and a transpose whose one later cell saved a 0.34 ms check spent 5 ms more on
+/// audits (`transpose` at 20f93ee).
 const KEEP_WORTH: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The phases of a reference kernel's run that its check marks and a kept copy saves: its
@@ -142,13 +145,16 @@ impl KeptReferences {
     }
 
     /// Whether the reference's run the timeline marked last (its inputs and its launch, which
-    /// a copy saves a later cell, not the compare) is worth keeping copies of its outputs:
-    /// the running cell's later runs of its family would spend [`KEEP_WORTH`] on it.
+    /// a copy saves a later cell, not the compare) is worth keeping copies of its outputs: it
+    /// took [`KEPT_ABOVE`], and the running cell's later runs of its family would spend
+    /// [`KEEP_WORTH`] on it.
     pub(super) fn worth_keeping(&self, timeline: &Timeline) -> bool {
-        let reference_ms: f64 = (REFERENCE_RUN.iter())
+        let reference: f64 = (REFERENCE_RUN.iter())
             .filter_map(|phase| timeline.ms_of(phase))
-            .sum();
-        reference_ms * 1e-3 * self.later() as f64 >= KEEP_WORTH.as_secs_f64()
+            .sum::<f64>()
+            * 1e-3;
+        reference >= KEPT_ABOVE.as_secs_f64()
+            && reference * self.later() as f64 >= KEEP_WORTH.as_secs_f64()
     }
 
     /// The runs of the running cell's family and run index that follow it in the worker.
