@@ -93,7 +93,8 @@ pub struct Schedule {
     rng: SmallRng,
     /// The run's steady samples at most, and the fewest it takes (a stop rule's or a
     /// budget's least): the first round's regions go among those first, so that a run that
-    /// stops there holds them among its samples, not after them.
+    /// stops there holds them among its samples, not after them (once it takes more, the
+    /// first round's end: the rest of its regions placed).
     samples: usize,
     fewest: usize,
     runs: usize,
@@ -160,7 +161,9 @@ impl Schedule {
             run_floor(self.samples, runs, run),
             run_floor(self.fewest, runs, run),
         );
-        self.place((self.fewest, span(0).1), rest, floor);
+        let end = span(0).1.min(self.samples);
+        self.place((self.fewest, end), rest, floor);
+        self.fewest = end;
     }
 
     /// Places `[audited, decoys, pauses]` regions, of which `floor` of each kind may never be
@@ -212,7 +215,7 @@ impl Schedule {
     /// The region due just before steady sample `index` (called for every sample in turn),
     /// if any, and whether its cost may leave it out (see [`Keep`]).
     pub fn due(&mut self, index: usize) -> Option<(Region, Keep)> {
-        if self.round == 0 && index == self.fewest && self.fewest < span(0).1 {
+        if self.round == 0 && index >= self.fewest && self.fewest < span(0).1.min(self.samples) {
             self.top_up();
         }
         while index >= span(self.round).1 && span(self.round).1 < self.samples {
