@@ -161,8 +161,9 @@ impl Schedule {
             run_floor(self.samples, runs, run),
             run_floor(self.fewest, runs, run),
         );
+        // A sample apart from the regions among the fewest.
         let end = span(0).1.min(self.samples);
-        self.place((self.fewest, end), rest, floor);
+        self.place((self.fewest + 1, end), rest, floor);
         self.fewest = end;
     }
 
@@ -241,6 +242,12 @@ impl Schedule {
     /// beside it. False where the round has no such place left.
     pub fn again(&mut self, kind: Region, after: usize) -> bool {
         let end = span(self.round).1.min(self.samples);
+        // Before the first round's rest is placed (past the fewest samples), among the fewest,
+        // a sample apart from where the rest begins.
+        let end = match self.round == 0 && self.fewest < end {
+            true => self.fewest.saturating_sub(1),
+            false => end,
+        };
         let taken = |at: usize| (self.planned.iter()).any(|p| p.0 + 1 >= at && p.0 <= at + 1);
         let free: Vec<usize> = (after + 2..end).filter(|&at| !taken(at)).collect();
         let Some(&at) = free.choose(&mut self.rng) else {
@@ -266,9 +273,16 @@ impl Schedule {
             .map(|(_, k, keep)| (k, keep))
             .collect();
         if !ran.contains(&Region::Audit) {
-            if let Some(i) = pending.iter().position(|k| k.0 == Region::Audit) {
-                let audit = pending.remove(i);
-                pending.insert(0, (audit.0, Keep::Always));
+            match pending.iter().position(|k| k.0 == Region::Audit) {
+                Some(i) => {
+                    let audit = pending.remove(i);
+                    pending.insert(0, (audit.0, Keep::Always));
+                }
+                // Its fewest samples afforded none and it stopped before them: still owed.
+                None if first_round(self.samples, self.runs, self.run)[0] > 0 => {
+                    pending.insert(0, (Region::Audit, Keep::Always));
+                }
+                None => {}
             }
         }
         let allowed = first_round(taken.max(3), self.runs, self.run)
@@ -281,227 +295,5 @@ impl Schedule {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every region a run of `samples` holds, kinds counted.
-    fn run_all(seed: u64, samples: usize) -> (Vec<(usize, Region)>, [usize; 3]) {
-        let mut s = Schedule::new(seed, (samples, samples), 1, 0);
-        let mut all = Vec::new();
-        for i in 0..samples {
-            if let Some((k, _)) = s.due(i) {
-                all.push((i, k));
-            }
-        }
-        let mut c = [0; 3];
-        for (_, k) in &all {
-            c[*k as usize] += 1;
-        }
-        (all, c)
-    }
-
-    #[test]
-    fn a_region_again_falls_later_in_the_round_a_sample_apart_from_the_others() {
-        let mut s = Schedule::new(7, (300, 300), 1, 0);
-        let planned: Vec<usize> = s.planned.iter().map(|p| p.0).collect();
-        assert!(s.again(Region::Decoy, 19));
-        let added: Vec<&(usize, Region, Keep)> = (s.planned.iter())
-            .filter(|p| !planned.contains(&p.0))
-            .collect();
-        let &&(at, kind, keep) = added.first().unwrap();
-        assert_eq!((added.len(), kind, keep), (1, Region::Decoy, Keep::Always));
-        assert!(at > 20 && at < span(0).1, "{at}");
-        assert!(
-            planned.iter().all(|&p| p.abs_diff(at) >= 2),
-            "{at} {planned:?}"
-        );
-        assert!(s.planned.windows(2).all(|w| w[0].0 < w[1].0));
-        // Due in turn, as every planned region of the round is.
-        let due: Vec<Region> = (0..span(0).1)
-            .filter_map(|i| s.due(i).map(|d| d.0))
-            .collect();
-        assert_eq!(due.len(), planned.len() + 1);
-        // No place left after the round's last sample.
-        assert!(!Schedule::new(7, (300, 300), 1, 0).again(Region::Decoy, span(0).1));
-    }
-
-    #[test]
-    fn a_short_cell_affords_at_most_a_twentieth_of_its_samples_and_always_an_audit() {
-        let one = |samples| first_round(samples, 1, 0);
-        assert_eq!(one(0), [0, 0, 0]);
-        assert_eq!(one(2), [0, 0, 0]);
-        assert_eq!(one(3), [1, 0, 0]);
-        assert_eq!(one(20), [1, 0, 0]);
-        assert_eq!(one(40), [1, 0, 1]);
-        assert_eq!(one(60), [1, 1, 1]);
-        assert_eq!(one(59), [1, 0, 1]);
-        assert_eq!(crate::plan::audit_rounds::samples_for_a_decoy(), 60);
-        assert_eq!(one(100), [2, 2, 1]);
-        assert_eq!(one(120), [2, 2, 2]);
-        assert_eq!(one(140), [2, 2, 3]);
-        assert_eq!(one(10_000), [2, 2, 6]);
-        // Five rounds of 40 share the ten their 200 samples afford, in the two that hold an
-        // audited region: a round without one is not audited among its launches, and its
-        // pauses would be lost (an interleaved cell held three of its six so).
-        let rounds: Vec<_> = (0..5).map(|r| first_round(40, 5, r)).collect();
-        assert_eq!(
-            rounds,
-            [[1, 1, 3], [1, 1, 3], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
-        );
-        // Their floor is their whole round: the cell's pauses are pooled, and three of them in
-        // all let a LayerNorm that reads its launch period through.
-        let floors: Vec<_> = (0..5).map(|r| run_floor(40, 5, r)).collect();
-        assert_eq!(floors, [[1, 1, 3], [1, 1, 3], [0; 3], [0; 3], [0; 3]]);
-        assert_eq!(run_floor(200, 1, 0), [2, 1, 3]);
-        // Five rounds of 60 afford a set each: an audited region in each.
-        let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
-        assert_eq!(
-            rounds,
-            [[1, 1, 2], [1, 1, 1], [1, 0, 1], [1, 0, 1], [1, 0, 1]]
-        );
-        // Ten processes of 5 samples: the audited region and the pause the 50 samples
-        // afford, in the run the seed draws.
-        assert_eq!(first_round(5, 10, 0), [1, 0, 1]);
-        // Twelve of 5: the audited region and a pause, not a decoy (a cell with no pause
-        // has no pause test).
-        assert_eq!(first_round(5, 12, 0), [1, 0, 1]);
-        assert_eq!(first_round(5, 12, 1), [0, 0, 0]);
-        assert_eq!(first_round(5, 10, 9), [0, 0, 0]);
-        assert_eq!(first_round(4, 10, 0), [1, 0, 0]);
-    }
-
-    #[test]
-    fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
-        for samples in [3, 4, 9, 10, 17, 20, 100, 200, 399, 401, 10_000] {
-            let (all, _) = run_all(7, samples);
-            assert!(!all.is_empty(), "{samples}");
-            assert!(all.iter().all(|&(i, _)| i >= 1 && i < samples), "{all:?}");
-            assert!(all.windows(2).all(|w| w[1].0 > w[0].0), "{all:?}");
-            assert!(
-                all.windows(2)
-                    .all(|w| w[1].0 >= w[0].0 + 2 || w[1].0 % ROUND < 2),
-                "{all:?}"
-            );
-            assert_eq!(all, run_all(7, samples).0);
-        }
-        assert_ne!(run_all(7, 10_000).0, run_all(8, 10_000).0);
-        assert!(run_all(7, 2).0.is_empty());
-    }
-
-    #[test]
-    fn rounds_double_so_a_long_cell_pays_a_falling_share() {
-        let (_, c) = run_all(3, 200);
-        assert_eq!(c, [2, 2, 6]);
-        let (_, c) = run_all(3, 400);
-        assert_eq!(c, [4, 4, 12]);
-        // 200, 200, 400, 800, ..., 51200 and what is left of 100,000: 10 rounds of ten.
-        let (all, c) = run_all(3, 100_000);
-        assert_eq!(all.len(), 100, "{c:?}");
-        assert_eq!(c, [20, 20, 60]);
-    }
-
-    #[test]
-    fn regions_past_their_share_of_the_cells_time_are_left_out() {
-        let ms = Duration::from_millis;
-        let cap = |cell| (ms(cell), SHARE_CAP);
-        assert!(affords(&[], &[Region::Audit], cap(0)));
-        // Two audits of 4 ms in a cell of 100 ms so far: a decoy counted at the regions'
-        // mean (4 ms) would make 12 of 104.
-        let two = [(Region::Audit, ms(4)), (Region::Audit, ms(4))];
-        assert!(!affords(&two, &[Region::Decoy], cap(100)));
-        assert!(affords(&two, &[Region::Decoy], cap(300)));
-        // A pause counted at the pauses' own cost, not the audits'.
-        let three = [
-            (Region::Audit, ms(4)),
-            (Region::Audit, ms(4)),
-            (Region::Pause, ms(1)),
-        ];
-        assert!(affords(&three, &[Region::Pause], cap(200)));
-        assert!(!affords(&three, &[Region::Audit], cap(200)));
-        assert!(affords(&three, &[Region::Audit], cap(300)));
-        // The floor still to come is counted too: a pause now would make 10 ms of a
-        // projected 301 (3.3%), with an audit later 14 of 305 (4.6%, over 4%).
-        let plan = (ms(300), PLANNED_SHARE);
-        assert!(affords(&three, &[Region::Pause], plan));
-        assert!(!affords(&three, &[Region::Pause, Region::Audit], plan));
-    }
-
-    #[test]
-    fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
-        for seed in 0..20 {
-            let mut s = Schedule::new(seed, (1000, 1000), 1, 0);
-            let due: Vec<(usize, Region, Keep)> = (0..1000)
-                .filter_map(|i| s.due(i).map(|(kind, keep)| (i, kind, keep)))
-                .collect();
-            let first = |keep| {
-                let of = due.iter().filter(|d| d.0 < ROUND && d.2 == keep);
-                let mut c = [0; 3];
-                of.for_each(|d| c[d.1 as usize] += 1);
-                c
-            };
-            // Two audited regions, a decoy and three pauses; a decoy and three pauses beyond.
-            assert_eq!(first(Keep::Always), [2, 1, 3], "{due:?}");
-            assert_eq!(first(Keep::WithinPlan), [0, 1, 3], "{due:?}");
-            assert!(due
-                .iter()
-                .all(|d| (d.0 < ROUND) == (d.2 != Keep::WithinCap)));
-            // The floor is the first of each kind.
-            for kind in [Region::Audit, Region::Decoy, Region::Pause] {
-                let of: Vec<Keep> = (due.iter().filter(|d| d.0 < ROUND && d.1 == kind))
-                    .map(|d| d.2)
-                    .collect();
-                assert!(of
-                    .windows(2)
-                    .all(|w| w[0] == Keep::Always || w[1] != Keep::Always));
-            }
-        }
-        // A short cell's floor is what its round holds of it.
-        let mut s = Schedule::new(3, (60, 60), 1, 0);
-        let keeps: Vec<Keep> = (0..60).filter_map(|i| s.due(i).map(|d| d.1)).collect();
-        assert_eq!(keeps, [Keep::Always; 3]);
-    }
-
-    #[test]
-    fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
-        // Stopped after 23 of a 100,000 cap: what ran, and an audited region if none did.
-        for seed in 0..20 {
-            let mut s = Schedule::new(seed, (100_000, 100_000), 1, 0);
-            let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i).map(|d| d.0)).collect();
-            let after = s.after(23, &ran);
-            match ran.contains(&Region::Audit) {
-                true => assert!(after.is_empty(), "{ran:?} {after:?}"),
-                false => assert_eq!(after, [(Region::Audit, Keep::Always)], "{ran:?}"),
-            }
-        }
-        // Stopped after 150: the 7 of the first round its samples afford.
-        let mut s = Schedule::new(5, (100_000, 100_000), 1, 0);
-        let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
-        let after = s.after(150, &ran);
-        assert_eq!(ran.len() + after.len(), 7, "{ran:?} {after:?}");
-        // A run that takes 23 at least (a stop rule's least time at its first launch's
-        // pace) holds among them what they afford, an audited region, and nothing after
-        // where it stops there; where it goes on to 150, what those afford (7) at least,
-        // among its samples or after them, and no more than the round's 10.
-        for seed in 0..20 {
-            let mut s = Schedule::new(seed, (100_000, 23), 1, 0);
-            let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i).map(|d| d.0)).collect();
-            assert_eq!(ran, [Region::Audit], "{seed}");
-            assert!(s.after(23, &ran).is_empty());
-            let mut s = Schedule::new(seed, (100_000, 23), 1, 0);
-            let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
-            let after = s.after(150, &ran);
-            let held = ran.len() + after.len();
-            assert!((7..=10).contains(&held), "{ran:?} {after:?}");
-            let mut all = Schedule::new(seed, (100_000, 23), 1, 0);
-            let whole: Vec<Region> = (0..200).filter_map(|i| all.due(i).map(|d| d.0)).collect();
-            let kinds = |k: Region| whole.iter().filter(|&&r| r == k).count();
-            let kinds = [Region::Audit, Region::Decoy, Region::Pause].map(kinds);
-            assert_eq!(kinds, first_round(200, 1, 0), "{seed}: the whole round");
-        }
-        // Stopped in the third round: nothing more.
-        let mut s = Schedule::new(5, (100_000, 100_000), 1, 0);
-        let ran: Vec<Region> = (0..500).filter_map(|i| s.due(i).map(|d| d.0)).collect();
-        assert!(s.after(500, &ran).is_empty());
-        assert!(ran.len() >= 12);
-    }
-}
+#[path = "audit_tests.rs"]
+mod tests;

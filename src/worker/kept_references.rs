@@ -147,7 +147,8 @@ impl KeptReferences {
     /// Whether the reference's run the timeline marked last (its inputs and its launch, which
     /// a copy saves a later cell, not the compare) is worth keeping copies of its outputs: it
     /// took [`KEPT_ABOVE`], and the running cell's later runs of its family would spend
-    /// [`KEEP_WORTH`] on it.
+    /// [`KEEP_WORTH`] on it. An audited check marks the timeline just before it (`audit
+    /// inputs read back`), and a compile its own phases, so those two are the reference's.
     pub(super) fn worth_keeping(&self, timeline: &Timeline) -> bool {
         let reference: f64 = (REFERENCE_RUN.iter())
             .filter_map(|phase| timeline.ms_of(phase))

@@ -15,19 +15,22 @@ pub(super) struct Share {
     /// then: the samples' pace, which projects the cell's time.
     samples: usize,
     pace: Option<(Instant, Duration)>,
-    /// Where the run's samples may end before their count.
+    /// Where the run's samples may end before their count, and the launches each sample
+    /// holds (a stop rule or budget counts the GPU time of all of them).
     ends: Ends,
+    launches: u64,
 }
 
 /// Where a run's samples may end before their count, each the run's share: a stop rule
-/// once it holds its least samples and GPU time, a budget once it holds its GPU time. The
+/// once it holds its least samples and GPU time, a budget once it holds its GPU time (and
+/// its least samples). The
 /// loop's wall time bounds its GPU time, so the samples left at the wall's pace are the
 /// fewest the rule or the budget may still take: the projection errs short.
 #[derive(Debug, Clone, Copy)]
 enum Ends {
     Count,
     Stop { min_samples: u64, min_gpu: Duration },
-    Budget(Duration),
+    Budget { min_samples: u64, gpu: Duration },
 }
 
 impl Share {
@@ -40,7 +43,16 @@ impl Share {
                 min_samples: stop.min_samples,
                 min_gpu: Duration::from_secs_f64(stop.min_gpu_ns * 1e-9) / runs,
             },
-            (None, Budget::Gpu { gpu_time, .. }) => Ends::Budget(gpu_time / runs),
+            (
+                None,
+                Budget::Gpu {
+                    gpu_time,
+                    min_samples,
+                },
+            ) => Ends::Budget {
+                min_samples,
+                gpu: gpu_time / runs,
+            },
             (None, Budget::Fixed) => Ends::Count,
         };
         Share {
@@ -49,24 +61,27 @@ impl Share {
             samples,
             pace: None,
             ends,
+            launches: k.launches.count().max(1),
         }
     }
 
-    /// The fewest steady samples the run takes where each takes `launch_ns` on the GPU (the
-    /// first timed launch's reading; NaN where its timer reads later): its count, or what its
-    /// stop rule or budget holds at least (a first launch slower than the rest errs short).
+    /// The fewest steady samples the run takes where each launch takes `launch_ns` on the GPU
+    /// (the first timed launch's reading, per launch; NaN where its timer reads later): its
+    /// count, or what its stop rule or budget holds at least (a first launch slower than the
+    /// rest errs short).
     pub(super) fn fewest(&self, launch_ns: f64) -> usize {
-        let launches = |gpu: Duration| {
-            let known = launch_ns.is_finite() && launch_ns > 0.0;
-            known.then(|| (gpu.as_secs_f64() * 1e9 / launch_ns).ceil() as usize)
+        let sample_ns = launch_ns * self.launches as f64;
+        let by_time = |gpu: Duration| {
+            let known = sample_ns.is_finite() && sample_ns > 0.0;
+            known.then(|| (gpu.as_secs_f64() * 1e9 / sample_ns).ceil() as usize)
         };
         let least = match self.ends {
             Ends::Count => None,
-            Ends::Budget(gpu) => launches(gpu),
-            Ends::Stop {
+            Ends::Budget { min_samples, gpu }
+            | Ends::Stop {
                 min_samples,
-                min_gpu,
-            } => launches(min_gpu).map(|n| n.max(min_samples as usize)),
+                min_gpu: gpu,
+            } => by_time(gpu).map(|n| n.max(min_samples as usize)),
         };
         least.map_or(self.samples, |n| n.min(self.samples))
     }
@@ -143,7 +158,10 @@ impl Share {
         let count = self.samples.saturating_sub(index) as f64;
         let left = match self.ends {
             Ends::Count => count,
-            Ends::Budget(gpu) => count.min(by_time(gpu)),
+            Ends::Budget { min_samples, gpu } => {
+                let least = (min_samples as f64 - index as f64).max(by_time(gpu));
+                count.min(least.max(0.0))
+            }
             Ends::Stop {
                 min_samples,
                 min_gpu,
@@ -187,6 +205,7 @@ mod tests {
             samples: 110,
             pace: Some((began + ms(10), ms(1))),
             ends: Ends::Count,
+            launches: 1,
         };
         // 10 samples in 20 ms, 2 ms of it regions: 1.8 ms a sample, 100 left, 30 ms so far.
         let now = began + ms(30);
@@ -195,7 +214,10 @@ mod tests {
         assert_eq!(share.projected(0, ms(3), now), ms(30));
         // A budget of 54 ms of GPU time: at most 18 ms of it so far (the loop less its
         // regions), 36 ms left at 1.8 ms a sample, 30 + 36 ms.
-        share.ends = Ends::Budget(ms(54));
+        share.ends = Ends::Budget {
+            min_samples: 0,
+            gpu: ms(54),
+        };
         assert_eq!(share.projected(10, ms(3), now), ms(66));
         // A stop rule's least: 20 samples (10 more), or 27 ms of GPU time (5 more).
         share.ends = Ends::Stop {
@@ -225,6 +247,7 @@ mod tests {
             samples: 100_000,
             pace: None,
             ends: Ends::Count,
+            launches: 1,
         };
         assert_eq!(share.fewest(21.8e6), 100_000);
         // NVBench's rule on a 21.8 ms matmul: 0.5 s of GPU time is 23 launches, over 10.
@@ -236,8 +259,16 @@ mod tests {
         assert_eq!(share.fewest(200e6), 10);
         // A timer that reads later (CUPTI) says nothing of the pace: its count.
         assert_eq!(share.fewest(f64::NAN), 100_000);
-        share.ends = Ends::Budget(ms(100));
+        share.ends = Ends::Budget {
+            min_samples: 10,
+            gpu: ms(100),
+        };
         assert_eq!(share.fewest(1e6), 100);
+        assert_eq!(share.fewest(50e6), 10);
+        // A batch of 10 launches of 1 ms: 10 ms a sample.
+        share.launches = 10;
+        assert_eq!(share.fewest(1e6), 10);
+        share.launches = 1;
         share.samples = 50;
         assert_eq!(share.fewest(1e6), 50);
     }
@@ -251,6 +282,7 @@ mod tests {
             samples: 100,
             pace: None,
             ends: Ends::Count,
+            launches: 1,
         };
         // Ten pauses of 3 ms in a cell of a second so far: 30 ms; eight more of 3 ms each
         // would make 54 ms, over 4%: only three fit (39 of 1009 ms), the floor's audit too.
