@@ -1147,6 +1147,27 @@ fn wide_limits(run: &Run, c: &Captures) {
         .count();
     let told = c.name("idle").map_or(0, |n| n.as_str().parse().unwrap());
     assert_eq!(told, idle, "{cell}: batches on an idle queue");
+    // Cells audited among their timed launches that held no decoy: the band alone judged them.
+    let records = common::stored_text(&run.dir, "cells.jsonl");
+    let band = (wide.iter())
+        .filter(|(id, _)| {
+            let among = (records.lines())
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|r| r["id"] == id.as_str())
+                .filter_map(|r| r["audit"]["among"].as_object().cloned());
+            let count = |a: &serde_json::Map<String, serde_json::Value>, k: &str| {
+                a.get(k).and_then(|v| v.as_array()).map_or(0, Vec::len)
+            };
+            let (audited, decoys) = among.fold((0, 0), |(n, d), a| {
+                (n + count(&a, "positions"), d + count(&a, "decoy_positions"))
+            });
+            audited > 0 && decoys == 0
+        })
+        .count();
+    let said = re(r" (\d+) had too few samples for a decoy \(60 afford one\)\.$")
+        .captures(&c[0])
+        .map_or(0, |b| b[1].parse().unwrap());
+    assert_eq!(said, band, "{cell}: cells the band alone judged");
 }
 
 fn flagged(run: &Run, c: &Captures) {

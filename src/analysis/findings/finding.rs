@@ -126,7 +126,7 @@ pub struct WideLimits {
     /// Of `over`, batches timed by events on an idle queue.
     pub idle_batches: usize,
     /// Of `over`, cells audited among their timed launches with no decoy (too few samples:
-    /// the band judged them), and the fewest samples that afford one.
+    /// the band alone judged them), and the fewest samples of a run that afford one.
     pub band_only: usize,
     pub samples_for_a_decoy: usize,
 }

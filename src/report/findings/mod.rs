@@ -156,7 +156,7 @@ fn wide_limits(w: &WideLimits) -> String {
     let said = match w.idle_batches {
         0 => format!("{head}: more samples, or CUPTI, narrow the bound."),
         n => format!(
-            "{head}. {n} {} on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI.",
+            "{head}. {n} {} on an idle queue: `queue = \"saturate\"` narrows theirs; elsewhere, more samples or CUPTI.",
             match n {
                 1 => "is a batch",
                 _ => "are batches",
@@ -166,10 +166,8 @@ fn wide_limits(w: &WideLimits) -> String {
     match w.band_only {
         0 => said,
         n => format!(
-            "{said} {n} of them held no decoy beside {} audited region ({} samples afford one within the audit's 5%), so the band alone judged {}.",
-            if n == 1 { "its" } else { "their" },
-            w.samples_for_a_decoy,
-            if n == 1 { "it" } else { "them" },
+            "{said} {n} had too few samples for a decoy ({} afford one).",
+            w.samples_for_a_decoy
         ),
     }
 }
@@ -327,7 +325,7 @@ pub(super) mod tests {
         };
         assert_eq!(
             wide(2),
-            "In 3 of 40 audited cells a kernel could skip over a quarter of its work where timed and pass, up to 36% at `matmul` at n=512 (batch). 2 are batches on an idle queue: `queue = \"saturate\"` (a wait kernel first) narrows theirs; elsewhere, more samples or CUPTI."
+            "In 3 of 40 audited cells a kernel could skip over a quarter of its work where timed and pass, up to 36% at `matmul` at n=512 (batch). 2 are batches on an idle queue: `queue = \"saturate\"` narrows theirs; elsewhere, more samples or CUPTI."
         );
         assert!(wide(0).ends_with("(batch): more samples, or CUPTI, narrow the bound."));
         let band = sentences(&[Finding::WideLimits(WideLimits {
@@ -341,7 +339,7 @@ pub(super) mod tests {
         })])
         .join("");
         assert!(
-            band.ends_with("(median-hot): more samples, or CUPTI, narrow the bound. 4 of them held no decoy beside their audited region (60 samples afford one within the audit's 5%), so the band alone judged them."),
+            band.ends_with("(median-hot): more samples, or CUPTI, narrow the bound. 4 had too few samples for a decoy (60 afford one)."),
             "{band}"
         );
     }
