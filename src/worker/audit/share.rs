@@ -21,16 +21,14 @@ pub(super) struct Share {
     launches: u64,
 }
 
-/// Where a run's samples may end before their count, each the run's share: a stop rule
-/// once it holds its least samples and GPU time, a budget once it holds its GPU time (and
-/// its least samples). The
-/// loop's wall time bounds its GPU time, so the samples left at the wall's pace are the
-/// fewest the rule or the budget may still take: the projection errs short.
+/// Where a run's samples may end before their count, each the run's share: a stop rule or
+/// a budget, once it holds its least samples and GPU time. The loop's wall time bounds its
+/// GPU time, so the samples left at the wall's pace are the fewest the rule or the budget
+/// may still take: the projection errs short.
 #[derive(Debug, Clone, Copy)]
 enum Ends {
     Count,
-    Stop { min_samples: u64, min_gpu: Duration },
-    Budget { min_samples: u64, gpu: Duration },
+    Least { min_samples: u64, gpu: Duration },
 }
 
 impl Share {
@@ -39,9 +37,9 @@ impl Share {
         let runs = cell.runs().max(1);
         let k = &cell.knobs;
         let ends = match (k.samples.stop, k.budget) {
-            (Some(stop), _) => Ends::Stop {
+            (Some(stop), _) => Ends::Least {
                 min_samples: stop.min_samples,
-                min_gpu: Duration::from_secs_f64(stop.min_gpu_ns * 1e-9) / runs,
+                gpu: Duration::from_secs_f64(stop.min_gpu_ns * 1e-9) / runs,
             },
             (
                 None,
@@ -49,7 +47,7 @@ impl Share {
                     gpu_time,
                     min_samples,
                 },
-            ) => Ends::Budget {
+            ) => Ends::Least {
                 min_samples,
                 gpu: gpu_time / runs,
             },
@@ -77,11 +75,7 @@ impl Share {
         };
         let least = match self.ends {
             Ends::Count => None,
-            Ends::Budget { min_samples, gpu }
-            | Ends::Stop {
-                min_samples,
-                min_gpu: gpu,
-            } => by_time(gpu).map(|n| n.max(min_samples as usize)),
+            Ends::Least { min_samples, gpu } => by_time(gpu).map(|n| n.max(min_samples as usize)),
         };
         least.map_or(self.samples, |n| n.min(self.samples))
     }
@@ -158,15 +152,8 @@ impl Share {
         let count = self.samples.saturating_sub(index) as f64;
         let left = match self.ends {
             Ends::Count => count,
-            Ends::Budget { min_samples, gpu } => {
+            Ends::Least { min_samples, gpu } => {
                 let least = (min_samples as f64 - index as f64).max(by_time(gpu));
-                count.min(least.max(0.0))
-            }
-            Ends::Stop {
-                min_samples,
-                min_gpu,
-            } => {
-                let least = (min_samples as f64 - index as f64).max(by_time(min_gpu));
                 count.min(least.max(0.0))
             }
         };
@@ -214,15 +201,15 @@ mod tests {
         assert_eq!(share.projected(0, ms(3), now), ms(30));
         // A budget of 54 ms of GPU time: at most 18 ms of it so far (the loop less its
         // regions), 36 ms left at 1.8 ms a sample, 30 + 36 ms.
-        share.ends = Ends::Budget {
+        share.ends = Ends::Least {
             min_samples: 0,
             gpu: ms(54),
         };
         assert_eq!(share.projected(10, ms(3), now), ms(66));
         // A stop rule's least: 20 samples (10 more), or 27 ms of GPU time (5 more).
-        share.ends = Ends::Stop {
+        share.ends = Ends::Least {
             min_samples: 20,
-            min_gpu: ms(27),
+            gpu: ms(27),
         };
         assert_eq!(share.projected(10, ms(3), now), ms(48));
         // The floor is kept whatever it costs; a region beyond it only within the share (the
@@ -251,15 +238,15 @@ mod tests {
         };
         assert_eq!(share.fewest(21.8e6), 100_000);
         // NVBench's rule on a 21.8 ms matmul: 0.5 s of GPU time is 23 launches, over 10.
-        share.ends = Ends::Stop {
+        share.ends = Ends::Least {
             min_samples: 10,
-            min_gpu: ms(500),
+            gpu: ms(500),
         };
         assert_eq!(share.fewest(21.8e6), 23);
         assert_eq!(share.fewest(200e6), 10);
         // A timer that reads later (CUPTI) says nothing of the pace: its count.
         assert_eq!(share.fewest(f64::NAN), 100_000);
-        share.ends = Ends::Budget {
+        share.ends = Ends::Least {
             min_samples: 10,
             gpu: ms(100),
         };
