@@ -36,6 +36,8 @@ pub struct CellAudits {
     pub capped: u64,
     /// Single launches checked on audited regions' draws (`audit_rounds::SPOTS`).
     pub spots: u64,
+    /// Launches in each of the audit's regions, where fewer than in a timed one.
+    pub region_launches: Option<u64>,
 }
 
 /// The audits of every cell that ran one of the current kind (regions among the timed
@@ -79,8 +81,9 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
                 .test(Tell::FirstData)
                 .or(j.test(Tell::FirstPause))
                 .is_some();
+            let per_region = super::tells::audit_launches(&among, readings.per_region);
             if audits.iter().all(|a| a.weaker.is_none()) && !firsts {
-                j.detection_limit = (j.detection_limit * readings.per_region as f64).min(1.0);
+                j.detection_limit = (j.detection_limit * per_region as f64).min(1.0);
             }
             j
         }),
@@ -94,6 +97,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         late: among.iter().map(|m| m.late).sum(),
         capped: among.iter().map(|m| m.capped).sum(),
         spots: among.iter().map(|m| m.spots).sum(),
+        region_launches: among.iter().filter_map(|m| m.region_launches).min(),
     })
 }
 
@@ -132,13 +136,35 @@ mod tests {
         let mut old = run(vec![], vec![], vec![]);
         old.audit.as_mut().unwrap().among = None;
         assert_eq!(cell(3, &[&old], &r), None);
-        // In a graph of 20, a kernel that tells new data apart pays on one launch of 20.
-        let limit = |per_region| {
-            let r = Readings { per_region, ..r };
-            let c = cell(3, &[&b], &r).unwrap();
+    }
+
+    #[test]
+    fn in_a_region_of_several_the_limit_grows_with_the_audits_launches() {
+        // Regions that read alike, 0.2% apart: a limit well under 1.
+        let (read, steady_ns) = (vec![100e3, 100.2e3, 100.1e3], steady(200, 100.0, 100e3));
+        let r = run(read.clone(), read.clone(), read);
+        let readings = |per_region| Readings {
+            reading_ns: Some(100e3),
+            steady: Some(&steady_ns),
+            flushed: false,
+            stage_allowance_ns: None,
+            host_in_reading: false,
+            per_region,
+            clock_moved_to: None,
+        };
+        let limit = |r: &CellRecord, per_region| {
+            let c = cell(3, &[r], &readings(per_region)).unwrap();
             c.judgement.unwrap().detection_limit
         };
-        assert!((limit(20) - (20.0 * limit(1)).min(1.0)).abs() < 1e-12);
+        let one = limit(&r, 1);
+        assert!(one > 0.0 && 20.0 * one < 1.0, "{one}");
+        // In a graph of 20, a kernel that tells new data apart pays on one launch of 20.
+        assert!((limit(&r, 20) - 20.0 * one).abs() < 1e-12);
+        // Where the audit's regions held 4 launches of the 20, it pays on one of 4.
+        let mut short = r.clone();
+        let among = short.audit.as_mut().unwrap().among.as_mut().unwrap();
+        among.region_launches = Some(4);
+        assert!((limit(&short, 20) - 4.0 * one).abs() < 1e-12);
     }
 
     #[test]

@@ -196,7 +196,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         // farthest timed sample of 200) would be the group. Without one (a cell that stopped
         // early), one audited region would be the group.
         let spread = Spread {
-            allowance_ns: allowance_ns / r.per_region as f64,
+            allowance_ns: allowance_ns / audit_launches(&among, r.per_region) as f64,
             ..with_decoys
         };
         tests.extend(against(Tell::Stage, &staged, &pauses, spread));
@@ -228,6 +228,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         }
     }
     Judgement::of(tests)
+}
+
+/// Launches in each of the audit's regions: `per_region`, a timed region's, unless the
+/// records say they held fewer (`plan::audit_rounds::region_launches`).
+pub(super) fn audit_launches(among: &[&AuditsAmong], per_region: u64) -> u64 {
+    let fewer = among.iter().filter_map(|m| m.region_launches).min();
+    fewer.unwrap_or(per_region)
 }
 
 /// The pause test: the pauses against the timed samples (`steady`, their spread `timed`),

@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use crate::plan::audit_rounds::{affordable, counts, run_floor};
 pub use crate::plan::audit_rounds::{
-    first_round, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
+    first_round, region_launches, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
 };
 
 /// Whether a region due may be left out for what it costs.

@@ -63,6 +63,16 @@ impl Body<'_> {
         }
     }
 
+    /// Graphs the region replays, each captured with all its launches (none in a batch).
+    pub fn graphs(&self) -> u64 {
+        match self {
+            Body::Launches { .. } => 0,
+            Body::Graph(..) => 1,
+            Body::PreludedGraph { .. } => 2,
+            Body::NodeTimedGraph { .. } => 3,
+        }
+    }
+
     /// Enqueues the region's work (of a preluded graph: the pairs; of a batch with
     /// resets, each launch after the resets of buffer set `set`), a batch's `first` event
     /// recorded after its first launch (a graph holds its own).

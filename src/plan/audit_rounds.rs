@@ -159,3 +159,77 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     let pauses = this_run(pauses).min(room - audits - decoys);
     [audits, decoys, pauses]
 }
+
+/// Where a timed region is many launches (a batch, a graph), the audit's regions hold fewer,
+/// so that they cost a share of the samples that does not grow with the region: as many as
+/// keep a run's first round within this share of its timed launches. A region of 10,000
+/// launches among 5 samples was 14% of its cell on an H200 (`small-kernels` at 50ddd52).
+pub const REGION_LAUNCHES_SHARE: f64 = 0.01;
+/// A shorter region still holds this much of the kernel's time: its start (a host's launch
+/// on an idle queue, up to `protocol::HOST_LAUNCH_NS`; 2-3 µs in `small-kernels`' batches
+/// and graphs at 50ddd52) then adds at most about 1% to each launch's reading, within the
+/// margin its tests allow (`protocol::MARGIN_SHARE`).
+pub const SHORT_REGION_NS: f64 = 2e6;
+/// What capturing a graph costs per launch it holds (`small-kernels`' graphs of 10,000 took
+/// 27-54 ms to set up on an H200, their first-launch node included): a shorter region of a
+/// graph is a graph of its own, captured at the first region.
+pub const GRAPH_CAPTURE_NS_PER_LAUNCH: f64 = 3_000.0;
+
+/// Launches in each of the audit's regions where a timed region holds `n` (each about
+/// `launch_ns`, as the timer read the samples so far), for a run whose first round holds
+/// `regions` among `samples` samples: the fewest of [`REGION_LAUNCHES_SHARE`] and
+/// [`SHORT_REGION_NS`] allow, and `n` itself where that is over half of them, or where
+/// capturing a graph of them (`graphs` graphs a region replays, 0 for a batch) would cost
+/// more than half of what the shorter regions save.
+pub fn region_launches(
+    n: u64,
+    (samples, regions): (usize, usize),
+    launch_ns: f64,
+    graphs: u64,
+) -> u64 {
+    if n < 2 || regions == 0 || launch_ns.is_nan() || launch_ns <= 0.0 {
+        return n;
+    }
+    let by_share = REGION_LAUNCHES_SHARE * samples as f64 * n as f64 / regions as f64;
+    let by_time = SHORT_REGION_NS / launch_ns;
+    let m = by_share.max(by_time).ceil();
+    let saved = regions as f64 * (n as f64 - m) * launch_ns;
+    let capture = m * graphs as f64 * GRAPH_CAPTURE_NS_PER_LAUNCH;
+    match 2.0 * m <= n as f64 && saved > 2.0 * capture {
+        true => m as u64,
+        false => n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_batch_among_few_samples_is_audited_in_shorter_regions() {
+        // `small-kernels`: 10,000 launches of 3.2 µs, five samples, one region: 1% of the
+        // samples' launches is 500, 2 ms of the kernel 625.
+        assert_eq!(region_launches(10_000, (5, 1), 3_200.0, 0), 625);
+        // Of 70 µs, the share's 500 hold 35 ms.
+        assert_eq!(region_launches(10_000, (5, 1), 70_000.0, 0), 500);
+        // A first round of ten regions in 200 samples: a fifth of the launches.
+        assert_eq!(region_launches(10_000, (200, 10), 70_000.0, 0), 2_000);
+    }
+
+    #[test]
+    fn a_region_keeps_its_launches_where_fewer_would_hold_too_little_or_save_too_little() {
+        // Ten launches of 5 µs: 2 ms would be 400 of them.
+        assert_eq!(region_launches(10, (200, 10), 5_000.0, 0), 10);
+        // Over half of the region.
+        assert_eq!(region_launches(1_000, (200, 10), 3_000.0, 0), 1_000);
+        // A graph of 10,000 launches of 1.1 µs, one region: 1,819 launches would save 9 ms
+        // and cost 5.5 ms to capture.
+        assert_eq!(region_launches(10_000, (5, 1), 1_100.0, 1), 10_000);
+        // A graph of 100 launches of 167 µs: 12 of them, captured in 36 µs.
+        assert_eq!(region_launches(100, (20, 5), 167_000.0, 1), 12);
+        // No reading yet (CUPTI's come later), a single launch, no regions.
+        assert_eq!(region_launches(10_000, (5, 1), f64::NAN, 0), 10_000);
+        assert_eq!(region_launches(1, (200, 10), 1e6, 0), 1);
+        assert_eq!(region_launches(10_000, (5, 0), 3_200.0, 0), 10_000);
+    }
+}

@@ -14,8 +14,8 @@ use super::audit_rounds::{self as audit, AUDIT_SHARE_CAP, SPOTS, STAGE_PER_DRAW,
 use super::cell::{Cell, Role};
 use crate::experiment::knobs::counters::{COUNTED_SAMPLES, COUNTED_WARMUP};
 use crate::experiment::knobs::{
-    budget::Budget, cache::Cache, inputs::Inputs, launches::Launches, queue::Queue,
-    timer::TimerKind,
+    budget::Budget, cache::Cache, flushed_graph::FlushedGraph, inputs::Inputs, launches::Launches,
+    queue::Queue, timer::TimerKind,
 };
 use crate::experiment::{ArgValue, Experiment, Init, Kernel, LaunchSpec, Memory};
 
@@ -118,27 +118,10 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
         TimerKind::Profiler => PROFILED_LAUNCH_S,
         _ => 0.0,
     };
-    let flush_s = match k.cache {
-        Cache::Flush { bytes, .. } => bytes as f64 / dram(exp) + REGION_S,
-        Cache::Hot => 0.0,
-    };
-    // A flushed graph holds a flush per launch, and the graph of flushes alone is timed too.
-    let flushes = match k.launches {
-        Launches::Graph(n) => 2.0 * n as f64,
-        _ => 1.0,
-    };
-    let wait_s = match k.queue {
-        Queue::Saturate { wait_us: Some(us) } => us as f64 * 1e-6,
-        // Released by the host once the region is enqueued: the enqueue itself.
-        Queue::Saturate { wait_us: None } => count * LAUNCH_S,
-        Queue::Idle => 0.0,
-    };
-    let fresh_s = match k.inputs {
-        Inputs::Fresh => input_bytes(spec) * BUFFER_S_PER_BYTE,
-        Inputs::Same => 0.0,
-    };
+    // A region of `launches`: a timed one's, or an audit's shorter one.
+    let region_of = |launches: f64| region_seconds(exp, c, kernel_s + profiled, launches);
     let gpu_s = count * kernel_s;
-    let region_s = gpu_s + count * profiled + REGION_S + wait_s + fresh_s + flushes * flush_s;
+    let region_s = region_of(count);
     let planned = k.samples_per_run();
     let (samples, stopped) = samples_taken(k, c.runs(), planned, gpu_s, region_s);
     let warmup_s = k.warmup.launches as f64 * (kernel_s + profiled);
@@ -177,9 +160,6 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
     }
     if let Some(kernel) = kernel.filter(|_| checked) {
         let (check_s, audit_s, reference_s) = check_seconds(exp, kernel, c);
-        let stage_s = STAGE_PER_DRAW * input_bytes(spec) / dram(exp)
-            + STAGE_SLACK_NS as f64 * 1e-9
-            + LAUNCH_S;
         let samples_s = samples as f64 * region_s;
         // Where a region is several launches, each audited one is followed by launches alone.
         let alone_s = match count > 1.0 && k.timer != TimerKind::Cupti && !k.cupti_collect.on {
@@ -188,8 +168,14 @@ pub fn model(exp: &Experiment, c: &Cell, kernel: Option<&Kernel>, probed: Option
             }
             false => 0.0,
         };
-        let each = (region_s + stage_s, audit_s, alone_s);
-        work_s += check_s + audit_regions(c, kernel, each, samples_s);
+        // Where a timed region is many launches, the audit's hold fewer.
+        let (short, capture_s) = audit_region_launches(c, samples, kernel_s);
+        let each = (
+            region_of(short) + stage_seconds(exp, spec),
+            audit_s,
+            alone_s,
+        );
+        work_s += check_s + capture_s + audit_regions(c, kernel, each, samples_s);
         per_point_s += reference_s;
     }
     let counted_s = match k.counters.wanted() && c.role == Role::Measure {
@@ -315,6 +301,63 @@ fn audit_regions(
         span *= 2;
     }
     first + later.min(AUDIT_SHARE_CAP * samples_s)
+}
+
+/// A timed region of `launches` of `c`'s kernel, each `launch_s` (under the profiler, what it
+/// adds too): its launches, the events or clock around it, its wait kernel, fresh inputs and
+/// flushes (a flushed graph holds a flush per launch, and the graph of flushes alone is timed
+/// too).
+fn region_seconds(exp: &Experiment, c: &Cell, launch_s: f64, launches: f64) -> f64 {
+    let k = &c.knobs;
+    let flush_s = match k.cache {
+        Cache::Flush { bytes, .. } => bytes as f64 / dram(exp) + REGION_S,
+        Cache::Hot => 0.0,
+    };
+    let flushes = match k.launches {
+        Launches::Graph(_) => 2.0 * launches,
+        _ => 1.0,
+    };
+    let wait_s = match k.queue {
+        Queue::Saturate { wait_us: Some(us) } => us as f64 * 1e-6,
+        // Released by the host once the region is enqueued: the enqueue itself.
+        Queue::Saturate { wait_us: None } => launches * LAUNCH_S,
+        Queue::Idle => 0.0,
+    };
+    let fresh_s = match k.inputs {
+        Inputs::Fresh => input_bytes(&c.launch) * BUFFER_S_PER_BYTE,
+        Inputs::Same => 0.0,
+    };
+    launches * launch_s + REGION_S + wait_s + fresh_s + flushes * flush_s
+}
+
+/// Launches in each of the audit's regions of `c`, whose runs take `samples` samples of
+/// `kernel_s` a launch (`audit_rounds::region_launches`; a timed region's where the timer
+/// reads the regions only after the samples), and what capturing them as a graph costs.
+fn audit_region_launches(c: &Cell, samples: u64, kernel_s: f64) -> (f64, f64) {
+    let k = &c.knobs;
+    let n = k.launches.count();
+    let graphs = match (k.launches, k.cache, k.flushed_graph) {
+        (Launches::Graph(_), Cache::Flush { .. }, FlushedGraph::EventNodes) => 3,
+        (Launches::Graph(_), Cache::Flush { .. }, _) => 2,
+        (Launches::Graph(_), ..) => 1,
+        _ => 0,
+    };
+    if matches!(k.timer, TimerKind::Cupti | TimerKind::Profiler) {
+        return (n as f64, 0.0);
+    }
+    let span = (samples as usize).min(audit::ROUND);
+    let regions = audit::first_round(span, c.runs() as usize, 0).iter().sum();
+    let short = audit::region_launches(n, (span, regions), kernel_s * 1e9, graphs);
+    let capture_ns = match short < n {
+        true => (short * graphs) as f64 * audit::GRAPH_CAPTURE_NS_PER_LAUNCH,
+        false => 0.0,
+    };
+    (short as f64, capture_ns * 1e-9)
+}
+
+/// A region's stage: the draw of the kernel's inputs at the DRAM peak, and its pause.
+fn stage_seconds(exp: &Experiment, spec: &LaunchSpec) -> f64 {
+    STAGE_PER_DRAW * input_bytes(spec) / dram(exp) + STAGE_SLACK_NS as f64 * 1e-9 + LAUNCH_S
 }
 
 /// A launch of the kernel (and its steps) at the device's peaks: its declared work; where

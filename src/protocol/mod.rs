@@ -347,6 +347,10 @@ pub struct AuditsAmong {
     /// where the run's timed samples split in two (`ALONE_IF_SPLIT`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spots: u64,
+    /// Launches in each region, where fewer than in a timed one
+    /// (`plan::audit_rounds::region_launches`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_launches: Option<u64>,
     /// The gaps on the GPU before the regions, where CUPTI's records give them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaps: Option<Gaps>,

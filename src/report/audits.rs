@@ -11,7 +11,9 @@ use crate::analysis::gaps::GapTest;
 use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
-use crate::plan::audit_rounds::{AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE, SPOTS};
+use crate::plan::audit_rounds::{
+    AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE, REGION_LAUNCHES_SHARE, SHORT_REGION_NS, SPOTS,
+};
 use crate::protocol::{ALONE_IF_SPLIT, HOST_LAUNCH_NS};
 use crate::protocol::{
     CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
@@ -86,6 +88,13 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), or the first launches of its timed regions of several launches do, {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 35% or more with two audited regions of several launches (S = 7), or q is 25% or more where the timed launches split (S = 11 in a cell of single launches, 15 in one of several)."
         ));
     }
+    let shorter = cells.iter().filter(|c| c.region_launches.is_some()).count();
+    if shorter > 0 {
+        let (share, least) = (REGION_LAUNCHES_SHARE * 100.0, SHORT_REGION_NS / 1e6);
+        intro.push_str(&format!(
+            " Where a timed region is many launches, the audit's regions hold fewer (in {shorter} cells here, counted below): as many as keep a run's first round within {share:.0}% of its timed launches and {least:.0} ms of the kernel each, a graph of them captured once. Each is set against the others and the timed regions per launch, as they are; a kernel that tells a short region apart by the launches before it in a streak (a timed region is longer) does its work in them and after pauses, and is slower there."
+        ));
+    }
     let rows = (cells.iter())
         .map(|c| row(&a.run.plan.cells[c.cell].id, c))
         .collect();
@@ -157,9 +166,17 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
     AuditRow {
         cell: id.to_string(),
         audit,
-        regions: match c.capped {
-            0 => format!("{} + {} + {}", c.regions, c.decoys, c.pauses),
-            n => format!("{} + {} + {} ({n} left out)", c.regions, c.decoys, c.pauses),
+        regions: {
+            let counted = format!("{} + {} + {}", c.regions, c.decoys, c.pauses);
+            let left_out = match c.capped {
+                0 => String::new(),
+                n => format!(" ({n} left out)"),
+            };
+            let each = match c.region_launches {
+                Some(m) => format!(", {m} launches each"),
+                None => String::new(),
+            };
+            format!("{counted}{left_out}{each}")
         },
         data: pair(&[Tell::FirstData, Tell::Data, Tell::Band]),
         pause: pair(&[Tell::FirstRest, Tell::FirstPause, Tell::Pause]),

@@ -103,6 +103,12 @@ pub(super) struct Armed<'b> {
     /// Whether a flush precedes each timed region (a graph captures its own).
     flush_each: bool,
     pub(super) body: Body<'b>,
+    /// The audit's regions where they hold fewer launches than a timed one (see
+    /// [`Armed::time_audit_region`]), made at the first.
+    short: Option<Body<'b>>,
+    /// What a timed region holds, and what the shorter regions are made with.
+    launches: Launches,
+    setup: &'b TimingSetup,
     pub(super) timer: Timer<'b>,
     /// A warm-up kernel other than the measured one (`warmup_kernel = "empty"`).
     pub(super) warm: Option<Launch<'b>>,
@@ -177,6 +183,9 @@ impl<'b> Armed<'b> {
             flush,
             flush_each,
             body,
+            short: None,
+            launches: knobs.launches,
+            setup,
             timer,
             warm,
             window,
@@ -195,6 +204,49 @@ impl<'b> Armed<'b> {
         timeline: Option<&mut Timeline>,
         what: &'static str,
         stage: Option<Prepare>,
+    ) -> Result<f64, Failure> {
+        self.time_body(data, starts, timeline, (what, stage), false)
+    }
+
+    /// Times one of the audit's regions as [`Armed::time_next`] times a timed one, after
+    /// `stage`, holding `launches` launches: fewer than a timed region where
+    /// `plan::audit_rounds::region_launches` says so (a shorter batch, or a graph of its own
+    /// captured at the first such region).
+    pub(super) fn time_audit_region(
+        &mut self,
+        data: &'b Data,
+        starts: &mut Starts,
+        (what, stage): (&'static str, Prepare),
+        launches: u64,
+    ) -> Result<f64, Failure> {
+        let short = launches != self.body.launches();
+        if short && self.short.as_ref().map(Body::launches) != Some(launches) {
+            let count = self.launches.with_count(launches);
+            let body = timed_body(
+                count,
+                self.setup,
+                data,
+                &self.params,
+                &mut self.launch,
+                &mut self.flush,
+            );
+            self.short = Some(body.map_err(|f| f.during("audit: a shorter region made"))?);
+        }
+        self.time_body(data, starts, None, (what, Some(stage)), short)
+    }
+
+    /// Launches of the kernel a region of `launches` makes (see [`Body::kernel_launches`]).
+    pub(super) fn kernel_launches_of(&self, launches: u64) -> u64 {
+        self.body.kernel_launches() / self.body.launches().max(1) * launches
+    }
+
+    fn time_body(
+        &mut self,
+        data: &'b Data,
+        starts: &mut Starts,
+        timeline: Option<&mut Timeline>,
+        (what, stage): (&'static str, Option<Prepare>),
+        short: bool,
     ) -> Result<f64, Failure> {
         let launches = matches!(self.body, Body::Launches { .. });
         let mut set = 0;
@@ -236,8 +288,12 @@ impl<'b> Armed<'b> {
             None => {}
         }
         starts.push();
+        let body = match (short, self.short.as_ref()) {
+            (true, Some(body)) => body,
+            _ => &self.body,
+        };
         self.timer
-            .time(&mut self.launch, &self.body, set)
+            .time(&mut self.launch, body, set)
             .map_err(during(what))
     }
 }
@@ -280,10 +336,12 @@ fn timed_body<'b>(
         // its launches or against a graph of what comes before them alone.
         (Launches::Graph(n), Some(whole)) => {
             let f = flush.as_mut().expect("event nodes come with a flush");
-            let (marks, before) = (&setup.marks, || BeforeEachLaunch {
+            // The audit's shorter graph reads its own launches' pairs only.
+            let marks = &setup.marks[..(n as usize).min(setup.marks.len())];
+            let before = || BeforeEachLaunch {
                 resets: &[],
                 flush: None,
-            });
+            };
             Body::NodeTimedGraph {
                 pairs: Graph::capture(
                     launch,

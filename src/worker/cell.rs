@@ -346,7 +346,8 @@ fn steady<'b>(
         if let Some(a) = among.as_mut() {
             if let Some(kind) = a.due(i) {
                 let t0 = Instant::now();
-                (a.region(s, ready, armed, rec, (place, i, kind))).map_err(of_kind(Kind::Audit))?;
+                let at = (place, i, kind);
+                (a.region(s, ready, (armed, rec), at, &samples)).map_err(of_kind(Kind::Audit))?;
                 a.spoiled_decoy(i, &samples);
                 (place, audited) = (place + 1, audited + t0.elapsed());
             }
@@ -395,8 +396,8 @@ fn steady<'b>(
             };
             for kind in kinds {
                 a.spend(lead_in(cell, armed, &data.sets[0], &samples, rec)?);
-                (a.region(s, ready, armed, rec, (place, samples.len(), kind)))
-                    .map_err(of_kind(Kind::Audit))?;
+                let at = (place, samples.len(), kind);
+                (a.region(s, ready, (armed, rec), at, &samples)).map_err(of_kind(Kind::Audit))?;
                 place += 1;
             }
         }

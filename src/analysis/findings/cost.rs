@@ -89,6 +89,7 @@ mod tests {
             late: 0,
             capped: 0,
             spots: 0,
+            region_launches: None,
         }
     }
 
@@ -141,6 +142,7 @@ mod parts {
             late: 0,
             capped: 0,
             spots: 0,
+            region_launches: None,
         }
     }
 

@@ -70,6 +70,7 @@ mod tests {
             late: 0,
             capped: 0,
             spots: 0,
+            region_launches: None,
         }
     }
 

@@ -30,6 +30,15 @@ impl Launches {
         }
     }
 
+    /// The same kind of region holding `n` launches (the audit's shorter regions).
+    pub fn with_count(self, n: u64) -> Launches {
+        match self {
+            Launches::Single => Launches::Single,
+            Launches::Batch(_) => Launches::Batch(n),
+            Launches::Graph(_) => Launches::Graph(n),
+        }
+    }
+
     /// The timed region in `runner plan`'s cell table.
     pub fn plan_text(self) -> String {
         match self {

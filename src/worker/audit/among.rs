@@ -24,6 +24,7 @@
 //! a hot cell no test sets the staged regions against the timed launches.
 
 mod checks;
+mod read;
 mod seeds;
 
 use super::by_cupti;
@@ -36,11 +37,9 @@ use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
-use crate::method::timer::Readings;
 use crate::plan::Cell;
 use crate::protocol::{
-    AuditRecord, AuditsAmong, CellRecord, FirstLaunches, Gaps, KernelRecords, RegionsBefore,
-    DECOYS_AGAIN,
+    AuditRecord, AuditsAmong, CellRecord, Gaps, KernelRecords, RegionsBefore, DECOYS_AGAIN,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
@@ -115,6 +114,10 @@ pub(in crate::worker) struct Among {
     kick: Option<Function>,
     /// Single launches checked on audited regions' draws (`checks::SPOTS`).
     spots: u64,
+    /// The samples the first round spans and the regions it holds, which size the regions
+    /// where a timed region is many launches; and their launches, once sized at the first.
+    round: (usize, usize),
+    launches: Option<u64>,
 }
 
 impl Among {
@@ -146,7 +149,8 @@ impl Among {
         // where the reading leaves out the host's launch (CUPTI, events behind a saturated
         // queue): a reference busy on the host's cores could delay a launch inside it. Asked
         // before the timed data's draw, which then leaves the caches as it always does.
-        let [audited, ..] = audit::first_round(fewest, cell.runs() as usize, rank);
+        let round = audit::first_round(fewest, cell.runs() as usize, rank);
+        let audited = round[0];
         let knobs = &cell.knobs;
         if !draws.is_empty() && !knobs.queue.reading_holds_launch_time(knobs.timer) {
             let seeds: Vec<u64> = (1..=audited as u64)
@@ -196,6 +200,8 @@ impl Among {
             decoys_again: 0,
             kick,
             spots: 0,
+            round: (fewest.min(audit::ROUND), round.iter().sum()),
+            launches: None,
         })
     }
 
@@ -303,15 +309,15 @@ impl Among {
         Ok(start.elapsed())
     }
 
-    /// Runs a region of `kind` as region `place` of the run, before steady sample `before`;
-    /// an audited one is then checked.
+    /// Runs a region of `kind` as region `place` of the run, before steady sample `before`
+    /// (`samples`: those read so far); an audited one is then checked.
     pub(in crate::worker) fn region<'b>(
         &mut self,
         s: &mut Session,
         ready: ReadyCell<'b>,
-        armed: &mut Armed<'b>,
-        rec: &mut CellRecord,
+        (armed, rec): (&mut Armed<'b>, &mut CellRecord),
         (place, before, kind): (usize, usize, Region),
+        samples: &[f64],
     ) -> Result<(), Failure> {
         let ReadyCell { cell, data, .. } = ready;
         let start = Instant::now();
@@ -324,6 +330,7 @@ impl Among {
             // See the module's doc: a cold cell's pause draws as a decoy does.
             Region::Pause => self.pause_draws.then_some(self.held),
         };
+        let launches = self.launches(armed, samples);
         let wait = Duration::from_nanos(self.wait_ns);
         let draws = &self.inputs.draws;
         let k = self.kick.as_ref();
@@ -344,9 +351,9 @@ impl Among {
             Region::Pause => "launch after a pause",
         };
         let mut starts = Starts::new(start, 1);
-        let reading = armed.time_next(data, &mut starts, None, what, Some(&stage))?;
+        let reading = armed.time_audit_region(data, &mut starts, (what, &stage), launches)?;
         spent(&mut self.regions_time, start);
-        rec.kernel_launches += armed.body.kernel_launches();
+        rec.kernel_launches += armed.kernel_launches_of(launches);
         self.ran.push(Ran {
             place,
             before,
@@ -377,31 +384,15 @@ impl Among {
         Ok(())
     }
 
-    /// The regions' readings as the timer finally read them (CUPTI's, from its records),
-    /// with the gaps before them and the timed launches' where CUPTI gave them.
-    pub(in crate::worker) fn read(&mut self, readings: Readings) {
-        for (i, r) in self.ran.iter_mut().enumerate() {
-            r.reading = readings.audits_ns.get(i).copied().unwrap_or(r.reading);
-            r.gap = readings.audit_gaps_ns.get(i).copied().unwrap_or(f64::NAN);
-            r.first = readings.audit_firsts_ns.get(i).copied().unwrap_or(r.first);
-        }
-        self.timed_gap = readings.timed_gap_ns;
-        // CUPTI's first is the first timed region's: the steady ones follow it.
-        if let Some(steady) = readings.firsts_ns.get(1..) {
-            self.timed_firsts = steady.to_vec();
-        }
-    }
-
-    /// The first launch of the steady timed region just read, where the timer read it.
-    pub(in crate::worker) fn timed_first(&mut self, first_ns: f64) {
-        if first_ns.is_finite() {
-            self.timed_firsts.push(first_ns);
-        }
-    }
-
-    /// Each region's place among the run's regions, with its reading.
-    pub(in crate::worker) fn readings(&self) -> Vec<(usize, f64)> {
-        self.ran.iter().map(|r| (r.place, r.reading)).collect()
+    /// Launches in each region, sized at the first from the samples read so far (see
+    /// [`audit::region_launches`]): a timed region's where the timer reads them later
+    /// (CUPTI's records count a region as a timed one's launches).
+    fn launches(&mut self, armed: &Armed, samples: &[f64]) -> u64 {
+        let n = armed.body.launches();
+        *self.launches.get_or_insert_with(|| {
+            let launch_ns = crate::statistics::median(samples.to_vec()).unwrap_or(f64::NAN);
+            audit::region_launches(n, self.round, launch_ns, armed.body.graphs())
+        })
     }
 
     /// The record: each kind's places and readings, the seeds and the pause.
@@ -453,6 +444,7 @@ impl Among {
             late,
             capped: self.share.capped(),
             spots: self.spots,
+            region_launches: (self.launches).filter(|&m| m != cell.knobs.launches.count()),
             gaps: self.timed_gap.map(|timed_median| Gaps {
                 staged: gaps(&|k| k != Region::Pause),
                 pauses: gaps(&|k| k == Region::Pause),
@@ -470,32 +462,6 @@ impl Among {
         among.before = RegionsBefore::of(samples, positions.map(|p| &p[..]));
         audit.among = Some(among);
         Ok(audit)
-    }
-}
-
-impl Among {
-    /// Each region's first launch and the timed regions', where they were read.
-    fn firsts(&self) -> Option<FirstLaunches> {
-        let of = |kind: Region| -> Vec<f64> {
-            (self.ran.iter())
-                .filter(|r| r.kind == kind && r.first.is_finite())
-                .map(|r| r.first)
-                .collect()
-        };
-        let timed = &self.timed_firsts;
-        let median = crate::statistics::median(timed.clone())?;
-        let mut sorted = timed.clone();
-        sorted.sort_by(f64::total_cmp);
-        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-        Some(FirstLaunches {
-            audited: of(Region::Audit),
-            decoys: of(Region::Decoy),
-            pauses: of(Region::Pause),
-            timed_count: timed.len() as u64,
-            timed_median: median,
-            timed_iqr: at(0.75) - at(0.25),
-            timed_max: at(1.0),
-        })
     }
 }
 

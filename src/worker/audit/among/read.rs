@@ -1,0 +1,60 @@
+//! What the regions read as: the timer's final readings (CUPTI's come after the samples),
+//! the timed regions' first launches, and each region's first launch for the record.
+
+use super::Among;
+use crate::method::audit::Region;
+use crate::method::timer::Readings;
+use crate::protocol::FirstLaunches;
+
+impl Among {
+    /// The regions' readings as the timer finally read them (CUPTI's, from its records),
+    /// with the gaps before them and the timed launches' where CUPTI gave them.
+    pub(in crate::worker) fn read(&mut self, readings: Readings) {
+        for (i, r) in self.ran.iter_mut().enumerate() {
+            r.reading = readings.audits_ns.get(i).copied().unwrap_or(r.reading);
+            r.gap = readings.audit_gaps_ns.get(i).copied().unwrap_or(f64::NAN);
+            r.first = readings.audit_firsts_ns.get(i).copied().unwrap_or(r.first);
+        }
+        self.timed_gap = readings.timed_gap_ns;
+        // CUPTI's first is the first timed region's: the steady ones follow it.
+        if let Some(steady) = readings.firsts_ns.get(1..) {
+            self.timed_firsts = steady.to_vec();
+        }
+    }
+
+    /// The first launch of the steady timed region just read, where the timer read it.
+    pub(in crate::worker) fn timed_first(&mut self, first_ns: f64) {
+        if first_ns.is_finite() {
+            self.timed_firsts.push(first_ns);
+        }
+    }
+
+    /// Each region's place among the run's regions, with its reading.
+    pub(in crate::worker) fn readings(&self) -> Vec<(usize, f64)> {
+        self.ran.iter().map(|r| (r.place, r.reading)).collect()
+    }
+
+    /// Each region's first launch and the timed regions', where they were read.
+    pub(super) fn firsts(&self) -> Option<FirstLaunches> {
+        let of = |kind: Region| -> Vec<f64> {
+            (self.ran.iter())
+                .filter(|r| r.kind == kind && r.first.is_finite())
+                .map(|r| r.first)
+                .collect()
+        };
+        let timed = &self.timed_firsts;
+        let median = crate::statistics::median(timed.clone())?;
+        let mut sorted = timed.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        Some(FirstLaunches {
+            audited: of(Region::Audit),
+            decoys: of(Region::Decoy),
+            pauses: of(Region::Pause),
+            timed_count: timed.len() as u64,
+            timed_median: median,
+            timed_iqr: at(0.75) - at(0.25),
+            timed_max: at(1.0),
+        })
+    }
+}
