@@ -812,10 +812,11 @@ fn an_audit_compares_a_large_outputs_sample_and_catches_a_kernel_that_skips_a_hu
     );
 }
 
-/// `experiments/trust-long-regions.toml`'s batch of 2,000 launches: the audit's regions hold
-/// fewer launches than a timed one, every launch counted, and a kernel that works through
-/// the first quarter of every streak of launches back to back (so through every shorter
-/// region) and skips half its rows after is caught; the honest matmul is trusted.
+/// `experiments/trust-long-regions.toml`'s batch and graph of 500 launches (both behind a
+/// wait kernel): the audit's regions hold fewer launches than a timed one, every launch
+/// counted, and a kernel that works through the first quarter of every streak of launches
+/// back to back (so through every shorter region) and skips half its rows after is caught;
+/// the honest matmul is trusted.
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_long_batch_is_audited_in_shorter_regions_and_a_kernel_that_works_through_them_is_caught() {
@@ -828,33 +829,34 @@ fn a_long_batch_is_audited_in_shorter_regions_and_a_kernel_that_works_through_th
         "--only",
         "kernel=matmul,tells-streak",
         "--only",
-        "variant=batch",
-        "--set",
-        "skip=50",
+        "variant=batch-saturate,graph",
     ];
     let ran = run(&args);
     assert!(ran.status.success(), "{}", stderr(&ran));
     let dir = out.path().join("trust-long-regions");
     let records = records_of(&dir);
-    let honest = record(&records, "matmul/n=256/batch");
-    assert_eq!(honest["status"], "ok", "{honest}");
-    let among = &honest["audit"]["among"];
-    let m = among["region_launches"].as_u64().expect("shorter regions");
-    assert!(m < 2000, "{among}");
-    // Beside the timed regions (the first and 200 samples of 2,000), the audit's of `m`
-    // each and its launches alone; the rest are the warm-up's 3 and the checked launch.
-    let count = |key: &str| among[key].as_array().map_or(0, Vec::len) as u64;
-    let regions = count("positions") + count("decoy_positions") + count("pause_positions");
-    let spots = among["spots"].as_u64().unwrap_or(0);
-    let launches = honest["kernel_launches"].as_u64().unwrap();
-    let timed = 201 * 2000 + regions * m + spots;
-    assert!(
-        (timed..=timed + 4).contains(&launches),
-        "{launches} {among}"
-    );
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let row = |id: &str| report.lines().find(|l| l.starts_with(&format!("| {id} |")));
-    assert!(row("matmul/n=256/batch").is_none(), "{report}");
-    let cheat = row("tells-streak/n=256 skip=50/batch").unwrap_or_default();
-    assert!(cheat.contains("| suspect |"), "{cheat}\n{report}");
+    for variant in ["batch-saturate", "graph"] {
+        let id = format!("matmul/n=512/{variant}");
+        let honest = record(&records, &id);
+        assert_eq!(honest["status"], "ok", "{honest}");
+        assert!(row(&id).is_none(), "{report}");
+        let among = &honest["audit"]["among"];
+        let m = among["region_launches"].as_u64().expect("shorter regions");
+        assert!(m < 500, "{among}");
+        // Beside the timed regions (the first and 200 samples of 500), the audit's of `m`
+        // each and its launches alone; the rest are the warm-up's 3 and the checked launch.
+        let count = |key: &str| among[key].as_array().map_or(0, Vec::len) as u64;
+        let regions = count("positions") + count("decoy_positions") + count("pause_positions");
+        let spots = among["spots"].as_u64().unwrap_or(0);
+        let launches = honest["kernel_launches"].as_u64().unwrap();
+        let timed = 201 * 500 + regions * m + spots;
+        assert!(
+            (timed..=timed + 4).contains(&launches),
+            "{launches} {among}"
+        );
+        let cheat = row(&format!("tells-streak/n=512 skip=50/{variant}")).unwrap_or_default();
+        assert!(cheat.contains("| suspect |"), "{cheat}\n{report}");
+    }
 }
