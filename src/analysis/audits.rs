@@ -38,6 +38,8 @@ pub struct CellAudits {
     pub spots: u64,
     /// Launches in each of the audit's regions, where fewer than in a timed one.
     pub region_launches: Option<u64>,
+    /// Whether CUPTI read timed regions again for their first launches.
+    pub firsts_read_again: bool,
 }
 
 /// The audits of every cell that ran one of the current kind (regions among the timed
@@ -98,6 +100,8 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         capped: among.iter().map(|m| m.capped).sum(),
         spots: among.iter().map(|m| m.spots).sum(),
         region_launches: among.iter().filter_map(|m| m.region_launches).min(),
+        firsts_read_again: (among.iter().filter_map(|m| m.by_cupti.as_ref()))
+            .any(|k| !k.firsts_ns.is_empty()),
     })
 }
 
@@ -201,6 +205,53 @@ mod tests {
         let honest = judge(353.1e3, 350.3e3);
         assert!(honest.suspect.is_none(), "{:?}", honest.suspect);
         assert!(honest.detection_limit < 0.05, "{}", honest.detection_limit);
+    }
+
+    #[test]
+    fn on_an_idle_queue_the_first_launches_read_again_by_cupti_judge_first_against_rest() {
+        // A batch of 500 by events on an idle queue, on an H200: the honest matmul's first
+        // launches read 79.7 µs, 47.4 µs a launch in all, the host's submission in the
+        // first; CUPTI's spans of eight regions more say 48.0 µs first and 47.3 µs the rest.
+        // A kernel that works only after a pause: 48.0 µs first, 29.5 µs the rest.
+        let judge = |(first, reading): (f64, f64), again: Option<(f64, f64)>| {
+            let mut r = run(vec![reading; 2], vec![reading; 2], vec![reading; 6]);
+            let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
+            among.firsts = Some(FirstLaunches {
+                audited: vec![first; 2],
+                decoys: vec![first; 2],
+                pauses: vec![first; 6],
+                timed_count: 200,
+                timed_median: first,
+                timed_iqr: 2e3,
+                timed_max: first + 5e3,
+            });
+            among.by_cupti = again.map(|(f, rest)| crate::protocol::KernelRecords {
+                firsts_ns: vec![f, f + 100.0, f - 100.0, f, f, f + 50.0, f, f],
+                rests_ns: vec![rest; 8],
+                ..Default::default()
+            });
+            let s = steady(200, 50.0, reading);
+            let readings = Readings {
+                reading_ns: Some(reading),
+                steady: Some(&s),
+                flushed: false,
+                stage_allowance_ns: None,
+                host_in_reading: true,
+                per_region: 500,
+                clock_moved_to: None,
+            };
+            cell(0, &[&r], &readings).unwrap().judgement.unwrap()
+        };
+        let by_events = judge((79.7e3, 47.4e3), None);
+        assert!(by_events.suspect.is_some());
+        let honest = judge((79.7e3, 47.4e3), Some((48.0e3, 47.3e3)));
+        assert!(honest.suspect.is_none(), "{:?}", honest.suspect);
+        let cheat = judge((64.2e3, 29.5e3), Some((48.0e3, 29.5e3)));
+        let why = cheat.suspect.unwrap();
+        assert!(
+            why.contains("by CUPTI") && why.contains("first launches"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -16,9 +16,7 @@ pub const Z_FALSE_ALARM: f64 = 3.090;
 /// limit is where a test's medians, as spread as its bound assumes, clear the bound 19 times
 /// in 20, not where their difference meets it (which a kernel there passes half the time).
 pub const MISSED: f64 = 0.05;
-pub use crate::protocol::{margin_ns, MARGIN_NS, MARGIN_SHARE};
-/// Timed samples fewer than this give no spread to judge by.
-pub(super) const MIN_SAMPLES: usize = 10;
+pub use crate::protocol::{margin_ns, MARGIN_NS, MARGIN_SHARE, MIN_SAMPLES};
 /// Without decoys, an audited launch is suspect where it took more than this many times the
 /// reading...
 pub const BAND_RATIO: f64 = 2.0;

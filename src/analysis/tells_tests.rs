@@ -386,7 +386,7 @@ fn slow_after_pauses_by_events(records: Option<(Vec<f64>, Vec<f64>)>) -> Option<
         among.by_cupti = Some(crate::protocol::KernelRecords {
             timed_ns,
             pauses_ns,
-            staged_ns: vec![],
+            ..Default::default()
         });
     }
     by_events_on_an_idle_queue(&r)
@@ -474,6 +474,7 @@ fn slow_after_pauses_by_cuptis_records(staged_ns: Vec<f64>) -> Judgement {
             128.4e3, 128.6e3, 128.3e3, 128.5e3, 128.4e3, 128.7e3, 128.5e3, 128.4e3,
         ],
         staged_ns,
+        ..Default::default()
     });
     by_events_on_an_idle_queue(&r).unwrap()
 }

@@ -31,6 +31,23 @@ pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64
     regions
 }
 
+/// Whether a run's timed regions of `launches` each, whose first launches read `first_ns`
+/// (median) and the regions `reading_ns` a launch, need [`crate::protocol::CUPTI_FIRSTS`]
+/// more read by CUPTI: the first over the launches after it by more than the host's launch
+/// ([`crate::protocol::HOST_LAUNCH_NS`]), which a reading by events on an idle queue holds.
+pub fn first_needs_confirming(
+    first_ns: Option<f64>,
+    reading_ns: Option<f64>,
+    launches: u64,
+) -> bool {
+    let Some((first, reading)) = first_ns.zip(reading_ns) else {
+        return false;
+    };
+    let n = launches as f64;
+    let rest = (n * reading - first) / (n - 1.0);
+    launches > 1 && first - rest > crate::protocol::HOST_LAUNCH_NS
+}
+
 /// Whether a run's audited regions, read `audited_ns` (NaN where the timer reads later),
 /// need [`crate::protocol::CONFIRM_AUDITS`] more beside as many decoys: their lower median
 /// over the median of the decoys, read `decoys_ns`, by more than the margin.
@@ -76,6 +93,17 @@ pub fn confirms_by_cupti(knobs: &Knobs) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_first_launch_over_the_rest_by_more_than_the_hosts_launch_is_read_again() {
+        // An honest matmul's regions of 500 by events on an idle queue, on an H200: first
+        // launches of 79.7 µs, 47.4 µs a launch in all (the rest 47.3 µs).
+        assert!(first_needs_confirming(Some(79.7e3), Some(47.4e3), 500));
+        // Of 10: 52.6 µs and 48.1 µs (the rest 47.6 µs).
+        assert!(!first_needs_confirming(Some(52.6e3), Some(48.1e3), 10));
+        assert!(!first_needs_confirming(Some(79.7e3), Some(47.4e3), 1));
+        assert!(!first_needs_confirming(None, Some(47.4e3), 500));
+    }
 
     #[test]
     fn a_lone_audited_reading_over_half_again_the_timed_median_is_confirmed() {

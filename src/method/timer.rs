@@ -419,11 +419,12 @@ pub(super) struct CuptiReading {
     pub record: CuptiRecord,
 }
 
-/// Each region's busy time per launch from CUPTI's spans of its `launches` launches each: a
-/// launch of several kernels (or copies) counts each one's own span, not the GPU idle
-/// between them while the host enqueues the next (right after CUPTI starts recording that
-/// takes milliseconds: a 6 µs two-pass sum read 3.8 ms from its first start to its last end).
-pub fn busy_per_launch(spans: &cupti::Spans, launches: u64) -> Vec<f64> {
+/// Each region's busy time per launch from CUPTI's spans, region `i` holding `regions[i]`
+/// launches (the audit's may hold fewer than a timed one): a launch of several kernels (or
+/// copies) counts each one's own span, not the GPU idle between them while the host
+/// enqueues the next (right after CUPTI starts recording that takes milliseconds: a 6 µs
+/// two-pass sum read 3.8 ms from its first start to its last end).
+pub fn busy_per_launch(spans: &cupti::Spans, regions: &[u64]) -> Vec<f64> {
     let span = |s: &Span| (s.end - s.start) as f64;
     let each: Vec<f64> = match &spans.kernels {
         Some(kernels) => {
@@ -434,9 +435,17 @@ pub fn busy_per_launch(spans: &cupti::Spans, launches: u64) -> Vec<f64> {
         }
         None => spans.launches.iter().map(span).collect(),
     };
-    (each.chunks(launches.max(1) as usize))
-        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
-        .collect()
+    let mut rest = &each[..];
+    let mut busy = Vec::with_capacity(regions.len());
+    for &launches in regions {
+        let (region, after) = rest.split_at((launches.max(1) as usize).min(rest.len()));
+        if region.is_empty() {
+            break;
+        }
+        busy.push(region.iter().sum::<f64>() / region.len() as f64);
+        rest = after;
+    }
+    busy
 }
 
 pub(super) fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {

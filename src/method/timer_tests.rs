@@ -53,3 +53,29 @@ fn cupti_spans_become_per_launch_samples_and_latencies() {
     assert_eq!(r.record.submitted_to_start_median_ns, Some(300.0));
     assert_eq!(r.record.queued_to_submitted_median_ns, Some(100.0));
 }
+
+#[test]
+fn each_region_reads_its_own_launches_however_many_it_holds() {
+    // A timed region of three launches, an audit's of one, a timed one again; each span
+    // 10 ns longer than the one before.
+    let spans: Vec<Span> = (0..7u64)
+        .map(|i| Span {
+            name: "k".into(),
+            start: 100 * i,
+            end: 100 * i + 10 * (i + 1),
+            queued: 0,
+            submitted: 0,
+        })
+        .collect();
+    let spans = cuda::cupti::Spans {
+        launches: spans,
+        kernels: None,
+    };
+    let busy = super::timer::busy_per_launch(&spans, &[3, 1, 3]);
+    assert_eq!(busy, vec![20.0, 40.0, 60.0]);
+    // Fewer records than asked for: the regions they hold.
+    assert_eq!(
+        super::timer::busy_per_launch(&spans, &[3, 3, 3]),
+        vec![20.0, 50.0, 70.0]
+    );
+}

@@ -55,7 +55,7 @@ pub fn samples_split(in_order: &[f64]) -> bool {
     let steps = crate::statistics::step_quartile(in_order);
     splits_in_two(
         q(0.5),
-        q(0.75) - q(0.25),
+        crate::statistics::iqr(&sorted),
         crate::statistics::shortest_half(&sorted),
         steps,
     )
@@ -117,6 +117,17 @@ pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
 pub const CUPTI_STAGED: usize = 4;
 /// Launches CUPTI's start-up is left to, before those.
 pub const CUPTI_WARM_UP: usize = 2;
+/// Timed samples fewer than this give no spread to judge by (the analysis's tests), nor so
+/// a reason to read a run's first launches again.
+pub const MIN_SAMPLES: usize = 10;
+/// Where a run's timed regions of several launches, read by events on an idle queue, have
+/// first launches over the launches after them by more than [`HOST_LAUNCH_NS`], this many
+/// more regions follow with CUPTI collecting (as long as the audit's, after the same gap as
+/// a timed one), and each one's first launch is set against its rest by their own spans: by
+/// events a first launch holds the host's submission, which grew with the region (on an
+/// H200 an honest matmul's first of 500 read 32 µs over the rest, of 10 about 5 µs),
+/// whatever the kernel did.
+pub const CUPTI_FIRSTS: usize = 8;
 /// The most a pause adds to a reading that holds the host's launch (events or a host timer
 /// on an idle queue): the launch after a pause, like a batch's first on an idle queue, may
 /// start this late (on an H200 a batch's first started 4 to 15 µs late; a 122 µs reduction
@@ -173,6 +184,20 @@ pub struct KernelRecords {
         deserialize_with = "super::nan::null_as_nan"
     )]
     pub staged_ns: Vec<f64>,
+    /// Timed regions of several launches read again ([`CUPTI_FIRSTS`]): each one's first
+    /// launch, and the mean of the launches after it.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::nan::null_as_nan"
+    )]
+    pub firsts_ns: Vec<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::nan::null_as_nan"
+    )]
+    pub rests_ns: Vec<f64>,
 }
 
 #[cfg(test)]

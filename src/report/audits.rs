@@ -16,7 +16,7 @@ use crate::plan::audit_rounds::{
 };
 use crate::protocol::{ALONE_IF_SPLIT, HOST_LAUNCH_NS};
 use crate::protocol::{
-    CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
+    CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
 };
 use serde::Serialize;
 
@@ -95,6 +95,13 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             " Where a timed region is many launches, the audit's regions hold fewer (in {shorter} cells here, counted below): as many as keep a run's first round within {share:.0}% of its timed launches and {least:.0} ms of the kernel each, a graph of them captured once. Each is set against the others and the timed regions per launch, as they are; a kernel that tells a short region apart by the launches before it in a streak (a timed region is longer) does its work in them and after pauses, and is slower there."
         ));
     }
+    let again = cells.iter().filter(|c| c.firsts_read_again).count();
+    if again > 0 {
+        intro.push_str(&format!(
+            " By events on an idle queue a region's first launch holds the host's submission, which grows with the region: where the first launches read over the rest by more than the host's launch, {CUPTI_FIRSTS} timed regions more are read with CUPTI collecting, and each one's first launch's own span is set against its rest's instead, with a region's start at {:.0} µs ({again} cells here).",
+            FIRST_START_NS / 1e3
+        ));
+    }
     let rows = (cells.iter())
         .map(|c| row(&a.run.plan.cells[c.cell].id, c))
         .collect();
@@ -156,6 +163,9 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
         found.map_or("–".into(), |t| {
             let note = match t.tell {
                 Tell::FirstData | Tell::FirstPause => " (first launches)",
+                Tell::FirstRest if t.by_cupti => {
+                    " (a region's first launch / the rest, CUPTI's kernel records)"
+                }
                 Tell::FirstRest => " (a region's first launch / the rest)",
                 _ if t.by_cupti => " (CUPTI's kernel records)",
                 _ => "",

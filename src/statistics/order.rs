@@ -63,6 +63,16 @@ pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
+/// The spread between the quartiles of `values` by nearest rank; 0 for none.
+pub fn iqr(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.is_empty() {
+        true => 0.0,
+        false => nearest_rank(&sorted, 0.75) - nearest_rank(&sorted, 0.25),
+    }
+}
+
 /// The width of the shortest interval holding half of `sorted` (ascending; its values
 /// `ceil(n / 2)` apart by rank), but no narrower than the smallest step between two of its
 /// values (the readings' resolution: an H200's timestamps fall 32 ns apart, and half a

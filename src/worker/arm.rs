@@ -209,14 +209,14 @@ impl<'b> Armed<'b> {
     }
 
     /// Times one of the audit's regions as [`Armed::time_next`] times a timed one, after
-    /// `stage`, holding `launches` launches: fewer than a timed region where
-    /// `plan::audit_rounds::region_launches` says so (a shorter batch, or a graph of its own
-    /// captured at the first such region).
+    /// `stage` where there is one, holding `launches` launches: fewer than a timed region
+    /// where `plan::audit_rounds::region_launches` says so (a shorter batch, or a graph of
+    /// its own captured at the first such region).
     pub(super) fn time_audit_region(
         &mut self,
         data: &'b Data,
         starts: &mut Starts,
-        (what, stage): (&'static str, Prepare),
+        (what, stage): (&'static str, Option<Prepare>),
         launches: u64,
     ) -> Result<f64, Failure> {
         let short = launches != self.body.launches();
@@ -232,7 +232,7 @@ impl<'b> Armed<'b> {
             );
             self.short = Some(body.map_err(|f| f.during("audit: a shorter region made"))?);
         }
-        self.time_body(data, starts, None, (what, Some(stage)), short)
+        self.time_body(data, starts, None, (what, stage), short)
     }
 
     /// Launches of the kernel a region of `launches` makes (see [`Body::kernel_launches`]).

@@ -90,6 +90,7 @@ mod tests {
             capped: 0,
             spots: 0,
             region_launches: None,
+            firsts_read_again: false,
         }
     }
 
@@ -143,6 +144,7 @@ mod parts {
             capped: 0,
             spots: 0,
             region_launches: None,
+            firsts_read_again: false,
         }
     }
 

@@ -71,6 +71,7 @@ mod tests {
             capped: 0,
             spots: 0,
             region_launches: None,
+            firsts_read_again: false,
         }
     }
 

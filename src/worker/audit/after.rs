@@ -122,7 +122,7 @@ fn time_launch(
             armed.launch.enqueue().map_err(&what)?;
             cuda::synchronize().map_err(&what)?;
             let spans = collector.finish(&armed.entries, 1)?;
-            Ok((busy_per_launch(&spans, 1).first().copied(), false))
+            Ok((busy_per_launch(&spans, &[1]).first().copied(), false))
         }
         TimerKind::Profiler => {
             prepare(buffers, armed)?;

@@ -275,7 +275,8 @@ impl Among {
     }
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions
-    /// read slow by events on an idle queue (see [`by_cupti::read_again`]); returns the
+    /// read slow by events on an idle queue (see [`by_cupti::read_again`]), and timed regions
+    /// where their first launches read slow so ([`by_cupti::firsts_again`]); returns the
     /// time that took, which is no sample's (a phase of its own where they were).
     pub(in crate::worker) fn by_cupti<'b>(
         &mut self,
@@ -295,16 +296,24 @@ impl Among {
             draws: &self.inputs.draws,
             held: self.held,
             pause_draws: self.pause_draws,
+            launches: self.launches.unwrap_or(armed.body.launches()),
         };
         s.timeline.mark("steady samples");
         let start = Instant::now();
         self.late_before_cupti = Some(self.inputs.draws.late());
-        let records = by_cupti::read_again(ready, armed, rec, samples, run)?;
-        spent(&mut self.regions_time, start);
-        spent(&mut self.cost, start);
+        let mut records = by_cupti::read_again(ready, armed, rec, samples, run)?;
         if records.is_some() {
             s.timeline.mark("audit: pauses read again by CUPTI");
         }
+        let timed = (samples, &self.timed_firsts[..]);
+        let launches = self.launches.unwrap_or(armed.body.launches());
+        if let Some((firsts, rests)) = by_cupti::firsts_again(ready, armed, rec, timed, launches)? {
+            let read = records.get_or_insert_with(KernelRecords::default);
+            (read.firsts_ns, read.rests_ns) = (firsts, rests);
+            s.timeline.mark("audit: first launches read again by CUPTI");
+        }
+        spent(&mut self.regions_time, start);
+        spent(&mut self.cost, start);
         self.by_cupti = records;
         Ok(start.elapsed())
     }
@@ -351,7 +360,7 @@ impl Among {
             Region::Pause => "launch after a pause",
         };
         let mut starts = Starts::new(start, 1);
-        let reading = armed.time_audit_region(data, &mut starts, (what, &stage), launches)?;
+        let reading = armed.time_audit_region(data, &mut starts, (what, Some(&stage)), launches)?;
         spent(&mut self.regions_time, start);
         rec.kernel_launches += armed.kernel_launches_of(launches);
         self.ran.push(Ran {

@@ -7,10 +7,12 @@
 //! judges those records (`analysis::bounds::by_kernel_records`, `idle_or_kernel`).
 
 use super::draw::Draws;
+use crate::experiment::knobs::cache::Cache;
 use crate::method::confirm;
 use crate::method::timer::busy_per_launch;
 use crate::protocol::{
-    CellRecord, KernelRecords, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
+    CellRecord, KernelRecords, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
+    CUPTI_WARM_UP, MIN_SAMPLES,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
@@ -30,6 +32,9 @@ pub(super) struct Run<'a> {
     pub(super) draws: &'a Draws,
     pub(super) held: u64,
     pub(super) pause_draws: bool,
+    /// Launches in each of the run's regions (fewer than a timed one's where the audit's
+    /// are shorter: a pause read again is one of them).
+    pub(super) launches: u64,
 }
 
 /// What a region among the launches CUPTI reads waits out: a pause's stage, or one that
@@ -81,11 +86,59 @@ pub(super) fn read_again<'b>(
         timed_ns,
         pauses_ns,
         staged_ns,
+        ..KernelRecords::default()
     }))
+}
+
+/// Where the run's timed regions of several launches, read by events on an idle queue,
+/// have first launches over the launches after them by more than the host's launch
+/// (`timed_firsts`: each steady region's first launch), [`CUPTI_FIRSTS`] regions of the
+/// audit's `launches` with CUPTI collecting, each after the gap a timed one follows: each
+/// one's first launch's own span, and the mean of the rest's. None where they are not
+/// needed, CUPTI cannot collect, or a record is missing.
+pub(super) fn firsts_again<'b>(
+    ready: ReadyCell<'b>,
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+    (samples, timed_firsts): (&[f64], &[f64]),
+    launches: u64,
+) -> Result<Option<Firsts>, Failure> {
+    let knobs = &ready.cell.knobs;
+    let flushed = matches!(knobs.cache, Cache::Flush { .. });
+    let first = crate::statistics::median(timed_firsts.to_vec());
+    let reading = crate::statistics::median(samples.to_vec());
+    let needed = timed_firsts.len() >= MIN_SAMPLES
+        && confirm::first_needs_confirming(first, reading, armed.body.launches());
+    if !confirm::confirms_by_cupti(knobs) || flushed || !needed || launches < 2 {
+        return Ok(None);
+    }
+    let copies = !armed.launch.copy_records().is_empty();
+    let Ok(collector) = cuda::cupti::Collector::start(copies) else {
+        return Ok(None);
+    };
+    let mut starts = Starts::new(Instant::now(), 1);
+    let what = ("timed launch read by CUPTI", None);
+    for _ in 0..CUPTI_WARM_UP + CUPTI_FIRSTS {
+        armed.time_audit_region(ready.data, &mut starts, what, launches)?;
+    }
+    let per_region = armed.kernel_launches_of(launches);
+    rec.kernel_launches += (CUPTI_WARM_UP + CUPTI_FIRSTS) as u64 * per_region;
+    let count = CUPTI_FIRSTS * per_region as usize;
+    let Ok(spans) = collector.finish(&armed.entries, count) else {
+        return Ok(None);
+    };
+    // Each region: its first launch, then the rest.
+    let lengths: Vec<u64> = (0..CUPTI_FIRSTS).flat_map(|_| [1, launches - 1]).collect();
+    let busy = busy_per_launch(&spans, &lengths);
+    let (firsts, rests) = (busy.iter().step_by(2), busy.iter().skip(1).step_by(2));
+    Ok(Some((firsts.copied().collect(), rests.copied().collect())))
 }
 
 /// Kernel records, ns per launch: (the timed launches', the regions').
 type Read = (Vec<f64>, Vec<f64>);
+
+/// Kernel records of timed regions, ns: (each one's first launch, its rest's mean).
+type Firsts = (Vec<f64>, Vec<f64>);
 
 /// Launches as the samples were with CUPTI collecting, a region after a `stage` among every
 /// [`CUPTI_TIMED_PER_PAUSE`] + 1 at a place the cell's seed draws: the timed launches' and
@@ -115,7 +168,7 @@ fn collect<'b>(
         staged.map_err(during("audit: the region's stage"))
     };
     let mut starts = Starts::new(Instant::now(), 1);
-    let (data, per_region) = (ready.data, armed.body.kernel_launches());
+    let data = ready.data;
     let what = "timed launch read by CUPTI";
     for _ in 0..CUPTI_WARM_UP {
         armed.time_next(data, &mut starts, None, what, None)?;
@@ -130,21 +183,31 @@ fn collect<'b>(
     let placed: Vec<usize> = (0..runs)
         .map(|k| k * every + rng.random_range(1..every))
         .collect();
+    // Each region's kernel launches, in order: a timed one's, or the audit's region's.
+    let mut lengths = Vec::with_capacity(runs * every);
     for i in 0..runs * every {
-        match placed.contains(&i) {
+        let launches = match placed.contains(&i) {
             true => {
-                let after = "launch after a region's stage read by CUPTI";
-                armed.time_next(data, &mut starts, None, after, Some(&region))?
+                let after = (
+                    "launch after a region's stage read by CUPTI",
+                    Some(&region as _),
+                );
+                armed.time_audit_region(data, &mut starts, after, run.launches)?;
+                run.launches
             }
-            false => armed.time_next(data, &mut starts, None, what, None)?,
+            false => {
+                armed.time_next(data, &mut starts, None, what, None)?;
+                armed.body.launches()
+            }
         };
+        lengths.push(armed.kernel_launches_of(launches));
     }
-    let launches = runs * every;
-    rec.kernel_launches += (CUPTI_WARM_UP + launches) as u64 * per_region;
-    let Ok(spans) = collector.finish(&armed.entries, launches * per_region as usize) else {
+    let warm_up = CUPTI_WARM_UP as u64 * armed.body.kernel_launches();
+    rec.kernel_launches += warm_up + lengths.iter().sum::<u64>();
+    let Ok(spans) = collector.finish(&armed.entries, lengths.iter().sum::<u64>() as usize) else {
         return Ok(None);
     };
-    let busy = busy_per_launch(&spans, per_region);
+    let busy = busy_per_launch(&spans, &lengths);
     let (after, timed): (Vec<_>, Vec<_>) =
         (busy.iter().enumerate()).partition(|(i, _)| placed.contains(i));
     let values = |of: Vec<(usize, &f64)>| of.into_iter().map(|(_, t)| *t).collect();

@@ -44,17 +44,14 @@ impl Among {
         };
         let timed = &self.timed_firsts;
         let median = crate::statistics::median(timed.clone())?;
-        let mut sorted = timed.clone();
-        sorted.sort_by(f64::total_cmp);
-        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
         Some(FirstLaunches {
             audited: of(Region::Audit),
             decoys: of(Region::Decoy),
             pauses: of(Region::Pause),
             timed_count: timed.len() as u64,
             timed_median: median,
-            timed_iqr: at(0.75) - at(0.25),
-            timed_max: at(1.0),
+            timed_iqr: crate::statistics::iqr(timed),
+            timed_max: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         })
     }
 }
