@@ -83,7 +83,11 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
                 .test(Tell::FirstData)
                 .or(j.test(Tell::FirstPause))
                 .is_some();
-            let per_region = super::tells::audit_launches(&among, readings.per_region);
+            // The longest of the runs' regions: a run that kept a timed region's counts so.
+            let per_region = (among.iter())
+                .map(|m| m.region_launches.unwrap_or(readings.per_region))
+                .max()
+                .unwrap_or(readings.per_region);
             if audits.iter().all(|a| a.weaker.is_none()) && !firsts {
                 j.detection_limit = (j.detection_limit * per_region as f64).min(1.0);
             }
@@ -169,6 +173,14 @@ mod tests {
         let among = short.audit.as_mut().unwrap().among.as_mut().unwrap();
         among.region_launches = Some(4);
         assert!((limit(&short, 20) - 4.0 * one).abs() < 1e-12);
+        // Beside a run that kept a timed region's 20, the longer counts.
+        let pair = |a: &CellRecord, per_region| {
+            let c = cell(3, &[a, &r], &readings(per_region)).unwrap();
+            c.judgement.unwrap().detection_limit
+        };
+        let base = pair(&r, 1);
+        assert!(base > 0.0 && 20.0 * base < 1.0, "{base}");
+        assert!((pair(&short, 20) - 20.0 * base).abs() < 1e-12);
     }
 
     #[test]

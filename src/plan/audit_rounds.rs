@@ -178,7 +178,7 @@ pub const GRAPH_CAPTURE_NS_PER_LAUNCH: f64 = 3_000.0;
 /// Launches in each of the audit's regions where a timed region holds `n` (each about
 /// `launch_ns`, as the timer read the samples so far), for a run whose first round holds
 /// `regions` among `samples` samples: the fewest of [`REGION_LAUNCHES_SHARE`] and
-/// [`SHORT_REGION_NS`] allow, and `n` itself where that is over half of them, or where
+/// [`SHORT_REGION_NS`] allow (two at least), and `n` itself where that is over half of them, or where
 /// capturing a graph of them (`graphs` graphs a region replays, 0 for a batch) would cost
 /// more than half of what the shorter regions save.
 pub fn region_launches(
@@ -192,7 +192,8 @@ pub fn region_launches(
     }
     let by_share = REGION_LAUNCHES_SHARE * samples as f64 * n as f64 / regions as f64;
     let by_time = SHORT_REGION_NS / launch_ns;
-    let m = by_share.max(by_time).ceil();
+    // Two at least: a region's first launch is read apart from the rest.
+    let m = by_share.max(by_time).ceil().max(2.0);
     let saved = regions as f64 * (n as f64 - m) * launch_ns;
     let capture = m * graphs as f64 * GRAPH_CAPTURE_NS_PER_LAUNCH;
     match 2.0 * m <= n as f64 && saved > 2.0 * capture {
@@ -227,6 +228,9 @@ mod tests {
         assert_eq!(region_launches(10_000, (5, 1), 1_100.0, 1), 10_000);
         // A graph of 100 launches of 167 µs: 12 of them, captured in 36 µs.
         assert_eq!(region_launches(100, (20, 5), 167_000.0, 1), 12);
+        // Ten launches of 10 ms among five samples: two, not one (a first launch and the
+        // rest).
+        assert_eq!(region_launches(10, (5, 1), 10e6, 0), 2);
         // No reading yet (CUPTI's come later), a single launch, no regions.
         assert_eq!(region_launches(10_000, (5, 1), f64::NAN, 0), 10_000);
         assert_eq!(region_launches(1, (200, 10), 1e6, 0), 1);

@@ -208,17 +208,10 @@ impl<'b> Armed<'b> {
         self.time_body(data, starts, timeline, (what, stage), false)
     }
 
-    /// Times one of the audit's regions as [`Armed::time_next`] times a timed one, after
-    /// `stage` where there is one, holding `launches` launches: fewer than a timed region
-    /// where `plan::audit_rounds::region_launches` says so (a shorter batch, or a graph of
-    /// its own captured at the first such region).
-    pub(super) fn time_audit_region(
-        &mut self,
-        data: &'b Data,
-        starts: &mut Starts,
-        (what, stage): (&'static str, Option<Prepare>),
-        launches: u64,
-    ) -> Result<f64, Failure> {
+    /// Makes the body of the audit's regions of `launches` launches where that is fewer than
+    /// a timed region's and not made yet (see [`Armed::time_audit_region`]): a shorter batch,
+    /// or a graph of its own captured.
+    pub(super) fn audit_body(&mut self, data: &'b Data, launches: u64) -> Result<(), Failure> {
         let short = launches != self.body.launches();
         if short && self.short.as_ref().map(Body::launches) != Some(launches) {
             let count = self.launches.with_count(launches);
@@ -232,6 +225,21 @@ impl<'b> Armed<'b> {
             );
             self.short = Some(body.map_err(|f| f.during("audit: a shorter region made"))?);
         }
+        Ok(())
+    }
+
+    /// Times one of the audit's regions as [`Armed::time_next`] times a timed one, after
+    /// `stage` where there is one, holding `launches` launches: fewer than a timed region
+    /// where `plan::audit_rounds::region_launches` says so ([`Armed::audit_body`]).
+    pub(super) fn time_audit_region(
+        &mut self,
+        data: &'b Data,
+        starts: &mut Starts,
+        (what, stage): (&'static str, Option<Prepare>),
+        launches: u64,
+    ) -> Result<f64, Failure> {
+        self.audit_body(data, launches)?;
+        let short = launches != self.body.launches();
         self.time_body(data, starts, None, (what, stage), short)
     }
 

@@ -329,6 +329,13 @@ impl Among {
         samples: &[f64],
     ) -> Result<(), Failure> {
         let ReadyCell { cell, data, .. } = ready;
+        let launches = self.launches(cell, armed, samples);
+        // A shorter graph's capture is the audit's cost but not this region's: a region's
+        // cost sizes the next ones of its kind.
+        let making = Instant::now();
+        armed.audit_body(data, launches)?;
+        spent(&mut self.regions_time, making);
+        spent(&mut self.cost, making);
         let start = Instant::now();
         let seed = match kind {
             Region::Audit => {
@@ -339,7 +346,6 @@ impl Among {
             // See the module's doc: a cold cell's pause draws as a decoy does.
             Region::Pause => self.pause_draws.then_some(self.held),
         };
-        let launches = self.launches(armed, samples);
         let wait = Duration::from_nanos(self.wait_ns);
         let draws = &self.inputs.draws;
         let k = self.kick.as_ref();
@@ -393,11 +399,14 @@ impl Among {
         Ok(())
     }
 
-    /// Launches in each region, sized at the first from the samples read so far (see
-    /// [`audit::region_launches`]): a timed region's where the timer reads them later
-    /// (CUPTI's records count a region as a timed one's launches).
-    fn launches(&mut self, armed: &Armed, samples: &[f64]) -> u64 {
+    /// Launches in each region of `cell`, sized at the first from the samples read so far
+    /// (see [`audit::region_launches`]): a timed region's where the timer reads them later
+    /// (CUPTI's records are split into regions of a timed one's launches).
+    fn launches(&mut self, cell: &Cell, armed: &Armed, samples: &[f64]) -> u64 {
         let n = armed.body.launches();
+        if matches!(cell.knobs.timer, TimerKind::Cupti | TimerKind::Profiler) {
+            return n;
+        }
         *self.launches.get_or_insert_with(|| {
             let launch_ns = crate::statistics::median(samples.to_vec()).unwrap_or(f64::NAN);
             audit::region_launches(n, self.round, launch_ns, armed.body.graphs())

@@ -128,7 +128,9 @@ pub(super) fn firsts_again<'b>(
         return Ok(None);
     };
     // Each region: its first launch, then the rest.
-    let lengths: Vec<u64> = (0..CUPTI_FIRSTS).flat_map(|_| [1, launches - 1]).collect();
+    let lengths: Vec<u64> = (0..CUPTI_FIRSTS)
+        .flat_map(|_| [1, per_region - 1])
+        .collect();
     let busy = busy_per_launch(&spans, &lengths);
     let (firsts, rests) = (busy.iter().step_by(2), busy.iter().skip(1).step_by(2));
     Ok(Some((firsts.copied().collect(), rests.copied().collect())))
