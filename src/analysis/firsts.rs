@@ -9,7 +9,7 @@ use super::bounds::{
 };
 use super::drift::{self, Drift};
 use super::stats::Stats;
-use crate::protocol::{AuditsAmong, FirstLaunches, HOST_LAUNCH_NS};
+use crate::protocol::{rest_of_region, AuditsAmong, FirstLaunches, HOST_LAUNCH_NS};
 use crate::statistics::{iqr, iqr_sigma, median};
 
 /// The tests on the first launches of regions of several, pooled over the runs that read
@@ -113,8 +113,7 @@ pub(super) fn first_against_rest(
     if let Some(test) = by_kernel_records(among) {
         return Some(test);
     }
-    let n = per_region as f64;
-    let rest = (n * steady.median - first) / (n - 1.0);
+    let rest = rest_of_region(first, steady.median, per_region);
     let sigma = iqr_sigma(firsts.iter().map(|f| f.timed_iqr).fold(0.0, f64::max));
     let start = match host_in_reading {
         true => HOST_LAUNCH_NS,

@@ -233,8 +233,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
 /// Launches in each of the audit's regions: `per_region`, a timed region's, unless the
 /// records say they held fewer (`plan::audit_rounds::region_launches`).
 pub(super) fn audit_launches(among: &[&AuditsAmong], per_region: u64) -> u64 {
-    let fewer = among.iter().filter_map(|m| m.region_launches).min();
-    fewer.unwrap_or(per_region)
+    fewest_audit_launches(among).unwrap_or(per_region)
+}
+
+/// The fewest launches any run's audit regions held, where a run's held fewer than a timed
+/// region.
+pub(super) fn fewest_audit_launches(among: &[&AuditsAmong]) -> Option<u64> {
+    among.iter().filter_map(|m| m.region_launches).min()
 }
 
 /// The pause test: the pauses against the timed samples (`steady`, their spread `timed`),

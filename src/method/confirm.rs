@@ -43,8 +43,7 @@ pub fn first_needs_confirming(
     let Some((first, reading)) = first_ns.zip(reading_ns) else {
         return false;
     };
-    let n = launches as f64;
-    let rest = (n * reading - first) / (n - 1.0);
+    let rest = crate::protocol::rest_of_region(first, reading, launches);
     launches > 1 && first - rest > crate::protocol::HOST_LAUNCH_NS
 }
 

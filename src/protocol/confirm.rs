@@ -136,6 +136,13 @@ pub const CUPTI_FIRSTS: usize = 8;
 /// whatever the launch cost, so CUPTI does not read them again.
 pub const HOST_LAUNCH_NS: f64 = 25_000.0;
 
+/// What each launch after the first of a region of `launches` took, where the region read
+/// `reading_ns` a launch and its first launch `first_ns`: (N R - F) / (N - 1).
+pub fn rest_of_region(first_ns: f64, reading_ns: f64, launches: u64) -> f64 {
+    let n = launches as f64;
+    (n * reading_ns - first_ns) / (n - 1.0)
+}
+
 /// Whether pauses whose lower median is `lower_ns` read over the timed median by more than
 /// the margin and [`HOST_LAUNCH_NS`]: the worker does not read such pauses again by CUPTI,
 /// and the analysis says they did more work whatever the launch cost.

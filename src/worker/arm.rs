@@ -205,7 +205,8 @@ impl<'b> Armed<'b> {
         what: &'static str,
         stage: Option<Prepare>,
     ) -> Result<f64, Failure> {
-        self.time_body(data, starts, timeline, (what, stage), false)
+        let launches = self.body.launches();
+        self.time_body(data, starts, timeline, (what, stage), launches)
     }
 
     /// Makes the body of the audit's regions of `launches` launches where that is fewer than
@@ -239,8 +240,7 @@ impl<'b> Armed<'b> {
         launches: u64,
     ) -> Result<f64, Failure> {
         self.audit_body(data, launches)?;
-        let short = launches != self.body.launches();
-        self.time_body(data, starts, None, (what, stage), short)
+        self.time_body(data, starts, None, (what, stage), launches)
     }
 
     /// Launches of the kernel a region of `launches` makes (see [`Body::kernel_launches`]).
@@ -248,17 +248,18 @@ impl<'b> Armed<'b> {
         self.body.kernel_launches() / self.body.launches().max(1) * launches
     }
 
+    /// Times a region of `launches`: the timed body, or the audit's shorter one of that count.
     fn time_body(
         &mut self,
         data: &'b Data,
         starts: &mut Starts,
         timeline: Option<&mut Timeline>,
         (what, stage): (&'static str, Option<Prepare>),
-        short: bool,
+        launches: u64,
     ) -> Result<f64, Failure> {
-        let launches = matches!(self.body, Body::Launches { .. });
+        let batch = matches!(self.body, Body::Launches { .. });
         let mut set = 0;
-        if self.params.len() > 1 && launches {
+        if self.params.len() > 1 && batch {
             set = self.turn % self.params.len();
             for (i, v) in self.params[set].iter().enumerate() {
                 self.launch.set_param(i, *v);
@@ -281,7 +282,7 @@ impl<'b> Armed<'b> {
         }
         // A graph or a batch holds its own resets; a flush ends with a synchronize, as a
         // reset before the region must.
-        let reset = launches && self.body.launches() == 1 && data.sets[set].resets();
+        let reset = batch && self.body.launches() == 1 && data.sets[set].resets();
         if reset {
             data.sets[set].reset().map_err(during("buffer reset"))?;
         }
@@ -296,8 +297,9 @@ impl<'b> Armed<'b> {
             None => {}
         }
         starts.push();
-        let body = match (short, self.short.as_ref()) {
-            (true, Some(body)) => body,
+        // A region of `launches`: a timed one, or the audit's shorter one made for it.
+        let body = match self.short.as_ref() {
+            Some(short) if short.launches() == launches => short,
             _ => &self.body,
         };
         self.timer
