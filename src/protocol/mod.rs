@@ -364,6 +364,19 @@ pub struct AuditsAmong {
     /// The timed samples just before each region (none in runs from before them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<RegionsBefore>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<RegionHostTimes>,
+}
+
+/// What each region took on the host in µs, in the order they ran (`kinds`: `a` audited,
+/// `d` decoy, `p` pause): its stage (draw, pause), all of it, and an audited one's check (its
+/// single launches too; 0 for the others): where the audit's time went.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RegionHostTimes {
+    pub kinds: String,
+    pub stages_us: Vec<f64>,
+    pub regions_us: Vec<f64>,
+    pub checks_us: Vec<f64>,
 }
 
 /// The first launch of each region of several launches, in ns from the region's start (an

@@ -62,8 +62,10 @@ struct Ran {
     gap: f64,
     /// Its first launch, in a region of several (NaN where not read).
     first: f64,
-    /// Host time it took, its stage and check included.
+    /// Host time it took, its stage and check included; its stage's and check's.
     cost: Duration,
+    stage: Duration,
+    check: Duration,
 }
 
 /// A run's regions: where they go, what they read, what they read as.
@@ -349,16 +351,19 @@ impl Among {
         let wait = Duration::from_nanos(self.wait_ns);
         let draws = &self.inputs.draws;
         let k = self.kick.as_ref();
+        let staged = std::cell::Cell::new(Duration::ZERO);
         let stage = |buffers: &Buffers| -> Result<(), Failure> {
+            let staging = Instant::now();
             let poison = |_: &Draws| buffers.poison_outputs();
-            match (seed, draws.is_empty()) {
+            let done = match (seed, draws.is_empty()) {
                 (Some(seed), false) => draws.stage(|d| d.write(seed), wait, k),
                 // Nothing to draw: the outputs poisoned again instead, before a pause too
                 // (see the module's doc).
                 (_, true) => draws.stage(poison, wait, k),
                 (None, false) => draws.stage(|_| Ok(()), wait, k),
-            }
-            .map_err(during("audit: the region's stage"))
+            };
+            staged.set(staging.elapsed());
+            done.map_err(during("audit: the region's stage"))
         };
         let what = match kind {
             Region::Audit => "audited launch",
@@ -377,6 +382,8 @@ impl Among {
             gap: f64::NAN,
             first: armed.timer.first_ns,
             cost: Duration::ZERO,
+            stage: staged.get(),
+            check: Duration::ZERO,
         });
         if let (Region::Audit, Some(seed)) = (kind, seed) {
             let earlier = std::mem::replace(&mut self.held, seed);
@@ -388,6 +395,9 @@ impl Among {
             let alone =
                 checked.and_then(|c| self.spots(s, ready, armed, (seed, earlier)).map(|n| (c, n)));
             spent(&mut self.checks_time, checking);
+            if let Some(ran) = self.ran.last_mut() {
+                ran.check = checking.elapsed();
+            }
             let (checked, alone) = alone?;
             rec.kernel_launches += alone;
             self.check = checked;
@@ -471,6 +481,7 @@ impl Among {
             firsts: self.firsts(),
             by_cupti: self.by_cupti.take(),
             before: None,
+            host: Some(self.host_times()),
         };
         let positions = [
             &among.positions,
