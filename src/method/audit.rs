@@ -36,7 +36,7 @@ use rand::{
 };
 use std::time::Duration;
 
-use crate::plan::audit_rounds::{affordable, counts, run_floor};
+use crate::plan::audit_rounds::{affordable, counts, kinds_run, run_floor};
 pub use crate::plan::audit_rounds::{
     first_round, region_launches, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
 };
@@ -105,14 +105,23 @@ pub struct Schedule {
     planned: Vec<(usize, Region, Keep)>,
     /// The first round's regions due so far, run or left out.
     dealt: usize,
+    /// Whether the regions' times are set against each other: else only audited regions
+    /// run (`audit_rounds::kinds_run`).
+    judged: bool,
 }
 
 impl Schedule {
     /// The schedule of the run ranked `run` (see [`first_round`]) of `runs` of a cell, each
     /// of `samples` steady samples at most and `fewest` at least (a stop rule's or a
     /// budget's least), drawn from `seed`: the first round's regions the fewest afford go
-    /// among them, the rest of the round's after them.
-    pub fn new(seed: u64, (samples, fewest): (usize, usize), runs: usize, run: usize) -> Schedule {
+    /// among them, the rest of the round's after them; where the regions' times are not
+    /// `judged`, the audited ones alone.
+    pub fn new(
+        seed: u64,
+        (samples, fewest): (usize, usize),
+        (runs, run): (usize, usize),
+        judged: bool,
+    ) -> Schedule {
         let mut s = Schedule {
             rng: SmallRng::seed_from_u64(seed),
             samples,
@@ -122,6 +131,7 @@ impl Schedule {
             round: 0,
             planned: Vec::new(),
             dealt: 0,
+            judged,
         };
         s.plan_round();
         s
@@ -170,12 +180,9 @@ impl Schedule {
     /// Places `[audited, decoys, pauses]` regions, of which `floor` of each kind may never be
     /// left out, uniformly among the steady samples `start..end` (the run's at most) that
     /// keep them apart, kinds in a drawn order; appended to those planned.
-    fn place(
-        &mut self,
-        (start, end): (usize, usize),
-        [a, d, p]: [usize; 3],
-        mut floor: [usize; 3],
-    ) {
+    fn place(&mut self, (start, end): (usize, usize), counts: [usize; 3], floor: [usize; 3]) {
+        let [a, d, p] = kinds_run(self.judged, counts);
+        let mut floor = kinds_run(self.judged, floor);
         let (start, end) = (start.max(1), end.min(self.samples));
         let mut kinds: Vec<Region> = [(a, Region::Audit), (d, Region::Decoy), (p, Region::Pause)]
             .iter()

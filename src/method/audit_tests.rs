@@ -2,10 +2,11 @@
 //! holds.
 
 use super::*;
+use crate::plan::audit_rounds::FLOOR;
 
 /// Every region a run of `samples` holds, kinds counted.
 fn run_all(seed: u64, samples: usize) -> (Vec<(usize, Region)>, [usize; 3]) {
-    let mut s = Schedule::new(seed, (samples, samples), 1, 0);
+    let mut s = Schedule::new(seed, (samples, samples), (1, 0), true);
     let mut all = Vec::new();
     for i in 0..samples {
         if let Some((k, _)) = s.due(i) {
@@ -20,8 +21,26 @@ fn run_all(seed: u64, samples: usize) -> (Vec<(usize, Region)>, [usize; 3]) {
 }
 
 #[test]
+fn a_cell_whose_times_are_not_judged_runs_its_audited_regions_alone_as_many_and_as_kept() {
+    let due = |judged: bool| -> Vec<(usize, Region, Keep)> {
+        let mut s = Schedule::new(11, (1000, 1000), (1, 0), judged);
+        (0..1000)
+            .filter_map(|i| s.due(i).map(|(k, keep)| (i, k, keep)))
+            .collect()
+    };
+    let (all, audited) = (due(true), due(false));
+    let of = |v: &[(usize, Region, Keep)], kind| v.iter().filter(|r| r.1 == kind).count();
+    assert!(of(&all, Region::Decoy) > 0 && of(&all, Region::Pause) > 0);
+    assert_eq!(of(&audited, Region::Audit), of(&all, Region::Audit));
+    assert_eq!(audited.len(), of(&audited, Region::Audit));
+    // The first round's floor of audited regions is kept either way.
+    let always = |v: &[(usize, Region, Keep)]| v.iter().filter(|r| r.2 == Keep::Always).count();
+    assert_eq!(always(&audited), FLOOR[0]);
+}
+
+#[test]
 fn a_region_again_falls_later_in_the_round_a_sample_apart_from_the_others() {
-    let mut s = Schedule::new(7, (300, 300), 1, 0);
+    let mut s = Schedule::new(7, (300, 300), (1, 0), true);
     let planned: Vec<usize> = s.planned.iter().map(|p| p.0).collect();
     assert!(s.again(Region::Decoy, 19));
     let added: Vec<&(usize, Region, Keep)> = (s.planned.iter())
@@ -41,7 +60,7 @@ fn a_region_again_falls_later_in_the_round_a_sample_apart_from_the_others() {
         .collect();
     assert_eq!(due.len(), planned.len() + 1);
     // No place left after the round's last sample.
-    assert!(!Schedule::new(7, (300, 300), 1, 0).again(Region::Decoy, span(0).1));
+    assert!(!Schedule::new(7, (300, 300), (1, 0), true).again(Region::Decoy, span(0).1));
 }
 
 #[test]
@@ -148,7 +167,7 @@ fn regions_past_their_share_of_the_cells_time_are_left_out() {
 #[test]
 fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
     for seed in 0..20 {
-        let mut s = Schedule::new(seed, (1000, 1000), 1, 0);
+        let mut s = Schedule::new(seed, (1000, 1000), (1, 0), true);
         let due: Vec<(usize, Region, Keep)> = (0..1000)
             .filter_map(|i| s.due(i).map(|(kind, keep)| (i, kind, keep)))
             .collect();
@@ -175,7 +194,7 @@ fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
         }
     }
     // A short cell's floor is what its round holds of it.
-    let mut s = Schedule::new(3, (60, 60), 1, 0);
+    let mut s = Schedule::new(3, (60, 60), (1, 0), true);
     let keeps: Vec<Keep> = (0..60).filter_map(|i| s.due(i).map(|d| d.1)).collect();
     assert_eq!(keeps, [Keep::Always; 3]);
 }
@@ -184,7 +203,7 @@ fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
 fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
     // Stopped after 23 of a 100,000 cap: what ran, and an audited region if none did.
     for seed in 0..20 {
-        let mut s = Schedule::new(seed, (100_000, 100_000), 1, 0);
+        let mut s = Schedule::new(seed, (100_000, 100_000), (1, 0), true);
         let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i).map(|d| d.0)).collect();
         let after = s.after(23, &ran);
         match ran.contains(&Region::Audit) {
@@ -193,7 +212,7 @@ fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
         }
     }
     // Stopped after 150: the 7 of the first round its samples afford.
-    let mut s = Schedule::new(5, (100_000, 100_000), 1, 0);
+    let mut s = Schedule::new(5, (100_000, 100_000), (1, 0), true);
     let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
     let after = s.after(150, &ran);
     assert_eq!(ran.len() + after.len(), 7, "{ran:?} {after:?}");
@@ -202,23 +221,23 @@ fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
     // where it stops there; where it goes on to 150, what those afford (7) at least,
     // among its samples or after them, and no more than the round's 10.
     for seed in 0..20 {
-        let mut s = Schedule::new(seed, (100_000, 23), 1, 0);
+        let mut s = Schedule::new(seed, (100_000, 23), (1, 0), true);
         let ran: Vec<Region> = (0..23).filter_map(|i| s.due(i).map(|d| d.0)).collect();
         assert_eq!(ran, [Region::Audit], "{seed}");
         assert!(s.after(23, &ran).is_empty());
-        let mut s = Schedule::new(seed, (100_000, 23), 1, 0);
+        let mut s = Schedule::new(seed, (100_000, 23), (1, 0), true);
         let ran: Vec<Region> = (0..150).filter_map(|i| s.due(i).map(|d| d.0)).collect();
         let after = s.after(150, &ran);
         let held = ran.len() + after.len();
         assert!((7..=10).contains(&held), "{ran:?} {after:?}");
-        let mut all = Schedule::new(seed, (100_000, 23), 1, 0);
+        let mut all = Schedule::new(seed, (100_000, 23), (1, 0), true);
         let whole: Vec<Region> = (0..200).filter_map(|i| all.due(i).map(|d| d.0)).collect();
         let kinds = |k: Region| whole.iter().filter(|&&r| r == k).count();
         let kinds = [Region::Audit, Region::Decoy, Region::Pause].map(kinds);
         assert_eq!(kinds, first_round(200, 1, 0), "{seed}: the whole round");
     }
     // Stopped in the third round: nothing more.
-    let mut s = Schedule::new(5, (100_000, 100_000), 1, 0);
+    let mut s = Schedule::new(5, (100_000, 100_000), (1, 0), true);
     let ran: Vec<Region> = (0..500).filter_map(|i| s.due(i).map(|d| d.0)).collect();
     assert!(s.after(500, &ran).is_empty());
     assert!(ran.len() >= 12);
@@ -227,7 +246,7 @@ fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
 #[test]
 fn a_run_that_stops_before_its_fewest_still_holds_an_audited_region() {
     // Its fewest afforded none (2 samples), and it stopped after 1: the audit is owed.
-    let mut s = Schedule::new(3, (100_000, 2), 1, 0);
+    let mut s = Schedule::new(3, (100_000, 2), (1, 0), true);
     let ran: Vec<Region> = (0..1).filter_map(|i| s.due(i).map(|d| d.0)).collect();
     assert!(ran.is_empty());
     assert_eq!(s.after(1, &ran), [(Region::Audit, Keep::Always)]);
@@ -236,7 +255,7 @@ fn a_run_that_stops_before_its_fewest_still_holds_an_audited_region() {
 #[test]
 fn regions_added_again_and_the_rounds_rest_stay_apart() {
     for seed in 0..50 {
-        let mut s = Schedule::new(seed, (100_000, 80), 1, 0);
+        let mut s = Schedule::new(seed, (100_000, 80), (1, 0), true);
         // A decoy again before the rest is placed falls among the fewest, a sample short of
         // where the rest begins.
         assert!(s.again(Region::Decoy, 5));

@@ -8,6 +8,9 @@
 /// first round's floor ([`FLOOR`]), which is never left out (the findings name the cells
 /// it took past the share).
 pub const AUDIT_SHARE_CAP: f64 = 0.05;
+use super::Cell;
+use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::{ArgValue, Memory};
 use AUDIT_SHARE_CAP as SHARE_CAP;
 
 /// The first round's regions beyond its floor run where the regions so far, this one and
@@ -57,6 +60,33 @@ pub enum Region {
     Audit,
     Decoy,
     Pause,
+}
+
+/// Why the audit's times are not set against the cell's reading, where they are not.
+/// Managed pages go where the last writer was: the audit's draw on the GPU or refill from
+/// the host leaves them where the timed launches (refilled by the host, or resident) may
+/// not have found them; a host timer around an async launch reads only its enqueue.
+pub fn unjudged(cell: &Cell) -> Option<String> {
+    let migrates = (cell.launch.args.iter()).any(
+        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
+    );
+    match (migrates, cell.knobs.timer) {
+        (true, _) => Some("its managed inputs lie where the audit's draw left them, not where the timed launches found them".to_string()),
+        (false, TimerKind::Host) => Some("a host timer reads only the enqueue".to_string()),
+        _ => None,
+    }
+}
+
+/// Of `[audited, decoys, pauses]` regions, those a cell runs: all where its regions' times
+/// are set against each other, else its audited ones alone (see [`unjudged`]), which check
+/// its launches on new data. Decoys and pauses serve only that comparison: on an H200 at
+/// 6e66b8c they, and the pauses that confirm them, took a host timer's `launch-gap` cells to
+/// 24-38% of their time.
+pub fn kinds_run(judged: bool, [audited, decoys, pauses]: [usize; 3]) -> [usize; 3] {
+    match judged {
+        true => [audited, decoys, pauses],
+        false => [audited, 0, 0],
+    }
 }
 
 /// Samples of the first round (and of the second; later ones double).

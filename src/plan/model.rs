@@ -272,11 +272,13 @@ fn audit_regions(
         || k.inputs == Inputs::Fresh
         || kernel.copies();
     let add = |a: [usize; 3], b: [usize; 3]| [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
+    // An unjudged cell runs its audited regions alone.
+    let run = |counts| audit::kinds_run(audit::unjudged(c).is_none(), counts);
     let all = (0..runs)
-        .map(|rank| audit::first_round(samples, runs, rank))
+        .map(|rank| run(audit::first_round(samples, runs, rank)))
         .fold([0; 3], add);
     let floor = (0..runs)
-        .map(|rank| audit::run_floor(samples, runs, rank))
+        .map(|rank| run(audit::run_floor(samples, runs, rank)))
         .fold([0; 3], add);
     // The weaker audit: one launch after the samples, in one of the cell's runs.
     if weaker || all[0] == 0 {
@@ -291,7 +293,7 @@ fn audit_regions(
     let first = cost(floor).max(cost(all).min(audit::PLANNED_SHARE * samples_s));
     // Later rounds, each a whole round: the second in the next ROUND samples, each after in
     // twice as many.
-    let [a, d, p] = audit::counts(usize::MAX);
+    let [a, d, p] = run(audit::counts(usize::MAX));
     let round_s = (a + d + p) as f64 * region_s + a as f64 * check_s;
     let (mut later, mut span) = (0.0, audit::ROUND);
     let mut covered = audit::ROUND;

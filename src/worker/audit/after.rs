@@ -4,13 +4,14 @@
 //! cell's cache state. Its output is checked and its inputs read back; the analysis sets its
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
-use super::common::{record, stale_or, unjudged, Draw};
+use super::common::{record, stale_or, Draw};
 use super::draw::InputDraws;
 use super::host::{check_on, inputs_unchanged, Staged};
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::timer::{busy_per_launch, Body, Timer};
 use crate::method::wait::Saturate;
+use crate::plan::audit_rounds::unjudged;
 use crate::plan::Cell;
 use crate::protocol::CellRecord;
 use crate::statistics::median;

@@ -28,7 +28,7 @@ mod read;
 mod seeds;
 
 use super::by_cupti;
-use super::common::{record, spent, unjudged, writes_an_input};
+use super::common::{record, spent, writes_an_input};
 use super::draw::{self, wait_ns, Draws, InputDraws};
 use super::on_draw::{self, Scratch};
 use super::share::Share;
@@ -37,6 +37,7 @@ use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
+use crate::plan::audit_rounds::unjudged;
 use crate::plan::Cell;
 use crate::protocol::{
     AuditRecord, AuditsAmong, CellRecord, Gaps, KernelRecords, RegionsBefore, DECOYS_AGAIN,
@@ -87,6 +88,9 @@ pub(in crate::worker) struct Among {
     earlier: u64,
     /// Whether a pause's stage draws the held data again (see the module's doc).
     pause_draws: bool,
+    /// Whether the regions' times are set against each other (`audit_rounds::unjudged`):
+    /// else none confirms them.
+    judged: bool,
     /// The pause every stage waits out, and what the first draw took, in ns.
     wait_ns: u64,
     draw_ns: f64,
@@ -171,7 +175,13 @@ impl Among {
         };
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
-        let schedule = Schedule::new(seed, (samples, fewest), cell.runs() as usize, rank);
+        let judged = unjudged(cell).is_none();
+        let schedule = Schedule::new(
+            seed,
+            (samples, fewest),
+            (cell.runs() as usize, rank),
+            judged,
+        );
         let kick = draw::kick(s, cell)?;
         let mut cost = Duration::ZERO;
         spent(&mut cost, start);
@@ -187,6 +197,7 @@ impl Among {
             held,
             earlier: held,
             pause_draws: pause_draws(s, cell, (def, data)),
+            judged,
             wait_ns: wait_ns(draw_ns),
             draw_ns,
             ran: Vec::new(),
@@ -271,6 +282,9 @@ impl Among {
     /// The regions after the samples that confirm what the run's regions read against the
     /// timed `samples` (see [`crate::method::confirm::confirming`]).
     pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
+        if !self.judged {
+            return Vec::new();
+        }
         let timed = crate::statistics::median(samples.to_vec());
         let read = [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.readings_of(k));
         crate::method::confirm::confirming(read, timed)

@@ -3,8 +3,7 @@
 //! notes they word. A leaf of the folder, so that they and the front importing them do not
 //! import each other.
 
-use crate::experiment::knobs::timer::TimerKind;
-use crate::experiment::{ArgValue, Kernel, Memory};
+use crate::experiment::Kernel;
 use crate::plan::Cell;
 use crate::protocol::AuditRecord;
 use crate::worker::assemble::Checker;
@@ -117,21 +116,6 @@ pub(super) fn stale_or(
 /// the data before it.
 pub(super) fn stale(def: &Kernel, changed: &[usize]) -> Failure {
     Failure::from(format!("the output still holds the timed inputs' result: the launch on new data in {} did not compute it (a kernel that skips work once done, or keeps results by input)", names(def, changed)))
-}
-
-/// Why the audit's times are not set against the cell's reading, where they are not.
-/// Managed pages go where the last writer was: the audit's draw on the GPU or refill from
-/// the host leaves them where the timed launches (refilled by the host, or resident) may
-/// not have found them; a host timer around an async launch reads only its enqueue.
-pub(super) fn unjudged(cell: &Cell) -> Option<String> {
-    let migrates = (cell.launch.args.iter()).any(
-        |a| matches!(a, ArgValue::Buffer { memory: Memory::Managed, init, .. } if !init.is_written()),
-    );
-    match (migrates, cell.knobs.timer) {
-        (true, _) => Some("its managed inputs lie where the audit's draw left them, not where the timed launches found them".to_string()),
-        (false, TimerKind::Host) => Some("a host timer reads only the enqueue".to_string()),
-        _ => None,
-    }
 }
 
 /// Whether the buffers' output, which failed its check on the new inputs, passes it on the

@@ -36,7 +36,7 @@ mod tests {
 
     /// The places (before sample, kind) a run's schedule of 200 samples draws from `seed`.
     fn places(seed: u64) -> String {
-        let mut schedule = Schedule::new(seed, (200, 200), 1, 0);
+        let mut schedule = Schedule::new(seed, (200, 200), (1, 0), true);
         let due = (0..200).filter_map(|i| schedule.due(i).map(|(kind, _)| (i, kind)));
         format!("{:?}", due.collect::<Vec<_>>())
     }
