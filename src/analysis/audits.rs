@@ -5,7 +5,7 @@
 use super::bounds::Tell;
 use super::facts::Facts;
 use super::tells::{judged, Judgement, Readings};
-use crate::protocol::{AuditsAmong, CellRecord};
+use crate::protocol::{AuditsAmong, CellRecord, RegionHostTimes};
 
 /// A cell's audits, over its runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +40,9 @@ pub struct CellAudits {
     pub region_launches: Option<u64>,
     /// Whether CUPTI read timed regions again for their first launches.
     pub firsts_read_again: bool,
+    /// Of `cost_s`, in s, over the runs that recorded each region's host time: the regions'
+    /// stages, the rest of the regions, and the audited ones' checks (None in runs before).
+    pub split_s: Option<[f64; 3]>,
 }
 
 /// The audits of every cell that ran one of the current kind (regions among the timed
@@ -106,7 +109,26 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         region_launches: super::tells::fewest_audit_launches(&among),
         firsts_read_again: (among.iter().filter_map(|m| m.by_cupti.as_ref()))
             .any(|k| !k.firsts_ns.is_empty()),
+        split_s: split(&among),
     })
+}
+
+/// The regions' stages, the rest of the regions and the checks, in s, over the runs that
+/// recorded them (see [`CellAudits::split_s`]).
+fn split(among: &[&AuditsAmong]) -> Option<[f64; 3]> {
+    let hosts: Vec<_> = among.iter().filter_map(|m| m.host.as_ref()).collect();
+    if hosts.is_empty() {
+        return None;
+    }
+    let sum = |of: fn(&RegionHostTimes) -> &Vec<f64>| -> f64 {
+        hosts.iter().flat_map(|h| of(h)).sum::<f64>() * 1e-6
+    };
+    let stages = sum(|h| &h.stages_us);
+    Some([
+        stages,
+        sum(|h| &h.regions_us) - stages,
+        sum(|h| &h.checks_us),
+    ])
 }
 
 /// The audits' share of the audited cells' wall time: their summed cost over the summed
@@ -121,6 +143,29 @@ mod tests {
     use super::*;
     use crate::analysis::tells_tests::{run, steady};
     use crate::protocol::FirstLaunches;
+
+    #[test]
+    fn the_regions_host_times_split_into_stages_regions_and_checks_over_the_runs_that_kept_them() {
+        let host = |stages: Vec<f64>, regions: Vec<f64>, checks: Vec<f64>| AuditsAmong {
+            host: Some(RegionHostTimes {
+                kinds: "ap".into(),
+                stages_us: stages,
+                regions_us: regions,
+                checks_us: checks,
+            }),
+            ..AuditsAmong::default()
+        };
+        let (a, b) = (
+            host(vec![40.0, 50.0], vec![100.0, 120.0], vec![300.0, 0.0]),
+            host(vec![60.0], vec![200.0], vec![500.0]),
+        );
+        let older = AuditsAmong::default();
+        let [stages, regions, checks] = split(&[&a, &older, &b]).unwrap();
+        assert!((stages - 150e-6).abs() < 1e-12, "{stages}");
+        assert!((regions - 270e-6).abs() < 1e-12, "{regions}");
+        assert!((checks - 800e-6).abs() < 1e-12, "{checks}");
+        assert_eq!(split(&[&older]), None);
+    }
 
     #[test]
     fn a_cell_sums_its_audits_and_says_when_they_are_of_an_older_kind() {

@@ -63,6 +63,17 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     {
         intro = format!("This run's audits predate the draws on the GPU: its audited regions and decoys were staged by a copy, the timed data and one audit draw taking turns, with no pauses; its regions are judged as the method below judges them. {intro}");
     }
+    let split = (cells.iter().filter_map(|c| c.split_s))
+        .reduce(|a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]]);
+    if let Some([stages, regions, checks]) = split {
+        let recorded: f64 = (cells.iter().filter(|c| c.split_s.is_some()))
+            .map(|c| c.cost_s)
+            .sum();
+        let rest = (recorded - stages - regions - checks).max(0.0);
+        intro.push_str(&format!(
+            " Of it, the regions' stages took {stages:.3} s (each its pause and its draw), the regions themselves {regions:.3} s (each about a timed sample), the audited ones' checks {checks:.3} s, and the rest {rest:.3} s (the first draw, the launches before a region after the samples, CUPTI's readings again)."
+        ));
+    }
     if let Some(g) = &a.audit_gaps {
         intro.push(' ');
         intro.push_str(&gaps(g));

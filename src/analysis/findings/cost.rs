@@ -91,6 +91,7 @@ mod tests {
             spots: 0,
             region_launches: None,
             firsts_read_again: false,
+            split_s: None,
         }
     }
 
@@ -145,6 +146,7 @@ mod parts {
             spots: 0,
             region_launches: None,
             firsts_read_again: false,
+            split_s: None,
         }
     }
 

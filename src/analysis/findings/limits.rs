@@ -72,6 +72,7 @@ mod tests {
             spots: 0,
             region_launches: None,
             firsts_read_again: false,
+            split_s: None,
         }
     }
 
