@@ -25,10 +25,11 @@
 
 mod checks;
 mod read;
+mod record;
 mod seeds;
 
 use super::by_cupti;
-use super::common::{record, spent, writes_an_input};
+use super::common::{spent, writes_an_input};
 use super::draw::{self, wait_ns, Draws, InputDraws};
 use super::on_draw::{self, Scratch};
 use super::share::Share;
@@ -39,14 +40,11 @@ use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::plan::audit_rounds::unjudged;
 use crate::plan::Cell;
-use crate::protocol::{
-    AuditRecord, AuditsAmong, CellRecord, Gaps, KernelRecords, RegionsBefore, DECOYS_AGAIN,
-};
+use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::{Data, ReadyCell};
-use crate::worker::reference;
 use crate::worker::session::Session;
 use cuda::Function;
 use seeds::{draw_seed, schedule_seed, seed_of};
@@ -435,76 +433,6 @@ impl Among {
             let launch_ns = crate::statistics::median(samples.to_vec()).unwrap_or(f64::NAN);
             audit::region_launches(n, self.round, launch_ns, armed.body.graphs())
         })
-    }
-
-    /// The record: each kind's places and readings, the seeds and the pause.
-    pub(super) fn finish(
-        mut self,
-        s: &mut Session,
-        cell: &Cell,
-        samples: &[f64],
-    ) -> Result<AuditRecord, Failure> {
-        // A Python reference's draws asked ahead whose regions did not run (a loop that
-        // stopped early) are answered now, in this cell's time, not the next check's.
-        let settling = Instant::now();
-        reference::python::settle();
-        spent(&mut self.checks_time, settling);
-        spent(&mut self.cost, settling);
-        s.timeline.mark("audit check");
-        let late = (self.late_before_cupti).unwrap_or_else(|| self.inputs.draws.late());
-        let of = |kind: Region| -> (Vec<u64>, Vec<f64>) {
-            (self.ran.iter())
-                .filter(|r| r.kind == kind)
-                .map(|r| (r.before as u64, r.reading))
-                .unzip()
-        };
-        let gaps = |which: &dyn Fn(Region) -> bool| -> Vec<f64> {
-            (self.ran.iter())
-                .filter(|r| which(r.kind) && r.gap.is_finite())
-                .map(|r| r.gap)
-                .collect()
-        };
-        let (positions, readings_ns) = of(Region::Audit);
-        let (decoy_positions, decoys_ns) = of(Region::Decoy);
-        let (pause_positions, pauses_ns) = of(Region::Pause);
-        let mut audit = record(self.check.clone(), &self.note, self.cost);
-        audit.regions_s = self.regions_time.as_secs_f64();
-        audit.checks_s = self.checks_time.as_secs_f64();
-        audit.launch_ns = crate::statistics::median(readings_ns.clone());
-        audit.unjudged = unjudged(cell);
-        let mut among = AuditsAmong {
-            seed: self.seed,
-            positions,
-            readings_ns,
-            decoy_positions,
-            decoys_ns,
-            pause_positions,
-            pauses_ns,
-            draw_seed: Some(self.draw_seed),
-            draw_ns: Some(self.draw_ns),
-            wait_ns: Some(self.wait_ns),
-            late,
-            capped: self.share.capped(),
-            spots: self.spots,
-            region_launches: (self.launches).filter(|&m| m != cell.knobs.launches.count()),
-            gaps: self.timed_gap.map(|timed_median| Gaps {
-                staged: gaps(&|k| k != Region::Pause),
-                pauses: gaps(&|k| k == Region::Pause),
-                timed_median,
-            }),
-            firsts: self.firsts(),
-            by_cupti: self.by_cupti.take(),
-            before: None,
-            host: Some(self.host_times()),
-        };
-        let positions = [
-            &among.positions,
-            &among.decoy_positions,
-            &among.pause_positions,
-        ];
-        among.before = RegionsBefore::of(samples, positions.map(|p| &p[..]));
-        audit.among = Some(among);
-        Ok(audit)
     }
 }
 

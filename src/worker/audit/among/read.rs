@@ -4,8 +4,7 @@
 use super::Among;
 use crate::method::audit::Region;
 use crate::method::timer::Readings;
-use crate::protocol::{FirstLaunches, RegionHostTimes};
-use std::time::Duration;
+use crate::protocol::FirstLaunches;
 
 impl Among {
     /// The regions' readings as the timer finally read them (CUPTI's, from its records),
@@ -54,25 +53,5 @@ impl Among {
             timed_iqr: crate::statistics::iqr(timed),
             timed_max: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         })
-    }
-
-    /// What each region took on the host, for the record.
-    pub(super) fn host_times(&self) -> RegionHostTimes {
-        let us = |of: &dyn Fn(&super::Ran) -> Duration| -> Vec<f64> {
-            let micro = |d: Duration| (d.as_secs_f64() * 1e7).round() / 10.0;
-            self.ran.iter().map(|r| micro(of(r))).collect()
-        };
-        RegionHostTimes {
-            kinds: (self.ran.iter())
-                .map(|r| match r.kind {
-                    Region::Audit => 'a',
-                    Region::Decoy => 'd',
-                    Region::Pause => 'p',
-                })
-                .collect(),
-            stages_us: us(&|r| r.stage),
-            regions_us: us(&|r| r.cost - r.check),
-            checks_us: us(&|r| r.check),
-        }
     }
 }
