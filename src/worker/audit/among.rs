@@ -315,10 +315,7 @@ impl Among {
         s.timeline.mark("steady samples");
         let start = Instant::now();
         self.late_before_cupti = Some(self.inputs.draws.late());
-        let mut records = by_cupti::read_again(ready, armed, rec, samples, run)?;
-        if records.is_some() {
-            s.timeline.mark("audit: pauses read again by CUPTI");
-        }
+        let mut records = by_cupti::read_again((ready, &mut s.timeline), armed, rec, samples, run)?;
         let timed = (samples, &self.timed_firsts[..]);
         let launches = self.launches.unwrap_or(armed.body.launches());
         if let Some((firsts, rests)) = by_cupti::firsts_again(ready, armed, rec, timed, launches)? {

@@ -18,6 +18,7 @@ use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
+use crate::worker::timeline::Timeline;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::time::{Duration, Instant};
 
@@ -56,7 +57,7 @@ enum Stage {
 /// gone idle, which the analysis clears without them; pauses slower than the host's launch
 /// can make them did more work, whatever the launch cost.)
 pub(super) fn read_again<'b>(
-    ready: ReadyCell<'b>,
+    (ready, timeline): (ReadyCell<'b>, &mut Timeline),
     armed: &mut Armed<'b>,
     rec: &mut CellRecord,
     samples: &[f64],
@@ -69,7 +70,8 @@ pub(super) fn read_again<'b>(
     if !confirm::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) || beyond {
         return Ok(None);
     }
-    let Some((timed_ns, pauses_ns)) = collect(ready, armed, rec, &run, Stage::Pause)? else {
+    let Some((timed_ns, pauses_ns)) = collect((ready, timeline), armed, rec, &run, Stage::Pause)?
+    else {
         return Ok(None);
     };
     let median = crate::statistics::median(timed_ns.clone());
@@ -79,7 +81,9 @@ pub(super) fn read_again<'b>(
     let draws = !run.draws.is_empty() && !run.pause_draws;
     let staged_ns = match draws && confirm::pauses_need_confirming(&pauses_ns, median) {
         // Their timed launches are left out: the pauses are judged against those around them.
-        true => (collect(ready, armed, rec, &run, Stage::Drawn)?).map_or(vec![], |(_, s)| s),
+        true => {
+            (collect((ready, timeline), armed, rec, &run, Stage::Drawn)?).map_or(vec![], |(_, s)| s)
+        }
         false => vec![],
     };
     Ok(Some(KernelRecords {
@@ -144,9 +148,10 @@ type Firsts = (Vec<f64>, Vec<f64>);
 
 /// Launches as the samples were with CUPTI collecting, a region after a `stage` among every
 /// [`CUPTI_TIMED_PER_PAUSE`] + 1 at a place the cell's seed draws: the timed launches' and
-/// the regions' kernel records, None where CUPTI cannot collect or a record is missing.
+/// the regions' kernel records, None where CUPTI cannot collect or a record is missing. Each
+/// step a phase of the `timeline`: CUPTI's start, the launches, its records.
 fn collect<'b>(
-    ready: ReadyCell<'b>,
+    (ready, timeline): (ReadyCell<'b>, &mut Timeline),
     armed: &mut Armed<'b>,
     rec: &mut CellRecord,
     run: &Run,
@@ -156,6 +161,7 @@ fn collect<'b>(
     let Ok(collector) = cuda::cupti::Collector::start(copies) else {
         return Ok(None);
     };
+    timeline.mark("audit: CUPTI started");
     let (wait, draws, held) = (run.wait, run.draws, run.held);
     // A region's stage, as among the samples (nothing, the held data drawn again, or the
     // outputs poisoned where nothing is drawn; a cold cell's pause draws as a decoy does) but
@@ -206,7 +212,13 @@ fn collect<'b>(
     }
     let warm_up = CUPTI_WARM_UP as u64 * armed.body.kernel_launches();
     rec.kernel_launches += warm_up + lengths.iter().sum::<u64>();
-    let Ok(spans) = collector.finish(&armed.entries, lengths.iter().sum::<u64>() as usize) else {
+    timeline.mark(match stage {
+        Stage::Pause => "audit: pauses among launches read by CUPTI",
+        Stage::Drawn => "audit: stages that draw among launches read by CUPTI",
+    });
+    let spans = collector.finish(&armed.entries, lengths.iter().sum::<u64>() as usize);
+    timeline.mark("audit: CUPTI's records");
+    let Ok(spans) = spans else {
         return Ok(None);
     };
     let busy = busy_per_launch(&spans, &lengths);
