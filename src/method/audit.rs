@@ -27,7 +27,8 @@
 //! of a later round that would take the regions so far past [`SHARE_CAP`] of the cell's time
 //! is left out (and counted); so is one of the first round's beyond its floor (two audited
 //! regions, a decoy and three pauses, never left out: without them the verdict has nothing
-//! to stand on) that would take them past [`PLANNED_SHARE`] of its projected time.
+//! to stand on) that would take them past [`PLANNED_SHARE`] of its projected time. A cell
+//! whose regions' times are not judged (a host timer) holds its audited regions alone.
 
 use rand::{
     rngs::SmallRng,
@@ -292,9 +293,8 @@ impl Schedule {
                 None => {}
             }
         }
-        let allowed = first_round(taken.max(3), self.runs, self.run)
-            .iter()
-            .sum::<usize>();
+        let afforded = first_round(taken.max(3), self.runs, self.run);
+        let allowed = kinds_run(self.judged, afforded).iter().sum::<usize>();
         let audit_owed = usize::from(!ran.contains(&Region::Audit));
         pending.truncate(allowed.saturating_sub(self.dealt).max(audit_owed));
         pending

@@ -244,6 +244,22 @@ fn a_loop_that_stops_early_pays_for_the_samples_it_took() {
 }
 
 #[test]
+fn a_cell_whose_times_are_not_judged_that_stops_early_holds_what_its_samples_afford() {
+    // 60 samples afford an audited region, a decoy and a pause: of those, the audited one,
+    // and none after the samples where one ran among them (the floor's second is not owed).
+    for seed in 0..40 {
+        let mut s = Schedule::new(seed, (100_000, 23), (1, 0), false);
+        let ran: Vec<Region> = (0..60).filter_map(|i| s.due(i).map(|d| d.0)).collect();
+        assert!(
+            ran.iter().all(|&k| k == Region::Audit) && !ran.is_empty(),
+            "{ran:?}"
+        );
+        let after = s.after(60, &ran);
+        assert!(after.is_empty(), "{seed}: {ran:?} {after:?}");
+    }
+}
+
+#[test]
 fn a_run_that_stops_before_its_fewest_still_holds_an_audited_region() {
     // Its fewest afforded none (2 samples), and it stopped after 1: the audit is owed.
     let mut s = Schedule::new(3, (100_000, 2), (1, 0), true);

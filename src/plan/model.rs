@@ -348,7 +348,10 @@ fn audit_region_launches(c: &Cell, samples: u64, kernel_s: f64) -> (f64, f64) {
         return (n as f64, 0.0);
     }
     let span = (samples as usize).min(audit::ROUND);
-    let regions = audit::first_round(span, c.runs() as usize, 0).iter().sum();
+    let round = audit::first_round(span, c.runs() as usize, 0);
+    let regions = audit::kinds_run(audit::unjudged(c).is_none(), round)
+        .iter()
+        .sum();
     let short = audit::region_launches(n, (span, regions), kernel_s * 1e9, graphs);
     let capture_ns = match short < n {
         true => (short * graphs) as f64 * audit::GRAPH_CAPTURE_NS_PER_LAUNCH,

@@ -364,13 +364,13 @@ pub struct AuditsAmong {
     /// The timed samples just before each region (none in runs from before them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<RegionsBefore>,
+    /// Each region's host time (none in runs from before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<RegionHostTimes>,
 }
 
-/// What each region took on the host in µs, in the order they ran (`kinds`: `a` audited,
-/// `d` decoy, `p` pause): its stage (draw, pause), all of it, and an audited one's check (its
-/// single launches too; 0 for the others): where the audit's time went.
+/// Each region's host time in µs, in run order (`kinds`: `a` audited, `d` decoy, `p` pause):
+/// its stage, the region with its stage (not its check), an audited one's check (0 for others).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RegionHostTimes {
     pub kinds: String,

@@ -71,7 +71,7 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             .sum();
         let rest = (recorded - stages - regions - checks).max(0.0);
         intro.push_str(&format!(
-            " Of it, the regions' stages took {stages:.3} s (each its pause and its draw), the regions themselves {regions:.3} s (each about a timed sample), the audited ones' checks {checks:.3} s, and the rest {rest:.3} s (the first draw, the launches before a region after the samples, CUPTI's readings again)."
+            " Of it, the regions' stages took {stages:.3} s (each its pause and its draw), the regions themselves {regions:.3} s (each about a timed sample), the audited ones' checks {checks:.3} s, and the rest {rest:.3} s (the first draw, a shorter graph's capture, the launches before a region after the samples, a Python reference's answers asked ahead, launches alone where the timed ones split, CUPTI's readings again)."
         ));
     }
     if let Some(g) = &a.audit_gaps {

@@ -38,7 +38,7 @@ use crate::experiment::knobs::timer::TimerKind;
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
-use crate::plan::audit_rounds::unjudged;
+use crate::plan::audit_rounds::{kinds_run, unjudged};
 use crate::plan::Cell;
 use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN};
 use crate::worker::arm::{Armed, Starts};
@@ -211,7 +211,10 @@ impl Among {
             decoys_again: 0,
             kick,
             spots: 0,
-            round: (fewest.min(audit::ROUND), round.iter().sum()),
+            round: (
+                fewest.min(audit::ROUND),
+                kinds_run(judged, round).iter().sum(),
+            ),
             launches: None,
         })
     }
@@ -290,8 +293,9 @@ impl Among {
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions
     /// read slow by events on an idle queue (see [`by_cupti::read_again`]), and timed regions
-    /// where their first launches read slow so ([`by_cupti::firsts_again`]); returns the
-    /// time that took, which is no sample's (a phase of its own where they were).
+    /// where their first launches read slow so ([`by_cupti::firsts_again`]), where the
+    /// regions' times are judged; returns the time that took, which is no sample's (phases
+    /// of their own where they were).
     pub(in crate::worker) fn by_cupti<'b>(
         &mut self,
         s: &mut Session,
@@ -314,6 +318,9 @@ impl Among {
         };
         s.timeline.mark("steady samples");
         let start = Instant::now();
+        if !self.judged {
+            return Ok(Duration::ZERO);
+        }
         self.late_before_cupti = Some(self.inputs.draws.late());
         let mut records = by_cupti::read_again((ready, &mut s.timeline), armed, rec, samples, run)?;
         let timed = (samples, &self.timed_firsts[..]);

@@ -161,7 +161,11 @@ fn collect<'b>(
     let Ok(collector) = cuda::cupti::Collector::start(copies) else {
         return Ok(None);
     };
-    timeline.mark("audit: CUPTI started");
+    let kind = match stage {
+        Stage::Pause => "pauses",
+        Stage::Drawn => "stages that draw",
+    };
+    timeline.mark(&format!("audit: CUPTI started ({kind})"));
     let (wait, draws, held) = (run.wait, run.draws, run.held);
     // A region's stage, as among the samples (nothing, the held data drawn again, or the
     // outputs poisoned where nothing is drawn; a cold cell's pause draws as a decoy does) but
@@ -212,12 +216,9 @@ fn collect<'b>(
     }
     let warm_up = CUPTI_WARM_UP as u64 * armed.body.kernel_launches();
     rec.kernel_launches += warm_up + lengths.iter().sum::<u64>();
-    timeline.mark(match stage {
-        Stage::Pause => "audit: pauses among launches read by CUPTI",
-        Stage::Drawn => "audit: stages that draw among launches read by CUPTI",
-    });
+    timeline.mark(&format!("audit: {kind} among launches read by CUPTI"));
     let spans = collector.finish(&armed.entries, lengths.iter().sum::<u64>() as usize);
-    timeline.mark("audit: CUPTI's records");
+    timeline.mark(&format!("audit: CUPTI's records ({kind})"));
     let Ok(spans) = spans else {
         return Ok(None);
     };

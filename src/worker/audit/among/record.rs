@@ -63,7 +63,8 @@ impl Among {
             capped: self.share.capped(),
             spots: self.spots,
             region_launches: (self.launches).filter(|&m| m != cell.knobs.launches.count()),
-            gaps: self.timed_gap.map(|timed_median| Gaps {
+            // Set against each other only where the regions' times are judged.
+            gaps: (self.timed_gap.filter(|_| self.judged)).map(|timed_median| Gaps {
                 staged: gaps(&|k| k != Region::Pause),
                 pauses: gaps(&|k| k == Region::Pause),
                 timed_median,
@@ -98,7 +99,7 @@ impl Among {
                 })
                 .collect(),
             stages_us: us(&|r| r.stage),
-            regions_us: us(&|r| r.cost - r.check),
+            regions_us: us(&|r| r.cost.saturating_sub(r.check)),
             checks_us: us(&|r| r.check),
         }
     }
