@@ -179,8 +179,18 @@ fn honest_kernels_are_audited_and_trusted() {
             assert_eq!(verdict_row(id), None, "an honest cell is trusted");
             assert!(audit["inputs"].as_str().unwrap().starts_with("new data in"));
             // The audit launch reads the kernel as the timed launches do: within a third of
-            // the reading, where the kernel is long enough for one launch to say so.
-            let launch = audit["launch_ns"].as_f64().unwrap();
+            // the reading, where the kernel is long enough for one launch to say so. By the
+            // audited regions' lower median, as the data test takes them: by events on an
+            // idle queue one region may hold a host held up (a 14.8 µs histogram's read
+            // 16.3 µs and 34.5 µs on an H200, their median 1.71 times the reading).
+            let mut read: Vec<f64> = (audit["among"]["readings_ns"].as_array())
+                .map(|v| v.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default();
+            read.sort_by(f64::total_cmp);
+            let launch = match read.len() {
+                0 => audit["launch_ns"].as_f64().unwrap(),
+                n => read[(n - 1) / 2],
+            };
             let reading = median(r["id"].as_str().unwrap());
             if reading > 10_000.0 {
                 let ratio = launch / reading;
