@@ -70,8 +70,13 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             .map(|c| c.cost_s)
             .sum();
         let rest = (recorded - stages - regions - checks).max(0.0);
+        // The weaker audit's cells, and runs from before, kept no region's host time.
+        let of = match spent - recorded > 0.0005 {
+            true => format!("Of the {recorded:.3} s of the audits among the timed launches"),
+            false => "Of it".to_string(),
+        };
         intro.push_str(&format!(
-            " Of it, the regions' stages took {stages:.3} s (each its pause and its draw), the regions themselves {regions:.3} s (each about a timed sample), the audited ones' checks {checks:.3} s, and the rest {rest:.3} s (the first draw, a shorter graph's capture, the launches before a region after the samples, a Python reference's answers asked ahead, launches alone where the timed ones split, CUPTI's readings again)."
+            " {of}, the regions' stages took {stages:.3} s (each its pause and its draw), the regions themselves {regions:.3} s (each about a timed sample), the audited ones' checks {checks:.3} s, and the rest {rest:.3} s (the first draw, a shorter graph's capture, the launches before a region after the samples, a Python reference's answers asked ahead, launches alone where the timed ones split, CUPTI's readings again)."
         ));
     }
     if let Some(g) = &a.audit_gaps {
