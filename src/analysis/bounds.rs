@@ -4,19 +4,19 @@
 //! and beyond a margin; and what a finding beyond it says.
 
 use super::stats::Stats;
-use crate::protocol::DeviceInfo;
+use crate::protocol::{median_bound_ns, DeviceInfo};
 use crate::statistics::{
     iqr_sigma, lower_median, lower_median_shortfall, mad_sigma, median, split_chance,
     upper_quantile,
 };
 
-pub const FALSE_ALARM: f64 = 1e-3;
-pub const Z_FALSE_ALARM: f64 = 3.090;
 /// A kernel that skips as much as a detection limit says is missed at most this often: the
 /// limit is where a test's medians, as spread as its bound assumes, clear the bound 19 times
 /// in 20, not where their difference meets it (which a kernel there passes half the time).
 pub const MISSED: f64 = 0.05;
-pub use crate::protocol::{margin_ns, MARGIN_NS, MARGIN_SHARE, MIN_SAMPLES};
+pub use crate::protocol::{
+    margin_ns, FALSE_ALARM, MARGIN_NS, MARGIN_SHARE, MIN_SAMPLES, Z_FALSE_ALARM,
+};
 /// Without decoys, an audited launch is suspect where it took more than this many times the
 /// reading...
 pub const BAND_RATIO: f64 = 2.0;
@@ -209,7 +209,7 @@ pub(super) fn against_baseline(
     let (m, baseline_ns) = (base.count.max(1) as f64, base.median_ns);
     let half_pi = std::f64::consts::FRAC_PI_2;
     let margin = margin_ns(baseline_ns) + spread.allowance_ns;
-    let bound_ns = Z_FALSE_ALARM * sigma * (half_pi * (1.0 / k as f64 + 1.0 / m)).sqrt() + margin;
+    let bound_ns = median_bound_ns(sigma, (k, base.count), margin);
     let z_one = upper_quantile(FALSE_ALARM / k as f64);
     let single_bound_ns =
         (z_one * sigma * (1.0 + half_pi / m).sqrt()).max(spread.tail * baseline_ns) + margin;

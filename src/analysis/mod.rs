@@ -18,6 +18,8 @@ pub mod peaks;
 pub mod phase;
 pub mod probes;
 pub mod ratios;
+#[cfg(test)]
+mod read_again_tests;
 pub mod reduce;
 pub mod stats;
 pub mod tells;
