@@ -5,7 +5,9 @@
 
 use super::audit::Region;
 use crate::experiment::knobs::{queue::Queue, timer::TimerKind, Knobs};
-use crate::protocol::{margin_ns, median_bound_ns, past_the_hosts_launch, CONFIRM_RATIO};
+use crate::protocol::{
+    margin_ns, median_bound_ns, past_the_hosts_launch, CONFIRM_RATIO, MIN_SAMPLES, Z_FALSE_ALARM,
+};
 
 /// Whether a cell's lone audited region, read `reading_ns` (NaN where the timer reads later,
 /// as CUPTI's records do: those hold no host time), needs a second: see [`CONFIRM_RATIO`].
@@ -29,6 +31,22 @@ pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64
         regions.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
     }
     regions
+}
+
+/// Whether a decoy's first launch (`first_ns`, in a region of several; NaN where not read)
+/// read over the timed regions' first launches so far (`timed_firsts`) by more than one of
+/// them may by noise ([`Z_FALSE_ALARM`] of their spread's sigma) and the margin, so that a
+/// later decoy is judged beside it. By events on an idle queue a first launch holds the
+/// host's submission: on an H200 a result cache's batch at n = 512 had one decoy, whose
+/// first launch read 52.48 µs against the timed first launches' 36.38 µs (a host held up),
+/// and the cache passed 50.2% faster than the honest matmul, over its stated 45.4% limit.
+pub fn first_spoiled(first_ns: f64, timed_firsts: &[f64]) -> bool {
+    let timed = read(timed_firsts);
+    let Some(median) = crate::statistics::median(timed.clone()) else {
+        return false;
+    };
+    let noise = Z_FALSE_ALARM * crate::statistics::iqr_sigma(crate::statistics::iqr(&timed));
+    timed.len() >= MIN_SAMPLES && first_ns - median > noise + margin_ns(median)
 }
 
 /// Whether a run's timed regions of `launches` each, whose first launches read `first_ns`
@@ -261,6 +279,20 @@ mod tests {
         assert!(stages_read_again(&over, &records, &samples, false));
         let slow = honest.map(|t| t + 3.0e3);
         assert!(stages_read_again(&slow, &records, &samples, true));
+    }
+
+    #[test]
+    fn a_decoys_first_launch_held_up_by_the_host_is_judged_beside_a_later_one() {
+        // The timed first launches of a result cache's batch by events on an idle queue on
+        // an H200: a median of 36.38 µs, an interquartile range of 1.41 µs.
+        let timed: Vec<f64> = (0..200)
+            .map(|i| 35.68e3 + f64::from(i % 5) * 0.35e3)
+            .collect();
+        assert!(first_spoiled(52.48e3, &timed));
+        // A cache's decoys read 41.09 µs and 39.62 µs against 36.99 and 36.69 µs: within.
+        assert!(!first_spoiled(38.5e3, &timed));
+        assert!(!first_spoiled(f64::NAN, &timed));
+        assert!(!first_spoiled(52.48e3, &timed[..5]));
     }
 
     #[test]

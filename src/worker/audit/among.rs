@@ -235,8 +235,9 @@ impl Among {
 
     /// Where the region just run before steady sample `before` is a decoy read over
     /// [`crate::protocol::CONFIRM_RATIO`] times the median of the timed `samples` so far (by
-    /// events or a host timer, which read each region as it runs), another decoy later in the
-    /// round: a decoy draws the data the timed launches read, and one read so slow most likely
+    /// events or a host timer, which read each region as it runs), or whose first launch read
+    /// beyond the timed regions' first launches' noise ([`confirm::first_spoiled`]), another
+    /// decoy later in the round: a decoy draws the data the timed launches read, and one read so slow most likely
     /// held the host's launch (a result cache passed 40% faster than the honest matmul on an
     /// H200 when its one decoy read 56.70 µs against 36.88 µs timed, `benches/decoy-hiccup`),
     /// or a kernel spent time in it on purpose; the data test then takes both.
@@ -248,7 +249,8 @@ impl Among {
             return;
         };
         let timed = crate::statistics::median(samples.to_vec());
-        let spoiled = confirm::needs_confirming(decoy.reading, timed);
+        let spoiled = confirm::needs_confirming(decoy.reading, timed)
+            || confirm::first_spoiled(decoy.first, &self.timed_firsts);
         if spoiled && self.decoys_again < DECOYS_AGAIN && self.schedule.again(Region::Decoy, before)
         {
             self.decoys_again += 1;
