@@ -124,7 +124,35 @@ pub fn l2_turnover_ns(device: &DeviceInfo) -> Option<f64> {
 /// can leave a hot launch 10% slower) sets their deviation alone.
 const LEAST_SPREAD: usize = 3;
 
+/// Of the time a stage adds to an honest region (its decoys' median over its pauses'), the
+/// share by which it varies from region to region, which no timed sample meets: the data
+/// tests' sigma is at least this share of it, their audited regions and decoys both
+/// following a stage. On an H200 (`trust` at 68cdb9b, dd7b66e and ea42a5b) an honest
+/// shared-memory histogram's 38 staged regions at n = 512 (hot, by CUPTI) read 1.16 µs over
+/// their runs' pauses with a deviation of 0.28 µs, and one interleaved cell's two audited
+/// regions read 0.83 µs over its two decoys, past the 0.59 µs bound its timed samples (an
+/// interquartile range of 32 ns) gave. A kernel can raise it only by slowing its decoys,
+/// which narrows the gap the test measures by more than it widens the bound.
+const STAGE_NOISE_SHARE: f64 = 0.25;
+
 impl Spread {
+    /// The spread at least [`STAGE_NOISE_SHARE`] of what a stage adds to a region: the
+    /// decoys' lower median over the pauses' median (0 where either is missing or the
+    /// decoys are the faster; of two decoys the faster, so that one the host's launch held
+    /// up does not widen it). For the tests of audited regions against decoys only: the
+    /// stage test sets the staged regions against the pauses, and a kernel that works after
+    /// a stage is what it looks for.
+    pub(super) fn with_stage_noise(self, decoys: &[f64], pauses: &[f64]) -> Spread {
+        let added = match (lower_median(decoys), median(pauses.to_vec())) {
+            (Some(d), Some(p)) => (d - p).max(0.0),
+            _ => 0.0,
+        };
+        Spread {
+            sigma: self.sigma.max(STAGE_NOISE_SHARE * added),
+            ..self
+        }
+    }
+
     /// The spread widened by the decoys' own, where there are enough of them to say: their
     /// deviation's sigma, and how far the farthest lies above their median (staged regions
     /// meet what a stage left, which no timed sample does). One staged region alone is
@@ -412,101 +440,4 @@ pub(super) fn band(audited: &[f64], reading_ns: f64, timed: Option<(f64, usize)>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lone_region_the_band_would_judge_is_confirmed_first_and_one_slow_reading_passes() {
-        // A host held up once (H200, events, 7.55 µs kernel): passes on the second.
-        let once = band(&[30_080.0, 7_700.0], 7_552.0, None).unwrap();
-        assert!(once.suspect.is_none(), "{:?}", once.suspect);
-        // Slow both times: suspect.
-        let both = band(&[30_080.0, 29_000.0], 7_552.0, None).unwrap();
-        assert!(both.suspect.unwrap().contains("2 launches (lower median)"));
-    }
-
-    #[test]
-    fn regions_beyond_the_bound_count_only_against_decoys_staged_alike() {
-        let spread = Spread {
-            sigma: 300.0,
-            tail: 0.02,
-            single: true,
-            allowance_ns: 0.0,
-        };
-        let decoys = [365e3; 5];
-        // An honest kernel whose stage now and then leaves a region 10% slower: two of five
-        // audited regions, their lower median with the decoys'.
-        let honest = [365e3, 403e3, 364e3, 402e3, 365e3];
-        let t = against(Tell::Data, &honest, &decoys, spread).unwrap();
-        assert_eq!(t.beyond, 2);
-        assert_eq!(t.suspect, None);
-        // A kernel slow on every new draw is caught by its median.
-        let t = against(Tell::Data, &[403e3; 5], &decoys, spread).unwrap();
-        assert!(t.suspect.unwrap().contains("lower median"));
-        // Half of twenty regions beyond, none of twenty decoys: the split is evidence.
-        let mut half = vec![365e3; 10];
-        half.extend([420e3; 10]);
-        let t = against(Tell::Data, &half, &[365e3; 20], spread).unwrap();
-        assert!(
-            t.suspect.as_ref().unwrap().contains("of 20 decoys"),
-            "{t:?}"
-        );
-    }
-
-    /// A kernel that skips as much as a limit says, its regions and baseline as spread as
-    /// the bound assumes (normal), in many simulated cells: at least 19 of 20 caught by the
-    /// medians alone (98-99%: each median takes half the chance), for groups of two (the
-    /// smaller of two) to twenty; one that only meets the bound passes half the time or more
-    /// (of two, three times in four).
-    #[test]
-    fn a_kernel_at_the_detection_limit_is_caught_nineteen_times_in_twenty() {
-        use rand::{rngs::SmallRng, Rng, SeedableRng};
-        let mut rng = SmallRng::seed_from_u64(47);
-        let mut normal = move || {
-            let (u1, u2): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
-            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-        };
-        let (timed, sigma, m) = (100e3, 1e3, 200);
-        let spread = Spread {
-            sigma,
-            tail: 0.0,
-            single: false,
-            allowance_ns: 0.0,
-        };
-        let base = |median_ns| Baseline {
-            median_ns,
-            count: m,
-        };
-        for k in [2, 3, 20] {
-            let honest =
-                against_baseline(Tell::Pause, &vec![timed; k], base(timed), (spread, None));
-            let honest = honest.unwrap();
-            let shift = |limit: f64| limit / (1.0 - limit) * timed;
-            let mut caught_at = |shift_ns: f64| {
-                let trials = 2000;
-                let caught = (0..trials)
-                    .filter(|_| {
-                        let mut baseline: Vec<f64> =
-                            (0..m).map(|_| timed + sigma * normal()).collect();
-                        let median_ns = median(std::mem::take(&mut baseline)).unwrap();
-                        let regions: Vec<f64> = (0..k)
-                            .map(|_| timed + shift_ns + sigma * normal())
-                            .collect();
-                        let t = against_baseline(
-                            Tell::Pause,
-                            &regions,
-                            base(median_ns),
-                            (spread, None),
-                        );
-                        t.unwrap().suspect.is_some()
-                    })
-                    .count();
-                caught as f64 / trials as f64
-            };
-            let at_limit = caught_at(shift(honest.limit));
-            assert!((0.94..0.995).contains(&at_limit), "k = {k}: {at_limit}");
-            let at_bound = caught_at(honest.bound_ns);
-            assert!((0.2..0.6).contains(&at_bound), "k = {k}: {at_bound}");
-        }
-    }
-}
+mod tests;

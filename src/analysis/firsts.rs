@@ -57,12 +57,10 @@ pub(super) fn first_launches(
     );
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
-        tests.extend(against(
-            Tell::FirstData,
-            &audited,
-            &decoys,
-            timed.with_decoys(&decoys),
-        ));
+        let spread = timed
+            .with_decoys(&decoys)
+            .with_stage_noise(&decoys, &pauses);
+        tests.extend(against(Tell::FirstData, &audited, &decoys, spread));
     }
     let staged = [&audited[..], &decoys[..]].concat();
     if !pauses.is_empty() {
