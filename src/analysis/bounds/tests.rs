@@ -116,7 +116,7 @@ fn audited_regions_and_decoys_are_judged_by_what_a_stage_adds_to_both() {
     let test = against(Tell::Data, &audited, &decoys, spread).unwrap();
     assert!(test.suspect.is_none(), "{:?}", test.suspect);
     assert!(
-        (spread.sigma - 0.25 * 0.58e3).abs() < 1.0,
+        (spread.sigma - (100.0f64 * 0.58e3).sqrt()).abs() < 1.0,
         "{}",
         spread.sigma
     );
