@@ -4,7 +4,7 @@
 //! and beyond a margin; and what a finding beyond it says.
 
 use super::stats::Stats;
-use crate::protocol::{median_bound_ns, DeviceInfo};
+use crate::protocol::DeviceInfo;
 use crate::statistics::{
     iqr_sigma, lower_median, lower_median_shortfall, mad_sigma, median, split_chance,
     upper_quantile,
@@ -133,24 +133,27 @@ const LEAST_SPREAD: usize = 3;
 /// µs added, deviations of 0.1-0.8 µs; a shared-memory histogram of 16 MiB, 1.2 µs added,
 /// 0.1-0.7 µs). One interleaved histogram cell's two audited regions read 0.83 µs over its
 /// two decoys, past the 0.59 µs bound its timed samples (an interquartile range of 32 ns)
-/// gave. A kernel can raise it only by slowing its decoys, which narrows the gap the test
-/// measures by more than it widens the bound.
+/// gave. A kernel that tells a stage apart could pad every staged region to raise it, by no
+/// more than the stage test lets a stage's L2 state cost (the blind spot that test has).
 const STAGE_VARIANCE_NS: f64 = 100.0;
 
 impl Spread {
     /// The spread at least what a stage's added time varies by ([`STAGE_VARIANCE_NS`]): the
     /// decoys' lower median over the pauses' median (0 where either is missing or the
     /// decoys are the faster; of two decoys the faster, so that one the host's launch held
-    /// up does not widen it). For the tests of audited regions against decoys only: the
+    /// up does not widen it), readings a launch of regions of `launches` (the stage's time
+    /// falls on the first, so its variance on their mean is `launches` times smaller). For the tests of audited regions against decoys only: the
     /// stage test sets the staged regions against the pauses, and a kernel that works after
     /// a stage is what it looks for.
-    pub(super) fn with_stage_noise(self, decoys: &[f64], pauses: &[f64]) -> Spread {
+    pub(super) fn with_stage_noise(self, decoys: &[f64], pauses: &[f64], launches: u64) -> Spread {
         let added = match (lower_median(decoys), median(pauses.to_vec())) {
             (Some(d), Some(p)) => (d - p).max(0.0),
             _ => 0.0,
         };
         Spread {
-            sigma: self.sigma.max((STAGE_VARIANCE_NS * added).sqrt()),
+            sigma: self
+                .sigma
+                .max((STAGE_VARIANCE_NS * added / launches.max(1) as f64).sqrt()),
             ..self
         }
     }
@@ -239,7 +242,7 @@ pub(super) fn against_baseline(
     let (m, baseline_ns) = (base.count.max(1) as f64, base.median_ns);
     let half_pi = std::f64::consts::FRAC_PI_2;
     let margin = margin_ns(baseline_ns) + spread.allowance_ns;
-    let bound_ns = median_bound_ns(sigma, (k, base.count), margin);
+    let bound_ns = Z_FALSE_ALARM * sigma * (half_pi * (1.0 / k as f64 + 1.0 / m)).sqrt() + margin;
     let z_one = upper_quantile(FALSE_ALARM / k as f64);
     let single_bound_ns =
         (z_one * sigma * (1.0 + half_pi / m).sqrt()).max(spread.tail * baseline_ns) + margin;

@@ -14,12 +14,18 @@
 //! samples that ran after it, which a kernel that tells a stage can slow.
 
 use super::stats::Stats;
-use crate::protocol::{window_moved, AuditsAmong, RegionsBefore};
+use crate::protocol::{AuditsAmong, RegionsBefore, BEFORE_WINDOW};
+use crate::statistics::iqr_sigma;
+
+/// Standard errors of a window's median beyond which the state moved, and the share of the
+/// cell's median it must move by too.
+const MOVED_SE: f64 = 4.0;
+const MOVED_SHARE: f64 = 0.01;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Drift {
     median_ns: f64,
-    iqr_ns: f64,
+    moved_ns: f64,
     /// The cell's lowest SM clock over its highest: no reading is scaled by less, nor by
     /// more than its inverse.
     clock_to: f64,
@@ -39,9 +45,11 @@ pub(super) const PAUSES: Kind = (|m| &m.pause_positions, |b| &b.pauses);
 impl Drift {
     /// Of a cell's steady samples and how far its clock moved (its lowest over its highest).
     pub(super) fn of(steady: &Stats, clock_to: f64) -> Drift {
+        let window_se =
+            iqr_sigma(steady.iqr) * (std::f64::consts::FRAC_PI_2 / BEFORE_WINDOW as f64).sqrt();
         Drift {
             median_ns: steady.median,
-            iqr_ns: steady.iqr,
+            moved_ns: MOVED_SE * window_se + MOVED_SHARE * steady.median,
             clock_to: clock_to.clamp(f64::MIN_POSITIVE, 1.0),
         }
     }
@@ -50,16 +58,14 @@ impl Drift {
     /// where the samples before them moved; none dropped.
     pub(super) fn scaled(&self, readings: &[f64], m: &AuditsAmong, kind: Kind) -> Vec<f64> {
         let (places, before) = (kind.0(m), m.before.as_ref().map(kind.1));
-        let steady = (self.median_ns, self.iqr_ns);
+        let whole = |i: usize| places.get(i).is_some_and(|&p| p as usize >= BEFORE_WINDOW);
         (readings.iter().enumerate())
-            .map(
-                |(i, &t)| match (before.and_then(|b| b.get(i)), places.get(i)) {
-                    (Some(&b), Some(&place)) if window_moved(b, place, steady) => {
-                        t * (self.median_ns / b).clamp(self.clock_to, 1.0 / self.clock_to)
-                    }
-                    _ => t,
-                },
-            )
+            .map(|(i, &t)| match before.and_then(|b| b.get(i)) {
+                Some(&b) if b > 0.0 && whole(i) && (b - self.median_ns).abs() > self.moved_ns => {
+                    t * (self.median_ns / b).clamp(self.clock_to, 1.0 / self.clock_to)
+                }
+                _ => t,
+            })
             .collect()
     }
 }

@@ -59,7 +59,7 @@ pub(super) fn first_launches(
     if !audited.is_empty() && !decoys.is_empty() {
         let spread = timed
             .with_decoys(&decoys)
-            .with_stage_noise(&decoys, &pauses);
+            .with_stage_noise(&decoys, &pauses, 1);
         tests.extend(against(Tell::FirstData, &audited, &decoys, spread));
     }
     let staged = [&audited[..], &decoys[..]].concat();

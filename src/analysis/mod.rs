@@ -18,8 +18,6 @@ pub mod peaks;
 pub mod phase;
 pub mod probes;
 pub mod ratios;
-#[cfg(test)]
-mod read_again_tests;
 pub mod reduce;
 pub mod stats;
 pub mod tells;

@@ -175,7 +175,8 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let with_decoys = timed.with_decoys(&decoys);
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
-        let spread = with_decoys.with_stage_noise(&decoys, &pauses);
+        let launches = audit_launches(&among, r.per_region);
+        let spread = with_decoys.with_stage_noise(&decoys, &pauses, launches);
         tests.extend(against(Tell::Data, &audited, &decoys, spread));
     }
     // Every region whose stage drew: audited regions and decoys alike meet what it left.

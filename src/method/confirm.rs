@@ -6,7 +6,7 @@
 use super::audit::Region;
 use crate::experiment::knobs::{queue::Queue, timer::TimerKind, Knobs};
 use crate::protocol::{
-    margin_ns, median_bound_ns, past_the_hosts_launch, CONFIRM_RATIO, MIN_SAMPLES, Z_FALSE_ALARM,
+    margin_ns, past_the_hosts_launch, CONFIRM_RATIO, MIN_SAMPLES, Z_FALSE_ALARM,
 };
 
 /// Whether a cell's lone audited region, read `reading_ns` (NaN where the timer reads later,
@@ -95,86 +95,6 @@ fn pauses_over(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
     matches!((lower, timed_median_ns), (Some(p), Some(m)) if p - m > margin_ns(m))
 }
 
-/// A run's timed samples as a test's baseline: their median, spread (a normal's sigma, of
-/// their interquartile range as the analysis takes it) and count.
-#[derive(Debug, Clone, Copy)]
-struct Timed {
-    median_ns: f64,
-    sigma_ns: f64,
-    count: usize,
-}
-
-impl Timed {
-    /// Of the samples as read; None for none.
-    fn of(samples: &[f64]) -> Option<Timed> {
-        let read = read(samples);
-        Some(Timed {
-            median_ns: crate::statistics::median(read.clone())?,
-            sigma_ns: crate::statistics::iqr_sigma(crate::statistics::iqr_interpolated(&read)),
-            count: read.len(),
-        })
-    }
-}
-
-/// Whether CUPTI reads a run's pauses again, where it can ([`confirms_by_cupti`]): whether
-/// its records could change the pause test's verdict. Where the test judges this run alone
-/// (`one_run`: a cell of one) and its samples do not split in two, only if the pauses'
-/// lower median (`pauses_ns`) lies over the samples' median beyond the test's bound
-/// ([`median_bound_ns`], of the samples' spread) and the staged regions' (`staged_ns`) too:
-/// pauses within it are not suspect, and staged regions within it clear them as the GPU
-/// gone idle, whatever CUPTI reads (`analysis::bounds::by_kernel_records`,
-/// `idle_or_kernel`). Readings at the most the analysis may scale them
-/// ([`crate::protocol::at_most_as_scaled`]). Elsewhere over the margin: the least bound of
-/// a test that pools several runs, and where the samples split, CUPTI's records of two
-/// behaviors are judged even within the bound (`analysis::two_speeds`).
-pub fn pauses_read_again(
-    (pauses_ns, staged_ns): (&[f64], &[f64]),
-    samples: &[f64],
-    one_run: bool,
-) -> bool {
-    let Some(timed) = Timed::of(samples) else {
-        return false;
-    };
-    let median = Some(timed.median_ns);
-    if !one_run || crate::protocol::samples_split(samples) {
-        return pauses_over(pauses_ns, median) && pauses_over(staged_ns, median);
-    }
-    let k = read(pauses_ns).len();
-    beyond_the_bound(pauses_ns, timed, k) && beyond_the_bound(staged_ns, timed, k)
-}
-
-/// Whether a run's pauses read by CUPTI (`pauses_ns`) lie over its timed launches read
-/// alike (`records`) so that stages that draw are read alike too (`protocol::CUPTI_STAGED`):
-/// beyond the bound the test judges them by (the timed samples' spread, `samples`) where it
-/// judges this run alone and its samples do not split, else over the margin (see
-/// [`pauses_read_again`]).
-pub fn stages_read_again(
-    pauses_ns: &[f64],
-    records: &[f64],
-    samples: &[f64],
-    one_run: bool,
-) -> bool {
-    let (Some(timed), Some(spread)) = (Timed::of(records), Timed::of(samples)) else {
-        return false;
-    };
-    if !one_run || crate::protocol::samples_split(samples) {
-        return pauses_over(pauses_ns, Some(timed.median_ns));
-    }
-    let by_records = Timed {
-        sigma_ns: spread.sigma_ns,
-        ..timed
-    };
-    beyond_the_bound(pauses_ns, by_records, read(pauses_ns).len())
-}
-
-/// Whether the lower median of `readings` lies over the `timed` median beyond the pause
-/// test's bound for `k` pauses.
-fn beyond_the_bound(readings: &[f64], timed: Timed, k: usize) -> bool {
-    let bound = median_bound_ns(timed.sigma_ns, (k, timed.count), margin_ns(timed.median_ns));
-    let lower = crate::statistics::lower_median(&read(readings));
-    lower.is_some_and(|l| l - timed.median_ns > bound)
-}
-
 /// The readings a timer gave as the regions ran (NaN where it reads later).
 fn read(readings: &[f64]) -> Vec<f64> {
     readings.iter().copied().filter(|r| r.is_finite()).collect()
@@ -225,60 +145,6 @@ mod tests {
             &[252.4e3, 210.0e3, 209.0e3],
             cheat
         ));
-    }
-
-    /// 300 samples spread evenly over `[from, to]` ns, in a shuffled order that splits in
-    /// no two.
-    fn even(from: f64, to: f64) -> Vec<f64> {
-        (0..300)
-            .map(|i| from + (to - from) * f64::from((i * 7919) % 300) / 299.0)
-            .collect()
-    }
-
-    #[test]
-    fn pauses_within_the_bound_of_a_cell_of_one_run_are_not_read_again() {
-        // An honest sum by events on an idle queue on an H200 (`trust-small` at 68cdb9b):
-        // its 300 samples' median 22.37 µs, their interquartile range 1.17 µs; its seven
-        // pauses' lower median 23.62 µs, 1.25 µs over, within the test's 1.78 µs. CUPTI read
-        // them again for 7.2 ms of the cell's 20.5 ms, and the test used none of it.
-        let samples = even(21.2e3, 23.536e3);
-        assert!(!crate::protocol::samples_split(&samples));
-        let pauses = [25.2e3, 23.6e3, 24.8e3, 22.3e3, 22.4e3, 23.9e3, 22.4e3];
-        let staged = [24.5e3, 23.6e3, 26.5e3];
-        assert!(!pauses_read_again((&pauses, &staged), &samples, true));
-        // Of a cell of several runs the test pools them all, a narrower bound: the margin.
-        assert!(pauses_read_again((&pauses, &staged), &samples, false));
-        // Pauses beyond the bound with the staged regions too: a kernel that works after a
-        // pause, or the host's launch; only CUPTI can tell.
-        let slow = pauses.map(|t| t + 2e3);
-        assert!(pauses_read_again(
-            (&slow, &staged.map(|t| t + 2e3)),
-            &samples,
-            true
-        ));
-        // With the staged regions within it the test clears them as the GPU gone idle.
-        assert!(!pauses_read_again(
-            (&slow, &[22.4e3, 22.5e3]),
-            &samples,
-            true
-        ));
-    }
-
-    #[test]
-    fn stages_that_draw_are_read_again_where_cuptis_pauses_lie_beyond_the_samples_bound() {
-        let samples = even(21.2e3, 23.536e3);
-        // CUPTI's records of the timed launches: 17.6 µs, tighter than the samples.
-        let records: Vec<f64> = (0..56).map(|i| 17.5e3 + f64::from(i % 4) * 50.0).collect();
-        let honest = [
-            17.66e3, 17.54e3, 17.6e3, 17.7e3, 17.66e3, 18.82e3, 18.46e3, 17.7e3,
-        ];
-        assert!(!stages_read_again(&honest, &records, &samples, true));
-        // Over the records' margin, within the samples' bound: read alike where runs pool.
-        let over = honest.map(|t| t + 1.0e3);
-        assert!(!stages_read_again(&over, &records, &samples, true));
-        assert!(stages_read_again(&over, &records, &samples, false));
-        let slow = honest.map(|t| t + 3.0e3);
-        assert!(stages_read_again(&slow, &records, &samples, true));
     }
 
     #[test]

@@ -5,42 +5,11 @@
 //! (`analysis::drift`). Only samples before a region: a kernel cannot know one follows
 //! them, so it cannot slow them to hide a slow region.
 
-use crate::statistics::{iqr_sigma, median};
+use crate::statistics::median;
 use serde::{Deserialize, Serialize};
 
 /// Timed samples before a region whose median stands for the cell's state there.
 pub const BEFORE_WINDOW: usize = 8;
-
-/// Standard errors of a window's median beyond which the state moved, and the share of the
-/// cell's median it must move by too.
-const MOVED_SE: f64 = 4.0;
-const MOVED_SHARE: f64 = 0.01;
-
-/// Whether the window before a region that ran before steady sample `place` (its median
-/// `window_ns`, 0 where none was kept) lies from the cell's steady samples (their median and
-/// interquartile range) beyond what so few samples give: [`MOVED_SE`] standard errors of a
-/// window's median and [`MOVED_SHARE`] of the cell's median. Where the cell's clock moved,
-/// the analysis sets such a region against its window (`analysis::drift`).
-pub fn window_moved(window_ns: f64, place: u64, (median_ns, iqr_ns): (f64, f64)) -> bool {
-    let window_se = iqr_sigma(iqr_ns) * (std::f64::consts::FRAC_PI_2 / BEFORE_WINDOW as f64).sqrt();
-    let moved_ns = MOVED_SE * window_se + MOVED_SHARE * median_ns;
-    window_ns > 0.0 && place as usize >= BEFORE_WINDOW && (window_ns - median_ns).abs() > moved_ns
-}
-
-/// A region's reading at the most the analysis may set it at: scaled up by the cell's
-/// median over the window before it where that window moved ([`window_moved`]), as
-/// `analysis::drift` scales it where the cell's clock moved (which, and by how much, the
-/// telemetry says only after the run).
-pub fn at_most_as_scaled(
-    reading_ns: f64,
-    (window_ns, place): (f64, u64),
-    steady: (f64, f64),
-) -> f64 {
-    match window_moved(window_ns, place, steady) {
-        true => reading_ns * (steady.0 / window_ns).max(1.0),
-        false => reading_ns,
-    }
-}
 
 /// Of each audited region, decoy and pause, in the order of their readings: the median of
 /// the [`BEFORE_WINDOW`] timed samples before it, ns per launch; 0 where fewer came before
@@ -108,21 +77,5 @@ mod tests {
             serde_json::from_str::<RegionsBefore>(&text).unwrap(),
             before
         );
-    }
-
-    #[test]
-    fn a_region_after_samples_that_moved_reads_at_most_as_the_analysis_may_scale_it() {
-        // A cell's samples at a median of 100 µs, an interquartile range of 1 µs: a window
-        // moves beyond 4 standard errors of its median (1.3 µs) and 1% of the cell's.
-        let steady = (100e3, 1e3);
-        // After samples at 90 µs (the clock high), 100 µs may read 111 µs.
-        let scaled = at_most_as_scaled(100e3, (90e3, 20), steady);
-        assert!((scaled - 111.1e3).abs() < 0.1e3, "{scaled}");
-        // After samples slower than the cell's, never scaled down; nor after a still window,
-        // nor within the first window's samples.
-        assert_eq!(at_most_as_scaled(100e3, (110e3, 20), steady), 100e3);
-        assert_eq!(at_most_as_scaled(100e3, (99.5e3, 20), steady), 100e3);
-        assert_eq!(at_most_as_scaled(100e3, (90e3, 5), steady), 100e3);
-        assert_eq!(at_most_as_scaled(100e3, (0.0, 20), steady), 100e3);
     }
 }

@@ -29,19 +29,9 @@ pub fn margin_ns(baseline_ns: f64) -> f64 {
 
 /// Of an honest cell, how often each of the audit's tests may find it suspect by chance...
 pub const FALSE_ALARM: f64 = 1e-3;
-/// ...and the normal's upper quantile of it: a median test's bound in standard errors.
+/// ...and the normal's upper quantile of it: a test's bound in standard errors, and what a
+/// decoy's first launch may read over the timed ones' (`method::confirm::first_spoiled`).
 pub const Z_FALSE_ALARM: f64 = 3.090;
-
-/// How far the lower median of `k` regions may lie over the median of `m` baseline readings
-/// of spread `sigma` (a normal's) for an honest kernel: [`Z_FALSE_ALARM`] standard errors of
-/// the difference (a median of n readings varies as sqrt(pi / 2n) sigma), plus `margin_ns`.
-/// The analysis's group bound, and where the worker reads pauses again (a reading within it
-/// changes no verdict).
-pub fn median_bound_ns(sigma: f64, (k, m): (usize, usize), margin_ns: f64) -> f64 {
-    let half_pi = std::f64::consts::FRAC_PI_2;
-    let (k, m) = (k.max(1) as f64, m.max(1) as f64);
-    Z_FALSE_ALARM * sigma * (half_pi * (1.0 / k + 1.0 / m)).sqrt() + margin_ns
-}
 
 /// A half of the samples this much tighter than their interquartile range is one behavior
 /// of two: a normal's shortest half is its interquartile range.

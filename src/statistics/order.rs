@@ -73,23 +73,6 @@ pub fn iqr(values: &[f64]) -> f64 {
     }
 }
 
-/// The spread between the quartiles of `values`, each interpolated between the two ranks
-/// about it, as the analysis's statistics take them (`polars`' linear quantiles); 0 for none.
-/// The worker sizes a test's bound by it as the analysis will.
-pub fn iqr_interpolated(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = (sorted.len() - 1) as f64 * q;
-        let (below, above) = (rank.floor() as usize, rank.ceil() as usize);
-        sorted[below] + (rank - below as f64) * (sorted[above] - sorted[below])
-    };
-    match sorted.is_empty() {
-        true => 0.0,
-        false => at(0.75) - at(0.25),
-    }
-}
-
 /// The width of the shortest interval holding half of `sorted` (ascending; its values
 /// `ceil(n / 2)` apart by rank), but no narrower than the smallest step between two of its
 /// values (the readings' resolution: an H200's timestamps fall 32 ns apart, and half a
@@ -195,14 +178,5 @@ mod tests {
         assert_eq!(super::nearest_rank(&v, 0.05), 1.0);
         assert_eq!(super::nearest_rank(&v, 0.975), 20.0);
         assert_eq!(super::nearest_rank(&[3.0], 0.5), 3.0);
-    }
-
-    #[test]
-    fn interpolated_quartiles_lie_between_ranks() {
-        // Ranks 0.75 and 2.25 of four: 1.75 and 3.25 (by nearest rank 2 and 3).
-        assert_eq!(super::iqr_interpolated(&[4.0, 1.0, 3.0, 2.0]), 1.5);
-        assert_eq!(super::iqr(&[4.0, 1.0, 3.0, 2.0]), 1.0);
-        assert_eq!(super::iqr_interpolated(&[7.0]), 0.0);
-        assert_eq!(super::iqr_interpolated(&[]), 0.0);
     }
 }

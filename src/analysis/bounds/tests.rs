@@ -112,7 +112,7 @@ fn audited_regions_and_decoys_are_judged_by_what_a_stage_adds_to_both() {
     );
     let spread = timed
         .with_decoys(&decoys)
-        .with_stage_noise(&decoys, &pauses);
+        .with_stage_noise(&decoys, &pauses, 1);
     let test = against(Tell::Data, &audited, &decoys, spread).unwrap();
     assert!(test.suspect.is_none(), "{:?}", test.suspect);
     assert!(
@@ -124,7 +124,7 @@ fn audited_regions_and_decoys_are_judged_by_what_a_stage_adds_to_both() {
     let (cache, hits) = ([54.0e3, 54.4e3], [11.6e3, 11.8e3]);
     let spread = timed
         .with_decoys(&hits)
-        .with_stage_noise(&hits, &[11.5e3; 6]);
+        .with_stage_noise(&hits, &[11.5e3; 6], 1);
     assert!(against(Tell::Data, &cache, &hits, spread)
         .unwrap()
         .suspect
@@ -133,7 +133,7 @@ fn audited_regions_and_decoys_are_judged_by_what_a_stage_adds_to_both() {
     let tenth = [10.9e3, 11.0e3];
     let spread = timed
         .with_decoys(&decoys)
-        .with_stage_noise(&decoys, &pauses);
+        .with_stage_noise(&decoys, &pauses, 1);
     assert!(against(Tell::Data, &tenth, &decoys, spread)
         .unwrap()
         .suspect

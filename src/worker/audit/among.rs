@@ -40,7 +40,7 @@ use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::plan::audit_rounds::{kinds_run, unjudged};
 use crate::plan::Cell;
-use crate::protocol::{at_most_as_scaled, CellRecord, KernelRecords, RegionsBefore, DECOYS_AGAIN};
+use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
@@ -277,23 +277,6 @@ impl Among {
         of_kind.map(|r| r.reading).collect()
     }
 
-    /// The readings of the regions of `kind` run so far, each at the most the analysis may
-    /// scale it against the timed `samples` before it (`protocol::at_most_as_scaled`).
-    fn readings_at_most(&self, kind: Region, samples: &[f64]) -> Vec<f64> {
-        let of_kind: Vec<&Ran> = self.ran.iter().filter(|r| r.kind == kind).collect();
-        let places: Vec<u64> = of_kind.iter().map(|r| r.before as u64).collect();
-        let read: Vec<f64> = samples.iter().copied().filter(|t| t.is_finite()).collect();
-        let windows = RegionsBefore::of(samples, [&places, &[], &[]]).map(|b| b.audited);
-        let median = crate::statistics::median(read.clone());
-        let steady = median.map(|m| (m, crate::statistics::iqr_interpolated(&read)));
-        (of_kind.iter().zip(&places).enumerate())
-            .map(|(i, (r, &place))| match (&windows, steady) {
-                (Some(w), Some(steady)) => at_most_as_scaled(r.reading, (w[i], place), steady),
-                _ => r.reading,
-            })
-            .collect()
-    }
-
     /// Host time the audit took beside its regions (`cell::lead_in`), as its regions' time.
     pub(in crate::worker) fn spend(&mut self, took: Duration) {
         (self.regions_time, self.cost) = (self.regions_time + took, self.cost + took);
@@ -323,14 +306,11 @@ impl Among {
         rec: &mut CellRecord,
         samples: &[f64],
     ) -> Result<Duration, Failure> {
-        let staged = [Region::Audit, Region::Decoy];
         let run = by_cupti::Run {
             pauses: self.readings_of(Region::Pause),
-            at_most: [
-                self.readings_at_most(Region::Pause, samples),
-                staged.map(|k| self.readings_at_most(k, samples)).concat(),
-            ],
-            one_run: ready.cell.runs() == 1,
+            staged: [Region::Audit, Region::Decoy]
+                .map(|k| self.readings_of(k))
+                .concat(),
             seed: self.seed,
             wait: Duration::from_nanos(self.wait_ns),
             draws: &self.inputs.draws,

@@ -22,15 +22,12 @@ use crate::worker::timeline::Timeline;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::time::{Duration, Instant};
 
-/// What the run read and holds: its pauses' readings, and theirs and its staged regions' at
-/// the most the analysis may scale them (`protocol::at_most_as_scaled`), whether it is its
-/// cell's one run, its seed, the pause every stage waits out, the draws that stage it, the
-/// seed of the data the buffers hold and whether a pause's stage draws it again
-/// (`Among::pause_draws`).
+/// What the run read and holds: its pauses' and staged regions' readings, its seed, the
+/// pause every stage waits out, the draws that stage it, the seed of the data the buffers
+/// hold and whether a pause's stage draws it again (`Among::pause_draws`).
 pub(super) struct Run<'a> {
     pub(super) pauses: Vec<f64>,
-    pub(super) at_most: [Vec<f64>; 2],
-    pub(super) one_run: bool,
+    pub(super) staged: Vec<f64>,
     pub(super) seed: u64,
     pub(super) wait: Duration,
     pub(super) draws: &'a Draws,
@@ -50,13 +47,11 @@ enum Stage {
 }
 
 /// Where the run's pauses and its staged regions still read slow by events on an idle
-/// queue (`samples`: the timed ones), so slow that CUPTI's records could change the pause
-/// test's verdict (`method::confirm::pauses_read_again`), [`CUPTI_PAUSES`] pauses among
-/// [`CUPTI_TIMED_PER_PAUSE`] times as many timed launches, each pause at a place the cell's
-/// seed draws, with CUPTI collecting: their kernel records (each kernel's own span). Where
-/// those read the pauses slow too, [`CUPTI_STAGED`] stages that draw the held data again,
-/// read alike, so that the analysis tells a GPU gone idle from a kernel that works after a
-/// long gap. None where
+/// queue (`samples`: the timed ones), [`CUPTI_PAUSES`] pauses among [`CUPTI_TIMED_PER_PAUSE`]
+/// times as many timed launches, each pause at a place the cell's seed draws, with CUPTI
+/// collecting: their kernel records (each kernel's own span). Where those read the pauses
+/// slow too, [`CUPTI_STAGED`] stages that draw the held data again, read alike, so that the
+/// analysis tells a GPU gone idle from a kernel that works after a long gap. None where
 /// they are not needed, CUPTI cannot collect, or a record is missing: the run is then
 /// judged by its pauses as they read. (Pauses slow with the staged regions not are the GPU
 /// gone idle, which the analysis clears without them; pauses slower than the host's launch
@@ -69,23 +64,22 @@ pub(super) fn read_again<'b>(
     run: Run,
 ) -> Result<Option<KernelRecords>, Failure> {
     let timed = crate::statistics::median(samples.to_vec());
+    let slow = |readings: &[f64]| confirm::pauses_need_confirming(readings, timed);
     let knobs = &ready.cell.knobs;
     let beyond = confirm::beyond_the_hosts_launch(&run.pauses, timed);
-    let [pauses, staged] = &run.at_most;
-    let changes = confirm::pauses_read_again((pauses, staged), samples, run.one_run);
-    if !confirm::confirms_by_cupti(knobs) || !changes || beyond {
+    if !confirm::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) || beyond {
         return Ok(None);
     }
     let Some((timed_ns, pauses_ns)) = collect((ready, timeline), armed, rec, &run, Stage::Pause)?
     else {
         return Ok(None);
     };
+    let median = crate::statistics::median(timed_ns.clone());
     // Where nothing is drawn a pause's stage poisons the outputs as every stage does: no
     // stage keeps the GPU busier than a pause.
     // A pause that draws already holds the GPU busy through its stage, as a drawn one would.
     let draws = !run.draws.is_empty() && !run.pause_draws;
-    let slow = confirm::stages_read_again(&pauses_ns, &timed_ns, samples, run.one_run);
-    let staged_ns = match draws && slow {
+    let staged_ns = match draws && confirm::pauses_need_confirming(&pauses_ns, median) {
         // Their timed launches are left out: the pauses are judged against those around them.
         true => {
             (collect((ready, timeline), armed, rec, &run, Stage::Drawn)?).map_or(vec![], |(_, s)| s)
