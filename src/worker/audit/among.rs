@@ -237,8 +237,8 @@ impl Among {
     /// [`crate::protocol::CONFIRM_RATIO`] times the median of the timed `samples` so far (by
     /// events or a host timer, which read each region as it runs), or whose first launch read
     /// beyond the timed regions' first launches' noise ([`confirm::first_spoiled`]), another
-    /// decoy later in the round: a decoy draws the data the timed launches read, and one read so slow most likely
-    /// held the host's launch (a result cache passed 40% faster than the honest matmul on an
+    /// decoy later in the round: a decoy draws the data the timed launches read, and one read
+    /// so slow most likely held the host's launch (a result cache passed 40% faster than the honest matmul on an
     /// H200 when its one decoy read 56.70 µs against 36.88 µs timed, `benches/decoy-hiccup`),
     /// or a kernel spent time in it on purpose; the data test then takes both.
     pub(in crate::worker) fn spoiled_decoy(&mut self, before: usize, samples: &[f64]) {
