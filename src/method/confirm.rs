@@ -89,6 +89,18 @@ pub fn beyond_the_hosts_launch(pauses_ns: &[f64], timed_median_ns: Option<f64>) 
     matches!((lower, timed_median_ns), (Some(p), Some(m)) if past_the_hosts_launch(p, m))
 }
 
+/// Whether a run whose timed samples (`samples_ns`, in order) split in two behaviors read
+/// its pauses and its staged regions (`staged_ns`) both over their median by more than the
+/// margin, with the slower behavior, as a kernel's that works after a long gap and pads some
+/// timed launches up to them do: its pauses are then read again by CUPTI,
+/// [`crate::protocol::SPLIT_PAUSES`] of them.
+pub fn split_with_the_slow(samples_ns: &[f64], pauses_ns: &[f64], staged_ns: &[f64]) -> bool {
+    let timed = crate::statistics::median(read(samples_ns));
+    crate::protocol::samples_split(samples_ns)
+        && pauses_over(pauses_ns, timed)
+        && pauses_over(staged_ns, timed)
+}
+
 /// The pauses' lower median over the timed median by more than the margin.
 fn pauses_over(pauses_ns: &[f64], timed_median_ns: Option<f64>) -> bool {
     let lower = crate::statistics::lower_median(&read(pauses_ns));
@@ -185,6 +197,29 @@ mod tests {
         // CUPTI's readings come after the samples; no decoys, nothing to set against.
         assert!(!audits_need_confirming(&[f64::NAN, f64::NAN], &decoys));
         assert!(!audits_need_confirming(&[352_078.0, 350_922.0], &[]));
+    }
+
+    #[test]
+    fn a_split_run_whose_regions_read_with_the_slower_behavior_is_read_again() {
+        // An adversary's GEMV on an H200: 5 launches of 8 skipping a quarter (106 µs), 3 padded
+        // (137 µs), drawn apart; its pauses 137.0-140.3 µs, its staged regions 142-144 µs.
+        let padded = |i: u32| matches!(i.wrapping_mul(2_654_435_761) >> 29, 0..=2);
+        let samples: Vec<f64> = (0..200)
+            .map(|i| match padded(i) {
+                true => 137.0e3 + f64::from(i % 4) * 100.0,
+                false => 106.0e3 + f64::from(i % 3) * 100.0,
+            })
+            .collect();
+        let (pauses, staged) = ([140.2e3, 140.3e3, 137.0e3], [142.8e3, 142.3e3, 144.4e3]);
+        assert!(split_with_the_slow(&samples, &pauses, &staged));
+        // Pauses with the faster behavior, or staged regions there: nothing to read again.
+        assert!(!split_with_the_slow(&samples, &[106.1e3; 3], &staged));
+        assert!(!split_with_the_slow(&samples, &pauses, &[106.2e3; 3]));
+        // Samples of one behavior: the pause test judges them as they are.
+        let one: Vec<f64> = (0..200)
+            .map(|i| 106.0e3 + f64::from(i % 3) * 100.0)
+            .collect();
+        assert!(!split_with_the_slow(&one, &pauses, &staged));
     }
 
     #[test]

@@ -121,6 +121,17 @@ pub const CUPTI_TIMED_PER_PAUSE: usize = 7;
 /// both. Only then: with the timed launches around them they cost half as much again as
 /// the pauses did, and a draw each.
 pub const CUPTI_STAGED: usize = 4;
+/// Where a run's timed samples split in two behaviors (`samples_split`) and its pauses and
+/// staged regions both read over their median by more than the margin, with the slower
+/// behavior, this many pauses follow, each among [`CUPTI_TIMED_PER_PAUSE`] timed launches with
+/// CUPTI collecting, whatever the cell's timer (in place of [`CUPTI_PAUSES`]), and
+/// [`CUPTI_STAGED`] stages that draw where those read slow. A kernel that pads some of its
+/// timed launches up to where its pauses read and skips work in the rest splits its samples,
+/// and their spread then holds its pauses (on an H200 a GEMV that did so read 11.7% faster
+/// than the honest one by its median, trusted with a limit of 60.6%): a run's three pauses
+/// lie all with the slower behavior by chance too often to tell, twelve of them do so with a
+/// chance of about 0.4 to the twelfth where two in five timed launches are slow.
+pub const SPLIT_PAUSES: usize = 12;
 /// Launches CUPTI's start-up is left to, before those.
 pub const CUPTI_WARM_UP: usize = 2;
 /// Timed samples fewer than this give no spread to judge by (the analysis's tests), nor so

@@ -306,24 +306,13 @@ impl Among {
         rec: &mut CellRecord,
         samples: &[f64],
     ) -> Result<Duration, Failure> {
-        let run = by_cupti::Run {
-            pauses: self.readings_of(Region::Pause),
-            staged: [Region::Audit, Region::Decoy]
-                .map(|k| self.readings_of(k))
-                .concat(),
-            seed: self.seed,
-            wait: Duration::from_nanos(self.wait_ns),
-            draws: &self.inputs.draws,
-            held: self.held,
-            pause_draws: self.pause_draws,
-            launches: self.launches.unwrap_or(armed.body.launches()),
-        };
         s.timeline.mark("steady samples");
         let start = Instant::now();
         if !self.judged {
             return Ok(Duration::ZERO);
         }
         self.late_before_cupti = Some(self.inputs.draws.late());
+        let run = self.run(armed);
         let mut records = by_cupti::read_again((ready, &mut s.timeline), armed, rec, samples, run)?;
         let timed = (samples, &self.timed_firsts[..]);
         let launches = self.launches.unwrap_or(armed.body.launches());
@@ -336,6 +325,56 @@ impl Among {
         spent(&mut self.cost, start);
         self.by_cupti = records;
         Ok(start.elapsed())
+    }
+
+    /// Where the run's timed samples split in two and its pauses and staged regions read with
+    /// the slower behavior, more pauses read by CUPTI ([`by_cupti::split_again`]), in place of
+    /// those [`Self::by_cupti`] would have read; once the timer's readings are in.
+    pub(in crate::worker) fn split_by_cupti<'b>(
+        &mut self,
+        s: &mut Session,
+        ready: ReadyCell<'b>,
+        armed: &mut Armed<'b>,
+        rec: &mut CellRecord,
+    ) -> Result<(), Failure> {
+        if !self.judged {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let samples = rec.samples_ns.clone();
+        let run = self.run(armed);
+        let late = self.inputs.draws.late();
+        let read = by_cupti::split_again((ready, &mut s.timeline), armed, rec, &samples, run)?;
+        if let Some(read) = read {
+            s.timeline
+                .mark("audit: pauses read again by CUPTI (the timed launches split)");
+            self.late_before_cupti.get_or_insert(late);
+            let firsts = self.by_cupti.take().unwrap_or_default();
+            self.by_cupti = Some(KernelRecords {
+                firsts_ns: firsts.firsts_ns,
+                rests_ns: firsts.rests_ns,
+                ..read
+            });
+        }
+        spent(&mut self.regions_time, start);
+        spent(&mut self.cost, start);
+        Ok(())
+    }
+
+    /// What the run read and holds, for its regions read again by CUPTI.
+    fn run<'a>(&'a self, armed: &Armed) -> by_cupti::Run<'a> {
+        by_cupti::Run {
+            pauses: self.readings_of(Region::Pause),
+            staged: [Region::Audit, Region::Decoy]
+                .map(|k| self.readings_of(k))
+                .concat(),
+            seed: self.seed,
+            wait: Duration::from_nanos(self.wait_ns),
+            draws: &self.inputs.draws,
+            held: self.held,
+            pause_draws: self.pause_draws,
+            launches: self.launches.unwrap_or(armed.body.launches()),
+        }
     }
 
     /// Runs a region of `kind` as region `place` of the run, before steady sample `before`

@@ -7,12 +7,12 @@
 //! judges those records (`analysis::bounds::by_kernel_records`, `idle_or_kernel`).
 
 use super::draw::Draws;
-use crate::experiment::knobs::cache::Cache;
+use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::method::confirm;
 use crate::method::timer::busy_per_launch;
 use crate::protocol::{
     CellRecord, KernelRecords, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
-    CUPTI_WARM_UP, MIN_SAMPLES,
+    CUPTI_WARM_UP, MIN_SAMPLES, SPLIT_PAUSES,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
@@ -67,11 +67,48 @@ pub(super) fn read_again<'b>(
     let slow = |readings: &[f64]| confirm::pauses_need_confirming(readings, timed);
     let knobs = &ready.cell.knobs;
     let beyond = confirm::beyond_the_hosts_launch(&run.pauses, timed);
-    if !confirm::confirms_by_cupti(knobs) || !slow(&run.pauses) || !slow(&run.staged) || beyond {
+    // A run whose samples split in two reads more of them once its timer's readings are in
+    // (`split_again`).
+    let split = confirm::split_with_the_slow(samples, &run.pauses, &run.staged);
+    let needed = slow(&run.pauses) && slow(&run.staged) && !beyond && !split;
+    if !confirm::confirms_by_cupti(knobs) || !needed {
         return Ok(None);
     }
-    let Some((timed_ns, pauses_ns)) = collect((ready, timeline), armed, rec, &run, Stage::Pause)?
-    else {
+    pauses_and_stages((ready, timeline), armed, rec, &run, CUPTI_PAUSES)
+}
+
+/// Where the run's timed samples split in two behaviors and its pauses and staged regions
+/// read with the slower ([`confirm::split_with_the_slow`]), [`SPLIT_PAUSES`] pauses read by
+/// CUPTI as [`read_again`] reads its own, whatever the cell's timer, and stages that draw
+/// where those read slow: the run's few pauses cannot tell (see [`SPLIT_PAUSES`]). Run once
+/// the timer's readings are in (`samples`: the timed ones), so that a collector of the
+/// timer's own is done; not under a profiler, which CUPTI's collector would meet.
+pub(super) fn split_again<'b>(
+    (ready, timeline): (ReadyCell<'b>, &mut Timeline),
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+    samples: &[f64],
+    run: Run,
+) -> Result<Option<KernelRecords>, Failure> {
+    let profiled = ready.cell.knobs.timer == TimerKind::Profiler;
+    if profiled || !confirm::split_with_the_slow(samples, &run.pauses, &run.staged) {
+        return Ok(None);
+    }
+    pauses_and_stages((ready, timeline), armed, rec, &run, SPLIT_PAUSES)
+}
+
+/// `pauses` pauses among launches read by CUPTI, and [`CUPTI_STAGED`] stages that draw
+/// where those read slow: their kernel records; None where CUPTI cannot collect or a record
+/// is missing.
+fn pauses_and_stages<'b>(
+    (ready, timeline): (ReadyCell<'b>, &mut Timeline),
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+    run: &Run,
+    pauses: usize,
+) -> Result<Option<KernelRecords>, Failure> {
+    let read = collect((ready, timeline), armed, rec, run, (Stage::Pause, pauses))?;
+    let Some((timed_ns, pauses_ns)) = read else {
         return Ok(None);
     };
     let median = crate::statistics::median(timed_ns.clone());
@@ -82,7 +119,8 @@ pub(super) fn read_again<'b>(
     let staged_ns = match draws && confirm::pauses_need_confirming(&pauses_ns, median) {
         // Their timed launches are left out: the pauses are judged against those around them.
         true => {
-            (collect((ready, timeline), armed, rec, &run, Stage::Drawn)?).map_or(vec![], |(_, s)| s)
+            let drawn = (Stage::Drawn, CUPTI_STAGED);
+            (collect((ready, timeline), armed, rec, run, drawn)?).map_or(vec![], |(_, s)| s)
         }
         false => vec![],
     };
@@ -155,7 +193,7 @@ fn collect<'b>(
     armed: &mut Armed<'b>,
     rec: &mut CellRecord,
     run: &Run,
-    stage: Stage,
+    (stage, runs): (Stage, usize),
 ) -> Result<Option<Read>, Failure> {
     let copies = !armed.launch.copy_records().is_empty();
     let Ok(collector) = cuda::cupti::Collector::start(copies) else {
@@ -186,9 +224,9 @@ fn collect<'b>(
         armed.time_next(data, &mut starts, None, what, None)?;
     }
     // One region in each run of CUPTI_TIMED_PER_PAUSE + 1 launches, never its first.
-    let (runs, salt) = match stage {
-        Stage::Pause => (CUPTI_PAUSES, 0xC0FF_EE00),
-        Stage::Drawn => (CUPTI_STAGED, 0xD2A1_5EED),
+    let salt = match stage {
+        Stage::Pause => 0xC0FF_EE00,
+        Stage::Drawn => 0xD2A1_5EED,
     };
     let every = CUPTI_TIMED_PER_PAUSE + 1;
     let mut rng = SmallRng::seed_from_u64(run.seed ^ salt);

@@ -105,6 +105,7 @@ impl Auditor {
         match self {
             Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(mut among) => {
+                among.split_by_cupti(s, ready, armed, rec)?;
                 among.alone_if_split(s, ready, armed, rec)?;
                 rec.audit = Some(among.finish(s, ready.cell, &rec.samples_ns)?);
                 Ok(())
