@@ -22,6 +22,8 @@ pub mod reduce;
 pub mod stats;
 pub mod tells;
 #[cfg(test)]
+mod tells_split_tests;
+#[cfg(test)]
 mod tells_stage_tests;
 #[cfg(test)]
 mod tells_tests;

@@ -33,11 +33,12 @@ use super::bounds::{
 use super::drift::{self, Drift};
 use super::firsts;
 use super::stats::Stats;
-use super::two_speeds::{pauses_with_the_slow_launches, Read};
+use super::two_speeds::{pauses_with_the_slow_launches, records_alone, Read};
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{
-    past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
+    past_the_hosts_launch, splits_in_two, AuditsAmong, CellRecord, DeviceInfo, KernelRecords,
+    HOST_LAUNCH_NS,
 };
 
 /// What the tests found for a cell.
@@ -266,6 +267,11 @@ fn pause_test(
     // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
     let [timed_ns, pauses_ns, staged_ns] = records;
     let test = test.map(|t| by_kernel_records(t, (timed_ns, pauses_ns), timed));
+    let split = splits_in_two(s.median, s.iqr, s.shortest_half, s.step_p75);
+    let test = test.map(|t| match split {
+        true => records_alone(t, (timed_ns, pauses_ns)),
+        false => t,
+    });
     let test = test.map(|t| match t.by_cupti {
         true => idle_or_kernel(t, staged_ns),
         false => idle_or_kernel(t, staged),
@@ -279,9 +285,15 @@ fn pause_test(
     };
     let test = test.map(|t| pauses_with_the_slow_launches(t, (pauses, staged), read));
     let again = Read::KernelRecords { timed_ns };
+    // In a flushed cell a pause's stage draws the held data again, as a decoy's does: no
+    // stage that draws follows the pauses read again, which are staged themselves.
+    let staged_again = match (staged_ns.is_empty(), r.flushed) {
+        (true, true) => pauses_ns,
+        _ => staged_ns,
+    };
     let test = test.map(|t| match pauses_ns.is_empty() {
         true => t,
-        false => pauses_with_the_slow_launches(t, (pauses_ns, staged_ns), again),
+        false => pauses_with_the_slow_launches(t, (pauses_ns, staged_again), again),
     });
     test.map(|t| unread_by_cupti(t, r.host_in_reading))
 }

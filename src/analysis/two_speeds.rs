@@ -10,7 +10,7 @@
 //! and skip work in the rest: its pauses then lie with the slower behavior, and only more of
 //! them tell that from chance (`protocol::SPLIT_PAUSES`, read again by CUPTI).
 
-use super::bounds::{why, Tell, Test, FALSE_ALARM};
+use super::bounds::{against_baseline, why, Baseline, Spread, Tell, Test, FALSE_ALARM};
 use super::stats::Stats;
 use crate::protocol::{margin_ns, splits_in_two};
 use crate::statistics::{lower_median, split_chance};
@@ -124,6 +124,36 @@ pub(super) fn pauses_with_the_slow_launches(
         idle: false,
         by_cupti: test.by_cupti || by_cupti,
         ..test
+    }
+}
+
+/// Where the timed samples split in two, a pause test that found nothing by them, judged
+/// again on CUPTI's records of the run's pauses and timed launches read again (which the
+/// worker reads where the samples split, `protocol::SPLIT_PAUSES`) against those timed
+/// launches' own median and spread: the samples' spread holds a kernel's padded launches,
+/// which the records may hold too few of to split (on an H200 a cache that padded 3 of 8
+/// timed launches split its samples, and in its records 17 of 84 read 178-184 µs, 143 µs
+/// the rest, its pauses 175-180 µs).
+pub(super) fn records_alone(test: Test, (timed_ns, pauses_ns): (&[f64], &[f64])) -> Test {
+    if test.tell != Tell::Pause || test.suspect.is_some() {
+        return test;
+    }
+    let Some(stats) = kernel_stats(timed_ns) else {
+        return test;
+    };
+    let baseline = Baseline {
+        median_ns: stats.median,
+        count: stats.count as usize,
+    };
+    let spread = (Spread::of(&stats, true), Some(timed_ns));
+    match against_baseline(Tell::Pause, pauses_ns, baseline, spread) {
+        Some(mut again) if again.suspect.is_some() => {
+            again.by_cupti = true;
+            again.suspect =
+                (again.suspect).map(|s| s.replacen("suspect: ", "suspect: by CUPTI, ", 1));
+            again
+        }
+        _ => test,
     }
 }
 
@@ -294,5 +324,17 @@ mod tests {
             .suspect
             .expect("eleven of twelve");
         assert!(why.contains("11 of 12 pauses"), "{why}");
+    }
+    #[test]
+    fn records_judge_alone_only_what_found_nothing() {
+        let timed = two_speeds(84, 20, (142.5e3, 178.0e3));
+        let slow = [177.0e3; 12];
+        let t = records_alone(passed(&slow), (&timed, &slow));
+        assert!(t.by_cupti && t.suspect.is_some(), "{t:?}");
+        let honest = [142.8e3; 12];
+        assert!(records_alone(passed(&honest), (&timed, &honest))
+            .suspect
+            .is_none());
+        assert!(records_alone(passed(&slow), (&[], &slow)).suspect.is_none());
     }
 }
