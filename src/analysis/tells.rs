@@ -183,10 +183,9 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     // Every region whose stage drew: audited regions and decoys alike meet what it left.
     let staged = [&audited[..], &decoys[..]].concat();
     if let (Some(s), false) = (steady, pauses.is_empty()) {
-        let timed_ns: Vec<f64> = records.iter().flat_map(|r| r.samples_ns.clone()).collect();
         tests.extend(pause_test(
             (&pauses, &staged),
-            (s, timed, &timed_ns),
+            (s, timed),
             &kernel_records,
             r,
         ));
@@ -246,13 +245,13 @@ pub(super) fn fewest_audit_launches(among: &[&AuditsAmong]) -> Option<u64> {
     among.iter().filter_map(|m| m.region_launches).min()
 }
 
-/// The pause test: the pauses against the timed samples (`steady`, their spread `timed`,
-/// as read `samples_ns`), judged again on CUPTI's records where it read them again (`records`: timed, pauses,
+/// The pause test: the pauses against the timed samples (`steady`, their spread `timed`),
+/// judged again on CUPTI's records where it read them again (`records`: timed, pauses,
 /// staged), against the staged regions where the GPU may have gone idle, and where the timed
 /// launches split in two.
 fn pause_test(
     (pauses, staged): (&[f64], &[f64]),
-    (s, timed, samples_ns): (&Stats, Spread, &[f64]),
+    (s, timed): (&Stats, Spread),
     records: &[Vec<f64>; 3],
     r: &Readings,
 ) -> Option<Test> {
@@ -280,7 +279,6 @@ fn pause_test(
     // `two_speeds`): the pauses set against them as read, or as CUPTI read them again.
     let read = Read::Samples {
         steady: s,
-        timed_ns: samples_ns,
         host_in_reading: r.host_in_reading,
     };
     let test = test.map(|t| pauses_with_the_slow_launches(t, (pauses, staged), read));

@@ -15,14 +15,22 @@ use super::stats::Stats;
 use crate::protocol::{margin_ns, splits_in_two};
 use crate::statistics::{lower_median, split_chance};
 
+/// A quantile of the timed samples, its name, and the share of them at or above it.
+type Quantile = (fn(&Stats) -> f64, &'static str, f64);
+
+/// The quantiles tried, highest first.
+const QUANTILES: [Quantile; 3] = [
+    (|s| s.p99, "99th percentile", 0.01),
+    (|s| s.p95, "95th percentile", 0.05),
+    (|s| s.p75, "upper quartile", 0.25),
+];
+
 /// The timed launches a pause test's readings are set against, as read: by the cell's timer
-/// (`timed_ns`, their statistics `steady`; where the reading is the kernel's alone: not the
-/// host's launch too, which a pause slows whatever the kernel does), or by CUPTI's records
-/// where it read the run again.
+/// (where the reading is the kernel's alone: not the host's launch too, which a pause slows
+/// whatever the kernel does), or by CUPTI's records where it read the run again.
 pub(super) enum Read<'a> {
     Samples {
         steady: &'a Stats,
-        timed_ns: &'a [f64],
         host_in_reading: bool,
     },
     KernelRecords {
@@ -40,12 +48,12 @@ struct High {
     chance: f64,
 }
 
-/// How high the pauses lie among the `timed` launches: at the lowest pause, and where there
-/// are eight or more at the next too (so that one pause a kernel let skip hides nothing), the
-/// chance that pauses and timed launches of one distribution, in any order, put as many
-/// pauses at or above it (`split_chance`, the hypergeometric tail: exact, whatever the
-/// distribution), times the thresholds tried. The likeliest of them is None where there is
-/// no pause.
+/// How high the pauses lie among the `timed` launches read (CUPTI's records, each at hand):
+/// at the lowest pause, and where there are eight or more at the next too (so that one pause
+/// a kernel let skip hides nothing), the chance that pauses and timed launches of one
+/// distribution, in any order, put as many pauses at or above it (`split_chance`, the
+/// hypergeometric tail: exact, whatever the distribution), times the thresholds tried. The
+/// likeliest of them; None where there is no pause.
 fn so_high(pauses: &[f64], timed: &[f64]) -> Option<High> {
     let mut sorted = pauses.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -66,31 +74,30 @@ fn so_high(pauses: &[f64], timed: &[f64]) -> Option<High> {
 }
 
 /// A pause test that found nothing, judged again where the timed launches split in two:
-/// suspect where the pauses lie so high among the timed launches ([`so_high`]) that
-/// readings alike would with a chance of at most [`FALSE_ALARM`], their lower median over the
-/// timed median by more than the margin, and the regions whose stage drew (`staged`) over it
-/// too, as they are for a kernel that works after a long gap (an honest one slowed by a GPU
-/// gone idle is slow after a pause only).
+/// suspect where the pauses lie so high among the timed launches that readings alike would
+/// with a chance of at most [`FALSE_ALARM`], their lower median over the timed median by
+/// more than the margin, and the regions whose stage drew (`staged`) over it too, as they
+/// are for a kernel that works after a long gap (an honest one slowed by a GPU gone idle is
+/// slow after a pause only). Against CUPTI's records, by the pauses' ranks ([`so_high`]);
+/// against the samples, whose statistics alone the analysis holds, where every pause reads
+/// at or above a quantile of them that k readings alike all reach with such a chance.
 pub(super) fn pauses_with_the_slow_launches(
     test: Test,
     (pauses, staged): (&[f64], &[f64]),
     timed: Read,
 ) -> Test {
-    let (steady, timed_ns, by_cupti) = match timed {
+    let (steady, records) = match timed {
         Read::Samples {
             host_in_reading: true,
             ..
         } => return test,
-        Read::Samples {
-            steady, timed_ns, ..
-        } => (*steady, timed_ns, false),
+        Read::Samples { steady, .. } => (*steady, None),
         Read::KernelRecords { timed_ns } => match kernel_stats(timed_ns) {
-            Some(stats) => (stats, timed_ns, true),
+            Some(stats) => (stats, Some(timed_ns)),
             None => return test,
         },
     };
     let read: Vec<f64> = pauses.iter().copied().filter(|t| t.is_finite()).collect();
-    let timed_ns: Vec<f64> = timed_ns.iter().copied().filter(|t| t.is_finite()).collect();
     let split = splits_in_two(
         steady.median,
         steady.iqr,
@@ -104,27 +111,57 @@ pub(super) fn pauses_with_the_slow_launches(
     if test.tell != Tell::Pause || test.suspect.is_some() || !split || !slow {
         return test;
     }
-    let Some(high) = so_high(&read, &timed_ns).filter(|h| h.chance <= FALSE_ALARM) else {
+    let found = match records {
+        Some(timed_ns) => by_ranks(&read, timed_ns, steady.median),
+        None => by_quantiles(&read, &steady),
+    };
+    let Some(found) = found else {
         return test;
     };
-    let by = if by_cupti { "by CUPTI, " } else { "" };
-    let suspect = format!(
-        "suspect: {by}{} of {} pauses read {:.3} µs or more, where {} of the {} timed launches read (which split in two behaviors; their median {:.3} µs): readings alike lie so high with a chance of {:.1e}, and the staged regions read slow too: {}",
+    let by = if records.is_some() { "by CUPTI, " } else { "" };
+    Test {
+        suspect: Some(format!(
+            "suspect: {by}{found}, and the staged regions read slow too: {}",
+            why(Tell::Pause)
+        )),
+        idle: false,
+        by_cupti: test.by_cupti || records.is_some(),
+        ..test
+    }
+}
+
+/// What the pauses' ranks among CUPTI's records of the timed launches say, where readings
+/// alike would lie so high with a chance of at most [`FALSE_ALARM`].
+fn by_ranks(pauses: &[f64], timed_ns: &[f64], median_ns: f64) -> Option<String> {
+    let timed: Vec<f64> = timed_ns.iter().copied().filter(|t| t.is_finite()).collect();
+    let high = so_high(pauses, &timed).filter(|h| h.chance <= FALSE_ALARM)?;
+    Some(format!(
+        "{} of {} pauses read {:.3} µs or more, where {} of the {} timed launches read (which split in two behaviors; their median {:.3} µs): readings alike lie so high with a chance of {:.1e}",
         high.pauses,
         high.of,
         high.at_ns / 1e3,
         high.timed,
-        timed_ns.len(),
-        steady.median / 1e3,
+        timed.len(),
+        median_ns / 1e3,
         high.chance,
-        why(Tell::Pause),
-    );
-    Test {
-        suspect: Some(suspect),
-        idle: false,
-        by_cupti: test.by_cupti || by_cupti,
-        ..test
-    }
+    ))
+}
+
+/// What the samples' quantiles say: every pause at or above one that k readings alike all
+/// reach with a chance of at most [`FALSE_ALARM`].
+fn by_quantiles(pauses: &[f64], steady: &Stats) -> Option<String> {
+    let lowest = pauses.iter().copied().fold(f64::INFINITY, f64::min);
+    let k = pauses.len() as i32;
+    let (at, name, share) = QUANTILES
+        .iter()
+        .find(|(at, _, share)| lowest >= at(steady) && share.powi(k) <= FALSE_ALARM)?;
+    Some(format!(
+        "all {k} pauses read {:.3} µs or more, at or above the timed launches' {name} ({:.3} µs; their median {:.3} µs), which split in two behaviors: readings alike all lie there with a chance of {:.1e}",
+        lowest / 1e3,
+        at(steady) / 1e3,
+        steady.median / 1e3,
+        share.powi(k),
+    ))
 }
 
 /// Where the timed samples split in two, a pause test that found nothing by them, judged
@@ -169,27 +206,29 @@ fn kernel_stats(timed_ns: &[f64]) -> Option<Stats> {
 mod tests {
     use super::*;
 
-    /// `n` timed launches, a share `slow_pct` of them (drawn apart by a hash of their place)
-    /// at `slow` and the rest at `fast`, each within 0.7 µs.
-    fn two_speeds(n: u32, slow_pct: u32, (fast, slow): (f64, f64)) -> Vec<f64> {
-        (0..n)
-            .map(
-                |i| match (i.wrapping_mul(2_654_435_761) >> 16) % 100 < slow_pct {
-                    true => slow + f64::from(i % 8) * 100.0,
-                    false => fast + f64::from(i % 5) * 100.0,
-                },
-            )
-            .collect()
+    /// Timed samples as the adaptive pause tell's on an H200: 72% at 275.7 µs, 28% at
+    /// 367.6 µs, the two interleaved.
+    fn two_speeds() -> Stats {
+        Stats {
+            count: 200,
+            median: 275.7e3,
+            p25: 275.1e3,
+            p75: 366.7e3,
+            p95: 367.6e3,
+            p99: 367.8e3,
+            max: 368.2e3,
+            iqr: 91.6e3,
+            shortest_half: 1.0e3,
+            step_p75: 91.0e3,
+            ..Stats::default()
+        }
     }
 
-    /// As the adaptive pause tell's on an H200: 28% at 367.1-367.8 µs, the rest at
-    /// 275.5-275.9 µs (the median), the two interleaved.
-    fn adaptive() -> Vec<f64> {
-        two_speeds(200, 28, (275.5e3, 367.1e3))
-    }
-
-    fn stats(timed: &[f64]) -> Stats {
-        super::super::stats::of(timed.to_vec()).unwrap()
+    fn samples(steady: &Stats) -> Read<'_> {
+        Read::Samples {
+            steady,
+            host_in_reading: false,
+        }
     }
 
     /// The sigma test's finding on them: nothing, within a bound of 114.5 µs.
@@ -211,72 +250,80 @@ mod tests {
         }
     }
 
-    /// The pause test again on `pauses` and `staged` against `timed` as the cell's timer
-    /// read them, or as CUPTI's records.
-    fn judge(pauses: &[f64], staged: &[f64], timed: &[f64], records: bool) -> Test {
-        let steady = stats(timed);
-        let read = match records {
-            true => Read::KernelRecords { timed_ns: timed },
-            false => Read::Samples {
-                steady: &steady,
-                timed_ns: timed,
-                host_in_reading: false,
-            },
-        };
-        pauses_with_the_slow_launches(passed(pauses), (pauses, staged), read)
-    }
-
     #[test]
     fn pauses_all_with_the_slow_timed_launches_of_two_behaviors_are_suspect() {
         let pauses = [366.9e3, 367.7e3, 367.6e3, 367.9e3, 367.6e3, 367.8e3];
         let staged = [365.9e3, 366.3e3];
-        let t = judge(&pauses, &staged, &adaptive(), false);
-        let why = t.suspect.expect("six pauses among the 28% slow: 6e-4");
-        assert!(
-            why.starts_with("suspect: 6 of 6 pauses read 366.900 µs"),
-            "{why}"
+        let t = pauses_with_the_slow_launches(
+            passed(&pauses),
+            (&pauses, &staged),
+            samples(&two_speeds()),
         );
+        let why = t
+            .suspect
+            .expect("six pauses in the slowest quarter: 2.4e-4");
+        assert!(why.contains("upper quartile"), "{why}");
     }
 
     #[test]
     fn pauses_spread_over_both_behaviors_are_not() {
         // An honest kernel of two speeds: its pauses meet either.
         let pauses = [367.6e3, 275.9e3, 367.7e3, 275.4e3, 367.6e3, 276.0e3];
-        let t = judge(&pauses, &[365.9e3, 366.3e3], &adaptive(), false);
+        let staged = [365.9e3, 366.3e3];
+        let t = pauses_with_the_slow_launches(
+            passed(&pauses),
+            (&pauses, &staged),
+            samples(&two_speeds()),
+        );
         assert!(t.suspect.is_none());
     }
 
     #[test]
     fn too_few_pauses_a_gpu_gone_idle_a_single_behavior_or_the_hosts_launch_clear_them() {
-        let staged = [365.9e3, 366.3e3];
-        // Three among the slowest: readings alike do so one time in about forty.
-        let few = judge(&[367.1e3, 367.2e3, 367.1e3], &staged, &adaptive(), false);
-        assert!(
-            few.suspect.is_none(),
-            "three among 56 slow of 200 pass by chance"
+        let (pauses, staged) = ([367.6e3, 367.7e3, 367.6e3], [365.9e3, 366.3e3]);
+        // Three in the slowest quarter: 1.6e-2; but three at the 95th percentile: 1.3e-4.
+        let few = pauses_with_the_slow_launches(
+            passed(&pauses),
+            (&pauses, &staged),
+            samples(&two_speeds()),
         );
-        // Three above every timed launch: one way in C(203, 3).
-        let above = judge(&[368.5e3, 368.6e3, 368.5e3], &staged, &adaptive(), false);
-        assert!(above.suspect.is_some(), "above all 200");
+        assert!(few.suspect.is_some(), "at the 95th percentile");
+        let quartile = [366.8e3, 366.9e3, 366.8e3];
+        let t = pauses_with_the_slow_launches(
+            passed(&quartile),
+            (&quartile, &staged),
+            samples(&two_speeds()),
+        );
+        assert!(
+            t.suspect.is_none(),
+            "three in the top quarter pass by chance"
+        );
         let six = [367.6e3; 6];
-        let idle = judge(&six, &[276.0e3, 275.8e3], &adaptive(), false);
+        let idle = pauses_with_the_slow_launches(
+            passed(&six),
+            (&six, &[276.0e3, 275.8e3]),
+            samples(&two_speeds()),
+        );
         assert!(idle.suspect.is_none(), "staged regions at the timed median");
-        let one = two_speeds(200, 0, (275.5e3, 367.1e3));
-        let t = judge(&six, &staged, &one, false);
+        let one = Stats {
+            shortest_half: 91.6e3,
+            ..two_speeds()
+        };
+        let t = pauses_with_the_slow_launches(passed(&six), (&six, &staged), samples(&one));
         assert!(
             t.suspect.is_none(),
             "samples of one behavior: the sigma test judges"
         );
-        let timed = adaptive();
-        let steady = stats(&timed);
-        let host = Read::Samples {
-            steady: &steady,
-            timed_ns: &timed,
-            host_in_reading: true,
-        };
-        let t = pauses_with_the_slow_launches(passed(&six), (&six, &staged), host);
+        let host = pauses_with_the_slow_launches(
+            passed(&six),
+            (&six, &staged),
+            Read::Samples {
+                steady: &two_speeds(),
+                host_in_reading: true,
+            },
+        );
         assert!(
-            t.suspect.is_none(),
+            host.suspect.is_none(),
             "a reading that holds the host's launch"
         );
     }
@@ -292,42 +339,77 @@ mod tests {
             })
             .collect();
         let (pauses, staged) = ([367.9e3; 8], [366.0e3; 4]);
-        let t = judge(&pauses, &staged, &timed, true);
+        let records = Read::KernelRecords { timed_ns: &timed };
+        let t = pauses_with_the_slow_launches(passed(&pauses), (&pauses, &staged), records);
         let why = t.suspect.expect("eight pauses with the slowest records");
         assert!(why.starts_with("suspect: by CUPTI, 8 of 8 pauses"), "{why}");
         assert!(t.by_cupti);
         let honest: Vec<f64> = (0..56).map(|i| 275.7e3 + (i % 5) as f64 * 100.0).collect();
-        let t = judge(&pauses, &staged, &honest, true);
+        let records = Read::KernelRecords { timed_ns: &honest };
+        let t = pauses_with_the_slow_launches(passed(&pauses), (&pauses, &staged), records);
         assert!(
             t.suspect.is_none(),
             "records of one behavior: the sigma test judges"
         );
     }
 
+    /// `n` readings, a share `slow_pct` of them (drawn apart by a hash of their place) at
+    /// `slow` and the rest at `fast`, each within 0.7 µs.
+    fn speeds(n: u32, slow_pct: u32, (fast, slow): (f64, f64)) -> Vec<f64> {
+        (0..n)
+            .map(
+                |i| match (i.wrapping_mul(2_654_435_761) >> 16) % 100 < slow_pct {
+                    true => slow + f64::from(i % 8) * 100.0,
+                    false => fast + f64::from(i % 5) * 100.0,
+                },
+            )
+            .collect()
+    }
+
+    fn records(timed: &[f64], pauses: &[f64], staged: &[f64]) -> Test {
+        let read = Read::KernelRecords { timed_ns: timed };
+        pauses_with_the_slow_launches(passed(pauses), (pauses, staged), read)
+    }
+
+    #[test]
+    fn records_judge_the_pauses_by_their_ranks_among_the_timed_launches() {
+        // Six pauses among the 28% slow records: C(62, 6) / C(206, 6), about 6e-4.
+        let timed = speeds(200, 28, (275.5e3, 367.1e3));
+        let six = [366.9e3, 367.7e3, 367.6e3, 367.9e3, 367.6e3, 367.8e3];
+        let why = records(&timed, &six, &[366.0e3; 4])
+            .suspect
+            .expect("six of six");
+        assert!(
+            why.starts_with("suspect: by CUPTI, 6 of 6 pauses read 366.900 µs"),
+            "{why}"
+        );
+        // Three among them: one time in about forty.
+        let three = [367.1e3, 367.2e3, 367.1e3];
+        assert!(records(&timed, &three, &[366.0e3; 4]).suspect.is_none());
+    }
+
     #[test]
     fn a_kernel_that_pads_some_timed_launches_up_to_its_pauses_is_suspect_by_twelve() {
         // An adversary's GEMV on an H200: 5 launches of 8 skip a quarter (106 µs, the
         // median), 3 pad their work up to 137 µs; after a pause it works, 137-140 µs.
-        let timed = two_speeds(84, 37, (105.8e3, 136.8e3));
+        let timed = speeds(84, 37, (105.8e3, 136.8e3));
         let staged = [142.8e3, 142.3e3, 144.4e3, 143.0e3];
-        let run = [140.2e3, 140.3e3, 137.0e3];
-        assert!(
-            judge(&run, &staged, &timed, true).suspect.is_none(),
-            "three pauses"
-        );
+        assert!(records(&timed, &[140.2e3, 140.3e3, 137.0e3], &staged)
+            .suspect
+            .is_none());
         let mut twelve: Vec<f64> = (0..12).map(|i| 137.0e3 + f64::from(i) * 300.0).collect();
-        let t = judge(&twelve, &staged, &timed, true);
-        assert!(t.suspect.is_some(), "twelve pauses read again");
+        assert!(records(&timed, &twelve, &staged).suspect.is_some());
         // One pause it let skip: the next lowest judges.
         twelve[5] = 106.1e3;
-        let why = judge(&twelve, &staged, &timed, true)
+        let why = records(&timed, &twelve, &staged)
             .suspect
             .expect("eleven of twelve");
         assert!(why.contains("11 of 12 pauses"), "{why}");
     }
+
     #[test]
     fn records_judge_alone_only_what_found_nothing() {
-        let timed = two_speeds(84, 20, (142.5e3, 178.0e3));
+        let timed = speeds(84, 20, (142.5e3, 178.0e3));
         let slow = [177.0e3; 12];
         let t = records_alone(passed(&slow), (&timed, &slow));
         assert!(t.by_cupti && t.suspect.is_some(), "{t:?}");
