@@ -33,12 +33,11 @@ use super::bounds::{
 use super::drift::{self, Drift};
 use super::firsts;
 use super::stats::Stats;
-use super::two_speeds::{pauses_with_the_slow_launches, records_alone, Read};
+use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{
-    past_the_hosts_launch, splits_in_two, AuditsAmong, CellRecord, DeviceInfo, KernelRecords,
-    HOST_LAUNCH_NS,
+    past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
 };
 
 /// What the tests found for a cell.
@@ -163,6 +162,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let kinds: [fn(&KernelRecords) -> &Vec<f64>; 3] =
         [|k| &k.timed_ns, |k| &k.pauses_ns, |k| &k.staged_ns];
     let kernel_records = kinds.map(by_cupti);
+    let pauses_staged = (among.iter().filter_map(|m| m.by_cupti.as_ref())).any(|k| k.pauses_staged);
     let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
         .filter_map(|a| a.launch_ns)
         .collect();
@@ -186,7 +186,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         tests.extend(pause_test(
             (&pauses, &staged),
             (s, timed),
-            &kernel_records,
+            (&kernel_records, pauses_staged),
             r,
         ));
     }
@@ -252,7 +252,7 @@ pub(super) fn fewest_audit_launches(among: &[&AuditsAmong]) -> Option<u64> {
 fn pause_test(
     (pauses, staged): (&[f64], &[f64]),
     (s, timed): (&Stats, Spread),
-    records: &[Vec<f64>; 3],
+    (records, pauses_staged): (&[Vec<f64>; 3], bool),
     r: &Readings,
 ) -> Option<Test> {
     let baseline = Baseline {
@@ -265,10 +265,10 @@ fn pause_test(
     // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
     // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
     let [timed_ns, pauses_ns, staged_ns] = records;
-    let test = test.map(|t| by_kernel_records(t, (timed_ns, pauses_ns), timed));
-    let split = splits_in_two(s.median, s.iqr, s.shortest_half, s.step_p75);
-    let test = test.map(|t| match split {
-        true => records_alone(t, (timed_ns, pauses_ns)),
+    // Only where the samples hold the host's launch: elsewhere the records were read because
+    // the samples split, and clear nothing a kernel alone's reading found.
+    let test = test.map(|t| match r.host_in_reading {
+        true => by_kernel_records(t, (timed_ns, pauses_ns), timed),
         false => t,
     });
     let test = test.map(|t| match t.by_cupti {
@@ -282,12 +282,15 @@ fn pause_test(
         host_in_reading: r.host_in_reading,
     };
     let test = test.map(|t| pauses_with_the_slow_launches(t, (pauses, staged), read));
-    let again = Read::KernelRecords { timed_ns };
-    // In a flushed cell a pause's stage draws the held data again, as a decoy's does: no
-    // stage that draws follows the pauses read again, which are staged themselves.
-    let staged_again = match (staged_ns.is_empty(), r.flushed) {
-        (true, true) => pauses_ns,
-        _ => staged_ns,
+    let again = Read::KernelRecords {
+        timed_ns,
+        steady: s,
+    };
+    // Where the pauses' stages drew (a flushed cell's) or poisoned the outputs (nothing to
+    // draw), no stage that draws follows the pauses read again: they are staged themselves.
+    let staged_again = match pauses_staged {
+        true => pauses_ns,
+        false => staged_ns,
     };
     let test = test.map(|t| match pauses_ns.is_empty() {
         true => t,

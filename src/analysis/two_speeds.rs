@@ -10,7 +10,7 @@
 //! and skip work in the rest: its pauses then lie with the slower behavior, and only more of
 //! them tell that from chance (`protocol::SPLIT_PAUSES`, read again by CUPTI).
 
-use super::bounds::{against_baseline, why, Baseline, Spread, Tell, Test, FALSE_ALARM};
+use super::bounds::{why, Tell, Test, FALSE_ALARM};
 use super::stats::Stats;
 use crate::protocol::{margin_ns, splits_in_two};
 use crate::statistics::{lower_median, split_chance};
@@ -27,7 +27,9 @@ const QUANTILES: [Quantile; 3] = [
 
 /// The timed launches a pause test's readings are set against, as read: by the cell's timer
 /// (where the reading is the kernel's alone: not the host's launch too, which a pause slows
-/// whatever the kernel does), or by CUPTI's records where it read the run again.
+/// whatever the kernel does), or by CUPTI's records where it read the run again, beside the
+/// samples (`steady`), whose split says why: the records, a few dozen launches, may hold too
+/// few of a kernel's slower ones to split themselves (a cache's padded 17 of 84).
 pub(super) enum Read<'a> {
     Samples {
         steady: &'a Stats,
@@ -35,6 +37,7 @@ pub(super) enum Read<'a> {
     },
     KernelRecords {
         timed_ns: &'a [f64],
+        steady: &'a Stats,
     },
 }
 
@@ -49,28 +52,25 @@ struct High {
 }
 
 /// How high the pauses lie among the `timed` launches read (CUPTI's records, each at hand):
-/// at the lowest pause, and where there are eight or more at the next too (so that one pause
-/// a kernel let skip hides nothing), the chance that pauses and timed launches of one
-/// distribution, in any order, put as many pauses at or above it (`split_chance`, the
-/// hypergeometric tail: exact, whatever the distribution), times the thresholds tried. The
-/// likeliest of them; None where there is no pause.
+/// at each pause's reading, the chance that pauses and timed launches of one distribution, in
+/// any order, put as many pauses at or above it (`split_chance`, the hypergeometric tail:
+/// exact, whatever the distribution), times the pauses (a threshold each, so that pauses a
+/// kernel let skip hide nothing). The likeliest of them; None where there is no pause.
 fn so_high(pauses: &[f64], timed: &[f64]) -> Option<High> {
-    let mut sorted = pauses.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let tried = if sorted.len() >= 8 { 2 } else { 1 };
+    let tried = pauses.len() as f64;
     let at = |at_ns: f64| {
-        let pauses = sorted.iter().filter(|p| **p >= at_ns).count();
+        let above = pauses.iter().filter(|p| **p >= at_ns).count();
         let timed_above = timed.iter().filter(|t| **t >= at_ns).count();
-        let chance = split_chance((sorted.len(), pauses), (timed.len(), timed_above));
+        let chance = split_chance((pauses.len(), above), (timed.len(), timed_above));
         High {
             at_ns,
-            pauses,
-            of: sorted.len(),
+            pauses: above,
+            of: pauses.len(),
             timed: timed_above,
-            chance: (chance * tried as f64).min(1.0),
+            chance: (chance * tried).min(1.0),
         }
     };
-    (sorted.iter().take(tried).map(|p| at(*p))).min_by(|a, b| a.chance.total_cmp(&b.chance))
+    (pauses.iter().map(|p| at(*p))).min_by(|a, b| a.chance.total_cmp(&b.chance))
 }
 
 /// A pause test that found nothing, judged again where the timed launches split in two:
@@ -86,23 +86,23 @@ pub(super) fn pauses_with_the_slow_launches(
     (pauses, staged): (&[f64], &[f64]),
     timed: Read,
 ) -> Test {
-    let (steady, records) = match timed {
+    let (steady, samples, records) = match timed {
         Read::Samples {
             host_in_reading: true,
             ..
         } => return test,
-        Read::Samples { steady, .. } => (*steady, None),
-        Read::KernelRecords { timed_ns } => match kernel_stats(timed_ns) {
-            Some(stats) => (stats, Some(timed_ns)),
+        Read::Samples { steady, .. } => (*steady, steady, None),
+        Read::KernelRecords { timed_ns, steady } => match kernel_stats(timed_ns) {
+            Some(stats) => (stats, steady, Some(timed_ns)),
             None => return test,
         },
     };
     let read: Vec<f64> = pauses.iter().copied().filter(|t| t.is_finite()).collect();
     let split = splits_in_two(
-        steady.median,
-        steady.iqr,
-        steady.shortest_half,
-        steady.step_p75,
+        samples.median,
+        samples.iqr,
+        samples.shortest_half,
+        samples.step_p75,
     );
     let over = |lower_median: Option<f64>| {
         lower_median.is_some_and(|m| m - steady.median > margin_ns(steady.median))
@@ -162,36 +162,6 @@ fn by_quantiles(pauses: &[f64], steady: &Stats) -> Option<String> {
         steady.median / 1e3,
         share.powi(k),
     ))
-}
-
-/// Where the timed samples split in two, a pause test that found nothing by them, judged
-/// again on CUPTI's records of the run's pauses and timed launches read again (which the
-/// worker reads where the samples split, `protocol::SPLIT_PAUSES`) against those timed
-/// launches' own median and spread: the samples' spread holds a kernel's padded launches,
-/// which the records may hold too few of to split (on an H200 a cache that padded 3 of 8
-/// timed launches split its samples, and in its records 17 of 84 read 178-184 µs, 143 µs
-/// the rest, its pauses 175-180 µs).
-pub(super) fn records_alone(test: Test, (timed_ns, pauses_ns): (&[f64], &[f64])) -> Test {
-    if test.tell != Tell::Pause || test.suspect.is_some() {
-        return test;
-    }
-    let Some(stats) = kernel_stats(timed_ns) else {
-        return test;
-    };
-    let baseline = Baseline {
-        median_ns: stats.median,
-        count: stats.count as usize,
-    };
-    let spread = (Spread::of(&stats, true), Some(timed_ns));
-    match against_baseline(Tell::Pause, pauses_ns, baseline, spread) {
-        Some(mut again) if again.suspect.is_some() => {
-            again.by_cupti = true;
-            again.suspect =
-                (again.suspect).map(|s| s.replacen("suspect: ", "suspect: by CUPTI, ", 1));
-            again
-        }
-        _ => test,
-    }
 }
 
 /// The statistics of CUPTI's records of the timed launches, in the order they ran.
@@ -328,31 +298,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn cuptis_records_of_a_run_read_again_are_judged_alike() {
-        // Events on an idle queue: the pauses read again by CUPTI among 56 timed launches,
-        // 16 of which did all the work.
-        let timed: Vec<f64> = (0..56)
-            .map(|i| match i % 7 {
-                0 | 3 => 367.6e3 + (i % 3) as f64 * 100.0,
-                _ => 275.7e3 + (i % 5) as f64 * 100.0,
-            })
-            .collect();
-        let (pauses, staged) = ([367.9e3; 8], [366.0e3; 4]);
-        let records = Read::KernelRecords { timed_ns: &timed };
-        let t = pauses_with_the_slow_launches(passed(&pauses), (&pauses, &staged), records);
-        let why = t.suspect.expect("eight pauses with the slowest records");
-        assert!(why.starts_with("suspect: by CUPTI, 8 of 8 pauses"), "{why}");
-        assert!(t.by_cupti);
-        let honest: Vec<f64> = (0..56).map(|i| 275.7e3 + (i % 5) as f64 * 100.0).collect();
-        let records = Read::KernelRecords { timed_ns: &honest };
-        let t = pauses_with_the_slow_launches(passed(&pauses), (&pauses, &staged), records);
-        assert!(
-            t.suspect.is_none(),
-            "records of one behavior: the sigma test judges"
-        );
-    }
-
     /// `n` readings, a share `slow_pct` of them (drawn apart by a hash of their place) at
     /// `slow` and the rest at `fast`, each within 0.7 µs.
     fn speeds(n: u32, slow_pct: u32, (fast, slow): (f64, f64)) -> Vec<f64> {
@@ -366,26 +311,60 @@ mod tests {
             .collect()
     }
 
+    /// The pause test again on CUPTI's records of `timed` launches and `pauses`, beside
+    /// samples that split as the adaptive pause tell's (or `steady`).
     fn records(timed: &[f64], pauses: &[f64], staged: &[f64]) -> Test {
-        let read = Read::KernelRecords { timed_ns: timed };
+        records_beside(timed, (pauses, staged), &two_speeds())
+    }
+
+    fn records_beside(timed: &[f64], (pauses, staged): (&[f64], &[f64]), steady: &Stats) -> Test {
+        let read = Read::KernelRecords {
+            timed_ns: timed,
+            steady,
+        };
         pauses_with_the_slow_launches(passed(pauses), (pauses, staged), read)
     }
 
     #[test]
-    fn records_judge_the_pauses_by_their_ranks_among_the_timed_launches() {
-        // Six pauses among the 28% slow records: C(62, 6) / C(206, 6), about 6e-4.
+    fn cuptis_records_of_a_run_read_again_are_judged_by_the_pauses_ranks() {
+        // The pauses read again by CUPTI among 56 timed launches, 16 of which did all the
+        // work: at 367.9 µs, above all 56.
+        let timed: Vec<f64> = (0..56)
+            .map(|i| match i % 7 {
+                0 | 3 => 367.6e3 + (i % 3) as f64 * 100.0,
+                _ => 275.7e3 + (i % 5) as f64 * 100.0,
+            })
+            .collect();
+        let (pauses, staged) = ([367.9e3; 8], [366.0e3; 4]);
+        let t = records(&timed, &pauses, &staged);
+        let why = t.suspect.expect("eight pauses above the slowest records");
+        assert!(why.starts_with("suspect: by CUPTI, 8 of 8 pauses"), "{why}");
+        assert!(t.by_cupti);
+        // Six pauses among the 28% slow records, spread as they are: C(62, 6) / C(206, 6)
+        // times six at the lowest, 3.4e-3.
         let timed = speeds(200, 28, (275.5e3, 367.1e3));
-        let six = [366.9e3, 367.7e3, 367.6e3, 367.9e3, 367.6e3, 367.8e3];
-        let why = records(&timed, &six, &[366.0e3; 4])
-            .suspect
-            .expect("six of six");
-        assert!(
-            why.starts_with("suspect: by CUPTI, 6 of 6 pauses read 366.900 µs"),
-            "{why}"
-        );
-        // Three among them: one time in about forty.
-        let three = [367.1e3, 367.2e3, 367.1e3];
-        assert!(records(&timed, &three, &[366.0e3; 4]).suspect.is_none());
+        let six = [367.1e3, 367.3e3, 367.4e3, 367.5e3, 367.6e3, 367.8e3];
+        assert!(records(&timed, &six, &staged).suspect.is_none());
+        let twelve = [367.1e3; 12];
+        assert!(records(&timed, &twelve, &staged).suspect.is_some());
+    }
+
+    #[test]
+    fn records_of_an_honest_kernel_of_two_speeds_or_beside_samples_of_one_are_not() {
+        let staged = [366.0e3; 4];
+        // Its records 20% slow, seven of its twelve pauses too: they meet either speed.
+        let timed = speeds(84, 20, (275.5e3, 367.1e3));
+        let mut pauses = [367.3e3; 12];
+        pauses[..5].copy_from_slice(&[275.8e3; 5]);
+        assert!(records(&timed, &pauses, &staged).suspect.is_none());
+        // Samples of one behavior: the sigma test judges them, and the records beside them.
+        let one = Stats {
+            shortest_half: 91.6e3,
+            ..two_speeds()
+        };
+        let honest: Vec<f64> = (0..56).map(|i| 275.7e3 + (i % 5) as f64 * 100.0).collect();
+        let t = records_beside(&honest, (&[367.9e3; 8], &staged), &one);
+        assert!(t.suspect.is_none(), "samples of one behavior");
     }
 
     #[test]
@@ -399,24 +378,16 @@ mod tests {
             .is_none());
         let mut twelve: Vec<f64> = (0..12).map(|i| 137.0e3 + f64::from(i) * 300.0).collect();
         assert!(records(&timed, &twelve, &staged).suspect.is_some());
-        // One pause it let skip: the next lowest judges.
-        twelve[5] = 106.1e3;
+        // Pauses it let skip: each pause is a threshold, so the rest judge.
+        (twelve[2], twelve[5]) = (106.1e3, 105.9e3);
         let why = records(&timed, &twelve, &staged)
             .suspect
-            .expect("eleven of twelve");
-        assert!(why.contains("11 of 12 pauses"), "{why}");
-    }
-
-    #[test]
-    fn records_judge_alone_only_what_found_nothing() {
-        let timed = speeds(84, 20, (142.5e3, 178.0e3));
-        let slow = [177.0e3; 12];
-        let t = records_alone(passed(&slow), (&timed, &slow));
-        assert!(t.by_cupti && t.suspect.is_some(), "{t:?}");
-        let honest = [142.8e3; 12];
-        assert!(records_alone(passed(&honest), (&timed, &honest))
-            .suspect
-            .is_none());
-        assert!(records_alone(passed(&slow), (&[], &slow)).suspect.is_none());
+            .expect("ten of twelve");
+        assert!(why.contains("of 12 pauses"), "{why}");
+        // Records that hold too few padded launches to split beside samples that do (a
+        // cache's 17 of 84): the ranks judge them alike.
+        let few = speeds(84, 20, (142.5e3, 178.0e3));
+        let pauses: Vec<f64> = (0..12).map(|i| 175.5e3 + f64::from(i) * 400.0).collect();
+        assert!(records(&few, &pauses, &[184e3; 4]).suspect.is_some());
     }
 }

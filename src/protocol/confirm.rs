@@ -208,6 +208,11 @@ pub struct KernelRecords {
         deserialize_with = "super::nan::null_as_nan"
     )]
     pub staged_ns: Vec<f64>,
+    /// Whether the pauses' stages were a stage that draws themselves (a flushed cell's pause
+    /// draws the held data again; where nothing is drawn every stage poisons the outputs), so
+    /// that no stage that draws is read after them: the pauses stand for the staged regions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pauses_staged: bool,
     /// Timed regions of several launches read again ([`CUPTI_FIRSTS`]): each one's first
     /// launch, and the mean of the launches after it.
     #[serde(

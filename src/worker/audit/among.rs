@@ -343,12 +343,10 @@ impl Among {
         let start = Instant::now();
         let samples = rec.samples_ns.clone();
         let run = self.run(armed);
-        let late = self.inputs.draws.late();
         let read = by_cupti::split_again((ready, &mut s.timeline), armed, rec, &samples, run)?;
         if let Some(read) = read {
             s.timeline
                 .mark("audit: pauses read again by CUPTI (the timed launches split)");
-            self.late_before_cupti.get_or_insert(late);
             let firsts = self.by_cupti.take().unwrap_or_default();
             self.by_cupti = Some(KernelRecords {
                 firsts_ns: firsts.firsts_ns,

@@ -115,7 +115,8 @@ fn pauses_and_stages<'b>(
     // Where nothing is drawn a pause's stage poisons the outputs as every stage does: no
     // stage keeps the GPU busier than a pause.
     // A pause that draws already holds the GPU busy through its stage, as a drawn one would.
-    let draws = !run.draws.is_empty() && !run.pause_draws;
+    let pauses_staged = run.draws.is_empty() || run.pause_draws;
+    let draws = !pauses_staged;
     let staged_ns = match draws && confirm::pauses_need_confirming(&pauses_ns, median) {
         // Their timed launches are left out: the pauses are judged against those around them.
         true => {
@@ -128,6 +129,7 @@ fn pauses_and_stages<'b>(
         timed_ns,
         pauses_ns,
         staged_ns,
+        pauses_staged,
         ..KernelRecords::default()
     }))
 }
