@@ -129,9 +129,11 @@ pub const CUPTI_STAGED: usize = 4;
 /// timed launches up to where its pauses read and skips work in the rest splits its samples,
 /// and their spread then holds its pauses (on an H200 a GEMV that did so read 11.7% faster
 /// than the honest one by its median, trusted with a limit of 60.6%): a run's three pauses
-/// lie all with the slower behavior by chance too often to tell, twelve of them do so with a
-/// chance of about 0.4 to the twelfth where two in five timed launches are slow.
-pub const SPLIT_PAUSES: usize = 12;
+/// lie all with the slower behavior by chance too often to tell. Sixteen among 112 timed
+/// launches, 48% of them slow (as a cache's padded launches were), do so with a chance of
+/// 2.7e-5, 2.1e-4 over the test's eight thresholds (`analysis::two_speeds`); twelve among 84
+/// with 3.3e-4, 2.0e-3 over six.
+pub const SPLIT_PAUSES: usize = 16;
 /// Launches CUPTI's start-up is left to, before those.
 pub const CUPTI_WARM_UP: usize = 2;
 /// Timed samples fewer than this give no spread to judge by (the analysis's tests), nor so
