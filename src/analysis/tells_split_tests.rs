@@ -7,20 +7,8 @@ use super::bounds::*;
 use super::stats::Stats;
 use super::tells::*;
 use super::tells_tests::run;
+use super::two_speeds::speeds;
 use crate::protocol::{CellRecord, KernelRecords};
-
-/// `n` readings, a share `slow_pct` of them (drawn apart by a hash of their place) at `slow`
-/// and the rest at `fast`, each within 0.7 µs.
-fn two_speeds(n: u32, slow_pct: u32, (fast, slow): (f64, f64)) -> Vec<f64> {
-    (0..n)
-        .map(
-            |i| match (i.wrapping_mul(2_654_435_761) >> 16) % 100 < slow_pct {
-                true => slow + f64::from(i % 8) * 100.0,
-                false => fast + f64::from(i % 5) * 100.0,
-            },
-        )
-        .collect()
-}
 
 /// A cell timed by CUPTI whose 200 samples pad 37% of its launches up to 137 µs and skip a
 /// quarter of its work in the rest (106 µs), its three pauses and three staged regions
@@ -36,7 +24,7 @@ fn padded_staged(records: [Vec<f64>; 3], pauses_staged: bool) -> CellRecord {
         vec![144.4e3],
         vec![140.2e3, 140.3e3, 137.0e3],
     );
-    r.samples_ns = two_speeds(200, 37, (105.8e3, 136.8e3));
+    r.samples_ns = speeds(200, 37, (105.8e3, 136.8e3));
     let [timed_ns, pauses_ns, staged_ns] = records;
     let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
     among.by_cupti = Some(KernelRecords {
@@ -66,7 +54,7 @@ fn judge(r: &CellRecord, flushed: bool) -> Judgement {
 /// CUPTI's records of the timed launches around the pauses read again: the padded ones at
 /// 145 µs, whose spread then holds the pauses by their median.
 fn padded_records() -> Vec<f64> {
-    two_speeds(84, 37, (105.8e3, 145.0e3))
+    speeds(84, 37, (105.8e3, 145.0e3))
 }
 
 /// Twelve pauses after a long gap, read by CUPTI: 137.0-140.3 µs.
@@ -79,11 +67,7 @@ fn a_kernel_that_pads_some_timed_launches_up_to_its_pauses_is_caught_by_twelve_r
     // Its three pauses alone lie with the slower behavior by chance one time in twenty.
     let alone = judge(&padded([vec![], vec![], vec![]]), false);
     assert!(alone.suspect.is_none(), "{:?}", alone.suspect);
-    let records = [
-        two_speeds(84, 37, (105.8e3, 136.8e3)),
-        twelve(),
-        vec![143e3; 4],
-    ];
+    let records = [speeds(84, 37, (105.8e3, 136.8e3)), twelve(), vec![143e3; 4]];
     let j = judge(&padded(records), false);
     let why = j.suspect.expect("twelve pauses among the slowest records");
     assert!(
@@ -97,7 +81,7 @@ fn records_too_few_of_whose_timed_launches_were_padded_to_split_judge_by_their_o
     // A cache that padded 3 of 8 of its samples, and 17 of its 84 records (178-184 µs; the
     // rest 143 µs), its pauses read again 175-180 µs: the records do not split, and their
     // spread is the faster behavior's.
-    let timed = two_speeds(84, 20, (142.5e3, 178.0e3));
+    let timed = speeds(84, 20, (142.5e3, 178.0e3));
     let pauses: Vec<f64> = (0..12).map(|i| 175.5e3 + f64::from(i) * 400.0).collect();
     let j = judge(&padded([timed, pauses, vec![184e3; 4]]), false);
     let pause = j.test(Tell::Pause).unwrap();
@@ -123,7 +107,7 @@ fn pauses_read_again_whose_stages_drew_stand_for_the_staged_regions() {
 #[test]
 fn an_honest_kernel_of_two_speeds_whose_pauses_meet_either_is_trusted() {
     let mut r = padded([vec![], vec![], vec![]]);
-    r.samples_ns = two_speeds(200, 37, (120.0e3, 136.8e3));
+    r.samples_ns = speeds(200, 37, (120.0e3, 136.8e3));
     let among = r.audit.as_mut().unwrap().among.as_mut().unwrap();
     (among.pauses_ns, among.readings_ns, among.decoys_ns) = (
         vec![120.3e3, 137.0e3, 120.5e3],
@@ -140,7 +124,7 @@ fn an_honest_kernel_of_two_speeds_whose_pauses_meet_either_is_trusted() {
         })
         .collect();
     among.by_cupti = Some(KernelRecords {
-        timed_ns: two_speeds(84, 37, (120.0e3, 136.8e3)),
+        timed_ns: speeds(84, 37, (120.0e3, 136.8e3)),
         pauses_ns: pauses,
         ..Default::default()
     });

@@ -176,6 +176,20 @@ fn kernel_stats(timed_ns: &[f64]) -> Option<Stats> {
         .flatten()
 }
 
+/// For the tests: `n` readings, a share `slow_pct` of them (drawn apart by a hash of their
+/// place) at `slow` and the rest at `fast`, each within 0.7 µs.
+#[cfg(test)]
+pub(super) fn speeds(n: u32, slow_pct: u32, (fast, slow): (f64, f64)) -> Vec<f64> {
+    (0..n)
+        .map(
+            |i| match (i.wrapping_mul(2_654_435_761) >> 16) % 100 < slow_pct {
+                true => slow + f64::from(i % 8) * 100.0,
+                false => fast + f64::from(i % 5) * 100.0,
+            },
+        )
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,19 +314,6 @@ mod tests {
             host.suspect.is_none(),
             "a reading that holds the host's launch"
         );
-    }
-
-    /// `n` readings, a share `slow_pct` of them (drawn apart by a hash of their place) at
-    /// `slow` and the rest at `fast`, each within 0.7 µs.
-    fn speeds(n: u32, slow_pct: u32, (fast, slow): (f64, f64)) -> Vec<f64> {
-        (0..n)
-            .map(
-                |i| match (i.wrapping_mul(2_654_435_761) >> 16) % 100 < slow_pct {
-                    true => slow + f64::from(i % 8) * 100.0,
-                    false => fast + f64::from(i % 5) * 100.0,
-                },
-            )
-            .collect()
     }
 
     /// The pause test again on CUPTI's records of `timed` launches and `pauses`, beside
