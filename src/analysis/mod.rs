@@ -19,6 +19,7 @@ pub mod phase;
 pub mod probes;
 pub mod ratios;
 pub mod reduce;
+mod reproduced;
 pub mod stats;
 pub mod tells;
 #[cfg(test)]

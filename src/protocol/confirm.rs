@@ -215,6 +215,16 @@ pub struct KernelRecords {
     /// that no stage that draws is read after them: the pauses stand for the staged regions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pauses_staged: bool,
+    /// The run's timed samples as its timer read them, in order, where they split in two and
+    /// so were read again ([`crate::protocol::SPLIT_PAUSES`]): the records' timed launches
+    /// must hold their two behaviors in their shares, or the kernel ran otherwise once its
+    /// samples were over (`analysis::reproduced`).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::nan::null_as_nan"
+    )]
+    pub samples_ns: Vec<f64>,
     /// Timed regions of several launches read again ([`CUPTI_FIRSTS`]): each one's first
     /// launch, and the mean of the launches after it.
     #[serde(

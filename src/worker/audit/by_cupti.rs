@@ -94,7 +94,11 @@ pub(super) fn split_again<'b>(
     if profiled || !confirm::split_with_the_slow(samples, &run.pauses, &run.staged) {
         return Ok(None);
     }
-    pauses_and_stages((ready, timeline), armed, rec, &run, SPLIT_PAUSES)
+    let read = pauses_and_stages((ready, timeline), armed, rec, &run, SPLIT_PAUSES)?;
+    Ok(read.map(|r| KernelRecords {
+        samples_ns: samples.to_vec(),
+        ..r
+    }))
 }
 
 /// `pauses` pauses among launches read by CUPTI, and [`CUPTI_STAGED`] stages that draw

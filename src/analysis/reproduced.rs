@@ -1,0 +1,182 @@
+//! Whether CUPTI's second reading of a run whose samples split in two
+//! (`protocol::SPLIT_PAUSES`) ran as the samples did. That reading always follows the
+//! samples, so a kernel that counts its launches can tell it apart: it could do all its work
+//! there (its pauses then no slower than the timed launches around them) or skip work in
+//! every launch there (its pauses then fast too), and the pauses' ranks would find nothing.
+//! Either way its timed launches there lose one of the samples' two behaviors. Each set is
+//! read from its own 10th percentile, so that what the timers add (the host's launch in an
+//! idle queue's events, CUPTI's µs) cancels: the samples' share over their slower behavior's
+//! edge must recur in the records' timed launches.
+
+use super::bounds::{Tell, Test, FALSE_ALARM};
+use crate::protocol::MIN_SAMPLES;
+use crate::statistics::{nearest_rank, split_chance};
+
+/// Where the samples' two behaviors part, as an offset from their 10th percentile (below
+/// the faster behavior's share, whatever it is, where they split: `protocol::splits_in_two`
+/// asks both to hold a quarter): halfway across the widest step between two sorted samples
+/// from that percentile to the 90th.
+fn edge_over_p10(sorted: &[f64]) -> Option<f64> {
+    let (lo, hi) = (rank(sorted.len(), 0.10), rank(sorted.len(), 0.90));
+    let widest = (lo..hi).max_by(|a, b| {
+        let step = |i: &usize| sorted[i + 1] - sorted[*i];
+        step(a).total_cmp(&step(b))
+    })?;
+    Some((sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
+}
+
+/// The index `nearest_rank` reads at `q` among `n` sorted values.
+fn rank(n: usize, q: f64) -> usize {
+    ((q * n as f64).ceil() as usize).clamp(1, n) - 1
+}
+
+/// The finite readings, sorted.
+fn sorted(readings: &[f64]) -> Vec<f64> {
+    let mut read: Vec<f64> = readings.iter().copied().filter(|t| t.is_finite()).collect();
+    read.sort_by(f64::total_cmp);
+    read
+}
+
+/// How one run's records met its samples: of `samples` samples `slow` lay over the edge, of
+/// `records` timed launches read again `records_slow`, which readings alike would part so
+/// with `chance` (both tails).
+struct Shares {
+    edge_ns: f64,
+    samples: usize,
+    slow: usize,
+    records: usize,
+    records_slow: usize,
+    chance: f64,
+}
+
+/// The shares over the samples' edge in the samples and in the records' timed launches,
+/// each counted from its own 10th percentile; None where either holds too few to say.
+fn shares(samples: &[f64], records: &[f64]) -> Option<Shares> {
+    let (samples, records) = (sorted(samples), sorted(records));
+    if samples.len() < MIN_SAMPLES || records.len() < MIN_SAMPLES {
+        return None;
+    }
+    let edge_ns = edge_over_p10(&samples)?;
+    let over = |read: &[f64]| {
+        let from = nearest_rank(read, 0.10) + edge_ns;
+        read.iter().filter(|t| **t > from).count()
+    };
+    let (slow, records_slow) = (over(&samples), over(&records));
+    let (n, m) = (samples.len(), records.len());
+    let more = split_chance((m, records_slow), (n, slow));
+    let fewer = split_chance((m, m - records_slow), (n, n - slow));
+    Some(Shares {
+        edge_ns,
+        samples: n,
+        slow,
+        records: m,
+        records_slow,
+        chance: (2.0 * more.min(fewer)).min(1.0),
+    })
+}
+
+/// A run whose samples split and CUPTI read again: its samples, its records' timed launches.
+pub(super) type SplitRun<'a> = (&'a [f64], &'a [f64]);
+
+/// A pause test that found nothing, judged again where a run's samples split and CUPTI read
+/// it again (`runs`: each such run's samples and records' timed launches): suspect where
+/// the records' share over the samples' edge differs from the samples' so far that readings
+/// alike would with a chance of at most [`FALSE_ALARM`], over the runs tested.
+pub(super) fn as_the_samples(test: Test, runs: &[SplitRun]) -> Test {
+    if test.tell != Tell::Pause || test.suspect.is_some() {
+        return test;
+    }
+    let tried: Vec<Shares> = runs.iter().filter_map(|(s, r)| shares(s, r)).collect();
+    let count = tried.len() as f64;
+    let worst = (tried.into_iter()).min_by(|a, b| a.chance.total_cmp(&b.chance));
+    let Some(s) = worst.filter(|s| s.chance * count <= FALSE_ALARM) else {
+        return test;
+    };
+    Test {
+        suspect: Some(format!(
+            "suspect: by CUPTI, the timed launches read again after the samples did not run as the samples did: {} of {} read over {:.3} µs above their 10th percentile, where {} of the {} samples did (which split in two behaviors), which readings alike would part so with a chance of {:.1e}: the kernel ran otherwise once its samples were over",
+            s.records_slow,
+            s.records,
+            s.edge_ns / 1e3,
+            s.slow,
+            s.samples,
+            (s.chance * count).min(1.0),
+        )),
+        by_cupti: true,
+        ..test
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::two_speeds::speeds;
+
+    fn quiet() -> Test {
+        Test {
+            tell: Tell::Pause,
+            median_ns: 120e3,
+            baseline_ns: 100e3,
+            bound_ns: 30e3,
+            single_bound_ns: 40e3,
+            regions: 16,
+            beyond: 0,
+            limit: 0.5,
+            suspect: None,
+            idle: false,
+            by_cupti: true,
+        }
+    }
+
+    /// Samples as a padding cheat's: 3 of 8 at its full work (130 µs), the rest at 100 µs,
+    /// read by events with 4 µs of the host's launch.
+    fn samples() -> Vec<f64> {
+        speeds(300, 37, (104e3, 134e3))
+    }
+
+    #[test]
+    fn records_that_hold_both_behaviors_in_their_shares_pass() {
+        // CUPTI reads without the host's launch: both behaviors 4 µs lower.
+        let records = speeds(112, 37, (100e3, 130e3));
+        let test = as_the_samples(quiet(), &[(&samples(), &records)]);
+        assert_eq!(test.suspect, None);
+    }
+
+    #[test]
+    fn records_of_a_kernel_that_did_all_its_work_once_the_samples_were_over_are_suspect() {
+        let records = speeds(112, 0, (130e3, 130e3));
+        let test = as_the_samples(quiet(), &[(&samples(), &records)]);
+        let why = test.suspect.expect("an honest re-read of a split run");
+        assert!(why.contains("0 of 112"), "{why}");
+    }
+
+    #[test]
+    fn records_of_a_kernel_that_skipped_everywhere_once_the_samples_were_over_are_suspect() {
+        let records = speeds(112, 0, (100e3, 100e3));
+        let test = as_the_samples(quiet(), &[(&samples(), &records)]);
+        assert!(test.suspect.is_some());
+    }
+
+    #[test]
+    fn shares_that_differ_by_chance_alone_pass_and_a_found_test_is_kept() {
+        // 37% of the samples slow, 28% of the records: a binomial draw of 112 does so.
+        let records = speeds(112, 28, (100e3, 130e3));
+        assert_eq!(
+            as_the_samples(quiet(), &[(&samples(), &records)]).suspect,
+            None
+        );
+        let found = Test {
+            suspect: Some("suspect: already".into()),
+            ..quiet()
+        };
+        let records = speeds(112, 0, (130e3, 130e3));
+        let kept = as_the_samples(found.clone(), &[(&samples(), &records)]);
+        assert_eq!(kept, found);
+    }
+
+    #[test]
+    fn the_edge_lies_between_the_two_behaviors() {
+        let edge = edge_over_p10(&sorted(&samples())).unwrap();
+        assert!((10e3..30e3).contains(&edge), "{edge}");
+    }
+}
