@@ -63,11 +63,11 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long v) {
     return v;
 }
 
-// 16 bytes of x; evict-first in L2 (and not kept in L1) where asked.
+// 16 bytes of x; streaming (`.cs`: evict-first in L1 and L2) where asked.
 __device__ __forceinline__ float4 load4(const float *p, bool evict_first) {
     if (!evict_first) return *reinterpret_cast<const float4 *>(p);
     float4 v;
-    asm volatile("ld.global.L1::no_allocate.L2::evict_first.v4.f32 {%0, %1, %2, %3}, [%4];"
+    asm volatile("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];"
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                  : "l"(p));
     return v;
@@ -268,7 +268,7 @@ __device__ __forceinline__ long long timed_load(const float *p) {
     float v;
     unsigned int at = (unsigned int)__cvta_generic_to_shared(&sink[(threadIdx.x >> 5) & 3]);
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(a)::"memory");
-    asm volatile("ld.global.L1::no_allocate.L2::evict_first.f32 %0, [%1];"
+    asm volatile("ld.global.cs.f32 %0, [%1];"
                  : "=f"(v)
                  : "l"(p)
                  : "memory");
