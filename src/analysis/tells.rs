@@ -302,6 +302,6 @@ fn pause_test(
         false => pauses_with_the_slow_launches(t, (pauses_ns, staged_again), again),
     });
     // Records that found nothing count only where they read the kernel as the samples did.
-    let test = test.map(|t| reproduced::as_the_samples(t, split_runs));
+    let test = test.map(|t| reproduced::as_the_samples(t, split_runs, r.host_in_reading));
     test.map(|t| unread_by_cupti(t, r.host_in_reading))
 }

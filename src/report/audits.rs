@@ -163,7 +163,7 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
     let verdict = match (idle, by_cupti) {
         (true, true) => format!("{verdict} (pauses slow by CUPTI's kernel records, stages that drew not: the GPU gone idle, not the kernel)"),
         (true, false) => format!("{verdict} (pauses beyond their bound, staged regions not: the GPU gone idle, not the kernel)"),
-        (false, true) => format!("{verdict} (pauses slow by events on an idle queue, read again by CUPTI's kernel records, which leave out the host's launch)"),
+        (false, true) => format!("{verdict} (pauses read again by CUPTI's kernel records)"),
         (false, false) => verdict,
     };
     let audit = match (&c.weaker, &c.unjudged) {
