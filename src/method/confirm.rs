@@ -112,6 +112,20 @@ fn read(readings: &[f64]) -> Vec<f64> {
     readings.iter().copied().filter(|r| r.is_finite()).collect()
 }
 
+/// Whether a run's timed samples so far (`samples_ns`, [`crate::protocol::SPREAD_AFTER`] of
+/// them) spread wider than [`crate::protocol::WIDE_SPREAD`] of their median, in a reading
+/// that is the kernel's alone (`knobs`): its round then gets more audited regions and decoys.
+/// Not where the reading holds the host's launch, whose noise is no kernel's.
+pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
+    let timed = read(samples_ns);
+    let Some(median) = crate::statistics::median(timed.clone()) else {
+        return false;
+    };
+    let kernel_alone = !knobs.queue.reading_holds_launch_time(knobs.timer);
+    let iqr = crate::statistics::iqr(&timed);
+    kernel_alone && timed.len() >= MIN_SAMPLES && iqr > crate::protocol::WIDE_SPREAD * median
+}
+
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
 /// (`protocol::CUPTI_PAUSES`): by events on an idle queue, whose reading holds the host's
 /// launch, where CUPTI does not collect already (its collector is the samples').
@@ -244,5 +258,28 @@ mod tests {
         // 0.5 µs, where no test could call them suspect; 0.6 µs over, confirmed.
         assert!(!pauses_need_confirming(&[3_200.0, 3_250.0], Some(3_000.0)));
         assert!(pauses_need_confirming(&[3_600.0, 3_650.0], Some(3_000.0)));
+    }
+
+    #[test]
+    fn samples_spread_over_a_twentieth_of_their_median_get_more_regions_where_the_kernel_alone_is_read(
+    ) {
+        // A cache that skips 15-35% of its rows, drawn anew each launch: 120 µs of work.
+        let smeared: Vec<f64> = (0..30)
+            .map(|i| 120e3 * (0.65 + 0.2 * f64::from(i % 10) / 9.0))
+            .collect();
+        let steady: Vec<f64> = (0..30).map(|i| 120e3 + f64::from(i % 7) * 100.0).collect();
+        let cupti = Knobs {
+            timer: TimerKind::Cupti,
+            ..Knobs::default()
+        };
+        let idle_events = Knobs {
+            timer: TimerKind::Events,
+            queue: Queue::Idle,
+            ..Knobs::default()
+        };
+        assert!(spread_wide(&smeared, &cupti));
+        assert!(!spread_wide(&steady, &cupti));
+        assert!(!spread_wide(&smeared, &idle_events));
+        assert!(!spread_wide(&smeared[..5], &cupti));
     }
 }

@@ -103,6 +103,24 @@ pub const CONFIRM_AUDITS: usize = 3;
 /// in a run: one held-up host launch had hidden a result cache (`benches/decoy-hiccup`),
 /// and a kernel that slowed every decoy on purpose would only buy itself more regions.
 pub const DECOYS_AGAIN: usize = 3;
+/// Where a run's timed samples, once this many are in, spread wider than [`WIDE_SPREAD`] in
+/// a reading that is the kernel's alone (CUPTI, events behind a saturated queue),
+/// [`SPREAD_AGAIN`] more audited regions and as many decoys follow later in the round
+/// (`worker::audit::among`), never left out for their cost.
+pub const SPREAD_AFTER: usize = 30;
+/// The timed samples' interquartile range over their median past which two audited regions
+/// and two decoys could not tell a quarter of a kernel's work skipped: the data test takes
+/// its spread from the timed samples (and the decoys), which a kernel can widen on purpose.
+/// A result cache on an H200 whose hits skipped a share of its rows drawn anew each launch
+/// (15-35%) did all its work in its audited regions and was trusted 10.9% faster than the
+/// honest GEMV, its limit 37% (`reports/trust-counted`). At two of each the data test's
+/// limit passes a quarter where the samples' sigma is about 3.9% of their median (an
+/// interquartile range of 5.2%).
+pub const WIDE_SPREAD: f64 = 0.05;
+/// ...this many of each: with six audited regions and six decoys, the bound and what the
+/// medians may fall short by are about half what two of each give. A kernel whose own spread
+/// is that wide pays for them; an honest kernel read that noisily pays for its noise.
+pub const SPREAD_AGAIN: usize = 4;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among
 /// [`CUPTI_TIMED_PER_PAUSE`] timed launches (`protocol::KernelRecords`), and the pause test

@@ -359,6 +359,9 @@ fn steady<'b>(
         place += 1;
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
+        if let Some(a) = among.as_mut() {
+            a.spread_again(&samples, knobs);
+        }
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();
         // The loop's time less its audits', which the rule's timeout does not pay for.

@@ -35,12 +35,13 @@ use super::on_draw::{self, Scratch};
 use super::share::Share;
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::knobs::Knobs;
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::plan::audit_rounds::{kinds_run, unjudged};
 use crate::plan::Cell;
-use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN};
+use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN, SPREAD_AFTER, SPREAD_AGAIN};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
@@ -254,6 +255,18 @@ impl Among {
         if spoiled && self.decoys_again < DECOYS_AGAIN && self.schedule.again(Region::Decoy, before)
         {
             self.decoys_again += 1;
+        }
+    }
+
+    /// Once [`SPREAD_AFTER`] timed `samples` are in, where they spread so wide that two audited
+    /// regions and two decoys could not tell a quarter of the work skipped
+    /// ([`confirm::spread_wide`]), [`SPREAD_AGAIN`] more of each later in the round.
+    pub(in crate::worker) fn spread_again(&mut self, samples: &[f64], knobs: &Knobs) {
+        if !self.judged || samples.len() != SPREAD_AFTER || !confirm::spread_wide(samples, knobs) {
+            return;
+        }
+        for kind in [Region::Audit, Region::Decoy].repeat(SPREAD_AGAIN) {
+            self.schedule.again(kind, samples.len());
         }
     }
 
