@@ -113,17 +113,18 @@ fn read(readings: &[f64]) -> Vec<f64> {
 }
 
 /// Whether a run's timed samples so far (`samples_ns`, [`crate::protocol::SPREAD_AFTER`] of
-/// them) spread wider than [`crate::protocol::WIDE_SPREAD`] of their median, in a reading
-/// that is the kernel's alone (`knobs`): its round then gets more audited regions and decoys.
-/// Not where the reading holds the host's launch, whose noise is no kernel's.
-pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
+/// them, NaN where the timer reads later) spread wider than
+/// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`]:
+/// its round then gets more audited regions and decoys.
+pub fn spread_wide(samples_ns: &[f64]) -> bool {
     let timed = read(samples_ns);
     let Some(median) = crate::statistics::median(timed.clone()) else {
         return false;
     };
-    let kernel_alone = !knobs.queue.reading_holds_launch_time(knobs.timer);
     let iqr = crate::statistics::iqr(&timed);
-    kernel_alone && timed.len() >= MIN_SAMPLES && iqr > crate::protocol::WIDE_SPREAD * median
+    let wide =
+        iqr > crate::protocol::WIDE_SPREAD * median && iqr > crate::protocol::SPREAD_FLOOR_NS;
+    timed.len() >= MIN_SAMPLES && wide
 }
 
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
@@ -261,25 +262,18 @@ mod tests {
     }
 
     #[test]
-    fn samples_spread_over_a_twentieth_of_their_median_get_more_regions_where_the_kernel_alone_is_read(
-    ) {
+    fn samples_spread_over_a_twentieth_of_their_median_and_the_hosts_noise_get_more_regions() {
         // A cache that skips 15-35% of its rows, drawn anew each launch: 120 µs of work.
         let smeared: Vec<f64> = (0..30)
             .map(|i| 120e3 * (0.65 + 0.2 * f64::from(i % 10) / 9.0))
             .collect();
         let steady: Vec<f64> = (0..30).map(|i| 120e3 + f64::from(i % 7) * 100.0).collect();
-        let cupti = Knobs {
-            timer: TimerKind::Cupti,
-            ..Knobs::default()
-        };
-        let idle_events = Knobs {
-            timer: TimerKind::Events,
-            queue: Queue::Idle,
-            ..Knobs::default()
-        };
-        assert!(spread_wide(&smeared, &cupti));
-        assert!(!spread_wide(&steady, &cupti));
-        assert!(!spread_wide(&smeared, &idle_events));
-        assert!(!spread_wide(&smeared[..5], &cupti));
+        // A 10 µs kernel whose readings the host's launch spreads by 1.5 µs.
+        let host_noise: Vec<f64> = (0..30).map(|i| 10e3 + f64::from(i % 4) * 500.0).collect();
+        assert!(spread_wide(&smeared));
+        assert!(!spread_wide(&steady));
+        assert!(!spread_wide(&host_noise));
+        assert!(!spread_wide(&smeared[..5]));
+        assert!(!spread_wide(&[f64::NAN; 30]));
     }
 }

@@ -103,10 +103,12 @@ pub const CONFIRM_AUDITS: usize = 3;
 /// in a run: one held-up host launch had hidden a result cache (`benches/decoy-hiccup`),
 /// and a kernel that slowed every decoy on purpose would only buy itself more regions.
 pub const DECOYS_AGAIN: usize = 3;
-/// Where a run's timed samples, once this many are in, spread wider than [`WIDE_SPREAD`] in
-/// a reading that is the kernel's alone (CUPTI, events behind a saturated queue),
-/// [`SPREAD_AGAIN`] more audited regions and as many decoys follow later in the round
-/// (`worker::audit::among`), never left out for their cost.
+/// Where a run's timed samples, once this many are in, spread wider than [`WIDE_SPREAD`] of
+/// their median and [`SPREAD_FLOOR_NS`], [`SPREAD_AGAIN`] more audited regions and as many
+/// decoys follow later in the round (`worker::audit::among`), never left out for their cost.
+/// Only where the timer reads each sample as it runs (events on an idle queue, a batch's or
+/// a graph's by events): CUPTI's records and a saturated queue's events are read once the
+/// loop is over, when regions added could be told apart from those among the samples.
 pub const SPREAD_AFTER: usize = 30;
 /// The timed samples' interquartile range over their median past which two audited regions
 /// and two decoys could not tell a quarter of a kernel's work skipped: the data test takes
@@ -117,6 +119,10 @@ pub const SPREAD_AFTER: usize = 30;
 /// limit passes a quarter where the samples' sigma is about 3.9% of their median (an
 /// interquartile range of 5.2%).
 pub const WIDE_SPREAD: f64 = 0.05;
+/// ...and past this, which the host's launch spreads an honest kernel's readings by: by
+/// events on an idle queue on an H200, interquartile ranges of up to 1.9 µs in the trust
+/// suites' honest cells (a 24 µs scan; 0.8-1.4 µs for 6-24 µs kernels).
+pub const SPREAD_FLOOR_NS: f64 = 3_000.0;
 /// ...this many of each: with six audited regions and six decoys, the bound and what the
 /// medians may fall short by are about half what two of each give. A kernel whose own spread
 /// is that wide pays for them; an honest kernel read that noisily pays for its noise.
