@@ -360,7 +360,7 @@ fn steady<'b>(
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
         if let Some(a) = among.as_mut() {
-            a.spread_again(&samples);
+            a.spread_again(&samples, knobs);
         }
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();

@@ -35,6 +35,7 @@ use super::on_draw::{self, Scratch};
 use super::share::Share;
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::knobs::Knobs;
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
@@ -260,8 +261,9 @@ impl Among {
     /// Once [`SPREAD_AFTER`] timed `samples` are in, where they spread so wide that two audited
     /// regions and two decoys could not tell a quarter of the work skipped
     /// ([`confirm::spread_wide`]), [`SPREAD_AGAIN`] more of each later in the round.
-    pub(in crate::worker) fn spread_again(&mut self, samples: &[f64]) {
-        if !self.judged || samples.len() != SPREAD_AFTER || !confirm::spread_wide(samples) {
+    pub(in crate::worker) fn spread_again(&mut self, samples: &[f64], knobs: &Knobs) {
+        let wide = || confirm::spread_wide(samples, knobs);
+        if !self.judged || samples.len() != SPREAD_AFTER || !wide() {
             return;
         }
         for kind in [Region::Audit, Region::Decoy].repeat(SPREAD_AGAIN) {
