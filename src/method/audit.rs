@@ -109,6 +109,8 @@ pub struct Schedule {
     /// Whether the regions' times are set against each other: else only audited regions
     /// run (`audit_rounds::kinds_run`).
     judged: bool,
+    /// Whether the round got more regions for a wide spread ([`Schedule::widen`]).
+    widened: bool,
 }
 
 impl Schedule {
@@ -133,6 +135,7 @@ impl Schedule {
             planned: Vec::new(),
             dealt: 0,
             judged,
+            widened: false,
         };
         s.plan_round();
         s
@@ -243,8 +246,8 @@ impl Schedule {
     }
 
     /// One more region of `kind`, never left out, at a place drawn among the current round's
-    /// steady samples after `after`, a sample apart from every region planned: where a
-    /// region's reading was spoiled (a decoy read by events over
+    /// steady samples after `after`, a sample apart from every region planned: where the
+    /// samples spread wide ([`Schedule::widen`]), or where a region's reading was spoiled (a decoy read by events over
     /// [`crate::protocol::CONFIRM_RATIO`] times the timed median: the host's launch held up,
     /// or a kernel that spends time in decoys on purpose), a later one of its kind is judged
     /// beside it. False where the round has no such place left.
@@ -264,6 +267,24 @@ impl Schedule {
         let i = self.planned.partition_point(|p| p.0 < at);
         self.planned.insert(i, (at, kind, Keep::Always));
         true
+    }
+
+    /// Once a run, where its timed samples spread wide (`confirm::spread_wide`) before steady
+    /// sample `after`: `pairs` more audited regions and as many decoys, each where [`again`]
+    /// places it (as many as the round has room for), and the round's regions planned kept
+    /// whatever they cost, so that the added ones crowd none out (its pauses among them).
+    /// Returns how many were placed.
+    ///
+    /// [`again`]: Schedule::again
+    pub fn widen(&mut self, after: usize, pairs: usize) -> usize {
+        if std::mem::replace(&mut self.widened, true) {
+            return 0;
+        }
+        for planned in self.planned.iter_mut().filter(|p| p.2 == Keep::WithinPlan) {
+            planned.2 = Keep::Always;
+        }
+        let kinds = [Region::Audit, Region::Decoy].repeat(pairs);
+        kinds.into_iter().filter(|&k| self.again(k, after)).count()
     }
 
     /// The regions to run after a loop that ended early, having taken `taken` samples and

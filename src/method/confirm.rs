@@ -112,8 +112,8 @@ fn read(readings: &[f64]) -> Vec<f64> {
     readings.iter().copied().filter(|r| r.is_finite()).collect()
 }
 
-/// Whether a run's timed samples so far (`samples_ns`, [`crate::protocol::SPREAD_AFTER`] of
-/// them, NaN where the timer reads later) spread wider than
+/// Whether a run's timed samples so far (`samples_ns`, NaN where the timer reads later) spread
+/// wider than
 /// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`]:
 /// its round then gets more audited regions and decoys. Single launches only: a batch's or a
 /// graph's reading by events holds its first launch's host time, which spreads honest ones
@@ -127,7 +127,8 @@ pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
     let iqr = crate::statistics::iqr(&timed);
     let wide =
         iqr > crate::protocol::WIDE_SPREAD * median && iqr > crate::protocol::SPREAD_FLOOR_NS;
-    timed.len() >= MIN_SAMPLES && wide && knobs.launches.count() == 1
+    let single_by_events = knobs.timer == TimerKind::Events && knobs.launches.count() == 1;
+    timed.len() >= MIN_SAMPLES && wide && single_by_events
 }
 
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
@@ -274,10 +275,13 @@ mod tests {
         let steady: Vec<f64> = (0..30).map(|i| 120e3 + f64::from(i % 7) * 100.0).collect();
         // A 10 µs kernel whose readings the host's launch spreads by 1.5 µs.
         let host_noise: Vec<f64> = (0..30).map(|i| 10e3 + f64::from(i % 4) * 500.0).collect();
-        let single = Knobs::default();
+        let single = Knobs {
+            timer: TimerKind::Events,
+            ..Knobs::default()
+        };
         let batch = Knobs {
             launches: Launches::Batch(10),
-            ..Knobs::default()
+            ..single.clone()
         };
         assert!(spread_wide(&smeared, &single));
         assert!(!spread_wide(&smeared, &batch));

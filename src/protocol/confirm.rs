@@ -103,13 +103,15 @@ pub const CONFIRM_AUDITS: usize = 3;
 /// in a run: one held-up host launch had hidden a result cache (`benches/decoy-hiccup`),
 /// and a kernel that slowed every decoy on purpose would only buy itself more regions.
 pub const DECOYS_AGAIN: usize = 3;
-/// Where a run's timed samples, once this many are in, spread wider than [`WIDE_SPREAD`] of
-/// their median and [`SPREAD_FLOOR_NS`], [`SPREAD_AGAIN`] more audited regions and as many
-/// decoys follow later in the round (`worker::audit::among`), never left out for their cost.
-/// Only where the timer reads each sample as it runs (events on an idle queue, a batch's or
-/// a graph's by events): CUPTI's records and a saturated queue's events are read once the
-/// loop is over, when regions added could be told apart from those among the samples.
-pub const SPREAD_AFTER: usize = 30;
+/// Where a run's timed samples, at any of these counts (the first time), spread wider than
+/// [`WIDE_SPREAD`] of their median and [`SPREAD_FLOOR_NS`], [`SPREAD_AGAIN`] more audited
+/// regions and as many decoys follow later in the round, as many as it has room for
+/// (`method::audit::Schedule::widen`), and none of the round's regions is left out for its
+/// cost since: the added ones would otherwise crowd out its pauses. Only in single launches
+/// timed by events, which read each sample as it runs; CUPTI's records come once the loop is
+/// over, when regions added could be told apart. Tried again later: a kernel narrow in its
+/// first samples and spread after them would pass a single look.
+pub const SPREAD_AT: [usize; 3] = [30, 60, 120];
 /// The timed samples' interquartile range over their median past which two audited regions
 /// and two decoys could not tell a quarter of a kernel's work skipped: the data test takes
 /// its spread from the timed samples (and the decoys), which a kernel can widen on purpose.
@@ -123,9 +125,10 @@ pub const WIDE_SPREAD: f64 = 0.05;
 /// events on an idle queue on an H200, interquartile ranges of up to 1.9 µs in the trust
 /// suites' honest cells (a 24 µs scan; 0.8-1.4 µs for 6-24 µs kernels).
 pub const SPREAD_FLOOR_NS: f64 = 3_000.0;
-/// ...this many of each: with six audited regions and six decoys, the bound and what the
-/// medians may fall short by are about half what two of each give. A kernel whose own spread
-/// is that wide pays for them; an honest kernel read that noisily pays for its noise.
+/// ...this many of each: six audited regions and six decoys cut the noise terms of the data
+/// test's bound by about 40% against two of each (on an H200 the spread cache's limit by
+/// events went from 37.5% to 26.9%). A kernel whose own spread is that wide pays for them; an
+/// honest kernel read that noisily pays for its noise.
 pub const SPREAD_AGAIN: usize = 4;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among

@@ -41,7 +41,7 @@ use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::plan::audit_rounds::{kinds_run, unjudged};
 use crate::plan::Cell;
-use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN, SPREAD_AFTER, SPREAD_AGAIN};
+use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN, SPREAD_AGAIN, SPREAD_AT};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
@@ -258,16 +258,13 @@ impl Among {
         }
     }
 
-    /// Once [`SPREAD_AFTER`] timed `samples` are in, where they spread so wide that two audited
-    /// regions and two decoys could not tell a quarter of the work skipped
-    /// ([`confirm::spread_wide`]), [`SPREAD_AGAIN`] more of each later in the round.
+    /// At [`SPREAD_AT`] timed `samples`, where they spread so wide that two audited regions and
+    /// two decoys could not tell a quarter of the work skipped ([`confirm::spread_wide`]),
+    /// [`SPREAD_AGAIN`] more of each later in the round (once a run).
     pub(in crate::worker) fn spread_again(&mut self, samples: &[f64], knobs: &Knobs) {
-        let wide = || confirm::spread_wide(samples, knobs);
-        if !self.judged || samples.len() != SPREAD_AFTER || !wide() {
-            return;
-        }
-        for kind in [Region::Audit, Region::Decoy].repeat(SPREAD_AGAIN) {
-            self.schedule.again(kind, samples.len());
+        let due = self.judged && SPREAD_AT.contains(&samples.len());
+        if due && confirm::spread_wide(samples, knobs) {
+            self.schedule.widen(samples.len(), SPREAD_AGAIN);
         }
     }
 
