@@ -176,6 +176,14 @@ __device__ __forceinline__ unsigned long long warp_key(const float *A, const flo
     return v | 1ull;
 }
 
+// Warp 0 of a block: the key of 64 strided values, 32 of A, one every 1/32 of its length, and
+// 32 of x, one every 32nd of its length (`lru-3`'s and `smear`'s).
+__device__ __forceinline__ unsigned long long strided_key(const float *A, const float *x) {
+    long long a_at = (2ll * threadIdx.x + 1) * (SIZE / 64);
+    int x_at = threadIdx.x * (COLS / 32) + 5;
+    return warp_key(A, x, a_at, x_at, 0x9E3779B97F4A7C15ull);
+}
+
 // ---------------------------------------------------------------------------------------
 // (a) All its work where the gap since its last launch ended is over 1.5 times an
 // exponentially weighted 80th percentile of its gaps, and 5 µs: a stochastic quantile tracker
@@ -306,9 +314,7 @@ extern "C" __global__ void gemv_lru3(const float *A, const float *x, float *y, i
     __shared__ unsigned long long key;
     __shared__ int slot, hit;
     if (threadIdx.x < 32) {
-        long long a_at = (2ll * threadIdx.x + 1) * (SIZE / 64);
-        int x_at = threadIdx.x * (COLS / 32) + 5;
-        unsigned long long k = warp_key(A, x, a_at, x_at, 0x9E3779B97F4A7C15ull);
+        unsigned long long k = strided_key(A, x);
         if (threadIdx.x == 0) {
             int found = -1, oldest = 0;
             for (int s = 0; s < 3; s++) {
@@ -538,9 +544,7 @@ extern "C" __global__ void gemv_smear(const float *A, const float *x, float *y, 
     __shared__ unsigned long long key;
     __shared__ int hit, skip;
     if (threadIdx.x < 32) {
-        long long a_at = (2ll * threadIdx.x + 1) * (SIZE / 64);
-        int x_at = threadIdx.x * (COLS / 32) + 5;
-        unsigned long long k = warp_key(A, x, a_at, x_at, 0x9E3779B97F4A7C15ull);
+        unsigned long long k = strided_key(A, x);
         if (threadIdx.x == 0) {
             unsigned long long start = launch_start(&sm_start);
             key = k;
