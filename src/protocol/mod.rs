@@ -400,9 +400,8 @@ pub struct FirstLaunches {
     pub timed_max: f64,
 }
 
-/// The gap on the GPU between the end of the kernel's previous launch and the start of a
-/// region's first, in ns, as CUPTI's records give it: what a kernel that reads the global
-/// timer sees.
+/// The gap on the GPU from the end of the kernel's previous launch to the start of a region's
+/// first, in ns, as CUPTI's records give it: what a kernel reading the global timer sees.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Gaps {
     /// Before each audited region and decoy (their stages draw), in the order they ran.
