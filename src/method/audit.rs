@@ -247,7 +247,8 @@ impl Schedule {
 
     /// One more region of `kind`, never left out, at a place drawn among the current round's
     /// steady samples after `after`, a sample apart from every region planned: where the
-    /// samples spread wide ([`Schedule::widen`]), or where a region's reading was spoiled (a decoy read by events over
+    /// samples spread wide ([`Schedule::widen`]), or where a region's reading was spoiled (a
+    /// decoy read by events over
     /// [`crate::protocol::CONFIRM_RATIO`] times the timed median: the host's launch held up,
     /// or a kernel that spends time in decoys on purpose), a later one of its kind is judged
     /// beside it. False where the round has no such place left.
@@ -273,18 +274,18 @@ impl Schedule {
     /// sample `after`: `pairs` more audited regions and as many decoys, each where [`again`]
     /// places it (as many as the round has room for), and the round's regions planned kept
     /// whatever they cost, so that the added ones crowd none out (its pauses among them).
-    /// Returns how many were placed.
     ///
     /// [`again`]: Schedule::again
-    pub fn widen(&mut self, after: usize, pairs: usize) -> usize {
+    pub fn widen(&mut self, after: usize, pairs: usize) {
         if std::mem::replace(&mut self.widened, true) {
-            return 0;
+            return;
         }
         for planned in self.planned.iter_mut().filter(|p| p.2 == Keep::WithinPlan) {
             planned.2 = Keep::Always;
         }
-        let kinds = [Region::Audit, Region::Decoy].repeat(pairs);
-        kinds.into_iter().filter(|&k| self.again(k, after)).count()
+        for kind in [Region::Audit, Region::Decoy].repeat(pairs) {
+            self.again(kind, after);
+        }
     }
 
     /// The regions to run after a loop that ended early, having taken `taken` samples and
