@@ -129,6 +129,9 @@ pub struct WideLimits {
     /// the band alone judged them), and the fewest samples of a run that afford one.
     pub band_only: usize,
     pub samples_for_a_decoy: usize,
+    /// Of `over`, single launches whose timed samples spread as the worker's wide spread
+    /// (`limits::spread_wide`): a spread a kernel can make on purpose widens its bound.
+    pub spread: usize,
 }
 
 /// Trusted cells whose timed launches split into two behaviors (`split::splits`): how many

@@ -3,6 +3,8 @@
 
 use super::finding::{Finding, NamedCell, WideLimits};
 use crate::analysis::audits::CellAudits;
+use crate::analysis::facts::Facts;
+use crate::analysis::phase::Phase;
 use crate::experiment::knobs::{launches::Launches, queue::Queue, timer::TimerKind};
 use crate::plan::audit_rounds::samples_for_a_decoy;
 use crate::plan::Cell;
@@ -11,8 +13,13 @@ use crate::plan::Cell;
 pub const WIDE_LIMIT: f64 = 0.25;
 
 /// Of the `trusted` cells that were audited, those whose detection limit is over
-/// [`WIDE_LIMIT`], the widest named; None where none is.
-pub fn wide_limits(audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> {
+/// [`WIDE_LIMIT`], the widest named, and how many of them `spread` (see [`spread_wide`]);
+/// None where none is.
+pub fn wide_limits(
+    audits: &[CellAudits],
+    trusted: &[&Cell],
+    spread: &dyn Fn(&Cell) -> bool,
+) -> Option<Finding> {
     let limits: Vec<(&Cell, f64, bool)> = (trusted.iter())
         .filter_map(|c| {
             let a = audits.iter().find(|a| a.cell == c.index)?;
@@ -31,7 +38,20 @@ pub fn wide_limits(audits: &[CellAudits], trusted: &[&Cell]) -> Option<Finding> 
         idle_batches: wide.iter().filter(|l| idle_batch(l.0)).count(),
         band_only: wide.iter().filter(|l| l.2).count(),
         samples_for_a_decoy: samples_for_a_decoy(),
+        spread: wide.iter().filter(|l| spread(l.0)).count(),
     }))
+}
+
+/// A single launch whose timed samples' interquartile range is over
+/// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`],
+/// the spread that earns more regions where the timer reads each sample as it runs: it widens
+/// the data test's bound whatever made it, and a kernel that skips a share drawn anew each
+/// launch makes it on purpose.
+pub fn spread_wide(a: &Facts, c: &Cell) -> bool {
+    use crate::protocol::{SPREAD_FLOOR_NS, WIDE_SPREAD};
+    let steady = a.reduced.stats.get(c.index, Phase::Steady);
+    let wide = steady.is_some_and(|s| s.iqr > WIDE_SPREAD * s.median && s.iqr > SPREAD_FLOOR_NS);
+    wide && c.knobs.launches.count() == 1
 }
 
 /// A batch timed by events on an idle queue, whose reading holds the host's launch of its
@@ -102,10 +122,11 @@ mod tests {
         let mut found: Vec<CellAudits> = cells.iter().map(|c| audits(c.index, limit(c))).collect();
         // Too few samples for a decoy: the band judged it.
         found[0].decoys = 0;
-        let Some(Finding::WideLimits(w)) = wide_limits(&found, &cells) else {
+        let Some(Finding::WideLimits(w)) = wide_limits(&found, &cells, &|c| c.variant == "single")
+        else {
             panic!("no finding");
         };
-        assert_eq!((w.over, w.of, w.idle_batches), (3, 6, 2));
+        assert_eq!((w.over, w.of, w.idle_batches, w.spread), (3, 6, 2, 1));
         assert_eq!((w.band_only, w.samples_for_a_decoy), (1, 60));
         assert_eq!(
             (w.widest.variant.as_str(), w.widest.point.as_str()),
@@ -116,6 +137,6 @@ mod tests {
         let behind: Vec<&Cell> = (cells.iter().copied())
             .filter(|c| c.variant == "behind")
             .collect();
-        assert!(wide_limits(&found, &behind).is_none());
+        assert!(wide_limits(&found, &behind, &|_| true).is_none());
     }
 }

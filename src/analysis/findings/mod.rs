@@ -92,7 +92,8 @@ pub fn of(a: &Facts, counters: &[CellCounters], audits: &[CellAudits]) -> Vec<Fi
     out.extend(cells::flagged(&flags));
     out.extend(cells::stopped(a, &trusted));
     out.extend(cost::audit_cost(exp, audits, &trusted));
-    out.extend(limits::wide_limits(audits, &trusted));
+    let spread = |c: &crate::plan::Cell| limits::spread_wide(a, c);
+    out.extend(limits::wide_limits(audits, &trusted, &spread));
     out.extend(split::split(a, audits, &trusted));
     // Energy last: the first finding the cap leaves out.
     out.extend(rule(energy::ratios(&t)));
