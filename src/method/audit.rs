@@ -52,6 +52,10 @@ pub enum Keep {
     WithinPlan,
     /// A later round's: where they stay within [`SHARE_CAP`] of the cell's time so far.
     WithinCap,
+    /// Added among the samples for what they read ([`Schedule::again`]): never, and not of the
+    /// first round's plan, so not counted in what it dealt; dropped where the loop ends before
+    /// it (a decoy after the samples could be told apart).
+    Added,
 }
 
 /// Whether the regions `next` (the one due, and those of the floor still to come) keep a
@@ -238,7 +242,7 @@ impl Schedule {
             // At its place, or the next sample where another took it.
             Some(&(at, kind, keep)) if at <= index => {
                 self.planned.remove(0);
-                self.dealt += usize::from(self.round == 0);
+                self.dealt += usize::from(self.round == 0 && keep != Keep::Added);
                 Some((kind, keep))
             }
             _ => None,
@@ -266,7 +270,7 @@ impl Schedule {
             return false;
         };
         let i = self.planned.partition_point(|p| p.0 < at);
-        self.planned.insert(i, (at, kind, Keep::Always));
+        self.planned.insert(i, (at, kind, Keep::Added));
         true
     }
 
@@ -300,6 +304,7 @@ impl Schedule {
         let mut pending: Vec<(Region, Keep)> = self
             .planned
             .drain(..)
+            .filter(|p| p.2 != Keep::Added)
             .map(|(_, k, keep)| (k, keep))
             .collect();
         if !ran.contains(&Region::Audit) {

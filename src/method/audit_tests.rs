@@ -47,7 +47,7 @@ fn a_region_again_falls_later_in_the_round_a_sample_apart_from_the_others() {
         .filter(|p| !planned.contains(&p.0))
         .collect();
     let &&(at, kind, keep) = added.first().unwrap();
-    assert_eq!((added.len(), kind, keep), (1, Region::Decoy, Keep::Always));
+    assert_eq!((added.len(), kind, keep), (1, Region::Decoy, Keep::Added));
     assert!(at > 20 && at < span(0).1, "{at}");
     assert!(
         planned.iter().all(|&p| p.abs_diff(at) >= 2),
@@ -296,11 +296,39 @@ fn a_widened_round_keeps_every_region_and_adds_audited_regions_and_decoys_once()
     s.widen(30, 4);
     let placed = s.planned.len() - before;
     assert!(placed >= 6, "{placed}");
-    assert!(s.planned.iter().all(|p| p.2 == Keep::Always));
+    assert!(s.planned.iter().all(|p| p.2 != Keep::WithinPlan));
     let kinds = |k: Region| s.planned.iter().filter(|p| p.1 == k && p.0 > 31).count();
     assert!(kinds(Region::Audit) >= 3 && kinds(Region::Decoy) >= 3);
     assert!(s.planned.windows(2).all(|w| w[1].0 >= w[0].0 + 2));
     // Once a run.
     s.widen(60, 4);
     assert_eq!(s.planned.len(), before + placed);
+}
+
+#[test]
+fn a_loop_that_stops_early_runs_none_of_the_regions_added_among_its_samples_nor_counts_them() {
+    // The same seed plans the same first round; widening only adds to it. Stopped at 80
+    // samples, which afford four regions: of the plan, three ran, one is owed.
+    let stop_at = |widen: bool| {
+        let mut s = Schedule::new(5, (200, 200), (1, 0), true);
+        if widen {
+            s.widen(30, 4);
+        }
+        let ran: Vec<(Region, Keep)> = (0..80).filter_map(|i| s.due(i)).collect();
+        let kinds: Vec<Region> = ran.iter().map(|r| r.0).collect();
+        let added_past = s.planned.iter().any(|p| p.2 == Keep::Added);
+        (ran, added_past, s.after(80, &kinds))
+    };
+    let (plain_ran, _, plain) = stop_at(false);
+    let (ran, added_past, widened) = stop_at(true);
+    assert!(ran.len() > plain_ran.len() && added_past, "{ran:?}");
+    let kinds = |v: &[(Region, Keep)]| v.iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(plain.len(), 1);
+    assert_eq!(kinds(&widened), kinds(&plain));
+    // Where an added decoy would come first of those left, none runs after the loop.
+    let mut s = Schedule::new(1, (200, 200), (1, 0), true);
+    s.widen(30, 4);
+    let ran: Vec<Region> = (0..120).filter_map(|i| s.due(i).map(|d| d.0)).collect();
+    assert!(s.planned.iter().any(|p| p.2 == Keep::Added));
+    assert!(s.after(120, &ran).iter().all(|p| p.1 != Keep::Added));
 }

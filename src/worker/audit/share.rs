@@ -101,7 +101,7 @@ impl Share {
         (index, cost): (usize, Duration),
     ) -> bool {
         match keep {
-            Keep::Always => true,
+            Keep::Always | Keep::Added => true,
             Keep::WithinPlan => {
                 let next = [vec![kind], floor_to_come].concat();
                 let projected = self.projected(index, cost, Instant::now());
@@ -127,7 +127,7 @@ impl Share {
                 .chain(floor.map(|p| p.0))
                 .collect();
             let so_far = Some(self.began.elapsed());
-            if keep == Keep::Always || self.affords(ran, &next, so_far) {
+            if matches!(keep, Keep::Always | Keep::Added) || self.affords(ran, &next, so_far) {
                 kept.push(kind);
             }
         }
