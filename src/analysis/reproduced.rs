@@ -16,7 +16,7 @@
 
 use super::bounds::{Tell, Test, FALSE_ALARM};
 use crate::protocol::MIN_SAMPLES;
-use crate::statistics::split_chance;
+use crate::statistics::{nearest_rank_index, split_chance};
 
 /// The least the records' share over the edge and the samples' must lie apart: a kernel
 /// that turned honest or skipped everywhere there moves it by the whole of its slower
@@ -28,18 +28,15 @@ const SHARES_APART: f64 = 0.2;
 /// asks both to hold a quarter): halfway across the widest step between two sorted samples
 /// from that percentile to the 90th.
 fn edge_over_p10(sorted: &[f64]) -> Option<f64> {
-    let (lo, hi) = (rank(sorted.len(), 0.10), rank(sorted.len(), 0.90));
+    let (lo, hi) = (
+        nearest_rank_index(sorted.len(), 0.10),
+        nearest_rank_index(sorted.len(), 0.90),
+    );
     let widest = (lo..hi).max_by(|a, b| {
         let step = |i: &usize| sorted[i + 1] - sorted[*i];
         step(a).total_cmp(&step(b))
     })?;
     Some((sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
-}
-
-/// The index of the `q` quantile among `n` sorted values, by nearest rank (as
-/// `statistics::nearest_rank` reads it).
-fn rank(n: usize, q: f64) -> usize {
-    ((n.max(1) - 1) as f64 * q).round() as usize
 }
 
 /// The finite readings, sorted.
@@ -73,7 +70,7 @@ fn shares(samples: &[f64], records: &[f64], host_in_reading: bool) -> Option<Sha
     }
     let edge_ns = edge_over_p10(&samples)?;
     let over = |read: &[f64]| {
-        let from = read[rank(read.len(), 0.10)] + edge_ns;
+        let from = read[nearest_rank_index(read.len(), 0.10)] + edge_ns;
         read.iter().filter(|t| **t > from).count()
     };
     let (slow, records_slow) = (over(&samples), over(&records));
@@ -81,7 +78,8 @@ fn shares(samples: &[f64], records: &[f64], host_in_reading: bool) -> Option<Sha
     let more = split_chance((m, records_slow), (n, slow));
     let fewer = split_chance((m, m - records_slow), (n, n - slow));
     let apart = records_slow as f64 / m as f64 - slow as f64 / n as f64;
-    let with_the_slower = records[rank(m, 0.5)] > samples[rank(n, 0.10)] + edge_ns;
+    let with_the_slower =
+        records[nearest_rank_index(m, 0.5)] > samples[nearest_rank_index(n, 0.10)] + edge_ns;
     let chance = match apart.abs() < SHARES_APART || (host_in_reading && !with_the_slower) {
         true => 1.0,
         false => (2.0 * more.min(fewer)).min(1.0),

@@ -124,9 +124,7 @@ pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
     let Some(median) = crate::statistics::median(timed.clone()) else {
         return false;
     };
-    let iqr = crate::statistics::iqr(&timed);
-    let wide =
-        iqr > crate::protocol::WIDE_SPREAD * median && iqr > crate::protocol::SPREAD_FLOOR_NS;
+    let wide = crate::protocol::spreads_wide(crate::statistics::iqr(&timed), median);
     let single_by_events = knobs.timer == TimerKind::Events && knobs.launches.count() == 1;
     timed.len() >= MIN_SAMPLES && wide && single_by_events
 }

@@ -125,6 +125,13 @@ pub const WIDE_SPREAD: f64 = 0.05;
 /// events on an idle queue on an H200, interquartile ranges of up to 1.9 µs in the trust
 /// suites' honest cells (a 24 µs scan; 0.8-1.4 µs for 6-24 µs kernels).
 pub const SPREAD_FLOOR_NS: f64 = 3_000.0;
+
+/// Whether timed samples of interquartile range `iqr` about `median` spread wider than
+/// [`WIDE_SPREAD`] of it and [`SPREAD_FLOOR_NS`]: the worker's more regions and the
+/// analysis's wide-limits finding ask the same.
+pub fn spreads_wide(iqr: f64, median: f64) -> bool {
+    iqr > WIDE_SPREAD * median && iqr > SPREAD_FLOOR_NS
+}
 /// ...this many of each: six audited regions and six decoys cut the noise terms of the data
 /// test's bound by about 40% against two of each (on an H200 the spread cache's limit by
 /// events went from 37.5% to 26.9%). A kernel whose own spread is that wide pays for them; an

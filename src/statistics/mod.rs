@@ -13,8 +13,8 @@ mod units;
 
 pub use normal::{iqr_sigma, lower_median_shortfall, mad_sigma, upper_quantile};
 pub use order::{
-    interval_pct, iqr, lower_median, median, median_interval, nearest_rank, shortest_half,
-    step_quartile,
+    interval_pct, iqr, lower_median, median, median_interval, nearest_rank, nearest_rank_index,
+    shortest_half, step_quartile,
 };
 pub use stop::{Least, MedianRule, NoiseRule, Reached, StoppingRule, Verdict};
 pub use two_samples::{mann_whitney_p, split_chance, two_sample_ks};

@@ -60,7 +60,12 @@ pub fn median_interval(values: &mut [f64]) -> Option<(f64, f64, f64)> {
 /// The `q` quantile of `sorted` (ascending) by nearest rank: one of the values, no
 /// interpolation between them.
 pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    sorted[nearest_rank_index(sorted.len(), q)]
+}
+
+/// The index [`nearest_rank`] reads among `n` sorted values (0 where there are none).
+pub fn nearest_rank_index(n: usize, q: f64) -> usize {
+    (n.saturating_sub(1) as f64 * q).round() as usize
 }
 
 /// The spread between the quartiles of `values` by nearest rank; 0 for none.

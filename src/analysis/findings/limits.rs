@@ -48,9 +48,8 @@ pub fn wide_limits(
 /// the data test's bound whatever made it, and a kernel that skips a share drawn anew each
 /// launch makes it on purpose.
 pub fn spread_wide(a: &Facts, c: &Cell) -> bool {
-    use crate::protocol::{SPREAD_FLOOR_NS, WIDE_SPREAD};
     let steady = a.reduced.stats.get(c.index, Phase::Steady);
-    let wide = steady.is_some_and(|s| s.iqr > WIDE_SPREAD * s.median && s.iqr > SPREAD_FLOOR_NS);
+    let wide = steady.is_some_and(|s| crate::protocol::spreads_wide(s.iqr, s.median));
     wide && c.knobs.launches.count() == 1
 }
 
