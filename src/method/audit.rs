@@ -274,6 +274,12 @@ impl Schedule {
         true
     }
 
+    /// Whether [`Schedule::widen`] ran in this run: a run looks at its samples' spread until
+    /// then.
+    pub fn widened(&self) -> bool {
+        self.widened
+    }
+
     /// Once a run, where its timed samples spread wide (`confirm::spread_wide`) before steady
     /// sample `after`: `pairs` more audited regions and as many decoys, each where [`again`]
     /// places it (as many as the round has room for), and the round's regions planned kept

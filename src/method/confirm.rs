@@ -112,21 +112,22 @@ fn read(readings: &[f64]) -> Vec<f64> {
     readings.iter().copied().filter(|r| r.is_finite()).collect()
 }
 
-/// Whether a run's timed samples so far (`samples_ns`, NaN where the timer reads later) spread
-/// wider than
+/// Whether a run's timed samples so far (`samples_ns`: as the timer read them, CUPTI's from
+/// its records delivered between two samples) spread wider than
 /// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`]:
-/// its round then gets more audited regions and decoys. Single launches only: a batch's or a
-/// graph's reading by events holds its first launch's host time, which spreads honest ones
-/// wider (on an H200 an honest softmax batch's 190 µs by 10 µs, which cost it 13.6% of its
-/// cell in regions), and their first launches are tested apart.
+/// its round then gets more audited regions and decoys. Single launches by events or CUPTI
+/// only: a batch's or a graph's reading by events holds its first launch's host time, which
+/// spreads honest ones wider (on an H200 an honest softmax batch's 190 µs by 10 µs, which
+/// cost it 13.6% of its cell in regions), and their first launches are tested apart; the
+/// profiler's readings come after the cell.
 pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
     let timed = read(samples_ns);
     let Some(median) = crate::statistics::median(timed.clone()) else {
         return false;
     };
     let wide = crate::protocol::spreads_wide(crate::statistics::iqr(&timed), median);
-    let single_by_events = knobs.timer == TimerKind::Events && knobs.launches.count() == 1;
-    timed.len() >= MIN_SAMPLES && wide && single_by_events
+    let timer = matches!(knobs.timer, TimerKind::Events | TimerKind::Cupti);
+    timed.len() >= MIN_SAMPLES && wide && timer && knobs.launches.count() == 1
 }
 
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
@@ -287,5 +288,14 @@ mod tests {
         assert!(!spread_wide(&host_noise, &single));
         assert!(!spread_wide(&smeared[..5], &single));
         assert!(!spread_wide(&[f64::NAN; 30], &single));
+        // CUPTI's records read between two samples count as the events' do; the profiler
+        // reads after the cell.
+        let by = |timer| Knobs {
+            timer,
+            ..Knobs::default()
+        };
+        assert!(spread_wide(&smeared, &by(TimerKind::Cupti)));
+        assert!(!spread_wide(&smeared, &by(TimerKind::Profiler)));
+        assert!(!spread_wide(&smeared, &by(TimerKind::Host)));
     }
 }

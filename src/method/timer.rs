@@ -247,13 +247,7 @@ impl<'b> Timer<'b> {
                     .kernels
                     .map(|k| kernel_medians(&k))
                     .unwrap_or_default();
-                let is_audit = |i: &usize| audits.iter().any(|(at, _)| at == i);
-                let split = |per: &[f64]| -> (Vec<f64>, Vec<f64>) {
-                    let (audited, timed): (Vec<_>, Vec<_>) =
-                        per.iter().enumerate().partition(|(i, _)| is_audit(i));
-                    let values = |v: Vec<(usize, &f64)>| v.into_iter().map(|(_, t)| *t).collect();
-                    (values(audited), values(timed))
-                };
+                let split = |per: &[f64]| apart(per, audits);
                 let (audits_ns, timed) = split(&reading.per_sample);
                 let (audit_gaps_ns, timed_gaps) = split(&reading.gaps);
                 let (audit_firsts_ns, firsts_ns) = match launches > 1 {
@@ -282,6 +276,26 @@ impl<'b> Timer<'b> {
                 cupti: None,
             }),
         }
+    }
+
+    /// Between two timed regions, the steady samples so far as [`Timer::finish`] will read
+    /// them, from CUPTI's records of the last `regions` (the first timed one, the steady
+    /// ones and the audit's `audits` among them, each at its place); None where the timer
+    /// reads each sample as it runs, or reads them after the cell (the profiler). Single
+    /// launches only: what the audit's look at the samples' spread needs.
+    pub fn samples_so_far(
+        &self,
+        entries: &[String],
+        regions: usize,
+        audits: &[(usize, f64)],
+    ) -> Result<Option<Vec<f64>>, CudaError> {
+        let (TimerKind::Cupti, Some(c), 1) = (self.kind, &self.collector, self.launches_per_sample)
+        else {
+            return Ok(None);
+        };
+        let spans = c.so_far(entries, regions)?;
+        let (_, timed) = apart(&cupti_reading(&spans.launches, 1).per_sample, audits);
+        Ok(Some(timed.get(1..).unwrap_or_default().to_vec()))
     }
 
     /// Times one region on buffer set `set` and returns nanoseconds per launch; the GPU is
@@ -407,6 +421,15 @@ pub(super) fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
             Some((name.to_string(), median(of)?))
         })
         .collect()
+}
+
+/// Per-region values split into the audit's regions' (at the places `audits` names) and the
+/// timed ones', each in order.
+fn apart(per: &[f64], audits: &[(usize, f64)]) -> (Vec<f64>, Vec<f64>) {
+    let is_audit = |i: &usize| audits.iter().any(|(at, _)| at == i);
+    let (audited, timed): (Vec<_>, Vec<_>) = per.iter().enumerate().partition(|(i, _)| is_audit(i));
+    let values = |v: Vec<(usize, &f64)>| v.into_iter().map(|(_, t)| *t).collect();
+    (values(audited), values(timed))
 }
 
 /// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span, its

@@ -108,9 +108,10 @@ pub const DECOYS_AGAIN: usize = 3;
 /// regions and as many decoys follow later in the round, as many as it has room for
 /// (`method::audit::Schedule::widen`), and none of the round's regions is left out for its
 /// cost since: the added ones would otherwise crowd out its pauses. Only in single launches
-/// timed by events, which read each sample as it runs; CUPTI's records come once the loop is
-/// over, when regions added could be told apart. Tried again later: a kernel narrow in its
-/// first samples and spread after them would pass a single look.
+/// timed by events, which read each sample as it runs, or by CUPTI, whose records of the
+/// samples so far it delivers between two samples at these counts (regions added after the
+/// loop could be told apart). Tried again later: a kernel narrow in its first samples and
+/// spread after them would pass a single look.
 pub const SPREAD_AT: [usize; 3] = [30, 60, 120];
 /// The timed samples' interquartile range over their median past which two audited regions
 /// and two decoys could not tell a quarter of a kernel's work skipped: the data test takes

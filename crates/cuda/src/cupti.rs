@@ -204,37 +204,58 @@ impl Collector {
     /// (a kernel and its steps, enqueued in order) spans from the first's start to the
     /// last's end.
     pub fn finish(self, entries: &[String], count: usize) -> Result<Spans, CudaError> {
-        // FLUSH_FORCED also delivers records of buffers that are not full.
-        let forced = 1u32;
-        activity::flush_all(forced).map_err(|e| cupti_err("cuptiActivityFlushAll", e))?;
-        let mut dropped = 0usize;
-        // SAFETY: a null context asks for the records dropped anywhere.
-        let _ = unsafe { activity::get_num_dropped_records(std::ptr::null_mut(), 0, &mut dropped) };
-        if dropped > 0 {
-            return Err(CudaError::Library(format!(
-                "CUPTI dropped {dropped} kernel or copy records"
-            )));
-        }
-        let (mut spans, others): (Vec<Span>, Vec<Span>) =
-            std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?)
-                .into_iter()
-                .partition(|s| entries.contains(&s.name));
-        spans.sort_by_key(|s| s.start);
-        let per = entries.len().max(1);
-        if spans.len() < count * per {
-            return Err(CudaError::Library(format!(
-                "CUPTI delivered {} records of {} for {count} timed launches of {per} kernel(s) or copies; {}",
-                spans.len(),
-                entries.join(", "),
-                other_names(&others)
-            )));
-        }
-        let last = spans.split_off(spans.len() - count * per);
-        Ok(Spans {
-            launches: last.chunks(per).map(merge).collect(),
-            kernels: (per > 1).then_some(last),
-        })
+        flush()?;
+        let all = std::mem::take(&mut *SPANS.lock().map_err(|_| poisoned())?);
+        last_launches(all, entries, count)
     }
+
+    /// What [`Collector::finish`] would return now, while recording goes on: a look at the
+    /// timed launches so far between two of them. Call it with the GPU idle, so that every
+    /// launch's record is complete and delivered.
+    pub fn so_far(&self, entries: &[String], count: usize) -> Result<Spans, CudaError> {
+        flush()?;
+        let all = SPANS.lock().map_err(|_| poisoned())?.clone();
+        last_launches(all, entries, count)
+    }
+}
+
+/// Delivers every record CUPTI holds, of buffers not yet full too; an error where it
+/// dropped any.
+fn flush() -> Result<(), CudaError> {
+    // FLUSH_FORCED also delivers records of buffers that are not full.
+    let forced = 1u32;
+    activity::flush_all(forced).map_err(|e| cupti_err("cuptiActivityFlushAll", e))?;
+    let mut dropped = 0usize;
+    // SAFETY: a null context asks for the records dropped anywhere.
+    let _ = unsafe { activity::get_num_dropped_records(std::ptr::null_mut(), 0, &mut dropped) };
+    match dropped {
+        0 => Ok(()),
+        _ => Err(CudaError::Library(format!(
+            "CUPTI dropped {dropped} kernel or copy records"
+        ))),
+    }
+}
+
+/// Of the records `all`, the spans of the last `count` launches of the kernels named
+/// `entries`, in launch order.
+fn last_launches(all: Vec<Span>, entries: &[String], count: usize) -> Result<Spans, CudaError> {
+    let (mut spans, others): (Vec<Span>, Vec<Span>) =
+        all.into_iter().partition(|s| entries.contains(&s.name));
+    spans.sort_by_key(|s| s.start);
+    let per = entries.len().max(1);
+    if spans.len() < count * per {
+        return Err(CudaError::Library(format!(
+            "CUPTI delivered {} records of {} for {count} timed launches of {per} kernel(s) or copies; {}",
+            spans.len(),
+            entries.join(", "),
+            other_names(&others)
+        )));
+    }
+    let last = spans.split_off(spans.len() - count * per);
+    Ok(Spans {
+        launches: last.chunks(per).map(merge).collect(),
+        kernels: (per > 1).then_some(last),
+    })
 }
 
 /// The records that named none of the expected kernels, counted by name: where the

@@ -44,7 +44,7 @@ pub fn wide_limits(
 
 /// A single launch whose timed samples' interquartile range is over
 /// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`],
-/// the spread that earns more regions where the timer reads each sample as it runs: it widens
+/// the spread that earns more regions by events or CUPTI (`method::confirm::spread_wide`): it widens
 /// the data test's bound whatever made it, and a kernel that skips a share drawn anew each
 /// launch makes it on purpose.
 pub fn spread_wide(a: &Facts, c: &Cell) -> bool {

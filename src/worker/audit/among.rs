@@ -258,12 +258,17 @@ impl Among {
         }
     }
 
-    /// At [`SPREAD_AT`] timed `samples`, where they spread so wide that two audited regions and
-    /// two decoys could not tell a quarter of the work skipped ([`confirm::spread_wide`]),
+    /// Whether the run looks at its samples' spread once it holds `taken` of them: at
+    /// [`SPREAD_AT`], until it widened.
+    pub(in crate::worker) fn spread_due(&self, taken: usize) -> bool {
+        self.judged && SPREAD_AT.contains(&taken) && !self.schedule.widened()
+    }
+
+    /// Where the timed `samples` so far spread so wide that two audited regions and two
+    /// decoys could not tell a quarter of the work skipped ([`confirm::spread_wide`]),
     /// [`SPREAD_AGAIN`] more of each later in the round (once a run).
     pub(in crate::worker) fn spread_again(&mut self, samples: &[f64], knobs: &Knobs) {
-        let due = self.judged && SPREAD_AT.contains(&samples.len());
-        if due && confirm::spread_wide(samples, knobs) {
+        if confirm::spread_wide(samples, knobs) {
             self.schedule.widen(samples.len(), SPREAD_AGAIN);
         }
     }
