@@ -784,6 +784,65 @@ fn a_kernel_that_skips_in_launches_drawn_at_random_is_caught_by_launches_alone_w
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn samples_spread_on_purpose_get_more_regions_by_events_and_by_cupti_and_honest_ones_stay_trusted()
+{
+    // Right in every launch, but padded by up to as much again of its spin, drawn anew each
+    // launch from the global timer: its samples spread over a fifth of their median, as a
+    // cache whose hits skip a share drawn anew would spread them. Four more audited regions
+    // and four more decoys follow (`protocol::SPREAD_AGAIN`), by events as they read and by
+    // CUPTI from its records of the samples so far; the steady kernel gets none.
+    let dir = tempfile::tempdir().unwrap();
+    let source = spin_source(
+        dir.path(),
+        r#"extern "C" __global__ void padded(const float *x, float *y, unsigned long long n) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    unsigned int h = (unsigned int)(t >> 18);
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = spin(x[i]), w = v;
+    for (unsigned int k = 0; k < (h & 511u); k++) w = w * 0.9999f + 0.25f;
+    y[i] = w == 12345.678f ? w : v;
+}
+"#,
+    );
+    let against = "check_kernel = { kernel = \"ref\", outputs = [\"y\"] }";
+    let kernel = |name: &str, entry: &str, extra: &str| {
+        elementwise(&source, (name, entry), "uniform(0, 1)", extra)
+    };
+    let text = [
+        "[experiment]\ntitle = \"spread on purpose\"\n[sweep]\nn = [4194304]\n".to_string(),
+        kernel("ref", "steady_ref", "timed = false"),
+        kernel("steady", "steady", against),
+        kernel("padded", "padded", against),
+        "[defaults]\nwarmup = 3\nsamples = 200\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, dir, records) = run_on_gpu("spreadonpurpose", &text);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let count = |r: &Value, what: &str| r["audit"]["among"][what].as_array().map_or(0, Vec::len);
+    for variant in ["hot", "hot-events"] {
+        let padded = record(&records, &format!("padded/n=4194304/{variant}"));
+        assert_eq!(padded["status"], "ok", "{padded}");
+        let (audited, decoys) = (count(padded, "positions"), count(padded, "decoy_positions"));
+        assert!(
+            audited >= 6 && decoys >= 6,
+            "{audited} audited, {decoys} decoys: {padded}"
+        );
+        let steady = record(&records, &format!("steady/n=4194304/{variant}"));
+        assert_eq!(steady["status"], "ok", "{steady}");
+        assert!(count(steady, "decoy_positions") < 6, "{steady}");
+        // Trusted: the report's verdicts name neither.
+        for kernel in ["padded", "steady"] {
+            let id = format!("| {kernel}/n=4194304/{variant} |");
+            assert!(!report.lines().any(|l| l.starts_with(&id)), "{report}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn an_audit_compares_a_large_outputs_sample_and_catches_a_kernel_that_skips_a_hundredth() {
     // Right in its first two launches (the check before the samples among them), then
     // leaving one element in a hundred of its 32M as it was: each audited check compares
