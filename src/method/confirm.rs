@@ -130,6 +130,14 @@ pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
     timed.len() >= MIN_SAMPLES && wide && timer && knobs.launches.count() == 1
 }
 
+/// Whether a run timed by CUPTI reads its records of the samples so far for a look at their
+/// spread: where the host's time around each sample after the first (`host_ns`) spreads
+/// wider than [`crate::protocol::HOST_SPREAD_NS`], as a kernel's own spread makes it.
+pub fn host_spread_wide(host_ns: &[f64]) -> bool {
+    let steady = read(host_ns.get(1..).unwrap_or_default());
+    steady.len() >= MIN_SAMPLES && crate::statistics::iqr(&steady) > crate::protocol::HOST_SPREAD_NS
+}
+
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records
 /// (`protocol::CUPTI_PAUSES`): by events on an idle queue, whose reading holds the host's
 /// launch, where CUPTI does not collect already (its collector is the samples').
@@ -297,5 +305,16 @@ mod tests {
         assert!(spread_wide(&smeared, &by(TimerKind::Cupti)));
         assert!(!spread_wide(&smeared, &by(TimerKind::Profiler)));
         assert!(!spread_wide(&smeared, &by(TimerKind::Host)));
+        // Under CUPTI the host's time around each sample is the cue: the kernel's spread
+        // and the launch's few µs.
+        let host = |kernel: &[f64]| -> Vec<f64> {
+            let launch = |i: usize| 12e3 + (i % 3) as f64 * 400.0;
+            (kernel.iter().enumerate())
+                .map(|(i, t)| t + launch(i))
+                .collect()
+        };
+        assert!(host_spread_wide(&host(&smeared)));
+        assert!(!host_spread_wide(&host(&steady)));
+        assert!(!host_spread_wide(&host(&smeared[..10])));
     }
 }

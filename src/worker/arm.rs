@@ -302,9 +302,9 @@ impl<'b> Armed<'b> {
             Some(short) if short.launches() == launches => short,
             _ => &self.body,
         };
-        self.timer
-            .time(&mut self.launch, body, set)
-            .map_err(during(what))
+        let reading = self.timer.time(&mut self.launch, body, set);
+        starts.ended();
+        reading.map_err(during(what))
     }
 }
 
@@ -312,6 +312,10 @@ impl<'b> Armed<'b> {
 pub(super) struct Starts {
     origin: Instant,
     pub(super) at: Vec<f64>,
+    /// Each region's host time in its timer, ns: its launch, its kernel and the synchronize
+    /// after it (under CUPTI the audit's cue to read its records, `confirm::host_spread_wide`).
+    pub(super) host_ns: Vec<f64>,
+    began: Instant,
 }
 
 impl Starts {
@@ -319,11 +323,19 @@ impl Starts {
         Starts {
             origin,
             at: Vec::with_capacity(capacity),
+            host_ns: Vec::with_capacity(capacity),
+            began: origin,
         }
     }
 
     fn push(&mut self) {
-        self.at.push(self.origin.elapsed().as_secs_f64() * 1e6);
+        self.began = Instant::now();
+        let at = self.began.duration_since(self.origin);
+        self.at.push(at.as_secs_f64() * 1e6);
+    }
+
+    fn ended(&mut self) {
+        self.host_ns.push(self.began.elapsed().as_nanos() as f64);
     }
 }
 

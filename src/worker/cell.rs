@@ -360,17 +360,7 @@ fn steady<'b>(
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
         if let Some(a) = among.as_mut().filter(|a| a.spread_due(samples.len())) {
-            // CUPTI's records of the samples so far, read while the GPU is idle between two.
-            let t0 = Instant::now();
-            let so_far = (armed
-                .timer
-                .samples_so_far(&armed.entries, place, &a.readings()))
-            .map_err(during(
-                "audit: reading CUPTI's records of the samples so far",
-            ))?;
-            a.spread_again(so_far.as_deref().unwrap_or(&samples), knobs);
-            a.spend(t0.elapsed());
-            audited += t0.elapsed();
+            audited += a.look_at_spread(s, armed, (&starts.host_ns, &samples, place), knobs)?;
         }
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();

@@ -27,6 +27,7 @@ mod checks;
 mod read;
 mod record;
 mod seeds;
+mod spread;
 
 use super::by_cupti;
 use super::common::{spent, writes_an_input};
@@ -35,13 +36,12 @@ use super::on_draw::{self, Scratch};
 use super::share::Share;
 use crate::experiment::knobs::cache::Cache;
 use crate::experiment::knobs::timer::TimerKind;
-use crate::experiment::knobs::Knobs;
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::plan::audit_rounds::{kinds_run, unjudged};
 use crate::plan::Cell;
-use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN, SPREAD_AGAIN, SPREAD_AT};
+use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
@@ -255,21 +255,6 @@ impl Among {
         if spoiled && self.decoys_again < DECOYS_AGAIN && self.schedule.again(Region::Decoy, before)
         {
             self.decoys_again += 1;
-        }
-    }
-
-    /// Whether the run looks at its samples' spread once it holds `taken` of them: at
-    /// [`SPREAD_AT`], until it widened.
-    pub(in crate::worker) fn spread_due(&self, taken: usize) -> bool {
-        self.judged && SPREAD_AT.contains(&taken) && !self.schedule.widened()
-    }
-
-    /// Where the timed `samples` so far spread so wide that two audited regions and two
-    /// decoys could not tell a quarter of the work skipped ([`confirm::spread_wide`]),
-    /// [`SPREAD_AGAIN`] more of each later in the round (once a run).
-    pub(in crate::worker) fn spread_again(&mut self, samples: &[f64], knobs: &Knobs) {
-        if confirm::spread_wide(samples, knobs) {
-            self.schedule.widen(samples.len(), SPREAD_AGAIN);
         }
     }
 

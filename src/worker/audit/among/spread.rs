@@ -1,0 +1,57 @@
+//! The audit's look at the timed samples' spread: a kernel whose timed launches spread on
+//! purpose widens the data test's bound, so where they spread wide, more audited regions and
+//! decoys narrow it again.
+
+use super::Among;
+use crate::experiment::knobs::{timer::TimerKind, Knobs};
+use crate::method::confirm;
+use crate::protocol::{SPREAD_AGAIN, SPREAD_AT};
+use crate::worker::arm::Armed;
+use crate::worker::failure::{during, Failure};
+use crate::worker::session::Session;
+use std::time::{Duration, Instant};
+
+impl Among {
+    /// Whether the run looks at its samples' spread once it holds `taken` of them: at
+    /// [`SPREAD_AT`], until it widened.
+    pub(in crate::worker) fn spread_due(&self, taken: usize) -> bool {
+        self.judged && SPREAD_AT.contains(&taken) && !self.schedule.widened()
+    }
+
+    /// The look at the timed `samples`: as the timer read them, or under CUPTI from its
+    /// records of the last `regions` (read while the GPU is idle between two samples), only
+    /// where the host's time around each sample (`host_ns`) spreads wide enough to hold such
+    /// a spread. Where they spread so wide that two audited regions and two decoys could
+    /// not tell a quarter of the work skipped ([`confirm::spread_wide`]), [`SPREAD_AGAIN`]
+    /// more of each later in the round (once a run). Returns what it took, the audit's.
+    pub(in crate::worker) fn look_at_spread(
+        &mut self,
+        s: &mut Session,
+        armed: &Armed,
+        (host_ns, samples, regions): (&[f64], &[f64], usize),
+        knobs: &Knobs,
+    ) -> Result<Duration, Failure> {
+        let start = Instant::now();
+        let so_far = match knobs.timer {
+            TimerKind::Cupti if confirm::host_spread_wide(host_ns) => {
+                s.timeline.mark("steady samples");
+                let records = armed
+                    .timer
+                    .samples_so_far(&armed.entries, regions, &self.readings());
+                let records = records.map_err(during(
+                    "audit: reading CUPTI's records of the samples so far",
+                ))?;
+                s.timeline
+                    .mark("audit: CUPTI's records of the samples so far");
+                records.unwrap_or_default()
+            }
+            TimerKind::Cupti | TimerKind::Profiler => Vec::new(),
+            _ => samples.to_vec(),
+        };
+        if confirm::spread_wide(&so_far, knobs) {
+            self.schedule.widen(so_far.len(), SPREAD_AGAIN);
+        }
+        self.spend(start.elapsed());
+        Ok(start.elapsed())
+    }
+}
