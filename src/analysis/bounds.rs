@@ -270,9 +270,10 @@ pub(super) fn against_baseline(
     };
     let evidence = beyond > 0 && chance.is_none_or(|(p, ..)| p <= FALSE_ALARM);
     let (what, against) = tell.sides();
-    let allowed = match spread.allowance_ns > 0.0 {
-        true => "noise, margin and a stage's L2 state allow",
-        false => "noise and margin allow",
+    let allowed = match (spread.allowance_ns > 0.0, tell) {
+        (true, Tell::FirstPause) => "noise, margin and a first launch after a wait allow",
+        (true, _) => "noise, margin and a stage's L2 state allow",
+        (false, _) => "noise and margin allow",
     };
     let suspect = if median_ns - baseline_ns > bound_ns {
         Some(format!(

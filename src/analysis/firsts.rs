@@ -68,7 +68,11 @@ pub(super) fn first_launches(
             median_ns: median,
             count: count as usize,
         };
-        let test = against_baseline(Tell::FirstPause, &pauses, baseline, (timed, None));
+        let after_a_wait = Spread {
+            allowance_ns: AFTER_A_WAIT_NS,
+            ..timed
+        };
+        let test = against_baseline(Tell::FirstPause, &pauses, baseline, (after_a_wait, None));
         tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
     }
     if let (Some(allowance_ns), false, false) =
@@ -85,6 +89,14 @@ pub(super) fn first_launches(
     }
     tests
 }
+
+/// What a region's first launch after a pause (the GPU all but idle for its wait, about
+/// 0.2 ms) may take beyond a timed region's, which follows the one before it, besides the
+/// margin. On an H200 an honest 20 µs sum in a graph behind a wait kernel read two of its
+/// three pauses' first launches 1.3 µs and 1.5 µs over its timed regions' (in two other runs
+/// 0.1 µs and 0.2 µs), as its staged regions' first launches read 1.4 µs to 1.5 µs over in
+/// all three; an honest layernorm's of 149 µs, 2.1 µs.
+pub const AFTER_A_WAIT_NS: f64 = 2_000.0;
 
 /// What a timed region's first launch may take beyond each launch after it, besides the
 /// margin: the region's start, counted in its first launch. Measured on an H200, 2.1 to
@@ -182,5 +194,47 @@ fn first_rest_test(
         suspect,
         idle: false,
         by_cupti: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph's record as an honest 20 µs sum's on an H200: 200 timed regions whose first
+    /// launches read 20.16 µs, spread by 0.35 µs; its staged regions' first launches
+    /// (2 audited, 3 decoys) and its pauses' as given.
+    fn graph(staged: [f64; 5], pauses: &[f64]) -> AuditsAmong {
+        AuditsAmong {
+            firsts: Some(FirstLaunches {
+                audited: staged[..2].to_vec(),
+                decoys: staged[2..].to_vec(),
+                pauses: pauses.to_vec(),
+                timed_count: 200,
+                timed_median: 20.16e3,
+                timed_iqr: 0.35e3,
+                timed_max: 22.02e3,
+            }),
+            ..AuditsAmong::default()
+        }
+    }
+
+    fn first_pause(staged: [f64; 5], pauses: &[f64]) -> Test {
+        let record = graph(staged, pauses);
+        let tests = first_launches(&[&record], (true, None), None);
+        (tests.into_iter().find(|t| t.tell == Tell::FirstPause)).expect("a pause test")
+    }
+
+    #[test]
+    fn a_first_launch_after_a_wait_may_read_slower_but_not_by_skipped_work() {
+        // Two of three pauses' first launches 1.3-1.5 µs over the timed regions', as its
+        // staged regions' read: the GPU all but idle through the wait, not the kernel.
+        let staged = [21.76e3, 22.40e3, 21.70e3, 21.60e3, 21.57e3];
+        let honest = first_pause(staged, &[21.50e3, 20.19e3, 21.66e3]);
+        assert_eq!(honest.suspect, None);
+        // A kernel that skips a quarter of its work but on a first launch after a wait.
+        let cheat = first_pause(staged.map(|t| t + 4e3), &[25.2e3, 25.4e3, 25.1e3]);
+        let why = cheat.suspect.expect("caught");
+        assert!(why.contains("a first launch after a wait allow"), "{why}");
     }
 }
