@@ -1,5 +1,6 @@
-//! Whether CUPTI's second reading of a run whose samples split in two
-//! (`protocol::SPLIT_PAUSES`) ran as the samples did. That reading always follows the
+//! Whether CUPTI's second reading of a run (where its samples split in two,
+//! `protocol::SPLIT_PAUSES`, or its pauses read slow by events, `protocol::CUPTI_PAUSES`) ran
+//! as the samples did, where they hold two behaviors apart by more than the margin. That reading always follows the
 //! samples, so a kernel that counts its launches can tell it apart: it could do all its work
 //! there (its pauses then no slower than the timed launches around them) or skip work in
 //! every launch there (its pauses then fast too), and the pauses' ranks would find nothing.
@@ -28,17 +29,17 @@ const SHARES_APART: f64 = 0.2;
 /// Where the samples' two behaviors part, as an offset from their 10th percentile (below
 /// the faster behavior's share, whatever it is, where they split: `protocol::splits_in_two`
 /// asks both to hold a quarter): halfway across the widest step between two sorted samples
-/// from that percentile to the 90th.
+/// from that percentile to the 90th. None where that step is within the margin: samples of
+/// one behavior (a run read again for its slow pauses), which no share tells apart.
 fn edge_over_p10(sorted: &[f64]) -> Option<f64> {
     let (lo, hi) = (
         nearest_rank_index(sorted.len(), 0.10),
         nearest_rank_index(sorted.len(), 0.90),
     );
-    let widest = (lo..hi).max_by(|a, b| {
-        let step = |i: &usize| sorted[i + 1] - sorted[*i];
-        step(a).total_cmp(&step(b))
-    })?;
-    Some((sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
+    let step = |i: &usize| sorted[i + 1] - sorted[*i];
+    let widest = (lo..hi).max_by(|a, b| step(a).total_cmp(&step(b)))?;
+    (step(&widest) > margin_ns(sorted[lo]))
+        .then(|| (sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
 }
 
 /// The finite readings, sorted.
@@ -97,20 +98,20 @@ fn shares(samples: &[f64], records: &[f64], host_in_reading: bool) -> Option<Sha
     })
 }
 
-/// A run whose samples split and CUPTI read again: its samples, its records' timed launches.
-pub(super) type SplitRun<'a> = (&'a [f64], &'a [f64]);
+/// A run CUPTI read again after its samples: its samples, its records' timed launches.
+pub(super) type RunReadAgain<'a> = (&'a [f64], &'a [f64]);
 
-/// A pause test that found nothing, judged again where a run's samples split and CUPTI read
-/// it again (`runs`: each such run's samples and records' timed launches): suspect where
+/// A pause test that found nothing, judged again where CUPTI read a run again and its samples
+/// hold two behaviors (`runs`: each such run's samples and records' timed launches): suspect where
 /// the records' share over the samples' edge differs from the samples' so far that readings
 /// alike would with a chance of at most [`FALSE_ALARM`], over the runs tested, and by at
 /// least [`SHARES_APART`] (where the samples hold the host's launch, `host_in_reading`, only
 /// records whose median lies over the samples' faster behavior).
-pub(super) fn as_the_samples(test: Test, runs: &[SplitRun], host_in_reading: bool) -> Test {
+pub(super) fn as_the_samples(test: Test, runs: &[RunReadAgain], host_in_reading: bool) -> Test {
     if test.tell != Tell::Pause || test.suspect.is_some() {
         return test;
     }
-    let read = |(s, r): &SplitRun| shares(s, r, host_in_reading);
+    let read = |(s, r): &RunReadAgain| shares(s, r, host_in_reading);
     let tried: Vec<Shares> = runs.iter().filter_map(read).collect();
     let count = tried.len() as f64;
     let worst = (tried.into_iter()).min_by(|a, b| a.chance.total_cmp(&b.chance));
@@ -234,6 +235,30 @@ mod tests {
         let honest = speeds(112, 0, (131e3, 131e3));
         let test = as_the_samples(quiet(), &[(&padded, &honest)], true);
         assert_eq!(test.suspect, None);
+    }
+
+    #[test]
+    fn samples_of_one_behavior_are_not_judged_and_two_that_do_not_split_are() {
+        // An honest kernel by events on an idle queue, read again for its slow pauses: one
+        // behavior spread by the host's launch, and CUPTI's records of one, without it.
+        let one: Vec<f64> = (0..200).map(|i| 130e3 + f64::from(i % 23) * 90.0).collect();
+        let records = speeds(56, 0, (128e3, 128e3));
+        assert_eq!(
+            as_the_samples(quiet(), &[(&one, &records)], true).suspect,
+            None
+        );
+        let later = speeds(56, 0, (135e3, 135e3));
+        assert_eq!(
+            as_the_samples(quiet(), &[(&one, &later)], true).suspect,
+            None
+        );
+        // The padded GEMV at skip=10 by events, whose padded launches came in runs and did not
+        // split its samples (a run on an H200): 27% of them at 143 µs; honest after them.
+        let padded = speeds(200, 27, (129.6e3, 142.4e3));
+        let honest_after = speeds(56, 0, (136.5e3, 136.5e3));
+        assert!(as_the_samples(quiet(), &[(&padded, &honest_after)], true)
+            .suspect
+            .is_some());
     }
 
     #[test]

@@ -32,7 +32,7 @@ use super::bounds::{
 };
 use super::drift::{self, Drift};
 use super::firsts;
-use super::reproduced::{self, SplitRun};
+use super::reproduced::{self, RunReadAgain};
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
@@ -164,7 +164,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         [|k| &k.timed_ns, |k| &k.pauses_ns, |k| &k.staged_ns];
     let kernel_records = kinds.map(by_cupti);
     let pauses_staged = (among.iter().filter_map(|m| m.by_cupti.as_ref())).any(|k| k.pauses_staged);
-    let split_runs: Vec<SplitRun> = (among.iter().filter_map(|m| m.by_cupti.as_ref()))
+    let runs_read_again: Vec<RunReadAgain> = (among.iter().filter_map(|m| m.by_cupti.as_ref()))
         .filter(|k| !k.samples_ns.is_empty())
         .map(|k| (&k.samples_ns[..], &k.timed_ns[..]))
         .collect();
@@ -191,7 +191,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         tests.extend(pause_test(
             (&pauses, &staged),
             (s, timed),
-            (&kernel_records, pauses_staged, &split_runs),
+            (&kernel_records, pauses_staged, &runs_read_again),
             r,
         ));
     }
@@ -252,12 +252,12 @@ pub(super) fn fewest_audit_launches(among: &[&AuditsAmong]) -> Option<u64> {
 
 /// The pause test: the pauses against the timed samples (`steady`, their spread `timed`),
 /// judged again on CUPTI's records where it read them again (`records`: timed, pauses,
-/// staged), against the staged regions where the GPU may have gone idle, and where the timed
-/// launches split in two (`split_runs`: each run's samples and records where they did).
+/// staged), against the staged regions where the GPU may have gone idle, and as the samples
+/// ran where they hold two behaviors (`runs_read_again`: each run's samples and records).
 fn pause_test(
     (pauses, staged): (&[f64], &[f64]),
     (s, timed): (&Stats, Spread),
-    (records, pauses_staged, split_runs): (&[Vec<f64>; 3], bool, &[SplitRun]),
+    (records, pauses_staged, runs_read_again): (&[Vec<f64>; 3], bool, &[RunReadAgain]),
     r: &Readings,
 ) -> Option<Test> {
     let baseline = Baseline {
@@ -302,6 +302,6 @@ fn pause_test(
         false => pauses_with_the_slow_launches(t, (pauses_ns, staged_again), again),
     });
     // Records that found nothing count only where they read the kernel as the samples did.
-    let test = test.map(|t| reproduced::as_the_samples(t, split_runs, r.host_in_reading));
+    let test = test.map(|t| reproduced::as_the_samples(t, runs_read_again, r.host_in_reading));
     test.map(|t| unread_by_cupti(t, r.host_in_reading))
 }

@@ -258,10 +258,11 @@ pub struct KernelRecords {
     /// that no stage that draws is read after them: the pauses stand for the staged regions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pauses_staged: bool,
-    /// The run's timed samples as its timer read them, in order, where they split in two and
-    /// so were read again ([`crate::protocol::SPLIT_PAUSES`]): the records' timed launches
-    /// must hold their two behaviors in their shares, or the kernel ran otherwise once its
-    /// samples were over (`analysis::reproduced`).
+    /// The run's timed samples as its timer read them, in order, where they were read again
+    /// (they split in two, [`crate::protocol::SPLIT_PAUSES`], or their pauses read slow,
+    /// [`CUPTI_PAUSES`]): where they hold two behaviors, the records' timed launches must
+    /// hold them in their shares, or the kernel ran otherwise once its samples were over
+    /// (`analysis::reproduced`).
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
@@ -282,6 +283,16 @@ pub struct KernelRecords {
         deserialize_with = "super::nan::null_as_nan"
     )]
     pub rests_ns: Vec<f64>,
+}
+
+impl KernelRecords {
+    /// The records with the run's timed `samples` beside them, as its timer read them.
+    pub fn beside(self, samples: &[f64]) -> KernelRecords {
+        KernelRecords {
+            samples_ns: samples.to_vec(),
+            ..self
+        }
+    }
 }
 
 #[cfg(test)]

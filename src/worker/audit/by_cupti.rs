@@ -74,7 +74,8 @@ pub(super) fn read_again<'b>(
     if !confirm::confirms_by_cupti(knobs) || !needed {
         return Ok(None);
     }
-    pauses_and_stages((ready, timeline), armed, rec, &run, CUPTI_PAUSES)
+    let read = pauses_and_stages((ready, timeline), armed, rec, &run, CUPTI_PAUSES)?;
+    Ok(read.map(|r| r.beside(samples)))
 }
 
 /// Where the run's timed samples split in two behaviors and its pauses and staged regions
@@ -95,10 +96,7 @@ pub(super) fn split_again<'b>(
         return Ok(None);
     }
     let read = pauses_and_stages((ready, timeline), armed, rec, &run, SPLIT_PAUSES)?;
-    Ok(read.map(|r| KernelRecords {
-        samples_ns: samples.to_vec(),
-        ..r
-    }))
+    Ok(read.map(|r| r.beside(samples)))
 }
 
 /// `pauses` pauses among launches read by CUPTI, and [`CUPTI_STAGED`] stages that draw
