@@ -103,16 +103,21 @@ pub const CONFIRM_AUDITS: usize = 3;
 /// in a run: one held-up host launch had hidden a result cache (`benches/decoy-hiccup`),
 /// and a kernel that slowed every decoy on purpose would only buy itself more regions.
 pub const DECOYS_AGAIN: usize = 3;
-/// Where a run's timed samples, at any of these counts (the first time), spread wider than
-/// [`WIDE_SPREAD`] of their median and [`SPREAD_FLOOR_NS`], [`SPREAD_AGAIN`] more audited
-/// regions and as many decoys follow later in the round, as many as it has room for
-/// (`method::audit::Schedule::widen`), and none of the round's regions is left out for its
-/// cost since: the added ones would otherwise crowd out its pauses. Only in single launches
-/// timed by events, which read each sample as it runs, or by CUPTI, whose records of the
-/// samples so far it delivers between two samples at these counts (regions added after the
-/// loop could be told apart). Tried again later: a kernel narrow in its first samples and
-/// spread after them would pass a single look.
-pub const SPREAD_AT: [usize; 3] = [30, 60, 120];
+/// Where a run's timed samples, at [`FIRST_LOOK`] of them or any doubling of it (until one
+/// is wide), spread wider than [`WIDE_SPREAD`] of their median and [`SPREAD_FLOOR_NS`],
+/// [`SPREAD_AGAIN`] more audited regions and as many decoys follow later in the round, as
+/// many as it has room for (`method::audit::Schedule::widen`), and none of the round's
+/// regions is left out for its cost since: the added ones would otherwise crowd out its
+/// pauses. Only in single launches timed by events, which read each sample as it runs, or by
+/// CUPTI, whose records of the samples so far it delivers between two samples at these counts
+/// (regions added after the loop could be told apart). Looked at again as the samples double:
+/// a kernel narrow in its first samples and spread after them would pass a single look.
+pub fn spread_look(taken: usize) -> bool {
+    taken.is_multiple_of(FIRST_LOOK) && (taken / FIRST_LOOK).is_power_of_two()
+}
+/// ...the first look, then at 60, 120, 240 and on: a run of fewer samples gets no added
+/// regions.
+pub const FIRST_LOOK: usize = 30;
 /// The timed samples' interquartile range over their median past which two audited regions
 /// and two decoys could not tell a quarter of a kernel's work skipped: the data test takes
 /// its spread from the timed samples (and the decoys), which a kernel can widen on purpose.
@@ -298,6 +303,12 @@ impl KernelRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_spread_is_looked_at_as_the_samples_double() {
+        let looks: Vec<usize> = (0..=2000).filter(|&n| spread_look(n)).collect();
+        assert_eq!(looks, [30, 60, 120, 240, 480, 960, 1920]);
+    }
 
     #[test]
     fn past_the_hosts_launch_is_the_margin_and_what_a_pause_adds_to_a_launch() {

@@ -20,10 +20,10 @@ pub use before::{RegionsBefore, BEFORE_WINDOW};
 pub use claims::{Claiming, Claims};
 pub use confirm::{
     lead_launches, margin_ns, past_the_hosts_launch, rest_of_region, samples_split, splits_in_two,
-    spreads_wide, KernelRecords, ALONE_IF_SPLIT, AUDIT_SHARE_CAP, CONFIRM_AUDITS, CONFIRM_PAUSES,
-    CONFIRM_RATIO, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE, CUPTI_WARM_UP,
-    DECOYS_AGAIN, FALSE_ALARM, HOST_LAUNCH_NS, HOST_SPREAD_NS, MARGIN_NS, MARGIN_SHARE,
-    MIN_SAMPLES, SPLIT_PAUSES, SPREAD_AGAIN, SPREAD_AT, Z_FALSE_ALARM,
+    spread_look, spreads_wide, KernelRecords, ALONE_IF_SPLIT, AUDIT_SHARE_CAP, CONFIRM_AUDITS,
+    CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
+    CUPTI_WARM_UP, DECOYS_AGAIN, FALSE_ALARM, HOST_LAUNCH_NS, HOST_SPREAD_NS, MARGIN_NS,
+    MARGIN_SHARE, MIN_SAMPLES, SPLIT_PAUSES, SPREAD_AGAIN, Z_FALSE_ALARM,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;

@@ -5,17 +5,17 @@
 use super::Among;
 use crate::experiment::knobs::{timer::TimerKind, Knobs};
 use crate::method::confirm;
-use crate::protocol::{SPREAD_AGAIN, SPREAD_AT};
+use crate::protocol::{spread_look, SPREAD_AGAIN};
 use crate::worker::arm::Armed;
 use crate::worker::failure::{during, Failure};
 use crate::worker::session::Session;
 use std::time::{Duration, Instant};
 
 impl Among {
-    /// Whether the run looks at its samples' spread once it holds `taken` of them: at
-    /// [`SPREAD_AT`], until it widened.
+    /// Whether the run looks at its samples' spread once it holds `taken` of them
+    /// ([`spread_look`]), until it widened.
     pub(in crate::worker) fn spread_due(&self, taken: usize) -> bool {
-        self.judged && SPREAD_AT.contains(&taken) && !self.schedule.widened()
+        self.judged && spread_look(taken) && !self.schedule.widened()
     }
 
     /// The look at the timed `samples`: as the timer read them, or under CUPTI from its
