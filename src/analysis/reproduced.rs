@@ -1,24 +1,25 @@
 //! Whether CUPTI's second reading of a run (where its samples split in two,
 //! `protocol::SPLIT_PAUSES`, or its pauses read slow by events, `protocol::CUPTI_PAUSES`) ran
-//! as the samples did, where they hold two behaviors apart by more than the margin. That reading always follows the
-//! samples, so a kernel that counts its launches can tell it apart: it could do all its work
-//! there (its pauses then no slower than the timed launches around them) or skip work in
-//! every launch there (its pauses then fast too), and the pauses' ranks would find nothing.
-//! Either way its timed launches there lose one of the samples' two behaviors. Each set is
-//! read from its own 10th percentile, so that what the timers add (the host's launch in an
-//! idle queue's events, CUPTI's µs) cancels: the samples' share over their slower behavior's
-//! edge must recur in the records' timed launches. Not what varies: where the samples hold the
-//! host's launch, a launch late by some µs now and then can split them, which CUPTI's records
-//! leave out (they read as the samples' faster behavior, a few µs under it), so there only
-//! records whose median lies over the samples' faster behavior's by more than the margin are
-//! evidence: a kernel honest once its samples are over, which may lie between a cheat's two
-//! behaviors (one that pads some launches and skips in the rest); one that skips there too
-//! is left to the pauses.
-//! And only shares a fifth apart ([`SHARES_APART`]): the test takes launches as exchangeable,
-//! which readings in stretches are not quite.
+//! as the samples did. That reading always follows the samples, so a kernel that counts its
+//! launches can tell it apart: it could do all its work there (its pauses then no slower than
+//! the timed launches around them) or skip work in every launch there (its pauses then fast
+//! too), and the pauses' ranks would find nothing. Either way its timed launches there lose
+//! one of the samples' two behaviors. Each set is read from its own 10th percentile, so that
+//! what the timers add (the host's launch in an idle queue's events, CUPTI's µs) cancels: the
+//! samples' share over their slower behavior's edge must recur in the records' timed
+//! launches. Not what varies: where the samples hold the host's launch, a launch late by some
+//! µs now and then can split them, which CUPTI's records leave out (they read as the samples'
+//! faster behavior, a few µs under it), so there only records whose median lies over the
+//! samples' faster behavior's by more than the margin are evidence: a kernel honest once its
+//! samples are over, which may lie between a cheat's two behaviors (one that pads some
+//! launches and skips in the rest); one that skips there too is left to the pauses. Samples
+//! that did not split are judged only where they hold two behaviors apart by more than the
+//! margin and the clock held through the cell (a slower clock at the second reading would
+//! lift its records). And only shares a fifth apart ([`SHARES_APART`]): the test takes
+//! launches as exchangeable, which readings in stretches are not quite.
 
 use super::bounds::{Tell, Test, FALSE_ALARM};
-use crate::protocol::{margin_ns, MIN_SAMPLES};
+use crate::protocol::{margin_ns, samples_split, MIN_SAMPLES};
 use crate::statistics::{nearest_rank_index, split_chance};
 
 /// The least the records' share over the edge and the samples' must lie apart: a kernel
@@ -29,16 +30,18 @@ const SHARES_APART: f64 = 0.2;
 /// Where the samples' two behaviors part, as an offset from their 10th percentile (below
 /// the faster behavior's share, whatever it is, where they split: `protocol::splits_in_two`
 /// asks both to hold a quarter): halfway across the widest step between two sorted samples
-/// from that percentile to the 90th. None where that step is within the margin: samples of
-/// one behavior (a run read again for its slow pauses), which no share tells apart.
-fn edge_over_p10(sorted: &[f64]) -> Option<f64> {
+/// from that percentile to the 90th. Where the samples did not split (`gap`: a run read again
+/// for its slow pauses), None unless that step is over the margin: samples of one behavior,
+/// which no share tells apart. Samples that split need no such step: a kernel can spread its
+/// slower behavior evenly up to the faster one.
+fn edge_over_p10(sorted: &[f64], gap: bool) -> Option<f64> {
     let (lo, hi) = (
         nearest_rank_index(sorted.len(), 0.10),
         nearest_rank_index(sorted.len(), 0.90),
     );
     let step = |i: &usize| sorted[i + 1] - sorted[*i];
     let widest = (lo..hi).max_by(|a, b| step(a).total_cmp(&step(b)))?;
-    (step(&widest) > margin_ns(sorted[lo]))
+    (!gap || step(&widest) > margin_ns(sorted[lo]))
         .then(|| (sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
 }
 
@@ -65,13 +68,19 @@ struct Shares {
 /// each counted from its own 10th percentile; None where either holds too few to say. The
 /// chance is both tails'; 1 where the shares lie within [`SHARES_APART`], and where the
 /// samples hold the host's launch (`host_in_reading`) unless the records' median lies over
-/// the median of the samples under the edge by more than the margin.
-fn shares(samples: &[f64], records: &[f64], host_in_reading: bool) -> Option<Shares> {
+/// the median of the samples under the edge by more than the margin. Samples that did not
+/// split are not judged where the clock moved in the cell (`clock_steady` false).
+fn shares(
+    samples: &[f64],
+    records: &[f64],
+    (host_in_reading, clock_steady): (bool, bool),
+) -> Option<Shares> {
+    let split = samples_split(samples);
     let (samples, records) = (sorted(samples), sorted(records));
-    if samples.len() < MIN_SAMPLES || records.len() < MIN_SAMPLES {
+    if samples.len() < MIN_SAMPLES || records.len() < MIN_SAMPLES || !(split || clock_steady) {
         return None;
     }
-    let edge_ns = edge_over_p10(&samples)?;
+    let edge_ns = edge_over_p10(&samples, !split)?;
     let over = |read: &[f64]| {
         let from = read[nearest_rank_index(read.len(), 0.10)] + edge_ns;
         read.iter().filter(|t| **t > from).count()
@@ -107,11 +116,11 @@ pub(super) type RunReadAgain<'a> = (&'a [f64], &'a [f64]);
 /// alike would with a chance of at most [`FALSE_ALARM`], over the runs tested, and by at
 /// least [`SHARES_APART`] (where the samples hold the host's launch, `host_in_reading`, only
 /// records whose median lies over the samples' faster behavior).
-pub(super) fn as_the_samples(test: Test, runs: &[RunReadAgain], host_in_reading: bool) -> Test {
+pub(super) fn as_the_samples(test: Test, runs: &[RunReadAgain], read_as: (bool, bool)) -> Test {
     if test.tell != Tell::Pause || test.suspect.is_some() {
         return test;
     }
-    let read = |(s, r): &RunReadAgain| shares(s, r, host_in_reading);
+    let read = |(s, r): &RunReadAgain| shares(s, r, read_as);
     let tried: Vec<Shares> = runs.iter().filter_map(read).collect();
     let count = tried.len() as f64;
     let worst = (tried.into_iter()).min_by(|a, b| a.chance.total_cmp(&b.chance));
@@ -120,7 +129,7 @@ pub(super) fn as_the_samples(test: Test, runs: &[RunReadAgain], host_in_reading:
     };
     Test {
         suspect: Some(format!(
-            "suspect: by CUPTI, the timed launches read again after the samples did not run as the samples did: {} of {} read over {:.3} µs above their 10th percentile, where {} of the {} samples did (which split in two behaviors), which readings alike would part so with a chance of {:.1e}: the kernel ran otherwise once its samples were over",
+            "suspect: by CUPTI, the timed launches read again after the samples did not run as the samples did: {} of {} read over {:.3} µs above their 10th percentile, where {} of the {} samples did (which hold two behaviors), which readings alike would part so with a chance of {:.1e}: the kernel ran otherwise once its samples were over",
             s.records_slow,
             s.records,
             s.edge_ns / 1e3,
@@ -165,14 +174,14 @@ mod tests {
     fn records_that_hold_both_behaviors_in_their_shares_pass() {
         // CUPTI reads without the host's launch: both behaviors 4 µs lower.
         let records = speeds(112, 37, (100e3, 130e3));
-        let test = as_the_samples(quiet(), &[(&samples(), &records)], false);
+        let test = as_the_samples(quiet(), &[(&samples(), &records)], (false, true));
         assert_eq!(test.suspect, None);
     }
 
     #[test]
     fn records_of_a_kernel_that_did_all_its_work_once_the_samples_were_over_are_suspect() {
         let records = speeds(112, 0, (130e3, 130e3));
-        let test = as_the_samples(quiet(), &[(&samples(), &records)], false);
+        let test = as_the_samples(quiet(), &[(&samples(), &records)], (false, true));
         let why = test.suspect.expect("an honest re-read of a split run");
         assert!(why.contains("0 of 112"), "{why}");
     }
@@ -180,7 +189,7 @@ mod tests {
     #[test]
     fn records_of_a_kernel_that_skipped_everywhere_once_the_samples_were_over_are_suspect() {
         let records = speeds(112, 0, (100e3, 100e3));
-        let test = as_the_samples(quiet(), &[(&samples(), &records)], false);
+        let test = as_the_samples(quiet(), &[(&samples(), &records)], (false, true));
         assert!(test.suspect.is_some());
     }
 
@@ -189,7 +198,7 @@ mod tests {
         // 37% of the samples slow, 28% of the records: a binomial draw of 112 does so.
         let records = speeds(112, 28, (100e3, 130e3));
         assert_eq!(
-            as_the_samples(quiet(), &[(&samples(), &records)], false).suspect,
+            as_the_samples(quiet(), &[(&samples(), &records)], (false, true)).suspect,
             None
         );
         let found = Test {
@@ -197,7 +206,7 @@ mod tests {
             ..quiet()
         };
         let records = speeds(112, 0, (130e3, 130e3));
-        let kept = as_the_samples(found.clone(), &[(&samples(), &records)], false);
+        let kept = as_the_samples(found.clone(), &[(&samples(), &records)], (false, true));
         assert_eq!(kept, found);
     }
 
@@ -206,12 +215,14 @@ mod tests {
         // Records 20 µs under the samples, more than half the 30 µs between the behaviors:
         // a fixed edge would find none of them slow.
         let records = speeds(112, 37, (84e3, 114e3));
-        let test = as_the_samples(quiet(), &[(&samples(), &records)], false);
+        let test = as_the_samples(quiet(), &[(&samples(), &records)], (false, true));
         assert_eq!(test.suspect, None);
         let honest = speeds(112, 0, (110e3, 110e3));
-        assert!(as_the_samples(quiet(), &[(&samples(), &honest)], false)
-            .suspect
-            .is_some());
+        assert!(
+            as_the_samples(quiet(), &[(&samples(), &honest)], (false, true))
+                .suspect
+                .is_some()
+        );
     }
 
     #[test]
@@ -219,46 +230,67 @@ mod tests {
         // Samples split by a launch late now and then, records of one speed without it.
         let records = speeds(112, 0, (101e3, 101e3));
         let split_by_the_launch = (&samples()[..], &records[..]);
-        let test = as_the_samples(quiet(), &[split_by_the_launch], true);
+        let test = as_the_samples(quiet(), &[split_by_the_launch], (true, true));
         assert_eq!(test.suspect, None);
         let honest_after = speeds(112, 0, (130e3, 130e3));
-        let test = as_the_samples(quiet(), &[(&samples(), &honest_after)], true);
+        let test = as_the_samples(quiet(), &[(&samples(), &honest_after)], (true, true));
         assert!(test.suspect.is_some());
         // A padded GEMV skipping a tenth, by events on an H200: 59% of its samples at
         // 130 µs (skipping), the rest at 143 µs (padded); honest after them, CUPTI read
         // 137 µs, between the two and under the edge between them (136.9 µs against 137.3 µs).
         let padded = speeds(200, 41, (129.6e3, 142.4e3));
         let between = speeds(112, 0, (135.5e3, 135.5e3));
-        let test = as_the_samples(quiet(), &[(&padded, &between)], true);
+        let test = as_the_samples(quiet(), &[(&padded, &between)], (true, true));
         assert!(test.suspect.is_some());
         // Within the margin over the faster behavior: as CUPTI reads an honest kernel.
         let honest = speeds(112, 0, (131e3, 131e3));
-        let test = as_the_samples(quiet(), &[(&padded, &honest)], true);
+        let test = as_the_samples(quiet(), &[(&padded, &honest)], (true, true));
         assert_eq!(test.suspect, None);
     }
 
     #[test]
-    fn samples_of_one_behavior_are_not_judged_and_two_that_do_not_split_are() {
+    fn samples_of_one_behavior_are_not_judged() {
         // An honest kernel by events on an idle queue, read again for its slow pauses: one
         // behavior spread by the host's launch, and CUPTI's records of one, without it.
         let one: Vec<f64> = (0..200).map(|i| 130e3 + f64::from(i % 23) * 90.0).collect();
         let records = speeds(56, 0, (128e3, 128e3));
         assert_eq!(
-            as_the_samples(quiet(), &[(&one, &records)], true).suspect,
+            as_the_samples(quiet(), &[(&one, &records)], (true, true)).suspect,
             None
         );
         let later = speeds(56, 0, (135e3, 135e3));
         assert_eq!(
-            as_the_samples(quiet(), &[(&one, &later)], true).suspect,
+            as_the_samples(quiet(), &[(&one, &later)], (true, true)).suspect,
             None
         );
-        // The padded GEMV at skip=10 by events, whose padded launches came in runs and did not
-        // split its samples (a run on an H200): 27% of them at 143 µs; honest after them.
+    }
+
+    #[test]
+    fn an_even_split_is_judged_and_one_that_did_not_split_only_on_a_steady_clock() {
+        // 60% of the launches skip (130 µs), the rest padded evenly up to 143 µs, in an order
+        // drawn apart: no step between sorted samples is over the margin, yet they split.
+        let spread: Vec<f64> = (0..200u32)
+            .map(|i| match (i.wrapping_mul(2_654_435_761) >> 16) % 100 {
+                h if h < 60 => 130e3 + f64::from(i % 5) * 100.0,
+                h => 130e3 + f64::from(h - 60) * 13e3 / 40.0,
+            })
+            .collect();
+        assert!(samples_split(&spread));
+        let honest_after = speeds(112, 0, (136.5e3, 136.5e3));
+        let test = as_the_samples(quiet(), &[(&spread, &honest_after)], (false, true));
+        assert!(test.suspect.is_some());
+        // Samples of two behaviors that did not split (the padded GEMV at skip=10 by events,
+        // its padded launches in runs, on an H200: 27% at 143 µs), honest after them: judged
+        // only where the clock held.
         let padded = speeds(200, 27, (129.6e3, 142.4e3));
+        let in_runs: Vec<f64> = sorted(&padded);
+        assert!(!samples_split(&in_runs));
         let honest_after = speeds(56, 0, (136.5e3, 136.5e3));
-        assert!(as_the_samples(quiet(), &[(&padded, &honest_after)], true)
+        let run = [(&in_runs[..], &honest_after[..])];
+        assert!(as_the_samples(quiet(), &run, (true, true))
             .suspect
             .is_some());
+        assert_eq!(as_the_samples(quiet(), &run, (true, false)).suspect, None);
     }
 
     #[test]
@@ -268,13 +300,13 @@ mod tests {
             ..quiet()
         };
         let records = speeds(112, 0, (130e3, 130e3));
-        let test = as_the_samples(idle, &[(&samples(), &records)], false);
+        let test = as_the_samples(idle, &[(&samples(), &records)], (false, true));
         assert!(test.suspect.is_some() && !test.idle);
     }
 
     #[test]
     fn the_edge_lies_between_the_two_behaviors() {
-        let edge = edge_over_p10(&sorted(&samples())).unwrap();
+        let edge = edge_over_p10(&sorted(&samples()), true).unwrap();
         assert!((10e3..30e3).contains(&edge), "{edge}");
     }
 }

@@ -302,6 +302,7 @@ fn pause_test(
         false => pauses_with_the_slow_launches(t, (pauses_ns, staged_again), again),
     });
     // Records that found nothing count only where they read the kernel as the samples did.
-    let test = test.map(|t| reproduced::as_the_samples(t, runs_read_again, r.host_in_reading));
+    let read_as = (r.host_in_reading, r.clock_moved_to.is_none());
+    let test = test.map(|t| reproduced::as_the_samples(t, runs_read_again, read_as));
     test.map(|t| unread_by_cupti(t, r.host_in_reading))
 }

@@ -141,10 +141,11 @@ pub fn spreads_wide(iqr: f64, median: f64) -> bool {
 /// Under CUPTI, whose records of the samples so far the worker reads only by flushing them
 /// (about 0.3-0.5 ms a look on an H200), a look reads them only where the host's time around
 /// each sample (its launch, the kernel, the synchronize) spreads wider than this: a kernel's
-/// spread shows there too. In CUPTI's single-launch cells of the trust suites and both
-/// adversaries on an H200, the 36 cheats' cells whose first 30 records spread over
-/// [`WIDE_SPREAD`] and [`SPREAD_FLOOR_NS`] spread their host times by 3.4 µs or more
-/// (between consecutive starts); 69 of 122 honest cells by less than 2 µs.
+/// spread shows there too. Calibrated on the time between consecutive samples' starts,
+/// which holds that time and the loop's own: in CUPTI's single-launch cells of the trust
+/// suites and both adversaries on an H200, the 36 cheats' cells whose first 30 records spread
+/// over [`WIDE_SPREAD`] and [`SPREAD_FLOOR_NS`] spread it by 3.4 µs or more; 69 of 122
+/// honest cells by less than 2 µs.
 pub const HOST_SPREAD_NS: f64 = 2_000.0;
 /// ...this many of each: six audited regions and six decoys cut the noise terms of the data
 /// test's bound by about 40% against two of each (on an H200 the spread cache's limit by

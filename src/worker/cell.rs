@@ -360,7 +360,7 @@ fn steady<'b>(
         rec.kernel_launches += armed.body.kernel_launches();
         samples.push(t);
         if let Some(a) = among.as_mut().filter(|a| a.spread_due(samples.len())) {
-            audited += a.look_at_spread(s, armed, (&starts.host_ns, &samples, place), knobs)?;
+            audited += a.look_at_spread(s, armed, (&starts.host_ns, &samples, place), knobs);
         }
         // Between samples, from what the loop already read: the timed region is untouched.
         let launches = knobs.launches.count();

@@ -8,6 +8,7 @@ use super::memory::Direction;
 use cudarc::cupti::{result::activity, result::CuptiError, sys};
 use std::alloc::{alloc, dealloc, Layout};
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// One kernel execution (or copy, named by [`Direction::record_name`]) as CUPTI saw it, in
@@ -38,6 +39,9 @@ const BUFFER_ALIGN: usize = 8;
 
 /// Kernel records delivered so far, in completion order.
 static SPANS: Mutex<Vec<Span>> = Mutex::new(Vec::new());
+/// Records CUPTI dropped since the collector started, over every flush: a look between two
+/// samples ([`Collector::so_far`]) must not hide a drop from [`Collector::finish`].
+static DROPPED: AtomicUsize = AtomicUsize::new(0);
 /// Whether the library loaded and the callbacks are registered (or why not).
 static READY: OnceLock<Result<(), CudaError>> = OnceLock::new();
 
@@ -187,6 +191,7 @@ impl Collector {
     pub fn start(copies: bool) -> Result<Collector, CudaError> {
         ready()?;
         SPANS.lock().map_err(|_| poisoned())?.clear();
+        DROPPED.store(0, Ordering::Relaxed);
         activity::enable(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
             .map_err(|e| cupti_err("cuptiActivityEnable(CONCURRENT_KERNEL)", e))?;
         // Dropped with a failure below, the collector disables what it enabled.
@@ -211,7 +216,9 @@ impl Collector {
 
     /// What [`Collector::finish`] would return now, while recording goes on: a look at the
     /// timed launches so far between two of them. Call it with the GPU idle, so that every
-    /// launch's record is complete and delivered.
+    /// launch's record is complete and delivered; a forced flush may still hand over a record
+    /// not yet complete, which is an error here (the look is then not taken) and, delivered
+    /// again complete, no harm to `finish`.
     pub fn so_far(&self, entries: &[String], count: usize) -> Result<Spans, CudaError> {
         flush()?;
         let all = SPANS.lock().map_err(|_| poisoned())?.clone();
@@ -220,7 +227,7 @@ impl Collector {
 }
 
 /// Delivers every record CUPTI holds, of buffers not yet full too; an error where it
-/// dropped any.
+/// dropped any since the collector started.
 fn flush() -> Result<(), CudaError> {
     // FLUSH_FORCED also delivers records of buffers that are not full.
     let forced = 1u32;
@@ -228,10 +235,10 @@ fn flush() -> Result<(), CudaError> {
     let mut dropped = 0usize;
     // SAFETY: a null context asks for the records dropped anywhere.
     let _ = unsafe { activity::get_num_dropped_records(std::ptr::null_mut(), 0, &mut dropped) };
-    match dropped {
+    match DROPPED.fetch_add(dropped, Ordering::Relaxed) + dropped {
         0 => Ok(()),
-        _ => Err(CudaError::Library(format!(
-            "CUPTI dropped {dropped} kernel or copy records"
+        all => Err(CudaError::Library(format!(
+            "CUPTI dropped {all} kernel or copy records"
         ))),
     }
 }
@@ -241,6 +248,13 @@ fn flush() -> Result<(), CudaError> {
 fn last_launches(all: Vec<Span>, entries: &[String], count: usize) -> Result<Spans, CudaError> {
     let (mut spans, others): (Vec<Span>, Vec<Span>) =
         all.into_iter().partition(|s| entries.contains(&s.name));
+    // One not complete would sort first and shift every launch after it by one.
+    if let Some(s) = spans.iter().find(|s| s.start == 0 || s.end < s.start) {
+        return Err(CudaError::Library(format!(
+            "CUPTI delivered a record of `{}` not complete (start {}, end {})",
+            s.name, s.start, s.end
+        )));
+    }
     spans.sort_by_key(|s| s.start);
     let per = entries.len().max(1);
     if spans.len() < count * per {
