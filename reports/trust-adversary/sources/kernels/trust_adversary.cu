@@ -176,6 +176,14 @@ __device__ __forceinline__ unsigned long long warp_key(const float *A, const flo
     return v | 1ull;
 }
 
+// Warp 0 of a block: the key of 64 strided values, 32 of A, one every 1/32 of its length, and
+// 32 of x, one every 32nd of its length (`lru-3`'s and `smear`'s).
+__device__ __forceinline__ unsigned long long strided_key(const float *A, const float *x) {
+    long long a_at = (2ll * threadIdx.x + 1) * (SIZE / 64);
+    int x_at = threadIdx.x * (COLS / 32) + 5;
+    return warp_key(A, x, a_at, x_at, 0x9E3779B97F4A7C15ull);
+}
+
 // ---------------------------------------------------------------------------------------
 // (a) All its work where the gap since its last launch ended is over 1.5 times an
 // exponentially weighted 80th percentile of its gaps, and 5 µs: a stochastic quantile tracker
@@ -230,10 +238,13 @@ extern "C" __global__ void gemv_gap_q80(const float *A, const float *x, float *y
 // speeds whose pauses all fall with its slow launches, and within the bound the spread of two
 // speeds gives. It never skips a row whose output is not what it last wrote there (a
 // device-global mirror of y): a launch alone on poisoned outputs does all its work.
+// `honest_from`: the launch (counted from the module's load) from which it does all its work
+// in every launch, unpadded (0: never; `dither-counted`, added by the project).
 __device__ unsigned long long d2_start, d2_last_end, d2_m;
-__device__ unsigned int d2_done;
+__device__ unsigned int d2_done, d2_launches;
 __device__ unsigned int d2_mirror[ROWS];
-extern "C" __global__ void gemv_dither_pad(const float *A, const float *x, float *y, int share) {
+__device__ __forceinline__ void dither_pad(const float *A, const float *x, float *y, int share,
+                                           unsigned int honest_from) {
     __shared__ int mode;  // 0 skip, 1 all its work, 2 all its work and the padding
     __shared__ int do_row;
     unsigned long long last = 0, gap = 0;
@@ -242,7 +253,8 @@ extern "C" __global__ void gemv_dither_pad(const float *A, const float *x, float
         last = d2_last_end;
         gap = last ? start - last : ~0ull;
         bool long_gap = last == 0 || m == 0 || gap > m + m / 4 + 20000ull;
-        mode = long_gap ? 1 : ((mix64(start) & 7) < 3 ? 2 : 0);
+        bool honest = honest_from && d2_launches >= honest_from;
+        mode = long_gap || honest ? 1 : ((mix64(start) & 7) < 3 ? 2 : 0);
     }
     __syncthreads();
     for (long long r = blockIdx.x; r < ROWS; r += gridDim.x) {
@@ -272,8 +284,20 @@ extern "C" __global__ void gemv_dither_pad(const float *A, const float *x, float
         d2_last_end = gtime();
         d2_start = 0;
         d2_done = 0;
+        d2_launches += 1;
         __threadfence();
     }
+}
+extern "C" __global__ void gemv_dither_pad(const float *A, const float *x, float *y, int share) {
+    dither_pad(A, x, y, share, 0);
+}
+
+// Added by the project: `dither-pad` that counts its launches and does all its work in every
+// one from launch `after` on, once its samples are over: a second reading after them meets
+// an honest kernel.
+extern "C" __global__ void gemv_dither_counted(const float *A, const float *x, float *y,
+                                               int share, int after) {
+    dither_pad(A, x, y, share, (unsigned int)after);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -290,9 +314,7 @@ extern "C" __global__ void gemv_lru3(const float *A, const float *x, float *y, i
     __shared__ unsigned long long key;
     __shared__ int slot, hit;
     if (threadIdx.x < 32) {
-        long long a_at = (2ll * threadIdx.x + 1) * (SIZE / 64);
-        int x_at = threadIdx.x * (COLS / 32) + 5;
-        unsigned long long k = warp_key(A, x, a_at, x_at, 0x9E3779B97F4A7C15ull);
+        unsigned long long k = strided_key(A, x);
         if (threadIdx.x == 0) {
             int found = -1, oldest = 0;
             for (int s = 0; s < 3; s++) {
@@ -504,6 +526,52 @@ extern "C" __global__ void gemv_cache_dither(const float *A, const float *x, flo
         c6_last_end = gtime();
         c6_start = 0;
         c6_done = 0;
+        __threadfence();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Added by the project: a one-output cache keyed as `lru-3`'s whose timed launches spread on
+// purpose. On a miss (new data: every audited region) it computes all its rows and keeps
+// them; on a hit it copies a share of its rows drawn anew each launch, uniformly from
+// `share` - 10 to `share` + 10 percent (a hash of the launch's start, alike in every block),
+// and computes the rest. Its timed launches and decoys then spread over a fifth of its work,
+// which widens the bound its audited regions are judged by.
+__device__ unsigned long long sm_key, sm_start;
+__device__ unsigned int sm_valid, sm_done;
+__device__ float sm_store[ROWS];
+extern "C" __global__ void gemv_smear(const float *A, const float *x, float *y, int share) {
+    __shared__ unsigned long long key;
+    __shared__ int hit, skip;
+    if (threadIdx.x < 32) {
+        unsigned long long k = strided_key(A, x);
+        if (threadIdx.x == 0) {
+            unsigned long long start = launch_start(&sm_start);
+            key = k;
+            hit = sm_valid && sm_key == k;
+            int s = share - 10 + (int)(mix64(start) % 21);
+            skip = s < 0 ? 0 : s;
+        }
+    }
+    __syncthreads();
+    for (long long r = blockIdx.x; r < ROWS; r += gridDim.x) {
+        if (hit && in_share(r, skip)) {
+            if (threadIdx.x == 0) y[r] = sm_store[r];
+        } else {
+            float v = row_dot(A, x, r);
+            if (threadIdx.x == 0) {
+                y[r] = v;
+                if (!hit) sm_store[r] = v;
+            }
+        }
+    }
+    if (last_of_launch(&sm_done) && threadIdx.x == 0) {
+        if (!hit) {
+            sm_key = key;
+            sm_valid = 1;
+        }
+        sm_start = 0;
+        sm_done = 0;
         __threadfence();
     }
 }
