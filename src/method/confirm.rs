@@ -114,8 +114,9 @@ fn read(readings: &[f64]) -> Vec<f64> {
 
 /// Whether a run's timed samples so far (`samples_ns`: as the timer read them, CUPTI's from
 /// its records delivered between two samples) spread wider than
-/// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`]:
-/// its round then gets more audited regions and decoys. Single launches by events or CUPTI
+/// [`crate::protocol::WIDE_SPREAD`] of their median and a floor (the host's launch's spread
+/// where the reading holds it, [`crate::protocol::spreads_wide`]): its round then gets more
+/// audited regions and decoys. Single launches by events or CUPTI
 /// only: a batch's or a graph's reading by events holds its first launch's host time, which
 /// spreads honest ones wider (on an H200 an honest softmax batch's 190 µs by 10 µs, which
 /// cost it 13.6% of its cell in regions), and their first launches are tested apart; the
@@ -125,7 +126,8 @@ pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
     let Some(median) = crate::statistics::median(timed.clone()) else {
         return false;
     };
-    let wide = crate::protocol::spreads_wide(crate::statistics::iqr(&timed), median);
+    let host = knobs.queue.reading_holds_launch_time(knobs.timer);
+    let wide = crate::protocol::spreads_wide(crate::statistics::iqr(&timed), median, host);
     let timer = matches!(knobs.timer, TimerKind::Events | TimerKind::Cupti);
     timed.len() >= MIN_SAMPLES && wide && timer && knobs.launches.count() == 1
 }
@@ -303,6 +305,10 @@ mod tests {
             ..Knobs::default()
         };
         assert!(spread_wide(&smeared, &by(TimerKind::Cupti)));
+        // A 20 µs kernel spread by 1.5 µs: within an idle queue's events' noise, not CUPTI's.
+        let short: Vec<f64> = (0..30).map(|i| 20e3 + f64::from(i % 4) * 700.0).collect();
+        assert!(spread_wide(&short, &by(TimerKind::Cupti)));
+        assert!(!spread_wide(&short, &single));
         assert!(!spread_wide(&smeared, &by(TimerKind::Profiler)));
         assert!(!spread_wide(&smeared, &by(TimerKind::Host)));
         // Under CUPTI the host's time around each sample is the cue: the kernel's spread

@@ -43,13 +43,14 @@ pub fn wide_limits(
 }
 
 /// A single launch whose timed samples' interquartile range is over
-/// [`crate::protocol::WIDE_SPREAD`] of their median and [`crate::protocol::SPREAD_FLOOR_NS`],
-/// the spread that earns more regions by events or CUPTI (`method::confirm::spread_wide`): it widens
-/// the data test's bound whatever made it, and a kernel that skips a share drawn anew each
-/// launch makes it on purpose.
+/// [`crate::protocol::WIDE_SPREAD`] of their median and the floor its timer's noise sets
+/// ([`crate::protocol::spreads_wide`]), the spread that earns more regions by events or CUPTI
+/// (`method::confirm::spread_wide`): it widens the data test's bound whatever made it, and a
+/// kernel that skips a share drawn anew each launch makes it on purpose.
 pub fn spread_wide(a: &Facts, c: &Cell) -> bool {
     let steady = a.reduced.stats.get(c.index, Phase::Steady);
-    let wide = steady.is_some_and(|s| crate::protocol::spreads_wide(s.iqr, s.median));
+    let host = (c.knobs.queue).reading_holds_launch_time(c.knobs.timer);
+    let wide = steady.is_some_and(|s| crate::protocol::spreads_wide(s.iqr, s.median, host));
     wide && c.knobs.launches.count() == 1
 }
 
