@@ -165,7 +165,10 @@ fn wide_limits(w: &WideLimits) -> String {
     };
     let said = match w.spread {
         0 => said,
-        n => format!("{said} {n} spread their timed launches over a twentieth of their median and 3 µs (1 µs where the reading leaves out the host's launch), as a kernel can on purpose to widen the bound it is judged by; by events or CUPTI such a spread gets more audited regions and decoys."),
+        // A kernel can spread its own samples to widen the bound it is judged by; by events
+        // or CUPTI such a spread gets more regions (`protocol::spreads_wide`).
+        1 => format!("{said} 1 widened it by its own spread."),
+        n => format!("{said} {n} widened it by their own spread."),
     };
     match w.band_only {
         0 => said,
@@ -345,7 +348,7 @@ pub(super) mod tests {
         })])
         .join("");
         assert!(
-            band.ends_with("(median-hot): more samples, or CUPTI, narrow the bound. 1 spread their timed launches over a twentieth of their median and 3 µs (1 µs where the reading leaves out the host's launch), as a kernel can on purpose to widen the bound it is judged by; by events or CUPTI such a spread gets more audited regions and decoys. 4 had too few samples for a decoy (60 afford one)."),
+            band.ends_with("(median-hot): more samples, or CUPTI, narrow the bound. 1 widened it by its own spread. 4 had too few samples for a decoy (60 afford one)."),
             "{band}"
         );
     }
