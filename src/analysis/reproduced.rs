@@ -14,8 +14,9 @@
 //! samples are over, which may lie between a cheat's two behaviors (one that pads some
 //! launches and skips in the rest); one that skips there too is left to the pauses. Samples
 //! that did not split are judged only where they hold two behaviors apart by more than the
-//! margin and the clock held through the cell (a slower clock at the second reading would
-//! lift its records). And only shares a fifth apart ([`SHARES_APART`]): the test takes
+//! margin, the telemetry saw the clock hold over them, and the records' median lies no higher
+//! than their slower behavior and the margin (a clock slower at the second reading, which
+//! the samples' telemetry does not see, would lift the records over both). And only shares a fifth apart ([`SHARES_APART`]): the test takes
 //! launches as exchangeable, which readings in stretches are not quite.
 
 use super::bounds::{Tell, Test, FALSE_ALARM};
@@ -45,6 +46,14 @@ fn edge_over_p10(sorted: &[f64], gap: bool) -> Option<f64> {
         .then(|| (sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
 }
 
+/// The nearest-rank median of sorted readings (NaN where there are none).
+fn median_of(sorted: &[f64]) -> f64 {
+    match sorted.is_empty() {
+        true => f64::NAN,
+        false => sorted[nearest_rank_index(sorted.len(), 0.5)],
+    }
+}
+
 /// The finite readings, sorted.
 fn sorted(readings: &[f64]) -> Vec<f64> {
     let mut read: Vec<f64> = readings.iter().copied().filter(|t| t.is_finite()).collect();
@@ -69,7 +78,8 @@ struct Shares {
 /// chance is both tails'; 1 where the shares lie within [`SHARES_APART`], and where the
 /// samples hold the host's launch (`host_in_reading`) unless the records' median lies over
 /// the median of the samples under the edge by more than the margin. Samples that did not
-/// split are not judged where the clock moved in the cell (`clock_steady` false).
+/// split are not judged where the telemetry saw the clock move over them (`clock_steady`
+/// false), nor where the records' median lies over the samples' slower behavior by the margin.
 fn shares(
     samples: &[f64],
     records: &[f64],
@@ -90,10 +100,15 @@ fn shares(
     let more = split_chance((m, records_slow), (n, slow));
     let fewer = split_chance((m, m - records_slow), (n, n - slow));
     let apart = records_slow as f64 / m as f64 - slow as f64 / n as f64;
-    let under_edge = &samples[..n - slow];
-    let faster = under_edge[nearest_rank_index(under_edge.len(), 0.5)];
-    let over_the_faster = records[nearest_rank_index(m, 0.5)] > faster + margin_ns(faster);
-    let chance = match apart.abs() < SHARES_APART || (host_in_reading && !over_the_faster) {
+    let (under_edge, over_edge) = samples.split_at(n - slow);
+    let (faster, slower) = (median_of(under_edge), median_of(over_edge));
+    let records_median = median_of(&records);
+    let over_the_faster = records_median > faster + margin_ns(faster);
+    // Samples that did not split: records over their slower behavior by the margin read a
+    // clock or a state that moved after them (no kernel's way of running otherwise lies there).
+    let moved = !split && records_median > slower + margin_ns(slower);
+    let chance = match apart.abs() < SHARES_APART || (host_in_reading && !over_the_faster) || moved
+    {
         true => 1.0,
         false => (2.0 * more.min(fewer)).min(1.0),
     };
@@ -291,6 +306,10 @@ mod tests {
             .suspect
             .is_some());
         assert_eq!(as_the_samples(quiet(), &run, (true, false)).suspect, None);
+        // Records over both behaviors: a clock that slowed after the samples, not the kernel.
+        let slowed = speeds(56, 0, (146e3, 146e3));
+        let run = [(&in_runs[..], &slowed[..])];
+        assert_eq!(as_the_samples(quiet(), &run, (true, true)).suspect, None);
     }
 
     #[test]

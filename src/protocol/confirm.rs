@@ -131,9 +131,10 @@ pub const WIDE_SPREAD: f64 = 0.05;
 /// events on an idle queue on an H200, interquartile ranges of up to 1.9 µs in the trust
 /// suites' honest cells (a 24 µs scan; 0.8-1.4 µs for 6-24 µs kernels)...
 pub const SPREAD_FLOOR_NS: f64 = 3_000.0;
-/// ...or this, where the readings leave the host's launch out (CUPTI's): the honest single
-/// launches under 60 µs of the committed runs and the trust suites at dcfce06 on H200s spread
-/// by at most 1.55 µs (a two-kernel sum of 8.8 µs) and by 1.1 µs at most where that was over a
+/// ...or this, where the readings leave the host's launch out (CUPTI's, or events behind a
+/// saturated queue): the honest single launches under 60 µs of the committed runs and the
+/// trust suites at dcfce06 on H200s spread by at most 1.55 µs (a two-kernel sum of 8.8 µs,
+/// 18% of it, which pays for the regions), the rest by 1.1 µs at most where that was over a
 /// twentieth of their median; the second adversary's caches on an 18.5 µs scan at skip=10
 /// spread by 1.1-3.0 µs, under the events' floor.
 pub const SPREAD_FLOOR_KERNEL_NS: f64 = 1_000.0;

@@ -216,9 +216,8 @@ impl Collector {
 
     /// What [`Collector::finish`] would return now, while recording goes on: a look at the
     /// timed launches so far between two of them. Call it with the GPU idle, so that every
-    /// launch's record is complete and delivered; a forced flush may still hand over a record
-    /// not yet complete, which is an error here (the look is then not taken) and, delivered
-    /// again complete, no harm to `finish`.
+    /// launch's record is complete and delivered (a record a forced flush hands over not yet
+    /// complete is left out, here and in `finish`).
     pub fn so_far(&self, entries: &[String], count: usize) -> Result<Spans, CudaError> {
         flush()?;
         let all = SPANS.lock().map_err(|_| poisoned())?.clone();
@@ -246,22 +245,22 @@ fn flush() -> Result<(), CudaError> {
 /// Of the records `all`, the spans of the last `count` launches of the kernels named
 /// `entries`, in launch order.
 fn last_launches(all: Vec<Span>, entries: &[String], count: usize) -> Result<Spans, CudaError> {
-    let (mut spans, others): (Vec<Span>, Vec<Span>) =
+    let (named, others): (Vec<Span>, Vec<Span>) =
         all.into_iter().partition(|s| entries.contains(&s.name));
-    // One not complete would sort first and shift every launch after it by one.
-    if let Some(s) = spans.iter().find(|s| s.start == 0 || s.end < s.start) {
-        return Err(CudaError::Library(format!(
-            "CUPTI delivered a record of `{}` not complete (start {}, end {})",
-            s.name, s.start, s.end
-        )));
-    }
+    // A record not complete (a forced flush may hand one over) is left out: sorted first, it
+    // would shift every launch after it by one. Its launch is then missing, unless CUPTI
+    // delivered it again whole.
+    let (mut spans, partial): (Vec<Span>, Vec<Span>) = named
+        .into_iter()
+        .partition(|s| s.start > 0 && s.end >= s.start);
     spans.sort_by_key(|s| s.start);
     let per = entries.len().max(1);
     if spans.len() < count * per {
         return Err(CudaError::Library(format!(
-            "CUPTI delivered {} records of {} for {count} timed launches of {per} kernel(s) or copies; {}",
+            "CUPTI delivered {} whole records of {} ({} not complete) for {count} timed launches of {per} kernel(s) or copies; {}",
             spans.len(),
             entries.join(", "),
+            partial.len(),
             other_names(&others)
         )));
     }

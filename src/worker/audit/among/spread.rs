@@ -36,13 +36,15 @@ impl Among {
         let so_far = match knobs.timer {
             TimerKind::Cupti if single && confirm::host_spread_wide(host_ns) => {
                 s.timeline.mark("steady samples");
-                // Records CUPTI cannot give whole now leave the look untaken: the cell's own
-                // reading of them after the loop says what went wrong.
+                // Records CUPTI cannot give whole now leave the look untaken (its phase says
+                // so): the cell's own reading of them after the loop says what went wrong.
                 let records = armed
                     .timer
                     .samples_so_far(&armed.entries, regions, &self.readings());
-                s.timeline
-                    .mark("audit: CUPTI's records of the samples so far");
+                s.timeline.mark(match records {
+                    Ok(_) => "audit: CUPTI's records of the samples so far",
+                    Err(_) => "audit: CUPTI's records of the samples so far, not whole (no look)",
+                });
                 records.ok().flatten().unwrap_or_default()
             }
             TimerKind::Cupti | TimerKind::Profiler => Vec::new(),
