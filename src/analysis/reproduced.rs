@@ -21,7 +21,7 @@
 
 use super::bounds::{Tell, Test, FALSE_ALARM};
 use crate::protocol::{margin_ns, samples_split, MIN_SAMPLES};
-use crate::statistics::{nearest_rank_index, split_chance};
+use crate::statistics::{nearest_rank, nearest_rank_index, split_chance};
 
 /// The least the records' share over the edge and the samples' must lie apart: a kernel
 /// that turned honest or skipped everywhere there moves it by the whole of its slower
@@ -44,14 +44,6 @@ fn edge_over_p10(sorted: &[f64], gap: bool) -> Option<f64> {
     let widest = (lo..hi).max_by(|a, b| step(a).total_cmp(&step(b)))?;
     (!gap || step(&widest) > margin_ns(sorted[lo]))
         .then(|| (sorted[widest] + sorted[widest + 1]) / 2.0 - sorted[lo])
-}
-
-/// The nearest-rank median of sorted readings (NaN where there are none).
-fn median_of(sorted: &[f64]) -> f64 {
-    match sorted.is_empty() {
-        true => f64::NAN,
-        false => sorted[nearest_rank_index(sorted.len(), 0.5)],
-    }
 }
 
 /// The finite readings, sorted.
@@ -100,9 +92,14 @@ fn shares(
     let more = split_chance((m, records_slow), (n, slow));
     let fewer = split_chance((m, m - records_slow), (n, n - slow));
     let apart = records_slow as f64 / m as f64 - slow as f64 / n as f64;
+    // Each side holds a tenth of the samples or more where the edge is a step up (it lies from
+    // the 10th percentile to the 90th); samples all alike have none.
+    if slow == 0 {
+        return None;
+    }
     let (under_edge, over_edge) = samples.split_at(n - slow);
-    let (faster, slower) = (median_of(under_edge), median_of(over_edge));
-    let records_median = median_of(&records);
+    let (faster, slower) = (nearest_rank(under_edge, 0.5), nearest_rank(over_edge, 0.5));
+    let records_median = nearest_rank(&records, 0.5);
     let over_the_faster = records_median > faster + margin_ns(faster);
     // Samples that did not split: records over their slower behavior by the margin read a
     // clock or a state that moved after them (no kernel's way of running otherwise lies there).
