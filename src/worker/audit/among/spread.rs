@@ -33,7 +33,7 @@ impl Among {
     ) -> Duration {
         let start = Instant::now();
         let single = knobs.launches.count() == 1;
-        let so_far = match knobs.timer {
+        let wide = match knobs.timer {
             TimerKind::Cupti if single && confirm::host_spread_wide(host_ns) => {
                 s.timeline.mark("steady samples");
                 // Records CUPTI cannot give whole now leave the look untaken (its phase says
@@ -45,13 +45,14 @@ impl Among {
                     Ok(_) => "audit: CUPTI's records of the samples so far",
                     Err(_) => "audit: CUPTI's records of the samples so far, not whole (no look)",
                 });
-                records.ok().flatten().unwrap_or_default()
+                let records = records.ok().flatten().unwrap_or_default();
+                confirm::spread_wide(&records, knobs)
             }
-            TimerKind::Cupti | TimerKind::Profiler => Vec::new(),
-            _ => samples.to_vec(),
+            TimerKind::Cupti | TimerKind::Profiler => false,
+            _ => confirm::spread_wide(samples, knobs),
         };
-        if confirm::spread_wide(&so_far, knobs) {
-            self.schedule.widen(so_far.len(), SPREAD_AGAIN);
+        if wide {
+            self.schedule.widen(samples.len(), SPREAD_AGAIN);
         }
         self.spend(start.elapsed());
         start.elapsed()
