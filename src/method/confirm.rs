@@ -136,8 +136,19 @@ pub fn spread_wide(samples_ns: &[f64], knobs: &Knobs) -> bool {
 /// spread: where the host's time around each sample after the first (`host_ns`) spreads
 /// wider than [`crate::protocol::HOST_SPREAD_NS`], as a kernel's own spread makes it.
 pub fn host_spread_wide(host_ns: &[f64]) -> bool {
-    let steady = read(host_ns.get(1..).unwrap_or_default());
-    steady.len() >= MIN_SAMPLES && crate::statistics::iqr(&steady) > crate::protocol::HOST_SPREAD_NS
+    host_spread(host_ns).is_some_and(|iqr| iqr > crate::protocol::HOST_SPREAD_NS)
+}
+
+/// The interquartile range of the host's time around each sample after the first, where
+/// there are enough to judge ([`MIN_SAMPLES`]).
+pub fn host_spread(host_ns: &[f64]) -> Option<f64> {
+    spread(host_ns.get(1..).unwrap_or_default())
+}
+
+/// The interquartile range of the readings a timer gave, where there are enough to judge.
+pub fn spread(readings_ns: &[f64]) -> Option<f64> {
+    let read = read(readings_ns);
+    (read.len() >= MIN_SAMPLES).then(|| crate::statistics::iqr(&read))
 }
 
 /// Whether a run whose pauses read slow reads them again from CUPTI's kernel records

@@ -13,6 +13,7 @@ mod confirm;
 mod device;
 mod energy;
 mod failure;
+mod host;
 mod nan;
 mod stopped;
 
@@ -28,6 +29,7 @@ pub use confirm::{
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
 pub use failure::FailureKind;
+pub use host::{RegionHostTimes, SpreadLook};
 pub use stopped::{Counted, Stopped};
 
 /// Phase names the report looks for.
@@ -368,16 +370,9 @@ pub struct AuditsAmong {
     /// Each region's host time (none in runs from before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<RegionHostTimes>,
-}
-
-/// Each region's host time in µs, in run order (`kinds`: `a` audited, `d` decoy, `p` pause):
-/// its stage, the region with its stage (not its check), an audited one's check (0 for others).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct RegionHostTimes {
-    pub kinds: String,
-    pub stages_us: Vec<f64>,
-    pub regions_us: Vec<f64>,
-    pub checks_us: Vec<f64>,
+    /// The looks at the timed samples' spread, in order (none in runs from before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub looks: Vec<SpreadLook>,
 }
 
 /// The first launch of each region of several launches, in ns from the region's start (an

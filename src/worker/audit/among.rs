@@ -41,7 +41,7 @@ use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;
 use crate::plan::audit_rounds::{kinds_run, unjudged};
 use crate::plan::Cell;
-use crate::protocol::{CellRecord, KernelRecords, DECOYS_AGAIN};
+use crate::protocol::{CellRecord, KernelRecords, SpreadLook, DECOYS_AGAIN};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
@@ -123,6 +123,8 @@ pub(in crate::worker) struct Among {
     /// where a timed region is many launches; and their launches, once sized at the first.
     round: (usize, usize),
     launches: Option<u64>,
+    /// The looks at the timed samples' spread, for the record.
+    looks: Vec<SpreadLook>,
 }
 
 impl Among {
@@ -217,6 +219,7 @@ impl Among {
                 kinds_run(judged, round).iter().sum(),
             ),
             launches: None,
+            looks: Vec::new(),
         })
     }
 

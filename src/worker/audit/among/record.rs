@@ -73,6 +73,7 @@ impl Among {
             by_cupti: self.by_cupti.take(),
             before: None,
             host: Some(self.host_times()),
+            looks: std::mem::take(&mut self.looks),
         };
         let positions = [
             &among.positions,

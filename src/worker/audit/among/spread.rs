@@ -5,7 +5,7 @@
 use super::Among;
 use crate::experiment::knobs::{timer::TimerKind, Knobs};
 use crate::method::confirm;
-use crate::protocol::{spread_look, SPREAD_AGAIN};
+use crate::protocol::{spread_look, SpreadLook, SPREAD_AGAIN};
 use crate::worker::arm::Armed;
 use crate::worker::session::Session;
 use std::time::{Duration, Instant};
@@ -33,7 +33,8 @@ impl Among {
     ) -> Duration {
         let start = Instant::now();
         let single = knobs.launches.count() == 1;
-        let wide = match knobs.timer {
+        let host_iqr_ns = confirm::host_spread(host_ns);
+        let (wide, iqr_ns) = match knobs.timer {
             TimerKind::Cupti if single && confirm::host_spread_wide(host_ns) => {
                 s.timeline.mark("steady samples");
                 // Records CUPTI cannot give whole now leave the look untaken (its phase says
@@ -46,11 +47,24 @@ impl Among {
                     Err(_) => "audit: CUPTI's records of the samples so far, not whole (no look)",
                 });
                 let records = records.ok().flatten().unwrap_or_default();
-                confirm::spread_wide(&records, knobs)
+                (
+                    confirm::spread_wide(&records, knobs),
+                    confirm::spread(&records),
+                )
             }
-            TimerKind::Cupti | TimerKind::Profiler => false,
-            _ => confirm::spread_wide(samples, knobs),
+            TimerKind::Cupti | TimerKind::Profiler => (false, None),
+            _ => (
+                confirm::spread_wide(samples, knobs),
+                confirm::spread(samples),
+            ),
         };
+        let taken = samples.len() as u64;
+        (self.looks).push(SpreadLook {
+            taken,
+            host_iqr_ns,
+            iqr_ns,
+            wide,
+        });
         if wide {
             self.schedule.widen(samples.len(), SPREAD_AGAIN);
         }
