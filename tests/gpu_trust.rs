@@ -931,3 +931,48 @@ fn a_long_batch_is_audited_in_shorter_regions_and_a_kernel_that_works_through_th
         );
     }
 }
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_marks_its_input_between_timed_launches_fails_after_them() {
+    // Right on data it has not seen (every audited region's), but on data it has seen it
+    // writes a mark into its input's last element: a stage that draws over the input takes
+    // the mark away, so a kernel could tell staged regions from pauses and timed launches.
+    // The audited regions' read-back sees no mark; the timed launches' data after the
+    // samples holds it.
+    let dir = tempfile::tempdir().unwrap();
+    let source = spin_source(
+        dir.path(),
+        r#"__device__ float seen_first;
+extern "C" __global__ void marks(float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    y[i] = spin(x[i]);
+    if (i == n - 1) {
+        bool seen = x[0] == seen_first;
+        seen_first = x[0];
+        if (seen) x[n - 1] = -1.0f;
+    }
+}
+"#,
+    );
+    let text = [
+        "[experiment]\ntitle = \"a marked input\"\n[sweep]\nn = [1048576]\n".to_string(),
+        steady_beside(&source, "uniform(0, 1)", ("marks", "marks")),
+        "[defaults]\nwarmup = 3\nsamples = 100\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("marked", &text);
+    for variant in ["hot", "hot-events"] {
+        let cheat = record(&records, &format!("marks/n=1048576/{variant}"));
+        assert_eq!(cheat["status"], "failed", "{cheat}");
+        let error = cheat["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("after the timed launches")
+                && error.contains("wrote into its input `x`"),
+            "{error}"
+        );
+        let honest = record(&records, &format!("steady/n=1048576/{variant}"));
+        assert_eq!(honest["status"], "ok", "{honest}");
+    }
+}

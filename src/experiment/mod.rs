@@ -27,7 +27,7 @@ pub use arg::{managed_bytes, ArgKind, ArgValue, InitSpec, Memory};
 pub use dtype::Dtype;
 pub use error::{BadValue, ConfigError};
 pub use expr::DeviceFacts;
-pub use kernel::{reset_memset, CopyOp, Kernel, KernelCheck, LaunchSpec, ModuleKind, PythonCheck};
+pub use kernel::{reset_memset, CopyOp, Kernel, LaunchSpec, ModuleKind, PythonCheck};
 pub use knobs::{Aspect, Knobs};
 pub use schema::{Init, Unit};
 pub use sweep::{point_label, scope, Point, SweepValue};

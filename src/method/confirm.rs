@@ -19,18 +19,40 @@ pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
 /// pauses read (`[audited, decoys, pauses]`, NaN where the timer reads later) against its
 /// timed median: a second audited region where its only one, with no decoy to set it
 /// against, read far above it; more audited regions where they read slow against the
-/// decoys; more pauses where the pauses read slow.
-pub fn confirming([audited, decoys, pauses]: [Vec<f64>; 3], timed_ns: Option<f64>) -> Vec<Region> {
+/// decoys; more pauses where the pauses read slow; both where the staged regions read slow
+/// against pauses `staged_alike` (see [`staged_need_confirming`]).
+pub fn confirming(
+    [audited, decoys, pauses]: [Vec<f64>; 3],
+    timed_ns: Option<f64>,
+    staged_alike: bool,
+) -> Vec<Region> {
     let lone = (audited.as_slice(), decoys.is_empty());
     let lone_slow = matches!(lone, (&[lone], true) if needs_confirming(lone, timed_ns));
     let mut regions: Vec<Region> = lone_slow.then_some(Region::Audit).into_iter().collect();
-    if audits_need_confirming(&audited, &decoys) {
+    let staged = [&audited[..], &decoys[..]].concat();
+    let stage_slow = staged_alike && staged_need_confirming(&staged, &pauses);
+    if stage_slow || audits_need_confirming(&audited, &decoys) {
         regions.extend([Region::Audit; crate::protocol::CONFIRM_AUDITS]);
     }
-    if pauses_need_confirming(&pauses, timed_ns) {
+    if stage_slow || pauses_need_confirming(&pauses, timed_ns) {
         regions.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
     }
     regions
+}
+
+/// Whether a run whose pauses are staged as its other regions are (a cold cell's draw the
+/// held data again, or the outputs poisoned where nothing is drawn), so that its stage test
+/// allows nothing for what a stage leaves, needs more audited regions and pauses: its
+/// staged regions' lower median (`staged_ns`, audited and decoys) over the pauses' median by
+/// more than the margin. A kernel of two speeds makes three regions a small vote: an honest
+/// argmax cold on an H200, at 16.5 µs and now and then 17.5 µs, had two of its three staged
+/// regions slow and its three pauses fast, and was suspect. Audited regions, not decoys:
+/// each is checked, so a kernel that tells regions after the samples apart cannot skip there
+/// to pull the staged regions down.
+pub fn staged_need_confirming(staged_ns: &[f64], pauses_ns: &[f64]) -> bool {
+    let staged = crate::statistics::lower_median(&read(staged_ns));
+    let pauses = crate::statistics::median(read(pauses_ns));
+    matches!((staged, pauses), (Some(s), Some(p)) if s - p > margin_ns(p))
 }
 
 /// Whether a decoy's first launch (`first_ns`, in a region of several; NaN where not read)
@@ -216,13 +238,44 @@ mod tests {
     #[test]
     fn each_slow_reading_brings_its_own_confirmation() {
         let timed = Some(276_000.0);
-        let slow = confirming([vec![352_078.0, 350_922.0], vec![276_125.0], vec![]], timed);
+        let slow = confirming(
+            [vec![352_078.0, 350_922.0], vec![276_125.0], vec![]],
+            timed,
+            false,
+        );
         assert_eq!(slow, [Region::Audit; 3]);
-        let lone = confirming([vec![600_000.0], vec![], vec![276_000.0]], timed);
+        let lone = confirming([vec![600_000.0], vec![], vec![276_000.0]], timed, false);
         assert_eq!(lone, [Region::Audit]);
-        let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed);
+        let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed, false);
         assert_eq!(pauses, [Region::Pause; 4]);
-        assert!(confirming([vec![276_500.0], vec![276_000.0], vec![]], timed).is_empty());
+        assert!(confirming([vec![276_500.0], vec![276_000.0], vec![]], timed, false).is_empty());
+    }
+
+    #[test]
+    fn staged_regions_slow_against_pauses_staged_alike_get_audited_regions_and_pauses() {
+        // An honest argmax cold on an H200, at 16.5 µs and now and then 17.5 µs: two of its
+        // three staged regions slow, its three pauses fast.
+        let read = || {
+            [
+                vec![16_416.0, 17_472.0],
+                vec![17_504.0],
+                vec![16_512.0, 16_417.0, 16_383.0],
+            ]
+        };
+        let timed = Some(16_544.0);
+        let mut expected = vec![Region::Audit; 3];
+        expected.extend([Region::Pause; 4]);
+        assert_eq!(confirming(read(), timed, true), expected);
+        // A hot cell's stages leave L2 dirty before a staged region alone: its stage test
+        // allows for that, and such a reading needs nothing more.
+        assert!(confirming(read(), timed, false).is_empty());
+        // Staged regions within the margin of the pauses.
+        let close = [
+            vec![16_416.0, 16_500.0],
+            vec![16_600.0],
+            vec![16_512.0, 16_417.0],
+        ];
+        assert!(confirming(close, timed, true).is_empty());
     }
 
     #[test]

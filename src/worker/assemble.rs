@@ -8,7 +8,6 @@ use super::compiler::Build;
 use super::failure::{during, Failure};
 use super::host_buffer::HostBuffer;
 use super::inputs::HostInputs;
-use super::kept_references::{Theirs, REFERENCE_RUN};
 use super::kernels::{KernelKey, Kernels};
 use super::read_back::{read_back, ReadBack};
 use super::reference;
@@ -174,7 +173,7 @@ pub(super) fn against_kernel(
             &made
         }
     };
-    timeline.mark(REFERENCE_RUN[0]);
+    timeline.mark("reference buffers");
     // Zeros where the measured kernel's outputs hold all ones: an element neither kernel
     // writes differs, whatever its type. Then its own resets, as before every launch.
     theirs.fill_outputs(0)?;
@@ -188,9 +187,9 @@ pub(super) fn against_kernel(
     add_steps(&mut launch, kernels.def(kc.kernel), spec, &params, &steps)?;
     launch.enqueue().map_err(during("reference kernel"))?;
     cuda::synchronize().map_err(during("reference kernel"))?;
-    timeline.mark(REFERENCE_RUN[1]);
+    timeline.mark("reference kernel");
     let sample = inputs.sample;
-    let both = (buffers, Theirs::Ran(theirs));
+    let both = (buffers, theirs);
     against_outputs(kernels, timeline, (cell, def), both, sample)
 }
 
@@ -202,7 +201,7 @@ pub(super) fn against_outputs(
     kernels: &mut Kernels,
     timeline: &mut Timeline,
     (cell, def): (&Cell, &Kernel),
-    (buffers, theirs): (&Buffers, Theirs),
+    (buffers, theirs): (&Buffers, &Buffers),
     sample: Option<u64>,
 ) -> Result<String, Failure> {
     let kc = (def.check_kernel.as_ref()).ok_or_else(|| "no reference kernel".to_string())?;
@@ -224,14 +223,14 @@ pub(super) fn against_outputs(
         let tolerances = cell.launch.tolerances.for_output(dtype);
         // Both in device memory: compared there, in microseconds (an audit's large one at a
         // sample of its own). Elsewhere they are read back (a large one at a sample).
-        let outputs = (buffers.buffer(o), theirs.output(r));
+        let outputs = (buffers.buffer(o), theirs.buffer(r));
         let meta = (name.as_str(), dtype, tolerances);
         if let Some(note) = agreement::on_gpu(kernels, timeline, outputs, meta, sample)? {
             notes.push(note);
             continue;
         }
         let ranges = sample.and_then(|seed| samples::read_back(len, seed));
-        let want = theirs.output(r).ok_or_else(not_a_buffer)?;
+        let want = theirs.buffer(r).ok_or_else(not_a_buffer)?;
         let (got, want) = match &ranges {
             Some(elements) => {
                 let bytes: Vec<_> = (elements.iter())

@@ -29,8 +29,6 @@ use std::time::{Duration, Instant};
 /// Runs one cell; the flag says whether the CUDA context is lost.
 pub fn run(s: &mut Session, cell: &Cell, process: u32) -> (CellRecord, bool) {
     let t0 = Instant::now();
-    let def = cell.kernel.map(|k| s.kernels.def(k));
-    s.kept_references.forget_unless_for((cell, process), def);
     Stash::forget_unless_at(s, cell);
     let mut rec = CellRecord::new(cell.index, &cell.id, process);
     rec.cuda_env = std::env::vars()
@@ -391,6 +389,8 @@ fn steady<'b>(
     // A loop that stopped early runs what its samples afford of the first round's regions;
     // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
+        a.held_unchanged(s, ready.kernel()?)
+            .map_err(of_kind(Kind::Audit))?;
         // The confirmation reads the regions after the loop too: drawn once those ran.
         for confirming in [false, true] {
             let kinds = match confirming {

@@ -13,7 +13,6 @@ mod draw;
 mod failure;
 mod host_buffer;
 mod inputs;
-mod kept_references;
 mod kernels;
 mod parent;
 mod prepare;
@@ -135,7 +134,6 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         audit_stash: None,
         timed_stash: None,
         reference_buffers: RefCell::new(None),
-        kept_references: Default::default(),
         matmul_scratch: Default::default(),
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,
@@ -206,17 +204,6 @@ fn run_cells(
         }
         return ExitCode::SUCCESS;
     }
-    let families: Vec<(Option<String>, u32)> = (runs.iter())
-        .map(|run| {
-            let cell = cell_of(run.cell);
-            let def = cell.and_then(|c| Some(session.kernels.def(c.kernel?)));
-            let family = cell
-                .zip(def)
-                .and_then(|(c, d)| kept_references::family(c, d));
-            (family, run.process)
-        })
-        .collect();
-    session.kept_references.plan(families);
     if gpu_warmup_s > 0.0 {
         if let Err(e) = session.warm_gpu(Duration::from_secs_f64(gpu_warmup_s)) {
             return fatal(e.message);

@@ -5,7 +5,6 @@ use super::buffers::Buffers;
 use super::compiler;
 use super::failure::{self, Failure};
 use super::inputs::InputCache;
-use super::kept_references::KeptReferences;
 use super::kernels::{KernelKey, Kernels};
 use super::parent::Parent;
 use super::stash::Stash;
@@ -53,8 +52,6 @@ pub struct Session {
     /// The current cell's reference kernel buffers: made by its check, reused by its audits'
     /// (an allocation, page-locked above all, and its free cost more than a check's kernel).
     pub(super) reference_buffers: RefCell<Option<Buffers>>,
-    /// A reference kernel's results on the audit's draws, kept from cell to cell.
-    pub(super) kept_references: KeptReferences,
     /// The audit's matmul reference's buffers, kept from cell to cell.
     pub(super) matmul_scratch: MatmulScratch,
     /// Where drawn inputs and reference results are shared with the run's other processes.

@@ -145,7 +145,7 @@ impl Among {
         let start = Instant::now();
         let draws = &inputs.draws;
         let seed = schedule_seed(&cell.id, process, s.sample_seed);
-        let draw_seed = draw_seed(&cell.draw_key(), process, s.sample_seed);
+        let draw_seed = draw_seed(&cell.id, process, s.sample_seed);
         let held = seed_of(draw_seed, 0);
         let samples = cell.knobs.samples_per_run() as usize;
         let share = Share::new(cell, samples, began);
@@ -294,7 +294,8 @@ impl Among {
         }
         let timed = crate::statistics::median(samples.to_vec());
         let read = [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.readings_of(k));
-        crate::method::confirm::confirming(read, timed)
+        let staged_alike = self.pause_draws || self.inputs.draws.is_empty();
+        crate::method::confirm::confirming(read, timed, staged_alike)
     }
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions

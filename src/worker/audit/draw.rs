@@ -353,6 +353,12 @@ impl InputDraws {
         note(def, &self.inputs, &self.draws.args, &self.kept)
     }
 
+    /// The first element of the drawn inputs no launch may write that differs from the draw
+    /// of `seed`, as (argument, element); None where all equal.
+    pub(super) fn first_change(&self, seed: u64) -> Result<Option<(usize, u64)>, CudaError> {
+        self.unwritten.first_change(seed)
+    }
+
     /// The launch left its inputs as they went in: the drawn ones as the draw of `seed`
     /// (verified on the GPU), and, where `kept_too`, the others as `timed` (read back).
     pub(super) fn unchanged(
@@ -362,7 +368,7 @@ impl InputDraws {
         (seed, timed): (u64, &HostInputs),
         kept_too: bool,
     ) -> Result<(), Failure> {
-        if let Some((arg, element)) = self.unwritten.first_change(seed)? {
+        if let Some((arg, element)) = self.first_change(seed)? {
             return Err(wrote_input(def, arg, element as usize));
         }
         if kept_too {

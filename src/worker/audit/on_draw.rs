@@ -8,11 +8,10 @@
 use super::draw::{Draws, Entry};
 use crate::experiment::{ArgValue, Dtype, Kernel, PythonCheck};
 use crate::method::equal;
-use crate::worker::assemble::{against_kernel, against_outputs, ReferenceInputs};
+use crate::worker::assemble::{against_kernel, ReferenceInputs};
 use crate::worker::buffers::{Buffers, POISON};
 use crate::worker::failure::{during, Failure};
 use crate::worker::host_buffer::HostBuffer;
-use crate::worker::kept_references::family;
 use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::read_back::{read_back, ReadBack};
@@ -307,11 +306,6 @@ fn check_against(
         return python_by_files(s, ready, draws, (seed, inputs), pc);
     }
     if let Some(kc) = &def.check_kernel {
-        let family = family(cell, def);
-        if let Some(theirs) = (family.as_deref()).and_then(|f| s.kept_references.get(f, seed)) {
-            let (both, sample) = ((buffers, theirs), Some(sample_seed));
-            return against_outputs(&mut s.kernels, &mut s.timeline, (cell, def), both, sample);
-        }
         let drawn = |j: &usize| draws.args.contains(j);
         let reference_draws = &scratch.reference_draws;
         // Enqueued ahead of the reference kernel, whose wait covers it.
@@ -347,15 +341,7 @@ fn check_against(
             kept: Some(&mut kept_slot),
         };
         let (kernels, timeline) = (&mut s.kernels, &mut s.timeline);
-        let checked = against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
-        drop(kept_slot);
-        let family = family.filter(|_| s.kept_references.worth_keeping(&s.timeline));
-        if let (Ok(_), Some(family), Some(ran)) = (&checked, family, &*s.reference_buffers.borrow())
-        {
-            let keeping = s.kept_references.keep_copies((&family, seed), ran, kc);
-            keeping.map_err(during("keeping the reference's outputs"))?;
-        }
-        return checked;
+        return against_kernel(kernels, timeline, (cell, def), buffers, recorded, reference);
     }
     let Some(check) = &def.check else {
         return Ok("no output to check".into());

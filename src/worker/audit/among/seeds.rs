@@ -10,13 +10,14 @@ pub(super) fn schedule_seed(id: &str, process: u32, run_seed: u64) -> u64 {
     fnv1a(format!("{id}#{process}#{run_seed}").as_bytes())
 }
 
-/// The seed of run `process`'s draws in the cells whose timed inputs have `draw_key`, from
-/// the run's own seed: the same in every such cell of the run, so that a reference kernel's
-/// outputs on an audited draw serve them all (`worker::kept_references`). No cell inherits
-/// another's device state (`Kernels::end_cell`), so in each the audited region is a draw's
-/// first sight.
-pub(super) fn draw_seed(draw_key: &str, process: u32, run_seed: u64) -> u64 {
-    let family = fnv1a(format!("{draw_key}#{process}#{run_seed}").as_bytes());
+/// The seed of run `process`'s draws in cell `id`, from the run's own seed: no other cell
+/// draws the same. Cells of one draw key once shared a run's draws, so that a reference
+/// kernel's outputs on an audited draw served them all; but a cell's kernel can keep what it
+/// saw beyond its module (the device heap that `malloc` serves outlives it), and a result
+/// cache kept there hit on the audited draws of every later cell of the key: on an H200 one
+/// passed 31% faster than the honest kernel, over its 22.6% limit.
+pub(super) fn draw_seed(id: &str, process: u32, run_seed: u64) -> u64 {
+    let family = fnv1a(format!("{id}#{process}#{run_seed}").as_bytes());
     seed_of(family, DRAW_SEEDS)
 }
 
@@ -51,16 +52,24 @@ mod tests {
     }
 
     #[test]
-    fn cells_of_one_draw_key_share_a_runs_draws_and_no_other() {
-        let key = "F32 1048576 Uniform(-1.0, 1.0);-";
-        assert_eq!(draw_seed(key, 0, 7), draw_seed(key, 0, 7));
-        assert_ne!(draw_seed(key, 0, 7), draw_seed(key, 0, 8), "another run");
+    fn no_two_cells_or_runs_draw_alike() {
+        let id = "argmax/skip=25/hot";
+        assert_eq!(
+            draw_seed(id, 0, 7),
+            draw_seed(id, 0, 7),
+            "a recorded seed replays"
+        );
+        assert_ne!(draw_seed(id, 0, 7), draw_seed(id, 0, 8), "another run");
         assert_ne!(
-            draw_seed(key, 0, 7),
-            draw_seed(key, 1, 7),
+            draw_seed(id, 0, 7),
+            draw_seed(id, 1, 7),
             "another run of the cell"
         );
-        let other = "F32 2097152 Uniform(-1.0, 1.0);-";
-        assert_ne!(draw_seed(key, 0, 7), draw_seed(other, 0, 7), "other inputs");
+        let same_inputs = "argmax/skip=25/hot-1000";
+        assert_ne!(
+            draw_seed(id, 0, 7),
+            draw_seed(same_inputs, 0, 7),
+            "another cell"
+        );
     }
 }
