@@ -56,13 +56,17 @@ fn cells_of(kernel: &str) -> Vec<&'static Value> {
 }
 
 /// The record that speaks for cell `id`: a run of it that failed, else one that holds its
-/// audit (an interleaved cell's rounds share its regions, in rounds its seed draws), else
-/// its first.
+/// audited regions (an interleaved cell's rounds share them, in rounds its seed draws; the
+/// others only draw their own data) or its weaker audit, else its first.
 fn cell_record(id: &str) -> &'static Value {
     let runs: Vec<&Value> = (corpus().2.iter()).filter(|r| r["id"] == id).collect();
     let first = |pick: &dyn Fn(&Value) -> bool| runs.iter().copied().find(|r| pick(r));
+    let audited = |r: &Value| {
+        let regions = r["audit"]["among"]["positions"].as_array();
+        regions.is_some_and(|p| !p.is_empty()) || r["audit"].get("weaker").is_some()
+    };
     first(&|r| r["status"] == "failed")
-        .or_else(|| first(&|r| r.get("audit").is_some()))
+        .or_else(|| first(&audited))
         .or_else(|| runs.first().copied())
         .unwrap_or_else(|| panic!("no record of {id}"))
 }
