@@ -86,8 +86,9 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
                 .test(Tell::FirstData)
                 .or(j.test(Tell::FirstPause))
                 .is_some();
-            // The longest of the runs' regions: a run that kept a timed region's counts so.
-            let per_region = (among.iter())
+            // The longest of the runs' regions: a run that kept a timed region's counts so; a
+            // run that held none (it only drew its own data) sized none.
+            let per_region = (among.iter().filter(|m| holds_regions(m)))
                 .map(|m| m.region_launches.unwrap_or(readings.per_region))
                 .max()
                 .unwrap_or(readings.per_region);
@@ -111,6 +112,11 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
             .any(|k| !k.firsts_ns.is_empty()),
         split_s: split(&among),
     })
+}
+
+/// Whether a run's record holds regions among its timed launches.
+fn holds_regions(m: &AuditsAmong) -> bool {
+    !(m.readings_ns.is_empty() && m.decoys_ns.is_empty() && m.pauses_ns.is_empty())
 }
 
 /// The regions' stages, the rest of the regions and the checks, in s, over the runs that
@@ -226,6 +232,14 @@ mod tests {
         let base = pair(&r, 1);
         assert!(base > 0.0 && 20.0 * base < 1.0, "{base}");
         assert!((pair(&short, 20) - 20.0 * base).abs() < 1e-12);
+        // Beside a run that held no region (an interleaved round that only drew its own
+        // data), the shorter regions count.
+        let mut bare = r.clone();
+        let among = bare.audit.as_mut().unwrap().among.as_mut().unwrap();
+        (among.readings_ns, among.decoys_ns, among.pauses_ns) = (vec![], vec![], vec![]);
+        let with_bare = cell(3, &[&short, &bare], &readings(20)).unwrap();
+        let alone = limit(&short, 20);
+        assert!((with_bare.judgement.unwrap().detection_limit - alone).abs() < 1e-12);
     }
 
     #[test]

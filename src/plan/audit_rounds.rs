@@ -177,8 +177,8 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     } else {
         audits
     };
-    // The first ranks hold the audited regions, and only a run with one is audited among
-    // its timed launches (`worker::audit::audits`): the decoys and pauses go to those runs.
+    // The first ranks hold the audited regions, and the decoys and pauses go to those runs;
+    // the others draw their own data and hold none (`worker::audit::audits`).
     let holders = audits.min(runs);
     if rank >= holders {
         return [0; 3];

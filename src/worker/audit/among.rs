@@ -125,6 +125,8 @@ pub(in crate::worker) struct Among {
     launches: Option<u64>,
     /// The looks at the timed samples' spread, for the record.
     looks: Vec<SpreadLook>,
+    /// The draw the reference's buffers were last run on by a check of this run.
+    reference_on: Option<u64>,
 }
 
 impl Among {
@@ -220,6 +222,7 @@ impl Among {
             ),
             launches: None,
             looks: Vec::new(),
+            reference_on: None,
         })
     }
 

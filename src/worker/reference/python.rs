@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// output of hundreds of MiB).
 const KEPT_RESULTS: usize = 2;
 /// The last audited draws whose results are kept (the launches alone after a region check
-/// its draw; the next cells of its point draw the same, `worker::audit::among`)...
+/// its draw, and a draw asked ahead before its region ran)...
 const KEPT_DRAWS: usize = 6;
 /// ...while they hold at most this many bytes (but the last).
 const KEPT_DRAW_BYTES: usize = 1 << 30;
@@ -275,8 +275,8 @@ impl State {
             }
             match (wanted, got) {
                 (Some(_), Err(lost)) => return Err(lost),
-                // A draw asked ahead whose region did not run: the next cell of its point
-                // draws it too.
+                // A draw asked ahead whose region did not run yet: a later one of the run
+                // may.
                 (_, Ok(reply)) => self.keep_draw(name, Arc::new(reply.outputs)),
                 (None, Err(_)) => {}
             }

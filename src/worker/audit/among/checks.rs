@@ -87,6 +87,8 @@ impl Among {
         (seed, earlier, salt): (u64, u64, u64),
         recorded: Option<&[String]>,
     ) -> Result<String, Failure> {
+        // Its reference runs on this draw now, its buffers left for the launches alone.
+        self.reference_on = Some(seed);
         let (cell, data, def) = (ready.cell, ready.data, ready.kernel()?);
         let draws = &self.inputs.draws;
         if draws.is_empty() {
@@ -118,9 +120,10 @@ impl Among {
     }
 
     /// A launch alone's output checked on the draw of `seed`: against the reference kernel's
-    /// outputs its region's check left (the same draw), else as the region was; where a
-    /// sample is read, one of its own (`salt`: a sample the same for every launch would miss
-    /// the same skipped elements each time).
+    /// outputs a check on that draw left, else as the region was (a run that held no
+    /// audited region has its reference's outputs on the data the host uploaded, not on its
+    /// draw); where a sample is read, one of its own (`salt`: a sample the same for every
+    /// launch would miss the same skipped elements each time).
     fn check_alone(
         &mut self,
         s: &mut Session,
@@ -128,7 +131,10 @@ impl Among {
         (seed, earlier, salt): (u64, u64, u64),
     ) -> Result<String, Failure> {
         let (cell, def) = (ready.cell, ready.kernel()?);
-        if def.check_kernel.is_some() && def.check_python.is_none() {
+        if def.check_kernel.is_some()
+            && def.check_python.is_none()
+            && self.reference_on == Some(seed)
+        {
             let sample = Some(seed ^ s.sample_seed ^ salt);
             if let Some(theirs) = s.reference_buffers.borrow().as_ref() {
                 let both = (&ready.data.sets[0], theirs);
