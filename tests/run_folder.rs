@@ -440,7 +440,8 @@ fn rewrite_experiment(copy: &Path, edit: impl Fn(String) -> String) -> String {
 
 /// A kernel's declared peak and its reads and writes reach the report: the finding names
 /// the peak (and its `peak` where a reading is above it), the peaks' sources say where it
-/// comes from, and the throughput table shows read and write GB/s beside the total.
+/// comes from, and the throughput table says the bytes were declared apart (its read and
+/// write GB/s it leaves out where the smaller is under 1% of the bytes, as a GEMV's writes are).
 #[test]
 fn a_declared_peak_and_reads_and_writes_show_in_the_report() {
     let (root, copy) = copy_run("gemv");
@@ -463,7 +464,7 @@ fn a_declared_peak_and_reads_and_writes_show_in_the_report() {
         "so the kernel's `peak` states less than its unit does (check its per_sm_clock",
         "ONE op 0.3 TFLOP/s = 132 SMs x 1980 MHz x 1 operations per SM per clock (the kernel's `peak`)",
         "Its bytes as declared apart (`reads`, `writes`)",
-        "| 8192 | 4072 GB/s (85%; read 4072, write 0.4970), 2.036 TFLOP/s (779%) |",
+        "| 8192 | 4072 GB/s (85%), 2.036 TFLOP/s (779%) |",
     ] {
         assert!(unwrapped.contains(said), "no {said:?} in:\n{report}");
     }

@@ -189,8 +189,20 @@ pub fn wrap_long_lines(text: &str) -> String {
 /// An experiment file as the report shows it: each line longer than [`MAX_LINE`] that sets a
 /// key to a one-line string folded into a multi-line one whose lines end in a backslash, which
 /// TOML trims with the line break and the next line's indent, so the value is the same (a
-/// description a person wrote on one line); any other line as written.
+/// description a person wrote on one line); a comment line longer than that wrapped into
+/// comment lines of the same indent; any other line as written.
 pub fn fold_long_toml_lines(text: &str) -> String {
+    let comment = |line: &str| -> Option<String> {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let body = body.strip_prefix('#')?.trim_start();
+        (line.chars().count() > MAX_LINE).then(|| {
+            let lines: Vec<String> = (wrap(body).lines())
+                .map(|l| format!("{indent}# {l}"))
+                .collect();
+            lines.join("\n")
+        })
+    };
     let fold = |line: &str| -> Option<String> {
         let (key, value) = line.split_once(" = \"")?;
         let body = value.strip_suffix('"')?;
@@ -205,7 +217,7 @@ pub fn fold_long_toml_lines(text: &str) -> String {
         })
     };
     let lines: Vec<String> = (text.lines())
-        .map(|l| fold(l).unwrap_or_else(|| l.to_string()))
+        .map(|l| (fold(l).or_else(|| comment(l))).unwrap_or_else(|| l.to_string()))
         .collect();
     lines.join("\n")
 }
@@ -221,6 +233,21 @@ pub fn percent(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_comment_wraps_into_comment_lines_of_its_indent() {
+        let long = format!("  # {}", "a share drawn anew each launch, ".repeat(12));
+        let text = format!("[x]\n{long}\nk = 1");
+        let folded = fold_long_toml_lines(&text);
+        let lines: Vec<&str> = folded.lines().collect();
+        assert!(lines.len() > 3, "{folded}");
+        assert!(lines.iter().all(|l| l.chars().count() <= MAX_LINE));
+        assert!(lines[1..lines.len() - 1]
+            .iter()
+            .all(|l| l.starts_with("  # ")));
+        let table: toml::Table = toml::from_str(&folded).unwrap();
+        assert_eq!(table["x"]["k"].as_integer(), Some(1));
+    }
 
     #[test]
     fn a_long_one_line_string_folds_into_lines_toml_reads_as_the_same_value() {

@@ -97,6 +97,10 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
         .collect()
 }
 
+/// The least share of a launch's bytes the smaller of its read and written ones must hold for
+/// the table to give the two apart.
+const SIDE_SHOWN: f64 = 0.01;
+
 /// A launch's declared bytes: in all, and read and written where declared apart; and the
 /// peak they are a share of.
 struct Bytes {
@@ -108,7 +112,8 @@ struct Bytes {
 /// `3012 GB/s (90%)`, `12.50 TFLOP/s (19%)`, or both, four significant digits; above 100% of
 /// the DRAM peak, where L2 served the work (else the cell's verdict calls it impossible),
 /// "from L2"; bytes declared apart with the GB/s of each, `3012 GB/s (90%; read 2008, write
-/// 1004)`.
+/// 1004)`, where each side is at least [`SIDE_SHOWN`] of the bytes (an argmax's 16 KiB written
+/// beside 64 MiB read said nothing, and widened its table past a readable line).
 fn cell(ns: f64, bytes: Bytes, flops: Option<(f64, FlopsType)>, peaks: &Peaks) -> String {
     let per_s = |work: f64| work / (ns * 1e-9);
     // `over`: what a share above 100% means, where it is not impossible.
@@ -134,7 +139,9 @@ fn cell(ns: f64, bytes: Bytes, flops: Option<(f64, FlopsType)>, peaks: &Peaks) -
             ""
         };
         let gb_s = |b: f64| format::number(per_s(b) / 1e9);
-        let apart = (bytes.apart).map(|(r, w)| format!("read {}, write {}", gb_s(r), gb_s(w)));
+        let shown = |&(r, w): &(f64, f64)| r.min(w) >= SIDE_SHOWN * (r + w);
+        let apart = (bytes.apart.filter(shown))
+            .map(|(r, w)| format!("read {}, write {}", gb_s(r), gb_s(w)));
         let notes = share(b, bytes.peak, over)
             .into_iter()
             .chain(apart)
@@ -230,6 +237,16 @@ mod tests {
         assert_eq!(
             cell(1e6, apart(None), Some((2e10, dp4a)), &p),
             "3000 GB/s (read 2000, write 1000), 20.00 TFLOP/s (15%)"
+        );
+        // 64 MiB read, 16 KiB written: the split says nothing.
+        let argmax = Bytes {
+            total: Some(67_125_248.0),
+            apart: Some((67_108_864.0, 16_384.0)),
+            peak: p.dram,
+        };
+        assert_eq!(
+            cell(16_320.0, argmax, None, &p),
+            "4113 GB/s (123%, from L2)"
         );
     }
 }
