@@ -147,7 +147,7 @@ impl Among {
         let start = Instant::now();
         let draws = &inputs.draws;
         let seed = schedule_seed(&cell.id, process, s.sample_seed);
-        let draw_seed = draw_seed(&cell.id, process, s.sample_seed);
+        let draw_seed = draw_seed(seed);
         let held = seed_of(draw_seed, 0);
         let samples = cell.knobs.samples_per_run() as usize;
         let share = Share::new(cell, samples, began);

@@ -10,15 +10,15 @@ pub(super) fn schedule_seed(id: &str, process: u32, run_seed: u64) -> u64 {
     fnv1a(format!("{id}#{process}#{run_seed}").as_bytes())
 }
 
-/// The seed of run `process`'s draws in cell `id`, from the run's own seed: no other cell
-/// draws the same. Cells of one draw key once shared a run's draws, so that a reference
-/// kernel's outputs on an audited draw served them all; but a cell's kernel can keep what it
-/// saw beyond its module (the device heap that `malloc` serves outlives it), and a result
-/// cache kept there hit on the audited draws of every later cell of the key: on an H200 one
-/// passed 31% faster than the honest kernel, over its 22.6% limit.
-pub(super) fn draw_seed(id: &str, process: u32, run_seed: u64) -> u64 {
-    let family = fnv1a(format!("{id}#{process}#{run_seed}").as_bytes());
-    seed_of(family, DRAW_SEEDS)
+/// The seed of a run's draws, from its schedule's ([`schedule_seed`]: the cell's, the run's
+/// and the run's own seed): no other cell or run draws the same. Cells of one draw key once
+/// shared a run's draws, so that a reference kernel's outputs on an audited draw served them
+/// all; but a cell's kernel can keep what it saw beyond its module (the device heap that
+/// `malloc` serves outlives it), and a result cache kept there hit on the audited draws of
+/// every later cell of the key: on an H200 one passed 31% faster than the honest kernel, over
+/// its 22.6% limit.
+pub(super) fn draw_seed(schedule_seed: u64) -> u64 {
+    seed_of(schedule_seed, DRAW_SEEDS)
 }
 
 /// The draws' seeds follow from their family's through this one.
@@ -53,23 +53,17 @@ mod tests {
 
     #[test]
     fn no_two_cells_or_runs_draw_alike() {
+        let draws = |id: &str, process, run| draw_seed(schedule_seed(id, process, run));
         let id = "argmax/skip=25/hot";
-        assert_eq!(
-            draw_seed(id, 0, 7),
-            draw_seed(id, 0, 7),
-            "a recorded seed replays"
-        );
-        assert_ne!(draw_seed(id, 0, 7), draw_seed(id, 0, 8), "another run");
-        assert_ne!(
-            draw_seed(id, 0, 7),
-            draw_seed(id, 1, 7),
-            "another run of the cell"
-        );
+        assert_eq!(draws(id, 0, 7), draws(id, 0, 7), "a recorded seed replays");
+        assert_ne!(draws(id, 0, 7), draws(id, 0, 8), "another run");
+        assert_ne!(draws(id, 0, 7), draws(id, 1, 7), "another run of the cell");
         let same_inputs = "argmax/skip=25/hot-1000";
+        assert_ne!(draws(id, 0, 7), draws(same_inputs, 0, 7), "another cell");
         assert_ne!(
-            draw_seed(id, 0, 7),
-            draw_seed(same_inputs, 0, 7),
-            "another cell"
+            draws(id, 0, 7),
+            schedule_seed(id, 0, 7),
+            "apart from the schedule's"
         );
     }
 }
