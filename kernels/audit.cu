@@ -103,10 +103,10 @@ __device__ __forceinline__ unsigned int audit_size(unsigned int dtype) {
 __device__ __forceinline__ unsigned long long audit_raw(const void *base, unsigned int size,
                                                         unsigned long long i) {
     switch (size) {
-    case 1: return reinterpret_cast<const unsigned char *>(base)[i];
-    case 2: return reinterpret_cast<const unsigned short *>(base)[i];
-    case 4: return reinterpret_cast<const unsigned int *>(base)[i];
-    default: return reinterpret_cast<const unsigned long long *>(base)[i];
+    case 1: return __ldcs(reinterpret_cast<const unsigned char *>(base) + i);
+    case 2: return __ldcs(reinterpret_cast<const unsigned short *>(base) + i);
+    case 4: return __ldcs(reinterpret_cast<const unsigned int *>(base) + i);
+    default: return __ldcs(reinterpret_cast<const unsigned long long *>(base) + i);
     }
 }
 
@@ -240,7 +240,9 @@ __device__ __forceinline__ void audit_put(T *base, unsigned long long i, T x, bo
         // timed launches left in L2 stay there, and a kernel that times a load of a line of
         // its own cannot tell a stage from a pause (benches/stage-state).
         __stcs(base + i, x);
-    } else if (base[i] != x) {
+    } else if (__ldcs(base + i) != x) {
+        // Evict-first loads too: a stage that verifies the held data before it draws leaves
+        // the lines in L2 as one that only draws.
         atomicMin(lowest, i);
     }
 }
@@ -314,7 +316,7 @@ __device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int
             __stcs(at, want);
             return;
         }
-        const uint4 now = *at;
+        const uint4 now = __ldcs(at);
         if (now.x == want.x && now.y == want.y && now.z == want.z && now.w == want.w) {
             return;
         }

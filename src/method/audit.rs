@@ -281,19 +281,23 @@ impl Schedule {
     }
 
     /// Once a run, where its timed samples spread wide (`confirm::spread_wide`) before steady
-    /// sample `after`: `pairs` more audited regions and as many decoys, each where [`again`]
-    /// places it (as many as the round has room for), and the round's regions planned kept
-    /// whatever they cost, so that the added ones crowd none out (its pauses among them).
+    /// sample `after`: `pairs` more audited regions and as many decoys, and `pauses` more
+    /// pauses, each where [`again`] places it, in a drawn order (so that a round without room
+    /// for all cuts every kind alike), and the round's regions planned kept whatever they
+    /// cost, so that the added ones crowd none out.
     ///
     /// [`again`]: Schedule::again
-    pub fn widen(&mut self, after: usize, pairs: usize) {
+    pub fn widen(&mut self, after: usize, (pairs, pauses): (usize, usize)) {
         if std::mem::replace(&mut self.widened, true) {
             return;
         }
         for planned in self.planned.iter_mut().filter(|p| p.2 == Keep::WithinPlan) {
             planned.2 = Keep::Always;
         }
-        for kind in [Region::Audit, Region::Decoy].repeat(pairs) {
+        let mut kinds = [Region::Audit, Region::Decoy].repeat(pairs);
+        kinds.extend(std::iter::repeat_n(Region::Pause, pauses));
+        kinds.shuffle(&mut self.rng);
+        for kind in kinds {
             self.again(kind, after);
         }
     }

@@ -360,9 +360,11 @@ fn audit_region_launches(c: &Cell, samples: u64, kernel_s: f64) -> (f64, f64) {
     (short as f64, capture_ns * 1e-9)
 }
 
-/// A region's stage: the draw of the kernel's inputs at the DRAM peak, and its pause.
+/// A region's stage: the held inputs read back and the kernel's inputs drawn, each at the
+/// DRAM peak, and its pause.
 fn stage_seconds(exp: &Experiment, spec: &LaunchSpec) -> f64 {
-    STAGE_PER_DRAW * input_bytes(spec) / dram(exp) + STAGE_SLACK_NS as f64 * 1e-9 + LAUNCH_S
+    let read_and_draw = 2.0 * input_bytes(spec) / dram(exp);
+    STAGE_PER_DRAW * read_and_draw + STAGE_SLACK_NS as f64 * 1e-9 + LAUNCH_S
 }
 
 /// A launch of the kernel (and its steps) at the device's peaks: its declared work; where

@@ -164,6 +164,16 @@ pub const HOST_SPREAD_NS: f64 = 2_000.0;
 /// events went from 37.5% to 26.9%). A kernel whose own spread is that wide pays for them; an
 /// honest kernel read that noisily pays for its noise.
 pub const SPREAD_AGAIN: usize = 4;
+/// ...and this many more pauses: the pause test's bound is the timed samples' spread over
+/// the pauses' count, and a kernel that spreads its timed launches wide on purpose and does
+/// all its work after a pause keeps it wide. `quantile-smear` of the third adversary
+/// (`experiments/trust-adversary-3.toml`), which skips 0-58% of a row argmax a launch, passed
+/// 35.1% faster than the honest argmax on an H200 within a pause test's 51.9% limit, its
+/// pauses at all their work 5.25 µs over a timed median of 10.59 µs, against a bound of
+/// 6.58 µs from six pauses. Twenty-four cut the pauses' share of that bound's noise term from
+/// sqrt(1/6) to sqrt(1/24), which puts the bound at 3.6 µs. A pause costs a sample and its
+/// stage's wait, and no honest cell of the committed experiments spread wide.
+pub const SPREAD_PAUSES: usize = 18;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among
 /// [`CUPTI_TIMED_PER_PAUSE`] timed launches (`protocol::KernelRecords`), and the pause test

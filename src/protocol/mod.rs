@@ -24,7 +24,7 @@ pub use confirm::{
     spread_look, spreads_wide, KernelRecords, ALONE_IF_SPLIT, AUDIT_SHARE_CAP, CONFIRM_AUDITS,
     CONFIRM_PAUSES, CONFIRM_RATIO, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
     CUPTI_WARM_UP, DECOYS_AGAIN, FALSE_ALARM, HOST_LAUNCH_NS, HOST_SPREAD_NS, MARGIN_NS,
-    MARGIN_SHARE, MIN_SAMPLES, SPLIT_PAUSES, SPREAD_AGAIN, Z_FALSE_ALARM,
+    MARGIN_SHARE, MIN_SAMPLES, SPLIT_PAUSES, SPREAD_AGAIN, SPREAD_PAUSES, Z_FALSE_ALARM,
 };
 pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
@@ -334,7 +334,8 @@ pub struct AuditsAmong {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw_seed: Option<u64>,
     /// What a draw of all the inputs took on the GPU, and the pause every stage waited out
-    /// from its start, in ns.
+    /// from its start (a quarter more than the draw and the held data's read-back before
+    /// it), in ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

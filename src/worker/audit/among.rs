@@ -168,13 +168,9 @@ impl Among {
             // Only a saving: where it fails, each region's check asks as it runs.
             let _asked_as_they_run = on_draw::ask_python_ahead(s, ready, draws, &seeds);
         }
-        let draw_ns = match draws.is_empty() {
-            // The first draw pays what later ones do not; the second is the one timed.
-            false => {
-                draws.write(held)?;
-                draws.timed_write(held)?
-            }
-            true => poison_time(buffers)?,
+        let (draw_ns, verify_ns) = match draws.is_empty() {
+            false => inputs.timed_stage_work(held)?,
+            true => (poison_time(buffers)?, 0.0),
         };
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
@@ -201,7 +197,7 @@ impl Among {
             earlier: held,
             pause_draws: pause_draws(s, cell, (def, data)),
             judged,
-            wait_ns: wait_ns(draw_ns),
+            wait_ns: wait_ns(draw_ns + verify_ns),
             draw_ns,
             ran: Vec::new(),
             timed_gap: None,
@@ -376,7 +372,7 @@ impl Among {
                 .concat(),
             seed: self.seed,
             wait: Duration::from_nanos(self.wait_ns),
-            draws: &self.inputs.draws,
+            inputs: &self.inputs,
             held: self.held,
             pause_draws: self.pause_draws,
             launches: self.launches.unwrap_or(armed.body.launches()),
@@ -412,14 +408,17 @@ impl Among {
             Region::Pause => self.pause_draws.then_some(self.held),
         };
         let wait = Duration::from_nanos(self.wait_ns);
-        let draws = &self.inputs.draws;
+        let (inputs, held) = (&self.inputs, self.held);
+        let draws = &inputs.draws;
         let k = self.kick.as_ref();
         let staged = std::cell::Cell::new(Duration::ZERO);
         let stage = |buffers: &Buffers| -> Result<(), Failure> {
             let staging = Instant::now();
             let poison = |_: &Draws| buffers.poison_outputs();
             let done = match (seed, draws.is_empty()) {
-                (Some(seed), false) => draws.stage(|d| d.write(seed), wait, k),
+                (Some(seed), false) => {
+                    draws.stage(|_| inputs.verify_then_draw(held, seed), wait, k)
+                }
                 // Nothing to draw: the outputs poisoned again instead, before a pause too
                 // (see the module's doc).
                 (_, true) => draws.stage(poison, wait, k),

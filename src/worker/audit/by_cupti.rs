@@ -6,7 +6,7 @@
 //! samples'); where those read slow too, stages that draw are read alike. The analysis
 //! judges those records (`analysis::bounds::by_kernel_records`, `idle_or_kernel`).
 
-use super::draw::Draws;
+use super::draw::InputDraws;
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::method::confirm;
 use crate::method::timer::busy_per_launch;
@@ -23,14 +23,14 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::time::{Duration, Instant};
 
 /// What the run read and holds: its pauses' and staged regions' readings, its seed, the
-/// pause every stage waits out, the draws that stage it, the seed of the data the buffers
+/// pause every stage waits out, the inputs' draws that stage it, the seed of the data the buffers
 /// hold and whether a pause's stage draws it again (`Among::pause_draws`).
 pub(super) struct Run<'a> {
     pub(super) pauses: Vec<f64>,
     pub(super) staged: Vec<f64>,
     pub(super) seed: u64,
     pub(super) wait: Duration,
-    pub(super) draws: &'a Draws,
+    pub(super) inputs: &'a InputDraws,
     pub(super) held: u64,
     pub(super) pause_draws: bool,
     /// Launches in each of the run's regions (fewer than a timed one's where the audit's
@@ -117,7 +117,7 @@ fn pauses_and_stages<'b>(
     // Where nothing is drawn a pause's stage poisons the outputs as every stage does: no
     // stage keeps the GPU busier than a pause.
     // A pause that draws already holds the GPU busy through its stage, as a drawn one would.
-    let pauses_staged = run.draws.is_empty() || run.pause_draws;
+    let pauses_staged = run.inputs.draws.is_empty() || run.pause_draws;
     let draws = !pauses_staged;
     let staged_ns = match draws && confirm::pauses_need_confirming(&pauses_ns, median) {
         // Their timed launches are left out: the pauses are judged against those around them.
@@ -208,7 +208,7 @@ fn collect<'b>(
         Stage::Drawn => "stages that draw",
     };
     timeline.mark(&format!("audit: CUPTI started ({kind})"));
-    let (wait, draws, held) = (run.wait, run.draws, run.held);
+    let (wait, draws, held) = (run.wait, &run.inputs.draws, run.held);
     // A region's stage, as among the samples (nothing, the held data drawn again, or the
     // outputs poisoned where nothing is drawn; a cold cell's pause draws as a decoy does) but
     // for the empty kernels launched through it: CUPTI's records leave the host's launch out,
@@ -217,7 +217,7 @@ fn collect<'b>(
         let staged = match (draws.is_empty(), stage) {
             (true, _) => draws.stage(|_| buffers.poison_outputs(), wait, None),
             (false, Stage::Pause) if !run.pause_draws => draws.stage(|_| Ok(()), wait, None),
-            (false, _) => draws.stage(|d| d.write(held), wait, None),
+            (false, _) => draws.stage(|_| run.inputs.verify_then_draw(held, held), wait, None),
         };
         staged.map_err(during("audit: the region's stage"))
     };

@@ -281,11 +281,43 @@ impl Draws {
             return Ok(None);
         }
         self.first.fill(0xFF)?;
-        self.enqueue(seed, Some(&self.first))?;
-        let found = self.first.download()?;
+        self.verify_into(seed, &self.first)?;
+        self.first_in(&self.first)
+    }
+
+    /// Enqueues a verify against the draw of `seed`, lowering each draw's first differing
+    /// element in `lowest` (8 bytes a draw, set to all ones before the first verify into it:
+    /// verifies into it add up).
+    pub(super) fn verify_into(&self, seed: u64, lowest: &DeviceBuffer) -> Result<(), CudaError> {
+        match self.is_empty() {
+            true => Ok(()),
+            false => self.enqueue(seed, Some(lowest)),
+        }
+    }
+
+    /// The first differing element the verifies into `lowest` found, as (argument, element).
+    pub(super) fn first_in(
+        &self,
+        lowest: &DeviceBuffer,
+    ) -> Result<Option<(usize, u64)>, CudaError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let found = lowest.download()?;
         Ok((found.chunks_exact(8).zip(&self.args))
             .map(|(b, &arg)| (arg, u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
             .find(|&(_, at)| at != u64::MAX))
+    }
+
+    /// How long a verify against the draw of `seed` takes on the GPU, in ns, lowering into
+    /// `lowest`.
+    pub(super) fn timed_verify(&self, seed: u64, lowest: &DeviceBuffer) -> Result<f64, CudaError> {
+        let start = Event::new()?;
+        start.record()?;
+        self.verify_into(seed, lowest)?;
+        self.done.record()?;
+        self.done.synchronize()?;
+        Ok(f64::from(self.done.elapsed_ms_since(&start)?) * 1e6)
     }
 
     /// Stages whose draw outlasted the pause after it, so far.
@@ -303,6 +335,9 @@ pub(super) struct InputDraws {
     pub(super) draws: Draws,
     unwritten: Draws,
     kept: Vec<usize>,
+    /// Where every stage that draws first verifies the held data of the inputs no launch may
+    /// write, and the read-back after the samples too ([`InputDraws::held_change`]).
+    between: DeviceBuffer,
 }
 
 impl InputDraws {
@@ -325,12 +360,40 @@ impl InputDraws {
         let kept = (inputs.iter().copied())
             .filter(|i| !draws.args.contains(i))
             .collect();
+        let between = DeviceBuffer::alloc(8 * unwritten.args.len().max(1))?;
+        between.fill(0xFF)?;
         Ok(InputDraws {
             inputs,
             draws,
             unwritten,
             kept,
+            between,
         })
+    }
+
+    /// A stage's work: where `seed` is drawn, the held data (`held`) of the inputs no launch
+    /// may write verified first, so that a kernel that marks an input between its timed
+    /// launches is found at every stage that draws, not only once after the samples, where
+    /// a kernel that counts its launches could have taken the mark away (the stage's wait
+    /// covers both: [`InputDraws::timed_stage_work`]).
+    pub(super) fn verify_then_draw(&self, held: u64, seed: u64) -> Result<(), CudaError> {
+        self.unwritten.verify_into(held, &self.between)?;
+        self.draws.write(seed)
+    }
+
+    /// What a stage's verify and draw take on the GPU, in ns: the draw's, timed after a
+    /// first (which pays what later ones do not), and the verify's.
+    pub(super) fn timed_stage_work(&self, held: u64) -> Result<(f64, f64), CudaError> {
+        self.draws.write(held)?;
+        let draw_ns = self.draws.timed_write(held)?;
+        Ok((draw_ns, self.unwritten.timed_verify(held, &self.between)?))
+    }
+
+    /// The first element of the inputs no launch may write that differed from the held data
+    /// at a stage that drew, or differs from `held` now, as (argument, element).
+    pub(super) fn held_change(&self, held: u64) -> Result<Option<(usize, u64)>, CudaError> {
+        self.unwritten.verify_into(held, &self.between)?;
+        self.unwritten.first_in(&self.between)
     }
 
     /// Whether the draws give new data wherever a new seed would: something is drawn, and

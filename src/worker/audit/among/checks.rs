@@ -24,6 +24,11 @@ use crate::worker::session::Session;
 use std::ops::RangeInclusive;
 use std::time::Instant;
 
+/// Where a change to the timed launches' inputs was found: at a stage that drew over them, or
+/// after the samples.
+const BETWEEN: &str =
+    "between the timed launches (their inputs read back at every stage that drew and after them)";
+
 impl Among {
     /// The audited region's inputs read back (a kernel that wrote one is named, before its
     /// output is checked against a reference that reads them), then its output checked on
@@ -51,11 +56,14 @@ impl Among {
     }
 
     /// After the samples, before a region after them draws over it: the data the timed
-    /// launches read since the last audited region, still as drawn. A kernel that marks an
-    /// input (a bit it flips, and reads back at its next launch) finds its mark gone after
-    /// each stage that drew, and so tells staged regions from pauses and timed launches;
-    /// an audited region's read-back sees only a launch on data it had not seen. On an H200
-    /// such a kernel passed hot 34-38% faster than the honest one, over limits of 19-35%.
+    /// launches read since the last audited region, still as drawn, and so it was at every
+    /// stage that drew among them (each verified it first: `InputDraws::verify_then_draw`).
+    /// A kernel that marks an input (a bit it flips, and reads back at its next launch)
+    /// finds its mark gone after each stage that drew, and so tells staged regions from
+    /// pauses and timed launches; an audited region's read-back sees only a launch on data
+    /// it had not seen. On an H200 such a kernel passed hot 34-38% faster than the honest
+    /// one, over limits of 19-35%. Read back after the samples only, one that counts its
+    /// launches could take its mark away before they end.
     pub(in crate::worker) fn held_unchanged(
         &mut self,
         s: &mut Session,
@@ -63,16 +71,14 @@ impl Among {
     ) -> Result<(), Failure> {
         let start = Instant::now();
         s.timeline.mark("steady samples");
-        let change = (self.inputs.first_change(self.held))
+        let change = (self.inputs.held_change(self.held))
             .map_err(during("audit: the timed launches' inputs read back"))?;
         s.timeline
             .mark("audit: the timed launches' inputs read back");
         spent(&mut self.checks_time, start);
         spent(&mut self.cost, start);
         match change {
-            Some((arg, element)) => {
-                Err(wrote_input(def, arg, element as usize).during("after the timed launches"))
-            }
+            Some((arg, element)) => Err(wrote_input(def, arg, element as usize).during(BETWEEN)),
             None => Ok(()),
         }
     }
