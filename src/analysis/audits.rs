@@ -52,7 +52,8 @@ pub fn of(a: &Facts) -> Vec<CellAudits> {
         .filter_map(|c| {
             let records = a.records.get(&c.index)?;
             let steady = a.reduced.stats.get(c.index, super::phase::Phase::Steady);
-            let reading = (a.headline(c).map(|s| s.median), steady.as_ref());
+            let sorted = a.reduced.steady_sorted.get(&c.index).map(Vec::as_slice);
+            let reading = (a.headline(c).map(|s| s.median), steady.as_ref(), sorted);
             let moved_to = a.clocks.get(&c.index).and_then(|k| k.moved_to);
             let readings = Readings::of(c, reading, (a.run.meta.device.as_ref(), moved_to));
             cell(c.index, records, &readings)
@@ -183,6 +184,7 @@ mod tests {
         let r = Readings {
             reading_ns: Some(1.0),
             steady: Some(&s),
+            steady_sorted: None,
             flushed: false,
             stage_allowance_ns: None,
             host_in_reading: false,
@@ -205,6 +207,7 @@ mod tests {
         let readings = |per_region| Readings {
             reading_ns: Some(100e3),
             steady: Some(&steady_ns),
+            steady_sorted: None,
             flushed: false,
             stage_allowance_ns: None,
             host_in_reading: false,
@@ -263,6 +266,7 @@ mod tests {
             let readings = Readings {
                 reading_ns: Some(reading),
                 steady: Some(&s),
+                steady_sorted: None,
                 flushed: false,
                 stage_allowance_ns: None,
                 host_in_reading: false,
@@ -305,6 +309,7 @@ mod tests {
             let readings = Readings {
                 reading_ns: Some(reading),
                 steady: Some(&s),
+                steady_sorted: None,
                 flushed: false,
                 stage_allowance_ns: None,
                 host_in_reading: true,
@@ -345,6 +350,7 @@ mod tests {
         let readings = Readings {
             reading_ns: Some(190e3),
             steady: Some(&s),
+            steady_sorted: None,
             flushed: false,
             stage_allowance_ns: None,
             host_in_reading: false,

@@ -180,7 +180,9 @@ fn verdicts(
             let steady = reduced.stats.get(c.index, Phase::Steady);
             let moved_to = clocks.get(&c.index).and_then(|k| k.moved_to);
             let device_moved = (s.meta.device.as_ref(), moved_to);
-            let readings = tells::Readings::of(c, (median, steady.as_ref()), device_moved);
+            let sorted = reduced.steady_sorted.get(&c.index).map(Vec::as_slice);
+            let reading = (median, steady.as_ref(), sorted);
+            let readings = tells::Readings::of(c, reading, device_moved);
             let audit = tells::judged(records, &readings).and_then(|j| j.suspect);
             (
                 c.index,

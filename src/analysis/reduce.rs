@@ -17,6 +17,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const TRACE_MIN_LAUNCHES: usize = 2000;
 /// At most this many of its launches are drawn (every k-th), to stay readable and small.
 pub const TRACE_POINTS: usize = 10_000;
+/// A cell's steady samples are kept sorted, all of them up to this many, else as many evenly
+/// spaced order statistics: what ranks a few readings among them (the pause test's,
+/// `analysis::tells`) to a share of 1/1024 or finer.
+pub const SORTED_KEPT: usize = 1025;
 
 /// A cell's headline values (steady samples, or first launches where it takes none) as
 /// independent units, for intervals and comparisons.
@@ -54,6 +58,8 @@ pub struct Reduced {
     pub run_medians: HashMap<(usize, u32), f64>,
     pub units: HashMap<usize, Units>,
     pub traces: HashMap<usize, Trace>,
+    /// Each cell's steady samples, sorted (see [`SORTED_KEPT`]).
+    pub steady_sorted: HashMap<usize, Vec<f64>>,
 }
 
 /// What the pass needs of a planned cell.
@@ -146,6 +152,11 @@ impl Reducer {
             let times: Vec<f64> = (taken.iter().filter(|t| t.first == first))
                 .flat_map(|t| t.time_ns.iter().copied())
                 .collect();
+            if !first && !times.is_empty() {
+                self.reduced
+                    .steady_sorted
+                    .insert(index, sorted_kept(&times));
+            }
             if !times.is_empty() {
                 self.rows.push(Row {
                     cell,
@@ -156,6 +167,20 @@ impl Reducer {
             }
         }
         Ok(())
+    }
+}
+
+/// `times` sorted: all of them, or [`SORTED_KEPT`] evenly spaced order statistics (the
+/// first and the last among them).
+fn sorted_kept(times: &[f64]) -> Vec<f64> {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n > SORTED_KEPT {
+        true => (0..SORTED_KEPT)
+            .map(|i| sorted[i * (n - 1) / (SORTED_KEPT - 1)])
+            .collect(),
+        false => sorted,
     }
 }
 
@@ -250,6 +275,7 @@ impl SampleSink for Reducer {
         r.run_medians.retain(|(c, _), _| kept(*c as u32));
         r.units.retain(|c, _| kept(*c as u32));
         r.traces.retain(|c, _| kept(*c as u32));
+        r.steady_sorted.retain(|c, _| kept(*c as u32));
     }
 }
 
@@ -327,5 +353,19 @@ mod tests {
         assert_eq!(stored.units, reversed.units);
         assert_eq!(stored.run_medians, reversed.run_medians);
         assert_eq!(stored.windows, reversed.windows);
+    }
+
+    #[test]
+    fn steady_samples_are_kept_sorted_whole_or_as_evenly_spaced_order_statistics() {
+        let few = [3.0, 1.0, 2.0];
+        assert_eq!(sorted_kept(&few), vec![1.0, 2.0, 3.0]);
+        // 10,001 samples 0..=10000, shuffled by a stride: 1025 kept, the ends among them.
+        let many: Vec<f64> = (0..10_001u32)
+            .map(|i| f64::from(i * 7919 % 10_001))
+            .collect();
+        let kept = sorted_kept(&many);
+        assert_eq!(kept.len(), SORTED_KEPT);
+        assert_eq!((kept[0], kept[SORTED_KEPT - 1]), (0.0, 10_000.0));
+        assert!(kept.windows(2).all(|w| (w[1] - w[0] - 9.77).abs() < 1.0));
     }
 }

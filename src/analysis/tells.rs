@@ -27,8 +27,8 @@
 //! a fixed band against its reading is all there is.
 
 use super::bounds::{
-    against, against_baseline, band, by_kernel_records, idle_or_kernel, l2_turnover_ns, Baseline,
-    Spread, Tell, Test, MIN_SAMPLES,
+    against, against_baseline, band, by_kernel_records, idle_or_kernel, l2_turnover_ns, margin_ns,
+    why, Baseline, Spread, Tell, Test, FALSE_ALARM, MIN_SAMPLES,
 };
 use super::drift::{self, Drift};
 use super::firsts;
@@ -40,6 +40,7 @@ use crate::plan::Cell;
 use crate::protocol::{
     past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
 };
+use crate::statistics::rank_above_chance;
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +82,9 @@ pub struct Readings<'a> {
     /// The cell's headline reading, and its timed steady samples' statistics.
     pub reading_ns: Option<f64>,
     pub steady: Option<&'a Stats>,
+    /// The steady samples sorted, as `analysis::reduce` kept them (the pauses are ranked
+    /// among them).
+    pub steady_sorted: Option<&'a [f64]>,
     /// Whether an L2 flush came before each region (decoys and pauses then meet the same
     /// cache).
     pub flushed: bool,
@@ -103,7 +107,7 @@ impl<'a> Readings<'a> {
     /// The readings of `cell` on `device`, with what its method says of them.
     pub fn of(
         cell: &Cell,
-        (reading_ns, steady): (Option<f64>, Option<&'a Stats>),
+        (reading_ns, steady, steady_sorted): (Option<f64>, Option<&'a Stats>, Option<&'a [f64]>),
         (device, clock_moved_to): (Option<&DeviceInfo>, Option<f64>),
     ) -> Readings<'a> {
         let knobs = &cell.knobs;
@@ -113,6 +117,7 @@ impl<'a> Readings<'a> {
         Readings {
             reading_ns,
             steady,
+            steady_sorted,
             flushed,
             stage_allowance_ns: if flushed { Some(0.0) } else { hot },
             host_in_reading: knobs.queue.reading_holds_launch_time(knobs.timer),
@@ -265,6 +270,7 @@ fn pause_test(
         count: s.count as usize,
     };
     let test = against_baseline(Tell::Pause, pauses, baseline, (timed, None));
+    let test = test.map(|t| ranked_high(t, pauses, (s, r.steady_sorted), r.host_in_reading));
     // Where CUPTI read the pauses again, its records judge: they leave out the host's
     // launch, which events read after a pause. The staged regions' readings hold it too,
     // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
@@ -305,4 +311,44 @@ fn pause_test(
     let read_as = (r.host_in_reading, r.clock_moved_to.is_none());
     let test = test.map(|t| reproduced::as_the_samples(t, runs_read_again, read_as));
     test.map(|t| unread_by_cupti(t, r.host_in_reading))
+}
+
+/// A pause test whose medians found nothing, judged again by the pauses' ranks among the
+/// timed samples (`sorted`, of `steady`), each pause less the margin: suspect where readings
+/// alike lie so high with a chance of at most [`FALSE_ALARM`] (`rank_above_chance`). A
+/// kernel that spreads its timed launches wide on purpose widens the medians' bound, which
+/// the timed samples' spread sets, but not the ranks: a third adversary's row argmax that
+/// skipped 0-58% of its rows a launch (`quantile-smear`) and all of them after a pause put its
+/// 24 pauses at a mean rank of 0.77 among 1000 timed launches on an H200 (a chance of 4e-6),
+/// 35% faster than the honest argmax within the medians' bound. Where the reading holds the
+/// host's launch (events on an idle queue), which a pause slows whatever the kernel does, the
+/// medians and CUPTI's records judge alone: by events an honest LayerNorm's pauses lay so high
+/// with a chance of 2e-6.
+fn ranked_high(
+    mut test: Test,
+    pauses: &[f64],
+    (steady, sorted): (&Stats, Option<&[f64]>),
+    host_in_reading: bool,
+) -> Test {
+    let Some(sorted) = sorted.filter(|_| test.suspect.is_none() && !host_in_reading) else {
+        return test;
+    };
+    let margin = margin_ns(steady.median);
+    let less: Vec<f64> = (pauses.iter())
+        .filter(|p| p.is_finite())
+        .map(|p| p - margin)
+        .collect();
+    let chance = rank_above_chance(&less, sorted, steady.count as usize);
+    if chance <= FALSE_ALARM {
+        let below = |x: f64| sorted.partition_point(|&t| t < x) as f64 / sorted.len() as f64;
+        let mean_rank = less.iter().map(|&x| below(x)).sum::<f64>() / less.len() as f64;
+        test.suspect = Some(format!(
+            "suspect: {} pauses, each less the {:.3} µs margin, lie high among the {} timed launches (a mean share {mean_rank:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
+            less.len(),
+            margin / 1e3,
+            steady.count,
+            why(Tell::Pause),
+        ));
+    }
+    test
 }

@@ -42,6 +42,7 @@ fn judge(r: &CellRecord, flushed: bool) -> Judgement {
     let readings = Readings {
         reading_ns: Some(s.median),
         steady: Some(&s),
+        steady_sorted: None,
         flushed,
         stage_allowance_ns: Some(if flushed { 0.0 } else { 26e3 }),
         host_in_reading: false,

@@ -17,6 +17,7 @@ fn hot_cell<'a>(
     Readings {
         reading_ns: Some(s.median),
         steady: Some(s),
+        steady_sorted: None,
         flushed: false,
         stage_allowance_ns: Some(26e3),
         host_in_reading,
@@ -43,6 +44,7 @@ fn in_a_hot_cell_decoys_are_set_against_pauses_beyond_what_a_stages_l2_costs() {
         let readings = Readings {
             reading_ns: Some(s.median),
             steady: Some(s),
+            steady_sorted: None,
             flushed: false,
             stage_allowance_ns,
             host_in_reading: false,
@@ -109,6 +111,7 @@ fn pauses_slower_than_the_hosts_launch_can_make_them_say_so() {
     let readings = Readings {
         reading_ns: Some(s.median),
         steady: Some(&s),
+        steady_sorted: None,
         flushed: false,
         stage_allowance_ns: None,
         host_in_reading: true,
@@ -126,6 +129,7 @@ fn one_slow_decoy_is_not_the_stage_tests_group() {
         let readings = Readings {
             reading_ns: Some(s.median),
             steady: Some(s),
+            steady_sorted: None,
             flushed: true,
             stage_allowance_ns: Some(0.0),
             host_in_reading: false,

@@ -42,6 +42,7 @@ fn judge(rs: &[&CellRecord], s: &Stats, flushed: bool) -> Option<Judgement> {
     let r = Readings {
         reading_ns: Some(s.median),
         steady: Some(s),
+        steady_sorted: None,
         flushed,
         stage_allowance_ns: flushed.then_some(0.0),
         host_in_reading: false,
@@ -252,6 +253,7 @@ fn one_region_must_lie_beyond_the_farthest_timed_sample_too() {
     let readings = Readings {
         reading_ns: Some(25e3),
         steady: Some(&s),
+        steady_sorted: None,
         flushed: false,
         stage_allowance_ns: None,
         host_in_reading: true,
@@ -363,6 +365,7 @@ fn by_events_on_an_idle_queue(r: &CellRecord) -> Option<Judgement> {
     let readings = Readings {
         reading_ns: Some(s.median),
         steady: Some(&s),
+        steady_sorted: None,
         flushed: false,
         stage_allowance_ns: None,
         host_in_reading: true,
