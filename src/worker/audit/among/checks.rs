@@ -25,9 +25,8 @@ use std::ops::RangeInclusive;
 use std::time::Instant;
 
 /// Where a change to the timed launches' inputs was found: at a stage that drew over them, or
-/// after the samples.
-const BETWEEN: &str =
-    "between the timed launches (their inputs read back at every stage that drew and after them)";
+/// after the samples (each read them back).
+const BETWEEN: &str = "between the timed launches";
 
 impl Among {
     /// The audited region's inputs read back (a kernel that wrote one is named, before its
