@@ -5,8 +5,8 @@
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
 use super::common::{record, stale_or, Draw};
-use super::draw::InputDraws;
 use super::host::{check_on, inputs_unchanged, Staged};
+use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::timer::{busy_per_launch, Body, Timer};

@@ -31,7 +31,8 @@ mod spread;
 
 use super::by_cupti;
 use super::common::{spent, writes_an_input};
-use super::draw::{self, wait_ns, Draws, InputDraws};
+use super::draw::{self, wait_ns, Draws};
+use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
 use super::share::Share;
 use crate::experiment::knobs::cache::Cache;

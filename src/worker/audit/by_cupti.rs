@@ -6,7 +6,7 @@
 //! samples'); where those read slow too, stages that draw are read alike. The analysis
 //! judges those records (`analysis::bounds::by_kernel_records`, `idle_or_kernel`).
 
-use super::draw::InputDraws;
+use super::input_draws::InputDraws;
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::method::confirm;
 use crate::method::timer::busy_per_launch;

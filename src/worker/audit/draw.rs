@@ -14,17 +14,13 @@
 //! measured argument's salt holds the same data, and a verify pass finds the first element
 //! a launch changed without anything crossing the host link.
 //!
-//! [`InputDraws`] is a cell's set of them: what is drawn, what the kernel must leave as it
-//! is, and what no draw reaches.
+//! `input_draws::InputDraws` is a cell's set of them: what is drawn, what the kernel must
+//! leave as it is, and what no draw reaches.
 
-use super::common::{note, wrote_input};
-use crate::experiment::Kernel;
 use crate::experiment::{ArgValue, Dtype, Init, Memory};
 use crate::plan::audit_rounds::{STAGE_PER_DRAW, STAGE_SLACK_NS};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
-use crate::worker::failure::Failure;
-use crate::worker::inputs::HostInputs;
 use crate::worker::kernels::KernelKey;
 use crate::worker::session::Session;
 use cuda::{CudaError, DeviceBuffer, Dims, Event, Function, Launch, Param};
@@ -323,130 +319,6 @@ impl Draws {
     /// Stages whose draw outlasted the pause after it, so far.
     pub(super) fn late(&self) -> u64 {
         self.late.get()
-    }
-}
-
-/// A cell's inputs as the audit draws them on the GPU ([`draw`]): the draws of those it can
-/// draw, of those the kernel must leave as they are (verified on the GPU after a launch),
-/// and the inputs no draw reaches (constants, ranges, files, chases, pageable memory), read
-/// back against the timed data.
-pub(super) struct InputDraws {
-    inputs: Vec<usize>,
-    pub(super) draws: Draws,
-    unwritten: Draws,
-    kept: Vec<usize>,
-    /// Where every stage that draws first verifies the held data of the inputs no launch may
-    /// write, and the read-back after the samples too ([`InputDraws::held_change`]).
-    between: DeviceBuffer,
-}
-
-impl InputDraws {
-    /// The draws of `def`'s inputs in `buffers`. The draw kernel compiles once a process, as
-    /// the cell's own kernel does: the process's cost, not the audit's.
-    pub(super) fn of(
-        s: &mut Session,
-        cell: &Cell,
-        def: &Kernel,
-        buffers: &Buffers,
-    ) -> Result<Self, Failure> {
-        let kernel = s.kernels.function(KernelKey::AuditDraw, &mut s.timeline)?;
-        let args = &cell.launch.args;
-        let inputs: Vec<usize> = buffers.inputs().collect();
-        let input = |i: usize| inputs.contains(&i).then_some(i);
-        let draws = Draws::of(kernel.clone(), args, buffers, input)?;
-        let unwritten = Draws::of(kernel, args, buffers, |i| {
-            input(i).filter(|&i| !def.writes(i))
-        })?;
-        let kept = (inputs.iter().copied())
-            .filter(|i| !draws.args.contains(i))
-            .collect();
-        let between = DeviceBuffer::alloc(8 * unwritten.args.len().max(1))?;
-        between.fill(0xFF)?;
-        Ok(InputDraws {
-            inputs,
-            draws,
-            unwritten,
-            kept,
-            between,
-        })
-    }
-
-    /// A stage's work: where `seed` is drawn, the held data (`held`) of the inputs no launch
-    /// may write verified first, so that a kernel that marks an input between its timed
-    /// launches is found at every stage that draws, not only once after the samples, where
-    /// a kernel that counts its launches could have taken the mark away (the stage's wait
-    /// covers both: [`InputDraws::timed_stage_work`]).
-    pub(super) fn verify_then_draw(&self, held: u64, seed: u64) -> Result<(), CudaError> {
-        self.unwritten.verify_into(held, &self.between)?;
-        self.draws.write(seed)
-    }
-
-    /// What a stage's verify and draw take on the GPU, in ns: the draw's, timed after a
-    /// first (which pays what later ones do not), and the verify's.
-    pub(super) fn timed_stage_work(&self, held: u64) -> Result<(f64, f64), CudaError> {
-        self.draws.write(held)?;
-        let draw_ns = self.draws.timed_write(held)?;
-        Ok((draw_ns, self.unwritten.timed_verify(held, &self.between)?))
-    }
-
-    /// The first element of the inputs no launch may write that differed from the held data
-    /// at a stage that drew, or differs from `held` now, as (argument, element).
-    pub(super) fn held_change(&self, held: u64) -> Result<Option<(usize, u64)>, CudaError> {
-        self.unwritten.verify_into(held, &self.between)?;
-        self.unwritten.first_in(&self.between)
-    }
-
-    /// Whether the draws give new data wherever a new seed would: something is drawn, and
-    /// every input left is one no seed changes (a constant, a range, a file).
-    pub(super) fn draw_all_that_varies(&self, args: &[ArgValue]) -> bool {
-        let fixed = |i: &usize| {
-            matches!(
-                &args[*i],
-                ArgValue::Buffer {
-                    init: Init::Constant(_) | Init::Iota(..) | Init::Npy { .. },
-                    ..
-                }
-            )
-        };
-        !self.draws.is_empty() && self.kept.iter().all(fixed)
-    }
-
-    /// What a launch on the draws reads, for the record.
-    pub(super) fn note(&self, def: &Kernel) -> String {
-        note(def, &self.inputs, &self.draws.args, &self.kept)
-    }
-
-    /// The first element of the drawn inputs no launch may write that differs from the draw
-    /// of `seed`, as (argument, element); None where all equal.
-    pub(super) fn first_change(&self, seed: u64) -> Result<Option<(usize, u64)>, CudaError> {
-        self.unwritten.first_change(seed)
-    }
-
-    /// The launch left its inputs as they went in: the drawn ones as the draw of `seed`
-    /// (verified on the GPU), and, where `kept_too`, the others as `timed` (read back).
-    pub(super) fn unchanged(
-        &self,
-        (def, args): (&Kernel, &[ArgValue]),
-        buffers: &Buffers,
-        (seed, timed): (u64, &HostInputs),
-        kept_too: bool,
-    ) -> Result<(), Failure> {
-        if let Some((arg, element)) = self.first_change(seed)? {
-            return Err(wrote_input(def, arg, element as usize));
-        }
-        if kept_too {
-            for &i in &self.kept {
-                let host = timed[i].as_deref().unwrap_or_default();
-                if let Some(byte) = buffers.first_change(i, host)? {
-                    let size = match &args[i] {
-                        ArgValue::Buffer { dtype, .. } => dtype.size(),
-                        ArgValue::Scalar { .. } => 1,
-                    };
-                    return Err(wrote_input(def, i, byte / size));
-                }
-            }
-        }
-        Ok(())
     }
 }
 

@@ -1,4 +1,4 @@
-//! The weaker audit's data where the GPU cannot draw it ([`super::draw::InputDraws`]): drawn on the
+//! The weaker audit's data where the GPU cannot draw it ([`super::input_draws::InputDraws`]): drawn on the
 //! host with the audit's seed (the same for every variant at a point), kept on the device
 //! across a point's cells ([`Stash`]), copied in, checked against a reference on the host
 //! data and read back.

@@ -19,6 +19,7 @@ mod by_cupti;
 mod common;
 mod draw;
 mod host;
+mod input_draws;
 mod on_draw;
 mod share;
 
