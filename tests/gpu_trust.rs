@@ -936,39 +936,21 @@ fn a_long_batch_is_audited_in_shorter_regions_and_a_kernel_that_works_through_th
     }
 }
 
-#[test]
-#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
-fn a_kernel_that_marks_its_input_between_timed_launches_fails() {
-    // Right on data it has not seen (every audited region's), but on data it has seen it
-    // writes a mark into its input's last element: a stage that draws over the input takes
-    // the mark away, so a kernel could tell staged regions from pauses and timed launches.
-    // The audited regions' read-back sees no mark; the timed launches' data after the
-    // samples holds it.
+/// Runs `entry` of `cheat` (a kernel of `x` to `y` that marks `x`) beside the honest
+/// steady kernel, hot by CUPTI and by events: it fails for writing into its input between
+/// the timed launches, and the honest kernel is trusted.
+fn fails_for_marking_its_input(title: &str, entry: &str, cheat: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let source = spin_source(
-        dir.path(),
-        r#"__device__ float seen_first;
-extern "C" __global__ void marks(float *x, float *y, unsigned long long n) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    y[i] = spin(x[i]);
-    if (i == n - 1) {
-        bool seen = x[0] == seen_first;
-        seen_first = x[0];
-        if (seen) x[n - 1] = -1.0f;
-    }
-}
-"#,
-    );
+    let source = spin_source(dir.path(), cheat);
     let text = [
-        "[experiment]\ntitle = \"a marked input\"\n[sweep]\nn = [1048576]\n".to_string(),
-        steady_beside(&source, "uniform(0, 1)", ("marks", "marks")),
+        format!("[experiment]\ntitle = \"{title}\"\n[sweep]\nn = [1048576]\n"),
+        steady_beside(&source, "uniform(0, 1)", (entry, entry)),
         "[defaults]\nwarmup = 3\nsamples = 100\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
     ]
     .join("\n");
-    let (_out, _dir, records) = run_on_gpu("marked", &text);
+    let (_out, _dir, records) = run_on_gpu(entry, &text);
     for variant in ["hot", "hot-events"] {
-        let cheat = record(&records, &format!("marks/n=1048576/{variant}"));
+        let cheat = record(&records, &format!("{entry}/n=1048576/{variant}"));
         assert_eq!(cheat["status"], "failed", "{cheat}");
         let error = cheat["error"].as_str().unwrap_or_default();
         assert!(
@@ -983,14 +965,40 @@ extern "C" __global__ void marks(float *x, float *y, unsigned long long n) {
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_kernel_that_marks_its_input_between_timed_launches_fails() {
+    // Right on data it has not seen (every audited region's), but on data it has seen it
+    // writes a mark into its input's last element: a stage that draws over the input takes
+    // the mark away, so a kernel could tell staged regions from pauses and timed launches.
+    // The audited regions' read-back sees no mark; the stages that draw and the read-back
+    // after the samples find it.
+    fails_for_marking_its_input(
+        "a marked input",
+        "marks",
+        r#"__device__ float seen_first;
+extern "C" __global__ void marks(float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    y[i] = spin(x[i]);
+    if (i == n - 1) {
+        bool seen = x[0] == seen_first;
+        seen_first = x[0];
+        if (seen) x[n - 1] = -1.0f;
+    }
+}
+"#,
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
 fn a_kernel_that_takes_its_mark_away_before_the_samples_end_fails_at_a_stage() {
     // As above, but it counts its launches and, from its 75th on (of about 110: 3 warm-ups,
     // 100 samples, the check and the regions), puts the true value back and marks no more,
     // so the timed launches' data read back after the samples is as drawn. Every stage that
     // draws reads the held data back first: one among the first 70 samples finds the mark.
-    let dir = tempfile::tempdir().unwrap();
-    let source = spin_source(
-        dir.path(),
+    fails_for_marking_its_input(
+        "a mark taken away",
+        "unmarks",
         r#"__device__ float seen_first, kept;
 __device__ unsigned int launches, marked;
 extern "C" __global__ void unmarks(float *x, float *y, unsigned long long n) {
@@ -1014,21 +1022,4 @@ extern "C" __global__ void unmarks(float *x, float *y, unsigned long long n) {
 }
 "#,
     );
-    let text = [
-        "[experiment]\ntitle = \"a mark taken away\"\n[sweep]\nn = [1048576]\n".to_string(),
-        steady_beside(&source, "uniform(0, 1)", ("unmarks", "unmarks")),
-        "[defaults]\nwarmup = 3\nsamples = 100\n[[variant]]\nname = \"hot\"\ntimer = \"cupti\"\n[[variant]]\nname = \"hot-events\"\ntimer = \"events\"\n[report]\nfloor = false\n".into(),
-    ]
-    .join("\n");
-    let (_out, _dir, records) = run_on_gpu("unmarked", &text);
-    for variant in ["hot", "hot-events"] {
-        let cheat = record(&records, &format!("unmarks/n=1048576/{variant}"));
-        assert_eq!(cheat["status"], "failed", "{cheat}");
-        let error = cheat["error"].as_str().unwrap_or_default();
-        assert!(
-            error.contains("between the timed launches")
-                && error.contains("wrote into its input `x`"),
-            "{error}"
-        );
-    }
 }
