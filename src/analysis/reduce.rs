@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const TRACE_MIN_LAUNCHES: usize = 2000;
 /// At most this many of its launches are drawn (every k-th), to stay readable and small.
 pub const TRACE_POINTS: usize = 10_000;
-/// A cell's steady samples are kept sorted, all of them up to this many, else as many evenly
+/// A run's steady samples are kept sorted, all of them up to this many, else as many evenly
 /// spaced order statistics: what ranks a few readings among them (the pause test's,
 /// `analysis::tells`) to a share of 1/1024 or finer.
 pub const SORTED_KEPT: usize = 1025;
@@ -58,8 +58,18 @@ pub struct Reduced {
     pub run_medians: HashMap<(usize, u32), f64>,
     pub units: HashMap<usize, Units>,
     pub traces: HashMap<usize, Trace>,
-    /// Each cell's steady samples, sorted (see [`SORTED_KEPT`]).
-    pub steady_sorted: HashMap<usize, Vec<f64>>,
+    /// Each cell's steady samples, run by run, sorted (see [`SortedRun`]).
+    pub steady_sorted: HashMap<usize, Vec<SortedRun>>,
+}
+
+/// A run's steady samples sorted, all of them up to [`SORTED_KEPT`], else as many evenly
+/// spaced order statistics: what ranks a run's pauses among its own samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortedRun {
+    pub process: u32,
+    /// The run's steady samples, all of them.
+    pub count: usize,
+    pub sorted: Vec<f64>,
 }
 
 /// What the pass needs of a planned cell.
@@ -155,7 +165,7 @@ impl Reducer {
             if !first && !times.is_empty() {
                 self.reduced
                     .steady_sorted
-                    .insert(index, sorted_kept(&times));
+                    .insert(index, sorted_runs(&taken));
             }
             if !times.is_empty() {
                 self.rows.push(Row {
@@ -168,6 +178,21 @@ impl Reducer {
         }
         Ok(())
     }
+}
+
+/// Each run's steady samples sorted ([`sorted_kept`]), in the order of the runs.
+fn sorted_runs(taken: &[HeldRun]) -> Vec<SortedRun> {
+    let mut runs: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for t in taken.iter().filter(|t| !t.first) {
+        runs.entry(t.process).or_default().extend(&t.time_ns);
+    }
+    (runs.into_iter())
+        .map(|(process, times)| SortedRun {
+            process,
+            count: times.len(),
+            sorted: sorted_kept(&times),
+        })
+        .collect()
 }
 
 /// `times` sorted: all of them, or [`SORTED_KEPT`] evenly spaced order statistics (the

@@ -32,6 +32,7 @@ use super::bounds::{
 };
 use super::drift::{self, Drift};
 use super::firsts;
+use super::reduce::SortedRun;
 use super::reproduced::{self, RunReadAgain};
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
@@ -40,7 +41,7 @@ use crate::plan::Cell;
 use crate::protocol::{
     past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
 };
-use crate::statistics::rank_above_chance;
+use crate::statistics::{lower_median, rank_above_chance, Ranked};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,9 +83,9 @@ pub struct Readings<'a> {
     /// The cell's headline reading, and its timed steady samples' statistics.
     pub reading_ns: Option<f64>,
     pub steady: Option<&'a Stats>,
-    /// The steady samples sorted, as `analysis::reduce` kept them (the pauses are ranked
-    /// among them).
-    pub steady_sorted: Option<&'a [f64]>,
+    /// The steady samples run by run, sorted, as `analysis::reduce` kept them (each run's
+    /// pauses are ranked among its own).
+    pub steady_sorted: Option<&'a [SortedRun]>,
     /// Whether an L2 flush came before each region (decoys and pauses then meet the same
     /// cache).
     pub flushed: bool,
@@ -107,7 +108,11 @@ impl<'a> Readings<'a> {
     /// The readings of `cell` on `device`, with what its method says of them.
     pub fn of(
         cell: &Cell,
-        (reading_ns, steady, steady_sorted): (Option<f64>, Option<&'a Stats>, Option<&'a [f64]>),
+        (reading_ns, steady, steady_sorted): (
+            Option<f64>,
+            Option<&'a Stats>,
+            Option<&'a [SortedRun]>,
+        ),
         (device, clock_moved_to): (Option<&DeviceInfo>, Option<f64>),
     ) -> Readings<'a> {
         let knobs = &cell.knobs;
@@ -193,12 +198,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     // Every region whose stage drew: audited regions and decoys alike meet what it left.
     let staged = [&audited[..], &decoys[..]].concat();
     if let (Some(s), false) = (steady, pauses.is_empty()) {
-        tests.extend(pause_test(
+        let test = pause_test(
             (&pauses, &staged),
             (s, timed),
             (&kernel_records, pauses_staged, &runs_read_again),
             r,
-        ));
+        );
+        tests.extend(test.map(|t| ranked_high(t, (records, &staged), s, r)));
     }
     if let (Some(allowance_ns), false, false) =
         (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
@@ -270,7 +276,6 @@ fn pause_test(
         count: s.count as usize,
     };
     let test = against_baseline(Tell::Pause, pauses, baseline, (timed, None));
-    let test = test.map(|t| ranked_high(t, pauses, (s, r.steady_sorted), r.host_in_reading));
     // Where CUPTI read the pauses again, its records judge: they leave out the host's
     // launch, which events read after a pause. The staged regions' readings hold it too,
     // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
@@ -313,38 +318,69 @@ fn pause_test(
     test.map(|t| unread_by_cupti(t, r.host_in_reading))
 }
 
-/// A pause test whose medians found nothing, judged again by the pauses' ranks among the
-/// timed samples (`sorted`, of `steady`), each pause less the margin: suspect where readings
-/// alike lie so high with a chance of at most [`FALSE_ALARM`] (`rank_above_chance`). A
-/// kernel that spreads its timed launches wide on purpose widens the medians' bound, which
-/// the timed samples' spread sets, but not the ranks: a third adversary's row argmax that
-/// skipped 0-58% of its rows a launch (`quantile-smear`) and all of them after a pause put its
-/// 24 pauses at a mean rank of 0.77 among 1000 timed launches on an H200 (a chance of 4e-6),
-/// 35% faster than the honest argmax within the medians' bound. Where the reading holds the
-/// host's launch (events on an idle queue), which a pause slows whatever the kernel does, the
-/// medians and CUPTI's records judge alone: by events an honest LayerNorm's pauses lay so high
-/// with a chance of 2e-6.
+/// A pause test that found nothing, its pauses and staged regions both over the timed median
+/// by more than the margin (as a kernel's that does all its work after any long gap are; an
+/// honest one slowed by a GPU gone idle is slow after a pause only), judged again by the
+/// pauses' ranks, each less the margin, among its own run's timed samples (`records`, runs
+/// of the cell; the samples as `analysis::reduce` kept them): suspect where readings alike
+/// lie so high with a chance of at most [`FALSE_ALARM`] (`rank_above_chance`, stratified over
+/// the runs: a run slower than the others holds its own pauses). A kernel that spreads its
+/// timed launches wide on purpose widens the medians' bound, which the timed samples' spread
+/// sets, but not the ranks: a third adversary's row argmax that skipped 0-58% of its rows a
+/// launch (`quantile-smear`) and none after a pause put its 24 pauses at a mean share of 0.77
+/// of 1000 timed launches below them on an H200 (a chance of 4e-6), 35% faster than the
+/// honest argmax within the medians' bound. Not where the reading holds the host's launch
+/// (events on an idle queue), which a pause slows whatever the kernel does (by events an
+/// honest LayerNorm's pauses lay so high with a chance of 2e-6), nor where the clock moved.
 fn ranked_high(
     mut test: Test,
-    pauses: &[f64],
-    (steady, sorted): (&Stats, Option<&[f64]>),
-    host_in_reading: bool,
+    (records, staged): (&[&CellRecord], &[f64]),
+    steady: &Stats,
+    r: &Readings,
 ) -> Test {
-    let Some(sorted) = sorted.filter(|_| test.suspect.is_none() && !host_in_reading) else {
+    let quiet = test.suspect.is_none() && !test.idle && r.clock_moved_to.is_none();
+    let Some(runs) = r.steady_sorted.filter(|_| quiet && !r.host_in_reading) else {
         return test;
     };
     let margin = margin_ns(steady.median);
-    let less: Vec<f64> = (pauses.iter())
-        .filter(|p| p.is_finite())
-        .map(|p| p - margin)
+    let less = |of: &[f64]| -> Vec<f64> {
+        (of.iter())
+            .filter(|p| p.is_finite())
+            .map(|p| p - margin)
+            .collect()
+    };
+    let pauses: Vec<(u32, Vec<f64>)> = (records.iter())
+        .filter_map(|c| {
+            Some((
+                c.process,
+                less(&c.audit.as_ref()?.among.as_ref()?.pauses_ns),
+            ))
+        })
         .collect();
-    let chance = rank_above_chance(&less, sorted, steady.count as usize);
+    let all: Vec<f64> = pauses.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+    let over = |of: &[f64]| lower_median(of).is_some_and(|m| m > steady.median);
+    if !over(&all) || !over(&less(staged)) {
+        return test;
+    }
+    let groups: Vec<Ranked> = (pauses.iter())
+        .filter_map(|(process, above)| {
+            let run = runs.iter().find(|s| s.process == *process)?;
+            Some(Ranked {
+                above,
+                sorted: &run.sorted,
+                count: run.count,
+            })
+        })
+        .collect();
+    let chance = rank_above_chance(&groups);
     if chance <= FALSE_ALARM {
-        let below = |x: f64| sorted.partition_point(|&t| t < x) as f64 / sorted.len() as f64;
-        let mean_rank = less.iter().map(|&x| below(x)).sum::<f64>() / less.len() as f64;
+        let shares = groups
+            .iter()
+            .flat_map(|g| g.above.iter().map(|&x| g.share_below(x)));
+        let ranked: usize = groups.iter().map(|g| g.above.len()).sum();
+        let mean_share = shares.sum::<f64>() / ranked as f64;
         test.suspect = Some(format!(
-            "suspect: {} pauses, each less the {:.3} µs margin, lie high among the {} timed launches (a mean share {mean_rank:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
-            less.len(),
+            "suspect: {ranked} pauses, each less the {:.3} µs margin, lie high among their runs' {} timed launches (a mean share {mean_share:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
             margin / 1e3,
             steady.count,
             why(Tell::Pause),

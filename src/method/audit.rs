@@ -281,10 +281,10 @@ impl Schedule {
     }
 
     /// Once a run, where its timed samples spread wide (`confirm::spread_wide`) before steady
-    /// sample `after`: `pairs` more audited regions and as many decoys, and `pauses` more
-    /// pauses, each where [`again`] places it, in a drawn order (so that a round without room
-    /// for all cuts every kind alike), and the round's regions planned kept whatever they
-    /// cost, so that the added ones crowd none out.
+    /// sample `after`: `pairs` more audited regions and as many decoys, then `pauses` more
+    /// pauses, each where [`again`] places it (a round without room for all keeps the pairs,
+    /// which the data test's bound was sized for), and the round's regions planned kept
+    /// whatever they cost, so that the added ones crowd none out.
     ///
     /// [`again`]: Schedule::again
     pub fn widen(&mut self, after: usize, (pairs, pauses): (usize, usize)) {
@@ -296,7 +296,6 @@ impl Schedule {
         }
         let mut kinds = [Region::Audit, Region::Decoy].repeat(pairs);
         kinds.extend(std::iter::repeat_n(Region::Pause, pauses));
-        kinds.shuffle(&mut self.rng);
         for kind in kinds {
             self.again(kind, after);
         }

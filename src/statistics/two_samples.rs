@@ -76,27 +76,46 @@ pub fn two_sample_ks(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
     Some((d, if d == 0.0 { 1.0 } else { p }))
 }
 
-/// The one-sided chance, by the Mann-Whitney U test, that `above` lies as high as it does
-/// among a group of `count` readings of one distribution with it, the group held as
-/// `sorted` (all of it in ascending order, or evenly spaced order statistics of it): each of
-/// `above` ranked by the share of the group below it (ties counting half), their sum set
-/// against half the group each by the normal approximation with a continuity correction.
-/// For a few readings at the group's top the normal's tail overstates the chance (three
-/// above all of 200 reach z = 2.97 at most, exactly a chance of 7e-7): it errs towards no
-/// finding. 1 where either side is empty.
-pub fn rank_above_chance(above: &[f64], sorted: &[f64], count: usize) -> f64 {
-    let (k, m) = (above.len() as f64, count as f64);
-    if above.is_empty() || sorted.is_empty() || count == 0 {
+/// A group of readings ranked among a group of `count` others of one distribution with it,
+/// those held as `sorted` (all of them in ascending order, or evenly spaced order statistics
+/// of them).
+pub struct Ranked<'a> {
+    pub above: &'a [f64],
+    pub sorted: &'a [f64],
+    pub count: usize,
+}
+
+impl Ranked<'_> {
+    /// The share of the others below `x`, ties counting half.
+    pub fn share_below(&self, x: f64) -> f64 {
+        let below = self.sorted.partition_point(|&t| t < x);
+        let equal = self.sorted[below..].partition_point(|&t| t <= x);
+        (below as f64 + equal as f64 / 2.0) / self.sorted.len().max(1) as f64
+    }
+}
+
+/// The one-sided chance, by the Mann-Whitney U test stratified over `groups` (each group's
+/// readings ranked among its own others only, their U statistics summed), that the readings
+/// lie as high as they do among the others: each reading ranked by the share of its others
+/// below it (ties counting half), the sum set against its mean by the normal approximation
+/// with a continuity correction. For a few readings at the top the normal's tail overstates
+/// the chance (three above all of 200 reach z = 2.97 at most, exactly a chance of 7e-7): it
+/// errs towards no finding. 1 where there is nothing to rank.
+pub fn rank_above_chance(groups: &[Ranked]) -> f64 {
+    let groups: Vec<&Ranked> = (groups.iter())
+        .filter(|g| !g.above.is_empty() && !g.sorted.is_empty() && g.count > 0)
+        .collect();
+    let (mut u, mut mean, mut variance) = (0.0, 0.0, 0.0);
+    for g in &groups {
+        let (k, m) = (g.above.len() as f64, g.count as f64);
+        u += g.above.iter().map(|&x| g.share_below(x) * m).sum::<f64>();
+        mean += k * m / 2.0;
+        variance += k * m * (k + m + 1.0) / 12.0;
+    }
+    if variance <= 0.0 {
         return 1.0;
     }
-    let share_below = |x: f64| {
-        let below = sorted.partition_point(|&t| t < x);
-        let equal = sorted[below..].partition_point(|&t| t <= x);
-        (below as f64 + equal as f64 / 2.0) / sorted.len() as f64
-    };
-    let u: f64 = above.iter().map(|&x| share_below(x) * m).sum();
-    let sd = (k * m * (k + m + 1.0) / 12.0).sqrt();
-    let z = (u - k * m / 2.0 - 0.5) / sd;
+    let z = (u - mean - 0.5) / variance.sqrt();
     match z > 0.0 {
         true => two_sided_tail(z) / 2.0,
         false => 1.0,
@@ -128,25 +147,68 @@ mod tests {
     #[test]
     fn readings_above_their_group_are_unlikely_and_readings_among_it_are_not() {
         let group: Vec<f64> = (0..200).map(f64::from).collect();
+        let chance = |above: &[f64], sorted: &[f64], count| {
+            rank_above_chance(&[Ranked {
+                above,
+                sorted,
+                count,
+            }])
+        };
         // Six at the group's top 10%, six spread through it, none.
         let top = [185.0, 188.0, 190.0, 193.0, 196.0, 199.0];
         let among = [10.0, 50.0, 90.0, 110.0, 150.0, 190.0];
-        assert!(rank_above_chance(&top, &group, 200) < 1e-3);
-        assert!(rank_above_chance(&among, &group, 200) > 0.3);
-        assert_eq!(rank_above_chance(&[], &group, 200), 1.0);
+        assert!(chance(&top, &group, 200) < 1e-3);
+        assert!(chance(&among, &group, 200) > 0.3);
+        assert_eq!(chance(&[], &group, 200), 1.0);
         // Below the group: no finding.
-        assert_eq!(rank_above_chance(&[-5.0, -3.0, -1.0], &group, 200), 1.0);
+        assert_eq!(chance(&[-5.0, -3.0, -1.0], &group, 200), 1.0);
         // Evenly spaced order statistics of a group stand for it: every other value of a
         // group of 400 gives the chance the whole group gives.
         let big: Vec<f64> = (0..400).map(|i| f64::from(i) / 2.0).collect();
         let every_other: Vec<f64> = big.iter().step_by(2).copied().collect();
-        let (whole, sketch) = (
-            rank_above_chance(&among, &big, 400),
-            rank_above_chance(&among, &every_other, 400),
-        );
+        let (whole, sketch) = (chance(&among, &big, 400), chance(&among, &every_other, 400));
         assert!((whole - sketch).abs() < 0.02, "{whole} {sketch}");
         // Ties count half: readings equal to every one of the group lie in its middle.
-        assert!(rank_above_chance(&[5.0; 6], &[5.0; 200], 200) > 0.4);
+        assert!(chance(&[5.0; 6], &[5.0; 200], 200) > 0.4);
+    }
+
+    #[test]
+    fn each_group_is_ranked_among_its_own_others() {
+        // Two runs a tenth apart: a run's readings at its own median say nothing, though
+        // pooled with the faster run's samples they would all lie in the upper half.
+        let fast: Vec<f64> = (0..200).map(|i| 100.0 + f64::from(i) / 100.0).collect();
+        let slow: Vec<f64> = fast.iter().map(|t| t * 1.1).collect();
+        let at_median: Vec<f64> = slow[90..110].to_vec();
+        let own = Ranked {
+            above: &at_median,
+            sorted: &slow,
+            count: 200,
+        };
+        assert!(rank_above_chance(&[own]) > 0.3);
+        let mut pooled: Vec<f64> = [fast.clone(), slow.clone()].concat();
+        pooled.sort_by(f64::total_cmp);
+        let across = Ranked {
+            above: &at_median,
+            sorted: &pooled,
+            count: 400,
+        };
+        assert!(rank_above_chance(&[across]) < 1e-3);
+        // Two groups high in their own runs add up.
+        let high_fast = [fast[190], fast[185], fast[195]];
+        let high_slow = [slow[190], slow[185], slow[195]];
+        let both = [
+            Ranked {
+                above: &high_fast,
+                sorted: &fast,
+                count: 200,
+            },
+            Ranked {
+                above: &high_slow,
+                sorted: &slow,
+                count: 200,
+            },
+        ];
+        assert!(rank_above_chance(&both) < 1e-3);
     }
 
     #[test]

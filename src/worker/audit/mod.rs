@@ -108,6 +108,8 @@ impl Auditor {
             Auditor::Among(mut among) => {
                 among.split_by_cupti(s, ready, armed, rec)?;
                 among.alone_if_split(s, ready, armed, rec)?;
+                // Last: what every stage that drew found of the held inputs, and them now.
+                among.held_unchanged(s, ready.kernel()?)?;
                 rec.audit = Some(among.finish(s, ready.cell, &rec.samples_ns)?);
                 Ok(())
             }

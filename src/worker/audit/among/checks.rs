@@ -54,9 +54,9 @@ impl Among {
         Ok(account)
     }
 
-    /// After the samples, before a region after them draws over it: the data the timed
-    /// launches read since the last audited region, still as drawn, and so it was at every
-    /// stage that drew among them (each verified it first: `InputDraws::verify_then_draw`).
+    /// At the run's end, after the samples and the regions after them: the data the launches
+    /// read since the last audited region, still as drawn, and so it was at every stage that
+    /// drew before (each verified it first: `InputDraws::verify_then_draw`).
     /// A kernel that marks an input (a bit it flips, and reads back at its next launch)
     /// finds its mark gone after each stage that drew, and so tells staged regions from
     /// pauses and timed launches; an audited region's read-back sees only a launch on data
@@ -69,7 +69,6 @@ impl Among {
         def: &Kernel,
     ) -> Result<(), Failure> {
         let start = Instant::now();
-        s.timeline.mark("steady samples");
         let change = (self.inputs.held_change(self.held))
             .map_err(during("audit: the timed launches' inputs read back"))?;
         s.timeline
