@@ -207,11 +207,15 @@ impl Draws {
         self.enqueue(seed, None)
     }
 
-    /// How long the draw of `seed` takes on the GPU, in ns (it is written, and done).
-    pub(super) fn timed_write(&self, seed: u64) -> Result<f64, CudaError> {
+    /// How long `work` (a write or a verify of this table's draws) takes on the GPU, in ns
+    /// (it is enqueued, and done).
+    pub(super) fn timed(
+        &self,
+        work: impl FnOnce(&Draws) -> Result<(), CudaError>,
+    ) -> Result<f64, CudaError> {
         let start = Event::new()?;
         start.record()?;
-        self.write(seed)?;
+        work(self)?;
         self.done.record()?;
         self.done.synchronize()?;
         Ok(f64::from(self.done.elapsed_ms_since(&start)?) * 1e6)
@@ -303,17 +307,6 @@ impl Draws {
         Ok((found.chunks_exact(8).zip(&self.args))
             .map(|(b, &arg)| (arg, u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
             .find(|&(_, at)| at != u64::MAX))
-    }
-
-    /// How long a verify against the draw of `seed` takes on the GPU, in ns, lowering into
-    /// `lowest`.
-    pub(super) fn timed_verify(&self, seed: u64, lowest: &DeviceBuffer) -> Result<f64, CudaError> {
-        let start = Event::new()?;
-        start.record()?;
-        self.verify_into(seed, lowest)?;
-        self.done.record()?;
-        self.done.synchronize()?;
-        Ok(f64::from(self.done.elapsed_ms_since(&start)?) * 1e6)
     }
 
     /// Stages whose draw outlasted the pause after it, so far.

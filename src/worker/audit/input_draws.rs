@@ -75,9 +75,10 @@ impl InputDraws {
     /// draw in 80 µs, `benches/audit-kernels`).
     pub(super) fn timed_stage_work(&self, held: u64) -> Result<(f64, f64), CudaError> {
         self.draws.write(held)?;
-        let draw_ns = self.draws.timed_write(held)?;
-        self.unwritten.verify_into(held, &self.between)?;
-        Ok((draw_ns, self.unwritten.timed_verify(held, &self.between)?))
+        let draw_ns = self.draws.timed(|d| d.write(held))?;
+        let verify = |d: &Draws| d.verify_into(held, &self.between);
+        verify(&self.unwritten)?;
+        Ok((draw_ns, self.unwritten.timed(verify)?))
     }
 
     /// The first element of the inputs no launch may write that differed from the held data
