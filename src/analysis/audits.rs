@@ -362,7 +362,7 @@ mod tests {
         let why = j.suspect.clone().unwrap();
         assert!(why.contains("first launches"), "{why}");
         // Its limit is the first launches', not twenty times a region's.
-        assert!(j.detection_limit < 0.05, "{}", j.detection_limit);
+        assert!(j.detection_limit < 0.1, "{}", j.detection_limit);
         // Without them, twenty times.
         let mut r2 = r.clone();
         r2.audit.as_mut().unwrap().among.as_mut().unwrap().firsts = None;

@@ -335,6 +335,26 @@ pub(super) fn limit(shift_ns: f64, baseline_ns: f64) -> f64 {
     shift_ns / (baseline_ns + shift_ns)
 }
 
+/// A data test's limit as a share of the work where a kernel that tells only new data is
+/// timed (`as_timed_ns`: its pauses' median, which such a kernel reads as its timed launches,
+/// or the timed median where no pause ran). The test takes the decoys as the work a kernel
+/// skips down to, but a stage can slow a cache's hits in the decoys more than its misses in
+/// the audited regions (lines it pushed out of L2): a third adversary's 4-slot cache read its
+/// decoys 14.34 µs after their stage on an H200, its pauses 11.49 µs and its timed launches
+/// 11.07 µs, its audited regions 0.6 µs over the honest kernel's 16.6 µs, and passed 33.2%
+/// faster than it, against a limit of 27.9% by the decoys. An audited region no faster than
+/// the work as timed is caught where that work exceeds the decoys' median and the shift the
+/// test needs, so the limit is the share of that the work as timed leaves out; never below
+/// the test's own. Not the timed median where pauses ran: a kernel that works after any
+/// pause reads its decoys as its pauses, and its own tell would raise the data test's limit.
+pub(super) fn share_where_timed(mut test: Test, as_timed_ns: f64) -> Test {
+    let caught_from_ns = test.baseline_ns / (1.0 - test.limit);
+    if as_timed_ns.is_finite() && caught_from_ns.is_finite() && caught_from_ns > 0.0 {
+        test.limit = test.limit.max(1.0 - as_timed_ns / caught_from_ns);
+    }
+    test
+}
+
 /// A pause test's finding set against the regions whose stage drew (`staged`), which follow
 /// the same pause with the GPU busy drawing: a kernel that does all its work after a pause
 /// does it there too, while an honest one that meets a GPU gone idle does not (a 148 µs

@@ -4,8 +4,8 @@
 //! times smaller, but its first launch by all of it.
 
 use super::bounds::{
-    against, against_baseline, idle_or_kernel, limit, margin_ns, shortfall_ns, why, Baseline,
-    Spread, Tell, Test, MIN_SAMPLES, Z_FALSE_ALARM,
+    against, against_baseline, idle_or_kernel, limit, margin_ns, share_where_timed, shortfall_ns,
+    why, Baseline, Spread, Tell, Test, MIN_SAMPLES, Z_FALSE_ALARM,
 };
 use super::drift::{self, Drift};
 use super::stats::Stats;
@@ -60,7 +60,9 @@ pub(super) fn first_launches(
         let spread = timed
             .with_decoys(&decoys)
             .with_stage_noise(&decoys, &pauses, 1);
-        tests.extend(against(Tell::FirstData, &audited, &decoys, spread));
+        let test = against(Tell::FirstData, &audited, &decoys, spread);
+        let as_timed = crate::statistics::median(pauses.clone()).unwrap_or(median);
+        tests.extend(test.map(|t| share_where_timed(t, as_timed)));
     }
     let staged = [&audited[..], &decoys[..]].concat();
     if !pauses.is_empty() {

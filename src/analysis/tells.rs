@@ -28,7 +28,7 @@
 
 use super::bounds::{
     against, against_baseline, band, by_kernel_records, idle_or_kernel, l2_turnover_ns, margin_ns,
-    why, Baseline, Spread, Tell, Test, FALSE_ALARM, MIN_SAMPLES,
+    share_where_timed, why, Baseline, Spread, Tell, Test, FALSE_ALARM, MIN_SAMPLES,
 };
 use super::drift::{self, Drift};
 use super::firsts;
@@ -41,7 +41,7 @@ use crate::plan::Cell;
 use crate::protocol::{
     past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
 };
-use crate::statistics::{lower_median, rank_above_chance, Ranked};
+use crate::statistics::{lower_median, median, rank_above_chance, Ranked};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,7 +193,9 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     if !audited.is_empty() && !decoys.is_empty() {
         let launches = audit_launches(&among, r.per_region);
         let spread = with_decoys.with_stage_noise(&decoys, &pauses, launches);
-        tests.extend(against(Tell::Data, &audited, &decoys, spread));
+        let test = against(Tell::Data, &audited, &decoys, spread);
+        let as_timed = median(pauses.clone()).or(steady.map(|s| s.median));
+        tests.extend(test.map(|t| share_where_timed(t, as_timed.unwrap_or(f64::NAN))));
     }
     // Every region whose stage drew: audited regions and decoys alike meet what it left.
     let staged = [&audited[..], &decoys[..]].concat();

@@ -139,3 +139,31 @@ fn audited_regions_and_decoys_are_judged_by_what_a_stage_adds_to_both() {
         .suspect
         .is_some());
 }
+
+/// A 4-slot cache whose hits a stage slowed (decoys 14.34 µs against pauses of 11.49 µs;
+/// H200, `trust-adversary-3` at 9a8039d) passed 33.2% faster than the honest kernel: its data
+/// test's limit is a share of the work as a kernel that tells only new data is timed, so it
+/// states no less.
+#[test]
+fn a_data_tests_limit_is_a_share_of_the_work_where_the_kernel_is_timed() {
+    let spread = Spread {
+        sigma: 400.0,
+        tail: 0.05,
+        single: true,
+        allowance_ns: 0.0,
+    };
+    let test = against(Tell::Data, &[17_240.0], &[14_340.0], spread).unwrap();
+    let by_decoys = test.limit;
+    let caught_from = 14_340.0 / (1.0 - by_decoys);
+    let as_timed = share_where_timed(test.clone(), 11_490.0);
+    assert!((as_timed.limit - (1.0 - 11_490.0 / caught_from)).abs() < 1e-12);
+    assert!(
+        as_timed.limit > 0.332 && as_timed.limit > by_decoys + 0.1,
+        "{as_timed:?}"
+    );
+    // Decoys as slow as the pauses (a kernel that works after any pause), or faster: the
+    // test's own limit stands.
+    assert_eq!(share_where_timed(test.clone(), 14_340.0).limit, by_decoys);
+    assert_eq!(share_where_timed(test.clone(), 15_000.0).limit, by_decoys);
+    assert_eq!(share_where_timed(test, f64::NAN).limit, by_decoys);
+}
