@@ -195,7 +195,8 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         let spread = with_decoys.with_stage_noise(&decoys, &pauses, launches);
         let test = against(Tell::Data, &audited, &decoys, spread);
         let as_timed = median(pauses.clone()).or(steady.map(|s| s.median));
-        tests.extend(test.map(|t| share_where_timed(t, as_timed.unwrap_or(f64::NAN))));
+        let test = test.map(|t| share_where_timed(t, as_timed.unwrap_or(f64::NAN)));
+        tests.extend(test.map(|t| audited_ranked_high(t, records, r)));
     }
     // Every region whose stage drew: audited regions and decoys alike meet what it left.
     let staged = [&audited[..], &decoys[..]].concat();
@@ -386,6 +387,61 @@ fn ranked_high(
             margin / 1e3,
             steady.count,
             why(Tell::Pause),
+        ));
+    }
+    test
+}
+
+/// A data test that found nothing, its audited regions' lower median over the decoys' median
+/// by more than the margin, judged again by the audited regions' ranks, each less the margin,
+/// among their own run's decoys (both follow a stage that draws and the same pause, so for an
+/// honest kernel they are alike, whatever the timer): suspect where readings alike lie so high
+/// with a chance of at most [`FALSE_ALARM`] (`rank_above_chance`, stratified over the runs). A
+/// kernel that skips a share drawn anew each launch, but none on new data, spreads its timed
+/// launches and its decoys wide, which widens the medians' bound, not the ranks: a fourth
+/// adversary's n-body (`region-smear`, skipping 0-50% of its bodies) read its 6 audited regions
+/// at 60.6 µs, its decoys at 49.7 µs, on an H200, within a bound of 21.0 µs; its audited
+/// regions lay over all six decoys in each run. Where the samples spread wide the round runs
+/// [`crate::protocol::SPREAD_DECOYS`] more decoys, so that a few audited regions over all of
+/// them are evidence (six over six can reach a chance of 2.5e-3 at most; over eighteen, 1.8e-4).
+/// Not where the clock moved (the readings are then scaled).
+fn audited_ranked_high(mut test: Test, records: &[&CellRecord], r: &Readings) -> Test {
+    let margin = margin_ns(test.baseline_ns);
+    let quiet = test.suspect.is_none() && r.clock_moved_to.is_none();
+    if !quiet || test.median_ns - margin <= test.baseline_ns {
+        return test;
+    }
+    let finite =
+        |of: &[f64]| -> Vec<f64> { of.iter().copied().filter(|x| x.is_finite()).collect() };
+    let runs: Vec<(Vec<f64>, Vec<f64>)> = (records.iter())
+        .filter_map(|c| c.audit.as_ref()?.among.as_ref())
+        .map(|m| {
+            let audited = finite(&m.readings_ns).iter().map(|x| x - margin).collect();
+            let mut decoys = finite(&m.decoys_ns);
+            decoys.sort_by(f64::total_cmp);
+            (audited, decoys)
+        })
+        .collect();
+    let groups: Vec<Ranked> = (runs.iter())
+        .map(|(audited, decoys)| Ranked {
+            above: audited,
+            sorted: decoys,
+            count: decoys.len(),
+        })
+        .collect();
+    let chance = rank_above_chance(&groups);
+    if chance <= FALSE_ALARM {
+        let ranked: Vec<&Ranked> = groups.iter().filter(|g| g.count > 0).collect();
+        let count: usize = ranked.iter().map(|g| g.above.len()).sum();
+        let decoys: usize = ranked.iter().map(|g| g.count).sum();
+        let shares = ranked
+            .iter()
+            .flat_map(|g| g.above.iter().map(|&x| g.share_below(x)));
+        let mean_share = shares.sum::<f64>() / count.max(1) as f64;
+        test.suspect = Some(format!(
+            "suspect: {count} audited regions, each less the {:.3} µs margin, lie high among their runs' {decoys} decoys (a mean share {mean_share:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
+            margin / 1e3,
+            why(Tell::Data),
         ));
     }
     test

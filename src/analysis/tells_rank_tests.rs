@@ -121,3 +121,80 @@ fn each_runs_pauses_are_ranked_among_its_own_samples() {
     let pause = j.test(Tell::Pause).unwrap();
     assert!(pause.suspect.is_none(), "{pause:?}");
 }
+
+/// As `region-smear` of the fourth adversary on an H200: an n-body that skips a share drawn
+/// anew each launch, 0-50% of its bodies, but none on new data: timed launches and decoys
+/// spread flat from 35 to 60 µs, audited regions at all its work, 60.6 µs.
+fn smeared_decoys(count: usize) -> Vec<f64> {
+    (0..count)
+        .map(|i| 35e3 + 24e3 * i as f64 / (count - 1) as f64)
+        .collect()
+}
+
+fn smeared_timed() -> Stats {
+    Stats {
+        count: 200,
+        median: 48e3,
+        iqr: 12e3,
+        max: 60e3,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn audited_regions_high_among_decoys_spread_wide_on_purpose_are_suspect_by_their_ranks() {
+    let audited = vec![60.6e3, 60.4e3, 60.8e3, 60.5e3, 60.7e3, 60.6e3];
+    let pauses = smeared_decoys(24);
+    let s = smeared_timed();
+    // Over six decoys the ranks cannot reach a chance of a thousandth; over eighteen they do.
+    let six = run(audited.clone(), smeared_decoys(6), pauses.clone());
+    let j = judge(&six, &s, None, false);
+    assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
+    let eighteen = run(audited.clone(), smeared_decoys(18), pauses.clone());
+    let data = judge(&eighteen, &s, None, false);
+    let why = data.test(Tell::Data).unwrap().suspect.clone().unwrap();
+    assert!(
+        why.contains("6 audited regions") && why.contains("18 decoys"),
+        "{why}"
+    );
+    // Whatever the timer: both follow a stage and the same pause.
+    let host = judge(&eighteen, &s, None, true);
+    assert!(host.test(Tell::Data).unwrap().suspect.is_some());
+    // Where the clock moved, the readings are scaled and not ranked.
+    let readings = Readings {
+        reading_ns: Some(s.median),
+        steady: Some(&s),
+        steady_sorted: None,
+        flushed: false,
+        stage_allowance_ns: Some(30e3),
+        host_in_reading: false,
+        per_region: 1,
+        clock_moved_to: Some(0.97),
+    };
+    let moved = judged(&[&eighteen], &readings).unwrap();
+    let data = moved.test(Tell::Data).unwrap();
+    assert!(data.suspect.is_none() || !data.suspect.as_ref().unwrap().contains("lie high"));
+}
+
+#[test]
+fn audited_regions_spread_as_the_decoys_are_not_suspect_by_their_ranks() {
+    let s = smeared_timed();
+    let pauses = smeared_decoys(24);
+    // An honest kernel of two behaviors: audited regions and decoys drawn from both alike.
+    let decoys = smeared_decoys(18);
+    let audited: Vec<f64> = decoys.iter().step_by(3).map(|d| d + 300.0).collect();
+    let rec = run(audited, decoys.clone(), pauses.clone());
+    let j = judge(&rec, &s, None, false);
+    assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
+    // In the upper half of the decoys' spread, among them: no finding.
+    let upper: Vec<f64> = decoys
+        .iter()
+        .skip(9)
+        .step_by(2)
+        .map(|d| d + 300.0)
+        .collect();
+    assert_eq!(upper.len(), 5);
+    let rec = run(upper, decoys, pauses);
+    let j = judge(&rec, &s, None, false);
+    assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
+}

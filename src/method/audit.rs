@@ -281,13 +281,14 @@ impl Schedule {
     }
 
     /// Once a run, where its timed samples spread wide (`confirm::spread_wide`) before steady
-    /// sample `after`: `pairs` more audited regions and as many decoys, then `pauses` more
-    /// pauses, each where [`again`] places it (a round without room for all keeps the pairs,
-    /// which the data test's bound was sized for), and the round's regions planned kept
+    /// sample `after`: `pairs` more audited regions and as many decoys, then `decoys` more
+    /// decoys and `pauses` more pauses, one of each in turn, each where [`again`] places it (a
+    /// round without room for all keeps the pairs, which the data test's bound was sized for,
+    /// and as many of the others each as it can), and the round's regions planned kept
     /// whatever they cost, so that the added ones crowd none out.
     ///
     /// [`again`]: Schedule::again
-    pub fn widen(&mut self, after: usize, (pairs, pauses): (usize, usize)) {
+    pub fn widen(&mut self, after: usize, (pairs, decoys, pauses): (usize, usize, usize)) {
         if std::mem::replace(&mut self.widened, true) {
             return;
         }
@@ -295,7 +296,10 @@ impl Schedule {
             planned.2 = Keep::Always;
         }
         let mut kinds = [Region::Audit, Region::Decoy].repeat(pairs);
-        kinds.extend(std::iter::repeat_n(Region::Pause, pauses));
+        for i in 0..decoys.max(pauses) {
+            kinds.extend((i < decoys).then_some(Region::Decoy));
+            kinds.extend((i < pauses).then_some(Region::Pause));
+        }
         for kind in kinds {
             self.again(kind, after);
         }

@@ -294,7 +294,7 @@ fn a_widened_round_keeps_every_region_and_adds_audited_regions_decoys_and_pauses
     let mut s = Schedule::new(5, (200, 200), (1, 0), true);
     let before = s.planned.len();
     let pauses_before = s.planned.iter().filter(|p| p.1 == Region::Pause).count();
-    s.widen(30, (4, 18));
+    s.widen(30, (4, 12, 18));
     let placed = s.planned.len() - before;
     assert!(placed >= 6, "{placed}");
     assert!(s.planned.iter().all(|p| p.2 != Keep::WithinPlan));
@@ -302,10 +302,11 @@ fn a_widened_round_keeps_every_region_and_adds_audited_regions_decoys_and_pauses
     assert!(kinds(Region::Audit) >= 3 && kinds(Region::Decoy) >= 3);
     let pauses = s.planned.iter().filter(|p| p.1 == Region::Pause).count();
     assert_eq!(pauses, pauses_before + 18, "{:?}", s.planned);
-    assert_eq!(placed, 26);
+    assert!(kinds(Region::Decoy) >= 16, "{:?}", s.planned);
+    assert_eq!(placed, 38);
     assert!(s.planned.windows(2).all(|w| w[1].0 >= w[0].0 + 2));
     // Once a run.
-    s.widen(60, (4, 18));
+    s.widen(60, (4, 12, 18));
     assert_eq!(s.planned.len(), before + placed);
 }
 
@@ -316,7 +317,7 @@ fn a_loop_that_stops_early_runs_none_of_the_regions_added_among_its_samples_nor_
     let stop_at = |widen: bool| {
         let mut s = Schedule::new(5, (200, 200), (1, 0), true);
         if widen {
-            s.widen(30, (4, 18));
+            s.widen(30, (4, 12, 18));
         }
         let ran: Vec<(Region, Keep)> = (0..80).filter_map(|i| s.due(i)).collect();
         let kinds: Vec<Region> = ran.iter().map(|r| r.0).collect();
@@ -331,7 +332,7 @@ fn a_loop_that_stops_early_runs_none_of_the_regions_added_among_its_samples_nor_
     assert_eq!(kinds(&widened), kinds(&plain));
     // Where an added decoy would come first of those left, none runs after the loop.
     let mut s = Schedule::new(1, (200, 200), (1, 0), true);
-    s.widen(30, (4, 18));
+    s.widen(30, (4, 12, 18));
     let ran: Vec<Region> = (0..120).filter_map(|i| s.due(i).map(|d| d.0)).collect();
     assert!(s.planned.iter().any(|p| p.2 == Keep::Added));
     assert!(s.after(120, &ran).iter().all(|p| p.1 != Keep::Added));

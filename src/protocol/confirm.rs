@@ -174,6 +174,12 @@ pub const SPREAD_AGAIN: usize = 4;
 /// sqrt(1/6) to sqrt(1/24), which puts the bound at 3.6 µs. A pause costs a sample and its
 /// stage's wait, and no honest cell of the committed experiments spread wide.
 pub const SPREAD_PAUSES: usize = 18;
+/// ...and this many more decoys: the data test's ranks set each audited region against its
+/// run's decoys (`analysis::tells::audited_ranked_high`), which a kernel that skips a share
+/// drawn anew each launch but none on new data spreads as wide as its timed launches. Six
+/// audited regions over all of six decoys reach a chance of 2.5e-3 at most; over eighteen,
+/// 1.8e-4. A decoy costs a sample and its stage's wait, and no check.
+pub const SPREAD_DECOYS: usize = 12;
 /// Where a run's pauses, those added included, and its staged regions still read slow by
 /// events on an idle queue, this many pauses follow with CUPTI collecting, each among
 /// [`CUPTI_TIMED_PER_PAUSE`] timed launches (`protocol::KernelRecords`), and the pause test

@@ -5,7 +5,7 @@
 use super::Among;
 use crate::experiment::knobs::{timer::TimerKind, Knobs};
 use crate::method::confirm;
-use crate::protocol::{spread_look, SpreadLook, SPREAD_AGAIN, SPREAD_PAUSES};
+use crate::protocol::{spread_look, SpreadLook, SPREAD_AGAIN, SPREAD_DECOYS, SPREAD_PAUSES};
 use crate::worker::arm::Armed;
 use crate::worker::session::Session;
 use std::time::{Duration, Instant};
@@ -22,8 +22,8 @@ impl Among {
     /// in single launches whose host time around each sample (`host_ns`) spreads wide enough
     /// to hold such a spread (a look CUPTI cannot give whole is not taken). Where they spread
     /// so wide that two audited regions and two decoys could not tell a quarter of the work
-    /// skipped ([`confirm::spread_wide`]), [`SPREAD_AGAIN`] more of each and [`SPREAD_PAUSES`]
-    /// more pauses later in the round (once a run). Returns what it took, the audit's.
+    /// skipped ([`confirm::spread_wide`]), [`SPREAD_AGAIN`] more of each, then
+    /// [`SPREAD_DECOYS`] more decoys and [`SPREAD_PAUSES`] more pauses later in the round (once a run). Returns what it took, the audit's.
     pub(in crate::worker) fn look_at_spread(
         &mut self,
         s: &mut Session,
@@ -67,7 +67,7 @@ impl Among {
         });
         if wide {
             self.schedule
-                .widen(samples.len(), (SPREAD_AGAIN, SPREAD_PAUSES));
+                .widen(samples.len(), (SPREAD_AGAIN, SPREAD_DECOYS, SPREAD_PAUSES));
         }
         self.spend(start.elapsed());
         start.elapsed()
