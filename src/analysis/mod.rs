@@ -23,6 +23,8 @@ mod reproduced;
 pub mod stats;
 pub mod tells;
 #[cfg(test)]
+mod tells_again_tests;
+#[cfg(test)]
 mod tells_rank_tests;
 #[cfg(test)]
 mod tells_split_tests;

@@ -21,7 +21,9 @@
 
 use super::bounds::{Tell, Test, FALSE_ALARM};
 use crate::protocol::{margin_ns, samples_split, MIN_SAMPLES};
-use crate::statistics::{nearest_rank, nearest_rank_index, split_chance};
+use crate::statistics::{
+    lower_median, nearest_rank, nearest_rank_index, rank_above_chance, split_chance, Ranked,
+};
 
 /// The least the records' share over the edge and the samples' must lie apart: a kernel
 /// that turned honest or skipped everywhere there moves it by the whole of its slower
@@ -153,6 +155,47 @@ pub(super) fn as_the_samples(test: Test, runs: &[RunReadAgain], read_as: (bool, 
         by_cupti: true,
         ..test
     }
+}
+
+/// Where CUPTI's second reading ran otherwise than the samples by their own timer: its
+/// pauses lie under the samples' ones, each moved by what the timed launches moved between
+/// the two readings (CUPTI's collection adds to a launch).
+pub(super) struct RanOtherwise {
+    /// The chance readings alike lie so far apart, and the two sets' lower medians, ns.
+    pub(super) chance: f64,
+    pub(super) samples_ns: f64,
+    pub(super) again_ns: f64,
+}
+
+/// Whether the pauses read again ran as the samples' pauses did, by the cell's own timer
+/// (`timer`: the timed launches and pauses read again, as it read them beside CUPTI; `pauses`:
+/// the samples' pauses, `timed_ns` their timed median): a kernel that tells the second reading
+/// apart (it follows the samples; before each region after them its kernel runs back to back)
+/// and skips in every launch there, its pauses included, reads its pauses there as fast as its
+/// timed launches, and CUPTI's records would clear the slow pauses of its samples. A fourth
+/// adversary's n-body (`reread-skip`) did so by events on an H200, its samples' pauses 12 µs
+/// over its timed launches. Ran otherwise where the samples' pauses lie so high over those
+/// read again that readings alike would with a chance of at most [`FALSE_ALARM`] (the
+/// one-sided Mann-Whitney test) and their lower medians lie apart by more than the margin;
+/// None where they ran alike, or there is nothing to set (records from before these readings).
+pub(super) fn pauses_ran_otherwise(
+    (pauses, timed_ns): (&[f64], f64),
+    (timer_timed, timer_pauses): (&[f64], &[f64]),
+) -> Option<RanOtherwise> {
+    let moved = timed_ns - crate::statistics::median(sorted(timer_timed))?;
+    let again: Vec<f64> = sorted(timer_pauses).iter().map(|t| t + moved).collect();
+    let samples = sorted(pauses);
+    let (samples_ns, again_ns) = (lower_median(&samples)?, lower_median(&again)?);
+    let chance = rank_above_chance(&[Ranked {
+        above: &samples,
+        sorted: &again,
+        count: again.len(),
+    }]);
+    (chance <= FALSE_ALARM && samples_ns - again_ns > margin_ns(timed_ns)).then_some(RanOtherwise {
+        chance,
+        samples_ns,
+        again_ns,
+    })
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use super::bounds::{
 use super::drift::{self, Drift};
 use super::firsts;
 use super::reduce::SortedRun;
-use super::reproduced::{self, RunReadAgain};
+use super::reproduced::{self, RanOtherwise, RunReadAgain};
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
@@ -136,13 +136,19 @@ impl<'a> Readings<'a> {
 /// not read again (no CUPTI here, a record missing, a run from before), says what would
 /// tell a kernel that skips work from a launch a pause slows; unless the pauses read over
 /// the timed median by more than the margin and what a pause can add to the host's launch
-/// (`HOST_LAUNCH_NS`): the worker's own rule, by which it does not read them again.
-fn unread_by_cupti(mut test: Test, host_in_reading: bool) -> Test {
+/// (`HOST_LAUNCH_NS`): the worker's own rule, by which it does not read them again. Where
+/// CUPTI read them again but its pauses ran otherwise by this timer (`otherwise`), it says so.
+fn unread_by_cupti(
+    mut test: Test,
+    host_in_reading: bool,
+    otherwise: Option<&RanOtherwise>,
+) -> Test {
     let beyond_launch = past_the_hosts_launch(test.median_ns, test.baseline_ns);
     if host_in_reading && !test.by_cupti {
-        test.suspect = (test.suspect).map(|s| match beyond_launch {
-            true => format!("{s} (past the {:.0} µs a pause adds to a launch)", HOST_LAUNCH_NS / 1e3),
-            false => format!("{s} (read with the host's launch, which a pause slows too, and not read again by CUPTI: time it with timer = \"cupti\", or queue = \"saturate\", to tell)"),
+        test.suspect = (test.suspect).map(|s| match (beyond_launch, otherwise) {
+            (true, _) => format!("{s} (past the {:.0} µs a pause adds to a launch)", HOST_LAUNCH_NS / 1e3),
+            (false, Some(o)) => format!("{s} (CUPTI read its pauses again after the samples, but by this timer they read {:.3} µs there, against {:.3} µs among the samples, a chance of {:.1e}: the kernel ran otherwise once its samples were over, and its records clear nothing)", o.again_ns / 1e3, o.samples_ns / 1e3, o.chance),
+            (false, None) => format!("{s} (read with the host's launch, which a pause slows too, and not read again by CUPTI: time it with timer = \"cupti\", or queue = \"saturate\", to tell)"),
         });
     }
     test
@@ -170,8 +176,13 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
             .collect()
     };
-    let kinds: [fn(&KernelRecords) -> &Vec<f64>; 3] =
-        [|k| &k.timed_ns, |k| &k.pauses_ns, |k| &k.staged_ns];
+    let kinds: [fn(&KernelRecords) -> &Vec<f64>; 5] = [
+        |k| &k.timed_ns,
+        |k| &k.pauses_ns,
+        |k| &k.staged_ns,
+        |k| &k.timer_timed_ns,
+        |k| &k.timer_pauses_ns,
+    ];
     let kernel_records = kinds.map(by_cupti);
     let pauses_staged = (among.iter().filter_map(|m| m.by_cupti.as_ref())).any(|k| k.pauses_staged);
     let runs_read_again: Vec<RunReadAgain> = (among.iter().filter_map(|m| m.by_cupti.as_ref()))
@@ -271,7 +282,7 @@ pub(super) fn fewest_audit_launches(among: &[&AuditsAmong]) -> Option<u64> {
 fn pause_test(
     (pauses, staged): (&[f64], &[f64]),
     (s, timed): (&Stats, Spread),
-    (records, pauses_staged, runs_read_again): (&[Vec<f64>; 3], bool, &[RunReadAgain]),
+    (records, pauses_staged, runs_read_again): (&[Vec<f64>; 5], bool, &[RunReadAgain]),
     r: &Readings,
 ) -> Option<Test> {
     let baseline = Baseline {
@@ -283,12 +294,16 @@ fn pause_test(
     // launch, which events read after a pause. The staged regions' readings hold it too,
     // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
     // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
-    let [timed_ns, pauses_ns, staged_ns] = records;
+    let [timed_ns, pauses_ns, staged_ns, timer_timed, timer_pauses] = records;
     // Only where the samples hold the host's launch: elsewhere the records were read because
-    // the samples split, and clear nothing a kernel alone's reading found.
-    let test = test.map(|t| match r.host_in_reading {
-        true => by_kernel_records(t, (timed_ns, pauses_ns), timed),
-        false => t,
+    // the samples split, and clear nothing a kernel alone's reading found. Nor where the
+    // pauses read again ran otherwise by the cell's own timer than the samples' did.
+    let otherwise = (r.host_in_reading)
+        .then(|| reproduced::pauses_ran_otherwise((pauses, s.median), (timer_timed, timer_pauses)))
+        .flatten();
+    let test = test.map(|t| match (r.host_in_reading, &otherwise) {
+        (true, None) => by_kernel_records(t, (timed_ns, pauses_ns), timed),
+        _ => t,
     });
     let test = test.map(|t| match t.by_cupti {
         true => idle_or_kernel(t, staged_ns),
@@ -318,7 +333,7 @@ fn pause_test(
     // Records that found nothing count only where they read the kernel as the samples did.
     let read_as = (r.host_in_reading, r.clock_moved_to.is_none());
     let test = test.map(|t| reproduced::as_the_samples(t, runs_read_again, read_as));
-    test.map(|t| unread_by_cupti(t, r.host_in_reading))
+    test.map(|t| unread_by_cupti(t, r.host_in_reading, otherwise.as_ref()))
 }
 
 /// A pause test that found nothing, its pauses and staged regions both over the timed median

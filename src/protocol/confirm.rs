@@ -250,8 +250,9 @@ pub fn past_the_hosts_launch(lower_ns: f64, timed_median_ns: f64) -> bool {
 /// audited regions after the loop of a 10-20 µs LayerNorm checked by a Python function read
 /// 4-8 µs over those among its samples (after the ms the function took on the host), and its
 /// honest cells were called suspect in 2 of 8 runs at 2aec8fe (in none of 6 with this). So
-/// before each region after the loop the cell's kernel runs back to back, untimed, for about
-/// this long at its timed median...
+/// before each region after the loop the cell's kernel runs, untimed, each launch waited on
+/// as a sample's is (back to back, they told a kernel its samples were over), for about this
+/// long at its timed median...
 pub const LEAD_NS: f64 = 200_000.0;
 /// ...this many launches at most, one at least.
 pub const LEAD_MOST: u64 = 10;
@@ -317,6 +318,23 @@ pub struct KernelRecords {
         deserialize_with = "super::nan::null_as_nan"
     )]
     pub rests_ns: Vec<f64>,
+    /// The timed launches and pauses read again, as the cell's own timer read them beside
+    /// CUPTI (the first two fields' launches, in their order): a kernel that told the second
+    /// reading apart (it follows the samples) and skipped in its pauses there reads them fast
+    /// by its timer too, where its samples' pauses read slow (`analysis::reproduced`); none in
+    /// records from before them.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::nan::null_as_nan"
+    )]
+    pub timer_timed_ns: Vec<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "super::nan::null_as_nan"
+    )]
+    pub timer_pauses_ns: Vec<f64>,
 }
 
 impl KernelRecords {

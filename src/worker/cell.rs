@@ -291,9 +291,9 @@ fn warm_up(
 }
 
 /// Before a region after the samples, where the timer reads each region as it runs (CUPTI's
-/// records or the profiler's would hold these launches): the cell's kernel back to back on reset buffers,
-/// untimed, then a synchronize, so that the region follows its kernel as one among the samples
-/// does, not the check before it (`protocol::LEAD_NS`). Returns the host time it took.
+/// records or the profiler's would hold these launches): the cell's kernel on reset buffers,
+/// untimed, each launch waited on, so that the region follows its kernel as one among the
+/// samples does, not the check before it (`protocol::LEAD_NS`). Returns the host time it took.
 fn lead_in(
     cell: &Cell,
     armed: &mut Armed,
@@ -307,11 +307,16 @@ fn lead_in(
     }
     let start = Instant::now();
     let count = crate::protocol::lead_launches(crate::statistics::median(samples.to_vec()));
-    method::warm_up(&mut armed.launch, count, knobs.timer, || buffers.reset())
-        .and_then(|()| cuda::synchronize())
-        .map_err(during(
-            "audit: the launches before a region after the samples",
-        ))?;
+    // Each waited on before the next, as a sample is: launches back to back, which no
+    // sample of single launches is, told a kernel that its samples were over (`reread-skip`).
+    for _ in 0..count {
+        (buffers.reset())
+            .and_then(|()| armed.launch.enqueue())
+            .and_then(|()| cuda::synchronize())
+            .map_err(during(
+                "audit: the launches before a region after the samples",
+            ))?;
+    }
     rec.kernel_launches += count;
     Ok(start.elapsed())
 }

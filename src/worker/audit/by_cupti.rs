@@ -110,7 +110,12 @@ fn pauses_and_stages<'b>(
     pauses: usize,
 ) -> Result<Option<KernelRecords>, Failure> {
     let read = collect((ready, timeline), armed, rec, run, (Stage::Pause, pauses))?;
-    let Some((timed_ns, pauses_ns)) = read else {
+    let Some(Read {
+        timed_ns,
+        regions_ns: pauses_ns,
+        by_timer: (timer_timed_ns, timer_pauses_ns),
+    }) = read
+    else {
         return Ok(None);
     };
     let median = crate::statistics::median(timed_ns.clone());
@@ -123,7 +128,7 @@ fn pauses_and_stages<'b>(
         // Their timed launches are left out: the pauses are judged against those around them.
         true => {
             let drawn = (Stage::Drawn, CUPTI_STAGED);
-            (collect((ready, timeline), armed, rec, run, drawn)?).map_or(vec![], |(_, s)| s)
+            (collect((ready, timeline), armed, rec, run, drawn)?).map_or(vec![], |r| r.regions_ns)
         }
         false => vec![],
     };
@@ -132,6 +137,8 @@ fn pauses_and_stages<'b>(
         pauses_ns,
         staged_ns,
         pauses_staged,
+        timer_timed_ns,
+        timer_pauses_ns,
         ..KernelRecords::default()
     }))
 }
@@ -182,8 +189,13 @@ pub(super) fn firsts_again<'b>(
     Ok(Some((firsts.copied().collect(), rests.copied().collect())))
 }
 
-/// Kernel records, ns per launch: (the timed launches', the regions').
-type Read = (Vec<f64>, Vec<f64>);
+/// Kernel records, ns per launch: the timed launches' and the regions', and both as the
+/// cell's own timer read them beside CUPTI.
+struct Read {
+    timed_ns: Vec<f64>,
+    regions_ns: Vec<f64>,
+    by_timer: (Vec<f64>, Vec<f64>),
+}
 
 /// Kernel records of timed regions, ns: (each one's first launch, its rest's mean).
 type Firsts = (Vec<f64>, Vec<f64>);
@@ -239,22 +251,24 @@ fn collect<'b>(
         .collect();
     // Each region's kernel launches, in order: a timed one's, or the audit's region's.
     let mut lengths = Vec::with_capacity(runs * every);
+    let mut by_timer = Vec::with_capacity(runs * every);
     for i in 0..runs * every {
-        let launches = match placed.contains(&i) {
+        let (launches, read) = match placed.contains(&i) {
             true => {
                 let after = (
                     "launch after a region's stage read by CUPTI",
                     Some(&region as _),
                 );
-                armed.time_audit_region(data, &mut starts, after, run.launches)?;
-                run.launches
+                let read = armed.time_audit_region(data, &mut starts, after, run.launches)?;
+                (run.launches, read)
             }
             false => {
-                armed.time_next(data, &mut starts, None, what, None)?;
-                armed.body.launches()
+                let read = armed.time_next(data, &mut starts, None, what, None)?;
+                (armed.body.launches(), read)
             }
         };
         lengths.push(armed.kernel_launches_of(launches));
+        by_timer.push(read);
     }
     let warm_up = CUPTI_WARM_UP as u64 * armed.body.kernel_launches();
     rec.kernel_launches += warm_up + lengths.iter().sum::<u64>();
@@ -265,8 +279,16 @@ fn collect<'b>(
         return Ok(None);
     };
     let busy = busy_per_launch(&spans, &lengths);
-    let (after, timed): (Vec<_>, Vec<_>) =
-        (busy.iter().enumerate()).partition(|(i, _)| placed.contains(i));
-    let values = |of: Vec<(usize, &f64)>| of.into_iter().map(|(_, t)| *t).collect();
-    Ok(Some((values(timed), values(after))))
+    let split = |of: &[f64]| -> (Vec<f64>, Vec<f64>) {
+        let (after, timed): (Vec<_>, Vec<_>) =
+            (of.iter().enumerate()).partition(|(i, _)| placed.contains(i));
+        let values = |v: Vec<(usize, &f64)>| v.into_iter().map(|(_, t)| *t).collect();
+        (values(timed), values(after))
+    };
+    let (timed_ns, regions_ns) = split(&busy);
+    Ok(Some(Read {
+        timed_ns,
+        regions_ns,
+        by_timer: split(&by_timer),
+    }))
 }
