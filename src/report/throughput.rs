@@ -6,6 +6,7 @@
 
 use super::best;
 use super::format;
+use super::layout::{self, Part};
 use crate::analysis::{peaks::Peaks, trust::Verdict, Analysis};
 use crate::experiment::point_label;
 use crate::experiment::rates::FlopsType;
@@ -16,19 +17,13 @@ pub struct ThroughputTable {
     pub kernel: String,
     /// `unchecked = true`: timed unchecked, by the user's choice.
     pub unchecked: bool,
-    pub parameters: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<ThroughputRow>,
+    /// The table (sweep point, then a column a variant), split where it is wider than a
+    /// line may be.
+    pub parts: Vec<Part>,
     /// The line saying what `best` marks: the cells the median tables mark.
     pub best: Option<String>,
     /// Whether it declares its reads and writes apart: its cells show each.
     pub apart: bool,
-}
-
-#[derive(Serialize)]
-pub struct ThroughputRow {
-    pub point: String,
-    pub values: Vec<String>,
 }
 
 /// One table per kernel that declares its work.
@@ -46,23 +41,18 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                 Some(_) if kernel.on_host(0) || kernel.on_host(1) => peaks.host_link,
                 _ => peaks.dram,
             };
-            ThroughputTable {
-                kernel: kernel.name.clone(),
-                unchecked: kernel.unchecked,
-                parameters: exp.parameter_names(k),
-                columns: exp.variants.iter().map(|v| v.name.clone()).collect(),
-                rows: kernel
-                    .points
-                    .iter()
-                    .zip(&kernel.launches)
-                    .enumerate()
-                    .map(|(i, (p, launch))| ThroughputRow {
-                        point: point_label(p),
-                        values: exp
-                            .variants
-                            .iter()
-                            .enumerate()
-                            .map(|(vi, v)| match a.median_at(k, p, &v.name) {
+            let header = std::iter::once(exp.parameter_names(k))
+                .chain(exp.variants.iter().map(|v| v.name.clone()))
+                .collect();
+            let rows = kernel
+                .points
+                .iter()
+                .zip(&kernel.launches)
+                .enumerate()
+                .map(|(i, (p, launch))| {
+                    std::iter::once(point_label(p))
+                        .chain(exp.variants.iter().enumerate().map(|(vi, v)| {
+                            match a.median_at(k, p, &v.name) {
                                 Some(ns) => {
                                     let flops = launch.flops.map(|f| (f, kernel.counted_as()));
                                     let bytes = Bytes {
@@ -86,10 +76,15 @@ pub fn build(a: &Analysis, peaks: &Peaks) -> Vec<ThroughputTable> {
                                     marks.show(vi, i, text)
                                 }
                                 None => "–".into(),
-                            })
-                            .collect(),
-                    })
-                    .collect(),
+                            }
+                        }))
+                        .collect()
+                })
+                .collect();
+            ThroughputTable {
+                kernel: kernel.name.clone(),
+                unchecked: kernel.unchecked,
+                parts: layout::split(header, rows, 1),
                 best: best::note(exp),
                 apart: kernel.launches.iter().any(|l| l.reads_writes.is_some()),
             }
