@@ -3,7 +3,7 @@
 
 use super::bounds::Tell;
 use super::tells::*;
-use super::tells_tests::{run, steady};
+use super::tells_tests::{by_events_with, run, steady};
 use crate::protocol::KernelRecords;
 
 /// `reread-skip` of the fourth adversary on an H200, by events on an idle queue: its samples'
@@ -26,18 +26,7 @@ fn read_again(pauses_by_timer: Vec<f64>) -> Option<Judgement> {
         timer_pauses_ns: pauses_by_timer,
         ..Default::default()
     });
-    let s = steady(200, 0.8e3, 49.4e3);
-    let readings = Readings {
-        reading_ns: Some(s.median),
-        steady: Some(&s),
-        steady_sorted: None,
-        flushed: false,
-        stage_allowance_ns: None,
-        host_in_reading: true,
-        per_region: 1,
-        clock_moved_to: None,
-    };
-    judged(&[&r], &readings)
+    by_events_with(&r, &steady(200, 0.8e3, 49.4e3))
 }
 
 #[test]

@@ -359,12 +359,12 @@ fn runs_pool_and_without_decoys_the_band_judges() {
     assert_eq!(judge(&[&old], &s, false), None);
 }
 
-/// `r` judged as a cell timed by events on an idle queue: 300 samples about 129.1 µs.
-fn by_events_on_an_idle_queue(r: &CellRecord) -> Option<Judgement> {
-    let s = steady(300, 1.2e3, 129.1e3);
+/// `r` judged as a cell of single launches timed by events on an idle queue, its steady
+/// samples `s`, in a hot cell on a device not known (no stage test).
+pub(in crate::analysis) fn by_events_with(r: &CellRecord, s: &Stats) -> Option<Judgement> {
     let readings = Readings {
         reading_ns: Some(s.median),
-        steady: Some(&s),
+        steady: Some(s),
         steady_sorted: None,
         flushed: false,
         stage_allowance_ns: None,
@@ -373,6 +373,11 @@ fn by_events_on_an_idle_queue(r: &CellRecord) -> Option<Judgement> {
         clock_moved_to: None,
     };
     judged(&[r], &readings)
+}
+
+/// `r` judged as a cell timed by events on an idle queue: 300 samples about 129.1 µs.
+fn by_events_on_an_idle_queue(r: &CellRecord) -> Option<Judgement> {
+    by_events_with(r, &steady(300, 1.2e3, 129.1e3))
 }
 
 /// A run read by events on an idle queue whose pauses and staged regions read 6 µs slow,
