@@ -335,22 +335,24 @@ pub(super) fn limit(shift_ns: f64, baseline_ns: f64) -> f64 {
     shift_ns / (baseline_ns + shift_ns)
 }
 
-/// A data test's limit as a share of the work where a kernel that tells only new data is
-/// timed (`as_timed_ns`: its pauses' median, which such a kernel reads as its timed launches,
-/// or the timed median where no pause ran). The test takes the decoys as the work a kernel
-/// skips down to, but a stage can slow a cache's hits in the decoys more than its misses in
-/// the audited regions (lines it pushed out of L2): a third adversary's 4-slot cache read its
-/// decoys 14.34 µs after their stage on an H200, its pauses 11.49 µs and its timed launches
-/// 11.07 µs, its audited regions 0.6 µs over the honest kernel's 16.6 µs, and passed 33.2%
-/// faster than it, against a limit of 27.9% by the decoys. An audited region no faster than
-/// the work as timed is caught where that work exceeds the decoys' median and the shift the
-/// test needs, so the limit is the share of that the work as timed leaves out; never below
-/// the test's own. Not the timed median where pauses ran: a kernel that works after any
-/// pause reads its decoys as its pauses, and its own tell would raise the data test's limit.
-pub(super) fn share_where_timed(mut test: Test, as_timed_ns: f64) -> Test {
+/// A data test's limit as a share of the work where the kernel is timed: a test's limit
+/// takes its baseline, the decoys, as the work a kernel skips down to, but a stage can slow a
+/// cache's hits in the decoys more than its misses in the audited regions (lines it pushed out
+/// of L2): a third adversary's 4-slot cache read its decoys 14.34 µs after their stage on an
+/// H200, its pauses 11.49 µs and its timed launches 11.07 µs, its audited regions 0.6 µs over
+/// the honest kernel's 16.6 µs, and passed 33.2% faster than it, against a limit of 27.9% by
+/// the decoys. The test is sure to catch a kernel whose work, after a stage, exceeds the
+/// decoys' median and the shift it needs; of that, what the decoys read over the pauses'
+/// median (`pauses_ns`: the same pause, no stage) is the stage's, which the audited regions may
+/// not pay. So the kernel is caught where the work it skips exceeds that and the stage's part,
+/// and the limit is that as a share of its work where timed (`timed_ns`, the timed median, plus
+/// it); never below the test's own. Where the decoys read as the pauses (a kernel that works
+/// after any pause reads both at all its work) it is the shift over the timed median and it.
+pub(super) fn share_where_timed(mut test: Test, (pauses_ns, timed_ns): (f64, f64)) -> Test {
     let caught_from_ns = test.baseline_ns / (1.0 - test.limit);
-    if as_timed_ns.is_finite() && caught_from_ns.is_finite() && caught_from_ns > 0.0 {
-        test.limit = test.limit.max(1.0 - as_timed_ns / caught_from_ns);
+    let skipped_ns = caught_from_ns - pauses_ns;
+    if skipped_ns.is_finite() && timed_ns.is_finite() && timed_ns + skipped_ns > 0.0 {
+        test.limit = test.limit.max(skipped_ns / (timed_ns + skipped_ns));
     }
     test
 }

@@ -55,17 +55,8 @@ pub(super) fn first_launches(
         pooled(|f| &f.decoys, drift::DECOYS),
         pooled(|f| &f.pauses, drift::PAUSES),
     );
-    let mut tests = Vec::new();
-    if !audited.is_empty() && !decoys.is_empty() {
-        let spread = timed
-            .with_decoys(&decoys)
-            .with_stage_noise(&decoys, &pauses, 1);
-        let test = against(Tell::FirstData, &audited, &decoys, spread);
-        let as_timed = crate::statistics::median(pauses.clone()).unwrap_or(median);
-        tests.extend(test.map(|t| share_where_timed(t, as_timed)));
-    }
     let staged = [&audited[..], &decoys[..]].concat();
-    if !pauses.is_empty() {
+    let first_pause = (!pauses.is_empty()).then(|| {
         let baseline = Baseline {
             median_ns: median,
             count: count as usize,
@@ -75,8 +66,19 @@ pub(super) fn first_launches(
             ..timed
         };
         let test = against_baseline(Tell::FirstPause, &pauses, baseline, (after_a_wait, None));
-        tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
+        test.map(|t| idle_or_kernel(t, &staged))
+    });
+    let first_pause = first_pause.flatten();
+    let mut tests = Vec::new();
+    if !audited.is_empty() && !decoys.is_empty() {
+        let spread = timed
+            .with_decoys(&decoys)
+            .with_stage_noise(&decoys, &pauses, 1);
+        let test = against(Tell::FirstData, &audited, &decoys, spread);
+        let pauses_ns = crate::statistics::median(pauses.clone()).unwrap_or(median);
+        tests.extend(test.map(|t| share_where_timed(t, (pauses_ns, median))));
     }
+    tests.extend(first_pause);
     if let (Some(allowance_ns), false, false) =
         (stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
     {

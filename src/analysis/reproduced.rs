@@ -20,7 +20,7 @@
 //! launches as exchangeable, which readings in stretches are not quite.
 
 use super::bounds::{Tell, Test, FALSE_ALARM};
-use crate::protocol::{margin_ns, samples_split, MIN_SAMPLES};
+use crate::protocol::{margin_ns, samples_split, AuditsAmong, MIN_SAMPLES};
 use crate::statistics::{
     lower_median, nearest_rank, nearest_rank_index, rank_above_chance, split_chance, Ranked,
 };
@@ -167,31 +167,60 @@ pub(super) struct RanOtherwise {
     pub(super) again_ns: f64,
 }
 
-/// Whether the pauses read again ran as the samples' pauses did, by the cell's own timer
-/// (`timer`: the timed launches and pauses read again, as it read them beside CUPTI; `pauses`:
-/// the samples' pauses, `timed_ns` their timed median): a kernel that tells the second reading
-/// apart (it follows the samples; before each region after them its kernel runs back to back)
-/// and skips in every launch there, its pauses included, reads its pauses there as fast as its
-/// timed launches, and CUPTI's records would clear the slow pauses of its samples. A fourth
-/// adversary's n-body (`reread-skip`) did so by events on an H200, its samples' pauses 12 µs
-/// over its timed launches. Ran otherwise where the samples' pauses lie so high over those
-/// read again that readings alike would with a chance of at most [`FALSE_ALARM`] (the
-/// one-sided Mann-Whitney test) and their lower medians lie apart by more than the margin;
-/// None where they ran alike, or there is nothing to set (records from before these readings).
-pub(super) fn pauses_ran_otherwise(
-    (pauses, timed_ns): (&[f64], f64),
-    (timer_timed, timer_pauses): (&[f64], &[f64]),
-) -> Option<RanOtherwise> {
-    let moved = timed_ns - crate::statistics::median(sorted(timer_timed))?;
-    let again: Vec<f64> = sorted(timer_pauses).iter().map(|t| t + moved).collect();
-    let samples = sorted(pauses);
-    let (samples_ns, again_ns) = (lower_median(&samples)?, lower_median(&again)?);
-    let chance = rank_above_chance(&[Ranked {
-        above: &samples,
-        sorted: &again,
-        count: again.len(),
-    }]);
-    (chance <= FALSE_ALARM && samples_ns - again_ns > margin_ns(timed_ns)).then_some(RanOtherwise {
+/// What a pause read again may read over one among the samples by the cell's timer beyond the
+/// timed launches' own shift between the readings: among the samples each stage launches an
+/// empty kernel every 10 µs through its wait, keeping the host's launch path warm, and read
+/// again by CUPTI it launches none (CUPTI would record them). On an H200 events around a copy
+/// read it 0.6 µs slow after 175 µs of the host spinning and 2.0 µs after 600 µs, and within
+/// 0.3 µs with the empty kernels (`worker::audit::draw::KICK_EVERY`).
+const UNKICKED_NS: f64 = 2_000.0;
+
+/// Whether a run's pauses read again ran as its samples' pauses did, by the cell's own timer
+/// (`KernelRecords::timer_timed_ns` and `timer_pauses_ns`, read beside CUPTI), each run's set
+/// against its own: a kernel that tells the second reading apart (it follows the samples; a
+/// kernel can count its launches) and skips in every launch there, its pauses included, reads
+/// its pauses there as fast as its timed launches, and CUPTI's records would clear the slow
+/// pauses of its samples (a fourth adversary's n-body, `reread-skip`, did so by events on an
+/// H200 while the launches before the regions after the samples ran back to back, its samples'
+/// pauses 12 µs over its timed launches). Each pause read again is moved by what the run's
+/// timed launches moved between the two readings (its samples as read, `samples_ns`, against
+/// those read again). Ran otherwise where the samples' pauses lie so high over those read again
+/// that readings alike would with a chance of at most [`FALSE_ALARM`] (the one-sided
+/// Mann-Whitney test, stratified over the runs) and their lower medians lie apart by more than
+/// the margin and [`UNKICKED_NS`]; None where they ran alike, or there is nothing to set
+/// (records from before these readings).
+pub(super) fn pauses_ran_otherwise(among: &[&AuditsAmong]) -> Option<RanOtherwise> {
+    // Each run read again: its samples' pauses, its pauses read again (moved), its timed median.
+    let runs: Vec<(Vec<f64>, Vec<f64>, f64)> = (among.iter())
+        .filter_map(|m| {
+            let k = m.by_cupti.as_ref()?;
+            let timed = crate::statistics::median(sorted(&k.samples_ns))?;
+            let moved = timed - crate::statistics::median(sorted(&k.timer_timed_ns))?;
+            let again: Vec<f64> = sorted(&k.timer_pauses_ns)
+                .iter()
+                .map(|t| t + moved)
+                .collect();
+            Some((sorted(&m.pauses_ns), again, timed))
+        })
+        .filter(|(samples, again, _)| !samples.is_empty() && !again.is_empty())
+        .collect();
+    let groups: Vec<Ranked> = (runs.iter())
+        .map(|(samples, again, _)| Ranked {
+            above: samples,
+            sorted: again,
+            count: again.len(),
+        })
+        .collect();
+    let samples: Vec<f64> = runs.iter().flat_map(|r| r.0.iter().copied()).collect();
+    let again: Vec<f64> = runs.iter().flat_map(|r| r.1.iter().copied()).collect();
+    let (samples_ns, again_ns) = (
+        lower_median(&sorted(&samples))?,
+        lower_median(&sorted(&again))?,
+    );
+    let timed_ns = crate::statistics::median(runs.iter().map(|r| r.2).collect())?;
+    let chance = rank_above_chance(&groups);
+    let apart = samples_ns - again_ns > margin_ns(timed_ns) + UNKICKED_NS;
+    (chance <= FALSE_ALARM && apart).then_some(RanOtherwise {
         chance,
         samples_ns,
         again_ns,

@@ -41,7 +41,7 @@ use crate::plan::Cell;
 use crate::protocol::{
     past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
 };
-use crate::statistics::{lower_median, median, rank_above_chance, Ranked};
+use crate::statistics::{each_above_chance, lower_median, median, rank_above_chance, Ranked};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,24 +171,6 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     let [audited, decoys, pauses] = drift::regions(&among, drift);
     let as_read = drift::regions(&among, None);
     let scaled = (as_read.iter().zip([&audited, &decoys, &pauses])).any(|(a, b)| a != b);
-    let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
-        (among.iter().filter_map(|m| m.by_cupti.as_ref()))
-            .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
-            .collect()
-    };
-    let kinds: [fn(&KernelRecords) -> &Vec<f64>; 5] = [
-        |k| &k.timed_ns,
-        |k| &k.pauses_ns,
-        |k| &k.staged_ns,
-        |k| &k.timer_timed_ns,
-        |k| &k.timer_pauses_ns,
-    ];
-    let kernel_records = kinds.map(by_cupti);
-    let pauses_staged = (among.iter().filter_map(|m| m.by_cupti.as_ref())).any(|k| k.pauses_staged);
-    let runs_read_again: Vec<RunReadAgain> = (among.iter().filter_map(|m| m.by_cupti.as_ref()))
-        .filter(|k| !k.samples_ns.is_empty())
-        .map(|k| (&k.samples_ns[..], &k.timed_ns[..]))
-        .collect();
     let after: Vec<f64> = (audits.iter().filter(|a| a.weaker.is_some()))
         .filter_map(|a| a.launch_ns)
         .collect();
@@ -200,26 +182,27 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         );
     };
     let with_decoys = timed.with_decoys(&decoys);
+    // Every region whose stage drew: audited regions and decoys alike meet what it left.
+    let staged = [&audited[..], &decoys[..]].concat();
+    let pause = match (steady, pauses.is_empty()) {
+        (Some(s), false) => pause_test((&pauses, &staged), (s, timed), &among, r)
+            .map(|t| ranked_high(t, (records, &staged), s, r)),
+        _ => None,
+    };
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
         let launches = audit_launches(&among, r.per_region);
         let spread = with_decoys.with_stage_noise(&decoys, &pauses, launches);
-        let test = against(Tell::Data, &audited, &decoys, spread);
-        let as_timed = median(pauses.clone()).or(steady.map(|s| s.median));
-        let test = test.map(|t| share_where_timed(t, as_timed.unwrap_or(f64::NAN)));
-        tests.extend(test.map(|t| audited_ranked_high(t, records, r)));
+        let timed_ns = steady.map_or(f64::NAN, |s| s.median);
+        let as_timed = (median(pauses.clone()).unwrap_or(timed_ns), timed_ns);
+        tests.extend(data_test(
+            (&audited, &decoys),
+            spread,
+            as_timed,
+            (records, r),
+        ));
     }
-    // Every region whose stage drew: audited regions and decoys alike meet what it left.
-    let staged = [&audited[..], &decoys[..]].concat();
-    if let (Some(s), false) = (steady, pauses.is_empty()) {
-        let test = pause_test(
-            (&pauses, &staged),
-            (s, timed),
-            (&kernel_records, pauses_staged, &runs_read_again),
-            r,
-        );
-        tests.extend(test.map(|t| ranked_high(t, (records, &staged), s, r)));
-    }
+    tests.extend(pause);
     if let (Some(allowance_ns), false, false) =
         (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
     {
@@ -263,6 +246,23 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
     Judgement::of(tests)
 }
 
+/// The data test: the audited regions against the decoys (`spread`), its limit a share of
+/// the work as timed (`as_timed`: the pauses' median, the timed median), and where its
+/// medians found nothing, the audited regions' ranks among the decoys on their own data.
+fn data_test(
+    (audited, decoys): (&[f64], &[f64]),
+    spread: Spread,
+    as_timed: (f64, f64),
+    (records, r): (&[&CellRecord], &Readings),
+) -> Option<Test> {
+    let test = against(Tell::Data, audited, decoys, spread)?;
+    Some(audited_ranked_high(
+        share_where_timed(test, as_timed),
+        records,
+        r,
+    ))
+}
+
 /// Launches in each of the audit's regions: `per_region`, a timed region's, unless the
 /// records say they held fewer (`plan::audit_rounds::region_launches`).
 pub(super) fn audit_launches(among: &[&AuditsAmong], per_region: u64) -> u64 {
@@ -276,15 +276,36 @@ pub(super) fn fewest_audit_launches(among: &[&AuditsAmong]) -> Option<u64> {
 }
 
 /// The pause test: the pauses against the timed samples (`steady`, their spread `timed`),
-/// judged again on CUPTI's records where it read them again (`records`: timed, pauses,
-/// staged), against the staged regions where the GPU may have gone idle, and as the samples
-/// ran where they hold two behaviors (`runs_read_again`: each run's samples and records).
+/// judged again on CUPTI's records where it read them again (the runs' `by_cupti`: timed,
+/// pauses, staged), unless those ran otherwise by the cell's own timer, against the staged
+/// regions where the GPU may have gone idle, and as the samples ran where they hold two
+/// behaviors (each run's samples and records).
 fn pause_test(
     (pauses, staged): (&[f64], &[f64]),
     (s, timed): (&Stats, Spread),
-    (records, pauses_staged, runs_read_again): (&[Vec<f64>; 5], bool, &[RunReadAgain]),
+    among: &[&AuditsAmong],
     r: &Readings,
 ) -> Option<Test> {
+    let read_again: Vec<&KernelRecords> =
+        among.iter().filter_map(|m| m.by_cupti.as_ref()).collect();
+    let by_cupti = |of: fn(&KernelRecords) -> &Vec<f64>| -> Vec<f64> {
+        (read_again.iter())
+            .flat_map(|k| of(k).iter().copied().filter(|t| t.is_finite()))
+            .collect()
+    };
+    let kinds: [fn(&KernelRecords) -> &Vec<f64>; 3] =
+        [|k| &k.timed_ns, |k| &k.pauses_ns, |k| &k.staged_ns];
+    let records = kinds.map(by_cupti);
+    let pauses_staged = read_again.iter().any(|k| k.pauses_staged);
+    let runs_read_again: Vec<RunReadAgain> = (read_again.iter())
+        .filter(|k| !k.samples_ns.is_empty())
+        .map(|k| (&k.samples_ns[..], &k.timed_ns[..]))
+        .collect();
+    // Only where the samples hold the host's launch, which is why CUPTI reads them again.
+    let otherwise = (r.host_in_reading && r.clock_moved_to.is_none())
+        .then(|| reproduced::pauses_ran_otherwise(among))
+        .flatten();
+    let otherwise = otherwise.as_ref();
     let baseline = Baseline {
         median_ns: s.median,
         count: s.count as usize,
@@ -294,14 +315,11 @@ fn pause_test(
     // launch, which events read after a pause. The staged regions' readings hold it too,
     // so only stages CUPTI read can clear the records' verdict as the GPU gone idle (a
     // kernel that worked after its pauses passed so by events, by CUPTI 32% slower).
-    let [timed_ns, pauses_ns, staged_ns, timer_timed, timer_pauses] = records;
+    let [timed_ns, pauses_ns, staged_ns] = &records;
     // Only where the samples hold the host's launch: elsewhere the records were read because
     // the samples split, and clear nothing a kernel alone's reading found. Nor where the
     // pauses read again ran otherwise by the cell's own timer than the samples' did.
-    let otherwise = (r.host_in_reading)
-        .then(|| reproduced::pauses_ran_otherwise((pauses, s.median), (timer_timed, timer_pauses)))
-        .flatten();
-    let test = test.map(|t| match (r.host_in_reading, &otherwise) {
+    let test = test.map(|t| match (r.host_in_reading, otherwise) {
         (true, None) => by_kernel_records(t, (timed_ns, pauses_ns), timed),
         _ => t,
     });
@@ -332,8 +350,8 @@ fn pause_test(
     });
     // Records that found nothing count only where they read the kernel as the samples did.
     let read_as = (r.host_in_reading, r.clock_moved_to.is_none());
-    let test = test.map(|t| reproduced::as_the_samples(t, runs_read_again, read_as));
-    test.map(|t| unread_by_cupti(t, r.host_in_reading, otherwise.as_ref()))
+    let test = test.map(|t| reproduced::as_the_samples(t, &runs_read_again, read_as));
+    test.map(|t| unread_by_cupti(t, r.host_in_reading, otherwise))
 }
 
 /// A pause test that found nothing, its pauses and staged regions both over the timed median
@@ -408,56 +426,75 @@ fn ranked_high(
 }
 
 /// A data test that found nothing, its audited regions' lower median over the decoys' median
-/// by more than the margin, judged again by the audited regions' ranks, each less the margin,
-/// among their own run's decoys (both follow a stage that draws and the same pause, so for an
-/// honest kernel they are alike, whatever the timer): suspect where readings alike lie so high
-/// with a chance of at most [`FALSE_ALARM`] (`rank_above_chance`, stratified over the runs). A
-/// kernel that skips a share drawn anew each launch, but none on new data, spreads its timed
-/// launches and its decoys wide, which widens the medians' bound, not the ranks: a fourth
-/// adversary's n-body (`region-smear`, skipping 0-50% of its bodies) read its 6 audited regions
-/// at 60.6 µs, its decoys at 49.7 µs, on an H200, within a bound of 21.0 µs; its audited
-/// regions lay over all six decoys in each run. Where the samples spread wide the round runs
-/// [`crate::protocol::SPREAD_DECOYS`] more decoys, so that a few audited regions over all of
-/// them are evidence (six over six can reach a chance of 2.5e-3 at most; over eighteen, 1.8e-4).
-/// Not where the clock moved (the readings are then scaled).
+/// by more than the margin, judged again by each audited region's rank, less the margin, among
+/// the decoys that ran on its own data: after an audited region the buffers hold its draw,
+/// which the decoys after it draw again until the next audited region, so for an honest kernel
+/// that region and those decoys are readings alike (the same data, each after a stage that
+/// draws and the same pause, whatever the timer), where decoys of other draws are not for a
+/// kernel whose time follows its data. Suspect where readings alike lie so high with a chance of
+/// at most [`FALSE_ALARM`] (`each_above_chance`, exact over the groups). A kernel that skips a
+/// share drawn anew each launch, but none on new data, spreads its timed launches and decoys
+/// wide, which widens the medians' bound, not the ranks: a fourth adversary's n-body
+/// (`region-smear`, skipping 0-50% of its bodies) read its 6 audited regions at 60.6 µs, its
+/// decoys at 49.7 µs, on an H200, within a bound of 21.0 µs. Where the samples spread wide the
+/// round runs [`crate::protocol::SPREAD_DECOYS`] more decoys, so that the groups hold a few
+/// each. Regions after the samples, which no decoy follows, rank among none. Not where the
+/// clock moved (the readings are then scaled).
 fn audited_ranked_high(mut test: Test, records: &[&CellRecord], r: &Readings) -> Test {
     let margin = margin_ns(test.baseline_ns);
     let quiet = test.suspect.is_none() && r.clock_moved_to.is_none();
     if !quiet || test.median_ns - margin <= test.baseline_ns {
         return test;
     }
-    let finite =
-        |of: &[f64]| -> Vec<f64> { of.iter().copied().filter(|x| x.is_finite()).collect() };
-    let runs: Vec<(Vec<f64>, Vec<f64>)> = (records.iter())
-        .filter_map(|c| c.audit.as_ref()?.among.as_ref())
-        .map(|m| {
-            let audited = finite(&m.readings_ns).iter().map(|x| x - margin).collect();
-            let mut decoys = finite(&m.decoys_ns);
-            decoys.sort_by(f64::total_cmp);
-            (audited, decoys)
-        })
-        .collect();
-    let groups: Vec<Ranked> = (runs.iter())
-        .map(|(audited, decoys)| Ranked {
-            above: audited,
-            sorted: decoys,
-            count: decoys.len(),
-        })
-        .collect();
-    let chance = rank_above_chance(&groups);
+    let among = records
+        .iter()
+        .filter_map(|c| c.audit.as_ref()?.among.as_ref());
+    let strata: Vec<(f64, usize)> = among.flat_map(|m| on_its_own_data(m, margin)).collect();
+    let chance = each_above_chance(&strata);
     if chance <= FALSE_ALARM {
-        let ranked: Vec<&Ranked> = groups.iter().filter(|g| g.count > 0).collect();
-        let count: usize = ranked.iter().map(|g| g.above.len()).sum();
-        let decoys: usize = ranked.iter().map(|g| g.count).sum();
-        let shares = ranked
-            .iter()
-            .flat_map(|g| g.above.iter().map(|&x| g.share_below(x)));
-        let mean_share = shares.sum::<f64>() / count.max(1) as f64;
+        let ranked: Vec<&(f64, usize)> = strata.iter().filter(|s| s.1 > 0).collect();
+        let decoys: usize = ranked.iter().map(|s| s.1).sum();
+        let shares = ranked.iter().map(|s| s.0 / s.1 as f64);
+        let mean_share = shares.sum::<f64>() / ranked.len().max(1) as f64;
         test.suspect = Some(format!(
-            "suspect: {count} audited regions, each less the {:.3} µs margin, lie high among their runs' {decoys} decoys (a mean share {mean_share:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
+            "suspect: {} audited regions, each less the {:.3} µs margin, lie high among the {decoys} decoys on their own data (a mean share {mean_share:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
+            ranked.len(),
             margin / 1e3,
             why(Tell::Data),
         ));
     }
     test
+}
+
+/// Each audited region of a run, less `margin`, ranked among the decoys that ran on its draw
+/// (those after it, before the next audited region): how many lie below it (ties counting
+/// half), and how many there are. None where the positions do not match the readings.
+fn on_its_own_data(m: &AuditsAmong, margin: f64) -> Vec<(f64, usize)> {
+    let placed = |at: &[u64], ns: &[f64]| -> Option<Vec<(u64, f64)>> {
+        (at.len() == ns.len()).then(|| {
+            let mut v: Vec<(u64, f64)> = at.iter().copied().zip(ns.iter().copied()).collect();
+            v.sort_by_key(|p| p.0);
+            v
+        })
+    };
+    let (Some(audited), Some(decoys)) = (
+        placed(&m.positions, &m.readings_ns),
+        placed(&m.decoy_positions, &m.decoys_ns),
+    ) else {
+        return Vec::new();
+    };
+    (audited.iter().enumerate())
+        .filter(|(_, a)| a.1.is_finite())
+        .map(|(i, &(at, ns))| {
+            let next = audited.get(i + 1).map_or(u64::MAX, |n| n.0);
+            let own: Vec<f64> = (decoys.iter())
+                .filter(|d| d.0 > at && d.0 < next && d.1.is_finite())
+                .map(|d| d.1)
+                .collect();
+            let x = ns - margin;
+            let below = own.iter().filter(|&&d| d < x).count() as f64;
+            let equal = own.iter().filter(|&&d| d == x).count() as f64;
+            (below + equal / 2.0, own.len())
+        })
+        .collect()
 }

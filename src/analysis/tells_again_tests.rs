@@ -24,6 +24,7 @@ fn read_again(pauses_by_timer: Vec<f64>) -> Option<Judgement> {
         pauses_ns: jitter(48.4e3, 8),
         timer_timed_ns: jitter(50.4e3, 56),
         timer_pauses_ns: pauses_by_timer,
+        samples_ns: jitter(49.4e3, 200),
         ..Default::default()
     });
     by_events_with(&r, &steady(200, 0.8e3, 49.4e3))

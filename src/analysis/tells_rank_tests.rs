@@ -124,7 +124,7 @@ fn each_runs_pauses_are_ranked_among_its_own_samples() {
 
 /// As `region-smear` of the fourth adversary on an H200: an n-body that skips a share drawn
 /// anew each launch, 0-50% of its bodies, but none on new data: timed launches and decoys
-/// spread flat from 35 to 60 µs, audited regions at all its work, 60.6 µs.
+/// spread flat from 35 to 59 µs, audited regions at all its work, 60.6 µs.
 fn smeared_decoys(count: usize) -> Vec<f64> {
     (0..count)
         .map(|i| 35e3 + 24e3 * i as f64 / (count - 1) as f64)
@@ -141,25 +141,52 @@ fn smeared_timed() -> Stats {
     }
 }
 
+/// A run whose audited regions each ran on a draw of their own, followed by the decoys that
+/// ran on it (`decoys[i]` after `audited[i]`), in turn among 200 samples.
+fn in_turn(audited: &[f64], decoys: &[Vec<f64>], pauses: Vec<f64>) -> CellRecord {
+    let mut rec = run(audited.to_vec(), decoys.concat(), pauses);
+    let among = rec.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.positions = (0..audited.len() as u64).map(|i| 10 + 30 * i).collect();
+    among.decoy_positions = (decoys.iter().enumerate())
+        .flat_map(|(i, d)| (0..d.len() as u64).map(move |j| 12 + 30 * i as u64 + 2 * j))
+        .collect();
+    rec
+}
+
+/// `count` decoys a group, spread as the smeared timed launches, each group in a new order.
+fn smeared_groups(groups: usize, count: usize) -> Vec<Vec<f64>> {
+    let all = smeared_decoys(groups * count);
+    (0..groups)
+        .map(|g| (0..count).map(|j| all[j * groups + g]).collect())
+        .collect()
+}
+
 #[test]
-fn audited_regions_high_among_decoys_spread_wide_on_purpose_are_suspect_by_their_ranks() {
-    let audited = vec![60.6e3, 60.4e3, 60.8e3, 60.5e3, 60.7e3, 60.6e3];
-    let pauses = smeared_decoys(24);
-    let s = smeared_timed();
-    // Over six decoys the ranks cannot reach a chance of a thousandth; over eighteen they do.
-    let six = run(audited.clone(), smeared_decoys(6), pauses.clone());
-    let j = judge(&six, &s, None, false);
+fn audited_regions_high_among_the_decoys_on_their_own_data_are_suspect_by_their_ranks() {
+    let audited = [60.6e3, 60.4e3, 60.8e3, 60.5e3, 60.7e3, 60.6e3];
+    let (pauses, s) = (smeared_decoys(24), smeared_timed());
+    // One decoy on each draw cannot reach a chance of a thousandth ((1/2)^6); three can.
+    let one = in_turn(&audited, &smeared_groups(6, 1), pauses.clone());
+    let j = judge(&one, &s, None, false);
     assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
-    let eighteen = run(audited.clone(), smeared_decoys(18), pauses.clone());
-    let data = judge(&eighteen, &s, None, false);
+    let three = in_turn(&audited, &smeared_groups(6, 3), pauses.clone());
+    let data = judge(&three, &s, None, false);
     let why = data.test(Tell::Data).unwrap().suspect.clone().unwrap();
     assert!(
-        why.contains("6 audited regions") && why.contains("18 decoys"),
+        why.contains("6 audited regions") && why.contains("18 decoys") && why.contains("2.4e-4"),
         "{why}"
     );
     // Whatever the timer: both follow a stage and the same pause.
-    let host = judge(&eighteen, &s, None, true);
+    let host = judge(&three, &s, None, true);
     assert!(host.test(Tell::Data).unwrap().suspect.is_some());
+    // Audited regions after the samples, which no decoy follows, rank among none.
+    let mut after = three.clone();
+    let among = after.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.readings_ns.extend([61e3, 61e3, 61e3]);
+    among.positions.extend([200, 200, 200]);
+    let j = judge(&after, &s, None, false);
+    let why = j.test(Tell::Data).unwrap().suspect.clone().unwrap();
+    assert!(why.contains("6 audited regions"), "{why}");
     // Where the clock moved, the readings are scaled and not ranked.
     let readings = Readings {
         reading_ns: Some(s.median),
@@ -171,30 +198,27 @@ fn audited_regions_high_among_decoys_spread_wide_on_purpose_are_suspect_by_their
         per_region: 1,
         clock_moved_to: Some(0.97),
     };
-    let moved = judged(&[&eighteen], &readings).unwrap();
+    let moved = judged(&[&three], &readings).unwrap();
     let data = moved.test(Tell::Data).unwrap();
     assert!(data.suspect.is_none() || !data.suspect.as_ref().unwrap().contains("lie high"));
 }
 
 #[test]
-fn audited_regions_spread_as_the_decoys_are_not_suspect_by_their_ranks() {
-    let s = smeared_timed();
-    let pauses = smeared_decoys(24);
-    // An honest kernel of two behaviors: audited regions and decoys drawn from both alike.
-    let decoys = smeared_decoys(18);
-    let audited: Vec<f64> = decoys.iter().step_by(3).map(|d| d + 300.0).collect();
-    let rec = run(audited, decoys.clone(), pauses.clone());
+fn audited_regions_read_as_the_decoys_on_their_own_data_are_not_suspect_by_their_ranks() {
+    let (pauses, s) = (smeared_decoys(24), smeared_timed());
+    // An honest kernel whose time follows its data: each draw its own time, 50-60 µs, its
+    // audited region and the decoys on it alike (over all decoys pooled, the audited regions
+    // of the slower draws would lie high).
+    let times = [60e3, 58e3, 56e3, 54e3, 52e3, 50e3];
+    let audited: Vec<f64> = times.iter().map(|t| t + 20.0).collect();
+    let decoys: Vec<Vec<f64>> = times.iter().map(|&t| vec![t - 40.0, t + 60.0, t]).collect();
+    let rec = in_turn(&audited, &decoys, pauses.clone());
     let j = judge(&rec, &s, None, false);
     assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
-    // In the upper half of the decoys' spread, among them: no finding.
-    let upper: Vec<f64> = decoys
-        .iter()
-        .skip(9)
-        .step_by(2)
-        .map(|d| d + 300.0)
-        .collect();
-    assert_eq!(upper.len(), 5);
-    let rec = run(upper, decoys, pauses);
+    // An honest kernel of two behaviors: audited regions and decoys drawn from both alike.
+    let groups = smeared_groups(6, 3);
+    let audited: Vec<f64> = groups.iter().map(|g| g[1] + 300.0).collect();
+    let rec = in_turn(&audited, &groups, pauses);
     let j = judge(&rec, &s, None, false);
     assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
 }

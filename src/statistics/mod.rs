@@ -17,5 +17,7 @@ pub use order::{
     shortest_half, step_quartile,
 };
 pub use stop::{Least, MedianRule, NoiseRule, Reached, StoppingRule, Verdict};
-pub use two_samples::{mann_whitney_p, rank_above_chance, split_chance, two_sample_ks, Ranked};
+pub use two_samples::{
+    each_above_chance, mann_whitney_p, rank_above_chance, split_chance, two_sample_ks, Ranked,
+};
 pub use units::{median_of, ratio_interval, unit_values};

@@ -23,7 +23,8 @@ impl Among {
     /// to hold such a spread (a look CUPTI cannot give whole is not taken). Where they spread
     /// so wide that two audited regions and two decoys could not tell a quarter of the work
     /// skipped ([`confirm::spread_wide`]), [`SPREAD_AGAIN`] more of each, then
-    /// [`SPREAD_DECOYS`] more decoys and [`SPREAD_PAUSES`] more pauses later in the round (once a run). Returns what it took, the audit's.
+    /// [`SPREAD_DECOYS`] more decoys and [`SPREAD_PAUSES`] more pauses later in the round
+    /// (once a run). Returns what it took, the audit's.
     pub(in crate::worker) fn look_at_spread(
         &mut self,
         s: &mut Session,
