@@ -55,20 +55,6 @@ pub(super) fn first_launches(
         pooled(|f| &f.decoys, drift::DECOYS),
         pooled(|f| &f.pauses, drift::PAUSES),
     );
-    let staged = [&audited[..], &decoys[..]].concat();
-    let first_pause = (!pauses.is_empty()).then(|| {
-        let baseline = Baseline {
-            median_ns: median,
-            count: count as usize,
-        };
-        let after_a_wait = Spread {
-            allowance_ns: AFTER_A_WAIT_NS.min(AFTER_A_WAIT_SHARE * median),
-            ..timed
-        };
-        let test = against_baseline(Tell::FirstPause, &pauses, baseline, (after_a_wait, None));
-        test.map(|t| idle_or_kernel(t, &staged))
-    });
-    let first_pause = first_pause.flatten();
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
         let spread = timed
@@ -78,7 +64,19 @@ pub(super) fn first_launches(
         let pauses_ns = crate::statistics::median(pauses.clone()).unwrap_or(median);
         tests.extend(test.map(|t| share_where_timed(t, (pauses_ns, median))));
     }
-    tests.extend(first_pause);
+    let staged = [&audited[..], &decoys[..]].concat();
+    if !pauses.is_empty() {
+        let baseline = Baseline {
+            median_ns: median,
+            count: count as usize,
+        };
+        let after_a_wait = Spread {
+            allowance_ns: AFTER_A_WAIT_NS.min(AFTER_A_WAIT_SHARE * median),
+            ..timed
+        };
+        let test = against_baseline(Tell::FirstPause, &pauses, baseline, (after_a_wait, None));
+        tests.extend(test.map(|t| idle_or_kernel(t, &staged)));
+    }
     if let (Some(allowance_ns), false, false) =
         (stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
     {

@@ -182,13 +182,6 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         );
     };
     let with_decoys = timed.with_decoys(&decoys);
-    // Every region whose stage drew: audited regions and decoys alike meet what it left.
-    let staged = [&audited[..], &decoys[..]].concat();
-    let pause = match (steady, pauses.is_empty()) {
-        (Some(s), false) => pause_test((&pauses, &staged), (s, timed), &among, r)
-            .map(|t| ranked_high(t, (records, &staged), s, r)),
-        _ => None,
-    };
     let mut tests = Vec::new();
     if !audited.is_empty() && !decoys.is_empty() {
         let launches = audit_launches(&among, r.per_region);
@@ -202,7 +195,12 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             (records, r),
         ));
     }
-    tests.extend(pause);
+    // Every region whose stage drew: audited regions and decoys alike meet what it left.
+    let staged = [&audited[..], &decoys[..]].concat();
+    if let (Some(s), false) = (steady, pauses.is_empty()) {
+        let test = pause_test((&pauses, &staged), (s, timed), &among, r);
+        tests.extend(test.map(|t| ranked_high(t, (records, &staged), s, r)));
+    }
     if let (Some(allowance_ns), false, false) =
         (r.stage_allowance_ns, decoys.is_empty(), pauses.is_empty())
     {
