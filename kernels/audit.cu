@@ -148,6 +148,26 @@ __device__ __forceinline__ unsigned long long audit_in_group(unsigned long long 
     return size == 8 ? bits : bits & ((1ull << (8 * size)) - 1);
 }
 
+// A draw's keys: a seed with its top bit set (`PROBE` in src/worker/audit/draw.rs) draws a
+// probe, the data of the same seed without that bit (`over`) but for a share of its 16-byte
+// groups, which the probe's key picks and draws: about 64 groups of an argument, at most a
+// sixteenth of a small one. A kernel that samples a few of its inputs to tell data it has
+// seen finds most probes' samples unchanged, and whatever it kept or skipped is then checked
+// on data that is not what it saw. A plain seed's keys are equal: every group its own.
+struct AuditKeys {
+    unsigned long long key, over;
+    unsigned int shift; // a group is picked where the top `shift` bits of its mix are 0
+};
+
+__device__ __forceinline__ unsigned long long audit_group_key(const AuditKeys &k,
+                                                              unsigned long long g) {
+    if (k.key == k.over) {
+        return k.key;
+    }
+    const unsigned long long m = audit_mix(k.key ^ (g * 0x9E3779B97F4A7C15ull));
+    return (m >> (64 - k.shift)) == 0 ? k.key : k.over;
+}
+
 // The 24-bit draws (a float's precision) a 64-bit mix holds: bits 8-31 and bits 40-63.
 __device__ __forceinline__ float audit_low24(unsigned long long m) {
     return (float)((unsigned int)(m >> 8) & 0xffffffu) * (1.0f / 16777216.0f);
@@ -329,7 +349,7 @@ __device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int
 // in [a, b); f16 and bf16 round to nearest from there, as the host's draw does, and may
 // reach b.
 template <typename T, typename Encode>
-__device__ void audit_draw_float(const AuditDraw &d, unsigned long long key, bool verify,
+__device__ void audit_draw_float(const AuditDraw &d, const AuditKeys &keys, bool verify,
                                  unsigned long long *lowest, Encode encode) {
     constexpr unsigned int per = 16 / sizeof(T);
     const float top = nextafterf((float)d.b, (float)d.a);
@@ -341,6 +361,7 @@ __device__ void audit_draw_float(const AuditDraw &d, unsigned long long key, boo
             uint4 v;
             T e[per];
         } w;
+        const unsigned long long key = audit_group_key(keys, g);
 #pragma unroll
         for (unsigned int k = 0; k < per; k += 2) {
             float x0, x1;
@@ -355,12 +376,14 @@ __device__ void audit_draw_float(const AuditDraw &d, unsigned long long key, boo
 // A draw of f64 or an integer type, in double, an element a thread at a time, written or
 // compared (16 bytes a thread, packed, took an H200 1.2-1.4x as long: the double path is bound
 // by its arithmetic).
-__device__ void audit_draw_double(const AuditDraw &d, unsigned long long key, bool verify,
+__device__ void audit_draw_double(const AuditDraw &d, const AuditKeys &keys, bool verify,
                                   unsigned long long *lowest) {
     const double top = nextafter(d.b, d.a);
+    const unsigned int per = 16 / audit_size(d.dtype);
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          i < d.count; i += stride) {
+        const unsigned long long key = audit_group_key(keys, i / per);
         audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), verify, lowest);
     }
 }
@@ -376,20 +399,27 @@ extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count
         return;
     }
     const AuditDraw d = draws[blockIdx.y];
-    const unsigned long long key = audit_mix(seed ^ audit_mix(d.salt));
+    const unsigned long long salt = audit_mix(d.salt), probe = 1ull << 63;
+    AuditKeys keys;
+    keys.key = audit_mix(seed ^ salt);
+    keys.over = (seed & probe) ? audit_mix((seed & ~probe) ^ salt) : keys.key;
+    // About 64 groups picked: 2^-shift of them, shift at least 4.
+    const unsigned long long groups = (d.count * audit_size(d.dtype) + 15) / 16;
+    const int log2_groups = groups > 0 ? 63 - __clzll((long long)groups) : 0;
+    keys.shift = (unsigned int)max(4, min(30, log2_groups - 6));
     unsigned long long *lowest = &first[blockIdx.y];
     const bool check = verify != 0;
     switch (d.dtype) {
     case 0:
-        return audit_draw_float<unsigned short>(d, key, check, lowest,
+        return audit_draw_float<unsigned short>(d, keys, check, lowest,
                                                 [](float v) { return audit_f16_bits(v); });
     case 1:
-        return audit_draw_float<unsigned short>(d, key, check, lowest,
+        return audit_draw_float<unsigned short>(d, keys, check, lowest,
                                                 [](float v) { return audit_bf16_bits(v); });
     case 2:
-        return audit_draw_float<unsigned int>(d, key, check, lowest,
+        return audit_draw_float<unsigned int>(d, keys, check, lowest,
                                               [](float v) { return __float_as_uint(v); });
-    default: return audit_draw_double(d, key, check, lowest);
+    default: return audit_draw_double(d, keys, check, lowest);
     }
 }
 

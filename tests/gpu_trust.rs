@@ -116,7 +116,7 @@ fn a_cache_keyed_by_pointers_is_caught_by_new_data_at_the_same_addresses() {
 
 #[test]
 #[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
-fn a_cache_keyed_by_input_values_is_correct_on_new_data_and_suspect_in_time() {
+fn a_cache_keyed_by_input_values_is_correct_on_new_data_and_suspect_in_time_or_fails_a_probe() {
     for r in cells_of("cheat-fingerprint-cache") {
         let id = r["id"].as_str().unwrap();
         if ["graph", "batch", "batch-saturate"].contains(&id.rsplit('/').next().unwrap()) {
@@ -124,6 +124,13 @@ fn a_cache_keyed_by_input_values_is_correct_on_new_data_and_suspect_in_time() {
             // and the cache leaves the output it trusts is there, which was poisoned.
             let error = r["error"].as_str().unwrap_or_default();
             assert!(error.contains("a launch alone after the region"), "{r}");
+            continue;
+        }
+        if r["status"] == "failed" {
+            // A probe (the timed data, a few of its elements drawn anew) leaves its four
+            // values as they were: a hit, and the output kept is not the probe's.
+            let error = r["error"].as_str().unwrap_or_default();
+            assert!(error.contains("audit on a probe"), "{r}");
             continue;
         }
         assert_eq!(r["status"], "ok", "{r}");
@@ -678,6 +685,55 @@ fn a_kernel_that_reads_its_output_for_the_poison_is_caught_where_no_input_is_dra
     let honest = record(&records, "steady/n=4194304/hot");
     assert_eq!(honest["status"], "ok", "{honest}");
     assert!(row("steady/n=4194304/hot").is_none(), "{report}");
+}
+
+#[test]
+#[ignore = "needs a GPU: cargo test --release -- --include-ignored"]
+fn a_cache_keyed_by_a_sample_of_its_inputs_fails_on_a_probe() {
+    // Three of its inputs as the launch before's, and it trusts the output it left: right on
+    // every draw of its own, slow in the audited regions. Those read over the decoys, so more
+    // audited regions follow the samples, and the third of a run is a probe: the timed data
+    // with about 64 groups of 16 bytes drawn anew, its three values most likely among the rest.
+    let dir = tempfile::tempdir().unwrap();
+    let source = spin_source(
+        dir.path(),
+        r#"__device__ float sampled[3];
+__device__ int sampled_valid;
+extern "C" __global__ void sampled_cache(const float *x, float *y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const float a = x[0], b = x[n / 2], c = x[n - 1];
+    const bool hit = sampled_valid && a == sampled[0] && b == sampled[1] && c == sampled[2];
+    if (!hit && i < n) y[i] = spin(x[i]);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&blocks_done, 1u) + 1u == gridDim.x) {
+            blocks_done = 0;
+            sampled[0] = a, sampled[1] = b, sampled[2] = c;
+            sampled_valid = 1;
+            __threadfence();
+        }
+    }
+}
+"#,
+    );
+    let text = [
+        "[experiment]\ntitle = \"probes\"\n[sweep]\nn = [4194304]\n".to_string(),
+        steady_beside(&source, "uniform(-1, 1)", ("sampled-cache", "sampled_cache")),
+        "[defaults]\ntimer = \"events\"\nsamples = 300\n[[variant]]\nname = \"hot\"\n[report]\nfloor = false\n".into(),
+    ]
+    .join("\n");
+    let (_out, _dir, records) = run_on_gpu("probes", &text);
+    let cheat = record(&records, "sampled-cache/n=4194304/hot");
+    assert_eq!(cheat["status"], "failed", "{cheat}");
+    let error = cheat["error"].as_str().unwrap();
+    assert!(
+        error.contains("audit on a probe")
+            && error.contains("still holds the timed inputs' result"),
+        "{error}"
+    );
+    let honest = record(&records, "steady/n=4194304/hot");
+    assert_eq!(honest["status"], "ok", "{honest}");
 }
 
 #[test]

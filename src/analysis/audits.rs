@@ -36,6 +36,8 @@ pub struct CellAudits {
     pub capped: u64,
     /// Single launches checked on audited regions' draws (`audit_rounds::SPOTS`).
     pub spots: u64,
+    /// Audited regions run as probes over the held draw (`AuditsAmong::probes`).
+    pub probes: u64,
     /// Launches in each of the audit's regions, where fewer than in a timed one.
     pub region_launches: Option<u64>,
     /// Whether CUPTI read timed regions again for their first launches.
@@ -108,6 +110,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         late: among.iter().map(|m| m.late).sum(),
         capped: among.iter().map(|m| m.capped).sum(),
         spots: among.iter().map(|m| m.spots).sum(),
+        probes: among.iter().map(|m| m.probes).sum(),
         region_launches: super::tells::fewest_audit_launches(&among),
         firsts_read_again: (among.iter().filter_map(|m| m.by_cupti.as_ref()))
             .any(|k| !k.firsts_ns.is_empty()),

@@ -352,6 +352,10 @@ pub struct AuditsAmong {
     /// where the run's timed samples split in two (`ALONE_IF_SPLIT`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spots: u64,
+    /// Audited regions run as probes: the held data with a few of its elements drawn anew
+    /// (`worker::audit::among::Among::audited_draw`), each checked as any audited region.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub probes: u64,
     /// Launches in each region, where fewer than in a timed one
     /// (`plan::audit_rounds::region_launches`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

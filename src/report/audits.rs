@@ -105,6 +105,12 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), or the first launches of its timed regions of several launches do, {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 35% or more with two audited regions of several launches (S = 7), or q is 25% or more where the timed launches split (S = 11 in a cell of single launches, 15 in one of several)."
         ));
     }
+    let probes: u64 = cells.iter().map(|c| c.probes).sum();
+    if probes > 0 {
+        intro.push_str(&format!(
+            " A kernel may tell data it has seen by a few of its inputs it samples, and keep a result or skip work there. So once a run has run two audited regions on draws of their own for each, an audited region is a probe (a third of them at most): its stage draws the data the buffers hold again, but for about 64 groups of 16 bytes of each input, which it draws anew, and it is checked as any audited region: a kernel that kept or skipped fails wherever a changed input moves an output it did not compute again ({probes} probes here)."
+        ));
+    }
     let shorter = cells.iter().filter(|c| c.region_launches.is_some()).count();
     if shorter > 0 {
         let (share, least) = (REGION_LAUNCHES_SHARE * 100.0, SHORT_REGION_NS / 1e6);

@@ -90,6 +90,7 @@ mod tests {
             late: 0,
             capped: 0,
             spots: 0,
+            probes: 0,
             region_launches: None,
             firsts_read_again: false,
             split_s: None,

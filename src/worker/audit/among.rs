@@ -85,6 +85,8 @@ pub(in crate::worker) struct Among {
     draw_seed: u64,
     drawn: u64,
     held: u64,
+    /// Audited regions run as probes over the held draw ([`Among::audited_draw`]).
+    probes: u64,
     earlier: u64,
     /// Whether a pause's stage draws the held data again (see the module's doc).
     pause_draws: bool,
@@ -195,6 +197,7 @@ impl Among {
             draw_seed,
             drawn: 1,
             held,
+            probes: 0,
             earlier: held,
             pause_draws: pause_draws(s, cell, (def, data)),
             judged,
@@ -400,10 +403,7 @@ impl Among {
         spent(&mut self.cost, making);
         let start = Instant::now();
         let seed = match kind {
-            Region::Audit => {
-                self.drawn += 1;
-                Some(seed_of(self.draw_seed, self.drawn - 1))
-            }
+            Region::Audit => Some(self.audited_draw()),
             Region::Decoy => Some(self.held),
             // See the module's doc: a cold cell's pause draws as a decoy does.
             Region::Pause => self.pause_draws.then_some(self.held),

@@ -32,6 +32,13 @@ const BLOCK: u32 = 256;
 const MOST_BLOCKS: u64 = 4096;
 /// Bytes of one `AuditDraw` entry of the table (`kernels/audit.cu`).
 const ENTRY_BYTES: usize = 48;
+/// A seed with this bit draws a probe: the data of the same seed without it, but for about
+/// 64 groups of 16 bytes of each argument (a sixteenth at most), picked and drawn anew by
+/// the seed (`kernels/audit.cu`). A kernel that tells data it has seen by sampling a few of
+/// its inputs finds most of a probe's samples as they were, and keeps or skips: the probe's
+/// check then fails wherever a changed input moves an output it did not compute again.
+/// Draws' own seeds never have it (`among::seeds::seed_of`).
+pub(super) const PROBE: u64 = 1 << 63;
 
 /// One argument's draw, as the kernel's table holds it.
 #[derive(Debug, Clone, Copy, PartialEq)]

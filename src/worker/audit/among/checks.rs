@@ -9,6 +9,7 @@
 //! outputs no launch has written shows what that launch did.
 
 use super::super::common::{spent, stale, writes_an_input, wrote_input};
+use super::super::draw::PROBE;
 use super::super::on_draw;
 use super::Among;
 use crate::experiment::knobs::timer::TimerKind;
@@ -49,7 +50,13 @@ impl Among {
         (self.inputs).unchanged((def, args), buffers, (seed, &data.timed), kept_too)?;
         s.timeline.mark("audit inputs read back");
         let account = self.check_output(s, ready, (seed, earlier, 0), recorded);
-        let account = account.map_err(|f| f.during("audit on new inputs"))?;
+        let on = match seed & PROBE {
+            0 => "audit on new inputs",
+            _ => {
+                "audit on a probe (the timed launches' inputs, a few of their elements drawn anew)"
+            }
+        };
+        let account = account.map_err(|f| f.during(on))?;
         s.timeline.mark("audit check");
         Ok(account)
     }

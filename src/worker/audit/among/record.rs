@@ -62,6 +62,7 @@ impl Among {
             late,
             capped: self.share.capped(),
             spots: self.spots,
+            probes: self.probes,
             region_launches: (self.launches).filter(|&m| m != cell.knobs.launches.count()),
             // Set against each other only where the regions' times are judged.
             gaps: (self.timed_gap.filter(|_| self.judged)).map(|timed_median| Gaps {

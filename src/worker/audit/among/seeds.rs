@@ -1,5 +1,7 @@
 //! The seeds a run's regions and draws come from: recorded, drawn anew each run.
 
+use super::super::draw::PROBE;
+use super::Among;
 use crate::worker::inputs::fnv1a;
 
 /// The seed of run `process` of cell `id`'s regions, from the run's own seed (drawn anew each
@@ -24,9 +26,48 @@ pub(super) fn draw_seed(schedule_seed: u64) -> u64 {
 /// The draws' seeds follow from their family's through this one.
 const DRAW_SEEDS: u64 = u64::MAX;
 
-/// The seed of draw `k` from `seed` (draw 0: the timed launches' first data).
+/// The seed of draw `k` from `seed` (draw 0: the timed launches' first data): never with
+/// [`PROBE`]'s bit, which marks a probe over a draw ([`probe_over`]).
 pub(super) fn seed_of(seed: u64, k: u64) -> u64 {
-    fnv1a(&[seed.to_le_bytes(), k.to_le_bytes()].concat())
+    fnv1a(&[seed.to_le_bytes(), k.to_le_bytes()].concat()) & !PROBE
+}
+
+/// The probe over the draw of `held` (a draw's seed, not a probe's): its data but for about
+/// 64 groups of 16 bytes of each argument, which the probe draws anew (`kernels/audit.cu`).
+pub(super) fn probe_over(held: u64) -> Option<u64> {
+    (held & PROBE == 0).then_some(held | PROBE)
+}
+
+/// Whether a run's next audited region may be a probe, having run `drawn` audited regions on
+/// draws of their own and `probes` probes: two of the former for each probe, so that probes
+/// are at most a third of any run's audited regions and the lower median of their readings
+/// is a whole draw's.
+pub(super) fn probe_next(drawn: u64, probes: u64) -> bool {
+    probes < drawn / 2
+}
+
+impl Among {
+    /// The seed an audited region draws: a draw no launch has seen, or, once a run has run
+    /// two such regions for each probe, a probe over the data the buffers hold (`PROBE` in
+    /// `draw.rs`): the timed launches' data with a few of its elements drawn anew. A kernel
+    /// that samples a few inputs to tell data it has seen, and keeps a result or skips work
+    /// there, is checked on data it did not see, and fails. At most a third of the audited
+    /// regions, so that the lower median of their readings, which the data test takes, is a
+    /// whole draw's wherever a probe's check passed on a kept result that the changed
+    /// elements moved by less than the tolerance (a sum's output, say).
+    pub(super) fn audited_draw(&mut self) -> u64 {
+        let probe = probe_over(self.held).filter(|_| !self.inputs.draws.is_empty());
+        match probe {
+            Some(probe) if probe_next(self.drawn - 1, self.probes) => {
+                self.probes += 1;
+                probe
+            }
+            _ => {
+                self.drawn += 1;
+                seed_of(self.draw_seed, self.drawn - 1)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -49,6 +90,30 @@ mod tests {
         assert_eq!(again(7), again(7), "a recorded seed replays its run");
         let runs: HashSet<String> = (0..20).map(again).collect();
         assert_eq!(runs.len(), 20, "twenty runs, twenty schedules");
+    }
+
+    #[test]
+    fn a_probe_is_over_a_draw_and_at_most_a_third_of_the_audited_regions() {
+        for k in 0..1000 {
+            let draw = seed_of(0x5eed, k);
+            assert_eq!(draw & PROBE, 0, "a draw's seed never marks a probe");
+            let probe = probe_over(draw).unwrap();
+            assert_eq!(probe & !PROBE, draw, "a probe names the draw it is over");
+            assert_eq!(probe_over(probe), None, "no probe over a probe");
+        }
+        let (mut drawn, mut probes) = (0u64, 0u64);
+        let mut kinds = String::new();
+        for n in 1..=30u64 {
+            match probe_next(drawn, probes) {
+                true => (probes, kinds) = (probes + 1, kinds + "p"),
+                false => (drawn, kinds) = (drawn + 1, kinds + "d"),
+            }
+            // The lower median of n readings is the ((n - 1) / 2 + 1)th lowest: a draw's,
+            // even where every probe read lowest.
+            assert!(probes <= (n - 1) / 2, "{kinds}");
+            assert!(3 * probes <= n, "{kinds}");
+        }
+        assert!(kinds.starts_with("ddpddp"), "{kinds}");
     }
 
     #[test]
