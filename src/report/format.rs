@@ -1,5 +1,6 @@
 //! Numbers as a reader should see them: times with a unit, percentages with a sign.
 
+use crate::analysis::findings::clipped;
 use crate::experiment::Unit;
 
 /// Formats nanoseconds in `unit`; `Auto` picks the unit per value. Four significant digits
@@ -106,6 +107,21 @@ pub fn inert(text: &str) -> String {
         }
     }
     out
+}
+
+/// `text` cut so that it holds at most `room` characters once the template makes it inert
+/// ([`inert`] escapes brackets and bars, and writes angle brackets as entities): a
+/// check's account of `y[101037]` had grown a row two characters past the line.
+pub fn fitted(text: &str, room: usize) -> String {
+    let mut take = room;
+    loop {
+        let cut = clipped(text, take);
+        let over = inert(&cut).chars().count().saturating_sub(room);
+        if over == 0 || take == 0 {
+            return cut;
+        }
+        take = take.saturating_sub(over);
+    }
 }
 
 /// Text from a run folder as a Markdown code span, whatever it holds: fenced by one
@@ -233,6 +249,17 @@ pub fn percent(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reason_fits_its_room_once_its_brackets_are_escaped() {
+        let reason = "audit on a probe: the worst y[101037] = 31.1 against 33.2 | z[8] ".repeat(5);
+        for room in [40, 120, 250] {
+            let cut = fitted(&reason, room);
+            assert!(inert(&cut).chars().count() <= room, "{room}: {cut}");
+            assert!(cut.ends_with('…'), "{cut}");
+        }
+        assert_eq!(fitted("short [a]", 40), "short [a]");
+    }
 
     #[test]
     fn a_long_comment_wraps_into_comment_lines_of_its_indent() {

@@ -4,7 +4,6 @@ use super::cells::{self, CellRow};
 use super::figures::{self, PlotFile, Plots};
 use super::format;
 use super::medians::{self, Table};
-use crate::analysis::findings::clipped;
 use crate::analysis::{Analysis, Phase};
 use crate::experiment::knobs::cache::bytes_text;
 use crate::experiment::{Aspect, Unit};
@@ -165,7 +164,7 @@ fn untrusted(a: &Analysis) -> Vec<UntrustedRow> {
                     cell: c.id.clone(),
                     verdict: v.word().into(),
                     expected,
-                    reason: clipped(reason, LINE_CHARS.saturating_sub(fixed)),
+                    reason: format::fitted(reason, LINE_CHARS.saturating_sub(fixed)),
                 }
             })
         })
@@ -327,15 +326,22 @@ fn failures(s: &crate::store::Stored) -> Vec<FailureRow> {
     let peer_failures = s.peers.iter().filter(|r| r.time_ns.is_none());
     (s.records.iter())
         .filter(|r| r.status != Status::Ok)
-        .map(|r| FailureRow {
-            cell: r.id.clone(),
-            process: r.process,
-            kind: match (r.status, r.failure) {
+        .map(|r| {
+            let kind: String = match (r.status, r.failure) {
                 (Status::Skipped, _) => "skipped".into(),
                 (_, Some(kind)) => kind.word().into(),
                 (_, None) => "–".into(),
-            },
-            error: r.error.clone().unwrap_or_default(),
+            };
+            // `| cell | process | kind | error |`: 13 characters of bars; `cells.jsonl`
+            // holds the whole error.
+            let fixed = r.id.chars().count() + r.process.to_string().len() + kind.len() + 13;
+            let error = r.error.as_deref().unwrap_or_default();
+            FailureRow {
+                cell: r.id.clone(),
+                process: r.process,
+                error: format::fitted(error, LINE_CHARS.saturating_sub(fixed)),
+                kind,
+            }
         })
         .chain(peer_failures.map(|r| FailureRow {
             cell: format!("peer {} at {}", r.peer, r.point),
