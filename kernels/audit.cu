@@ -66,8 +66,9 @@ extern "C" __global__ void first_difference(const unsigned char *a, const unsign
 // The audit's data, drawn on the GPU. Every audited region reads a draw no launch has seen,
 // made in microseconds from a seed the record keeps; a decoy's stage draws the data the
 // buffers already hold again, so both write the same bytes in the same time. Element i of
-// an argument depends only on (seed, the argument's salt, i): a reference kernel's buffer
-// drawn with the measured argument's salt holds the same data.
+// an argument depends only on (seed, the argument's salt, i), and for a probe on the
+// argument's length (which groups it picks): a reference kernel's buffer of the same length,
+// drawn with the measured argument's salt, holds the same data.
 
 // One argument's draw: its elements, type and distribution (`src/worker/audit/draw.rs`
 // writes the same layout).
@@ -149,23 +150,22 @@ __device__ __forceinline__ unsigned long long audit_in_group(unsigned long long 
 }
 
 // A draw's keys: a seed with its top bit set (`PROBE` in src/worker/audit/draw.rs) draws a
-// probe, the data of the same seed without that bit (`over`) but for a share of its 16-byte
-// groups, which the probe's key picks and draws: about 64 groups of an argument, at most a
-// sixteenth of a small one. A kernel that samples a few of its inputs to tell data it has
-// seen finds most probes' samples unchanged, and whatever it kept or skipped is then checked
-// on data that is not what it saw. A plain seed's keys are equal: every group its own.
+// probe, the data of the same seed without that bit (`over`) but for 64-128 of its 16-byte
+// groups (at least one, at most a sixteenth of a small argument, by its length), which a key
+// of their own picks and the probe's key draws. A kernel that samples a few of its inputs to
+// tell data it has seen finds most probes' samples unchanged, and whatever it kept or skipped
+// is then checked on data that is not what it saw. A plain seed's keys are equal, so every
+// group is its own; its draw picks all the same, so that a probe's stage costs what any does.
 struct AuditKeys {
-    unsigned long long key, over;
-    unsigned int shift; // a group is picked where the top `shift` bits of its mix are 0
+    unsigned long long key, over, pick;
+    unsigned long long forced; // one group always picked
+    unsigned int shift;        // a group is picked where the top `shift` bits of its mix are 0
 };
 
 __device__ __forceinline__ unsigned long long audit_group_key(const AuditKeys &k,
                                                               unsigned long long g) {
-    if (k.key == k.over) {
-        return k.key;
-    }
-    const unsigned long long m = audit_mix(k.key ^ (g * 0x9E3779B97F4A7C15ull));
-    return (m >> (64 - k.shift)) == 0 ? k.key : k.over;
+    const unsigned long long m = audit_mix(k.pick + g);
+    return ((m >> (64 - k.shift)) == 0 || g == k.forced) ? k.key : k.over;
 }
 
 // The 24-bit draws (a float's precision) a 64-bit mix holds: bits 8-31 and bits 40-63.
@@ -379,11 +379,12 @@ __device__ void audit_draw_float(const AuditDraw &d, const AuditKeys &keys, bool
 __device__ void audit_draw_double(const AuditDraw &d, const AuditKeys &keys, bool verify,
                                   unsigned long long *lowest) {
     const double top = nextafter(d.b, d.a);
-    const unsigned int per = 16 / audit_size(d.dtype);
+    // Elements a 16-byte group holds, as a shift: 16, 8, 4 or 2 (sizes 1, 2, 4, 8).
+    const unsigned int per_shift = 5 - __ffs(audit_size(d.dtype));
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          i < d.count; i += stride) {
-        const unsigned long long key = audit_group_key(keys, i / per);
+        const unsigned long long key = audit_group_key(keys, i >> per_shift);
         audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), verify, lowest);
     }
 }
@@ -403,10 +404,13 @@ extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count
     AuditKeys keys;
     keys.key = audit_mix(seed ^ salt);
     keys.over = (seed & probe) ? audit_mix((seed & ~probe) ^ salt) : keys.key;
-    // About 64 groups picked: 2^-shift of them, shift at least 4.
+    // The pick's own key: a group's pick shares no mix with its values.
+    keys.pick = audit_mix(keys.key ^ 0x5851F42D4C957F2Dull);
+    // 64-128 groups picked: 2^-shift of them, shift at least 4; and one always.
     const unsigned long long groups = (d.count * audit_size(d.dtype) + 15) / 16;
     const int log2_groups = groups > 0 ? 63 - __clzll((long long)groups) : 0;
     keys.shift = (unsigned int)max(4, min(30, log2_groups - 6));
+    keys.forced = groups > 0 ? audit_mix(keys.pick) % groups : 0;
     unsigned long long *lowest = &first[blockIdx.y];
     const bool check = verify != 0;
     switch (d.dtype) {

@@ -110,7 +110,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         late: among.iter().map(|m| m.late).sum(),
         capped: among.iter().map(|m| m.capped).sum(),
         spots: among.iter().map(|m| m.spots).sum(),
-        probes: among.iter().map(|m| m.probes).sum(),
+        probes: among.iter().map(|m| m.probe_positions.len() as u64).sum(),
         region_launches: super::tells::fewest_audit_launches(&among),
         firsts_read_again: (among.iter().filter_map(|m| m.by_cupti.as_ref()))
             .any(|k| !k.firsts_ns.is_empty()),

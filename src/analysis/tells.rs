@@ -465,8 +465,9 @@ fn audited_ranked_high(mut test: Test, records: &[&CellRecord], r: &Readings) ->
 }
 
 /// Each audited region of a run, less `margin`, ranked among the decoys that ran on its draw
-/// (those after it, before the next audited region): how many lie below it (ties counting
-/// half), and how many there are. None where the positions do not match the readings.
+/// (those after it, before the next audited region or probe): how many lie below it (ties
+/// counting half), and how many there are. None where the positions do not match the
+/// readings.
 fn on_its_own_data(m: &AuditsAmong, margin: f64) -> Vec<(f64, usize)> {
     let placed = |at: &[u64], ns: &[f64]| -> Option<Vec<(u64, f64)>> {
         (at.len() == ns.len()).then(|| {
@@ -481,10 +482,17 @@ fn on_its_own_data(m: &AuditsAmong, margin: f64) -> Vec<(f64, usize)> {
     ) else {
         return Vec::new();
     };
-    (audited.iter().enumerate())
-        .filter(|(_, a)| a.1.is_finite())
-        .map(|(i, &(at, ns))| {
-            let next = audited.get(i + 1).map_or(u64::MAX, |n| n.0);
+    // A probe draws over the held data too: the decoys after it draw its data.
+    let next_draw = |at: u64| {
+        let after = |p: &u64| *p > at;
+        let probe = m.probe_positions.iter().copied().filter(after).min();
+        let audit = audited.iter().map(|a| a.0).filter(after).min();
+        probe.into_iter().chain(audit).min().unwrap_or(u64::MAX)
+    };
+    (audited.iter())
+        .filter(|a| a.1.is_finite())
+        .map(|&(at, ns)| {
+            let next = next_draw(at);
             let own: Vec<f64> = (decoys.iter())
                 .filter(|d| d.0 > at && d.0 < next && d.1.is_finite())
                 .map(|d| d.1)

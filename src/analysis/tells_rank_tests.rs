@@ -187,6 +187,20 @@ fn audited_regions_high_among_the_decoys_on_their_own_data_are_suspect_by_their_
     let j = judge(&after, &s, None, false);
     let why = j.test(Tell::Data).unwrap().suspect.clone().unwrap();
     assert!(why.contains("6 audited regions"), "{why}");
+    // A probe draws over the held data: the decoys after it ran on its draw, not on the
+    // audited region's before it, and rank with none.
+    let mut probed = three.clone();
+    let among = probed.audit.as_mut().unwrap().among.as_mut().unwrap();
+    among.probe_positions = among.positions.iter().map(|p| p + 1).collect();
+    among.probes_ns = vec![50e3; among.probe_positions.len()];
+    let j = judge(&probed, &s, None, false);
+    let data = j.test(Tell::Data).unwrap();
+    assert!(
+        data.suspect
+            .as_ref()
+            .is_none_or(|why| !why.contains("lie high")),
+        "{j:?}"
+    );
     // Where the clock moved, the readings are scaled and not ranked.
     let readings = Readings {
         reading_ns: Some(s.median),

@@ -352,10 +352,16 @@ pub struct AuditsAmong {
     /// where the run's timed samples split in two (`ALONE_IF_SPLIT`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spots: u64,
-    /// Audited regions run as probes: the held data with a few of its elements drawn anew
+    /// Where the audited regions that were probes ran (the steady sample each ran before) and
+    /// what each read: the held data with a few of its elements drawn anew
     /// (`worker::audit::among::Among::audited_draw`), each checked as any audited region.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub probes: u64,
+    /// Not among `positions` and `readings_ns`, which the timing tests take: a kernel whose kept
+    /// result a probe's changed elements moved by less than the tolerance passes its check and
+    /// reads as a decoy does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_positions: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes_ns: Vec<f64>,
     /// Launches in each region, where fewer than in a timed one
     /// (`plan::audit_rounds::region_launches`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

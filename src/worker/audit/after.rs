@@ -5,6 +5,7 @@
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
 use super::common::{record, stale_or, Draw};
+use super::draw::PROBE;
 use super::host::{check_on, inputs_unchanged, Staged};
 use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
@@ -45,7 +46,8 @@ pub(super) fn run<'b>(
     let start = Instant::now();
     // A draw of the cell's own, from the run's seed: no other cell's audit (another variant
     // at the point, in the same process) saw it, so no cache kept across cells can hit.
-    let seed = fnv1a(format!("{}#weaker", cell.id).as_bytes()) ^ s.sample_seed;
+    // Not a probe's seed (`draw::PROBE`): all of it new.
+    let seed = (fnv1a(format!("{}#weaker", cell.id).as_bytes()) ^ s.sample_seed) & !PROBE;
     let on_host = match drawn.draw_all_that_varies(args) {
         true => {
             let drawing = during("audit: drawing the inputs");

@@ -31,7 +31,7 @@ mod spread;
 
 use super::by_cupti;
 use super::common::{spent, writes_an_input};
-use super::draw::{self, wait_ns, Draws};
+use super::draw::{self, wait_ns, Draws, PROBE};
 use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
 use super::share::Share;
@@ -59,6 +59,9 @@ struct Ran {
     place: usize,
     before: usize,
     kind: Region,
+    /// An audited region that was a probe (`seeds::probe_over`): not among the audited
+    /// regions the timing tests take.
+    probe: bool,
     reading: f64,
     gap: f64,
     /// Its first launch, in a region of several (NaN where not read).
@@ -278,9 +281,9 @@ impl Among {
         self.ran.iter().map(|r| (r.kind, r.cost)).collect()
     }
 
-    /// The readings of the regions of `kind` run so far.
+    /// The readings of the regions of `kind` run so far, probes left out (see [`Ran::probe`]).
     fn readings_of(&self, kind: Region) -> Vec<f64> {
-        let of_kind = self.ran.iter().filter(|r| r.kind == kind);
+        let of_kind = self.ran.iter().filter(|r| r.kind == kind && !r.probe);
         of_kind.map(|r| r.reading).collect()
     }
 
@@ -441,6 +444,7 @@ impl Among {
             place,
             before,
             kind,
+            probe: seed.is_some_and(|s| s & PROBE != 0) && kind == Region::Audit,
             reading,
             gap: f64::NAN,
             first: armed.timer.first_ns,

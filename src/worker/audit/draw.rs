@@ -10,8 +10,9 @@
 //! 15%).
 //!
 //! Element i of an argument depends only on the seed, the argument's salt (its index among
-//! the measured kernel's arguments) and i: a reference kernel's buffer drawn with the
-//! measured argument's salt holds the same data, and a verify pass finds the first element
+//! the measured kernel's arguments) and i, and for a probe ([`PROBE`]) on the argument's
+//! length: a reference kernel's buffer of the same length drawn with the measured argument's
+//! salt holds the same data, and a verify pass finds the first element
 //! a launch changed without anything crossing the host link.
 //!
 //! `input_draws::InputDraws` is a cell's set of them: what is drawn, what the kernel must
@@ -32,12 +33,13 @@ const BLOCK: u32 = 256;
 const MOST_BLOCKS: u64 = 4096;
 /// Bytes of one `AuditDraw` entry of the table (`kernels/audit.cu`).
 const ENTRY_BYTES: usize = 48;
-/// A seed with this bit draws a probe: the data of the same seed without it, but for about
-/// 64 groups of 16 bytes of each argument (a sixteenth at most), picked and drawn anew by
-/// the seed (`kernels/audit.cu`). A kernel that tells data it has seen by sampling a few of
-/// its inputs finds most of a probe's samples as they were, and keeps or skips: the probe's
-/// check then fails wherever a changed input moves an output it did not compute again.
-/// Draws' own seeds never have it (`among::seeds::seed_of`).
+/// A seed with this bit draws a probe: the data of the same seed without it, but for 64-128
+/// groups of 16 bytes of each argument (at least one, a sixteenth at most), picked and drawn
+/// anew by the seed (`kernels/audit.cu`; every draw picks, so that a probe's stage takes what
+/// any does). A kernel that tells data it has seen by sampling a few of its inputs finds most
+/// of a probe's samples as they were, and keeps or skips: the probe's check then fails
+/// wherever a changed input moves an output it did not compute again. Draws' own seeds never
+/// have it (`among::seeds::seed_of`).
 pub(super) const PROBE: u64 = 1 << 63;
 
 /// One argument's draw, as the kernel's table holds it.

@@ -174,7 +174,10 @@ impl Among {
         if armed.body.launches() < 2 || cupti {
             return Ok(0);
         }
-        let after = "audit on new inputs, a launch alone after the region";
+        let after = match seed & PROBE {
+            0 => "audit on new inputs, a launch alone after the region",
+            _ => "audit on a probe, a launch alone after the region",
+        };
         self.alone(s, ready, armed, (seed, earlier), (1..=SPOTS, after))?;
         s.timeline.mark("audit launches alone");
         Ok(SPOTS)

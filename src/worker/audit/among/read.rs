@@ -38,7 +38,7 @@ impl Among {
     pub(super) fn firsts(&self) -> Option<FirstLaunches> {
         let of = |kind: Region| -> Vec<f64> {
             (self.ran.iter())
-                .filter(|r| r.kind == kind && r.first.is_finite())
+                .filter(|r| r.kind == kind && !r.probe && r.first.is_finite())
                 .map(|r| r.first)
                 .collect()
         };

@@ -28,9 +28,9 @@ impl Among {
         spent(&mut self.cost, settling);
         s.timeline.mark("audit check");
         let late = (self.late_before_cupti).unwrap_or_else(|| self.inputs.draws.late());
-        let of = |kind: Region| -> (Vec<u64>, Vec<f64>) {
+        let of = |kind: Region, probes: bool| -> (Vec<u64>, Vec<f64>) {
             (self.ran.iter())
-                .filter(|r| r.kind == kind)
+                .filter(|r| r.kind == kind && r.probe == probes)
                 .map(|r| (r.before as u64, r.reading))
                 .unzip()
         };
@@ -40,9 +40,10 @@ impl Among {
                 .map(|r| r.gap)
                 .collect()
         };
-        let (positions, readings_ns) = of(Region::Audit);
-        let (decoy_positions, decoys_ns) = of(Region::Decoy);
-        let (pause_positions, pauses_ns) = of(Region::Pause);
+        let (positions, readings_ns) = of(Region::Audit, false);
+        let (probe_positions, probes_ns) = of(Region::Audit, true);
+        let (decoy_positions, decoys_ns) = of(Region::Decoy, false);
+        let (pause_positions, pauses_ns) = of(Region::Pause, false);
         let mut audit = record(self.check.clone(), &self.note, self.cost);
         audit.regions_s = self.regions_time.as_secs_f64();
         audit.checks_s = self.checks_time.as_secs_f64();
@@ -62,7 +63,8 @@ impl Among {
             late,
             capped: self.share.capped(),
             spots: self.spots,
-            probes: self.probes,
+            probe_positions,
+            probes_ns,
             region_launches: (self.launches).filter(|&m| m != cell.knobs.launches.count()),
             // Set against each other only where the regions' times are judged.
             gaps: (self.timed_gap.filter(|_| self.judged)).map(|timed_median| Gaps {

@@ -32,8 +32,8 @@ pub(super) fn seed_of(seed: u64, k: u64) -> u64 {
     fnv1a(&[seed.to_le_bytes(), k.to_le_bytes()].concat()) & !PROBE
 }
 
-/// The probe over the draw of `held` (a draw's seed, not a probe's): its data but for about
-/// 64 groups of 16 bytes of each argument, which the probe draws anew (`kernels/audit.cu`).
+/// The probe over the draw of `held` (a draw's seed, not a probe's): its data but for
+/// 64-128 groups of 16 bytes of each argument, which the probe draws anew (`kernels/audit.cu`).
 pub(super) fn probe_over(held: u64) -> Option<u64> {
     (held & PROBE == 0).then_some(held | PROBE)
 }
