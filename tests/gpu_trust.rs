@@ -885,7 +885,9 @@ fn samples_spread_on_purpose_get_more_regions_by_events_and_by_cupti_and_honest_
     for variant in ["hot", "hot-events"] {
         let padded = record(&records, &format!("padded/n=4194304/{variant}"));
         assert_eq!(padded["status"], "ok", "{padded}");
-        let (audited, decoys) = (count(padded, "positions"), count(padded, "decoy_positions"));
+        // Audited regions on draws of their own, and probes (recorded apart).
+        let audited = count(padded, "positions") + count(padded, "probe_positions");
+        let decoys = count(padded, "decoy_positions");
         assert!(
             audited >= 6 && decoys >= 6,
             "{audited} audited, {decoys} decoys: {padded}"
