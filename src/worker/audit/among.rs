@@ -23,6 +23,7 @@
 //! finds its output poisoned would do it in every staged region and skip after every pause, and in
 //! a hot cell no test sets the staged regions against the timed launches.
 
+mod audited;
 mod checks;
 mod read;
 mod record;

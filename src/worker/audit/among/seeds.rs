@@ -1,7 +1,6 @@
 //! The seeds a run's regions and draws come from: recorded, drawn anew each run.
 
 use super::super::draw::PROBE;
-use super::Among;
 use crate::worker::inputs::fnv1a;
 
 /// The seed of run `process` of cell `id`'s regions, from the run's own seed (drawn anew each
@@ -44,30 +43,6 @@ pub(super) fn probe_over(held: u64) -> Option<u64> {
 /// is a whole draw's.
 pub(super) fn probe_next(drawn: u64, probes: u64) -> bool {
     probes < drawn / 2
-}
-
-impl Among {
-    /// The seed an audited region draws: a draw no launch has seen, or, once a run has run
-    /// two such regions for each probe, a probe over the data the buffers hold (`PROBE` in
-    /// `draw.rs`): the timed launches' data with a few of its elements drawn anew. A kernel
-    /// that samples a few inputs to tell data it has seen, and keeps a result or skips work
-    /// there, is checked on data it did not see, and fails. At most a third of the audited
-    /// regions, so that the lower median of their readings, which the data test takes, is a
-    /// whole draw's wherever a probe's check passed on a kept result that the changed
-    /// elements moved by less than the tolerance (a sum's output, say).
-    pub(super) fn audited_draw(&mut self) -> u64 {
-        let probe = probe_over(self.held).filter(|_| !self.inputs.draws.is_empty());
-        match probe {
-            Some(probe) if probe_next(self.drawn - 1, self.probes) => {
-                self.probes += 1;
-                probe
-            }
-            _ => {
-                self.drawn += 1;
-                seed_of(self.draw_seed, self.drawn - 1)
-            }
-        }
-    }
 }
 
 #[cfg(test)]
