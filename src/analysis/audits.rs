@@ -36,7 +36,7 @@ pub struct CellAudits {
     pub capped: u64,
     /// Single launches checked on audited regions' draws (`audit_rounds::SPOTS`).
     pub spots: u64,
-    /// Audited regions run as probes over the held draw (`AuditsAmong::probes`).
+    /// Audited regions run as probes over the held draw (`AuditsAmong::probe_positions`).
     pub probes: u64,
     /// Launches in each of the audit's regions, where fewer than in a timed one.
     pub region_launches: Option<u64>,
