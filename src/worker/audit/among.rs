@@ -89,8 +89,6 @@ pub(in crate::worker) struct Among {
     draw_seed: u64,
     drawn: u64,
     held: u64,
-    /// Audited regions run as probes over the held draw ([`Among::audited_draw`]).
-    probes: u64,
     earlier: u64,
     /// Whether a pause's stage draws the held data again (see the module's doc).
     pause_draws: bool,
@@ -201,7 +199,6 @@ impl Among {
             draw_seed,
             drawn: 1,
             held,
-            probes: 0,
             earlier: held,
             pause_draws: pause_draws(s, cell, (def, data)),
             judged,

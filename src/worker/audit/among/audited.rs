@@ -14,11 +14,9 @@ impl Among {
     /// by less than the tolerance, a sum's say, passes its check and reads as a decoy).
     pub(super) fn audited_draw(&mut self) -> u64 {
         let probe = probe_over(self.held).filter(|_| !self.inputs.draws.is_empty());
+        let probes = self.ran.iter().filter(|r| r.probe).count() as u64;
         match probe {
-            Some(probe) if probe_next(self.drawn - 1, self.probes) => {
-                self.probes += 1;
-                probe
-            }
+            Some(probe) if probe_next(self.drawn - 1, probes) => probe,
             _ => {
                 self.drawn += 1;
                 seed_of(self.draw_seed, self.drawn - 1)
