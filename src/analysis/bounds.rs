@@ -261,7 +261,7 @@ pub(super) fn against_baseline(
         }
         // None of the baseline's readings lies beyond the single bound, which lies above
         // the farthest of them: so many of k regions beyond it split so with this chance
-        // (one of six pauses against 200 timed launches, 3%; two, 0.07%).
+        // (one of five pauses against 200 timed launches, 2.4%; two, 0.05%).
         None if beyond > 0 => {
             let chance = split_chance((k, beyond), (base.count, 0));
             Some((chance, 0, base.count))

@@ -251,6 +251,15 @@ mod tests {
             .suspect
             .expect("six pauses in the slowest quarter: 2.4e-4");
         assert!(why.contains("upper quartile"), "{why}");
+        // A round's five (its third audited region took a sixth's place): 9.8e-4.
+        let five = &pauses[..5];
+        let t =
+            pauses_with_the_slow_launches(passed(five), (five, &staged), samples(&two_speeds()));
+        let why = t.suspect.expect("five pauses in the slowest quarter");
+        assert!(
+            why.contains("all 5 pauses") && why.contains("upper quartile"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -14,9 +14,10 @@
 //! profiler's report, rotating buffer sets) get one audit launch after the timed ones, the
 //! weaker audit, which the record says.
 //!
-//! How many: regions come in rounds of two audited regions, two decoys and six pauses at
-//! places drawn within it (a pause costs little more than a sample: a kernel that tells some
-//! pauses from others must evade most of six, not one of two). The first round spans the
+//! How many: regions come in rounds of three audited regions (the third a probe,
+//! `worker::audit::among::seeds`), two decoys and five pauses at places drawn within it (a
+//! pause costs little more than a sample: a kernel that tells some pauses from others must
+//! evade most of five, not one of two). The first round spans the
 //! first 200 samples, the second the next 200, each later one twice the one before: 5% of a
 //! 200-sample cell, a falling share of a longer one (more regions hardly lower the detection
 //! limit once the margin outweighs the noise), drawn as the cell goes, so a cell that stops
@@ -37,9 +38,10 @@ use rand::{
 };
 use std::time::Duration;
 
-use crate::plan::audit_rounds::{affordable, counts, kinds_run, run_floor};
+use crate::plan::audit_rounds::{affordable, counts, kinds_run};
 pub use crate::plan::audit_rounds::{
-    first_round, region_launches, Region, AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
+    audited_before, first_round, region_launches, run_floor, Region, AUDIT_SHARE_CAP as SHARE_CAP,
+    PLANNED_SHARE, ROUND,
 };
 
 /// Whether a region due may be left out for what it costs.

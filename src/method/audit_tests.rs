@@ -77,25 +77,30 @@ fn a_short_cell_affords_at_most_a_twentieth_of_its_samples_and_always_an_audit()
     assert_eq!(one(100), [2, 2, 1]);
     assert_eq!(one(120), [2, 2, 2]);
     assert_eq!(one(140), [2, 2, 3]);
-    assert_eq!(one(10_000), [2, 2, 6]);
-    // Five rounds of 40 share the ten their 200 samples afford, in the two that hold an
+    // The third audited region (a probe) after the floor's three pauses.
+    assert_eq!(one(160), [3, 2, 3]);
+    assert_eq!(one(10_000), [3, 2, 5]);
+    // Five rounds of 40 share the ten their 200 samples afford, in the three that hold an
     // audited region: a round without one is not audited among its launches, and its
     // pauses would be lost (an interleaved cell held three of its six so).
     let rounds: Vec<_> = (0..5).map(|r| first_round(40, 5, r)).collect();
     assert_eq!(
         rounds,
-        [[1, 1, 3], [1, 1, 3], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+        [[1, 1, 2], [1, 1, 2], [1, 0, 1], [0, 0, 0], [0, 0, 0]]
     );
+    // The third run's audited region follows the first two's (a probe, `among::seeds`).
+    let before: Vec<_> = (0..5).map(|r| audited_before(40, 5, r)).collect();
+    assert_eq!(before, [0, 1, 2, 3, 3]);
     // Their floor is their whole round: the cell's pauses are pooled, and three of them in
     // all let a LayerNorm that reads its launch period through.
     let floors: Vec<_> = (0..5).map(|r| run_floor(40, 5, r)).collect();
-    assert_eq!(floors, [[1, 1, 3], [1, 1, 3], [0; 3], [0; 3], [0; 3]]);
+    assert_eq!(floors, [[1, 1, 2], [1, 1, 2], [1, 0, 1], [0; 3], [0; 3]]);
     assert_eq!(run_floor(200, 1, 0), [2, 1, 3]);
     // Five rounds of 60 afford a set each: an audited region in each.
     let rounds: Vec<_> = (0..5).map(|r| first_round(60, 5, r)).collect();
     assert_eq!(
         rounds,
-        [[1, 1, 2], [1, 1, 1], [1, 0, 1], [1, 0, 1], [1, 0, 1]]
+        [[1, 1, 1], [1, 1, 1], [1, 0, 1], [1, 0, 1], [1, 0, 1]]
     );
     // Ten processes of 5 samples: the audited region and the pause the 50 samples
     // afford, in the run the seed draws.
@@ -129,13 +134,13 @@ fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
 #[test]
 fn rounds_double_so_a_long_cell_pays_a_falling_share() {
     let (_, c) = run_all(3, 200);
-    assert_eq!(c, [2, 2, 6]);
+    assert_eq!(c, [3, 2, 5]);
     let (_, c) = run_all(3, 400);
-    assert_eq!(c, [4, 4, 12]);
+    assert_eq!(c, [6, 4, 10]);
     // 200, 200, 400, 800, ..., 51200 and what is left of 100,000: 10 rounds of ten.
     let (all, c) = run_all(3, 100_000);
     assert_eq!(all.len(), 100, "{c:?}");
-    assert_eq!(c, [20, 20, 60]);
+    assert_eq!(c, [30, 20, 50]);
 }
 
 #[test]
@@ -177,9 +182,10 @@ fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
             of.for_each(|d| c[d.1 as usize] += 1);
             c
         };
-        // Two audited regions, a decoy and three pauses; a decoy and three pauses beyond.
+        // Two audited regions, a decoy and three pauses; the third audited region (a probe),
+        // a decoy and two pauses beyond.
         assert_eq!(first(Keep::Always), [2, 1, 3], "{due:?}");
-        assert_eq!(first(Keep::WithinPlan), [0, 1, 3], "{due:?}");
+        assert_eq!(first(Keep::WithinPlan), [1, 1, 2], "{due:?}");
         assert!(due
             .iter()
             .all(|d| (d.0 < ROUND) == (d.2 != Keep::WithinCap)));

@@ -96,10 +96,14 @@ pub fn kinds_run(judged: bool, [audited, decoys, pauses]: [usize; 3]) -> [usize;
 pub const ROUND: usize = 200;
 /// A round's regions, in the order a cell too short for all of them gets them: an audited
 /// region checks its launches, a pause then judges them against the timed ones, a decoy
-/// against the audited ones; two of each give each kind's median and spread, and four more
+/// against the audited ones; two of each give each kind's median and spread, and three more
 /// pauses a median a kernel cannot move by doing all its work after one of two (a LayerNorm
 /// that reads its launch period did all its work after one of an interleaved cell's two
-/// pauses, skipping after the other, and passed on an H200).
+/// pauses, skipping after the other, and passed on an H200). The third audited region is a
+/// probe (`worker::audit::among::seeds`), after the pauses of the floor: a run of two audited
+/// regions held none, and a kernel that tells data it has seen by a sample of its inputs,
+/// behind a smear too narrow to add regions, passed so in a graph (`trust-adversary-4`'s
+/// `region-smear/skip=10/graph` at 03a35f5, on an H200).
 const PRIORITY: [Region; 10] = [
     Region::Audit,
     Region::Pause,
@@ -108,7 +112,7 @@ const PRIORITY: [Region; 10] = [
     Region::Decoy,
     Region::Pause,
     Region::Pause,
-    Region::Pause,
+    Region::Audit,
     Region::Pause,
     Region::Pause,
 ];
@@ -137,13 +141,20 @@ pub fn samples_for_a_decoy() -> usize {
 }
 
 /// Of the first round of the run ranked `rank` of a cell's `runs` (see [`first_round`]),
-/// its floor: what it holds of [`FLOOR`]. A run of a cell of several holds no more than an
-/// audited region, a decoy and three pauses, so its floor is its whole first round: dealt
+/// its floor: what it holds of [`FLOOR`]. A run of a cell of several holds no more than
+/// [`FLOOR`] (half a round's regions, rounded up), so its floor is its whole first round: dealt
 /// over the cell instead, an interleaved cell kept three pauses in all, and a LayerNorm that
 /// reads its launch period did its work after none of them and passed (on an H200, 889d612).
 pub fn run_floor(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     let round = first_round(samples, runs, rank);
     [0, 1, 2].map(|k| round[k].min(FLOOR[k]))
+}
+
+/// The audited regions of the first round that the runs ranked below `rank` of a cell's
+/// `runs` hold (see [`first_round`]): a run's probes follow the cell's audited regions in
+/// rank order, so that a cell whose runs hold one each holds a probe too.
+pub fn audited_before(samples: usize, runs: usize, rank: usize) -> usize {
+    (0..rank).map(|r| first_round(samples, runs, r)[0]).sum()
 }
 
 /// Counts of (audited, decoys, pauses) among the first `n` of [`PRIORITY`].

@@ -198,7 +198,7 @@ fn the_audit_costs_its_first_round_among_the_samples_and_a_weaker_audit_once_a_c
         let c = plan.cells.iter().find(|c| c.variant == variant).unwrap();
         super::model::model(&e, c, Some(&e.kernels[0]), None).work_s
     };
-    // Ten regions (two of them audited and checked) against one launch after the samples.
+    // Ten regions (three of them audited and checked) against one launch after the samples.
     let (among, short) = (work("among"), work("short"));
     assert!(among > short + 8.0 * 12e-6, "{among} against {short}");
     // A cell of four fresh processes pays the weaker audit once, a quarter in each run.

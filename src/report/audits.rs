@@ -108,7 +108,7 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     let probes: u64 = cells.iter().map(|c| c.probes).sum();
     if probes > 0 {
         intro.push_str(&format!(
-            " A kernel may tell data it has seen by a few of its inputs it samples, and keep a result or skip work there. So once a run has run two audited regions on draws of their own for each, an audited region is a probe (a third of them at most): its stage draws the data the buffers hold again, but for 64-128 groups of 16 bytes of each input, which it draws anew, and it is checked as any audited region: a kernel that kept or skipped fails wherever a changed input moves an output it did not compute again ({probes} probes here)."
+            " A kernel may tell data it has seen by a few of its inputs it samples, and keep a result or skip work there. So once a cell has run two audited regions on draws of their own for each (its runs in turn), an audited region is a probe (a third of them at most): its stage draws the data the buffers hold again, but for 64-128 groups of 16 bytes of each input, which it draws anew, and it is checked as any audited region: a kernel that kept or skipped fails wherever a changed input moves an output it did not compute again ({probes} probes here)."
         ));
     }
     let shorter = cells.iter().filter(|c| c.region_launches.is_some()).count();

@@ -50,7 +50,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::{Data, ReadyCell};
 use crate::worker::session::Session;
 use cuda::Function;
-use seeds::{draw_seed, schedule_seed, seed_of};
+use seeds::{draw_seed, first_seeds, schedule_seed, seed_of, tally};
 use std::time::{Duration, Instant};
 
 /// One region run: its place among all the run's regions (the first timed one is 0), the
@@ -89,6 +89,9 @@ pub(in crate::worker) struct Among {
     draw_seed: u64,
     drawn: u64,
     held: u64,
+    /// The draws of their own and the probes of the audited regions the cell's runs of lower
+    /// rank hold in the first round, which the run's probes follow (`seeds::tally`).
+    before: (u64, u64),
     earlier: u64,
     /// Whether a pause's stage draws the held data again (see the module's doc).
     pause_draws: bool,
@@ -159,17 +162,17 @@ impl Among {
         // A run that may stop early holds the regions its fewest samples afford among them.
         let fewest = share.fewest(first_ns);
         let rank = super::rank(cell, process, s.sample_seed);
-        // A Python reference computes the first round's audited draws while the GPU times,
-        // where the reading leaves out the host's launch (CUPTI, events behind a saturated
-        // queue): a reference busy on the host's cores could delay a launch inside it. Asked
-        // before the timed data's draw, which then leaves the caches as it always does.
+        // A Python reference computes the audited draws of the first round's floor (never left
+        // out) while the GPU times, where the reading leaves out the host's launch (CUPTI,
+        // events behind a saturated queue): a reference busy on the host's cores could delay
+        // a launch inside it. Asked before the timed data's draw, which then leaves the
+        // caches as it always does.
         let round = audit::first_round(fewest, cell.runs() as usize, rank);
-        let audited = round[0];
+        let floor = audit::run_floor(fewest, cell.runs() as usize, rank);
+        let before = tally(audit::audited_before(fewest, cell.runs() as usize, rank) as u64);
         let knobs = &cell.knobs;
         if !draws.is_empty() && !knobs.queue.reading_holds_launch_time(knobs.timer) {
-            let seeds: Vec<u64> = (1..=audited as u64)
-                .map(|k| seed_of(draw_seed, k))
-                .collect();
+            let seeds = first_seeds(held, draw_seed, before, floor[0] as u64);
             // Only a saving: where it fails, each region's check asks as it runs.
             let _asked_as_they_run = on_draw::ask_python_ahead(s, ready, draws, &seeds);
         }
@@ -199,6 +202,7 @@ impl Among {
             draw_seed,
             drawn: 1,
             held,
+            before,
             earlier: held,
             pause_draws: pause_draws(s, cell, (def, data)),
             judged,

@@ -37,12 +37,57 @@ pub(super) fn probe_over(held: u64) -> Option<u64> {
     (held & PROBE == 0).then_some(held | PROBE)
 }
 
-/// Whether a run's next audited region may be a probe, having run `drawn` audited regions on
-/// draws of their own and `probes` probes: two of the former for each probe, so that probes
-/// are at most a third of any run's audited regions and the lower median of their readings
-/// is a whole draw's.
+/// Whether the next audited region may be a probe, where `drawn` audited regions on draws of
+/// their own and `probes` probes came before it (a cell's runs counted in rank order): two of
+/// the former for each probe, so that probes are at most a third of those regions and the
+/// lower median of the cell's audited readings is a whole draw's.
 pub(super) fn probe_next(drawn: u64, probes: u64) -> bool {
     probes < drawn / 2
+}
+
+/// Of `audited` audited regions in turn, those on draws of their own and the probes
+/// ([`probe_next`]): what a cell's runs of lower rank hold before a run's own, which count
+/// with them (a cell of runs of one audited region each holds a probe so).
+pub(super) fn tally(audited: u64) -> (u64, u64) {
+    (0..audited).fold((0, 0), |(drawn, probes), _| {
+        match probe_next(drawn, probes) {
+            true => (drawn, probes + 1),
+            false => (drawn + 1, probes),
+        }
+    })
+}
+
+/// The seed of a run's next audited region, where the cell's audited regions so far (its
+/// runs' of lower rank, then its own) drew `tally` (draws of their own, probes) and the run
+/// made `drawn` draws from `draw_seed` (the held data's included): the probe over `held`
+/// where [`probe_next`] allows one and the run has inputs to draw (`probing`), else the
+/// run's next draw.
+pub(super) fn next_audited(
+    held: u64,
+    (draw_seed, drawn): (u64, u64),
+    (draws, probes): (u64, u64),
+    probing: bool,
+) -> u64 {
+    match probe_over(held) {
+        Some(probe) if probing && probe_next(draws, probes) => probe,
+        _ => seed_of(draw_seed, drawn),
+    }
+}
+
+/// The seeds of a run's first `audited` audited regions (see [`next_audited`]), which a
+/// Python reference may compute ahead: a probe is over the data the run's last draw of its
+/// own left in the buffers (`held` before any).
+pub(super) fn first_seeds(held: u64, draw_seed: u64, before: (u64, u64), audited: u64) -> Vec<u64> {
+    let (mut held, mut drawn, mut so_far) = (held, 1, before);
+    let mut next = || {
+        let seed = next_audited(held, (draw_seed, drawn), so_far, true);
+        match seed & PROBE {
+            0 => (held, drawn, so_far.0) = (seed, drawn + 1, so_far.0 + 1),
+            _ => so_far.1 += 1,
+        }
+        seed
+    };
+    (0..audited).map(|_| next()).collect()
 }
 
 #[cfg(test)]
@@ -89,6 +134,24 @@ mod tests {
             assert!(3 * probes <= n, "{kinds}");
         }
         assert!(kinds.starts_with("ddpddp"), "{kinds}");
+        assert_eq!(tally(30), (drawn, probes));
+    }
+
+    #[test]
+    fn a_cell_of_runs_of_one_audited_region_each_holds_a_probe() {
+        let (draw_seed, held) = (0xd5, seed_of(0xd5, 0));
+        // One run of three: two draws, then the probe.
+        let one = first_seeds(held, draw_seed, (0, 0), 3);
+        assert_eq!(one[..2], [seed_of(draw_seed, 1), seed_of(draw_seed, 2)]);
+        assert_eq!(one[2], seed_of(draw_seed, 2) | PROBE, "over the last draw");
+        // Runs of one each: the third run's is the probe, the fourth's and fifth's draws.
+        let run = |rank: u64| first_seeds(held, draw_seed, tally(rank), 1)[0];
+        assert_eq!(run(0), seed_of(draw_seed, 1));
+        assert_eq!(run(1), seed_of(draw_seed, 1), "its own run's first draw");
+        assert_eq!(run(2), held | PROBE, "over the timed data");
+        assert_eq!(run(3) & PROBE, 0);
+        assert_eq!(run(4) & PROBE, 0);
+        assert_eq!(run(5), held | PROBE);
     }
 
     #[test]
