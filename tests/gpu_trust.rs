@@ -983,7 +983,10 @@ fn a_long_batch_is_audited_in_shorter_regions_and_a_kernel_that_works_through_th
         // Beside the timed regions (the first and 200 samples of 500), the audit's of `m`
         // each and its launches alone; the rest are the warm-up's 3 and the checked launch.
         let count = |key: &str| among[key].as_array().map_or(0, Vec::len) as u64;
-        let regions = count("positions") + count("decoy_positions") + count("pause_positions");
+        let regions = count("positions")
+            + count("probe_positions")
+            + count("decoy_positions")
+            + count("pause_positions");
         let spots = among["spots"].as_u64().unwrap_or(0);
         let launches = honest["kernel_launches"].as_u64().unwrap();
         let timed = 201 * 500 + regions * m + spots;

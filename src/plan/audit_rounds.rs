@@ -42,8 +42,8 @@ pub const STAGE_SLACK_NS: u64 = 20_000;
 /// (a batch, a graph), each on poisoned outputs: the region's output is what any of its
 /// launches wrote. A kernel that skips in a share q of its launches, each drawn apart,
 /// passes a cell's `S` checks of single launches (these, and the check before the samples)
-/// with a chance of (1 - q)^S: with two audited regions (seven checks), at most 5% where q
-/// is 35% or more. Each costs a launch and a compare with the outputs the reference kernel
+/// with a chance of (1 - q)^S: with three audited regions (ten checks), at most 5% where q
+/// is 26% or more. Each costs a launch and a compare with the outputs the reference kernel
 /// of its region's check left (a check of another kind runs again).
 pub const SPOTS: u64 = 3;
 
@@ -54,8 +54,10 @@ pub const SPOTS: u64 = 3;
 /// over its decoys, and CUPTI's readings come too late to confirm it); of three pauses the
 /// median stands against a kernel that does its work after one of them only (a LayerNorm
 /// that reads its launch period did so after one of an interleaved cell's two pauses and
-/// passed, on an H200, at 22d4933 as before f645e4d).
-pub const FLOOR: [usize; 3] = [2, 1, 3];
+/// passed, on an H200, at 22d4933 as before f645e4d); the third audited region is a probe
+/// (see [`PRIORITY`]), which a batch's, a graph's or a short kernel's cell left out for its
+/// cost at 22dfbac, and a kernel that tells data by a sample of its inputs passed there.
+pub const FLOOR: [usize; 3] = [3, 1, 3];
 
 /// What a region among the timed ones is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

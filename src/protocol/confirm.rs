@@ -71,13 +71,14 @@ pub fn samples_split(in_order: &[f64]) -> bool {
 /// follow its samples, each on the last audited region's draw and on poisoned outputs, each
 /// checked (`worker::audit::among`): a kernel that skips work in a share q of its launches,
 /// each drawn apart, reads alike in every region and splits its samples, and passes S checks
-/// of single launches with a chance of (1 - q)^S. A hot cell has three (the check before the
-/// samples and two audited regions'): 42% at q = 25%, and one of six such cells at 50% passed
-/// 26% faster on an H200 (`reports/trust-random`). With these, S = 11: 4.2% and 0.05%. A
+/// of single launches with a chance of (1 - q)^S. A hot cell had three (the check before the
+/// samples and two audited regions'; four since its floor holds three): 42% at q = 25%, and
+/// one of six such cells at 50% passed 26% faster on an H200 (`reports/trust-random`). With
+/// these, S = 11 (12 now): 4.2% and 0.05%. A
 /// batch's or a graph's sample is its launches' mean, one behavior however they differ, so
 /// there the first launches of its timed regions are tested too: a graph of 20 launches
 /// that skip in a quarter of them passed its S = 7 checks and read 2.5% faster (S = 15:
-/// 1.3%).
+/// 1.3%; S = 10 and 18 since the floor holds three audited regions).
 pub const ALONE_IF_SPLIT: u64 = 8;
 
 /// A run's pauses may catch the GPU at slow moments. So where their lower median reads over

@@ -91,18 +91,18 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
         ));
     }
     // The sentence below names the floor in words.
-    const _: () = assert!(matches!(FLOOR, [2, 1, 3]));
+    const _: () = assert!(matches!(FLOOR, [3, 1, 3]));
     let capped: u64 = cells.iter().map(|c| c.capped).sum();
     if capped > 0 {
         let (cap, plan) = (AUDIT_SHARE_CAP * 100.0, PLANNED_SHARE * 100.0);
         intro.push_str(&format!(
-            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time ({cap:.0}% of it so far; in the first round, {plan:.0}% of its projected time; never the first round's floor: two audited regions, a decoy and three pauses): counted beside the regions below."
+            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time ({cap:.0}% of it so far; in the first round, {plan:.0}% of its projected time; never the first round's floor: three audited regions, a decoy and three pauses): counted beside the regions below."
         ));
     }
     let spots: u64 = cells.iter().map(|c| c.spots).sum();
     if spots > 0 {
         intro.push_str(&format!(
-            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), or the first launches of its timed regions of several launches do, {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 35% or more with two audited regions of several launches (S = 7), or q is 25% or more where the timed launches split (S = 11 in a cell of single launches, 15 in one of several)."
+            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), or the first launches of its timed regions of several launches do, {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 26% or more with three audited regions of several launches (S = 10), or q is 22% or more where the timed launches split (S = 12 in a cell of single launches, 18 in one of several)."
         ));
     }
     let probes: u64 = cells.iter().map(|c| c.probes).sum();
