@@ -85,7 +85,8 @@ fn all_fail_with(kernel: &str, why: &str) {
 fn a_kernel_that_skips_written_output_shows_a_stale_result() {
     all_fail_with(
         "cheat-lazy-output",
-        "audit on new inputs: the output still holds the timed inputs' result",
+        // On new inputs, or on a probe where a run's first audited region is one.
+        "the output still holds the timed inputs' result",
     );
     for r in cells_of("cheat-lazy-output") {
         assert_eq!(r["failure"], "audit", "{r}");
@@ -166,7 +167,8 @@ fn a_kernel_that_writes_its_input_is_caught_reading_the_input_back() {
 fn a_kernel_that_writes_part_of_its_output_later_fails_the_audit() {
     all_fail_with(
         "cheat-partial-output",
-        "audit on new inputs: output `C` was not written",
+        // On new inputs, or on a probe where a run's first audited region is one.
+        "output `C` was not written",
     );
 }
 
