@@ -7,12 +7,12 @@ use super::Among;
 impl Among {
     /// The seed an audited region draws: a draw no launch has seen, or, once the cell has run
     /// two such regions for each probe (its runs of lower rank first), a probe over the data
-    /// the run's buffers hold (`PROBE` in
-    /// `draw.rs`): the timed launches' data with a few of its elements drawn anew. A kernel
-    /// that samples a few inputs to tell data it has seen, and keeps a result or skips work
-    /// there, is checked on data it did not see, and fails. At most a third of the cell's
-    /// audited regions ([`super::seeds::probe_next`]): each takes the place of one on a draw of its own, which the timing tests
-    /// take and probes are left out of (a kept result that a probe's changed elements moved
+    /// the run's buffers hold (`PROBE` in `draw.rs`): the timed launches' data with a few of
+    /// its elements drawn anew. A kernel that samples a few inputs to tell data it has seen,
+    /// and keeps a result or skips work there, is checked on data it did not see, and fails.
+    /// At most a third of the cell's audited regions ([`super::seeds::probe_next`]): each
+    /// takes the place of one on a draw of its own, which the timing tests take and probes
+    /// are left out of (a kept result that a probe's changed elements moved
     /// by less than the tolerance, a sum's say, passes its check and reads as a decoy).
     pub(super) fn audited_draw(&mut self) -> u64 {
         let probes = self.ran.iter().filter(|r| r.probe).count() as u64;
