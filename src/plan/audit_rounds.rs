@@ -186,10 +186,10 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     }
     let runs = runs.max(1);
     let [audits, decoys, pauses] = counts(affordable(span * runs));
-    let audits = if each_its_own(samples) {
-        audits.max(runs)
-    } else {
-        audits
+    let shared = runs > 1 && !each_its_own(samples);
+    let audits = match shared {
+        true => audits,
+        false => audits.max(runs),
     };
     // The first ranks hold the audited regions, and the decoys and pauses go to those runs;
     // the others draw their own data and hold none (`worker::audit::audits`).
@@ -202,7 +202,15 @@ pub fn first_round(samples: usize, runs: usize, rank: usize) -> [usize; 3] {
     let audits = this_run(audits).min(room);
     let first_pause = this_run(pauses).min(1).min(room - audits);
     let decoys = this_run(decoys).min(room - audits - first_pause);
-    let pauses = this_run(pauses).min(room - audits - decoys);
+    // A run that shares the cell's round and holds a decoy holds the floor's pauses: its
+    // pauses are judged against its own samples (CUPTI reads them again where they split), and
+    // of two the lower median is the faster, which one pause a kernel skipped after decides
+    // (`cache-dither` by interleaved rounds passed so at 22dfbac, on an H200).
+    let own_floor = match shared && decoys > 0 {
+        true => FLOOR[2],
+        false => 0,
+    };
+    let pauses = this_run(pauses).max(own_floor).min(room - audits - decoys);
     [audits, decoys, pauses]
 }
 
