@@ -172,8 +172,9 @@ pub const SPREAD_AGAIN: usize = 4;
 /// 35.1% faster than the honest argmax on an H200 within a pause test's 51.9% limit, its
 /// pauses at all their work 5.25 µs over a timed median of 10.59 µs, against a bound of
 /// 6.58 µs from six pauses. Twenty-four cut the pauses' share of that bound's noise term from
-/// sqrt(1/6) to sqrt(1/24), which puts the bound at 3.6 µs (23 now: a round holds five). A pause costs a sample and its
-/// stage's wait, and no honest cell of the committed experiments spread wide.
+/// sqrt(1/6) to sqrt(1/24), which puts the bound at 3.6 µs (23 now: a round holds five). A
+/// pause costs a sample and its stage's wait, and no honest cell of the committed experiments
+/// spread wide.
 pub const SPREAD_PAUSES: usize = 18;
 /// ...and this many more decoys: the data test's ranks set each audited region against its
 /// run's decoys (`analysis::tells::audited_ranked_high`), which a kernel that skips a share

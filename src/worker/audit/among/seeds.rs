@@ -75,17 +75,17 @@ pub(super) fn next_audited(
 }
 
 /// The seeds of a run's first `audited` audited regions (see [`next_audited`]), which a
-/// Python reference may compute ahead: a probe is over the data the run's last draw of its
-/// own left in the buffers (`held` before any).
+/// Python reference may compute ahead: each region's seed is what the buffers hold after it
+/// (`held` before any), as the run's regions leave it (`Among::region`).
 pub(super) fn first_seeds(held: u64, draw_seed: u64, before: (u64, u64), audited: u64) -> Vec<u64> {
     let (mut held, mut drawn, mut so_far) = (held, 1, before);
     let mut next = || {
-        let seed = next_audited(held, (draw_seed, drawn), so_far, true);
-        match seed & PROBE {
-            0 => (held, drawn, so_far.0) = (seed, drawn + 1, so_far.0 + 1),
+        held = next_audited(held, (draw_seed, drawn), so_far, true);
+        match held & PROBE {
+            0 => (drawn, so_far.0) = (drawn + 1, so_far.0 + 1),
             _ => so_far.1 += 1,
         }
-        seed
+        held
     };
     (0..audited).map(|_| next()).collect()
 }
