@@ -278,24 +278,25 @@ impl<'b> Timer<'b> {
         }
     }
 
-    /// Between two timed regions, the steady samples so far as [`Timer::finish`] will read
-    /// them, from CUPTI's records of the last `regions` (the first timed one, the steady
-    /// ones and the audit's `audits` among them, each at its place); None where the timer
-    /// reads each sample as it runs, or reads them after the cell (the profiler). Single
-    /// launches only: what the audit's look at the samples' spread needs.
-    pub fn samples_so_far(
+    /// Between two timed regions, the regions so far as [`Timer::finish`] will read them, from
+    /// CUPTI's records of the last `regions` (the first timed one, the steady ones and the
+    /// audit's `audits` among them, each at its place): the steady samples, and the audit's
+    /// regions in their order. None where the timer reads each sample as it runs, or reads
+    /// them after the cell (the profiler). Single launches only (every region holds one).
+    pub fn so_far(
         &self,
         entries: &[String],
         regions: usize,
         audits: &[(usize, f64)],
-    ) -> Result<Option<Vec<f64>>, CudaError> {
+    ) -> Result<Option<SoFar>, CudaError> {
         let (TimerKind::Cupti, Some(c), 1) = (self.kind, &self.collector, self.launches_per_sample)
         else {
             return Ok(None);
         };
         let spans = c.so_far(entries, regions)?;
-        let (_, timed) = apart(&cupti_reading(&spans.launches, 1).per_sample, audits);
-        Ok(Some(timed.get(1..).unwrap_or_default().to_vec()))
+        let (audits_ns, timed) = apart(&cupti_reading(&spans.launches, 1).per_sample, audits);
+        let steady = timed.get(1..).unwrap_or_default().to_vec();
+        Ok(Some((steady, audits_ns)))
     }
 
     /// Times one region on buffer set `set` and returns nanoseconds per launch; the GPU is
@@ -422,6 +423,9 @@ pub(super) fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
         })
         .collect()
 }
+
+/// The steady samples so far, and the audit's regions among them in their order.
+pub type SoFar = (Vec<f64>, Vec<f64>);
 
 /// Per-region values split into the audit's regions' (at the places `audits` names) and the
 /// timed ones', each in order.

@@ -99,6 +99,14 @@ pub const CONFIRM_PAUSES: usize = 4;
 /// decoy is added after the samples: regions back to back there can be told apart, and a
 /// kernel that ran its work on a later decoy could raise the decoys it is judged against.
 pub const CONFIRM_AUDITS: usize = 3;
+/// Where a run's staged regions still read slow against its pauses staged alike after
+/// their confirmation (`method::confirm::staged_need_confirming`), it is asked again, up to
+/// this many confirmations in all. Simulated as that argmax (three staged regions and three
+/// pauses, each 0.9 µs slower a fifth of the time), an honest run read its staged regions
+/// slow by more than the margin, which the stage test's bound exceeds, 9.4% of the time at
+/// first and 0.04% after five (`method::confirm`'s tests); a kernel that works after a stage
+/// is slow in every one.
+pub const STAGE_CONFIRMATIONS: usize = 5;
 /// A decoy read over [`CONFIRM_RATIO`] times the timed median so far by events or a host
 /// timer gets another later among the samples (`worker::audit::among`), at most this many
 /// in a run: one held-up host launch had hidden a result cache (`benches/decoy-hiccup`),

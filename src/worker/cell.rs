@@ -21,7 +21,7 @@ use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
     CellRecord, Energy, FailureKind as Kind, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH,
-    OUTPUT_CHECK,
+    OUTPUT_CHECK, STAGE_CONFIRMATIONS,
 };
 use crate::telemetry::Sampler;
 use std::time::{Duration, Instant};
@@ -395,12 +395,15 @@ fn steady<'b>(
     // a lone audited region read far above the samples gets a second.
     if let Some(a) = among {
         s.timeline.mark("steady samples");
-        // The confirmation reads the regions after the loop too: drawn once those ran.
-        for confirming in [false, true] {
-            let kinds = match confirming {
-                false => a.after(samples.len()),
-                true => a.confirmation(&samples),
+        // Each confirmation reads the regions before it too: drawn once those ran.
+        for confirmation in 0..=STAGE_CONFIRMATIONS {
+            let kinds = match confirmation {
+                0 => a.after(samples.len()),
+                n => a.confirmation(armed, &samples, (place, n == 1)),
             };
+            if confirmation > 0 && kinds.is_empty() {
+                break;
+            }
             for kind in kinds {
                 a.spend(lead_in(cell, armed, &data.sets[0], &samples, rec)?);
                 let at = (place, samples.len(), kind);

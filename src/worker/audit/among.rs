@@ -285,25 +285,20 @@ impl Among {
 
     /// The readings of the regions of `kind` run so far, probes left out (see [`Ran::probe`]).
     fn readings_of(&self, kind: Region) -> Vec<f64> {
-        let of_kind = self.ran.iter().filter(|r| r.kind == kind && !r.probe);
-        of_kind.map(|r| r.reading).collect()
+        let readings: Vec<f64> = self.ran.iter().map(|r| r.reading).collect();
+        self.of_kind(kind, &readings)
+    }
+
+    /// Of `readings` (one a region run, in order), those of the regions of `kind`, probes
+    /// left out.
+    fn of_kind(&self, kind: Region, readings: &[f64]) -> Vec<f64> {
+        let of_kind = (self.ran.iter().zip(readings)).filter(|(r, _)| r.kind == kind && !r.probe);
+        of_kind.map(|(_, t)| *t).collect()
     }
 
     /// Host time the audit took beside its regions (`cell::lead_in`), as its regions' time.
     pub(in crate::worker) fn spend(&mut self, took: Duration) {
         (self.regions_time, self.cost) = (self.regions_time + took, self.cost + took);
-    }
-
-    /// The regions after the samples that confirm what the run's regions read against the
-    /// timed `samples` (see [`crate::method::confirm::confirming`]).
-    pub(in crate::worker) fn confirmation(&self, samples: &[f64]) -> Vec<Region> {
-        if !self.judged {
-            return Vec::new();
-        }
-        let timed = crate::statistics::median(samples.to_vec());
-        let read = [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.readings_of(k));
-        let staged_alike = self.pause_draws || self.inputs.draws.is_empty();
-        crate::method::confirm::confirming(read, timed, staged_alike)
     }
 
     /// The pauses read again by CUPTI's kernel records where they and the staged regions

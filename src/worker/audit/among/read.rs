@@ -5,6 +5,8 @@ use super::Among;
 use crate::method::audit::Region;
 use crate::method::timer::Readings;
 use crate::protocol::FirstLaunches;
+use crate::worker::arm::Armed;
+use std::time::Instant;
 
 impl Among {
     /// The regions' readings as the timer finally read them (CUPTI's, from its records),
@@ -53,5 +55,40 @@ impl Among {
             timed_iqr: crate::statistics::iqr(timed),
             timed_max: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         })
+    }
+
+    /// The regions after the samples that confirm what the run's regions read against the
+    /// timed `samples` (see [`crate::method::confirm::confirming`]), as the timer read them:
+    /// each as it ran, or where CUPTI reads them later, from its records of the run's
+    /// `regions` so far (the GPU idle after the samples; none where they are not whole), the
+    /// `first` confirmation or a later one. By CUPTI nothing confirmed them before: an honest
+    /// argmax of two speeds cold on an H200 (16.4 µs, and 17.3 µs in a fifth of its launches)
+    /// had two of its three staged regions slow and its three pauses fast, and was suspect.
+    /// The look is the audit's time.
+    pub(in crate::worker) fn confirmation(
+        &mut self,
+        armed: &Armed,
+        samples: &[f64],
+        (regions, first): (usize, bool),
+    ) -> Vec<Region> {
+        if !self.judged {
+            return Vec::new();
+        }
+        let start = Instant::now();
+        let by_records = (armed.timer).so_far(&armed.entries, regions, &self.readings());
+        let (samples, readings, as_they_ran) = match by_records {
+            Ok(Some((timed, audits))) if audits.len() == self.ran.len() => (timed, audits, false),
+            _ => (
+                samples.to_vec(),
+                self.ran.iter().map(|r| r.reading).collect(),
+                true,
+            ),
+        };
+        let timed = crate::statistics::median(samples);
+        let read =
+            [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.of_kind(k, &readings));
+        let staged_alike = self.pause_draws || self.inputs.draws.is_empty();
+        self.spend(start.elapsed());
+        crate::method::confirm::confirming(read, timed, (staged_alike, first && as_they_ran))
     }
 }

@@ -40,9 +40,9 @@ impl Among {
                 s.timeline.mark("steady samples");
                 // Records CUPTI cannot give whole now leave the look untaken (its phase says
                 // so): the cell's own reading of them after the loop says what went wrong.
-                let records = armed
-                    .timer
-                    .samples_so_far(&armed.entries, regions, &self.readings());
+                let records = (armed.timer)
+                    .so_far(&armed.entries, regions, &self.readings())
+                    .map(|read| read.map(|(samples, _)| samples));
                 s.timeline.mark(match records {
                     Ok(_) => "audit: CUPTI's records of the samples so far",
                     Err(_) => "audit: CUPTI's records of the samples so far, not whole (no look)",
