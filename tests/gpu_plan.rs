@@ -219,7 +219,7 @@ fn plan_probe_times_each_build_and_point_on_the_device_and_counts_it() {
     );
     assert!(
         said.contains("as the probe timed them")
-            && said.contains("Probed, the project's first runs took 0.67 to 1.5 times"),
+            && said.contains("Probed, the project's first runs took 0.65 to 1.5 times"),
         "{said}"
     );
 }
