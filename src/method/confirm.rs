@@ -15,34 +15,43 @@ pub fn needs_confirming(reading_ns: f64, timed_median_ns: Option<f64>) -> bool {
     timed_median_ns.is_some_and(|m| reading_ns.is_finite() && reading_ns > CONFIRM_RATIO * m)
 }
 
+/// Which confirmation a run asks for: its first or a later one, of readings the timer took
+/// as the regions ran (events, a host timer) or CUPTI's records read after the samples.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked {
+    pub first: bool,
+    pub as_they_ran: bool,
+}
+
 /// The regions after a run's samples that confirm what its audited regions, decoys and
 /// pauses read (`[audited, decoys, pauses]`, NaN where the timer reads later) against its
 /// timed median: where the staged regions read slow against pauses `staged_alike` (see
-/// [`staged_need_confirming`]), more audited regions and pauses; and in a run's first
-/// confirmation of readings taken as the regions ran (`each_rule`: events or a host timer),
-/// a second audited region where its only one, with no decoy to set it against, read far
-/// above it, more audited regions where they read slow against the decoys, more pauses
-/// where the pauses read slow. Only the first is asked again, and of CUPTI's records too:
-/// its audited regions are checked, and its pauses are the baseline, which a kernel that
-/// tells the regions after its samples apart can only pull down; pauses added to outvote
-/// slow pauses it could skip in.
+/// [`staged_need_confirming`]), more audited regions and pauses, asked again after each; in
+/// a run's first, more audited regions where they read slow against the decoys; and there,
+/// of readings taken as they ran, a second audited region where its only one, with no decoy
+/// to set it against, read far above it (a host held up), more pauses where the pauses read
+/// slow. Audited regions are checked, and pauses are the stage test's baseline, which a
+/// kernel that tells the regions after its samples apart can only pull down there; pauses
+/// added to outvote slow pauses it could skip in, and CUPTI's records hold no host's time.
 pub fn confirming(
     [audited, decoys, pauses]: [Vec<f64>; 3],
     timed_ns: Option<f64>,
-    (staged_alike, each_rule): (bool, bool),
+    staged_alike: bool,
+    asked: Asked,
 ) -> Vec<Region> {
     let staged = [&audited[..], &decoys[..]].concat();
     let stage_slow = staged_alike && staged_need_confirming(&staged, &pauses);
+    let as_ran = asked.first && asked.as_they_ran;
     let lone = (audited.as_slice(), decoys.is_empty());
     let lone_slow = matches!(lone, (&[lone], true) if needs_confirming(lone, timed_ns));
-    let mut regions: Vec<Region> = (each_rule && lone_slow)
+    let mut regions: Vec<Region> = (as_ran && lone_slow)
         .then_some(Region::Audit)
         .into_iter()
         .collect();
-    if stage_slow || (each_rule && audits_need_confirming(&audited, &decoys)) {
+    if stage_slow || (asked.first && audits_need_confirming(&audited, &decoys)) {
         regions.extend([Region::Audit; crate::protocol::CONFIRM_AUDITS]);
     }
-    if stage_slow || (each_rule && pauses_need_confirming(&pauses, timed_ns)) {
+    if stage_slow || (as_ran && pauses_need_confirming(&pauses, timed_ns)) {
         regions.extend([Region::Pause; crate::protocol::CONFIRM_PAUSES]);
     }
     regions
@@ -192,6 +201,12 @@ pub fn confirms_by_cupti(knobs: &Knobs) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's first confirmation, of readings taken as the regions ran.
+    const FIRST: Asked = Asked {
+        first: true,
+        as_they_ran: true,
+    };
     use crate::experiment::knobs::launches::Launches;
 
     #[test]
@@ -250,25 +265,39 @@ mod tests {
         let slow = confirming(
             [vec![352_078.0, 350_922.0], vec![276_125.0], vec![]],
             timed,
-            (false, true),
+            false,
+            FIRST,
         );
         assert_eq!(slow, [Region::Audit; 3]);
         let lone = confirming(
             [vec![600_000.0], vec![], vec![276_000.0]],
             timed,
-            (false, true),
+            false,
+            FIRST,
         );
         assert_eq!(lone, [Region::Audit]);
-        let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed, (false, true));
+        let pauses = confirming([vec![], vec![], vec![300_000.0; 2]], timed, false, FIRST);
         assert_eq!(pauses, [Region::Pause; 4]);
         let close = [vec![276_500.0], vec![276_000.0], vec![]];
-        assert!(confirming(close, timed, (false, true)).is_empty());
-        // A later confirmation, or CUPTI's records read after the samples: none of these, a
-        // kernel that tells the regions after its samples apart could skip in those pauses.
-        let again = |read| confirming(read, timed, (false, false));
-        assert!(again([vec![352_078.0, 350_922.0], vec![276_125.0], vec![]]).is_empty());
-        assert!(again([vec![600_000.0], vec![], vec![276_000.0]]).is_empty());
-        assert!(again([vec![], vec![], vec![300_000.0; 2]]).is_empty());
+        assert!(confirming(close, timed, false, FIRST).is_empty());
+        // CUPTI's records read after the samples: audited regions, each checked, but no
+        // pauses, which a kernel that tells the regions after its samples apart could skip
+        // in, and no lone region (no host's time in the records).
+        let records = Asked {
+            first: true,
+            as_they_ran: false,
+        };
+        let by_records = |read| confirming(read, timed, false, records);
+        let slow = [vec![352_078.0, 350_922.0], vec![276_125.0], vec![]];
+        assert_eq!(by_records(slow.clone()), [Region::Audit; 3]);
+        assert!(by_records([vec![600_000.0], vec![], vec![276_000.0]]).is_empty());
+        assert!(by_records([vec![], vec![], vec![300_000.0; 2]]).is_empty());
+        // A later confirmation: none of these.
+        let later = Asked {
+            first: false,
+            as_they_ran: true,
+        };
+        assert!(confirming(slow, timed, false, later).is_empty());
     }
 
     #[test]
@@ -285,19 +314,22 @@ mod tests {
         let timed = Some(16_544.0);
         let mut expected = vec![Region::Audit; 3];
         expected.extend([Region::Pause; 4]);
-        assert_eq!(confirming(read(), timed, (true, true)), expected);
+        assert_eq!(confirming(read(), timed, true, FIRST), expected);
         // Read from CUPTI's records, or again after a confirmation: the same.
-        assert_eq!(confirming(read(), timed, (true, false)), expected);
+        for (first, as_they_ran) in [(true, false), (false, true), (false, false)] {
+            let asked = Asked { first, as_they_ran };
+            assert_eq!(confirming(read(), timed, true, asked), expected);
+        }
         // A hot cell's stages leave L2 dirty before a staged region alone: its stage test
         // allows for that, and such a reading needs nothing more.
-        assert!(confirming(read(), timed, (false, true)).is_empty());
+        assert!(confirming(read(), timed, false, FIRST).is_empty());
         // Staged regions within the margin of the pauses.
         let close = [
             vec![16_416.0, 16_500.0],
             vec![16_600.0],
             vec![16_512.0, 16_417.0],
         ];
-        assert!(confirming(close, timed, (true, true)).is_empty());
+        assert!(confirming(close, timed, true, FIRST).is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use super::Among;
 use crate::method::audit::Region;
+use crate::method::confirm::Asked;
 use crate::method::timer::Readings;
 use crate::protocol::FirstLaunches;
 use crate::worker::arm::Armed;
@@ -89,6 +90,7 @@ impl Among {
             [Region::Audit, Region::Decoy, Region::Pause].map(|k| self.of_kind(k, &readings));
         let staged_alike = self.pause_draws || self.inputs.draws.is_empty();
         self.spend(start.elapsed());
-        crate::method::confirm::confirming(read, timed, (staged_alike, first && as_they_ran))
+        let asked = Asked { first, as_they_ran };
+        crate::method::confirm::confirming(read, timed, staged_alike, asked)
     }
 }
