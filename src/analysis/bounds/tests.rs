@@ -40,6 +40,40 @@ fn regions_beyond_the_bound_count_only_against_decoys_staged_alike() {
     );
 }
 
+#[test]
+fn a_lone_region_within_the_timed_samples_tail_is_no_group_beyond_it() {
+    // A hot stencil by CUPTI on an H200: timed median 25.73 µs, quartiles 32 ns apart, the
+    // launches after a draw up to 35.07 µs; its one pause, the second launch after the
+    // first draw, 30.98 µs.
+    let spread = Spread {
+        sigma: iqr_sigma(32.0),
+        tail: 35.07 / 25.73 - 1.0,
+        single: true,
+        allowance_ns: 0.0,
+    };
+    let base = Baseline {
+        median_ns: 25_730.0,
+        count: 50,
+    };
+    let t = against_baseline(Tell::Pause, &[30_980.0], base, (spread, None)).unwrap();
+    assert_eq!(t.suspect, None, "{t:?}");
+    assert!(t.bound_ns > 9_000.0 && t.limit > 0.25, "{t:?}");
+    // Beyond the farthest timed sample: suspect.
+    let t = against_baseline(Tell::Pause, &[36_500.0], base, (spread, None)).unwrap();
+    assert!(t.suspect.is_some(), "{t:?}");
+    // Two pauses there: the group's bound is its quartiles' again.
+    let t = against_baseline(Tell::Pause, &[30_980.0; 2], base, (spread, None)).unwrap();
+    assert!(t.suspect.is_some(), "{t:?}");
+    // Where one region alone is no evidence (a reading that holds the host's launch), the
+    // group of one keeps its own bound: a slow one gets more after the samples.
+    let host = Spread {
+        single: false,
+        ..spread
+    };
+    let t = against_baseline(Tell::Pause, &[30_980.0], base, (host, None)).unwrap();
+    assert!(t.suspect.is_some(), "{t:?}");
+}
+
 /// A kernel that skips as much as a limit says, its regions and baseline as spread as
 /// the bound assumes (normal), in many simulated cells: at least 19 of 20 caught by the
 /// medians alone (98-99%: each median takes half the chance), for groups of two (the
