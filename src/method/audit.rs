@@ -26,8 +26,8 @@
 //! pace) go among those, so that a run stopping there holds them among its samples, not
 //! after them behind a launch of their kernel each. And by time: a region
 //! of a later round that would take the regions so far past [`SHARE_CAP`] of the cell's time
-//! is left out (and counted); so is one of the first round's beyond its floor (two audited
-//! regions, a decoy and three pauses, never left out: without them the verdict has nothing
+//! is left out (and counted); so is one of the first round's beyond its floor (three audited
+//! regions, two decoys and three pauses, never left out: without them the verdict has nothing
 //! to stand on) that would take them past [`PLANNED_SHARE`] of its projected time. A cell
 //! whose regions' times are not judged (a host timer) holds its audited regions alone.
 

@@ -56,8 +56,13 @@ pub const SPOTS: u64 = 3;
 /// that reads its launch period did so after one of an interleaved cell's two pauses and
 /// passed, on an H200, at 22d4933 as before f645e4d); the third audited region is a probe
 /// (see [`PRIORITY`]), which a batch's, a graph's or a short kernel's cell left out for its
-/// cost at 22dfbac, and a kernel that tells data by a sample of its inputs passed there.
-pub const FLOOR: [usize; 3] = [3, 1, 3];
+/// cost at 22dfbac, and a kernel that tells data by a sample of its inputs passed there. Of
+/// two decoys the median stands against one a stage left fast: an honest LayerNorm hot by
+/// CUPTI on an H200 (3.97 µs timed; `python-reference` at 4fcce43) read its audited regions
+/// 4.26-4.61 µs after their stages and its one decoy 3.90 µs, and was suspect by the data
+/// test; its other runs' two decoys read 4.29 and 4.42 µs. A decoy costs a stage and a
+/// region, no check.
+pub const FLOOR: [usize; 3] = [3, 2, 3];
 
 /// What a region among the timed ones is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
