@@ -392,7 +392,8 @@ fn steady<'b>(
     // What a second reading of the pauses by CUPTI takes is no sample's either.
     let mut read_again = Duration::ZERO;
     // A loop that stopped early runs what its samples afford of the first round's regions;
-    // a lone audited region read far above the samples gets a second.
+    // then the regions that confirm what the run's regions read (`method::confirm`), the
+    // stage's again while its staged regions read slow.
     if let Some(a) = among {
         s.timeline.mark("steady samples");
         // Each confirmation reads the regions before it too: drawn once those ran.
