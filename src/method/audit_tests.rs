@@ -133,6 +133,28 @@ fn regions_are_apart_after_the_first_sample_and_follow_the_seed() {
 }
 
 #[test]
+fn no_pause_is_among_the_first_launches_after_the_first_draw() {
+    let mut early_staged = 0;
+    for seed in 0..400 {
+        for samples in [10, 20, 200, 1000] {
+            let (all, _) = run_all(seed, samples);
+            let early: Vec<_> = all.iter().filter(|&&(i, _)| i < FIRST_PAUSE).collect();
+            assert!(early.iter().all(|&&(_, k)| k != Region::Pause), "{all:?}");
+            early_staged += early.len();
+            for stop in [2, 5, 30] {
+                let mut s = Schedule::new(seed, (samples, stop), (1, 0), true);
+                let due = (0..samples).filter_map(|i| s.due(i).map(|(k, _)| (i, k)));
+                assert!(due
+                    .take_while(|&(i, _)| i < FIRST_PAUSE)
+                    .all(|(_, k)| k != Region::Pause));
+            }
+        }
+    }
+    // Staged regions still take the early places.
+    assert!(early_staged > 100, "{early_staged}");
+}
+
+#[test]
 fn rounds_double_so_a_long_cell_pays_a_falling_share() {
     let (_, c) = run_all(3, 200);
     assert_eq!(c, [3, 2, 5]);
