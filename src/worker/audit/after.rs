@@ -169,9 +169,9 @@ fn time_launch(
 }
 
 /// How long the wait kernel ahead of the audit launch spins: far longer than the host
-/// takes to enqueue an event, a launch and an event; where the host still took longer (a
-/// region of several copies and kernels on a busy host: once in 13 test runs on an H200),
-/// the launch is timed again behind a wait twenty times as long.
+/// takes to enqueue an event, a launch and an event; where the host still took longer (seen
+/// once on an H200, for a region of a copy in, a kernel and a copy out), the launch is timed
+/// again behind a wait twenty times as long.
 const AUDIT_WAITS_NS: [u64; 2] = [50_000, 1_000_000];
 /// Readings of an empty kernel the events' floor is the median of.
 const FLOOR_READINGS: usize = 3;
