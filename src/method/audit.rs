@@ -48,8 +48,9 @@ pub use crate::plan::audit_rounds::{
 /// draw. The first launches after a draw read slow in some hot cells (on an H200, of 2,132
 /// honest cells' second launches after a draw, 4.2% read over 5% above their cell's median;
 /// of their fourth, 1.6%; later, 1.1%), and a pause that caught one would read as a kernel doing
-/// more work after a pause. A staged region's launch and the two samples after it come before
-/// the next region at the least, so only the first draw needs this.
+/// more work after a pause. Within a round a staged region's launch and the two samples after
+/// it come before the next region; a round's first place may follow the last round's last
+/// region a sample apart, which this leaves as it was.
 const FIRST_PAUSE: usize = 3;
 
 /// Whether a region due may be left out for what it costs.
