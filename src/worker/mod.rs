@@ -135,6 +135,7 @@ pub fn main(runner: Option<u32>) -> ExitCode {
         timed_stash: None,
         reference_buffers: RefCell::new(None),
         matmul_scratch: Default::default(),
+        stage_times: Default::default(),
         run_cache: job.run_cache,
         sample_seed: job.sample_seed,
     };

@@ -1,6 +1,7 @@
 //! What a worker keeps across the cells of its job: the context, its kernels, its inputs and
 //! the device's facts it uses.
 
+use super::audit::StageTimes;
 use super::buffers::Buffers;
 use super::compiler;
 use super::failure::{self, Failure};
@@ -54,6 +55,8 @@ pub struct Session {
     pub(super) reference_buffers: RefCell<Option<Buffers>>,
     /// The audit's matmul reference's buffers, kept from cell to cell.
     pub(super) matmul_scratch: MatmulScratch,
+    /// What the audit's stages took, by what they draw.
+    pub(super) stage_times: StageTimes,
     /// Where drawn inputs and reference results are shared with the run's other processes.
     pub(super) run_cache: Option<std::path::PathBuf>,
     /// The run's seed of the checks' samples of large outputs.

@@ -177,7 +177,7 @@ impl Among {
             let _asked_as_they_run = on_draw::ask_python_ahead(s, ready, draws, &seeds);
         }
         let (draw_ns, verify_ns) = match draws.is_empty() {
-            false => inputs.timed_stage_work(held)?,
+            false => inputs.timed_stage_work(held, &mut s.stage_times)?,
             true => (poison_time(buffers)?, 0.0),
         };
         buffers.poison_outputs()?;

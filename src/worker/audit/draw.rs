@@ -42,6 +42,10 @@ const ENTRY_BYTES: usize = 48;
 /// have it (`among::seeds::seed_of`).
 pub(super) const PROBE: u64 = 1 << 63;
 
+/// What one draw writes, which its time depends on: elements, type code, whether normal,
+/// memory.
+pub(super) type DrawShape = (u64, u32, bool, Memory);
+
 /// One argument's draw, as the kernel's table holds it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Entry {
@@ -52,6 +56,9 @@ pub(super) struct Entry {
     b: f64,
     dtype: u32,
     normal: bool,
+    /// Where it lives: a draw into host memory the GPU reaches takes longer (not in the
+    /// table, only in [`Draws::shape`]).
+    memory: Memory,
 }
 
 impl Entry {
@@ -102,6 +109,7 @@ impl Entry {
             b,
             dtype: dtype.code(),
             normal,
+            memory: *memory,
         })
     }
 
@@ -129,6 +137,8 @@ pub(super) struct Draws {
     pub(super) kernel: Function,
     /// The arguments drawn, in the table's order.
     pub(super) args: Vec<usize>,
+    /// What each draw writes, in the table's order: what its time depends on.
+    shape: Vec<DrawShape>,
     table: DeviceBuffer,
     /// Threads the longest draw takes (see [`Entry::threads`]).
     longest: u64,
@@ -153,6 +163,9 @@ impl Draws {
         Ok(Draws {
             kernel,
             args: entries.iter().map(|(i, _)| *i).collect(),
+            shape: (entries.iter())
+                .map(|(_, e)| (e.count, e.dtype, e.normal, e.memory))
+                .collect(),
             table,
             longest: entries.iter().map(|(_, e)| e.threads()).max().unwrap_or(0),
             first: DeviceBuffer::alloc(8 * entries.len().max(1))?,
@@ -175,6 +188,12 @@ impl Draws {
             .filter_map(|i| Some((i, Entry::of(args, pick(i)?, buffers.buffer(i)?)?)))
             .collect();
         Draws::new(kernel, &entries)
+    }
+
+    /// What the table's draws write (elements, type, distribution and memory of each), which
+    /// their time on the GPU depends on, not where.
+    pub(super) fn shape(&self) -> &[DrawShape] {
+        &self.shape
     }
 
     /// Whether the table draws nothing.
@@ -389,6 +408,7 @@ mod tests {
             b: 2.5,
             dtype: 2,
             normal: true,
+            memory: Memory::Device,
         };
         let b = e.bytes();
         assert_eq!(u64::from_ne_bytes(b[0..8].try_into().unwrap()), 0x1000);
@@ -410,6 +430,7 @@ mod tests {
             b: 1.0,
             dtype: dtype.code(),
             normal: false,
+            memory: Memory::Device,
         };
         assert_eq!(entry(Dtype::F32, 1 << 20).threads(), 1 << 18);
         assert_eq!(entry(Dtype::F32, 7).threads(), 2);
