@@ -337,8 +337,8 @@ pub struct AuditsAmong {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw_seed: Option<u64>,
     /// What a draw of all the inputs took on the GPU, and the pause every stage waited out
-    /// from its start (a quarter more than the draw and the held data's read-back before
-    /// it), in ns.
+    /// from its start (a quarter more than the held data's read-back and a draw, timed back
+    /// to back as a stage runs them), in ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

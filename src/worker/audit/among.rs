@@ -176,9 +176,12 @@ impl Among {
             // Only a saving: where it fails, each region's check asks as it runs.
             let _asked_as_they_run = on_draw::ask_python_ahead(s, ready, draws, &seeds);
         }
-        let (draw_ns, verify_ns) = match draws.is_empty() {
+        let (draw_ns, stage_ns) = match draws.is_empty() {
             false => inputs.timed_stage_work(held, &mut s.stage_times)?,
-            true => (poison_time(buffers)?, 0.0),
+            true => {
+                let poisoned = poison_time(buffers)?;
+                (poisoned, poisoned)
+            }
         };
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
@@ -206,7 +209,7 @@ impl Among {
             earlier: held,
             pause_draws: pause_draws(s, cell, (def, data)),
             judged,
-            wait_ns: wait_ns(draw_ns + verify_ns),
+            wait_ns: wait_ns(stage_ns),
             draw_ns,
             ran: Vec::new(),
             timed_gap: None,

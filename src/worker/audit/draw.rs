@@ -375,10 +375,10 @@ fn kicks_now(since: Duration, elapsed: Duration, wait: Duration) -> bool {
 /// queue is idle when a stage begins: tens of µs, and its draw a few ms at most).
 const END_PATIENCE: Duration = Duration::from_secs(1);
 
-/// How long every stage lasts once the GPU reaches it, from the time a draw of all the inputs
-/// took (`audit_rounds::STAGE_PER_DRAW` says why).
-pub(super) fn wait_ns(draw_ns: f64) -> u64 {
-    (STAGE_PER_DRAW * draw_ns.max(0.0)).ceil() as u64 + STAGE_SLACK_NS
+/// How long every stage lasts once the GPU reaches it, from the time a stage's work (the held
+/// data's verify and a draw of all the inputs) took (`audit_rounds::STAGE_PER_DRAW` says why).
+pub(super) fn wait_ns(stage_ns: f64) -> u64 {
+    (STAGE_PER_DRAW * stage_ns.max(0.0)).ceil() as u64 + STAGE_SLACK_NS
 }
 
 #[cfg(test)]

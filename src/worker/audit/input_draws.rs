@@ -14,8 +14,9 @@ use crate::worker::kernels::KernelKey;
 use crate::worker::session::Session;
 use cuda::{CudaError, DeviceBuffer};
 
-/// What a stage's draw and verify (each of elements, type, distribution and memory, in
-/// order) took on the GPU in this process, in ns, by their shapes: a point's cells and an
+/// What a draw and a stage's work (see [`InputDraws::timed_stage_work`]) took on the GPU in
+/// this process, in ns, by the shapes of what they draw and verify (each of elements, type,
+/// distribution and memory, in order): a point's cells and an
 /// interleaved cell's runs draw the same, and timing them again cost each run a draw and two
 /// verifies more (of a 268 MB input, about 0.35 ms on an H200; the first draws took 18% of the
 /// interleaved audits of the seven trust suites at a0d9e90). Every stage's pause is sized
@@ -75,17 +76,20 @@ impl InputDraws {
     /// may write verified first, so that a kernel that marks an input between its timed
     /// launches is found at every stage that draws, not only once after the samples, where
     /// a kernel that counts its launches could have taken the mark away (the stage's wait
-    /// covers both: [`InputDraws::timed_stage_work`]).
+    /// covers both, timed together: [`InputDraws::timed_stage_work`]).
     pub(super) fn verify_then_draw(&self, held: u64, seed: u64) -> Result<(), CudaError> {
         self.unwritten.verify_into(held, &self.between)?;
         self.draws.write(seed)
     }
 
-    /// What a stage's verify and draw take on the GPU, in ns, each timed after a first of its
-    /// kind, which pays what later ones do not (timed first, a 64 MiB input's verify read
-    /// 38 µs on an H200 where its draw read 26 µs; back to back, 268 MB verify in 89 µs and
-    /// draw in 80 µs, `benches/audit-kernels`); the held data drawn either way. Timed once a
-    /// process for draws of the same shapes ([`StageTimes`]).
+    /// What a draw of the inputs, and a stage's work (the held data's verify and a draw, back
+    /// to back, as a stage runs them), take on the GPU, in ns, each timed after a first of its
+    /// kind, which pays what later ones do not (timed first, a 64 MiB input's verify read 38 µs
+    /// on an H200 where its draw read 26 µs); the held data drawn either way. Timed apart, each
+    /// from an idle queue, a verify and a draw had each counted a launch's ramp, which a small
+    /// input's stage does not pay twice: on an H200, `trust-small`'s 8 MiB softmax input waits
+    /// 51.3 µs a stage, against 65.2 µs at a0d9e90; a 268 MB input's work takes 230 µs either way.
+    /// Timed once a process for draws of the same shapes ([`StageTimes`]).
     pub(super) fn timed_stage_work(
         &self,
         held: u64,
@@ -97,11 +101,10 @@ impl InputDraws {
             return Ok(*known);
         }
         let draw_ns = self.draws.timed(|d| d.write(held))?;
-        let verify = |d: &Draws| d.verify_into(held, &self.between);
-        verify(&self.unwritten)?;
-        let measured = (draw_ns, self.unwritten.timed(verify)?);
-        times.0.push((shape, measured));
-        Ok(measured)
+        self.verify_then_draw(held, held)?;
+        let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
+        times.0.push((shape, (draw_ns, stage_ns)));
+        Ok((draw_ns, stage_ns))
     }
 
     /// The first element of the inputs no launch may write that differed from the held data
