@@ -1,7 +1,6 @@
 //! What a worker keeps across the cells of its job: the context, its kernels, its inputs and
 //! the device's facts it uses.
 
-use super::audit::StageTimes;
 use super::buffers::Buffers;
 use super::compiler;
 use super::failure::{self, Failure};
@@ -16,7 +15,7 @@ use crate::experiment::knobs::{
     queue::Queue,
     warmup::WarmupKernel,
 };
-use crate::experiment::TelemetrySpec;
+use crate::experiment::{Memory, TelemetrySpec};
 use crate::method::flush::FlushBuffer;
 use crate::method::probe::{Probe, Reading};
 use crate::plan::Cell;
@@ -62,6 +61,22 @@ pub struct Session {
     /// The run's seed of the checks' samples of large outputs.
     pub(super) sample_seed: u64,
 }
+
+/// What the audit's draw of the inputs and a stage's work (`worker::audit`'s
+/// `InputDraws::timed_stage_work`) took on the GPU in this process, in ns, by the shapes of what
+/// they draw and verify: a point's cells and an interleaved cell's runs draw the same, and
+/// timing them again cost each run a draw and two verifies more (of a 268 MB input, about
+/// 0.35 ms on an H200; the first draws took 18% of the interleaved audits of the seven trust
+/// suites at a0d9e90). Every stage's pause is sized from it.
+#[derive(Default)]
+pub(super) struct StageTimes(pub(super) Vec<(StageShape, (f64, f64))>);
+
+/// What one draw writes, which its time depends on: elements, type code, whether normal,
+/// memory.
+pub(super) type DrawShape = (u64, u32, bool, Memory);
+
+/// The shapes of a stage's draws, and of its verify's, in order.
+pub(super) type StageShape = (Vec<DrawShape>, Vec<DrawShape>);
 
 /// The matmul reference's device buffers, its sample's cells and what it found, kept for
 /// the process: every sample is as large as the last where the output is large, and an

@@ -23,7 +23,7 @@ use crate::plan::audit_rounds::{STAGE_PER_DRAW, STAGE_SLACK_NS};
 use crate::plan::Cell;
 use crate::worker::buffers::Buffers;
 use crate::worker::kernels::KernelKey;
-use crate::worker::session::Session;
+use crate::worker::session::{DrawShape, Session};
 use cuda::{CudaError, DeviceBuffer, Dims, Event, Function, Launch, Param};
 use std::time::{Duration, Instant};
 
@@ -41,10 +41,6 @@ const ENTRY_BYTES: usize = 48;
 /// wherever a changed input moves an output it did not compute again. Draws' own seeds never
 /// have it (`among::seeds::seed_of`).
 pub(super) const PROBE: u64 = 1 << 63;
-
-/// What one draw writes, which its time depends on: elements, type code, whether normal,
-/// memory.
-pub(super) type DrawShape = (u64, u32, bool, Memory);
 
 /// One argument's draw, as the kernel's table holds it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,7 +3,7 @@
 //! launch and after the samples), and what no draw reaches.
 
 use super::common::{note, wrote_input};
-use super::draw::{DrawShape, Draws};
+use super::draw::Draws;
 use crate::experiment::Kernel;
 use crate::experiment::{ArgValue, Init};
 use crate::plan::Cell;
@@ -11,21 +11,8 @@ use crate::worker::buffers::Buffers;
 use crate::worker::failure::Failure;
 use crate::worker::inputs::HostInputs;
 use crate::worker::kernels::KernelKey;
-use crate::worker::session::Session;
+use crate::worker::session::{Session, StageTimes};
 use cuda::{CudaError, DeviceBuffer};
-
-/// What a draw and a stage's work (see [`InputDraws::timed_stage_work`]) took on the GPU in
-/// this process, in ns, by the shapes of what they draw and verify (each of elements, type,
-/// distribution and memory, in order): a point's cells and an
-/// interleaved cell's runs draw the same, and timing them again cost each run a draw and two
-/// verifies more (of a 268 MB input, about 0.35 ms on an H200; the first draws took 18% of the
-/// interleaved audits of the seven trust suites at a0d9e90). Every stage's pause is sized
-/// from it.
-#[derive(Default)]
-pub(in crate::worker) struct StageTimes(Vec<(StageShape, (f64, f64))>);
-
-/// The shapes of a stage's draws and of its verify's.
-type StageShape = (Vec<DrawShape>, Vec<DrawShape>);
 
 /// A cell's inputs as the audit draws them on the GPU (`draw.rs`): the draws of those it can
 /// draw, of those the kernel must leave as they are (verified on the GPU after a launch),

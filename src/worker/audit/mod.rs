@@ -24,7 +24,6 @@ mod on_draw;
 mod share;
 
 use common::rank;
-pub(super) use input_draws::StageTimes;
 
 use super::arm::Armed;
 use super::failure::Failure;
