@@ -338,7 +338,8 @@ pub struct AuditsAmong {
     pub draw_seed: Option<u64>,
     /// What a draw of all the inputs took on the GPU, and the pause every stage waited out
     /// from its start (a quarter more than the held data's read-back and a draw, timed back
-    /// to back as a stage runs them), in ns.
+    /// to back as a stage runs them), in ns: timed once a worker process for inputs of the
+    /// same shapes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
