@@ -72,8 +72,8 @@ pub struct Session {
 pub(super) struct StageTimes(pub(super) Vec<(StageShape, (f64, f64))>);
 
 /// What one draw writes, which its time depends on: elements, type code, whether normal,
-/// memory.
-pub(super) type DrawShape = (u64, u32, bool, Memory);
+/// memory, and whether it starts on 16 bytes (else it is written element by element).
+pub(super) type DrawShape = (u64, u32, bool, Memory, bool);
 
 /// The shapes of a stage's draws, and of its verify's, in order.
 pub(super) type StageShape = (Vec<DrawShape>, Vec<DrawShape>);

@@ -160,7 +160,7 @@ impl Draws {
             kernel,
             args: entries.iter().map(|(i, _)| *i).collect(),
             shape: (entries.iter())
-                .map(|(_, e)| (e.count, e.dtype, e.normal, e.memory))
+                .map(|(_, e)| (e.count, e.dtype, e.normal, e.memory, e.address % 16 == 0))
                 .collect(),
             table,
             longest: entries.iter().map(|(_, e)| e.threads()).max().unwrap_or(0),
@@ -186,8 +186,8 @@ impl Draws {
         Draws::new(kernel, &entries)
     }
 
-    /// What the table's draws write (elements, type, distribution and memory of each), which
-    /// their time on the GPU depends on, not where.
+    /// What the table's draws write (elements, type, distribution, memory and alignment of
+    /// each), which their time on the GPU depends on, not where.
     pub(super) fn shape(&self) -> &[DrawShape] {
         &self.shape
     }
