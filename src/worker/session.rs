@@ -69,7 +69,23 @@ pub struct Session {
 /// 0.35 ms on an H200; the first draws took 18% of the interleaved audits of the seven trust
 /// suites at a0d9e90). Every stage's pause is sized from it.
 #[derive(Default)]
-pub(super) struct StageTimes(pub(super) Vec<(StageShape, (f64, f64))>);
+pub(super) struct StageTimes(Vec<(StageShape, (f64, f64))>);
+
+impl StageTimes {
+    /// The times of draws of `shape`, `measure`d the first time they are asked for.
+    pub(super) fn of<E>(
+        &mut self,
+        shape: StageShape,
+        measure: impl FnOnce() -> Result<(f64, f64), E>,
+    ) -> Result<(f64, f64), E> {
+        if let Some((_, known)) = self.0.iter().find(|(s, _)| *s == shape) {
+            return Ok(*known);
+        }
+        let measured = measure()?;
+        self.0.push((shape, measured));
+        Ok(measured)
+    }
+}
 
 /// What one draw writes, which its time depends on: elements, type code, whether normal,
 /// memory, and whether it starts on 16 bytes (else it is written element by element).
@@ -152,5 +168,28 @@ impl Session {
                 .get(key, compiler::Build::of(&cell.launch), &mut self.timeline)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_times_are_measured_once_for_each_shape() {
+        let mut times = StageTimes::default();
+        let shape = |count: u64| (vec![(count, 2, false, Memory::Device, true)], vec![]);
+        let mut measured = 0;
+        let mut measure = |ns: f64| {
+            measured += 1;
+            Ok::<_, ()>((ns, 2.0 * ns))
+        };
+        assert_eq!(times.of(shape(8), || measure(1.0)), Ok((1.0, 2.0)));
+        assert_eq!(times.of(shape(8), || measure(5.0)), Ok((1.0, 2.0)));
+        assert_eq!(times.of(shape(16), || measure(3.0)), Ok((3.0, 6.0)));
+        // A failed measure keeps nothing.
+        assert_eq!(times.of(shape(32), || Err(())), Err(()));
+        assert_eq!(times.of(shape(32), || measure(4.0)), Ok((4.0, 8.0)));
+        assert_eq!(measured, 3);
     }
 }

@@ -84,14 +84,12 @@ impl InputDraws {
     ) -> Result<(f64, f64), CudaError> {
         self.draws.write(held)?;
         let shape = (self.draws.shape().to_vec(), self.unwritten.shape().to_vec());
-        if let Some((_, known)) = times.0.iter().find(|(s, _)| *s == shape) {
-            return Ok(*known);
-        }
-        let draw_ns = self.draws.timed(|d| d.write(held))?;
-        self.verify_then_draw(held, held)?;
-        let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
-        times.0.push((shape, (draw_ns, stage_ns)));
-        Ok((draw_ns, stage_ns))
+        times.of(shape, || {
+            let draw_ns = self.draws.timed(|d| d.write(held))?;
+            self.verify_then_draw(held, held)?;
+            let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
+            Ok((draw_ns, stage_ns))
+        })
     }
 
     /// The first element of the inputs no launch may write that differed from the held data
