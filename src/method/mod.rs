@@ -1,4 +1,4 @@
-//! Methodologies: how one launch is timed ([`timer`]), what runs before it ([`warm_up`],
+//! Methodologies: how one launch is timed ([`timer`], CUPTI's [`spans`] read), what runs before it ([`warm_up`],
 //! an L2 [`flush`]), the clock [`probe`] around a cell, adaptive stopping ([`stop`]) and the
 //! per-cell [`budget`], a saturated queue's [`wait`], and the audit's regions ([`audit`]) and their confirmations ([`confirm`]) with the test for buffers
 //! equal on the GPU ([`equal`]).
@@ -9,10 +9,11 @@ pub mod confirm;
 pub mod equal;
 pub mod flush;
 pub mod probe;
+pub mod spans;
+#[cfg(test)]
+mod spans_tests;
 pub mod stop;
 pub mod timer;
-#[cfg(test)]
-mod timer_tests;
 pub mod wait;
 
 use crate::experiment::knobs::timer::TimerKind;

@@ -5,11 +5,12 @@
 //! (CUPTI reads each launch anyway): a kernel that does its work only on a region's first
 //! launch shows there.
 
+use super::spans::{apart, cupti_reading, kernel_medians, Places, SoFar};
 use super::wait::Saturate;
 use crate::experiment::knobs::timer::TimerKind;
 use crate::protocol::CuptiRecord;
 use crate::statistics::median;
-use cuda::{cupti, cupti::Span, synchronize, CudaError, Event, Graph, Launch, Param, Resets};
+use cuda::{cupti, synchronize, CudaError, Event, Graph, Launch, Param, Resets};
 use std::time::Instant;
 
 /// What one timed region runs.
@@ -229,25 +230,25 @@ impl<'b> Timer<'b> {
     /// the kernel and its steps, from the first's start to the last's end; averaged per
     /// sample), or NaN where the profiler's report gives them later. `audits`: the audit's
     /// regions among the timed ones (audited and decoys), each as its place among all
-    /// regions (the first timed one is 0) and its reading.
+    /// regions (the first timed one is 0) and its reading, and `untimed` ([`Places`]).
     pub fn finish(
         &mut self,
         entries: &[String],
         first_ns: f64,
         samples_ns: Vec<f64>,
-        audits: &[(usize, f64)],
+        (audits, untimed): Places,
     ) -> Result<Readings, CudaError> {
         let launches = self.launches_per_sample;
         match (self.kind, self.collector.take()) {
             (TimerKind::Cupti, Some(c)) => {
-                let regions = 1 + samples_ns.len() + audits.len();
+                let regions = 1 + samples_ns.len() + audits.len() + untimed.len();
                 let spans = c.finish(entries, regions * launches as usize)?;
                 let mut reading = cupti_reading(&spans.launches, launches);
                 reading.record.kernels = spans
                     .kernels
                     .map(|k| kernel_medians(&k))
                     .unwrap_or_default();
-                let split = |per: &[f64]| apart(per, audits);
+                let split = |per: &[f64]| apart(per, (audits, untimed));
                 let (audits_ns, timed) = split(&reading.per_sample);
                 let (audit_gaps_ns, timed_gaps) = split(&reading.gaps);
                 let (audit_firsts_ns, firsts_ns) = match launches > 1 {
@@ -280,21 +281,21 @@ impl<'b> Timer<'b> {
 
     /// Between two timed regions, the regions so far as [`Timer::finish`] will read them, from
     /// CUPTI's records of the last `regions` (the first timed one, the steady ones and the
-    /// audit's `audits` among them, each at its place): the steady samples, and the audit's
+    /// audit's regions among them, each at its place): the steady samples, and the audit's
     /// regions in their order. None where the timer reads each sample as it runs, or reads
     /// them after the cell (the profiler). Single launches only (every region holds one).
     pub fn so_far(
         &self,
         entries: &[String],
         regions: usize,
-        audits: &[(usize, f64)],
+        places: Places,
     ) -> Result<Option<SoFar>, CudaError> {
         let (TimerKind::Cupti, Some(c), 1) = (self.kind, &self.collector, self.launches_per_sample)
         else {
             return Ok(None);
         };
         let spans = c.so_far(entries, regions)?;
-        let (audits_ns, timed) = apart(&cupti_reading(&spans.launches, 1).per_sample, audits);
+        let (audits_ns, timed) = apart(&cupti_reading(&spans.launches, 1).per_sample, places);
         let steady = timed.get(1..).unwrap_or_default().to_vec();
         Ok(Some((steady, audits_ns)))
     }
@@ -400,120 +401,5 @@ impl<'b> Timer<'b> {
                 Ok(f64::NAN)
             }
         }
-    }
-}
-
-/// Each kernel's median span, in the order the kernels first ran.
-pub(super) fn kernel_medians(spans: &[Span]) -> Vec<(String, f64)> {
-    let mut names: Vec<&str> = Vec::new();
-    for s in spans {
-        if !names.contains(&s.name.as_str()) {
-            names.push(&s.name);
-        }
-    }
-    names
-        .into_iter()
-        .filter_map(|name| {
-            let of: Vec<f64> = spans
-                .iter()
-                .filter(|s| s.name == name)
-                .map(|s| (s.end - s.start) as f64)
-                .collect();
-            Some((name.to_string(), median(of)?))
-        })
-        .collect()
-}
-
-/// The steady samples so far, and the audit's regions among them in their order.
-pub type SoFar = (Vec<f64>, Vec<f64>);
-
-/// Per-region values split into the audit's regions' (at the places `audits` names) and the
-/// timed ones', each in order.
-fn apart(per: &[f64], audits: &[(usize, f64)]) -> (Vec<f64>, Vec<f64>) {
-    let is_audit = |i: &usize| audits.iter().any(|(at, _)| at == i);
-    let (audited, timed): (Vec<_>, Vec<_>) = per.iter().enumerate().partition(|(i, _)| is_audit(i));
-    let values = |v: Vec<(usize, &f64)>| v.into_iter().map(|(_, t)| *t).collect();
-    (values(audited), values(timed))
-}
-
-/// CUPTI's spans turned into samples: per sample (`launches` spans), the mean span, its
-/// first span, and the gap before its first span since the last span of the sample before
-/// (NaN for the first).
-pub(super) struct CuptiReading {
-    pub per_sample: Vec<f64>,
-    pub firsts: Vec<f64>,
-    pub gaps: Vec<f64>,
-    pub record: CuptiRecord,
-}
-
-/// Each region's busy time per launch from CUPTI's spans, region `i` holding `regions[i]`
-/// launches (the audit's may hold fewer than a timed one): a launch of several kernels (or
-/// copies) counts each one's own span, not the GPU idle between them while the host
-/// enqueues the next (right after CUPTI starts recording that takes milliseconds: a 6 µs
-/// two-pass sum read 3.8 ms from its first start to its last end).
-pub fn busy_per_launch(spans: &cupti::Spans, regions: &[u64]) -> Vec<f64> {
-    let span = |s: &Span| (s.end - s.start) as f64;
-    let each: Vec<f64> = match &spans.kernels {
-        Some(kernels) => {
-            let per = (kernels.len() / spans.launches.len().max(1)).max(1);
-            (kernels.chunks(per))
-                .map(|c| c.iter().map(span).sum())
-                .collect()
-        }
-        None => spans.launches.iter().map(span).collect(),
-    };
-    let mut rest = &each[..];
-    let mut busy = Vec::with_capacity(regions.len());
-    for &launches in regions {
-        let (region, after) = rest.split_at((launches.max(1) as usize).min(rest.len()));
-        if region.is_empty() {
-            break;
-        }
-        busy.push(region.iter().sum::<f64>() / region.len() as f64);
-        rest = after;
-    }
-    busy
-}
-
-pub(super) fn cupti_reading(spans: &[Span], launches: u64) -> CuptiReading {
-    let per_sample = spans
-        .chunks(launches as usize)
-        .map(|c| c.iter().map(|s| (s.end - s.start) as f64).sum::<f64>() / c.len() as f64)
-        .collect();
-    // The first launch of each sample: how long it waited after it was handed to the GPU.
-    let firsts = || spans.chunks(launches as usize).map(|c| &c[0]);
-    let latency: Vec<f64> = firsts()
-        .filter(|s| s.submitted > 0 && s.start >= s.submitted)
-        .map(|s| (s.start - s.submitted) as f64)
-        .collect();
-    let queued: Vec<f64> = firsts()
-        .filter(|s| s.queued > 0 && s.submitted >= s.queued)
-        .map(|s| (s.submitted - s.queued) as f64)
-        .collect();
-    let gaps = std::iter::once(f64::NAN)
-        .chain(
-            spans
-                .chunks(launches as usize)
-                .collect::<Vec<_>>()
-                .windows(2)
-                .map(|w| {
-                    let (before, after) = (&w[0][w[0].len() - 1], &w[1][0]);
-                    after.start as f64 - before.end as f64
-                }),
-        )
-        .collect();
-    let firsts = (spans.chunks(launches as usize))
-        .map(|c| (c[0].end - c[0].start) as f64)
-        .collect();
-    CuptiReading {
-        per_sample,
-        firsts,
-        gaps,
-        record: CuptiRecord {
-            records: spans.len() as u64,
-            submitted_to_start_median_ns: median(latency),
-            queued_to_submitted_median_ns: median(queued),
-            kernels: vec![],
-        },
     }
 }

@@ -17,7 +17,7 @@ use super::session::Session;
 use super::stash::Stash;
 use super::timeline::Timeline;
 use crate::experiment::knobs::{first_launch::FirstLaunch, queue::Queue, timer::TimerKind};
-use crate::method::{self, budget::Meter, stop::Stopper, timer::Readings};
+use crate::method::{self, budget::Meter, spans::Places, stop::Stopper, timer::Readings};
 use crate::plan::{Cell, Role};
 use crate::protocol::{
     CellRecord, Energy, FailureKind as Kind, Overhead, QueueRecord, Status, FIRST_TIMED_LAUNCH,
@@ -105,11 +105,12 @@ fn measure(
     let mut armed = Armed::arm(s, ready, &setup).map_err(of_kind(Kind::SetUp))?;
     rec.l2_window = armed.window.clone();
     let sampled = sample(s, ready, &mut armed, &mut auditor, rec).map_err(of_kind(Kind::Launch))?;
-    let audits = match &auditor {
-        Auditor::Among(among) => among.readings(),
-        _ => Vec::new(),
+    let (audits, untimed) = match &auditor {
+        Auditor::Among(among) => (among.readings(), among.untimed().to_vec()),
+        _ => (Vec::new(), Vec::new()),
     };
-    let collected = collect(s, &mut armed, sampled, &audits, rec).map_err(of_kind(Kind::Timing))?;
+    let places = (&audits[..], &untimed[..]);
+    let collected = collect(s, &mut armed, sampled, places, rec).map_err(of_kind(Kind::Timing))?;
     if let Auditor::Among(among) = &mut auditor {
         among.read(collected);
     }
@@ -290,37 +291,6 @@ fn warm_up(
     Ok(())
 }
 
-/// Before a region after the samples, where the timer reads each region as it runs (CUPTI's
-/// records or the profiler's would hold these launches): the cell's kernel on reset buffers,
-/// untimed, each launch waited on, so that the region follows its kernel as one among the
-/// samples does, not the check before it (`protocol::LEAD_NS`). Returns the host time it took.
-fn lead_in(
-    cell: &Cell,
-    armed: &mut Armed,
-    buffers: &Buffers,
-    samples: &[f64],
-    rec: &mut CellRecord,
-) -> Result<Duration, Failure> {
-    let knobs = &cell.knobs;
-    if !knobs.timer.reads_each_sample() || knobs.cupti_collect.on {
-        return Ok(Duration::ZERO);
-    }
-    let start = Instant::now();
-    let count = crate::protocol::lead_launches(crate::statistics::median(samples.to_vec()));
-    // Each waited on before the next, as a sample is: launches back to back, which no
-    // sample of single launches is, told a kernel that its samples were over (`reread-skip`).
-    for _ in 0..count {
-        (buffers.reset())
-            .and_then(|()| armed.launch.enqueue())
-            .and_then(|()| cuda::synchronize())
-            .map_err(during(
-                "audit: the launches before a region after the samples",
-            ))?;
-    }
-    rec.kernel_launches += count;
-    Ok(start.elapsed())
-}
-
 /// The steady samples after the first: until the cell's count, an adaptive stop or the
 /// budget, with the host's wall time per sample. Audited regions run among them where the
 /// auditor places them (those a loop that stopped early did not reach, after it).
@@ -406,7 +376,7 @@ fn steady<'b>(
                 break;
             }
             for kind in kinds {
-                a.spend(lead_in(cell, armed, &data.sets[0], &samples, rec)?);
+                place += a.lead_in(ready, (armed, rec), (place, &samples))?;
                 let at = (place, samples.len(), kind);
                 (a.region(s, ready, (armed, rec), at, &samples)).map_err(of_kind(Kind::Audit))?;
                 place += 1;
@@ -433,7 +403,7 @@ fn collect(
     s: &mut Session,
     armed: &mut Armed,
     sampled: Sampled,
-    audits: &[(usize, f64)],
+    places: Places,
     rec: &mut CellRecord,
 ) -> Result<Readings, Failure> {
     if let (Some(q), Some(sat)) = (rec.queue.as_mut(), armed.timer.saturate.as_ref()) {
@@ -442,7 +412,7 @@ fn collect(
             .map_err(during("reading the wait kernel's count"))?;
     }
     let mut readings =
-        (armed.timer).finish(&armed.entries, sampled.first, sampled.samples, audits)?;
+        (armed.timer).finish(&armed.entries, sampled.first, sampled.samples, places)?;
     if readings.cupti.is_some() {
         s.timeline.mark("CUPTI records");
     }

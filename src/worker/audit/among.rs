@@ -25,6 +25,7 @@
 
 mod audited;
 mod checks;
+mod lead;
 mod read;
 mod record;
 mod seeds;
@@ -103,6 +104,9 @@ pub(in crate::worker) struct Among {
     draw_ns: f64,
     note: String,
     ran: Vec<Ran>,
+    /// The places of the untimed regions before those after the samples under CUPTI
+    /// (`lead.rs`).
+    untimed: Vec<usize>,
     /// The median gap before the steady timed launches, where CUPTI gave it.
     timed_gap: Option<f64>,
     /// The steady timed regions' first launches, in a region of several.
@@ -212,6 +216,7 @@ impl Among {
             wait_ns: wait_ns(stage_ns),
             draw_ns,
             ran: Vec::new(),
+            untimed: Vec::new(),
             timed_gap: None,
             timed_firsts: Vec::new(),
             check: String::new(),
@@ -299,8 +304,8 @@ impl Among {
         of_kind.map(|(_, t)| *t).collect()
     }
 
-    /// Host time the audit took beside its regions (`cell::lead_in`), as its regions' time.
-    pub(in crate::worker) fn spend(&mut self, took: Duration) {
+    /// Host time the audit took beside its regions (`lead.rs`), as its regions' time.
+    fn spend(&mut self, took: Duration) {
         (self.regions_time, self.cost) = (self.regions_time + took, self.cost + took);
     }
 

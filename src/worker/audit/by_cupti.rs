@@ -9,7 +9,7 @@
 use super::input_draws::InputDraws;
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::method::confirm;
-use crate::method::timer::busy_per_launch;
+use crate::method::spans::busy_per_launch;
 use crate::protocol::{
     CellRecord, KernelRecords, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
     CUPTI_WARM_UP, MIN_SAMPLES, SPLIT_PAUSES,

@@ -78,7 +78,8 @@ impl Among {
             return Vec::new();
         }
         let start = Instant::now();
-        let by_records = (armed.timer).so_far(&armed.entries, regions, &self.readings());
+        let places = (&self.readings()[..], &self.untimed[..]);
+        let by_records = (armed.timer).so_far(&armed.entries, regions, places);
         let (samples, readings, as_they_ran) = match by_records {
             Ok(Some((timed, audits))) if audits.len() == self.ran.len() => (timed, audits, false),
             _ => (

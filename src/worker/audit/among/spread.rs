@@ -41,7 +41,7 @@ impl Among {
                 // Records CUPTI cannot give whole now leave the look untaken (its phase says
                 // so): the cell's own reading of them after the loop says what went wrong.
                 let records = (armed.timer)
-                    .so_far(&armed.entries, regions, &self.readings())
+                    .so_far(&armed.entries, regions, (&self.readings(), &self.untimed))
                     .map(|read| read.map(|(samples, _)| samples));
                 s.timeline.mark(match records {
                     Ok(_) => "audit: CUPTI's records of the samples so far",

@@ -1,6 +1,6 @@
 //! CUPTI's spans turned into a timer's readings.
 
-use super::timer::{cupti_reading, kernel_medians};
+use super::spans::{apart, cupti_reading, kernel_medians};
 use cuda::cupti::Span;
 
 #[test]
@@ -71,11 +71,24 @@ fn each_region_reads_its_own_launches_however_many_it_holds() {
         launches: spans,
         kernels: None,
     };
-    let busy = super::timer::busy_per_launch(&spans, &[3, 1, 3]);
+    let busy = super::spans::busy_per_launch(&spans, &[3, 1, 3]);
     assert_eq!(busy, vec![20.0, 40.0, 60.0]);
     // Fewer records than asked for: the regions they hold.
     assert_eq!(
-        super::timer::busy_per_launch(&spans, &[3, 3, 3]),
+        super::spans::busy_per_launch(&spans, &[3, 3, 3]),
         vec![20.0, 50.0, 70.0]
     );
+}
+
+#[test]
+fn untimed_regions_are_neither_samples_nor_audits() {
+    // Places 0-2 timed, 3 an audited region, 4 untimed before a region after the samples,
+    // 5 that region.
+    let per = [10.0, 11.0, 12.0, 50.0, 13.0, 51.0];
+    let audits = [(3, f64::NAN), (5, f64::NAN)];
+    let (audited, timed) = apart(&per, (&audits, &[4]));
+    assert_eq!(audited, vec![50.0, 51.0]);
+    assert_eq!(timed, vec![10.0, 11.0, 12.0]);
+    let (_, all_timed) = apart(&per, (&audits, &[]));
+    assert_eq!(all_timed, vec![10.0, 11.0, 12.0, 13.0]);
 }
