@@ -4,7 +4,7 @@
 
 use super::Among;
 use crate::experiment::knobs::{timer::TimerKind, Knobs};
-use crate::protocol::{lead_launches, CellRecord};
+use crate::protocol::{lead_launches, CellRecord, CUPTI_LEADS};
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
@@ -16,8 +16,8 @@ impl Among {
     /// (launches back to back, which no sample of single launches is, told a kernel that its
     /// samples were over: `reread-skip`). By events or a host timer, the kernel on reset
     /// buffers for about `protocol::LEAD_NS` at its timed median (`samples`). Under CUPTI,
-    /// whose records hold every launch, a region as a timed one, at a place whose records no
-    /// reading takes ([`Self::untimed`]): without it the regions after the samples followed the
+    /// whose records hold every launch, regions as timed ones, at places whose records no
+    /// reading takes ([`Self::untimed`]): without them the regions after the samples followed the
     /// host's read of those records, and on an H200 at 40e5f40 the gaps before them ran 2-18
     /// times the other regions' (`trust-adversary-3`: Kolmogorov-Smirnov D = 0.173 between the
     /// staged regions' gaps and the pauses', 0.049 without the regions after the samples). None
@@ -51,12 +51,12 @@ impl Among {
         Ok(placed)
     }
 
-    /// Under CUPTI, the region before a region after the samples: one, as a timed one runs
-    /// (resets, flush), its place kept as untimed. One is enough there: CUPTI's span holds no
-    /// host's launch, whose path cools while the host checks (what `protocol::LEAD_NS` is sized
-    /// for), and the region then follows its kernel by a stage's gap. More would each cost a
-    /// sample, with its flush in a cold cell, before each of up to 20 regions after the
-    /// samples.
+    /// Under CUPTI, the regions before a region after the samples
+    /// ([`crate::protocol::CUPTI_LEADS`]), each as a timed one runs (resets, flush), their
+    /// places kept as untimed. Not `protocol::LEAD_NS` of them: CUPTI's span holds no host's
+    /// launch, whose path cools while the host checks (what that is sized for), and more would
+    /// each cost a sample, with its flush in a cold cell, before each of up to 20 regions after
+    /// the samples.
     fn timed_lead<'b>(
         &mut self,
         ready: ReadyCell<'b>,
@@ -64,12 +64,14 @@ impl Among {
         place: usize,
     ) -> Result<usize, Failure> {
         let launches = armed.body.launches();
-        let mut starts = Starts::new(Instant::now(), 1);
-        let what = ("launch before a region after the samples", None);
-        armed.time_audit_region(ready.data, &mut starts, what, launches)?;
-        rec.kernel_launches += armed.kernel_launches_of(launches);
-        self.untimed.push(place);
-        Ok(1)
+        for at in place..place + CUPTI_LEADS {
+            let mut starts = Starts::new(Instant::now(), 1);
+            let what = ("launch before a region after the samples", None);
+            armed.time_audit_region(ready.data, &mut starts, what, launches)?;
+            rec.kernel_launches += armed.kernel_launches_of(launches);
+            self.untimed.push(at);
+        }
+        Ok(CUPTI_LEADS)
     }
 
     /// The places of the untimed regions before the regions after the samples, whose records no
