@@ -19,9 +19,9 @@ impl Among {
     /// whose records hold every launch, regions as timed ones, at places whose records no
     /// reading takes ([`Self::untimed`]): without them the regions after the samples followed the
     /// host's read of those records, and on an H200 at 40e5f40 the gaps before them ran 2-18
-    /// times the other regions' (`trust-adversary-3`: Kolmogorov-Smirnov D = 0.173 between the
-    /// staged regions' gaps and the pauses', 0.049 without the regions after the samples). None
-    /// under the profiler, or where CUPTI collects beside events.
+    /// times the other regions' (`trust-adversary-3`: Kolmogorov-Smirnov D = 0.171 between the
+    /// staged regions' gaps and the pauses'; 0.049 over each run's gaps without those after the
+    /// samples). None under the profiler, or where CUPTI collects beside events.
     pub(in crate::worker) fn lead_in<'b>(
         &mut self,
         ready: ReadyCell<'b>,
