@@ -1,6 +1,6 @@
-//! The kernel's launches before a region after the samples: the region
-//! then follows its kernel as one among the samples does, not a check or the host's read of
-//! CUPTI's records, and the gap on the GPU before it is a stage's, as before the others.
+//! The kernel's launches before a region after the samples: the region then follows its
+//! kernel as one among the samples does, not a check or the host's read of CUPTI's records,
+//! and the gap on the GPU before it is a stage's, as before the others.
 
 use super::Among;
 use crate::experiment::knobs::{timer::TimerKind, Knobs};
