@@ -52,8 +52,9 @@ pub const SPOTS: u64 = 3;
 /// is never left out; the rest where their cost stays within [`PLANNED_SHARE`] of the cell's
 /// time, in [`PRIORITY`]'s order ([`floor_rank`]): a GEMV of 512 MiB by 300 samples spent
 /// 16% of its cell on the whole floor (`trust-adversary` at e6b9898, on an H200), each region's
-/// stage waiting out a read and a write of its inputs. Without a decoy a kernel that tells new data apart is judged by the band alone (one
-/// skipping half its rows passed so, 61% fast, on an H200); of two audited regions the lower
+/// stage waiting out a read and a write of its inputs. Without a decoy a kernel that tells
+/// new data apart is judged by the band alone (one skipping half its rows passed so, 61%
+/// fast, on an H200); of two audited regions the lower
 /// median stands against one a stage left slow (one of an honest matmul's, alone, read 14%
 /// over its decoys, and CUPTI's readings come too late to confirm it); of three pauses the
 /// median stands against a kernel that does its work after one of them only (a LayerNorm
