@@ -288,7 +288,7 @@ fn check(run: &Run, f: &str) -> bool {
             range,
         ),
         (
-            r"^The audits took more than 5% of the time of (?P<n>\d+) of (?P<of>\d+) audited cells, the most (?P<share>[\d.]+%) of `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\): (?P<cost>TIME) of (?P<wall>TIME)(?:, (?P<checks>TIME) of it checking audited regions against (?:its Python reference(?: on the host)?|its reference kernel|the reference) \(.*\)|, (?P<regions>TIME) of it the first round's regions, (?:which are|whose floor is|whose first audited region is) never left out \(more samples spread them\)|, (?P<staging>TIME) of it staging the audit's draws|(?P<weaker>: the weaker audit's one launch after the samples, and its check))?\.$",
+            r"^The audits took more than 5% of the time of (?P<n>\d+) of (?P<of>\d+) audited cells, the most (?P<share>[\d.]+%) of `(?P<k>[^`]+)`(?: at (?P<p>[^()]+))? \((?P<v>[^)]+)\): (?P<cost>TIME) of (?P<wall>TIME)(?:, (?P<checks>TIME) of it checking audited regions against (?:its Python reference(?: on the host)?|its reference kernel|the reference) \(.*\)|, (?P<regions>TIME) of it the first round's regions, (?:which are|whose floor is) never left out \(more samples spread them\)|, (?P<staging>TIME) of it staging the audit's draws|(?P<weaker>: the weaker audit's one launch after the samples, and its check))?\.$",
             audit_cost,
         ),
         (

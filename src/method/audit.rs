@@ -26,12 +26,10 @@
 //! pace) go among those, so that a run stopping there holds them among its samples, not
 //! after them behind a launch of their kernel each. And by time: a region
 //! of a later round that would take the regions so far past [`SHARE_CAP`] of the cell's time
-//! is left out (and counted); so is one of the first round's that would take them past
-//! [`PLANNED_SHARE`] of its projected time, the floor (three audited regions, two decoys and
-//! three pauses) counted ahead of the rest, and within it the regions of higher priority
-//! ([`floor_rank`]), but for its first audited region, never left out: a run's launches are
-//! checked on data no launch has seen, whatever that costs. A cell whose regions' times are
-//! not judged (a host timer) holds its audited regions alone.
+//! is left out (and counted); so is one of the first round's beyond its floor (three audited
+//! regions, two decoys and three pauses, never left out: without them the verdict has nothing
+//! to stand on) that would take them past [`PLANNED_SHARE`] of its projected time. A cell
+//! whose regions' times are not judged (a host timer) holds its audited regions alone.
 
 use rand::{
     rngs::SmallRng,
@@ -42,8 +40,8 @@ use std::time::Duration;
 
 use crate::plan::audit_rounds::{affordable, counts, kinds_run};
 pub use crate::plan::audit_rounds::{
-    audited_before, first_round, floor_rank, region_launches, run_floor, Region,
-    AUDIT_SHARE_CAP as SHARE_CAP, PLANNED_SHARE, ROUND,
+    audited_before, first_round, region_launches, run_floor, Region, AUDIT_SHARE_CAP as SHARE_CAP,
+    PLANNED_SHARE, ROUND,
 };
 
 /// The earliest steady sample a pause runs before: it is then the fourth launch after the first
@@ -58,12 +56,8 @@ const FIRST_PAUSE: usize = 3;
 /// Whether a region due may be left out for what it costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
-    /// The first round's first audited region: never.
+    /// The first round's floor: never.
     Always,
-    /// The rest of the first round's floor, by its rank ([`floor_rank`]): where the regions,
-    /// the floor of higher priority still to come counted ahead, stay within
-    /// [`PLANNED_SHARE`] of the cell's projected time.
-    Floor(usize),
     /// The first round's others: where the regions stay within [`PLANNED_SHARE`] of the
     /// cell's projected time.
     WithinPlan,
@@ -75,51 +69,30 @@ pub enum Keep {
     Added,
 }
 
-impl Keep {
-    /// Whether a region still to come, left out as `later` is, counts ahead of one due now
-    /// that is left out as this one is: the floor ahead of the rest of the first round, and
-    /// within the floor the regions of higher priority.
-    pub fn yields_to(self, later: Keep) -> bool {
-        match (self, later) {
-            (Keep::WithinPlan, Keep::Always | Keep::Floor(_)) => true,
-            (Keep::Floor(_), Keep::Always) => true,
-            (Keep::Floor(rank), Keep::Floor(ahead)) => ahead < rank,
-            _ => false,
-        }
-    }
-}
-
-/// What a run's audit has spent: the regions run, each with what it cost (its check
-/// included); the audit's whole cost so far with what it will spend after the samples (the
-/// held data read back), its draws beside the regions included; and what a region is
-/// expected to cost before any ran (its stage's wait and a sample).
-pub struct Spent<'a> {
-    pub ran: &'a [(Region, Duration)],
-    pub so_far: Duration,
-    pub prior: Duration,
-}
-
-/// Whether the regions `next` (the one due, and those still to come that count ahead of it)
-/// keep a cell's audit within `share` of its time (`cell`: so far, or projected), given what
-/// it has `spent`: each is counted at what the regions of its kind cost so far (any kind's,
-/// before the first; the prior before any). The staging's once-a-process compile is the
-/// process's, as the cell's own compile is, and not counted.
-pub fn affords(spent: &Spent, next: &[Region], (cell, share): (Duration, f64)) -> bool {
+/// Whether the regions `next` (the one due, and those of the floor still to come) keep a
+/// cell's regions within `share` of its time (`cell`: so far, or projected), given the
+/// regions run so far with what each cost, its check included: each is counted at what the
+/// regions of its kind cost so far (any kind's, before the first). The staging's
+/// once-a-process compile is the process's, as the cell's own compile is, and not counted.
+pub fn affords(
+    ran: &[(Region, Duration)],
+    next: &[Region],
+    (cell, share): (Duration, f64),
+) -> bool {
     let secs = |of: &mut dyn Iterator<Item = &(Region, Duration)>| -> (f64, usize) {
         of.fold((0.0, 0), |(t, n), (_, d)| (t + d.as_secs_f64(), n + 1))
     };
-    let (all, n) = secs(&mut spent.ran.iter());
+    let (all, n) = secs(&mut ran.iter());
     let expected = |kind: Region| {
-        let (same, k) = secs(&mut spent.ran.iter().filter(|(r, _)| *r == kind));
+        let (same, k) = secs(&mut ran.iter().filter(|(r, _)| *r == kind));
         match (k, n) {
-            (0, 0) => spent.prior.as_secs_f64(),
+            (0, 0) => 0.0,
             (0, n) => all / n as f64,
             (k, _) => same / k as f64,
         }
     };
     let coming: f64 = next.iter().map(|&k| expected(k)).sum();
-    let so_far = spent.so_far.as_secs_f64().max(all);
-    so_far + coming <= share * (cell.as_secs_f64() + coming)
+    all + coming <= share * (cell.as_secs_f64() + coming)
 }
 
 /// Where round `round` of a run lies among its steady samples.
@@ -148,8 +121,6 @@ pub struct Schedule {
     planned: Vec<(usize, Region, Keep)>,
     /// The first round's regions due so far, run or left out.
     dealt: usize,
-    /// The floor's regions of each kind placed so far, which rank the next ([`floor_rank`]).
-    floor_placed: [usize; 3],
     /// Whether the regions' times are set against each other: else only audited regions
     /// run (`audit_rounds::kinds_run`).
     judged: bool,
@@ -178,7 +149,6 @@ impl Schedule {
             round: 0,
             planned: Vec::new(),
             dealt: 0,
-            floor_placed: [0; 3],
             judged,
             widened: false,
         };
@@ -256,12 +226,7 @@ impl Schedule {
                 (0, 0) => Keep::WithinPlan,
                 (0, left) => {
                     *left -= 1;
-                    let nth = &mut self.floor_placed[kind as usize];
-                    *nth += 1;
-                    match floor_rank(kind, *nth - 1) {
-                        0 => Keep::Always,
-                        rank => Keep::Floor(rank),
-                    }
+                    Keep::Always
                 }
                 _ => Keep::WithinCap,
             };
@@ -273,10 +238,10 @@ impl Schedule {
     }
 
     /// The first round's floor still to come.
-    pub fn floor_to_come(&self) -> Vec<(Region, Keep)> {
+    pub fn floor_to_come(&self) -> Vec<Region> {
         (self.planned.iter())
-            .filter(|p| matches!(p.2, Keep::Always | Keep::Floor(_)))
-            .map(|p| (p.1, p.2))
+            .filter(|p| p.2 == Keep::Always)
+            .map(|p| p.1)
             .collect()
     }
 
@@ -344,8 +309,7 @@ impl Schedule {
         if std::mem::replace(&mut self.widened, true) {
             return;
         }
-        let within_plan = |k: Keep| matches!(k, Keep::WithinPlan | Keep::Floor(_));
-        for planned in self.planned.iter_mut().filter(|p| within_plan(p.2)) {
+        for planned in self.planned.iter_mut().filter(|p| p.2 == Keep::WithinPlan) {
             planned.2 = Keep::Always;
         }
         let mut kinds = [Region::Audit, Region::Decoy].repeat(pairs);

@@ -33,14 +33,9 @@ fn a_cell_whose_times_are_not_judged_runs_its_audited_regions_alone_as_many_and_
     assert!(of(&all, Region::Decoy) > 0 && of(&all, Region::Pause) > 0);
     assert_eq!(of(&audited, Region::Audit), of(&all, Region::Audit));
     assert_eq!(audited.len(), of(&audited, Region::Audit));
-    // The first round's floor of audited regions is the same either way, its first never
-    // left out.
-    let floor =
-        |v: &[(usize, Region, Keep)], k: fn(Keep) -> bool| v.iter().filter(|r| k(r.2)).count();
-    assert_eq!(floor(&audited, |k| k == Keep::Always), 1);
-    let ranked = |k| matches!(k, Keep::Always | Keep::Floor(_));
-    assert_eq!(floor(&audited, ranked), FLOOR[0]);
-    assert_eq!(floor(&all, ranked), FLOOR.iter().sum::<usize>());
+    // The first round's floor of audited regions is kept either way.
+    let always = |v: &[(usize, Region, Keep)]| v.iter().filter(|r| r.2 == Keep::Always).count();
+    assert_eq!(always(&audited), FLOOR[0]);
 }
 
 #[test]
@@ -175,12 +170,6 @@ fn rounds_double_so_a_long_cell_pays_a_falling_share() {
 fn regions_past_their_share_of_the_cells_time_are_left_out() {
     let ms = Duration::from_millis;
     let cap = |cell| (ms(cell), SHARE_CAP);
-    let spent = |ran| Spent {
-        ran,
-        so_far: Duration::ZERO,
-        prior: Duration::ZERO,
-    };
-    let affords = |ran, next: &[Region], within| super::affords(&spent(ran), next, within);
     assert!(affords(&[], &[Region::Audit], cap(0)));
     // Two audits of 4 ms in a cell of 100 ms so far: a decoy counted at the regions'
     // mean (4 ms) would make 12 of 104.
@@ -201,40 +190,10 @@ fn regions_past_their_share_of_the_cells_time_are_left_out() {
     let plan = (ms(300), PLANNED_SHARE);
     assert!(affords(&three, &[Region::Pause], plan));
     assert!(!affords(&three, &[Region::Pause, Region::Audit], plan));
-    // Before any region ran, each counted at the prior; the audit's cost beside its
-    // regions (its first draw, the read-back after the samples) counted too.
-    let prior = |ms_each| Spent {
-        ran: &[],
-        so_far: Duration::ZERO,
-        prior: ms(ms_each),
-    };
-    assert!(super::affords(&prior(1), &[Region::Audit; 3], plan));
-    assert!(!super::affords(&prior(5), &[Region::Audit; 3], plan));
-    // 12 ms so far with the regions' 9: a pause would make 13 of 301, over 4%.
-    let beside = Spent {
-        so_far: ms(12),
-        ..spent(&three)
-    };
-    assert!(!super::affords(&beside, &[Region::Pause], plan));
 }
 
 #[test]
-fn the_floor_counts_ahead_of_the_rest_and_its_higher_priority_ahead_of_its_lower() {
-    assert_eq!(floor_rank(Region::Audit, 0), 0);
-    assert_eq!(
-        [floor_rank(Region::Pause, 0), floor_rank(Region::Decoy, 0)],
-        [1, 2]
-    );
-    assert!(Keep::WithinPlan.yields_to(Keep::Floor(9)));
-    assert!(Keep::WithinPlan.yields_to(Keep::Always));
-    assert!(Keep::Floor(2).yields_to(Keep::Floor(1)));
-    assert!(!Keep::Floor(1).yields_to(Keep::Floor(2)));
-    assert!(!Keep::Floor(3).yields_to(Keep::WithinPlan));
-    assert!(!Keep::WithinCap.yields_to(Keep::Always));
-}
-
-#[test]
-fn the_first_rounds_first_audited_region_is_never_left_out_and_the_rest_by_the_plan() {
+fn the_first_rounds_floor_is_never_left_out_and_its_others_by_the_plan() {
     for seed in 0..20 {
         let mut s = Schedule::new(seed, (1000, 1000), (1, 0), true);
         let due: Vec<(usize, Region, Keep)> = (0..1000)
@@ -246,13 +205,9 @@ fn the_first_rounds_first_audited_region_is_never_left_out_and_the_rest_by_the_p
             of.for_each(|d| c[d.1 as usize] += 1);
             c
         };
-        // Three audited regions (the third a probe), two decoys and three pauses, the first
-        // audited region never left out; two pauses beyond.
-        assert_eq!(first(Keep::Always), [1, 0, 0], "{due:?}");
-        let floor = (due.iter()).filter(|d| d.0 < ROUND && matches!(d.2, Keep::Floor(_)));
-        let mut c = [0; 3];
-        floor.for_each(|d| c[d.1 as usize] += 1);
-        assert_eq!(c, [2, 2, 3], "{due:?}");
+        // Three audited regions (the third a probe), two decoys and three pauses; two pauses
+        // beyond.
+        assert_eq!(first(Keep::Always), [3, 2, 3], "{due:?}");
         assert_eq!(first(Keep::WithinPlan), [0, 0, 2], "{due:?}");
         assert!(due
             .iter()
@@ -269,14 +224,8 @@ fn the_first_rounds_first_audited_region_is_never_left_out_and_the_rest_by_the_p
     }
     // A short cell's floor is what its round holds of it.
     let mut s = Schedule::new(3, (60, 60), (1, 0), true);
-    let mut keeps: Vec<(Region, Keep)> = (0..60).filter_map(|i| s.due(i)).collect();
-    keeps.sort_by_key(|k| k.0 as usize);
-    let expected = [
-        (Region::Audit, Keep::Always),
-        (Region::Decoy, Keep::Floor(2)),
-        (Region::Pause, Keep::Floor(1)),
-    ];
-    assert_eq!(keeps, expected);
+    let keeps: Vec<Keep> = (0..60).filter_map(|i| s.due(i).map(|d| d.1)).collect();
+    assert_eq!(keeps, [Keep::Always; 3]);
 }
 
 #[test]

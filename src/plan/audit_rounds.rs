@@ -9,9 +9,9 @@ use crate::experiment::{ArgValue, Memory};
 
 /// A short cell holds no more regions than this share of its samples (their cost: a
 /// region takes about a sample's time and its stage), and at least one audited region; nor
-/// do its regions, checks included, take more than this share of its time, but for a run's
-/// first audited region ([`FLOOR`]), which is never left out, and regions added to confirm a
-/// reading (the findings name the cells they took past the share).
+/// do its regions, checks included, take more than this share of its time, but for the
+/// first round's floor ([`FLOOR`]), which is never left out (the findings name the cells
+/// it took past the share).
 pub const AUDIT_SHARE_CAP: f64 = 0.05;
 use AUDIT_SHARE_CAP as SHARE_CAP;
 
@@ -48,13 +48,9 @@ pub const STAGE_SLACK_NS: u64 = 20_000;
 /// of its region's check left (a check of another kind runs again).
 pub const SPOTS: u64 = 3;
 
-/// The first round's floor, of each kind (audited, decoys, pauses). Its first audited region
-/// is never left out; the rest where their cost stays within [`PLANNED_SHARE`] of the cell's
-/// time, in [`PRIORITY`]'s order ([`floor_rank`]): a GEMV of 512 MiB by 300 samples spent
-/// 16% of its cell on the whole floor (`trust-adversary` at e6b9898, on an H200), each region's
-/// stage waiting out a read and a write of its inputs. Without a decoy a kernel that tells
-/// new data apart is judged by the band alone (one skipping half its rows passed so, 61%
-/// fast, on an H200); of two audited regions the lower
+/// The first round's floor, of each kind (audited, decoys, pauses). Never left out:
+/// without a decoy a kernel that tells new data apart is judged by the band alone (one
+/// skipping half its rows passed so, 61% fast, on an H200); of two audited regions the lower
 /// median stands against one a stage left slow (one of an honest matmul's, alone, read 14%
 /// over its decoys, and CUPTI's readings come too late to confirm it); of three pauses the
 /// median stands against a kernel that does its work after one of them only (a LayerNorm
@@ -128,14 +124,6 @@ const PRIORITY: [Region; 10] = [
     Region::Pause,
     Region::Pause,
 ];
-
-/// Where the `nth` region of `kind` (from 0) of a run's first round comes in [`PRIORITY`]'s
-/// order: the rank by which its floor gives way to cost (see [`FLOOR`]); 0, the first audited
-/// region, never does.
-pub fn floor_rank(kind: Region, nth: usize) -> usize {
-    let at = (PRIORITY.iter().enumerate()).filter(|(_, &k)| k == kind);
-    at.map(|(i, _)| i).nth(nth).unwrap_or(PRIORITY.len())
-}
 
 /// Regions a run affords of its own before it holds an audited region whatever the other
 /// runs hold: an audited region, a decoy and a pause.

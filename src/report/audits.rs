@@ -12,7 +12,7 @@ use crate::analysis::tells::Judgement;
 use crate::analysis::Analysis;
 use crate::experiment::Unit;
 use crate::plan::audit_rounds::{
-    AUDIT_SHARE_CAP, PLANNED_SHARE, REGION_LAUNCHES_SHARE, SHORT_REGION_NS, SPOTS,
+    AUDIT_SHARE_CAP, FLOOR, PLANNED_SHARE, REGION_LAUNCHES_SHARE, SHORT_REGION_NS, SPOTS,
 };
 use crate::protocol::{ALONE_IF_SPLIT, HOST_LAUNCH_NS};
 use crate::protocol::{
@@ -90,11 +90,13 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
             " {late} stages outlasted their pause (their regions followed a longer gap)."
         ));
     }
+    // The sentence below names the floor in words.
+    const _: () = assert!(matches!(FLOOR, [3, 2, 3]));
     let capped: u64 = cells.iter().map(|c| c.capped).sum();
     if capped > 0 {
         let (cap, plan) = (AUDIT_SHARE_CAP * 100.0, PLANNED_SHARE * 100.0);
         intro.push_str(&format!(
-            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time ({cap:.0}% of it so far; in the first round, {plan:.0}% of its projected time, those of higher priority still to come counted ahead): counted beside the regions below."
+            " {capped} regions of the schedule were left out, each where it would have taken the regions past the audit's share of their cell's time ({cap:.0}% of it so far; in the first round, {plan:.0}% of its projected time; never the first round's floor: three audited regions, two decoys and three pauses): counted beside the regions below."
         ));
     }
     let spots: u64 = cells.iter().map(|c| c.spots).sum();

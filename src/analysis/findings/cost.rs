@@ -1,6 +1,6 @@
 //! What the audits cost: the trusted cells whose audits took more than their share of the
-//! cell's time, which a run's first audited region and its check may (it is never left out),
-//! and regions added to confirm a reading.
+//! cell's time, which the first round's floor of regions and checks may (it is never left
+//! out).
 
 use super::finding::{AuditCost, CheckedBy, CostPart, Finding, NamedCell};
 use crate::analysis::audits::CellAudits;

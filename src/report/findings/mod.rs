@@ -123,13 +123,13 @@ fn audit_cost(c: &AuditCost) -> String {
             let by = match by {
                 CheckedBy::PythonByFiles => "its Python reference on the host (`gpu = true` runs it on the GPU's buffers)",
                 CheckedBy::PythonOnGpu => "its Python reference (a `check_kernel` costs less; more samples spread it)",
-                CheckedBy::Kernel => "its reference kernel (a run's first audited region is always checked; more samples spread it)",
-                CheckedBy::Builtin => "the reference (a run's first audited region is always checked; more samples spread it)",
+                CheckedBy::Kernel => "its reference kernel (the first round's two audited regions are always checked; more samples spread it)",
+                CheckedBy::Builtin => "the reference (the first round's two audited regions are always checked; more samples spread it)",
             };
             format!("{head}, {} of it checking audited regions against {by}.", s(seconds))
         }
         CostPart::Regions(seconds) => format!(
-            "{head}, {} of it the first round's regions, whose first audited region is never left out (more samples spread them).",
+            "{head}, {} of it the first round's regions, whose floor is never left out (more samples spread them).",
             s(seconds)
         ),
         CostPart::Staging(seconds) => format!(
@@ -396,14 +396,13 @@ pub(super) mod tests {
         assert!(!on_gpu.contains("gpu = true"), "{on_gpu}");
         let kernel = cost(CostPart::Checks(0.6, CheckedBy::Kernel));
         assert!(
-            kernel.contains(
-                "against its reference kernel (a run's first audited region is always checked"
-            ) && !kernel.contains("`check_kernel`"),
+            kernel.contains("against its reference kernel (the first round's two audited regions are always checked")
+                && !kernel.contains("`check_kernel`"),
             "{kernel}"
         );
         let regions = cost(CostPart::Regions(0.5));
         assert!(
-            regions.ends_with("1.090 s, 500.0 ms of it the first round's regions, whose first audited region is never left out (more samples spread them)."),
+            regions.ends_with("1.090 s, 500.0 ms of it the first round's regions, whose floor is never left out (more samples spread them)."),
             "{regions}"
         );
         let staging = cost(CostPart::Staging(0.4));

@@ -162,15 +162,15 @@ impl Among {
         let draw_seed = draw_seed(seed);
         let held = seed_of(draw_seed, 0);
         let samples = cell.knobs.samples_per_run() as usize;
-        let mut share = Share::new(cell, samples, began);
+        let share = Share::new(cell, samples, began);
         // A run that may stop early holds the regions its fewest samples afford among them.
         let fewest = share.fewest(first_ns);
         let rank = super::rank(cell, process, s.sample_seed);
-        // A Python reference computes the audited draws of the first round's floor while the
-        // GPU times, where the reading leaves out the host's launch (CUPTI, events behind a
-        // saturated queue): a reference busy on the host's cores could delay a launch inside
-        // it. Asked before the timed data's draw, which then leaves the caches as it always
-        // does.
+        // A Python reference computes the audited draws of the first round's floor (never left
+        // out) while the GPU times, where the reading leaves out the host's launch (CUPTI,
+        // events behind a saturated queue): a reference busy on the host's cores could delay
+        // a launch inside it. Asked before the timed data's draw, which then leaves the
+        // caches as it always does.
         let round = audit::first_round(fewest, cell.runs() as usize, rank);
         let floor = audit::run_floor(fewest, cell.runs() as usize, rank);
         let before = tally(audit::audited_before(fewest, cell.runs() as usize, rank) as u64);
@@ -189,8 +189,6 @@ impl Among {
         };
         buffers.poison_outputs()?;
         s.timeline.mark("audit draw");
-        let drawn_ns = (!draws.is_empty()).then_some(draw_ns);
-        share.expect(cell, fewest, (wait_ns(stage_ns), first_ns), drawn_ns);
         let judged = unjudged(cell).is_none();
         let schedule = Schedule::new(
             seed,
@@ -285,7 +283,7 @@ impl Among {
         let ran: Vec<Region> = self.ran.iter().map(|r| r.kind).collect();
         let pending = self.schedule.after(taken, &ran);
         let costs = self.costs();
-        self.share.after(&costs, &pending, self.cost)
+        self.share.after(&costs, &pending)
     }
 
     /// The regions run so far, with what each cost.

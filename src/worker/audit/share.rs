@@ -2,7 +2,7 @@
 //! left out (see `method::audit::Keep`), against the cell's time so far or projected.
 
 use crate::experiment::knobs::budget::Budget;
-use crate::method::audit::{self, Keep, Region, Spent};
+use crate::method::audit::{self, Keep, Region};
 use crate::plan::Cell;
 use std::time::{Duration, Instant};
 
@@ -19,13 +19,6 @@ pub(super) struct Share {
     /// holds (a stop rule or budget counts the GPU time of all of them).
     ends: Ends,
     launches: u64,
-    /// What a region is expected to cost before any ran, and what the audit spends after
-    /// the samples (see [`Share::expect`]).
-    prior: Duration,
-    ending: Duration,
-    /// The cell's runs over those that hold regions: a run's share of its own time is the
-    /// cell's share of the cell's, which its runs without regions count in.
-    scale: f64,
 }
 
 /// Where a run's samples may end before their count, each the run's share: a stop rule or
@@ -67,30 +60,7 @@ impl Share {
             pace: None,
             ends,
             launches: k.launches.count().max(1),
-            prior: Duration::ZERO,
-            ending: Duration::ZERO,
-            scale: 1.0,
         }
-    }
-
-    /// What the regions of a run of `cell` taking `fewest` samples at least are expected to
-    /// cost before any ran: a stage's `wait` and a sample (its first launch took `first_ns`,
-    /// NaN where its timer reads later); what the audit spends after the samples: the held
-    /// data read back, about what its first draw took (`draw_ns`, where it drew); and the
-    /// cell's runs that hold regions.
-    pub(super) fn expect(
-        &mut self,
-        cell: &Cell,
-        fewest: usize,
-        (wait_ns, first_ns): (u64, f64),
-        draw_ns: Option<f64>,
-    ) {
-        let sample_ns = (first_ns * self.launches as f64).max(0.0);
-        self.prior = Duration::from_nanos(wait_ns + sample_ns as u64);
-        self.ending = Duration::from_nanos(draw_ns.unwrap_or(0.0).max(0.0) as u64);
-        let runs = cell.runs().max(1) as usize;
-        let holders = (0..runs).filter(|&r| audit::first_round(fewest, runs, r) != [0; 3]);
-        self.scale = runs as f64 / holders.count().max(1) as f64;
     }
 
     /// The fewest steady samples the run takes where each launch takes `launch_ns` on the GPU
@@ -127,43 +97,37 @@ impl Share {
     pub(super) fn keeps(
         &mut self,
         ran: &[(Region, Duration)],
-        ((kind, keep), floor_to_come): ((Region, Keep), Vec<(Region, Keep)>),
+        ((kind, keep), floor_to_come): ((Region, Keep), Vec<Region>),
         (index, cost): (usize, Duration),
     ) -> bool {
         match keep {
             Keep::Always | Keep::Added => true,
-            Keep::WithinPlan | Keep::Floor(_) => {
-                let ahead = (floor_to_come.iter()).filter(|later| keep.yields_to(later.1));
-                let next: Vec<Region> = [kind].into_iter().chain(ahead.map(|l| l.0)).collect();
+            Keep::WithinPlan => {
+                let next = [vec![kind], floor_to_come].concat();
                 let projected = self.projected(index, cost, Instant::now());
-                self.affords((ran, cost), &next, Some(projected))
+                self.affords(ran, &next, Some(projected))
             }
-            Keep::WithinCap => self.affords((ran, cost), &[kind], None),
+            Keep::WithinCap => self.affords(ran, &[kind], None),
         }
     }
 
-    /// Of the regions `pending` after a loop that stopped early, those that run: the first
-    /// audited region, and the others within the planned share of the cell's time so far,
-    /// those that count ahead of each (see [`Keep::yields_to`]) counted with it; `cost`: the
-    /// audit's so far.
+    /// Of the regions `pending` after a loop that stopped early, those that run: the floor,
+    /// and the others within the planned share of the cell's time so far.
     pub(super) fn after(
         &mut self,
         ran: &[(Region, Duration)],
         pending: &[(Region, Keep)],
-        cost: Duration,
     ) -> Vec<Region> {
         let mut kept: Vec<Region> = Vec::new();
         for (i, &(kind, keep)) in pending.iter().enumerate() {
-            let ahead = (pending[i + 1..].iter()).filter(|later| keep.yields_to(later.1));
-            // What this loop kept runs after it, with those ahead of it still to come.
+            let floor = (pending[i + 1..].iter()).filter(|p| p.1 == Keep::Always);
+            // What this loop kept runs after it, with the floor still to come.
             let next: Vec<Region> = (kept.iter().copied())
                 .chain([kind])
-                .chain(ahead.map(|p| p.0))
+                .chain(floor.map(|p| p.0))
                 .collect();
             let so_far = Some(self.began.elapsed());
-            if matches!(keep, Keep::Always | Keep::Added)
-                || self.affords((ran, cost), &next, so_far)
-            {
+            if matches!(keep, Keep::Always | Keep::Added) || self.affords(ran, &next, so_far) {
                 kept.push(kind);
             }
         }
@@ -197,27 +161,17 @@ impl Share {
     }
 
     /// Whether the audit's share of the cell's time affords the regions `next` now (see
-    /// [`audit::affords`]), given the regions `ran` and the audit's `cost` so far: the planned
-    /// share of the `projected` time, or the cap of the time so far; a region left out is
-    /// counted.
+    /// [`audit::affords`]): the planned share of the `projected` time, or the cap of the
+    /// time so far; a region left out is counted.
     fn affords(
         &mut self,
-        (ran, cost): (&[(Region, Duration)], Duration),
+        ran: &[(Region, Duration)],
         next: &[Region],
         projected: Option<Duration>,
     ) -> bool {
-        let spent = Spent {
-            ran,
-            so_far: cost + self.ending,
-            prior: self.prior,
-        };
         let within = match projected {
-            Some(cell) => audit::affords(&spent, next, (cell, audit::PLANNED_SHARE * self.scale)),
-            None => audit::affords(
-                &spent,
-                next,
-                (self.began.elapsed(), audit::SHARE_CAP * self.scale),
-            ),
+            Some(cell) => audit::affords(ran, next, (cell, audit::PLANNED_SHARE)),
+            None => audit::affords(ran, next, (self.began.elapsed(), audit::SHARE_CAP)),
         };
         self.capped += u64::from(!within);
         within
@@ -239,9 +193,6 @@ mod tests {
             pace: Some((began + ms(10), ms(1))),
             ends: Ends::Count,
             launches: 1,
-            prior: Duration::ZERO,
-            ending: Duration::ZERO,
-            scale: 1.0,
         };
         // 10 samples in 20 ms, 2 ms of it regions: 1.8 ms a sample, 100 left, 30 ms so far.
         let now = began + ms(30);
@@ -266,13 +217,12 @@ mod tests {
         share.began = Instant::now() + Duration::from_secs(3600);
         let ran = [(Region::Audit, ms(5)), (Region::Pause, ms(1))];
         assert!(share.keeps(&ran, ((Region::Audit, Keep::Always), vec![]), (10, ms(6))));
-        assert!(!share.keeps(&ran, ((Region::Decoy, Keep::Floor(2)), vec![]), (10, ms(6))));
         assert!(!share.keeps(
             &ran,
             ((Region::Audit, Keep::WithinCap), vec![]),
             (10, ms(6))
         ));
-        assert_eq!(share.capped(), 2);
+        assert_eq!(share.capped(), 1);
     }
 
     #[test]
@@ -285,9 +235,6 @@ mod tests {
             pace: None,
             ends: Ends::Count,
             launches: 1,
-            prior: Duration::ZERO,
-            ending: Duration::ZERO,
-            scale: 1.0,
         };
         assert_eq!(share.fewest(21.8e6), 100_000);
         // NVBench's rule on a 21.8 ms matmul: 0.5 s of GPU time is 23 launches, over 10.
@@ -323,16 +270,13 @@ mod tests {
             pace: None,
             ends: Ends::Count,
             launches: 1,
-            prior: Duration::ZERO,
-            ending: Duration::ZERO,
-            scale: 1.0,
         };
         // Ten pauses of 3 ms in a cell of a second so far: 30 ms; eight more of 3 ms each
         // would make 54 ms, over 4%: only three fit (39 of 1009 ms), the floor's audit too.
         let ran = [(Region::Pause, ms(3)); 10];
         let mut pending = vec![(Region::Pause, Keep::WithinPlan); 8];
         pending.push((Region::Audit, Keep::Always));
-        let kept = share.after(&ran, &pending, ms(30));
+        let kept = share.after(&ran, &pending);
         let pauses = kept.iter().filter(|k| **k == Region::Pause).count();
         assert!(pauses <= 3, "{kept:?}");
         assert_eq!(kept.last(), Some(&Region::Audit));
