@@ -123,8 +123,8 @@ fn audit_cost(c: &AuditCost) -> String {
             let by = match by {
                 CheckedBy::PythonByFiles => "its Python reference on the host (`gpu = true` runs it on the GPU's buffers)",
                 CheckedBy::PythonOnGpu => "its Python reference (a `check_kernel` costs less; more samples spread it)",
-                CheckedBy::Kernel => "its reference kernel (the first round's two audited regions are always checked; more samples spread it)",
-                CheckedBy::Builtin => "the reference (the first round's two audited regions are always checked; more samples spread it)",
+                CheckedBy::Kernel => "its reference kernel (the first round's floor of audited regions is always checked; more samples spread it)",
+                CheckedBy::Builtin => "the reference (the first round's floor of audited regions is always checked; more samples spread it)",
             };
             format!("{head}, {} of it checking audited regions against {by}.", s(seconds))
         }
@@ -396,7 +396,7 @@ pub(super) mod tests {
         assert!(!on_gpu.contains("gpu = true"), "{on_gpu}");
         let kernel = cost(CostPart::Checks(0.6, CheckedBy::Kernel));
         assert!(
-            kernel.contains("against its reference kernel (the first round's two audited regions are always checked")
+            kernel.contains("against its reference kernel (the first round's floor of audited regions is always checked")
                 && !kernel.contains("`check_kernel`"),
             "{kernel}"
         );
