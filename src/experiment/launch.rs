@@ -45,6 +45,19 @@ pub struct LaunchSpec {
 }
 
 impl LaunchSpec {
+    /// Whether a buffer is set before every launch (`reset = ...`).
+    pub fn resets_each_launch(&self) -> bool {
+        (self.args.iter()).any(|a| {
+            matches!(
+                a,
+                ArgValue::Buffer {
+                    init: super::Init::Reset(_),
+                    ..
+                }
+            )
+        })
+    }
+
     /// Bytes of all its buffers.
     pub fn buffer_bytes(&self) -> u64 {
         self.bytes_where(|_| true)

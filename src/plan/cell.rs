@@ -1,6 +1,7 @@
 //! A cell of the plan: one kernel at one sweep point under one variant (or a floor cell of
 //! the empty kernel under one timer), its knobs and launch fixed.
 
+use crate::experiment::knobs::launches::Launches;
 use crate::experiment::{ArgValue, Knobs, LaunchSpec, Point};
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,20 @@ impl Cell {
         } else {
             Headline::First
         }
+    }
+
+    /// Whether each reading is a difference of two timings, which noise can take below
+    /// zero: a flushed graph read less its flushes alone or by event nodes, and a batch or
+    /// graph whose resets are timed alone and taken off (`method::timer`; a histogram of 512
+    /// values in batches of 10 by events read -851 ns once on an H200).
+    pub fn reads_a_difference(&self) -> bool {
+        let resets = self.launch.resets_each_launch();
+        let taken_off = match self.knobs.launches {
+            Launches::Batch(n) => n > 1 && resets,
+            Launches::Graph(_) => resets,
+            Launches::Single => false,
+        };
+        self.knobs.flushed_graph.reads_a_difference() || taken_off
     }
 
     /// What its timed inputs are drawn from ([`draw_key`]).

@@ -180,16 +180,7 @@ fn refuse_resets_between_launches(
     launch: &LaunchSpec,
 ) -> Result<(), ConfigError> {
     use crate::experiment::knobs::{flushed_graph::FlushedGraph, launches::Launches};
-    let resets = (launch.args.iter()).any(|a| {
-        matches!(
-            a,
-            crate::experiment::ArgValue::Buffer {
-                init: crate::experiment::Init::Reset(_),
-                ..
-            }
-        )
-    });
-    if !resets {
+    if !launch.resets_each_launch() {
         return Ok(());
     }
     if knobs.first_launch == crate::experiment::knobs::first_launch::FirstLaunch::Lazy {

@@ -269,7 +269,7 @@ fn pass(
             return;
         }
         // A reading is a positive time, but where the method subtracts two timings.
-        let may_be_negative = plan.cells[cell].knobs.flushed_graph.reads_a_difference();
+        let may_be_negative = plan.cells[cell].reads_a_difference();
         let time = match r[3].parse::<f64>() {
             Ok(t) if t.is_finite() && (t > 0.0 || may_be_negative) => t,
             _ => {
