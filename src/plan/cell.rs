@@ -112,3 +112,25 @@ pub fn point_id(point: &Point) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn readings_less_resets_timed_alone_may_read_below_zero_in_batches_and_graphs_only() {
+        let bins = "unchecked = true\nargs = [{ name = \"bins\", buffer = \"u32\", len = 256, reset = \"zeros\" }]";
+        let variants = "[defaults]\ntimer = \"events\"\n[[variant]]\nname = \"one\"\n[[variant]]\nname = \"batch\"\nbatch = 10\n[[variant]]\nname = \"graph\"\ngraph = 4\n[report]\nfloor = false\n";
+        let differences = |args: &str| {
+            let plan = crate::plan::Plan::new(&crate::plan::tests::experiment(&format!(
+                "{args}\n{variants}"
+            )))
+            .unwrap();
+            let cells = plan
+                .cells
+                .iter()
+                .filter(|c| c.id.starts_with("k/n=1 m=10/"));
+            cells.map(|c| c.reads_a_difference()).collect::<Vec<_>>()
+        };
+        assert_eq!(differences(bins), [false, true, true]);
+        assert_eq!(differences(""), [false, false, false]);
+    }
+}
