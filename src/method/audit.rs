@@ -126,6 +126,8 @@ pub struct Schedule {
     judged: bool,
     /// Whether the round got more regions for a wide spread ([`Schedule::widen`]).
     widened: bool,
+    /// Whether the next sample is due no region ([`Schedule::wait_a_sample`]).
+    waiting: bool,
 }
 
 impl Schedule {
@@ -151,6 +153,7 @@ impl Schedule {
             dealt: 0,
             judged,
             widened: false,
+            waiting: false,
         };
         s.plan_round();
         s
@@ -248,6 +251,9 @@ impl Schedule {
     /// The region due just before steady sample `index` (called for every sample in turn),
     /// if any, and whether its cost may leave it out (see [`Keep`]).
     pub fn due(&mut self, index: usize) -> Option<(Region, Keep)> {
+        if std::mem::take(&mut self.waiting) {
+            return None;
+        }
         if self.round == 0 && index >= self.fewest && self.fewest < span(0).1.min(self.samples) {
             self.top_up();
         }
@@ -264,6 +270,13 @@ impl Schedule {
             }
             _ => None,
         }
+    }
+
+    /// No region before the next sample: the one due there runs before the sample after it,
+    /// the regions planned after it where they were (a host's work between two samples that
+    /// delays the GPU's next work, which a stage would take past its pause).
+    pub fn wait_a_sample(&mut self) {
+        self.waiting = true;
     }
 
     /// One more region of `kind`, never left out, at a place drawn among the current round's

@@ -366,3 +366,25 @@ fn a_loop_that_stops_early_runs_none_of_the_regions_added_among_its_samples_nor_
     assert!(s.planned.iter().any(|p| p.2 == Keep::Added));
     assert!(s.after(120, &ran).iter().all(|p| p.1 != Keep::Added));
 }
+
+#[test]
+fn a_region_due_right_after_a_wait_runs_a_sample_later_and_the_rest_where_they_were() {
+    let (all, _) = run_all(9, 300);
+    let (first, kind) = all[0];
+    let mut s = Schedule::new(9, (300, 300), (1, 0), true);
+    let mut due = Vec::new();
+    for i in 0..300 {
+        if i == first {
+            s.wait_a_sample();
+        }
+        if let Some((k, _)) = s.due(i) {
+            due.push((i, k));
+        }
+    }
+    assert_eq!(due[0], (first + 1, kind), "{all:?}");
+    assert_eq!(
+        due[1..],
+        all[1..],
+        "regions apart by more than a sample stay where they were"
+    );
+}

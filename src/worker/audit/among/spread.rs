@@ -47,6 +47,13 @@ impl Among {
                     Ok(_) => "audit: CUPTI's records of the samples so far",
                     Err(_) => "audit: CUPTI's records of the samples so far, not whole (no look)",
                 });
+                // A region right after this read waits a sample: the stage after such a
+                // read ran 0.6-0.8 ms past its pause on an H200 (`bandwidth` at 9477bac: a
+                // run's one late stage in two runs of three, each an audited region's right
+                // after the look at 30 samples), and its region followed a gap 4-7 times its
+                // cell's pause's, which a kernel that reads the global timer could tell. A
+                // timed launch takes that gap instead.
+                self.schedule.wait_a_sample();
                 let records = records.ok().flatten().unwrap_or_default();
                 (
                     confirm::spread_wide(&records, knobs),
