@@ -58,8 +58,9 @@ impl Cell {
 
     /// Whether each reading is a difference of two timings, which noise can take below
     /// zero: a flushed graph read less its flushes alone or by event nodes, and a batch or
-    /// graph whose resets are timed alone and taken off (`method::timer`; a histogram of 512
-    /// values in batches of 10 by events read -851 ns once on an H200).
+    /// graph whose resets are timed alone and taken off (the timed body `worker::arm` builds,
+    /// which `method::timer` reads; a histogram of 512 values in batches of 10 by events read
+    /// -851 ns once on an H200).
     pub fn reads_a_difference(&self) -> bool {
         let resets = self.launch.resets_each_launch();
         let taken_off = match self.knobs.launches {
