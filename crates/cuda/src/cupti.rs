@@ -365,3 +365,25 @@ impl Drop for Collector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_handed_back_is_the_next_one_handed_out_and_a_start_readies_two() {
+        ready_spares();
+        assert!(SPARE.lock().unwrap().len() >= SPARE_AT_START);
+        let first = take_buffer();
+        assert!(!first.is_null());
+        // SAFETY: a buffer of BUFFER_BYTES, written whole by `new_buffer`.
+        assert_eq!(unsafe { *first.add(BUFFER_BYTES - 1) }, 0);
+        give_back(first);
+        assert_eq!(
+            take_buffer(),
+            first,
+            "the one just handed back, its pages mapped"
+        );
+        give_back(first);
+    }
+}
