@@ -59,19 +59,14 @@ fn layout() -> Layout {
     Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("valid layout")
 }
 
-/// A buffer with every page mapped (written once), or null where none could be allocated.
+/// A buffer, null where none could be allocated.
 fn new_buffer() -> *mut u8 {
-    // SAFETY: the layout's size is not zero; the buffer is written only where allocated.
-    unsafe {
-        let buffer = alloc(layout());
-        if !buffer.is_null() {
-            std::ptr::write_bytes(buffer, 0, BUFFER_BYTES);
-        }
-        buffer
-    }
+    // SAFETY: the layout's size is not zero.
+    unsafe { alloc(layout()) }
 }
 
-/// A spare buffer, or a new one.
+/// A spare buffer, or a new one (pages unmapped: CUPTI asks at a launch, maybe a timed one,
+/// where writing all 8 MiB would cost more than the pages it writes).
 fn take_buffer() -> *mut u8 {
     let spare = SPARE.lock().ok().and_then(|mut s| s.pop());
     spare.map_or_else(new_buffer, |address| address as *mut u8)
@@ -86,12 +81,15 @@ fn give_back(buffer: *mut u8) {
     }
 }
 
-/// Tops the spares up to [`SPARE_AT_START`], before any timed launch.
+/// Tops the spares up to [`SPARE_AT_START`], each written once so that its pages are mapped,
+/// before any timed launch.
 fn ready_spares() {
     let have = SPARE.lock().map_or(SPARE_AT_START, |s| s.len());
     for _ in have..SPARE_AT_START {
         let buffer = new_buffer();
         if !buffer.is_null() {
+            // SAFETY: a fresh allocation of BUFFER_BYTES, used by nothing else yet.
+            unsafe { std::ptr::write_bytes(buffer, 0, BUFFER_BYTES) };
             give_back(buffer);
         }
     }
@@ -376,7 +374,7 @@ mod tests {
         assert!(SPARE.lock().unwrap().len() >= SPARE_AT_START);
         let first = take_buffer();
         assert!(!first.is_null());
-        // SAFETY: a buffer of BUFFER_BYTES, written whole by `new_buffer`.
+        // SAFETY: a buffer of BUFFER_BYTES, written whole by `ready_spares`.
         assert_eq!(unsafe { *first.add(BUFFER_BYTES - 1) }, 0);
         give_back(first);
         assert_eq!(

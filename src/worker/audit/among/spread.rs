@@ -52,7 +52,9 @@ impl Among {
                 // run's one late stage in two runs of three, each an audited region's right
                 // after the look at 30 samples), and its region followed a gap 4-7 times its
                 // cell's pause's, which a kernel that reads the global timer could tell. A
-                // timed launch takes that gap instead.
+                // timed launch takes the read's own host time instead. What delayed the
+                // launches after the read, CUPTI's fresh record buffer, is gone since b12a7b7
+                // (`cuda::cupti`'s spare buffers).
                 self.schedule.wait_a_sample();
                 let records = records.ok().flatten().unwrap_or_default();
                 (
