@@ -131,17 +131,20 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     Some(AuditsView { intro, rows })
 }
 
-/// The gap test, in words.
+/// The gap test, in words. D is the most the two distributions' shares below any one gap
+/// differ by, so a kernel that works only above (or only below) one gap sorts at most
+/// (1 + D) / 2 of the staged regions and pauses right, each kind weighed alike.
 fn gaps(g: &GapTest) -> String {
     let time = |ns: f64| format::time(ns, Unit::Auto);
     format!(
-        "On the GPU (CUPTI's records), {} regions whose stage drew followed a median gap of {} since the kernel's launch before, {} pauses {}: as distributions (each gap over its cell's median), Kolmogorov-Smirnov D = {:.3}, p = {:.2}. The timed launches followed {}.",
+        "On the GPU (CUPTI's records), {} regions whose stage drew followed a median gap of {} since the kernel's launch before, {} pauses {}: as distributions (each gap over its cell's median), Kolmogorov-Smirnov D = {:.3}, p = {:.2}, so a kernel that works only above, or only below, one share of its cell's median gap tells a staged region from a pause at best {:.1}% of the time (a coin: 50%). The timed launches followed {}.",
         g.staged,
         time(g.staged_median),
         g.pauses,
         time(g.pause_median),
         g.ks,
         g.p,
+        50.0 * (1.0 + g.ks),
         time(g.timed_median)
     )
 }
