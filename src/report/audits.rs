@@ -132,22 +132,32 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
 }
 
 /// The gap test, in words. D is the most the two distributions' shares below any one gap
-/// differ by, so a kernel that works only above (or only below) one gap sorts at most
-/// (1 + D) / 2 of the staged regions and pauses right, each kind weighed alike.
+/// differ by, so where the test tells them apart a kernel that works only above (or only
+/// below) one gap sorts at most (1 + D) / 2 of these staged regions and pauses right, each
+/// kind weighed alike: how much the shift gives a kernel that times its gaps.
 fn gaps(g: &GapTest) -> String {
     let time = |ns: f64| format::time(ns, Unit::Auto);
+    let usable = match g.p < GAPS_APART_P {
+        true => format!(
+            " Apart, but a kernel that works only above, or only below, one share of its cell's median gap tells a staged region from a pause at best {:.1}% of the time here (a coin: 50%).",
+            50.0 * (1.0 + g.ks)
+        ),
+        false => String::new(),
+    };
     format!(
-        "On the GPU (CUPTI's records), {} regions whose stage drew followed a median gap of {} since the kernel's launch before, {} pauses {}: as distributions (each gap over its cell's median), Kolmogorov-Smirnov D = {:.3}, p = {:.2}, so a kernel that works only above, or only below, one share of its cell's median gap tells a staged region from a pause at best {:.1}% of the time (a coin: 50%). The timed launches followed {}.",
+        "On the GPU (CUPTI's records), {} regions whose stage drew followed a median gap of {} since the kernel's launch before, {} pauses {}: as distributions (each gap over its cell's median), Kolmogorov-Smirnov D = {:.3}, p = {:.2}.{usable} The timed launches followed {}.",
         g.staged,
         time(g.staged_median),
         g.pauses,
         time(g.pause_median),
         g.ks,
         g.p,
-        50.0 * (1.0 + g.ks),
         time(g.timed_median)
     )
 }
+
+/// Below this p the gap test's two distributions are told apart.
+const GAPS_APART_P: f64 = 0.05;
 
 fn row(id: &str, c: &CellAudits) -> AuditRow {
     let j = c.judgement.as_ref();
