@@ -254,3 +254,29 @@ fn firsts(j: &Judgement) -> bool {
 fn share(s: f64) -> String {
     format!("{:.1}%", s * 100.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test(ks: f64, p: f64) -> GapTest {
+        GapTest {
+            staged: 40,
+            pauses: 30,
+            staged_median: 60_000.0,
+            pause_median: 61_000.0,
+            timed_median: 12_000.0,
+            ks,
+            p,
+        }
+    }
+
+    #[test]
+    fn the_gap_test_says_how_well_one_threshold_sorts_only_where_it_tells_the_kinds_apart() {
+        let apart = gaps(&test(0.16, 0.004));
+        assert!(apart.contains("at best 58.0% of the time"), "{apart}");
+        let alike = gaps(&test(0.30, 0.2));
+        assert!(alike.contains("D = 0.300, p = 0.20."), "{alike}");
+        assert!(!alike.contains("at best"), "{alike}");
+    }
+}
