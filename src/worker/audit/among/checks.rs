@@ -46,16 +46,18 @@ impl Among {
         // What ran since the last mark: the steady loop, its regions among it.
         s.timeline.mark("steady samples");
         let args = &cell.launch.args;
-        let kept_too = !std::mem::replace(&mut self.kept_read, true);
-        (self.inputs).unchanged((def, args), buffers, (seed, &data.timed), kept_too)?;
-        s.timeline.mark("audit inputs read back");
-        let account = self.check_output(s, ready, (seed, earlier, 0), recorded);
         let on = match seed & PROBE {
             0 => "audit on new inputs",
             _ => {
                 "audit on a probe (the timed launches' inputs, a few of their elements drawn anew)"
             }
         };
+        let kept_too = !std::mem::replace(&mut self.kept_read, true);
+        (self.inputs)
+            .unchanged((def, args), buffers, (seed, &data.timed), kept_too)
+            .map_err(|f| f.during(on))?;
+        s.timeline.mark("audit inputs read back");
+        let account = self.check_output(s, ready, (seed, earlier, 0), recorded);
         let account = account.map_err(|f| f.during(on))?;
         s.timeline.mark("audit check");
         Ok(account)
