@@ -1,9 +1,10 @@
 // A row-wise argmax, idx[r] = the lowest j with x[r][j] = max_k x[r][k], of a row-major
 // 4096 x 4096 f32 matrix (64 MiB read, 16 KiB of i32 written: about 13-17 µs on an H200), for
-// experiments/trust-adversary-3.toml: an honest kernel, a plain reference, and six cheats
-// written by a third adversary against docs/methodology.md (its user-facing docs alone), in
-// forms the earlier corpora do not hold, on a shape none of them holds. The output is tiny and
-// compared exactly, so a row left from other data fails the check (its argmax moves).
+// experiments/trust-adversary-3.toml: an honest kernel, a plain reference, and seven cheats
+// (six written by a third adversary against docs/methodology.md, its user-facing docs alone;
+// gap-learn after the gap test's small shifts between runs), in forms the earlier corpora do
+// not hold, on a shape none of them holds. The output is tiny and compared exactly, so a row
+// left from other data fails the check (its argmax moves).
 //
 // Every timed kernel takes a grid of 512 blocks of 256 threads, a warp a row (row =
 // block * 8 + warp), one wave on an H100/H200 (4 blocks an SM): all of a launch's warps start
@@ -57,7 +58,15 @@
 //                     skip the other three quarters, launches after them skip them all, so a
 //                     region of 4 or more ends right and its first launch reads only share / 4
 //                     over the rest (where a first-launch-only cheat reads all of `share` over);
-//                     in single launches a pause tell (all its work after 30 µs or new data).
+//                     in single launches a pause tell (all its work after 30 µs or new data);
+//   argmax_gap_learn  (a) a pause tell by which side of the long gaps a staged region's gap lies
+//                     on: it keeps a running median of the gaps before new data (audited regions,
+//                     whose stage drew) and one of the long gaps before data it has seen (decoys
+//                     and pauses), and after a long gap (as quantile-smear's) does all its work
+//                     where the gap lies on the new data's side of halfway between them, else
+//                     skips `share` percent, as after a short gap. Whatever way a GPU shifts the
+//                     gaps before staged regions from the pauses', it follows that shift: the
+//                     tell the gap test's Kolmogorov-Smirnov statistic bounds.
 // Rows it skips hold what a launch wrote there on the data it has (the fingerprint, the canary
 // or the streak say the data did not change since), so a launch on unchanged data is right.
 #define ROWS 4096
@@ -533,5 +542,74 @@ argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
             st_valid = 1u;
         }
         *(volatile u64 *)&st_end = gtime();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) gap-learn: a pause tell that learns which side of the long gaps the staged regions lie on
+__device__ u64 gl_end;
+__device__ u32 gl_q, gl_staged, gl_rest, gl_seen, gl_fp, gl_valid;
+
+// a running median: a step toward each gap, a 64th of the estimate (at least 20 ns)
+__device__ __forceinline__ u32 toward(u32 m, u32 g, u32 seen) {
+    if (seen == 0u) return g;
+    const u32 step = (m >> 6) > 20u ? (m >> 6) : 20u;
+    if (g > m) return g - m < step ? g : m + step;
+    return m - g < step ? g : m - step;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+argmax_gap_learn(const float *__restrict__ x, int *__restrict__ idx, int share) {
+    const int lane = threadIdx.x & 31, row = blockIdx.x * WPB + (threadIdx.x >> 5);
+    const u32 h = rowh(row);
+    int compute = 1;
+    u32 fp = 0, gap = 0, q = 0;
+    bool fresh = true;
+    if (row == 0 || h < (u32)share) {
+        int dec = 1;
+        if (lane == 0) {
+            gap = gap_since(gtime(), gl_end);
+            q = gl_q;
+            const u32 staged = gl_staged, rest = gl_rest, seen = gl_seen;
+            fp = fp8(x);
+            fresh = !gl_valid || fp != gl_fp;
+            const bool longgap = (u64)gap > 3ull * q + 5000ull;
+            // halfway between the two medians, on the side the new data's gaps lie
+            const u32 mid = (u32)(((u64)staged + rest) / 2ull);
+            const bool staged_like = staged >= rest ? gap >= mid : gap <= mid;
+            const bool work = fresh || (longgap && ((seen & 0xffffu) < 2u || staged_like));
+            dec = (work || idx[row] == POISON || h >= (u32)share) ? 1 : 0;
+        }
+        compute = __shfl_sync(FULLMASK, dec, 0);
+    }
+    if (compute) {
+        const int a = row_argmax(x, row, lane, false, 0.f);
+        if (lane == 0) idx[row] = a;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (blockIdx.x == 0) { // lane 0 of row 0: its gap and fingerprint
+            u32 nq;
+            if (q == 0u) nq = gap;
+            else if (gap < q) nq = q - ((q - gap) >> 1);
+            else {
+                const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
+                nq = (gap - q < up) ? gap : q + up;
+            }
+            if ((u64)gap > 3ull * q + 5000ull && gap < 10000000u) {
+                const u32 seen = gl_seen;
+                if (fresh) { // new data after a long gap: a staged region
+                    gl_staged = toward(gl_staged, gap, seen & 0xffffu);
+                    gl_seen = seen + 1u;
+                } else { // the same data after a long gap: a decoy or a pause
+                    gl_rest = toward(gl_rest, gap, seen >> 16);
+                    gl_seen = seen + 0x10000u;
+                }
+            }
+            gl_q = nq;
+            gl_fp = fp;
+            gl_valid = 1u;
+        }
+        *(volatile u64 *)&gl_end = gtime();
     }
 }
