@@ -119,6 +119,15 @@ __device__ __forceinline__ u32 gap_since(u64 t, u64 e) {
     return g > 10000000ull ? 10000000u : (u32)g;
 }
 
+// a running low quantile of the gaps: halfway down to a shorter gap, up a sixteenth (at least
+// 64 ns) toward a longer one
+__device__ __forceinline__ u32 low_quantile(u32 q, u32 gap) {
+    if (q == 0u) return gap;
+    if (gap < q) return q - ((q - gap) >> 1);
+    const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
+    return (gap - q < up) ? gap : q + up;
+}
+
 __device__ __forceinline__ void take(float &bv, int &bi, float v, int i) {
     if (v > bv) {
         bv = v;
@@ -159,6 +168,14 @@ __device__ __forceinline__ int row_argmax(const float *__restrict__ x, int row, 
         }
     }
     return bi;
+}
+
+// the warp's row, where it does that work: its argmax stored by lane 0
+__device__ __forceinline__ void row_if(int compute, const float *__restrict__ x,
+                                       int *__restrict__ idx, int row, int lane) {
+    if (!compute) return;
+    const int a = row_argmax(x, row, lane, false, 0.f);
+    if (lane == 0) idx[row] = a;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,21 +249,11 @@ argmax_quantile_smear(const float *__restrict__ x, int *__restrict__ idx, int sh
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) { // lane 0 of row 0: its own gap, fingerprint and count
-            u32 nq;
-            if (q == 0u) nq = gap;
-            else if (gap < q) nq = q - ((q - gap) >> 1);
-            else {
-                const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
-                nq = (gap - q < up) ? gap : q + up;
-            }
-            qs_q = nq;
+            qs_q = low_quantile(q, gap);
             qs_cnt = cnt + 1u;
             qs_fp = fp;
             qs_valid = 1u;
@@ -279,10 +286,7 @@ argmax_gap_jump(const float *__restrict__ x, int *__restrict__ idx, int share) {
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) {
@@ -524,10 +528,7 @@ argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) {
@@ -582,20 +583,11 @@ argmax_gap_learn(const float *__restrict__ x, int *__restrict__ idx, int share) 
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) { // lane 0 of row 0: its gap and fingerprint
-            u32 nq;
-            if (q == 0u) nq = gap;
-            else if (gap < q) nq = q - ((q - gap) >> 1);
-            else {
-                const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
-                nq = (gap - q < up) ? gap : q + up;
-            }
+            const u32 nq = low_quantile(q, gap);
             if ((u64)gap > 3ull * q + 5000ull && gap < 10000000u) {
                 const u32 seen = gl_seen;
                 if (fresh) { // new data after a long gap: a staged region
