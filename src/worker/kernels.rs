@@ -22,8 +22,8 @@ use std::time::Instant;
 /// - `clock_probe.cu`: for `[telemetry] clock_probe = true`;
 /// - `spin.cu`: the wait kernels, for `queue = "saturate"` (one the host releases, one of a
 ///   set length) and the audit launch's clock;
-/// - `audit.cu`: the audit's draws on the GPU, the float64 matmul reference at a sample of
-///   elements, and the comparison of two buffers.
+/// - `audit.cu`: the audit's draws on the GPU, a pause's hold, the float64 matmul reference
+///   at a sample of elements, and the comparison of two buffers.
 const BUILTIN_SOURCE: &str = concat!(
     "#line 1 \"kernels/empty.cu\"\n",
     include_str!("../../kernels/empty.cu"),
@@ -37,7 +37,7 @@ const BUILTIN_SOURCE: &str = concat!(
     include_str!("../../kernels/audit.cu"),
 );
 /// The built-in program's entries (each `extern "C"`: its name is its lowered name).
-const BUILTIN_ENTRIES: [&str; 11] = [
+const BUILTIN_ENTRIES: [&str; 12] = [
     "empty",
     "flush_l2",
     "flush_l2_read",
@@ -47,6 +47,7 @@ const BUILTIN_ENTRIES: [&str; 11] = [
     "first_difference",
     "out_of_tolerance",
     "audit_draw",
+    "audit_hold",
     "audit_matmul_cells",
     "checksum",
 ];
@@ -69,6 +70,7 @@ pub enum KernelKey {
     FirstDifference,
     OutOfTolerance,
     AuditDraw,
+    AuditHold,
     AuditMatmul,
     Checksum,
 }
@@ -103,6 +105,7 @@ impl KernelKey {
             KernelKey::FirstDifference => format!("{what} (audit comparison)"),
             KernelKey::OutOfTolerance => format!("{what} (check comparison)"),
             KernelKey::AuditDraw => format!("{what} (audit draw)"),
+            KernelKey::AuditHold => format!("{what} (audit pause's hold)"),
             KernelKey::AuditMatmul => format!("{what} (audit matmul reference)"),
             KernelKey::Checksum => format!("{what} (kept inputs' checksum)"),
         }
@@ -123,6 +126,7 @@ impl KernelKey {
             KernelKey::FirstDifference => Err("first_difference"),
             KernelKey::OutOfTolerance => Err("out_of_tolerance"),
             KernelKey::AuditDraw => Err("audit_draw"),
+            KernelKey::AuditHold => Err("audit_hold"),
             KernelKey::AuditMatmul => Err("audit_matmul_cells"),
             KernelKey::Checksum => Err("checksum"),
         }

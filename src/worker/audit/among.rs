@@ -9,7 +9,8 @@
 //!   region is then checked on it (outside any timed region) and its inputs read back; the
 //!   timed launches after it keep that data;
 //! - a decoy's stage draws the data the buffers hold again, the same bytes: nothing new;
-//! - a pause's stage draws nothing: after it the cache is a timed launch's (but see below).
+//! - a pause's stage draws nothing (one thread holds the GPU as long as a draw would, writing
+//!   nothing): after it the cache is a timed launch's (but see below).
 //!   Where L2 is flushed whole before the launches (a cold cell), it draws the held data again,
 //!   as a decoy's does ([`pause_draws`]): the flush leaves the cache as a timed launch finds it
 //!   either way. Drawing
@@ -431,7 +432,7 @@ impl Among {
                 // Nothing to draw: the outputs poisoned again instead, before a pause too
                 // (see the module's doc).
                 (_, true) => draws.stage(poison, wait, k),
-                (None, false) => draws.stage(|_| Ok(()), wait, k),
+                (None, false) => draws.stage(|_| inputs.hold(), wait, k),
             };
             staged.set(staging.elapsed());
             done.map_err(during("audit: the region's stage"))

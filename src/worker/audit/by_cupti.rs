@@ -228,7 +228,9 @@ fn collect<'b>(
     let region = |buffers: &Buffers| -> Result<(), Failure> {
         let staged = match (draws.is_empty(), stage) {
             (true, _) => draws.stage(|_| buffers.poison_outputs(), wait, None),
-            (false, Stage::Pause) if !run.pause_draws => draws.stage(|_| Ok(()), wait, None),
+            (false, Stage::Pause) if !run.pause_draws => {
+                draws.stage(|_| run.inputs.hold(), wait, None)
+            }
             (false, _) => draws.stage(|_| run.inputs.verify_then_draw(held, held), wait, None),
         };
         staged.map_err(during("audit: the region's stage"))

@@ -1,9 +1,10 @@
 //! The audit's data, drawn on the GPU (`kernels/audit.cu`): each audited region reads a draw
 //! of its own, made from a seed the record keeps, so no cache of any size keyed by the
 //! inputs can hit; a decoy's stage draws the held data again (the same kernel writing the
-//! same bytes in the same time); a pause's stage runs nothing on the GPU but, where the
-//! cell's reading holds the host's launch, the empty kernels every stage launches through its
-//! wait ([`KICK_EVERY`]). Every stage then
+//! same bytes in the same time); a pause's stage runs one thread on the GPU as long as a
+//! stage's work takes, writing nothing (`InputDraws::hold`), and, where the cell's reading
+//! holds the host's launch, the empty kernels every stage launches through its wait
+//! ([`KICK_EVERY`]). Every stage then
 //! lasts the same time from its start, so the pause before every region is the same
 //! whatever its stage did, and a pause leaves the GPU as a timed launch finds it (a kernel
 //! of the runner's on every SM before it had slowed hot launches that followed by up to

@@ -12,7 +12,7 @@ use crate::worker::failure::Failure;
 use crate::worker::inputs::HostInputs;
 use crate::worker::kernels::KernelKey;
 use crate::worker::session::{Session, StageTimes};
-use cuda::{CudaError, DeviceBuffer};
+use cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 
 /// A cell's inputs as the audit draws them on the GPU (`draw.rs`): the draws of those it can
 /// draw, of those the kernel must leave as they are (verified on the GPU after a launch),
@@ -26,6 +26,9 @@ pub(super) struct InputDraws {
     /// Where every stage that draws first verifies the held data of the inputs no launch may
     /// write, and the read-back after the samples too ([`InputDraws::held_change`]).
     between: DeviceBuffer,
+    /// A pause's stage on the GPU (`audit_hold`), as long as a stage's work took when timed.
+    hold: Function,
+    hold_ns: std::cell::Cell<u64>,
 }
 
 impl InputDraws {
@@ -50,13 +53,26 @@ impl InputDraws {
             .collect();
         let between = DeviceBuffer::alloc(8 * unwritten.args.len().max(1))?;
         between.fill(0xFF)?;
+        let hold = s.kernels.function(KernelKey::AuditHold, &mut s.timeline)?;
         Ok(InputDraws {
             inputs,
             draws,
             unwritten,
             kept,
             between,
+            hold,
+            hold_ns: std::cell::Cell::new(0),
         })
+    }
+
+    /// A pause's stage: one thread on the GPU spins as long as a stage's work took (timed by
+    /// [`InputDraws::timed_stage_work`]), writing nothing, so that the GPU idles as long
+    /// before a pause's region as before a staged one's. A pause that ran nothing left it
+    /// idle through the whole wait: in `trust`'s hot cells on an H200 at 92de08e the pauses'
+    /// gaps on the GPU read about 2% over the staged regions'.
+    pub(super) fn hold(&self) -> Result<(), CudaError> {
+        let ns = self.hold_ns.get();
+        Launch::new(&self.hold, Dims::ONE, &[Param::u64(ns)]).enqueue()
     }
 
     /// A stage's work: where `seed` is drawn, the held data (`held`) of the inputs no launch
@@ -84,12 +100,14 @@ impl InputDraws {
     ) -> Result<(f64, f64), CudaError> {
         self.draws.write(held)?;
         let shape = (self.draws.shape().to_vec(), self.unwritten.shape().to_vec());
-        times.of(shape, || {
-            let draw_ns = self.draws.timed(|d| d.write(held))?;
-            self.verify_then_draw(held, held)?;
-            let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
-            Ok((draw_ns, stage_ns))
-        })
+        times
+            .of(shape, || {
+                let draw_ns = self.draws.timed(|d| d.write(held))?;
+                self.verify_then_draw(held, held)?;
+                let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
+                Ok((draw_ns, stage_ns))
+            })
+            .inspect(|&(_, stage_ns)| self.hold_ns.set(stage_ns.max(0.0) as u64))
     }
 
     /// The first element of the inputs no launch may write that differed from the held data
