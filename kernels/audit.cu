@@ -692,15 +692,3 @@ extern "C" __global__ void checksum(const unsigned long long *a, unsigned long l
         atomicAdd(sum, h);
     }
 }
-
-// A pause's stage on the GPU: one thread spins `ns` on the global timer and writes nothing, as
-// long as a staged region's verify and draw take, so that the GPU idles as long before a
-// pause's region as before a staged one's (a pause that ran nothing left it idle through its
-// whole wait), on one SM, touching no memory.
-extern "C" __global__ void audit_hold(unsigned long long ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
-}

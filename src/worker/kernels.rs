@@ -21,9 +21,9 @@ use std::time::Instant;
 /// - `flush.cu`: the L2 flush kernels, for `flush_method = "kernel"` (write) and `"read"`;
 /// - `clock_probe.cu`: for `[telemetry] clock_probe = true`;
 /// - `spin.cu`: the wait kernels, for `queue = "saturate"` (one the host releases, one of a
-///   set length) and the audit launch's clock;
-/// - `audit.cu`: the audit's draws on the GPU, a pause's hold, the float64 matmul reference
-///   at a sample of elements, and the comparison of two buffers.
+///   set length), the audit launch's clock and a pause's hold;
+/// - `audit.cu`: the audit's draws on the GPU, the float64 matmul reference at a sample of
+///   elements, and the comparison of two buffers.
 const BUILTIN_SOURCE: &str = concat!(
     "#line 1 \"kernels/empty.cu\"\n",
     include_str!("../../kernels/empty.cu"),
