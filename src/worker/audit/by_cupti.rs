@@ -221,7 +221,7 @@ fn collect<'b>(
     };
     timeline.mark(&format!("audit: CUPTI started ({kind})"));
     let (wait, draws, held) = (run.wait, &run.inputs.draws, run.held);
-    // A region's stage, as among the samples (nothing, the held data drawn again, or the
+    // A region's stage, as among the samples (a pause's hold, the held data drawn again, or the
     // outputs poisoned where nothing is drawn; a cold cell's pause draws as a decoy does) but
     // for the empty kernels launched through it: CUPTI's records leave the host's launch out,
     // which those keep from cooling.
