@@ -100,8 +100,10 @@ pub(in crate::worker) struct Among {
     /// Whether the regions' times are set against each other (`audit_rounds::unjudged`):
     /// else none confirms them.
     judged: bool,
-    /// The pause every stage waits out, and what the first draw took, in ns.
+    /// The pause every stage waits out, what a stage's work took (a pause's hold lasts as
+    /// long) and what the first draw took, in ns.
     wait_ns: u64,
+    stage_ns: u64,
     draw_ns: f64,
     note: String,
     ran: Vec<Ran>,
@@ -215,6 +217,7 @@ impl Among {
             pause_draws: pause_draws(s, cell, (def, data)),
             judged,
             wait_ns: wait_ns(stage_ns),
+            stage_ns: stage_ns.max(0.0) as u64,
             draw_ns,
             ran: Vec::new(),
             untimed: Vec::new(),
@@ -385,6 +388,7 @@ impl Among {
                 .concat(),
             seed: self.seed,
             wait: Duration::from_nanos(self.wait_ns),
+            stage_ns: self.stage_ns,
             inputs: &self.inputs,
             held: self.held,
             pause_draws: self.pause_draws,
@@ -418,7 +422,7 @@ impl Among {
             Region::Pause => self.pause_draws.then_some(self.held),
         };
         let wait = Duration::from_nanos(self.wait_ns);
-        let (inputs, held) = (&self.inputs, self.held);
+        let (inputs, held, stage_ns) = (&self.inputs, self.held, self.stage_ns);
         let draws = &inputs.draws;
         let k = self.kick.as_ref();
         let staged = std::cell::Cell::new(Duration::ZERO);
@@ -432,7 +436,7 @@ impl Among {
                 // Nothing to draw: the outputs poisoned again instead, before a pause too
                 // (see the module's doc).
                 (_, true) => draws.stage(poison, wait, k),
-                (None, false) => draws.stage(|_| inputs.hold(), wait, k),
+                (None, false) => draws.stage(|_| inputs.hold(stage_ns), wait, k),
             };
             staged.set(staging.elapsed());
             done.map_err(during("audit: the region's stage"))

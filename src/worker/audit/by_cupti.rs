@@ -30,6 +30,8 @@ pub(super) struct Run<'a> {
     pub(super) staged: Vec<f64>,
     pub(super) seed: u64,
     pub(super) wait: Duration,
+    /// What a stage's work took, in ns: a pause's hold lasts as long.
+    pub(super) stage_ns: u64,
     pub(super) inputs: &'a InputDraws,
     pub(super) held: u64,
     pub(super) pause_draws: bool,
@@ -229,7 +231,7 @@ fn collect<'b>(
         let staged = match (draws.is_empty(), stage) {
             (true, _) => draws.stage(|_| buffers.poison_outputs(), wait, None),
             (false, Stage::Pause) if !run.pause_draws => {
-                draws.stage(|_| run.inputs.hold(), wait, None)
+                draws.stage(|_| run.inputs.hold(run.stage_ns), wait, None)
             }
             (false, _) => draws.stage(|_| run.inputs.verify_then_draw(held, held), wait, None),
         };

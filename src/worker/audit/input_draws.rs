@@ -26,9 +26,8 @@ pub(super) struct InputDraws {
     /// Where every stage that draws first verifies the held data of the inputs no launch may
     /// write, and the read-back after the samples too ([`InputDraws::held_change`]).
     between: DeviceBuffer,
-    /// A pause's stage on the GPU (`audit_hold`), as long as a stage's work took when timed.
+    /// A pause's stage on the GPU (`audit_hold`).
     hold: Function,
-    hold_ns: std::cell::Cell<u64>,
 }
 
 impl InputDraws {
@@ -61,18 +60,16 @@ impl InputDraws {
             kept,
             between,
             hold,
-            hold_ns: std::cell::Cell::new(0),
         })
     }
 
-    /// A pause's stage: one thread on the GPU spins as long as a stage's work took (timed by
-    /// [`InputDraws::timed_stage_work`]), writing nothing, so that the GPU idles as long
+    /// A pause's stage: one thread on the GPU spins `stage_ns`, as long as a stage's work took
+    /// ([`InputDraws::timed_stage_work`]), writing nothing, so that the GPU idles as long
     /// before a pause's region as before a staged one's. A pause that ran nothing left it
     /// idle through the whole wait: in `trust`'s hot cells on an H200 at 92de08e the pauses'
     /// gaps on the GPU read about 2% over the staged regions'.
-    pub(super) fn hold(&self) -> Result<(), CudaError> {
-        let ns = self.hold_ns.get();
-        Launch::new(&self.hold, Dims::ONE, &[Param::u64(ns)]).enqueue()
+    pub(super) fn hold(&self, stage_ns: u64) -> Result<(), CudaError> {
+        Launch::new(&self.hold, Dims::ONE, &[Param::u64(stage_ns)]).enqueue()
     }
 
     /// A stage's work: where `seed` is drawn, the held data (`held`) of the inputs no launch
@@ -100,14 +97,12 @@ impl InputDraws {
     ) -> Result<(f64, f64), CudaError> {
         self.draws.write(held)?;
         let shape = (self.draws.shape().to_vec(), self.unwritten.shape().to_vec());
-        times
-            .of(shape, || {
-                let draw_ns = self.draws.timed(|d| d.write(held))?;
-                self.verify_then_draw(held, held)?;
-                let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
-                Ok((draw_ns, stage_ns))
-            })
-            .inspect(|&(_, stage_ns)| self.hold_ns.set(stage_ns.max(0.0) as u64))
+        times.of(shape, || {
+            let draw_ns = self.draws.timed(|d| d.write(held))?;
+            self.verify_then_draw(held, held)?;
+            let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
+            Ok((draw_ns, stage_ns))
+        })
     }
 
     /// The first element of the inputs no launch may write that differed from the held data
