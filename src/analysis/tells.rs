@@ -39,9 +39,10 @@ use super::two_speeds::{pauses_with_the_slow_launches, Read};
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{
-    past_the_hosts_launch, AuditsAmong, CellRecord, DeviceInfo, KernelRecords, HOST_LAUNCH_NS,
+    past_the_hosts_launch, pauses_ranked, ranked_again, AuditsAmong, CellRecord, DeviceInfo,
+    KernelRecords, RunRanks, HOST_LAUNCH_NS, RANKS_AGAIN_ALARM, RANKS_SCREEN,
 };
-use crate::statistics::{each_above_chance, lower_median, median, rank_above_chance, Ranked};
+use crate::statistics::{each_above_chance, median};
 
 /// What the tests found for a cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -357,15 +358,15 @@ fn pause_test(
 /// honest one slowed by a GPU gone idle is slow after a pause only), judged again by the
 /// pauses' ranks, each less the margin, among its own run's timed samples (`records`, runs
 /// of the cell; the samples as `analysis::reduce` kept them): suspect where readings alike
-/// lie so high with a chance of at most [`FALSE_ALARM`] (`rank_above_chance`, stratified over
-/// the runs: a run slower than the others holds its own pauses). A kernel that spreads its
-/// timed launches wide on purpose widens the medians' bound, which the timed samples' spread
-/// sets, but not the ranks: a third adversary's row argmax that skipped 0-58% of its rows a
-/// launch (`quantile-smear`) and none after a pause put its 24 pauses at a mean share of 0.77
-/// of 1000 timed launches below them on an H200 (a chance of 4e-6), 35% faster than the
-/// honest argmax within the medians' bound. Not where the reading holds the host's launch
-/// (events on an idle queue), which a pause slows whatever the kernel does (by events an
-/// honest LayerNorm's pauses lay so high with a chance of 2e-6), nor where the clock moved.
+/// lie so high with a chance of at most [`FALSE_ALARM`] (`protocol::pauses_ranked`,
+/// stratified over the runs: a run slower than the others holds its own pauses), or of at
+/// most [`RANKS_SCREEN`] where the pauses read again by CUPTI among launches of their own
+/// (those a run read once its own ranks lay so) lie high among those with a chance of at
+/// most [`RANKS_AGAIN_ALARM`]. A kernel that spreads its timed launches wide on purpose
+/// widens the medians' bound but not the ranks (`quantile-smear`, docs/methodology.md). Not
+/// where the reading holds the host's launch (events on an idle queue), which a pause slows
+/// whatever the kernel does (by events an honest LayerNorm's pauses lay so high with a
+/// chance of 2e-6), nor where the clock moved.
 fn ranked_high(
     mut test: Test,
     (records, staged): (&[&CellRecord], &[f64]),
@@ -376,51 +377,50 @@ fn ranked_high(
     let Some(runs) = r.steady_sorted.filter(|_| quiet && !r.host_in_reading) else {
         return test;
     };
-    let margin = margin_ns(steady.median);
-    let less = |of: &[f64]| -> Vec<f64> {
-        (of.iter())
-            .filter(|p| p.is_finite())
-            .map(|p| p - margin)
-            .collect()
-    };
-    let pauses: Vec<(u32, Vec<f64>)> = (records.iter())
-        .filter_map(|c| {
-            Some((
-                c.process,
-                less(&c.audit.as_ref()?.among.as_ref()?.pauses_ns),
-            ))
-        })
-        .collect();
-    let all: Vec<f64> = pauses.iter().flat_map(|(_, p)| p.iter().copied()).collect();
-    let over = |of: &[f64]| lower_median(of).is_some_and(|m| m > steady.median);
-    if !over(&all) || !over(&less(staged)) {
-        return test;
-    }
-    let groups: Vec<Ranked> = (pauses.iter())
-        .filter_map(|(process, above)| {
-            let run = runs.iter().find(|s| s.process == *process)?;
-            Some(Ranked {
-                above,
+    let ranked: Vec<RunRanks> = (records.iter().filter_map(|c| among_of(c)))
+        .filter_map(|(process, m)| {
+            let run = runs.iter().find(|s| s.process == process)?;
+            Some(RunRanks {
+                pauses: &m.pauses_ns,
                 sorted: &run.sorted,
                 count: run.count,
             })
         })
         .collect();
-    let chance = rank_above_chance(&groups);
-    if chance <= FALSE_ALARM {
-        let shares = groups
-            .iter()
-            .flat_map(|g| g.above.iter().map(|&x| g.share_below(x)));
-        let ranked: usize = groups.iter().map(|g| g.above.len()).sum();
-        let mean_share = shares.sum::<f64>() / ranked as f64;
+    let Some(first) = pauses_ranked(&ranked, staged, steady.median) else {
+        return test;
+    };
+    let head = format!(
+        "suspect: {} pauses, each less the {:.3} µs margin, lie high among their runs' {} timed launches (a mean share {:.2} of them below, where readings alike lie about 0.50)",
+        first.ranked,
+        first.margin_ns / 1e3,
+        steady.count,
+        first.mean_share,
+    );
+    let why = why(Tell::Pause);
+    if first.chance <= FALSE_ALARM {
         test.suspect = Some(format!(
-            "suspect: {ranked} pauses, each less the {:.3} µs margin, lie high among their runs' {} timed launches (a mean share {mean_share:.2} of them below, where readings alike lie about 0.50): readings alike lie so high with a chance of {chance:.1e}: {}",
-            margin / 1e3,
-            steady.count,
-            why(Tell::Pause),
+            "{head}: readings alike lie so high with a chance of {:.1e}: {why}",
+            first.chance
         ));
+    } else if first.chance <= RANKS_SCREEN {
+        let again: Vec<&KernelRecords> = (records.iter().filter_map(|c| among_of(c)))
+            .filter_map(|(_, m)| m.ranks_again.as_ref())
+            .collect();
+        let second = ranked_again(&again, first.margin_ns);
+        if second.ranked > 0 && second.chance <= RANKS_AGAIN_ALARM {
+            test.suspect = Some(format!(
+                "{head}, with a chance of {:.1e}; {} read again by CUPTI lie high among launches of their own (a mean share {:.2}), with a chance of {:.1e}: {why}",
+                first.chance, second.ranked, second.mean_share, second.chance,
+            ));
+        }
     }
     test
+}
+
+/// A run's process and its regions among the timed launches, where it has them.
+fn among_of(c: &CellRecord) -> Option<(u32, &AuditsAmong)> {
+    Some((c.process, c.audit.as_ref()?.among.as_ref()?))
 }
 
 /// A data test that found nothing, its audited regions' lower median over the decoys' median

@@ -6,7 +6,7 @@ use super::reduce::SortedRun;
 use super::stats::Stats;
 use super::tells::*;
 use super::tells_tests::run;
-use crate::protocol::CellRecord;
+use crate::protocol::{CellRecord, KernelRecords};
 
 /// As `quantile-smear` on an H200: 1000 timed launches spread flat from 5 to 17 µs (it skips
 /// a share drawn anew each launch), median 11 µs.
@@ -87,6 +87,59 @@ fn pauses_spread_as_the_timed_launches_or_high_after_an_idle_gpu_only_are_not() 
     let rec = run(at_median.clone(), at_median, high_pauses());
     let j = judge(&rec, &s, Some(&runs), false);
     assert!(j.test(Tell::Pause).unwrap().suspect.is_none());
+}
+
+#[test]
+fn pauses_between_the_two_chances_are_judged_by_those_read_again() {
+    // 200 timed launches flat from 5 to 17 µs; a third of 24 pauses at all the work (16.5
+    // µs), the rest at 12 µs: their ranks lie between the thousandth and the screen.
+    let flat = |n: u32| -> Vec<f64> {
+        (0..n)
+            .map(|i| 5e3 + 12e3 * f64::from(i) / f64::from(n - 1))
+            .collect()
+    };
+    let s = Stats {
+        count: 200,
+        median: 11e3,
+        iqr: 6e3,
+        max: 17e3,
+        ..Default::default()
+    };
+    let runs = vec![SortedRun {
+        process: 0,
+        count: 200,
+        sorted: flat(200),
+    }];
+    let pauses: Vec<f64> = (0..24)
+        .map(|i| if i % 3 == 0 { 16.5e3 } else { 12e3 })
+        .collect();
+    let staged = vec![16.9e3, 17.1e3, 17.0e3, 16.8e3];
+    let mut rec = run(staged.clone(), staged, pauses);
+    let pause = |rec: &CellRecord| {
+        judge(rec, &s, Some(&runs), false)
+            .test(Tell::Pause)
+            .cloned()
+    };
+    assert!(
+        pause(&rec).unwrap().suspect.is_none(),
+        "the first round alone"
+    );
+    let mut again = |pauses: Vec<f64>| {
+        let among = rec.audit.as_mut().unwrap().among.as_mut().unwrap();
+        among.ranks_again = Some(KernelRecords {
+            timed_ns: flat(168),
+            pauses_ns: pauses,
+            ..Default::default()
+        });
+        rec.clone()
+    };
+    // Read again at all their work among 168 launches spread as the samples: suspect.
+    let high = pause(&again(vec![16.5e3; 24])).unwrap();
+    let why = high.suspect.unwrap();
+    assert!(why.contains("24 read again by CUPTI lie high"), "{why}");
+    // Read again spread as the launches beside them: not.
+    let alike: Vec<f64> = (0..24).map(|i| 5.5e3 + 500.0 * f64::from(i)).collect();
+    assert!(pause(&again(alike)).unwrap().suspect.is_none());
 }
 
 #[test]

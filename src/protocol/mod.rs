@@ -15,6 +15,7 @@ mod energy;
 mod failure;
 mod host;
 mod nan;
+mod ranks;
 mod regions;
 mod stopped;
 
@@ -32,6 +33,10 @@ pub use device::{capability, DeviceInfo, HostLink};
 pub use energy::Energy;
 pub use failure::FailureKind;
 pub use host::{RegionHostTimes, SpreadLook};
+pub use ranks::{
+    pauses_ranked, ranked_again, ranks_read_again, RunRanks, RANKS_AGAIN_ALARM, RANKS_AGAIN_PAUSES,
+    RANKS_SCREEN,
+};
 pub use regions::{FirstLaunches, Gaps};
 pub use stopped::{Counted, Stopped};
 
@@ -379,6 +384,10 @@ pub struct AuditsAmong {
     /// again, read from CUPTI's kernel records (see [`KernelRecords`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_cupti: Option<KernelRecords>,
+    /// Where the pauses' ranks among the timed launches lay between two chances: pauses and
+    /// launches again, read from CUPTI's kernel records ([`RANKS_SCREEN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks_again: Option<KernelRecords>,
     /// The timed samples just before each region (none in runs from before them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<RegionsBefore>,

@@ -27,6 +27,7 @@
 mod audited;
 mod checks;
 mod lead;
+mod ranks;
 mod read;
 mod record;
 mod seeds;
@@ -38,8 +39,7 @@ use super::draw::{self, wait_ns, Draws, PROBE};
 use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
 use super::share::Share;
-use crate::experiment::knobs::cache::Cache;
-use crate::experiment::knobs::timer::TimerKind;
+use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
 use crate::method::confirm;

@@ -12,7 +12,7 @@ use crate::method::confirm;
 use crate::method::spans::busy_per_launch;
 use crate::protocol::{
     CellRecord, KernelRecords, CUPTI_FIRSTS, CUPTI_PAUSES, CUPTI_STAGED, CUPTI_TIMED_PER_PAUSE,
-    CUPTI_WARM_UP, MIN_SAMPLES, SPLIT_PAUSES,
+    CUPTI_WARM_UP, MIN_SAMPLES, RANKS_AGAIN_PAUSES, SPLIT_PAUSES,
 };
 use crate::worker::arm::{Armed, Starts};
 use crate::worker::buffers::Buffers;
@@ -99,6 +99,31 @@ pub(super) fn split_again<'b>(
     }
     let read = pauses_and_stages((ready, timeline), armed, rec, &run, SPLIT_PAUSES)?;
     Ok(read.map(|r| r.beside(samples)))
+}
+
+/// Where the run's pauses lie high among its timed samples with a chance between a thousandth
+/// and [`crate::protocol::RANKS_SCREEN`] (`Among::ranks_again` screens it), [`RANKS_AGAIN_PAUSES`]
+/// pauses among launches read by CUPTI, each kernel's own span: fresh readings the analysis
+/// ranks the pauses among the launches beside them by. None where CUPTI cannot collect or a
+/// record is missing.
+pub(super) fn ranks_again<'b>(
+    (ready, timeline): (ReadyCell<'b>, &mut Timeline),
+    armed: &mut Armed<'b>,
+    rec: &mut CellRecord,
+    run: Run,
+) -> Result<Option<KernelRecords>, Failure> {
+    let read = collect(
+        (ready, timeline),
+        armed,
+        rec,
+        &run,
+        (Stage::Pause, RANKS_AGAIN_PAUSES),
+    )?;
+    Ok(read.map(|r| KernelRecords {
+        timed_ns: r.timed_ns,
+        pauses_ns: r.regions_ns,
+        ..KernelRecords::default()
+    }))
 }
 
 /// `pauses` pauses among launches read by CUPTI, and [`CUPTI_STAGED`] stages that draw

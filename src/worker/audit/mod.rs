@@ -107,10 +107,15 @@ impl Auditor {
             Auditor::Off | Auditor::AmongToStage(..) => Ok(()),
             Auditor::Among(mut among) => {
                 among.split_by_cupti(s, ready, armed, rec)?;
+                let ranks_again = among.ranks_again(s, ready, armed, rec)?;
                 among.alone_if_split(s, ready, armed, rec)?;
                 // Last: what every stage that drew found of the held inputs, and them now.
                 among.held_unchanged(s, ready.kernel()?)?;
-                rec.audit = Some(among.finish(s, ready.cell, &rec.samples_ns)?);
+                let mut audit = among.finish(s, ready.cell, &rec.samples_ns)?;
+                if let Some(m) = audit.among.as_mut() {
+                    m.ranks_again = ranks_again;
+                }
+                rec.audit = Some(audit);
                 Ok(())
             }
             Auditor::After(why) => after::run(s, ready, armed, rec, why),

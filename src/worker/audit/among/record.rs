@@ -74,6 +74,7 @@ impl Among {
             }),
             firsts: self.firsts(),
             by_cupti: self.by_cupti.take(),
+            ranks_again: None,
             before: None,
             host: Some(self.host_times()),
             looks: std::mem::take(&mut self.looks),
