@@ -49,33 +49,16 @@ pub struct PauseRanks {
 /// does not.
 pub fn pauses_ranked(runs: &[RunRanks], staged: &[f64], median_ns: f64) -> Option<PauseRanks> {
     let margin = margin_ns(median_ns);
-    let less = |of: &[f64]| -> Vec<f64> {
-        (of.iter())
-            .filter(|p| p.is_finite())
-            .map(|p| p - margin)
-            .collect()
-    };
-    let pauses: Vec<Vec<f64>> = runs.iter().map(|r| less(r.pauses)).collect();
-    let over = |of: &[f64]| lower_median(of).is_some_and(|m| m > median_ns);
-    if !over(&pauses.concat()) || !over(&less(staged)) {
-        return None;
-    }
-    Some(ranks(runs, &pauses, margin))
+    let over = |of: Vec<f64>| lower_median(&of).is_some_and(|m| m > median_ns);
+    let pauses: Vec<f64> = runs.iter().flat_map(|r| less(r.pauses, margin)).collect();
+    (over(pauses) && over(less(staged, margin))).then(|| ranks(runs, margin))
 }
 
 /// Pauses read again (`again`: each run's records of them and of the launches read beside
 /// them), each less `margin_ns`, ranked among those launches: no condition, the first
 /// round's having held.
 pub fn ranked_again(again: &[&KernelRecords], margin_ns: f64) -> PauseRanks {
-    let finite =
-        |of: &[f64]| -> Vec<f64> { of.iter().copied().filter(|t| t.is_finite()).collect() };
-    let timed: Vec<Vec<f64>> = (again.iter())
-        .map(|k| {
-            let mut v = finite(&k.timed_ns);
-            v.sort_by(f64::total_cmp);
-            v
-        })
-        .collect();
+    let timed: Vec<Vec<f64>> = again.iter().map(|k| sorted_finite(&k.timed_ns)).collect();
     let runs: Vec<RunRanks> = (again.iter().zip(&timed))
         .map(|(k, sorted)| RunRanks {
             pauses: &k.pauses_ns,
@@ -83,10 +66,22 @@ pub fn ranked_again(again: &[&KernelRecords], margin_ns: f64) -> PauseRanks {
             count: sorted.len(),
         })
         .collect();
-    let pauses: Vec<Vec<f64>> = (runs.iter())
-        .map(|r| finite(r.pauses).iter().map(|p| p - margin_ns).collect())
-        .collect();
-    ranks(&runs, &pauses, margin_ns)
+    ranks(&runs, margin_ns)
+}
+
+/// The finite readings of `of`, in order: a run's samples to rank among.
+pub fn sorted_finite(of: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = of.iter().copied().filter(|t| t.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The finite readings of `of`, each less `margin_ns`.
+fn less(of: &[f64], margin_ns: f64) -> Vec<f64> {
+    (of.iter())
+        .filter(|p| p.is_finite())
+        .map(|p| p - margin_ns)
+        .collect()
 }
 
 /// Whether a run's own ranks call for reading its pauses again (see [`RANKS_SCREEN`]).
@@ -94,8 +89,10 @@ pub fn ranks_read_again(ranks: Option<PauseRanks>) -> bool {
     ranks.is_some_and(|r| r.chance > FALSE_ALARM && r.chance <= RANKS_SCREEN)
 }
 
-fn ranks(runs: &[RunRanks], pauses: &[Vec<f64>], margin_ns: f64) -> PauseRanks {
-    let groups: Vec<Ranked> = (runs.iter().zip(pauses))
+/// Each run's pauses, less `margin_ns`, ranked among its samples, the runs stratified.
+fn ranks(runs: &[RunRanks], margin_ns: f64) -> PauseRanks {
+    let pauses: Vec<Vec<f64>> = runs.iter().map(|r| less(r.pauses, margin_ns)).collect();
+    let groups: Vec<Ranked> = (runs.iter().zip(&pauses))
         .map(|(r, above)| Ranked {
             above,
             sorted: r.sorted,

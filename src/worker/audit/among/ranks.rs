@@ -5,7 +5,9 @@
 use super::{by_cupti, spent, Among};
 use crate::experiment::knobs::timer::TimerKind;
 use crate::method::audit::Region;
-use crate::protocol::{pauses_ranked, ranks_read_again, CellRecord, KernelRecords, RunRanks};
+use crate::protocol::{
+    pauses_ranked, ranks_read_again, sorted_finite, CellRecord, KernelRecords, RunRanks,
+};
 use crate::worker::arm::Armed;
 use crate::worker::failure::Failure;
 use crate::worker::prepare::ReadyCell;
@@ -32,10 +34,7 @@ impl Among {
         if !self.judged || !alone || !single || self.by_cupti.is_some() {
             return Ok(None);
         }
-        let mut sorted: Vec<f64> = (rec.samples_ns.iter().copied())
-            .filter(|t| t.is_finite())
-            .collect();
-        sorted.sort_by(f64::total_cmp);
+        let sorted = sorted_finite(&rec.samples_ns);
         let Some(median) = crate::statistics::median(sorted.clone()) else {
             return Ok(None);
         };
