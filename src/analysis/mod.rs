@@ -13,6 +13,7 @@ pub mod facts;
 pub mod findings;
 pub mod firsts;
 pub mod fit;
+mod flushed;
 pub mod gaps;
 pub mod peaks;
 pub mod phase;

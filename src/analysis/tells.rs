@@ -31,11 +31,11 @@ use super::bounds::{
     share_where_timed, why, Baseline, Spread, Tell, Test, FALSE_ALARM, MIN_SAMPLES,
 };
 use super::drift::{self, Drift};
-use super::firsts;
 use super::reduce::SortedRun;
 use super::reproduced::{self, RanOtherwise, RunReadAgain};
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
+use super::{firsts, flushed};
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{
@@ -255,11 +255,16 @@ fn data_test(
     (records, r): (&[&CellRecord], &Readings),
 ) -> Option<Test> {
     let test = against(Tell::Data, audited, decoys, spread)?;
-    Some(audited_ranked_high(
-        share_where_timed(test, as_timed),
-        records,
-        r,
-    ))
+    let test = audited_ranked_high(share_where_timed(test, as_timed), records, r);
+    // Against the timed launches themselves only where the states match: a flush before
+    // each, single launches, no host's launch in the reading (which a wait slows whatever
+    // the kernel does), the clock held (the readings are then as read).
+    let alike = r.flushed && r.per_region == 1 && !r.host_in_reading;
+    let runs = (r.steady_sorted.zip(r.steady)).filter(|_| alike && r.clock_moved_to.is_none());
+    Some(match runs {
+        Some(runs) => flushed::audited_over_timed(test, records, runs),
+        None => test,
+    })
 }
 
 /// Launches in each of the audit's regions: `per_region`, a timed region's, unless the
@@ -381,7 +386,7 @@ fn ranked_high(
         .filter_map(|(process, m)| {
             let run = runs.iter().find(|s| s.process == process)?;
             Some(RunRanks {
-                pauses: &m.pauses_ns,
+                regions: &m.pauses_ns,
                 sorted: &run.sorted,
                 count: run.count,
             })

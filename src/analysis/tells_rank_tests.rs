@@ -289,3 +289,33 @@ fn audited_regions_read_as_the_decoys_on_their_own_data_are_not_suspect_by_their
     let j = judge(&rec, &s, None, false);
     assert!(j.test(Tell::Data).unwrap().suspect.is_none(), "{j:?}");
 }
+
+#[test]
+fn audited_regions_are_ranked_among_the_timed_launches_only_in_a_flushed_cell_of_the_kernel_alone()
+{
+    // All the work in its 15 audited regions, as much in its decoys as the bound allows.
+    let (s, runs) = spread_wide();
+    let audited: Vec<f64> = (0..15).map(|i| 16.2e3 + 50.0 * f64::from(i)).collect();
+    let decoys: Vec<f64> = (0..12).map(|i| 14.5e3 + 200.0 * f64::from(i)).collect();
+    let rec = run(audited, decoys, vec![11e3, 10.9e3, 11.1e3]);
+    let data = |flushed: bool, host_in_reading: bool| {
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(&s),
+            steady_sorted: Some(&runs),
+            flushed,
+            stage_allowance_ns: flushed.then_some(0.0),
+            host_in_reading,
+            per_region: 1,
+            clock_moved_to: None,
+        };
+        let judgement = judged(&[&rec], &readings).unwrap();
+        judgement.test(Tell::Data).unwrap().suspect.clone()
+    };
+    let why = data(true, false).unwrap();
+    assert!(why.contains("the same flush"), "{why}");
+    // Hot, a stage's draw leaves L2 otherwise; by events on an idle queue, a wait slows the
+    // host's launch: neither is set against the timed launches.
+    assert!(data(false, false).is_none());
+    assert!(data(true, true).is_none());
+}

@@ -34,8 +34,8 @@ pub use energy::Energy;
 pub use failure::FailureKind;
 pub use host::{RegionHostTimes, SpreadLook};
 pub use ranks::{
-    pauses_ranked, ranked_again, ranks_read_again, sorted_finite, RunRanks, RANKS_AGAIN_ALARM,
-    RANKS_AGAIN_PAUSES, RANKS_SCREEN,
+    pauses_ranked, ranked_again, ranked_over, ranks_read_again, sorted_finite, RunRanks,
+    RANKS_AGAIN_ALARM, RANKS_AGAIN_PAUSES, RANKS_SCREEN,
 };
 pub use regions::{FirstLaunches, Gaps};
 pub use stopped::{Counted, Stopped};

@@ -22,19 +22,19 @@ pub const RANKS_AGAIN_ALARM: f64 = 0.1;
 /// See [`RANKS_SCREEN`]: as many as a hot cell of 200 samples holds once its spread is wide.
 pub const RANKS_AGAIN_PAUSES: usize = 24;
 
-/// A run's pauses and its timed samples to rank them among: the pauses as read, the
-/// samples sorted (all of them, or evenly spaced order statistics of them), and how many
-/// samples the run took.
+/// A run's regions (pauses, or audited regions) and its timed samples to rank them among:
+/// the regions as read, the samples sorted (all of them, or evenly spaced order statistics
+/// of them), and how many samples the run took.
 pub struct RunRanks<'a> {
-    pub pauses: &'a [f64],
+    pub regions: &'a [f64],
     pub sorted: &'a [f64],
     pub count: usize,
 }
 
-/// What the ranks found: the chance readings alike lie so high, how many pauses were ranked,
-/// the mean share of their run's samples below them, and the margin each was less.
+/// What the ranks found: the chance readings alike lie so high, how many regions were
+/// ranked, the mean share of their run's samples below them, and the margin each was less.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PauseRanks {
+pub struct RegionRanks {
     pub chance: f64,
     pub ranked: usize,
     pub mean_share: f64,
@@ -47,21 +47,33 @@ pub struct PauseRanks {
 /// both hold a lower median over `median_ns`: a kernel that works after any long gap is slow
 /// after both, an honest one slowed by a GPU gone idle after a pause only. None where either
 /// does not.
-pub fn pauses_ranked(runs: &[RunRanks], staged: &[f64], median_ns: f64) -> Option<PauseRanks> {
+pub fn pauses_ranked(runs: &[RunRanks], staged: &[f64], median_ns: f64) -> Option<RegionRanks> {
+    let staged_over = over(&less(staged, margin_ns(median_ns)), median_ns);
+    staged_over.then(|| ranked_over(runs, median_ns)).flatten()
+}
+
+/// Each run's regions, each less the margin over the timed median `median_ns`, ranked
+/// among their own run's timed samples (stratified over the runs), where they hold a lower
+/// median over `median_ns`; None where they do not.
+pub fn ranked_over(runs: &[RunRanks], median_ns: f64) -> Option<RegionRanks> {
     let margin = margin_ns(median_ns);
-    let over = |of: Vec<f64>| lower_median(&of).is_some_and(|m| m > median_ns);
-    let pauses: Vec<f64> = runs.iter().flat_map(|r| less(r.pauses, margin)).collect();
-    (over(pauses) && over(less(staged, margin))).then(|| ranks(runs, margin))
+    let regions: Vec<f64> = runs.iter().flat_map(|r| less(r.regions, margin)).collect();
+    over(&regions, median_ns).then(|| ranks(runs, margin))
+}
+
+/// Whether `of` holds a lower median over `median_ns`.
+fn over(of: &[f64], median_ns: f64) -> bool {
+    lower_median(of).is_some_and(|m| m > median_ns)
 }
 
 /// Pauses read again (`again`: each run's records of them and of the launches read beside
 /// them), each less `margin_ns`, ranked among those launches: no condition, the first
 /// round's having held.
-pub fn ranked_again(again: &[&KernelRecords], margin_ns: f64) -> PauseRanks {
+pub fn ranked_again(again: &[&KernelRecords], margin_ns: f64) -> RegionRanks {
     let timed: Vec<Vec<f64>> = again.iter().map(|k| sorted_finite(&k.timed_ns)).collect();
     let runs: Vec<RunRanks> = (again.iter().zip(&timed))
         .map(|(k, sorted)| RunRanks {
-            pauses: &k.pauses_ns,
+            regions: &k.pauses_ns,
             sorted,
             count: sorted.len(),
         })
@@ -85,14 +97,14 @@ fn less(of: &[f64], margin_ns: f64) -> Vec<f64> {
 }
 
 /// Whether a run's own ranks call for reading its pauses again (see [`RANKS_SCREEN`]).
-pub fn ranks_read_again(ranks: Option<PauseRanks>) -> bool {
+pub fn ranks_read_again(ranks: Option<RegionRanks>) -> bool {
     ranks.is_some_and(|r| r.chance > FALSE_ALARM && r.chance <= RANKS_SCREEN)
 }
 
-/// Each run's pauses, less `margin_ns`, ranked among its samples, the runs stratified.
-fn ranks(runs: &[RunRanks], margin_ns: f64) -> PauseRanks {
-    let pauses: Vec<Vec<f64>> = runs.iter().map(|r| less(r.pauses, margin_ns)).collect();
-    let groups: Vec<Ranked> = (runs.iter().zip(&pauses))
+/// Each run's regions, less `margin_ns`, ranked among its samples, the runs stratified.
+fn ranks(runs: &[RunRanks], margin_ns: f64) -> RegionRanks {
+    let regions: Vec<Vec<f64>> = runs.iter().map(|r| less(r.regions, margin_ns)).collect();
+    let groups: Vec<Ranked> = (runs.iter().zip(&regions))
         .map(|(r, above)| Ranked {
             above,
             sorted: r.sorted,
@@ -102,7 +114,7 @@ fn ranks(runs: &[RunRanks], margin_ns: f64) -> PauseRanks {
     let shares: Vec<f64> = (groups.iter())
         .flat_map(|g| g.above.iter().map(|&x| g.share_below(x)))
         .collect();
-    PauseRanks {
+    RegionRanks {
         chance: rank_above_chance(&groups),
         ranked: shares.len(),
         mean_share: shares.iter().sum::<f64>() / shares.len().max(1) as f64,
@@ -122,8 +134,8 @@ mod tests {
     fn pauses_high_among_their_run_are_ranked_only_where_both_kinds_read_over_the_median() {
         // 200 samples from 10 to 30 µs (median 20 µs, margin 0.5 µs).
         let timed = sorted(200, 10_000.0, 100.0);
-        let run = |pauses: &'static [f64]| RunRanks {
-            pauses,
+        let run = |regions: &'static [f64]| RunRanks {
+            regions,
             sorted: &timed,
             count: 200,
         };
@@ -142,7 +154,7 @@ mod tests {
     #[test]
     fn a_run_reads_again_between_the_thousandth_and_the_screen_only() {
         let at = |chance: f64| {
-            Some(PauseRanks {
+            Some(RegionRanks {
                 chance,
                 ranked: 3,
                 mean_share: 0.9,

@@ -41,7 +41,7 @@ impl Among {
         let pauses = self.readings_of(Region::Pause);
         let staged = [Region::Audit, Region::Decoy].map(|k| self.readings_of(k));
         let run = RunRanks {
-            pauses: &pauses,
+            regions: &pauses,
             sorted: &sorted,
             count: sorted.len(),
         };
