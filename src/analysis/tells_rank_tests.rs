@@ -1,5 +1,6 @@
-//! The pause test's ranks (`tells::ranked_high`): pauses high among timed launches that a
-//! kernel spread wide on purpose, and honest ones.
+//! The tests' ranks: pauses high among timed launches that a kernel spread wide on purpose
+//! (`tells::ranked_high`), audited regions high among a flushed cell's timed launches
+//! (`flushed::audited_over_timed`), and honest ones.
 
 use super::bounds::*;
 use super::reduce::SortedRun;
@@ -313,9 +314,37 @@ fn audited_regions_are_ranked_among_the_timed_launches_only_in_a_flushed_cell_of
         judgement.test(Tell::Data).unwrap().suspect.clone()
     };
     let why = data(true, false).unwrap();
-    assert!(why.contains("the same flush"), "{why}");
+    assert!(
+        why.contains("15 audited regions") && why.contains("the same flush"),
+        "{why}"
+    );
     // Hot, a stage's draw leaves L2 otherwise; by events on an idle queue, a wait slows the
     // host's launch: neither is set against the timed launches.
     assert!(data(false, false).is_none());
     assert!(data(true, true).is_none());
+}
+
+#[test]
+fn audited_regions_spread_as_a_flushed_cells_timed_launches_are_not_ranked_high() {
+    let (s, runs) = spread_wide();
+    let decoys: Vec<f64> = (0..12).map(|i| 14.5e3 + 200.0 * f64::from(i)).collect();
+    let data = |audited: Vec<f64>| {
+        let rec = run(audited, decoys.clone(), vec![11e3, 10.9e3, 11.1e3]);
+        let readings = Readings {
+            reading_ns: Some(s.median),
+            steady: Some(&s),
+            steady_sorted: Some(&runs),
+            flushed: true,
+            stage_allowance_ns: Some(0.0),
+            host_in_reading: false,
+            per_region: 1,
+            clock_moved_to: None,
+        };
+        let judgement = judged(&[&rec], &readings).unwrap();
+        judgement.test(Tell::Data).unwrap().suspect.clone()
+    };
+    // Spread as the timed launches are (5-17 µs).
+    assert!(data((0..15).map(|i| 5.5e3 + 800.0 * f64::from(i)).collect()).is_none());
+    // Three a little over the median, within what three readings alike reach.
+    assert!(data(vec![12.5e3, 13.4e3, 14.1e3]).is_none());
 }
