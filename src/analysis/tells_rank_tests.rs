@@ -41,12 +41,22 @@ fn high_pauses() -> Vec<f64> {
 }
 
 fn judge(rec: &CellRecord, s: &Stats, runs: Option<&[SortedRun]>, host: bool) -> Judgement {
+    judge_cell(rec, s, runs, (false, host))
+}
+
+/// As [`judge`], in a cell flushed before each launch (`flushed`) or not.
+fn judge_cell(
+    rec: &CellRecord,
+    s: &Stats,
+    runs: Option<&[SortedRun]>,
+    (flushed, host): (bool, bool),
+) -> Judgement {
     let readings = Readings {
         reading_ns: Some(s.median),
         steady: Some(s),
         steady_sorted: runs,
-        flushed: false,
-        stage_allowance_ns: Some(30e3),
+        flushed,
+        stage_allowance_ns: Some(if flushed { 0.0 } else { 30e3 }),
         host_in_reading: host,
         per_region: 1,
         clock_moved_to: None,
@@ -299,19 +309,9 @@ fn audited_regions_are_ranked_among_the_timed_launches_only_in_a_flushed_cell_of
     let audited: Vec<f64> = (0..15).map(|i| 16.2e3 + 50.0 * f64::from(i)).collect();
     let decoys: Vec<f64> = (0..12).map(|i| 14.5e3 + 200.0 * f64::from(i)).collect();
     let rec = run(audited, decoys, vec![11e3, 10.9e3, 11.1e3]);
-    let data = |flushed: bool, host_in_reading: bool| {
-        let readings = Readings {
-            reading_ns: Some(s.median),
-            steady: Some(&s),
-            steady_sorted: Some(&runs),
-            flushed,
-            stage_allowance_ns: flushed.then_some(0.0),
-            host_in_reading,
-            per_region: 1,
-            clock_moved_to: None,
-        };
-        let judgement = judged(&[&rec], &readings).unwrap();
-        judgement.test(Tell::Data).unwrap().suspect.clone()
+    let data = |flushed: bool, host: bool| {
+        let j = judge_cell(&rec, &s, Some(&runs), (flushed, host));
+        j.test(Tell::Data).unwrap().suspect.clone()
     };
     let why = data(true, false).unwrap();
     assert!(
@@ -330,18 +330,8 @@ fn audited_regions_spread_as_a_flushed_cells_timed_launches_are_not_ranked_high(
     let decoys: Vec<f64> = (0..12).map(|i| 14.5e3 + 200.0 * f64::from(i)).collect();
     let data = |audited: Vec<f64>| {
         let rec = run(audited, decoys.clone(), vec![11e3, 10.9e3, 11.1e3]);
-        let readings = Readings {
-            reading_ns: Some(s.median),
-            steady: Some(&s),
-            steady_sorted: Some(&runs),
-            flushed: true,
-            stage_allowance_ns: Some(0.0),
-            host_in_reading: false,
-            per_region: 1,
-            clock_moved_to: None,
-        };
-        let judgement = judged(&[&rec], &readings).unwrap();
-        judgement.test(Tell::Data).unwrap().suspect.clone()
+        let j = judge_cell(&rec, &s, Some(&runs), (true, false));
+        j.test(Tell::Data).unwrap().suspect.clone()
     };
     // Spread as the timed launches are (5-17 µs).
     assert!(data((0..15).map(|i| 5.5e3 + 800.0 * f64::from(i)).collect()).is_none());
