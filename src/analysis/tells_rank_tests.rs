@@ -12,22 +12,32 @@ use crate::protocol::{CellRecord, KernelRecords};
 /// As `quantile-smear` on an H200: 1000 timed launches spread flat from 5 to 17 µs (it skips
 /// a share drawn anew each launch), median 11 µs.
 fn spread_wide() -> (Stats, Vec<SortedRun>) {
-    let sorted: Vec<f64> = (0..1000)
-        .map(|i| 5e3 + 12e3 * f64::from(i) / 999.0)
-        .collect();
+    spread_flat(1000, 7e3)
+}
+
+/// `n` timed launches of one run spread flat from 5 to 17 µs, median 11 µs, their
+/// interquartile range stated as `iqr`.
+fn spread_flat(n: u32, iqr: f64) -> (Stats, Vec<SortedRun>) {
     let s = Stats {
-        count: 1000,
+        count: u64::from(n),
         median: 11e3,
-        iqr: 7e3,
+        iqr,
         max: 17e3,
         ..Default::default()
     };
     let runs = vec![SortedRun {
         process: 0,
-        count: 1000,
-        sorted,
+        count: n as usize,
+        sorted: flat(n),
     }];
     (s, runs)
+}
+
+/// `n` readings spread flat from 5 to 17 µs, in order.
+fn flat(n: u32) -> Vec<f64> {
+    (0..n)
+        .map(|i| 5e3 + 12e3 * f64::from(i) / f64::from(n - 1))
+        .collect()
 }
 
 /// 24 pauses at all its work, 15.5-17.4 µs, but half of them lower (the tell missed there).
@@ -104,23 +114,7 @@ fn pauses_spread_as_the_timed_launches_or_high_after_an_idle_gpu_only_are_not() 
 fn pauses_between_the_two_chances_are_judged_by_those_read_again() {
     // 200 timed launches flat from 5 to 17 µs; a third of 24 pauses at all the work (16.5
     // µs), the rest at 12 µs: their ranks lie between the thousandth and the screen.
-    let flat = |n: u32| -> Vec<f64> {
-        (0..n)
-            .map(|i| 5e3 + 12e3 * f64::from(i) / f64::from(n - 1))
-            .collect()
-    };
-    let s = Stats {
-        count: 200,
-        median: 11e3,
-        iqr: 6e3,
-        max: 17e3,
-        ..Default::default()
-    };
-    let runs = vec![SortedRun {
-        process: 0,
-        count: 200,
-        sorted: flat(200),
-    }];
+    let (s, runs) = spread_flat(200, 6e3);
     let pauses: Vec<f64> = (0..24)
         .map(|i| if i % 3 == 0 { 16.5e3 } else { 12e3 })
         .collect();
