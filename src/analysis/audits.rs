@@ -8,7 +8,7 @@ use super::tells::{judged, Judgement, Readings};
 use crate::protocol::{AuditsAmong, CellRecord, RegionHostTimes};
 
 /// A cell's audits, over its runs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CellAudits {
     pub cell: usize,
     /// Audited regions, decoys and pauses among the timed ones, over the runs.
@@ -24,6 +24,11 @@ pub struct CellAudits {
     /// Host time the audits took, and the cell's runs' wall time, in s.
     pub cost_s: f64,
     pub wall_s: f64,
+    /// The steady samples its runs took, and the host time of the sample loop per sample,
+    /// the audit's regions among them included (the runs' median, in s; None in runs before
+    /// it was recorded): the pace at which more samples would spread the audit's cost.
+    pub samples: u64,
+    pub sample_wall_s: Option<f64>,
     /// Of `cost_s`: the regions among the timed ones and the checks after the audited ones
     /// (both 0 in runs that predate them, and in the weaker audit's).
     pub regions_s: f64,
@@ -104,6 +109,12 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         unjudged,
         cost_s: audits.iter().map(|a| a.cost_s).sum(),
         wall_s: records.iter().map(|r| r.wall_s).sum(),
+        samples: readings.steady.map_or(0, |s| s.count),
+        sample_wall_s: crate::statistics::median(
+            (records.iter())
+                .filter_map(|r| r.sample_wall_ns.map(|ns| ns * 1e-9))
+                .collect(),
+        ),
         regions_s: audits.iter().map(|a| a.regions_s).sum(),
         checks_s: audits.iter().map(|a| a.checks_s).sum(),
         wait_ns: among.iter().find_map(|m| m.wait_ns),

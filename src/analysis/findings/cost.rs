@@ -46,7 +46,24 @@ pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) ->
         cost_s: worst.cost_s,
         wall_s: worst.wall_s,
         most: most(worst, reference),
+        samples: samples_for_share(worst),
     }))
+}
+
+/// The steady samples a cell took, and at most how many would keep its audits within
+/// [`AUDIT_SHARE_CAP`] of its time, where that is more: the first round's floor costs the
+/// same at any count, and each sample costs its loop's time less the regions and checks
+/// among it. The cell's time besides its sample loop (its compile, warm-up, check) is left
+/// out, so the count errs high.
+fn samples_for_share(a: &CellAudits) -> Option<(u64, u64)> {
+    let taken = a.samples;
+    let among_s: f64 = a.split_s?.iter().sum();
+    let pace_s = a.sample_wall_s? - among_s / taken.max(1) as f64;
+    if taken == 0 || pace_s <= 0.0 {
+        return None;
+    }
+    let needed = ((1.0 - AUDIT_SHARE_CAP) / AUDIT_SHARE_CAP * a.cost_s / pace_s).ceil() as u64;
+    (needed > taken).then_some((taken, needed))
 }
 
 /// The part of a cell's audit time that took most of it.
@@ -75,24 +92,11 @@ mod tests {
     fn audits(cell: usize, cost_s: f64, wall_s: f64) -> CellAudits {
         CellAudits {
             cell,
-            regions: 2,
-            decoys: 2,
-            pauses: 2,
-            judgement: None,
-            weaker: None,
-            unjudged: None,
             cost_s,
             wall_s,
             regions_s: cost_s * 0.05,
             checks_s: cost_s * 0.9,
-            wait_ns: None,
-            late: 0,
-            capped: 0,
-            spots: 0,
-            probes: 0,
-            region_launches: None,
-            firsts_read_again: false,
-            split_s: None,
+            ..CellAudits::default()
         }
     }
 
@@ -125,30 +129,55 @@ mod tests {
 }
 
 #[cfg(test)]
+mod spread {
+    use super::*;
+
+    #[test]
+    fn more_samples_spread_the_floor_at_the_cells_pace() {
+        // 200 samples whose loop took 150 µs each, 8 ms of it the regions and checks among
+        // them: a sample of 110 µs besides, and 19 times the audit's 8.7 ms of them.
+        let gemv = CellAudits {
+            cost_s: 8.7e-3,
+            wall_s: 39e-3,
+            samples: 200,
+            sample_wall_s: Some(150e-6),
+            split_s: Some([4.6e-3, 1.1e-3, 2.3e-3]),
+            ..CellAudits::default()
+        };
+        assert_eq!(samples_for_share(&gemv), Some((200, 1_503)));
+        // Within the share already, or no pace or parts recorded: nothing to say.
+        let long = CellAudits {
+            samples: 2_000,
+            ..gemv.clone()
+        };
+        assert_eq!(samples_for_share(&long), None);
+        let older = CellAudits {
+            sample_wall_s: None,
+            ..gemv.clone()
+        };
+        assert_eq!(samples_for_share(&older), None);
+        let unsplit = CellAudits {
+            split_s: None,
+            ..gemv.clone()
+        };
+        assert_eq!(samples_for_share(&unsplit), None);
+        let none = CellAudits { samples: 0, ..gemv };
+        assert_eq!(samples_for_share(&none), None);
+    }
+}
+
+#[cfg(test)]
 mod parts {
     use super::*;
 
     fn audits(cost_s: f64, regions_s: f64, checks_s: f64, weaker: bool) -> CellAudits {
         CellAudits {
-            cell: 0,
-            regions: 2,
-            decoys: 2,
-            pauses: 2,
-            judgement: None,
             weaker: weaker.then(|| "its buffer sets rotate".into()),
-            unjudged: None,
             cost_s,
             wall_s: 1.0,
             regions_s,
             checks_s,
-            wait_ns: None,
-            late: 0,
-            capped: 0,
-            spots: 0,
-            probes: 0,
-            region_launches: None,
-            firsts_read_again: false,
-            split_s: None,
+            ..CellAudits::default()
         }
     }
 

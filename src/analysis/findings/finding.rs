@@ -330,6 +330,9 @@ pub struct AuditCost {
     pub cost_s: f64,
     pub wall_s: f64,
     pub most: CostPart,
+    /// The steady samples the cell took, and at most how many would bring its audits within
+    /// the share at its pace (`cost::samples_for_share`), where more are needed.
+    pub samples: Option<(u64, u64)>,
 }
 
 /// What took most of a cell's audit time, with its seconds.

@@ -80,20 +80,8 @@ mod tests {
                 detection_limit: limit,
                 suspect: None,
             }),
-            weaker: None,
-            unjudged: None,
-            cost_s: 0.0,
             wall_s: 1.0,
-            regions_s: 0.0,
-            checks_s: 0.0,
-            wait_ns: None,
-            late: 0,
-            capped: 0,
-            spots: 0,
-            probes: 0,
-            region_launches: None,
-            firsts_read_again: false,
-            split_s: None,
+            ..CellAudits::default()
         }
     }
 

@@ -108,6 +108,18 @@ fn sentence(f: &Finding) -> String {
 /// with what took it, and what a user can do about it.
 fn audit_cost(c: &AuditCost) -> String {
     let goal = format!("{:.0}%", crate::protocol::AUDIT_SHARE_CAP * 100.0);
+    let said = audit_cost_part(c, &goal);
+    match c.samples {
+        Some((taken, needed)) => format!(
+            "{said} The first round's floor costs the same at any count of samples: at this cell's pace, at most {} samples (it took {taken}) would bring it within {goal}.",
+            words::rounded_up(needed)
+        ),
+        None => said,
+    }
+}
+
+/// The audit-cost sentence's head and what took most of the time.
+fn audit_cost_part(c: &AuditCost, goal: &str) -> String {
     let head = format!(
         "The audits took more than {goal} of the time of {} of {} audited cells, the most {} of {}: {} of {}",
         c.over,
@@ -376,7 +388,7 @@ pub(super) mod tests {
 
     #[test]
     fn audits_over_their_share_name_the_costliest_cell_and_what_took_it() {
-        let cost = |most: CostPart| {
+        let costed = |most: CostPart, samples| {
             sentences(&[Finding::AuditCost(AuditCost {
                 over: 2,
                 of: 6,
@@ -384,9 +396,11 @@ pub(super) mod tests {
                 cost_s: 0.794,
                 wall_s: 1.09,
                 most,
+                samples,
             })])
             .join("")
         };
+        let cost = |most: CostPart| costed(most, None);
         let python = cost(CostPart::Checks(0.792, CheckedBy::PythonByFiles));
         assert_eq!(
             python,
@@ -404,6 +418,12 @@ pub(super) mod tests {
         assert!(
             regions.ends_with("1.090 s, 500.0 ms of it the first round's regions, whose floor is never left out (more samples spread them)."),
             "{regions}"
+        );
+        // Where more samples would spread the floor, how many at most.
+        let spread = costed(CostPart::Regions(0.5), Some((200, 1_098)));
+        assert!(
+            spread.ends_with("(more samples spread them). The first round's floor costs the same at any count of samples: at this cell's pace, at most 1,100 samples (it took 200) would bring it within 5%."),
+            "{spread}"
         );
         let staging = cost(CostPart::Staging(0.4));
         assert!(

@@ -58,6 +58,21 @@ pub(super) fn speed(ratio: f64) -> String {
     crate::report::kernels::speedup(1.0, ratio)
 }
 
+/// A count rounded up to two significant digits, its thousands apart: `1,100`, `90,000`,
+/// `45`: for a bound that errs high anyway.
+pub(super) fn rounded_up(n: u64) -> String {
+    let step = 10u64.pow((n.max(1).ilog10()).saturating_sub(1));
+    let digits = n.div_ceil(step).saturating_mul(step).to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A count with its noun: `1 cell`, `3 cells`.
 pub(super) fn count(n: usize, noun: &str) -> String {
     match n {
@@ -111,6 +126,9 @@ mod tests {
         assert_eq!(against(216_500.0, 1_449_000.0), "216.5 µs against 1449 µs");
         assert_eq!(against(35.29e6, 603_600.0), "35.29 ms against 603.6 µs");
         assert_eq!(speed(0.5), "2.00x slower");
+        // A bound that errs high, rounded up.
+        let bounds = [7, 45, 100, 1_098, 89_637, 1_000_001].map(rounded_up);
+        assert_eq!(bounds, ["7", "45", "100", "1,100", "90,000", "1,100,000"]);
         let cells: Vec<String> = (1..=6).map(|i| i.to_string()).collect();
         assert_eq!(listed(&cells), "1, 2, 3, 4, …");
         let at = reading("k//hot", 1.0, None).at;
