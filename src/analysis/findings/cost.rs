@@ -57,9 +57,12 @@ pub fn audit_cost(exp: &Experiment, audits: &[CellAudits], trusted: &[&Cell]) ->
 /// out, so the count errs high.
 fn samples_for_share(a: &CellAudits) -> Option<(u64, u64)> {
     let taken = a.samples;
+    if taken == 0 {
+        return None;
+    }
     let among_s: f64 = a.split_s?.iter().sum();
-    let pace_s = a.sample_wall_s? - among_s / taken.max(1) as f64;
-    if taken == 0 || pace_s <= 0.0 {
+    let pace_s = a.sample_wall_s? - among_s / taken as f64;
+    if pace_s <= 0.0 {
         return None;
     }
     let needed = ((1.0 - AUDIT_SHARE_CAP) / AUDIT_SHARE_CAP * a.cost_s / pace_s).ceil() as u64;
