@@ -5,16 +5,16 @@ run from the repository's root: `python benches/audit-kernels/fused.py`. Each ti
 median of 20 launches timed alone by events; "fused to a new seed" verifies the held draw and
 writes another (a plain draw puts the held one back, its time taken off)."""
 import cupy as cp, numpy as np, statistics
-src = open("kernels/audit.cu").read() + r'''
-__device__ __forceinline__ void fused_keys(const AuditDraw &d, unsigned long long seed, AuditKeys &keys) {
-    const unsigned long long salt = audit_mix(d.salt), probe = 1ull << 63;
-    keys.key = audit_mix(seed ^ salt);
-    keys.over = (seed & probe) ? audit_mix((seed & ~probe) ^ salt) : keys.key;
-    keys.pick = audit_mix(keys.key ^ 0x5851F42D4C957F2Dull);
-    const unsigned long long groups = (d.count * audit_size(d.dtype) + 15) / 16;
-    const int log2_groups = groups > 0 ? 63 - __clzll((long long)groups) : 0;
-    keys.shift = (unsigned int)max(4, min(30, log2_groups - 6));
-    keys.forced = groups > 0 ? audit_mix(keys.pick) % groups : 0;
+AUDIT = open("kernels/audit.cu").read()
+# The worker's own key set-up, cut from `audit_draw` (after its draw's entry, to its `lowest`),
+# as a function of the seed: the one pass keys both draws as the worker does.
+ENTRY_LINE = "const AuditDraw d = draws[blockIdx.y];"
+START = AUDIT.index(ENTRY_LINE) + len(ENTRY_LINE)
+SET_UP = AUDIT[START:AUDIT.index("unsigned long long *lowest = &first", START)]
+src = AUDIT + r'''
+__device__ AuditKeys fused_keys(const AuditDraw &d, unsigned long long seed) {
+''' + SET_UP + r'''
+    return keys;
 }
 __device__ __forceinline__ uint4 fused_group(const AuditDraw &d, const AuditKeys &keys, float top, unsigned long long g) {
     union { uint4 v; unsigned int e[4]; } w;
@@ -30,9 +30,7 @@ __device__ __forceinline__ uint4 fused_group(const AuditDraw &d, const AuditKeys
 }
 extern "C" __global__ void fused_f32(const AuditDraw *draws, unsigned long long held, unsigned long long seed, unsigned long long *first) {
     const AuditDraw d = draws[0];
-    AuditKeys kh, kn;
-    fused_keys(d, held, kh);
-    fused_keys(d, seed, kn);
+    const AuditKeys kh = fused_keys(d, held), kn = fused_keys(d, seed);
     const float top = nextafterf((float)d.b, (float)d.a);
     const unsigned long long groups = d.count / 4;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
