@@ -71,7 +71,8 @@ extern "C" __global__ void first_difference(const unsigned char *a, const unsign
 // drawn with the measured argument's salt, holds the same data.
 
 // One argument's draw: its elements, type and distribution (`src/worker/audit/draw.rs`
-// writes the same layout).
+// writes the same layout), and whether a verify compares it: `kept`, an input no launch may
+// write (a verify passes over the others).
 struct AuditDraw {
     unsigned long long address;
     unsigned long long count;
@@ -80,6 +81,8 @@ struct AuditDraw {
     double b;  // uniform: high end (excluded); normal: standard deviation
     unsigned int dtype;  // the order of `Dtype`: f16 bf16 f32 f64 i8 u8 i16 u16 i32 u32 i64 u64
     unsigned int normal;
+    unsigned int kept;
+    unsigned int unused;
 };
 
 // SplitMix64's finalizer: a counter through it is a stream of independent 64-bit draws.
@@ -88,6 +91,20 @@ __device__ unsigned long long audit_mix(unsigned long long z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+// Word j of a float group's draw: the first a full mix of the group's counter, each further
+// one that word a Weyl step on through a mix of one multiply. A full mix a word had made the
+// draw bound by its arithmetic, not the memory (benches/audit-kernels).
+__device__ __forceinline__ unsigned long long audit_word(unsigned long long first,
+                                                        unsigned int j) {
+    if (j == 0) {
+        return first;
+    }
+    unsigned long long z = first + j * 0x9E3779B97F4A7C15ull;
+    z ^= z >> 32;
+    z *= 0xD6E8FEB86659FD93ull;
+    return z ^ (z >> 32);
 }
 
 // The bytes an element of `dtype` takes.
@@ -162,13 +179,29 @@ struct AuditKeys {
     unsigned int shift;        // a group is picked where the top `shift` bits of its mix are 0
 };
 
+// The keys of draw `d` under `seed`.
+__device__ AuditKeys audit_keys(const AuditDraw &d, unsigned long long seed) {
+    const unsigned long long salt = audit_mix(d.salt), probe = 1ull << 63;
+    AuditKeys keys;
+    keys.key = audit_mix(seed ^ salt);
+    keys.over = (seed & probe) ? audit_mix((seed & ~probe) ^ salt) : keys.key;
+    // The pick's own key: a group's pick shares no mix with its values.
+    keys.pick = audit_mix(keys.key ^ 0x5851F42D4C957F2Dull);
+    // 64-128 groups picked: 2^-shift of them, shift at least 4; and one always.
+    const unsigned long long groups = (d.count * audit_size(d.dtype) + 15) / 16;
+    const int log2_groups = groups > 0 ? 63 - __clzll((long long)groups) : 0;
+    keys.shift = (unsigned int)max(4, min(30, log2_groups - 6));
+    keys.forced = groups > 0 ? audit_mix(keys.pick) % groups : 0;
+    return keys;
+}
+
 __device__ __forceinline__ unsigned long long audit_group_key(const AuditKeys &k,
                                                               unsigned long long g) {
     const unsigned long long m = audit_mix(k.pick + g);
     return ((m >> (64 - k.shift)) == 0 || g == k.forced) ? k.key : k.over;
 }
 
-// The 24-bit draws (a float's precision) a 64-bit mix holds: bits 8-31 and bits 40-63.
+// The 24-bit draws (a float's precision) a 64-bit word holds: bits 8-31 and bits 40-63.
 __device__ __forceinline__ float audit_low24(unsigned long long m) {
     return (float)((unsigned int)(m >> 8) & 0xffffffu) * (1.0f / 16777216.0f);
 }
@@ -183,7 +216,7 @@ __device__ double audit_uniform(unsigned long long key, unsigned long long i, un
     return (double)(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
-// A normal float by Box-Muller from one mix: u1 in (0, 1] from its high draw, u2 from its
+// A normal float by Box-Muller from one word: u1 in (0, 1] from its high draw, u2 from its
 // low one; the cosine's argument in [-pi, pi), where the fast intrinsic is accurate (the
 // sign it flips leaves the distribution as it was).
 // Its arguments are values: a reference to the draw had kept the draw on the stack, where
@@ -195,23 +228,37 @@ __device__ __noinline__ float audit_normal_float(float mean, float sd, unsigned 
     return fmaf(sd * r, __cosf(6.283185307f * u2 - 3.141592654f), mean);
 }
 
-// Elements i and i + 1 (i even) of a float type of at most 32 bits, as floats: uniform in
-// [a, b), both from the one mix of counter i / 2 (a mix an element had made the draw
-// compute-bound: 2.2 TB/s against a plain write's 4.3 on an H200); normal, each from a mix
-// of its own. a (1 - u) + b u: b - a overflows where the range is wider than a float's.
-__device__ __forceinline__ void audit_pair_float(const AuditDraw &d, float top,
-                                                 unsigned long long key, unsigned long long i,
-                                                 float *x0, float *x1) {
-    if (d.normal) {
-        *x0 = audit_normal_float((float)d.a, (float)d.b, audit_mix(key + i));
-        *x1 = audit_normal_float((float)d.a, (float)d.b, audit_mix(key + i + 1));
-        return;
-    }
-    const unsigned long long m = audit_mix(key + (i >> 1));
+// Group g of a float type of at most 32 bits (T), its elements packed as they lie in memory,
+// from the words of the group's counter under its key: uniform in [a, b), two elements a
+// word; normal, a word an element. a (1 - u) + b u: b - a overflows where the range is wider
+// than a float's.
+template <typename T, typename Encode>
+__device__ __forceinline__ uint4 audit_float_group(const AuditDraw &d, float top,
+                                                   const AuditKeys &keys, unsigned long long g,
+                                                   Encode encode) {
+    constexpr unsigned int per = 16 / sizeof(T);
+    union {
+        uint4 v;
+        T e[per];
+    } w;
+    const unsigned long long first = audit_mix(audit_group_key(keys, g) + g);
     const float a = (float)d.a, b = (float)d.b;
-    const float u0 = audit_low24(m), u1 = audit_high24(m);
-    *x0 = fminf(fmaf(u0, b, (1.0f - u0) * a), top);
-    *x1 = fminf(fmaf(u1, b, (1.0f - u1) * a), top);
+#pragma unroll
+    for (unsigned int k = 0; k < per; k += 2) {
+        float x0, x1;
+        if (d.normal) {
+            x0 = audit_normal_float(a, b, audit_word(first, k));
+            x1 = audit_normal_float(a, b, audit_word(first, k + 1));
+        } else {
+            const unsigned long long m = audit_word(first, k / 2);
+            const float u0 = audit_low24(m), u1 = audit_high24(m);
+            x0 = fminf(fmaf(u0, b, (1.0f - u0) * a), top);
+            x1 = fminf(fmaf(u1, b, (1.0f - u1) * a), top);
+        }
+        w.e[k] = encode(x0);
+        w.e[k + 1] = encode(x1);
+    }
+    return w.v;
 }
 
 // Element i's value as a double, for f64 and the integer types.
@@ -290,9 +337,9 @@ __device__ void audit_store(unsigned int dtype, unsigned long long base, unsigne
 #undef AUDIT_AT
 }
 
-// Group g of a draw element by element (see audit_put_group): past the end of the draw, not
-// 16-byte aligned, or where a verify found it changed. Not inlined: four copies of it, one a
-// type's loop, took NVRTC longer than the rest of the draw.
+// Group g of a draw element by element: past the end of the draw, not 16-byte aligned, or
+// where a verify found it changed. Not inlined: four copies of it, one a type's loop, took
+// NVRTC longer than the rest of the draw.
 __device__ __noinline__ void audit_put_elements(unsigned long long address,
                                                 unsigned long long count, unsigned int size,
                                                 unsigned long long g, uint4 want, bool verify,
@@ -320,110 +367,106 @@ __device__ __noinline__ void audit_put_elements(unsigned long long address,
     }
 }
 
-// Group g of a draw (its 16 / size elements from g * 16 / size, packed as they lie in
-// memory, in `want`) written with one evict-first 16-byte store, or (verify) compared as
-// bits with what is there (a NaN drawn is a NaN kept), lowering `lowest` to the first
-// element that differs. Evict-first (streaming): the draw's lines go before any other, so
-// the lines the timed launches left in L2 stay there, and a kernel that times a load of a
-// line of its own cannot tell a stage from a pause (benches/stage-state).
-__device__ __forceinline__ void audit_put_group(const AuditDraw &d, unsigned int size,
-                                                unsigned long long g, uint4 want, bool verify,
-                                                unsigned long long *lowest) {
-    const unsigned long long first = g * (16 / size);
-    uint4 *at = reinterpret_cast<uint4 *>(d.address) + g;
-    if (d.address % 16 == 0 && first + 16 / size <= d.count) {
-        if (!verify) {
-            __stcs(at, want);
-            return;
-        }
-        const uint4 now = __ldcs(at);
-        if (now.x == want.x && now.y == want.y && now.z == want.z && now.w == want.w) {
-            return;
-        }
-    }
-    audit_put_elements(d.address, d.count, size, g, want, verify, lowest);
-}
+// The modes of `audit_draw`, as bits.
+#define AUDIT_VERIFY 1u
+#define AUDIT_WRITE 2u
 
-// A float type's draw, in float, rounded to T by `encode`, 16 bytes a thread at a time. A
-// uniform's largest value is the float below its high end, so that an f32 rounded up stays
-// in [a, b); f16 and bf16 round to nearest from there, as the host's draw does, and may
-// reach b.
+// A float type's draw, in float, rounded to T by `encode`, 16 bytes a thread at a time: with
+// AUDIT_VERIFY, where the draw is kept, the group as it is compared as bits with the draw of
+// `held` (a NaN drawn is a NaN kept), lowering `lowest` to the first element that differs;
+// with AUDIT_WRITE, the draw of `keys` written with one evict-first 16-byte store. Both in
+// one pass: a stage reads and writes each group once (its load issued before either draw's
+// arithmetic). Evict-first (streaming): the draw's lines go before any other, so the lines
+// the timed launches left in L2 stay there, and a kernel that times a load of a line of its
+// own cannot tell a stage from a pause (benches/stage-state). A uniform's largest value is
+// the float below its high end, so that an f32 rounded up stays in [a, b); f16 and bf16
+// round to nearest from there, as the host's draw does, and may reach b.
 template <typename T, typename Encode>
-__device__ void audit_draw_float(const AuditDraw &d, const AuditKeys &keys, bool verify,
+__device__ void audit_draw_float(const AuditDraw &d, const AuditKeys &keys,
+                                 const AuditKeys &held, unsigned int mode,
                                  unsigned long long *lowest, Encode encode) {
     constexpr unsigned int per = 16 / sizeof(T);
     const float top = nextafterf((float)d.b, (float)d.a);
     const unsigned long long groups = (d.count + per - 1) / per;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const bool verify = (mode & AUDIT_VERIFY) && d.kept, write = mode & AUDIT_WRITE;
+    const bool aligned = d.address % 16 == 0;
+    uint4 *base = reinterpret_cast<uint4 *>(d.address);
     for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          g < groups; g += stride) {
-        union {
-            uint4 v;
-            T e[per];
-        } w;
-        const unsigned long long key = audit_group_key(keys, g);
-#pragma unroll
-        for (unsigned int k = 0; k < per; k += 2) {
-            float x0, x1;
-            audit_pair_float(d, top, key, g * per + k, &x0, &x1);
-            w.e[k] = encode(x0);
-            w.e[k + 1] = encode(x1);
+        const bool whole = aligned && (g + 1) * per <= d.count;
+        if (verify) {
+            const uint4 now = whole ? __ldcs(base + g) : make_uint4(0, 0, 0, 0);
+            const uint4 want = audit_float_group<T>(d, top, held, g, encode);
+            const bool same = now.x == want.x && now.y == want.y && now.z == want.z &&
+                              now.w == want.w;
+            if (!whole || !same) {
+                audit_put_elements(d.address, d.count, sizeof(T), g, want, true, lowest);
+            }
         }
-        audit_put_group(d, sizeof(T), g, w.v, verify, lowest);
+        if (write) {
+            const uint4 want = audit_float_group<T>(d, top, keys, g, encode);
+            if (whole) {
+                __stcs(base + g, want);
+            } else {
+                audit_put_elements(d.address, d.count, sizeof(T), g, want, false, lowest);
+            }
+        }
     }
 }
 
-// A draw of f64 or an integer type, in double, an element a thread at a time, written or
-// compared (16 bytes a thread, packed, took an H200 1.2-1.4x as long: the double path is bound
-// by its arithmetic).
-__device__ void audit_draw_double(const AuditDraw &d, const AuditKeys &keys, bool verify,
+// A draw of f64 or an integer type, in double, an element a thread at a time, verified and
+// written as `audit_draw_float`'s (16 bytes a thread, packed, took an H200 1.2-1.4x as long:
+// the double path is bound by its arithmetic).
+__device__ void audit_draw_double(const AuditDraw &d, const AuditKeys &keys,
+                                  const AuditKeys &held, unsigned int mode,
                                   unsigned long long *lowest) {
     const double top = nextafter(d.b, d.a);
     // Elements a 16-byte group holds, as a shift: 16, 8, 4 or 2 (sizes 1, 2, 4, 8).
     const unsigned int per_shift = 5 - __ffs(audit_size(d.dtype));
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const bool verify = (mode & AUDIT_VERIFY) && d.kept, write = mode & AUDIT_WRITE;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          i < d.count; i += stride) {
-        const unsigned long long key = audit_group_key(keys, i >> per_shift);
-        audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), verify, lowest);
+        if (verify) {
+            const unsigned long long key = audit_group_key(held, i >> per_shift);
+            audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), true, lowest);
+        }
+        if (write) {
+            const unsigned long long key = audit_group_key(keys, i >> per_shift);
+            audit_store(d.dtype, d.address, i, audit_value(d, top, key, i), false, lowest);
+        }
     }
 }
 
-// Draws `count` arguments' data with `seed` (blockIdx.y: the argument), or with `verify`
-// compares each with the draw and lowers first[y] to the first element that differs (the
-// host sets it to all ones). Each type's loop is one copy: unrolled four times, in both
-// modes, the kernel took NVRTC three times as long to compile.
+// A stage's work on `count` arguments' draws (blockIdx.y: the argument), by `mode`'s bits:
+// AUDIT_VERIFY compares each kept draw with the draw of `held` and lowers first[y] to its
+// first element that differs (the host sets it to all ones); AUDIT_WRITE writes the draw of
+// `seed`. Each type's loop is one copy: unrolled four times, in both modes, the kernel took
+// NVRTC three times as long to compile.
 extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count,
-                                      unsigned long long seed, unsigned int verify,
-                                      unsigned long long *first) {
+                                      unsigned long long seed, unsigned long long held,
+                                      unsigned int mode, unsigned long long *first) {
     if (blockIdx.y >= count) {
         return;
     }
     const AuditDraw d = draws[blockIdx.y];
-    const unsigned long long salt = audit_mix(d.salt), probe = 1ull << 63;
-    AuditKeys keys;
-    keys.key = audit_mix(seed ^ salt);
-    keys.over = (seed & probe) ? audit_mix((seed & ~probe) ^ salt) : keys.key;
-    // The pick's own key: a group's pick shares no mix with its values.
-    keys.pick = audit_mix(keys.key ^ 0x5851F42D4C957F2Dull);
-    // 64-128 groups picked: 2^-shift of them, shift at least 4; and one always.
-    const unsigned long long groups = (d.count * audit_size(d.dtype) + 15) / 16;
-    const int log2_groups = groups > 0 ? 63 - __clzll((long long)groups) : 0;
-    keys.shift = (unsigned int)max(4, min(30, log2_groups - 6));
-    keys.forced = groups > 0 ? audit_mix(keys.pick) % groups : 0;
+    if (!(mode & AUDIT_WRITE) && !d.kept) {
+        return;
+    }
+    const AuditKeys keys = audit_keys(d, seed), was = audit_keys(d, held);
     unsigned long long *lowest = &first[blockIdx.y];
-    const bool check = verify != 0;
     switch (d.dtype) {
     case 0:
-        return audit_draw_float<unsigned short>(d, keys, check, lowest,
+        return audit_draw_float<unsigned short>(d, keys, was, mode, lowest,
                                                 [](float v) { return audit_f16_bits(v); });
     case 1:
-        return audit_draw_float<unsigned short>(d, keys, check, lowest,
+        return audit_draw_float<unsigned short>(d, keys, was, mode, lowest,
                                                 [](float v) { return audit_bf16_bits(v); });
     case 2:
-        return audit_draw_float<unsigned int>(d, keys, check, lowest,
+        return audit_draw_float<unsigned int>(d, keys, was, mode, lowest,
                                               [](float v) { return __float_as_uint(v); });
-    default: return audit_draw_double(d, keys, check, lowest);
+    default: return audit_draw_double(d, keys, was, mode, lowest);
     }
 }
 

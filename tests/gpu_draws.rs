@@ -34,9 +34,14 @@ def uniform(name, x, lo, hi, top_included=False, integers=False):
     sd = np.sqrt(((hi - lo) ** 2 - (1 if integers else 0)) / 12.0)
     near(name + " mean", x.mean(), (lo + top) / 2, 5 * sd / np.sqrt(len(x)) + 1e-3 * sd)
     near(name + " sd", x.std(), sd, 0.03 * sd)
-    # Elements side by side share no draw: the uniform pairs come from one 64-bit mix.
-    c = np.corrcoef(x[0:-1:2], x[1::2])[0, 1]
-    assert abs(c) < 5 / np.sqrt(len(x) / 2) + 0.01, f"{name}: neighbours correlate {c}"
+    independent(name, x)
+
+def independent(name, x):
+    # Elements near each other share no draw: a uniform pair comes from one 64-bit word, and
+    # a 16-byte group's words from its first.
+    for lag in (1, 2, 3, 4):
+        c = np.corrcoef(x[:-lag], x[lag:])[0, 1]
+        assert abs(c) < 5 / np.sqrt(len(x)) + 0.01, f"{name}: elements {lag} apart correlate {c}"
 
 def normal(name, x, mean, sd):
     x = np.asarray(x, dtype=np.float64)
@@ -45,6 +50,7 @@ def normal(name, x, mean, sd):
     near(name + " sd", x.std(), sd, 0.03 * sd)
     within = np.mean(np.abs(x - mean) < sd)
     near(name + " within one sd", within, 0.6827, 0.02)
+    independent(name, x)
 
 def touch(f32, f16, bf16, f64, i8, u16, i32, gauss, n):
     uniform("f32", f32, -2.0, 3.0)

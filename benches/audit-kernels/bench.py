@@ -1,6 +1,6 @@
 """The runner's own audit kernels (kernels/audit.cu), a candidate against a baseline: the
-NVRTC compile of each, the draw (`audit_draw`, written and verified, nine types and
-distributions of 268 MB) and the check's compare (`out_of_tolerance`, eight cases of 134M
+NVRTC compile of each, the draw (`audit_draw`, written, verified, and a stage's verify of
+the held draw and write of another, nine types and distributions of 268 MB) and the check's compare (`out_of_tolerance`, eight cases of 134M
 elements). A candidate must read the same as its baseline (the compare's tallies; the draw's
 round trip, and its bytes where the generator is the same) and is judged by both its time
 and its compile: the worker compiles audit.cu at the first audited cell of every run.
@@ -74,8 +74,12 @@ def timed_us(launch, repeats=20):
     return cp.cuda.get_elapsed_time(start, end) / repeats * 1e3
 
 
-ENTRY = np.dtype([("address", "<u8"), ("count", "<u8"), ("salt", "<u8"), ("a", "<f8"),
-                  ("b", "<f8"), ("dtype", "<u4"), ("normal", "<u4")])
+# The draw's table entry: a kernel that verifies in the same pass as it writes (one mode
+# argument, `AUDIT_WRITE`) reads a `kept` flag and a word of padding after these.
+ENTRY = [("address", "<u8"), ("count", "<u8"), ("salt", "<u8"), ("a", "<f8"), ("b", "<f8"),
+         ("dtype", "<u4"), ("normal", "<u4")]
+KEPT = [("kept", "<u4"), ("unused", "<u4")]
+WRITE, VERIFY = 2, 1
 # name, the runner's dtype code, element type (None: read as raw bits), normal, a, b
 DRAWS = [("f32 uniform", 2, np.float32, 0, -4.0, 4.0), ("f32 normal", 2, np.float32, 1, 0.0, 1.0),
          ("f16 uniform", 0, np.float16, 0, -1.0, 1.0), ("bf16 normal", 1, None, 1, 0.5, 2.0),
@@ -85,39 +89,76 @@ DRAWS = [("f32 uniform", 2, np.float32, 0, -4.0, 4.0), ("f32 normal", 2, np.floa
 SIZES = {0: 2, 1: 2, 2: 4, 3: 8, 5: 1, 8: 4, 10: 8}
 
 
+class Draw:
+    """One module's `audit_draw` over a table of entries (address, count, salt, a, b, dtype,
+    normal), every one kept: a write, a verify, and a stage's verify of the held draw and
+    write of another (one launch where the kernel takes a mode, else the two)."""
+
+    def __init__(self, module, source, entries):
+        self.fn = module.get_function("audit_draw")
+        self.one_pass = "AUDIT_WRITE" in source
+        table = np.zeros(len(entries), dtype=np.dtype(ENTRY + KEPT if self.one_pass else ENTRY))
+        for k, e in enumerate(entries):
+            table[k] = e + ((1, 0) if self.one_pass else ())
+        self.table = cp.asarray(table.view(np.uint8))
+        self.count = len(entries)
+
+    def launch(self, grid, mode, seed, held, first):
+        if self.one_pass:
+            self.fn(grid, (256,), (self.table, np.uint32(self.count), np.uint64(seed),
+                                   np.uint64(held), np.uint32(mode), first))
+            return
+        if mode & VERIFY:
+            self.fn(grid, (256,), (self.table, np.uint32(self.count), np.uint64(held), np.uint32(1), first))
+        if mode & WRITE:
+            self.fn(grid, (256,), (self.table, np.uint32(self.count), np.uint64(seed), np.uint32(0), first))
+
+
+def neighbours(x, per):
+    """The largest correlation of an element with the next one to three, at each place in a
+    16-byte group of `per` elements: a group's words share the group's first mix."""
+    worst = 0.0
+    for lag in (1, 2, 3):
+        for k in range(per):
+            a, b = x[k::per], x[k + lag::per]
+            m = min(len(a), len(b))
+            worst = max(worst, abs(float(np.corrcoef(a[:m], b[:m])[0, 1])))
+    return worst
+
+
 def draws(modules, raw):
     first = cp.full(1, ALL_ONES, dtype=cp.uint64)
+    grid = (4096, 1)
     for name, code, kind, normal, a, b in DRAWS:
         n = raw.nbytes // SIZES[code]
-        entry = np.zeros(1, dtype=ENTRY)
-        entry[0] = (raw.data.ptr, n, 3, a, b, code, normal)
-        table = cp.asarray(entry.view(np.uint8))
-        def draw(module, seed, verify):
-            module.get_function("audit_draw")(
-                (4096, 1), (256,), (table, np.uint32(1), np.uint64(seed), np.uint32(verify), first))
+        entry = (raw.data.ptr, n, 3, a, b, code, normal)
+        by = [(label, Draw(module, source, [entry])) for label, module, source in modules]
         row = []
-        for label, module in modules:
-            for verify in (0, 1):
-                us = timed_us(lambda: draw(module, 99, verify))
-                row.append(f"{label}{'-verify' if verify else ''} {us:7.1f}")
-        (_, baseline), (_, candidate) = modules
-        draw(baseline, 5, 0)
+        for label, d in by:
+            d.launch(grid, WRITE, 5, 0, first)
+            for what, mode, seed in (("", WRITE, 5), ("-verify", VERIFY, 5), ("-stage", VERIFY | WRITE, 5)):
+                us = timed_us(lambda: d.launch(grid, mode, seed, 5, first))
+                row.append(f"{label}{what} {us:7.1f}")
+        (_, baseline), (_, candidate) = by
+        baseline.launch(grid, WRITE, 5, 0, first)
         before = raw.copy()
-        draw(candidate, 5, 0)
+        candidate.launch(grid, WRITE, 5, 0, first)
         row.append("bytes same" if bool((before == raw).all()) else "bytes differ")
         first.fill(ALL_ONES)
-        draw(candidate, 7, 0)
-        draw(candidate, 7, 1)
+        candidate.launch(grid, WRITE, 7, 0, first)
+        candidate.launch(grid, VERIFY | WRITE, 8, 7, first)
+        candidate.launch(grid, VERIFY, 0, 8, first)
         round_trip = int(first.get()[0]) == ALL_ONES
         first.fill(ALL_ONES)
-        draw(candidate, 8, 1)
+        candidate.launch(grid, VERIFY, 0, 9, first)
         other = int(first.get()[0])
-        row.append(f"verify of its own draw {'finds nothing' if round_trip else 'FINDS A DIFFERENCE'},"
+        row.append(f"verify of its own draws {'finds nothing' if round_trip else 'FINDS A DIFFERENCE'},"
                    f" of another seed's first difference at {other}")
         if kind is not None:
             x = raw.view(kind).get().astype(np.float64)
             row.append(f"min {x.min():.4f} max {x.max():.4f} mean {x.mean():.5f} std {x.std():.5f}"
-                       f" NaNs {int(np.isnan(x).sum())}")
+                       f" NaNs {int(np.isnan(x).sum())} neighbours' largest correlation"
+                       f" {neighbours(x[: 1 << 24], 16 // SIZES[code]):.5f}")
         print(f"{name:12s} {raw.nbytes / 1e6:.0f} MB | " + " | ".join(row), flush=True)
 
 
@@ -137,28 +178,24 @@ def alone_us(launch, repeats=50):
 
 
 def small_draws(modules):
-    """f32 uniform draws of one to three buffers of 1-16 MiB, each launched alone from an idle
-    queue, an argument per row of blocks of 256, at most 4096 a row: the draws a cell's stage
-    waits for. Each kernel with a thread per element (the worker's grid to 01d2532) and with a
-    thread per 16 bytes, as the float draw takes them (`Entry::threads` since)."""
+    """f32 uniform stages over one to three buffers of 1-16 MiB (the held draw verified and
+    another written), each launched alone from an idle queue, an argument per row of blocks of
+    256, a thread per 16 bytes (`Entry::threads`), at most 4096 blocks a row: what a cell's
+    stage waits for."""
     for mib in (1, 4, 16):
         n = mib * (1 << 20) // 4
         bufs = [cp.empty(n, dtype=cp.float32) for _ in range(3)]
         for count in (1, 2, 3):
-            entries = np.zeros(count, dtype=ENTRY)
-            for k in range(count):
-                entries[k] = (bufs[k].data.ptr, n, 3 + k, -4.0, 4.0, 2, 0)
-            table = cp.asarray(entries.view(np.uint8))
-            first = cp.full(1, ALL_ONES, dtype=cp.uint64)
+            entries = [(bufs[k].data.ptr, n, 3 + k, -4.0, 4.0, 2, 0) for k in range(count)]
+            first = cp.full(count, ALL_ONES, dtype=cp.uint64)
             row = []
-            for label, module in modules:
-                fn = module.get_function("audit_draw")
-                for per, grid_label in ((1, "an element"), (4, "16 bytes")):
-                    grid = (min((n // per + 255) // 256, 4096), count)
-                    us = alone_us(lambda: fn(grid, (256,), (table, np.uint32(count), np.uint64(9),
-                                                             np.uint32(0), first)))
-                    row.append(f"{label} a thread {grid_label} {us:6.1f}")
-            print(f"f32 uniform {count} x {mib:2d} MiB alone | " + " | ".join(row), flush=True)
+            for label, module, source in modules:
+                d = Draw(module, source, entries)
+                d.launch((1, count), WRITE, 9, 0, first)
+                grid = (min((n // 4 + 255) // 256, 4096), count)
+                us = alone_us(lambda: d.launch(grid, VERIFY | WRITE, 9, 9, first))
+                row.append(f"{label} {us:6.1f}")
+            print(f"f32 uniform stage {count} x {mib:2d} MiB alone | " + " | ".join(row), flush=True)
 
 
 def compares(modules, samples):
@@ -186,7 +223,7 @@ def compares(modules, samples):
     for name, got, want_, code in cases:
         tally = cp.zeros(9, dtype=cp.uint64)
         rows = []
-        for label, module in modules:
+        for label, module, _ in modules:
             fn = module.get_function("out_of_tolerance")
             def compare(worst=ALL_ONES):
                 tally.fill(0)
@@ -214,7 +251,7 @@ def main():
     args.add_argument("--nvrtc", help="libnvrtc to time the compiles with")
     args.add_argument("--compile-only", metavar="ARCH", help="only the compiles, for ARCH (sm_90): no GPU")
     args.add_argument("--small", action="store_true",
-                      help="only draws of 1-16 MiB, each alone from an idle queue, as a stage's")
+                      help="only stages of 1-16 MiB, each alone from an idle queue")
     a = args.parse_args()
     baseline = (open(a.baseline).read() if os.path.isfile(a.baseline) else
                 subprocess.run(["git", "show", f"{a.baseline}:kernels/audit.cu"],
@@ -233,7 +270,8 @@ def main():
         print(f"NVRTC {label}: {ms:.0f} ms; {'; '.join(used)}", flush=True)
     if a.compile_only:
         return
-    modules = [(label, cp.RawModule(code=source, options=("-std=c++17",))) for label, source in sources]
+    modules = [(label, cp.RawModule(code=source, options=("-std=c++17",)), source)
+               for label, source in sources]
     # The compare's sample arguments (an audit's sample of a large output), where the kernel
     # takes them: zeros, every element.
     samples = {label: "sample_key" in source for label, source in sources}

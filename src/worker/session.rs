@@ -87,12 +87,13 @@ impl StageTimes {
     }
 }
 
-/// What one draw writes, which its time depends on: elements, type code, whether normal,
-/// memory, and whether it starts on 16 bytes (else it is written element by element).
-pub(super) type DrawShape = (u64, u32, bool, Memory, bool);
+/// What one draw writes and verifies, which its time depends on: elements, type code, whether
+/// normal, memory, whether it starts on 16 bytes (else it is written element by element), and
+/// whether a stage verifies it (an input no launch may write).
+pub(super) type DrawShape = (u64, u32, bool, Memory, bool, bool);
 
-/// The shapes of a stage's draws, and of its verify's, in order.
-pub(super) type StageShape = (Vec<DrawShape>, Vec<DrawShape>);
+/// The shapes of a stage's draws, in order.
+pub(super) type StageShape = Vec<DrawShape>;
 
 /// The matmul reference's device buffers, its sample's cells and what it found, kept for
 /// the process: every sample is as large as the last where the output is large, and an
@@ -178,7 +179,7 @@ mod tests {
     #[test]
     fn stage_times_are_measured_once_for_each_shape() {
         let mut times = StageTimes::default();
-        let shape = |count: u64| (vec![(count, 2, false, Memory::Device, true)], vec![]);
+        let shape = |count: u64| vec![(count, 2, false, Memory::Device, true, true)];
         let mut measured = 0;
         let mut measure = |ns: f64| {
             measured += 1;
@@ -190,6 +191,9 @@ mod tests {
         // A failed measure keeps nothing.
         assert_eq!(times.of(shape(32), || Err(())), Err(()));
         assert_eq!(times.of(shape(32), || measure(4.0)), Ok((4.0, 8.0)));
-        assert_eq!(measured, 3);
+        // A draw the stage verifies takes longer than one it only writes.
+        let written = vec![(8, 2, false, Memory::Device, true, false)];
+        assert_eq!(times.of(written, || measure(0.5)), Ok((0.5, 1.0)));
+        assert_eq!(measured, 4);
     }
 }

@@ -33,7 +33,11 @@ const BLOCK: u32 = 256;
 /// Blocks along x at most: enough to write at full bandwidth on any GPU.
 const MOST_BLOCKS: u64 = 4096;
 /// Bytes of one `AuditDraw` entry of the table (`kernels/audit.cu`).
-const ENTRY_BYTES: usize = 48;
+const ENTRY_BYTES: usize = 56;
+/// `audit_draw`'s modes, as bits (`kernels/audit.cu`): compare each kept draw with the draw of
+/// one seed, and write the draw of another, in one pass where both.
+const VERIFY: u32 = 1;
+const WRITE: u32 = 2;
 /// A seed with this bit draws a probe: the data of the same seed without it, but for 64-128
 /// groups of 16 bytes of each argument (at least one, a sixteenth at most), picked and drawn
 /// anew by the seed (`kernels/audit.cu`; every draw picks, so that a probe's stage takes what
@@ -53,6 +57,9 @@ pub(super) struct Entry {
     b: f64,
     dtype: u32,
     normal: bool,
+    /// An input no launch may write: a verify compares it with a draw (the others it passes
+    /// over).
+    kept: bool,
     /// Where it lives: a draw into host memory the GPU reaches takes longer (not in the
     /// table, only in [`Draws::shape`]).
     memory: Memory,
@@ -106,6 +113,7 @@ impl Entry {
             b,
             dtype: dtype.code(),
             normal,
+            kept: false,
             memory: *memory,
         })
     }
@@ -124,6 +132,7 @@ impl Entry {
         }
         out[40..44].copy_from_slice(&self.dtype.to_ne_bytes());
         out[44..48].copy_from_slice(&u32::from(self.normal).to_ne_bytes());
+        out[48..52].copy_from_slice(&u32::from(self.kept).to_ne_bytes());
         out
     }
 }
@@ -161,7 +170,16 @@ impl Draws {
             kernel,
             args: entries.iter().map(|(i, _)| *i).collect(),
             shape: (entries.iter())
-                .map(|(_, e)| (e.count, e.dtype, e.normal, e.memory, e.address % 16 == 0))
+                .map(|(_, e)| {
+                    (
+                        e.count,
+                        e.dtype,
+                        e.normal,
+                        e.memory,
+                        e.address % 16 == 0,
+                        e.kept,
+                    )
+                })
                 .collect(),
             table,
             longest: entries.iter().map(|(_, e)| e.threads()).max().unwrap_or(0),
@@ -181,14 +199,28 @@ impl Draws {
         buffers: &Buffers,
         pick: impl Fn(usize) -> Option<usize>,
     ) -> Result<Draws, CudaError> {
-        let entries: Vec<(usize, Entry)> = (0..buffers.arguments())
-            .filter_map(|i| Some((i, Entry::of(args, pick(i)?, buffers.buffer(i)?)?)))
-            .collect();
+        Draws::keeping(kernel, args, buffers, pick, |_| false)
+    }
+
+    /// As [`Draws::of`], argument i's draw kept (verified by [`Draws::verify_into`] and a
+    /// stage's pass) where `kept(i)`: an input no launch may write.
+    pub(super) fn keeping(
+        kernel: Function,
+        args: &[ArgValue],
+        buffers: &Buffers,
+        pick: impl Fn(usize) -> Option<usize>,
+        kept: impl Fn(usize) -> bool,
+    ) -> Result<Draws, CudaError> {
+        let entry = |i: usize| {
+            let e = Entry::of(args, pick(i)?, buffers.buffer(i)?)?;
+            Some((i, Entry { kept: kept(i), ..e }))
+        };
+        let entries: Vec<(usize, Entry)> = (0..buffers.arguments()).filter_map(entry).collect();
         Draws::new(kernel, &entries)
     }
 
-    /// What the table's draws write (elements, type, distribution, memory and alignment of
-    /// each), which their time on the GPU depends on, not where.
+    /// What the table's draws write and verify (elements, type, distribution, memory,
+    /// alignment and whether kept, of each), which their time on the GPU depends on, not where.
     pub(super) fn shape(&self) -> &[DrawShape] {
         &self.shape
     }
@@ -210,16 +242,23 @@ impl Draws {
         }
     }
 
-    /// Enqueues the draw with `seed`; `first`: where a verify lowers each draw's first
-    /// differing element (None: a write).
-    fn enqueue(&self, seed: u64, first: Option<&DeviceBuffer>) -> Result<(), CudaError> {
+    /// Enqueues the draw's pass: with `verify` (a seed, and where each kept draw's first
+    /// differing element is lowered) the kept draws compared with that seed's, then with
+    /// `write` that seed's draw written.
+    fn enqueue(
+        &self,
+        verify: Option<(u64, &DeviceBuffer)>,
+        write: Option<u64>,
+    ) -> Result<(), CudaError> {
+        let mode = verify.map_or(0, |_| VERIFY) | write.map_or(0, |_| WRITE);
         let values = [
             Param::Buffer(&self.table),
             Param::bytes(&(self.args.len() as u32).to_ne_bytes()),
-            Param::u64(seed),
-            Param::bytes(&u32::from(first.is_some()).to_ne_bytes()),
+            Param::u64(write.unwrap_or(0)),
+            Param::u64(verify.map_or(0, |(held, _)| held)),
+            Param::bytes(&mode.to_ne_bytes()),
             // Never written without a verify: the table stands in.
-            Param::Buffer(first.unwrap_or(&self.table)),
+            Param::Buffer(verify.map_or(&self.table, |(_, first)| first)),
         ];
         Launch::new(&self.kernel, self.dims(), &values).enqueue()
     }
@@ -229,7 +268,23 @@ impl Draws {
         if self.is_empty() {
             return Ok(());
         }
-        self.enqueue(seed, None)
+        self.enqueue(None, Some(seed))
+    }
+
+    /// A stage's work in one pass (enqueued): the kept draws compared with the draw of `held`
+    /// (lowering each one's first differing element in `lowest`, as [`Draws::verify_into`]),
+    /// and the draw of `seed` written; each 16 bytes read and written once (two passes read
+    /// a 512 MiB input's twice on an H200, 440 µs against 378 µs: `benches/audit-kernels`).
+    pub(super) fn verify_then_write(
+        &self,
+        held: u64,
+        seed: u64,
+        lowest: &DeviceBuffer,
+    ) -> Result<(), CudaError> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        self.enqueue(Some((held, lowest)), Some(seed))
     }
 
     /// How long `work` (a write or a verify of this table's draws) takes on the GPU, in ns
@@ -299,7 +354,7 @@ impl Draws {
         Ok(())
     }
 
-    /// The first element of each drawn argument that differs from the draw of `seed`, as
+    /// The first element of each kept draw that differs from the draw of `seed`, as
     /// (argument, element), in the table's order; None where all equal.
     pub(super) fn first_change(&self, seed: u64) -> Result<Option<(usize, u64)>, CudaError> {
         if self.is_empty() {
@@ -310,13 +365,14 @@ impl Draws {
         self.first_in(&self.first)
     }
 
-    /// Enqueues a verify against the draw of `seed`, lowering each draw's first differing
-    /// element in `lowest` (8 bytes a draw, set to all ones before the first verify into it:
-    /// verifies into it add up).
+    /// Enqueues a verify of the kept draws against the draw of `seed`, lowering each one's
+    /// first differing element in `lowest` (8 bytes a draw, in the table's order, set to all
+    /// ones before the first verify into it: verifies into it add up; a draw not kept stays
+    /// all ones).
     pub(super) fn verify_into(&self, seed: u64, lowest: &DeviceBuffer) -> Result<(), CudaError> {
         match self.is_empty() {
             true => Ok(()),
-            false => self.enqueue(seed, Some(lowest)),
+            false => self.enqueue(Some((seed, lowest)), None),
         }
     }
 
@@ -405,6 +461,7 @@ mod tests {
             b: 2.5,
             dtype: 2,
             normal: true,
+            kept: true,
             memory: Memory::Device,
         };
         let b = e.bytes();
@@ -415,6 +472,8 @@ mod tests {
         assert_eq!(f64::from_ne_bytes(b[32..40].try_into().unwrap()), 2.5);
         assert_eq!(u32::from_ne_bytes(b[40..44].try_into().unwrap()), 2);
         assert_eq!(u32::from_ne_bytes(b[44..48].try_into().unwrap()), 1);
+        assert_eq!(u32::from_ne_bytes(b[48..52].try_into().unwrap()), 1);
+        assert_eq!(b[52..56], [0; 4]);
     }
 
     #[test]
@@ -427,6 +486,7 @@ mod tests {
             b: 1.0,
             dtype: dtype.code(),
             normal: false,
+            kept: false,
             memory: Memory::Device,
         };
         assert_eq!(entry(Dtype::F32, 1 << 20).threads(), 1 << 18);

@@ -15,13 +15,12 @@ use crate::worker::session::{Session, StageTimes};
 use cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 
 /// A cell's inputs as the audit draws them on the GPU (`draw.rs`): the draws of those it can
-/// draw, of those the kernel must leave as they are (verified on the GPU after a launch),
-/// and the inputs no draw reaches (constants, ranges, files, chases, pageable memory), read
-/// back against the timed data.
+/// draw, those the kernel must leave as they are kept (verified on the GPU after a launch
+/// and at every stage that draws), and the inputs no draw reaches (constants, ranges, files,
+/// chases, pageable memory), read back against the timed data.
 pub(super) struct InputDraws {
     inputs: Vec<usize>,
     pub(super) draws: Draws,
-    unwritten: Draws,
     kept: Vec<usize>,
     /// Where every stage that draws first verifies the held data of the inputs no launch may
     /// write, and the read-back after the samples too ([`InputDraws::held_change`]).
@@ -43,20 +42,16 @@ impl InputDraws {
         let args = &cell.launch.args;
         let inputs: Vec<usize> = buffers.inputs().collect();
         let input = |i: usize| inputs.contains(&i).then_some(i);
-        let draws = Draws::of(kernel.clone(), args, buffers, input)?;
-        let unwritten = Draws::of(kernel, args, buffers, |i| {
-            input(i).filter(|&i| !def.writes(i))
-        })?;
+        let draws = Draws::keeping(kernel, args, buffers, input, |i| !def.writes(i))?;
         let kept = (inputs.iter().copied())
             .filter(|i| !draws.args.contains(i))
             .collect();
-        let between = DeviceBuffer::alloc(8 * unwritten.args.len().max(1))?;
+        let between = DeviceBuffer::alloc(8 * draws.args.len().max(1))?;
         between.fill(0xFF)?;
         let hold = s.kernels.function(KernelKey::AuditHold, &mut s.timeline)?;
         Ok(InputDraws {
             inputs,
             draws,
-            unwritten,
             kept,
             between,
             hold,
@@ -76,10 +71,9 @@ impl InputDraws {
     /// may write verified first, so that a kernel that marks an input between its timed
     /// launches is found at every stage that draws, not only once after the samples, where
     /// a kernel that counts its launches could have taken the mark away (the stage's wait
-    /// covers both, timed together: [`InputDraws::timed_stage_work`]).
+    /// covers both, in one pass: [`Draws::verify_then_write`]).
     pub(super) fn verify_then_draw(&self, held: u64, seed: u64) -> Result<(), CudaError> {
-        self.unwritten.verify_into(held, &self.between)?;
-        self.draws.write(seed)
+        self.draws.verify_then_write(held, seed, &self.between)
     }
 
     /// What a draw of the inputs, and a stage's work (the held data's verify and a draw, back
@@ -96,8 +90,7 @@ impl InputDraws {
         times: &mut StageTimes,
     ) -> Result<(f64, f64), CudaError> {
         self.draws.write(held)?;
-        let shape = (self.draws.shape().to_vec(), self.unwritten.shape().to_vec());
-        times.of(shape, || {
+        times.of(self.draws.shape().to_vec(), || {
             let draw_ns = self.draws.timed(|d| d.write(held))?;
             self.verify_then_draw(held, held)?;
             let stage_ns = self.draws.timed(|_| self.verify_then_draw(held, held))?;
@@ -108,8 +101,8 @@ impl InputDraws {
     /// The first element of the inputs no launch may write that differed from the held data
     /// at a stage that drew, or differs from `held` now, as (argument, element).
     pub(super) fn held_change(&self, held: u64) -> Result<Option<(usize, u64)>, CudaError> {
-        self.unwritten.verify_into(held, &self.between)?;
-        self.unwritten.first_in(&self.between)
+        self.draws.verify_into(held, &self.between)?;
+        self.draws.first_in(&self.between)
     }
 
     /// Whether the draws give new data wherever a new seed would: something is drawn, and
@@ -135,7 +128,7 @@ impl InputDraws {
     /// The first element of the drawn inputs no launch may write that differs from the draw
     /// of `seed`, as (argument, element); None where all equal.
     pub(super) fn first_change(&self, seed: u64) -> Result<Option<(usize, u64)>, CudaError> {
-        self.unwritten.first_change(seed)
+        self.draws.first_change(seed)
     }
 
     /// The launch left its inputs as they went in: the drawn ones as the draw of `seed`
