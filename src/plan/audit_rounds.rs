@@ -26,9 +26,8 @@ use AUDIT_SHARE_CAP as SHARE_CAP;
 pub const PLANNED_SHARE: f64 = 0.04;
 
 /// Every region's stage lasts, once the GPU reaches it, this many times what a draw of all
-/// the kernel's inputs took (and a read-back of the held data before it, which a stage that
-/// draws verifies; the two timed back to back, as the stage runs them: apart, each counted a
-/// launch's ramp), and [`STAGE_SLACK_NS`]: no region starts before its draw ends,
+/// the kernel's inputs took (and a read-back of the held data, which a stage that draws
+/// verifies in the same pass), and [`STAGE_SLACK_NS`]: no region starts before its draw ends,
 /// and every region waits alike, so that no kernel tells a staged region from a pause. Half
 /// as much again as the draw left no stage late among the trust corpora's 4,479 regions at
 /// 739f954, and was most of a region's cost where the draw is as long as the kernel; a

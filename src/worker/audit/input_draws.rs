@@ -76,14 +76,11 @@ impl InputDraws {
         self.draws.verify_then_write(held, seed, &self.between)
     }
 
-    /// What a draw of the inputs, and a stage's work (the held data's verify and a draw, back
-    /// to back, as a stage runs them), take on the GPU, in ns, each timed after a first of its
+    /// What a draw of the inputs, and a stage's work (the held data's verify and a draw, in
+    /// the one pass a stage runs), take on the GPU, in ns, each timed after a first of its
     /// kind, which pays what later ones do not (timed first, a 64 MiB input's verify read 38 µs
-    /// on an H200 where its draw read 26 µs); the held data drawn either way. Timed apart, each
-    /// from an idle queue, a verify and a draw had each counted a launch's ramp, which a small
-    /// input's stage does not pay twice: on an H200, `trust-small`'s 8 MiB softmax input waits
-    /// 51.3 µs a stage, against 65.2 µs at a0d9e90; a 268 MB input's work takes 230 µs either way.
-    /// Timed once a process for draws of the same shapes ([`StageTimes`]).
+    /// on an H200 where its draw read 26 µs); the held data drawn either way. Timed once a
+    /// process for draws of the same shapes ([`StageTimes`]).
     pub(super) fn timed_stage_work(
         &self,
         held: u64,
