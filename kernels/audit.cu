@@ -71,8 +71,8 @@ extern "C" __global__ void first_difference(const unsigned char *a, const unsign
 // drawn with the measured argument's salt, holds the same data.
 
 // One argument's draw: its elements, type and distribution (`src/worker/audit/draw.rs`
-// writes the same layout), and whether a verify compares it: `kept`, an input no launch may
-// write (a verify passes over the others).
+// writes the same layout), and whether a verify compares it: `verified`, an input no launch
+// may write (a verify passes over the others).
 struct AuditDraw {
     unsigned long long address;
     unsigned long long count;
@@ -81,7 +81,7 @@ struct AuditDraw {
     double b;  // uniform: high end (excluded); normal: standard deviation
     unsigned int dtype;  // the order of `Dtype`: f16 bf16 f32 f64 i8 u8 i16 u16 i32 u32 i64 u64
     unsigned int normal;
-    unsigned int kept;
+    unsigned int verified;
     unsigned int unused;
 };
 
@@ -372,7 +372,7 @@ __device__ __noinline__ void audit_put_elements(unsigned long long address,
 #define AUDIT_WRITE 2u
 
 // A float type's draw, in float, rounded to T by `encode`, 16 bytes a thread at a time: with
-// AUDIT_VERIFY, where the draw is kept, the group as it is compared as bits with the draw of
+// AUDIT_VERIFY, where the draw is verified, the group as it is compared as bits with the draw of
 // `held` (a NaN drawn is a NaN kept), lowering `lowest` to the first element that differs;
 // with AUDIT_WRITE, the draw of `keys` written with one evict-first 16-byte store. Both in
 // one pass: a stage reads and writes each group once (its load issued before either draw's
@@ -389,7 +389,7 @@ __device__ void audit_draw_float(const AuditDraw &d, const AuditKeys &keys,
     const float top = nextafterf((float)d.b, (float)d.a);
     const unsigned long long groups = (d.count + per - 1) / per;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const bool verify = (mode & AUDIT_VERIFY) && d.kept, write = mode & AUDIT_WRITE;
+    const bool verify = (mode & AUDIT_VERIFY) && d.verified, write = mode & AUDIT_WRITE;
     const bool aligned = d.address % 16 == 0;
     uint4 *base = reinterpret_cast<uint4 *>(d.address);
     for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -425,7 +425,7 @@ __device__ void audit_draw_double(const AuditDraw &d, const AuditKeys &keys,
     // Elements a 16-byte group holds, as a shift: 16, 8, 4 or 2 (sizes 1, 2, 4, 8).
     const unsigned int per_shift = 5 - __ffs(audit_size(d.dtype));
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const bool verify = (mode & AUDIT_VERIFY) && d.kept, write = mode & AUDIT_WRITE;
+    const bool verify = (mode & AUDIT_VERIFY) && d.verified, write = mode & AUDIT_WRITE;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          i < d.count; i += stride) {
         if (verify) {
@@ -440,7 +440,7 @@ __device__ void audit_draw_double(const AuditDraw &d, const AuditKeys &keys,
 }
 
 // A stage's work on `count` arguments' draws (blockIdx.y: the argument), by `mode`'s bits:
-// AUDIT_VERIFY compares each kept draw with the draw of `held` and lowers first[y] to its
+// AUDIT_VERIFY compares each verified draw with the draw of `held` and lowers first[y] to its
 // first element that differs (the host sets it to all ones); AUDIT_WRITE writes the draw of
 // `seed`. Each type's loop is one copy: unrolled four times, in both modes, the kernel took
 // NVRTC three times as long to compile.
@@ -451,7 +451,7 @@ extern "C" __global__ void audit_draw(const AuditDraw *draws, unsigned int count
         return;
     }
     const AuditDraw d = draws[blockIdx.y];
-    if (!(mode & AUDIT_WRITE) && !d.kept) {
+    if (!(mode & AUDIT_WRITE) && !d.verified) {
         return;
     }
     const AuditKeys keys = audit_keys(d, seed), was = audit_keys(d, held);

@@ -75,10 +75,10 @@ def timed_us(launch, repeats=20):
 
 
 # The draw's table entry: a kernel that verifies in the same pass as it writes (one mode
-# argument, `AUDIT_WRITE`) reads a `kept` flag and a word of padding after these.
+# argument, `AUDIT_WRITE`) reads a `verified` flag and a word of padding after these.
 ENTRY = [("address", "<u8"), ("count", "<u8"), ("salt", "<u8"), ("a", "<f8"), ("b", "<f8"),
          ("dtype", "<u4"), ("normal", "<u4")]
-KEPT = [("kept", "<u4"), ("unused", "<u4")]
+VERIFIED = [("verified", "<u4"), ("unused", "<u4")]
 WRITE, VERIFY = 2, 1
 # name, the runner's dtype code, element type (None: read as raw bits), normal, a, b
 DRAWS = [("f32 uniform", 2, np.float32, 0, -4.0, 4.0), ("f32 normal", 2, np.float32, 1, 0.0, 1.0),
@@ -91,13 +91,13 @@ SIZES = {0: 2, 1: 2, 2: 4, 3: 8, 5: 1, 8: 4, 10: 8}
 
 class Draw:
     """One module's `audit_draw` over a table of entries (address, count, salt, a, b, dtype,
-    normal), every one kept: a write, a verify, and a stage's verify of the held draw and
+    normal), every one verified: a write, a verify, and a stage's verify of the held draw and
     write of another (one launch where the kernel takes a mode, else the two)."""
 
     def __init__(self, module, source, entries):
         self.fn = module.get_function("audit_draw")
         self.one_pass = "AUDIT_WRITE" in source
-        table = np.zeros(len(entries), dtype=np.dtype(ENTRY + KEPT if self.one_pass else ENTRY))
+        table = np.zeros(len(entries), dtype=np.dtype(ENTRY + VERIFIED if self.one_pass else ENTRY))
         for k, e in enumerate(entries):
             table[k] = e + ((1, 0) if self.one_pass else ())
         self.table = cp.asarray(table.view(np.uint8))

@@ -34,8 +34,8 @@ const BLOCK: u32 = 256;
 const MOST_BLOCKS: u64 = 4096;
 /// Bytes of one `AuditDraw` entry of the table (`kernels/audit.cu`).
 const ENTRY_BYTES: usize = 56;
-/// `audit_draw`'s modes, as bits (`kernels/audit.cu`): compare each kept draw with the draw of
-/// one seed, and write the draw of another, in one pass where both.
+/// `audit_draw`'s modes, as bits (`kernels/audit.cu`): compare each verified draw with the draw
+/// of one seed, and write the draw of another, in one pass where both.
 const VERIFY: u32 = 1;
 const WRITE: u32 = 2;
 /// A seed with this bit draws a probe: the data of the same seed without it, but for 64-128
@@ -59,7 +59,7 @@ pub(super) struct Entry {
     normal: bool,
     /// An input no launch may write: a verify compares it with a draw (the others it passes
     /// over).
-    kept: bool,
+    verified: bool,
     /// Where it lives: a draw into host memory the GPU reaches takes longer (not in the
     /// table, only in [`Draws::shape`]).
     memory: Memory,
@@ -113,7 +113,7 @@ impl Entry {
             b,
             dtype: dtype.code(),
             normal,
-            kept: false,
+            verified: false,
             memory: *memory,
         })
     }
@@ -132,7 +132,7 @@ impl Entry {
         }
         out[40..44].copy_from_slice(&self.dtype.to_ne_bytes());
         out[44..48].copy_from_slice(&u32::from(self.normal).to_ne_bytes());
-        out[48..52].copy_from_slice(&u32::from(self.kept).to_ne_bytes());
+        out[48..52].copy_from_slice(&u32::from(self.verified).to_ne_bytes());
         out
     }
 }
@@ -177,7 +177,7 @@ impl Draws {
                         e.normal,
                         e.memory,
                         e.address % 16 == 0,
-                        e.kept,
+                        e.verified,
                     )
                 })
                 .collect(),
@@ -199,28 +199,29 @@ impl Draws {
         buffers: &Buffers,
         pick: impl Fn(usize) -> Option<usize>,
     ) -> Result<Draws, CudaError> {
-        Draws::keeping(kernel, args, buffers, pick, |_| false)
+        Draws::verifying(kernel, args, buffers, pick, |_| false)
     }
 
-    /// As [`Draws::of`], argument i's draw kept (verified by [`Draws::verify_into`] and a
-    /// stage's pass) where `kept(i)`: an input no launch may write.
-    pub(super) fn keeping(
+    /// As [`Draws::of`], argument i's draw verified (by [`Draws::verify_into`] and a stage's
+    /// pass) where `verified(i)`: an input no launch may write.
+    pub(super) fn verifying(
         kernel: Function,
         args: &[ArgValue],
         buffers: &Buffers,
         pick: impl Fn(usize) -> Option<usize>,
-        kept: impl Fn(usize) -> bool,
+        verified: impl Fn(usize) -> bool,
     ) -> Result<Draws, CudaError> {
         let entry = |i: usize| {
-            let e = Entry::of(args, pick(i)?, buffers.buffer(i)?)?;
-            Some((i, Entry { kept: kept(i), ..e }))
+            let drawn = Entry::of(args, pick(i)?, buffers.buffer(i)?)?;
+            let verified = verified(i);
+            Some((i, Entry { verified, ..drawn }))
         };
         let entries: Vec<(usize, Entry)> = (0..buffers.arguments()).filter_map(entry).collect();
         Draws::new(kernel, &entries)
     }
 
     /// What the table's draws write and verify (elements, type, distribution, memory,
-    /// alignment and whether kept, of each), which their time on the GPU depends on, not where.
+    /// alignment and whether verified, of each), which their time on the GPU depends on, not where.
     pub(super) fn shape(&self) -> &[DrawShape] {
         &self.shape
     }
@@ -242,8 +243,8 @@ impl Draws {
         }
     }
 
-    /// Enqueues the draw's pass: with `verify` (a seed, and where each kept draw's first
-    /// differing element is lowered) the kept draws compared with that seed's, then with
+    /// Enqueues the draw's pass: with `verify` (a seed, and where each verified draw's
+    /// first differing element is lowered) the verified draws compared with that seed's, then with
     /// `write` that seed's draw written.
     fn enqueue(
         &self,
@@ -271,7 +272,7 @@ impl Draws {
         self.enqueue(None, Some(seed))
     }
 
-    /// A stage's work in one pass (enqueued): the kept draws compared with the draw of `held`
+    /// A stage's work in one pass (enqueued): the verified draws compared with the draw of `held`
     /// (lowering each one's first differing element in `lowest`, as [`Draws::verify_into`]),
     /// and the draw of `seed` written; each 16 bytes read and written once (two passes read
     /// a 512 MiB input's twice on an H200, 440 µs against 378 µs: `benches/audit-kernels`).
@@ -354,7 +355,7 @@ impl Draws {
         Ok(())
     }
 
-    /// The first element of each kept draw that differs from the draw of `seed`, as
+    /// The first element of each verified draw that differs from the draw of `seed`, as
     /// (argument, element), in the table's order; None where all equal.
     pub(super) fn first_change(&self, seed: u64) -> Result<Option<(usize, u64)>, CudaError> {
         if self.is_empty() {
@@ -365,9 +366,9 @@ impl Draws {
         self.first_in(&self.first)
     }
 
-    /// Enqueues a verify of the kept draws against the draw of `seed`, lowering each one's
+    /// Enqueues a verify of the verified draws against the draw of `seed`, lowering each one's
     /// first differing element in `lowest` (8 bytes a draw, in the table's order, set to all
-    /// ones before the first verify into it: verifies into it add up; a draw not kept stays
+    /// ones before the first verify into it: verifies into it add up; a draw not verified stays
     /// all ones).
     pub(super) fn verify_into(&self, seed: u64, lowest: &DeviceBuffer) -> Result<(), CudaError> {
         match self.is_empty() {
@@ -461,7 +462,7 @@ mod tests {
             b: 2.5,
             dtype: 2,
             normal: true,
-            kept: true,
+            verified: true,
             memory: Memory::Device,
         };
         let b = e.bytes();
@@ -486,7 +487,7 @@ mod tests {
             b: 1.0,
             dtype: dtype.code(),
             normal: false,
-            kept: false,
+            verified: false,
             memory: Memory::Device,
         };
         assert_eq!(entry(Dtype::F32, 1 << 20).threads(), 1 << 18);

@@ -15,8 +15,8 @@ use crate::worker::session::{Session, StageTimes};
 use cuda::{CudaError, DeviceBuffer, Dims, Function, Launch, Param};
 
 /// A cell's inputs as the audit draws them on the GPU (`draw.rs`): the draws of those it can
-/// draw, those the kernel must leave as they are kept (verified on the GPU after a launch
-/// and at every stage that draws), and the inputs no draw reaches (constants, ranges, files,
+/// draw, those the kernel must leave as they are verified (on the GPU after a launch and at
+/// every stage that draws), and the inputs no draw reaches (constants, ranges, files,
 /// chases, pageable memory), read back against the timed data.
 pub(super) struct InputDraws {
     inputs: Vec<usize>,
@@ -42,7 +42,7 @@ impl InputDraws {
         let args = &cell.launch.args;
         let inputs: Vec<usize> = buffers.inputs().collect();
         let input = |i: usize| inputs.contains(&i).then_some(i);
-        let draws = Draws::keeping(kernel, args, buffers, input, |i| !def.writes(i))?;
+        let draws = Draws::verifying(kernel, args, buffers, input, |i| !def.writes(i))?;
         let kept = (inputs.iter().copied())
             .filter(|i| !draws.args.contains(i))
             .collect();
