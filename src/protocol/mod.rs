@@ -360,6 +360,10 @@ pub struct AuditsAmong {
     /// where the run's timed samples split in two (`ALONE_IF_SPLIT`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spots: u64,
+    /// Each of those launches as events read it around it, from an idle queue (none in runs
+    /// from before it was kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alone_ns: Vec<f64>,
     /// Where the audited regions that were probes ran (the steady sample each ran before) and
     /// what each read: the held data with a few of its elements drawn anew
     /// (`worker::audit::among::Among::audited_draw`), each checked as any audited region.

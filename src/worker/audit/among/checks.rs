@@ -22,6 +22,7 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
+use cuda::Event;
 use std::ops::RangeInclusive;
 use std::time::Instant;
 
@@ -247,12 +248,20 @@ impl Among {
             if let Some(flush) = armed.flush.as_mut() {
                 flush.run().map_err(&launch)?;
             }
+            // Read by events around it, from an idle queue: the time it took to do the work a
+            // region's launch shares with the others, where a kernel shares it out.
+            let (start, end) = (Event::new(), Event::new());
+            let (start, end) = (start.map_err(&launch)?, end.map_err(&launch)?);
+            start.record().map_err(&launch)?;
             armed.launch.enqueue().map_err(&launch)?;
-            cuda::synchronize().map_err(&launch)?;
+            end.record().map_err(&launch)?;
+            end.synchronize().map_err(&launch)?;
+            let ms = end.elapsed_ms_since(&start).map_err(&launch)?;
             let salt = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             self.check_alone(s, ready, (seed, earlier, salt))
                 .map_err(|f| f.during(what))?;
-            (self.spots, ran) = (self.spots + 1, ran + 1);
+            self.alone_ns.push(f64::from(ms) * 1e6);
+            ran += 1;
         }
         Ok(ran)
     }
