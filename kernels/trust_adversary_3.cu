@@ -59,6 +59,10 @@
 //                     region of 4 or more ends right and its first launch reads only share / 4
 //                     over the rest (where a first-launch-only cheat reads all of `share` over);
 //                     in single launches a pause tell (all its work after 30 µs or new data);
+//   argmax_share_out  (c) as stagger, but every launch of a streak computes the next quarter of
+//                     the rows it skips in turn, so a region of 4 or more ends right and its
+//                     first launch reads as the rest: in a region it does a quarter of `share`
+//                     (a launch alone finds its output poisoned and does all of it);
 //   argmax_gap_learn  (a) a pause tell by which side of the long gaps a staged region's gap lies
 //                     on: it keeps a running median of the gaps before new data (audited regions,
 //                     whose stage drew) and one of the long gaps before data it has seen (decoys
@@ -499,12 +503,18 @@ argmax_sparse_cache(const float *__restrict__ x, int *__restrict__ idx, int shar
 }
 
 // ---------------------------------------------------------------------------------------------
-// (c) stagger
-__device__ u64 st_end;
-__device__ u32 st_pos, st_len, st_streaks, st_fp, st_valid;
+// (c) stagger, and share-out
+struct Streaks {
+    u64 end;
+    u32 pos, len, streaks, fp, valid;
+};
+__device__ Streaks st_state, so_state;
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
+// In a region (8 streaks of 4 back-to-back launches seen), a launch computes the quarter of the
+// rows it skips that its place in the streak picks: stagger's first four launches only (the rest
+// skip them all), share-out's every launch in turn (`rotate`). Elsewhere a pause tell.
+__device__ __forceinline__ void streak_body(const float *__restrict__ x, int *__restrict__ idx,
+                                            int share, Streaks *st, bool rotate) {
     const int lane = threadIdx.x & 31, row = blockIdx.x * WPB + (threadIdx.x >> 5);
     const u32 h = rowh(row);
     int compute = 1;
@@ -514,16 +524,17 @@ argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
         int dec = 1;
         if (lane == 0) {
             const u64 t = gtime();
-            const u32 gap = gap_since(t, st_end);
+            const u32 gap = gap_since(t, st->end);
             b2b = gap < 6000u ? 1 : 0;
-            const u32 sp = st_pos;
+            const u32 sp = st->pos;
             pos = b2b ? (sp < 0x100000u ? sp + 1u : sp) : 0u;
-            const bool region = st_streaks >= 8u;
-            const u32 fpv = st_fp, valid = st_valid;
+            const bool region = st->streaks >= 8u;
+            const u32 fpv = st->fp, valid = st->valid;
             fp = fp8(x);
             const int o = idx[row];
+            const bool mine = ((u32)row & 3u) == (pos & 3u) && (rotate || pos < 4u);
             if (o == POISON || h >= (u32)share) dec = 1;
-            else if (region) dec = (pos < 4u && ((u32)row & 3u) == pos) ? 1 : 0;
+            else if (region) dec = mine ? 1 : 0;
             else dec = (valid && fp == fpv && gap < 30000u) ? 0 : 1;
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
@@ -532,18 +543,28 @@ argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) {
-            st_pos = pos;
-            const u32 len = st_len;
-            if (b2b) st_len = len + 1u;
+            st->pos = pos;
+            const u32 len = st->len;
+            if (b2b) st->len = len + 1u;
             else {
-                if (len >= 4u) st_streaks = st_streaks + 1u;
-                st_len = 1u;
+                if (len >= 4u) st->streaks = st->streaks + 1u;
+                st->len = 1u;
             }
-            st_fp = fp;
-            st_valid = 1u;
+            st->fp = fp;
+            st->valid = 1u;
         }
-        *(volatile u64 *)&st_end = gtime();
+        *(volatile u64 *)&st->end = gtime();
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
+    streak_body(x, idx, share, &st_state, false);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+argmax_share_out(const float *__restrict__ x, int *__restrict__ idx, int share) {
+    streak_body(x, idx, share, &so_state, true);
 }
 
 // ---------------------------------------------------------------------------------------------
