@@ -52,6 +52,9 @@ pub enum Tell {
     /// regions: a kernel that does all its work only after a pause does it on every
     /// region's first launch, timed or not, and less on the rest.
     FirstRest,
+    /// The launches alone after audited regions of several against a timed region's launch:
+    /// a kernel that shares a region's work out among its launches does it all alone.
+    Alone,
 }
 
 impl Tell {
@@ -66,6 +69,7 @@ impl Tell {
             Tell::FirstPause => ("pauses' first launches", "timed regions'"),
             Tell::FirstStage => ("staged regions' first launches", "pauses'"),
             Tell::FirstRest => ("timed regions' first launches", "the launches after them"),
+            Tell::Alone => ("launches alone", "a timed region's launch"),
         }
     }
 }
@@ -280,6 +284,7 @@ pub(super) fn against_baseline(
     let (what, against) = tell.sides();
     let allowed = match (spread.allowance_ns > 0.0, tell) {
         (true, Tell::FirstPause) => "noise, margin and a first launch after a wait allow",
+        (true, Tell::Alone) => "noise, margin and a launch's own start allow",
         (true, _) => "noise, margin and a stage's L2 state allow",
         (false, _) => "noise and margin allow",
     };
@@ -428,6 +433,7 @@ pub(super) fn why(tell: Tell) -> &'static str {
         Tell::FirstData => "the first launch on new data did work the launches after it skipped",
         Tell::FirstPause => "a first launch after a pause did work a timed region's skipped",
         Tell::FirstRest => "the first launch, after a pause, did work the rest skipped",
+        Tell::Alone => "a launch alone did work a timed region's launches shared out or skipped",
     }
 }
 

@@ -3,6 +3,7 @@
 //! verdicts, and `summary.csv`. The report formats these; it never sees a sample.
 
 pub mod agreement;
+pub mod alone;
 pub mod audits;
 pub mod bounds;
 pub mod clocks;

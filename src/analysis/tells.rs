@@ -35,7 +35,7 @@ use super::reduce::SortedRun;
 use super::reproduced::{self, RanOtherwise, RunReadAgain};
 use super::stats::Stats;
 use super::two_speeds::{pauses_with_the_slow_launches, Read};
-use super::{firsts, flushed};
+use super::{alone, firsts, flushed};
 use crate::experiment::knobs::cache::Cache;
 use crate::plan::Cell;
 use crate::protocol::{
@@ -68,7 +68,8 @@ impl Judgement {
         let firsts = tests.iter().filter(first).count() > 0;
         // Where first launches were read, they set the limit of a region of several.
         let guarding = (tests.iter())
-            .filter(|t| !matches!(t.tell, Tell::Stage | Tell::FirstStage))
+            // The launches alone bound another kernel: one that shares a region's work out.
+            .filter(|t| !matches!(t.tell, Tell::Stage | Tell::FirstStage | Tell::Alone))
             .filter(|t| !firsts || first(t));
         let detection_limit = guarding.map(|t| t.limit).fold(f64::NAN, f64::max);
         (!tests.is_empty()).then(|| Judgement {
@@ -229,6 +230,9 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
             s,
             (r.per_region, r.host_in_reading),
         ));
+    }
+    if let (true, Some(s)) = (r.per_region > 1, steady) {
+        tests.extend(alone::launches_alone(&among, s, timed));
     }
     if !tests.iter().any(|t| t.tell == Tell::Data) {
         tests.extend(r.reading_ns.and_then(|ns| {

@@ -360,8 +360,9 @@ pub struct AuditsAmong {
     /// where the run's timed samples split in two (`ALONE_IF_SPLIT`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spots: u64,
-    /// Each of those launches as events read it around it, from an idle queue (none in runs
-    /// from before it was kept).
+    /// Each of those launches as events read it behind a wait kernel, less their reading of
+    /// an empty kernel (none where the host outlasted the wait, nor in runs from before
+    /// they were read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alone_ns: Vec<f64>,
     /// Where the audited regions that were probes ran (the steady sample each ran before) and

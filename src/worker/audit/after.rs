@@ -4,28 +4,26 @@
 //! cell's cache state. Its output is checked and its inputs read back; the analysis sets its
 //! time against the cell's reading by a fixed band (`analysis::audits`).
 
+use super::behind_wait::BehindAWait;
 use super::common::{record, stale_or, Draw};
 use super::draw::PROBE;
 use super::host::{check_on, inputs_unchanged, Staged};
 use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
 use crate::experiment::knobs::timer::TimerKind;
+use crate::method::flush::Flush;
 use crate::method::spans::busy_per_launch;
-use crate::method::timer::{Body, Timer};
-use crate::method::wait::Saturate;
 use crate::plan::audit_rounds::unjudged;
 use crate::plan::Cell;
 use crate::protocol::CellRecord;
-use crate::statistics::median;
 use crate::worker::arm::Armed;
 use crate::worker::buffers::Buffers;
 use crate::worker::failure::{during, Failure};
 use crate::worker::inputs::fnv1a;
-use crate::worker::kernels::KernelKey;
 use crate::worker::prepare::ReadyCell;
 use crate::worker::session::Session;
 use crate::worker::stash::copy_of;
-use cuda::{self, cupti, DeviceBuffer, Dims, Launch, Param};
+use cuda::{self, cupti, DeviceBuffer};
 use std::time::{Duration, Instant};
 
 /// Audits the cell's timed launches with one launch after them; a failure fails the cell.
@@ -120,7 +118,7 @@ fn time_launch(
     let what = during("audit launch");
     match cell.knobs.timer {
         TimerKind::Cupti => {
-            prepare(buffers, armed)?;
+            prepare(buffers, armed.flush.as_mut())?;
             let copies = !armed.launch.copy_records().is_empty();
             let collector = cupti::Collector::start(copies)?;
             armed.launch.enqueue().map_err(&what)?;
@@ -129,58 +127,25 @@ fn time_launch(
             Ok((busy_per_launch(&spans, &[1]).first().copied(), false))
         }
         TimerKind::Profiler => {
-            prepare(buffers, armed)?;
+            prepare(buffers, armed.flush.as_mut())?;
             armed.launch.enqueue().map_err(&what)?;
             cuda::synchronize().map_err(&what)?;
             Ok((None, false))
         }
         TimerKind::Events | TimerKind::Host | TimerKind::HostSync => {
-            let spin = s.kernels.function(KernelKey::Spin, &mut s.timeline)?;
-            let empty = s.kernels.function(KernelKey::Empty, &mut s.timeline)?;
-            let wait_out = DeviceBuffer::alloc(4)?;
-            let one = Body::Launches {
-                n: 1,
-                resets: vec![],
-            };
-            // The floor first (its kernel's first launch loads it), so that nothing lies
-            // between the flush and the launch.
-            let mut bare = Launch::new(&empty, Dims::ONE, &[]);
-            bare.enqueue().map_err(during("audit: the events' floor"))?;
-            let mut reading = (None, true);
-            for wait_ns in AUDIT_WAITS_NS {
-                let values = [Param::Buffer(&wait_out), Param::u64(wait_ns)];
-                let wait = Saturate::new(Launch::new(&spin, Dims::ONE, &values))?;
-                let mut events = Timer::new(TimerKind::Events, Some(wait), 1, None)?;
-                let floor: Vec<f64> = (0..FLOOR_READINGS)
-                    .map(|_| events.time(&mut bare, &one, 0))
-                    .collect::<Result<_, _>>()
-                    .map_err(during("audit: the events' floor"))?;
-                let floor = median(floor).unwrap_or_default();
-                prepare(buffers, armed)?;
-                let ns = events.time(&mut armed.launch, &one, 0).map_err(&what)?;
-                let dry = events.saturate.as_ref().is_some_and(|w| w.too_short > 0);
-                reading = (Some((ns - floor).max(0.0)), dry);
-                if !dry {
-                    break;
-                }
-            }
-            Ok(reading)
+            let mut behind = BehindAWait::new(s)?;
+            let flush = &mut armed.flush;
+            let prepare = || prepare(buffers, flush.as_mut());
+            let (ns, dry) = behind.time(&mut armed.launch, prepare, "audit launch")?;
+            Ok((Some(ns), dry))
         }
     }
 }
 
-/// How long the wait kernel ahead of the audit launch spins: far longer than the host
-/// takes to enqueue an event, a launch and an event; where the host still took longer (seen
-/// once on an H200, for a region of a copy in, a kernel and a copy out), the launch is timed
-/// again behind a wait twenty times as long.
-const AUDIT_WAITS_NS: [u64; 2] = [50_000, 1_000_000];
-/// Readings of an empty kernel the events' floor is the median of.
-const FLOOR_READINGS: usize = 3;
-
 /// Resets the buffers and flushes L2 where the cell does: the timed launches' cache state.
-fn prepare(buffers: &Buffers, armed: &mut Armed) -> Result<(), Failure> {
+fn prepare(buffers: &Buffers, flush: Option<&mut Flush>) -> Result<(), Failure> {
     buffers.reset().map_err(during("audit: buffer reset"))?;
-    match armed.flush.as_mut() {
+    match flush {
         Some(f) => f.run().map_err(during("audit: L2 flush")),
         None => cuda::synchronize().map_err(during("audit: buffer reset")),
     }

@@ -132,8 +132,8 @@ pub(in crate::worker) struct Among {
     /// The empty kernel every stage launches through its wait, where the cell's reading
     /// holds the host's launch (`draw::KICK_EVERY` says why).
     kick: Option<Function>,
-    /// Each single launch checked on an audited region's draw (`checks::SPOTS`), as events read.
-    alone_ns: Vec<f64>,
+    /// The single launches checked on audited regions' draws (`checks::SPOTS`), as read.
+    alone: checks::Alone,
     /// The samples the first round spans and the regions it holds, which size the regions
     /// where a timed region is many launches; and their launches, once sized at the first.
     round: (usize, usize),
@@ -232,7 +232,7 @@ impl Among {
             late_before_cupti: None,
             decoys_again: 0,
             kick,
-            alone_ns: Vec::new(),
+            alone: checks::Alone::default(),
             round: (
                 fewest.min(audit::ROUND),
                 kinds_run(judged, round).iter().sum(),

@@ -15,6 +15,7 @@
 
 mod after;
 mod among;
+mod behind_wait;
 mod by_cupti;
 mod common;
 mod draw;

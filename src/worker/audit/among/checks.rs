@@ -8,6 +8,7 @@
 //! times no differently in audited regions, decoys, pauses or timed ones. Only a launch on
 //! outputs no launch has written shows what that launch did.
 
+use super::super::behind_wait::BehindAWait;
 use super::super::common::{spent, stale, writes_an_input, wrote_input};
 use super::super::draw::PROBE;
 use super::super::on_draw;
@@ -22,9 +23,18 @@ use crate::worker::failure::{during, Failure};
 use crate::worker::prepare::ReadyCell;
 use crate::worker::reference;
 use crate::worker::session::Session;
-use cuda::Event;
 use std::ops::RangeInclusive;
 use std::time::Instant;
+
+/// The single launches checked on audited regions' draws: how many ran, each one's reading
+/// where its wait held it (`behind_wait`), and the wait kernel they are read behind (made at
+/// the first).
+#[derive(Default)]
+pub(super) struct Alone {
+    pub(super) ran: u64,
+    pub(super) read_ns: Vec<f64>,
+    timer: Option<BehindAWait>,
+}
 
 /// Where a change to the timed launches' inputs was found: at a stage that drew over them, or
 /// after the samples (each read them back).
@@ -235,10 +245,15 @@ impl Among {
         ready: ReadyCell,
         armed: &mut Armed,
         (seed, earlier): (u64, u64),
-        (salts, what): (RangeInclusive<u64>, &str),
+        (salts, what): (RangeInclusive<u64>, &'static str),
     ) -> Result<u64, Failure> {
         let buffers = &ready.data.sets[0];
         let mut ran = 0;
+        // Kept for the next region's (a failure fails the cell, and drops it).
+        let mut timer = match self.alone.timer.take() {
+            Some(timer) => timer,
+            None => BehindAWait::new(s)?,
+        };
         for k in salts {
             let launch = during("audit: a launch alone on an audited region's draw");
             buffers.poison_outputs().map_err(&launch)?;
@@ -248,21 +263,18 @@ impl Among {
             if let Some(flush) = armed.flush.as_mut() {
                 flush.run().map_err(&launch)?;
             }
-            // Read by events around it, from an idle queue: the time it took to do the work a
-            // region's launch shares with the others, where a kernel shares it out.
-            let (start, end) = (Event::new(), Event::new());
-            let (start, end) = (start.map_err(&launch)?, end.map_err(&launch)?);
-            start.record().map_err(&launch)?;
-            armed.launch.enqueue().map_err(&launch)?;
-            end.record().map_err(&launch)?;
-            end.synchronize().map_err(&launch)?;
-            let ms = end.elapsed_ms_since(&start).map_err(&launch)?;
+            // Read behind a wait, as the GPU ran it: the work a region's launch shares
+            // with the others, where a kernel shares it out.
+            let (ns, dry) = timer.time(&mut armed.launch, || Ok(()), what)?;
             let salt = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             self.check_alone(s, ready, (seed, earlier, salt))
                 .map_err(|f| f.during(what))?;
-            self.alone_ns.push(f64::from(ms) * 1e6);
-            ran += 1;
+            if !dry {
+                self.alone.read_ns.push(ns);
+            }
+            (self.alone.ran, ran) = (self.alone.ran + 1, ran + 1);
         }
+        self.alone.timer = Some(timer);
         Ok(ran)
     }
 }
