@@ -1,10 +1,12 @@
 """What a launch alone reads against its region's launches, cell by cell: for each cell of a
 batch or a graph whose records hold `audit.among.alone_ns` (each single launch checked on an
-audited region's draw, on poisoned outputs, by events from an idle queue), the launches alone's
+audited region's draw, on poisoned outputs, by events behind a wait kernel less their reading of
+an empty kernel), the launches alone's
 median, the timed samples' median (a region's launches' mean), the timed regions' first
 launches' median (`audit.among.firsts`), and the differences. A kernel that shares a region's
 work out among its launches and does it all where its output is poisoned reads far slower alone
-than in its region; this shows what honest kernels read there, to set a test's allowance from.
+than in its region; this shows what honest kernels read there, which `analysis::alone`'s
+allowance was set from.
 
     python benches/launches-alone/ratios.py RUN_FOLDER...
 """
