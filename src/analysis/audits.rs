@@ -41,6 +41,8 @@ pub struct CellAudits {
     pub capped: u64,
     /// Single launches checked on audited regions' draws (`audit_rounds::SPOTS`).
     pub spots: u64,
+    /// Of them, those read behind a wait kernel (none in runs from before they were).
+    pub alone_read: u64,
     /// Audited regions run as probes over the held draw (`AuditsAmong::probe_positions`).
     pub probes: u64,
     /// Launches in each of the audit's regions, where fewer than in a timed one.
@@ -121,6 +123,7 @@ fn cell(index: usize, records: &[&CellRecord], readings: &Readings) -> Option<Ce
         late: among.iter().map(|m| m.late).sum(),
         capped: among.iter().map(|m| m.capped).sum(),
         spots: among.iter().map(|m| m.spots).sum(),
+        alone_read: among.iter().map(|m| m.alone_ns.len() as u64).sum(),
         probes: among.iter().map(|m| m.probe_positions.len() as u64).sum(),
         region_launches: super::tells::fewest_audit_launches(&among),
         firsts_read_again: (among.iter().filter_map(|m| m.by_cupti.as_ref()))

@@ -102,10 +102,9 @@ pub fn build(a: &Analysis) -> Option<AuditsView> {
     }
     let spots: u64 = cells.iter().map(|c| c.spots).sum();
     if spots > 0 {
-        let (start, share) = (ALONE_START_NS / 1e3, ALONE_SHARE * 100.0);
-        let alone_limits = alone_limits(cells);
+        let timed = alone_timed(cells);
         intro.push_str(&format!(
-            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), or the first launches of its timed regions of several launches do, {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 26% or more with three audited regions of several launches (S = 10), or q is 22% or more where the timed launches split (S = 12 in a cell of single launches, 18 in one of several). Each is read by events behind a wait kernel, less their reading of an empty kernel, and where regions are several launches their median is set against a timed region's launch, beyond {start:.0} µs and {share:.0}% of it, the margin and the noise: a kernel that shares a region's work out among its launches (each an N-th of it, so that its output is whole after the last) must do it all alone, and reads up to N times slower there.{alone_limits}"
+            " A kernel that skips in some of its launches only, each drawn apart (or is wrong at random, as a race is), reads alike in every region, and only a check of a launch that skipped catches it; a batch's or graph's output is what any of its launches wrote. So where its regions are several launches and the timer is not CUPTI's (which would take one for a timed launch), {SPOTS} single launches follow each audited region on its draw, and where a run's timed samples split in two behaviors (as such a kernel's do), or the first launches of its timed regions of several launches do, {ALONE_IF_SPLIT} follow its samples on the last audited region's draw: each on poisoned outputs, checked as the region was, {spots} here. A kernel that skips in a share q of its launches passes a cell's S checks of single launches (these, the check before the samples and the audited regions') with a chance of (1 - q)^S: at most 5% where q is 26% or more with three audited regions of several launches (S = 10), or q is 22% or more where the timed launches split (S = 12 in a cell of single launches, 18 in one of several).{timed}"
         ));
     }
     let probes: u64 = cells.iter().map(|c| c.probes).sum();
@@ -235,8 +234,22 @@ fn row(id: &str, c: &CellAudits) -> AuditRow {
     }
 }
 
-/// The launches alone's limits over the cells they judged, in words: the smallest share of
-/// a launch's work a kernel could share out to a region's other launches and still be caught.
+/// How the launches alone are timed and judged, where they were (not in runs from before),
+/// and their limits over the cells they judged: the smallest share of a launch's work a
+/// kernel could share out to a region's other launches and still be caught.
+fn alone_timed(cells: &[CellAudits]) -> String {
+    let read: u64 = cells.iter().map(|c| c.alone_read).sum();
+    if read == 0 {
+        return String::new();
+    }
+    let (start, share) = (ALONE_START_NS / 1e3, ALONE_SHARE * 100.0);
+    format!(
+        " Each is read by events behind a wait kernel, less their reading of an empty kernel ({read} read so here), and where regions are several launches their median is set against a timed region's launch, beyond {start:.0} µs and {share:.0}% of it, the margin and the noise: a kernel that shares a region's work out among its launches (each an N-th of it, so that its output is whole after the last) must do it all alone, and reads up to N times slower there.{}",
+        alone_limits(cells)
+    )
+}
+
+/// The launches alone's limits over the cells they judged, in words.
 fn alone_limits(cells: &[CellAudits]) -> String {
     let mut limits: Vec<f64> = (cells.iter())
         .filter_map(|c| c.judgement.as_ref()?.test(Tell::Alone))

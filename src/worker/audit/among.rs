@@ -33,12 +33,12 @@ mod record;
 mod seeds;
 mod spread;
 
-use super::by_cupti;
 use super::common::{spent, writes_an_input};
 use super::draw::{self, wait_ns, Draws, PROBE};
 use super::input_draws::InputDraws;
 use super::on_draw::{self, Scratch};
 use super::share::Share;
+use super::{behind_wait::LaunchesAlone, by_cupti};
 use crate::experiment::knobs::{cache::Cache, timer::TimerKind};
 use crate::experiment::Kernel;
 use crate::method::audit::{self, Region, Schedule};
@@ -133,7 +133,7 @@ pub(in crate::worker) struct Among {
     /// holds the host's launch (`draw::KICK_EVERY` says why).
     kick: Option<Function>,
     /// The single launches checked on audited regions' draws (`checks::SPOTS`), as read.
-    alone: checks::Alone,
+    alone: LaunchesAlone,
     /// The samples the first round spans and the regions it holds, which size the regions
     /// where a timed region is many launches; and their launches, once sized at the first.
     round: (usize, usize),
@@ -232,7 +232,7 @@ impl Among {
             late_before_cupti: None,
             decoys_again: 0,
             kick,
-            alone: checks::Alone::default(),
+            alone: LaunchesAlone::default(),
             round: (
                 fewest.min(audit::ROUND),
                 kinds_run(judged, round).iter().sum(),

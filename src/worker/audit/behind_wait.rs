@@ -21,6 +21,16 @@ const WAITS_NS: [u64; 2] = [50_000, 1_000_000];
 /// Readings of an empty kernel the events' floor is the median of.
 const FLOOR_READINGS: usize = 3;
 
+/// The single launches checked on audited regions' draws (`among::checks`): how many ran,
+/// each one's reading where its wait held it, and the wait kernel they are read behind (made
+/// at the first).
+#[derive(Default)]
+pub(super) struct LaunchesAlone {
+    pub(super) ran: u64,
+    pub(super) read_ns: Vec<f64>,
+    pub(super) timer: Option<BehindAWait>,
+}
+
 /// The wait kernel, the empty one and the events' floor behind each wait (read at its first
 /// use, then kept: it is the events' own, not the kernel's).
 pub(super) struct BehindAWait {

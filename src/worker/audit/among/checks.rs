@@ -26,16 +26,6 @@ use crate::worker::session::Session;
 use std::ops::RangeInclusive;
 use std::time::Instant;
 
-/// The single launches checked on audited regions' draws: how many ran, each one's reading
-/// where its wait held it (`behind_wait`), and the wait kernel they are read behind (made at
-/// the first).
-#[derive(Default)]
-pub(super) struct Alone {
-    pub(super) ran: u64,
-    pub(super) read_ns: Vec<f64>,
-    timer: Option<BehindAWait>,
-}
-
 /// Where a change to the timed launches' inputs was found: at a stage that drew over them, or
 /// after the samples (each read them back).
 const BETWEEN: &str = "between the timed launches";
