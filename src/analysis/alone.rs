@@ -3,12 +3,14 @@
 //! A kernel that shares a region's work out among its launches (each doing an N-th of it,
 //! every launch alike, so the region's output is whole after its last and its first launch
 //! reads as the rest) must do all of it alone, where no launch before it left its output:
-//! alone it reads up to N times a timed region's launch. An honest kernel alone reads its
-//! launch and the start a region's launches overlap.
+//! alone it reads up to N times a timed region's launch, as one that does all its work on a
+//! region's first launch only reads over the launches after it. An honest kernel alone reads
+//! its launch and the start a region's launches overlap.
 
-use super::bounds::{against_baseline, Baseline, Spread, Tell, Test};
+use super::bounds::{against_baseline, Baseline, Spread, Tell, Test, MIN_SAMPLES};
 use super::stats::Stats;
-use crate::protocol::AuditsAmong;
+use crate::protocol::{rest_of_region, AuditsAmong};
+use crate::statistics::median;
 
 /// What an honest launch alone may take beyond a timed region's launch, besides the margin:
 /// the start and the end a region's launches overlap with their neighbours', and the inputs
@@ -24,7 +26,7 @@ pub const ALONE_SHARE: f64 = 0.05;
 /// meets more than the noise of the timed samples).
 pub(super) fn launches_alone(
     among: &[&AuditsAmong],
-    steady: &Stats,
+    (steady, per_region): (&Stats, u64),
     timed: Spread,
 ) -> Option<Test> {
     let alone: Vec<f64> = (among.iter())
@@ -34,13 +36,25 @@ pub(super) fn launches_alone(
     if alone.is_empty() {
         return None;
     }
+    // Where the timed regions' first launches were read, the launches after them: a
+    // region's start is not a launch alone's, and a kernel that does all its work on a
+    // region's first launch only does it alone too.
+    let firsts: Vec<_> = among.iter().filter_map(|m| m.firsts.as_ref()).collect();
+    let count: u64 = firsts.iter().map(|f| f.timed_count).sum();
+    let first = median(firsts.iter().map(|f| f.timed_median).collect());
+    let median_ns = match first {
+        Some(first) if count as usize >= MIN_SAMPLES && per_region > 1 => {
+            rest_of_region(first, steady.median, per_region)
+        }
+        _ => steady.median,
+    };
     let baseline = Baseline {
-        median_ns: steady.median,
+        median_ns,
         count: steady.count as usize,
     };
     let spread = Spread {
         single: false,
-        allowance_ns: ALONE_START_NS + ALONE_SHARE * steady.median,
+        allowance_ns: ALONE_START_NS + ALONE_SHARE * median_ns,
         ..timed
     };
     against_baseline(Tell::Alone, &alone, baseline, (spread, None))
@@ -50,6 +64,7 @@ pub(super) fn launches_alone(
 mod tests {
     use super::*;
     use crate::analysis::tells_tests::steady;
+    use crate::protocol::FirstLaunches;
 
     fn among(alone_ns: Vec<f64>) -> AuditsAmong {
         AuditsAmong {
@@ -61,7 +76,7 @@ mod tests {
     fn judged(alone_ns: Vec<f64>, timed: &Stats) -> Option<Test> {
         let runs = [among(alone_ns)];
         let refs: Vec<&AuditsAmong> = runs.iter().collect();
-        launches_alone(&refs, timed, Spread::of(timed, true))
+        launches_alone(&refs, (timed, 8), Spread::of(timed, true))
     }
 
     #[test]
@@ -82,6 +97,32 @@ mod tests {
         assert!(why.contains("launches alone"), "{why}");
         // Where none was read (a run from before they were), there is no test.
         assert!(judged(Vec::new(), &timed).is_none());
+    }
+
+    #[test]
+    fn where_first_launches_were_read_a_launch_alone_meets_the_launches_after_them() {
+        // A region of 2 whose first launch does all the work (22 µs) and the second skips
+        // a quarter of it (16 µs): 19 µs a launch; alone it does all of it.
+        let timed = steady(200, 60.0, 19_000.0);
+        let firsts = FirstLaunches {
+            timed_count: 200,
+            timed_median: 22_000.0,
+            ..Default::default()
+        };
+        let run = AuditsAmong {
+            firsts: Some(firsts),
+            ..among(vec![22_000.0; 9])
+        };
+        let test = launches_alone(&[&run], (&timed, 2), Spread::of(&timed, true)).expect("read");
+        assert!(
+            (test.baseline_ns - 16_000.0).abs() < 1.0,
+            "{}",
+            test.baseline_ns
+        );
+        assert!(test.suspect.is_some());
+        // Against the region's mean the 3 µs over would pass.
+        let test = judged(vec![22_000.0; 9], &timed).expect("read");
+        assert!(test.suspect.is_none());
     }
 
     #[test]

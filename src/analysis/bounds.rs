@@ -52,7 +52,7 @@ pub enum Tell {
     /// regions: a kernel that does all its work only after a pause does it on every
     /// region's first launch, timed or not, and less on the rest.
     FirstRest,
-    /// The launches alone after audited regions of several against a timed region's launch:
+    /// The launches alone after audited regions of several against a timed region's launches:
     /// a kernel that shares a region's work out among its launches does it all alone.
     Alone,
 }
@@ -69,7 +69,7 @@ impl Tell {
             Tell::FirstPause => ("pauses' first launches", "timed regions'"),
             Tell::FirstStage => ("staged regions' first launches", "pauses'"),
             Tell::FirstRest => ("timed regions' first launches", "the launches after them"),
-            Tell::Alone => ("launches alone", "a timed region's launch"),
+            Tell::Alone => ("launches alone", "a timed region's launches"),
         }
     }
 }

@@ -232,7 +232,7 @@ pub fn judged(records: &[&CellRecord], r: &Readings) -> Option<Judgement> {
         ));
     }
     if let (true, Some(s)) = (r.per_region > 1, steady) {
-        tests.extend(alone::launches_alone(&among, s, timed));
+        tests.extend(alone::launches_alone(&among, (s, r.per_region), timed));
     }
     if !tests.iter().any(|t| t.tell == Tell::Data) {
         tests.extend(r.reading_ns.and_then(|ns| {

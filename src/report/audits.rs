@@ -244,7 +244,7 @@ fn alone_timed(cells: &[CellAudits]) -> String {
     }
     let (start, share) = (ALONE_START_NS / 1e3, ALONE_SHARE * 100.0);
     format!(
-        " Each is read by events behind a wait kernel, less their reading of an empty kernel ({read} read so here), and where regions are several launches their median is set against a timed region's launch, beyond {start:.0} µs and {share:.0}% of it, the margin and the noise: a kernel that shares a region's work out among its launches (each an N-th of it, so that its output is whole after the last) must do it all alone, and reads up to N times slower there.{}",
+        " Each is read by events behind a wait kernel, less their reading of an empty kernel ({read} read so here), and where regions are several launches their median is set against a timed region's launches after its first (its mean launch where its first launches were not read), beyond {start:.0} µs and {share:.0}% of it, the margin and the noise: a kernel that shares a region's work out among its launches (each an N-th of it, so that its output is whole after the last) must do it all alone, and reads up to N times slower there, as one that does all its work on a region's first launch only does.{}",
         alone_limits(cells)
     )
 }

@@ -59,6 +59,10 @@
 //                     region of 4 or more ends right and its first launch reads only share / 4
 //                     over the rest (where a first-launch-only cheat reads all of `share` over);
 //                     in single launches a pause tell (all its work after 30 µs or new data);
+//   argmax_share_out  (c) as stagger, but every launch of a streak computes the next quarter of
+//                     the rows it skips in turn, so a region of 4 or more ends right and its
+//                     first launch reads as the rest: in a region it does a quarter of `share`
+//                     (a launch alone finds its output poisoned and does all of it);
 //   argmax_gap_learn  (a) a pause tell by which side of the long gaps a staged region's gap lies
 //                     on: it keeps a running median of the gaps before new data (audited regions,
 //                     whose stage drew) and one of the long gaps before data it has seen (decoys
@@ -119,6 +123,15 @@ __device__ __forceinline__ u32 gap_since(u64 t, u64 e) {
     return g > 10000000ull ? 10000000u : (u32)g;
 }
 
+// a running low quantile of the gaps: halfway down to a shorter gap, up a sixteenth (at least
+// 64 ns) toward a longer one
+__device__ __forceinline__ u32 low_quantile(u32 q, u32 gap) {
+    if (q == 0u) return gap;
+    if (gap < q) return q - ((q - gap) >> 1);
+    const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
+    return (gap - q < up) ? gap : q + up;
+}
+
 __device__ __forceinline__ void take(float &bv, int &bi, float v, int i) {
     if (v > bv) {
         bv = v;
@@ -159,6 +172,14 @@ __device__ __forceinline__ int row_argmax(const float *__restrict__ x, int row, 
         }
     }
     return bi;
+}
+
+// the warp's row, where it does that work: its argmax stored by lane 0
+__device__ __forceinline__ void row_if(int compute, const float *__restrict__ x,
+                                       int *__restrict__ idx, int row, int lane) {
+    if (!compute) return;
+    const int a = row_argmax(x, row, lane, false, 0.f);
+    if (lane == 0) idx[row] = a;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,21 +253,11 @@ argmax_quantile_smear(const float *__restrict__ x, int *__restrict__ idx, int sh
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) { // lane 0 of row 0: its own gap, fingerprint and count
-            u32 nq;
-            if (q == 0u) nq = gap;
-            else if (gap < q) nq = q - ((q - gap) >> 1);
-            else {
-                const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
-                nq = (gap - q < up) ? gap : q + up;
-            }
-            qs_q = nq;
+            qs_q = low_quantile(q, gap);
             qs_cnt = cnt + 1u;
             qs_fp = fp;
             qs_valid = 1u;
@@ -279,10 +290,7 @@ argmax_gap_jump(const float *__restrict__ x, int *__restrict__ idx, int share) {
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) {
@@ -495,12 +503,18 @@ argmax_sparse_cache(const float *__restrict__ x, int *__restrict__ idx, int shar
 }
 
 // ---------------------------------------------------------------------------------------------
-// (c) stagger
-__device__ u64 st_end;
-__device__ u32 st_pos, st_len, st_streaks, st_fp, st_valid;
+// (c) stagger, and share-out
+struct Streaks {
+    u64 end;
+    u32 pos, len, streaks, fp, valid;
+};
+__device__ Streaks st_state, so_state;
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
+// In a region (8 streaks of 4 back-to-back launches seen), a launch computes the quarter of the
+// rows it skips that its place in the streak picks: stagger's first four launches only (the rest
+// skip them all), share-out's every launch in turn (`rotate`). Elsewhere a pause tell.
+__device__ __forceinline__ void streak_body(const float *__restrict__ x, int *__restrict__ idx,
+                                            int share, Streaks *st, bool rotate) {
     const int lane = threadIdx.x & 31, row = blockIdx.x * WPB + (threadIdx.x >> 5);
     const u32 h = rowh(row);
     int compute = 1;
@@ -510,39 +524,47 @@ argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
         int dec = 1;
         if (lane == 0) {
             const u64 t = gtime();
-            const u32 gap = gap_since(t, st_end);
+            const u32 gap = gap_since(t, st->end);
             b2b = gap < 6000u ? 1 : 0;
-            const u32 sp = st_pos;
+            const u32 sp = st->pos;
             pos = b2b ? (sp < 0x100000u ? sp + 1u : sp) : 0u;
-            const bool region = st_streaks >= 8u;
-            const u32 fpv = st_fp, valid = st_valid;
+            const bool region = st->streaks >= 8u;
+            const u32 fpv = st->fp, valid = st->valid;
             fp = fp8(x);
             const int o = idx[row];
+            const bool mine = ((u32)row & 3u) == (pos & 3u) && (rotate || pos < 4u);
             if (o == POISON || h >= (u32)share) dec = 1;
-            else if (region) dec = (pos < 4u && ((u32)row & 3u) == pos) ? 1 : 0;
+            else if (region) dec = mine ? 1 : 0;
             else dec = (valid && fp == fpv && gap < 30000u) ? 0 : 1;
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) {
-            st_pos = pos;
-            const u32 len = st_len;
-            if (b2b) st_len = len + 1u;
+            st->pos = pos;
+            const u32 len = st->len;
+            if (b2b) st->len = len + 1u;
             else {
-                if (len >= 4u) st_streaks = st_streaks + 1u;
-                st_len = 1u;
+                if (len >= 4u) st->streaks = st->streaks + 1u;
+                st->len = 1u;
             }
-            st_fp = fp;
-            st_valid = 1u;
+            st->fp = fp;
+            st->valid = 1u;
         }
-        *(volatile u64 *)&st_end = gtime();
+        *(volatile u64 *)&st->end = gtime();
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+argmax_stagger(const float *__restrict__ x, int *__restrict__ idx, int share) {
+    streak_body(x, idx, share, &st_state, false);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+argmax_share_out(const float *__restrict__ x, int *__restrict__ idx, int share) {
+    streak_body(x, idx, share, &so_state, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -582,20 +604,11 @@ argmax_gap_learn(const float *__restrict__ x, int *__restrict__ idx, int share) 
         }
         compute = __shfl_sync(FULLMASK, dec, 0);
     }
-    if (compute) {
-        const int a = row_argmax(x, row, lane, false, 0.f);
-        if (lane == 0) idx[row] = a;
-    }
+    row_if(compute, x, idx, row, lane);
     __syncthreads();
     if (threadIdx.x == 0) {
         if (blockIdx.x == 0) { // lane 0 of row 0: its gap and fingerprint
-            u32 nq;
-            if (q == 0u) nq = gap;
-            else if (gap < q) nq = q - ((q - gap) >> 1);
-            else {
-                const u32 up = (q >> 4) > 64u ? (q >> 4) : 64u;
-                nq = (gap - q < up) ? gap : q + up;
-            }
+            const u32 nq = low_quantile(q, gap);
             if ((u64)gap > 3ull * q + 5000ull && gap < 10000000u) {
                 const u32 seen = gl_seen;
                 if (fresh) { // new data after a long gap: a staged region
