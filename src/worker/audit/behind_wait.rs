@@ -56,9 +56,10 @@ impl BehindAWait {
         })
     }
 
-    /// `launch` read once behind the wait, `before` run first (the resets, the flush: the
-    /// timed launches' state); where the host outlasted the wait, again behind the longer
-    /// one. The reading less the floor, and whether the last wait still ran dry (the
+    /// `launch` read once behind the wait, `before` run just before it (the resets, the
+    /// flush: the timed launches' state; the events' floor, read at the first use, comes
+    /// first); where the host outlasted the wait, again behind the longer one, `before` run
+    /// again. The reading less the floor, and whether the last wait still ran dry (the
     /// reading then holds the host's launch).
     pub(super) fn time(
         &mut self,

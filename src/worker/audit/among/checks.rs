@@ -246,16 +246,22 @@ impl Among {
         };
         for k in salts {
             let launch = during("audit: a launch alone on an audited region's draw");
-            buffers.poison_outputs().map_err(&launch)?;
-            if buffers.resets() {
-                buffers.reset().map_err(&launch)?;
-            }
-            if let Some(flush) = armed.flush.as_mut() {
-                flush.run().map_err(&launch)?;
-            }
+            let flush = &mut armed.flush;
+            // Before each reading (a second, where the host outlasted the first wait, finds
+            // its outputs poisoned again too).
+            let before = || {
+                buffers.poison_outputs().map_err(&launch)?;
+                if buffers.resets() {
+                    buffers.reset().map_err(&launch)?;
+                }
+                match flush.as_mut() {
+                    Some(flush) => flush.run().map_err(&launch),
+                    None => Ok(()),
+                }
+            };
             // Read behind a wait, as the GPU ran it: the work a region's launch shares
             // with the others, where a kernel shares it out.
-            let (ns, dry) = timer.time(&mut armed.launch, || Ok(()), what)?;
+            let (ns, dry) = timer.time(&mut armed.launch, before, what)?;
             let salt = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             self.check_alone(s, ready, (seed, earlier, salt))
                 .map_err(|f| f.during(what))?;
